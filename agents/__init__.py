@@ -1,0 +1,2 @@
+"""agents: plan -> execute -> verify. Repository analysis, environment setup, test configuration,
+execution and verification, each with typed (pydantic) inputs and outputs."""

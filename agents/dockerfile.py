@@ -1,0 +1,38 @@
+"""Dockerfile generation: rebuild an instance's environment without swemint.
+
+The Dockerfile starts from the toolchain image (an official image where one was used; our
+debootstrapped one otherwise, whose recipe is in `envpool.images`), clones the repository at
+`base_commit` and replays the setup commands that succeeded, in order.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands: list[str],
+                      env: dict[str, str], clone_url: str = "https://github.com/{repo}.git",
+                      workdir: str = "/testbed") -> str:
+    """Return Dockerfile text (str). `commands` run in `workdir` with `env` set (PATH included)."""
+    lines = [f"# swemint environment for {repo} @ {base_commit}",
+             f"FROM {base_image}",
+             "SHELL [\"/bin/bash\", \"-c\"]"]
+    for k, v in sorted(env.items()):
+        lines.append(f"ENV {k}={json.dumps(v)}")
+    url = clone_url.format(repo=repo)
+    lines.append(f"RUN git clone {url} {workdir} && cd {workdir} && git checkout --detach {base_commit}")
+    lines.append(f"WORKDIR {workdir}")
+    for c in commands:
+        lines.append("RUN " + c.replace("\n", " \\\n    "))
+    return "\n".join(lines) + "\n"
+
+
+def render_setup_script(commands: list[str], env: dict[str, str], failed: list[tuple[str, int]] | None = None) -> str:
+    """The setup script (bash) as run: exports, then each successful command; failed attempts
+    are kept as comments with their exit codes so the record is complete."""
+    out = ["#!/usr/bin/env bash", "set -euxo pipefail", "cd /testbed"]
+    out += [f"export {k}={json.dumps(v)}" for k, v in sorted(env.items())]
+    for cmd, code in failed or []:
+        out.append(f"# failed (exit {code}), repaired or skipped: {cmd}")
+    out += commands
+    return "\n".join(out) + "\n"

@@ -1,0 +1,78 @@
+"""Read a repository at a commit straight from a (bare) git directory on the host.
+
+No checkout is made: files are read with `git show COMMIT:PATH`, the tree with `git ls-tree`,
+and the whole tree is streamed with `git archive` (a tar) into the build container.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime, timezone
+from functools import cached_property
+from pathlib import Path
+
+from envpool.errors import InstanceInputError
+
+
+class GitTree:
+    """The tree of `commit` in the git directory `git_dir` (bare or not).
+
+    Raises InstanceInputError (with `instance_id`) when the commit does not exist.
+    """
+
+    def __init__(self, git_dir: Path, commit: str, instance_id: str | None = None):
+        self.git_dir = Path(git_dir)
+        self.commit = commit
+        self.instance_id = instance_id
+        r = self._git("cat-file", "-e", f"{commit}^{{commit}}", check=False)
+        if r.returncode != 0:
+            raise InstanceInputError(f"base_commit {commit} not found in {git_dir}",
+                                     instance_id=instance_id)
+
+    def _git(self, *args: str, check: bool = True, text: bool = True) -> subprocess.CompletedProcess:
+        r = subprocess.run(["git", "--git-dir", str(self.git_dir), *args], capture_output=True,
+                           text=text)
+        if check and r.returncode != 0:
+            err = r.stderr if text else r.stderr.decode(errors="replace")
+            raise InstanceInputError(f"git {' '.join(args[:2])} failed: {err.strip()[:500]}",
+                                     instance_id=self.instance_id)
+        return r
+
+    @cached_property
+    def files(self) -> list[str]:
+        """Every file path in the tree (POSIX, relative to the root)."""
+        out = self._git("ls-tree", "-r", "--name-only", "-z", self.commit).stdout
+        return [p for p in out.split("\0") if p]
+
+    @cached_property
+    def file_set(self) -> frozenset[str]:
+        """`files` as a set."""
+        return frozenset(self.files)
+
+    def exists(self, path: str) -> bool:
+        """True when `path` is a file in the tree."""
+        return path in self.file_set
+
+    def read(self, path: str, limit: int = 2_000_000) -> str | None:
+        """Text of `path` (UTF-8, errors replaced), None when absent or larger than `limit` bytes."""
+        if path not in self.file_set:
+            return None
+        r = self._git("show", f"{self.commit}:{path}", check=False, text=False)
+        if r.returncode != 0 or len(r.stdout) > limit:
+            return None
+        return r.stdout.decode("utf-8", errors="replace")
+
+    def archive(self) -> bytes:
+        """The whole tree as an uncompressed tar (bytes)."""
+        return self._git("archive", "--format=tar", self.commit, text=False).stdout
+
+    @cached_property
+    def commit_time(self) -> datetime:
+        """Committer time of the commit, UTC."""
+        ts = self._git("show", "-s", "--format=%ct", self.commit).stdout.strip()
+        return datetime.fromtimestamp(int(ts), tz=timezone.utc)
+
+    def describe(self) -> str | None:
+        """`git describe --tags` of the commit, or None when the mirror has no tags."""
+        r = self._git("describe", "--tags", "--abbrev=0", self.commit, check=False)
+        return r.stdout.strip() or None if r.returncode == 0 else None

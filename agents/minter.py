@@ -1,0 +1,256 @@
+"""Mint one instance: plan -> execute -> verify, ending in exactly one outcome row.
+
+Phases (each timed, seconds): checkout (tree from the mirror) -> analysis -> setup (build
+sandbox on the bridge network, repair loop) -> commit (environment image: dependencies
+installed, repository at base_commit, no patch) -> before runs (base + test_patch, network
+none) -> after runs (+ patch, network none) -> grading. Never raises for an instance's
+problems: every path returns an `InstanceResult` (datatrove's "every outcome is a row").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from agents.analysis import analyze_python
+from agents.config import MintConfig
+from agents.dockerfile import render_dockerfile, render_setup_script
+from agents.gitrepo import GitTree
+from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
+from agents.python_plan import choose_python, pretend_version
+from agents.python_setup import PythonEnvBuilder
+from agents.testconfig import configure_python_tests
+from envpool import images
+from envpool.errors import (EnvBuildError, InfraError, InstanceInputError, PatchApplyError,
+                            SandboxTimeout, SwemintError, TestsNotRunError)
+from envpool.grading import grade
+from envpool.patches import apply_patch
+from envpool.sandbox import SandboxSpec
+from envpool.testrun.pytest_runner import pytest_command, run_pytest
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def image_tag_for(instance_id: str) -> str:
+    """Docker tag for an instance's environment (lowercase, [a-z0-9_.-], <= 128 chars)."""
+    return re.sub(r"[^a-z0-9_.-]", "_", instance_id.lower())[:120]
+
+
+class _Trajectory:
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+
+    def __call__(self, step: StepRecord) -> None:
+        with self.path.open("a") as f:
+            f.write(step.model_dump_json() + "\n")
+
+
+def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, factory=None) -> InstanceResult:
+    """Build, verify and (if verified) keep the environment of one instance.
+
+    Args:
+        instance: the SWE-bench-format instance (gold lists are never read here).
+        repo_path: host git directory (bare mirror) holding `base_commit`.
+        config: MintConfig (workdir, limits, timeouts, reruns).
+        factory: a SandboxFactory (default: Docker, labelled with `config.run_id`).
+
+    Returns:
+        InstanceResult with exactly one outcome. Never raises for instance problems; a failure
+        of the Docker engine becomes `infra_error`.
+    """
+    iid = instance.instance_id
+    idir = Path(config.workdir) / "instances" / re.sub(r"[^A-Za-z0-9_.-]", "_", iid)
+    idir.mkdir(parents=True, exist_ok=True)
+    log_path = idir / "run.log"
+    log_path.write_text(f"# swemint {iid} started {_now()}\n")
+    res = InstanceResult(instance_id=iid, repo=instance.repo, outcome="infra_error", log_path=str(log_path),
+                         version=instance.version, started_at=_now(), trajectory_path=str(idir / "trajectory.jsonl"))
+    t0 = time.monotonic()
+    try:
+        if factory is None:
+            from envpool.docker_sandbox import DockerSandboxFactory
+            factory = DockerSandboxFactory(run_id=config.run_id)
+        _mint(instance, Path(repo_path), config, factory, res, idir, log_path)
+    except InstanceInputError as e:
+        res.outcome, res.reason = "env_failed", f"bad input: {e.message}"
+    except PatchApplyError as e:
+        res.outcome, res.reason = "patch_failed", e.message
+    except EnvBuildError as e:
+        res.outcome, res.reason = "env_failed", e.message
+    except TestsNotRunError as e:
+        res.outcome, res.reason = "tests_not_run", e.message
+    except SandboxTimeout as e:
+        res.outcome, res.reason = "timeout", e.message
+    except InfraError as e:
+        res.outcome, res.reason = "infra_error", e.message
+    except SwemintError as e:
+        res.outcome, res.reason = "infra_error", e.message
+    except Exception as e:  # a bug of ours: never lose the row
+        res.outcome, res.reason = "infra_error", f"internal error: {type(e).__name__}: {e}"
+    res.timings["total"] = round(time.monotonic() - t0, 2)
+    res.finished_at = _now()
+    if res.outcome != "verified" and res.image and config.keep_images:
+        _remove_image(factory, res.image)
+        res.image, res.image_id, res.env = "", "", None
+    (idir / "result.json").write_text(res.model_dump_json(indent=2))
+    with log_path.open("a") as f:
+        f.write(f"\n# outcome: {res.outcome}: {res.reason}\n")
+    return res
+
+
+def _remove_image(factory, tag: str) -> None:
+    client = getattr(factory, "client", None)
+    if client is None:
+        return
+    try:
+        client.images.remove(tag, force=True)
+    except Exception:
+        pass
+
+
+def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res: InstanceResult,
+          idir: Path, log_path: Path) -> None:
+    iid = instance.instance_id
+    deadline = time.monotonic() + config.timeouts.instance
+    t = time.monotonic()
+    tree = GitTree(repo_path, instance.base_commit, instance_id=iid)
+    if not instance.test_patch.strip() or not instance.patch.strip():
+        raise InstanceInputError("empty patch or test_patch", instance_id=iid)
+    profile = analyze_python(tree)
+    tests = configure_python_tests(instance.test_patch)
+    res.test_files = tests.test_files
+    res.parser = tests.parser
+    if not tests.test_files:
+        raise TestsNotRunError("test_patch touches no Python test file", instance_id=iid, log_path=log_path)
+    choice = choose_python(profile, instance.created, images.available_pythons(config.images))
+    res.interpreter = choice.version
+    res.substitutions = choice.substitutions
+    base_image = images.ensure_python_image(choice.version, config.images)
+    res.timings["checkout+analysis"] = round(time.monotonic() - t, 2)
+    traj = _Trajectory(idir / "trajectory.jsonl")
+    traj(StepRecord(agent="analysis", rule="rules", note=profile.model_dump_json()))
+    traj(StepRecord(agent="setup", rule="choose_python", note=choice.model_dump_json()))
+    version = pretend_version(instance, tree, profile.package_version)
+    cache = Path(config.workdir) / "cache"
+    spec = SandboxSpec(image=base_image, run_id=config.run_id, instance_id=iid, network="bridge",
+                       cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids,
+                       cache_mounts={str((cache / "uv").resolve()): "/root/.cache/uv"})
+    t = time.monotonic()
+    with factory.sandbox(spec, log_path) as sb:
+        sb.put_file("/tmp/swemint/repo.tar", tree.archive())
+        r = sb.exec("cd /testbed && tar -xf /tmp/swemint/repo.tar && rm /tmp/swemint/repo.tar && "
+                    "git init -q && git add -A && git -c user.name=swemint -c user.email=swemint@localhost "
+                    f"commit -qm 'base {instance.base_commit}' --no-verify && git rev-parse HEAD",
+                    timeout=600, log_label="checkout")
+        if not r.ok:
+            raise EnvBuildError(f"could not lay out the repository: {r.output[-500:]}", instance_id=iid,
+                                log_path=log_path)
+        builder = PythonEnvBuilder(sb, tree, profile, choice, instance.created, version,
+                                   step_timeout=config.timeouts.setup_step, on_step=traj)
+        setup = builder.build(tests.test_files)
+        res.installed_packages = setup.installed_packages
+        failed = [(s.command, s.exit_code or 0) for s in setup.steps if s.exit_code not in (0, None) and s.command]
+        res.setup_script = render_setup_script(setup.commands, setup.env, failed)
+        res.dockerfile = render_dockerfile(base_image=base_image, repo=instance.repo,
+                                           base_commit=instance.base_commit, commands=setup.commands,
+                                           env=setup.env)
+        (idir / "setup.sh").write_text(res.setup_script)
+        (idir / "Dockerfile").write_text(res.dockerfile)
+        res.timings["setup"] = round(time.monotonic() - t, 2)
+        if not setup.ok:
+            raise EnvBuildError(setup.reason, instance_id=iid, log_path=log_path)
+        if time.monotonic() > deadline:
+            raise SandboxTimeout("instance time limit reached during setup", instance_id=iid, log_path=log_path)
+        # a setup step that edited tracked files: keep the edit in its own commit so it never
+        # leaks into a diff against the environment
+        st = sb.exec("cd /testbed && git status --porcelain --untracked-files=no", timeout=60, log_label="status")
+        if st.output.strip():
+            sb.exec("cd /testbed && git -c user.name=swemint -c user.email=swemint@localhost commit -qam "
+                    "'swemint: environment setup edits' --no-verify", timeout=60, log_label="setup-edits")
+            traj(StepRecord(agent="setup", rule="tracked-edits", note=st.output[:2000]))
+        t = time.monotonic()
+        tag = image_tag_for(iid)
+        res.image = f"{config.image_repository}:{tag}"
+        res.image_id = sb.commit(config.image_repository, tag, labels={"swemint.instance": iid,
+                                                                       "swemint.run": config.run_id})
+        res.timings["commit"] = round(time.monotonic() - t, 2)
+    env = {k: v for k, v in setup.env.items() if not k.startswith("UV_")}
+    test_spec = spec.model_copy(update={"image": res.image, "network": "none", "cache_mounts": {}, "env": env})
+    res.test_command = pytest_command(tests.test_files, python=tests.python)
+    runs = {}
+    for side, patches, n in (("before", [("test_patch", instance.test_patch)], config.verify.before_runs),
+                             ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)],
+                              config.verify.after_runs)):
+        t = time.monotonic()
+        with factory.sandbox(test_spec, log_path) as sb:
+            for name, text in patches:
+                try:
+                    res.patch_methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
+                except PatchApplyError as e:
+                    raise PatchApplyError(f"{name} does not apply ({side}): {e.message}", instance_id=iid,
+                                          log_path=log_path) from e
+            reports = []
+            for i in range(n):
+                remaining = deadline - time.monotonic()
+                if remaining < 30:
+                    raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=iid,
+                                         log_path=log_path)
+                rep = run_pytest(sb, tests.test_files, python=tests.python,
+                                 timeout=min(config.timeouts.test_run, remaining),
+                                 per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")
+                reports.append(rep)
+                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=res.test_command,
+                                exit_code=rep.exit_code, duration=round(rep.duration, 2),
+                                note=f"{len(rep.statuses)} tests, source={rep.source}, "
+                                     f"collection_errors={rep.collection_errors[:5]}"))
+            runs[side] = reports
+        res.timings[side] = round(time.monotonic() - t, 2)
+    _judge(res, runs["before"], runs["after"], iid, log_path)
+    if res.outcome == "verified":
+        res.env = EnvRecord(instance_id=iid, repo=instance.repo, version=instance.version,
+                            base_commit=instance.base_commit, commit_time=tree.commit_time,
+                            created_at=instance.created_at, interpreter=choice.version, image_tag=res.image,
+                            image_id=res.image_id, size_bytes=_image_size(factory, res.image),
+                            setup_script=res.setup_script, dockerfile=res.dockerfile,
+                            test_command=res.test_command, parser=res.parser, route=config.images.route,
+                            installed_packages=res.installed_packages)
+
+
+def _image_size(factory, tag: str) -> int:
+    client = getattr(factory, "client", None)
+    try:
+        return int(client.images.get(tag).attrs.get("Size", 0)) if client else 0
+    except Exception:
+        return 0
+
+
+def _judge(res: InstanceResult, before, after, iid: str, log_path: Path) -> None:
+    """Outcome from the runs: timeouts and runs that never reached the tests are not grades."""
+    for side, reps in (("before", before), ("after", after)):
+        if all(r.timed_out and not r.statuses for r in reps):
+            raise SandboxTimeout(f"the {side} test run timed out before reporting any test", instance_id=iid,
+                                 log_path=log_path)
+    if not any(r.tests_ran for r in after):
+        raise TestsNotRunError("the runner reached no test after the patch (exit "
+                               f"{after[-1].exit_code}; collection errors: {after[-1].collection_errors[:3]})",
+                               instance_id=iid, log_path=log_path)
+    if not any(r.tests_ran for r in before) and all(r.exit_code in (3, 4) for r in before):
+        raise TestsNotRunError(f"the runner failed before reaching tests (exit {before[-1].exit_code})",
+                               instance_id=iid, log_path=log_path)
+    g = grade(before, after, None)
+    res.FAIL_TO_PASS = g.FAIL_TO_PASS
+    res.PASS_TO_PASS = g.PASS_TO_PASS
+    res.flaky_tests = g.flaky
+    if g.FAIL_TO_PASS:
+        res.outcome = "verified"
+        res.reason = f"{len(g.FAIL_TO_PASS)} FAIL_TO_PASS, {len(g.PASS_TO_PASS)} PASS_TO_PASS, {len(g.flaky)} flaky"
+    else:
+        res.outcome = "no_fail_to_pass"
+        res.reason = "no test fails before and passes after the patch"

@@ -1,0 +1,166 @@
+"""Typed records shared by the agents and the pipeline.
+
+Field names follow SWE-bench (`instance_id`, `repo`, `base_commit`, `patch`, `test_patch`,
+`problem_statement`, `FAIL_TO_PASS`, `PASS_TO_PASS`, `version`, `created_at`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Outcome = Literal["verified", "no_fail_to_pass", "patch_failed", "env_failed", "tests_not_run",
+                  "timeout", "infra_error"]
+OUTCOMES: tuple[str, ...] = ("verified", "no_fail_to_pass", "patch_failed", "env_failed",
+                             "tests_not_run", "timeout", "infra_error")
+
+
+def _parse_id_list(v: Any) -> list[str]:
+    if v is None or v == "":
+        return []
+    if isinstance(v, str):
+        parsed = json.loads(v)
+        if not isinstance(parsed, list):
+            raise ValueError("expected a JSON list of test ids")
+        return [str(x) for x in parsed]
+    return [str(x) for x in v]
+
+
+def parse_created_at(value: str | datetime | None) -> datetime | None:
+    """Parse SWE-bench `created_at` (ISO 8601, or `YYYY-MM-DD HH:MM:SS` without zone = UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        s = str(value).strip().replace("Z", "+00:00")
+        dt = datetime.fromisoformat(s)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+class Instance(BaseModel):
+    """One SWE-bench-format task instance.
+
+    Gold `FAIL_TO_PASS` / `PASS_TO_PASS` (lists, or JSON-encoded strings as in the HF copies)
+    are kept for scoring only: nothing in swemint chooses tests, commands or versions by them.
+    `environment_setup_commit` is accepted and ignored. Unknown extra fields are kept in `extra`.
+    """
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    instance_id: str
+    repo: str
+    base_commit: str
+    patch: str
+    test_patch: str
+    problem_statement: str = ""
+    hints_text: str = ""
+    created_at: str | None = None
+    version: str | None = None
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    environment_setup_commit: str | None = None
+    language: str | None = None
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _ids(cls, v: Any) -> list[str]:
+        return _parse_id_list(v)
+
+    @field_validator("created_at", "version", mode="before")
+    @classmethod
+    def _str(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        return v.isoformat() if isinstance(v, datetime) else str(v)
+
+    @property
+    def created(self) -> datetime | None:
+        """`created_at` as an aware UTC datetime (None when absent)."""
+        return parse_created_at(self.created_at)
+
+
+class StepRecord(BaseModel):
+    """One step of a trajectory: what ran, by which agent and rule, and how it ended.
+
+    `duration` in seconds; `output_excerpt` is the tail of the output (at most ~2 KB).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    agent: str
+    rule: str = ""
+    command: str = ""
+    exit_code: int | None = None
+    output_excerpt: str = ""
+    duration: float = 0.0
+    tokens: int = 0
+    note: str = ""
+
+
+class EnvRecord(BaseModel):
+    """A verified environment image, as indexed in the pool (DuckDB table `environments`).
+
+    `commit_time`: committer time of `base_commit` (UTC). `size_bytes`: image size in bytes.
+    `location`: where the image lives ("local" or a registry reference).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    instance_id: str
+    repo: str
+    version: str | None = None
+    base_commit: str
+    commit_time: datetime | None = None
+    created_at: str | None = None
+    language: str = "python"
+    interpreter: str = ""
+    image_tag: str
+    image_id: str = ""
+    size_bytes: int = 0
+    setup_script: str = ""
+    dockerfile: str = ""
+    test_command: str = ""
+    parser: str = ""
+    route: str = ""
+    installed_packages: str = ""
+    location: str = "local"
+
+
+class InstanceResult(BaseModel):
+    """The one row every instance ends as, whatever happened.
+
+    `outcome` is exactly one of OUTCOMES, with a human `reason` and the `log_path` to read.
+    `FAIL_TO_PASS` / `PASS_TO_PASS` are *ours* (gold stays on the Instance). `timings` maps
+    phase name -> seconds (e.g. "checkout", "setup", "commit", "before", "after", "total").
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    instance_id: str
+    repo: str
+    outcome: Outcome
+    reason: str = ""
+    log_path: str = ""
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    flaky_tests: list[str] = Field(default_factory=list)
+    test_files: list[str] = Field(default_factory=list)
+    test_command: str = ""
+    parser: str = ""
+    setup_script: str = ""
+    dockerfile: str = ""
+    image: str = ""
+    image_id: str = ""
+    interpreter: str = ""
+    substitutions: list[str] = Field(default_factory=list)
+    installed_packages: str = ""
+    patch_methods: dict[str, str] = Field(default_factory=dict)
+    timings: dict[str, float] = Field(default_factory=dict)
+    version: str | None = None
+    reused_from: str | None = None
+    env: EnvRecord | None = None
+    trajectory_path: str = ""
+    started_at: str = ""
+    finished_at: str = ""

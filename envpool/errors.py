@@ -1,0 +1,61 @@
+"""The error tree of swemint.
+
+    SwemintError
+    ├── InfraError          daemon, disk, registry, OOM of the host: says nothing about the instance
+    ├── SandboxTimeout      a command or run exceeded its time limit (seconds)
+    ├── InstanceInputError  bad instance data (missing field, unknown repository, bad JSON)
+    ├── PatchApplyError     `patch` or `test_patch` does not apply, even after normalisation
+    ├── EnvBuildError       the environment could not be built (our builder's failure)
+    └── TestsNotRunError    the runner never reached the tests
+
+Every error may carry the `instance_id` and the `log_path` of the log to read (idea from
+encode/httpx `_exceptions.py` and SWE-ReX `exceptions.py`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SwemintError(Exception):
+    """Root of every error swemint raises on purpose.
+
+    Args:
+        message: what went wrong, in words a user can act on.
+        instance_id: the SWE-bench `instance_id` concerned, if any.
+        log_path: the per-instance log file to read, if any.
+    """
+
+    def __init__(self, message: str, *, instance_id: str | None = None, log_path: Path | str | None = None):
+        self.message = message
+        self.instance_id = instance_id
+        self.log_path = str(log_path) if log_path else None
+        prefix = f"[{instance_id}] " if instance_id else ""
+        suffix = f" (log: {self.log_path})" if self.log_path else ""
+        super().__init__(f"{prefix}{message}{suffix}")
+
+
+class InfraError(SwemintError):
+    """Infrastructure failure (Docker daemon, disk full, registry down); outcome `infra_error`."""
+
+
+class SandboxTimeout(SwemintError):
+    """A command exceeded its timeout (seconds); outcome `timeout` when it ends an instance."""
+
+
+class InstanceInputError(SwemintError):
+    """The instance's own data is unusable (missing field, repository not found)."""
+
+
+class PatchApplyError(SwemintError):
+    """A patch did not apply after every normalisation; outcome `patch_failed`."""
+
+
+class EnvBuildError(SwemintError):
+    """The environment could not be built; outcome `env_failed`."""
+
+
+class TestsNotRunError(SwemintError):
+    """The test runner never reached the tests; outcome `tests_not_run`."""
+
+    __test__ = False  # not a pytest test class

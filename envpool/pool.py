@@ -1,0 +1,185 @@
+"""The environment pool index: verified environment images in one DuckDB file.
+
+Table `environments`: one row per instance whose image was kept (primary key `instance_id`),
+with every `EnvRecord` field plus `added_at` (UTC). Times are TIMESTAMPTZ (UTC).
+
+**One writer.** DuckDB allows one process to hold a file open for writing; a read-only
+connection from another process fails while the writer holds it. So only the pipeline driver
+writes (`EnvPool(path)`), every other process opens `EnvPool(path, read_only=True)`, and each
+call opens and closes its own short connection so the file is held only for milliseconds.
+Read-only callers retry briefly while a write is in progress.
+
+Reuse order of `find` (hierarchical reuse, after MEnvAgent's environment reuse): the same
+repository and version first, then the same repository at the nearest newer commit, then the
+same repository at any commit (nearest first).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import duckdb
+from pydantic import BaseModel, ConfigDict
+
+from agents.models import EnvRecord
+
+_SQL_TYPES = {"commit_time": "TIMESTAMPTZ", "size_bytes": "BIGINT"}
+COLUMNS: list[str] = list(EnvRecord.model_fields)
+"""Columns taken from `EnvRecord`, in its field order; `added_at` comes last."""
+
+Tier = Literal["same_version", "newer_commit", "same_repo"]
+
+
+class PoolMatch(BaseModel):
+    """A reuse candidate: the `record`, its `tier` and `distance_s` (seconds between commit
+    times, None when either is unknown)."""
+
+    model_config = ConfigDict(extra="forbid")
+    record: EnvRecord
+    tier: Tier
+    distance_s: float | None = None
+
+
+class EnvPool:
+    """DuckDB-backed index of kept environments.
+
+    Args:
+        path: the DuckDB file (e.g. `WORKDIR/pool.duckdb`); created with its table on first write.
+        read_only: open read-only (every process but the pipeline driver).
+    Raises `duckdb.IOException` when the file is locked by a writer for longer than `lock_wait`
+    seconds.
+    """
+
+    def __init__(self, path: Path | str, read_only: bool = False, lock_wait: float = 10.0):
+        self.path = Path(path)
+        self.read_only = read_only
+        self.lock_wait = lock_wait
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as con:
+                self._ensure_schema(con)
+
+    @contextmanager
+    def _connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        deadline = time.monotonic() + self.lock_wait
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
+                break
+            except duckdb.IOException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        try:
+            con.execute("SET TimeZone = 'UTC'")
+            yield con
+        finally:
+            con.close()
+
+    @staticmethod
+    def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+        cols = ", ".join(f"{c} {_SQL_TYPES.get(c, 'VARCHAR')}" for c in COLUMNS if c != "instance_id")
+        con.execute(f"CREATE TABLE IF NOT EXISTS environments (instance_id VARCHAR PRIMARY KEY, {cols}, "
+                    "added_at TIMESTAMPTZ)")
+        have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                          "WHERE table_name = 'environments'").fetchall()}
+        for c in COLUMNS:  # fields added to EnvRecord later become new columns
+            if c not in have:
+                con.execute(f"ALTER TABLE environments ADD COLUMN {c} {_SQL_TYPES.get(c, 'VARCHAR')}")
+
+    def _exists(self) -> bool:
+        return self.path.exists()
+
+    def add(self, record: EnvRecord) -> None:
+        """Insert or replace the row of `record.instance_id`; `added_at` is now (UTC)."""
+        if self.read_only:
+            raise PermissionError(f"{self.path} is open read-only; only the pipeline driver writes the pool")
+        values = record.model_dump()
+        row = [values[c] for c in COLUMNS] + [datetime.now(timezone.utc)]
+        marks = ", ".join("?" * len(row))
+        with self._connect() as con:
+            con.execute(f"INSERT OR REPLACE INTO environments ({', '.join(COLUMNS)}, added_at) VALUES ({marks})", row)
+
+    def _select(self, where: str = "", params: list | None = None, order: str = "added_at") -> list[dict]:
+        if not self._exists():
+            return []
+        with self._connect() as con:
+            cur = con.execute(f"SELECT * FROM environments {where} ORDER BY {order}", params or [])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    @staticmethod
+    def _record(row: dict) -> EnvRecord:
+        return EnvRecord.model_validate({c: row[c] for c in COLUMNS if row.get(c) is not None})
+
+    def get(self, instance_id: str) -> EnvRecord | None:
+        """The record of `instance_id`, or None."""
+        rows = self._select("WHERE instance_id = ?", [instance_id])
+        return self._record(rows[0]) if rows else None
+
+    def list(self, repo: str | None = None) -> list[EnvRecord]:
+        """Every record (of `repo` when given), oldest `added_at` first."""
+        rows = self._select("WHERE repo = ?", [repo]) if repo else self._select()
+        return [self._record(r) for r in rows]
+
+    def remove(self, instance_id: str) -> bool:
+        """Delete the row of `instance_id` (the image itself is left alone); True if one existed."""
+        if self.read_only:
+            raise PermissionError(f"{self.path} is open read-only; only the pipeline driver writes the pool")
+        with self._connect() as con:
+            n = con.execute("SELECT count(*) FROM environments WHERE instance_id = ?", [instance_id]).fetchone()[0]
+            con.execute("DELETE FROM environments WHERE instance_id = ?", [instance_id])
+        return bool(n)
+
+    def find(self, repo: str, version: str | None = None, commit_time: datetime | None = None, *,
+             before: datetime | None = None, after: datetime | None = None, exclude: str | None = None,
+             limit: int | None = None) -> list[PoolMatch]:
+        """Reuse candidates for an instance of `repo`, best first.
+
+        Tiers: `same_version` (same `version`, only when given), then `newer_commit` (commit
+        time >= `commit_time`), then `same_repo` (the rest). Within a tier: commit times at or
+        after `commit_time` first, nearest first, then older ones, nearest first; unknown times
+        last. `before` / `after` bound commit times (exclusive / inclusive; rows without a
+        commit time are dropped when a bound is given). `exclude`: an instance id to leave out
+        (the instance itself). Naive datetimes are taken as UTC.
+        """
+        ct, before, after = (_utc(d) for d in (commit_time, before, after))
+        rows = self._select("WHERE repo = ?", [repo], order="instance_id")
+        out: list[PoolMatch] = []
+        for row in rows:
+            rec = self._record(row)
+            t = _utc(rec.commit_time)
+            if rec.instance_id == exclude:
+                continue
+            if (before or after) and t is None:
+                continue
+            if (before and t >= before) or (after and t < after):
+                continue
+            dist = (t - ct).total_seconds() if (t is not None and ct is not None) else None
+            if version is not None and rec.version == version:
+                tier: Tier = "same_version"
+            elif dist is not None and dist >= 0:
+                tier = "newer_commit"
+            else:
+                tier = "same_repo"
+            out.append(PoolMatch(record=rec, tier=tier, distance_s=abs(dist) if dist is not None else None))
+        rank = {"same_version": 0, "newer_commit": 1, "same_repo": 2}
+
+        def key(m: PoolMatch) -> tuple:
+            t = _utc(m.record.commit_time)
+            older = ct is not None and t is not None and t < ct
+            return (rank[m.tier], m.distance_s is None, older, m.distance_s or 0.0, m.record.instance_id)
+
+        out.sort(key=key)
+        return out[:limit] if limit is not None else out
+
+
+def _utc(d: datetime | None) -> datetime | None:
+    if d is None:
+        return None
+    return d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d.astimezone(timezone.utc)

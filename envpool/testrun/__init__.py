@@ -1,0 +1,1 @@
+"""Test runs and their results: runners' reports parsed into `{test_id: TestStatus}`."""

@@ -1,0 +1,341 @@
+"""Pure parsers: a runner's report (str or bytes) -> `TestRunReport`, and a registry by name.
+
+Three sources for pytest, best first (SWE-bench v5 keeps the parser *name* in each dataset row
+and resolves it through a registry, `swebench/harness/log_parsers/__init__.py`; so do we):
+
+- ``pytest_plugin``: the JSON lines of our plugin `swemint_pytest_report` (exact node ids,
+  setup/teardown errors, xfail/xpass, collection errors per collector);
+- ``pytest_junit``: pytest's JUnit XML (``--junitxml``), read with junitparser; the dotted
+  ``classname`` loses information, so node ids are rebuilt best effort;
+- ``pytest_log``: the ``short test summary info`` of ``pytest -rA`` in the console log.
+
+Every parser: never raises on bad input (undecodable bytes are replaced, broken lines skipped),
+and a report where no test parses has ``tests_ran=False`` -- never "all passed".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Callable, Iterable
+
+from envpool.testrun.status import TestRunReport, TestStatus
+
+Parser = Callable[..., TestRunReport]
+
+_RANK = {TestStatus.PASSED: 0, TestStatus.XPASS: 0, TestStatus.SKIPPED: 1, TestStatus.XFAIL: 1,
+         TestStatus.FAILED: 2, TestStatus.ERROR: 3}
+
+
+def _text(data: str | bytes) -> str:
+    if isinstance(data, bytes):
+        return data.decode("utf-8", errors="replace")
+    return data
+
+
+def worse(a: TestStatus | None, b: TestStatus) -> TestStatus:
+    """The worse of two statuses of one test (ERROR > FAILED > SKIPPED/XFAIL > PASSED/XPASS).
+
+    Used when one test yields several reports (a teardown error after a pass, a rerun).
+    On a tie the earlier status is kept.
+    """
+    if a is None or _RANK[b] > _RANK[a]:
+        return b
+    return a
+
+
+def _add_unique(items: list[str], item: str) -> None:
+    if item and item not in items:
+        items.append(item)
+
+
+# -- (1) plugin JSON lines ---------------------------------------------------------------------
+
+def plugin_records(data: str | bytes) -> list[dict]:
+    """The JSON records of a `swemint_pytest_report` file, in order.
+
+    Lines that are not JSON objects (a line cut by a kill) are skipped. When the file holds a
+    `session_start` record, only records with that session's `pid` are kept (a pytest started
+    by the code under test cannot add results to ours).
+    """
+    records: list[dict] = []
+    for line in _text(data).splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    first = next((r for r in records if r.get("kind") == "session_start"), None)
+    if first is not None and "pid" in first:
+        records = [r for r in records if r.get("pid") == first["pid"]]
+    return records
+
+
+def _phase_status(rec: dict) -> TestStatus | None:
+    when, outcome, xfail = rec.get("when"), rec.get("outcome"), "wasxfail" in rec
+    if outcome == "failed":
+        return TestStatus.FAILED if when == "call" else TestStatus.ERROR
+    if outcome == "skipped":
+        if when == "teardown":
+            return None
+        return TestStatus.XFAIL if xfail else TestStatus.SKIPPED
+    if outcome == "passed" and when == "call":
+        return TestStatus.XPASS if xfail else TestStatus.PASSED
+    return None
+
+
+def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
+    """Parse our plugin's JSON lines into a `TestRunReport` (source "plugin").
+
+    Mapping per node id: call passed -> PASSED (with wasxfail -> XPASS), call failed -> FAILED,
+    call/setup skipped -> SKIPPED (with wasxfail -> XFAIL), setup or teardown failed -> ERROR;
+    several reports for one id combine with `worse`. Collect reports that failed give
+    `collection_errors` (collector node ids: a file path for a module that failed to import,
+    `path::Class` for a class, a folder for a package/conftest). `exit_code` is the pytest
+    session's exit status when the session finished (None when it was killed); `tests_ran` is
+    True only when at least one test report was parsed.
+    """
+    statuses: dict[str, TestStatus] = {}
+    collection_errors: list[str] = []
+    exit_code = None
+    for rec in plugin_records(data):
+        kind = rec.get("kind")
+        if kind == "test" and isinstance(rec.get("nodeid"), str):
+            st = _phase_status(rec)
+            if st is not None:
+                statuses[rec["nodeid"]] = worse(statuses.get(rec["nodeid"]), st)
+        elif kind == "collect" and rec.get("outcome") == "failed":
+            _add_unique(collection_errors, str(rec.get("nodeid") or rec.get("fspath") or ""))
+        elif kind == "session_finish" and isinstance(rec.get("exitstatus"), int):
+            exit_code = rec["exitstatus"]
+    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
+                         exit_code=exit_code, tests_ran=bool(statuses), source="plugin")
+
+
+def plugin_exit_status(data: str | bytes) -> int | None:
+    """The pytest exit status the plugin recorded at session end, or None (run killed)."""
+    for rec in reversed(plugin_records(data)):
+        if rec.get("kind") == "session_finish" and isinstance(rec.get("exitstatus"), int):
+            return rec["exitstatus"]
+    return None
+
+
+def plugin_timeouts(data: str | bytes) -> list[str]:
+    """Node ids whose call phase was stopped by SWEMINT_TEST_TIMEOUT, in order."""
+    return [str(r.get("nodeid")) for r in plugin_records(data) if r.get("kind") == "timeout"]
+
+
+# -- (2) JUnit XML -----------------------------------------------------------------------------
+
+def _dotted_module(path: str) -> str:
+    return re.sub(r"\.py$", "", path).replace("/", ".")
+
+
+def _split_classname(classname: str, known_files: Iterable[str] | None) -> tuple[str, list[str]]:
+    """(file path, class names) from a dotted junit classname such as `tests.test_x.TestA`."""
+    parts = [p for p in classname.split(".") if p]
+    if known_files:
+        by_module = {_dotted_module(f): f for f in known_files}
+        for k in range(len(parts), 0, -1):
+            mod = ".".join(parts[:k])
+            if mod in by_module:
+                return by_module[mod], parts[k:]
+    # heuristic: classes start with a capital letter (pytest's default `Test*`)
+    k = next((i for i, p in enumerate(parts) if i > 0 and p[:1].isupper()), len(parts))
+    return "/".join(parts[:k]) + ".py", parts[k:]
+
+
+def junit_case_id(classname: str, name: str, file: str | None = None,
+                  known_files: Iterable[str] | None = None) -> str:
+    """Rebuild a pytest node id from a JUnit testcase.
+
+    With the `file` attribute (pytest's xunit1 family, `-o junit_family=xunit1`) the path is
+    exact and the rest of `classname` are the classes; without it the module is found among
+    `known_files` (paths relative to the rootdir) or guessed (first capitalised part = class).
+    Folders with dots in their names or nested classes may still come out wrong (info lost).
+    """
+    if file:
+        mod = _dotted_module(file)
+        rest = classname[len(mod):].lstrip(".") if classname.startswith(mod) else ""
+        classes = [p for p in rest.split(".") if p]
+        path = file
+    else:
+        path, classes = _split_classname(classname, known_files)
+    return "::".join([path, *classes, name])
+
+
+def parse_pytest_junit(data: str | bytes, known_files: Iterable[str] | None = None) -> TestRunReport:
+    """Parse pytest's JUnit XML into a `TestRunReport` (source "junit"); the fallback source.
+
+    failure -> FAILED, error -> ERROR (setup/teardown), skipped with type `pytest.xfail` ->
+    XFAIL, other skipped -> SKIPPED, no result -> PASSED (a non-strict XPASS shows as a pass).
+    A testcase with empty classname and message "collection failure" is a collection error of
+    its module. Unparsable XML yields an empty report with `tests_ran=False`.
+    """
+    from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
+
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="replace")
+    try:
+        xml = JUnitXml.fromstring(raw)
+    except Exception:
+        return TestRunReport(source="junit")
+    suites = [xml] if isinstance(xml, TestSuite) else list(xml)
+    statuses: dict[str, TestStatus] = {}
+    collection_errors: list[str] = []
+    known = list(known_files) if known_files else None
+    for suite in suites:
+        for case in suite:
+            elem = getattr(case, "_elem", None)
+            file = elem.get("file") if elem is not None else None
+            classname, name = case.classname or "", case.name or ""
+            results = list(case.result or [])
+            if not classname and any(isinstance(r, Error) and (r.message or "").startswith(
+                    "collection failure") for r in results):
+                _add_unique(collection_errors, file or _split_classname(name, known)[0])
+                continue
+            st: TestStatus | None = None
+            for r in results:
+                if isinstance(r, Error):
+                    st = worse(st, TestStatus.ERROR)
+                elif isinstance(r, Failure):
+                    st = worse(st, TestStatus.FAILED)
+                elif isinstance(r, Skipped):
+                    xf = (r.type or "") == "pytest.xfail"
+                    st = worse(st, TestStatus.XFAIL if xf else TestStatus.SKIPPED)
+            st = st or TestStatus.PASSED
+            nodeid = junit_case_id(classname, name, file, known)
+            prev = statuses.get(nodeid)
+            statuses[nodeid] = st if prev is None else worse(prev, st)
+    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
+                         tests_ran=bool(statuses), source="junit")
+
+
+# -- (3) console log: the -rA short test summary ----------------------------------------------
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+"""ANSI escape sequences (CSI and two-character escapes)."""
+
+_SUMMARY_HEADER = re.compile(r"^=+ short test summary info =+\s*$")
+_SECTION_RULE = re.compile(r"^=+ .* =+\s*$|^=+\s*$")
+_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(.*)$")
+_LOG_STATUS = {"PASSED": TestStatus.PASSED, "FAILED": TestStatus.FAILED,
+               "ERROR": TestStatus.ERROR, "XFAIL": TestStatus.XFAIL, "XPASS": TestStatus.XPASS,
+               "SKIPPED": TestStatus.SKIPPED}
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI colour and cursor escape sequences."""
+    return ANSI_RE.sub("", text)
+
+
+def split_summary_id(rest: str, known_ids: Iterable[str] | None = None, *,
+                     has_message: bool = True) -> str:
+    """The node id at the start of a summary line's remainder (`id` or `id - message`).
+
+    `PASSED` lines carry no message (`has_message=False`): the whole remainder is the id, exact
+    even with ' - ', spaces or brackets in it. Other lines may end in ` - message` (or, pytest
+    4.x XPASS, ` reason`), and pytest does not quote ids, so the split is a best guess:
+    (1) the longest known id (`known_ids`, e.g. from another report) the line starts with;
+    (2) without `[` before the first ' - ', cut there (then at the first space after the last
+    `::`); (3) else cut after the first `]` followed by ' - ' or the line end at which the
+    brackets opened after the test name balance, else after the last such `]`.
+    """
+    rest = rest.rstrip()
+    if known_ids:
+        best = ""
+        for k in known_ids:
+            if len(k) > len(best) and (rest == k or rest.startswith(k + " ")):
+                best = k
+        if best:
+            return best
+    if not has_message:
+        return rest
+    dash = rest.find(" - ")
+    bracket = rest.find("[")
+    if bracket < 0 or (0 <= dash < bracket):
+        head = rest if dash < 0 else rest[:dash]
+        colons = head.rfind("::")
+        space = head.find(" ", colons + 2) if colons >= 0 else -1
+        return head if space < 0 else head[:space]
+    ends = [i + 1 for i, c in enumerate(rest)
+            if c == "]" and (i + 1 == len(rest) or rest.startswith(" - ", i + 1))]
+    if not ends:
+        ends = [i + 1 for i, c in enumerate(rest) if c == "]" and rest.startswith(" ", i + 1)]
+    if not ends:
+        return rest if dash < 0 else rest[:dash]
+    for end in ends:
+        part = rest[bracket:end]
+        if part.count("[") == part.count("]"):
+            return rest[:end]
+    return rest[:ends[-1]]
+
+
+def summary_lines(text: str) -> list[str]:
+    """Lines of the *last* `short test summary info` section (ANSI stripped).
+
+    Only the last section counts: output captured from tests is printed before it, so a test
+    printing a fake `PASSED x` line or a fake summary header cannot add results. Empty when the
+    log has no summary (run killed, or pytest too old for -rA).
+    """
+    lines = strip_ansi(text).replace("\r\n", "\n").split("\n")
+    start = None
+    for i, line in enumerate(lines):
+        if _SUMMARY_HEADER.match(line.strip()):
+            start = i + 1
+    if start is None:
+        return []
+    out = []
+    for line in lines[start:]:
+        if _SECTION_RULE.match(line.strip()):
+            break
+        out.append(line.rstrip("\r"))
+    return out
+
+
+def parse_pytest_log(data: str | bytes, known_ids: Iterable[str] | None = None) -> TestRunReport:
+    """Parse the `-rA` short test summary of a pytest console log (source "log").
+
+    Lines `PASSED id`, `FAILED id[ - msg]`, `ERROR id[ - msg]`, `XFAIL id[ - reason]`,
+    `XPASS id[ reason]` (pytest 4.x to 9.x forms); `SKIPPED [n] file:line: reason` names no id
+    and is ignored; `ERROR path` without `::` is a collection error. A test listed twice (PASSED
+    then ERROR at teardown) gets the worse status. Non-UTF-8 bytes are replaced; ANSI removed.
+    """
+    known = set(known_ids) if known_ids else None
+    statuses: dict[str, TestStatus] = {}
+    collection_errors: list[str] = []
+    for line in summary_lines(_text(data)):
+        m = _LINE.match(line)
+        if not m:
+            continue
+        word, rest = m.group(1), m.group(2)
+        if word == "SKIPPED" and rest.startswith("["):
+            continue
+        nodeid = split_summary_id(rest, known, has_message=word != "PASSED")
+        if not nodeid:
+            continue
+        if word == "ERROR" and "::" not in nodeid:
+            _add_unique(collection_errors, nodeid)
+            continue
+        statuses[nodeid] = worse(statuses.get(nodeid), _LOG_STATUS[word])
+    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
+                         tests_ran=bool(statuses), source="log")
+
+
+PARSERS: dict[str, Parser] = {
+    "pytest_plugin": parse_pytest_plugin,
+    "pytest_junit": parse_pytest_junit,
+    "pytest_log": parse_pytest_log,
+}
+"""Parser registry: the name stored in a dataset row -> the function."""
+
+
+def get_parser(name: str) -> Parser:
+    """The parser registered under `name`; raises KeyError naming the known parsers."""
+    try:
+        return PARSERS[name]
+    except KeyError:
+        raise KeyError(f"unknown test-log parser {name!r}; known: {', '.join(sorted(PARSERS))}") from None

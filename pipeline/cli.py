@@ -1,0 +1,218 @@
+"""The `swemint` command line: one Typer app, a sub-command per stage (SWE-bench cli.py style)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pipeline.config import PipelineConfig, load_config
+
+app = typer.Typer(name="swemint", no_args_is_help=True, rich_markup_mode="rich",
+                  help="Turn real repositories into verifiable SWE-bench tasks.\n\n"
+                       "[b]Example:[/b] swemint mint --instances tasks.jsonl --mirrors /work/.mirror "
+                       "--workdir work --workers 2")
+pool_app = typer.Typer(no_args_is_help=True, help="Inspect the environment pool (WORKDIR/pool.duckdb).")
+app.add_typer(pool_app, name="pool")
+console = Console()
+
+Instances = Annotated[Optional[Path], typer.Option("--instances", "-i", help="SWE-bench .jsonl/.json/.parquet")]
+Mirrors = Annotated[Optional[list[Path]], typer.Option("--mirrors", "-m", help="Mirror root (repeatable)")]
+Workdir = Annotated[Optional[Path], typer.Option("--workdir", "-w", help="State, logs, pool, dataset")]
+Limit = Annotated[Optional[int], typer.Option(help="First N instances after the filters")]
+Workers = Annotated[Optional[int], typer.Option(help="Build slots: instances in flight at once")]
+Ids = Annotated[Optional[list[str]], typer.Option("--ids", help="Instance ids (repeatable or comma-separated)")]
+IdsFile = Annotated[Optional[Path], typer.Option("--ids-file", help="File of instance ids, one per line")]
+Language = Annotated[Optional[str], typer.Option(help="Only this language, e.g. python")]
+UseRay = Annotated[Optional[bool], typer.Option("--ray/--no-ray", help="Run on Ray (default) or in-process")]
+ConfigFile = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML config layered on the defaults")]
+Sets = Annotated[Optional[list[str]], typer.Option("--set", "-s", help="Override, e.g. mint.run_id=nightly")]
+
+
+def config_from_options(config: Path | None, sets: list[str] | None, **flags) -> PipelineConfig:
+    """`load_config` from CLI options (None / empty = not given); exits with code 2 on an error."""
+    if flags.get("ids"):
+        flags["ids"] = [x.strip() for v in flags["ids"] for x in v.split(",") if x.strip()]
+    try:
+        return load_config(config, sets or [], **{k: (v or None) if isinstance(v, list) else v
+                                                   for k, v in flags.items()})
+    except (ValidationError, ValueError, OSError) as e:
+        console.print(f"[red]configuration error:[/red] {e}")
+        raise typer.Exit(2) from None
+
+
+def _fmt(v: float | None, unit: str = "s") -> str:
+    return "-" if v is None else f"{v:.1f}{unit}"
+
+
+def _run(cfg: PipelineConfig, mint_fn=None):
+    from pipeline.driver import run_mint
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console) as progress:
+        task = progress.add_task("minting", total=None, last="")
+
+        def plan(n: int, skipped: int) -> None:
+            progress.update(task, total=n, description=f"minting ({skipped} already done)")
+
+        def done(res) -> None:
+            progress.update(task, advance=1, last=f"{res.instance_id}: {res.outcome}")
+
+        try:
+            report = run_mint(cfg, mint_fn=mint_fn, on_plan=plan, on_result=done)
+        except (ValueError, OSError) as e:
+            console.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+    print_summary(report)
+    return report
+
+
+def print_summary(report) -> None:
+    """Print bad input rows, the outcome table, time statistics and the dataset paths."""
+    for e in report.load_errors[:20]:
+        console.print(f"[yellow]skipped bad input row:[/yellow] {e}")
+    if len(report.load_errors) > 20:
+        console.print(f"[yellow]... {len(report.load_errors) - 20} more bad rows[/yellow]")
+    if report.missing_ids:
+        console.print(f"[yellow]ids not in the instance file:[/yellow] {', '.join(report.missing_ids)}")
+    table = Table(title="swemint mint")
+    table.add_column("outcome")
+    table.add_column("this run", justify="right")
+    table.add_column("all selected", justify="right")
+    for outcome, (now, total) in report.counts().items():
+        if total:
+            table.add_row(outcome, str(now), str(total))
+    console.print(table)
+    st = report.stats()
+    console.print(f"{len(report.results)} run, {len(report.skipped)} skipped (already finished) in "
+                  f"{report.wall_s:.1f}s; per instance median {_fmt(st['median_s'])}, p90 {_fmt(st['p90_s'])}; "
+                  f"throughput {_fmt(st['per_hour'], '/h')}")
+    for name, path in report.dataset.items():
+        console.print(f"dataset ({name}): {path}")
+
+
+@app.command()
+def mint(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir = None, limit: Limit = None,
+         workers: Workers = None, ids: Ids = None, ids_file: IdsFile = None, language: Language = None,
+         ray: UseRay = None, config: ConfigFile = None, sets: Sets = None) -> None:
+    """Mint instances into verified tasks; a rerun skips finished ones (verified are never redone).
+
+    [b]Examples:[/b]
+
+      swemint mint -i tasks.jsonl -m /work/.mirror -w work --limit 5 --no-ray
+
+      swemint mint -i tasks.jsonl -m /work/.mirror -w work --workers 4 --ids-file ids.txt
+
+      swemint mint -c my.yaml --set mint.run_id=nightly --set retry_outcomes=[infra_error]
+    """
+    cfg = config_from_options(config, sets, instances=instances, mirrors=mirrors, workdir=workdir, limit=limit,
+                  workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray)
+    _run(cfg)
+
+
+@app.command()
+def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir = None, limit: Limit = None,
+          workers: Workers = None, ids: Ids = None, ids_file: IdsFile = None, language: Language = None,
+          ray: UseRay = None, config: ConfigFile = None, sets: Sets = None,
+          score_only: Annotated[bool, typer.Option(help="Score stored results, mint nothing")] = False) -> None:
+    """Mint (skipping finished instances) and score our F2P/P2P lists against the gold lists.
+
+    Writes WORKDIR/bench.json. [b]Example:[/b] swemint bench -i dev.jsonl -m /work/.mirror -w work --ids-file core.txt
+    """
+    from pipeline.bench import bench as score, write_bench
+    from pipeline.instances import load_and_select
+    from pipeline.store import ResultStore
+
+    cfg = config_from_options(config, sets, instances=instances, mirrors=mirrors, workdir=workdir, limit=limit,
+                  workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray)
+    store = ResultStore(cfg.workdir)
+    gold = store.instances()
+    if cfg.instances is not None:
+        sel = load_and_select(cfg.instances, ids=cfg.ids or None, ids_file=cfg.ids_file, language=cfg.language,
+                              limit=cfg.limit).instances
+        gold.update({i.instance_id: i for i in sel})
+        wanted = {i.instance_id for i in sel}
+    else:
+        wanted = set(gold)
+    if not score_only:
+        _run(cfg)
+    results = [r for r in store.results() if r.instance_id in wanted]
+    report = score(results, gold)
+    path = write_bench(report, cfg.workdir / "bench.json")
+    table = Table(title="swemint bench")
+    for col in ("instance", "outcome", "F2P recall", "F2P precision", "P2P agreement"):
+        table.add_column(col)
+    for r in report["instances"]:
+        table.add_row(r["instance_id"], r["outcome"], *(_fmt(r.get(k), "") if isinstance(r.get(k), float) else
+                                                        str(r.get(k, "-")) for k in
+                                                        ("f2p_recall", "f2p_precision", "p2p_agreement")))
+    console.print(table)
+    console.print(json.dumps(report["aggregate"], indent=1, default=str))
+    console.print(f"bench written to {path}")
+
+
+@app.command()
+def export(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None) -> None:
+    """Write WORKDIR/dataset/verified.parquet and all.parquet from the stored results.
+
+    [b]Example:[/b] swemint export --workdir work
+    """
+    from pipeline.store import ResultStore, export_dataset
+
+    cfg = config_from_options(config, sets, workdir=workdir)
+    store = ResultStore(cfg.workdir)
+    paths = export_dataset(store)
+    results = store.results()
+    verified = sum(r.outcome == "verified" for r in results)
+    console.print(f"{verified} verified of {len(results)} results")
+    for name, path in paths.items():
+        console.print(f"dataset ({name}): {path}")
+
+
+@pool_app.command("list")
+def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Option(help="owner/name")] = None,
+              config: ConfigFile = None, sets: Sets = None) -> None:
+    """List kept environments (read-only). [b]Example:[/b] swemint pool list --workdir work"""
+    from envpool.pool import EnvPool
+
+    cfg = config_from_options(config, sets, workdir=workdir)
+    records = EnvPool(cfg.pool_path, read_only=True).list(repo)
+    table = Table(title=f"environment pool ({cfg.pool_path})")
+    for col in ("instance", "repo", "version", "commit time", "interpreter", "image", "size MB"):
+        table.add_column(col)
+    for r in records:
+        table.add_row(r.instance_id, r.repo, r.version or "-", str(r.commit_time or "-"), r.interpreter,
+                      r.image_tag, f"{r.size_bytes / 1e6:.0f}")
+    console.print(table)
+    console.print(f"{len(records)} environments")
+
+
+@app.command()
+def demo(workdir: Workdir = None, workers: Workers = None, ray: UseRay = None, config: ConfigFile = None,
+         sets: Sets = None) -> None:
+    """Create a small demo repository and instance file, then mint them.
+
+    [b]Example:[/b] swemint demo --workdir /tmp/swemint-demo --no-ray
+    """
+    cfg = config_from_options(config, sets, workdir=workdir)
+    from pipeline.demo import make_demo
+
+    mirrors, instances = make_demo(cfg.workdir / "demo")
+    cfg = config_from_options(config, sets, workdir=workdir, workers=workers, use_ray=ray, mirrors=[mirrors],
+                  instances=instances)
+    _run(cfg)
+
+
+def main() -> None:
+    """Entry point of the `swemint` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

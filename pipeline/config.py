@@ -1,0 +1,144 @@
+"""Typed pipeline configuration, layered: `configs/default.yaml` < `-c file` < `--set key.sub=value`
+< explicit CLI flags. Every model forbids unknown keys, so a typo is an error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agents.config import MintConfig
+from agents.models import Outcome
+from pipeline.repos import RepoConfig
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+"""The packaged defaults (present in a source checkout / editable install)."""
+
+
+class RayConfig(BaseModel):
+    """How the driver reaches Ray.
+
+    `address`: a cluster to join (else `$RAY_ADDRESS`; else a local Ray is started).
+    `num_cpus`: CPUs of a local Ray (None = all of this host's). `task_num_cpus`: CPUs one mint
+    task reserves (cores). `object_store_memory`: bytes for a local Ray (None = Ray's default).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    address: str | None = None
+    num_cpus: int | None = None
+    task_num_cpus: float = 1.0
+    object_store_memory: int | None = None
+    temp_dir: Path | None = None
+    include_dashboard: bool = False
+    """Local runs only; a dashboard also serves the job API, which runs code."""
+    bind_localhost: bool = True
+    """Local runs: bind every Ray socket to 127.0.0.1 (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0)."""
+    log_to_driver: bool = False
+    """Stream worker output to the console (it interleaves with the progress bar)."""
+    docker_resource: bool = True
+    """Reserve one custom `docker` resource per task (a build slot); a local Ray gets `workers`
+    of them, a cluster must declare them on its nodes (else the requirement is dropped)."""
+
+
+class PipelineConfig(BaseModel):
+    """Configuration of `swemint mint` / `python -m pipeline.jobs.mint`.
+
+    `workdir`: root of per-instance state, logs, pool (`pool.duckdb`), dataset. `mirrors`: roots
+    searched for git mirrors. `workers`: build slots (instances in flight at once).
+    `instance_timeout`: seconds before a running instance is abandoned as `timeout` (None =
+    `mint.timeouts.instance` + 300). `mint.workdir` follows `workdir` unless set explicitly.
+    `workdir` and `mirrors` are made absolute (Ray workers do not share the driver's cwd).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    workdir: Path = Path("work")
+    mirrors: list[Path] = Field(default_factory=list)
+    instances: Path | None = None
+    ids: list[str] = Field(default_factory=list)
+    ids_file: Path | None = None
+    language: str | None = None
+    limit: int | None = Field(default=None, ge=0)
+    workers: int = Field(default=1, ge=1)
+    use_ray: bool = True
+    retry_outcomes: list[Outcome] = Field(default_factory=lambda: ["infra_error", "timeout"])
+    """Finished outcomes redone by a rerun; `verified` is never redone."""
+    instance_timeout: float | None = None
+    mint_function: str = "agents.minter:mint_instance"
+    """Import path of the per-instance function (tests and experiments swap it)."""
+    repos: RepoConfig = Field(default_factory=RepoConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
+    mint: MintConfig = Field(default_factory=MintConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mirrors_as_list(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("mirrors"), (str, Path)):
+            data = {**data, "mirrors": [data["mirrors"]]}
+        return data
+
+    @model_validator(mode="after")
+    def _derive(self) -> PipelineConfig:
+        # absolute: Ray workers do not share the driver's working directory
+        self.workdir = self.workdir.expanduser().absolute()
+        self.mirrors = [m.expanduser().absolute() for m in self.mirrors]
+        if "workdir" not in self.mint.model_fields_set:
+            self.mint.workdir = self.workdir
+        return self
+
+    @property
+    def timeout_s(self) -> float:
+        """Seconds after which a running instance becomes a `timeout` row."""
+        return self.instance_timeout or self.mint.timeouts.instance + 300.0
+
+    @property
+    def pool_path(self) -> Path:
+        """The DuckDB file of the environment pool."""
+        return self.workdir / "pool.duckdb"
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    """`extra` over `base`, recursing into dicts (lists and scalars are replaced)."""
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def parse_override(item: str) -> dict:
+    """`"a.b.c=value"` -> {"a": {"b": {"c": value}}}; value parsed as YAML (`3`, `true`, `[x, y]`).
+
+    Raises ValueError without `=` or with an empty key."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"override {item!r} is not key.sub=value")
+    value: Any = yaml.safe_load(raw) if raw.strip() else ""
+    for part in reversed(key.strip().split(".")):
+        value = {part: value}
+    return value
+
+
+def read_yaml(path: Path) -> dict:
+    """A YAML mapping from `path` (empty file -> {}); ValueError when it is not a mapping."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def load_config(config_file: Path | None = None, overrides: list[str] | None = None,
+                **flags: Any) -> PipelineConfig:
+    """Build a PipelineConfig: defaults file, then `config_file`, then `overrides`, then `flags`
+    whose value is not None (CLI options given explicitly).
+
+    Raises pydantic.ValidationError on unknown keys or bad values, ValueError on a bad override.
+    """
+    data: dict = read_yaml(DEFAULT_CONFIG) if DEFAULT_CONFIG.is_file() else {}
+    if config_file is not None:
+        data = deep_merge(data, read_yaml(config_file))
+    for item in overrides or []:
+        data = deep_merge(data, parse_override(item))
+    data = deep_merge(data, {k: v for k, v in flags.items() if v is not None})
+    return PipelineConfig.model_validate(data)

@@ -1,0 +1,181 @@
+"""Load SWE-bench-format instance files into `Instance`s, one bad row never stopping the others.
+
+Formats (chosen by suffix): `.jsonl` (one object per line; `.ndjson` too), `.json` (a list, or
+`{"instances": [...]}`), `.parquet`. `FAIL_TO_PASS` / `PASS_TO_PASS` may be lists or
+JSON-encoded strings (the HF copies of SWE-bench Lite/Verified); `Instance` accepts both.
+
+Every unusable row becomes an `InstanceInputError` naming the instance (or, when it has no id,
+the line / item / row number) and the cause; the loader returns those next to the good rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agents.models import Instance
+from envpool.errors import InstanceInputError
+
+REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+DEFAULT_LANGUAGE = "python"
+"""Language assumed for rows without a `language` field (SWE-bench, Lite and Verified)."""
+
+
+@dataclass
+class LoadResult:
+    """What a load produced: good `instances` (file order), `errors` (one per bad row) and the
+    requested `missing_ids` that no good row carried (filled by `load_and_select`)."""
+
+    instances: list[Instance] = field(default_factory=list)
+    errors: list[InstanceInputError] = field(default_factory=list)
+    missing_ids: list[str] = field(default_factory=list)
+
+
+def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    """Yield (where, raw row) pairs; `where` is e.g. "line 3", "item 2", "row 7" (1-based)."""
+    name = path.name.lower()
+    if name.endswith((".jsonl", ".ndjson")):
+        with path.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield f"line {n}", json.loads(line)
+                except json.JSONDecodeError as e:
+                    yield f"line {n}", InstanceInputError(f"{path.name} line {n}: invalid JSON ({e.msg})")
+    elif name.endswith(".json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise InstanceInputError(f"{path}: invalid JSON at line {e.lineno} ({e.msg})") from e
+        if isinstance(data, dict) and isinstance(data.get("instances"), list):
+            data = data["instances"]
+        if not isinstance(data, list):
+            raise InstanceInputError(f"{path}: expected a JSON list or {{\"instances\": [...]}}")
+        for n, row in enumerate(data, 1):
+            yield f"item {n}", row
+    elif name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        for n, row in enumerate(pq.read_table(path).to_pylist(), 1):
+            yield f"row {n}", row
+    else:
+        raise InstanceInputError(f"{path}: unknown instance file type (use .jsonl, .json or .parquet)")
+
+
+def _describe(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "row"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_row(row: Any, where: str, source: str = "") -> Instance:
+    """Validate one raw row into an `Instance`.
+
+    Raises `InstanceInputError` (with `instance_id` when the row has one) for a non-object row,
+    a missing/invalid field, a bad `repo` (must be `owner/name`) or an empty `base_commit`.
+    """
+    prefix = f"{source} {where}".strip()
+    if not isinstance(row, dict):
+        raise InstanceInputError(f"{prefix}: expected a JSON object, got {type(row).__name__}")
+    iid = row.get("instance_id")
+    iid = str(iid) if iid not in (None, "") else None
+    try:
+        inst = Instance.model_validate(row)
+    except ValidationError as e:
+        raise InstanceInputError(f"{prefix}: {_describe(e)}", instance_id=iid) from None
+    except (ValueError, TypeError) as e:  # e.g. a FAIL_TO_PASS string that is not JSON
+        raise InstanceInputError(f"{prefix}: {e}", instance_id=iid) from None
+    if not REPO_RE.match(inst.repo):
+        raise InstanceInputError(f"{prefix}: repo {inst.repo!r} is not 'owner/name'", instance_id=iid)
+    if not inst.base_commit.strip():
+        raise InstanceInputError(f"{prefix}: empty base_commit", instance_id=iid)
+    return inst
+
+
+def load_instances(path: Path | str) -> LoadResult:
+    """Load every row of `path`; bad rows become errors, duplicates of an id are errors too.
+
+    Raises `InstanceInputError` only when the file as a whole is unreadable (missing, unknown
+    suffix, a `.json` that does not parse).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InstanceInputError(f"instance file not found: {path}")
+    out = LoadResult()
+    seen: set[str] = set()
+    for where, row in _raw_rows(path):
+        if isinstance(row, InstanceInputError):
+            out.errors.append(row)
+            continue
+        try:
+            inst = parse_row(row, where, path.name)
+        except InstanceInputError as e:
+            out.errors.append(e)
+            continue
+        if inst.instance_id in seen:
+            out.errors.append(InstanceInputError(f"{path.name} {where}: duplicate instance_id, kept the first",
+                                                 instance_id=inst.instance_id))
+            continue
+        seen.add(inst.instance_id)
+        out.instances.append(inst)
+    return out
+
+
+def read_ids_file(path: Path | str) -> list[str]:
+    """Instance ids from a text file: one per line; blank lines and `#` comments ignored."""
+    ids = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            ids.append(line)
+    return ids
+
+
+def instance_language(inst: Instance) -> str:
+    """The instance's language, lower-cased; `DEFAULT_LANGUAGE` when the row has none."""
+    return (inst.language or DEFAULT_LANGUAGE).lower()
+
+
+def filter_instances(instances: Iterable[Instance], *, ids: Iterable[str] | None = None,
+                     language: str | None = None, limit: int | None = None) -> list[Instance]:
+    """Keep file order; `ids` (exact instance ids), `language` (case-insensitive), then the
+    first `limit` of what remains. `None` means "no filter"."""
+    wanted = set(ids) if ids is not None else None
+    lang = language.lower() if language else None
+    out = [i for i in instances
+           if (wanted is None or i.instance_id in wanted)
+           and (lang is None or instance_language(i) == lang)]
+    return out[:limit] if limit is not None else out
+
+
+def load_and_select(path: Path | str, *, ids: Iterable[str] | None = None, ids_file: Path | str | None = None,
+                    language: str | None = None, limit: int | None = None) -> LoadResult:
+    """`load_instances` then `filter_instances`; `ids` and the ids of `ids_file` are united.
+
+    Errors of rows outside the selection are dropped when ids were requested (an error row whose
+    id is unknown is kept). Requested ids found nowhere are listed in `missing_ids`.
+    """
+    loaded = load_instances(path)
+    wanted: list[str] | None = None
+    if ids or ids_file:
+        wanted = list(ids or [])
+        if ids_file:
+            wanted += read_ids_file(ids_file)
+        wanted = list(dict.fromkeys(wanted))
+    selected = filter_instances(loaded.instances, ids=wanted, language=language, limit=limit)
+    errors = loaded.errors
+    missing: list[str] = []
+    if wanted is not None:
+        errors = [e for e in errors if e.instance_id is None or e.instance_id in wanted]
+        have = {i.instance_id for i in loaded.instances} | {e.instance_id for e in errors}
+        missing = [i for i in wanted if i not in have]
+    return LoadResult(instances=selected, errors=errors, missing_ids=missing)

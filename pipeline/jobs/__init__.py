@@ -1,0 +1,1 @@
+"""Entry points meant for `ray job submit` (`python -m pipeline.jobs.mint ...`)."""

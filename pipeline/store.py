@@ -1,0 +1,198 @@
+"""Durable per-instance state under WORKDIR, and the Parquet export.
+
+Layout (one folder per instance, datatrove-style completion markers):
+
+    WORKDIR/instances/<instance_id>/instance.json   the input row (so `export` needs no input file)
+    WORKDIR/instances/<instance_id>/RUNNING         written when submitted (host, pid, time)
+    WORKDIR/instances/<instance_id>/result.json     the InstanceResult (temp file + os.replace)
+    WORKDIR/instances/<instance_id>/DONE            the outcome, written after result.json
+    WORKDIR/dataset/{verified,all}.parquet          `export_dataset`
+
+An instance is finished when DONE and result.json exist. A rerun never redoes `verified`, redoes
+outcomes listed in `retry_outcomes`, and redoes instances left RUNNING by a crashed run.
+Only the pipeline driver writes here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import tempfile
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agents.models import Instance, InstanceResult
+
+RESULT, RUNNING, DONE, INSTANCE = "result.json", "RUNNING", "DONE", "instance.json"
+
+
+def safe_name(instance_id: str) -> str:
+    """A folder name for `instance_id`: characters outside `[A-Za-z0-9._+-]` become `_`."""
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", instance_id)
+    return "_" + name if name in {"", ".", ".."} else name
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` via a temp file in the same folder and `os.replace`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class ResultStore:
+    """Per-instance folders under `workdir/instances`.
+
+    Args:
+        workdir: the run's WORKDIR.
+        retry_outcomes: finished outcomes to redo on a rerun (`verified` is never redone).
+    """
+
+    def __init__(self, workdir: Path | str, retry_outcomes: Iterable[str] = ()):
+        self.workdir = Path(workdir)
+        self.root = self.workdir / "instances"
+        self.retry_outcomes = set(retry_outcomes) - {"verified"}
+
+    def dir(self, instance_id: str) -> Path:
+        """The folder of `instance_id` (not created)."""
+        return self.root / safe_name(instance_id)
+
+    def mark_running(self, instance: Instance) -> None:
+        """Record `instance` (instance.json) and a RUNNING marker; clears an old DONE."""
+        d = self.dir(instance.instance_id)
+        atomic_write(d / INSTANCE, instance.model_dump_json())
+        (d / DONE).unlink(missing_ok=True)
+        atomic_write(d / RUNNING, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                              "at": datetime.now(timezone.utc).isoformat()}))
+
+    def write_result(self, result: InstanceResult) -> Path:
+        """Write result.json atomically, then DONE, then drop RUNNING; returns result.json's path."""
+        d = self.dir(result.instance_id)
+        path = d / RESULT
+        atomic_write(path, result.model_dump_json(indent=1))
+        atomic_write(d / DONE, result.outcome + "\n")
+        (d / RUNNING).unlink(missing_ok=True)
+        return path
+
+    def read_result(self, instance_id: str) -> InstanceResult | None:
+        """The finished result of `instance_id`, or None (never run, running, or crashed)."""
+        d = self.dir(instance_id)
+        if not (d / DONE).exists() or not (d / RESULT).exists():
+            return None
+        return InstanceResult.model_validate_json((d / RESULT).read_text(encoding="utf-8"))
+
+    def read_instance(self, instance_id: str) -> Instance | None:
+        """The instance row recorded by `mark_running`, or None."""
+        p = self.dir(instance_id) / INSTANCE
+        return Instance.model_validate_json(p.read_text(encoding="utf-8")) if p.exists() else None
+
+    def is_running(self, instance_id: str) -> bool:
+        """True when a RUNNING marker exists without DONE (running now, or a crashed run)."""
+        d = self.dir(instance_id)
+        return (d / RUNNING).exists() and not (d / DONE).exists()
+
+    def needs_run(self, instance_id: str) -> bool:
+        """False when finished with `verified` or an outcome not in `retry_outcomes`."""
+        res = self.read_result(instance_id)
+        return res is None or res.outcome in self.retry_outcomes
+
+    def results(self) -> list[InstanceResult]:
+        """Every finished result, sorted by instance id."""
+        if not self.root.is_dir():
+            return []
+        out = []
+        for d in sorted(self.root.iterdir()):
+            if (d / DONE).exists() and (d / RESULT).exists():
+                out.append(InstanceResult.model_validate_json((d / RESULT).read_text(encoding="utf-8")))
+        return out
+
+    def instances(self) -> dict[str, Instance]:
+        """Every recorded instance row, by instance id."""
+        if not self.root.is_dir():
+            return {}
+        out = {}
+        for p in sorted(self.root.glob(f"*/{INSTANCE}")):
+            inst = Instance.model_validate_json(p.read_text(encoding="utf-8"))
+            out[inst.instance_id] = inst
+        return out
+
+
+_LIST = pa.list_(pa.string())
+SCHEMA = pa.schema([
+    ("instance_id", pa.string()), ("repo", pa.string()), ("base_commit", pa.string()),
+    ("patch", pa.string()), ("test_patch", pa.string()), ("problem_statement", pa.string()),
+    ("hints_text", pa.string()), ("created_at", pa.string()), ("version", pa.string()),
+    ("FAIL_TO_PASS", _LIST), ("PASS_TO_PASS", _LIST), ("environment_setup_commit", pa.string()),
+    ("language", pa.string()), ("image", pa.string()), ("image_id", pa.string()),
+    ("dockerfile", pa.string()), ("setup_script", pa.string()), ("test_command", pa.string()),
+    ("parser", pa.string()), ("interpreter", pa.string()), ("test_files", _LIST), ("flaky_tests", _LIST),
+    ("outcome", pa.string()), ("reason", pa.string()), ("log_path", pa.string()),
+    ("timings", pa.string()), ("total_seconds", pa.float64()), ("reused_from", pa.string()),
+])
+"""Export columns: SWE-bench's (FAIL_TO_PASS / PASS_TO_PASS are ours, not gold;
+`environment_setup_commit` is always null) then swemint's. `timings` is a JSON object string
+(phase -> seconds; phases vary by run, a JSON string loads the same in pandas, DuckDB and HF
+`datasets`); `total_seconds` is `timings["total"]` when present."""
+
+
+def _row(res: InstanceResult, inst: Instance | None) -> dict:
+    i = inst.model_dump() if inst else {}
+    return {
+        "instance_id": res.instance_id, "repo": res.repo, "base_commit": i.get("base_commit"),
+        "patch": i.get("patch"), "test_patch": i.get("test_patch"),
+        "problem_statement": i.get("problem_statement"), "hints_text": i.get("hints_text"),
+        "created_at": i.get("created_at"), "version": res.version or i.get("version"),
+        "FAIL_TO_PASS": list(res.FAIL_TO_PASS), "PASS_TO_PASS": list(res.PASS_TO_PASS),
+        "environment_setup_commit": None, "language": i.get("language"),
+        "image": res.image, "image_id": res.image_id, "dockerfile": res.dockerfile,
+        "setup_script": res.setup_script, "test_command": res.test_command, "parser": res.parser,
+        "interpreter": res.interpreter, "test_files": list(res.test_files),
+        "flaky_tests": list(res.flaky_tests), "outcome": res.outcome, "reason": res.reason,
+        "log_path": res.log_path, "timings": json.dumps(res.timings, sort_keys=True),
+        "total_seconds": res.timings.get("total"), "reused_from": res.reused_from,
+    }
+
+
+def export_parquet(results: Iterable[InstanceResult], instances: dict[str, Instance] | Iterable[Instance],
+                   path: Path | str) -> int:
+    """Write `results` (joined with their input rows by instance id) to Parquet at `path`.
+
+    Instance fields are null for a result without an input row. Returns the row count.
+    """
+    if not isinstance(instances, dict):
+        instances = {i.instance_id: i for i in instances}
+    rows = [_row(r, instances.get(r.instance_id)) for r in results]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return len(rows)
+
+
+def export_dataset(store: ResultStore, instances: Iterable[Instance] = ()) -> dict[str, Path]:
+    """Write `WORKDIR/dataset/verified.parquet` (verified only) and `all.parquet` (every outcome)
+    from every finished result in `store`; `instances` add to the rows recorded in the store.
+    Returns {"verified": path, "all": path}."""
+    known = store.instances()
+    known.update({i.instance_id: i for i in instances})
+    results = store.results()
+    out = store.workdir / "dataset"
+    paths = {"verified": out / "verified.parquet", "all": out / "all.parquet"}
+    export_parquet([r for r in results if r.outcome == "verified"], known, paths["verified"])
+    export_parquet(results, known, paths["all"])
+    return paths

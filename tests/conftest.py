@@ -1,0 +1,73 @@
+"""Shared fixtures: a Docker client and the smallest test images.
+
+Docker tests skip only for developer convenience: with env `CI` set, a missing engine or image
+is a failure, so CI always runs them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import pytest
+
+from envpool.errors import InfraError
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set: docker tests must run)")
+    pytest.skip(reason)
+
+
+def find_image(client, repository: str, tag_prefix: str) -> str | None:
+    """Newest local image `repository:<tag_prefix>*` (looked up by repository name), or None."""
+    found = []
+    for img in client.images.list(name=repository):
+        for ref in img.tags:
+            repo, _, tag = ref.rpartition(":")
+            if repo == repository and tag.startswith(tag_prefix):
+                found.append((img.attrs.get("Created", ""), ref))
+    return max(found)[1] if found else None
+
+
+def ensure_test_image(client, build: Callable[[], str], repository: str, tag_prefix: str) -> str:
+    """Tag of a test image: `build()` (returns at once when the image exists, else builds it);
+    when that fails, any local `repository:tag_prefix*`; else skip (fail under CI)."""
+    try:
+        return build()
+    except InfraError as e:
+        ref = find_image(client, repository, tag_prefix)
+        if ref:
+            return ref
+        _unavailable(f"no {repository}:{tag_prefix}* image and building one failed: {e}")
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """A docker SDK client that answers; skips when none does (fails when env CI is set)."""
+    from envpool.docker_sandbox import docker_client as make_client
+
+    try:
+        return make_client()
+    except InfraError as e:
+        _unavailable(f"no Docker engine: {e}")
+
+
+@pytest.fixture(scope="session")
+def debian_image(docker_client) -> str:
+    """Tag of the minimal Debian bookworm base image (bash, coreutils, curl, procps, git)."""
+    from envpool.images import ensure_debian_base
+
+    return ensure_test_image(docker_client, lambda: ensure_debian_base("bookworm", client=docker_client),
+                             "swemint/debian", "bookworm-")
+
+
+@pytest.fixture(scope="session")
+def python_image(docker_client) -> str:
+    """Tag of the Python 3.11 toolchain image (python3, pip, venv, uv, git, curl)."""
+    from envpool.images import ensure_python_image
+
+    return ensure_test_image(docker_client, lambda: ensure_python_image("3.11", client=docker_client),
+                             "swemint/python", "3.11-")
