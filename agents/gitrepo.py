@@ -6,7 +6,9 @@ and the whole tree is streamed with `git archive` (a tar) into the build contain
 
 from __future__ import annotations
 
+import io
 import subprocess
+import tarfile
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
@@ -24,6 +26,7 @@ class GitTree:
         self.git_dir = Path(git_dir)
         self.commit = commit
         self.instance_id = instance_id
+        self.missing_blobs: list[str] = []
         r = self._git("cat-file", "-e", f"{commit}^{{commit}}", check=False)
         if r.returncode != 0:
             raise InstanceInputError(f"base_commit {commit} not found in {git_dir}",
@@ -63,8 +66,57 @@ class GitTree:
         return r.stdout.decode("utf-8", errors="replace")
 
     def archive(self) -> bytes:
-        """The whole tree as an uncompressed tar (bytes)."""
-        return self._git("archive", "--format=tar", self.commit, text=False).stdout
+        """The whole tree as an uncompressed tar (bytes).
+
+        Mirrors may lack large blobs (files of 4 MiB or more, LFS content): when `git archive`
+        fails, the tar is built blob by blob and missing blobs are left out (their paths are in
+        `missing_blobs`), like a sparse checkout.
+        """
+        r = self._git("archive", "--format=tar", self.commit, check=False, text=False)
+        if r.returncode == 0:
+            return r.stdout
+        return self._sparse_archive()
+
+    def _sparse_archive(self) -> bytes:
+        entries = []
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", self.commit).stdout
+        for rec in out.split("\0"):
+            if not rec:
+                continue
+            meta, path = rec.split("\t", 1)
+            mode, kind, sha = meta.split()
+            if kind == "blob":
+                entries.append((mode, sha, path))
+        shas = "".join(f"{sha}\n" for _, sha, _ in entries).encode()
+        proc = subprocess.run(["git", "--git-dir", str(self.git_dir), "cat-file", "--batch"],
+                              input=shas, capture_output=True)
+        data = proc.stdout
+        bio = io.BytesIO()
+        self.missing_blobs = []
+        pos = 0
+        now = int(self.commit_time.timestamp())
+        with tarfile.open(fileobj=bio, mode="w") as tar:
+            for mode, sha, path in entries:
+                nl = data.index(b"\n", pos)
+                header = data[pos:nl].decode()
+                pos = nl + 1
+                if header.endswith("missing"):
+                    self.missing_blobs.append(path)
+                    continue
+                size = int(header.split()[2])
+                content = data[pos:pos + size]
+                pos += size + 1
+                info = tarfile.TarInfo(path)
+                info.mtime = now
+                if mode == "120000":
+                    info.type = tarfile.SYMTYPE
+                    info.linkname = content.decode(errors="replace")
+                    tar.addfile(info)
+                else:
+                    info.size = size
+                    info.mode = 0o755 if mode == "100755" else 0o644
+                    tar.addfile(info, io.BytesIO(content))
+        return bio.getvalue()
 
     @cached_property
     def commit_time(self) -> datetime:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.analysis import RepoProfile, req_name
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.python_plan import (PY, SKIP_TEST_DEPS, VENV, PythonChoice, UvOptions, lifted_date,
+from agents.python_plan import (HEAVY_COMPILED, PY, SKIP_TEST_DEPS, VENV, PythonChoice, UvOptions, lifted_date,
                                 project_target, test_requirements, toolchain_spec)
 from envpool.sandbox import ExecResult, Sandbox
 
@@ -119,6 +119,11 @@ class PythonEnvBuilder:
         if version:
             self.env["SETUPTOOLS_SCM_PRETEND_VERSION"] = version
         self.lifted = lifted_date(choice.version, created)
+        if created and created.strftime("%Y-%m-%dT%H:%M:%SZ") < self.lifted:
+            # the interpreter is newer than the commit's era: the period-correct releases of the
+            # compiled stack have no wheels for it, so their bound starts where its wheels exist
+            for pkg in HEAVY_COMPILED:
+                self.uv.package_dates[pkg] = self.lifted
 
     # -- running ------------------------------------------------------------------------
     def run(self, command: str, rule: str, record: bool = True, timeout: float | None = None) -> ExecResult:
@@ -165,7 +170,9 @@ class PythonEnvBuilder:
                     self.uv.package_dates[pkg] = self.lifted
                 return key
         # no wheel for this interpreter, or the dependency fails to build: move its bound forward
-        pats = [r"Failed to build `" + _PKG + r"\s*[=@]",
+        pats = [r"Wheels are required for `" + _PKG + r"`",
+                _PKG + r"[<>=!~]*[^\s]* has no usable wheels",
+                r"Failed to build `" + _PKG + r"\s*[=@]",
                 r"Failed to download and build `" + _PKG,
                 r"Because (?:only )?" + _PKG + r"[=<>!~]*[^\s]* has no wheels",
                 _PKG + r"==[^\s]+ has no wheels with a matching",

@@ -9,6 +9,7 @@ group); never host networking; everything labelled `swemint.run=<run id>`.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import posixpath
 import shlex
@@ -16,12 +17,14 @@ import tarfile
 import threading
 import time
 import uuid
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator
 
 from envpool.errors import InfraError
 from envpool.sandbox import ExecResult, SandboxSpec
+
+log = logging.getLogger(__name__)
 
 CA_PATH_IN_CONTAINER = "/opt/swemint/ca.pem"
 """Where the host CA bundle is mounted (never over /etc/ssl/certs, which breaks ca-certificates)."""
@@ -171,8 +174,7 @@ class DockerSandbox:
             ex = api.exec_create(self.container.id, argv, stdout=True, stderr=True,
                                  environment=self._exec_env(env), workdir=workdir or self.spec.workdir)
             stream = api.exec_start(ex["Id"], stream=True, demux=False)
-            logf = open(self.log_path, "ab") if self.log_path else None
-            try:
+            with open(self.log_path, "ab") if self.log_path else nullcontext() as logf:
                 if logf:
                     logf.write(f"\n$ [{log_label or 'exec'}] {command}\n".encode())
                     logf.flush()
@@ -184,9 +186,6 @@ class DockerSandbox:
                 dur = time.monotonic() - start
                 if logf:
                     logf.write(f"\n[exit {code}, {dur:.1f} s]\n".encode())
-            finally:
-                if logf:
-                    logf.close()
         except Exception as e:
             if isinstance(e, InfraError):
                 raise
@@ -296,8 +295,8 @@ class DockerSandbox:
             self._closed = True
         try:
             self.container.remove(force=True)
-        except Exception:
-            pass
+        except Exception as e:  # noqa: BLE001 - close never raises; sweep() catches leftovers
+            log.debug("removing container %s failed: %s", self.container.id[:12], e)
 
 
 class DockerSandboxFactory:
@@ -347,7 +346,7 @@ class DockerSandboxFactory:
         name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
         try:  # create + start, not run(): run() would try to pull a missing image
             container = self.client.containers.create(
-                spec.image, ["sleep", "infinity"], detach=True, name=name, labels=labels,
+                spec.image, ["sleep", "infinity"], name=name, labels=labels,
                 network_mode=spec.network, mem_limit=spec.memory, memswap_limit=spec.memory,
                 nano_cpus=int(spec.cpus * 1e9), pids_limit=spec.pids, mounts=mounts,
                 init=True, working_dir=spec.workdir, entrypoint=[])  # engine creates workdir
@@ -366,8 +365,8 @@ class DockerSandboxFactory:
     def _remove_by_name(self, name: str) -> None:
         try:
             self.client.containers.get(name).remove(force=True)
-        except Exception:
-            pass
+        except Exception as e:  # noqa: BLE001 - usually: it was never created
+            log.debug("no half-started container %s to remove: %s", name, e)
 
     @contextmanager
     def sandbox(self, spec: SandboxSpec, log_path: Path | None = None) -> Iterator[DockerSandbox]:
@@ -389,6 +388,6 @@ class DockerSandboxFactory:
             try:
                 c.remove(force=True)
                 n += 1
-            except Exception:
-                pass
+            except Exception as e:  # noqa: BLE001 - vanished meanwhile, or being removed
+                log.debug("sweep: removing %s failed: %s", c.name, e)
         return n

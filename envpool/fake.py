@@ -19,17 +19,17 @@ import hashlib
 import posixpath
 import re
 from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Union
 
 from envpool.docker_sandbox import DEFAULT_OUTPUT_CAP, cap_output
 from envpool.errors import InfraError
 from envpool.sandbox import ExecResult, SandboxSpec
 
-Reply = Union[ExecResult, int, str, tuple]
-Handler = Union[Reply, Callable[[str, "FakeSandbox"], Reply]]
+Reply = ExecResult | int | str | tuple
+Handler = Reply | Callable[[str, "FakeSandbox"], Reply]
 
 
 @dataclass
@@ -112,7 +112,7 @@ class FakeSandbox:
     """
 
     def __init__(self, spec: SandboxSpec, log_path: Path | None = None, *,
-                 factory: "FakeSandboxFactory | None" = None, strict: bool = False,
+                 factory: FakeSandboxFactory | None = None, strict: bool = False,
                  default: Reply = 0, output_cap: int = DEFAULT_OUTPUT_CAP):
         self.spec = spec
         self.log_path = log_path
@@ -129,12 +129,12 @@ class FakeSandbox:
         self._script = _Script()
 
     # -- scripting ------------------------------------------------------------------------
-    def on(self, pattern: str | re.Pattern[str], reply: Handler) -> "FakeSandbox":
+    def on(self, pattern: str | re.Pattern[str], reply: Handler) -> FakeSandbox:
         """Answer every command matching `pattern` (re.search) with `reply`; first added wins."""
         self._script.on(pattern, reply)
         return self
 
-    def script(self, *replies: Handler) -> "FakeSandbox":
+    def script(self, *replies: Handler) -> FakeSandbox:
         """Queue replies, each consumed by one command no handler matched."""
         self._script.script(*replies)
         return self
@@ -258,12 +258,12 @@ class FakeSandboxFactory:
         self.images: dict[str, FakeImage] = {}
         self._script = _Script()
 
-    def on(self, pattern: str | re.Pattern[str], reply: Handler) -> "FakeSandboxFactory":
+    def on(self, pattern: str | re.Pattern[str], reply: Handler) -> FakeSandboxFactory:
         """Answer matching commands in every sandbox (after the sandbox's own handlers)."""
         self._script.on(pattern, reply)
         return self
 
-    def script(self, *replies: Handler) -> "FakeSandboxFactory":
+    def script(self, *replies: Handler) -> FakeSandboxFactory:
         """Queue replies shared by all sandboxes (after each sandbox's own queue)."""
         self._script.script(*replies)
         return self

@@ -196,3 +196,15 @@ def ensure_python_image(version: str, cfg: ImageConfig | None = None, client=Non
                              f"(Debian suites give {', '.join(DEBIAN_PYTHONS)})")
         base = ensure_debian_base(suite, cfg, client)
         return _layer(client, base, tag, python_toolchain_script(cfg.uv_version), route="debootstrap")
+
+
+if __name__ == "__main__":  # python -m envpool.images [3.11 3.9 ...]: bootstrap toolchain images
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        for _version in sys.argv[1:] or ["3.11", "3.9"]:
+            print(ensure_python_image(_version), flush=True)
+    except InfraError as _e:
+        print(f"swemint: {_e}", file=sys.stderr)
+        sys.exit(1)

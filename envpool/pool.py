@@ -16,6 +16,7 @@ same repository at any commit (nearest first).
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,7 +112,7 @@ class EnvPool:
         with self._connect() as con:
             cur = con.execute(f"SELECT * FROM environments {where} ORDER BY {order}", params or [])
             names = [d[0] for d in cur.description]
-            return [dict(zip(names, r)) for r in cur.fetchall()]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     @staticmethod
     def _record(row: dict) -> EnvRecord:
@@ -122,7 +123,7 @@ class EnvPool:
         rows = self._select("WHERE instance_id = ?", [instance_id])
         return self._record(rows[0]) if rows else None
 
-    def list(self, repo: str | None = None) -> list[EnvRecord]:
+    def list(self, repo: str | None = None) -> builtins.list[EnvRecord]:
         """Every record (of `repo` when given), oldest `added_at` first."""
         rows = self._select("WHERE repo = ?", [repo]) if repo else self._select()
         return [self._record(r) for r in rows]
@@ -132,13 +133,13 @@ class EnvPool:
         if self.read_only:
             raise PermissionError(f"{self.path} is open read-only; only the pipeline driver writes the pool")
         with self._connect() as con:
-            n = con.execute("SELECT count(*) FROM environments WHERE instance_id = ?", [instance_id]).fetchone()[0]
+            row = con.execute("SELECT count(*) FROM environments WHERE instance_id = ?", [instance_id]).fetchone()
             con.execute("DELETE FROM environments WHERE instance_id = ?", [instance_id])
-        return bool(n)
+        return bool(row and row[0])
 
     def find(self, repo: str, version: str | None = None, commit_time: datetime | None = None, *,
              before: datetime | None = None, after: datetime | None = None, exclude: str | None = None,
-             limit: int | None = None) -> list[PoolMatch]:
+             limit: int | None = None) -> builtins.list[PoolMatch]:
         """Reuse candidates for an instance of `repo`, best first.
 
         Tiers: `same_version` (same `version`, only when given), then `newer_commit` (commit
@@ -150,16 +151,15 @@ class EnvPool:
         """
         ct, before, after = (_utc(d) for d in (commit_time, before, after))
         rows = self._select("WHERE repo = ?", [repo], order="instance_id")
-        out: list[PoolMatch] = []
+        out: builtins.list[PoolMatch] = []
         for row in rows:
             rec = self._record(row)
             t = _utc(rec.commit_time)
             if rec.instance_id == exclude:
                 continue
-            if (before or after) and t is None:
-                continue
-            if (before and t >= before) or (after and t < after):
-                continue
+            if before or after:
+                if t is None or (before and t >= before) or (after and t < after):
+                    continue
             dist = (t - ct).total_seconds() if (t is not None and ct is not None) else None
             if version is not None and rec.version == version:
                 tier: Tier = "same_version"

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -43,7 +44,7 @@ def config_from_options(config: Path | None, sets: list[str] | None, **flags) ->
         return load_config(config, sets or [], **{k: (v or None) if isinstance(v, list) else v
                                                    for k, v in flags.items()})
     except (ValidationError, ValueError, OSError) as e:
-        console.print(f"[red]configuration error:[/red] {e}")
+        console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -62,12 +63,12 @@ def _run(cfg: PipelineConfig, mint_fn=None):
             progress.update(task, total=n, description=f"minting ({skipped} already done)")
 
         def done(res) -> None:
-            progress.update(task, advance=1, last=f"{res.instance_id}: {res.outcome}")
+            progress.update(task, advance=1, last=escape(f"{res.instance_id}: {res.outcome}"))
 
         try:
             report = run_mint(cfg, mint_fn=mint_fn, on_plan=plan, on_result=done)
         except (ValueError, OSError) as e:
-            console.print(f"[red]error:[/red] {e}")
+            console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
             raise typer.Exit(2) from None
     print_summary(report)
     return report
@@ -76,11 +77,12 @@ def _run(cfg: PipelineConfig, mint_fn=None):
 def print_summary(report) -> None:
     """Print bad input rows, the outcome table, time statistics and the dataset paths."""
     for e in report.load_errors[:20]:
-        console.print(f"[yellow]skipped bad input row:[/yellow] {e}")
+        console.print(f"[yellow]skipped bad input row:[/yellow] {escape(str(e))}", soft_wrap=True)
     if len(report.load_errors) > 20:
-        console.print(f"[yellow]... {len(report.load_errors) - 20} more bad rows[/yellow]")
+        console.print(f"[yellow]... {len(report.load_errors) - 20} more bad rows[/yellow]", soft_wrap=True)
     if report.missing_ids:
-        console.print(f"[yellow]ids not in the instance file:[/yellow] {', '.join(report.missing_ids)}")
+        missing = escape(", ".join(report.missing_ids))
+        console.print(f"[yellow]ids not in the instance file:[/yellow] {missing}", soft_wrap=True)
     table = Table(title="swemint mint")
     table.add_column("outcome")
     table.add_column("this run", justify="right")
@@ -92,9 +94,9 @@ def print_summary(report) -> None:
     st = report.stats()
     console.print(f"{len(report.results)} run, {len(report.skipped)} skipped (already finished) in "
                   f"{report.wall_s:.1f}s; per instance median {_fmt(st['median_s'])}, p90 {_fmt(st['p90_s'])}; "
-                  f"throughput {_fmt(st['per_hour'], '/h')}")
+                  f"throughput {_fmt(st['per_hour'], '/h')}", soft_wrap=True)
     for name, path in report.dataset.items():
-        console.print(f"dataset ({name}): {path}")
+        console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
 
 
 @app.command()
@@ -109,7 +111,7 @@ def mint(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir 
 
       swemint mint -i tasks.jsonl -m /work/.mirror -w work --workers 4 --ids-file ids.txt
 
-      swemint mint -c my.yaml --set mint.run_id=nightly --set retry_outcomes=[infra_error]
+      swemint mint -c my.yaml --set mint.run_id=nightly --set mint.timeouts.instance=1800
     """
     cfg = config_from_options(config, sets, instances=instances, mirrors=mirrors, workdir=workdir, limit=limit,
                   workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray)
@@ -125,7 +127,8 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
 
     Writes WORKDIR/bench.json. [b]Example:[/b] swemint bench -i dev.jsonl -m /work/.mirror -w work --ids-file core.txt
     """
-    from pipeline.bench import bench as score, write_bench
+    from pipeline.bench import SCORE_COLUMNS, write_bench
+    from pipeline.bench import bench as score
     from pipeline.instances import load_and_select
     from pipeline.store import ResultStore
 
@@ -146,15 +149,16 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
     report = score(results, gold)
     path = write_bench(report, cfg.workdir / "bench.json")
     table = Table(title="swemint bench")
-    for col in ("instance", "outcome", "F2P recall", "F2P precision", "P2P agreement"):
+    table.add_column("instance", no_wrap=True)
+    for col in ("outcome", "F2P recall", "F2P precision", "P2P agreement"):
         table.add_column(col)
     for r in report["instances"]:
-        table.add_row(r["instance_id"], r["outcome"], *(_fmt(r.get(k), "") if isinstance(r.get(k), float) else
-                                                        str(r.get(k, "-")) for k in
-                                                        ("f2p_recall", "f2p_precision", "p2p_agreement")))
+        cells = [r.get(k) for k in SCORE_COLUMNS]
+        table.add_row(escape(r["instance_id"]), r["outcome"],
+                      *(f"{c:.2f}" if isinstance(c, float) else escape(str("-" if c is None else c)) for c in cells))
     console.print(table)
     console.print(json.dumps(report["aggregate"], indent=1, default=str))
-    console.print(f"bench written to {path}")
+    console.print(f"bench written to {escape(str(path))}", soft_wrap=True)
 
 
 @app.command()
@@ -170,9 +174,9 @@ def export(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None
     paths = export_dataset(store)
     results = store.results()
     verified = sum(r.outcome == "verified" for r in results)
-    console.print(f"{verified} verified of {len(results)} results")
+    console.print(f"{verified} verified of {len(results)} results", soft_wrap=True)
     for name, path in paths.items():
-        console.print(f"dataset ({name}): {path}")
+        console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
 
 
 @pool_app.command("list")
@@ -184,13 +188,15 @@ def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Opti
     cfg = config_from_options(config, sets, workdir=workdir)
     records = EnvPool(cfg.pool_path, read_only=True).list(repo)
     table = Table(title=f"environment pool ({cfg.pool_path})")
-    for col in ("instance", "repo", "version", "commit time", "interpreter", "image", "size MB"):
-        table.add_column(col)
+    table.add_column("instance", no_wrap=True)
+    for col in ("version", "commit date", "interpreter", "image", "MB"):
+        table.add_column(col, overflow="fold")
     for r in records:
-        table.add_row(r.instance_id, r.repo, r.version or "-", str(r.commit_time or "-"), r.interpreter,
-                      r.image_tag, f"{r.size_bytes / 1e6:.0f}")
+        when = r.commit_time.date().isoformat() if r.commit_time else "-"
+        table.add_row(escape(r.instance_id), escape(r.version or "-"), when, escape(r.interpreter),
+                      escape(r.image_tag), f"{r.size_bytes / 1e6:.0f}")
     console.print(table)
-    console.print(f"{len(records)} environments")
+    console.print(f"{len(records)} environments", soft_wrap=True)
 
 
 @app.command()

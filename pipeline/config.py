@@ -63,9 +63,9 @@ class PipelineConfig(BaseModel):
     limit: int | None = Field(default=None, ge=0)
     workers: int = Field(default=1, ge=1)
     use_ray: bool = True
-    retry_outcomes: list[Outcome] = Field(default_factory=lambda: ["infra_error", "timeout"])
+    retry_outcomes: list[Outcome] = ["infra_error", "timeout"]
     """Finished outcomes redone by a rerun; `verified` is never redone."""
-    instance_timeout: float | None = None
+    instance_timeout: float | None = Field(default=None, gt=0)
     mint_function: str = "agents.minter:mint_instance"
     """Import path of the per-instance function (tests and experiments swap it)."""
     repos: RepoConfig = Field(default_factory=RepoConfig)

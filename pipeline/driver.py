@@ -8,6 +8,7 @@ has no input class; the row is retried on a rerun, e.g. after adding a mirror).
 
 from __future__ import annotations
 
+import json
 import logging
 import statistics
 import time
@@ -33,7 +34,8 @@ log = logging.getLogger(__name__)
 class MintReport:
     """What one `run_mint` did. `results`: rows produced by this run (completion order);
     `skipped`: rows of instances already finished; `load_errors`: bad input rows (not run);
-    `missing_ids`: requested ids not in the file; `wall_s`: seconds; `dataset`: exported paths."""
+    `missing_ids`: requested ids not in the file (bad rows are also written to
+    WORKDIR/input_errors.jsonl); `wall_s`: seconds; `dataset`: exported paths."""
 
     selected: list[Instance] = field(default_factory=list)
     results: list[InstanceResult] = field(default_factory=list)
@@ -45,8 +47,8 @@ class MintReport:
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """outcome -> (this run, all selected incl. skipped); every outcome listed."""
-        now = Counter(r.outcome for r in self.results)
-        both = now + Counter(r.outcome for r in self.skipped)
+        now: Counter[str] = Counter(r.outcome for r in self.results)
+        both: Counter[str] = now + Counter(r.outcome for r in self.skipped)
         return {o: (now[o], both[o]) for o in OUTCOMES}
 
     def durations(self) -> list[float]:
@@ -61,15 +63,24 @@ class MintReport:
                 "per_hour": 3600 * len(self.results) / self.wall_s if self.wall_s > 0 and self.results else None}
 
 
-def _resolve_items(todo: list[Instance], resolver: RepoResolver, on_result: Callable[[InstanceResult], None]
-                   ) -> list[WorkItem]:
+def _resolve_items(todo: list[Instance], resolver: RepoResolver,
+                   on_error: Callable[[Instance, InstanceResult], None]) -> list[WorkItem]:
     items = []
     for inst in todo:
         try:
             items.append(WorkItem(inst, resolver.prepare(inst.repo, inst.base_commit, inst.instance_id)))
         except InstanceInputError as e:
-            on_result(failure_row(inst, "infra_error", f"input: {e.message}", now_iso()))
+            on_error(inst, failure_row(inst, "infra_error", f"input: {e.message}", now_iso()))
     return items
+
+
+def write_input_errors(workdir: Path, errors: list[InstanceInputError]) -> Path:
+    """Write bad input rows to `workdir/input_errors.jsonl` ({instance_id, error} per line)."""
+    path = workdir / "input_errors.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"instance_id": e.instance_id, "error": str(e)}) + "\n" for e in errors),
+                    encoding="utf-8")
+    return path
 
 
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
@@ -89,6 +100,7 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
                              language=cfg.language, limit=cfg.limit)
     report = MintReport(selected=loaded.instances, load_errors=loaded.errors, missing_ids=loaded.missing_ids)
     store = ResultStore(cfg.workdir, cfg.retry_outcomes)
+    write_input_errors(cfg.workdir, loaded.errors)
     pool = EnvPool(cfg.pool_path)
     todo = []
     for inst in loaded.instances:
@@ -111,8 +123,8 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
         if on_result:
             on_result(res)
 
-    def record_input_error(res: InstanceResult) -> None:
-        store.mark_running(next(i for i in todo if i.instance_id == res.instance_id))
+    def record_input_error(inst: Instance, res: InstanceResult) -> None:
+        store.mark_running(inst)
         record(res)
 
     resolver = RepoResolver(cfg.mirrors, cfg.repos, cache_dir=cfg.repos.cache_dir or cfg.workdir / "repos")

@@ -33,7 +33,8 @@ OnSubmit = Callable[[WorkItem], None]
 class Runner(Protocol):
     """Runs a stage over items; yields exactly one InstanceResult per item, in completion order."""
 
-    def run(self, stage: Stage, items: Iterable[WorkItem], on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
+    def run(self, stage: Stage, items: Iterable[WorkItem],
+            on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
         """`on_submit(item)` is called in the driver just before an item starts."""
         ...
 
@@ -54,7 +55,8 @@ class LocalRunner:
         self.workers = max(1, workers)
         self.timeout = timeout
 
-    def run(self, stage: Stage, items: Iterable[WorkItem], on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
+    def run(self, stage: Stage, items: Iterable[WorkItem],
+            on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
         """See `Runner.run`."""
         todo = iter(items)
         done: queue.Queue = queue.Queue()
@@ -157,7 +159,8 @@ class RayRunner:
             res.pop(name)
         return dict(num_cpus=stage.resources.num_cpus, resources=res, max_retries=0, retry_exceptions=False)
 
-    def run(self, stage: Stage, items: Iterable[WorkItem], on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
+    def run(self, stage: Stage, items: Iterable[WorkItem],
+            on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
         """See `Runner.run`. KeyboardInterrupt / closing the generator cancels what is in flight."""
         import ray
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agents.config import MintConfig
-from agents.models import Instance, InstanceResult
+from agents.models import Instance, InstanceResult, Outcome
 
 MintFn = Callable[..., InstanceResult]
 """`mint_instance(instance, repo_path, config, factory=None) -> InstanceResult`."""
@@ -57,7 +57,7 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-def failure_row(instance: Instance, outcome: str, reason: str, started_at: str = "",
+def failure_row(instance: Instance, outcome: Outcome, reason: str, started_at: str = "",
                 seconds: float | None = None) -> InstanceResult:
     """A result row for an item that produced none (`infra_error`, `timeout`); `seconds` -> timings["total"]."""
     return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome=outcome, reason=reason,

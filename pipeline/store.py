@@ -33,8 +33,9 @@ RESULT, RUNNING, DONE, INSTANCE = "result.json", "RUNNING", "DONE", "instance.js
 
 
 def safe_name(instance_id: str) -> str:
-    """A folder name for `instance_id`: characters outside `[A-Za-z0-9._+-]` become `_`."""
-    name = re.sub(r"[^A-Za-z0-9._+-]", "_", instance_id)
+    """A folder name for `instance_id`: characters outside `[A-Za-z0-9_.-]` become `_` (the same
+    rule as `agents.minter`, which writes its logs into this folder)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id)
     return "_" + name if name in {"", ".", ".."} else name
 
 

@@ -7,7 +7,7 @@ is a failure, so CI always runs them.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

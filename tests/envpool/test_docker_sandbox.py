@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.server
 import socket
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -195,10 +194,10 @@ def test_commit_gives_a_startable_image_without_volumes(factory, docker_client, 
 
 
 def test_sandbox_context_removes_container_on_exception(factory, docker_client, debian_image):
-    with pytest.raises(RuntimeError, match="inside"):
-        with factory.sandbox(SandboxSpec(image=debian_image, network="none")) as sb:
-            cid = sb.container.id
-            raise RuntimeError("inside")
+    with (pytest.raises(RuntimeError, match="inside"),
+          factory.sandbox(SandboxSpec(image=debian_image, network="none")) as sb):
+        cid = sb.container.id
+        raise RuntimeError("inside")
     assert _gone(docker_client, cid)
     sb.close()  # idempotent, never raises
 
@@ -237,7 +236,7 @@ def test_network_none_has_only_loopback(box):
 
 
 class _Secret(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         body = b"SWEMINT-HOST-SECRET"
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))

@@ -139,9 +139,8 @@ def test_close_is_idempotent_and_exec_after_close_is_infra_error():
 
 def test_factory_records_specs_and_closes_on_exception():
     f = FakeSandboxFactory(run_id="r1")
-    with pytest.raises(RuntimeError):
-        with f.sandbox(spec(instance_id="a__b-1"), None) as sb:
-            raise RuntimeError("inside")
+    with pytest.raises(RuntimeError), f.sandbox(spec(instance_id="a__b-1"), None) as sb:
+        raise RuntimeError("inside")
     assert sb.closed
     assert [s.instance_id for s in f.specs] == ["a__b-1"]
     assert f.specs[0].run_id == "r1"                      # default run id filled in

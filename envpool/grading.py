@@ -1,0 +1,153 @@
+"""Grading: FAIL_TO_PASS / PASS_TO_PASS from before and after test runs, and scoring against gold.
+
+Pure functions over `TestRunReport`s. The definitions are SWE-bench harness v5's
+(`swebench/harness/grading.py`): before = base_commit + test_patch, after = before + patch;
+FAIL_TO_PASS = tests that do not pass before (failed, errored, skipped, or absent because the
+test_patch adds them or their file failed to import) and pass after; PASS_TO_PASS = tests that
+pass before and after. "Pass" is `passed_like` (PASSED, XPASS). Reruns on one side (SWE-bench-Live
+reruns the after side 3 times) expose flaky tests, which are excluded from both lists.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envpool.testrun.status import TestRunReport, passed_like
+
+
+class Grade(BaseModel):
+    """FAIL_TO_PASS and PASS_TO_PASS of one instance (sorted test ids, runner's own form).
+
+    `flaky`: ids whose pass/no-pass outcome differs between runs of the same side (excluded
+    from both lists). `before_runs` / `after_runs`: how many runs each side had.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    flaky: list[str] = Field(default_factory=list)
+    before_runs: int = 0
+    after_runs: int = 0
+
+
+def in_failed_collector(test_id: str, collection_errors: Iterable[str]) -> bool:
+    """True when `test_id` lies under a collector that failed to collect.
+
+    A collector id is a file (`tests/test_x.py`: its tests), a class (`tests/test_x.py::TestA`)
+    or a folder (`tests/sub`: every test below it).
+    """
+    for c in collection_errors:
+        c = c.rstrip("/")
+        if c and (test_id == c or test_id.startswith(c + "::") or test_id.startswith(c + "/")):
+            return True
+    return False
+
+
+def passes_in(run: TestRunReport, test_id: str) -> bool:
+    """Whether `test_id` passed in `run`: status PASSED/XPASS and not under a collection error.
+
+    Absent, FAILED, ERROR, SKIPPED and XFAIL all count as not passing.
+    """
+    if in_failed_collector(test_id, run.collection_errors):
+        return False
+    return passed_like(run.statuses.get(test_id))
+
+
+def _expected(test_id: str, expected: set[str]) -> bool:
+    return test_id in expected or test_id.split("::", 1)[0] in expected
+
+
+def grade(before: list[TestRunReport], after: list[TestRunReport],
+          expected_tests: set[str] | None = None) -> Grade:
+    """Derive FAIL_TO_PASS and PASS_TO_PASS as SWE-bench harness v5 defines them.
+
+    Args:
+        before: runs on base_commit + test_patch (one or more reruns; may be empty, then every
+            test counts as absent before).
+        after: runs on base_commit + test_patch + patch (one or more reruns).
+        expected_tests: when given, only ids in it -- or whose file (the part before the first
+            `::`) is in it -- are listed (e.g. the tests of the files the test_patch touches).
+
+    Returns a `Grade`: FAIL_TO_PASS = not passing in every before run (failed, errored,
+    skipped, absent, or in a file that failed to collect) and passing in every after run;
+    PASS_TO_PASS = passing in every before and every after run; `flaky` = ids whose outcome
+    differs across the runs of one side (dropped from both lists). Ids come from the after
+    runs' statuses (a test must have run after to be listed). Never raises.
+    """
+    candidates: set[str] = set()
+    for run in after:
+        candidates.update(run.statuses)
+    if expected_tests is not None:
+        candidates = {t for t in candidates if _expected(t, expected_tests)}
+    f2p, p2p, flaky = [], [], []
+    for test_id in sorted(candidates):
+        pre = [passes_in(r, test_id) for r in before]
+        post = [passes_in(r, test_id) for r in after]
+        if len(set(pre)) > 1 or len(set(post)) > 1:
+            flaky.append(test_id)
+            continue
+        if not post or not post[0]:
+            continue
+        if pre and pre[0]:
+            p2p.append(test_id)
+        else:
+            f2p.append(test_id)
+    return Grade(FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, flaky=flaky,
+                 before_runs=len(before), after_runs=len(after))
+
+
+def gold_matches(ours: str, gold: str) -> bool:
+    """Whether our test id `ours` is the gold id `gold`.
+
+    Equal ids match; so does a gold id cut at the first space by an old SWE-bench log parser
+    (`test_x[a b]` recorded as `test_x[a`), which the harness matches as a prefix.
+    """
+    return ours == gold or (" " in ours and " " not in gold and ours.split(" ", 1)[0] == gold)
+
+
+def _matched(items: Iterable[str], others: Iterable[str]) -> list[str]:
+    """Items that match some id of `others` by `gold_matches`, in either direction (O(n+m))."""
+    others = list(others)
+    exact = set(others)
+    cut_others = {o.split(" ", 1)[0] for o in others if " " in o}
+    spaceless = {o for o in others if " " not in o}
+    out = []
+    for i in items:
+        if i in exact or (" " not in i and i in cut_others) or (
+                " " in i and i.split(" ", 1)[0] in spaceless):
+            out.append(i)
+    return out
+
+
+def _ratio(n: int, d: int) -> float:
+    return 1.0 if d == 0 else n / d
+
+
+def score_against_gold(ours_f2p: Iterable[str], ours_p2p: Iterable[str],
+                       gold_f2p: Iterable[str], gold_p2p: Iterable[str]) -> dict:
+    """Compare our lists with a gold instance's (ids matched by `gold_matches`).
+
+    Returns a dict: `f2p_recall` (share of gold F2P we found), `f2p_precision` (share of ours
+    that gold lists), `f2p_exact` (both 1.0), `p2p_recall` (share of gold P2P we also list as
+    P2P), `p2p_precision`, and the lists `f2p_missing`, `f2p_extra`, `p2p_missing`,
+    `p2p_extra`. A ratio over an empty list is 1.0 (nothing to find / nothing wrong).
+    """
+    of, op, gf, gp = (sorted(set(x)) for x in (ours_f2p, ours_p2p, gold_f2p, gold_p2p))
+    gf_found = _matched(gf, of)
+    of_ok = _matched(of, gf)
+    gp_found = _matched(gp, op)
+    op_ok = _matched(op, gp)
+    f2p_recall, f2p_precision = _ratio(len(gf_found), len(gf)), _ratio(len(of_ok), len(of))
+    return {
+        "f2p_recall": f2p_recall,
+        "f2p_precision": f2p_precision,
+        "f2p_exact": f2p_recall == 1.0 and f2p_precision == 1.0,
+        "p2p_recall": _ratio(len(gp_found), len(gp)),
+        "p2p_precision": _ratio(len(op_ok), len(op)),
+        "f2p_missing": sorted(set(gf) - set(gf_found)),
+        "f2p_extra": sorted(set(of) - set(of_ok)),
+        "p2p_missing": sorted(set(gp) - set(gp_found)),
+        "p2p_extra": sorted(set(op) - set(op_ok)),
+    }

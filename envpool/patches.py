@@ -1,0 +1,293 @@
+"""Applying `patch` / `test_patch` in a sandbox, with pure normalisation helpers.
+
+`apply_patch` tries, in order (the same ladder SWE-bench's harness uses, plus normalisation):
+
+1. ``git apply -v``                                              -> method "git_apply"
+2. ``git apply -v --recount --ignore-whitespace`` on the normalised patch
+   (line endings matched to the target files, blank context lines given their leading space,
+   a final newline added)                                          -> "git_apply_normalised"
+3. ``patch -p1 --batch --forward --fuzz=2`` on the normalised patch, after a dry run so a
+   failure leaves the tree untouched                               -> "patch_fuzz"
+
+Pure helpers (`files_in_patch`, `split_test_files`, `split_patch`, `test_files_to_run`,
+`normalise_patch` and its parts) use unidiff where it parses and plain text otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import uuid
+from pathlib import PurePosixPath
+
+from envpool.errors import PatchApplyError
+from envpool.sandbox import Sandbox
+
+PATCH_DIR = "/tmp/swemint/patches"
+"""Where patch files are written in the sandbox (outside the repository)."""
+
+_DIFF_GIT = re.compile(r"^diff --git a/(.*?) b/(.*)$")
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+# -- which files ------------------------------------------------------------------------------
+
+def _strip_prefix(path: str) -> str:
+    path = path.strip().split("\t")[0]
+    if path.startswith(('"a/', '"b/')) and path.endswith('"'):
+        path = path[1:-1]
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def files_in_patch(patch: str) -> list[str]:
+    """Paths (relative to the repository root) a unified diff touches, in order, unique.
+
+    A modified or added file gives its path, a deleted file its old path, a rename both.
+    Parsed with unidiff; a patch unidiff rejects (miscounted hunks) is read from its
+    `diff --git` / `+++` / `---` header lines instead. Never raises.
+    """
+    out: list[str] = []
+
+    def add(p: str | None) -> None:
+        if p and p != "/dev/null" and p not in out:
+            out.append(p)
+
+    try:
+        from unidiff import PatchSet
+
+        for pf in PatchSet(patch):
+            src, tgt = _strip_prefix(pf.source_file or ""), _strip_prefix(pf.target_file or "")
+            if pf.is_removed_file:
+                add(src)
+            elif pf.is_added_file:
+                add(tgt)
+            else:
+                add(src if src != tgt else None)
+                add(tgt)
+        if out:
+            return out
+    except Exception:
+        out.clear()
+    for line in patch.splitlines():
+        m = _DIFF_GIT.match(line.rstrip("\r"))
+        if m:
+            add(m.group(1))
+            add(m.group(2))
+        elif line.startswith(("+++ ", "--- ")) and not line.startswith(("+++ /dev/null", "--- /dev/null")):
+            add(_strip_prefix(line[4:].rstrip("\r")))
+    return out
+
+
+_TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "e2e", "it"}
+_TEST_NAME = re.compile(
+    r"(^test_.*\.py$|.*_tests?\.py$|^tests?\.py$|^conftest\.py$|.*_test\.go$|"
+    r".*\.(test|spec)\.[cm]?[jt]sx?$|.*Tests?\.(java|kt|scala|cs)$|.*_spec\.rb$|.*_test\.rb$)")
+
+
+def is_test_path(path: str) -> bool:
+    """True when `path` is a test file or lies in a test folder (SWE-bench's split by path).
+
+    Folders named test/tests/testing/__tests__/spec(s)/e2e, `src/test/...` (Maven), and names
+    like `test_*.py`, `*_test.py`, `conftest.py`, `*_test.go`, `*.spec.ts`, `*.test.js`,
+    `FooTest.java`, `*_spec.rb`. Test fixtures/data under those folders count as test files.
+    """
+    parts = PurePosixPath(path).parts
+    if any(p.lower() in _TEST_DIRS for p in parts[:-1]):
+        return True
+    return bool(parts) and bool(_TEST_NAME.match(parts[-1]))
+
+
+def split_test_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    """Split paths into (test files, other files) with `is_test_path`, keeping order."""
+    tests = [p for p in paths if is_test_path(p)]
+    return tests, [p for p in paths if not is_test_path(p)]
+
+
+def _file_sections(diff: str) -> list[str]:
+    """The per-file sections of a git diff, as exact text (each starts with `diff --git`)."""
+    starts = [m.start() for m in re.finditer(r"^diff --git ", diff, flags=re.M)]
+    if not starts:
+        return [diff] if diff.strip() else []
+    return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)])]
+
+
+def split_patch(diff: str) -> tuple[str, str]:
+    """Split a PR's git diff into (patch, test_patch) by path, file sections kept verbatim.
+
+    A section is a test section when any path it names is a test path (`is_test_path`).
+    """
+    code, tests = [], []
+    for section in _file_sections(diff):
+        paths = files_in_patch(section)
+        (tests if paths and any(is_test_path(p) for p in paths) else code).append(section)
+    return "".join(code), "".join(tests)
+
+
+def test_files_to_run(test_patch: str) -> list[str]:
+    """Python test modules to hand to pytest from a test_patch: `.py` files named like tests
+    (`test_*.py`, `*_test.py`, `tests.py`) that the patch does not delete, in order."""
+    deleted = set()
+    for section in _file_sections(test_patch):
+        if re.search(r"^\+\+\+ /dev/null", section, flags=re.M):
+            deleted.update(files_in_patch(section))
+    out = []
+    for p in files_in_patch(test_patch):
+        name = PurePosixPath(p).name
+        if p not in deleted and name.endswith(".py") and name != "conftest.py" and \
+                (name.startswith("test") or name.endswith(("_test.py", "_tests.py"))):
+            out.append(p)
+    return out
+
+
+test_files_to_run.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+# -- normalisation (pure) ---------------------------------------------------------------------
+
+def ensure_final_newline(patch: str) -> str:
+    """The patch with a final newline (a patch cut without one is "corrupt" to git apply)."""
+    return patch if not patch or patch.endswith("\n") else patch + "\n"
+
+
+def _walk(lines: list[str]):
+    """Classify diff lines: yields (line without its `\\r`, kind, path, new_file) with kind in
+    "header" (outside hunks), "hunk" (an `@@` line), "body" (hunk content or a `\\ No newline`
+    marker) and "blank_context" (an empty line inside a hunk: a context line that lost its
+    space). Hunk extents come from the `@@ -a,b +c,d @@` counts."""
+    path, new_file = "", False
+    old_left = new_left = 0
+    for line in lines:
+        body = line[:-1] if line.endswith("\r") else line
+        if old_left > 0 or new_left > 0:
+            tag = body[:1]
+            if body == "" and old_left > 0 and new_left > 0:
+                old_left, new_left = old_left - 1, new_left - 1
+                yield body, "blank_context", path, new_file
+                continue
+            if tag in (" ", "-", "+", "\\"):
+                old_left -= tag in (" ", "-")
+                new_left -= tag in (" ", "+")
+                yield body, "body", path, new_file
+                continue
+            old_left = new_left = 0  # malformed hunk: treat the rest as headers
+        m = _HUNK.match(body)
+        if m:
+            old_left = int(m.group(1)) if m.group(1) is not None else 1
+            new_left = int(m.group(2)) if m.group(2) is not None else 1
+            yield body, "hunk", path, new_file
+            continue
+        if body.startswith("\\"):
+            yield body, "body", path, new_file
+            continue
+        g = _DIFF_GIT.match(body)
+        if g:
+            path, new_file = g.group(2), False
+        elif body.startswith("new file mode"):
+            new_file = True
+        elif body.startswith("--- "):
+            new_file = body.startswith("--- /dev/null")
+        elif body.startswith("+++ ") and not body.startswith("+++ /dev/null"):
+            path = _strip_prefix(body[4:])
+        yield body, "header", path, new_file
+
+
+def fix_blank_context_lines(patch: str) -> str:
+    """Give blank context lines back their leading space inside hunks.
+
+    Editors and web forms strip the single space of an empty context line, leaving an empty
+    line inside a hunk; git apply then reports a corrupt patch. Hunk extents come from the
+    `@@ -a,b +c,d @@` headers: an empty line (or a lone `\\r`) while both sides still expect
+    lines becomes " " (its `\\r` kept). Everything else is unchanged.
+    """
+    lines = patch.split("\n")
+    out = []
+    for line, (_body, kind, _p, _n) in zip(lines, _walk(lines)):
+        out.append(" " + line if kind == "blank_context" else line)
+    return "\n".join(out)
+
+
+def _is_crlf_patch(patch: str) -> bool:
+    lines = patch.split("\n")[:-1] if patch.endswith("\n") else patch.split("\n")
+    return bool(lines) and sum(1 for x in lines if x.endswith("\r")) * 2 > len(lines)
+
+
+def match_line_endings(patch: str, crlf_files: set[str] | frozenset[str] = frozenset()) -> str:
+    """Make each file's hunk lines use its target file's line endings.
+
+    `crlf_files`: paths whose file in the repository uses CRLF. Their hunk lines end in
+    `\\r\\n` (except a last line followed by `\\ No newline at end of file`); every other
+    existing file's hunk lines end in `\\n` (fixes a CRLF patch for LF files, the usual
+    breakage). New files keep the patch's endings, except in a patch that is CRLF throughout
+    (saved on Windows), where they become LF. Header lines always become LF.
+    """
+    crlf_patch = _is_crlf_patch(patch)
+    lines = patch.split("\n")
+    walked = list(_walk(lines))
+    out = []
+    for i, (line, (body, kind, path, new_file)) in enumerate(zip(lines, walked)):
+        if kind not in ("body", "blank_context") or body.startswith("\\"):
+            out.append(body)
+        elif new_file:
+            out.append(body if crlf_patch else line)
+        elif path in crlf_files:
+            nxt = walked[i + 1][0] if i + 1 < len(walked) else ""
+            out.append(body if nxt.startswith("\\") else body + "\r")
+        else:
+            out.append(body)
+    return "\n".join(out)
+
+
+def normalise_patch(patch: str, crlf_files: set[str] | frozenset[str] = frozenset()) -> str:
+    """All normalisations in order: line endings, blank context lines, final newline."""
+    return ensure_final_newline(fix_blank_context_lines(match_line_endings(patch, crlf_files)))
+
+
+# -- applying in a sandbox --------------------------------------------------------------------
+
+def crlf_files_in_sandbox(sandbox: Sandbox, paths: list[str], workdir: str = "/testbed") -> set[str]:
+    """Which of `paths` (relative to `workdir`) exist and use CRLF for most of their lines."""
+    if not paths:
+        return set()
+    quoted = " ".join(shlex.quote(p) for p in paths)
+    script = (f"for f in {quoted}; do [ -f \"$f\" ] || continue; "
+              "t=$(wc -l < \"$f\"); c=$(grep -c $'\\r$' \"$f\" || true); "
+              "[ $((2*c)) -gt \"$t\" ] && printf '%s\\n' \"$f\"; done; true")
+    r = sandbox.exec(script, timeout=60, workdir=workdir, log_label="patch-crlf")
+    found = {line.strip() for line in r.output.splitlines() if line.strip()}
+    return {p for p in paths if p in found}
+
+
+def apply_patch(sandbox: Sandbox, patch: str, *, workdir: str = "/testbed", label: str = "patch",
+                instance_id: str | None = None) -> str:
+    """Apply unified diff `patch` to the git repository at `workdir` inside `sandbox`.
+
+    Returns the method that worked: "git_apply", "git_apply_normalised" or "patch_fuzz"
+    ("empty" for a blank patch, nothing done). Raises `PatchApplyError` (with `instance_id`)
+    naming every failed attempt with the tail of its output; the tree is left as it was,
+    except for what a successful method changed. `label` names the files and log lines.
+    """
+    if not patch.strip():
+        return "empty"
+    name = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', label)}-{uuid.uuid4().hex[:8]}"
+    raw_path, norm_path = f"{PATCH_DIR}/{name}.diff", f"{PATCH_DIR}/{name}.normalised.diff"
+    sandbox.put_file(raw_path, patch.encode("utf-8", errors="surrogateescape"))
+    failures: list[str] = []
+
+    def attempt(method: str, command: str) -> bool:
+        r = sandbox.exec(command, timeout=300, workdir=workdir, log_label=f"{label}:{method}")
+        if r.ok:
+            return True
+        failures.append(f"{method} (exit {r.exit_code}): {r.output.strip()[-800:]}")
+        return False
+
+    if attempt("git_apply", f"git apply -v {raw_path}"):
+        return "git_apply"
+    normalised = normalise_patch(patch, crlf_files_in_sandbox(sandbox, files_in_patch(patch), workdir))
+    sandbox.put_file(norm_path, normalised.encode("utf-8", errors="surrogateescape"))
+    if attempt("git_apply_normalised", f"git apply -v --recount --ignore-whitespace {norm_path}"):
+        return "git_apply_normalised"
+    opts = f"-p1 --batch --forward --fuzz=2 --no-backup-if-mismatch -r - -i {norm_path}"
+    if attempt("patch_fuzz_dry_run", f"patch --dry-run {opts}") and \
+            attempt("patch_fuzz", f"patch {opts}"):
+        return "patch_fuzz"
+    raise PatchApplyError(f"{label} does not apply: " + " | ".join(failures), instance_id=instance_id)

@@ -1,0 +1,462 @@
+"""run_pytest, the plugin, the parsers, patches and grading against real pytest in containers.
+
+One image per pytest flavour is prepared per module (bridge network: pip install pytest into a
+venv, commit), then every run happens in a network-less container of it. Each case is a small
+repository written into its own folder of a shared container. The cases come from public
+reports of harness bugs: ids with spaces/brackets/' - ', import errors, repository addopts, CI
+and colour variables, forged output, non-UTF-8 output, hangs, and patches that need
+normalisation.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from envpool.docker_sandbox import DockerSandboxFactory
+from envpool.errors import InfraError, PatchApplyError
+from envpool.grading import grade
+from envpool.patches import apply_patch
+from envpool.sandbox import SandboxSpec
+from envpool.testrun import parsers
+from envpool.testrun.pytest_runner import (PytestPaths, install_plugin, pytest_command,
+                                           pytest_script, run_pytest, run_pytest_detailed)
+from envpool.testrun.status import TestStatus
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+RUN_ID = f"test-runner-{uuid.uuid4().hex[:8]}"
+VENV_PY = "/opt/venv/bin/python"
+MODERN_PYTEST = "pytest==8.4.2"
+P, F, E, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.ERROR, TestStatus.SKIPPED
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set: docker tests must run)")
+    pytest.skip(reason)
+
+
+def _local_image(client, prefix: str) -> str | None:
+    refs = []
+    for img in client.images.list(name="swemint/python"):
+        refs += [(img.attrs.get("Created", ""), t) for t in img.tags if t.startswith(prefix)]
+    return max(refs)[1] if refs else None
+
+
+def _base_image(client, version: str) -> str | None:
+    """A local swemint/python:<version>-* image; builds 3.11 when none exists."""
+    ref = _local_image(client, f"swemint/python:{version}-")
+    if ref or version != "3.11":
+        return ref
+    from envpool.images import ensure_python_image
+
+    try:
+        return ensure_python_image("3.11", client=client)
+    except InfraError:
+        return None
+
+
+@pytest.fixture(scope="module")
+def factory():
+    try:
+        f = DockerSandboxFactory(run_id=RUN_ID)
+    except InfraError as e:
+        _unavailable(f"no Docker engine: {e}")
+    yield f
+    f.sweep(RUN_ID)
+    for img in f.client.images.list(filters={"label": f"swemint.test-run={RUN_ID}"}):
+        try:
+            f.client.images.remove(img.id, force=True)
+        except Exception:
+            pass
+
+
+def _prepare(factory, base: str, requirement: str, name: str) -> str:
+    """Commit `base` + a venv at /opt/venv with `requirement` installed; returns the tag."""
+    with factory.sandbox(SandboxSpec(image=base, run_id=RUN_ID, network="bridge")) as sb:
+        r = sb.exec(f"python3 -m venv /opt/venv && /opt/venv/bin/pip install -q "
+                    f"--disable-pip-version-check '{requirement}'", timeout=300)
+        if not r.ok:
+            _unavailable(f"pip install {requirement} failed: {r.output[-500:]}")
+        tag = f"{name}-{uuid.uuid4().hex[:8]}"
+        sb.commit("swemint-test/pytest-runner", tag, labels={"swemint.test-run": RUN_ID})
+    return f"swemint-test/pytest-runner:{tag}"
+
+
+@pytest.fixture(scope="module")
+def box(factory):
+    """A network-less container with Python 3.11 (else 3.9) and a modern pytest in /opt/venv."""
+    base = _base_image(factory.client, "3.11") or _base_image(factory.client, "3.9")
+    if not base:
+        _unavailable("no swemint/python image")
+    image = _prepare(factory, base, MODERN_PYTEST, "modern")
+    with factory.sandbox(SandboxSpec(image=image, run_id=RUN_ID, network="none")) as sb:
+        yield sb
+
+
+def make_repo(sb, root: str, files: dict[str, str | bytes]) -> str:
+    """Write `files` under `root` in the sandbox and commit them as a git repository."""
+    for path, text in files.items():
+        sb.put_file(f"{root}/{path}", text)
+    r = sb.exec("git init -q && git add -A && git commit -qm base", workdir=root)
+    assert r.ok, r.output
+    return root
+
+
+# -- the sample repository -------------------------------------------------------------------
+
+CALC = "def add(a, b):\n    return a - b\n"
+CALC_FIX = (
+    "diff --git a/calc/__init__.py b/calc/__init__.py\n"
+    "--- a/calc/__init__.py\n+++ b/calc/__init__.py\n"
+    "@@ -1,2 +1,6 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n+\n+\n"
+    "+def mul(a, b):\n+    return a * b\n"
+)
+TEST_CALC = "from calc import add\n\n\ndef test_add_zero():\n    assert add(1, 0) == 1\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+TEST_NEW = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+TEST_IDS = '''import pytest
+
+PARAMS = ["a b", "it's \\"q\\"", "f(x)", "a - b", "a::b", "[x]", "x]", "\\u00e9 \\u00fc", "\\u65e5\\u672c"]
+
+
+@pytest.mark.parametrize("value", PARAMS)
+def test_param(value):
+    assert value
+
+
+@pytest.mark.parametrize("v", [1, 2], ids=["one - two [x]", "na\\u00efve (b) :: c"])
+def test_explicit(v):
+    assert v
+
+
+class TestKlass:
+    @pytest.mark.parametrize("s", ["x y", "p - q"])
+    def test_method(self, s):
+        assert s
+'''
+IDS = ["tests/test_ids.py::test_param[" + p + "]" for p in
+       ["a b", "it's \"q\"", "f(x)", "a - b", "a::b", "[x]", "x]", "\\xe9 \\xfc", "\\u65e5\\u672c"]]
+IDS += ["tests/test_ids.py::test_explicit[one - two [x]]",
+        "tests/test_ids.py::test_explicit[na\\xefve (b) :: c]",
+        "tests/test_ids.py::TestKlass::test_method[x y]",
+        "tests/test_ids.py::TestKlass::test_method[p - q]"]
+BASE_FILES = {"calc/__init__.py": CALC, "tests/test_calc.py": TEST_CALC, "tests/test_ids.py": TEST_IDS}
+TEST_FILES = ["tests/test_calc.py", "tests/test_ids.py"]
+
+
+def test_ids_with_special_characters_are_exact_and_identical_before_after(box):
+    root = make_repo(box, "/r/ids", BASE_FILES)
+    before = run_pytest(box, TEST_FILES, python=VENV_PY, workdir=root, timeout=120, log_label="before")
+    assert apply_patch(box, CALC_FIX, workdir=root) == "git_apply"
+    after = run_pytest(box, TEST_FILES, python=VENV_PY, workdir=root, timeout=120, log_label="after")
+    assert before.source == after.source == "plugin"
+    assert before.tests_ran and before.exit_code == 1 and after.exit_code == 0
+    assert set(IDS) <= set(before.statuses) and set(before.statuses) == set(after.statuses)
+    g = grade([before], [after], None)
+    assert g.FAIL_TO_PASS == ["tests/test_calc.py::test_add"]
+    assert g.PASS_TO_PASS == sorted(IDS + ["tests/test_calc.py::test_add_zero"])
+
+
+def _raw_run(sb, root: str, test_files, extra_args=(), addopts=""):
+    """Run the full command once and return (plugin, junit, log) reports of the same run."""
+    install_plugin(sb)
+    paths = PytestPaths.new("raw")
+    cmd = pytest_command(test_files, python=VENV_PY, paths=paths, addopts=addopts, extra_args=extra_args)
+    res = sb.exec(pytest_script(cmd, paths, None, root), timeout=120, workdir=root)
+    plugin = parsers.parse_pytest_plugin(sb.get_file(paths.report))
+    junit = parsers.parse_pytest_junit(sb.get_file(paths.junit), known_files=test_files)
+    return plugin, junit, parsers.parse_pytest_log(res.output), res
+
+
+def test_plugin_junit_and_coloured_log_agree_on_special_ids(box):
+    root = make_repo(box, "/r/agree", BASE_FILES)
+    plugin, junit, logrep, res = _raw_run(box, root, TEST_FILES, extra_args=["--color=yes"])
+    assert "\x1b[" in res.output  # colours really were on
+    assert plugin.statuses == junit.statuses == logrep.statuses
+    assert plugin.statuses["tests/test_calc.py::test_add"] == F
+
+
+CONFTEST_PYTESTER = "pytest_plugins = []\n"
+TEST_USES_PYTESTER = "def test_pytester_fixture(pytester):\n    assert pytester is not None\n"
+NASTY_INI = ("[pytest]\naddopts = -n auto -q --verbose --color=yes -x --maxfail=1 -p pytester "
+             "--cov=calc --cov-report term --junitxml=/testbed/j.xml -r fE --tb=line\n")
+
+
+def test_repo_addopts_ci_and_colour_variables_do_not_change_result_map(box, factory):
+    files = {**BASE_FILES, "tests/test_pyt.py": TEST_USES_PYTESTER}
+    plain = make_repo(box, "/r/plain", {**files, "pytest.ini": "[pytest]\naddopts = -p pytester\n"})
+    nasty = make_repo(box, "/r/nasty", {**files, "pytest.ini": NASTY_INI})
+    cfg = make_repo(box, "/r/cfg", {**files, "setup.cfg": "[tool:pytest]\naddopts = -vv -p pytester -x\n",
+                                    "pyproject.toml": "[tool.black]\nline-length = 99\n"})
+    test_files = TEST_FILES + ["tests/test_pyt.py"]
+    ref = run_pytest_detailed(box, test_files, python=VENV_PY, workdir=plain, timeout=120)
+    assert ref.report.statuses["tests/test_pyt.py::test_pytester_fixture"] == P  # -p pytester kept
+    assert ref.report.statuses["tests/test_calc.py::test_add"] == F
+    bad = run_pytest_detailed(box, test_files, python=VENV_PY, workdir=nasty, timeout=120)
+    assert "-nauto" in bad.dropped_addopts and "-x" in bad.dropped_addopts
+    assert bad.report.statuses == ref.report.statuses and bad.anomalies == []
+    via_cfg = run_pytest(box, test_files, python=VENV_PY, workdir=cfg, timeout=120)
+    assert via_cfg.statuses == ref.report.statuses
+    env = {"CI": "true", "COLUMNS": "40", "FORCE_COLOR": "1", "PY_COLORS": "1", "BUILD_NUMBER": "7",
+           "PYTEST_ADDOPTS": "-x -q --color=yes"}
+    image = box.spec.image
+    with factory.sandbox(SandboxSpec(image=image, run_id=RUN_ID, network="none", env=env)) as sb:
+        root = make_repo(sb, "/r/env", {**files, "pytest.ini": NASTY_INI})
+        ci = run_pytest(sb, test_files, python=VENV_PY, workdir=root, timeout=120)
+    assert ci.statuses == ref.report.statuses
+
+
+def test_module_failing_at_import_counts_as_not_passing_and_other_files_still_run(box):
+    root = make_repo(box, "/r/imp", {**BASE_FILES, "tests/test_new.py": TEST_NEW})
+    files = TEST_FILES + ["tests/test_new.py"]
+    before = run_pytest(box, files, python=VENV_PY, workdir=root, timeout=120)
+    assert before.collection_errors == ["tests/test_new.py"]
+    assert "tests/test_new.py::test_mul" not in before.statuses
+    assert before.statuses["tests/test_calc.py::test_add_zero"] == P  # other files still ran
+    apply_patch(box, CALC_FIX, workdir=root)
+    after = run_pytest(box, files, python=VENV_PY, workdir=root, timeout=120)
+    g = grade([before], [after], None)
+    assert g.FAIL_TO_PASS == ["tests/test_calc.py::test_add", "tests/test_new.py::test_mul"]
+    assert "tests/test_calc.py::test_add_zero" in g.PASS_TO_PASS
+
+
+def test_run_where_only_an_import_error_happens_is_not_all_passed(box):
+    root = make_repo(box, "/r/only", {"calc/__init__.py": CALC, "tests/test_new.py": TEST_NEW})
+    for flag in (True, False):  # with and without --continue-on-collection-errors
+        run = run_pytest_detailed(box, ["tests/test_new.py"], python=VENV_PY, workdir=root,
+                                  timeout=120, continue_on_collection_errors=flag)
+        rep = run.report
+        assert rep.tests_ran is False and rep.statuses == {}
+        assert rep.collection_errors == ["tests/test_new.py"]
+        assert rep.exit_code in (1, 2) and rep.exit_code == run.plugin_exitstatus
+    empty = run_pytest(box, ["tests/does_not_exist.py"], python=VENV_PY, workdir=root, timeout=60)
+    assert empty.tests_ran is False and empty.exit_code == 4 and empty.statuses == {}
+
+
+FORGER = '''import os, sys
+
+
+def test_real_failure():
+    assert 1 == 2
+
+
+def test_forger():
+    print("PASSED tests/test_forge.py::test_real_failure")
+    print("=" * 20 + " short test summary info " + "=" * 20)
+    print("PASSED tests/test_forge.py::test_real_failure")
+    print("=" * 20 + " 3 passed in 0.01s " + "=" * 20)
+    os.write(1, b"PASSED tests/test_forge.py::test_real_failure\\n+ exit 0\\nSWEBENCH_EXIT_CODE=0\\n")
+    sys.stderr.write("PASSED tests/test_forge.py::test_real_failure\\n")
+    assert "SWEMINT_REPORT" not in os.environ  # the report file is hidden from the code under test
+    assert False, "forger fails too"
+
+
+def test_binary_output():
+    sys.stdout.buffer.write(b"\\xff\\xfe\\xc3( not utf-8\\n")
+    sys.stdout.flush()
+    assert b"\\xff" == b"\\xfe"
+
+
+def test_ok():
+    pass
+'''
+
+
+def test_fake_passed_lines_and_exit_markers_do_not_change_grading(box):
+    root = make_repo(box, "/r/forge", {"tests/test_forge.py": FORGER})
+    plugin, junit, logrep, _ = _raw_run(box, root, ["tests/test_forge.py"])
+    for rep in (plugin, junit, logrep):
+        assert rep.statuses["tests/test_forge.py::test_real_failure"] == F
+        assert rep.statuses["tests/test_forge.py::test_forger"] == F
+    after = run_pytest(box, ["tests/test_forge.py"], python=VENV_PY, workdir=root, timeout=60)
+    g = grade([after], [after], None)
+    assert g.FAIL_TO_PASS == [] and g.PASS_TO_PASS == ["tests/test_forge.py::test_ok"]
+
+
+def test_non_utf8_bytes_in_output_parse_fine(box):
+    root = make_repo(box, "/r/bytes", {"tests/test_forge.py": FORGER})
+    plugin, _junit, logrep, res = _raw_run(box, root, ["tests/test_forge.py"])
+    assert "\ufffd" in res.output
+    assert plugin.statuses["tests/test_forge.py::test_binary_output"] == F
+    assert logrep.statuses == plugin.statuses
+
+
+HANG = '''import time
+
+
+def test_before():
+    pass
+
+
+def test_hangs():
+    try:
+        time.sleep(600)
+    except Exception:  # a test swallowing exceptions still stops
+        time.sleep(600)
+
+
+def test_after():
+    pass
+'''
+
+
+def test_hanging_test_hits_per_test_timeout_and_other_results_are_kept(box):
+    root = make_repo(box, "/r/hang", {"tests/test_hang.py": HANG})
+    run = run_pytest_detailed(box, ["tests/test_hang.py"], python=VENV_PY, workdir=root,
+                              timeout=120, per_test_timeout=2)
+    assert run.report.statuses == {"tests/test_hang.py::test_before": P,
+                                   "tests/test_hang.py::test_hangs": F,
+                                   "tests/test_hang.py::test_after": P}
+    assert run.timeouts == ["tests/test_hang.py::test_hangs"] and not run.report.timed_out
+    assert run.report.duration < 60
+
+
+def test_whole_run_timeout_keeps_partial_results(box):
+    root = make_repo(box, "/r/hang2", {"tests/test_hang.py": HANG})
+    rep = run_pytest(box, ["tests/test_hang.py"], python=VENV_PY, workdir=root, timeout=5)
+    assert rep.timed_out and rep.tests_ran and rep.source == "plugin"
+    assert rep.statuses == {"tests/test_hang.py::test_before": P}
+
+
+# -- patches ---------------------------------------------------------------------------------
+
+TEXT = "def f():\n    a = 1\n\n    return a\n\n\ndef g():\n    return 2\n"
+FIX = ("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,4 +1,4 @@\n def f():\n"
+       "-    a = 1\n+    a = 10\n \n     return a\n")
+
+
+def _fresh(box, name: str, text: str = TEXT) -> str:
+    return make_repo(box, f"/r/patch-{name}", {"m.py": text})
+
+
+def _content(box, root: str) -> str:
+    return box.get_file(f"{root}/m.py").decode()
+
+
+def test_patch_with_crlf_line_endings_applies_after_normalisation(box):
+    root = _fresh(box, "crlf")
+    assert apply_patch(box, FIX.replace("\n", "\r\n"), workdir=root) == "git_apply_normalised"
+    assert _content(box, root) == TEXT.replace("a = 1", "a = 10")
+
+
+def test_lf_patch_for_crlf_file_applies_after_normalisation(box):
+    root = _fresh(box, "crlf-target", TEXT.replace("\n", "\r\n"))
+    assert apply_patch(box, FIX, workdir=root) == "git_apply_normalised"
+    assert _content(box, root) == TEXT.replace("a = 1", "a = 10").replace("\n", "\r\n")
+
+
+def test_patch_with_blank_context_line_missing_space_applies_with_method_recorded(box):
+    root = _fresh(box, "blank")
+    broken = FIX.replace("+    a = 10\n \n", "+    a = 10\n\n")
+    assert apply_patch(box, broken, workdir=root) in ("git_apply", "git_apply_normalised")
+    assert _content(box, root) == TEXT.replace("a = 1", "a = 10")
+
+
+def test_crlf_patch_with_blank_context_line_missing_space_applies_after_normalisation(box):
+    root = _fresh(box, "blank-crlf")
+    broken = FIX.replace("+    a = 10\n \n", "+    a = 10\n\n").replace("\n", "\r\n")
+    assert apply_patch(box, broken, workdir=root) == "git_apply_normalised"
+    assert _content(box, root) == TEXT.replace("a = 1", "a = 10")
+
+
+def test_patch_without_final_newline_applies_with_method_recorded(box):
+    root = _fresh(box, "nofinal")
+    method = apply_patch(box, FIX.rstrip("\n"), workdir=root)
+    assert method in ("git_apply", "git_apply_normalised")
+    assert _content(box, root) == TEXT.replace("a = 1", "a = 10")
+
+
+def test_patch_needing_fuzz_falls_back_to_patch_command(box):
+    root = _fresh(box, "fuzz", TEXT.replace("    return a\n", "    return a  # changed\n"))
+    method = apply_patch(box, FIX, workdir=root)
+    assert method == "patch_fuzz"
+    assert "a = 10" in _content(box, root)
+    assert box.exec("git status --porcelain --untracked-files=all", workdir=root).output.strip() == "M m.py"
+
+
+def test_patch_that_cannot_apply_raises_and_leaves_tree_clean(box):
+    root = _fresh(box, "bad", "something else entirely\n")
+    with pytest.raises(PatchApplyError) as err:
+        apply_patch(box, FIX, workdir=root, label="patch", instance_id="demo__x-1")
+    assert "git_apply" in str(err.value) and "patch_fuzz" in str(err.value)
+    assert err.value.instance_id == "demo__x-1"
+    assert box.exec("git status --porcelain --untracked-files=all", workdir=root).output.strip() == ""
+
+
+# -- old pytest ------------------------------------------------------------------------------
+
+OLD_CASES = '''import pytest
+
+
+@pytest.mark.parametrize("v", ["a b", "a - b", "[x]", "\\u00e9"])
+def test_param(v):
+    assert v
+
+
+@pytest.mark.xfail
+def test_xfail():
+    assert 0
+
+
+@pytest.mark.xfail
+def test_xpass():
+    pass
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup")
+
+
+def test_setup_error(broken):
+    pass
+
+
+def test_fails():
+    assert 0
+
+
+def test_skipped():
+    pytest.skip("no")
+
+
+def test_hangs():
+    import time
+    time.sleep(600)
+'''
+
+
+@pytest.fixture(scope="module")
+def old_box(factory):
+    """Python 3.9 + pytest 4.6.11 (fallback: 3.11 + pytest 6.2.5), network-less."""
+    base = _base_image(factory.client, "3.9")
+    requirement = "pytest==4.6.11"
+    if not base:
+        base, requirement = _base_image(factory.client, "3.11"), "pytest==6.2.5"
+    if not base:
+        _unavailable("no swemint/python image")
+    image = _prepare(factory, base, requirement, "old")
+    with factory.sandbox(SandboxSpec(image=image, run_id=RUN_ID, network="none")) as sb:
+        yield sb
+
+
+def test_plugin_works_on_old_pytest(old_box):
+    root = make_repo(old_box, "/r/old", {"tests/test_old.py": OLD_CASES, "tests/test_bad.py": TEST_NEW,
+                                         "setup.cfg": "[tool:pytest]\naddopts = -n 2 -q\n"})
+    run = run_pytest_detailed(old_box, ["tests/test_old.py", "tests/test_bad.py"], python=VENV_PY,
+                              workdir=root, timeout=120, per_test_timeout=2)
+    rep = run.report
+    assert rep.source == "plugin" and run.plugin_loaded
+    assert rep.statuses == {
+        "tests/test_old.py::test_param[a b]": P, "tests/test_old.py::test_param[a - b]": P,
+        "tests/test_old.py::test_param[[x]]": P, "tests/test_old.py::test_param[\\xe9]": P,
+        "tests/test_old.py::test_xfail": TestStatus.XFAIL,
+        "tests/test_old.py::test_xpass": TestStatus.XPASS,
+        "tests/test_old.py::test_setup_error": E, "tests/test_old.py::test_fails": F,
+        "tests/test_old.py::test_skipped": S, "tests/test_old.py::test_hangs": F}
+    assert rep.collection_errors == ["tests/test_bad.py"]
+    assert run.timeouts == ["tests/test_old.py::test_hangs"]
+    assert rep.exit_code == 1 == run.plugin_exitstatus and run.anomalies == []

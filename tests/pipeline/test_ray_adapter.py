@@ -1,0 +1,124 @@
+"""Runners: one row per item whatever happens (raise, hang, worker crash), bounded in flight."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.models import Instance, InstanceResult
+from pipeline.config import RayConfig
+from pipeline.ray_adapter import LocalRunner, RayRunner, init_ray
+from pipeline.stages import StageResources, WorkItem
+
+
+class FakeStage:
+    """Behaviour by instance id: `raise`, `hang`, `crash` (kills the worker process), else verified."""
+
+    name = "fake"
+
+    def __init__(self, hang_s: float = 60.0, resources: StageResources | None = None):
+        self.hang_s = hang_s
+        self.resources = resources or StageResources(num_cpus=0.5, resources={"docker": 1.0})
+
+    def process(self, item: WorkItem) -> InstanceResult:
+        kind = item.instance.instance_id.split("-")[0]
+        if kind == "raise":
+            raise RuntimeError("boom in the stage")
+        if kind == "hang":
+            time.sleep(self.hang_s)
+        if kind == "crash":
+            os._exit(3)
+        return InstanceResult(instance_id=item.instance.instance_id, repo=item.instance.repo, outcome="verified",
+                              reason=f"pid {os.getpid()}")
+
+
+def items(*ids: str) -> list[WorkItem]:
+    return [WorkItem(Instance(instance_id=i, repo="o/p", base_commit="c", patch="", test_patch=""), Path("/nope"))
+            for i in ids]
+
+
+class Tracker:
+    """Counts items in flight at each submission (submitted minus yielded)."""
+
+    def __init__(self):
+        self.submitted, self.yielded, self.peak = [], 0, 0
+
+    def on_submit(self, item: WorkItem) -> None:
+        self.submitted.append(item.instance.instance_id)
+        self.peak = max(self.peak, len(self.submitted) - self.yielded)
+
+    def drain(self, gen) -> dict[str, InstanceResult]:
+        out = {}
+        for r in gen:
+            self.yielded += 1
+            assert r.instance_id not in out, "one row per item"
+            out[r.instance_id] = r
+        return out
+
+
+def test_local_runner_rows_for_raise_and_hang_and_bounded_in_flight():
+    t = Tracker()
+    t0 = time.monotonic()
+    got = t.drain(LocalRunner(workers=2, timeout=0.5).run(FakeStage(hang_s=5), items(
+        "ok-1", "raise-2", "hang-3", "ok-4", "ok-5"), on_submit=t.on_submit))
+    assert time.monotonic() - t0 < 3  # the hung item was abandoned, not waited for
+    assert {k: v.outcome for k, v in got.items()} == {"ok-1": "verified", "raise-2": "infra_error",
+                                                      "hang-3": "timeout", "ok-4": "verified", "ok-5": "verified"}
+    assert "RuntimeError: boom in the stage" in got["raise-2"].reason and "test_ray_adapter.py" in got["raise-2"].reason
+    assert got["hang-3"].timings["total"] == 0.5
+    assert t.peak == 2 and len(t.submitted) == 5
+
+
+def test_local_runner_wrong_return_is_infra_error():
+    class Wrong(FakeStage):
+        def process(self, item):
+            return InstanceResult(instance_id="someone-else", repo="o/p", outcome="verified")
+
+    got = list(LocalRunner().run(Wrong(), items("ok-1")))
+    assert got[0].instance_id == "ok-1" and got[0].outcome == "infra_error" and "instead of" in got[0].reason
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory):
+    """A real local Ray (2 CPUs, 2 `docker` slots), started once for this module."""
+    import ray
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
+    if ray.is_initialized():
+        ray.shutdown()
+    started = init_ray(RayConfig(num_cpus=2, object_store_memory=100 * 1024**2), workers=2)
+    assert started and os.environ["RAY_AUTH_MODE"] == "disabled" and os.environ["RAY_USAGE_STATS_ENABLED"] == "0"
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_runner_raise_hang_crash_become_rows(local_ray):
+    assert local_ray.cluster_resources().get("docker") == 2.0
+    t = Tracker()
+    runner = RayRunner(workers=2, timeout=8)
+    t0 = time.monotonic()
+    got = t.drain(runner.run(FakeStage(hang_s=120), items("ok-1", "raise-2", "hang-3", "crash-4", "ok-5", "ok-6"),
+                             on_submit=t.on_submit))
+    assert time.monotonic() - t0 < 60
+    assert {k: v.outcome for k, v in got.items()} == {
+        "ok-1": "verified", "raise-2": "infra_error", "hang-3": "timeout", "crash-4": "infra_error",
+        "ok-5": "verified", "ok-6": "verified"}
+    assert "RuntimeError: boom in the stage" in got["raise-2"].reason
+    assert got["crash-4"].reason.startswith("Ray task failed:")
+    assert got["ok-1"].reason != f"pid {os.getpid()}"  # it ran in a worker, not in the driver
+    assert t.peak == 2
+    runner.close()
+    assert local_ray.is_initialized()  # the runner did not start this Ray, so it leaves it running
+
+
+@pytest.mark.slow
+def test_ray_runner_drops_resources_the_cluster_lacks(local_ray):
+    stage = FakeStage(resources=StageResources(num_cpus=0.5, resources={"docker": 1.0, "gpu_box": 1.0}))
+    got = list(RayRunner(workers=2, timeout=30).run(stage, items("ok-1", "ok-2")))
+    assert [r.outcome for r in got] == ["verified", "verified"]  # not stuck as infeasible

@@ -1,0 +1,109 @@
+"""Per-instance state (markers, atomic results, rerun rules) and the Parquet export."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pandas as pd
+import pytest
+
+from agents.models import Instance, InstanceResult
+from pipeline.store import DONE, RUNNING, ResultStore, export_dataset, safe_name
+
+
+def inst(iid: str) -> Instance:
+    return Instance(instance_id=iid, repo="octo/proj", base_commit="abc", patch="P", test_patch="TP",
+                    problem_statement="it breaks", created_at="2021-01-02 03:04:05", version="1.2",
+                    FAIL_TO_PASS=["gold::f"], PASS_TO_PASS=["gold::p"], environment_setup_commit="e" * 40)
+
+
+def res(iid: str, outcome: str, **kw) -> InstanceResult:
+    return InstanceResult(instance_id=iid, repo="octo/proj", outcome=outcome, **kw)
+
+
+def test_write_result_is_atomic_and_markers_follow(tmp_path):
+    store = ResultStore(tmp_path)
+    store.mark_running(inst("a__b-1"))
+    d = store.dir("a__b-1")
+    assert (d / RUNNING).exists() and store.is_running("a__b-1") and store.read_result("a__b-1") is None
+    store.write_result(res("a__b-1", "verified", FAIL_TO_PASS=["t::x"]))
+    assert (d / DONE).read_text().strip() == "verified" and not (d / RUNNING).exists()
+    assert sorted(p.name for p in d.iterdir()) == ["DONE", "instance.json", "result.json"]  # no temp files
+    assert store.read_result("a__b-1").FAIL_TO_PASS == ["t::x"]
+    assert store.read_instance("a__b-1").patch == "P"
+
+
+def test_rerun_rules(tmp_path):
+    store = ResultStore(tmp_path, retry_outcomes=["infra_error", "timeout", "verified"])
+    for iid, outcome in [("v", "verified"), ("i", "infra_error"), ("n", "no_fail_to_pass")]:
+        store.mark_running(inst(iid))
+        store.write_result(res(iid, outcome))
+    store.mark_running(inst("crashed"))  # RUNNING left behind by a dead run
+    assert not store.needs_run("v")  # verified is never redone, even when listed
+    assert store.needs_run("i") and not store.needs_run("n")
+    assert store.needs_run("crashed") and store.needs_run("never-seen")
+    assert [r.instance_id for r in store.results()] == ["i", "n", "v"]
+    assert not ResultStore(tmp_path).needs_run("i")  # nothing retried by default
+
+
+def test_rerun_clears_old_done_marker(tmp_path):
+    store = ResultStore(tmp_path, retry_outcomes=["timeout"])
+    store.mark_running(inst("t"))
+    store.write_result(res("t", "timeout"))
+    store.mark_running(inst("t"))
+    assert store.read_result("t") is None and store.results() == []
+
+
+def test_safe_name_keeps_folders_inside_root(tmp_path):
+    assert safe_name("django__django-1234") == "django__django-1234"
+    assert safe_name("../../etc/passwd") == ".._.._etc_passwd"
+    assert safe_name("..") == "_.."
+    assert ResultStore(tmp_path).dir("a/b").parent == tmp_path / "instances"
+
+
+@pytest.fixture()
+def exported(tmp_path):
+    store = ResultStore(tmp_path)
+    rows = [res("a__b-1", "verified", FAIL_TO_PASS=["ours::f", "ours::g"], PASS_TO_PASS=["ours::p"],
+                timings={"total": 12.5, "setup": 4.0}, image="swemint/env:abc", flaky_tests=["ours::z"]),
+            res("a__b-2", "env_failed", reason="no wheel", timings={}),
+            res("a__b-3", "timeout", reused_from="a__b-1")]
+    for r in rows:
+        store.mark_running(inst(r.instance_id))
+        store.write_result(r)
+    return export_dataset(store)
+
+
+def test_export_loads_in_pandas(exported):
+    df = pd.read_parquet(exported["all"])
+    assert list(df.instance_id) == ["a__b-1", "a__b-2", "a__b-3"]
+    v = pd.read_parquet(exported["verified"])
+    assert list(v.instance_id) == ["a__b-1"]
+    first = df.iloc[0]
+    assert list(first.FAIL_TO_PASS) == ["ours::f", "ours::g"]  # ours, not gold
+    assert first.patch == "P" and first.version == "1.2" and first.image == "swemint/env:abc"
+    assert json.loads(first.timings) == {"total": 12.5, "setup": 4.0} and first.total_seconds == 12.5
+    assert df.environment_setup_commit.isna().all()
+    assert df.iloc[2].reused_from == "a__b-1" and df.iloc[1].reason == "no wheel"
+
+
+def test_export_loads_in_duckdb(exported):
+    con = duckdb.connect()
+    got = con.execute(f"SELECT instance_id, len(FAIL_TO_PASS), json_extract(timings, '$.setup')::DOUBLE, outcome "
+                      f"FROM '{exported['all']}' ORDER BY instance_id").fetchall()
+    assert got[0] == ("a__b-1", 2, 4.0, "verified") and got[1][1] == 0 and got[2][3] == "timeout"
+
+
+def test_export_loads_in_hf_datasets(exported):
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_parquet(str(exported["all"]))
+    assert ds.num_rows == 3 and ds[0]["FAIL_TO_PASS"] == ["ours::f", "ours::g"]
+    assert ds[0]["environment_setup_commit"] is None and ds[2]["flaky_tests"] == []
+    assert str(ds.features["PASS_TO_PASS"].feature.dtype) == "string"
+
+
+def test_export_of_empty_store_writes_empty_files_with_schema(tmp_path):
+    paths = export_dataset(ResultStore(tmp_path))
+    df = pd.read_parquet(paths["verified"])
+    assert len(df) == 0 and "FAIL_TO_PASS" in df.columns and "timings" in df.columns
