@@ -79,7 +79,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
             factory = DockerSandboxFactory(run_id=config.run_id)
         _mint(instance, Path(repo_path), config, factory, res, idir, log_path)
     except InstanceInputError as e:
-        res.outcome, res.reason = "env_failed", f"bad input: {e.message}"
+        res.outcome, res.reason = "infra_error", f"input: {e.message}"
     except PatchApplyError as e:
         res.outcome, res.reason = "patch_failed", e.message
     except EnvBuildError as e:

@@ -33,9 +33,9 @@ PY_RELEASE = {"3.6": "2016-12-23", "3.7": "2018-06-27", "3.8": "2019-10-14", "3.
 """Release dates of CPython minor versions (python.org)."""
 
 TOOLCHAIN_DATE = "2025-03-01T00:00:00Z"
-"""Date bound for the build toolchain (setuptools, wheel, setuptools-scm, pip), which is exempt
+"""Date bound for the build toolchain (setuptools, wheel, setuptools-scm, pip, packaging), exempt
 from the instance's date: a 2019 bound gives setuptools 41, which crashes on 3.9."""
-TOOLCHAIN_PACKAGES = ("setuptools", "wheel", "setuptools-scm", "setuptools_scm", "pip")
+TOOLCHAIN_PACKAGES = ("setuptools", "wheel", "setuptools-scm", "setuptools_scm", "pip", "packaging")
 
 HEAVY_COMPILED = ("numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "h5py", "netcdf4",
                   "cftime", "numba", "llvmlite", "shapely", "pyproj", "tables", "lxml", "pillow",
@@ -106,6 +106,12 @@ def choose_python(profile: RepoProfile, created: datetime | None, available: lis
     subs = [] if version == ideal else [f"python {ideal} wanted (era/metadata), {version} used: "
                                          f"{ideal} is not available here"]
     bound = when
+    rel = datetime.fromisoformat(PY_RELEASE.get(version, "2020-10-05")).replace(tzinfo=timezone.utc)
+    if when + timedelta(days=730) < rel:
+        # very old commit: its era's packages (pytest 2.x ...) predate the interpreter by years;
+        # clamp the bound to about the interpreter's own release
+        bound = rel + timedelta(days=30)
+        subs.append(f"date bound clamped from {day} to {bound:%Y-%m-%d} (Python {version} release)")
     return PythonChoice(ideal=ideal, version=version, substitutions=subs,
                         exclude_newer=bound.strftime("%Y-%m-%dT%H:%M:%SZ"))
 

@@ -10,7 +10,7 @@ reruns the after side 3 times) expose flaky tests, which are excluded from both 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 

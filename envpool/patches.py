@@ -108,7 +108,7 @@ def _file_sections(diff: str) -> list[str]:
     starts = [m.start() for m in re.finditer(r"^diff --git ", diff, flags=re.M)]
     if not starts:
         return [diff] if diff.strip() else []
-    return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)])]
+    return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)], strict=True)]
 
 
 def split_patch(diff: str) -> tuple[str, str]:
@@ -116,7 +116,8 @@ def split_patch(diff: str) -> tuple[str, str]:
 
     A section is a test section when any path it names is a test path (`is_test_path`).
     """
-    code, tests = [], []
+    code: list[str] = []
+    tests: list[str] = []
     for section in _file_sections(diff):
         paths = files_in_patch(section)
         (tests if paths and any(is_test_path(p) for p in paths) else code).append(section)
@@ -201,7 +202,7 @@ def fix_blank_context_lines(patch: str) -> str:
     """
     lines = patch.split("\n")
     out = []
-    for line, (_body, kind, _p, _n) in zip(lines, _walk(lines)):
+    for line, (_body, kind, _p, _n) in zip(lines, _walk(lines), strict=True):
         out.append(" " + line if kind == "blank_context" else line)
     return "\n".join(out)
 
@@ -224,7 +225,7 @@ def match_line_endings(patch: str, crlf_files: set[str] | frozenset[str] = froze
     lines = patch.split("\n")
     walked = list(_walk(lines))
     out = []
-    for i, (line, (body, kind, path, new_file)) in enumerate(zip(lines, walked)):
+    for i, (line, (body, kind, path, new_file)) in enumerate(zip(lines, walked, strict=True)):
         if kind not in ("body", "blank_context") or body.startswith("\\"):
             out.append(body)
         elif new_file:

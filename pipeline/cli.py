@@ -55,6 +55,9 @@ def _fmt(v: float | None, unit: str = "s") -> str:
 def _run(cfg: PipelineConfig, mint_fn=None):
     from pipeline.driver import run_mint
 
+    if cfg.instances is None:
+        console.print("[red]error:[/red] no instance file: pass --instances or set `instances` in the config")
+        raise typer.Exit(2)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console) as progress:
         task = progress.add_task("minting", total=None, last="")

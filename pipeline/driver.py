@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import statistics
 import time
 from collections import Counter
@@ -58,7 +59,7 @@ class MintReport:
     def stats(self) -> dict[str, float | None]:
         """median_s, p90_s (seconds per instance) and per_hour (instances/hour of wall time)."""
         d = sorted(self.durations())
-        p90 = d[min(len(d) - 1, max(0, round(0.9 * len(d) + 0.5) - 1))] if d else None
+        p90 = d[max(0, math.ceil(0.9 * len(d)) - 1)] if d else None  # nearest rank
         return {"median_s": statistics.median(d) if d else None, "p90_s": p90,
                 "per_hour": 3600 * len(self.results) / self.wall_s if self.wall_s > 0 and self.results else None}
 

@@ -78,7 +78,8 @@ class RepoResolver:
     Args:
         mirrors: mirror roots searched in order (see the module docstring for layouts).
         config: clone settings; `config.cache_dir` (or `cache_dir`) holds clones.
-    Thread-safe: one lock per repository, so one clone per repository at a time.
+    Thread-safe: one lock per repository, so one clone per repository at a time. A repository
+    that could not be found or cloned fails at once for its later instances (new resolver = retry).
     """
 
     def __init__(self, mirrors: list[Path] | Path | None = None, config: RepoConfig | None = None,
@@ -89,6 +90,7 @@ class RepoResolver:
         self.config = config or RepoConfig()
         self.cache_dir = Path(cache_dir or self.config.cache_dir or "repos")
         self._found: dict[str, Path] = {}
+        self._failed: dict[str, str] = {}  # repo -> why; a failed clone is not retried per instance
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -117,16 +119,22 @@ class RepoResolver:
         with self._lock(repo):
             if repo in self._found:
                 return self._found[repo]
+            if repo in self._failed:
+                raise InstanceInputError(self._failed[repo], instance_id=instance_id)
             for cand in self.candidates(repo):
                 found = _git_dir_of(cand)
                 if found is not None:
                     self._found[repo] = found.absolute()
                     return self._found[repo]
             looked = ", ".join(str(c) for c in self.candidates(repo))
-            if not self.config.allow_clone:
-                raise InstanceInputError(f"repository {repo} not found (looked at {looked}; cloning is off)",
-                                         instance_id=instance_id)
-            self._found[repo] = self._clone(repo, instance_id, looked).absolute()
+            try:
+                if not self.config.allow_clone:
+                    raise InstanceInputError(f"repository {repo} not found (looked at {looked}; cloning is off)",
+                                             instance_id=instance_id)
+                self._found[repo] = self._clone(repo, instance_id, looked).absolute()
+            except InstanceInputError as e:
+                self._failed[repo] = e.message
+                raise
             return self._found[repo]
 
     def _clone(self, repo: str, instance_id: str | None, looked: str) -> Path:

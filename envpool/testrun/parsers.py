@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from envpool.testrun.status import TestRunReport, TestStatus
 

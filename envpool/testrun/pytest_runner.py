@@ -34,8 +34,8 @@ import posixpath
 import shlex
 import tomllib
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -197,7 +197,8 @@ def config_dirs(test_files: Iterable[str]) -> list[str]:
         common = posixpath.dirname(common)
 
 
-def read_addopts(sandbox: Sandbox, test_files: Sequence[str], workdir: str = "/testbed") -> tuple[str | list[str], str | None]:
+def read_addopts(sandbox: Sandbox, test_files: Sequence[str],
+                 workdir: str = "/testbed") -> tuple[str | list[str], str | None]:
     """(addopts, config path) of the config file pytest will use in `sandbox` ("" and None when
     none is found). Reads files with `sandbox.get_file`."""
     for d in config_dirs(test_files):
@@ -225,7 +226,7 @@ class PytestPaths(BaseModel):
     cache: str
 
     @classmethod
-    def new(cls, label: str = "tests") -> "PytestPaths":
+    def new(cls, label: str = "tests") -> PytestPaths:
         """A fresh run folder `<RUN_ROOT>/<label>-<8 hex>`."""
         safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in label)[:60]
         d = f"{RUN_ROOT}/{safe}-{uuid.uuid4().hex[:8]}"
@@ -313,6 +314,10 @@ class PytestRun(BaseModel):
     plugin_loaded: bool = True
 
 
+NOTHING_FAILING = "but no failed or errored test"
+"""Marker of the anomaly "nonzero exit, nothing failing" in `cross_check`'s messages."""
+
+
 def cross_check(report: TestRunReport, plugin_exitstatus: int | None = None,
                 plugin_loaded: bool = True, collected: int | None = None) -> list[str]:
     """Inconsistencies between the exit code and the parsed results (pure).
@@ -330,8 +335,8 @@ def cross_check(report: TestRunReport, plugin_exitstatus: int | None = None,
     failing = any(s in (TestStatus.FAILED, TestStatus.ERROR) for s in report.statuses.values())
     if code is not None and not report.timed_out:
         if code not in (0, 5) and not failing and not report.collection_errors:
-            out.append(f"exit code {code} but no failed or errored test: output may be forged "
-                       "or the run was cut short")
+            out.append(f"exit code {code} {NOTHING_FAILING}: output may be forged or the run "
+                       "was cut short")
         if code == 0 and failing:
             out.append("exit code 0 but failed or errored tests were reported")
         if code in (3, 4):
@@ -424,13 +429,14 @@ def run_pytest_detailed(sandbox: Sandbox, test_files: Sequence[str], *, python: 
     exitstatus = parsers.plugin_exit_status(plugin_raw) if plugin_raw else None
     collected = None
     if plugin_raw:
-        counts = [r.get("count") for r in parsers.plugin_records(plugin_raw) if r.get("kind") == "collected"]
+        counts = [r.get("count") for r in parsers.plugin_records(plugin_raw)
+                  if r.get("kind") == "collected"]
         collected = counts[-1] if counts and isinstance(counts[-1], int) else None
     report = report.model_copy(update={
         "exit_code": res.exit_code, "timed_out": res.timed_out, "duration": res.duration,
         "log_path": str(getattr(sandbox, "log_path", None) or "") or None})
     anomalies = cross_check(report, exitstatus, plugin, collected)
-    if report.source == "log" and any(a.startswith("exit code") for a in anomalies):
+    if report.source == "log" and any(NOTHING_FAILING in a for a in anomalies):
         report = report.model_copy(update={"tests_ran": False})
     for a in anomalies:
         log.warning("[%s] %s", log_label, a)

@@ -1,5 +1,9 @@
 """run_pytest, the plugin, the parsers, patches and grading against real pytest in containers.
 
+The first tests are fast and need no engine: the runner's pure parts (addopts sanitising, config
+precedence, the command) and its source fallbacks on a FakeSandbox. The rest are marked
+`docker` and `slow`.
+
 One image per pytest flavour is prepared per module (bridge network: pip install pytest into a
 venv, commit), then every run happens in a network-less container of it. Each case is a small
 repository written into its own folder of a shared container. The cases come from public
@@ -11,21 +15,35 @@ normalisation.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import uuid
+from pathlib import Path
 
 import pytest
 
 from envpool.docker_sandbox import DockerSandboxFactory
 from envpool.errors import InfraError, PatchApplyError
+from envpool.fake import FakeSandbox
 from envpool.grading import grade
 from envpool.patches import apply_patch
 from envpool.sandbox import SandboxSpec
 from envpool.testrun import parsers
-from envpool.testrun.pytest_runner import (PytestPaths, install_plugin, pytest_command,
-                                           pytest_script, run_pytest, run_pytest_detailed)
+from envpool.testrun.pytest_runner import (
+    PLUGIN_NAME,
+    PytestPaths,
+    addopts_from_config,
+    config_dirs,
+    cross_check,
+    install_plugin,
+    pytest_command,
+    pytest_script,
+    read_addopts,
+    run_pytest,
+    run_pytest_detailed,
+    sanitise_addopts,
+)
 from envpool.testrun.status import TestStatus
-
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 RUN_ID = f"test-runner-{uuid.uuid4().hex[:8]}"
 VENV_PY = "/opt/venv/bin/python"
@@ -106,6 +124,161 @@ def make_repo(sb, root: str, files: dict[str, str | bytes]) -> str:
     return root
 
 
+# -- fast tests of the runner's logic (no engine) ---------------------------------------------
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "testrun"
+
+
+def test_sanitise_addopts_drops_shape_changing_options_and_keeps_the_rest():
+    kept, dropped = sanitise_addopts(
+        "-n auto -q --verbose --color=yes -x --maxfail=1 -p pytester --doctest-modules "
+        "--strict-markers -vvx -sv -nauto --cov src --cov-report term-missing --cov=pkg "
+        "-m 'not slow' --dist loadscope --lf --reruns 3 --junitxml=out.xml -rxs --tb=long "
+        "-W error::DeprecationWarning -p no:cacheprovider tests")
+    assert kept == ["-p", "pytester", "--doctest-modules", "--strict-markers", "-s", "-m",
+                    "not slow", "-W", "error::DeprecationWarning", "-p", "no:cacheprovider", "tests"]
+    assert {"-nauto", "-q", "--verbose", "--color=yes", "-x", "--maxfail=1", "--cov", "src",
+            "--lf", "--reruns", "3", "--junitxml=out.xml", "-rxs", "--tb=long"} <= set(dropped)
+    assert sanitise_addopts(["-n", "4", "--doctest-glob=*.rst"]) == (["--doctest-glob=*.rst"], ["-n4"])
+    assert sanitise_addopts("--cov --doctest-modules")[0] == ["--doctest-modules"]
+
+
+@pytest.mark.parametrize("name,text,expected", [
+    ("pytest.ini", "[pytest]\naddopts = -n auto\n", "-n auto"),
+    ("pytest.ini", "", ""),  # pytest.ini always is the config, even empty
+    ("setup.cfg", "[tool:pytest]\naddopts =\n  -q\n  --doctest-modules\n", "\n-q\n--doctest-modules"),
+    ("setup.cfg", "[metadata]\nname = x\n", None),
+    ("tox.ini", "[pytest]\naddopts = -x\n", "-x"),
+    ("tox.ini", "[tox]\nenvlist = py\n", None),
+    ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = ['-n', 'auto']\n", ["-n", "auto"]),
+    ("pyproject.toml", "[tool.pytest.ini_options]\nminversion = '6'\n", ""),
+    ("pyproject.toml", "[tool.pytest]\naddopts = ['-q']\n", ["-q"]),  # pytest 9 native TOML
+    ("pyproject.toml", "[tool.black]\nline-length = 99\n", None),
+    ("pytest.toml", "[pytest]\naddopts = ['-v']\n", ["-v"]),
+    ("setup.cfg", "not an ini [[[", None),
+])
+def test_addopts_from_each_config_format(name, text, expected):
+    assert addopts_from_config(name, text) == expected
+
+
+def test_read_addopts_follows_pytest_precedence():
+    sb = FakeSandbox(SandboxSpec(image="fake"))
+    sb.put_file("/testbed/pyproject.toml", "[tool.black]\n")
+    sb.put_file("/testbed/setup.cfg", "[tool:pytest]\naddopts = -n 2\n")
+    assert read_addopts(sb, ["tests/test_a.py"]) == ("-n 2", "/testbed/setup.cfg")
+    sb.put_file("/testbed/tests/pytest.ini", "[pytest]\naddopts = -q\n")  # nearer the test files
+    assert read_addopts(sb, ["tests/test_a.py"]) == ("-q", "/testbed/tests/pytest.ini")
+    assert read_addopts(sb, ["other/test_b.py", "tests/test_a.py"])[1] == "/testbed/setup.cfg"
+    assert config_dirs(["a/b/test_x.py", "a/test_y.py"]) == ["a", ""]
+
+
+def test_pytest_command_shape_is_stable_and_quoted():
+    paths = PytestPaths.new("before")
+    cmd = pytest_command(["tests/test_a.py", "tests/t b.py"], python="/opt/venv/bin/python",
+                         addopts="-n auto -p pytester -m 'not slow'", paths=paths)
+    argv = shlex.split(cmd)
+    assert argv[:5] == ["/opt/venv/bin/python", "-m", "pytest", "-p", PLUGIN_NAME]
+    assert "-rA" in argv and "--tb=short" in argv and "--continue-on-collection-errors" in argv
+    assert f"addopts={shlex.join(['-p', 'pytester', '-m', 'not slow'])}" in argv
+    assert f"--junitxml={paths.junit}" in argv and f"cache_dir={paths.cache}" in argv
+    assert argv[-2:] == ["tests/test_a.py", "tests/t b.py"]
+    no_junit = shlex.split(pytest_command(["t.py"], addopts="-p no:junitxml", plugin=False))
+    assert not any(a.startswith("--junitxml") for a in no_junit) and PLUGIN_NAME not in no_junit
+
+
+def test_script_unsets_ci_and_colour_forcing_and_sets_report_env():
+    paths = PytestPaths.new("x")
+    script = pytest_script("python -m pytest", paths, per_test_timeout=30, workdir="/testbed")
+    unset = script.splitlines()[0].split()
+    assert {"CI", "BUILD_NUMBER", "FORCE_COLOR", "PYTEST_ADDOPTS", "SWEMINT_TEST_TIMEOUT"} <= set(unset)
+    assert "COLUMNS=200" in script and "NO_COLOR=1" in script and "PY_COLORS=0" in script
+    assert f"SWEMINT_REPORT={paths.report}" in script and "SWEMINT_TEST_TIMEOUT=30" in script
+    assert "PYTHONDONTWRITEBYTECODE=1" in script
+    assert "export PYTHONPATH=/opt/swemint/plugins${PYTHONPATH:+:$PYTHONPATH}" in script
+
+
+def fake_runner(exit_code: int, plugin: bytes | None = None, junit: bytes | None = None,
+                log: str = "", fail_plugin_load: bool = False) -> FakeSandbox:
+    """A FakeSandbox whose pytest writes the given report files and prints `log`."""
+    sb = FakeSandbox(SandboxSpec(image="fake"))
+
+    def pytest_reply(command: str, box: FakeSandbox):
+        if fail_plugin_load and PLUGIN_NAME in command.split("PYTHONPATH")[-1]:
+            return (1, f"ImportError: Error importing plugin \"{PLUGIN_NAME}\": boom")
+        report = re.search(r"SWEMINT_REPORT=(\S+)", command)
+        junit_path = re.search(r"--junitxml=(\S+)", command)
+        if plugin is not None and report:
+            box.put_file(report.group(1), plugin)
+        if junit is not None and junit_path:
+            box.put_file(junit_path.group(1), junit)
+        return (exit_code, log)
+
+    sb.on(r"-m pytest", pytest_reply)
+    return sb
+
+
+def test_fake_run_prefers_the_plugin_report():
+    sb = fake_runner(1, plugin=(DATA / "pytest8_report.jsonl").read_bytes(),
+                     junit=(DATA / "pytest8_junit.xml").read_bytes())
+    run = run_pytest_detailed(sb, ["tests/test_cases.py"], addopts="-n auto -q")
+    assert run.report.source == "plugin" and run.report.exit_code == 1 and run.report.tests_ran
+    assert run.anomalies == [] and run.dropped_addopts == ["-nauto", "-q"]
+    assert run.timeouts == ["tests/test_cases.py::test_hangs"] and run.collected == 32
+    assert sb.files["/opt/swemint/plugins/swemint_pytest_report.py"].startswith(b'"""swemint')
+
+
+def test_fake_run_falls_back_to_junit_then_log():
+    sb = fake_runner(1, junit=(DATA / "pytest8_junit.xml").read_bytes())
+    run = run_pytest_detailed(sb, ["tests/test_cases.py"], addopts="")
+    assert run.report.source == "junit" and any("fallback" in a for a in run.anomalies)
+    log = (DATA / "pytest8_rA.log").read_text(errors="replace")
+    assert run_pytest(fake_runner(1, log=log), ["t.py"], addopts="").source == "log"
+
+
+def test_forged_all_passed_log_with_nonzero_exit_is_not_tests_ran():
+    log = "=== short test summary info ===\nPASSED t.py::test_a\nPASSED t.py::test_b\n=== 2 passed ===\n"
+    run = run_pytest_detailed(fake_runner(1, log=log), ["t.py"], addopts="")
+    assert run.report.source == "log" and run.report.tests_ran is False
+    assert any("no failed or errored test" in a for a in run.anomalies)
+
+
+def test_plugin_that_cannot_load_is_dropped_and_the_run_repeated():
+    log = "=== short test summary info ===\nPASSED t.py::test_a\n=== 1 passed ===\n"
+    sb = fake_runner(0, log=log, fail_plugin_load=True)
+    run = run_pytest_detailed(sb, ["t.py"], addopts="")
+    pytest_cmds = [c for c in sb.commands if "-m pytest" in c]
+    assert len(pytest_cmds) == 2 and f"-p {PLUGIN_NAME}" not in pytest_cmds[1]
+    assert run.plugin_loaded is False and run.report.statuses == {"t.py::test_a": TestStatus.PASSED}
+
+
+def test_whole_run_timeout_on_fake_keeps_plugin_results():
+    lines = (DATA / "pytest8_report.jsonl").read_bytes().splitlines(keepends=True)[:12]
+    sb = FakeSandbox(SandboxSpec(image="fake"))
+
+    def slow(command, box):
+        box.put_file(re.search(r"SWEMINT_REPORT=(\S+)", command).group(1), b"".join(lines))
+        from envpool.sandbox import ExecResult
+        return ExecResult(command=command, exit_code=0, duration=999)
+
+    sb.on(r"-m pytest", slow)
+    rep = run_pytest(sb, ["t.py"], addopts="", timeout=10)
+    assert rep.timed_out and rep.exit_code == 124 and rep.tests_ran and rep.source == "plugin"
+
+
+def test_cross_check_flags_exit_code_contradictions():
+    from envpool.testrun.status import TestRunReport
+
+    ok = TestRunReport(statuses={"t::a": TestStatus.PASSED}, exit_code=1, tests_ran=True, source="plugin")
+    assert any("no failed or errored test" in a for a in cross_check(ok, plugin_exitstatus=1))
+    assert any("status 0 but the process exited 1" in a for a in cross_check(ok, plugin_exitstatus=0))
+    assert any("never finished" in a for a in cross_check(ok, plugin_exitstatus=None))
+    bad = TestRunReport(statuses={"t::a": TestStatus.FAILED}, exit_code=0, tests_ran=True, source="plugin")
+    assert any("exit code 0 but" in a for a in cross_check(bad, plugin_exitstatus=0))
+    assert any("collected" in a for a in cross_check(bad, plugin_exitstatus=0, collected=5))
+    fine = TestRunReport(statuses={"t::a": TestStatus.FAILED}, exit_code=1, tests_ran=True, source="plugin")
+    assert cross_check(fine, plugin_exitstatus=1, collected=1) == []
+
+
 # -- the sample repository -------------------------------------------------------------------
 
 CALC = "def add(a, b):\n    return a - b\n"
@@ -115,7 +288,8 @@ CALC_FIX = (
     "@@ -1,2 +1,6 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n+\n+\n"
     "+def mul(a, b):\n+    return a * b\n"
 )
-TEST_CALC = "from calc import add\n\n\ndef test_add_zero():\n    assert add(1, 0) == 1\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+TEST_CALC = ("from calc import add\n\n\ndef test_add_zero():\n    assert add(1, 0) == 1\n\n\n"
+             "def test_add():\n    assert add(2, 3) == 5\n")
 TEST_NEW = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
 TEST_IDS = '''import pytest
 
@@ -147,6 +321,8 @@ BASE_FILES = {"calc/__init__.py": CALC, "tests/test_calc.py": TEST_CALC, "tests/
 TEST_FILES = ["tests/test_calc.py", "tests/test_ids.py"]
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_ids_with_special_characters_are_exact_and_identical_before_after(box):
     root = make_repo(box, "/r/ids", BASE_FILES)
     before = run_pytest(box, TEST_FILES, python=VENV_PY, workdir=root, timeout=120, log_label="before")
@@ -171,6 +347,8 @@ def _raw_run(sb, root: str, test_files, extra_args=(), addopts=""):
     return plugin, junit, parsers.parse_pytest_log(res.output), res
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_plugin_junit_and_coloured_log_agree_on_special_ids(box):
     root = make_repo(box, "/r/agree", BASE_FILES)
     plugin, junit, logrep, res = _raw_run(box, root, TEST_FILES, extra_args=["--color=yes"])
@@ -185,6 +363,8 @@ NASTY_INI = ("[pytest]\naddopts = -n auto -q --verbose --color=yes -x --maxfail=
              "--cov=calc --cov-report term --junitxml=/testbed/j.xml -r fE --tb=line\n")
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_repo_addopts_ci_and_colour_variables_do_not_change_result_map(box, factory):
     files = {**BASE_FILES, "tests/test_pyt.py": TEST_USES_PYTESTER}
     plain = make_repo(box, "/r/plain", {**files, "pytest.ini": "[pytest]\naddopts = -p pytester\n"})
@@ -209,6 +389,8 @@ def test_repo_addopts_ci_and_colour_variables_do_not_change_result_map(box, fact
     assert ci.statuses == ref.report.statuses
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_module_failing_at_import_counts_as_not_passing_and_other_files_still_run(box):
     root = make_repo(box, "/r/imp", {**BASE_FILES, "tests/test_new.py": TEST_NEW})
     files = TEST_FILES + ["tests/test_new.py"]
@@ -223,6 +405,8 @@ def test_module_failing_at_import_counts_as_not_passing_and_other_files_still_ru
     assert "tests/test_calc.py::test_add_zero" in g.PASS_TO_PASS
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_run_where_only_an_import_error_happens_is_not_all_passed(box):
     root = make_repo(box, "/r/only", {"calc/__init__.py": CALC, "tests/test_new.py": TEST_NEW})
     for flag in (True, False):  # with and without --continue-on-collection-errors
@@ -231,7 +415,7 @@ def test_run_where_only_an_import_error_happens_is_not_all_passed(box):
         rep = run.report
         assert rep.tests_ran is False and rep.statuses == {}
         assert rep.collection_errors == ["tests/test_new.py"]
-        assert rep.exit_code in (1, 2) and rep.exit_code == run.plugin_exitstatus
+        assert rep.exit_code == (1 if flag else 2) == run.plugin_exitstatus  # 2: "Interrupted"
     empty = run_pytest(box, ["tests/does_not_exist.py"], python=VENV_PY, workdir=root, timeout=60)
     assert empty.tests_ran is False and empty.exit_code == 4 and empty.statuses == {}
 
@@ -265,6 +449,8 @@ def test_ok():
 '''
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_fake_passed_lines_and_exit_markers_do_not_change_grading(box):
     root = make_repo(box, "/r/forge", {"tests/test_forge.py": FORGER})
     plugin, junit, logrep, _ = _raw_run(box, root, ["tests/test_forge.py"])
@@ -276,6 +462,8 @@ def test_fake_passed_lines_and_exit_markers_do_not_change_grading(box):
     assert g.FAIL_TO_PASS == [] and g.PASS_TO_PASS == ["tests/test_forge.py::test_ok"]
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_non_utf8_bytes_in_output_parse_fine(box):
     root = make_repo(box, "/r/bytes", {"tests/test_forge.py": FORGER})
     plugin, _junit, logrep, res = _raw_run(box, root, ["tests/test_forge.py"])
@@ -303,6 +491,8 @@ def test_after():
 '''
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_hanging_test_hits_per_test_timeout_and_other_results_are_kept(box):
     root = make_repo(box, "/r/hang", {"tests/test_hang.py": HANG})
     run = run_pytest_detailed(box, ["tests/test_hang.py"], python=VENV_PY, workdir=root,
@@ -314,6 +504,8 @@ def test_hanging_test_hits_per_test_timeout_and_other_results_are_kept(box):
     assert run.report.duration < 60
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_whole_run_timeout_keeps_partial_results(box):
     root = make_repo(box, "/r/hang2", {"tests/test_hang.py": HANG})
     rep = run_pytest(box, ["tests/test_hang.py"], python=VENV_PY, workdir=root, timeout=5)
@@ -336,18 +528,24 @@ def _content(box, root: str) -> str:
     return box.get_file(f"{root}/m.py").decode()
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_patch_with_crlf_line_endings_applies_after_normalisation(box):
     root = _fresh(box, "crlf")
     assert apply_patch(box, FIX.replace("\n", "\r\n"), workdir=root) == "git_apply_normalised"
     assert _content(box, root) == TEXT.replace("a = 1", "a = 10")
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_lf_patch_for_crlf_file_applies_after_normalisation(box):
     root = _fresh(box, "crlf-target", TEXT.replace("\n", "\r\n"))
     assert apply_patch(box, FIX, workdir=root) == "git_apply_normalised"
     assert _content(box, root) == TEXT.replace("a = 1", "a = 10").replace("\n", "\r\n")
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_patch_with_blank_context_line_missing_space_applies_with_method_recorded(box):
     root = _fresh(box, "blank")
     broken = FIX.replace("+    a = 10\n \n", "+    a = 10\n\n")
@@ -355,6 +553,8 @@ def test_patch_with_blank_context_line_missing_space_applies_with_method_recorde
     assert _content(box, root) == TEXT.replace("a = 1", "a = 10")
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_crlf_patch_with_blank_context_line_missing_space_applies_after_normalisation(box):
     root = _fresh(box, "blank-crlf")
     broken = FIX.replace("+    a = 10\n \n", "+    a = 10\n\n").replace("\n", "\r\n")
@@ -362,6 +562,8 @@ def test_crlf_patch_with_blank_context_line_missing_space_applies_after_normalis
     assert _content(box, root) == TEXT.replace("a = 1", "a = 10")
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_patch_without_final_newline_applies_with_method_recorded(box):
     root = _fresh(box, "nofinal")
     method = apply_patch(box, FIX.rstrip("\n"), workdir=root)
@@ -369,6 +571,8 @@ def test_patch_without_final_newline_applies_with_method_recorded(box):
     assert _content(box, root) == TEXT.replace("a = 1", "a = 10")
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_patch_needing_fuzz_falls_back_to_patch_command(box):
     root = _fresh(box, "fuzz", TEXT.replace("    return a\n", "    return a  # changed\n"))
     method = apply_patch(box, FIX, workdir=root)
@@ -377,6 +581,8 @@ def test_patch_needing_fuzz_falls_back_to_patch_command(box):
     assert box.exec("git status --porcelain --untracked-files=all", workdir=root).output.strip() == "M m.py"
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_patch_that_cannot_apply_raises_and_leaves_tree_clean(box):
     root = _fresh(box, "bad", "something else entirely\n")
     with pytest.raises(PatchApplyError) as err:
@@ -443,6 +649,8 @@ def old_box(factory):
         yield sb
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_plugin_works_on_old_pytest(old_box):
     root = make_repo(old_box, "/r/old", {"tests/test_old.py": OLD_CASES, "tests/test_bad.py": TEST_NEW,
                                          "setup.cfg": "[tool:pytest]\naddopts = -n 2 -q\n"})

@@ -101,3 +101,22 @@ def test_failed_clone_is_a_clean_error_without_credentials(tmp_path):
 def test_redact():
     assert redact("see https://x-access-token:abc@github.com/a/b.git") == "see https://***@github.com/a/b.git"
     assert redact("https://github.com/a/b.git") == "https://github.com/a/b.git"
+
+
+def test_failed_clone_is_not_retried_for_every_instance(tmp_path, monkeypatch):
+    import pipeline.repos as repos
+
+    runs = []
+    real = repos.subprocess.run
+
+    def counting(args, **kw):
+        runs.append(args)
+        return real(args, **kw)
+
+    monkeypatch.setattr(repos.subprocess, "run", counting)
+    r = RepoResolver([], RepoConfig(url_template=f"file://{tmp_path}/none/{{repo}}.git"), cache_dir=tmp_path / "c")
+    for n in (1, 2):
+        with pytest.raises(InstanceInputError) as e:
+            r.resolve("octo/proj", f"octo__proj-{n}")
+        assert e.value.instance_id == f"octo__proj-{n}" and "cloning" in str(e.value)
+    assert sum("clone" in a for a in runs) == 1

@@ -107,3 +107,12 @@ def test_export_of_empty_store_writes_empty_files_with_schema(tmp_path):
     paths = export_dataset(ResultStore(tmp_path))
     df = pd.read_parquet(paths["verified"])
     assert len(df) == 0 and "FAIL_TO_PASS" in df.columns and "timings" in df.columns
+
+
+def test_report_stats_nearest_rank_p90():
+    from pipeline.driver import MintReport
+
+    rep = MintReport(results=[res(f"i{n}", "verified", timings={"total": float(n)}) for n in range(1, 11)],
+                     skipped=[res("old", "verified")], wall_s=3600.0)
+    assert rep.stats() == {"median_s": 5.5, "p90_s": 9.0, "per_hour": 10.0}
+    assert rep.counts()["verified"] == (10, 11) and rep.counts()["timeout"] == (0, 0)

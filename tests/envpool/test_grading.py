@@ -1,0 +1,142 @@
+"""grade() (SWE-bench harness v5's FAIL_TO_PASS / PASS_TO_PASS) and scoring against gold ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from envpool.grading import Grade, gold_matches, grade, in_failed_collector, score_against_gold
+from envpool.testrun.status import TestRunReport, TestStatus
+
+P, F, E, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.ERROR, TestStatus.SKIPPED
+XF, XP = TestStatus.XFAIL, TestStatus.XPASS
+
+
+def run(statuses: dict[str, TestStatus], collection_errors=(), **kw) -> TestRunReport:
+    return TestRunReport(statuses=statuses, collection_errors=list(collection_errors),
+                         tests_ran=bool(statuses), source="plugin", **kw)
+
+
+def test_basic_fail_to_pass_and_pass_to_pass():
+    before = run({"t.py::a": F, "t.py::b": P, "t.py::c": E, "t.py::d": P, "t.py::e": S})
+    after = run({"t.py::a": P, "t.py::b": P, "t.py::c": P, "t.py::d": F, "t.py::e": P, "t.py::new": P})
+    g = grade([before], [after], None)
+    assert g == Grade(FAIL_TO_PASS=["t.py::a", "t.py::c", "t.py::e", "t.py::new"],
+                      PASS_TO_PASS=["t.py::b"], before_runs=1, after_runs=1)
+
+
+def test_xfail_is_not_a_pass_and_xpass_is():
+    g = grade([run({"t::x": XF, "t::y": XP})], [run({"t::x": XP, "t::y": XP})], None)
+    assert g.FAIL_TO_PASS == ["t::x"] and g.PASS_TO_PASS == ["t::y"]
+
+
+def test_tests_in_a_file_that_failed_to_collect_before_are_not_passing_before():
+    before = run({"tests/test_old.py::t": P}, collection_errors=["tests/test_new.py"])
+    after = run({"tests/test_old.py::t": P, "tests/test_new.py::t1": P, "tests/test_new.py::K::t2": P})
+    g = grade([before], [after], None)
+    assert g.FAIL_TO_PASS == ["tests/test_new.py::K::t2", "tests/test_new.py::t1"]
+    assert g.PASS_TO_PASS == ["tests/test_old.py::t"]
+
+
+def test_interrupted_collection_before_makes_every_test_absent_hence_the_runner_continues():
+    # Why run_pytest passes --continue-on-collection-errors: when one new test file fails to
+    # import and pytest stops ("Interrupted: 1 error during collection"), every other test is
+    # absent before and would wrongly become FAIL_TO_PASS instead of PASS_TO_PASS.
+    interrupted = TestRunReport(collection_errors=["tests/test_new.py"], exit_code=2)
+    continued = run({"tests/test_old.py::t": P}, collection_errors=["tests/test_new.py"])
+    after = run({"tests/test_old.py::t": P, "tests/test_new.py::t1": P})
+    assert grade([interrupted], [after], None).FAIL_TO_PASS == ["tests/test_new.py::t1", "tests/test_old.py::t"]
+    g = grade([continued], [after], None)
+    assert g.FAIL_TO_PASS == ["tests/test_new.py::t1"] and g.PASS_TO_PASS == ["tests/test_old.py::t"]
+
+
+def test_collection_error_scopes_file_class_and_folder():
+    assert in_failed_collector("a/t.py::K::f[x]", ["a/t.py"])
+    assert in_failed_collector("a/t.py::K::f", ["a/t.py::K"])
+    assert not in_failed_collector("a/t.py::K2::f", ["a/t.py::K"])
+    assert in_failed_collector("a/sub/t.py::f", ["a/sub/"])
+    assert not in_failed_collector("a/t.py2::f", ["a/t.py"])
+
+
+def test_a_passing_status_under_a_failed_collector_still_counts_as_not_passing():
+    before = run({"t.py::K::f": P}, collection_errors=["t.py::K"])
+    assert grade([before], [run({"t.py::K::f": P})], None).FAIL_TO_PASS == ["t.py::K::f"]
+
+
+def test_run_where_zero_tests_parsed_is_never_all_passed():
+    empty = TestRunReport(tests_ran=False, exit_code=2)
+    g = grade([run({"t::a": P})], [empty], None)
+    assert g.FAIL_TO_PASS == [] and g.PASS_TO_PASS == []
+
+
+def test_flaky_tests_across_reruns_are_excluded_from_both_lists():
+    before = [run({"t::a": F, "t::b": P}), run({"t::a": F, "t::b": F})]
+    after = [run({"t::a": P, "t::b": P, "t::c": P}), run({"t::a": P, "t::b": P, "t::c": F}),
+             run({"t::a": P, "t::b": P, "t::c": P})]
+    g = grade(before, after, None)
+    assert g.flaky == ["t::b", "t::c"]
+    assert g.FAIL_TO_PASS == ["t::a"] and g.PASS_TO_PASS == []
+    assert (g.before_runs, g.after_runs) == (2, 3)
+
+
+def test_test_absent_in_one_rerun_is_flaky():
+    after = [run({"t::a": P, "t::b": P}), run({"t::a": P})]
+    assert grade([run({"t::a": P})], after, None).flaky == ["t::b"]
+
+
+def test_failed_and_errored_across_reruns_is_not_flaky():
+    g = grade([run({"t::a": F}), run({"t::a": E})], [run({"t::a": P})], None)
+    assert g.FAIL_TO_PASS == ["t::a"] and g.flaky == []
+
+
+def test_expected_tests_restrict_the_lists_by_id_or_file():
+    before = run({"a.py::x": F, "b.py::y": P, "c.py::z": F})
+    after = run({"a.py::x": P, "b.py::y": P, "c.py::z": P})
+    g = grade([before], [after], {"a.py", "b.py::y"})
+    assert g.FAIL_TO_PASS == ["a.py::x"] and g.PASS_TO_PASS == ["b.py::y"]
+
+
+def test_no_before_runs_means_everything_passing_after_is_fail_to_pass():
+    assert grade([], [run({"t::a": P, "t::b": F})], None).FAIL_TO_PASS == ["t::a"]
+
+
+def test_ids_with_special_characters_are_kept_verbatim():
+    ids = ["t.py::f[a b]", "t.py::f[a - b]", "t.py::f[a::b]", "t.py::f[\\xe9]", "t.py::f[x]]"]
+    g = grade([run({i: P for i in ids})], [run({i: P for i in ids})], None)
+    assert g.PASS_TO_PASS == sorted(ids)
+
+
+# -- gold -------------------------------------------------------------------------------------
+
+def test_gold_ids_cut_at_first_space_match_as_prefix():
+    ours = "lib/matplotlib/tests/test_rcparams.py::test_legend_colors[same facecolor]"
+    assert gold_matches(ours, "lib/matplotlib/tests/test_rcparams.py::test_legend_colors[same")
+    assert gold_matches(ours, ours)
+    assert not gold_matches(ours, "lib/matplotlib/tests/test_rcparams.py::test_legend_colors[sa")
+    assert not gold_matches("t.py::f[ab]", "t.py::f[a")
+
+
+def test_score_against_gold_reports_recall_precision_and_p2p_agreement():
+    gold_f2p = ["t.py::f[a", "t.py::g"]  # an old parser cut `t.py::f[a b]`
+    gold_p2p = ["t.py::h", "t.py::k"]
+    s = score_against_gold(["t.py::f[a b]", "t.py::g", "t.py::extra"], ["t.py::h"], gold_f2p, gold_p2p)
+    assert s["f2p_recall"] == 1.0 and s["f2p_precision"] == pytest.approx(2 / 3)
+    assert s["f2p_exact"] is False and s["f2p_extra"] == ["t.py::extra"]
+    assert s["p2p_recall"] == 0.5 and s["p2p_precision"] == 1.0 and s["p2p_missing"] == ["t.py::k"]
+
+
+def test_score_with_empty_lists_is_one():
+    s = score_against_gold([], [], [], [])
+    assert s["f2p_recall"] == s["f2p_precision"] == s["p2p_recall"] == 1.0 and s["f2p_exact"]
+
+
+def test_score_on_real_truncated_gold_ids_of_matplotlib_23299():
+    # PASS_TO_PASS of SWE-bench's matplotlib__matplotlib-23299 as an old parser wrote it
+    mod = "lib/matplotlib/tests/test_rcparams.py::"
+    gold = [mod + "test_legend_colors[same", mod + "test_legend_colors[inherited",
+            mod + "test_legend_colors[different", mod + "test_validator_valid[validate_bool-t-True]"]
+    ours = [mod + "test_legend_colors[same facecolor]", mod + "test_legend_colors[inherited facecolor]",
+            mod + "test_legend_colors[different facecolor]", mod + "test_validator_valid[validate_bool-t-True]"]
+    s = score_against_gold([], ours, [], gold)
+    assert s["p2p_recall"] == 1.0 and s["p2p_precision"] == 1.0
+    s = score_against_gold([], ours[1:], [], gold)
+    assert s["p2p_missing"] == [mod + "test_legend_colors[same"]
