@@ -1,0 +1,79 @@
+"""The rule-based quality score of a candidate instance (an LLM judge can replace it later).
+
+Each rule is a yes/no check on the candidate; the score is the weighted share of rules passed
+(weights from `QualityConfig.weights`, 0..1). Candidates scoring below `threshold` are
+rejected as `low_quality`, with the failed rules named in the reject row. Rules:
+
+- `problem_length`: issue title + body has at least `min_problem_chars` characters.
+- `issue_body`: some issue has a body that is more than a bare link.
+- `patch_size`: the non-test patch changes at most `max_patch_lines` lines.
+- `patch_files`: the non-test patch touches at most `max_patch_files` files.
+- `source_change`: the non-test patch touches a file that is not documentation.
+- `few_issues`: the PR resolves at most `max_issues` issues.
+- `issue_before_pr`: every issue was opened before the PR (not filed after the fact).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePosixPath
+
+from envpool.patches import files_in_patch
+from pipeline.sources.config import QualityConfig
+from pipeline.sources.testpaths import changed_lines
+
+DOC_SUFFIXES = frozenset({".md", ".rst", ".txt", ".adoc", ".html"})
+DOC_DIRS = frozenset({"docs", "doc", "documentation", "changelog", "changes", "newsfragments"})
+_LINK_ONLY = re.compile(r"^\s*(<?https?://\S+>?\s*)*$")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the score looks at: the texts and diffs of one issue-PR pair."""
+
+    problem_statement: str
+    issue_bodies: tuple[str, ...]
+    patch: str
+    test_patch: str
+    issue_created: tuple[datetime, ...]
+    pr_created: datetime | None
+
+
+@dataclass(frozen=True)
+class QualityResult:
+    """`score` in [0, 1], `passed` (score >= threshold), and the `failed` rule names."""
+
+    score: float
+    passed: bool
+    failed: tuple[str, ...]
+
+
+def _is_doc(path: str) -> bool:
+    p = PurePosixPath(path)
+    return p.suffix.lower() in DOC_SUFFIXES or any(d.lower() in DOC_DIRS for d in p.parts[:-1])
+
+
+def check_rules(c: Candidate, cfg: QualityConfig) -> dict[str, bool]:
+    """Each rule's verdict for candidate `c` (rule name -> passed)."""
+    files = files_in_patch(c.patch)
+    return {
+        "problem_length": len(c.problem_statement.strip()) >= cfg.min_problem_chars,
+        "issue_body": any(b.strip() and not _LINK_ONLY.match(b) for b in c.issue_bodies),
+        "patch_size": 0 < changed_lines(c.patch) <= cfg.max_patch_lines,
+        "patch_files": 0 < len(files) <= cfg.max_patch_files,
+        "source_change": any(not _is_doc(f) for f in files),
+        "few_issues": len(c.issue_bodies) <= cfg.max_issues,
+        "issue_before_pr": c.pr_created is None or all(t <= c.pr_created for t in c.issue_created),
+    }
+
+
+def score(c: Candidate, cfg: QualityConfig) -> QualityResult:
+    """The weighted score of `c` under `cfg` (all weights 0 -> score 1.0)."""
+    verdicts = check_rules(c, cfg)
+    total = sum(cfg.weights.get(r, 0.0) for r in verdicts)
+    got = sum(cfg.weights.get(r, 0.0) for r, ok in verdicts.items() if ok)
+    value = round(got / total, 4) if total > 0 else 1.0
+    failed = tuple(r for r, ok in verdicts.items() if not ok)
+    return QualityResult(value, value >= cfg.threshold, failed)

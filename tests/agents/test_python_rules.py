@@ -1,0 +1,192 @@
+"""Rule backend of the Python agents: analysis, interpreter choice, uv repairs, test selection."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from agents.analysis import analyze_python
+from agents.gitrepo import GitTree
+from agents.python_plan import choose_python, lifted_date
+from agents.python_setup import PythonEnvBuilder, requirement_file_lines
+from agents.testconfig import configure_python_tests, is_python_test_file
+from envpool.errors import InstanceInputError
+from envpool.fake import FakeSandbox
+from envpool.sandbox import SandboxSpec
+
+AVAILABLE = ["3.9", "3.11", "3.13"]
+
+
+def make_tree(tmp_path: Path, files: dict[str, str | bytes]) -> GitTree:
+    work = tmp_path / "w"
+    for rel, text in files.items():
+        p = work / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x", "GIT_AUTHOR_DATE": "2021-03-04T05:06:07Z",
+           "GIT_COMMITTER_DATE": "2021-03-04T05:06:07Z", "PATH": "/usr/bin:/bin"}
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    subprocess.run(["git", "-C", str(work), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(work), "commit", "-qm", "base"], check=True, env=env)
+    sha = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return GitTree(work / ".git", sha)
+
+
+def utc(s: str) -> datetime:
+    return datetime.fromisoformat(s).replace(tzinfo=timezone.utc)
+
+
+def test_profile_reads_python_requires_extras_requirements_and_scm(tmp_path):
+    tree = make_tree(tmp_path, {
+        "setup.py": "from setuptools import setup\nsetup(name='p', python_requires='>=3.7',"
+                    " extras_require={'testing': ['hypothesis'], 'docs': ['sphinx']}, use_scm_version=True)\n",
+        "setup.cfg": "[tool:pytest]\naddopts = -n auto\n",
+        "requirements_test.txt": "-r requirements_min.txt\npytest~=7.1\nblack==22.3\n",
+        "requirements_min.txt": "-e .\nastroid==2.11.6\n",
+        "requirements_docs.txt": "sphinx\n",
+        "tox.ini": "[testenv]\ndeps =\n    mock\n    pytest-xdist\n",
+        "ci/requirements/py38.yml": "dependencies:\n  - python=3.8\n  - numpy=1.17\n  - pytables\n  - pip:\n    - pint\n",
+        "p/__init__.py": "", "tests/test_p.py": "def test_x():\n    pass\n",
+    })
+    p = analyze_python(tree)
+    assert p.python_requires == ">=3.7"
+    assert p.test_extras == ["testing"]
+    assert p.uses_scm_version
+    assert p.pytest_config_file == "setup.cfg"
+    assert p.requirement_files[0] == "requirements_test.txt"
+    assert "requirements_docs.txt" not in p.requirement_files
+    assert "mock" in p.tox_deps
+    assert {"numpy", "tables", "pint"} <= set(p.conda_deps)
+    # -r includes are followed, self references and dev-only tools dropped, pins kept
+    assert requirement_file_lines(tree, "requirements_test.txt") == ["astroid==2.11.6", "pytest~=7.1"]
+
+
+@pytest.mark.parametrize("created, requires, classifiers, expect_version, expect_ideal", [
+    ("2019-04-13", None, [], "3.9", "3.7"),        # era 3.7 not installable here -> nearest, recorded
+    ("2022-06-11", ">=3.7", [], "3.9", "3.10"),    # prefer the older neighbour for a 3.10 era
+    ("2023-06-29", ">=3.8", [], "3.11", "3.11"),
+    ("2022-06-11", ">=3.10", [], "3.11", "3.10"),  # python_requires excludes 3.9
+    ("2024-11-02", None, ["3.9", "3.10", "3.11"], "3.11", "3.11"),  # classifiers cap the era
+])
+def test_interpreter_fits_the_commits_era(tmp_path, created, requires, classifiers, expect_version, expect_ideal):
+    from agents.analysis import RepoProfile
+
+    prof = RepoProfile(commit="x", python_requires=requires, classifier_pythons=classifiers)
+    c = choose_python(prof, utc(created + "T00:00:00"), AVAILABLE)
+    assert (c.version, c.ideal) == (expect_version, expect_ideal)
+    assert bool(c.substitutions) == (expect_version != expect_ideal)
+    assert c.exclude_newer.startswith(created)
+
+
+def test_very_old_commit_clamps_the_date_to_the_interpreters_release():
+    from agents.analysis import RepoProfile
+
+    c = choose_python(RepoProfile(commit="x"), utc("2014-03-15T00:00:00"), AVAILABLE)
+    assert c.version == "3.9"
+    assert c.exclude_newer.startswith("2020-11")
+    assert any("clamped" in s for s in c.substitutions)
+
+
+def test_lifted_date_is_after_the_interpreters_wheels_appear():
+    assert lifted_date("3.9", utc("2019-01-01T00:00:00")) == "2021-07-02T00:00:00Z"
+    assert lifted_date("3.9", utc("2022-01-01T00:00:00")) > "2022-01-01"
+
+
+UV_FILTERED = """  x No solution found when resolving dependencies:
+  cause: Because there are no versions of atomicwrites and pytest==4.5.0 depends on atomicwrites>=1.0, we can conclude that pytest==4.5.0 cannot be used.
+hint: `atomicwrites` was filtered by `exclude-newer` to only include packages uploaded before 2019-04-13T16:17:45Z. The latest version satisfying the requirement is v1.4.1, published at 2022-07-08T18:31:40.459Z. Consider using `exclude-newer-package` to override the cutoff for this package.
+"""
+UV_NO_WHEEL = """error: No solution found when resolving dependencies:
+  cause: Because numpy>=1.15.0 has no usable wheels and you require numpy>=1.15, we can conclude that your requirements are unsatisfiable.
+
+hint: Wheels are required for `numpy` because building from source is disabled for `numpy`
+"""
+
+
+def builder(tmp_path) -> PythonEnvBuilder:
+    from agents.analysis import RepoProfile
+
+    tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='p')\n"})
+    prof = RepoProfile(commit=tree.commit)
+    choice = choose_python(prof, utc("2019-04-13T16:17:45"), AVAILABLE)
+    return PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, prof, choice, utc("2019-04-13T16:17:45"), None)
+
+
+def test_repair_exempts_a_package_filtered_by_the_date_up_to_its_publication(tmp_path):
+    b = builder(tmp_path)
+    assert b._repair_uv(UV_FILTERED, set()) == "exempt atomicwrites"
+    assert b.uv.package_dates["atomicwrites"] == "2022-07-09T18:31:40Z"
+    assert "--exclude-newer-package atomicwrites=2022-07-09T18:31:40Z" in b.uv.flags()
+
+
+def test_repair_moves_a_wheel_less_package_forward_only(tmp_path):
+    b = builder(tmp_path)
+    assert b._repair_uv(UV_NO_WHEEL, set()) == "lift numpy"
+    assert b.uv.package_dates["numpy"] == b.lifted
+    assert b.uv.exclude_newer.startswith("2019-04-13")  # the instance's own bound is unchanged
+    assert b._repair_uv(UV_NO_WHEEL, {"lift numpy"}) is None  # bounded: never the same repair twice
+
+
+def test_repair_probe_upgrades_the_distribution_crashing_in_site_packages(tmp_path):
+    b = builder(tmp_path)
+    calls = []
+    b.uv_install = lambda args, rule: calls.append(args)  # type: ignore[method-assign]
+    out = ('  File "/opt/venv/lib/python3.9/site-packages/hypothesis/internal/compat.py", line 409\n'
+           "TypeError: an integer is required (got type bytes)\n")
+    assert b._repair_probe(out, set()) == "upgrade hypothesis"
+    assert "--upgrade-package hypothesis" in calls[0]
+    assert b._repair_probe("ModuleNotFoundError: No module named 'yaml'", set()) == "install pyyaml"
+
+
+def test_tests_to_run_are_the_test_files_the_test_patch_adds_or_modifies():
+    patch = """diff --git a/tests/test_a.py b/tests/test_a.py
+--- a/tests/test_a.py
++++ b/tests/test_a.py
+@@ -1 +1,2 @@
+ x = 1
++y = 2
+diff --git a/tests/conftest.py b/tests/conftest.py
+--- a/tests/conftest.py
++++ b/tests/conftest.py
+@@ -1 +1,2 @@
+ x = 1
++y = 2
+diff --git a/tests/data/sample.json b/tests/data/sample.json
+new file mode 100644
+--- /dev/null
++++ b/tests/data/sample.json
+@@ -0,0 +1 @@
++{}
+diff --git a/testing/test_old.py b/testing/test_old.py
+deleted file mode 100644
+--- a/testing/test_old.py
++++ /dev/null
+@@ -1 +0,0 @@
+-x = 1
+"""
+    assert configure_python_tests(patch).test_files == ["tests/test_a.py"]
+    assert is_python_test_file("pkg/tests/helpers.py") and not is_python_test_file("pkg/util.py")
+
+
+def test_missing_base_commit_is_an_input_error_naming_the_instance(tmp_path):
+    tree = make_tree(tmp_path, {"a.py": ""})
+    with pytest.raises(InstanceInputError, match=r"\[acme__x-1\].*deadbeef"):
+        GitTree(tree.git_dir, "deadbeef" * 5, instance_id="acme__x-1")
+
+
+def test_sparse_archive_leaves_out_blobs_the_mirror_lacks(tmp_path):
+    tree = make_tree(tmp_path, {"big.bin": b"x" * 1000, "small.py": "print(1)\n"})
+    sha = subprocess.run(["git", "--git-dir", str(tree.git_dir), "rev-parse", f"{tree.commit}:big.bin"],
+                         capture_output=True, text=True).stdout.strip()
+    obj = tree.git_dir / "objects" / sha[:2] / sha[2:]
+    obj.unlink()  # as a mirror without files >= 4 MiB
+    import io
+    import tarfile
+
+    data = GitTree(tree.git_dir, tree.commit).archive()
+    names = tarfile.open(fileobj=io.BytesIO(data)).getnames()
+    assert "small.py" in names and "big.bin" not in names
