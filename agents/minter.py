@@ -20,7 +20,7 @@ from agents.config import MintConfig
 from agents.dockerfile import render_dockerfile, render_setup_script
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
-from agents.python_plan import choose_python, pretend_version
+from agents.python_plan import choose_python, pretend_version, runtime_env
 from agents.python_setup import PythonEnvBuilder
 from agents.testconfig import configure_python_tests
 from envpool import images
@@ -52,8 +52,13 @@ class _Trajectory:
             f.write(step.model_dump_json() + "\n")
 
 
-def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, factory=None) -> InstanceResult:
+def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, factory=None,
+                  env: EnvRecord | None = None) -> InstanceResult:
     """Build, verify and (if verified) keep the environment of one instance.
+
+    With `env` (this instance's pooled environment, e.g. on `swemint mint --reverify`) and its
+    image present, setup is skipped and the tests run in that image (the warm path); the pooled
+    image is never removed here.
 
     Args:
         instance: the SWE-bench-format instance (gold lists are never read here).
@@ -77,7 +82,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         if factory is None:
             from envpool.docker_sandbox import DockerSandboxFactory
             factory = DockerSandboxFactory(run_id=config.run_id)
-        _mint(instance, Path(repo_path), config, factory, res, idir, log_path)
+        _mint(instance, Path(repo_path), config, factory, res, idir, log_path, env)
     except InstanceInputError as e:
         res.outcome, res.reason = "infra_error", f"input: {e.message}"
     except PatchApplyError as e:
@@ -96,7 +101,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         res.outcome, res.reason = "infra_error", f"internal error: {type(e).__name__}: {e}"
     res.timings["total"] = round(time.monotonic() - t0, 2)
     res.finished_at = _now()
-    if res.outcome != "verified" and res.image and config.keep_images:
+    if res.outcome != "verified" and res.image and not res.reused_from:
         _remove_image(factory, res.image)
         res.image, res.image_id, res.env = "", "", None
     (idir / "result.json").write_text(res.model_dump_json(indent=2))
@@ -116,32 +121,96 @@ def _remove_image(factory, tag: str) -> None:
 
 
 def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res: InstanceResult,
-          idir: Path, log_path: Path) -> None:
+          idir: Path, log_path: Path, pooled: EnvRecord | None = None) -> None:
     iid = instance.instance_id
     deadline = time.monotonic() + config.timeouts.instance
     t = time.monotonic()
     tree = GitTree(repo_path, instance.base_commit, instance_id=iid)
     if not instance.test_patch.strip() or not instance.patch.strip():
         raise InstanceInputError("empty patch or test_patch", instance_id=iid)
-    profile = analyze_python(tree)
     tests = configure_python_tests(instance.test_patch)
     res.test_files = tests.test_files
     res.parser = tests.parser
     if not tests.test_files:
         raise TestsNotRunError("test_patch touches no Python test file", instance_id=iid, log_path=log_path)
+    traj = _Trajectory(idir / "trajectory.jsonl")
+    spec = SandboxSpec(image="", run_id=config.run_id, instance_id=iid, network="bridge",
+                       cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids)
+    if pooled is not None and _image_size(factory, pooled.image_tag) > 0 and pooled.base_commit == instance.base_commit:
+        res.image, res.image_id, res.reused_from = pooled.image_tag, pooled.image_id, pooled.instance_id
+        res.interpreter, res.setup_script, res.dockerfile = pooled.interpreter, pooled.setup_script, pooled.dockerfile
+        res.installed_packages = pooled.installed_packages
+        res.timings["setup"] = 0.0
+        traj(StepRecord(agent="setup", rule="pool:same-instance", note=f"reusing {pooled.image_tag}"))
+        commit_time, interpreter = pooled.commit_time, pooled.interpreter
+    else:
+        _build(instance, tree, tests, config, factory, res, idir, log_path, traj, spec, deadline, t)
+        commit_time, interpreter = tree.commit_time, res.interpreter
+    test_spec = spec.model_copy(update={"image": res.image, "network": "none", "env": runtime_env()})
+    res.test_command = pytest_command(tests.test_files, python=tests.python)
+    runs = {}
+    for side, patches, n in (("before", [("test_patch", instance.test_patch)], config.verify.before_runs),
+                             ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)],
+                              config.verify.after_runs)):
+        t = time.monotonic()
+        with factory.sandbox(test_spec, log_path) as sb:
+            for name, text in patches:
+                try:
+                    res.patch_methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
+                except PatchApplyError as e:
+                    raise PatchApplyError(f"{name} does not apply ({side}): {e.message}", instance_id=iid,
+                                          log_path=log_path) from e
+            reports = []
+            for i in range(n):
+                remaining = deadline - time.monotonic()
+                if remaining < 30:
+                    raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=iid,
+                                         log_path=log_path)
+                rep = run_pytest(sb, tests.test_files, python=tests.python,
+                                 timeout=min(config.timeouts.test_run, remaining),
+                                 per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")
+                reports.append(rep)
+                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=res.test_command,
+                                exit_code=rep.exit_code, duration=round(rep.duration, 2),
+                                note=f"{len(rep.statuses)} tests, source={rep.source}, "
+                                     f"collection_errors={rep.collection_errors[:5]}"))
+            runs[side] = reports
+        res.timings[side] = round(time.monotonic() - t, 2)
+    _judge(res, runs["before"], runs["after"], iid, log_path)
+    if res.outcome == "verified":
+        res.env = EnvRecord(instance_id=iid, repo=instance.repo, version=instance.version,
+                            base_commit=instance.base_commit, commit_time=commit_time,
+                            created_at=instance.created_at, interpreter=interpreter, image_tag=res.image,
+                            image_id=res.image_id, size_bytes=_image_size(factory, res.image),
+                            setup_script=res.setup_script, dockerfile=res.dockerfile,
+                            test_command=res.test_command, parser=res.parser, route=config.images.route,
+                            installed_packages=res.installed_packages)
+
+
+def _image_size(factory, tag: str) -> int:
+    client = getattr(factory, "client", None)
+    try:
+        return int(client.images.get(tag).attrs.get("Size", 0)) if client else 0
+    except Exception:
+        return 0
+
+
+def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory, res: InstanceResult,
+           idir: Path, log_path: Path, traj, spec: SandboxSpec, deadline: float, t: float) -> None:
+    """Analysis -> interpreter -> setup with repairs -> environment image (res.image)."""
+    iid = instance.instance_id
+    profile = analyze_python(tree)
     choice = choose_python(profile, instance.created, images.available_pythons(config.images))
     res.interpreter = choice.version
     res.substitutions = choice.substitutions
     base_image = images.ensure_python_image(choice.version, config.images)
     res.timings["checkout+analysis"] = round(time.monotonic() - t, 2)
-    traj = _Trajectory(idir / "trajectory.jsonl")
     traj(StepRecord(agent="analysis", rule="rules", note=profile.model_dump_json()))
     traj(StepRecord(agent="setup", rule="choose_python", note=choice.model_dump_json()))
     version = pretend_version(instance, tree, profile.package_version)
     cache = Path(config.workdir) / "cache"
-    spec = SandboxSpec(image=base_image, run_id=config.run_id, instance_id=iid, network="bridge",
-                       cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids,
-                       cache_mounts={str((cache / "uv").resolve()): "/root/.cache/uv"})
+    spec = spec.model_copy(update={"image": base_image,
+                                   "cache_mounts": {str((cache / "uv").resolve()): "/root/.cache/uv"}})
     t = time.monotonic()
     with factory.sandbox(spec, log_path) as sb:
         sb.put_file("/tmp/swemint/repo.tar", tree.archive())
@@ -181,54 +250,6 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
         res.image_id = sb.commit(config.image_repository, tag, labels={"swemint.instance": iid,
                                                                        "swemint.run": config.run_id})
         res.timings["commit"] = round(time.monotonic() - t, 2)
-    env = {k: v for k, v in setup.env.items() if not k.startswith("UV_")}
-    test_spec = spec.model_copy(update={"image": res.image, "network": "none", "cache_mounts": {}, "env": env})
-    res.test_command = pytest_command(tests.test_files, python=tests.python)
-    runs = {}
-    for side, patches, n in (("before", [("test_patch", instance.test_patch)], config.verify.before_runs),
-                             ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)],
-                              config.verify.after_runs)):
-        t = time.monotonic()
-        with factory.sandbox(test_spec, log_path) as sb:
-            for name, text in patches:
-                try:
-                    res.patch_methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
-                except PatchApplyError as e:
-                    raise PatchApplyError(f"{name} does not apply ({side}): {e.message}", instance_id=iid,
-                                          log_path=log_path) from e
-            reports = []
-            for i in range(n):
-                remaining = deadline - time.monotonic()
-                if remaining < 30:
-                    raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=iid,
-                                         log_path=log_path)
-                rep = run_pytest(sb, tests.test_files, python=tests.python,
-                                 timeout=min(config.timeouts.test_run, remaining),
-                                 per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")
-                reports.append(rep)
-                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=res.test_command,
-                                exit_code=rep.exit_code, duration=round(rep.duration, 2),
-                                note=f"{len(rep.statuses)} tests, source={rep.source}, "
-                                     f"collection_errors={rep.collection_errors[:5]}"))
-            runs[side] = reports
-        res.timings[side] = round(time.monotonic() - t, 2)
-    _judge(res, runs["before"], runs["after"], iid, log_path)
-    if res.outcome == "verified":
-        res.env = EnvRecord(instance_id=iid, repo=instance.repo, version=instance.version,
-                            base_commit=instance.base_commit, commit_time=tree.commit_time,
-                            created_at=instance.created_at, interpreter=choice.version, image_tag=res.image,
-                            image_id=res.image_id, size_bytes=_image_size(factory, res.image),
-                            setup_script=res.setup_script, dockerfile=res.dockerfile,
-                            test_command=res.test_command, parser=res.parser, route=config.images.route,
-                            installed_packages=res.installed_packages)
-
-
-def _image_size(factory, tag: str) -> int:
-    client = getattr(factory, "client", None)
-    try:
-        return int(client.images.get(tag).attrs.get("Size", 0)) if client else 0
-    except Exception:
-        return 0
 
 
 def _judge(res: InstanceResult, before, after, iid: str, log_path: Path) -> None:

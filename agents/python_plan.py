@@ -24,6 +24,12 @@ from agents.models import Instance
 VENV = "/opt/venv"
 PY = f"{VENV}/bin/python"
 
+
+def runtime_env() -> dict[str, str]:
+    """Environment of every command in a Python environment (setup steps and test runs)."""
+    return {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
 # (day before which `version` is the era's interpreter: ~3 months after its release, once the
 # compiled stack had wheels for it)
 _ERA = [("2020-01-01", "3.7"), ("2021-01-01", "3.8"), ("2022-01-01", "3.9"), ("2023-01-01", "3.10"),

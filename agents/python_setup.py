@@ -27,7 +27,7 @@ from agents.analysis import RepoProfile, req_name
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
 from agents.python_plan import (HEAVY_COMPILED, PY, SKIP_TEST_DEPS, VENV, PythonChoice, UvOptions, lifted_date,
-                                project_target, test_requirements, toolchain_spec)
+                                project_target, runtime_env, test_requirements, toolchain_spec)
 from envpool.sandbox import ExecResult, Sandbox
 
 MAX_REPAIRS = 6
@@ -113,9 +113,8 @@ class PythonEnvBuilder:
         self.uv = UvOptions(exclude_newer=choice.exclude_newer)
         self.steps: list[StepRecord] = []
         self.commands: list[str] = []
-        self.env = {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                    "UV_LINK_MODE": "copy", "UV_NO_PROGRESS": "1", "UV_HTTP_TIMEOUT": "120",
-                    "PIP_DISABLE_PIP_VERSION_CHECK": "1", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        self.env = {**runtime_env(), "UV_LINK_MODE": "copy", "UV_NO_PROGRESS": "1", "UV_HTTP_TIMEOUT": "120",
+                    "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
         if version:
             self.env["SETUPTOOLS_SCM_PRETEND_VERSION"] = version
         self.lifted = lifted_date(choice.version, created)

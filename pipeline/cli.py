@@ -34,6 +34,8 @@ Language = Annotated[Optional[str], typer.Option(help="Only this language, e.g. 
 UseRay = Annotated[Optional[bool], typer.Option("--ray/--no-ray", help="Run on Ray (default) or in-process")]
 ConfigFile = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML config layered on the defaults")]
 Sets = Annotated[Optional[list[str]], typer.Option("--set", "-s", help="Override, e.g. mint.run_id=nightly")]
+Reverify = Annotated[Optional[bool], typer.Option("--reverify", help="Re-verify verified instances in their "
+                                                  "pooled environments (no setup)")]
 
 
 def config_from_options(config: Path | None, sets: list[str] | None, **flags) -> PipelineConfig:
@@ -105,7 +107,7 @@ def print_summary(report) -> None:
 @app.command()
 def mint(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir = None, limit: Limit = None,
          workers: Workers = None, ids: Ids = None, ids_file: IdsFile = None, language: Language = None,
-         ray: UseRay = None, config: ConfigFile = None, sets: Sets = None) -> None:
+         ray: UseRay = None, config: ConfigFile = None, sets: Sets = None, reverify: Reverify = None) -> None:
     """Mint instances into verified tasks; a rerun skips finished ones (verified are never redone).
 
     [b]Examples:[/b]
@@ -115,16 +117,18 @@ def mint(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir 
       swemint mint -i tasks.jsonl -m /work/.mirror -w work --workers 4 --ids-file ids.txt
 
       swemint mint -c my.yaml --set mint.run_id=nightly --set mint.timeouts.instance=1800
+
+      swemint mint -i tasks.jsonl -m /work/.mirror -w work --reverify   # warm: tests in pooled images
     """
     cfg = config_from_options(config, sets, instances=instances, mirrors=mirrors, workdir=workdir, limit=limit,
-                  workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray)
+                  workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray, reverify=reverify)
     _run(cfg)
 
 
 @app.command()
 def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir = None, limit: Limit = None,
           workers: Workers = None, ids: Ids = None, ids_file: IdsFile = None, language: Language = None,
-          ray: UseRay = None, config: ConfigFile = None, sets: Sets = None,
+          ray: UseRay = None, config: ConfigFile = None, sets: Sets = None, reverify: Reverify = None,
           score_only: Annotated[bool, typer.Option(help="Score stored results, mint nothing")] = False) -> None:
     """Mint (skipping finished instances) and score our F2P/P2P lists against the gold lists.
 
@@ -136,7 +140,7 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
     from pipeline.store import ResultStore
 
     cfg = config_from_options(config, sets, instances=instances, mirrors=mirrors, workdir=workdir, limit=limit,
-                  workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray)
+                  workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray, reverify=reverify)
     store = ResultStore(cfg.workdir)
     gold = store.instances()
     if cfg.instances is not None:

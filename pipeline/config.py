@@ -64,7 +64,9 @@ class PipelineConfig(BaseModel):
     workers: int = Field(default=1, ge=1)
     use_ray: bool = True
     retry_outcomes: list[Outcome] = ["infra_error", "timeout"]
-    """Finished outcomes redone by a rerun; `verified` is never redone."""
+    """Finished outcomes redone by a rerun; `verified` is never redone (unless `reverify`)."""
+    reverify: bool = False
+    """Re-verify instances already verified, in their pooled environment (no setup): the warm path."""
     instance_timeout: float | None = Field(default=None, gt=0)
     mint_function: str = "agents.minter:mint_instance"
     """Import path of the per-instance function (tests and experiments swap it)."""

@@ -106,7 +106,8 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
     todo = []
     for inst in loaded.instances:
         prev = store.read_result(inst.instance_id)
-        if prev is not None and not store.needs_run(inst.instance_id):
+        redo = cfg.reverify and prev is not None and prev.outcome == "verified"
+        if prev is not None and not redo and not store.needs_run(inst.instance_id):
             report.skipped.append(prev)
         else:
             todo.append(inst)
@@ -130,6 +131,9 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
 
     resolver = RepoResolver(cfg.mirrors, cfg.repos, cache_dir=cfg.repos.cache_dir or cfg.workdir / "repos")
     items = _resolve_items(todo, resolver, record_input_error)
+    if cfg.reverify:
+        for it in items:
+            it.env = pool.get(it.instance.instance_id)
     stage = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
                       resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}))
     runner = runner or make_runner(cfg)

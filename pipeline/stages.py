@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agents.config import MintConfig
-from agents.models import Instance, InstanceResult, Outcome
+from agents.models import EnvRecord, Instance, InstanceResult, Outcome
 
 MintFn = Callable[..., InstanceResult]
 """`mint_instance(instance, repo_path, config, factory=None) -> InstanceResult`."""
@@ -35,10 +35,12 @@ class StageResources:
 
 @dataclass
 class WorkItem:
-    """One unit of work: the instance and its host git directory (absolute)."""
+    """One unit of work: the instance, its host git directory (absolute) and, when re-verifying,
+    its pooled environment."""
 
     instance: Instance
     repo_path: Path
+    env: EnvRecord | None = None
 
 
 class Stage(Protocol):
@@ -117,4 +119,6 @@ class MintStage:
     def process(self, item: WorkItem) -> InstanceResult:
         """Call the mint function; its own outcomes pass through unchanged."""
         fn = self.mint_fn or load_function(self.mint_function)
+        if item.env is not None:
+            return fn(item.instance, item.repo_path, self.config, env=item.env)
         return fn(item.instance, item.repo_path, self.config)

@@ -86,6 +86,14 @@ def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path
                          "/opt/venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"scmpkg\"))'")
         assert out.strip() == "1.2.0"
         assert res.dockerfile.startswith("# swemint environment") and "FROM " in res.dockerfile
+        # warm path: the pooled environment is reused as is (no setup), and kept afterwards
+        repo_path = tmp_path / "mirrors" / inst.repo.replace("/", "+") / "repo"
+        cfg = MintConfig(workdir=tmp_path / "work2", run_id="test-minter", image_repository="swemint-test/env")
+        warm = mint_instance(inst, repo_path, cfg, env=res.env)
+        assert warm.outcome == "verified", warm.reason
+        assert warm.reused_from == inst.instance_id and warm.timings["setup"] == 0.0
+        assert (warm.FAIL_TO_PASS, warm.PASS_TO_PASS) == (res.FAIL_TO_PASS, res.PASS_TO_PASS)
+        assert docker_client.images.get(res.image)
     finally:
         if res.image:
             docker_client.images.remove(res.image, force=True)

@@ -1,0 +1,185 @@
+"""Typed records of the experience memory (EnvPilot's Trajectory-Derived Memory, arXiv 2609.07357).
+
+An `Experience` is one known obstacle of building a repository's test environment and its fix:
+the problem (with the real error text), the solution in words, the machine-applicable `actions`,
+and an `error_signature` (a regex) that recognises the error in a step's output. Actions are a
+small discriminated union on `kind`; string fields may hold placeholders `${name}` or
+`${name:-default}`, bound from the signature's named groups and the caller's variables when the
+actions are handed out (see `agents.memory.actions.bind_actions`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cached_property
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Ecosystem = Literal["python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c", "cpp",
+                    "any"]
+ECOSYSTEMS: tuple[str, ...] = ("python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c",
+                               "cpp", "any")
+FAMILIES: dict[str, tuple[str, ...]] = {"javascript": ("javascript", "typescript"),
+                                         "typescript": ("typescript", "javascript"),
+                                         "c": ("c", "cpp"), "cpp": ("cpp", "c")}
+"""Ecosystems whose entries apply to each other (a TS repo meets npm's problems; C++ meets C's)."""
+
+
+def family(ecosystem: str) -> tuple[str, ...]:
+    """The ecosystems whose entries a repository of `ecosystem` can use, `any` included."""
+    return FAMILIES.get(ecosystem, (ecosystem,)) + ("any",)
+
+
+class ExperienceMemoryError(Exception):
+    """Root of the experience memory's errors."""
+
+
+class SeedError(ExperienceMemoryError):
+    """A seed file holds an invalid entry; the message names the file and line."""
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ShellAction(_Action):
+    """Run `command` in the build sandbox (bash, cwd /testbed)."""
+
+    kind: Literal["shell"] = "shell"
+    command: str = Field(min_length=1)
+
+
+class UvLiftAction(_Action):
+    """Move `package`'s date bound forward to where wheels for the interpreter exist, wheels only
+    (swemint's uv repair: `--exclude-newer-package`, `--only-binary`)."""
+
+    kind: Literal["uv_lift"] = "uv_lift"
+    package: str = Field(min_length=1)
+
+
+class PinAction(_Action):
+    """Constrain a (possibly transitive) dependency, in the ecosystem's own syntax
+    (`markupsafe<2.1`, `node-sass@4`, `rake -v '<11'`)."""
+
+    kind: Literal["pin"] = "pin"
+    requirement: str = Field(min_length=1)
+
+
+class InstallAction(_Action):
+    """Add missing packages with the ecosystem's installer (pip/uv, npm, gem, ...)."""
+
+    kind: Literal["install"] = "install"
+    packages: list[str] = Field(min_length=1)
+
+
+class EnvAction(_Action):
+    """Set environment variable `name` to `value` for the build and the test run."""
+
+    kind: Literal["env"] = "env"
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    value: str
+
+
+class AptAction(_Action):
+    """Install Debian packages (build headers, tools) into the image."""
+
+    kind: Literal["apt"] = "apt"
+    packages: list[str] = Field(min_length=1)
+
+
+class ToolchainAction(_Action):
+    """Use another toolchain version: `tool` (python, node, npm, go, rust, java, maven, php, ruby,
+    gcc, cmake, debian) and `version`, a version or a constraint (`16`, `<3.10`, `>=1.21`)."""
+
+    kind: Literal["toolchain"] = "toolchain"
+    tool: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+
+
+class UvOptionAction(_Action):
+    """Switch a uv option shared by every install of the instance."""
+
+    kind: Literal["uv_option"] = "uv_option"
+    option: Literal["no_build_isolation", "prerelease_allow"]
+
+
+class TestArgAction(_Action):
+    """Add `arg` to the test command (`-p no:cacheprovider`, `-vet=off`, `-Drat.skip=true`)."""
+
+    kind: Literal["test_arg"] = "test_arg"
+    arg: str = Field(min_length=1)
+
+
+Action = Annotated[Union[ShellAction, UvLiftAction, PinAction, InstallAction, EnvAction, AptAction,
+                         ToolchainAction, UvOptionAction, TestArgAction], Field(discriminator="kind")]
+"""One machine-applicable step of a solution, discriminated by `kind`."""
+
+
+def actions_key(actions: list) -> str:
+    """A canonical string for a list of actions (order kept): the dedup key's action part."""
+    return json.dumps([a.model_dump() for a in actions], sort_keys=True, separators=(",", ":"))
+
+
+class Provenance(BaseModel):
+    """Where an entry comes from: written by the team (`seed`) or distilled from runs (`learned`),
+    with the instance ids whose trajectories produced or reinforced it."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["seed", "learned"] = "seed"
+    instance_ids: list[str] = Field(default_factory=list)
+
+
+class Experience(BaseModel):
+    """One entry of the experience memory.
+
+    `error_signature` is a Python regex, matched case-insensitively against the cleaned error
+    text (ANSI codes removed); its named groups bind `${name}` placeholders in `actions`.
+    `times_applied` / `times_worked` count how often the actions were tried and how often the
+    failing step then passed. `negative` marks a failure with no known fix (or a fix that did not
+    work): such entries are excluded from retrieval unless asked for.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    problem: str = Field(min_length=10)
+    solution: str = Field(min_length=5)
+    actions: list[Action] = Field(default_factory=list)
+    ecosystem: Ecosystem
+    tags: list[str] = Field(default_factory=list)
+    error_signature: str = Field(min_length=3)
+    provenance: Provenance = Field(default_factory=Provenance)
+    times_applied: int = Field(default=0, ge=0)
+    times_worked: int = Field(default=0, ge=0)
+    negative: bool = False
+
+    @field_validator("error_signature")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v, re.IGNORECASE)
+        except re.error as e:
+            raise ValueError(f"error_signature does not compile: {e}") from e
+        return v
+
+    @model_validator(mode="after")
+    def _counts(self) -> Experience:
+        if self.times_worked > self.times_applied:
+            raise ValueError("times_worked cannot exceed times_applied")
+        return self
+
+    @cached_property
+    def signature_re(self) -> re.Pattern[str]:
+        """`error_signature` compiled (IGNORECASE)."""
+        return re.compile(self.error_signature, re.IGNORECASE)
+
+    @property
+    def reliability(self) -> float:
+        """Laplace-smoothed success rate (times_worked + 1) / (times_applied + 2), in [0, 1]."""
+        return (self.times_worked + 1) / (self.times_applied + 2)
+
+    def search_text(self) -> str:
+        """The text BM25 indexes: problem, solution, tags and the signature's literal words."""
+        sig_words = re.sub(r"\\[a-zA-Z]|[^A-Za-z0-9_ ]+", " ", self.error_signature)
+        return " ".join([self.problem, self.solution, " ".join(self.tags), sig_words])
