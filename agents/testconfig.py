@@ -6,19 +6,16 @@ FAIL_TO_PASS / PASS_TO_PASS lists). Files the test patch deletes are not run.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from pydantic import BaseModel, ConfigDict, Field
-from unidiff import PatchSet
 
-TEST_DIR_NAMES = {"test", "tests", "testing", "unittests", "unit_tests"}
+from envpool.patches import test_files_to_run
 
 
 class TestConfig(BaseModel):
     """How to run an instance's tests.
 
     `test_files`: paths relative to the repository root, in the order the patch lists them.
-    `parser`: the name of the report parser (envpool.testrun.parsers registry).
+    `parser`: the name of the report parser (`envpool.testrun.parsers.PARSERS`).
     """
 
     __test__ = False
@@ -29,28 +26,6 @@ class TestConfig(BaseModel):
     python: str = "/opt/venv/bin/python"
 
 
-def is_python_test_file(path: str) -> bool:
-    """True for `test_*.py`, `*_test.py`, `tests.py`, or a `.py` under a test folder (not conftest)."""
-    p = PurePosixPath(path)
-    if p.suffix != ".py" or p.name in ("conftest.py", "__init__.py", "setup.py"):
-        return False
-    if p.name.startswith("test") or p.stem.endswith("_test") or p.name == "tests.py":
-        return True
-    return any(part in TEST_DIR_NAMES for part in p.parts[:-1]) and "data" not in p.parts and \
-        "fixtures" not in p.parts
-
-
-def patch_files(patch: str) -> list[tuple[str, str]]:
-    """(path, kind) for each file in a unified diff; kind is added/modified/removed."""
-    out = []
-    for f in PatchSet(patch):
-        kind = "added" if f.is_added_file else "removed" if f.is_removed_file else "modified"
-        path = f.path
-        out.append((path, kind))
-    return out
-
-
 def configure_python_tests(test_patch: str) -> TestConfig:
-    """TestConfig for a pytest repository: the test files `test_patch` adds or modifies."""
-    files = [p for p, kind in patch_files(test_patch) if kind != "removed" and is_python_test_file(p)]
-    return TestConfig(test_files=list(dict.fromkeys(files)))
+    """TestConfig for a pytest repository: the test modules `test_patch` adds or modifies."""
+    return TestConfig(test_files=list(dict.fromkeys(test_files_to_run(test_patch))))
