@@ -32,6 +32,13 @@ from envpool.sandbox import SandboxSpec
 from envpool.testrun.pytest_runner import pytest_command, run_pytest
 
 
+OUTCOME_OF_ERROR: tuple[tuple[type[SwemintError], str], ...] = (
+    (PatchApplyError, "patch_failed"), (EnvBuildError, "env_failed"), (TestsNotRunError, "tests_not_run"),
+    (SandboxTimeout, "timeout"), (SwemintError, "infra_error"))
+"""Error class -> outcome, first match wins. InfraError and InstanceInputError (a missing mirror
+or commit says nothing about the instance, as in the pipeline driver) end as `infra_error`."""
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -83,20 +90,9 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
             from envpool.docker_sandbox import DockerSandboxFactory
             factory = DockerSandboxFactory(run_id=config.run_id)
         _mint(instance, Path(repo_path), config, factory, res, idir, log_path, env)
-    except InstanceInputError as e:
-        res.outcome, res.reason = "infra_error", f"input: {e.message}"
-    except PatchApplyError as e:
-        res.outcome, res.reason = "patch_failed", e.message
-    except EnvBuildError as e:
-        res.outcome, res.reason = "env_failed", e.message
-    except TestsNotRunError as e:
-        res.outcome, res.reason = "tests_not_run", e.message
-    except SandboxTimeout as e:
-        res.outcome, res.reason = "timeout", e.message
-    except InfraError as e:
-        res.outcome, res.reason = "infra_error", e.message
     except SwemintError as e:
-        res.outcome, res.reason = "infra_error", e.message
+        res.outcome = next(o for cls, o in OUTCOME_OF_ERROR if isinstance(e, cls))
+        res.reason = f"input: {e.message}" if isinstance(e, InstanceInputError) else e.message
     except Exception as e:  # a bug of ours: never lose the row
         res.outcome, res.reason = "infra_error", f"internal error: {type(e).__name__}: {e}"
     res.timings["total"] = round(time.monotonic() - t0, 2)

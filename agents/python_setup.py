@@ -261,7 +261,8 @@ class PythonEnvBuilder:
                        + " ".join(shlex.quote(f) for f in files), "probe:collect", ok_codes=(0, 5))
         freeze = self.run(f"uv pip freeze --python {PY}", "freeze", record=False)
         return SetupResult(ok=True, steps=self.steps, commands=self.commands, env=self.env, uv=self.uv,
-                           installed_packages=freeze.output if freeze.ok else "",
+                           installed_packages="".join(line + "\n" for line in freeze.output.splitlines()
+                                                      if line and not line.startswith("Using ")) if freeze.ok else "",
                            reason=("optional packages not installed: " + ", ".join(failed)) if failed else "")
 
     def check(self, cmd: str, rule: str, rounds: int = 4, ok_codes: tuple[int, ...] = (0,)) -> bool:

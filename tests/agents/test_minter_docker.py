@@ -37,7 +37,23 @@ def write_repo(root: Path, name: str, base: dict[str, str], fix: dict[str, str],
     return d
 
 
-def mint(tmp_path: Path, data_dir: Path, python_image, docker_client):
+@pytest.fixture
+def minted(tmp_path, python_image, docker_client):
+    """mint(data_dir) -> (instance, result); environment images are removed afterwards."""
+    made: list[str] = []
+
+    def run(data_dir: Path):
+        inst, res = mint(tmp_path, data_dir)
+        if res.image:
+            made.append(res.image)
+        return inst, res
+
+    yield run
+    for image in made:
+        docker_client.images.remove(image, force=True)
+
+
+def mint(tmp_path: Path, data_dir: Path):
     mirrors = tmp_path / "mirrors"
     row = build_repository(data_dir, mirrors)
     inst = Instance(**row)
@@ -70,33 +86,29 @@ requires-python = ">=3.8"
 }
 
 
-def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path, python_image, docker_client):
+def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path, minted, docker_client):
     d = write_repo(tmp_path / "data", "scmpkg", SCM_BASE,
                    fix={"scmpkg/__init__.py": "def double(x):\n    return x + x\n"},
                    tests={"tests/test_double.py": SCM_BASE["tests/test_double.py"]
                           + "\n\ndef test_two():\n    assert double(2) == 4\n"},
                    created_at="2024-03-01T00:00:00Z", version="1.2")
-    inst, res = mint(tmp_path, d, python_image, docker_client)
-    try:
-        assert res.outcome == "verified", res.reason
-        assert res.FAIL_TO_PASS == ["tests/test_double.py::test_two"]
-        assert res.PASS_TO_PASS == ["tests/test_double.py::test_zero_ok"]
-        assert "SETUPTOOLS_SCM_PRETEND_VERSION" in res.setup_script
-        out = image_exec(docker_client, res.image,
-                         "/opt/venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"scmpkg\"))'")
-        assert out.strip() == "1.2.0"
-        assert res.dockerfile.startswith("# swemint environment") and "FROM " in res.dockerfile
-        # warm path: the pooled environment is reused as is (no setup), and kept afterwards
-        repo_path = tmp_path / "mirrors" / inst.repo.replace("/", "+") / "repo"
-        cfg = MintConfig(workdir=tmp_path / "work2", run_id="test-minter", image_repository="swemint-test/env")
-        warm = mint_instance(inst, repo_path, cfg, env=res.env)
-        assert warm.outcome == "verified", warm.reason
-        assert warm.reused_from == inst.instance_id and warm.timings["setup"] == 0.0
-        assert (warm.FAIL_TO_PASS, warm.PASS_TO_PASS) == (res.FAIL_TO_PASS, res.PASS_TO_PASS)
-        assert docker_client.images.get(res.image)
-    finally:
-        if res.image:
-            docker_client.images.remove(res.image, force=True)
+    inst, res = minted(d)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["tests/test_double.py::test_two"]
+    assert res.PASS_TO_PASS == ["tests/test_double.py::test_zero_ok"]
+    assert "SETUPTOOLS_SCM_PRETEND_VERSION" in res.setup_script
+    out = image_exec(docker_client, res.image,
+                     "/opt/venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"scmpkg\"))'")
+    assert out.strip() == "1.2.0"
+    assert res.dockerfile.startswith("# swemint environment") and "FROM " in res.dockerfile
+    # warm path: the pooled environment is reused as is (no setup), and kept afterwards
+    repo_path = tmp_path / "mirrors" / inst.repo.replace("/", "+") / "repo"
+    cfg = MintConfig(workdir=tmp_path / "work2", run_id="test-minter", image_repository="swemint-test/env")
+    warm = mint_instance(inst, repo_path, cfg, env=res.env)
+    assert warm.outcome == "verified", warm.reason
+    assert warm.reused_from == inst.instance_id and warm.timings["setup"] == 0.0
+    assert (warm.FAIL_TO_PASS, warm.PASS_TO_PASS) == (res.FAIL_TO_PASS, res.PASS_TO_PASS)
+    assert docker_client.images.get(res.image)
 
 
 EDIT_BASE = {
@@ -112,27 +124,23 @@ setup(name="editpkg", version="0.1", packages=["editpkg"])
 }
 
 
-def test_setup_edit_of_a_tracked_file_never_leaks_into_the_diff(tmp_path, python_image, docker_client):
+def test_setup_edit_of_a_tracked_file_never_leaks_into_the_diff(tmp_path, minted, docker_client):
     d = write_repo(tmp_path / "data", "editpkg", EDIT_BASE,
                    fix={"editpkg/__init__.py": "def inc(x):\n    return x + 1\n"},
                    tests={"tests/test_inc.py": EDIT_BASE["tests/test_inc.py"]
                           + "\n\ndef test_inc():\n    assert inc(1) == 2\n"},
                    created_at="2023-05-01T00:00:00Z", version="0.1")
-    inst, res = mint(tmp_path, d, python_image, docker_client)
-    try:
-        assert res.outcome == "verified", res.reason
-        assert res.FAIL_TO_PASS == ["tests/test_inc.py::test_inc"]
-        assert "_build.py" not in inst.patch and "_build.py" not in inst.test_patch
-        # the environment's working tree is clean: the edit is committed apart from base_commit
-        status = image_exec(docker_client, res.image, "cd /testbed && git status --porcelain --untracked-files=no")
-        assert status.strip() == ""
-        log = image_exec(docker_client, res.image, "cd /testbed && git log --format=%s")
-        assert "swemint: environment setup edits" in log
-        traj = Path(res.trajectory_path).read_text()
-        assert "tracked-edits" in traj
-    finally:
-        if res.image:
-            docker_client.images.remove(res.image, force=True)
+    inst, res = minted(d)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["tests/test_inc.py::test_inc"]
+    assert "_build.py" not in inst.patch and "_build.py" not in inst.test_patch
+    # the environment's working tree is clean: the edit is committed apart from base_commit
+    status = image_exec(docker_client, res.image, "cd /testbed && git status --porcelain --untracked-files=no")
+    assert status.strip() == ""
+    log = image_exec(docker_client, res.image, "cd /testbed && git log --format=%s")
+    assert "swemint: environment setup edits" in log
+    traj = Path(res.trajectory_path).read_text()
+    assert "tracked-edits" in traj
 
 
 OLD_BASE = {
@@ -143,23 +151,18 @@ OLD_BASE = {
 }
 
 
-def test_2020_commit_resolves_an_unbounded_requirement_to_a_release_of_its_era(tmp_path, python_image,
-                                                                               docker_client):
+def test_2020_commit_resolves_an_unbounded_requirement_to_a_release_of_its_era(tmp_path, minted):
     d = write_repo(tmp_path / "data", "oldnum", OLD_BASE,
                    fix={"oldnum/__init__.py": "import numpy as np\n\n\ndef mean(xs):\n    return float(np.mean(xs))\n"},
                    tests={"tests/test_mean.py": OLD_BASE["tests/test_mean.py"]
                           + "\n\ndef test_two():\n    assert mean([1, 3]) == 2\n"},
                    created_at="2020-06-01T00:00:00Z", version="0.3")
-    inst, res = mint(tmp_path, d, python_image, docker_client)
-    try:
-        assert res.outcome == "verified", res.reason
-        assert res.interpreter == "3.9"  # era 3.8 is not installable here: the nearest, recorded
-        assert any("3.8 wanted" in s for s in res.substitutions)
-        numpy = [line for line in res.installed_packages.splitlines() if line.startswith("numpy==")]
-        assert numpy, res.installed_packages
-        major, minor = (int(x) for x in numpy[0].split("==")[1].split(".")[:2])
-        # newest numpy with cp39 wheels around then (1.19.3+, 2020-10 .. 2021-07), never 2.x
-        assert (1, 19) <= (major, minor) <= (1, 21)
-    finally:
-        if res.image:
-            docker_client.images.remove(res.image, force=True)
+    inst, res = minted(d)
+    assert res.outcome == "verified", res.reason
+    assert res.interpreter == "3.9"  # era 3.8 is not installable here: the nearest, recorded
+    assert any("3.8 wanted" in s for s in res.substitutions)
+    numpy = [line for line in res.installed_packages.splitlines() if line.startswith("numpy==")]
+    assert numpy, res.installed_packages
+    major, minor = (int(x) for x in numpy[0].split("==")[1].split(".")[:2])
+    # newest numpy with cp39 wheels around then (1.19.3+, 2020-10 .. 2021-07), never 2.x
+    assert (1, 19) <= (major, minor) <= (1, 21)

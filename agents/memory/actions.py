@@ -1,0 +1,124 @@
+"""Actions as data: binding `${name}` placeholders, and reading a repair note back into actions.
+
+A repair note is what a backend writes on a trajectory step (`StepRecord.note`) when it changes
+something to make a failed step pass: `repair: lift numpy`, `repair: isolation`,
+`repair: install pyyaml` (the rule backend's keys, `agents.python_setup`), the forms below, or a
+JSON action / list of actions (the LLM backend). Anything else is kept as a shell command.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+
+from pydantic import TypeAdapter, ValidationError
+
+from agents.memory.models import (Action, AptAction, EnvAction, Experience, InstallAction, PinAction, ShellAction,
+                                  TestArgAction, ToolchainAction, UvLiftAction, UvOptionAction)
+from agents.memory.text import clean
+
+_ACTION = TypeAdapter(Action)
+_ACTIONS = TypeAdapter(list[Action])
+_PH = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_SITE = re.compile(r"site-packages/([A-Za-z0-9_]+)")
+_NOMOD = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+REPAIR_PREFIX = "repair:"
+
+
+def _subst(value: object, variables: Mapping[str, str], missing: set[str]) -> object:
+    if isinstance(value, str):
+        def one(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if variables.get(name):
+                return str(variables[name])
+            if default is not None:
+                return default
+            missing.add(name)
+            return m.group(0)
+        return _PH.sub(one, value)
+    if isinstance(value, list):
+        return [_subst(v, variables, missing) for v in value]
+    return value
+
+
+def bind_actions(actions: Sequence[Action], variables: Mapping[str, str]) -> tuple[list[Action], list[str]]:
+    """Fill `${name}` / `${name:-default}` in every string field of `actions` from `variables`.
+
+    Returns (bound actions, names left unbound); an action with an unbound placeholder is
+    dropped rather than run half-filled.
+    """
+    out: list[Action] = []
+    unbound: set[str] = set()
+    for action in actions:
+        missing: set[str] = set()
+        data = {k: _subst(v, variables, missing) for k, v in action.model_dump().items()}
+        if missing:
+            unbound |= missing
+            continue
+        out.append(_ACTION.validate_python(data))
+    return out, sorted(unbound)
+
+
+def error_variables(exp: Experience, error_text: str) -> dict[str, str]:
+    """Variables an error offers to `exp`'s actions: the signature's named groups, plus
+    `site_package` (the last package under site-packages in a traceback, as a distribution name)
+    and `missing_module` (the top-level name of `No module named 'x.y'`)."""
+    text = clean(error_text)
+    found: dict[str, str] = {}
+    sites = _SITE.findall(text)
+    if sites:
+        found["site_package"] = sites[-1].replace("_", "-").lower()
+    nomod = _NOMOD.search(text)
+    if nomod:
+        found["missing_module"] = nomod.group(1).split(".")[0]
+    m = exp.signature_re.search(text)
+    if m:
+        found.update({k: v for k, v in m.groupdict().items() if v})
+    return found
+
+
+def parse_repair(note: str) -> list[Action]:
+    """Actions described by a repair note (`repair: ...` prefix optional; empty note -> []).
+
+    Forms: `lift|exempt|upgrade PKG` -> uv_lift; `isolation` -> uv_option no_build_isolation;
+    `install PKG...`; `pin REQ`; `env NAME=VALUE`; `apt PKG...`; `toolchain TOOL VERSION`;
+    `test-arg ARG`; a JSON action or list of actions; anything else -> shell command.
+    """
+    text = note.strip()
+    if text.lower().startswith(REPAIR_PREFIX):
+        text = text[len(REPAIR_PREFIX):].strip()
+    if not text:
+        return []
+    if text[0] in "[{":
+        try:
+            data = json.loads(text)
+            return _ACTIONS.validate_python(data if isinstance(data, list) else [data])
+        except (json.JSONDecodeError, ValidationError):
+            pass
+    head, _, rest = text.partition(" ")
+    head, rest = head.lower(), rest.strip()
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    if head in ("lift", "exempt", "upgrade") and len(words) == 1:
+        return [UvLiftAction(package=words[0].lower())]
+    if head in ("isolation", "no-build-isolation") and not rest:
+        return [UvOptionAction(option="no_build_isolation")]
+    if head == "install" and words:
+        return [InstallAction(packages=words)]
+    if head == "pin" and rest:
+        return [PinAction(requirement=rest)]
+    if head == "env" and "=" in rest:
+        name, _, value = rest.partition("=")
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            return [EnvAction(name=name, value=value)]
+    if head == "apt" and words:
+        return [AptAction(packages=words)]
+    if head == "toolchain" and len(words) == 2:
+        return [ToolchainAction(tool=words[0], version=words[1])]
+    if head == "test-arg" and rest:
+        return [TestArgAction(arg=rest)]
+    return [ShellAction(command=text)]

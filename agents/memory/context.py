@@ -1,0 +1,191 @@
+"""Repository context -> likely-obstacle queries (the first half of context-aware retrieval).
+
+The rules are data (`data/experiences/obstacles.yaml`): each names the ecosystems it applies to,
+a query text, and conditions on the context (files present, frameworks, declared dependency
+bounds, commit era, toolchain version, and the gap between the toolchain's release year and
+the era). A context yields one query per matching rule; `agents.memory.retrieve` ranks the
+memory once per query and fuses the lists (EnvPilot's context-aware retrieval).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.analysis import RepoProfile
+from agents.memory.models import Ecosystem
+
+RULES_FILE = Path(__file__).resolve().parents[2] / "data" / "experiences" / "obstacles.yaml"
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _version(v: str | None) -> Version | None:
+    try:
+        return Version(v) if v else None
+    except InvalidVersion:
+        return None
+
+
+class RepoContext(BaseModel):
+    """What retrieval knows about a repository at a commit.
+
+    `toolchain`: the interpreter/compiler version the build uses ("3.11", "18", "1.21", "17").
+    `era`: the commit's year. `declared`: dependency name -> specifier as written ("<5",
+    "==1.19.5", "^4.0.0"; "" when unbounded). `files`: notable paths present (globs match them).
+    `flags`: facts such as "compiled", "scm_version", "vendored", "no_lockfile".
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    ecosystem: Ecosystem
+    toolchain: str | None = None
+    era: int | None = None
+    frameworks: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    declared: dict[str, str] = Field(default_factory=dict)
+    flags: list[str] = Field(default_factory=list)
+
+
+class Condition(BaseModel):
+    """All set fields must hold (lists: any element); unknown context facts make it false."""
+
+    model_config = ConfigDict(extra="forbid")
+    files_any: list[str] = Field(default_factory=list)
+    """Glob patterns; true when a file in the context matches one."""
+    frameworks_any: list[str] = Field(default_factory=list)
+    dependencies_any: list[str] = Field(default_factory=list)
+    flags_any: list[str] = Field(default_factory=list)
+    era_before: int | None = None
+    """The commit's year is before this year."""
+    era_from: int | None = None
+    toolchain_at_least: str | None = None
+    toolchain_below: str | None = None
+    toolchain_newer_than_era: int | None = None
+    """The toolchain was released at least this many years after the commit's year."""
+    declared_below: dict[str, str] = Field(default_factory=dict)
+    """name -> version: the repository caps or pins `name` below `version` (any of them)."""
+
+
+class ObstacleRule(BaseModel):
+    """One likely obstacle: `query` is searched when `when` holds for an ecosystem listed."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    ecosystems: list[Ecosystem]
+    query: str = Field(min_length=3)
+    when: Condition = Field(default_factory=Condition)
+
+
+class ObstacleRules(BaseModel):
+    """The rule file: rules plus each toolchain's release year per version."""
+
+    model_config = ConfigDict(extra="forbid")
+    toolchain_years: dict[str, dict[str, int]] = Field(default_factory=dict)
+    rules: list[ObstacleRule] = Field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path | str = RULES_FILE) -> ObstacleRules:
+        """Parse a YAML rule file (raises pydantic.ValidationError on a malformed rule)."""
+        return cls.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {})
+
+    def release_year(self, ecosystem: str, version: str | None) -> int | None:
+        """Release year of `version` of the ecosystem's toolchain (longest known prefix)."""
+        table = self.toolchain_years.get(ecosystem, {})
+        parts = (version or "").split(".")
+        for n in range(len(parts), 0, -1):
+            year = table.get(".".join(parts[:n]))
+            if year:
+                return year
+        return None
+
+    def holds(self, c: Condition, ctx: RepoContext) -> bool:
+        """Whether condition `c` holds for `ctx`."""
+        if c.files_any and not any(fnmatch.fnmatch(f, pat) for f in ctx.files for pat in c.files_any):
+            return False
+        frameworks = {_norm(f) for f in ctx.frameworks}
+        if c.frameworks_any and not frameworks & {_norm(f) for f in c.frameworks_any}:
+            return False
+        declared = {_norm(k): v for k, v in ctx.declared.items()}
+        if c.dependencies_any and not set(declared) & {_norm(d) for d in c.dependencies_any}:
+            return False
+        if c.flags_any and not set(ctx.flags) & set(c.flags_any):
+            return False
+        if (c.era_before or c.era_from) and ctx.era is None:
+            return False
+        if c.era_before and not ctx.era < c.era_before:  # type: ignore[operator]
+            return False
+        if c.era_from and not ctx.era >= c.era_from:  # type: ignore[operator]
+            return False
+        tool = _version(ctx.toolchain)
+        if (c.toolchain_at_least or c.toolchain_below) and tool is None:
+            return False
+        if c.toolchain_at_least and tool < Version(c.toolchain_at_least):  # type: ignore[operator]
+            return False
+        if c.toolchain_below and tool >= Version(c.toolchain_below):  # type: ignore[operator]
+            return False
+        if c.toolchain_newer_than_era is not None:
+            year = self.release_year(ctx.ecosystem, ctx.toolchain)
+            if year is None or ctx.era is None or year - ctx.era < c.toolchain_newer_than_era:
+                return False
+        if c.declared_below and not any(caps_below(declared.get(_norm(n)), v) for n, v in c.declared_below.items()):
+            return False
+        return True
+
+    def queries(self, ctx: RepoContext) -> list[tuple[str, str]]:
+        """(rule id, query text) for every rule of the context's ecosystem that holds."""
+        from agents.memory.models import family
+
+        fam = family(ctx.ecosystem)
+        return [(r.id, r.query) for r in self.rules
+                if set(r.ecosystems) & set(fam) and self.holds(r.when, ctx)]
+
+
+def caps_below(spec: str | None, version: str) -> bool:
+    """Whether a specifier (`<5`, `==4.6.11`, `~=4.6`, `^4.0`, `4.x`) keeps a dependency below
+    `version`: some upper bound or pin of it is lower. None/empty -> False."""
+    if not spec:
+        return False
+    limit = Version(version)
+    for part in re.split(r"[,|\s]+", spec.strip()):
+        m = re.match(r"^(<=|<|==|===|~=|\^|~)?\s*v?(\d+(?:\.\d+)*)", part)
+        if not m:
+            continue
+        op, v = m.group(1) or "==", _version(m.group(2))
+        if v is None:
+            continue
+        if op == "<" and v <= limit or op in ("<=", "==", "===", "~=", "^", "~") and v < limit:
+            return True
+    return False
+
+
+def context_from_python_profile(profile: RepoProfile, interpreter: str | None = None,
+                                created: datetime | None = None, files: list[str] | None = None) -> RepoContext:
+    """A RepoContext from the analysis agent's Python RepoProfile, the chosen interpreter
+    ("3.11") and the instance's created_at."""
+    declared: dict[str, str] = {}
+    for req in profile.tox_deps + profile.conda_deps + profile.ci_pip_packages + profile.build_requires:
+        try:
+            r = Requirement(req)
+        except InvalidRequirement:
+            continue
+        declared.setdefault(r.name, str(r.specifier))
+    listed = list(files or [])
+    listed += [f for f, present in (("setup.py", profile.has_setup_py), ("pyproject.toml", profile.has_pyproject))
+               if present]
+    listed += profile.requirement_files + ([profile.pytest_config_file] if profile.pytest_config_file else [])
+    flags = [f for f, on in (("compiled", profile.compiled), ("scm_version", profile.uses_scm_version),
+                             ("not_installable", not profile.installable)) if on]
+    if profile.python_requires and "<" in profile.python_requires:
+        flags.append("python_capped")
+    return RepoContext(ecosystem="python", toolchain=interpreter, era=created.year if created else None,
+                       frameworks=[profile.test_framework] + profile.pytest_plugins,
+                       files=list(dict.fromkeys(listed)), declared=declared, flags=flags)

@@ -1,0 +1,188 @@
+"""Durable storage of experiences in one DuckDB file, and the seed set loader.
+
+DuckDB allows one read-write process per file, so the store has one writer: in a Ray run, hold
+the `ExperienceStore` in a single actor (or in the driver) and send it trajectories; readers in
+other processes may open the file with `read_only=True` while nobody writes. Each row keeps the
+whole entry as JSON (`body`) next to the columns used for filtering and counting.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+from pydantic import ValidationError
+
+from agents.memory.models import Experience, ExperienceMemoryError, SeedError, family
+
+SEED_DIR = Path(__file__).resolve().parents[2] / "data" / "experiences"
+"""The team's seed set: `data/experiences/<ecosystem>.jsonl`, one Experience per line."""
+SCHEMA_VERSION = "1"
+_DDL = """
+CREATE TABLE IF NOT EXISTS experiences (
+    id VARCHAR PRIMARY KEY, ecosystem VARCHAR NOT NULL, negative BOOLEAN NOT NULL,
+    source VARCHAR NOT NULL, error_signature VARCHAR NOT NULL, times_applied INTEGER NOT NULL,
+    times_worked INTEGER NOT NULL, body JSON NOT NULL, updated_at TIMESTAMP NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+"""
+
+
+class UnknownExperience(ExperienceMemoryError, KeyError):
+    """No entry has this id."""
+
+
+class DuplicateExperience(ExperienceMemoryError):
+    """`add` of an id that is already stored (use `upsert` to replace)."""
+
+
+def load_seed_files(directory: Path | str = SEED_DIR) -> list[Experience]:
+    """Every entry of `directory/*.jsonl` (files in name order, blank lines and `//` comments
+    skipped), marked `provenance.source = "seed"`.
+
+    Raises:
+        SeedError: a line is not JSON or not a valid Experience, or an id repeats
+            (the message names the file and line).
+    """
+    out: list[Experience] = []
+    where: dict[str, str] = {}
+    for path in sorted(Path(directory).glob("*.jsonl")):
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("//"):
+                continue
+            loc = f"{path}:{lineno}"
+            try:
+                exp = Experience.model_validate(json.loads(line))
+            except (json.JSONDecodeError, ValidationError) as e:
+                raise SeedError(f"{loc}: {e}") from e
+            if exp.id in where:
+                raise SeedError(f"{loc}: id {exp.id!r} already defined at {where[exp.id]}")
+            where[exp.id] = loc
+            exp.provenance.source = "seed"
+            out.append(exp)
+    return out
+
+
+class ExperienceStore:
+    """Experiences in DuckDB (one file, one writer).
+
+    Args:
+        path: the database file (created with its folder), or ":memory:".
+        read_only: open an existing file without write access.
+
+    Use as a context manager or call `close()`. `revision` counts this object's writes, so a
+    retriever can tell when its index is stale.
+    """
+
+    def __init__(self, path: Path | str = ":memory:", read_only: bool = False):
+        self.path = str(path)
+        if self.path != ":memory:" and not read_only:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._con = duckdb.connect(self.path, read_only=read_only)
+        self._lock = threading.Lock()
+        self.revision = 0
+        if not read_only:
+            self._con.execute(_DDL)
+            self._con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._con.close()
+
+    def __enter__(self) -> ExperienceStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return int(self._con.execute("SELECT count(*) FROM experiences").fetchone()[0])
+
+    # -- writes ----------------------------------------------------------------------------
+    def _write(self, exp: Experience) -> None:
+        self._con.execute(
+            "INSERT OR REPLACE INTO experiences VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [exp.id, exp.ecosystem, exp.negative, exp.provenance.source, exp.error_signature,
+             exp.times_applied, exp.times_worked, exp.model_dump_json(), datetime.now(timezone.utc)])
+        self.revision += 1
+
+    def add(self, exp: Experience) -> None:
+        """Insert a new entry. Raises DuplicateExperience when the id exists."""
+        with self._lock:
+            if self.get(exp.id) is not None:
+                raise DuplicateExperience(f"experience {exp.id!r} already stored")
+            self._write(exp)
+
+    def upsert(self, exp: Experience, keep_counters: bool = False) -> Experience:
+        """Insert or replace `exp`; with `keep_counters`, an existing row's times_applied /
+        times_worked and provenance instance ids survive (used when reloading seeds).
+        Returns the entry as stored."""
+        with self._lock:
+            old = self.get(exp.id) if keep_counters else None
+            if old is not None:
+                ids = list(dict.fromkeys(old.provenance.instance_ids + exp.provenance.instance_ids))
+                exp = exp.model_copy(update={"times_applied": old.times_applied, "times_worked": old.times_worked,
+                                             "provenance": exp.provenance.model_copy(update={"instance_ids": ids})})
+            self._write(exp)
+            return exp
+
+    def add_many(self, entries: Iterable[Experience], keep_counters: bool = True) -> int:
+        """Upsert every entry (in one transaction); returns how many were written."""
+        n = 0
+        self._con.execute("BEGIN TRANSACTION")
+        try:
+            for exp in entries:
+                self.upsert(exp, keep_counters=keep_counters)
+                n += 1
+            self._con.execute("COMMIT")
+        except BaseException:
+            self._con.execute("ROLLBACK")
+            raise
+        return n
+
+    def load_seed(self, directory: Path | str = SEED_DIR) -> int:
+        """Load (or refresh) the seed set from `directory`, keeping learned counters.
+        Returns the number of seed entries. Raises SeedError on an invalid file."""
+        return self.add_many(load_seed_files(directory), keep_counters=True)
+
+    def record_outcome(self, exp_id: str, worked: bool, instance_id: str | None = None) -> Experience:
+        """Count one application of entry `exp_id` (times_applied += 1, times_worked += worked),
+        remembering `instance_id` in its provenance. Raises UnknownExperience."""
+        with self._lock:
+            exp = self.get(exp_id)
+            if exp is None:
+                raise UnknownExperience(exp_id)
+            ids = exp.provenance.instance_ids
+            if instance_id and instance_id not in ids:
+                ids = ids + [instance_id]
+            exp = exp.model_copy(update={"times_applied": exp.times_applied + 1,
+                                         "times_worked": exp.times_worked + int(worked),
+                                         "provenance": exp.provenance.model_copy(update={"instance_ids": ids})})
+            self._write(exp)
+            return exp
+
+    # -- reads -----------------------------------------------------------------------------
+    def get(self, exp_id: str) -> Experience | None:
+        """The entry with id `exp_id`, or None."""
+        row = self._con.execute("SELECT body FROM experiences WHERE id = ?", [exp_id]).fetchone()
+        return Experience.model_validate_json(row[0]) if row else None
+
+    def all(self, ecosystem: str | None = None, include_negative: bool = True) -> list[Experience]:
+        """Every entry (ordered by id); `ecosystem` keeps its family and `any` (see `family`)."""
+        sql, args = "SELECT body FROM experiences WHERE 1=1", []
+        if ecosystem:
+            fam = family(ecosystem)
+            sql += f" AND ecosystem IN ({', '.join('?' * len(fam))})"
+            args += list(fam)
+        if not include_negative:
+            sql += " AND NOT negative"
+        rows = self._con.execute(sql + " ORDER BY id", args).fetchall()
+        return [Experience.model_validate_json(r[0]) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        """Number of entries per ecosystem."""
+        rows = self._con.execute("SELECT ecosystem, count(*) FROM experiences GROUP BY 1 ORDER BY 1").fetchall()
+        return {str(e): int(n) for e, n in rows}

@@ -1,0 +1,231 @@
+"""`crawl(config, workdir)`: run the sources, keep state, write the dataset files.
+
+Writes under `WORKDIR/crawl/`:
+- `instances.jsonl`: every accepted instance so far (SWE-bench rows, one per line);
+- `rejects.jsonl`: every rejected item with its `reason` and `detail` (and `infra_error`
+  items, which the next run retries);
+- `state.duckdb`: watermarks and per-item outcomes (`state.py`);
+- `http-cache/`: the conditional-request cache (unless `api.cache_dir` says otherwise);
+- `report.json`: the `CrawlReport` of the last run.
+
+Both JSONL files are rewritten from the state database at the end of every run, so they hold
+the whole dataset without duplicates, however many runs fed it. `since_last=True` lists only
+PRs updated after each repository's watermark; items already decided are skipped either way
+(unless `pairs.revisit`), so a repeat crawl costs few calls. The watermark is PR `updated_at`,
+not `created_at`: a PR opened before the last run but merged after it is still found.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import requests
+from github import GithubException
+from pydantic import BaseModel, Field
+
+from pipeline.sources.cache import ResponseCache
+from pipeline.sources.client import make_github
+from pipeline.sources.config import CrawlConfig, GitHubConfig, load_crawl_config
+from pipeline.sources.discovery import discover
+from pipeline.sources.errors import RateLimitExhausted, SourceError
+from pipeline.sources.github import GitHubSource
+from pipeline.sources.gitlocal import mine
+from pipeline.sources.records import Outcome, Reject, instance_id
+from pipeline.sources.state import CrawlState
+from pipeline.sources.testpaths import TestPathRules
+from pipeline.sources.transport import ApiCounter, GitHubTransport
+
+log = logging.getLogger(__name__)
+
+
+class CrawlReport(BaseModel):
+    """What one `crawl` run did. Counts are for this run; `total_*` for the whole dataset."""
+
+    run_id: str
+    since_last: bool
+    started_at: str
+    seconds: float
+    repos: list[str] = Field(default_factory=list)
+    """Repositories whose pull requests were listed."""
+    repos_rejected: int = 0
+    examined: int = 0
+    """Items (PRs, commits) examined this run."""
+    accepted: int = 0
+    rejected: int = 0
+    errors: int = 0
+    reasons: dict[str, int] = Field(default_factory=dict)
+    """Reject reasons of this run (repositories included) -> count."""
+    stopped: str | None = None
+    """Why the run stopped early (a rate limit too long to wait), else None."""
+    api: dict = Field(default_factory=dict)
+    """`ApiCounter.snapshot()`: requests, not_modified, charged, retries, waits, slept_s."""
+    total_instances: int = 0
+    total_rejects: int = 0
+    instances_path: str = ""
+    rejects_path: str = ""
+
+
+class _Run:
+    """Bookkeeping of one run: records outcomes in the state DB and counts them."""
+
+    def __init__(self, state: CrawlState, report: CrawlReport, now: Callable[[], datetime]):
+        self.state, self.report, self.now, self.reasons = state, report, now, Counter()
+
+    def record(self, out: Outcome) -> None:
+        self.state.record(out, self.report.run_id, self.now())
+        if out.kind != "repo":
+            self.report.examined += 1
+        status = out.status
+        self.report.accepted += status == "accepted"
+        self.report.rejected += status == "rejected"
+        self.report.errors += status == "error"
+        if out.reject is not None:
+            self.reasons[out.reject.reason] += 1
+
+
+def _infra(key: str, repo: str, kind: str, number: int | None, exc: BaseException,
+           created: datetime | None = None, updated: datetime | None = None) -> Outcome:
+    detail = f"{type(exc).__name__}: {getattr(exc, 'status', '') or ''} {str(exc)[:300]}".strip()
+    return Outcome(key=key, repo=repo, kind=kind, number=number, created_at=created,
+                   updated_at=updated, reject=Reject(key=key, repo=repo, kind=kind,  # type: ignore[arg-type]
+                                                     reason="infra_error", detail=detail, number=number))
+
+
+def _crawl_repo(src: GitHubSource, repo, run: _Run, since_last: bool) -> None:
+    full = repo.full_name
+    state, pairs = run.state, src.cfg.pairs
+    since = state.watermark("github", full) if since_last else None
+    done = set() if pairs.revisit else state.final_keys(full)
+    newest: datetime | None = None
+    oldest_error: datetime | None = None
+    examined = 0
+    for pr in src.pulls(repo, since):
+        if instance_id(full, pr.number) not in done:
+            if pairs.max_pulls_per_repo and examined >= pairs.max_pulls_per_repo:
+                break
+            examined += 1
+            try:
+                out = src.examine(repo, pr)
+            except RateLimitExhausted:
+                raise
+            except Exception as e:  # one bad item never stops the crawl: it becomes a row
+                if not isinstance(e, (GithubException, requests.RequestException, SourceError)):
+                    log.exception("%s#%d: unexpected error", full, pr.number)
+                out = _infra(instance_id(full, pr.number), full, "pull", pr.number, e,
+                             pr.created_at, pr.updated_at)
+                oldest_error = min(oldest_error or pr.updated_at, pr.updated_at)
+                log.warning("%s#%d: %s", full, pr.number, out.reject.detail if out.reject else "")
+            run.record(out)
+        newest = max(newest or pr.updated_at, pr.updated_at)
+    mark = newest if oldest_error is None else oldest_error - timedelta(microseconds=1)
+    state.set_watermark("github", full, mark, run.now())
+
+
+def _repositories(src: GitHubSource, cfg: GitHubConfig, run: _Run):
+    seen = set()
+    for name in cfg.repos:
+        try:
+            repo = src.gh.get_repo(name)
+        except GithubException as e:
+            reason = "repo_not_found" if e.status == 404 else "infra_error"
+            run.record(Outcome(key=f"repo:{name}", repo=name, kind="repo", number=None, created_at=None,
+                               reject=Reject(key=f"repo:{name}", repo=name, kind="repo",
+                                             reason=reason, detail=str(e.status))))  # type: ignore[arg-type]
+            continue
+        seen.add(repo.full_name.lower())
+        yield repo
+    if cfg.discovery is not None:
+        for repo, verdict in discover(src.gh, cfg.discovery):
+            if repo.full_name.lower() in seen:
+                continue
+            if verdict is not None:
+                run.report.repos_rejected += 1
+                run.record(Outcome(key=verdict.key, repo=verdict.repo, kind="repo", number=None,
+                                   created_at=None, reject=verdict))
+                continue
+            seen.add(repo.full_name.lower())
+            yield repo
+
+
+def _crawl_github(cfg: GitHubConfig, out_dir: Path, rules: TestPathRules, run: _Run,
+                  since_last: bool, counter: ApiCounter, clock, sleep, environ) -> None:
+    cache = ResponseCache(cfg.api.cache_dir or out_dir / "http-cache") if cfg.api.cache else None
+    transport = GitHubTransport(cfg.api, cache, counter, clock=clock, sleep=sleep)
+    gh = make_github(cfg.api, transport, environ)
+    src = GitHubSource(gh, cfg, rules)
+    try:
+        for repo in _repositories(src, cfg, run):
+            run.report.repos.append(repo.full_name)
+            try:
+                _crawl_repo(src, repo, run, since_last)
+            except (GithubException, requests.RequestException) as e:
+                run.record(_infra(f"repo:{repo.full_name}", repo.full_name, "repo", None, e))
+    finally:
+        gh.close()
+
+
+def crawl(config: CrawlConfig | Path | str, workdir: Path | str, *, since_last: bool = False,
+          counter: ApiCounter | None = None, clock: Callable[[], float] = time.time,
+          sleep: Callable[[float], None] = time.sleep,
+          environ: Mapping[str, str] | None = None) -> CrawlReport:
+    """Crawl every configured source into `WORKDIR/crawl/` and return the run's report.
+
+    `config`: a CrawlConfig or the path of its YAML. `since_last`: only PRs updated after each
+    repository's watermark. `counter`: receives the API counts (also in the report).
+    `clock` / `sleep` / `environ`: injectable time and environment (the token is read from
+    `environ[api.token_env]`, default `os.environ`). Item-level API failures become
+    `infra_error` rows; a rate-limit wait beyond `api.max_rate_limit_wait` stops the run
+    cleanly (`report.stopped`). Raises SourceError subclasses for setup problems,
+    pydantic.ValidationError for a bad config file.
+    """
+    cfg = config if isinstance(config, CrawlConfig) else load_crawl_config(config)
+    out_dir = Path(workdir).expanduser().absolute() / "crawl"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counter = counter or ApiCounter()
+    t0 = time.monotonic()
+    now = lambda: datetime.fromtimestamp(clock(), timezone.utc)  # noqa: E731
+    report = CrawlReport(run_id=uuid.uuid4().hex[:12], since_last=since_last,
+                         started_at=now().strftime("%Y-%m-%dT%H:%M:%SZ"), seconds=0.0)
+    rules = cfg.split.rules()
+    with CrawlState(out_dir / "state.duckdb") as state:
+        run = _Run(state, report, now)
+        try:
+            if cfg.github is not None:
+                _crawl_github(cfg.github, out_dir, rules, run, since_last, counter, clock, sleep, environ)
+            for local in cfg.local:
+                skip = set() if cfg.github and cfg.github.pairs.revisit else state.final_keys(local.repo)
+                for out in mine(local, rules, skip):
+                    run.record(out)
+        except RateLimitExhausted as e:
+            report.stopped = str(e)
+            log.error("crawl stopped: %s", e)
+        report.total_instances = _write_jsonl(out_dir / "instances.jsonl", state.accepted_rows())
+        report.total_rejects = _write_jsonl(out_dir / "rejects.jsonl", state.reject_rows())
+    report.reasons = dict(sorted(run.reasons.items()))
+    report.api = counter.snapshot()
+    report.seconds = round(time.monotonic() - t0, 3)
+    report.instances_path = str(out_dir / "instances.jsonl")
+    report.rejects_path = str(out_dir / "rejects.jsonl")
+    (out_dir / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    log.info("crawl %s: %d accepted, %d rejected, %d errors, %d API requests (%d answered 304)",
+             report.run_id, report.accepted, report.rejected, report.errors,
+             report.api["requests"], report.api["not_modified"])
+    return report
+
+
+def _write_jsonl(path: Path, rows) -> int:
+    tmp = path.with_suffix(".jsonl.tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    tmp.replace(path)
+    return n
