@@ -51,6 +51,16 @@ def _add_unique(items: list[str], item: str) -> None:
 
 # -- (1) plugin JSON lines ---------------------------------------------------------------------
 
+def normalise_nodeid(nodeid: str) -> str:
+    """pytest < 4 put the class instance in node ids (`path::Class::()::test`); SWE-bench and
+    every later pytest write `path::Class::test`. Parametrisation brackets are left untouched."""
+    head, bracket, params = nodeid.partition("[")
+    head = head.replace("::()::", "::")
+    if head.endswith("::()"):
+        head = head[:-4]
+    return head + bracket + params
+
+
 def plugin_records(data: str | bytes) -> list[dict]:
     """The JSON records of a `swemint_pytest_report` file, in order.
 
@@ -107,7 +117,8 @@ def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
         if kind == "test" and isinstance(rec.get("nodeid"), str):
             st = _phase_status(rec)
             if st is not None:
-                statuses[rec["nodeid"]] = worse(statuses.get(rec["nodeid"]), st)
+                nid = normalise_nodeid(rec["nodeid"])
+                statuses[nid] = worse(statuses.get(nid), st)
         elif kind == "collect" and rec.get("outcome") == "failed":
             _add_unique(collection_errors, str(rec.get("nodeid") or rec.get("fspath") or ""))
         elif kind == "session_finish" and isinstance(rec.get("exitstatus"), int):
@@ -314,7 +325,7 @@ def parse_pytest_log(data: str | bytes, known_ids: Iterable[str] | None = None) 
         word, rest = m.group(1), m.group(2)
         if word == "SKIPPED" and rest.startswith("["):
             continue
-        nodeid = split_summary_id(rest, known, has_message=word != "PASSED")
+        nodeid = normalise_nodeid(split_summary_id(rest, known, has_message=word != "PASSED") or "")
         if not nodeid:
             continue
         if word == "ERROR" and "::" not in nodeid:

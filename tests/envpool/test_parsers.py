@@ -202,3 +202,13 @@ def test_registry_resolves_names():
     assert get_parser("pytest_log") is parse_pytest_log
     with pytest.raises(KeyError, match="pytest_plugin"):
         get_parser("nope")
+
+
+def test_old_pytest_instance_marker_is_dropped_from_node_ids():
+    # regression: pytest 3.x wrote `path::Class::()::test`; gold (SWE-bench) ids never have `()`
+    from envpool.testrun.parsers import normalise_nodeid, parse_pytest_plugin
+
+    data = ('{"kind": "test", "nodeid": "t/test_a.py::TestA::()::test_x[a::()::b]", "when": "call", '
+            '"outcome": "passed"}\n')
+    assert list(parse_pytest_plugin(data).statuses) == ["t/test_a.py::TestA::test_x[a::()::b]"]
+    assert normalise_nodeid("t/test_a.py::TestA::()") == "t/test_a.py::TestA"
