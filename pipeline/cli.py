@@ -88,6 +88,17 @@ def print_summary(report) -> None:
     if report.missing_ids:
         missing = escape(", ".join(report.missing_ids))
         console.print(f"[yellow]ids not in the instance file:[/yellow] {missing}", soft_wrap=True)
+    rows = sorted(report.results + report.skipped, key=lambda r: r.instance_id)
+    if 0 < len(rows) <= 40:
+        detail = Table(title="instances")
+        for col in ("instance_id", "outcome", "FAIL_TO_PASS", "PASS_TO_PASS", "seconds", "reason / image"):
+            detail.add_column(col, justify="right" if col in ("FAIL_TO_PASS", "PASS_TO_PASS", "seconds") else "left")
+        for r in rows:
+            secs = r.timings.get("total")
+            note = r.image if r.outcome == "verified" else r.reason.splitlines()[0][:80] if r.reason else ""
+            detail.add_row(r.instance_id, r.outcome, str(len(r.FAIL_TO_PASS)), str(len(r.PASS_TO_PASS)),
+                           "-" if secs is None else f"{secs:.0f}", escape(note))
+        console.print(detail)
     table = Table(title="swemint mint")
     table.add_column("outcome")
     table.add_column("this run", justify="right")

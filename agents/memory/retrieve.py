@@ -1,0 +1,162 @@
+"""Context-aware retrieval of experiences (EnvPilot, arXiv 2609.07357, section "Trajectory-Derived
+Memory"): a repository context becomes several likely-obstacle queries, each query gives one
+BM25 ranking (optionally one dense ranking), and Reciprocal Rank Fusion (Cormack et al. 2009,
+k=60) merges them. On a failed step, `retrieve_for_error` ranks entries whose error signature
+matches the output first, then BM25 hits on the error text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.memory.context import ObstacleRules, RepoContext
+from agents.memory.models import Experience, family
+from agents.memory.rank import RRF_K, BM25Index, DenseIndex, Embedder, rrf
+from agents.memory.text import clean, key_lines, tokenize
+
+MAX_ERROR_CHARS = 20_000
+"""Only the last this many characters of an error output are searched (regex time is bounded)."""
+
+
+class RetrievalConfig(BaseModel):
+    """Retrieval settings (one per memory)."""
+
+    model_config = ConfigDict(extra="forbid")
+    k: int = Field(default=10, ge=1)
+    """How many entries a retrieval returns."""
+    rrf_k: int = Field(default=RRF_K, ge=0)
+    """The Reciprocal Rank Fusion constant (60, Cormack et al. 2009)."""
+    depth: int = Field(default=50, ge=1)
+    """How deep each ranked list goes before fusion."""
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    embeddings: bool = False
+    """Add a dense ranking per query (needs an Embedder passed to the Retriever)."""
+    min_similarity: float = 0.2
+    """Dense hits below this cosine similarity are dropped."""
+    include_negative: bool = False
+    """Return negative experiences (failures without a fix) too."""
+
+
+class Hit(BaseModel):
+    """One retrieved entry. `via`: "signature" (its error_signature matched the error text),
+    "bm25" (text ranking only) or "fused" (context retrieval); `score`: higher is better
+    (signature hits: 1 + reliability; others: the RRF score); `queries`: the rule ids or query
+    texts that found it."""
+
+    model_config = ConfigDict(extra="forbid")
+    experience: Experience
+    score: float
+    via: Literal["signature", "bm25", "fused"]
+    queries: list[str] = Field(default_factory=list)
+
+
+class Retriever:
+    """Ranks a fixed list of entries; build a new one when the store changes.
+
+    Args:
+        entries: every entry (negatives included; filtering happens per query).
+        config: RetrievalConfig.
+        rules: likely-obstacle rules (default: `data/experiences/obstacles.yaml`).
+        embedder: optional; used only when `config.embeddings` is true.
+
+    Raises:
+        ValueError: `config.embeddings` is true but no embedder is given.
+    """
+
+    def __init__(self, entries: Sequence[Experience], config: RetrievalConfig | None = None,
+                 rules: ObstacleRules | None = None, embedder: Embedder | None = None):
+        self.config = config or RetrievalConfig()
+        self.entries = list(entries)
+        self.rules = rules if rules is not None else ObstacleRules.load()
+        self._eco = np.array([e.ecosystem for e in self.entries], dtype=object)
+        self._neg = np.array([e.negative for e in self.entries], dtype=bool)
+        self._bm25 = BM25Index([tokenize(e.search_text()) for e in self.entries],
+                               k1=self.config.bm25_k1, b=self.config.bm25_b)
+        self._dense: DenseIndex | None = None
+        if self.config.embeddings:
+            if embedder is None:
+                raise ValueError("retrieval.embeddings is on but no embedder was given")
+            self._dense = DenseIndex([e.search_text() for e in self.entries], embedder)
+
+    def mask(self, ecosystem: str | None, include_negative: bool | None = None) -> np.ndarray:
+        """Bool array: entries of the ecosystem's family (or all when None), negatives only if asked."""
+        neg_ok = self.config.include_negative if include_negative is None else include_negative
+        m = np.ones(len(self.entries), dtype=bool) if not ecosystem else np.isin(self._eco, family(ecosystem))
+        return m if neg_ok else m & ~self._neg
+
+    def _lists(self, query: str, mask: np.ndarray) -> list[list[int]]:
+        lists = [self._bm25.rank(tokenize(query), mask, self.config.depth)]
+        if self._dense is not None:
+            lists.append(self._dense.rank(query, mask, self.config.depth, self.config.min_similarity))
+        return lists
+
+    def search(self, query: str, ecosystem: str | None = None, k: int | None = None,
+               include_negative: bool | None = None) -> list[Hit]:
+        """One query, BM25 (plus dense when on, fused): the top `k` entries."""
+        lists = self._lists(query, self.mask(ecosystem, include_negative))
+        fused = rrf(lists, k=self.config.rrf_k)[: k or self.config.k]
+        return [Hit(experience=self.entries[i], score=s, via="bm25", queries=[query]) for i, s in fused]
+
+    def retrieve(self, ctx: RepoContext, k: int | None = None, include_negative: bool | None = None,
+                 extra_queries: Sequence[str] = ()) -> list[Hit]:
+        """Context-aware retrieval: likely-obstacle queries for `ctx` (plus `extra_queries`), one
+        ranked list per query, fused by RRF; the top `k` of the context's ecosystem family."""
+        queries = self.rules.queries(ctx) + [(q, q) for q in extra_queries]
+        mask = self.mask(ctx.ecosystem, include_negative)
+        lists: list[list[int]] = []
+        found_by: dict[int, list[str]] = {}
+        for qid, text in queries:
+            for ranking in self._lists(text, mask):
+                lists.append(ranking)
+                for i in ranking:
+                    found_by.setdefault(i, [])
+                    if qid not in found_by[i]:
+                        found_by[i].append(qid)
+        fused = rrf(lists, k=self.config.rrf_k)[: k or self.config.k]
+        return [Hit(experience=self.entries[i], score=s, via="fused", queries=found_by[i]) for i, s in fused]
+
+    def signature_matches(self, error_text: str, ecosystem: str | None = None,
+                          include_negative: bool | None = None) -> list[int]:
+        """Indices of the entries (after the ecosystem/negative filter) whose signature matches."""
+        text = clean(error_text)[-MAX_ERROR_CHARS:]
+        mask = self.mask(ecosystem, include_negative)
+        return [i for i, e in enumerate(self.entries) if mask[i] and e.signature_re.search(text)]
+
+    def retrieve_for_error(self, error_text: str, ecosystem: str | None = None, k: int | None = None,
+                           include_negative: bool | None = None) -> list[Hit]:
+        """Entries for a failed step's output: signature matches first (ordered by reliability,
+        then BM25 score, then signature length), then BM25-only hits (RRF of a ranking on the
+        error's key lines and one on the whole text)."""
+        text = clean(error_text)[-MAX_ERROR_CHARS:]
+        mask = self.mask(ecosystem, include_negative)
+        key_text = "\n".join(key_lines(text, n=6))
+        bm = self._bm25.scores(tokenize(key_text))
+        sig = self.signature_matches(text, ecosystem, include_negative)
+        sig.sort(key=lambda i: (-round(self.entries[i].reliability, 2), -float(bm[i]),
+                                -len(self.entries[i].error_signature)))
+        hits = [Hit(experience=self.entries[i], score=1.0 + self.entries[i].reliability, via="signature",
+                    queries=["signature"]) for i in sig]
+        lists = self._lists(key_text, mask) + [self._bm25.rank(tokenize(text), mask, self.config.depth)]
+        taken = set(sig)
+        for i, s in rrf(lists, k=self.config.rrf_k):
+            if i not in taken:
+                hits.append(Hit(experience=self.entries[i], score=s, via="bm25", queries=["bm25"]))
+        return hits[: k or self.config.k]
+
+
+def format_for_prompt(hits: Sequence[Hit], max_chars: int = 4000) -> str:
+    """A plain-text block of retrieved experiences for an LLM prompt (problem, solution,
+    actions as JSON, success counts), cut at `max_chars`."""
+    blocks = []
+    for n, h in enumerate(hits, start=1):
+        e = h.experience
+        acts = ", ".join(a.model_dump_json() for a in e.actions) or "(none)"
+        kind = "NEGATIVE (did not work)" if e.negative else f"worked {e.times_worked}/{e.times_applied}"
+        blocks.append(f"[{n}] {e.id} ({e.ecosystem}; {kind}; matched by {h.via})\n"
+                      f"problem: {e.problem}\nsolution: {e.solution}\nactions: {acts}")
+    return "\n\n".join(blocks)[:max_chars]
