@@ -7,13 +7,16 @@ debootstrapped one otherwise, whose recipe is in `envpool.images`), clones the r
 
 from __future__ import annotations
 
+import base64
 import json
 
 
 def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands: list[str],
                       env: dict[str, str], clone_url: str = "https://github.com/{repo}.git",
-                      workdir: str = "/testbed") -> str:
-    """Return Dockerfile text (str). `commands` run in `workdir` with `env` set (PATH included)."""
+                      workdir: str = "/testbed", files: dict[str, bytes] | None = None) -> str:
+    """Return Dockerfile text (str). `commands` run in `workdir` with `env` set (PATH included);
+    `files` (absolute path -> content) are written into the image, inline, so the Dockerfile
+    needs no build context (e.g. swemint's pytest report plugin)."""
     lines = [f"# swemint environment for {repo} @ {base_commit}",
              f"FROM {base_image}",
              "SHELL [\"/bin/bash\", \"-c\"]"]
@@ -22,6 +25,9 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
     url = clone_url.format(repo=repo)
     lines.append(f"RUN git clone {url} {workdir} && cd {workdir} && git checkout --detach {base_commit}")
     lines.append(f"WORKDIR {workdir}")
+    for path, data in (files or {}).items():
+        b64 = base64.b64encode(data).decode()
+        lines.append(f"RUN mkdir -p $(dirname {path}) && echo {b64} | base64 -d > {path}")
     for c in commands:
         lines.append("RUN " + c.replace("\n", " \\\n    "))
     return "\n".join(lines) + "\n"

@@ -29,7 +29,7 @@ from envpool.errors import (EnvBuildError, InfraError, InstanceInputError, Patch
 from envpool.grading import grade
 from envpool.patches import apply_patch
 from envpool.sandbox import SandboxSpec
-from envpool.testrun.pytest_runner import pytest_command, run_pytest
+from envpool.testrun.pytest_runner import PLUGIN_DIR, PLUGIN_NAME, PLUGIN_SOURCE, run_pytest_detailed
 
 
 OUTCOME_OF_ERROR: tuple[tuple[type[SwemintError], str], ...] = (
@@ -43,9 +43,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def image_tag_for(instance_id: str) -> str:
-    """Docker tag for an instance's environment (lowercase, [a-z0-9_.-], <= 128 chars)."""
-    return re.sub(r"[^a-z0-9_.-]", "_", instance_id.lower())[:120]
+def image_tag_for(instance_id: str, spec: dict | None = None) -> str:
+    """Docker tag for an instance's environment: the instance id plus a hash of the spec it was
+    built from (base image, setup commands), so identical builds share a tag and a changed build
+    never overwrites another's image (lowercase, [a-z0-9_.-], <= 128 chars)."""
+    base = re.sub(r"[^a-z0-9_.-]", "_", instance_id.lower())[:100]
+    return f"{base}-{images.spec_hash(spec)}" if spec is not None else base
 
 
 class _Trajectory:
@@ -106,12 +109,13 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     return res
 
 
-def _remove_image(factory, tag: str) -> None:
+def _remove_image(factory, ref: str) -> None:
+    """Remove an image by tag or id; never raises (an image in use stays)."""
     client = getattr(factory, "client", None)
     if client is None:
         return
     try:
-        client.images.remove(tag, force=True)
+        client.images.remove(ref, force=not ref.startswith("sha256:"))
     except Exception:
         pass
 
@@ -143,7 +147,6 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
         _build(instance, tree, tests, config, factory, res, idir, log_path, traj, spec, deadline, t)
         commit_time, interpreter = tree.commit_time, res.interpreter
     test_spec = spec.model_copy(update={"image": res.image, "network": "none", "env": runtime_env()})
-    res.test_command = pytest_command(tests.test_files, python=tests.python)
     runs = {}
     for side, patches, n in (("before", [("test_patch", instance.test_patch)], config.verify.before_runs),
                              ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)],
@@ -162,11 +165,15 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
                 if remaining < 30:
                     raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=iid,
                                          log_path=log_path)
-                rep = run_pytest(sb, tests.test_files, python=tests.python,
-                                 timeout=min(config.timeouts.test_run, remaining),
-                                 per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")
+                run = run_pytest_detailed(sb, tests.test_files, python=tests.python,
+                                          timeout=min(config.timeouts.test_run, remaining),
+                                          per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")
+                rep = run.report
                 reports.append(rep)
-                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=res.test_command,
+                if side == "after" and not res.test_command:
+                    res.test_command = (f"cd /testbed && PYTHONPATH={PLUGIN_DIR} "
+                                        f"SWEMINT_REPORT=/tmp/swemint/report.jsonl {run.command}")
+                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=run.command,
                                 exit_code=rep.exit_code, duration=round(rep.duration, 2),
                                 note=f"{len(rep.statuses)} tests, source={rep.source}, "
                                      f"collection_errors={rep.collection_errors[:5]}"))
@@ -181,6 +188,14 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
                             setup_script=res.setup_script, dockerfile=res.dockerfile,
                             test_command=res.test_command, parser=res.parser, route=config.images.route,
                             installed_packages=res.installed_packages)
+
+
+def _image_id(factory, tag: str) -> str | None:
+    client = getattr(factory, "client", None)
+    try:
+        return client.images.get(tag).id if client else None
+    except Exception:
+        return None
 
 
 def _image_size(factory, tag: str) -> int:
@@ -223,9 +238,10 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
         res.installed_packages = setup.installed_packages
         failed = [(s.command, s.exit_code or 0) for s in setup.steps if s.exit_code not in (0, None) and s.command]
         res.setup_script = render_setup_script(setup.commands, setup.env, failed)
+        plugin = {f"{PLUGIN_DIR}/{PLUGIN_NAME}.py": PLUGIN_SOURCE.read_bytes()}
         res.dockerfile = render_dockerfile(base_image=base_image, repo=instance.repo,
                                            base_commit=instance.base_commit, commands=setup.commands,
-                                           env=setup.env)
+                                           env=setup.env, files=plugin)
         (idir / "setup.sh").write_text(res.setup_script)
         (idir / "Dockerfile").write_text(res.dockerfile)
         res.timings["setup"] = round(time.monotonic() - t, 2)
@@ -240,11 +256,16 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
             sb.exec("cd /testbed && git -c user.name=swemint -c user.email=swemint@localhost commit -qam "
                     "'swemint: environment setup edits' --no-verify", timeout=60, log_label="setup-edits")
             traj(StepRecord(agent="setup", rule="tracked-edits", note=st.output[:2000]))
+        for path, data in plugin.items():  # the stored test_command runs in the image as is
+            sb.put_file(path, data)
         t = time.monotonic()
-        tag = image_tag_for(iid)
+        tag = image_tag_for(iid, {"base": base_image, "commands": setup.commands, "env": setup.env})
         res.image = f"{config.image_repository}:{tag}"
+        previous = _image_id(factory, res.image)
         res.image_id = sb.commit(config.image_repository, tag, labels={"swemint.instance": iid,
                                                                        "swemint.run": config.run_id})
+        if previous and previous != res.image_id:  # same spec rebuilt: drop the untagged twin
+            _remove_image(factory, previous)
         res.timings["commit"] = round(time.monotonic() - t, 2)
 
 

@@ -217,11 +217,12 @@ class PythonEnvBuilder:
     def build(self, test_files: list[str]) -> SetupResult:
         """Run the whole setup; `test_files` are probed with `--collect-only` at the end."""
         p = self.profile
-        r = self.run(f"uv venv {VENV} --python /usr/bin/python3 --seed -q || uv venv {VENV} --python python3 --seed -q",
-                     "venv")
+        r = self.run(f"uv venv {VENV} --python /usr/bin/python3 -q || uv venv {VENV} --python python3 -q", "venv")
         if not r.ok:
             return self._fail(f"could not create a virtualenv: {r.output[-300:]}")
-        self.uv_install(toolchain_spec(self.created), "toolchain")
+        # no `--seed`: pip/setuptools/wheel come from the date-bounded toolchain step, so the
+        # environment (and its Dockerfile) does not drift with the registry
+        self.uv_install(toolchain_spec(self.created) + " pip", "toolchain")
         file_reqs: list[str] = []
         for f in p.requirement_files[:3]:
             file_reqs += requirement_file_lines(self.tree, f)

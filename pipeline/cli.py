@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from envpool.errors import SwemintError
 from pipeline.config import PipelineConfig, load_config
 
 app = typer.Typer(name="swemint", no_args_is_help=True, rich_markup_mode="rich",
@@ -43,11 +44,17 @@ def config_from_options(config: Path | None, sets: list[str] | None, **flags) ->
     if flags.get("ids"):
         flags["ids"] = [x.strip() for v in flags["ids"] for x in v.split(",") if x.strip()]
     try:
-        return load_config(config, sets or [], **{k: (v or None) if isinstance(v, list) else v
-                                                   for k, v in flags.items()})
+        cfg = load_config(config, sets or [], **{k: (v or None) if isinstance(v, list) else v
+                                                  for k, v in flags.items()})
     except (ValidationError, ValueError, OSError) as e:
         console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    missing = [str(m) for m in cfg.mirrors if not Path(m).is_dir()]
+    if missing:
+        console.print(f"[red]configuration error:[/red] mirror folder not found: {escape(', '.join(missing))}",
+                      soft_wrap=True)
+        raise typer.Exit(2)
+    return cfg
 
 
 def _fmt(v: float | None, unit: str = "s") -> str:
@@ -72,10 +79,13 @@ def _run(cfg: PipelineConfig, mint_fn=None):
 
         try:
             report = run_mint(cfg, mint_fn=mint_fn, on_plan=plan, on_result=done)
-        except (ValueError, OSError) as e:
+        except (ValueError, OSError, SwemintError) as e:
             console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
             raise typer.Exit(2) from None
     print_summary(report)
+    if report.missing_ids or (report.results and all(r.outcome == "infra_error" for r in report.results)):
+        # nothing says anything about the instances: the input or the host needs attention
+        raise typer.Exit(1)
     return report
 
 

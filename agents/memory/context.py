@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.analysis import RepoProfile
-from agents.memory.models import Ecosystem
+from agents.memory.models import Ecosystem, family
 
 RULES_FILE = Path(__file__).resolve().parents[2] / "data" / "experiences" / "obstacles.yaml"
 
@@ -142,8 +142,6 @@ class ObstacleRules(BaseModel):
 
     def queries(self, ctx: RepoContext) -> list[tuple[str, str]]:
         """(rule id, query text) for every rule of the context's ecosystem that holds."""
-        from agents.memory.models import family
-
         fam = family(ctx.ecosystem)
         return [(r.id, r.query) for r in self.rules
                 if set(r.ecosystems) & set(fam) and self.holds(r.when, ctx)]

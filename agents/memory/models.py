@@ -58,6 +58,11 @@ class UvLiftAction(_Action):
     kind: Literal["uv_lift"] = "uv_lift"
     package: str = Field(min_length=1)
 
+    @field_validator("package")
+    @classmethod
+    def _lower(cls, v: str) -> str:
+        return v if "${" in v else v.lower()
+
 
 class PinAction(_Action):
     """Constrain a (possibly transitive) dependency, in the ecosystem's own syntax

@@ -89,7 +89,7 @@ def test_mint_then_rerun_skips_finished(setup):
     assert list(pd.read_parquet(d / "work" / "dataset" / "verified.parquet").instance_id) == ["octo__proj-1"]
     # rerun: verified and no_fail_to_pass are finished; the infra_error row is retried (default)
     r = CliRunner().invoke(app, mint_args(d))
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # all that ran was infra_error: the input needs attention
     assert "2 skipped" in r.output and len(calls(d)) == 2
     # pool list shows the kept environment of the verified instance
     r = CliRunner().invoke(app, ["pool", "list", "-w", str(d / "work")])
@@ -168,3 +168,12 @@ def test_jobs_entry_point_runs_the_batch(setup):
                  "--set", "use_ray=false", "--set", "mint_function=fake_minter:mint_instance"])
     assert code == 0 and (d / "work" / "dataset" / "all.parquet").exists()
     assert main(["--set", "nonsense=1"]) == 2
+
+
+def test_missing_instance_file_and_mirror_folder_are_one_line_errors(tmp_path):
+    r = CliRunner().invoke(app, ["mint", "-i", str(tmp_path / "nope.jsonl"), "-w", str(tmp_path / "w"), "--no-ray"])
+    assert r.exit_code == 2 and "instance file not found" in r.output and "Traceback" not in r.output
+    (tmp_path / "i.jsonl").write_text("")
+    r = CliRunner().invoke(app, ["mint", "-i", str(tmp_path / "i.jsonl"), "-m", str(tmp_path / "no-mirrors"),
+                                 "-w", str(tmp_path / "w"), "--no-ray"])
+    assert r.exit_code == 2 and "mirror folder not found" in r.output

@@ -1,0 +1,186 @@
+"""Learning from trajectories (EnvPilot's trajectory-derived memory, arXiv 2609.07357): a failing
+step and the change that made the same step pass become an experience; repairs that did not help
+and failures nobody fixed become negative experience.
+
+A trajectory's steps are grouped into *attempt chains*: steps with the same `rule`, where each
+next attempt follows a repair (a `note` starting "repair:" on the failed step, on a step in
+between, or on the passing step itself). A chain ending in a pass yields, for each failed
+attempt, (its error, the repair after it): positive when the next attempt no longer shows the
+same error, negative when it does. A chain ending in a failure yields a negative entry for the
+last error (no fix known). A note `repair: experience <id>` says the backend applied stored entry
+<id>: its outcome is counted on that entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.memory.actions import REPAIR_PREFIX, bind_actions, error_variables, parse_repair
+from agents.memory.models import Action, Experience, Provenance, actions_key
+from agents.memory.store import ExperienceStore
+from agents.memory.text import clean, error_excerpt, signature_for
+from agents.models import StepRecord
+
+_EXP_REF = re.compile(r"^experience\s+([a-z0-9][a-z0-9._-]*)\s*$")
+
+
+class DistilConfig(BaseModel):
+    """How steps are judged. `ok_exit_codes`: rule prefix -> exit codes that mean success besides
+    0 (pytest's 5, "no tests collected", is fine for a collection probe)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ok_exit_codes: dict[str, list[int]] = Field(default_factory=lambda: {"probe:collect": [0, 5]})
+
+
+class _Attempt(BaseModel):
+    step: StepRecord
+    repair_notes: list[str] = Field(default_factory=list)
+
+
+def _passed(step: StepRecord, cfg: DistilConfig) -> bool:
+    ok = [0]
+    for prefix, codes in cfg.ok_exit_codes.items():
+        if step.rule.startswith(prefix):
+            ok = codes
+    return step.exit_code is not None and step.exit_code in ok
+
+
+def _repair(note: str) -> str | None:
+    n = note.strip()
+    return n[len(REPAIR_PREFIX):].strip() if n.lower().startswith(REPAIR_PREFIX) else None
+
+
+def attempt_chains(trajectory: Sequence[StepRecord], cfg: DistilConfig | None = None) -> list[list[_Attempt]]:
+    """Group executed steps (those with a command) into attempt chains (see module docstring).
+    Each attempt carries the repair notes written between it and the next attempt."""
+    cfg = cfg or DistilConfig()
+    steps = [s for s in trajectory if s.command]
+    chains: list[list[_Attempt]] = []
+    open_chain: dict[str, int] = {}  # rule -> index in chains of a chain whose last attempt failed
+    pending: dict[str, list[str]] = {}  # rule -> repair notes seen since its last failed attempt
+    for step in steps:
+        key = step.rule or step.command
+        note = _repair(step.note)
+        ci = open_chain.get(key)
+        notes = pending.get(key, [])
+        if ci is not None and (notes or (note and _passed(step, cfg))):
+            chain = chains[ci]
+            chain[-1].repair_notes = notes + ([note] if note and _passed(step, cfg) else [])
+            chain.append(_Attempt(step=step))
+        else:
+            chains.append([_Attempt(step=step)])
+            ci = len(chains) - 1
+        # a note on a step belongs to every rule whose chain is open (the repair ran in between)
+        for other in list(pending):
+            if other != key and note:
+                pending[other].append(note)
+        if _passed(step, cfg):
+            open_chain.pop(key, None)
+            pending.pop(key, None)
+        else:
+            open_chain[key] = ci
+            pending[key] = [note] if note else []
+    return chains
+
+
+def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem: str, instance_id: str,
+           negative: bool) -> Experience | None:
+    text = clean(step.output_excerpt)
+    if not text.strip():
+        return None
+    sig = signature_for(text)
+    digest = hashlib.sha1(f"{ecosystem}|{sig}|{actions_key(actions)}|{negative}".encode()).hexdigest()[:12]
+    if negative:
+        solution = ("tried without success: " + "; ".join(notes)) if notes else "no fix found"
+    else:
+        solution = "repair: " + "; ".join(notes)
+    return Experience(id=f"learned-{ecosystem}-{digest}", problem=error_excerpt(text) or text[-600:],
+                      solution=solution, actions=actions, ecosystem=ecosystem,  # type: ignore[arg-type]
+                      tags=["learned", step.rule] + sorted({a.kind for a in actions}), error_signature=sig,
+                      provenance=Provenance(source="learned", instance_ids=[instance_id]),
+                      times_applied=1, times_worked=0 if negative else 1, negative=negative)
+
+
+def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
+               cfg: DistilConfig | None = None) -> tuple[list[tuple[Experience, str]], list[tuple[str, bool]]]:
+    """The raw lessons of one trajectory, deduplicated among themselves.
+
+    Returns ((entry, error text) pairs, (referenced experience id, worked) pairs).
+    """
+    cfg = cfg or DistilConfig()
+    found: dict[str, tuple[Experience, str]] = {}
+    refs: list[tuple[str, bool]] = []
+    for chain in attempt_chains(trajectory, cfg):
+        last = chain[-1].step
+        success = _passed(last, cfg)
+        for a, nxt in zip(chain, chain[1:]):
+            same_error = signature_for(a.step.output_excerpt) == signature_for(nxt.step.output_excerpt)
+            worked = _passed(nxt.step, cfg) or (success and not same_error)
+            plain = [n for n in a.repair_notes if not _EXP_REF.match(n)]
+            refs += [(m.group(1), worked) for n in a.repair_notes if (m := _EXP_REF.match(n))]
+            actions = [act for n in plain for act in parse_repair(n)]
+            if actions and (success or same_error):
+                exp = _entry(a.step, actions, plain, ecosystem, instance_id, negative=not worked)
+                if exp:
+                    found.setdefault(exp.id, (exp, a.step.output_excerpt))
+        if not success:
+            exp = _entry(last, [], [], ecosystem, instance_id, negative=True)
+            if exp:
+                found.setdefault(exp.id, (exp, last.output_excerpt))
+    return list(found.values()), refs
+
+
+def _same_lesson(existing: Experience, cand: Experience, error_text: str) -> bool:
+    """Same error (its signature matches the text, or equal signatures) and same actions (the
+    existing entry's placeholders bound from the error)."""
+    if existing.error_signature != cand.error_signature and not existing.signature_re.search(clean(error_text)):
+        return False
+    bound, unbound = bind_actions(existing.actions, error_variables(existing, error_text))
+    return not unbound and actions_key(bound) == actions_key(cand.actions)
+
+
+def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
+           store: ExperienceStore | None = None, cfg: DistilConfig | None = None) -> list[Experience]:
+    """Distil one instance's trajectory into experiences.
+
+    Without `store`: the new entries (deduplicated within the trajectory). With `store`, each
+    lesson is merged: the same error + actions as a stored entry reinforces it (a positive lesson:
+    times_applied and times_worked + 1; a repair that did not work: times_applied + 1 on the
+    positive entry, or on the matching negative one); otherwise it is added. Returns the entries
+    as stored (added or reinforced), entries referenced by `repair: experience <id>` included.
+
+    Args:
+        trajectory: the instance's steps (`agents.models.StepRecord`), in order.
+        ecosystem: the repository's ecosystem ("python", ...).
+        instance_id: recorded in each entry's provenance.
+    """
+    lessons, refs = candidates(trajectory, ecosystem, instance_id, cfg)
+    if store is None:
+        return [exp for exp, _ in lessons]
+    out: dict[str, Experience] = {}
+    for ref, worked in refs:
+        if store.get(ref) is not None:
+            out[ref] = store.record_outcome(ref, worked, instance_id)
+    pool = store.all(ecosystem, include_negative=True)
+    for cand, error_text in lessons:
+        same = [e for e in pool if _same_lesson(e, cand, error_text)]
+        target = next((e for e in same if not e.negative), None) if cand.actions else None
+        target = target or next((e for e in same if e.negative == cand.negative), None)
+        if target is not None:
+            out[target.id] = store.record_outcome(target.id, worked=not cand.negative, instance_id=instance_id)
+        else:
+            store.add(cand)
+            pool.append(cand)
+            out[cand.id] = cand
+    return list(out.values())
+
+
+def summarise(entries: Sequence[Experience]) -> Mapping[str, int]:
+    """Counts for a report: learned / negative / reinforced-seed entries among `entries`."""
+    return {"learned": sum(e.provenance.source == "learned" and not e.negative for e in entries),
+            "negative": sum(e.negative for e in entries),
+            "seed_reinforced": sum(e.provenance.source == "seed" for e in entries)}
