@@ -101,6 +101,9 @@ def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path
                      "/opt/venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"scmpkg\"))'")
     assert out.strip() == "1.2.0"
     assert res.dockerfile.startswith("# swemint environment") and "FROM " in res.dockerfile
+    # the stored test command runs in the published image as is (the report plugin is baked in)
+    out = image_exec(docker_client, res.image, res.test_command + " 2>&1 || true")
+    assert "1 passed" in out and "Error importing plugin" not in out
     # warm path: the pooled environment is reused as is (no setup), and kept afterwards
     repo_path = tmp_path / "mirrors" / inst.repo.replace("/", "+") / "repo"
     cfg = MintConfig(workdir=tmp_path / "work2", run_id="test-minter", image_repository="swemint-test/env")
