@@ -185,8 +185,11 @@ def analyze_python(tree: GitTree) -> RepoProfile:
     p.compiled |= any(f.endswith((".pyx", ".c", ".cpp")) and not f.startswith(("doc", "test", "bench"))
                       for f in files if f.count("/") <= 3)
     # requirement files: test ones first
+    # top-level files, or files in a requirements/CI folder; a nested one (e.g. pytest's
+    # testing/plugins_integration/requirements.txt) belongs to a special tox environment
     reqs = [f for f in files if re.search(r"(^|/)[^/]*requirements[^/]*\.(txt|in)$", f)
-            and not f.startswith(("doc", "docs/")) and f.count("/") <= 2]
+            and ("/" not in f or f.split("/")[0] in ("requirements", "reqs", "ci", ".ci", "requirements.d"))
+            and f.count("/") <= 2]
     def _rank(f: str) -> tuple[int, str]:
         n = f.lower()
         if "test" in n:

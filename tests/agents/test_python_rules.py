@@ -48,6 +48,7 @@ def test_profile_reads_python_requires_extras_requirements_and_scm(tmp_path):
         "requirements_test.txt": "-r requirements_min.txt\npytest~=7.1\nblack==22.3\n",
         "requirements_min.txt": "-e .\nastroid==2.11.6\n",
         "requirements_docs.txt": "sphinx\n",
+        "testing/plugins_integration/requirements.txt": "pytest-twisted\n",
         "tox.ini": "[testenv]\ndeps =\n    mock\n    pytest-xdist\n",
         "ci/requirements/py38.yml": "dependencies:\n  - python=3.8\n  - numpy=1.17\n  - pytables\n  - pip:\n    - pint\n",
         "p/__init__.py": "", "tests/test_p.py": "def test_x():\n    pass\n",
@@ -59,6 +60,8 @@ def test_profile_reads_python_requires_extras_requirements_and_scm(tmp_path):
     assert p.pytest_config_file == "setup.cfg"
     assert p.requirement_files[0] == "requirements_test.txt"
     assert "requirements_docs.txt" not in p.requirement_files
+    # a nested requirements file serves a special tox env (pytest's plugin integration tests)
+    assert "testing/plugins_integration/requirements.txt" not in p.requirement_files
     assert "mock" in p.tox_deps
     assert {"numpy", "tables", "pint"} <= set(p.conda_deps)
     # -r includes are followed, self references and dev-only tools dropped, pins kept
