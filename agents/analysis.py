@@ -249,7 +249,8 @@ def _conda_deps(tree: GitTree) -> list[str]:
     best: list[str] = []
     for f in cands:
         n = f.lower()
-        if any(w in n for w in ("min", "bare", "doc", "upstream", "nightly", "dev", "windows", "macos", "mypy")):
+        if any(w in n for w in ("min", "bare", "doc", "upstream", "nightly", "dev", "windows", "macos", "mypy",
+                                "-but-", "without", "-no-")):  # e.g. xarray's py38-all-but-dask.yml
             continue
         try:
             data = yaml.safe_load(tree.read(f) or "")
