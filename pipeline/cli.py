@@ -207,6 +207,35 @@ def export(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None
         console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
 
 
+@app.command()
+def crawl(config: Annotated[Path, typer.Option("--config", "-c", help="Crawl config YAML, e.g. configs/nightly.yaml")],
+          workdir: Annotated[Path, typer.Option("--workdir", "-w", help="Writes WORKDIR/crawl/instances.jsonl")],
+          since_last: Annotated[bool, typer.Option("--since-last", help="Only PRs newer than the last run")] = False,
+          sets: Sets = None) -> None:
+    """Crawl GitHub (token from $GITHUB_TOKEN) and local mirrors for issue-PR pairs with tests.
+
+    Writes SWE-bench rows to WORKDIR/crawl/instances.jsonl and every reject with its reason to
+    WORKDIR/crawl/rejects.jsonl. [b]Example:[/b] swemint crawl -c configs/nightly.yaml -w /data/swemint --since-last
+    """
+    from pipeline.sources import crawl as run_crawl
+    from pipeline.sources import load_crawl_config
+
+    try:
+        cfg = load_crawl_config(config, sets or [])
+    except (ValidationError, ValueError, OSError) as e:
+        console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    report = run_crawl(cfg, workdir, since_last=since_last)
+    console.print(f"accepted {report.accepted}, rejected {report.rejected}, errors {report.errors}; "
+                  f"API requests {report.api.get('requests')} ({report.api.get('not_modified')} not modified); "
+                  f"{report.total_instances} instances in {escape(str(report.instances_path))}", soft_wrap=True)
+    for reason, n in sorted(report.reasons.items(), key=lambda kv: -kv[1])[:15]:
+        console.print(f"  reject: {escape(reason)}: {n}", soft_wrap=True)
+    if report.stopped:
+        console.print(f"[yellow]stopped early:[/yellow] {escape(str(report.stopped))}", soft_wrap=True)
+        raise typer.Exit(1)
+
+
 @pool_app.command("list")
 def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Option(help="owner/name")] = None,
               config: ConfigFile = None, sets: Sets = None) -> None:

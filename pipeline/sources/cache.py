@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 _SKIP_HEADERS = {"set-cookie", "content-encoding", "transfer-encoding", "connection", "content-length"}
@@ -32,7 +32,6 @@ class CachedResponse:
     headers: dict[str, str]
     body: bytes
     stored_at: float = 0.0
-    extra: dict = field(default_factory=dict)
 
     @property
     def etag(self) -> str | None:

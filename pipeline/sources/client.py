@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from importlib.metadata import version
 
 import github
 from github import Github
@@ -34,7 +35,7 @@ def install_transport(requester: Requester, transport: GitHubTransport) -> None:
     Raises TransportUnavailable when PyGithub's Requester no longer has the attribute we set.
     """
     if not hasattr(requester, _ATTR):
-        raise TransportUnavailable(f"PyGithub {github.__version__}: Requester has no {_ATTR}; "
+        raise TransportUnavailable(f"PyGithub {version('PyGithub')}: Requester has no {_ATTR}; "
                                    "pin pygithub to a 2.x release this module supports")
     base = getattr(requester, _ATTR)
     if not issubclass(base, (HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass)):

@@ -6,6 +6,7 @@ is never part of the configuration: only the *name* of the environment variable 
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -14,6 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.config import deep_merge, parse_override, read_yaml
 from pipeline.sources.testpaths import DEFAULT_RULES, TestPathRules
+
+_SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+def _check_slug(value: str) -> str:
+    if not _SLUG.match(value):
+        raise ValueError(f"{value!r} is not owner/name")
+    return value
 
 
 class _Strict(BaseModel):
@@ -27,21 +36,21 @@ class ApiConfig(_Strict):
     """REST root. GitHub Enterprise: `https://HOST/api/v3`; tests: the fake server's URL."""
     token_env: str = "GITHUB_TOKEN"
     """Name of the environment variable with the token (unset = anonymous, 60 requests/hour)."""
-    per_page: int = Field(100, ge=1, le=100)
+    per_page: int = Field(default=100, ge=1, le=100)
     """Items per page of list endpoints (GitHub's maximum is 100)."""
-    timeout: int = Field(30, ge=1)
+    timeout: int = Field(default=30, ge=1)
     """Seconds per HTTP request."""
-    max_attempts: int = Field(6, ge=1)
+    max_attempts: int = Field(default=6, ge=1)
     """Attempts per request across transient errors (5xx, connection) and rate-limit waits."""
-    backoff_initial: float = Field(1.0, ge=0)
+    backoff_initial: float = Field(default=1.0, ge=0)
     """Seconds before the first retry of a transient error; doubles per attempt."""
-    backoff_max: float = Field(60.0, ge=0)
+    backoff_max: float = Field(default=60.0, ge=0)
     """Cap, in seconds, of one transient-error backoff."""
-    min_interval: float = Field(0.0, ge=0)
+    min_interval: float = Field(default=0.0, ge=0)
     """Seconds between two requests (GitHub asks integrators to pace serial requests)."""
-    secondary_wait: float = Field(60.0, ge=0)
+    secondary_wait: float = Field(default=60.0, ge=0)
     """Seconds to wait on a secondary rate limit that names no `Retry-After` (GitHub: >= 60)."""
-    max_rate_limit_wait: float = Field(3900.0, ge=0)
+    max_rate_limit_wait: float = Field(default=3900.0, ge=0)
     """Longest rate-limit wait honoured, in seconds; longer raises `RateLimitExhausted`."""
     cache: bool = True
     """Keep an on-disk response cache and send conditional requests (ETag / If-Modified-Since)."""
@@ -54,15 +63,15 @@ class DiscoveryConfig(_Strict):
 
     language: str | None = None
     """Main language (GitHub's name, e.g. `Python`, `Go`); None = any."""
-    min_stars: int = Field(1000, ge=0)
-    min_forks: int = Field(200, ge=0)
-    min_issues: int = Field(200, ge=0)
+    min_stars: int = Field(default=1000, ge=0)
+    min_forks: int = Field(default=200, ge=0)
+    min_issues: int = Field(default=200, ge=0)
     """Issues ever opened (a search count, pull requests excluded)."""
-    min_pulls: int = Field(200, ge=0)
+    min_pulls: int = Field(default=200, ge=0)
     """Pull requests ever opened (a search count)."""
-    min_language_share: float = Field(0.6, ge=0, le=1)
+    min_language_share: float = Field(default=0.6, ge=0, le=1)
     """Share of the repository's code bytes in its main language (GET .../languages)."""
-    max_repos: int = Field(50, ge=1)
+    max_repos: int = Field(default=50, ge=1)
     """Repositories accepted per run at most (search results are read in order of stars)."""
     query: str = "archived:false"
     """Extra search qualifiers appended to the generated ones."""
@@ -78,8 +87,10 @@ class PairConfig(_Strict):
     link: Literal["keywords", "keywords+timeline"] = "keywords+timeline"
     """`keywords`: only closing keywords (`fixes #N`) link an issue. `keywords+timeline`: a bare
     `#N` mention also links when the issue's timeline shows this PR closed it."""
-    max_pulls_per_repo: int | None = Field(None, ge=1)
-    """Pull requests examined per repository and run (None = all in the window)."""
+    max_pulls_per_repo: int | None = Field(default=None, ge=1)
+    """Pull requests examined per repository and run (None = all in the window). A budget for
+    trial runs: the newest are examined and the watermark passes the rest, which only a run
+    without `since_last` (or with a higher budget and `revisit`) reaches later."""
     revisit: bool = False
     """Re-examine PRs already decided in an earlier run (cheap: the HTTP cache answers 304s)."""
 
@@ -99,12 +110,12 @@ QUALITY_RULES = ("problem_length", "issue_body", "patch_size", "patch_files", "s
 class QualityConfig(_Strict):
     """The rule-based quality score: a weighted share of passed rules, rejected below threshold."""
 
-    threshold: float = Field(0.7, ge=0, le=1)
-    min_problem_chars: int = Field(40, ge=0)
-    max_patch_lines: int = Field(600, ge=1)
+    threshold: float = Field(default=0.7, ge=0, le=1)
+    min_problem_chars: int = Field(default=40, ge=0)
+    max_patch_lines: int = Field(default=600, ge=1)
     """Added plus removed lines of the non-test patch."""
-    max_patch_files: int = Field(15, ge=1)
-    max_issues: int = Field(2, ge=1)
+    max_patch_files: int = Field(default=15, ge=1)
+    max_issues: int = Field(default=2, ge=1)
     weights: dict[str, float] = Field(default_factory=lambda: {
         "problem_length": 0.25, "issue_body": 0.15, "patch_size": 0.2, "patch_files": 0.1,
         "source_change": 0.15, "few_issues": 0.1, "issue_before_pr": 0.05})
@@ -148,6 +159,11 @@ class GitHubConfig(_Strict):
     api: ApiConfig = Field(default_factory=ApiConfig)
     repos: list[str] = Field(default_factory=list)
     """Repositories (`owner/name`) crawled as given, without discovery filters."""
+
+    @field_validator("repos")
+    @classmethod
+    def _slugs(cls, v: list[str]) -> list[str]:
+        return [_check_slug(x) for x in v]
     discovery: DiscoveryConfig | None = None
     """Search for more repositories (None = only `repos`)."""
     pairs: PairConfig = Field(default_factory=PairConfig)
@@ -164,8 +180,14 @@ class LocalRepoConfig(_Strict):
     """The mainline to walk (first parents only)."""
     single_commits: bool = True
     """Also take plain commits that change tests and code (not only merges / `(#N)` squashes)."""
-    max_commits: int | None = Field(None, ge=1)
+    max_commits: int | None = Field(default=None, ge=1)
     created_after: datetime | None = None
+    """Only commits made at or after this instant (git's `--since`, on the committer date)."""
+
+    @field_validator("repo")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        return _check_slug(v)
 
 
 class CrawlConfig(_Strict):

@@ -10,9 +10,11 @@ Writes under `WORKDIR/crawl/`:
 
 Both JSONL files are rewritten from the state database at the end of every run, so they hold
 the whole dataset without duplicates, however many runs fed it. `since_last=True` lists only
-PRs updated after each repository's watermark; items already decided are skipped either way
-(unless `pairs.revisit`), so a repeat crawl costs few calls. The watermark is PR `updated_at`,
-not `created_at`: a PR opened before the last run but merged after it is still found.
+PRs updated since each repository's watermark (listing stops at the first older one); items
+already decided are skipped either way (unless `pairs.revisit`), and unchanged pages come back
+as 304s, so a repeat crawl costs few calls. The watermark is PR `updated_at`, not
+`created_at`: a PR opened before the last run but merged after it is still found. A PR that
+failed with `infra_error` holds the watermark below it, so the next run retries it.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from pipeline.sources.cache import ResponseCache
 from pipeline.sources.client import make_github
 from pipeline.sources.config import CrawlConfig, GitHubConfig, load_crawl_config
 from pipeline.sources.discovery import discover
-from pipeline.sources.errors import RateLimitExhausted, SourceError
-from pipeline.sources.github import GitHubSource
+from pipeline.sources.errors import GitMiningError, RateLimitExhausted, SourceError
+from pipeline.sources.github import GitHubSource, last_update
 from pipeline.sources.gitlocal import mine
 from pipeline.sources.records import Outcome, Reject, instance_id
 from pipeline.sources.state import CrawlState
@@ -76,7 +78,8 @@ class _Run:
     """Bookkeeping of one run: records outcomes in the state DB and counts them."""
 
     def __init__(self, state: CrawlState, report: CrawlReport, now: Callable[[], datetime]):
-        self.state, self.report, self.now, self.reasons = state, report, now, Counter()
+        self.state, self.report, self.now = state, report, now
+        self.reasons: Counter[str] = Counter()
 
     def record(self, out: Outcome) -> None:
         self.state.record(out, self.report.run_id, self.now())
@@ -107,7 +110,10 @@ def _crawl_repo(src: GitHubSource, repo, run: _Run, since_last: bool) -> None:
     oldest_error: datetime | None = None
     examined = 0
     for pr in src.pulls(repo, since):
-        if instance_id(full, pr.number) not in done:
+        updated = last_update(pr)
+        key = instance_id(full, pr.number)
+        if key not in done:  # (a PR shifted onto the next page while listing is seen once)
+            done.add(key)
             if pairs.max_pulls_per_repo and examined >= pairs.max_pulls_per_repo:
                 break
             examined += 1
@@ -118,30 +124,32 @@ def _crawl_repo(src: GitHubSource, repo, run: _Run, since_last: bool) -> None:
             except Exception as e:  # one bad item never stops the crawl: it becomes a row
                 if not isinstance(e, (GithubException, requests.RequestException, SourceError)):
                     log.exception("%s#%d: unexpected error", full, pr.number)
-                out = _infra(instance_id(full, pr.number), full, "pull", pr.number, e,
-                             pr.created_at, pr.updated_at)
-                oldest_error = min(oldest_error or pr.updated_at, pr.updated_at)
+                out = _infra(key, full, "pull", pr.number, e, pr.created_at, updated)
+                oldest_error = min(oldest_error or updated, updated)
                 log.warning("%s#%d: %s", full, pr.number, out.reject.detail if out.reject else "")
             run.record(out)
-        newest = max(newest or pr.updated_at, pr.updated_at)
+        newest = max(newest or updated, updated)
     mark = newest if oldest_error is None else oldest_error - timedelta(microseconds=1)
     state.set_watermark("github", full, mark, run.now())
 
 
 def _repositories(src: GitHubSource, cfg: GitHubConfig, run: _Run):
+    """Explicit repositories, then discovered ones; failures and rejects are recorded."""
     seen = set()
     for name in cfg.repos:
         try:
             repo = src.gh.get_repo(name)
-        except GithubException as e:
-            reason = "repo_not_found" if e.status == 404 else "infra_error"
-            run.record(Outcome(key=f"repo:{name}", repo=name, kind="repo", number=None, created_at=None,
-                               reject=Reject(key=f"repo:{name}", repo=name, kind="repo",
-                                             reason=reason, detail=str(e.status))))  # type: ignore[arg-type]
+        except (GithubException, requests.RequestException) as e:
+            out = _infra(f"repo:{name}", name, "repo", None, e)
+            if getattr(e, "status", None) == 404 and out.reject is not None:
+                out.reject.reason = "repo_not_found"
+            run.record(out)
             continue
         seen.add(repo.full_name.lower())
         yield repo
-    if cfg.discovery is not None:
+    if cfg.discovery is None:
+        return
+    try:
         for repo, verdict in discover(src.gh, cfg.discovery):
             if repo.full_name.lower() in seen:
                 continue
@@ -152,6 +160,8 @@ def _repositories(src: GitHubSource, cfg: GitHubConfig, run: _Run):
                 continue
             seen.add(repo.full_name.lower())
             yield repo
+    except (GithubException, requests.RequestException) as e:  # search or filter calls failed
+        run.record(_infra("discovery", "*", "repo", None, e))
 
 
 def _crawl_github(cfg: GitHubConfig, out_dir: Path, rules: TestPathRules, run: _Run,
@@ -181,9 +191,10 @@ def crawl(config: CrawlConfig | Path | str, workdir: Path | str, *, since_last: 
     repository's watermark. `counter`: receives the API counts (also in the report).
     `clock` / `sleep` / `environ`: injectable time and environment (the token is read from
     `environ[api.token_env]`, default `os.environ`). Item-level API failures become
-    `infra_error` rows; a rate-limit wait beyond `api.max_rate_limit_wait` stops the run
-    cleanly (`report.stopped`). Raises SourceError subclasses for setup problems,
-    pydantic.ValidationError for a bad config file.
+    `infra_error` rows (so does a repository that cannot be listed, a failed search, a broken
+    local mirror); a rate-limit wait beyond `api.max_rate_limit_wait` stops the run cleanly
+    (`report.stopped`). Raises TransportUnavailable (PyGithub incompatible),
+    pydantic.ValidationError (bad config file), duckdb errors (state file locked by another run).
     """
     cfg = config if isinstance(config, CrawlConfig) else load_crawl_config(config)
     out_dir = Path(workdir).expanduser().absolute() / "crawl"
@@ -201,8 +212,11 @@ def crawl(config: CrawlConfig | Path | str, workdir: Path | str, *, since_last: 
                 _crawl_github(cfg.github, out_dir, rules, run, since_last, counter, clock, sleep, environ)
             for local in cfg.local:
                 skip = set() if cfg.github and cfg.github.pairs.revisit else state.final_keys(local.repo)
-                for out in mine(local, rules, skip):
-                    run.record(out)
+                try:
+                    for out in mine(local, rules, skip):
+                        run.record(out)
+                except GitMiningError as e:  # a broken mirror is a row, the others still run
+                    run.record(_infra(f"repo:{local.repo}", local.repo, "repo", None, e))
         except RateLimitExhausted as e:
             report.stopped = str(e)
             log.error("crawl stopped: %s", e)

@@ -35,7 +35,9 @@ def search_query(cfg: DiscoveryConfig) -> str:
 
 
 def language_share(languages: dict[str, int], language: str | None) -> float:
-    """Share (0..1) of code bytes in `language` (case-insensitive); 0.0 without data."""
+    """Share (0..1) of code bytes in `language` (case-insensitive); 0.0 without data.
+    Non-integer values are ignored (PyGithub adds the request's `url` to the mapping)."""
+    languages = {k: v for k, v in languages.items() if isinstance(v, int)}
     total = sum(languages.values())
     if not total or not language:
         return 0.0

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 
 from github import Github, GithubException, UnknownObjectException
 from github.Issue import Issue
@@ -38,6 +38,12 @@ from pipeline.sources.testpaths import TestPathRules, split_diff
 log = logging.getLogger(__name__)
 
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def last_update(pr: PullRequest) -> datetime:
+    """The PR's `updated_at` (its `created_at`, or the epoch, when GitHub left it out)."""
+    return pr.updated_at or pr.created_at or _EPOCH
 
 
 class GitHubSource:
@@ -56,9 +62,10 @@ class GitHubSource:
         Costs one call per page of `api.per_page` PRs."""
         floor = self.cfg.pairs.created_after
         for pr in repo.get_pulls(state="closed", sort="updated", direction="desc"):
-            if since is not None and pr.updated_at <= since:
-                return
-            if floor is not None and pr.updated_at < floor:
+            updated = last_update(pr)
+            # strictly older only: a PR updated in the watermark's own second is listed again
+            # (and skipped by the crawler when already decided), never lost
+            if (since is not None and updated < since) or (floor is not None and updated < floor):
                 return
             yield pr
 
@@ -68,7 +75,7 @@ class GitHubSource:
         Raises github.GithubException / requests exceptions on API failures."""
         full = repo.full_name
         out = Outcome(key=instance_id(full, pr.number), repo=full, kind="pull",
-                      number=pr.number, created_at=pr.created_at, updated_at=pr.updated_at)
+                      number=pr.number, created_at=pr.created_at, updated_at=last_update(pr))
 
         def reject(reason: str, detail: str = "") -> Outcome:
             out.reject = Reject(key=out.key, repo=full, kind="pull", number=pr.number,
@@ -79,9 +86,10 @@ class GitHubSource:
         pairs = self.cfg.pairs
         if pr.merged_at is None:
             return reject("not_merged")
-        if (pairs.created_after and pr.created_at < pairs.created_after) or \
-                (pairs.created_before and pr.created_at >= pairs.created_before):
-            return reject("outside_window", f"created {iso_utc(pr.created_at)}")
+        created = pr.created_at or last_update(pr)
+        if (pairs.created_after and created < pairs.created_after) or \
+                (pairs.created_before and created >= pairs.created_before):
+            return reject("outside_window", f"created {iso_utc(created)}")
         refs = find_issue_refs(full, [pr.title, pr.body], pr.number)
         weak = refs.weak if pairs.link == "keywords+timeline" else ()
         if not refs.strong and not weak:
@@ -111,7 +119,7 @@ class GitHubSource:
         out.row = make_instance_row(
             repo=full, suffix=pr.number, base_commit=pr.base.sha, patch=patch,
             test_patch=test_patch, problem_statement=problem, hints_text=hints,
-            created_at=pr.created_at, language=repo.language, source="github",
+            created_at=created, language=repo.language, source="github",
             pull_number=pr.number, issue_numbers=[i.number for i in issues],
             quality_score=q.score)
         return out

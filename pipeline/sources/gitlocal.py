@@ -39,8 +39,9 @@ def git(git_dir: Path, *args: str, timeout: float = 300) -> str:
     cmd = ["git", "--git-dir", str(git_dir), "-c", "core.quotepath=false", "-c", "color.ui=never",
            *args]
     try:
+        env = {"GIT_TERMINAL_PROMPT": "0", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         r = subprocess.run(cmd, capture_output=True, text=True, errors="surrogateescape",
-                           timeout=timeout, env={"GIT_TERMINAL_PROMPT": "0", "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+                           timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise GitMiningError(f"{' '.join(cmd[3:])}: {e}") from e
     if r.returncode != 0:
@@ -81,6 +82,13 @@ def classify(parents: list[str], message: str, sha: str, single_commits: bool) -
     return sha[:7] if single_commits else None
 
 
+def _reject(out: Outcome, reason: str, detail: str) -> Outcome:
+    out.reject = Reject(key=out.key, repo=out.repo, kind="commit", reason=reason,  # type: ignore[arg-type]
+                        detail=detail, number=out.number, source="git",
+                        created_at=iso_utc(out.created_at) if out.created_at else None)
+    return out
+
+
 def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
          skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Outcome]:
     """Outcomes (instance rows and rejects) of the mirror `cfg.git_dir`, newest first.
@@ -104,23 +112,17 @@ def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
         if key in seen:
             key = out.key = instance_id(cfg.repo, sha[:7])
         seen.add(key)
-
-        def reject(reason: str, detail: str = "") -> Outcome:
-            out.reject = Reject(key=out.key, repo=cfg.repo, kind="commit", reason=reason,  # type: ignore[arg-type]
-                                detail=detail, number=out.number, created_at=iso_utc(when),
-                                source="git")
-            return out
-
         if suffix is None:
-            yield reject("not_pr_like", f"{sha[:12]}: {message.splitlines()[0][:120]}")
+            subject = (message.splitlines() or [""])[0]
+            yield _reject(out, "not_pr_like", f"{sha[:12]}: {subject[:120]}")
             continue
         diff = git(git_dir, "diff", "--no-ext-diff", "--no-textconv", "-M", parents[0], sha, "--")
         patch, test_patch = split_diff(diff, rules)
         if not test_patch:
-            yield reject("no_test_change", sha[:12])
+            yield _reject(out, "no_test_change", sha[:12])
             continue
         if not patch:
-            yield reject("no_code_change", sha[:12])
+            yield _reject(out, "no_code_change", sha[:12])
             continue
         out.row = make_instance_row(
             repo=cfg.repo, suffix=out.key.rsplit("-", 1)[1], base_commit=parents[0], patch=patch,

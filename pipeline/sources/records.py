@@ -8,7 +8,7 @@ Instance rows are validated through `agents.models.Instance` and carry SWE-bench
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -74,7 +74,6 @@ class Outcome:
     row: dict[str, Any] | None = None
     reject: Reject | None = None
     source: str = "github"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def status(self) -> Status:

@@ -126,7 +126,7 @@ def file_sections(diff: str) -> list[str]:
     starts = [m.start() for m in re.finditer(r"^diff --git ", diff, flags=re.M)]
     if not starts:
         return [diff] if diff.strip() else []
-    return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)])]
+    return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)], strict=True)]
 
 
 def split_diff(diff: str, rules: TestPathRules | None = None) -> tuple[str, str]:

@@ -47,13 +47,15 @@ def load_world(directory: Path = FIXTURES) -> dict:
 @dataclass
 class Fault:
     """A queued failure: `kind` primary | secondary | server_error | drop, applied to the next
-    `times` requests whose path contains `path_contains`."""
+    `times` requests whose path contains `path_contains`. A secondary limit answers `status`
+    (429, or 403 as GitHub also does) with `Retry-After: retry_after`."""
 
     kind: str
     path_contains: str = ""
     times: int = 1
     retry_after: int = 7
     reset_in: int = 30
+    status: int = 429
 
 
 def _strip(obj: dict) -> dict:
@@ -82,7 +84,7 @@ class FakeGitHub:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
     def __enter__(self) -> FakeGitHub:
         self._thread.start()
@@ -174,6 +176,7 @@ def _last_modified(body) -> str | None:
 def _handler(server: FakeGitHub):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else headers and body wait on delayed ACKs (40 ms)
 
         def log_message(self, *args) -> None:  # quiet
             pass
@@ -204,9 +207,10 @@ def _handler(server: FakeGitHub):
             if f.kind == "primary":
                 self._send(403, {"message": "API rate limit exceeded for user ID 7.",
                                  "documentation_url": "https://docs.github.com/rest/rate-limit"},
-                           {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + f.reset_in)})
+                           {"X-RateLimit-Remaining": "0",
+                            "X-RateLimit-Reset": str(int(time.time()) + f.reset_in)})
             elif f.kind == "secondary":
-                self._send(429, {"message": "You have exceeded a secondary rate limit."},
+                self._send(f.status, {"message": "You have exceeded a secondary rate limit."},
                            {"Retry-After": str(f.retry_after)})
             else:
                 self._send(502, {"message": "Server Error"}, {})
@@ -225,8 +229,9 @@ def _handler(server: FakeGitHub):
                 headers["ETag"] = etag
             if last_mod:
                 headers["Last-Modified"] = last_mod
-            if (server.etags and inm == etag) or (inm is None and ims and last_mod and
-                                                 parsedate_to_datetime(last_mod) <= parsedate_to_datetime(ims)):
+            unchanged_since = bool(inm is None and ims and last_mod and
+                                   parsedate_to_datetime(last_mod) <= parsedate_to_datetime(ims))
+            if (server.etags and inm == etag) or unchanged_since:
                 self._send(304, None, headers)
                 return
             self._send(200, raw, headers)
@@ -236,6 +241,7 @@ def _handler(server: FakeGitHub):
                 with server.lock:
                     server.remaining = max(0, server.remaining - 1)
             raw = b"" if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
+            self._log(status)  # before answering: a client may look at the log right after
             self.send_response(status)
             hdrs = {"Content-Type": "application/json; charset=utf-8", "X-RateLimit-Limit": "5000",
                     "X-RateLimit-Remaining": str(server.remaining),
@@ -247,7 +253,6 @@ def _handler(server: FakeGitHub):
             self.end_headers()
             if status != 304:
                 self.wfile.write(raw)
-            self._log(status)
 
         def _log(self, status: int) -> None:
             with server.lock:
@@ -344,7 +349,8 @@ def route(server: FakeGitHub, target: str, headers) -> tuple[int, object, dict]:
     if rest == "/pulls":
         state = query.get("state", ["open"])[0]
         items = [p for p in pulls.values() if state == "all" or p.get("state", "closed") == state]
-        key = {"updated": "updated_at", "created": "created_at"}.get(query.get("sort", ["created"])[0], "created_at")
+        sort = query.get("sort", ["created"])[0]
+        key = {"updated": "updated_at", "created": "created_at"}.get(sort, "created_at")
         items.sort(key=lambda p: (p[key], p["number"]), reverse=query.get("direction", ["desc"])[0] == "desc")
         page, link = paginate(server, path, query, [server.render_pull(full, p) for p in items])
         return 200, page, link
@@ -367,7 +373,9 @@ def route(server: FakeGitHub, target: str, headers) -> tuple[int, object, dict]:
         n = int(m.group(1))
         issue = issues.get(n)
         if issue is None:
-            return (200, server._pull_as_issue(full, pulls[n]), {}) if n in pulls and not m.group(2) else _NOT_FOUND
+            if n in pulls and not m.group(2):  # a PR number asked as an issue
+                return 200, server._pull_as_issue(full, pulls[n]), {}
+            return _NOT_FOUND
         if m.group(2) == "/comments":
             page, link = paginate(server, path, query, [
                 {"id": 3 * 10**6 + n * 100 + k, "user": {"login": c.get("user", "someone"), "id": 9},
@@ -401,7 +409,8 @@ def _files(diff: str) -> list[dict]:
         lines = section.splitlines()
         adds = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
         dels = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
-        status = "added" if "new file mode" in section else "removed" if "deleted file mode" in section else "modified"
+        status = ("added" if "new file mode" in section else
+                  "removed" if "deleted file mode" in section else "modified")
         out.append({"filename": m.group(2), "status": status, "additions": adds, "deletions": dels,
                     "changes": adds + dels, "patch": "@@" + body[1] if len(body) > 1 else ""})
     return out

@@ -49,8 +49,11 @@ def _pull_and_issue(repo: str, lang_idx: int, k: int, case: str, rng: random.Ran
             "weak_bad": f"Related to #{issue_n}, but does not close it.",
             "no_issue": "Routine maintenance."}.get(case, f"Fixes #{issue_n}")
     first_commit = created - timedelta(hours=1)
-    comments = [{"body": f"I can reproduce this ({k}).", "created_at": _iso(first_commit - timedelta(hours=2))},
-                {"body": f"Fixed by the PR, thanks ({k}).", "created_at": _iso(merged + timedelta(minutes=1))}]
+    author = {"name": "Dev", "email": "dev@example.org", "date": _iso(first_commit)}
+    comments = [{"body": f"I can reproduce this ({k}).",
+                 "created_at": _iso(first_commit - timedelta(hours=2))},
+                {"body": f"Fixed by the PR, thanks ({k}).",
+                 "created_at": _iso(merged + timedelta(minutes=1))}]
     timeline = [{"event": "cross-referenced", "created_at": _iso(created),
                  "source": {"issue": {"number": pr_n}}}]
     if case in ("good", "weak_ok", "no_tests", "no_code", "low_quality"):
@@ -62,15 +65,16 @@ def _pull_and_issue(repo: str, lang_idx: int, k: int, case: str, rng: random.Ran
             "merge_commit_sha": merge_sha, "base": {"sha": f"{rng.getrandbits(160):040x}"},
             "head": {"sha": f"{rng.getrandbits(160):040x}"}, "_diff": diff,
             "_commits": [{"sha": f"{rng.getrandbits(160):040x}",
-                          "commit": {"message": f"fix case {k}",
-                                     "author": {"name": "Dev", "email": "dev@example.org", "date": _iso(first_commit)},
-                                     "committer": {"name": "Dev", "email": "dev@example.org", "date": _iso(first_commit)}}}]}
+                          "commit": {"message": f"fix case {k}", "author": author, "committer": author}}]}
     low = case == "low_quality"
     issue = {"number": issue_n, "title": "bug" if low else f"Crash when input {k} is empty",
-             "body": "" if low else f"Calling `f({k})` with an empty value raises.\n\n```\nTraceback ...\nValueError\n```",
+             "body": "" if low else
+             f"Calling `f({k})` with an empty value raises.\n\n```\nTraceback ...\nValueError\n```",
              "state": "open" if case == "weak_bad" and k % 2 else "closed",
-             "created_at": _iso(created - timedelta(days=2)), "updated_at": _iso(merged + timedelta(minutes=1)),
-             "closed_at": _iso(merged + timedelta(seconds=5)), "_comments": comments, "_timeline": timeline,
+             "created_at": _iso(created - timedelta(days=2)),
+             "updated_at": _iso(merged + timedelta(minutes=1)),
+             "closed_at": _iso(merged + timedelta(seconds=5)), "_comments": comments,
+             "_timeline": timeline,
              "_case": case}
     pull["_case"] = case
     return pull, issue

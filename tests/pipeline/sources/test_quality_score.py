@@ -1,0 +1,50 @@
+"""The rule-based quality score."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from pipeline.sources.config import QualityConfig
+from pipeline.sources.quality import Candidate, score
+
+T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
+PATCH = "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+DOCS = "diff --git a/docs/a.md b/docs/a.md\n--- a/docs/a.md\n+++ b/docs/a.md\n@@ -1 +1 @@\n-x\n+y\n"
+
+
+def _cand(**kw) -> Candidate:
+    base = dict(problem_statement="Crash when the input is empty\nCalling f('') raises ValueError.\n",
+                issue_bodies=("Calling f('') raises ValueError.",), patch=PATCH, test_patch="t",
+                issue_created=(T0,), pr_created=T0.replace(day=2))
+    return Candidate(**{**base, **kw})
+
+
+def test_a_good_candidate_passes_every_rule():
+    q = score(_cand(), QualityConfig())
+    assert q.score == 1.0 and q.passed and q.failed == ()
+
+
+def test_low_quality_is_rejected_with_the_failed_rules():
+    q = score(_cand(problem_statement="bug\n\n", issue_bodies=("",)), QualityConfig())
+    assert not q.passed and q.failed == ("problem_length", "issue_body") and q.score == 0.6
+
+
+@pytest.mark.parametrize("kw, rule", [
+    (dict(patch=DOCS), "source_change"),
+    (dict(issue_bodies=("https://example.org/log.txt",)), "issue_body"),
+    (dict(issue_created=(T0.replace(day=3),)), "issue_before_pr"),
+    (dict(issue_bodies=("a", "b", "c"), issue_created=(T0,) * 3), "few_issues"),
+])
+def test_single_rules(kw, rule):
+    assert score(_cand(**kw), QualityConfig()).failed == (rule,)
+
+
+def test_patch_limits_and_threshold_from_config():
+    cfg = QualityConfig(max_patch_lines=1, threshold=0.9)
+    q = score(_cand(), cfg)
+    assert q.failed == ("patch_size",) and not q.passed
+    assert score(_cand(), QualityConfig(max_patch_lines=1, threshold=0.5)).passed
+    with pytest.raises(ValueError):
+        QualityConfig(weights={"typo_rule": 1.0})
