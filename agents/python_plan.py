@@ -198,3 +198,36 @@ def pretend_version(instance: Instance, tree: GitTree, profile_version: str | No
     if tag and re.search(r"\d+\.\d+", tag):
         return re.search(r"\d+(\.\d+)+", tag).group(0)  # type: ignore[union-attr]
     return profile_version
+
+
+_PYTEST_RELEASES = ("4.6", "4.6.11", "5.0", "5.2", "5.4.3", "6.0", "6.1", "6.2", "6.2.5", "7.0", "7.1", "7.1.3",
+                    "7.2", "7.3", "7.4", "8.0", "8.1", "8.2", "8.3", "8.4", "9.0")
+PYTEST_FLOOR = {"3.9": "4.6", "3.10": "6.2.5", "3.11": "7.2", "3.12": "7.4", "3.13": "8.2"}
+"""Oldest pytest that runs on each interpreter (older ones crash at start-up or lack `-o`)."""
+
+
+def relax_test_pins(reqs: list[str], python: str) -> tuple[list[str], list[str]]:
+    """Replace pins of pytest older than the interpreter supports by a floor (`pytest>=X`).
+
+    The date bound still picks the era's release above the floor. Returns (requirements,
+    notes); other requirements pass through unchanged.
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import Version
+
+    floor = PYTEST_FLOOR.get(python)
+    out, notes = [], []
+    for raw in reqs:
+        try:
+            req = Requirement(raw)
+        except InvalidRequirement:
+            out.append(raw)
+            continue
+        later = [v for v in _PYTEST_RELEASES if floor and Version(v) >= Version(floor)]
+        if floor and req.name.lower() in ("pytest", "py.test") and req.specifier and \
+                not any(req.specifier.contains(v, prereleases=True) for v in later):
+            out.append(f"pytest>={floor}")
+            notes.append(f"{raw} cannot run on Python {python}: using pytest>={floor}")
+        else:
+            out.append(raw)
+    return out, notes

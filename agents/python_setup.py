@@ -27,7 +27,8 @@ from agents.analysis import RepoProfile, req_name
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
 from agents.python_plan import (HEAVY_COMPILED, PY, SKIP_TEST_DEPS, VENV, PythonChoice, UvOptions, lifted_date,
-                                project_target, runtime_env, test_requirements, toolchain_spec)
+                                project_target, relax_test_pins, runtime_env, test_requirements,
+                                toolchain_spec)
 from envpool.sandbox import ExecResult, Sandbox
 
 MAX_REPAIRS = 6
@@ -226,7 +227,9 @@ class PythonEnvBuilder:
         file_reqs: list[str] = []
         for f in p.requirement_files[:3]:
             file_reqs += requirement_file_lines(self.tree, f)
-        file_reqs = list(dict.fromkeys(file_reqs))
+        file_reqs, relaxed = relax_test_pins(list(dict.fromkeys(file_reqs)), self.choice.version)
+        for note in relaxed:
+            self.steps.append(StepRecord(agent="setup", rule="relax-test-pins", note=note))
         pytest_req = [] if any((req_name(x) or "").lower() == "pytest" for x in file_reqs) else ["pytest"]
         installed_project = False
         if p.installable:

@@ -83,6 +83,8 @@ class ObstacleRule(BaseModel):
     ecosystems: list[Ecosystem]
     query: str = Field(min_length=3)
     when: Condition = Field(default_factory=Condition)
+    weight: float = Field(default=1.0, gt=0)
+    """The weight of this query's ranked list in the fusion (generic rules: below 1)."""
 
 
 class ObstacleRules(BaseModel):
@@ -140,11 +142,10 @@ class ObstacleRules(BaseModel):
             return False
         return True
 
-    def queries(self, ctx: RepoContext) -> list[tuple[str, str]]:
-        """(rule id, query text) for every rule of the context's ecosystem that holds."""
+    def queries(self, ctx: RepoContext) -> list[ObstacleRule]:
+        """The rules of the context's ecosystem family that hold for `ctx`, in file order."""
         fam = family(ctx.ecosystem)
-        return [(r.id, r.query) for r in self.rules
-                if set(r.ecosystems) & set(fam) and self.holds(r.when, ctx)]
+        return [r for r in self.rules if set(r.ecosystems) & set(fam) and self.holds(r.when, ctx)]
 
 
 def caps_below(spec: str | None, version: str) -> bool:

@@ -25,6 +25,8 @@ from agents.memory.store import ExperienceStore
 from agents.memory.text import clean, error_excerpt, signature_for
 from agents.models import StepRecord
 
+MIN_ERROR_CHARS = 10
+"""A failed step with less output than this teaches nothing (no error text to recognise)."""
 _EXP_REF = re.compile(r"^experience\s+([a-z0-9][a-z0-9._-]*)\s*$")
 
 
@@ -90,7 +92,7 @@ def attempt_chains(trajectory: Sequence[StepRecord], cfg: DistilConfig | None = 
 def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem: str, instance_id: str,
            negative: bool) -> Experience | None:
     text = clean(step.output_excerpt)
-    if not text.strip():
+    if len(text.strip()) < MIN_ERROR_CHARS:
         return None
     sig = signature_for(text)
     digest = hashlib.sha1(f"{ecosystem}|{sig}|{actions_key(actions)}|{negative}".encode()).hexdigest()[:12]

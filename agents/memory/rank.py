@@ -23,7 +23,7 @@ def rrf(rankings: Sequence[Sequence[H]], k: int = RRF_K, weights: Sequence[float
 
     Args:
         rankings: lists of document keys, best first; a key may appear in any number of lists
-            (a repeat inside one list counts at its first position only).
+            (repeats inside one list are dropped before ranking).
         k: the RRF constant (60 in the paper); must be >= 0.
         weights: optional weight per list (default 1.0 each).
 
@@ -40,11 +40,8 @@ def rrf(rankings: Sequence[Sequence[H]], k: int = RRF_K, weights: Sequence[float
     scores: dict[H, float] = {}
     for li, ranking in enumerate(rankings):
         w = 1.0 if weights is None else float(weights[li])
-        seen: set[H] = set()
-        for rank, key in enumerate(ranking, start=1):
-            if key in seen:
-                continue
-            seen.add(key)
+        unique = list(dict.fromkeys(ranking))
+        for rank, key in enumerate(unique, start=1):
             scores[key] = scores.get(key, 0.0) + w / (k + rank)
     order = {key: i for i, key in enumerate(scores)}
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
@@ -73,14 +70,19 @@ class BM25Index:
             return np.zeros(self.size, dtype=np.float32)
         return np.asarray(self._bm.get_scores(list(query)), dtype=np.float32)
 
-    def rank(self, query: Sequence[str], mask: np.ndarray | None = None, depth: int = 50) -> list[int]:
-        """Indices of the documents with a positive score, best first, at most `depth`;
-        `mask` (bool array) keeps only the documents where it is True."""
+    def rank(self, query: Sequence[str], mask: np.ndarray | None = None, depth: int = 50,
+             min_relative: float = 0.0) -> list[int]:
+        """Indices of the documents with a positive score, best first, at most `depth`.
+
+        `mask` (bool array) keeps only the documents where it is True; `min_relative` in [0, 1]
+        drops documents scoring below that fraction of the best score (keeps a list to its
+        strong matches, so incidental word overlaps do not accumulate under fusion)."""
         s = self.scores(query)
         if mask is not None:
             s = np.where(mask, s, 0.0)
         idx = np.argsort(-s, kind="stable")[:depth]
-        return [int(i) for i in idx if s[i] > 0]
+        floor = max(float(s[idx[0]]) * min_relative, 0.0) if len(idx) else 0.0
+        return [int(i) for i in idx if s[i] > 0 and s[i] >= floor]
 
 
 class Embedder(Protocol):

@@ -30,8 +30,10 @@ class RetrievalConfig(BaseModel):
     """How many entries a retrieval returns."""
     rrf_k: int = Field(default=RRF_K, ge=0)
     """The Reciprocal Rank Fusion constant (60, Cormack et al. 2009)."""
-    depth: int = Field(default=50, ge=1)
+    depth: int = Field(default=10, ge=1)
     """How deep each ranked list goes before fusion."""
+    min_relative_score: float = Field(default=0.5, ge=0.0, le=1.0)
+    """A context query's list keeps only entries scoring at least this fraction of its best."""
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     embeddings: bool = False
@@ -89,8 +91,8 @@ class Retriever:
         m = np.ones(len(self.entries), dtype=bool) if not ecosystem else np.isin(self._eco, family(ecosystem))
         return m if neg_ok else m & ~self._neg
 
-    def _lists(self, query: str, mask: np.ndarray) -> list[list[int]]:
-        lists = [self._bm25.rank(tokenize(query), mask, self.config.depth)]
+    def _lists(self, query: str, mask: np.ndarray, min_relative: float = 0.0) -> list[list[int]]:
+        lists = [self._bm25.rank(tokenize(query), mask, self.config.depth, min_relative)]
         if self._dense is not None:
             lists.append(self._dense.rank(query, mask, self.config.depth, self.config.min_similarity))
         return lists
@@ -106,18 +108,20 @@ class Retriever:
                  extra_queries: Sequence[str] = ()) -> list[Hit]:
         """Context-aware retrieval: likely-obstacle queries for `ctx` (plus `extra_queries`), one
         ranked list per query, fused by RRF; the top `k` of the context's ecosystem family."""
-        queries = self.rules.queries(ctx) + [(q, q) for q in extra_queries]
+        queries = [(r.id, r.query, r.weight) for r in self.rules.queries(ctx)] + [(q, q, 1.0) for q in extra_queries]
         mask = self.mask(ctx.ecosystem, include_negative)
         lists: list[list[int]] = []
+        weights: list[float] = []
         found_by: dict[int, list[str]] = {}
-        for qid, text in queries:
-            for ranking in self._lists(text, mask):
+        for qid, text, weight in queries:
+            for ranking in self._lists(text, mask, self.config.min_relative_score):
                 lists.append(ranking)
+                weights.append(weight)
                 for i in ranking:
                     found_by.setdefault(i, [])
                     if qid not in found_by[i]:
                         found_by[i].append(qid)
-        fused = rrf(lists, k=self.config.rrf_k)[: k or self.config.k]
+        fused = rrf(lists, k=self.config.rrf_k, weights=weights)[: k or self.config.k]
         return [Hit(experience=self.entries[i], score=s, via="fused", queries=found_by[i]) for i, s in fused]
 
     def signature_matches(self, error_text: str, ecosystem: str | None = None,

@@ -29,6 +29,8 @@ CREATE TABLE IF NOT EXISTS experiences (
     times_worked INTEGER NOT NULL, body JSON NOT NULL, updated_at TIMESTAMP NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
 """
+_ROW_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = "INSERT OR REPLACE INTO experiences VALUES " + _ROW_MARKS
 
 
 class UnknownExperience(ExperienceMemoryError, KeyError):
@@ -102,11 +104,13 @@ class ExperienceStore:
         return int(self._con.execute("SELECT count(*) FROM experiences").fetchone()[0])
 
     # -- writes ----------------------------------------------------------------------------
+    @staticmethod
+    def _row(exp: Experience) -> list:
+        return [exp.id, exp.ecosystem, exp.negative, exp.provenance.source, exp.error_signature, exp.times_applied,
+                exp.times_worked, exp.model_dump_json(), datetime.now(timezone.utc)]
+
     def _write(self, exp: Experience) -> None:
-        self._con.execute(
-            "INSERT OR REPLACE INTO experiences VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [exp.id, exp.ecosystem, exp.negative, exp.provenance.source, exp.error_signature,
-             exp.times_applied, exp.times_worked, exp.model_dump_json(), datetime.now(timezone.utc)])
+        self._con.execute(_INSERT, self._row(exp))
         self.revision += 1
 
     def add(self, exp: Experience) -> None:
@@ -116,32 +120,44 @@ class ExperienceStore:
                 raise DuplicateExperience(f"experience {exp.id!r} already stored")
             self._write(exp)
 
+    @staticmethod
+    def _merge(new: Experience, old: Experience | None) -> Experience:
+        """`new` with `old`'s counters and provenance instance ids (when there is an old row)."""
+        if old is None:
+            return new
+        ids = list(dict.fromkeys(old.provenance.instance_ids + new.provenance.instance_ids))
+        return new.model_copy(update={"times_applied": old.times_applied, "times_worked": old.times_worked,
+                                      "provenance": new.provenance.model_copy(update={"instance_ids": ids})})
+
     def upsert(self, exp: Experience, keep_counters: bool = False) -> Experience:
         """Insert or replace `exp`; with `keep_counters`, an existing row's times_applied /
         times_worked and provenance instance ids survive (used when reloading seeds).
         Returns the entry as stored."""
         with self._lock:
-            old = self.get(exp.id) if keep_counters else None
-            if old is not None:
-                ids = list(dict.fromkeys(old.provenance.instance_ids + exp.provenance.instance_ids))
-                exp = exp.model_copy(update={"times_applied": old.times_applied, "times_worked": old.times_worked,
-                                             "provenance": exp.provenance.model_copy(update={"instance_ids": ids})})
+            exp = self._merge(exp, self.get(exp.id) if keep_counters else None)
             self._write(exp)
             return exp
 
     def add_many(self, entries: Iterable[Experience], keep_counters: bool = True) -> int:
-        """Upsert every entry (in one transaction); returns how many were written."""
-        n = 0
-        self._con.execute("BEGIN TRANSACTION")
-        try:
-            for exp in entries:
-                self.upsert(exp, keep_counters=keep_counters)
-                n += 1
-            self._con.execute("COMMIT")
-        except BaseException:
-            self._con.execute("ROLLBACK")
-            raise
-        return n
+        """Upsert every entry (counters kept as in `upsert`); returns the count. Ids must be unique
+        within `entries`."""
+        entries = list(entries)
+        if not entries:
+            return 0
+        with self._lock:
+            old: dict[str, Experience] = {}
+            if keep_counters:
+                marks = ", ".join("?" * len(entries))
+                rows = self._con.execute(f"SELECT id, body FROM experiences WHERE id IN ({marks})",
+                                         [e.id for e in entries]).fetchall()
+                old = {r[0]: Experience.model_validate_json(r[1]) for r in rows}
+            rows = [self._row(self._merge(e, old.get(e.id))) for e in entries]
+            for start in range(0, len(rows), 500):  # one multi-row statement per chunk (executemany is slow)
+                chunk = rows[start:start + 500]
+                sql = "INSERT OR REPLACE INTO experiences VALUES " + ", ".join([_ROW_MARKS] * len(chunk))
+                self._con.execute(sql, [v for row in chunk for v in row])
+            self.revision += 1
+        return len(entries)
 
     def load_seed(self, directory: Path | str = SEED_DIR) -> int:
         """Load (or refresh) the seed set from `directory`, keeping learned counters.

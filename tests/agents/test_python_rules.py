@@ -193,3 +193,12 @@ def test_sparse_archive_leaves_out_blobs_the_mirror_lacks(tmp_path):
     data = GitTree(tree.git_dir, tree.commit).archive()
     names = tarfile.open(fileobj=io.BytesIO(data)).getnames()
     assert "small.py" in names and "big.bin" not in names
+
+
+def test_pytest_pins_too_old_for_the_interpreter_are_raised_to_a_floor():
+    from agents.python_plan import relax_test_pins
+
+    reqs, notes = relax_test_pins(["pytest==2.3.4", "pytest~=7.1", "pytest<5", "requests==2.0"], "3.9")
+    assert reqs == ["pytest>=4.6", "pytest~=7.1", "pytest<5", "requests==2.0"]  # psf/requests pins 2.3.4
+    assert len(notes) == 1 and "2.3.4" in notes[0]
+    assert relax_test_pins(["pytest==6.2.5"], "3.11")[0] == ["pytest>=7.2"]
