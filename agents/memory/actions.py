@@ -15,8 +15,19 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
-from agents.memory.models import (Action, AptAction, EnvAction, Experience, InstallAction, PinAction, ShellAction,
-                                  TestArgAction, ToolchainAction, UvLiftAction, UvOptionAction)
+from agents.memory.models import (
+    Action,
+    AptAction,
+    EnvAction,
+    Experience,
+    InstallAction,
+    PinAction,
+    ShellAction,
+    TestArgAction,
+    ToolchainAction,
+    UvLiftAction,
+    UvOptionAction,
+)
 from agents.memory.text import clean
 
 _ACTION = TypeAdapter(Action)

@@ -121,33 +121,41 @@ class ExperienceMemory:
         Only entries whose error_signature matches the text are used unless `signature_only` is
         false (then BM25 hits follow). Placeholders are bound from the signature's groups, the
         error (`site_package`, `missing_module`) and `variables` (the caller's facts, e.g.
-        project_version, ca_bundle, commit_date); `variables` win. Plans whose actions equal a
-        matching negative entry's (known not to work) are left out, as are plans with no action.
+        project_version, ca_bundle, commit_date); `variables` win. A plan is left out when it has no
+        action, or when matching negative entries with the same actions failed at least as often
+        as the entry worked (known not to work here).
         """
         hits = self.retriever.retrieve_for_error(error_text, ecosystem, k=max(k * 4, 10), include_negative=True)
-        failed = set()
+        failed: dict[str, int] = {}  # actions -> how often they were seen not to fix this error
         for h in hits:
             if h.experience.negative and h.via == "signature" and h.experience.actions:
                 bound, _ = bind_actions(h.experience.actions, {**error_variables(h.experience, error_text),
                                                                **(variables or {})})
-                failed.add(actions_key(bound))
+                key = actions_key(bound)
+                failed[key] = failed.get(key, 0) + h.experience.times_applied
         plans: list[ActionPlan] = []
         for h in hits:
             e = h.experience
             if e.negative or (signature_only and h.via != "signature"):
                 continue
             bound, unbound = bind_actions(e.actions, {**error_variables(e, error_text), **(variables or {})})
-            if not bound or actions_key(bound) in failed:
+            if not bound or failed.get(actions_key(bound), -1) >= e.times_worked:
                 continue
-            plans.append(ActionPlan(experience_id=e.id, actions=bound, solution=e.solution, via=h.via,
+            plans.append(ActionPlan(experience_id=e.id, actions=bound, solution=e.solution,
+                                    via="signature" if h.via == "signature" else "bm25",
                                     reliability=e.reliability, unbound=unbound))
             if len(plans) >= k:
                 break
         return plans
 
     def record_outcome(self, exp_id: str, worked: bool, instance_id: str | None = None) -> Experience:
-        """Count one application of entry `exp_id` (raises UnknownExperience)."""
-        return self.store.record_outcome(exp_id, worked, instance_id)
+        """Count one application of entry `exp_id` (raises UnknownExperience). The retriever is
+        updated in place (counters only), not rebuilt."""
+        fresh = self._retriever is not None and self._revision == self.store.revision
+        exp = self.store.record_outcome(exp_id, worked, instance_id)
+        if fresh and self._retriever is not None and self._retriever.replace(exp):
+            self._revision = self.store.revision
+        return exp
 
     def learn(self, trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str) -> list[Experience]:
         """Distil the instance's trajectory into new or reinforced entries (see `learn.distil`)."""

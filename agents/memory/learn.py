@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,7 +38,10 @@ class DistilConfig(BaseModel):
     ok_exit_codes: dict[str, list[int]] = Field(default_factory=lambda: {"probe:collect": [0, 5]})
 
 
-class _Attempt(BaseModel):
+class Attempt(BaseModel):
+    """One try of a rule: the step, and the repair notes (text after "repair:") written between
+    it and the next try of the same rule."""
+
     step: StepRecord
     repair_notes: list[str] = Field(default_factory=list)
 
@@ -56,12 +59,12 @@ def _repair(note: str) -> str | None:
     return n[len(REPAIR_PREFIX):].strip() if n.lower().startswith(REPAIR_PREFIX) else None
 
 
-def attempt_chains(trajectory: Sequence[StepRecord], cfg: DistilConfig | None = None) -> list[list[_Attempt]]:
+def attempt_chains(trajectory: Sequence[StepRecord], cfg: DistilConfig | None = None) -> list[list[Attempt]]:
     """Group executed steps (those with a command) into attempt chains (see module docstring).
     Each attempt carries the repair notes written between it and the next attempt."""
     cfg = cfg or DistilConfig()
     steps = [s for s in trajectory if s.command]
-    chains: list[list[_Attempt]] = []
+    chains: list[list[Attempt]] = []
     open_chain: dict[str, int] = {}  # rule -> index in chains of a chain whose last attempt failed
     pending: dict[str, list[str]] = {}  # rule -> repair notes seen since its last failed attempt
     for step in steps:
@@ -72,9 +75,9 @@ def attempt_chains(trajectory: Sequence[StepRecord], cfg: DistilConfig | None = 
         if ci is not None and (notes or (note and _passed(step, cfg))):
             chain = chains[ci]
             chain[-1].repair_notes = notes + ([note] if note and _passed(step, cfg) else [])
-            chain.append(_Attempt(step=step))
+            chain.append(Attempt(step=step))
         else:
-            chains.append([_Attempt(step=step)])
+            chains.append([Attempt(step=step)])
             ci = len(chains) - 1
         # a note on a step belongs to every rule whose chain is open (the repair ran in between)
         for other in list(pending):
@@ -119,7 +122,7 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
     for chain in attempt_chains(trajectory, cfg):
         last = chain[-1].step
         success = _passed(last, cfg)
-        for a, nxt in zip(chain, chain[1:]):
+        for a, nxt in zip(chain, chain[1:], strict=False):
             same_error = signature_for(a.step.output_excerpt) == signature_for(nxt.step.output_excerpt)
             worked = _passed(nxt.step, cfg) or (success and not same_error)
             plain = [n for n in a.repair_notes if not _EXP_REF.match(n)]
@@ -180,9 +183,3 @@ def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
             out[cand.id] = cand
     return list(out.values())
 
-
-def summarise(entries: Sequence[Experience]) -> Mapping[str, int]:
-    """Counts for a report: learned / negative / reinforced-seed entries among `entries`."""
-    return {"learned": sum(e.provenance.source == "learned" and not e.negative for e in entries),
-            "negative": sum(e.negative for e in entries),
-            "seed_reinforced": sum(e.provenance.source == "seed" for e in entries)}

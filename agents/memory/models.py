@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cached_property
+from functools import lru_cache
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -122,6 +122,11 @@ Action = Annotated[Union[ShellAction, UvLiftAction, PinAction, InstallAction, En
 """One machine-applicable step of a solution, discriminated by `kind`."""
 
 
+@lru_cache(maxsize=4096)
+def _compile(signature: str) -> re.Pattern[str]:
+    return re.compile(signature, re.IGNORECASE)
+
+
 def actions_key(actions: list) -> str:
     """A canonical string for a list of actions (order kept): the dedup key's action part."""
     return json.dumps([a.model_dump() for a in actions], sort_keys=True, separators=(",", ":"))
@@ -174,10 +179,10 @@ class Experience(BaseModel):
             raise ValueError("times_worked cannot exceed times_applied")
         return self
 
-    @cached_property
+    @property
     def signature_re(self) -> re.Pattern[str]:
-        """`error_signature` compiled (IGNORECASE)."""
-        return re.compile(self.error_signature, re.IGNORECASE)
+        """`error_signature` compiled (IGNORECASE; compiled patterns are cached by text)."""
+        return _compile(self.error_signature)
 
     @property
     def reliability(self) -> float:

@@ -18,7 +18,8 @@ H = TypeVar("H", bound=Hashable)
 RRF_K = 60
 
 
-def rrf(rankings: Sequence[Sequence[H]], k: int = RRF_K, weights: Sequence[float] | None = None) -> list[tuple[H, float]]:
+def rrf(rankings: Sequence[Sequence[H]], k: int = RRF_K,
+        weights: Sequence[float] | None = None) -> list[tuple[H, float]]:
     """Fuse ranked lists by Reciprocal Rank Fusion (Cormack et al. 2009).
 
     Args:

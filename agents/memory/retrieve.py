@@ -85,6 +85,17 @@ class Retriever:
                 raise ValueError("retrieval.embeddings is on but no embedder was given")
             self._dense = DenseIndex([e.search_text() for e in self.entries], embedder)
 
+    def replace(self, exp: Experience) -> bool:
+        """Swap in a new version of a stored entry whose text, ecosystem and negative flag are
+        unchanged (e.g. new counters), without re-indexing. Returns False when the id is unknown."""
+        for i, old in enumerate(self.entries):
+            if old.id == exp.id:
+                if (old.search_text(), old.ecosystem, old.negative) != (exp.search_text(), exp.ecosystem, exp.negative):
+                    raise ValueError(f"entry {exp.id} changed more than its counters: rebuild the Retriever")
+                self.entries[i] = exp
+                return True
+        return False
+
     def mask(self, ecosystem: str | None, include_negative: bool | None = None) -> np.ndarray:
         """Bool array: entries of the ecosystem's family (or all when None), negatives only if asked."""
         neg_ok = self.config.include_negative if include_negative is None else include_negative

@@ -84,7 +84,7 @@ class ExperienceStore:
         if self.path != ":memory:" and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._con = duckdb.connect(self.path, read_only=read_only)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a connection is not safe for concurrent use
         self.revision = 0
         if not read_only:
             self._con.execute(_DDL)
@@ -101,7 +101,9 @@ class ExperienceStore:
         self.close()
 
     def __len__(self) -> int:
-        return int(self._con.execute("SELECT count(*) FROM experiences").fetchone()[0])
+        with self._lock:
+            row = self._con.execute("SELECT count(*) FROM experiences").fetchone()
+        return int(row[0]) if row else 0
 
     # -- writes ----------------------------------------------------------------------------
     @staticmethod
@@ -148,9 +150,9 @@ class ExperienceStore:
             old: dict[str, Experience] = {}
             if keep_counters:
                 marks = ", ".join("?" * len(entries))
-                rows = self._con.execute(f"SELECT id, body FROM experiences WHERE id IN ({marks})",
-                                         [e.id for e in entries]).fetchall()
-                old = {r[0]: Experience.model_validate_json(r[1]) for r in rows}
+                found = self._con.execute(f"SELECT id, body FROM experiences WHERE id IN ({marks})",
+                                          [e.id for e in entries]).fetchall()
+                old = {r[0]: Experience.model_validate_json(r[1]) for r in found}
             rows = [self._row(self._merge(e, old.get(e.id))) for e in entries]
             for start in range(0, len(rows), 500):  # one multi-row statement per chunk (executemany is slow)
                 chunk = rows[start:start + 500]
@@ -183,7 +185,8 @@ class ExperienceStore:
     # -- reads -----------------------------------------------------------------------------
     def get(self, exp_id: str) -> Experience | None:
         """The entry with id `exp_id`, or None."""
-        row = self._con.execute("SELECT body FROM experiences WHERE id = ?", [exp_id]).fetchone()
+        with self._lock:
+            row = self._con.execute("SELECT body FROM experiences WHERE id = ?", [exp_id]).fetchone()
         return Experience.model_validate_json(row[0]) if row else None
 
     def all(self, ecosystem: str | None = None, include_negative: bool = True) -> list[Experience]:
@@ -195,10 +198,12 @@ class ExperienceStore:
             args += list(fam)
         if not include_negative:
             sql += " AND NOT negative"
-        rows = self._con.execute(sql + " ORDER BY id", args).fetchall()
+        with self._lock:
+            rows = self._con.execute(sql + " ORDER BY id", args).fetchall()
         return [Experience.model_validate_json(r[0]) for r in rows]
 
     def counts(self) -> dict[str, int]:
         """Number of entries per ecosystem."""
-        rows = self._con.execute("SELECT ecosystem, count(*) FROM experiences GROUP BY 1 ORDER BY 1").fetchall()
+        with self._lock:
+            rows = self._con.execute("SELECT ecosystem, count(*) FROM experiences GROUP BY 1 ORDER BY 1").fetchall()
         return {str(e): int(n) for e, n in rows}

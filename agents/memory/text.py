@@ -18,7 +18,8 @@ not no use used using please try see""".split())
 _KEY = re.compile(r"error|exception|failed|failure|fatal|cannot|can't|could not|couldn't|unable|not found|"
                   r"no such|missing|denied|unsupported|not supported|invalid|requires?|incompatible|undefined|"
                   r"no matching|no wheels|no usable|not satisfy|unsatisfiable|is required|removed|ERR!|panic|"
-                  r"refused|timed out|no attribute|no module|not declared|does not name|unknown|out of sync|can only", re.I)
+                  r"refused|timed out|no attribute|no module|not declared|does not name|unknown|out of sync|"
+                  r"can only", re.I)
 _CODE = re.compile(r"\bE[A-Z]{4,}\b|\bERR_[A-Z_]+\b|\berror\[E\d{4}\]")
 _EXC = re.compile(r"^\s*(?:E\s+)?(?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b|error(?:\[E\d+\])?:|\bTS\d{4}:")
 _WARN = re.compile(r"^\s*(?:[A-Za-z_][\w.]*)?Warning\b")
@@ -26,7 +27,8 @@ _GENERIC = re.compile(
     r"Traceback \(most recent call last\)|No solution found when resolving|A complete log of this run|"
     r"For a full report see|subprocess-exited-with-error|Command errored out|exit(?:ed)? (?:with )?(?:code|status)|"
     r"^\s*npm (?:ERR!|error)\s*(?:code \w+)?\s*$|compilation terminated|errors? occurred|Build failed|"
-    r"BUILD FAILED|CMake (?:Error|Warning) at|Build failures usually indicate|make(?:\[\d+\])?: \*\*\*|Configuring incomplete|"
+    r"BUILD FAILED|CMake (?:Error|Warning) at|Build failures usually indicate|make(?:\[\d+\])?: \*\*\*|"
+    r"Configuring incomplete|"
     r"This error originates from a subprocess|Failed building wheel|Failed to build installable wheels|"
     r"did not run successfully|metadata-generation-failed|build backend returned an error|"
     r"^\s*[\^~|+]+\s*$|^\s*\d+ \|", re.I)
@@ -39,8 +41,8 @@ _VAR = re.compile(
     r"(?P<hexid>\b(?=[0-9a-f]*\d)[0-9a-f]{10,}\b)|"
     r"(?P<ver>\bv?\d+(?:\.\d+)+(?:[-+.]?[A-Za-z0-9]+)*)|"
     r"(?P<num>\b\d+\b)|(?P<ws>\s+)|(?P<quote>['\"`‘’“”])")
-_REPL = {"loc": r"\S+?:\d+(?::\d+)?", "path": r"\S+", "hexid": r"[0-9a-f]+", "ver": r"v?\d[\w.+-]*", "num": r"\d+", "ws": r"\s+",
-         "quote": "['\"`‘’“”]"}
+_REPL = {"loc": r"\S+?:\d+(?::\d+)?", "path": r"\S+", "hexid": r"[0-9a-f]+", "ver": r"v?\d[\w.+-]*",
+         "num": r"\d+", "ws": r"\s+", "quote": "['\"`‘’“”]"}
 
 
 def clean(text: str) -> str:

@@ -156,3 +156,14 @@ def test_actions_for_binds_and_skips_known_failures(memory: ExperienceMemory, go
 def test_format_for_prompt_lists_entries(retriever, golden):
     text = format_for_prompt(retriever.retrieve_for_error(golden("uv_abi"), "python", k=2))
     assert text.startswith("[1] py-uv-no-abi-wheel") and "uv_lift" in text and "[2]" in text
+
+
+def test_recording_an_outcome_updates_the_retriever_in_place(memory: ExperienceMemory, golden):
+    retriever = memory.retriever
+    memory.record_outcome("py-uv-no-abi-wheel", worked=True, instance_id="i-1")
+    assert memory.retriever is retriever  # counters changed, no re-index
+    hit = memory.retrieve_for_error(golden("uv_abi"), "python", k=1)[0]
+    assert hit.experience.id == "py-uv-no-abi-wheel" and hit.experience.times_worked == 1
+    memory.store.add(_entry("learned-python-new", r"ZzzError", "ZzzError: a brand new problem"))
+    assert memory.retriever is not retriever  # a new entry: rebuilt
+    assert memory.retrieve_for_error("ZzzError: boom", "python")[0].experience.id == "learned-python-new"
