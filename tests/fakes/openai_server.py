@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -58,7 +58,7 @@ def text(content: str, *, prompt_tokens: int = 100, completion_tokens: int = 20,
     return Reply(body=_completion(msg, "stop", prompt_tokens, completion_tokens), delay=delay)
 
 
-def tool_call(*commands: str, name: str = "run_shell", content: str | None = None,
+def tool_call(*commands: str | dict, name: str = "run_shell", content: str | None = None,
               prompt_tokens: int = 100, completion_tokens: int = 20) -> Reply:
     """A 200 whose assistant message calls tool `name` once per command, `{"command": cmd}`.
     A command given as a dict is sent as the arguments object itself (to test odd arguments)."""
@@ -113,7 +113,7 @@ class ScriptedOpenAI:
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
-    def __enter__(self) -> ScriptedOpenAI:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
