@@ -125,17 +125,24 @@ def split_patch(diff: str) -> tuple[str, str]:
 
 
 def test_files_to_run(test_patch: str) -> list[str]:
-    """Python test modules to hand to pytest from a test_patch: `.py` files named like tests
-    (`test_*.py`, `*_test.py`, `tests.py`) that the patch does not delete, in order."""
+    """Python test modules to hand to pytest from a test_patch, in order: `.py` files the patch
+    does not delete that are named like tests (`test_*.py`, `*_test.py`, `tests.py`) or sit in a
+    test folder (`tests/unittest_x.py`), except conftest.py, __init__.py and data/fixture folders."""
     deleted = set()
     for section in _file_sections(test_patch):
         if re.search(r"^\+\+\+ /dev/null", section, flags=re.M):
             deleted.update(files_in_patch(section))
     out = []
     for p in files_in_patch(test_patch):
-        name = PurePosixPath(p).name
-        if p not in deleted and name.endswith(".py") and name != "conftest.py" and \
-                (name.startswith("test") or name.endswith(("_test.py", "_tests.py"))):
+        path = PurePosixPath(p)
+        name = path.name
+        if p in deleted or not name.endswith(".py") or name in ("conftest.py", "__init__.py", "setup.py"):
+            continue
+        named_like_test = name.startswith("test") or name.endswith(("_test.py", "_tests.py"))
+        # e.g. astroid's tests/unittest_brain.py: a module in a test folder, outside data/fixtures
+        in_test_dir = any(part.lower() in ("test", "tests", "testing") for part in path.parts[:-1]) and \
+            not any(part.lower() in ("data", "fixtures", "testdata", "helpers") for part in path.parts[:-1])
+        if named_like_test or in_test_dir:
             out.append(p)
     return out
 

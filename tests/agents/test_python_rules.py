@@ -202,3 +202,13 @@ def test_pytest_pins_too_old_for_the_interpreter_are_raised_to_a_floor():
     assert reqs == ["pytest>=4.6", "pytest~=7.1", "pytest<5", "requests==2.0"]  # psf/requests pins 2.3.4
     assert len(notes) == 1 and "2.3.4" in notes[0]
     assert relax_test_pins(["pytest==6.2.5"], "3.11")[0] == ["pytest>=7.2"]
+
+
+def test_modules_in_a_test_folder_run_even_when_not_named_test_star():
+    # regression: astroid's tests are tests/unittest_*.py; a name-only rule ran nothing
+    patch = ("diff --git a/tests/unittest_brain.py b/tests/unittest_brain.py\n--- a/tests/unittest_brain.py\n"
+             "+++ b/tests/unittest_brain.py\n@@ -1 +1,2 @@\n x = 1\n+y = 2\n"
+             "diff --git a/tests/testdata/python3/data/module.py b/tests/testdata/python3/data/module.py\n"
+             "--- a/tests/testdata/python3/data/module.py\n+++ b/tests/testdata/python3/data/module.py\n"
+             "@@ -1 +1,2 @@\n x = 1\n+y = 2\n")
+    assert configure_python_tests(patch).test_files == ["tests/unittest_brain.py"]
