@@ -1,0 +1,84 @@
+"""Scoring our test ids against SWE-bench Multilingual gold ids (which follow each repository's
+harness: Go names without the package, Java classes only, jq's scripts, PHPUnit testdox titles).
+
+The matcher, in one sentence: our id matches a gold id when they are equal, or when one contains
+the other *bounded by separators* at both edges -- where, on the left, the contained id follows
+the start, ``.``, ``/``, ``::``, ``#``, ``>`` or a space; and on the right, it is followed by the
+end, ``.``, ``/``, ``::``, ``#``, ``>`` or `` >``. A bare space is a left edge only: otherwise
+the testdox title ``Is > Is`` (``testIs``) would match ``Is > Is weekday true``
+(``testIsWeekdayTrue``), a different test. Before comparing, our id is also tried in the gold
+forms a repository may use (`gold_forms`: PHPUnit ``Ns\\XTest::testFoo`` -> ``X > Foo``).
+
+Examples: ours ``github.com/gin-gonic/gin::TestContextBindHeader`` / gold
+``TestContextBindHeader``; ours ``com.github.javaparser.ast.NodeTest#testRemove`` / gold
+``NodeTest``; ours ``TestFakerInternet#test_password`` / gold ``test_password``; ours
+``src/a.spec.ts > suite > test`` / gold ``suite > test``; ours
+``Tests\\Carbon\\RoundTest::testFloorYear`` / gold ``Round > Floor year``.
+
+This deviates from the plain rule "a space bounds both edges" on purpose: with it, mocha's
+``... should support max body length`` would match ``... should support max body length
+(follow-redirects as well)``, and scoring could not reach a meaningful precision.
+`exact_form_agreement` reports, apart, how many gold ids we produce verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from envpool.testrun.polyglot.php import dox_id
+
+LEFT_EDGES = (".", "/", "::", "#", ">", " ")
+RIGHT_EDGES = (".", "/", "::", "#", ">", " >")
+
+
+def gold_forms(ours: str) -> list[str]:
+    """`ours` and the other forms it is compared in (PHPUnit ids: their testdox title)."""
+    forms = [ours]
+    dox = dox_id(ours)
+    if dox:
+        forms.append(dox)
+    return forms
+
+
+def contains_bounded(hay: str, needle: str) -> bool:
+    """Whether `needle` occurs in `hay` with a separator (or an end) on both sides."""
+    if not needle:
+        return False
+    start = hay.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        left = start == 0 or hay[:start].endswith(LEFT_EDGES)
+        right = end == len(hay) or hay[end:].startswith(RIGHT_EDGES)
+        if left and right:
+            return True
+        start = hay.find(needle, start + 1)
+    return False
+
+
+def gold_match(ours: str, gold: str) -> bool:
+    """Whether our id `ours` is (at gold's granularity) the gold id `gold`; see the module doc."""
+    if not ours or not gold:
+        return False
+    return any(f == gold or contains_bounded(f, gold) or contains_bounded(gold, f)
+               for f in gold_forms(ours))
+
+
+def matched(ours: Iterable[str], gold: Iterable[str]) -> tuple[set[str], set[str]]:
+    """(our ids matching some gold id, gold ids matched by some of ours) -- for precision
+    (``len(first) / len(ours)``) and recall (``len(second) / len(gold)``). O(n*m)."""
+    ours, gold = list(dict.fromkeys(ours)), list(dict.fromkeys(gold))
+    hit_ours, hit_gold = set(), set()
+    for o in ours:
+        for g in gold:
+            if gold_match(o, g):
+                hit_ours.add(o)
+                hit_gold.add(g)
+    return hit_ours, hit_gold
+
+
+def exact_form_agreement(ours: Iterable[str], gold: Iterable[str]) -> float:
+    """Share of gold ids that appear verbatim among ours (1.0 when gold is empty)."""
+    gold_set, ours_set = set(gold), set(ours)
+    if not gold_set:
+        return 1.0
+    return len(gold_set & ours_set) / len(gold_set)

@@ -1,0 +1,213 @@
+"""Go parsers, pinned by real `go test` output (Go 1.26; tests/data/polyglot/regenerate.sh).
+
+The module has parallel subtests named ``case (a.b) one``, ``v1.2 x``, ``fails here`` and ``a/b``
+that log while running, duplicate subtest names, a skipped test, a test printing a fake
+``--- PASS`` line and a fake package line, a package that fails to build next to a sub-package
+that builds, and (separately) a package killed by ``-timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+
+from envpool.grading import passes_in
+from envpool.testrun.polyglot.golang import (go_run_regex, parse_go_test_json, parse_go_test_v,
+                                             quote_meta, split_go_id)
+from envpool.testrun.status import TestStatus
+
+P, F, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.SKIPPED
+CALC, BROKEN = "example.com/poly/calc::", "example.com/poly/broken::"
+INNER = "example.com/poly/broken/inner::"
+EXPECTED = {
+    INNER + "TestOne": P,
+    CALC + "TestAdd": P,
+    CALC + "TestParallel": F,
+    CALC + "TestParallel/case_(a.b)_one": P,
+    CALC + "TestParallel/v1.2_x": P,
+    CALC + "TestParallel/fails_here": F,
+    CALC + "TestParallel/a/b": P,
+    CALC + "TestNested": P,
+    CALC + "TestNested/outer": P,
+    CALC + "TestNested/outer/inner_x": P,
+    CALC + "TestNested/outer/inner_x#01": P,
+    CALC + "TestSkipped": S,
+    CALC + "TestPrintsFake": F,
+}
+KNOWN = [BROKEN + "TestOld", BROKEN + "TestNew", INNER + "TestOne", INNER + "TestGone"]
+
+
+def test_go_json_gives_every_test_and_subtest_with_gos_names(golden):
+    rep = parse_go_test_json(golden("go_test.json"))
+    assert rep.statuses == EXPECTED
+    assert rep.tests_ran and rep.source == "json"
+    assert parse_go_test_json.check(golden("go_test.json")) == []
+
+
+def test_go_json_fake_pass_line_printed_by_a_test_is_not_a_result(golden):
+    rep = parse_go_test_json(golden("go_test.json"))
+    assert not any("Forged" in t or "forged" in t for t in rep.statuses)
+
+
+@pytest.mark.parametrize("name", ["go_test.json", "go_test_build_failed_old.json"])
+def test_package_that_fails_to_build_fails_its_known_tests_only(golden, name):
+    rep = parse_go_test_json(golden(name), known_tests=KNOWN)
+    assert rep.collection_errors == ["example.com/poly/broken [build failed]"]
+    assert rep.statuses[BROKEN + "TestOld"] is F and rep.statuses[BROKEN + "TestNew"] is F
+    assert rep.statuses[INNER + "TestOne"] is P          # the sub-package built and ran
+    assert INNER + "TestGone" not in rep.statuses        # not in a failed package: just absent
+
+
+def test_build_failure_label_does_not_hide_subpackage_tests_in_grading(golden):
+    # regression: a bare package path in collection_errors would mark every test under
+    # `broken/...` as not passing (grading treats collectors as path prefixes)
+    rep = parse_go_test_json(golden("go_test.json"))
+    assert passes_in(rep, INNER + "TestOne")
+
+
+def test_build_failure_alone_is_not_tests_ran():
+    raw = ('{"Action":"start","Package":"x/y"}\n'
+           '{"Action":"output","Package":"x/y","Output":"FAIL\\tx/y [build failed]\\n"}\n'
+           '{"Action":"fail","Package":"x/y","Elapsed":0}\n')
+    rep = parse_go_test_json(raw, known_tests=["x/y::TestA"])
+    assert rep.statuses == {"x/y::TestA": F} and not rep.tests_ran
+
+
+def test_test_running_when_the_binary_timed_out_is_failed(golden):
+    rep = parse_go_test_json(golden("go_timeout.json"))
+    assert rep.statuses == {"example.com/poly/slow::TestQuick": P, "example.com/poly/slow::TestSlow": F}
+
+
+def test_go_json_stream_cut_short_is_an_anomaly(golden):
+    lines = golden("go_test.json").decode().splitlines()
+    cut = "\n".join(ln for ln in lines if not (
+        '"Package":"example.com/poly/calc"' in ln and '"Test"' not in ln and '"Action":"fail"' in ln))
+    assert any("calc started but never finished" in a for a in parse_go_test_json.check(cut))
+    assert not parse_go_test_json(cut).tests_ran
+
+
+def test_go_json_skips_non_json_lines_and_undecodable_bytes():
+    raw = (b"go: downloading example.com/dep v1.0.0\n\xff\xfe garbage\n"
+           b'{"Action":"start","Package":"p"}\n{"Action":"run","Package":"p","Test":"TestA"}\n'
+           b'{"Action":"pass","Package":"p","Test":"TestA"}\n{"Action":"pass","Package":"p"}\n')
+    assert parse_go_test_json(raw).statuses == {"p::TestA": P}
+
+
+def test_no_events_is_not_a_pass():
+    rep = parse_go_test_json("")
+    assert rep.statuses == {} and not rep.tests_ran
+
+
+# -- go test -v --------------------------------------------------------------------------------
+
+def _without_forger(log: str) -> str:
+    return "\n".join(ln for ln in log.splitlines() if "orged" not in ln)
+
+
+def test_go_v_interleaved_parallel_subtests_give_the_json_statuses(golden):
+    log = _without_forger(golden("go_test_v.log").decode())
+    rep = parse_go_test_v(log, known_tests=KNOWN)
+    expected = dict(EXPECTED, **{BROKEN + "TestOld": F, BROKEN + "TestNew": F})
+    assert rep.statuses == expected
+    assert rep.collection_errors == ["example.com/poly/broken [build failed]"]
+    assert parse_go_test_v.check(log) == [] and rep.tests_ran
+
+
+def test_go_v_fake_package_line_from_a_running_test_is_an_anomaly(golden):
+    raw = golden("go_test_v.log")
+    assert any("example.com/poly/forged" in a for a in parse_go_test_v.check(raw))
+    assert not parse_go_test_v(raw).tests_ran
+
+
+def test_go_v_result_glued_after_test_output_counts_and_unstarted_names_do_not():
+    log = textwrap.dedent("""\
+        === RUN   TestA
+        no newline here--- PASS: TestA (0.00s)
+        === RUN   TestB
+        --- PASS: TestForged (0.00s)
+        --- FAIL: TestB (0.01s)
+        FAIL
+        FAIL\texample.com/m\t0.02s
+        """)
+    assert parse_go_test_v(log).statuses == {"example.com/m::TestA": P, "example.com/m::TestB": F}
+
+
+def test_go_v_running_test_without_result_before_fail_line_is_failed():
+    log = "=== RUN   TestHang\npanic: test timed out after 1s\nFAIL\texample.com/m\t1.01s\n"
+    assert parse_go_test_v(log).statuses == {"example.com/m::TestHang": F}
+
+
+# -- -run patterns -----------------------------------------------------------------------------
+
+def test_quote_meta_escapes_what_go_escapes():
+    assert quote_meta("case_(a.b)_one") == r"case_\(a\.b\)_one"
+    assert quote_meta(r"x[1]+y*z?|{2}^$\ #-") == r"x\[1\]\+y\*z\?\|\{2\}\^\$\\ #-"
+
+
+@pytest.mark.parametrize("test_id, pattern", [
+    (CALC + "TestParallel/case_(a.b)_one", r"^TestParallel$/^case_\(a\.b\)_one$"),
+    (CALC + "TestParallel/v1.2_x", r"^TestParallel$/^v1\.2_x$"),
+    ("TestParallel/a/b", r"^TestParallel$/^a$/^b$"),
+    (CALC + "TestNested/outer/inner_x#01", r"^TestNested$/^outer$/^inner_x#01$"),
+    ("TestAdd", r"^TestAdd$"),
+])
+def test_run_regex_anchors_and_quotes_every_level(test_id, pattern):
+    assert go_run_regex(test_id) == pattern
+
+
+def test_split_go_id():
+    assert split_go_id(CALC + "TestParallel/a/b") == ("example.com/poly/calc", "TestParallel/a/b")
+    assert split_go_id("TestX/sub") == ("", "TestX/sub")
+
+
+def test_run_regex_golden_selected_exactly_the_subtest(golden):
+    # regenerate.sh ran `go test -json -run '^TestParallel$/^case_\(a\.b\)_one$' ./calc`
+    test_id = CALC + "TestParallel/case_(a.b)_one"
+    assert go_run_regex(test_id) == r"^TestParallel$/^case_\(a\.b\)_one$"
+    ran = parse_go_test_json(golden("go_run_selected.json")).statuses
+    assert ran == {test_id: P, CALC + "TestParallel": P}
+
+
+GO_MODULE_TEST = '''package m
+
+import "testing"
+
+func TestP(t *testing.T) {
+	for _, n := range []string{"case (a.b) one", "case (a.b) one more", "a/b", "a", "v1.2 x", "v1x2 x"} {
+		t.Run(n, func(t *testing.T) {})
+	}
+	t.Run("dup", func(t *testing.T) {})
+	t.Run("dup", func(t *testing.T) {})
+}
+'''
+
+
+@pytest.mark.slow  # ~1 s with a warm Go build cache, ~10 s cold
+@pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain on this host")
+def test_run_regex_selects_exactly_one_subtest_with_a_real_go(tmp_path):
+    (tmp_path / "go.mod").write_text("module example.com/m\n\ngo 1.21\n")
+    (tmp_path / "m_test.go").write_text(GO_MODULE_TEST)
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=mod", GOPROXY="off")
+
+    def run(pattern: str) -> set[str]:
+        out = subprocess.run(["go", "test", "-json", "-run", pattern, "."], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120).stdout
+        return {f"{e['Package']}::{e['Test']}" for e in map(json.loads, out.splitlines())
+                if e.get("Action") == "pass" and e.get("Test")}
+
+    everything = run(".")
+    assert "example.com/m::TestP/case_(a.b)_one" in everything and len(everything) == 9
+    for test_id in ["example.com/m::TestP/case_(a.b)_one", "example.com/m::TestP/a/b",
+                    "example.com/m::TestP/v1.2_x", "example.com/m::TestP/dup#01"]:
+        # Go also runs every test whose name is a level-prefix of the pattern: the parent, and
+        # for the subtest named "a/b" the sibling named "a" (Go cannot tell them apart)
+        levels = test_id.split("/")
+        prefixes = {"/".join(levels[:k]) for k in range(1, len(levels) + 1)}
+        assert run(go_run_regex(test_id)) == everything & prefixes, test_id
+    assert run(go_run_regex("example.com/m::TestP/a/b")) == {
+        "example.com/m::TestP", "example.com/m::TestP/a", "example.com/m::TestP/a/b"}
