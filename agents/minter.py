@@ -171,8 +171,10 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
                 rep = run.report
                 reports.append(rep)
                 if side == "after" and not res.test_command:
+                    # the run folder has a random suffix: store a fixed one so rows are reproducible
+                    command = re.sub(r"/tmp/swemint/[A-Za-z0-9_.]+-[0-9a-f]{8}/", "/tmp/swemint/run/", run.command)
                     res.test_command = (f"cd /testbed && PYTHONPATH={PLUGIN_DIR} "
-                                        f"SWEMINT_REPORT=/tmp/swemint/report.jsonl {run.command}")
+                                        f"SWEMINT_REPORT=/tmp/swemint/run/report.jsonl {command}")
                 traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=run.command,
                                 exit_code=rep.exit_code, duration=round(rep.duration, 2),
                                 note=f"{len(rep.statuses)} tests, source={rep.source}, "

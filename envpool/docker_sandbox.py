@@ -336,6 +336,10 @@ class DockerSandboxFactory:
         ca = host_ca_bundle()
         if spec.mount_ca and ca and spec.network != "none":
             mounts.append(Mount(target=CA_PATH_IN_CONTAINER, source=str(ca), type="bind", read_only=True))
+        ca_mounted = bool(mounts)
+        for host, target in spec.cache_mounts.items():  # package caches; not part of committed images
+            Path(host).mkdir(parents=True, exist_ok=True)
+            mounts.append(Mount(target=target, source=str(Path(host).resolve()), type="bind"))
         run_id = self._run_id(spec)
         if run_id != spec.run_id:
             spec = spec.model_copy(update={"run_id": run_id})
@@ -360,7 +364,7 @@ class DockerSandboxFactory:
         if log_path:
             log_path.parent.mkdir(parents=True, exist_ok=True)
         return DockerSandbox(self.client, container, spec, log_path, self.output_cap,
-                             kill_after=self.kill_after, ca_mounted=bool(mounts))
+                             kill_after=self.kill_after, ca_mounted=ca_mounted)
 
     def _remove_by_name(self, name: str) -> None:
         try:

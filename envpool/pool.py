@@ -12,6 +12,11 @@ Read-only callers retry briefly while a write is in progress.
 Reuse order of `find` (hierarchical reuse, after MEnvAgent's environment reuse): the same
 repository and version first, then the same repository at the nearest newer commit, then the
 same repository at any commit (nearest first).
+
+**Where images live** (`EnvRecord.location`): `"local"` = only on the Docker engine that built
+it; otherwise a registry reference (`127.0.0.1:5000/swemint/env:TAG`) written by
+`publish_image` on the building node. `ensure_local` pulls such an image on a node that lacks
+it and tags it back as `image_tag`, so the minter's reuse path finds it under its usual name.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import duckdb
 from pydantic import BaseModel, ConfigDict
 
 from agents.models import EnvRecord
+from envpool.errors import InfraError
 
 _SQL_TYPES = {"commit_time": "TIMESTAMPTZ", "size_bytes": "BIGINT"}
 COLUMNS: list[str] = list(EnvRecord.model_fields)
@@ -183,3 +189,89 @@ def _utc(d: datetime | None) -> datetime | None:
     if d is None:
         return None
     return d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d.astimezone(timezone.utc)
+
+
+def split_reference(ref: str) -> tuple[str, str]:
+    """`"host:5000/a/b:tag"` -> (`"host:5000/a/b"`, `"tag"`); no tag -> `"latest"` (a colon in
+    the registry's host:port is not a tag)."""
+    repo, sep, tag = ref.rpartition(":")
+    if not sep or "/" in tag:
+        return ref, "latest"
+    return repo, tag
+
+
+def registry_reference(registry: str, image_tag: str) -> str:
+    """Where `image_tag` lives in `registry`: `("127.0.0.1:5000", "swemint/env:x")` ->
+    `"127.0.0.1:5000/swemint/env:x"`. `registry` may carry a path prefix (`host:port/team`)."""
+    return f"{registry.rstrip('/')}/{image_tag}"
+
+
+def _client(client):
+    if client is not None:
+        return client
+    from envpool.docker_sandbox import docker_client
+
+    return docker_client()
+
+
+def _stream_errors(lines) -> str | None:
+    for line in lines:
+        if isinstance(line, dict) and (line.get("error") or line.get("errorDetail")):
+            return str(line.get("error") or line.get("errorDetail"))
+    return None
+
+
+def publish_image(image_tag: str, registry: str, client=None) -> str:
+    """Push local `image_tag` to `registry` and return its reference (for `EnvRecord.location`).
+
+    Tags the image as the reference, pushes, then drops that extra local tag (the image keeps
+    `image_tag`). Raises InfraError when the image is missing or the push fails (registry down:
+    an infrastructure failure, not the instance's).
+    """
+    client = _client(client)
+    ref = registry_reference(registry, image_tag)
+    repo, tag = split_reference(ref)
+    try:
+        client.images.get(image_tag).tag(repo, tag)
+        err = _stream_errors(client.api.push(repo, tag=tag, stream=True, decode=True))
+    except Exception as e:  # noqa: BLE001 - docker SDK / engine errors
+        raise InfraError(f"pushing {image_tag} to {registry} failed: {e}") from e
+    finally:
+        try:
+            client.images.remove(ref)  # untag only: the image keeps image_tag
+        except Exception:  # noqa: BLE001 - never tagged, or already gone
+            pass
+    if err:
+        raise InfraError(f"pushing {image_tag} to {registry} failed: {err}")
+    return ref
+
+
+def ensure_local(record: EnvRecord, client=None) -> bool:
+    """Make `record.image_tag` present on this node's engine; True when it had to be pulled.
+
+    A local image is used as is. Otherwise, when `record.location` is a registry reference, the
+    image is pulled from it and tagged `record.image_tag`. Raises InfraError when the image is
+    missing and `location` is `"local"` (it lives on another node) or the pull fails.
+    """
+    client = _client(client)
+    try:
+        client.images.get(record.image_tag)
+        return False
+    except Exception:  # noqa: BLE001 - ImageNotFound, or an engine error the pull will report
+        pass
+    if record.location in ("", "local"):
+        raise InfraError(f"image {record.image_tag} is not on this node and the pool records no registry",
+                         instance_id=record.instance_id)
+    repo, tag = split_reference(record.location)
+    try:
+        err = _stream_errors(client.api.pull(repo, tag=tag, stream=True, decode=True))
+        if err:
+            raise InfraError(f"pulling {record.location} failed: {err}", instance_id=record.instance_id)
+        target_repo, target_tag = split_reference(record.image_tag)
+        client.images.get(record.location).tag(target_repo, target_tag)
+        client.images.remove(record.location)  # untag the registry name; image_tag remains
+    except InfraError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise InfraError(f"pulling {record.location} failed: {e}", instance_id=record.instance_id) from e
+    return True

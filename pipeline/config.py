@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,12 @@ class PipelineConfig(BaseModel):
     `workdir`: root of per-instance state, logs, pool (`pool.duckdb`), dataset. `mirrors`: roots
     searched for git mirrors. `workers`: build slots (instances in flight at once).
     `instance_timeout`: seconds before a running instance is abandoned as `timeout` (None =
-    `mint.timeouts.instance` + 300). `mint.workdir` follows `workdir` unless set explicitly.
-    `workdir` and `mirrors` are made absolute (Ray workers do not share the driver's cwd).
+    `mint.timeouts.instance` + 300). `mint.workdir` follows `workdir` unless set explicitly, and
+    so does `mint.run_id` (the `swemint.run` label on every container and image): `run_id_for(workdir)`,
+    so that a rerun can remove exactly the leftovers of a crashed run on the same WORKDIR and
+    nothing of other runs sharing the Docker engine. An explicit `mint.run_id` must then be
+    unique per WORKDIR. `workdir` and `mirrors` are made absolute (Ray workers do not share the
+    driver's cwd).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -70,6 +75,11 @@ class PipelineConfig(BaseModel):
     instance_timeout: float | None = Field(default=None, gt=0)
     mint_function: str = "agents.minter:mint_instance"
     """Import path of the per-instance function (tests and experiments swap it)."""
+    registry: str | None = None
+    """A Docker registry (`host:port[/prefix]`, e.g. `127.0.0.1:5000`) that every verified image
+    is pushed to by the worker that built it; the pool then records the reference as `location`,
+    and a worker that reuses a pooled environment missing on its node pulls it. None = images
+    stay on the node that built them (a single host)."""
     repos: RepoConfig = Field(default_factory=RepoConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     mint: MintConfig = Field(default_factory=MintConfig)
@@ -88,6 +98,10 @@ class PipelineConfig(BaseModel):
         self.mirrors = [m.expanduser().absolute() for m in self.mirrors]
         if "workdir" not in self.mint.model_fields_set:
             self.mint.workdir = self.workdir
+        if "run_id" not in self.mint.model_fields_set:
+            self.mint.run_id = run_id_for(self.workdir)
+        if self.registry is not None:
+            self.registry = self.registry.strip().rstrip("/") or None
         return self
 
     @property
@@ -99,6 +113,12 @@ class PipelineConfig(BaseModel):
     def pool_path(self) -> Path:
         """The DuckDB file of the environment pool."""
         return self.workdir / "pool.duckdb"
+
+
+def run_id_for(workdir: Path) -> str:
+    """The default run label of `workdir`: `wd-` + 12 hex digits of the SHA-256 of its absolute
+    path (stable across reruns, distinct between work directories)."""
+    return "wd-" + hashlib.sha256(str(Path(workdir).expanduser().absolute()).encode()).hexdigest()[:12]
 
 
 def deep_merge(base: dict, extra: dict) -> dict:

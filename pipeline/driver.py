@@ -4,6 +4,18 @@ The driver process is the single writer of the store (`WORKDIR/instances`) and o
 (`WORKDIR/pool.duckdb`); workers only return rows. An instance whose repository or base commit
 cannot be found becomes an `infra_error` row whose reason starts with `input:` (the outcome set
 has no input class; the row is retried on a rerun, e.g. after adding a mirror).
+
+**Resume.** One driver per WORKDIR (`store.driver_lock`). A rerun after a crash (even `kill -9`)
+skips finished instances, and before running anything removes, on every Docker node, the
+containers the dead run left for the instances it will redo and the images it committed for
+them without recording a result (`stages.sweep_leftovers`, by the labels
+`swemint.run=<mint.run_id>` and `swemint.instance`; images the pool references are kept). An
+instance caught mid-build is therefore built exactly once more. The pool is keyed by
+instance id (one row each) and the dataset is re-exported from the store, so a resumed run's
+rows equal an uninterrupted run's.
+
+**Visibility.** Each finished instance is logged (logger `pipeline.driver`, INFO) with its phase
+timings and the running counts by outcome, also into `WORKDIR/driver.log`.
 """
 
 from __future__ import annotations
@@ -14,7 +26,8 @@ import math
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,8 +38,8 @@ from pipeline.config import PipelineConfig
 from pipeline.instances import load_and_select
 from pipeline.ray_adapter import Runner, make_runner
 from pipeline.repos import RepoResolver
-from pipeline.stages import MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso
-from pipeline.store import ResultStore, export_dataset
+from pipeline.stages import MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso, sweep_leftovers
+from pipeline.store import ResultStore, driver_lock, export_dataset
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +97,53 @@ def write_input_errors(workdir: Path, errors: list[InstanceInputError]) -> Path:
     return path
 
 
+@contextmanager
+def _run_log(workdir: Path) -> Iterator[None]:
+    """Copy this module's INFO lines to `workdir/driver.log` for the block (appending)."""
+    handler = logging.FileHandler(workdir / "driver.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setLevel(logging.INFO)
+    old = log.level
+    if log.getEffectiveLevel() > logging.INFO:
+        log.setLevel(logging.INFO)
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old)
+        handler.close()
+
+
+def finished_line(res: InstanceResult, done: int, total: int, counts: Counter[str]) -> str:
+    """One log line per finished instance: id, outcome, phase timings (seconds), progress and
+    counts by outcome, e.g. `acme__x-1 verified total=9.1s setup=4.2s ... | 3/4 | verified=2 ...`."""
+    phases = " ".join(f"{k}={v:.1f}s" for k, v in sorted(res.timings.items(), key=lambda kv: kv[0] != "total"))
+    tally = " ".join(f"{o}={counts[o]}" for o in OUTCOMES if counts[o])
+    return f"{res.instance_id} {res.outcome} {phases or '-'} | {done}/{total} | {tally}"
+
+
+def _sweep_stale(cfg: PipelineConfig, store: ResultStore, pool: EnvPool, runner: Runner,
+                 todo: list[Instance]) -> None:
+    """Remove a crashed run's containers and unrecorded images of the instances about to be redone."""
+    stale = [i.instance_id for i in todo if store.started(i.instance_id)]
+    if not stale:
+        return
+    keep = [r.image_id for r in (pool.get(i) for i in stale) if r is not None and r.image_id]
+    each_node = getattr(runner, "each_node", None)
+    try:
+        got = each_node(sweep_leftovers, cfg.mint.run_id, stale, keep) if each_node else \
+            [sweep_leftovers(cfg.mint.run_id, stale, keep)]
+    except Exception as e:  # noqa: BLE001 - no engine here (tests, fake minters): nothing to sweep
+        log.warning("could not sweep leftovers of run %s: %s", cfg.mint.run_id, e)
+        return
+    n = Counter()
+    for c in got:
+        n.update(c)
+    log.info("resume: %d instance(s) to redo had started before; removed %d container(s) and %d image(s) "
+             "left by run %s", len(stale), n["containers"], n["images"], cfg.mint.run_id)
+
+
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
              on_plan: Callable[[int, int], None] | None = None) -> MintReport:
@@ -92,10 +152,18 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
     `mint_fn` replaces `cfg.mint_function`; `runner` replaces `make_runner(cfg)` (closed after);
     `on_plan(n_to_run, n_skipped)` is called once before running; `on_result(row)` per new row.
     Raises InstanceInputError when the instance file itself is unreadable, ValueError when no
-    instance file is configured.
+    instance file is configured, store.WorkdirLocked (an OSError) when another driver is
+    running on the same WORKDIR.
     """
     if cfg.instances is None:
         raise ValueError("no instance file: pass --instances or set `instances` in the config")
+    with driver_lock(cfg.workdir), _run_log(cfg.workdir):
+        return _run_mint(cfg, mint_fn=mint_fn, runner=runner, on_result=on_result, on_plan=on_plan)
+
+
+def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | None,
+              on_result: Callable[[InstanceResult], None] | None,
+              on_plan: Callable[[int, int], None] | None) -> MintReport:
     t0 = time.monotonic()
     loaded = load_and_select(cfg.instances, ids=cfg.ids or None, ids_file=cfg.ids_file,
                              language=cfg.language, limit=cfg.limit)
@@ -113,6 +181,9 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
             todo.append(inst)
     if on_plan:
         on_plan(len(todo), len(report.skipped))
+    log.info("run %s: %d selected, %d to run, %d already finished, workers=%d, %s", cfg.mint.run_id,
+             len(loaded.instances), len(todo), len(report.skipped), cfg.workers, "ray" if cfg.use_ray else "in-process")
+    counts: Counter[str] = Counter()
 
     def record(res: InstanceResult) -> None:
         store.write_result(res)
@@ -122,6 +193,8 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
             except Exception as e:  # noqa: BLE001 - the row is stored; the index can be rebuilt
                 log.error("could not index environment of %s: %s", res.instance_id, e)
         report.results.append(res)
+        counts[res.outcome] += 1
+        log.info("%s", finished_line(res, len(report.results), len(todo), counts))
         if on_result:
             on_result(res)
 
@@ -135,14 +208,17 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
         for it in items:
             it.env = pool.get(it.instance.instance_id)
     stage = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
-                      resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}))
+                      resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry)
     runner = runner or make_runner(cfg)
     try:
         if items:
+            _sweep_stale(cfg, store, pool, runner, [it.instance for it in items])
             for res in runner.run(stage, items, on_submit=lambda it: store.mark_running(it.instance)):
                 record(res)
     finally:
         runner.close()
         report.wall_s = time.monotonic() - t0
     report.dataset = export_dataset(store, loaded.instances)
+    log.info("run %s finished in %.1fs: %s", cfg.mint.run_id, report.wall_s,
+             " ".join(f"{o}={n}/{t}" for o, (n, t) in report.counts().items() if t) or "nothing selected")
     return report

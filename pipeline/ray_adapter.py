@@ -9,7 +9,11 @@
   is cancelled and becomes a `timeout` row. The job never fails because of one item
   (cf. ray-project/ray #59194, #45661).
 
-Both yield rows in completion order to the driver, the single writer of store and pool.
+Both yield rows in completion order to the driver, the single writer of store and pool, and
+both offer `each_node(fn, *args)`: run a small function once per Docker host (the rerun's sweep
+of a crashed run's containers). `RayRunner` also exports driver-side counters through
+`ray.util.metrics` (see `RayMetrics`), which land on the node's Prometheus endpoint and in the
+dashboard's metrics view.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from agents.models import InstanceResult
 from pipeline.config import PipelineConfig, RayConfig
@@ -92,6 +96,10 @@ class LocalRunner:
                         del inflight[key]
                         yield _timeout_row(item, self.timeout, started)
 
+    def each_node(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
+        """`[fn(*args)]`: this process is the only node."""
+        return [fn(*args)]
+
     def close(self) -> None:
         """Nothing to release."""
 
@@ -135,6 +143,52 @@ def _ray_process(stage: Stage, item: WorkItem) -> InstanceResult:
     return run_safely(stage, item)
 
 
+def _ray_call(fn: Callable[..., Any], args: tuple) -> Any:
+    """Body of an `each_node` task."""
+    return fn(*args)
+
+
+PHASE_BOUNDARIES_S = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200]
+"""Histogram bucket bounds (seconds) of `swemint_phase_seconds`."""
+
+
+class RayMetrics:
+    """Driver-side metrics via `ray.util.metrics` (Ray prefixes names with `ray_` on export):
+
+    - `swemint_instances_submitted` (Counter): items handed to Ray.
+    - `swemint_instances_finished{outcome}` (Counter): rows received, by outcome.
+    - `swemint_instances_in_flight` (Gauge): submitted, no row yet.
+    - `swemint_phase_seconds{phase}` (Histogram, seconds): each phase of `InstanceResult.timings`
+      (`setup`, `before`, `after`, `total`, ...).
+
+    Metrics are reported to the node's metrics agent about every 10 s; a driver that exits
+    right after its last row may not have flushed the final increments.
+    """
+
+    def __init__(self) -> None:
+        from ray.util import metrics
+
+        self.submitted = metrics.Counter("swemint_instances_submitted", "Instances handed to Ray tasks")
+        self.finished = metrics.Counter("swemint_instances_finished", "Instances finished, by outcome",
+                                        tag_keys=("outcome",))
+        self.in_flight = metrics.Gauge("swemint_instances_in_flight", "Instances submitted without a row yet")
+        self.seconds = metrics.Histogram("swemint_phase_seconds", "Seconds per phase of one instance",
+                                         boundaries=PHASE_BOUNDARIES_S, tag_keys=("phase",))
+
+    def submit(self, in_flight: int) -> None:
+        """One item submitted; `in_flight` items now without a row."""
+        self.submitted.inc()
+        self.in_flight.set(in_flight)
+
+    def finish(self, res: InstanceResult, in_flight: int) -> None:
+        """One row received."""
+        self.finished.inc(tags={"outcome": res.outcome})
+        for phase, secs in res.timings.items():
+            if isinstance(secs, (int, float)) and secs >= 0:
+                self.seconds.observe(float(secs), tags={"phase": phase})
+        self.in_flight.set(in_flight)
+
+
 class RayRunner:
     """One Ray task per item, at most `workers` in flight, `timeout` seconds each (None = none).
 
@@ -146,6 +200,40 @@ class RayRunner:
         self.timeout = timeout
         self.ray_config = ray_config or RayConfig()
         self._started = False
+        self._metrics: RayMetrics | None = None
+
+    def _ensure_ray(self) -> None:
+        self._started = init_ray(self.ray_config, self.workers) or self._started
+
+    def _meter(self) -> RayMetrics | None:
+        if self._metrics is None:
+            try:
+                self._metrics = RayMetrics()
+            except Exception as e:  # noqa: BLE001 - metrics are optional; never fail the batch
+                log.warning("Ray metrics unavailable: %s", e)
+        return self._metrics
+
+    def each_node(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
+        """Run `fn(*args)` once on every alive node (pinned with a hard node affinity; nodes
+        without the `docker` resource are skipped when the cluster declares it). A node whose
+        call fails is logged and left out of the returned list."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        self._ensure_ray()
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        with_docker = [n for n in nodes if n.get("Resources", {}).get("docker")]
+        task = ray.remote(_ray_call)
+        refs = {task.options(num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+            n["NodeID"], soft=False)).remote(fn, args): n["NodeID"] for n in (with_docker or nodes)}
+        out = []
+        for ref, node in refs.items():
+            try:
+                out.append(ray.get(ref, timeout=300))
+            except Exception as e:  # noqa: BLE001 - one node's failure must not stop the batch
+                log.warning("%s on node %s failed: %s", getattr(fn, "__name__", fn), node[:12],
+                            describe_exception(e))
+        return out
 
     def _options(self, stage: Stage) -> dict:
         import ray
@@ -164,7 +252,8 @@ class RayRunner:
         """See `Runner.run`. KeyboardInterrupt / closing the generator cancels what is in flight."""
         import ray
 
-        self._started = init_ray(self.ray_config, self.workers) or self._started
+        self._ensure_ray()
+        meter = self._meter()
         task = ray.remote(_ray_process).options(**self._options(stage))
         stage_ref = ray.put(stage)
         todo = iter(items)
@@ -175,6 +264,8 @@ class RayRunner:
                     if on_submit:
                         on_submit(item)
                     pending[task.remote(stage_ref, item)] = (item, time.monotonic(), now_iso())
+                    if meter:
+                        meter.submit(len(pending))
                 if not pending:
                     return
                 wait = 1.0
@@ -185,16 +276,22 @@ class RayRunner:
                 for ref in ready:
                     item, t0, started = pending.pop(ref)
                     try:
-                        yield ray.get(ref)
+                        res = ray.get(ref)
                     except Exception as e:  # noqa: BLE001 - worker crash, lost object, cancelled
-                        yield failure_row(item.instance, "infra_error", f"Ray task failed: {describe_exception(e)}",
+                        res = failure_row(item.instance, "infra_error", f"Ray task failed: {describe_exception(e)}",
                                           started, time.monotonic() - t0)
+                    if meter:
+                        meter.finish(res, len(pending))
+                    yield res
                 if self.timeout is not None:
                     for ref, (item, t0, started) in list(pending.items()):
                         if time.monotonic() - t0 > self.timeout:
                             del pending[ref]
                             ray.cancel(ref, force=True)
-                            yield _timeout_row(item, self.timeout, started)
+                            res = _timeout_row(item, self.timeout, started)
+                            if meter:
+                                meter.finish(res, len(pending))
+                            yield res
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)

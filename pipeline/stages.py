@@ -8,8 +8,10 @@ exception an `infra_error` row, so one bad item never fails a batch.
 from __future__ import annotations
 
 import importlib
+import logging
+import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,7 +19,9 @@ from typing import Protocol
 
 from agents.config import MintConfig
 from agents.models import EnvRecord, Instance, InstanceResult, Outcome
+from envpool.errors import InfraError
 
+log = logging.getLogger(__name__)
 MintFn = Callable[..., InstanceResult]
 """`mint_instance(instance, repo_path, config, factory=None) -> InstanceResult`."""
 
@@ -105,20 +109,86 @@ class MintStage:
         mint_fn: the function to call; default imports `mint_function` lazily in the worker.
         mint_function: import path "module:function" used when `mint_fn` is None.
         resources: per item; default 1 CPU and one `docker` build slot.
+        registry: `host:port[/prefix]` to push verified images to (None = keep them local). A
+            push failure turns the row into `infra_error` (the registry, not the instance, failed).
+            A pooled environment (`item.env`) missing on this node is pulled from its `location`.
     """
 
     name = "mint"
+    registry: str | None = None  # class default: stages pickled by older drivers lack the attribute
 
     def __init__(self, config: MintConfig, mint_fn: MintFn | None = None,
-                 mint_function: str = DEFAULT_MINT_FUNCTION, resources: StageResources | None = None):
+                 mint_function: str = DEFAULT_MINT_FUNCTION, resources: StageResources | None = None,
+                 registry: str | None = None):
         self.config = config
         self.mint_fn = mint_fn
         self.mint_function = mint_function
         self.resources = resources or StageResources(num_cpus=1.0, resources={"docker": 1.0})
+        self.registry = registry
 
     def process(self, item: WorkItem) -> InstanceResult:
-        """Call the mint function; its own outcomes pass through unchanged."""
+        """Call the mint function; its own outcomes pass through unchanged (but see `registry`)."""
         fn = self.mint_fn or load_function(self.mint_function)
         if item.env is not None:
-            return fn(item.instance, item.repo_path, self.config, env=item.env)
-        return fn(item.instance, item.repo_path, self.config)
+            if item.env.location not in ("", "local"):
+                from envpool.pool import ensure_local
+
+                ensure_local(item.env)  # InfraError -> run_safely -> infra_error row
+            res = fn(item.instance, item.repo_path, self.config, env=item.env)
+        else:
+            res = fn(item.instance, item.repo_path, self.config)
+        if self.registry and isinstance(res, InstanceResult) and res.outcome == "verified" and res.env is not None:
+            res = self._publish(res)
+        return res
+
+    def _publish(self, res: InstanceResult) -> InstanceResult:
+        """Push the verified image; `timings["publish"]` (seconds) is added, `total` left as is."""
+        from envpool.pool import publish_image
+
+        t0 = time.monotonic()
+        try:
+            ref = publish_image(res.env.image_tag, self.registry)
+        except InfraError as e:
+            return res.model_copy(update={"outcome": "infra_error", "env": None,
+                                          "reason": f"verified, but the image was not published: {e.message}"})
+        timings = {**res.timings, "publish": round(time.monotonic() - t0, 2)}
+        return res.model_copy(update={"env": res.env.model_copy(update={"location": ref}), "timings": timings})
+
+
+def sweep_leftovers(run_id: str, instance_ids: Collection[str], keep_image_ids: Collection[str] = ()) -> dict:
+    """Remove what a crashed run left on this node's Docker engine for `instance_ids`.
+
+    Containers labelled `swemint.run=<run_id>` whose `swemint.instance` is in `instance_ids`
+    are force-removed (a killed worker never reached its `finally`). Images with the same two
+    labels are removed unless their id is in `keep_image_ids` (images the pool references): an
+    environment committed by a run that died before writing the instance's result is
+    **replaced**, not reused, because nothing recorded what it holds (setup script, F2P lists)
+    and the rebuild commits the same tag again. Returns {"containers": n, "images": n,
+    "errors": n}; never raises for a single container or image (an engine error is counted).
+    """
+    from envpool.docker_sandbox import docker_client
+
+    wanted = set(instance_ids)
+    keep = set(keep_image_ids)
+    out = {"containers": 0, "images": 0, "errors": 0}
+    if not wanted:
+        return out
+    client = docker_client()
+    label = {"label": f"swemint.run={run_id}"}
+    for c in client.containers.list(all=True, filters=label):
+        if c.labels.get("swemint.instance") in wanted:
+            try:
+                c.remove(force=True)
+                out["containers"] += 1
+            except Exception as e:  # noqa: BLE001 - vanished meanwhile
+                log.debug("sweep: container %s: %s", c.name, e)
+                out["errors"] += 1
+    for img in client.images.list(all=True, filters=label):
+        if (img.labels or {}).get("swemint.instance") in wanted and img.id not in keep:
+            try:
+                client.images.remove(img.id, force=True)
+                out["images"] += 1
+            except Exception as e:  # noqa: BLE001 - in use by a container we did not start
+                log.debug("sweep: image %s: %s", img.id[:19], e)
+                out["errors"] += 1
+    return out

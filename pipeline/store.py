@@ -6,21 +6,27 @@ Layout (one folder per instance, datatrove-style completion markers):
     WORKDIR/instances/<instance_id>/RUNNING         written when submitted (host, pid, time)
     WORKDIR/instances/<instance_id>/result.json     the InstanceResult (temp file + os.replace)
     WORKDIR/instances/<instance_id>/DONE            the outcome, written after result.json
+    WORKDIR/attempts.jsonl                          one line per submission (instance_id, pid, host, at)
+    WORKDIR/driver.lock                             flock held by the one running driver
     WORKDIR/dataset/{verified,all}.parquet          `export_dataset`
 
 An instance is finished when DONE and result.json exist. A rerun never redoes `verified`, redoes
 outcomes listed in `retry_outcomes`, and redoes instances left RUNNING by a crashed run.
-Only the pipeline driver writes here.
+Only the pipeline driver writes here, and `driver_lock` makes sure only one driver runs per
+WORKDIR (the lock dies with its process, so a `kill -9`ed driver never blocks the rerun).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import socket
 import tempfile
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,6 +36,36 @@ import pyarrow.parquet as pq
 from agents.models import Instance, InstanceResult
 
 RESULT, RUNNING, DONE, INSTANCE = "result.json", "RUNNING", "DONE", "instance.json"
+ATTEMPTS, LOCK = "attempts.jsonl", "driver.lock"
+
+
+class WorkdirLocked(BlockingIOError):
+    """Another live driver holds WORKDIR/driver.lock (its pid is in the message)."""
+
+
+@contextmanager
+def driver_lock(workdir: Path | str) -> Iterator[Path]:
+    """Hold an exclusive `flock` on `workdir/driver.lock` for the block; yields the lock path.
+
+    The lock file records the holder's pid and host. Raises WorkdirLocked at once (no waiting)
+    when another process holds it. The kernel drops the lock when its process dies, `kill -9`
+    included, so a crashed driver never blocks the rerun. Advisory and per host: on a shared
+    file system that does not support flock, it protects only against drivers on this host.
+    """
+    path = Path(workdir) / LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = path.read_text(encoding="utf-8", errors="replace").strip() or "unknown"
+            raise WorkdirLocked(f"another swemint driver is running on {path.parent} ({holder})") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        yield path
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def safe_name(instance_id: str) -> str:
@@ -72,12 +108,32 @@ class ResultStore:
         return self.root / safe_name(instance_id)
 
     def mark_running(self, instance: Instance) -> None:
-        """Record `instance` (instance.json) and a RUNNING marker; clears an old DONE."""
+        """Record `instance` (instance.json) and a RUNNING marker; clears an old DONE; appends a
+        line to WORKDIR/attempts.jsonl (how often each instance was started, across runs)."""
         d = self.dir(instance.instance_id)
         atomic_write(d / INSTANCE, instance.model_dump_json())
         (d / DONE).unlink(missing_ok=True)
-        atomic_write(d / RUNNING, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                                              "at": datetime.now(timezone.utc).isoformat()}))
+        stamp = {"host": socket.gethostname(), "pid": os.getpid(), "at": datetime.now(timezone.utc).isoformat()}
+        atomic_write(d / RUNNING, json.dumps(stamp))
+        with (self.workdir / ATTEMPTS).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"instance_id": instance.instance_id, **stamp}) + "\n")
+
+    def attempts(self) -> Counter[str]:
+        """instance_id -> how many times it was submitted in this WORKDIR (every run)."""
+        path = self.workdir / ATTEMPTS
+        if not path.exists():
+            return Counter()
+        out: Counter[str] = Counter()
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                out[json.loads(line)["instance_id"]] += 1
+            except (ValueError, KeyError, TypeError):
+                continue  # a line torn by a kill
+        return out
+
+    def started(self, instance_id: str) -> bool:
+        """True when an earlier run got as far as submitting `instance_id` (its folder exists)."""
+        return self.dir(instance_id).is_dir()
 
     def write_result(self, result: InstanceResult) -> Path:
         """Write result.json atomically, then DONE, then drop RUNNING; returns result.json's path."""

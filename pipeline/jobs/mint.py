@@ -1,11 +1,16 @@
-"""`python -m pipeline.jobs.mint --config configs/default.yaml --workdir DIR` for `ray job submit`.
+"""`python -m pipeline.jobs.mint --config configs/cluster.yaml --workdir DIR` for `ray job submit`.
 
 Inside a Ray job `RAY_ADDRESS` is set, so the driver joins the cluster instead of starting Ray.
-Example:
+When the config leaves `instances` unset or sets it to `demo`, the job first writes the demo
+input (`pipeline.demo.make_demo`) under `WORKDIR/demo` and mints that. Example:
 
     ray job submit --address http://127.0.0.1:8265 --working-dir . -- \\
-        python -m pipeline.jobs.mint -c configs/default.yaml --workdir /shared/work \\
+        python -m pipeline.jobs.mint -c configs/cluster.yaml --workdir /shared/work \\
         --instances /shared/tasks.jsonl --mirrors /shared/mirrors --set workers=8
+
+`--workdir` should be absolute: a job runs in a copy of the working directory, so a relative
+path lands inside Ray's session folder. Progress goes to stdout (`ray job logs`): one line per
+finished instance with its phase timings, then the summary table.
 
 Exit code 0 when the batch ran (whatever the outcomes), 2 on a configuration error.
 """
@@ -13,15 +18,20 @@ Exit code 0 when the batch ran (whatever the outcomes), 2 on a configuration err
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
 from pipeline.cli import config_from_options, print_summary
+from pipeline.config import PipelineConfig
+
+DEMO = Path("demo")
+"""`instances: demo` (or no `instances`) asks for the embedded demo input."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Options: --config, --workdir, --instances, --mirrors (repeatable), --workers, --limit,
-    --set key=value (repeatable)."""
+    """Options: --config, --workdir, --instances (a file, or `demo`), --mirrors (repeatable),
+    --workers, --limit, --set key=value (repeatable)."""
     p = argparse.ArgumentParser(prog="python -m pipeline.jobs.mint", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-c", "--config", type=Path)
@@ -34,21 +44,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def with_demo_input(cfg: PipelineConfig) -> PipelineConfig:
+    """`cfg` unchanged when it names an instance file; else the demo input is written under
+    `cfg.workdir/demo` (mirrors and instances.jsonl, rebuilt identically on every call) and
+    `instances` / `mirrors` point at it. Raises RuntimeError when git fails."""
+    if cfg.instances is not None and cfg.instances != DEMO:
+        return cfg
+    from pipeline.demo import make_demo
+
+    mirrors, instances = make_demo(cfg.workdir / "demo")
+    cfg.instances = instances
+    cfg.mirrors = [mirrors, *(m for m in cfg.mirrors if m != mirrors)]
+    return cfg
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the batch; returns the exit code."""
     import typer
 
     from pipeline.driver import run_mint
 
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        stream=sys.stdout)
+    logging.getLogger("pipeline").setLevel(logging.INFO)
     a = parse_args(argv)
     try:
         cfg = config_from_options(a.config, a.sets, workdir=a.workdir, instances=a.instances, mirrors=a.mirrors,
-                      workers=a.workers, limit=a.limit)
-        report = run_mint(cfg, on_result=lambda r: print(f"{r.instance_id}: {r.outcome} {r.reason[:200]}",
-                                                         flush=True))
+                                  workers=a.workers, limit=a.limit)
+        cfg = with_demo_input(cfg)
+        report = run_mint(cfg)
     except typer.Exit as e:
         return e.exit_code
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print_summary(report)

@@ -8,6 +8,7 @@ must resolve to a release of that era that has a wheel for the interpreter.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -101,7 +102,9 @@ def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path
                      "/opt/venv/bin/python -c 'import importlib.metadata as m; print(m.version(\"scmpkg\"))'")
     assert out.strip() == "1.2.0"
     assert res.dockerfile.startswith("# swemint environment") and "FROM " in res.dockerfile
-    # the stored test command runs in the published image as is (the report plugin is baked in)
+    # the stored test command is reproducible and runs in the published image as is (the report
+    # plugin is baked in)
+    assert "/tmp/swemint/run/" in res.test_command and not re.search(r"-[0-9a-f]{8}/", res.test_command)
     out = image_exec(docker_client, res.image, res.test_command + " 2>&1 || true")
     assert "1 passed" in out and "Error importing plugin" not in out
     # warm path: the pooled environment is reused as is (no setup), and kept afterwards

@@ -293,3 +293,22 @@ def test_bridge_cannot_reach_host_loopback_but_reaches_registry(net_box):
     pip = net_box.exec("python3 -m pip download -q --no-deps --disable-pip-version-check "
                        "-d /tmp/dl six && ls /tmp/dl", timeout=120)
     assert pip.ok and "six-" in pip.output, pip
+
+
+def test_cache_mounts_are_shared_with_the_host_and_not_committed(docker_client, debian_image, tmp_path):
+    from envpool.docker_sandbox import DockerSandboxFactory
+    from envpool.sandbox import SandboxSpec
+
+    factory = DockerSandboxFactory(run_id="test-cache-mount", client=docker_client)
+    spec = SandboxSpec(image=debian_image, run_id="test-cache-mount", network="none", mount_ca=False,
+                       cache_mounts={str(tmp_path / "cache"): "/root/.cache/uv"})
+    with factory.sandbox(spec) as sb:
+        assert sb.exec("echo hit > /root/.cache/uv/marker").ok
+        image = sb.commit("swemint-test/cachemount", "t")
+    assert (tmp_path / "cache" / "marker").read_text() == "hit\n"
+    try:
+        with factory.sandbox(SandboxSpec(image="swemint-test/cachemount:t", run_id="test-cache-mount",
+                                         network="none", mount_ca=False)) as sb:
+            assert not sb.exec("test -e /root/.cache/uv/marker").ok  # the mount's content is not in the image
+    finally:
+        docker_client.images.remove(image, force=True)

@@ -101,3 +101,84 @@ def test_reader_waits_for_a_writer_in_another_process(tmp_path):
         assert time.monotonic() - t0 > 0.5  # it had to wait for the writer to let go
     finally:
         holder.wait(timeout=10)
+
+
+class FakeImages:
+    """Just enough of docker's `client.images` / `client.api` for push and pull: `tags` maps a
+    reference to an image id; `registry` holds pushed references; `fail` makes push/pull report."""
+
+    def __init__(self, tags: dict[str, str], registry: set[str] | None = None, fail: str | None = None):
+        self.tags, self.registry, self.fail, self.calls = dict(tags), set(registry or ()), fail, []
+        self.images, self.api = self, self
+
+    def get(self, ref: str):
+        if ref not in self.tags:
+            raise LookupError(f"no such image: {ref}")
+        owner = self
+
+        class Image:
+            def tag(self, repo: str, tag: str):
+                owner.tags[f"{repo}:{tag}"] = owner.tags[ref]
+
+        return Image()
+
+    def remove(self, ref: str):
+        self.tags.pop(ref)
+
+    def push(self, repo: str, tag: str, stream: bool, decode: bool):
+        self.calls.append(("push", f"{repo}:{tag}"))
+        if self.fail:
+            return iter([{"status": "Preparing"}, {"error": self.fail}])
+        self.registry.add(f"{repo}:{tag}")
+        return iter([{"status": "Pushed"}])
+
+    def pull(self, repo: str, tag: str, stream: bool, decode: bool):
+        self.calls.append(("pull", f"{repo}:{tag}"))
+        if self.fail or f"{repo}:{tag}" not in self.registry:
+            return iter([{"error": self.fail or "manifest unknown"}])
+        self.tags[f"{repo}:{tag}"] = "sha256:pulled"
+        return iter([{"status": "Downloaded newer image"}])
+
+
+def test_references_keep_the_registry_port_apart_from_the_tag():
+    from envpool.pool import registry_reference, split_reference
+
+    ref = registry_reference("127.0.0.1:5000/", "swemint/env:a__b-1-abc")
+    assert ref == "127.0.0.1:5000/swemint/env:a__b-1-abc"
+    assert split_reference(ref) == ("127.0.0.1:5000/swemint/env", "a__b-1-abc")
+    assert split_reference("127.0.0.1:5000/swemint/env") == ("127.0.0.1:5000/swemint/env", "latest")
+
+
+def test_publish_then_pull_on_a_node_without_the_image(tmp_path):
+    from envpool.pool import ensure_local, publish_image
+
+    builder = FakeImages({"swemint/env:a": "sha256:built"})
+    loc = publish_image("swemint/env:a", "127.0.0.1:5000", client=builder)
+    assert loc == "127.0.0.1:5000/swemint/env:a" and builder.registry == {loc}
+    assert builder.tags == {"swemint/env:a": "sha256:built"}  # the push alias is dropped again
+    pool = EnvPool(tmp_path / "pool.duckdb")
+    pool.add(rec("a", 0).model_copy(update={"image_tag": "swemint/env:a", "location": loc}))
+    record = pool.get("a")
+    assert record.location == loc  # the pool records where the image lives
+    other_node = FakeImages({}, registry=builder.registry)
+    assert ensure_local(record, client=other_node) is True
+    assert other_node.tags == {"swemint/env:a": "sha256:pulled"} and other_node.calls == [("pull", loc)]
+    assert ensure_local(record, client=other_node) is False  # present now: no second pull
+    assert other_node.calls == [("pull", loc)]
+
+
+def test_registry_failures_are_infra_errors():
+    from envpool.errors import InfraError
+    from envpool.pool import ensure_local, publish_image
+
+    with pytest.raises(InfraError, match="connection refused"):
+        publish_image("swemint/env:a", "127.0.0.1:5000", client=FakeImages({"swemint/env:a": "x"},
+                                                                           fail="connection refused"))
+    with pytest.raises(InfraError, match="pushing swemint/env:gone"):
+        publish_image("swemint/env:gone", "127.0.0.1:5000", client=FakeImages({}))
+    local_only = rec("a", 0).model_copy(update={"image_tag": "swemint/env:a"})
+    with pytest.raises(InfraError, match="not on this node"):
+        ensure_local(local_only, client=FakeImages({}))
+    with pytest.raises(InfraError, match="manifest unknown"):
+        ensure_local(local_only.model_copy(update={"location": "127.0.0.1:5000/swemint/env:a"}),
+                     client=FakeImages({}))

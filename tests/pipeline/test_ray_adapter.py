@@ -122,3 +122,41 @@ def test_ray_runner_drops_resources_the_cluster_lacks(local_ray):
     stage = FakeStage(resources=StageResources(num_cpus=0.5, resources={"docker": 1.0, "gpu_box": 1.0}))
     got = list(RayRunner(workers=2, timeout=30).run(stage, items("ok-1", "ok-2")))
     assert [r.outcome for r in got] == ["verified", "verified"]  # not stuck as infeasible
+
+
+@pytest.mark.slow
+def test_ray_each_node_runs_once_per_node_in_a_worker(local_ray):
+    got = RayRunner(workers=2).each_node(os.getpid)
+    assert len(got) == len(local_ray.nodes()) == 1 and got[0] != os.getpid()
+    assert LocalRunner().each_node(os.getpid) == [os.getpid()]
+
+
+def test_mint_stage_publishes_verified_images_and_records_where(monkeypatch):
+    from agents.config import MintConfig
+    from agents.models import EnvRecord
+    from envpool.errors import InfraError
+    from pipeline.stages import MintStage
+
+    def mint(instance, repo_path, config, env=None):
+        outcome = "verified" if instance.instance_id.startswith("ok") else "no_fail_to_pass"
+        return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome=outcome,
+                              timings={"total": 2.0}, env=EnvRecord(instance_id=instance.instance_id, repo="o/p",
+                                                                    base_commit="c", image_tag="swemint/env:x"))
+
+    pushed = []
+
+    def publish(tag, registry):
+        if registry == "down:5000":
+            raise InfraError("connection refused")
+        pushed.append(tag)
+        return f"{registry}/{tag}"
+
+    monkeypatch.setattr("envpool.pool.publish_image", publish)
+    stage = MintStage(MintConfig(), mint_fn=mint, registry="127.0.0.1:5000")
+    ok, nf2p = (stage.process(it) for it in items("ok-1", "nf2p-2"))
+    assert ok.outcome == "verified" and ok.env.location == "127.0.0.1:5000/swemint/env:x"
+    assert ok.timings["total"] == 2.0 and "publish" in ok.timings
+    assert nf2p.env.location == "local" and pushed == ["swemint/env:x"]  # only verified images travel
+    down = MintStage(MintConfig(), mint_fn=mint, registry="down:5000").process(items("ok-3")[0])
+    assert down.outcome == "infra_error" and down.env is None and "connection refused" in down.reason
+    assert MintStage(MintConfig(), mint_fn=mint).process(items("ok-4")[0]).env.location == "local"
