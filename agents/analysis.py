@@ -23,7 +23,8 @@ TEST_EXTRA_NAMES = ("test", "tests", "testing", "test-all", "tests-all", "dev", 
 """Extras that usually hold test dependencies, in order of preference."""
 
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-_CONDA_TO_PIP = {"pytables": "tables", "matplotlib-base": "matplotlib", "pytorch": "torch",
+_CONDA_TO_PIP = {"dask": "dask[array,dataframe]",  # conda's dask is every part; pip's is the core only
+                 "pytables": "tables", "matplotlib-base": "matplotlib", "pytorch": "torch",
                  "python-dateutil": "python-dateutil", "netcdf4": "netCDF4", "py-cpuinfo": "py-cpuinfo",
                  "numba": "numba", "pyyaml": "pyyaml", "msgpack-python": "msgpack"}
 _CONDA_SKIP = {"python", "pip", "setuptools", "wheel", "c-compiler", "cxx-compiler", "compilers",

@@ -177,8 +177,9 @@ def test_requirements(profile: RepoProfile) -> list[str]:
             continue
         seen.add(key)
         # conda pins (`=1.2`) are not pip syntax: keep the name only; keep pip-style pins
+        extras = req[req.index("["):req.index("]") + 1] if "[" in req and "]" in req else ""
         out.append(req if any(op in req for op in ("==", ">=", "<=", "~=", "<", ">")) and " " not in req
-                   else name)
+                   else name + extras)
     return out
 
 

@@ -212,3 +212,12 @@ def test_modules_in_a_test_folder_run_even_when_not_named_test_star():
              "--- a/tests/testdata/python3/data/module.py\n+++ b/tests/testdata/python3/data/module.py\n"
              "@@ -1 +1,2 @@\n x = 1\n+y = 2\n")
     assert configure_python_tests(patch).test_files == ["tests/unittest_brain.py"]
+
+
+def test_conda_dask_maps_to_pip_dask_with_its_array_and_dataframe_parts():
+    # regression: pip's `dask` lacks dask.dataframe, so xarray's test_dask.py skipped as a whole
+    from agents.analysis import RepoProfile
+    from agents.python_plan import test_requirements
+
+    assert test_requirements(RepoProfile(commit="x", conda_deps=["dask[array,dataframe]", "numpy"])) == \
+        ["dask[array,dataframe]", "numpy"]
