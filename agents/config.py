@@ -6,9 +6,11 @@ Every model forbids unknown keys, so a typo in `configs/*.yaml` is an error.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.llm.config import LLMConfig
 from envpool.images import ImageConfig
 
 
@@ -43,6 +45,33 @@ class VerifyConfig(BaseModel):
     after_runs: int = Field(default=3, ge=1)
 
 
+class ReuseConfig(BaseModel):
+    """Environment reuse (MEnvAgent, arXiv 2601.22859): before a full build, try pooled
+    environments of other instances of the same repository, adapted by EnvPatch."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    """Look up the pool and try candidates before a full build."""
+    max_candidates: int = Field(default=2, ge=0)
+    """Candidates the driver passes per instance (best first: same version, nearest newer
+    commit, any); each costs one container start and a probe."""
+    patch_rounds: int = Field(default=2, ge=0)
+    """EnvPatch rounds per candidate (derive increments -> apply -> probe again)."""
+
+
+class MemoryUseConfig(BaseModel):
+    """The experience memory (EnvPilot, arXiv 2609.07357) as the rule backend uses it."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    """Consult the memory when the rules find no repair; the driver learns after each instance."""
+    path: Path | None = None
+    """DuckDB file; None = `WORKDIR/memory/experiences.duckdb`. Only the driver writes it; workers
+    copy it (read-only, briefly) into memory, or use the seed set when it is locked or absent."""
+    k: int = Field(default=3, ge=1)
+    """Plans fetched per failure (each applied at most once per instance)."""
+
+
 class MintConfig(BaseModel):
     """Everything `agents.minter.mint_instance` needs besides the instance and its repository.
 
@@ -60,3 +89,19 @@ class MintConfig(BaseModel):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     keep_images: bool = True
     image_repository: str = "swemint/env"
+    reuse: ReuseConfig = Field(default_factory=ReuseConfig)
+    memory: MemoryUseConfig = Field(default_factory=MemoryUseConfig)
+    policy: Literal["rules", "llm", "hybrid"] = "rules"
+    """Repair policy of the Execution agent: `rules` (rules, then the memory; no network besides
+    the package registries), `hybrid` (rules, memory, then the LLM tool loop), `llm` (the LLM
+    repairs every failure; the memory goes into its prompt). `llm`/`hybrid` need `llm`."""
+    llm: LLMConfig | None = None
+    """The model for `llm` / `hybrid` (agents.llm.LLMConfig); ignored under `rules`."""
+    llm_max_steps: int = Field(default=8, ge=1)
+    """Model turns of one LLM repair (tool loop bound)."""
+    llm_max_repairs: int = Field(default=3, ge=0)
+    """LLM repairs per instance at most (cost bound)."""
+
+    def memory_path(self) -> Path:
+        """The experience memory's DuckDB file (`memory.path`, else under `workdir`)."""
+        return self.memory.path or Path(self.workdir) / "memory" / "experiences.duckdb"

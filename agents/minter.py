@@ -9,7 +9,6 @@ problems: every path returns an `InstanceResult` (datatrove's "every outcome is 
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from datetime import datetime, timezone
@@ -18,18 +17,24 @@ from pathlib import Path
 from agents.analysis import analyze_python
 from agents.config import MintConfig
 from agents.dockerfile import render_dockerfile, render_setup_script
+from agents.envimage import (commit_image, commit_tracked_edits, image_size, image_tag_for, lay_out_repository,
+                             plugin_files, remove_image)
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
+from agents.policy import make_helper
 from agents.python_plan import choose_python, pretend_version, runtime_env
 from agents.python_setup import PythonEnvBuilder
+from agents.reuse import derive_version, try_reuse
 from agents.testconfig import configure_python_tests
 from envpool import images
-from envpool.errors import (EnvBuildError, InfraError, InstanceInputError, PatchApplyError,
-                            SandboxTimeout, SwemintError, TestsNotRunError)
+from envpool.errors import (EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError,
+                            TestsNotRunError)
 from envpool.grading import grade
 from envpool.patches import apply_patch
 from envpool.sandbox import SandboxSpec
-from envpool.testrun.pytest_runner import PLUGIN_DIR, PLUGIN_NAME, PLUGIN_SOURCE, run_pytest_detailed
+from envpool.testrun.pytest_runner import PLUGIN_DIR, run_pytest_detailed
+
+__all__ = ["OUTCOME_OF_ERROR", "image_tag_for", "mint_instance"]
 
 
 OUTCOME_OF_ERROR: tuple[tuple[type[SwemintError], str], ...] = (
@@ -43,32 +48,38 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def image_tag_for(instance_id: str, spec: dict | None = None) -> str:
-    """Docker tag for an instance's environment: the instance id plus a hash of the spec it was
-    built from (base image, setup commands), so identical builds share a tag and a changed build
-    never overwrites another's image (lowercase, [a-z0-9_.-], <= 128 chars)."""
-    base = re.sub(r"[^a-z0-9_.-]", "_", instance_id.lower())[:100]
-    return f"{base}-{images.spec_hash(spec)}" if spec is not None else base
-
-
 class _Trajectory:
+    """Appends each step to `trajectory.jsonl` as it happens (a crash keeps what ran); `flush`
+    rewrites the file from the kept steps, so repair notes added to a step after it was written
+    (`repair: ...`, read by the memory's learning) are in the final file."""
+
     def __init__(self, path: Path):
         self.path = path
+        self.steps: list[StepRecord] = []
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("")
 
     def __call__(self, step: StepRecord) -> None:
+        self.steps.append(step)
         with self.path.open("a") as f:
             f.write(step.model_dump_json() + "\n")
 
+    def flush(self) -> None:
+        self.path.write_text("".join(s.model_dump_json() + "\n" for s in self.steps))
+
 
 def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, factory=None,
-                  env: EnvRecord | None = None) -> InstanceResult:
+                  env: EnvRecord | None = None, candidates: list[EnvRecord] | None = None,
+                  llm=None) -> InstanceResult:
     """Build, verify and (if verified) keep the environment of one instance.
 
     With `env` (this instance's pooled environment, e.g. on `swemint mint --reverify`) and its
     image present, setup is skipped and the tests run in that image (the warm path); the pooled
-    image is never removed here.
+    image is never removed here. With `candidates` (pooled environments of *other* instances of
+    the repository, best first) and `config.reuse.enabled`, each is adapted by EnvPatch before a
+    full build is attempted (`agents.reuse`; MEnvAgent, arXiv 2601.22859): the row then records
+    `reused_from` and `incremental_commands`. `llm`: an LLMClient for the `llm` / `hybrid` policy
+    (default: a gateway from `config.llm`; tests pass `FakeLLM`).
 
     Args:
         instance: the SWE-bench-format instance (gold lists are never read here).
@@ -88,20 +99,31 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     res = InstanceResult(instance_id=iid, repo=instance.repo, outcome="infra_error", log_path=str(log_path),
                          version=instance.version, started_at=_now(), trajectory_path=str(idir / "trajectory.jsonl"))
     t0 = time.monotonic()
+    traj = _Trajectory(idir / "trajectory.jsonl")
+    borrowed = {r.image_tag for r in ([env] if env else []) + list(candidates or [])}
+    helper = None
     try:
         if factory is None:
             from envpool.docker_sandbox import DockerSandboxFactory
             factory = DockerSandboxFactory(run_id=config.run_id)
-        _mint(instance, Path(repo_path), config, factory, res, idir, log_path, env)
+        helper = make_helper(config, iid, llm=llm)
+        _mint(instance, Path(repo_path), config, factory, res, idir, log_path, traj, env,
+              candidates if config.reuse.enabled else None, helper)
     except SwemintError as e:
         res.outcome = next(o for cls, o in OUTCOME_OF_ERROR if isinstance(e, cls))
         res.reason = f"input: {e.message}" if isinstance(e, InstanceInputError) else e.message
     except Exception as e:  # a bug of ours: never lose the row
         res.outcome, res.reason = "infra_error", f"internal error: {type(e).__name__}: {e}"
+    finally:
+        traj.flush()
+        if helper is not None:
+            res.llm_usage = helper.usage()
+            if helper.memory is not None:
+                helper.memory.close()
     res.timings["total"] = round(time.monotonic() - t0, 2)
     res.finished_at = _now()
-    if res.outcome != "verified" and res.image and not res.reused_from:
-        _remove_image(factory, res.image)
+    if res.outcome != "verified" and res.image and res.image not in borrowed:
+        remove_image(factory, res.image)
         res.image, res.image_id, res.env = "", "", None
     (idir / "result.json").write_text(res.model_dump_json(indent=2))
     with log_path.open("a") as f:
@@ -109,19 +131,9 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     return res
 
 
-def _remove_image(factory, ref: str) -> None:
-    """Remove an image by tag or id; never raises (an image in use stays)."""
-    client = getattr(factory, "client", None)
-    if client is None:
-        return
-    try:
-        client.images.remove(ref, force=not ref.startswith("sha256:"))
-    except Exception:
-        pass
-
-
 def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res: InstanceResult,
-          idir: Path, log_path: Path, pooled: EnvRecord | None = None) -> None:
+          idir: Path, log_path: Path, traj: _Trajectory, pooled: EnvRecord | None = None,
+          candidates: list[EnvRecord] | None = None, helper=None) -> None:
     iid = instance.instance_id
     deadline = time.monotonic() + config.timeouts.instance
     t = time.monotonic()
@@ -133,10 +145,9 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
     res.parser = tests.parser
     if not tests.test_files:
         raise TestsNotRunError("test_patch touches no Python test file", instance_id=iid, log_path=log_path)
-    traj = _Trajectory(idir / "trajectory.jsonl")
     spec = SandboxSpec(image="", run_id=config.run_id, instance_id=iid, network="bridge",
                        cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids)
-    if pooled is not None and _image_size(factory, pooled.image_tag) > 0 and pooled.base_commit == instance.base_commit:
+    if pooled is not None and image_size(factory, pooled.image_tag) > 0 and pooled.base_commit == instance.base_commit:
         res.image, res.image_id, res.reused_from = pooled.image_tag, pooled.image_id, pooled.instance_id
         res.interpreter, res.setup_script, res.dockerfile = pooled.interpreter, pooled.setup_script, pooled.dockerfile
         res.installed_packages = pooled.installed_packages
@@ -144,7 +155,11 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
         traj(StepRecord(agent="setup", rule="pool:same-instance", note=f"reusing {pooled.image_tag}"))
         commit_time, interpreter = pooled.commit_time, pooled.interpreter
     else:
-        _build(instance, tree, tests, config, factory, res, idir, log_path, traj, spec, deadline, t)
+        res.timings["checkout+analysis"] = round(time.monotonic() - t, 2)
+        if not (candidates and try_reuse(instance, tree, tests, config, factory, res, idir, log_path, traj, spec,
+                                         candidates, deadline, helper)):
+            _build(instance, tree, tests, config, factory, res, idir, log_path, traj, spec, deadline,
+                   time.monotonic(), helper)
         commit_time, interpreter = tree.commit_time, res.interpreter
     test_spec = spec.model_copy(update={"image": res.image, "network": "none", "env": runtime_env()})
     runs = {}
@@ -183,33 +198,17 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
         res.timings[side] = round(time.monotonic() - t, 2)
     _judge(res, runs["before"], runs["after"], iid, log_path)
     if res.outcome == "verified":
-        res.env = EnvRecord(instance_id=iid, repo=instance.repo, version=instance.version,
+        res.env = EnvRecord(instance_id=iid, repo=instance.repo, version=derive_version(instance, tree),
                             base_commit=instance.base_commit, commit_time=commit_time,
                             created_at=instance.created_at, interpreter=interpreter, image_tag=res.image,
-                            image_id=res.image_id, size_bytes=_image_size(factory, res.image),
+                            image_id=res.image_id, size_bytes=image_size(factory, res.image),
                             setup_script=res.setup_script, dockerfile=res.dockerfile,
                             test_command=res.test_command, parser=res.parser, route=config.images.route,
                             installed_packages=res.installed_packages)
 
 
-def _image_id(factory, tag: str) -> str | None:
-    client = getattr(factory, "client", None)
-    try:
-        return client.images.get(tag).id if client else None
-    except Exception:
-        return None
-
-
-def _image_size(factory, tag: str) -> int:
-    client = getattr(factory, "client", None)
-    try:
-        return int(client.images.get(tag).attrs.get("Size", 0)) if client else 0
-    except Exception:
-        return 0
-
-
 def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory, res: InstanceResult,
-           idir: Path, log_path: Path, traj, spec: SandboxSpec, deadline: float, t: float) -> None:
+           idir: Path, log_path: Path, traj, spec: SandboxSpec, deadline: float, t: float, helper=None) -> None:
     """Analysis -> interpreter -> setup with repairs -> environment image (res.image)."""
     iid = instance.instance_id
     profile = analyze_python(tree)
@@ -217,7 +216,7 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
     res.interpreter = choice.version
     res.substitutions = choice.substitutions
     base_image = images.ensure_python_image(choice.version, config.images)
-    res.timings["checkout+analysis"] = round(time.monotonic() - t, 2)
+    res.timings["checkout+analysis"] = round(res.timings.get("checkout+analysis", 0.0) + time.monotonic() - t, 2)
     traj(StepRecord(agent="analysis", rule="rules", note=profile.model_dump_json()))
     traj(StepRecord(agent="setup", rule="choose_python", note=choice.model_dump_json()))
     version = pretend_version(instance, tree, profile.package_version)
@@ -226,48 +225,29 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
                                    "cache_mounts": {str((cache / "uv").resolve()): "/root/.cache/uv"}})
     t = time.monotonic()
     with factory.sandbox(spec, log_path) as sb:
-        sb.put_file("/tmp/swemint/repo.tar", tree.archive())
-        r = sb.exec("cd /testbed && tar -xf /tmp/swemint/repo.tar && rm /tmp/swemint/repo.tar && "
-                    "git init -q && git add -A && git -c user.name=swemint -c user.email=swemint@localhost "
-                    f"commit -qm 'base {instance.base_commit}' --no-verify && git rev-parse HEAD",
-                    timeout=600, log_label="checkout")
-        if not r.ok:
-            raise EnvBuildError(f"could not lay out the repository: {r.output[-500:]}", instance_id=iid,
-                                log_path=log_path)
+        lay_out_repository(sb, tree, instance.base_commit, log_path=log_path)
         builder = PythonEnvBuilder(sb, tree, profile, choice, instance.created, version,
-                                   step_timeout=config.timeouts.setup_step, on_step=traj)
+                                   step_timeout=config.timeouts.setup_step, on_step=traj, helper=helper,
+                                   rule_repairs=config.policy != "llm")
         setup = builder.build(tests.test_files)
         res.installed_packages = setup.installed_packages
         failed = [(s.command, s.exit_code or 0) for s in setup.steps if s.exit_code not in (0, None) and s.command]
         res.setup_script = render_setup_script(setup.commands, setup.env, failed)
-        plugin = {f"{PLUGIN_DIR}/{PLUGIN_NAME}.py": PLUGIN_SOURCE.read_bytes()}
         res.dockerfile = render_dockerfile(base_image=base_image, repo=instance.repo,
                                            base_commit=instance.base_commit, commands=setup.commands,
-                                           env=setup.env, files=plugin)
+                                           env=setup.env, files=plugin_files())
         (idir / "setup.sh").write_text(res.setup_script)
         (idir / "Dockerfile").write_text(res.dockerfile)
-        res.timings["setup"] = round(time.monotonic() - t, 2)
+        res.timings["setup"] = round(res.timings.get("reuse", 0.0) + time.monotonic() - t, 2)
         if not setup.ok:
             raise EnvBuildError(setup.reason, instance_id=iid, log_path=log_path)
         if time.monotonic() > deadline:
             raise SandboxTimeout("instance time limit reached during setup", instance_id=iid, log_path=log_path)
-        # a setup step that edited tracked files: keep the edit in its own commit so it never
-        # leaks into a diff against the environment
-        st = sb.exec("cd /testbed && git status --porcelain --untracked-files=no", timeout=60, log_label="status")
-        if st.output.strip():
-            sb.exec("cd /testbed && git -c user.name=swemint -c user.email=swemint@localhost commit -qam "
-                    "'swemint: environment setup edits' --no-verify", timeout=60, log_label="setup-edits")
-            traj(StepRecord(agent="setup", rule="tracked-edits", note=st.output[:2000]))
-        for path, data in plugin.items():  # the stored test_command runs in the image as is
-            sb.put_file(path, data)
+        commit_tracked_edits(sb, traj)
         t = time.monotonic()
         tag = image_tag_for(iid, {"base": base_image, "commands": setup.commands, "env": setup.env})
-        res.image = f"{config.image_repository}:{tag}"
-        previous = _image_id(factory, res.image)
-        res.image_id = sb.commit(config.image_repository, tag, labels={"swemint.instance": iid,
-                                                                       "swemint.run": config.run_id})
-        if previous and previous != res.image_id:  # same spec rebuilt: drop the untagged twin
-            _remove_image(factory, previous)
+        res.image, res.image_id = commit_image(sb, factory, config.image_repository, tag,
+                                               {"swemint.instance": iid, "swemint.run": config.run_id})
         res.timings["commit"] = round(time.monotonic() - t, 2)
 
 

@@ -134,7 +134,8 @@ class InstanceResult(BaseModel):
 
     `outcome` is exactly one of OUTCOMES, with a human `reason` and the `log_path` to read.
     `FAIL_TO_PASS` / `PASS_TO_PASS` are *ours* (gold stays on the Instance). `timings` maps
-    phase name -> seconds (e.g. "checkout", "setup", "commit", "before", "after", "total").
+    phase name -> seconds (e.g. "checkout", "setup", "commit", "before", "after", "total";
+    "reuse" = time spent on reuse candidates, included in "setup").
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -160,6 +161,12 @@ class InstanceResult(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     version: str | None = None
     reused_from: str | None = None
+    """Instance id whose pooled environment this row's image was made from (None: full build)."""
+    incremental_commands: list[str] = Field(default_factory=list)
+    """Commands EnvPatch ran on top of the reused environment (`reused_from`), in order."""
+    llm_usage: dict = Field(default_factory=dict)
+    """LLM usage of this instance: `{"total": Usage, "by_agent": {agent: Usage}}` (tokens, USD;
+    agents.llm.usage); empty when no model was called."""
     env: EnvRecord | None = None
     trajectory_path: str = ""
     started_at: str = ""

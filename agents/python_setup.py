@@ -11,6 +11,10 @@ rules keyed on uv's and pytest's error text (bounded rounds):
 - optional groups that do not resolve -> per package, skipping the ones that fail;
 - `--collect-only` probe: a crash inside `site-packages/<mod>` -> upgrade that distribution with a
   lifted date; `No module named X` -> install X.
+
+When no rule applies, the optional `helper` (agents.repair.RepairHelper: the experience memory,
+then the LLM tool loop under the `hybrid` policy) gets the failed step's output; under the `llm`
+policy (`rule_repairs=False`) the rules are skipped and the helper repairs every failure.
 """
 
 from __future__ import annotations
@@ -99,11 +103,16 @@ class PythonEnvBuilder:
         version: package version to pretend for setuptools_scm (e.g. "4.5.0") or None.
         step_timeout: seconds per command.
         on_step: callback receiving each StepRecord (the trajectory).
+        helper: optional `agents.repair.RepairHelper` consulted when no rule repairs a failure:
+            `helper(builder, command, output, tried) -> fix key | None`.
+        rule_repairs: apply the built-in rules (False under the `llm` policy).
     """
 
     def __init__(self, sandbox: Sandbox, tree: GitTree, profile: RepoProfile, choice: PythonChoice,
                  created: datetime | None, version: str | None, step_timeout: float = 900,
-                 on_step: Callable[[StepRecord], None] | None = None):
+                 on_step: Callable[[StepRecord], None] | None = None, helper=None, rule_repairs: bool = True):
+        self.helper = helper
+        self.rule_repairs = rule_repairs
         self.sb = sandbox
         self.tree = tree
         self.profile = profile
@@ -147,12 +156,18 @@ class PythonEnvBuilder:
             r = self.run(cmd, rule)
             if r.ok:
                 return r
-            fix = self._repair_uv(r.output, tried)
+            failed = self.steps[-1]
+            fix = self._repair_uv(r.output, tried) if self.rule_repairs else None
+            fix = fix or self._help(cmd, r.output, tried)
             if not fix:
                 return r
             tried.add(fix)
-            self.steps[-1].note = f"repair: {fix}"
+            failed.note = f"repair: {fix}"
         return r  # type: ignore[return-value]
+
+    def _help(self, command: str, output: str, tried: set[str]) -> str | None:
+        """The helper's repair (memory, LLM) for a failure no rule fixed; None without a helper."""
+        return self.helper(self, command, output, tried) if self.helper is not None else None
 
     def _repair_uv(self, out: str, tried: set[str]) -> str | None:
         text = re.sub(r"\x1b\[[0-9;]*m", "", out)
@@ -277,11 +292,13 @@ class PythonEnvBuilder:
             r = self.run(cmd, rule, record=False, timeout=600)
             if r.exit_code in ok_codes and not r.timed_out:
                 return True
-            fix = self._repair_probe(r.output, tried)
+            failed = self.steps[-1]
+            fix = self._repair_probe(r.output, tried) if self.rule_repairs else None
+            fix = fix or self._help(cmd, r.output, tried)
             if not fix:
                 return False
             tried.add(fix)
-            self.steps[-1].note = f"repair: {fix}"
+            failed.note = f"repair: {fix}"
         return False
 
     def _repair_probe(self, out: str, tried: set[str]) -> str | None:

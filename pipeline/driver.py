@@ -14,6 +14,13 @@ instance caught mid-build is therefore built exactly once more. The pool is keye
 instance id (one row each) and the dataset is re-exported from the store, so a resumed run's
 rows equal an uninterrupted run's.
 
+**Reuse and memory.** With `mint.reuse.enabled`, each item gets, just before it is submitted (so
+environments verified earlier in the same run count), up to `mint.reuse.max_candidates` pooled
+environments of *other* instances of its repository, best first (`EnvPool.find`: same version,
+nearest newer commit, any; MEnvAgent's hierarchical reuse). With `mint.memory.enabled`, the driver,
+the memory's single writer, distils each finished instance's trajectory into
+`WORKDIR/memory/experiences.duckdb` (EnvPilot's trajectory-derived memory); workers only read it.
+
 **Visibility.** Each finished instance is logged (logger `pipeline.driver`, INFO) with its phase
 timings and the running counts by outcome, also into `WORKDIR/driver.log`.
 """
@@ -31,7 +38,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.models import OUTCOMES, Instance, InstanceResult
+from agents.gitrepo import GitTree
+from agents.models import OUTCOMES, EnvRecord, Instance, InstanceResult, StepRecord
+from agents.reuse import derive_version
 from envpool.errors import InstanceInputError
 from envpool.pool import EnvPool
 from pipeline.config import PipelineConfig
@@ -86,6 +95,57 @@ def _resolve_items(todo: list[Instance], resolver: RepoResolver,
         except InstanceInputError as e:
             on_error(inst, failure_row(inst, "infra_error", f"input: {e.message}", now_iso()))
     return items
+
+
+def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int) -> list[EnvRecord]:
+    """Pooled environments of other instances of the item's repository, best first (at most
+    `max_candidates`); [] when the item re-verifies its own environment or on any error (reuse
+    is an optimisation, never a reason to fail)."""
+    inst = item.instance
+    if max_candidates <= 0 or item.env is not None:
+        return []
+    try:
+        tree = GitTree(item.repo_path, inst.base_commit, instance_id=inst.instance_id)
+        matches = pool.find(inst.repo, derive_version(inst, tree), tree.commit_time, exclude=inst.instance_id,
+                            limit=max_candidates)
+    except Exception as e:  # noqa: BLE001
+        log.warning("no reuse candidates for %s: %s", inst.instance_id, e)
+        return []
+    return [m.record for m in matches]
+
+
+class MemoryWriter:
+    """The driver's side of the experience memory: `learn(res)` distils a finished instance's
+    trajectory (`res.trajectory_path`, JSONL of StepRecord) into the DuckDB file at `path`,
+    opening it only for the call so that workers can copy it in between. Seeds are loaded on the
+    first call. Never raises (a memory problem is logged, the row is kept)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._seeded = False
+        self.learned = 0
+
+    def learn(self, res: InstanceResult) -> int:
+        """Entries added or reinforced from `res`'s trajectory (0 without one)."""
+        traj = Path(res.trajectory_path) if res.trajectory_path else None
+        if traj is None or not traj.is_file():
+            return 0
+        from agents.memory.api import ExperienceMemory, MemoryConfig
+        from agents.memory.store import SEED_DIR
+
+        try:
+            steps = [StepRecord.model_validate_json(line) for line in traj.read_text().splitlines() if line.strip()]
+            mem = ExperienceMemory.open(MemoryConfig(path=self.path, seed_dir=None if self._seeded else SEED_DIR))
+            try:
+                n = len(mem.learn(steps, "python", res.instance_id))
+            finally:
+                mem.close()
+            self._seeded = True
+        except Exception as e:  # noqa: BLE001
+            log.warning("could not learn from %s: %s", res.instance_id, e)
+            return 0
+        self.learned += n
+        return n
 
 
 def write_input_errors(workdir: Path, errors: list[InstanceInputError]) -> Path:
@@ -185,8 +245,12 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
              len(loaded.instances), len(todo), len(report.skipped), cfg.workers, "ray" if cfg.use_ray else "in-process")
     counts: Counter[str] = Counter()
 
+    memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
+
     def record(res: InstanceResult) -> None:
         store.write_result(res)
+        if memory is not None:
+            memory.learn(res)
         if res.env is not None and res.outcome == "verified":
             try:
                 pool.add(res.env)
@@ -209,11 +273,18 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
             it.env = pool.get(it.instance.instance_id)
     stage = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
                       resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry)
+    reuse = cfg.mint.reuse
+
+    def submit(it: WorkItem) -> None:
+        store.mark_running(it.instance)
+        if reuse.enabled:
+            it.candidates = reuse_candidates(pool, it, reuse.max_candidates)
+
     runner = runner or make_runner(cfg)
     try:
         if items:
             _sweep_stale(cfg, store, pool, runner, [it.instance for it in items])
-            for res in runner.run(stage, items, on_submit=lambda it: store.mark_running(it.instance)):
+            for res in runner.run(stage, items, on_submit=submit):
                 record(res)
     finally:
         runner.close()

@@ -39,12 +39,15 @@ class StageResources:
 
 @dataclass
 class WorkItem:
-    """One unit of work: the instance, its host git directory (absolute) and, when re-verifying,
-    its pooled environment."""
+    """One unit of work: the instance, its host git directory (absolute), when re-verifying its
+    own pooled environment (`env`), and reuse `candidates`: pooled environments of *other*
+    instances of the repository, best first (MEnvAgent's hierarchical reuse; filled by the
+    driver just before the item is submitted)."""
 
     instance: Instance
     repo_path: Path
     env: EnvRecord | None = None
+    candidates: list[EnvRecord] = field(default_factory=list)
 
 
 class Stage(Protocol):
@@ -129,17 +132,37 @@ class MintStage:
     def process(self, item: WorkItem) -> InstanceResult:
         """Call the mint function; its own outcomes pass through unchanged (but see `registry`)."""
         fn = self.mint_fn or load_function(self.mint_function)
+        kwargs: dict = {}
         if item.env is not None:
             if item.env.location not in ("", "local"):
                 from envpool.pool import ensure_local
 
                 ensure_local(item.env)  # InfraError -> run_safely -> infra_error row
-            res = fn(item.instance, item.repo_path, self.config, env=item.env)
-        else:
-            res = fn(item.instance, item.repo_path, self.config)
+            kwargs["env"] = item.env
+        candidates = self._local_candidates(getattr(item, "candidates", None) or [])
+        if candidates:
+            kwargs["candidates"] = candidates
+        res = fn(item.instance, item.repo_path, self.config, **kwargs)
         if self.registry and isinstance(res, InstanceResult) and res.outcome == "verified" and res.env is not None:
             res = self._publish(res)
         return res
+
+    @staticmethod
+    def _local_candidates(candidates: list[EnvRecord]) -> list[EnvRecord]:
+        """Reuse candidates whose image is (made) present on this node; one that cannot be pulled
+        is dropped (reuse is an optimisation: the instance then builds from scratch)."""
+        out = []
+        for cand in candidates:
+            if cand.location not in ("", "local"):
+                from envpool.pool import ensure_local
+
+                try:
+                    ensure_local(cand)
+                except InfraError as e:
+                    log.info("reuse candidate %s dropped: %s", cand.instance_id, e.message)
+                    continue
+            out.append(cand)
+        return out
 
     def _publish(self, res: InstanceResult) -> InstanceResult:
         """Push the verified image; `timings["publish"]` (seconds) is added, `total` left as is."""

@@ -198,11 +198,14 @@ SCHEMA = pa.schema([
     ("parser", pa.string()), ("interpreter", pa.string()), ("test_files", _LIST), ("flaky_tests", _LIST),
     ("outcome", pa.string()), ("reason", pa.string()), ("log_path", pa.string()),
     ("timings", pa.string()), ("total_seconds", pa.float64()), ("reused_from", pa.string()),
+    ("incremental_commands", _LIST), ("llm_usage", pa.string()),
 ])
 """Export columns: SWE-bench's (FAIL_TO_PASS / PASS_TO_PASS are ours, not gold;
 `environment_setup_commit` is always null) then swemint's. `timings` is a JSON object string
 (phase -> seconds; phases vary by run, a JSON string loads the same in pandas, DuckDB and HF
-`datasets`); `total_seconds` is `timings["total"]` when present."""
+`datasets`); `total_seconds` is `timings["total"]` when present. `reused_from`: the instance
+whose pooled environment was adapted; `incremental_commands`: what EnvPatch added on top of it;
+`llm_usage`: JSON `{"total": ..., "by_agent": ...}` (tokens, USD) or null."""
 
 
 def _row(res: InstanceResult, inst: Instance | None) -> dict:
@@ -220,6 +223,8 @@ def _row(res: InstanceResult, inst: Instance | None) -> dict:
         "flaky_tests": list(res.flaky_tests), "outcome": res.outcome, "reason": res.reason,
         "log_path": res.log_path, "timings": json.dumps(res.timings, sort_keys=True),
         "total_seconds": res.timings.get("total"), "reused_from": res.reused_from,
+        "incremental_commands": list(res.incremental_commands),
+        "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
     }
 
 

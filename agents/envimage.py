@@ -1,0 +1,98 @@
+"""Environment images: laying out the repository in a sandbox, committing it, and image look-ups
+shared by the full build (`agents.minter`) and reuse (`agents.reuse`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from agents.gitrepo import GitTree
+from agents.models import StepRecord
+from envpool import images
+from envpool.errors import EnvBuildError
+from envpool.testrun.pytest_runner import PLUGIN_DIR, PLUGIN_NAME, PLUGIN_SOURCE
+
+GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
+
+
+def image_tag_for(instance_id: str, spec: dict | None = None) -> str:
+    """Docker tag for an instance's environment: the instance id plus a hash of the spec it was
+    built from (base image, setup commands), so identical builds share a tag and a changed build
+    never overwrites another's image (lowercase, [a-z0-9_.-], <= 128 chars)."""
+    base = re.sub(r"[^a-z0-9_.-]", "_", instance_id.lower())[:100]
+    return f"{base}-{images.spec_hash(spec)}" if spec is not None else base
+
+
+def plugin_files() -> dict[str, bytes]:
+    """swemint's pytest report plugin, path -> bytes, baked into every environment image."""
+    return {f"{PLUGIN_DIR}/{PLUGIN_NAME}.py": PLUGIN_SOURCE.read_bytes()}
+
+
+def lay_out_repository(sb, tree: GitTree, base_commit: str, *, replace: bool = False,
+                       log_path: Path | None = None) -> None:
+    """Put `tree` (the repository at `base_commit`) at /testbed as a one-commit git repository.
+
+    `replace`: empty /testbed first (a reused environment: its venv under /opt stays). Raises
+    EnvBuildError (with the output's tail) when it fails.
+    """
+    sb.put_file("/tmp/swemint/repo.tar", tree.archive())
+    clear = "cd / && find /testbed -mindepth 1 -delete && " if replace else ""
+    r = sb.exec(f"{clear}cd /testbed && tar -xf /tmp/swemint/repo.tar && rm /tmp/swemint/repo.tar && "
+                f"git init -q && git add -A && git {GIT_ID} commit -qm 'base {base_commit}' --no-verify && "
+                "git rev-parse HEAD", timeout=600, log_label="checkout")
+    if not r.ok:
+        raise EnvBuildError(f"could not lay out the repository: {r.output[-500:]}", instance_id=tree.instance_id,
+                            log_path=log_path)
+
+
+def commit_tracked_edits(sb, traj) -> None:
+    """A setup step that edited tracked files: keep the edit in its own commit so it never leaks
+    into a diff against the environment."""
+    st = sb.exec("cd /testbed && git status --porcelain --untracked-files=no", timeout=60, log_label="status")
+    if st.output.strip():
+        sb.exec(f"cd /testbed && git {GIT_ID} commit -qam 'swemint: environment setup edits' --no-verify",
+                timeout=60, log_label="setup-edits")
+        traj(StepRecord(agent="setup", rule="tracked-edits", note=st.output[:2000]))
+
+
+def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str]) -> tuple[str, str]:
+    """Write the report plugin, commit the sandbox as `repository:tag`; returns (ref, image id).
+    A previous image under the same tag (same spec rebuilt) is removed."""
+    for path, data in plugin_files().items():  # the stored test_command runs in the image as is
+        sb.put_file(path, data)
+    ref = f"{repository}:{tag}"
+    previous = image_id(factory, ref)
+    new_id = sb.commit(repository, tag, labels=labels)
+    if previous and previous != new_id:
+        remove_image(factory, previous)
+    return ref, new_id
+
+
+def remove_image(factory, ref: str) -> None:
+    """Remove an image by tag or id; never raises (an image in use stays)."""
+    client = getattr(factory, "client", None)
+    if client is None:
+        return
+    try:
+        client.images.remove(ref, force=not ref.startswith("sha256:"))
+    except Exception:
+        pass
+
+
+def image_id(factory, tag: str) -> str | None:
+    """The id of image `tag` on the factory's engine, None when absent (or no engine)."""
+    client = getattr(factory, "client", None)
+    try:
+        return client.images.get(tag).id if client else None
+    except Exception:
+        return None
+
+
+def image_size(factory, tag: str) -> int:
+    """Size in bytes of image `tag`, 0 when absent (or no engine)."""
+    client = getattr(factory, "client", None)
+    try:
+        return int(client.images.get(tag).attrs.get("Size", 0)) if client else 0
+    except Exception:
+        return 0

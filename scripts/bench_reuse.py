@@ -1,0 +1,93 @@
+"""Environment reuse, cold against warm (MEnvAgent, arXiv 2601.22859, reports 39% reuse success
+and 46% less time).
+
+    .venv/bin/python scripts/bench_reuse.py                       # the demo input, under work/bench-reuse
+    .venv/bin/python scripts/bench_reuse.py -i tasks.jsonl -m /srv/mirrors --ids-file ids.txt -w work/br
+
+Cold: every instance built from scratch (empty pool, reuse off). Warm: a fresh work directory
+whose pool is the cold run's (so each instance finds the *other* instances of its repository,
+never itself: the driver excludes it), reuse on. Prints, per run: verified count, median seconds
+per instance (total and setup) and, warm, the reuse success rate (rows made from a candidate /
+rows that had candidates). Images of both runs are removed at the end unless `--keep-images`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.config import load_config  # noqa: E402
+from pipeline.demo import make_demo  # noqa: E402
+from pipeline.driver import run_mint  # noqa: E402
+
+
+def summary(name: str, rows) -> dict:
+    """Counts and medians of one run's rows (seconds)."""
+    tried = [r for r in rows if "reuse" in r.timings]
+    reused = [r for r in rows if r.reused_from and r.reused_from != r.instance_id]
+    med = (lambda xs: round(statistics.median(xs), 1) if xs else None)
+    out = {"run": name, "instances": len(rows), "verified": sum(r.outcome == "verified" for r in rows),
+           "median_total_s": med([r.timings["total"] for r in rows if "total" in r.timings]),
+           "median_setup_s": med([r.timings["setup"] for r in rows if "setup" in r.timings]),
+           "had_candidates": len(tried), "reused": len(reused),
+           "reuse_success": f"{len(reused)}/{len(tried)} = {len(reused) / len(tried):.0%}" if tried else "n/a"}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-i", "--instances", type=Path)
+    ap.add_argument("-m", "--mirrors", type=Path)
+    ap.add_argument("--ids-file", type=Path)
+    ap.add_argument("-w", "--workdir", type=Path, default=Path("work/bench-reuse"))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--keep-images", action="store_true")
+    a = ap.parse_args(argv)
+    if a.workdir.exists():
+        shutil.rmtree(a.workdir)
+    if a.instances is None:
+        demo = make_demo(Path(tempfile.mkdtemp(prefix="swemint-bench-reuse-")))
+        a.instances, a.mirrors = demo.instances, demo.mirrors
+    common = dict(instances=a.instances, mirrors=[a.mirrors] if a.mirrors else [], ids_file=a.ids_file,
+                  workers=a.workers, use_ray=False)
+    cold = load_config(None, ["mint.reuse.enabled=false", "mint.run_id=bench-reuse-cold"],
+                       workdir=a.workdir / "cold", **common)
+    warm = load_config(None, ["mint.run_id=bench-reuse-warm"], workdir=a.workdir / "warm", **common)
+    rows = {}
+    try:
+        rows["cold"] = run_mint(cold).results
+        warm.workdir.mkdir(parents=True, exist_ok=True)
+        if cold.pool_path.exists():
+            shutil.copy(cold.pool_path, warm.pool_path)
+        rows["warm"] = run_mint(warm).results
+    finally:
+        if not a.keep_images:
+            from envpool.docker_sandbox import docker_client
+
+            client = docker_client()
+            for run in ("bench-reuse-cold", "bench-reuse-warm"):
+                for img in client.images.list(filters={"label": f"swemint.run={run}"}):
+                    try:
+                        client.images.remove(img.id, force=True)
+                    except Exception:  # noqa: BLE001 - in use / gone
+                        pass
+    cols = ["run", "instances", "verified", "median_total_s", "median_setup_s", "had_candidates", "reused",
+            "reuse_success"]
+    print(" | ".join(cols))
+    for name, rs in rows.items():
+        s = summary(name, rs)
+        print(" | ".join(str(s[c]) for c in cols))
+    for r in rows.get("warm", []):
+        if r.reused_from:
+            print(f"  {r.instance_id}: reused {r.reused_from}, increments: {r.incremental_commands}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
