@@ -16,12 +16,14 @@ from envpool.testrun.pytest_runner import PLUGIN_DIR, PLUGIN_NAME, PLUGIN_SOURCE
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
 
-def image_tag_for(instance_id: str, spec: dict | None = None) -> str:
+def image_tag_for(instance_id: str, spec: dict | None = None, run_id: str = "") -> str:
     """Docker tag for an instance's environment: the instance id plus a hash of the spec it was
-    built from (base image, setup commands), so identical builds share a tag and a changed build
-    never overwrites another's image (lowercase, [a-z0-9_.-], <= 128 chars)."""
+    built from (base image, setup commands) and of the run that owns it (`swemint.run`, one per
+    work directory), so identical builds of one pool share a tag, a changed build never
+    overwrites another's image, and two work directories on one engine never touch each other's
+    images (lowercase, [a-z0-9_.-], <= 128 chars)."""
     base = re.sub(r"[^a-z0-9_.-]", "_", instance_id.lower())[:100]
-    return f"{base}-{images.spec_hash(spec)}" if spec is not None else base
+    return f"{base}-{images.spec_hash({'spec': spec, 'run': run_id})}" if spec is not None else base
 
 
 def plugin_files() -> dict[str, bytes]:
@@ -58,15 +60,26 @@ def commit_tracked_edits(sb, traj) -> None:
 
 def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str]) -> tuple[str, str]:
     """Write the report plugin, commit the sandbox as `repository:tag`; returns (ref, image id).
-    A previous image under the same tag (same spec rebuilt) is removed."""
+    A previous image under the same tag (same spec rebuilt by the same run) is removed; one
+    that carries another run's `swemint.run` label is never touched."""
     for path, data in plugin_files().items():  # the stored test_command runs in the image as is
         sb.put_file(path, data)
     ref = f"{repository}:{tag}"
     previous = image_id(factory, ref)
+    owner = image_label(factory, ref, "swemint.run")
     new_id = sb.commit(repository, tag, labels=labels)
-    if previous and previous != new_id:
-        remove_image(factory, previous)
+    if previous and previous != new_id and owner == labels.get("swemint.run"):
+        remove_image(factory, previous)  # our own earlier build of the same spec, now untagged
     return ref, new_id
+
+
+def image_label(factory, ref: str, key: str) -> str | None:
+    """Label `key` of image `ref`, None when absent (or no engine)."""
+    client = getattr(factory, "client", None)
+    try:
+        return (client.images.get(ref).labels or {}).get(key) if client else None
+    except Exception:
+        return None
 
 
 def remove_image(factory, ref: str) -> None:

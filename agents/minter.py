@@ -245,7 +245,8 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
             raise SandboxTimeout("instance time limit reached during setup", instance_id=iid, log_path=log_path)
         commit_tracked_edits(sb, traj)
         t = time.monotonic()
-        tag = image_tag_for(iid, {"base": base_image, "commands": setup.commands, "env": setup.env})
+        tag = image_tag_for(iid, {"base": base_image, "commands": setup.commands, "env": setup.env},
+                            config.run_id)
         res.image, res.image_id = commit_image(sb, factory, config.image_repository, tag,
                                                {"swemint.instance": iid, "swemint.run": config.run_id})
         res.timings["commit"] = round(time.monotonic() - t, 2)

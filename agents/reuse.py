@@ -124,7 +124,8 @@ def try_reuse(instance: Instance, tree: GitTree, tests, config: MintConfig, fact
                 res.timings["reuse"] = res.timings["setup"]
                 tc = time.monotonic()
                 tag = image_tag_for(instance.instance_id, {"reuse": cand.image_id or cand.image_tag,
-                                                           "commands": increments, "env": patch.builder.env})
+                                                           "commands": increments, "env": patch.builder.env},
+                                    config.run_id)
                 res.image, res.image_id = commit_image(sb, factory, config.image_repository, tag,
                                                        {"swemint.instance": instance.instance_id,
                                                         "swemint.run": config.run_id,

@@ -23,6 +23,7 @@ app = typer.Typer(name="swemint", no_args_is_help=True, rich_markup_mode="rich",
 pool_app = typer.Typer(no_args_is_help=True, help="Inspect the environment pool (WORKDIR/pool.duckdb).")
 app.add_typer(pool_app, name="pool")
 console = Console()
+err_console = Console(stderr=True)
 
 Instances = Annotated[Optional[Path], typer.Option("--instances", "-i", help="SWE-bench .jsonl/.json/.parquet")]
 Mirrors = Annotated[Optional[list[Path]], typer.Option("--mirrors", "-m", help="Mirror root (repeatable)")]
@@ -47,11 +48,14 @@ def config_from_options(config: Path | None, sets: list[str] | None, **flags) ->
         cfg = load_config(config, sets or [], **{k: (v or None) if isinstance(v, list) else v
                                                   for k, v in flags.items()})
     except (ValidationError, ValueError, OSError) as e:
-        console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
+        err_console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    if cfg.instances is not None and not Path(cfg.instances).is_file():
+        err_console.print(f"[red]error:[/red] instance file not found: {escape(str(cfg.instances))}", soft_wrap=True)
+        raise typer.Exit(2)
     missing = [str(m) for m in cfg.mirrors if not Path(m).is_dir()]
     if missing:
-        console.print(f"[red]configuration error:[/red] mirror folder not found: {escape(', '.join(missing))}",
+        err_console.print(f"[red]error:[/red] mirror folder not found: {escape(', '.join(missing))}",
                       soft_wrap=True)
         raise typer.Exit(2)
     return cfg
@@ -80,7 +84,7 @@ def _run(cfg: PipelineConfig, mint_fn=None):
         try:
             report = run_mint(cfg, mint_fn=mint_fn, on_plan=plan, on_result=done)
         except (ValueError, OSError, SwemintError) as e:
-            console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+            err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
             raise typer.Exit(2) from None
     print_summary(report)
     if report.missing_ids or (report.results and all(r.outcome == "infra_error" for r in report.results)):
@@ -223,7 +227,7 @@ def crawl(config: Annotated[Path, typer.Option("--config", "-c", help="Crawl con
     try:
         cfg = load_crawl_config(config, sets or [])
     except (ValidationError, ValueError, OSError) as e:
-        console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
+        err_console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
         raise typer.Exit(2) from None
     report = run_crawl(cfg, workdir, since_last=since_last)
     console.print(f"accepted {report.accepted}, rejected {report.rejected}, errors {report.errors}; "

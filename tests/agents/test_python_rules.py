@@ -221,3 +221,31 @@ def test_conda_dask_maps_to_pip_dask_with_its_array_and_dataframe_parts():
 
     assert test_requirements(RepoProfile(commit="x", conda_deps=["dask[array,dataframe]", "numpy"])) == \
         ["dask[array,dataframe]", "numpy"]
+
+
+def test_environment_tags_differ_between_runs_and_never_remove_another_runs_image():
+    # regression: two work directories committed the same tag and deleted each other's pooled image
+    from agents.envimage import commit_image, image_tag_for
+    from envpool.fake import FakeSandbox
+
+    spec = {"base": "b", "commands": ["x"]}
+    assert image_tag_for("o__r-1", spec, "wd-a") != image_tag_for("o__r-1", spec, "wd-b")
+    assert image_tag_for("o__r-1", spec, "wd-a") == image_tag_for("o__r-1", spec, "wd-a")
+
+    removed = []
+
+    class Img:
+        id, labels = "sha256:old", {"swemint.run": "wd-other"}
+
+    class Images:
+        def get(self, ref):
+            return Img()
+
+        def remove(self, ref, force=False):
+            removed.append(ref)
+
+    class Factory:
+        client = type("C", (), {"images": Images()})()
+
+    commit_image(FakeSandbox(SandboxSpec(image="x")), Factory(), "swemint/env", "t", {"swemint.run": "wd-a"})
+    assert removed == []

@@ -176,4 +176,4 @@ def test_missing_instance_file_and_mirror_folder_are_one_line_errors(tmp_path):
     (tmp_path / "i.jsonl").write_text("")
     r = CliRunner().invoke(app, ["mint", "-i", str(tmp_path / "i.jsonl"), "-m", str(tmp_path / "no-mirrors"),
                                  "-w", str(tmp_path / "w"), "--no-ray"])
-    assert r.exit_code == 2 and "mirror folder not found" in r.output
+    assert r.exit_code == 2 and "mirror folder not found" in r.output + (r.stderr if hasattr(r, "stderr") else "")
