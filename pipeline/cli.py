@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -22,7 +23,7 @@ app = typer.Typer(name="swemint", no_args_is_help=True, rich_markup_mode="rich",
                        "--workdir work --workers 2")
 pool_app = typer.Typer(no_args_is_help=True, help="Inspect the environment pool (WORKDIR/pool.duckdb).")
 app.add_typer(pool_app, name="pool")
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 200)  # logs get whole ids, not `acme__calc…`
 err_console = Console(stderr=True)
 
 Instances = Annotated[Optional[Path], typer.Option("--instances", "-i", help="SWE-bench .jsonl/.json/.parquet")]
