@@ -51,7 +51,7 @@ def config_from_options(config: Path | None, sets: list[str] | None, **flags) ->
     except (ValidationError, ValueError, OSError) as e:
         err_console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
         raise typer.Exit(2) from None
-    if cfg.instances is not None and not Path(cfg.instances).is_file():
+    if cfg.instances is not None and str(cfg.instances) != "demo" and not Path(cfg.instances).is_file():
         err_console.print(f"[red]error:[/red] instance file not found: {escape(str(cfg.instances))}", soft_wrap=True)
         raise typer.Exit(2)
     missing = [str(m) for m in cfg.mirrors if not Path(m).is_dir()]

@@ -176,7 +176,9 @@ def normalised_rows(workdir: Path) -> list[dict]:
                 v = RUN_DIR.sub(r"\1-*", v.replace(str(workdir), "<WORKDIR>"))
             out[k] = v
         if out.get("image"):
-            out["image"] = out["image"].rpartition(":")[2]  # tag only: each run has its own repository
+            # tag only (each run has its own repository), without the spec+run hash: the tag of an
+            # environment carries the run (work directory) that owns it
+            out["image"] = re.sub(r"-[0-9a-f]{12}$", "", out["image"].rpartition(":")[2])
         rows.append(out)
     return sorted(rows, key=lambda r: r["instance_id"])
 
