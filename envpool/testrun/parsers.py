@@ -179,6 +179,22 @@ def junit_case_id(classname: str, name: str, file: str | None = None,
     return "::".join([path, *classes, name])
 
 
+def junit_status(results) -> TestStatus | None:
+    """Status of one JUnit `<testcase>` from its junitparser results (Error, Failure, Skipped;
+    none = passed, returned as None so callers choose). `pytest.xfail` skips are XFAIL."""
+    from junitparser import Error, Failure, Skipped
+
+    st: TestStatus | None = None
+    for r in results:
+        if isinstance(r, Error):
+            st = worse(st, TestStatus.ERROR)
+        elif isinstance(r, Failure):
+            st = worse(st, TestStatus.FAILED)
+        elif isinstance(r, Skipped):
+            st = worse(st, TestStatus.XFAIL if (r.type or "") == "pytest.xfail" else TestStatus.SKIPPED)
+    return st
+
+
 def parse_pytest_junit(data: str | bytes, known_files: Iterable[str] | None = None) -> TestRunReport:
     """Parse pytest's JUnit XML into a `TestRunReport` (source "junit"); the fallback source.
 
@@ -187,7 +203,7 @@ def parse_pytest_junit(data: str | bytes, known_files: Iterable[str] | None = No
     A testcase with empty classname and message "collection failure" is a collection error of
     its module. Unparsable XML yields an empty report with `tests_ran=False`.
     """
-    from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
+    from junitparser import Error, JUnitXml, TestSuite
 
     raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="replace")
     try:
@@ -208,16 +224,7 @@ def parse_pytest_junit(data: str | bytes, known_files: Iterable[str] | None = No
                     "collection failure") for r in results):
                 _add_unique(collection_errors, file or _split_classname(name, known)[0])
                 continue
-            st: TestStatus | None = None
-            for r in results:
-                if isinstance(r, Error):
-                    st = worse(st, TestStatus.ERROR)
-                elif isinstance(r, Failure):
-                    st = worse(st, TestStatus.FAILED)
-                elif isinstance(r, Skipped):
-                    xf = (r.type or "") == "pytest.xfail"
-                    st = worse(st, TestStatus.XFAIL if xf else TestStatus.SKIPPED)
-            st = st or TestStatus.PASSED
+            st = junit_status(results) or TestStatus.PASSED
             nodeid = junit_case_id(classname, name, file, known)
             prev = statuses.get(nodeid)
             statuses[nodeid] = st if prev is None else worse(prev, st)

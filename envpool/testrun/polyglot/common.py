@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from envpool.testrun.parsers import strip_ansi, worse
+from envpool.testrun.parsers import junit_status, strip_ansi, worse
 from envpool.testrun.status import TestRunReport, TestStatus
 
 Source = Literal["junit", "log", "json"]
@@ -200,7 +200,7 @@ def junit_cases(raw: bytes) -> Iterator[JunitCase]:
     (worst wins). Surefire's `<flakyFailure>`/`<rerunFailure>` children are ignored: the test's
     own result is the final one. Unparsable documents yield nothing.
     """
-    from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
+    from junitparser import JUnitXml, TestCase
 
     for doc in split_xml_documents(raw):
         try:
@@ -213,15 +213,8 @@ def junit_cases(raw: bytes) -> Iterator[JunitCase]:
         parents = {child: parent for parent in root.iter() for child in parent}
         for elem in root.iter("testcase"):
             case = TestCase.fromelem(elem)
-            st: TestStatus | None = None
             results = list(case.result or [])
-            for r in results:
-                if isinstance(r, Error):
-                    st = worse(st, TestStatus.ERROR)
-                elif isinstance(r, Failure):
-                    st = worse(st, TestStatus.FAILED)
-                elif isinstance(r, Skipped):
-                    st = worse(st, TestStatus.SKIPPED)
+            st = junit_status(results)
             parent = parents.get(elem)
             yield JunitCase(name=elem.get("name") or "", classname=elem.get("classname") or "",
                             attrs=dict(elem.attrib), status=st or TestStatus.PASSED,
