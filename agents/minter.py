@@ -22,6 +22,8 @@ from agents.envimage import (commit_image, commit_tracked_edits, image_size, ima
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from agents.policy import make_helper
+from agents.polyglot import pick_ecosystem
+from agents.polymint import mint_polyglot
 from agents.python_plan import choose_python, pretend_version, runtime_env
 from agents.python_setup import PythonEnvBuilder
 from agents.reuse import derive_version, try_reuse
@@ -140,6 +142,10 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
     tree = GitTree(repo_path, instance.base_commit, instance_id=iid)
     if not instance.test_patch.strip() or not instance.patch.strip():
         raise InstanceInputError("empty patch or test_patch", instance_id=iid)
+    eco = pick_ecosystem(tree, instance.language)
+    if eco is not None:
+        mint_polyglot(eco, instance, tree, config, factory, res, idir, log_path, traj, deadline, pooled)
+        return
     tests = configure_python_tests(instance.test_patch)
     res.test_files = tests.test_files
     res.parser = tests.parser
@@ -252,8 +258,9 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
         res.timings["commit"] = round(time.monotonic() - t, 2)
 
 
-def _judge(res: InstanceResult, before, after, iid: str, log_path: Path) -> None:
-    """Outcome from the runs: timeouts and runs that never reached the tests are not grades."""
+def _judge(res: InstanceResult, before, after, iid: str, log_path: Path, pytest: bool = True) -> None:
+    """Outcome from the runs: timeouts and runs that never reached the tests are not grades.
+    `pytest`: the runs are pytest's (exit codes 3/4 mean it never reached a test)."""
     for side, reps in (("before", before), ("after", after)):
         if all(r.timed_out and not r.statuses for r in reps):
             raise SandboxTimeout(f"the {side} test run timed out before reporting any test", instance_id=iid,
@@ -262,7 +269,7 @@ def _judge(res: InstanceResult, before, after, iid: str, log_path: Path) -> None
         raise TestsNotRunError("the runner reached no test after the patch (exit "
                                f"{after[-1].exit_code}; collection errors: {after[-1].collection_errors[:3]})",
                                instance_id=iid, log_path=log_path)
-    if not any(r.tests_ran for r in before) and all(r.exit_code in (3, 4) for r in before):
+    if pytest and not any(r.tests_ran for r in before) and all(r.exit_code in (3, 4) for r in before):
         raise TestsNotRunError(f"the runner failed before reaching tests (exit {before[-1].exit_code})",
                                instance_id=iid, log_path=log_path)
     g = grade(before, after, None)

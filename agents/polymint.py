@@ -1,0 +1,199 @@
+"""Minting for ecosystems other than Python: plan (an `Ecosystem`) -> setup -> test runs.
+
+The minter (`agents.minter`) hands an instance here when `agents.polyglot.pick_ecosystem`
+claims its tree. Phases and their timings (seconds) are the Python path's: `setup` (sandbox on
+the bridge network from the toolchain image, /testbed laid out, `plan.setup_commands` one by one
+with the ecosystem's `repair`), `commit` (the environment image), `before` / `after` (network
+none, `plan.test_command` rerun `verify.before_runs` / `verify.after_runs` times). Each run's raw
+report is parsed by `envpool.testrun.polyglot.get_any_parser(plan.parser)`; a run whose
+`check()` finds anomalies (counts that disagree, a cut stream) is never graded (the polyglot
+parsers' contract). Reuse across instances is Python-only for now; the same-instance pooled
+image (`--reverify`) works here too.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+
+from agents.dockerfile import render_dockerfile, render_setup_script
+from agents.envimage import commit_image, commit_tracked_edits, image_size, image_tag_for, lay_out_repository
+from agents.gitrepo import GitTree
+from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
+from agents.polyglot.base import Ecosystem, PolyPlan
+from envpool.errors import EnvBuildError, PatchApplyError, SandboxTimeout
+from envpool.patches import apply_patch, files_in_patch
+from envpool.sandbox import SandboxSpec
+from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.polyglot.common import ReportParser
+from envpool.testrun.status import TestRunReport
+
+__all__ = ["mint_polyglot", "run_poly_tests"]
+
+MAX_REPAIR_ROUNDS = 2
+"""Repairs tried per failing setup command (each followed by one retry of the command)."""
+
+
+def _tail(text: str, n: int = 2000) -> str:
+    return text[-n:]
+
+
+def run_poly_tests(sb, plan: PolyPlan, *, timeout: float, known_tests: set[str] | None = None,
+                   log_label: str = "tests") -> tuple[TestRunReport, list[str], str]:
+    """Run `plan.test_command` once in `sb` (/testbed) and parse its report.
+
+    Returns (report, anomalies, command). The report file (when `plan.report_path`) is removed
+    before the run so a stale one is never read; a missing file parses as an empty report.
+    `known_tests`: ids from other runs, so a unit that fails to build marks them FAILED.
+    `timeout` in seconds (the run is killed after it; what it reported is still parsed).
+    """
+    pre = f"rm -f {shlex.quote(plan.report_path)}; " if plan.report_path else ""
+    command = f"cd /testbed && {pre}{plan.test_command}"
+    r = sb.exec(command, timeout=timeout, env=plan.env or None, log_label=log_label)
+    raw: bytes | str = r.output
+    if plan.report_path:
+        try:
+            raw = sb.get_file(plan.report_path)
+        except (FileNotFoundError, IsADirectoryError):
+            raw = b""
+    parser = get_any_parser(plan.parser)
+    opts = dict(plan.parser_options)
+    if known_tests and isinstance(parser, ReportParser):
+        opts["known_tests"] = sorted(known_tests)
+    rep = parser(raw, **opts)
+    found = parser.check(raw, **opts) if isinstance(parser, ReportParser) else []
+    rep = rep.model_copy(update={"exit_code": r.exit_code, "timed_out": r.timed_out,
+                                 "duration": r.duration})
+    if found:
+        rep = rep.model_copy(update={"tests_ran": False})
+    return rep, found, command
+
+
+def _setup(sb, eco: Ecosystem, plan: PolyPlan, config, traj, log_path: Path, iid: str) -> list[str]:
+    """Run the setup commands with bounded repairs; returns the commands that made the env."""
+    done: list[str] = []
+    tried: set[str] = set()
+    for cmd in plan.setup_commands:
+        r = sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup")
+        traj(StepRecord(agent="execution", rule="recipe", command=cmd, exit_code=r.exit_code,
+                        output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
+        rounds = 0
+        while not r.ok and rounds < MAX_REPAIR_ROUNDS:
+            fix = eco.repair(plan, cmd, r.output, tried)
+            if not fix:
+                break
+            rounds += 1
+            key = "\n".join(fix)
+            tried.add(key)
+            for f in fix:
+                fr = sb.exec(f, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="repair")
+                traj(StepRecord(agent="execution", rule=f"repair:{eco.name}", command=f, exit_code=fr.exit_code,
+                                output_excerpt=_tail(fr.output), duration=round(fr.duration, 2),
+                                note=f"repair of: {cmd}"))
+                done.append(f)
+            r = sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup-retry")
+            traj(StepRecord(agent="execution", rule="recipe-retry", command=cmd, exit_code=r.exit_code,
+                            output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
+        if not r.ok:
+            why = "timed out" if r.timed_out else f"exit {r.exit_code}"
+            raise EnvBuildError(f"{eco.name} setup step failed ({why}): {cmd[:200]} :: "
+                                f"{_tail(r.output, 600).strip()}", instance_id=iid, log_path=log_path)
+        done.append(cmd)
+    return done
+
+
+def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, factory, res: InstanceResult,
+                  idir: Path, log_path: Path, traj, deadline: float, pooled: EnvRecord | None = None) -> None:
+    """Plan, build (or take the pooled image of this instance), run and grade one instance of
+    ecosystem `eco`; fills `res` in place. Raises SwemintError subclasses (the minter maps them
+    to outcomes): EnvBuildError (no plan / setup failed), PatchApplyError, SandboxTimeout,
+    TestsNotRunError (from the judge)."""
+    from agents.minter import _judge  # the Python path's judge, shared
+
+    iid = instance.instance_id
+    t = time.monotonic()
+    touched = files_in_patch(instance.test_patch)
+    plan = eco.plan(tree, instance, touched, config.images)
+    res.interpreter, res.substitutions = plan.toolchain, list(plan.substitutions)
+    res.parser, res.test_files = plan.parser, list(plan.test_files)
+    traj(StepRecord(agent="analysis", rule=f"ecosystem:{eco.name}", note=plan.model_dump_json()[:4000]))
+    res.timings["checkout+analysis"] = round(time.monotonic() - t, 2)
+    (idir / "plan.json").write_text(plan.model_dump_json(indent=2))
+    spec = SandboxSpec(image=plan.image, run_id=config.run_id, instance_id=iid, network="bridge",
+                       cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids,
+                       env=dict(plan.env))
+    if pooled is not None and image_size(factory, pooled.image_tag) > 0 and pooled.base_commit == instance.base_commit:
+        res.image, res.image_id, res.reused_from = pooled.image_tag, pooled.image_id, pooled.instance_id
+        res.setup_script, res.dockerfile = pooled.setup_script, pooled.dockerfile
+        res.timings["setup"] = 0.0
+        traj(StepRecord(agent="setup", rule="pool:same-instance", note=f"reusing {pooled.image_tag}"))
+    else:
+        t = time.monotonic()
+        with factory.sandbox(spec, log_path) as sb:
+            lay_out_repository(sb, tree, instance.base_commit, log_path=log_path)
+            commands = _setup(sb, eco, plan, config, traj, log_path, iid)
+            res.setup_script = render_setup_script(commands, plan.env)
+            res.dockerfile = render_dockerfile(base_image=plan.image, repo=instance.repo,
+                                               base_commit=instance.base_commit, commands=commands,
+                                               env=plan.env, files={})
+            (idir / "setup.sh").write_text(res.setup_script)
+            (idir / "Dockerfile").write_text(res.dockerfile)
+            res.timings["setup"] = round(time.monotonic() - t, 2)
+            if time.monotonic() > deadline:
+                raise SandboxTimeout("instance time limit reached during setup", instance_id=iid, log_path=log_path)
+            commit_tracked_edits(sb, traj)
+            t = time.monotonic()
+            tag = image_tag_for(iid, {"base": plan.image, "commands": commands, "env": plan.env}, config.run_id)
+            res.image, res.image_id = commit_image(sb, factory, config.image_repository, tag,
+                                                   {"swemint.instance": iid, "swemint.run": config.run_id})
+            res.timings["commit"] = round(time.monotonic() - t, 2)
+    test_spec = spec.model_copy(update={"image": res.image, "network": "none"})
+    runs: dict[str, list[TestRunReport]] = {}
+    known: set[str] = set()
+    for side, patches, n in (("before", [("test_patch", instance.test_patch)], config.verify.before_runs),
+                             ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)],
+                              config.verify.after_runs)):
+        t = time.monotonic()
+        trusted: list[TestRunReport] = []
+        problems: list[str] = []
+        with factory.sandbox(test_spec, log_path) as sb:
+            for name, text in patches:
+                try:
+                    res.patch_methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
+                except PatchApplyError as e:
+                    raise PatchApplyError(f"{name} does not apply ({side}): {e.message}", instance_id=iid,
+                                          log_path=log_path) from e
+            for i in range(n):
+                remaining = deadline - time.monotonic()
+                if remaining < 30:
+                    raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=iid,
+                                         log_path=log_path)
+                rep, found, command = run_poly_tests(sb, plan, timeout=min(config.timeouts.test_run, remaining),
+                                                     known_tests=known or None, log_label=f"{side}#{i + 1}")
+                if not res.test_command and side == "after":
+                    res.test_command = command
+                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=command,
+                                exit_code=rep.exit_code, duration=round(rep.duration, 2),
+                                note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={found[:3]}, "
+                                     f"collection_errors={rep.collection_errors[:5]}"))
+                if found:
+                    problems.extend(found)
+                    continue
+                trusted.append(rep)
+                known |= set(rep.statuses)
+        if not trusted:
+            from envpool.errors import TestsNotRunError
+            raise TestsNotRunError(f"every {side} run's report is untrustworthy: {problems[:3]}",
+                                   instance_id=iid, log_path=log_path)
+        runs[side] = trusted
+        res.timings[side] = round(time.monotonic() - t, 2)
+    _judge(res, runs["before"], runs["after"], iid, log_path, pytest=False)
+    if res.outcome == "verified":
+        res.env = EnvRecord(instance_id=iid, repo=instance.repo, version=instance.version,
+                            base_commit=instance.base_commit, commit_time=tree.commit_time,
+                            created_at=instance.created_at, language=eco.name, interpreter=plan.toolchain, image_tag=res.image,
+                            image_id=res.image_id, size_bytes=image_size(factory, res.image),
+                            setup_script=res.setup_script, dockerfile=res.dockerfile,
+                            test_command=res.test_command, parser=res.parser, route=plan.route,
+                            installed_packages="")
