@@ -144,7 +144,7 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
         raise InstanceInputError("empty patch or test_patch", instance_id=iid)
     eco = pick_ecosystem(tree, instance.language)
     if eco is not None:
-        mint_polyglot(eco, instance, tree, config, factory, res, idir, log_path, traj, deadline, pooled)
+        mint_polyglot(eco, instance, tree, config, factory, res, idir, log_path, traj, deadline, pooled, helper)
         return
     tests = configure_python_tests(instance.test_patch)
     res.test_files = tests.test_files

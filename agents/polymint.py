@@ -13,6 +13,7 @@ image (`--reverify`) works here too.
 
 from __future__ import annotations
 
+import json
 import shlex
 import time
 from pathlib import Path
@@ -70,30 +71,72 @@ def run_poly_tests(sb, plan: PolyPlan, *, timeout: float, known_tests: set[str] 
     return rep, found, command
 
 
-def _setup(sb, eco: Ecosystem, plan: PolyPlan, config, traj, log_path: Path, iid: str) -> list[str]:
-    """Run the setup commands with bounded repairs; returns the commands that made the env."""
+def _memory_fix(helper, language: str, output: str, traj) -> tuple[list[str], dict[str, str], str] | None:
+    """Shell commands and env from the first stored experience whose error signature matches
+    `output` and that was not applied yet in this instance: (commands, env, note) or None.
+    Only `shell` and `env` actions apply outside Python; others are skipped."""
+    memory = getattr(helper, "memory", None)
+    if memory is None or not getattr(helper, "use_memory_actions", True):
+        return None
+    try:
+        plans = memory.actions_for(output, language, variables={"ca_bundle": "/opt/swemint/ca.pem"},
+                                   k=getattr(helper, "k", 3))
+    except Exception as e:  # noqa: BLE001 - a memory problem never fails a build
+        traj(StepRecord(agent="execution", rule="memory:error", note=f"{type(e).__name__}: {e}"))
+        return None
+    for plan in plans:
+        if plan.experience_id in helper.applied:
+            continue
+        commands = [a.command for a in plan.actions if a.kind == "shell"]
+        env = {a.name: a.value for a in plan.actions if a.kind == "env"}
+        if not commands and not env:
+            continue
+        helper.applied.append(plan.experience_id)
+        return commands, env, f"experience {plan.experience_id}"
+    return None
+
+
+def _setup(sb, eco: Ecosystem, plan: PolyPlan, config, traj, log_path: Path, iid: str,
+           helper=None, language: str | None = None) -> list[str]:
+    """Run the setup commands with bounded repairs (the ecosystem's rules, then the experience
+    memory); returns the commands that made the environment. `plan.env` is updated in place by
+    memory `env` actions. Step rules are `recipe:<n>` for the n-th command and its retries, and
+    each repair's note starts with `repair:`, so `agents.memory.learn` sees one attempt chain."""
     done: list[str] = []
     tried: set[str] = set()
-    for cmd in plan.setup_commands:
+    for n, cmd in enumerate(plan.setup_commands):
+        rule = f"recipe:{eco.name}:{n}"
         r = sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup")
-        traj(StepRecord(agent="execution", rule="recipe", command=cmd, exit_code=r.exit_code,
+        traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
                         output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
         rounds = 0
         while not r.ok and rounds < MAX_REPAIR_ROUNDS:
-            fix = eco.repair(plan, cmd, r.output, tried)
-            if not fix:
-                break
+            fix, env, note = eco.repair(plan, cmd, r.output, tried), {}, ""
+            if fix:
+                note = json.dumps([{"kind": "shell", "command": f} for f in fix])
+                source = f"repair:{eco.name}"
+            else:
+                found = _memory_fix(helper, language or eco.name, r.output, traj)
+                if not found:
+                    break
+                fix, env, note = found
+                source = f"memory:{note.split()[-1]}"
             rounds += 1
-            key = "\n".join(fix)
-            tried.add(key)
+            tried.add("\n".join(fix) + json.dumps(env, sort_keys=True))
+            plan.env.update(env)
+            codes = []
             for f in fix:
                 fr = sb.exec(f, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="repair")
-                traj(StepRecord(agent="execution", rule=f"repair:{eco.name}", command=f, exit_code=fr.exit_code,
-                                output_excerpt=_tail(fr.output), duration=round(fr.duration, 2),
-                                note=f"repair of: {cmd}"))
+                traj(StepRecord(agent="execution", rule=f"{source}:cmd", command=f, exit_code=fr.exit_code,
+                                output_excerpt=_tail(fr.output), duration=round(fr.duration, 2)))
+                codes.append(fr.exit_code)
                 done.append(f)
+            # the repair itself, as one step with a command (learning reads only such steps)
+            traj(StepRecord(agent="execution", rule=source, command=" && ".join(fix) or "export " + " ".join(
+                f"{k}={v}" for k, v in env.items()), exit_code=next((c for c in codes if c), 0),
+                note=f"repair: {note}", output_excerpt=json.dumps({"commands": fix, "env": env})[:2000]))
             r = sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup-retry")
-            traj(StepRecord(agent="execution", rule="recipe-retry", command=cmd, exit_code=r.exit_code,
+            traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
                             output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
         if not r.ok:
             why = "timed out" if r.timed_out else f"exit {r.exit_code}"
@@ -104,11 +147,13 @@ def _setup(sb, eco: Ecosystem, plan: PolyPlan, config, traj, log_path: Path, iid
 
 
 def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, factory, res: InstanceResult,
-                  idir: Path, log_path: Path, traj, deadline: float, pooled: EnvRecord | None = None) -> None:
+                  idir: Path, log_path: Path, traj, deadline: float, pooled: EnvRecord | None = None,
+                  helper=None) -> None:
     """Plan, build (or take the pooled image of this instance), run and grade one instance of
     ecosystem `eco`; fills `res` in place. Raises SwemintError subclasses (the minter maps them
     to outcomes): EnvBuildError (no plan / setup failed), PatchApplyError, SandboxTimeout,
-    TestsNotRunError (from the judge)."""
+    TestsNotRunError (from the judge). `helper`: the minter's RepairHelper (its experience
+    memory repairs setup failures the ecosystem's rules do not)."""
     from agents.minter import _judge  # the Python path's judge, shared
 
     iid = instance.instance_id
@@ -132,7 +177,7 @@ def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, fac
         t = time.monotonic()
         with factory.sandbox(spec, log_path) as sb:
             lay_out_repository(sb, tree, instance.base_commit, log_path=log_path)
-            commands = _setup(sb, eco, plan, config, traj, log_path, iid)
+            commands = _setup(sb, eco, plan, config, traj, log_path, iid, helper, instance.language)
             res.setup_script = render_setup_script(commands, plan.env)
             res.dockerfile = render_dockerfile(base_image=plan.image, repo=instance.repo,
                                                base_commit=instance.base_commit, commands=commands,

@@ -125,8 +125,9 @@ class MemoryWriter:
         self._seeded = False
         self.learned = 0
 
-    def learn(self, res: InstanceResult) -> int:
-        """Entries added or reinforced from `res`'s trajectory (0 without one)."""
+    def learn(self, res: InstanceResult, ecosystem: str = "python") -> int:
+        """Entries added or reinforced from `res`'s trajectory (0 without one); `ecosystem` is
+        the instance's language as the memory names it (`python`, `go`, `javascript`, ...)."""
         traj = Path(res.trajectory_path) if res.trajectory_path else None
         if traj is None or not traj.is_file():
             return 0
@@ -137,7 +138,7 @@ class MemoryWriter:
             steps = [StepRecord.model_validate_json(line) for line in traj.read_text().splitlines() if line.strip()]
             mem = ExperienceMemory.open(MemoryConfig(path=self.path, seed_dir=None if self._seeded else SEED_DIR))
             try:
-                n = len(mem.learn(steps, "python", res.instance_id))
+                n = len(mem.learn(steps, ecosystem, res.instance_id))
             finally:
                 mem.close()
             self._seeded = True
@@ -246,11 +247,12 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     counts: Counter[str] = Counter()
 
     memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
+    languages = {i.instance_id: (i.language or "python").lower() for i in loaded.instances}
 
     def record(res: InstanceResult) -> None:
         store.write_result(res)
         if memory is not None:
-            memory.learn(res)
+            memory.learn(res, languages.get(res.instance_id, "python"))
         if res.env is not None and res.outcome == "verified":
             try:
                 pool.add(res.env)

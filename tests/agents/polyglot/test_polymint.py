@@ -120,7 +120,8 @@ def test_polyglot_instance_verified_with_repair(tmp_path, instance, monkeypatch)
     assert eco.repairs == ["fetch-deps"]
     assert "go mod tidy" in res.setup_script and res.env is not None and res.env.language == "toy"
     steps = [json.loads(line) for line in Path(res.trajectory_path).read_text().splitlines()]
-    assert [s["rule"] for s in steps if s["agent"] == "execution"] == ["recipe", "repair:toy", "recipe-retry"]
+    assert [s["rule"] for s in steps if s["agent"] == "execution"] == ["recipe:toy:0", "repair:toy:cmd", "repair:toy",
+                                                                         "recipe:toy:0"]
     assert res.test_command.endswith("go test -json ./...")
 
 
@@ -170,3 +171,37 @@ def test_setup_failure_is_env_failed_naming_the_step(tmp_path, instance, monkeyp
     assert res.outcome == "env_failed"
     assert "fetch-deps" in res.reason and "missing module" in res.reason
     assert res.image == ""
+
+
+def test_memory_repairs_what_the_rules_do_not_and_learning_counts_it(tmp_path, instance, monkeypatch):
+    """EnvPilot's loop outside Python: a stored Go experience fixes the failing setup step, and
+    distilling the trajectory credits that experience (times_worked)."""
+    from agents.memory.api import ExperienceMemory, MemoryConfig
+    from agents.memory.models import Experience
+    from agents.models import StepRecord
+    from agents.repair import RepairHelper
+
+    inst, git_dir = instance
+
+    class NoRules(ToyEco):
+        def repair(self, plan, command, output, tried):
+            return None
+
+    mem = ExperienceMemory.open(MemoryConfig(path=tmp_path / "m.duckdb", seed_dir=None))
+    mem.store.upsert(Experience(
+        id="go-missing-module", problem="go build stops: a module is missing from go.mod",
+        solution="add the module", actions=[{"kind": "shell", "command": "go get ${mod}"}],
+        ecosystem="go", error_signature=r"go: missing module (?P<mod>\S+)"))
+    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: NoRules())
+    monkeypatch.setattr(minter, "make_helper", lambda config, iid, llm=None: RepairHelper(memory=mem))
+    factory = _factory(_events({"TestAdd": "pass"}), _events({"TestAdd": "fail"}))
+    res = minter.mint_instance(inst, git_dir, MintConfig(workdir=tmp_path / "w", run_id="t"), factory=factory)
+    assert res.outcome == "verified", res.reason
+    assert "go get example.com/x" in res.setup_script
+    steps = [StepRecord.model_validate_json(line) for line in Path(res.trajectory_path).read_text().splitlines()]
+    assert any(s.rule == "memory:go-missing-module" for s in steps)
+    mem = ExperienceMemory.open(MemoryConfig(path=tmp_path / "m.duckdb", seed_dir=None))
+    mem.learn(steps, "go", inst.instance_id)
+    e = mem.store.get("go-missing-module")
+    assert (e.times_applied, e.times_worked) == (1, 1)
+    mem.close()
