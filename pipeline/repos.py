@@ -4,7 +4,8 @@ Lookup order, first hit wins, under each mirrors dir `M`:
 1. `M/owner+name/repo`        a bare git dir (as `/work/.mirror/pytest-dev+pytest/repo`), or a
                               clone whose git dir is `repo/.git`;
 2. `M/owner/name.git`         a bare mirror (`git clone --mirror` layout);
-3. `M/owner+name`             itself a git dir (or a clone with `.git`).
+3. `M/owner+name`             itself a git dir (or a clone with `.git`);
+4. a folder of `M` whose name equals `owner+name` ignoring case (GitHub names are case-insensitive).
 Then the clone cache (`cache_dir/owner+name.git`), then a `git clone --mirror` from
 `url_template` into the cache when cloning is allowed. Any failure is an `InstanceInputError`
 naming the instance and the places looked at; credentials in URLs never reach a message.
@@ -101,6 +102,12 @@ class RepoResolver:
         out = []
         for m in self.mirrors:
             out += [m / flat / "repo", m / owner / f"{name}.git", m / owner / name, m / flat]
+        for m in self.mirrors:  # GitHub names are case-insensitive: BurntSushi/ripgrep = burntsushi/ripgrep
+            try:
+                other = [e for e in m.iterdir() if e.name.lower() == flat.lower() and e.name != flat]
+            except OSError:
+                other = []
+            out += [p for e in other for p in (e / "repo", e)]
         out.append(self.cache_dir / f"{flat}.git")
         return out
 

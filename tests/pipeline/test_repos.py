@@ -42,6 +42,14 @@ def test_layout_owner_plus_name_repo_without_config_file(tmp_path, src):
     assert commit_exists(g, sha) and not commit_exists(g, "0" * 40)
 
 
+def test_mirror_folder_found_ignoring_case(tmp_path, src):
+    """Instances say `burntsushi/ripgrep`, the snapshot is `BurntSushi+ripgrep`."""
+    path, sha = src
+    g = bare(path, tmp_path / "m" / "BurntSushi+ripgrep" / "repo")
+    r = RepoResolver(tmp_path / "m", RepoConfig(allow_clone=False), cache_dir=tmp_path / "cache")
+    assert r.prepare("burntsushi/ripgrep", sha, "burntsushi__ripgrep-1") == g.absolute()
+
+
 def test_layout_owner_slash_name_dot_git_and_flat_git_dir(tmp_path, src):
     path, sha = src
     g1 = bare(path, tmp_path / "m1" / "octo" / "proj.git", mirror=True)
