@@ -1,0 +1,111 @@
+"""Debian as the package source for ecosystems whose registry cannot be reached (RubyGems,
+Packagist): which suite, which Debian package provides a gem / composer package, and its version.
+
+Data: ``recipes/debian_ruby_php.tsv`` (ruby-*, php-* and a few tools per suite, from
+``apt-cache dumpavail`` of each suite) and ``recipes/rubyphp.yaml`` (name aliases, tooling that
+tests do not need, shims).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from packaging.version import InvalidVersion, Version
+
+__all__ = ["SUITES", "debian_table", "era_suite", "provider", "rubyphp_recipes", "satisfies", "suites_from"]
+
+RECIPES = Path(__file__).parent / "recipes"
+SUITES = ("bullseye", "bookworm", "trixie")
+RELEASED = {"bullseye": date(2021, 8, 14), "bookworm": date(2023, 6, 10), "trixie": date(2025, 8, 9)}
+
+
+@lru_cache(maxsize=1)
+def debian_table() -> dict[str, dict[str, str]]:
+    """{debian package: {suite: upstream version}} (absent suites left out)."""
+    out: dict[str, dict[str, str]] = {}
+    for line in (RECIPES / "debian_ruby_php.tsv").read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, *versions = line.split("\t")
+        out[name] = {s: v for s, v in zip(SUITES, versions) if v != "-"}
+    return out
+
+
+@lru_cache(maxsize=1)
+def rubyphp_recipes() -> dict:
+    """`recipes/rubyphp.yaml`, parsed once."""
+    return yaml.safe_load((RECIPES / "rubyphp.yaml").read_text())
+
+
+def era_suite(when: datetime | date | None) -> str:
+    """The newest suite released on or before `when`; the oldest when none was; bookworm for
+    None."""
+    if when is None:
+        return "bookworm"
+    d = when.date() if isinstance(when, datetime) else when
+    chosen = SUITES[0]
+    for s in SUITES:
+        if RELEASED[s] <= d:
+            chosen = s
+    return chosen
+
+
+def suites_from(first: str) -> list[str]:
+    """`first`, then the newer suites, then the older ones (the order suites are tried in)."""
+    i = SUITES.index(first)
+    return [*SUITES[i:], *reversed(SUITES[:i])]
+
+
+def provider(candidates: list[str], suite: str) -> tuple[str, str] | None:
+    """(Debian package, version) of the first of `candidates` that `suite` has, else None."""
+    table = debian_table()
+    for c in candidates:
+        v = table.get(c, {}).get(suite)
+        if v:
+            return c, v
+    return None
+
+
+def _v(text: str) -> Version | None:
+    try:
+        return Version(text.strip().lstrip("vV").split("+")[0].split("~")[0])
+    except InvalidVersion:
+        return None
+
+
+def _one(op: str, want: str, have: Version) -> bool:
+    w = _v(want.rstrip(".*").replace(".*", "")) if want not in ("", "*") else None
+    if w is None:
+        return True
+    parts = [int(x) for x in re.findall(r"\d+", want)] or [0]
+    if op in ("~>", "~"):  # ~> 1.2 : >= 1.2, < 2 ; ~> 1.2.3 : >= 1.2.3, < 1.3 (composer ~ the same)
+        upper = parts[:-1] if len(parts) > 1 else parts
+        upper = upper[:-1] + [upper[-1] + 1]
+        return have >= w and have < Version(".".join(map(str, upper)))
+    if op == "^":  # ^1.2 : >= 1.2, < 2 ; ^0.3 : >= 0.3, < 0.4
+        i = next((k for k, x in enumerate(parts) if x != 0), len(parts) - 1)
+        upper = parts[:i] + [parts[i] + 1]
+        return have >= w and have < Version(".".join(map(str, upper)))
+    if "*" in want:  # 1.2.* : same prefix
+        prefix = [int(x) for x in re.findall(r"\d+", want.split("*")[0])]
+        return list(have.release[:len(prefix)]) == prefix
+    return {">=": have >= w, ">": have > w, "<=": have <= w, "<": have < w, "!=": have != w,
+            "=": have == w, "==": have == w, "": have == w}[op]
+
+
+def satisfies(version: str, requirement: str) -> bool:
+    """Whether `version` meets a RubyGems or Composer `requirement`: comma- or space-separated
+    clauses (``>= 1.8.11, < 2``, ``~> 1.2``, ``^7.1 || ^8.0``, ``1.2.*``, ``*``) all hold, in any
+    ``||`` alternative. Unparsable versions or clauses count as met (never a false refusal)."""
+    have = _v(version)
+    if have is None:
+        return True
+    for alt in re.split(r"\s*\|\|?\s*", requirement.strip()):
+        clauses = re.findall(r"(~>|>=|<=|!=|==|\^|~|>|<|=)?\s*v?([\d][\w.*-]*|\*)", alt)
+        if all(_one(op, want, have) for op, want in clauses):
+            return True
+    return False

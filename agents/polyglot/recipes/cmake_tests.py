@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Build and run the CTest tests of the targets that own some files (run inside the container).
+
+Usage: cmake_tests.py BUILD_DIR [--junit FILE] [--verbose] [--jobs N] [--timeout S] -- FILE...
+
+FILE...: repository-relative paths (the files the test patch touches). Steps:
+1. re-run cmake on BUILD_DIR (a patch may have changed CMakeLists.txt);
+2. read CMake's File API codemodel (BUILD_DIR/.cmake/api/v1/query/codemodel-v2 must have been
+   created before the first configure) and pick the executable targets that list one of FILE
+   among their sources; none -> every executable target that some CTest test runs;
+3. build each picked target alone; a target that fails to build has its artifacts deleted, so a
+   stale binary from an earlier build can never report results;
+4. run ``ctest`` on the tests whose command runs a picked target's artifact (or named like the
+   target); none picked -> every test. ``--junit`` adds ``--output-junit FILE`` (CMake >= 3.21),
+   ``--verbose`` adds ``-V`` (GoogleTest output).
+Exit code: ctest's, or 2 when nothing could be selected. Standard library only (python3 >= 3.5).
+"""
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def log(msg):
+    print("swemint-cmake-tests: " + msg, flush=True)
+
+
+def run(cmd, **kw):
+    log("$ " + " ".join(cmd))
+    return subprocess.call(cmd, **kw)
+
+
+def codemodel(build):
+    """[(name, type, [source paths relative to the top source dir], [absolute artifacts])]."""
+    reply = os.path.join(build, ".cmake", "api", "v1", "reply")
+    index = sorted(glob.glob(os.path.join(reply, "index-*.json")))
+    if not index:
+        return []
+    with open(index[-1]) as f:
+        idx = json.load(f)
+    cm = None
+    for obj in idx.get("objects", []):
+        if obj.get("kind") == "codemodel":
+            cm = obj.get("jsonFile")
+    if not cm:
+        return []
+    with open(os.path.join(reply, cm)) as f:
+        model = json.load(f)
+    out = []
+    for conf in model.get("configurations", [])[:1]:
+        for t in conf.get("targets", []):
+            with open(os.path.join(reply, t["jsonFile"])) as f:
+                tj = json.load(f)
+            sources = [s.get("path", "") for s in tj.get("sources", [])]
+            arts = [os.path.realpath(os.path.join(build, a["path"])) for a in tj.get("artifacts", [])]
+            out.append((tj.get("name"), tj.get("type"), sources, arts))
+    return out
+
+
+def ctest_tests(build):
+    """[(name, command list)] from ``ctest --show-only=json-v1``."""
+    try:
+        raw = subprocess.check_output(["ctest", "--show-only=json-v1"], cwd=build)
+    except (OSError, subprocess.CalledProcessError) as e:
+        log("ctest --show-only failed: %s" % e)
+        return []
+    data = json.loads(raw.decode("utf-8", "replace"))
+    return [(t.get("name"), t.get("command") or []) for t in data.get("tests", [])]
+
+
+def norm(path, src):
+    path = path.replace("\\", "/")
+    if os.path.isabs(path):
+        path = os.path.relpath(path, src)
+    return os.path.normpath(path)
+
+
+def main(argv):
+    if "--" not in argv:
+        print(__doc__)
+        return 2
+    opts, files = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    build, junit, verbose, jobs, timeout = opts[0], None, False, "2", "600"
+    i = 1
+    while i < len(opts):
+        if opts[i] == "--junit":
+            junit, i = opts[i + 1], i + 2
+        elif opts[i] == "--jobs":
+            jobs, i = opts[i + 1], i + 2
+        elif opts[i] == "--timeout":
+            timeout, i = opts[i + 1], i + 2
+        else:
+            verbose, i = verbose or opts[i] == "--verbose", i + 1
+    src = os.getcwd()
+    if run(["cmake", build], stdout=subprocess.DEVNULL) != 0:
+        log("re-configure failed (the build below shows why)")
+    touched = set(norm(f, src) for f in files)
+    targets = [t for t in codemodel(build) if t[1] == "EXECUTABLE"]
+    tests = ctest_tests(build)
+    picked = [t for t in targets if touched & set(norm(s, src) for s in t[2])]
+    if picked:
+        log("targets owning the touched files: " + " ".join(t[0] for t in picked))
+    else:
+        test_exes = set(os.path.realpath(c[0]) for _, c in tests if c)
+        test_names = set(n for n, _ in tests)
+        picked = [t for t in targets if test_exes & set(t[3]) or t[0] in test_names]
+        log("no target owns the touched files: building the %d test targets" % len(picked))
+    for name, _, _, arts in picked:
+        if run(["cmake", "--build", build, "--target", name, "-j", jobs]) != 0:
+            log("target %s failed to build: its tests cannot run" % name)
+            for a in arts:
+                if os.path.exists(a):
+                    os.remove(a)
+    names = set(t[0] for t in picked)
+    arts = set(a for t in picked for a in t[3])
+    selected = [n for n, c in tests
+                if n in names or (c and os.path.realpath(c[0]) in arts)
+                or any(os.path.realpath(x) in arts for x in c[1:] if os.path.isabs(x))]
+    cmd = ["ctest", "--timeout", timeout]
+    if junit:
+        cmd += ["--output-junit", junit]
+    if verbose:
+        cmd += ["-V"]
+    else:
+        cmd += ["--output-on-failure"]
+    if selected and len(selected) < len(tests):
+        cmd += ["-R", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", n) for n in selected) + ")$"]
+    elif not tests:
+        log("no CTest tests are defined")
+        return 2
+    return run(cmd, cwd=build)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
