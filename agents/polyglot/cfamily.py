@@ -115,7 +115,7 @@ def _missing_submodules(tree: GitTree) -> list[tuple[str, str]]:
 def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
     rec = recipes()
     top = tree.read("CMakeLists.txt") or ""
-    m = re.search(r"cmake_minimum_required\s*\(\s*VERSION\s+([\d.]+)", top, re.I)
+    m = re.search(r"cmake_minimum_required\s*\(\s*VERSION\s+(\d+(?:\.\d+)*)", top, re.I)
     b.cmake_min = m.group(1) if m else None
     opts = rec["test_options"]
     stds: list[int] = []
