@@ -60,7 +60,7 @@ _CONFIG = {
     "jest": ("jest.config",),
     "mocha": (".mocharc",),
 }
-_RUNNER_IN_SCRIPT = re.compile(r"(?<![\w@/-])(vitest|jest|mocha|_mocha|react-scripts test|craco test|"
+_RUNNER_IN_SCRIPT = re.compile(r"(?<![\w@:.-])(vitest|jest|mocha|_mocha|react-scripts test|craco test|"
                                r"react-app-rewired test)(?![\w-])")
 
 
@@ -412,6 +412,60 @@ def _package_dir(tree, path: str) -> str:
 _OPT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
 
 
+def glob_regex(pattern: str) -> re.Pattern:
+    """A shell glob with ``**`` (any directories), ``*``, ``?`` and ``{a,b}`` as a regex over
+    repository-relative paths (a leading ``./`` is ignored)."""
+    pat = pattern[2:] if pattern.startswith("./") else pattern
+    out, i = "", 0
+    while i < len(pat):
+        c = pat[i]
+        if pat.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+            continue
+        if pat.startswith("**", i):
+            out, i = out + ".*", i + 2
+            continue
+        if c == "{" and "}" in pat[i:]:
+            j = pat.index("}", i)
+            out += "(?:" + "|".join(re.escape(x) for x in pat[i + 1:j].split(",")) + ")"
+            i = j + 1
+            continue
+        out += {"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c))
+        i += 1
+    return re.compile(out + "$")
+
+
+def mocha_spec_globs(script: str | None) -> list[str]:
+    """The positional spec paths/globs of a script's mocha invocation (``test/unit/**/*.js``)."""
+    if not script:
+        return []
+    keep = recipe()["mocha_keep_options"]
+    skip_value = {"--reporter", "-R", "--reporter-option", "--reporter-options", "-O", "--grep", "-g",
+                  "--fgrep", "-f", "--spec", "--ignore", "--exclude", "--jobs", "-j"}
+    for part in _OPT_SPLIT.split(script):
+        try:
+            toks = shlex.split(part)
+        except ValueError:
+            toks = part.split()
+        idx = next((i for i, t in enumerate(toks) if PurePosixPath(t).name in ("mocha", "_mocha")), None)
+        if idx is None:
+            continue
+        out, rest, i = [], toks[idx + 1:], 0
+        while i < len(rest):
+            t = rest[i]
+            if t.startswith("-"):
+                name, eq, _ = t.partition("=")
+                if not eq and (keep.get(name) or name in skip_value):
+                    i += 1
+                if name == "--spec" and not eq and i < len(rest):
+                    out.append(rest[i])
+            else:
+                out.append(t)
+            i += 1
+        return out
+    return []
+
+
 def mocha_options(script: str | None) -> tuple[list[str], list[str]]:
     """(mocha options to keep, VAR=value assignments) from a script's mocha invocation."""
     if not script:
@@ -516,6 +570,14 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         raise EnvBuildError("no supported JS test runner (vitest, jest, mocha) in package.json"
                             + (f"; found {', '.join(other)}" if other else ""), instance_id=iid)
     opts, env_assign = mocha_options(script) if runner == "mocha" else ([], [])
+    if runner == "mocha":
+        # touched files outside the script's spec globs belong to another runner (karma specs)
+        globs = [glob_regex(g) for g in mocha_spec_globs(script)]
+        base = f"{runner_dir}/" if runner_dir else ""
+        inside = [f for f in files if any(g.match(f[len(base):]) for g in globs)]
+        if globs and inside and len(inside) < len(files):
+            notes.append(f"left out (not mocha specs by the test script): {', '.join(sorted(set(files) - set(inside)))}")
+            files = inside
     extra: list[str] = []
     for text in (instance.test_patch, instance.patch):
         extra += added_dependencies(text, pkg)

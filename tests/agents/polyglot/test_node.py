@@ -333,3 +333,16 @@ def test_node_script_downloads_with_the_mounted_ca_and_checks_digests():
     assert "https://reg.example/npm/-/npm-10.8.2.tgz" in s
     assert f"echo '{'ab' * 64}  /tmp/node.tgz' | sha512sum -c" in s
     assert "yarn@1.22.22" in s
+
+
+def test_touched_files_outside_the_mocha_scripts_globs_are_left_out():
+    script = "node bin/ssl_hotfix.js mocha test/unit/**/*.js --timeout 30000 --exit"
+    tree = FakeTree({"package.json": pkg(scripts={"test": "npm run test:mocha && npm run test:karma",
+                                                  "test:mocha": script, "test:karma": "karma start"},
+                                         devDependencies={"mocha": "^10", "karma": "^6"})})
+    a = analyze(tree, inst(), ["test/specs/helpers/isAbsoluteURL.spec.js", "test/unit/regression/SNYK.js"])
+    assert a.test_files == ["test/unit/regression/SNYK.js"]
+    assert node.mocha_spec_globs("mocha -t 5 --spec 'test/**/*.spec.ts' -R dot lib/x.js") == ["test/**/*.spec.ts",
+                                                                                                "lib/x.js"]
+    assert node.glob_regex("./test/{unit,int}/**/*.js").match("test/unit/a/b.js")
+    assert not node.glob_regex("test/unit/*.js").match("test/unit/a/b.js")
