@@ -139,7 +139,7 @@ def test_browser_downloads_and_git_hooks_are_skipped_and_node_is_on_path():
     tree = FakeTree({"package.json": pkg(**MOCHA)})
     env = build_plan(analyze(tree, inst(), TOUCHED), choice()).env
     assert env["PUPPETEER_SKIP_DOWNLOAD"] == "1" and env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] == "1"
-    assert env["COREPACK_INTEGRITY_KEYS"] == "0" and env["HUSKY"] == "0"
+    assert env["COREPACK_INTEGRITY_KEYS"] == "0" and "HUSKY" not in env
     assert env["PATH"].startswith("/opt/node/bin:")
 
 
@@ -265,6 +265,8 @@ def test_repairs_for_lockfile_mismatch_engines_scripts_and_network():
         "npm config set engine-strict false"
     assert ECOSYSTEM.repair(plan, "npm ci", "gyp ERR! build error", set())[0] == "npm config set ignore-scripts true"
     assert ECOSYSTEM.repair(plan, "npm ci", "npm ERR! code ECONNRESET", set()) == ["sleep 15"]
+    husky = "husky - can't create hook\nnpm error code 1\nnpm error path /testbed\nnpm error command failed"
+    assert ECOSYSTEM.repair(plan, "npm ci", husky, set())[0] == "npm config set ignore-scripts true"
     assert ECOSYSTEM.repair(plan, "npm ci", "something else entirely", set()) is None
 
 
