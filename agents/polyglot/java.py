@@ -404,6 +404,29 @@ def test_classes(touched: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def warm_up_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> list[str]:
+    """Test classes to run once online at setup so Surefire resolves its provider (it does so
+    only when a test runs): the touched classes that exist at base; for a module with none, one
+    existing test class of that module, the one nearest to the touched files.
+    `module_of(path) -> module folder | None` (`MavenReactor.module_of`)."""
+    out: list[str] = []
+    by_module: dict[str | None, list[str]] = {}
+    for path, classes in tests.items():
+        by_module.setdefault(module_of(path), []).append(path)
+        out += [c for c in classes if tree.exists(path)]
+    for mod, paths in by_module.items():
+        if any(tree.exists(p) and tests[p] for p in paths):
+            continue
+        prefix = f"{mod}/" if mod else ""
+        existing = [f for f, cs in test_classes([f for f in tree.files if f.startswith(prefix)]).items()
+                    if cs and module_of(f) == mod]
+        if existing:
+            near = posixpath.dirname(paths[0])
+            best = max(existing, key=lambda f: (len(posixpath.commonpath([f, near])), f))
+            out += test_classes([best])[best]
+    return sorted(set(out))
+
+
 def mvn_flags() -> str:
     """Batch mode, no download progress, the recipe's skip properties."""
     return "-B -ntp " + " ".join(f"-D{p}" for p in recipe()["skip_properties"])
@@ -474,12 +497,12 @@ class JavaEcosystem:
             sel = f"-f {shlex.quote(posixpath.relpath(mod, root) if root else mod)}/pom.xml "
             prep = [f"{cd}mvn {mvn_flags()} -DskipTests install"]
         test_filter = (f"-Dtest={shlex.quote(','.join(classes))} " if classes else "")
-        tail = ("-DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false "
+        tail = ("-fae -DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false "
                 "-Dmaven.test.failure.ignore=true test")
-        warm_classes = [c for p, cs in tests.items() for c in cs if tree.exists(p)]
+        warm_classes = warm_up_classes(tree, tests, reactor.module_of)
         warm_filter = (f"-Dtest={shlex.quote(','.join(sorted(set(warm_classes))))} " if warm_classes
                        else test_filter)
-        run = f"mvn {{o}}{mvn_flags()} {sel}{{f}}{tail}"
+        run = f"mvn {{o}}{mvn_flags()} {sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
         test_command = (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
                         f"-prune -exec rm -rf {{}} + ; {cd}{run.format(o='-o ', f=test_filter)}; rc=$?; "
                         f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "

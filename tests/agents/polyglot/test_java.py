@@ -220,3 +220,21 @@ def test_repair_reruns_an_offline_step_online_once():
     assert fix == ["mvn -B test"]
     assert eco.repair(None, cmd, out, {"mvn -B test"}) is None
     assert eco.repair(None, "mvn -B test", "BUILD FAILURE", set()) is None
+
+
+def test_warm_up_runs_an_existing_class_when_the_touched_test_is_new(tmp_path, fake_image):
+    # Surefire resolves its provider only when a test runs: a new test class alone would leave
+    # the offline test run without it (google__gson-1014)
+    new = "gson/src/test/java/com/g/internal/bind/JsonTreeReaderTest.java"
+    tree = make_tree(tmp_path, {
+        "pom.xml": pom(modules=["gson"], artifact="parent"),
+        "gson/pom.xml": pom(parent=PARENT, artifact="gson"),
+        "gson/src/test/java/com/g/internal/bind/JsonElementReaderTest.java": "",
+        "gson/src/test/java/com/g/GsonTest.java": "",
+        "gson/src/test/java/com/g/internal/bind/Helper.java": "",
+    })
+    rx = J.maven_reactor(tree, near=[new])
+    assert J.warm_up_classes(tree, J.test_classes([new]), rx.module_of) == ["JsonElementReaderTest"]
+    plan = J.ECOSYSTEM.plan(tree, instance(new), [new], ImageConfig(route="debootstrap"))
+    assert "-Dtest=JsonElementReaderTest " in plan.setup_commands[1]
+    assert "-Dtest=JsonTreeReaderTest " in plan.setup_commands[2] and "-Dtest=JsonTreeReaderTest " in plan.test_command
