@@ -14,7 +14,7 @@ from agents.polyglot.base import Ecosystem, PolyPlan
 PYTHON_MARKERS = frozenset({"setup.py", "setup.cfg", "pyproject.toml"})
 """Root files that make a tree without a `language` hint a Python project."""
 
-ECOSYSTEM_MODULES: tuple[str, ...] = ()
+ECOSYSTEM_MODULES: tuple[str, ...] = ("node", "golang", "rust", "java", "cfamily", "php", "ruby")
 """Modules under `agents.polyglot` providing an `ECOSYSTEM` object, in tie-break order."""
 
 
