@@ -160,8 +160,8 @@ class Php:
             loaders = " ".join(shlex.quote(p) for p in pkgs)
             setup.append("COMPOSER_ALLOW_SUPERUSER=1 COMPOSER_DISABLE_NETWORK=1 composer dump-autoload --no-interaction")
             setup.append(
-                f"{{ echo '<?php'; for p in {loaders or 'none'}; do dpkg -L $p 2>/dev/null | "
-                "grep -E '/autoload\\.php$' | sort | head -n 20 | sed \"s/.*/require_once '&';/\"; done; }} "
+                f"(echo '<?php'; for p in {loaders or 'none'}; do dpkg -L $p 2>/dev/null | "
+                "grep -E '/autoload[.]php$' | sort | head -n 20 | sed \"s/.*/require_once '&';/\"; done) "
                 f"> {DEBIAN_AUTOLOAD} && sed -i \"1a require_once __DIR__ . '/swemint-debian-autoload.php';\" "
                 f"vendor/autoload.php && php -l {DEBIAN_AUTOLOAD} && head -n 3 vendor/autoload.php")
         phpunit = "vendor/bin/phpunit" if tree.exists("vendor/bin/phpunit") else "phpunit"

@@ -207,3 +207,14 @@ def test_php_test_patch_without_test_files_is_an_error(tmp_path, built):
     tree = php_tree(tmp_path, CARBON)
     with pytest.raises(EnvBuildError, match="touches no PHPUnit"):
         PHP.plan(tree, inst(tree, "php"), ["tests/fixtures/data.json"], ImageConfig())
+
+
+def test_setup_and_test_commands_are_valid_bash(tmp_path, built):
+    """Regression: the Debian-autoload step once ended in a stray '}}' (bash: syntax error)."""
+    php_plan = PHP.plan(php_tree(tmp_path / "p", CARBON), inst(make_tree(tmp_path / "q", {"a": ""}), "php"),
+                        ["tests/Carbon/RoundTest.php"], ImageConfig())
+    tree = make_tree(tmp_path / "r", FAKER)
+    ruby_plan = RUBY.plan(tree, inst(tree, "ruby"), ["test/faker/default/test_faker_internet.rb"], ImageConfig())
+    for cmd in [*php_plan.setup_commands, php_plan.test_command, *ruby_plan.setup_commands, ruby_plan.test_command]:
+        r = subprocess.run(["bash", "-n", "-c", cmd], capture_output=True, text=True)
+        assert r.returncode == 0, (cmd[:200], r.stderr)
