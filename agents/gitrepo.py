@@ -11,7 +11,7 @@ import subprocess
 import tarfile
 from datetime import datetime, timezone
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from envpool.errors import InstanceInputError
 
@@ -70,8 +70,14 @@ class GitTree:
 
         Mirrors may lack large blobs (files of 4 MiB or more, LFS content): when `git archive`
         fails, the tar is built blob by blob and missing blobs are left out (their paths are in
-        `missing_blobs`), like a sparse checkout.
+        `missing_blobs`), like a sparse checkout. A tree whose .gitattributes use `export-ignore`
+        or `export-subst` is always built blob by blob, so the archive is the commit's tree.
         """
+        if any(PurePosixPath(f).name == ".gitattributes" and "export-" in (self.read(f) or "")
+               for f in self.files):
+            # `export-ignore` / `export-subst` would make git archive drop or rewrite files
+            # (Carbon's tests/ is export-ignore): build the tar blob by blob instead
+            return self._sparse_archive()
         r = self._git("archive", "--format=tar", self.commit, check=False, text=False)
         if r.returncode == 0:
             return r.stdout

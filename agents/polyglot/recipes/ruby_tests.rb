@@ -21,46 +21,38 @@ end
 files = ARGV.dup
 ARGV.replace(['-v'])
 
-if files.any? { |f| File.file?(f) && File.read(f).include?('Test::Unit') }
-  begin
-    require 'test/unit'
-  rescue LoadError
-    nil
-  end
-end
-
-if defined?(Test::Unit::TestCase)
-  module SwemintTestUnit
-    def run(result, &block)
-      counts = lambda do
-        [result.failure_count, result.error_count,
-         (result.respond_to?(:pending_count) ? result.pending_count : 0) +
-           (result.respond_to?(:omission_count) ? result.omission_count : 0),
-         result.assertion_count]
-      end
-      before = counts.call
-      started = Time.now
-      super
-    ensure
-      after = counts.call
-      ch = if after[1] > before[1] then 'E'
-           elsif after[0] > before[0] then 'F'
-           elsif after[2] > before[2] then 'S'
-           else '.'
-           end
-      name = respond_to?(:local_name) ? local_name : method_name
-      s = $swemint_tu
-      s[:used] = true
-      s[:runs] += 1
-      s[:assertions] += after[3] - before[3]
-      s[:failures] += 1 if ch == 'F'
-      s[:errors] += 1 if ch == 'E'
-      s[:skips] += 1 if ch == 'S'
-      $stdout.puts "\n#{self.class.name}##{name} = #{format('%.2f', Time.now - started)} s = #{ch}"
-      $stdout.flush
+# The wrapper is prepended after the files load: requiring test/unit here would register its
+# at_exit runner before a helper's minitest/autorun, and minitest's exit would then stop it.
+module SwemintTestUnit
+  def run(result, &block)
+    counts = lambda do
+      [result.failure_count, result.error_count,
+       (result.respond_to?(:pending_count) ? result.pending_count : 0) +
+         (result.respond_to?(:omission_count) ? result.omission_count : 0),
+       result.assertion_count]
     end
+    before = counts.call
+    started = Time.now
+    super
+  ensure
+    after = counts.call
+    ch = if after[1] > before[1] then 'E'
+         elsif after[0] > before[0] then 'F'
+         elsif after[2] > before[2] then 'S'
+         else '.'
+         end
+    name = respond_to?(:local_name) ? local_name : method_name
+    s = $swemint_tu
+    s[:used] = true
+    s[:runs] += 1
+    s[:assertions] += after[3] - before[3]
+    s[:failures] += 1 if ch == 'F'
+    s[:errors] += 1 if ch == 'E'
+    s[:skips] += 1 if ch == 'S'
+    $stdout.puts "\n#{self.class.name}##{name} = #{format('%.2f', Time.now - started)} s = #{ch}"
+    $stdout.flush
   end
-  Test::Unit::TestCase.prepend(SwemintTestUnit)
 end
 
 files.each { |f| require File.expand_path(f) }
+Test::Unit::TestCase.prepend(SwemintTestUnit) if defined?(Test::Unit::TestCase)

@@ -218,3 +218,15 @@ def test_setup_and_test_commands_are_valid_bash(tmp_path, built):
     for cmd in [*php_plan.setup_commands, php_plan.test_command, *ruby_plan.setup_commands, ruby_plan.test_command]:
         r = subprocess.run(["bash", "-n", "-c", cmd], capture_output=True, text=True)
         assert r.returncode == 0, (cmd[:200], r.stderr)
+
+
+def test_archive_keeps_export_ignored_tests(tmp_path):
+    """Regression (briannesbitt/Carbon): `/tests export-ignore` in .gitattributes made git archive
+    drop tests/, so the test patch could not apply in /testbed."""
+    import io
+    import tarfile
+    tree = make_tree(tmp_path, {".gitattributes": "/tests export-ignore\n/phpunit.xml.dist export-ignore\n",
+                                "composer.json": "{}", "phpunit.xml.dist": "<phpunit/>",
+                                "tests/Carbon/RoundTest.php": "<?php\n"})
+    names = tarfile.open(fileobj=io.BytesIO(tree.archive())).getnames()
+    assert "tests/Carbon/RoundTest.php" in names and "phpunit.xml.dist" in names
