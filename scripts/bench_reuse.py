@@ -9,11 +9,18 @@ whose pool is the cold run's (so each instance finds the *other* instances of it
 never itself: the driver excludes it), reuse on. Prints, per run: verified count, median seconds
 per instance (total and setup) and, warm, the reuse success rate (rows made from a candidate /
 rows that had candidates). Images of both runs are removed at the end unless `--keep-images`.
+
+Resumable: a rerun with the same `-w` skips the instances each run already finished (the
+driver's resume) and reports over all selected rows, stored and new; `--fresh` starts over.
+The warm pool is copied from the cold one only when the warm run has none yet. `--only warm`
+re-runs warm alone (e.g. after a fix to reuse: `--only warm --redo-warm` empties warm first).
+The table is also written to WORKDIR/bench_reuse.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
@@ -40,6 +47,27 @@ def summary(name: str, rows) -> dict:
     return out
 
 
+def _remove_images(run: str) -> None:
+    """Remove the images labelled `swemint.run=<run>` (in use or gone: skipped)."""
+    from envpool.docker_sandbox import docker_client
+
+    client = docker_client()
+    for img in client.images.list(filters={"label": f"swemint.run={run}"}):
+        try:
+            client.images.remove(img.id, force=True)
+        except Exception:  # noqa: BLE001 - in use / gone
+            pass
+
+
+def _stored(cfg) -> list:
+    """The stored rows of `cfg.workdir` among the selected instances."""
+    from pipeline.instances import load_and_select
+    from pipeline.store import ResultStore
+
+    want = {i.instance_id for i in load_and_select(cfg.instances, ids_file=cfg.ids_file).instances}
+    return [r for r in ResultStore(cfg.workdir).results() if r.instance_id in want]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-i", "--instances", type=Path)
@@ -48,41 +76,58 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-w", "--workdir", type=Path, default=Path("work/bench-reuse"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep-images", action="store_true")
+    ap.add_argument("--fresh", action="store_true", help="remove WORKDIR first (default: resume)")
+    ap.add_argument("--only", choices=("cold", "warm", "both"), default="both")
+    ap.add_argument("--redo-warm", action="store_true", help="remove WORKDIR/warm first (its images too)")
+    ap.add_argument("--set", dest="sets", action="append", default=[],
+                    help="config override for both runs, e.g. mint.verify.after_runs=1 (repeatable)")
     a = ap.parse_args(argv)
-    if a.workdir.exists():
+    if a.fresh and a.workdir.exists():
         shutil.rmtree(a.workdir)
+    if a.redo_warm:
+        _remove_images("bench-reuse-warm")
+        shutil.rmtree(a.workdir / "warm", ignore_errors=True)
     if a.instances is None:
         demo = make_demo(Path(tempfile.mkdtemp(prefix="swemint-bench-reuse-")))
         a.instances, a.mirrors = demo.instances, demo.mirrors
     common = dict(instances=a.instances, mirrors=[a.mirrors] if a.mirrors else [], ids_file=a.ids_file,
                   workers=a.workers, use_ray=False)
-    cold = load_config(None, ["mint.reuse.enabled=false", "mint.run_id=bench-reuse-cold"],
+    cold = load_config(None, [*a.sets, "mint.reuse.enabled=false", "mint.run_id=bench-reuse-cold"],
                        workdir=a.workdir / "cold", **common)
-    warm = load_config(None, ["mint.run_id=bench-reuse-warm"], workdir=a.workdir / "warm", **common)
+    warm = load_config(None, [*a.sets, "mint.run_id=bench-reuse-warm"], workdir=a.workdir / "warm", **common)
     rows = {}
     try:
-        rows["cold"] = run_mint(cold).results
-        warm.workdir.mkdir(parents=True, exist_ok=True)
-        if cold.pool_path.exists():
-            shutil.copy(cold.pool_path, warm.pool_path)
-        rows["warm"] = run_mint(warm).results
+        if a.only == "warm":  # report the stored cold rows
+            rows["cold"] = _stored(cold)
+        else:
+            rep = run_mint(cold)
+            rows["cold"] = rep.skipped + rep.results
+        if a.only in ("warm", "both"):
+            warm.workdir.mkdir(parents=True, exist_ok=True)
+            if cold.pool_path.exists() and not warm.pool_path.exists():
+                shutil.copy(cold.pool_path, warm.pool_path)
+            rep = run_mint(warm)
+            rows["warm"] = rep.skipped + rep.results
     finally:
         if not a.keep_images:
-            from envpool.docker_sandbox import docker_client
-
-            client = docker_client()
             for run in ("bench-reuse-cold", "bench-reuse-warm"):
-                for img in client.images.list(filters={"label": f"swemint.run={run}"}):
-                    try:
-                        client.images.remove(img.id, force=True)
-                    except Exception:  # noqa: BLE001 - in use / gone
-                        pass
+                _remove_images(run)
+    summaries = {name: summary(name, rs) for name, rs in rows.items()}
+    if "cold" in summaries and "warm" in summaries and summaries["cold"]["median_total_s"]:
+        c, w = summaries["cold"]["median_total_s"], summaries["warm"]["median_total_s"]
+        summaries["warm"]["median_time_reduction"] = f"{(c - w) / c:.0%}"
+        tc = sum(r.timings.get("total", 0) for r in rows["cold"])
+        tw = sum(r.timings.get("total", 0) for r in rows["warm"])
+        summaries["warm"]["total_time_reduction"] = f"{(tc - tw) / tc:.0%}" if tc else "n/a"
+    (a.workdir / "bench_reuse.json").write_text(json.dumps(summaries, indent=1))
     cols = ["run", "instances", "verified", "median_total_s", "median_setup_s", "had_candidates", "reused",
             "reuse_success"]
     print(" | ".join(cols))
-    for name, rs in rows.items():
-        s = summary(name, rs)
+    for name, s in summaries.items():
         print(" | ".join(str(s[c]) for c in cols))
+    if "warm" in summaries:
+        print("median time reduction:", summaries["warm"].get("median_time_reduction"),
+              "total time reduction:", summaries["warm"].get("total_time_reduction"))
     for r in rows.get("warm", []):
         if r.reused_from:
             print(f"  {r.instance_id}: reused {r.reused_from}, increments: {r.incremental_commands}")
