@@ -85,6 +85,7 @@ class GitTree:
 
     def _sparse_archive(self) -> bytes:
         entries = []
+        gitlinks = []  # submodules: an empty directory, as git archive writes them
         out = self._git("ls-tree", "-r", "-z", "--full-tree", self.commit).stdout
         for rec in out.split("\0"):
             if not rec:
@@ -93,6 +94,8 @@ class GitTree:
             mode, kind, sha = meta.split()
             if kind == "blob":
                 entries.append((mode, sha, path))
+            elif kind == "commit":
+                gitlinks.append(path)
         shas = "".join(f"{sha}\n" for _, sha, _ in entries).encode()
         proc = subprocess.run(["git", "--git-dir", str(self.git_dir), "cat-file", "--batch"],
                               input=shas, capture_output=True)
@@ -102,6 +105,10 @@ class GitTree:
         pos = 0
         now = int(self.commit_time.timestamp())
         with tarfile.open(fileobj=bio, mode="w") as tar:
+            for path in gitlinks:
+                info = tarfile.TarInfo(path)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
+                tar.addfile(info)
             for mode, sha, path in entries:
                 nl = data.index(b"\n", pos)
                 header = data[pos:nl].decode()

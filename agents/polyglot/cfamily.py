@@ -82,6 +82,7 @@ class CBuild(BaseModel):
     configure_committed: bool = False
     make_target: str = "check"
     gtest: bool = False
+    missing_submodules: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -191,6 +192,7 @@ def analyze(tree: GitTree, touched: list[str], project: str = "") -> CBuild:
         if path.endswith(C_SUFFIXES) and re.search(r"^\s*(TEST|TEST_F|TEST_P|TYPED_TEST)\s*\(", text, re.M):
             b.gtest = True
     for path, url in _missing_submodules(tree):
+        b.missing_submodules.append(path)
         key = f"{path} {url}".lower()
         hit = next((v for k, v in rec["submodules"].items() if k in key), None)
         if hit is None:
@@ -275,6 +277,8 @@ class CFamily:
         setup: list[str] = []
         if b.packages:
             setup.append(_apt_install(b.packages))
+        if b.missing_submodules:  # as a clone without `submodule update` has them (automake wants SUBDIRS)
+            setup.append("mkdir -p " + " ".join(_q(p) for p in b.missing_submodules))
         tests = [f for f in touched]
         env = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         if b.system == "cmake":
