@@ -53,7 +53,7 @@ from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_i
 from envpool.toolchains import version_key
 
 __all__ = ["ECOSYSTEM", "GoEcosystem", "GoModule", "GoProject", "GoRecipe", "analyze", "go_request",
-           "changed_tests", "load_recipe", "parse_go_mod", "run_pattern", "select_packages",
+           "changed_tests", "compile_step", "load_recipe", "overlay_guard", "parse_go_mod", "run_pattern", "select_packages",
            "touched_tests"]
 
 RECIPE_PATH = Path(__file__).with_name("recipes") / "go.yaml"
@@ -388,6 +388,44 @@ def _patch_blocks(text: str, keep) -> str:
     return "".join(out)
 
 
+DEP_ERROR = re.compile(r"^(?:\S*/)?pkg/mod/(\S+?)@(v[^/\s]+)/(\S+?\.go):\d+:\d+: (.*)$", re.M)
+"""A compile error inside the module cache: (module, version, file in it, message)."""
+GUARD_ERROR = re.compile(r'cannot use "[^"]*" \(untyped string constant\) as int value')
+"""quic-go's (and others') deliberate version guard: ``var _ int = "can't be built on Go 1.N"``."""
+
+
+def compile_step(flags: str, pkgs: str) -> str:
+    """Shell compiling the test binaries of `pkgs` once (``go test -run '^$'``). Lenient when the
+    repository's own code does not build (its tests then fail on that side), but exit 1 when a
+    *dependency* does not (an error under ``pkg/mod/``): that is the environment's fault, and
+    `repair` may fix it."""
+    return (f"out=$(go test {flags} -run '^$' {pkgs} 2>&1); rc=$?; printf '%s\\n' \"$out\"; "
+            "if [ $rc -ne 0 ]; then if printf '%s\\n' \"$out\" | grep -Eq '^(\\S*/)?pkg/mod/\\S+\\.go:[0-9]+:'; then "
+            "echo 'swemint: a dependency does not build with this Go'; exit 1; fi; "
+            "echo 'swemint: some test binaries do not build at the base commit (their tests fail on that side)'; fi")
+
+
+def overlay_guard(output: str) -> list[str] | None:
+    """Commands that blank a dependency's version-guard file (`GUARD_ERROR`) through a Go build
+    overlay (``-overlay``, Go >= 1.16, kept in the image's go env), or None when the output has
+    no such error. Used when the Go the module's era needs is not installable here (caddy of
+    mid-2022 pins quic-go v0.26, which refuses Go 1.19; Go 1.16-1.18 are not available)."""
+    for m in DEP_ERROR.finditer(output):
+        mod, ver, rel, msg = m.groups()
+        if not GUARD_ERROR.search(msg):
+            continue
+        path = f"$(go env GOMODCACHE)/{mod}@{ver}/{rel}"
+        return [
+            "mkdir -p /root/.config/go/overlay && "
+            f"f={path} && r=/root/.config/go/overlay/$(printf '%s' \"$f\" | md5sum | cut -c1-12).go && "
+            "grep -m1 '^package ' \"$f\" > \"$r\" && printf '%s\\t%s\\n' \"$f\" \"$r\" >> /root/.config/go/overlay.tsv && "
+            "awk -F'\\t' 'BEGIN{printf \"{\\\"Replace\\\":{\"} {printf \"%s\\\"%s\\\":\\\"%s\\\"\", (NR>1?\",\":\"\"), $1, $2} "
+            "END{print \"}}\"}' /root/.config/go/overlay.tsv > /root/.config/go/overlay.json && "
+            "go env -w GOFLAGS=\"$(go env GOFLAGS | sed -E 's/ ?-overlay=[^ ]*//') -overlay=/root/.config/go/overlay.json\" && "
+            f"echo 'swemint: version guard {mod}@{ver}/{rel} blanked by a build overlay' && go env GOFLAGS"]
+    return None
+
+
 def _abs(module_dir: str, pkg: str) -> str:
     """Repository-relative folder of package `pkg` ("./x" or ".") of the module at `module_dir`."""
     d = posixpath.normpath(posixpath.join(module_dir or ".", pkg))
@@ -472,15 +510,14 @@ class GoEcosystem:
             for mdir, pkgs in sel.items():
                 if not vendored:
                     setup.append(f"{_cd(mdir)} && go mod download")
-            setup += self._prefetch(instance, sel)
+            setup += self._prefetch(instance, sel, flags)
             for mdir, pkgs in sel.items():
                 base = [p for p in pkgs if p == "./..." or _abs(mdir, p) in proj.base_go_dirs]
                 if not base:
                     continue
                 q = " ".join(shlex.quote(p) for p in base)
                 setup.append(f"{_cd(mdir)} && go list -deps -test {q} >/dev/null")
-                setup.append(f"{_cd(mdir)} && {{ go test {flags} -run '^$' {q} || echo 'swemint: some test "
-                             "binaries do not build at the base commit (their tests fail on that side)'; }")
+                setup.append(f"{_cd(mdir)} && {compile_step(flags, q)}")
             tests = touched_tests(instance.test_patch, tree, proj) if recipe.run_touched_tests else {}
             for mdir, pkgs in sel.items():
                 runs += _module_runs(mdir, pkgs, tests, flags)
@@ -496,9 +533,10 @@ class GoEcosystem:
                         test_files=list(touched), notes=notes)
 
     @staticmethod
-    def _prefetch(instance: Instance, sel: dict[str, list[str]]) -> list[str]:
+    def _prefetch(instance: Instance, sel: dict[str, list[str]], flags: str) -> list[str]:
         """A lenient step downloading what the test_patch + patch need (applied to a scratch
-        copy): new requirements and imports, so the after side builds offline."""
+        copy): new requirements and imports, so the after side builds offline; compiling the
+        patched test binaries there also fills the build cache the test runs reuse."""
         text = instance.test_patch + ("\n" if not instance.test_patch.endswith("\n") else "") + instance.patch
         if not re.search(r"^diff --git a/\S*go\.(mod|sum) ", text, re.M) and not re.search(r"^\+\s*(import\b|\"[\w.-]+\.\w+/)", text, re.M):
             return []
@@ -510,8 +548,9 @@ class GoEcosystem:
             b64 = base64.b64encode(small.encode()).decode()
             if len(b64) > MAX_INLINE_PATCH:
                 return []
-        lists = "; ".join(f"(cd /tmp/swemint-prefetch/{m} && go mod download; go list -e -deps -test "
-                          f"{' '.join(shlex.quote(p) for p in pkgs)} >/dev/null)" for m, pkgs in sel.items())
+        lists = "; ".join(f"(cd /tmp/swemint-prefetch/{m} && go mod download; go list -e -deps -test {q} >/dev/null; "
+                          f"go test {flags} -run '^$' {q} >/dev/null 2>&1)"
+                          for m, q in ((m, " ".join(shlex.quote(p) for p in pkgs)) for m, pkgs in sel.items()))
         return ["rm -rf /tmp/swemint-prefetch && cp -a /testbed /tmp/swemint-prefetch && cd /tmp/swemint-prefetch && "
                 f"echo {b64} | base64 -d | git apply --reject --whitespace=nowarn - ; {lists}; "
                 "cd / && rm -rf /tmp/swemint-prefetch; true"]
@@ -523,8 +562,7 @@ class GoEcosystem:
         if proj.vendor_sources:
             env["GO111MODULE"] = "off"
             setup = [f"mkdir -p {shlex.quote(posixpath.dirname(link))} && ln -sfn /testbed {shlex.quote(link)} && go version",
-                     f"cd {shlex.quote(link)} && {{ go test {flags} -run '^$' {q} || echo 'swemint: some test binaries "
-                     "do not build at the base commit'; }"]
+                     f"cd {shlex.quote(link)} && {compile_step(flags, q)}"]
             runs = [f"(cd {shlex.quote(link)} && go test -json {flags} {q})"]
             return setup, runs, [f"GOPATH mode at {link} (vendored sources)"]
         conv = f" (requirements converted from {', '.join(proj.lock_files)})" if proj.lock_files else ""
@@ -532,8 +570,7 @@ class GoEcosystem:
                  f"cd /testbed && go mod init {shlex.quote(proj.import_path)}",
                  f"cd /testbed && go list -e -deps -test ./... >/dev/null; go mod download",
                  f"cd /testbed && go list -deps -test {q} >/dev/null",
-                 f"cd /testbed && {{ go test {flags} -run '^$' {q} || echo 'swemint: some test binaries do not "
-                 "build at the base commit'; }"]
+                 f"cd /testbed && {compile_step(flags, q)}"]
         runs = [f"(cd /testbed && go test -json {flags} {q})"]
         return setup, runs, [f"no go.mod: synthesised with go mod init {proj.import_path}{conv}"]
 
@@ -541,6 +578,9 @@ class GoEcosystem:
         """The first recipe repair whose pattern matches `output` and was not tried, else None.
         A module that needs a newer Go than the image is not repairable here (the setup error
         keeps Go's own message: "requires go >= X (running go Y; GOTOOLCHAIN=local)")."""
+        guard = overlay_guard(output)
+        if guard and "\n".join(guard) not in tried:
+            return guard
         for rule in load_recipe().repairs:
             if re.search(rule.pattern, output, re.M) and "\n".join(rule.commands) not in tried:
                 return list(rule.commands)

@@ -308,3 +308,28 @@ def test_repairs_from_the_recipe():
     assert ECOSYSTEM.repair(plan, "x", "dial tcp: lookup proxy.golang.org: i/o timeout", set()) == ["sleep 10"]
     newer = "go: github.com/x/y@v1.2.0 requires go >= 1.23 (running go 1.21.13; GOTOOLCHAIN=local)"
     assert ECOSYSTEM.repair(plan, "go mod download", newer, set()) is None
+
+
+QUIC_GUARD = """# github.com/lucas-clemente/quic-go/internal/qtls
+/go/pkg/mod/github.com/lucas-clemente/quic-go@v0.26.0/internal/qtls/go119.go:6:13: cannot use "quic-go doesn't \
+build on Go 1.19 yet." (untyped string constant) as int value in variable declaration
+FAIL\tgithub.com/caddyserver/caddy/v2/caddytest/integration [build failed]
+"""
+
+
+def test_dependency_version_guard_is_overlaid_not_the_repository():
+    fix = ECOSYSTEM.repair(None, "go test -run '^$' ./x", QUIC_GUARD, set())
+    assert fix and "quic-go@v0.26.0/internal/qtls/go119.go" in fix[0] and "-overlay=" in fix[0]
+    assert ECOSYSTEM.repair(None, "go test", QUIC_GUARD, {"\n".join(fix)}) is None
+    own = "./context.go:12:2: cannot use \"x\" (untyped string constant) as int value in assignment\n"
+    assert golang.overlay_guard(own) is None  # the repository's own code is never overlaid
+
+
+@pytest.mark.parametrize("output, rc", [(QUIC_GUARD, 1), ("./calc_test.go:9:5: undefined: Double\n", 0)])
+def test_compile_step_fails_only_for_dependencies(tmp_path, output, rc):
+    fake = tmp_path / "go"
+    fake.write_text(f"#!/bin/sh\ncat <<'EOF'\n{output}EOF\nexit 2\n")
+    fake.chmod(0o755)
+    r = subprocess.run(["bash", "-c", golang.compile_step("-count=1", ".")], capture_output=True, text=True,
+                       env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert r.returncode == rc, r.stdout
