@@ -80,6 +80,7 @@ class NodeAnalysis:
     - `runner`: ``vitest`` | ``jest`` | ``mocha``; `runner_dir`: where to run it ("" = root);
       `runner_options`: options taken from the project's script; `runner_env`: ``VAR=value``
       assignments that script sets; `cra`: jest is run through react-scripts (or craco);
+    - `yarn_path`: yarn berry's vendored release (``.yarnrc.yml`` ``yarnPath``), run by yarn 1;
     - `test_files`: touched test files (repository relative);
     - `extra_packages`: ``name@range`` the patch/test_patch adds to the root package.json;
     - `substitutions`, `notes`: human-readable records.
@@ -96,6 +97,7 @@ class NodeAnalysis:
     runner_options: list[str] = field(default_factory=list)
     runner_env: list[str] = field(default_factory=list)
     cra: str | None = None
+    yarn_path: str | None = None
     extra_packages: list[str] = field(default_factory=list)
     substitutions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -592,7 +594,11 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
             opts += ["--timeout", str(recipe()["mocha_default_timeout"])]
     if runner == "mocha" and "--exit" not in opts:
         opts.append("--exit")
-    return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request,
+    yarn_path = None
+    if pm == "yarn-berry":
+        rc = yaml.safe_load(tree.read(".yarnrc.yml") or "") or {}
+        yarn_path = str(rc.get("yarnPath")) if isinstance(rc, dict) and rc.get("yarnPath") else None
+    return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
                         node_reason=reason, runner=runner, runner_dir=runner_dir, test_files=files,
                         runner_options=opts, runner_env=env_assign, cra=cra, extra_packages=extra,
                         substitutions=subs, notes=notes)
@@ -609,9 +615,11 @@ def _install_commands(a: NodeAnalysis) -> list[str]:
         cmds.append("yarn install --frozen-lockfile --non-interactive --network-timeout 600000"
                     if a.lockfile else "yarn install --non-interactive --network-timeout 600000")
     elif a.pm == "yarn-berry":
-        cmds.append("npm install -g --no-audit --no-fund corepack@latest && rm -f /opt/node/bin/yarn /opt/node/bin/yarnpkg "
-                    "/usr/local/bin/yarn /usr/local/bin/yarnpkg && corepack enable --install-directory /opt/node/bin yarn"
-                    + (f" && corepack prepare yarn@{a.pm_version} --activate" if a.pm_version else ""))
+        if not a.yarn_path:  # a vendored release (.yarnrc.yml yarnPath) is run by yarn 1 itself
+            cmds.append("npm install -g --no-audit --no-fund corepack@latest && rm -f /opt/node/bin/yarn "
+                        "/opt/node/bin/yarnpkg /usr/local/bin/yarn /usr/local/bin/yarnpkg && "
+                        "corepack enable --install-directory /opt/node/bin yarn && "
+                        f"corepack prepare yarn@{a.pm_version or 'stable'} --activate && yarn --version")
         cmds.append("yarn install --immutable" if a.lockfile else "yarn install")
     else:
         cmds.append("npm ci --no-audit --no-fund" if a.lockfile else "npm install --no-audit --no-fund")

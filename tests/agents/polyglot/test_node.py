@@ -348,3 +348,16 @@ def test_touched_files_outside_the_mocha_scripts_globs_are_left_out():
                                                                                                 "lib/x.js"]
     assert node.glob_regex("./test/{unit,int}/**/*.js").match("test/unit/a/b.js")
     assert not node.glob_regex("test/unit/*.js").match("test/unit/a/b.js")
+
+
+def test_yarn_berry_uses_its_vendored_release_or_corepack_from_the_npm_registry():
+    files = {"package.json": pkg(packageManager="yarn@3.6.4", scripts={"test": "jest"}, devDependencies={"jest": "^29"}),
+             "yarn.lock": "__metadata:\n  version: 6\n"}
+    tree = FakeTree({**files, ".yarnrc.yml": "yarnPath: .yarn/releases/yarn-3.6.4.cjs\n"})
+    a = analyze(tree, inst(), TOUCHED)
+    assert (a.pm, a.yarn_path, a.node_request) == ("yarn-berry", ".yarn/releases/yarn-3.6.4.cjs", "16")
+    plan = build_plan(a, choice())
+    assert plan.setup_commands == ["yarn install --immutable"]
+    assert "yarn jest --json" in plan.test_command
+    plan = build_plan(analyze(FakeTree(files), inst(), TOUCHED), choice())
+    assert "corepack prepare yarn@3.6.4 --activate" in plan.setup_commands[0]
