@@ -20,7 +20,6 @@ one path), JUnit reports concatenated into one file (parser ``phpunit_junit``; i
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from datetime import datetime
 
