@@ -53,7 +53,7 @@ from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_i
 from envpool.toolchains import version_key
 
 __all__ = ["ECOSYSTEM", "GoEcosystem", "GoModule", "GoProject", "GoRecipe", "analyze", "go_request",
-           "changed_tests", "compile_step", "load_recipe", "overlay_guard", "parse_go_mod", "run_pattern", "select_packages",
+           "changed_tests", "compile_step", "load_recipe", "lock_pins", "overlay_guard", "parse_go_mod", "run_pattern", "select_packages",
            "touched_tests"]
 
 RECIPE_PATH = Path(__file__).with_name("recipes") / "go.yaml"
@@ -120,6 +120,7 @@ class GoProject:
     import_path: str = ""
     vendor_sources: bool = False
     lock_files: list[str] = field(default_factory=list)
+    pins: list[str] = field(default_factory=list)
 
     def module_of(self, path_dir: str) -> GoModule | None:
         """The module whose folder is the longest prefix of `path_dir`, or None."""
@@ -176,7 +177,41 @@ def analyze(tree: GitTree, extra_files: list[str] | None = None, repo: str = "")
         proj.import_path = _import_path(tree, repo)
         proj.vendor_sources = any(p.startswith("vendor/") and p.endswith(".go") for p in tree.files)
         proj.lock_files = [p for p in LOCK_FILES if tree.exists(p)]
+        proj.pins = lock_pins(tree)
     return proj
+
+
+def lock_pins(tree: GitTree) -> list[str]:
+    """``path@revision`` pins from a GOPATH-era lock file (govendor vendor/vendor.json, dep
+    Gopkg.lock, glide.lock, Godeps/Godeps.json), one per repository root, in file order. Go
+    1.15's own conversion in `go mod init` fetches revisions straight from the VCS (GitHub is
+    unreachable), so the pins are applied with `go get -d` through the Go proxy instead."""
+    import json
+    import tomllib
+
+    pins: dict[str, str] = {}
+
+    def add(path: str | None, rev: str | None) -> None:
+        if path and rev and re.fullmatch(r"[\w.\-/~+]+", path) and re.fullmatch(r"[\w.\-+]+", rev):
+            parts = path.split("/")
+            root = "/".join(parts[:3]) if parts[0] in ("github.com", "bitbucket.org", "gitlab.com") else path
+            pins.setdefault(root, rev)
+    try:
+        if tree.exists("vendor/vendor.json"):
+            for pkg in json.loads(tree.read("vendor/vendor.json") or "{}").get("package", []):
+                add(pkg.get("path"), pkg.get("revision"))
+        if tree.exists("Gopkg.lock"):
+            for prj in tomllib.loads(tree.read("Gopkg.lock") or "").get("projects", []):
+                add(prj.get("name"), prj.get("revision") or prj.get("version"))
+        if tree.exists("glide.lock"):
+            for imp in (yaml.safe_load(tree.read("glide.lock") or "") or {}).get("imports", []) or []:
+                add(imp.get("name"), imp.get("version"))
+        if tree.exists("Godeps/Godeps.json"):
+            for dep in json.loads(tree.read("Godeps/Godeps.json") or "{}").get("Deps", []):
+                add(dep.get("ImportPath"), dep.get("Rev"))
+    except (ValueError, AttributeError, TypeError, tomllib.TOMLDecodeError, yaml.YAMLError):
+        pass  # an unreadable lock file pins nothing; the proxy resolves the imports
+    return [f"{p}@{r}" for p, r in pins.items()]
 
 
 def _import_path(tree: GitTree, repo: str) -> str:
@@ -565,12 +600,14 @@ class GoEcosystem:
                      f"cd {shlex.quote(link)} && {compile_step(flags, q)}"]
             runs = [f"(cd {shlex.quote(link)} && go test -json {flags} {q})"]
             return setup, runs, [f"GOPATH mode at {link} (vendored sources)"]
-        conv = f" (requirements converted from {', '.join(proj.lock_files)})" if proj.lock_files else ""
+        conv = f" ({len(proj.pins)} revisions pinned from {', '.join(proj.lock_files)})" if proj.pins else ""
         setup = ["go env -w GOFLAGS=-mod=mod && go version",
-                 f"cd /testbed && go mod init {shlex.quote(proj.import_path)}",
-                 f"cd /testbed && go list -e -deps -test ./... >/dev/null; go mod download",
-                 f"cd /testbed && go list -deps -test {q} >/dev/null",
-                 f"cd /testbed && {compile_step(flags, q)}"]
+                 f"cd /testbed && go mod init {shlex.quote(proj.import_path)} 2>&1 | grep -v '^go: converting' ; test -f go.mod"]
+        if proj.pins:
+            setup.append("cd /testbed && for p in " + " ".join(shlex.quote(p) for p in proj.pins)
+                         + "; do go get -d \"$p\" >/dev/null 2>&1 || echo \"swemint: could not pin $p\"; done; cat go.mod")
+        setup += [f"cd /testbed && go list -deps -test {q} >/dev/null",
+                  f"cd /testbed && {compile_step(flags, q)}"]
         runs = [f"(cd /testbed && go test -json {flags} {q})"]
         return setup, runs, [f"no go.mod: synthesised with go mod init {proj.import_path}{conv}"]
 

@@ -138,17 +138,27 @@ def test_packages_of_touched_files(tmp_path):
     assert go_request(proj, ["", "tools"], load_recipe())[0] == "1.21"
 
 
+VENDOR_JSON = """{"package": [
+ {"path": "github.com/golang/protobuf/proto", "revision": "b4deda0973fb4c70b50d226b1af49f3da59f5265"},
+ {"path": "github.com/golang/protobuf/ptypes", "revision": "b4deda0973fb4c70b50d226b1af49f3da59f5265"},
+ {"path": "golang.org/x/net/context", "revision": "d4c55e66d8c3a2f3382d264b08e3e3454a66355a"}]}"""
+
+
 def test_gopath_era_repository_gets_a_floor_and_a_synthesised_module(tmp_path, monkeypatch):
     tree = make_repo(tmp_path, {"gin.go": 'package gin // import "github.com/gin-gonic/gin"\n',
-                                "gin_test.go": "package gin\n", "vendor/vendor.json": "{}\n"})
+                                "gin_test.go": "package gin\n", "vendor/vendor.json": VENDOR_JSON})
     proj = analyze(tree, repo="gin-gonic/gin")
     assert proj.import_path == "github.com/gin-gonic/gin" and proj.lock_files == ["vendor/vendor.json"]
     assert not proj.vendor_sources
+    # one pin per repository root, at the locked revision (go mod init's own conversion needs GitHub)
+    assert proj.pins == ["github.com/golang/protobuf@b4deda0973fb4c70b50d226b1af49f3da59f5265",
+                         "golang.org/x/net/context@d4c55e66d8c3a2f3382d264b08e3e3454a66355a"]
     monkeypatch.setattr(tc, "ensure_image", lambda r, cfg=None, client=None, instance_id=None: ToolchainChoice(
         language="go", requested=r, version="1.15.15", image="go:test"))
     plan = ECOSYSTEM.plan(tree, instance(tree), ["gin_test.go"], ImageConfig())
     assert plan.toolchain == "go 1.15.15"
     assert any("go mod init github.com/gin-gonic/gin" in c for c in plan.setup_commands)
+    assert any("go get -d" in c and "golang.org/x/net/context@d4c55e66" in c for c in plan.setup_commands)
     assert "vendor/vendor.json" in " ".join(plan.notes)
 
 
