@@ -5,6 +5,7 @@ then, in the minted environment, a test file that fails to load makes none of it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -37,9 +38,10 @@ TESTS = {
 }
 
 
-def _git(repo: Path, *args: str) -> str:
+def _git(repo: Path, *args: str, when: str | None = None) -> str:
+    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when} if when else None
     return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout
+                          capture_output=True, text=True, env=env).stdout
 
 
 def make_instance(tmp_path: Path) -> tuple[Instance, Path]:
@@ -89,6 +91,54 @@ def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_
         rep = get_any_parser("mocha_json")(out, known_tests=known)
         assert not rep.tests_ran
         assert not any(s == TestStatus.PASSED for s in rep.statuses.values()), out[-2000:]
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)
+
+
+JEST_BASE = {
+    "package.json": json.dumps({"name": "sum", "version": "1.0.0", "private": True,
+                                "engines": {"node": ">=18"}, "scripts": {"test": "jest"},
+                                "devDependencies": {"jest": "29.7.0"}}, indent=2) + "\n",
+    "src/sum.js": "module.exports = (a, b) => Math.abs(a) + b; // bug\n",
+    "tests/sum.test.js": "const sum = require('../src/sum');\n\ndescribe('sum', () => {\n"
+                         "  test('adds', () => expect(sum(2, 3)).toBe(5));\n});\n",
+}
+JEST_FIX = {"src/sum.js": "module.exports = (a, b) => a + b;\n",
+            "src/pow.js": "module.exports = (a) => a * a;\n"}
+JEST_TESTS = {
+    "tests/sum.test.js": JEST_BASE["tests/sum.test.js"].replace(
+        "});\n", "  test('handles negatives', () => expect(sum(-2, 3)).toBe(1));\n});\n"),
+    "tests/pow.test.js": "const pow = require('../src/pow');\n\n"
+                         "describe('pow', () => {\n  test('squares', () => expect(pow(3)).toBe(9));\n});\n",
+}
+
+
+def test_jest_project_a_spec_failing_to_load_before_the_fix_is_fail_to_pass_not_passed(tmp_path, docker_client,
+                                                                                         node_registered):
+    repo = tmp_path / "sum"
+    for rel, text in JEST_BASE.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base", when="2024-03-01T00:00:00Z")  # era: Node 20 (LTS since 2023-10)
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    for rel, text in {**JEST_TESTS, **JEST_FIX}.items():
+        (repo / rel).write_text(text)
+    _git(repo, "add", "-A")
+    test_patch = _git(repo, "diff", "--cached", "--", *JEST_TESTS)
+    patch = _git(repo, "diff", "--cached", "--", *JEST_FIX)
+    inst = Instance(instance_id="acme__sum-2", repo="acme/sum", base_commit=base, patch=patch,
+                    test_patch=test_patch, created_at="2024-03-01T00:00:00Z", language="javascript")
+    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-node", image_repository="swemint-test/env")
+    res = mint_instance(inst, repo / ".git", cfg)
+    try:
+        assert res.outcome == "verified", res.reason
+        assert sorted(res.FAIL_TO_PASS) == ["tests/pow.test.js > pow > squares",
+                                            "tests/sum.test.js > sum > handles negatives"]
+        assert res.PASS_TO_PASS == ["tests/sum.test.js > sum > adds"]
+        assert res.parser == "jest_json" and res.interpreter.startswith("node 20.")  # engines >=18, era 20
     finally:
         if res.image:
             docker_client.images.remove(res.image, force=True)
