@@ -284,6 +284,9 @@ def choose_node(tree, pkg: dict, pm: str, pm_version: str | None, lockfile: str 
         return major >= floor_major
 
     pin, where = _pin(tree, pkg)
+    if pin and pin.strip().lower() in ("lts/*", "lts", "node", "stable", "latest", "current", "*"):
+        subs.append(f"{where} says {pin!r} (moves with time): the project's era decides")
+        pin = None
     if pin:
         major = _pin_major(pin)
         if major is not None and not meets(major):
@@ -468,17 +471,29 @@ def mocha_spec_globs(script: str | None) -> list[str]:
     return []
 
 
+_RUNNER_BINS = {"mocha": ("mocha", "_mocha"), "jest": ("jest", "jest.js"),
+                "vitest": ("vitest", "vitest.mjs")}
+
+
 def mocha_options(script: str | None) -> tuple[list[str], list[str]]:
     """(mocha options to keep, VAR=value assignments) from a script's mocha invocation."""
+    return runner_options(script, "mocha")
+
+
+def runner_options(script: str | None, runner: str) -> tuple[list[str], list[str]]:
+    """(options to keep, ``VAR=value`` assignments before it) from a script's invocation of
+    `runner` (mocha, jest, vitest; kept options: `recipes/node.yaml` ``<runner>_keep_options``).
+    ``NODE_OPTIONS=--experimental-vm-modules jest -c jest.unit.js`` ->
+    (["-c", "jest.unit.js"], ["NODE_OPTIONS=--experimental-vm-modules"])."""
     if not script:
         return [], []
-    keep = recipe()["mocha_keep_options"]
+    keep = recipe().get(f"{runner}_keep_options") or {}
     for part in _OPT_SPLIT.split(script):
         try:
             toks = shlex.split(part)
         except ValueError:
             toks = part.split()
-        idx = next((i for i, t in enumerate(toks) if PurePosixPath(t).name in ("mocha", "_mocha")), None)
+        idx = next((i for i, t in enumerate(toks) if PurePosixPath(t).name in _RUNNER_BINS[runner]), None)
         if idx is None:
             continue
         env = [t for t in toks[:idx] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=\S*", t)]
@@ -571,7 +586,7 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         other = [r for r in ("karma", "ava", "tap", "jasmine", "qunit", "uvu", "tape") if r in deps]
         raise EnvBuildError("no supported JS test runner (vitest, jest, mocha) in package.json"
                             + (f"; found {', '.join(other)}" if other else ""), instance_id=iid)
-    opts, env_assign = mocha_options(script) if runner == "mocha" else ([], [])
+    opts, env_assign = runner_options(script, runner) if not cra else ([], [])
     if runner == "mocha":
         # touched files outside the script's spec globs belong to another runner (karma specs)
         globs = [glob_regex(g) for g in mocha_spec_globs(script)]
@@ -648,18 +663,19 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
     prefix = f"{cd}mkdir -p {PurePosixPath(REPORT_PATH).parent} && export PATH={_bin_path(a)} && "
     rel = [str(PurePosixPath(f).relative_to(a.runner_dir)) if a.runner_dir else f for f in a.test_files]
     files = " ".join(shlex.quote(f) for f in rel)
-    env = " ".join(a.runner_env) + " " if a.runner_env else ""
+    env = "".join(f"{k}={shlex.quote(v)} " for k, _, v in (e.partition("=") for e in a.runner_env))
     berry = a.pm == "yarn-berry"
     run = (lambda b: f"yarn {b}") if berry else (lambda b: b)
+    opts = " ".join(shlex.quote(o) for o in a.runner_options)
+    opts = f"{opts} " if opts else ""
     if a.runner == "vitest":
-        return (f"{prefix}{env}{run('vitest')} run {files} --reporter=json --outputFile={REPORT_PATH}",
+        return (f"{prefix}{env}{run('vitest')} run {opts}{files} --reporter=json --outputFile={REPORT_PATH}",
                 REPORT_PATH, "vitest_json")
     if a.runner == "jest":
         jest = f"{run(a.cra)} test --watchAll=false" if a.cra else run("jest")
-        return (f"{prefix}{env}{jest} --json --outputFile={REPORT_PATH} --runTestsByPath {files}",
+        return (f"{prefix}{env}{jest} {opts}--json --outputFile={REPORT_PATH} --runTestsByPath {files}",
                 REPORT_PATH, "jest_json")
-    opts = " ".join(shlex.quote(o) for o in a.runner_options)
-    return (f"{prefix}{env}{run('mocha')} {opts} --reporter json {files}".replace("  ", " "), None, "mocha_json")
+    return (f"{prefix}{env}{run('mocha')} {opts}--reporter json {files}", None, "mocha_json")
 
 
 def build_plan(a: NodeAnalysis, choice: ToolchainChoice) -> PolyPlan:

@@ -361,3 +361,23 @@ def test_yarn_berry_uses_its_vendored_release_or_corepack_from_the_npm_registry(
     assert "yarn jest --json" in plan.test_command
     plan = build_plan(analyze(FakeTree(files), inst(), TOUCHED), choice())
     assert "corepack prepare yarn@3.6.4 --activate" in plan.setup_commands[0]
+
+
+def test_jest_and_vitest_keep_the_scripts_config_and_environment():
+    tree = FakeTree({"package.json": pkg(scripts={"test": "NODE_OPTIONS=--experimental-vm-modules jest -c jest.unit.js "
+                                                          "--coverage --watch"},
+                                         devDependencies={"jest": "^29"})})
+    cmd = build_plan(analyze(tree, inst(), TOUCHED), choice()).test_command
+    assert "NODE_OPTIONS=--experimental-vm-modules jest -c jest.unit.js --json --outputFile=" in cmd
+    assert "--coverage" not in cmd and "--watch" not in cmd
+    tree = FakeTree({"package.json": pkg(scripts={"test": "vitest --config vitest.unit.config.ts --reporter=dot"},
+                                         devDependencies={"vitest": "^1"})})
+    cmd = build_plan(analyze(tree, inst(), TOUCHED), choice()).test_command
+    assert "vitest run --config vitest.unit.config.ts test/a.test.js --reporter=json" in cmd
+    assert "--reporter=dot" not in cmd
+
+
+def test_a_moving_pin_like_lts_star_means_the_projects_era():
+    tree = FakeTree({"package.json": pkg(**MOCHA), ".nvmrc": "lts/*\n"}, when="2021-12-01")
+    a = analyze(tree, inst(), TOUCHED)
+    assert a.node_request == "16" and "lts/*" in a.substitutions[0]
