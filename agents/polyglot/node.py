@@ -607,8 +607,11 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         has_rc_timeout = any("timeout" in (tree.read(p) or "") for p in rc) or "timeout" in json.dumps(pkg.get("mocha") or {})
         if not has_rc_timeout:
             opts += ["--timeout", str(recipe()["mocha_default_timeout"])]
-    if runner == "mocha" and "--exit" not in opts:
-        opts.append("--exit")
+    mocha_spec = _deps(_json(tree, f"{runner_dir}/package.json") if runner_dir else pkg).get("mocha") or \
+        _deps(pkg).get("mocha", "")
+    mocha_major = version_key(re.sub(r"^[\^~>=<v\s]+", "", mocha_spec))[:1]
+    if runner == "mocha" and "--exit" not in opts and not (mocha_major and mocha_major[0] < 4):
+        opts.append("--exit")  # mocha >= 4 waits for open handles (servers) otherwise
     yarn_path = None
     if pm == "yarn-berry":
         rc = yaml.safe_load(tree.read(".yarnrc.yml") or "") or {}

@@ -381,3 +381,8 @@ def test_a_moving_pin_like_lts_star_means_the_projects_era():
     tree = FakeTree({"package.json": pkg(**MOCHA), ".nvmrc": "lts/*\n"}, when="2021-12-01")
     a = analyze(tree, inst(), TOUCHED)
     assert a.node_request == "16" and "lts/*" in a.substitutions[0]
+
+
+def test_mocha_before_4_gets_no_exit_flag():
+    tree = FakeTree({"package.json": pkg(devDependencies={"mocha": "~3.5.0"}), ".mocharc.yml": "timeout: 5000\n"})
+    assert analyze(tree, inst(), TOUCHED).runner_options == []
