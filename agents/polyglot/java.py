@@ -482,7 +482,7 @@ class JavaEcosystem:
         facts.gradle = None  # a Maven build: the Gradle wrapper (if any) is not used
         major, notes = choose_jdk(facts, jtc.available_jdks(images))
         choice = jtc.ensure_image(str(major), images)
-        env = jtc.java_env()
+        env = jtc.java_env(choice.route)
         in_reactor = all(m in reactor.reactor for m in modules)
         classes = sorted({c for cs in modules.values() for c in cs})
         root = reactor.root

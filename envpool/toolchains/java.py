@@ -5,8 +5,8 @@ Routes (``../shared/notes/platform.md``):
 - ``debootstrap``: a Debian suite that ships the JDK (`DEBIAN_JDKS`: 8 from sid, 11 bullseye,
   17 bookworm, 21 trixie) with ``openjdk-<major>-jdk-headless`` and Debian's ``maven``.
 
-Every image has the JDK at ``/opt/java`` (``JAVA_HOME``), ``java``/``javac``/``mvn`` first on the
-PATH (``/usr/local/bin``, whatever JDK Debian's ``maven`` pulls in as its default), and a small
+Every image has its JDK at `java_home(route)` (Debian: ``/opt/java``), ``java``/``javac``/``mvn``
+first on the PATH (``/usr/local/bin``, whatever JDK Debian's ``maven`` pulls in), and a small
 compiled helper ``ImportCa`` in ``/opt/swemint-java`` that turns a PEM bundle into a JKS
 truststore. The host CA is mounted only when a container runs, so the truststore is made by a
 setup command (`truststore_command`) and named by `java_env` through ``MAVEN_OPTS``.
@@ -19,7 +19,7 @@ from envpool.images import ImageConfig, _layer, _lock, image_exists, spec_hash, 
 from envpool.toolchains import ToolchainChoice, apt_script, layer_image
 
 __all__ = ["DEBIAN_JDKS", "JAVA_HOME", "TRUSTSTORE", "available_jdks", "ensure_image", "java_env",
-           "truststore_command"]
+           "java_home", "truststore_command"]
 
 DEBIAN_JDKS: dict[int, str] = {8: "sid", 11: "bullseye", 17: "bookworm", 21: "trixie"}
 """JDK major -> the Debian suite whose ``openjdk-<major>-jdk-headless`` provides it here."""
@@ -28,7 +28,15 @@ OFFICIAL_JDKS = (8, 11, 17, 21)
 """Majors of ``maven:3-eclipse-temurin-<major>`` (the official route)."""
 
 JAVA_HOME = "/opt/java"
-"""Where every toolchain image links its JDK."""
+"""Where the Debian toolchain images link their JDK."""
+
+OFFICIAL_JAVA_HOME = "/opt/java/openjdk"
+"""Where ``eclipse-temurin`` images keep theirs."""
+
+
+def java_home(route: str) -> str:
+    """JAVA_HOME inside a toolchain image built by `route` (`official` or `debootstrap`)."""
+    return OFFICIAL_JAVA_HOME if route == "official" else JAVA_HOME
 
 HELPER_DIR = "/opt/swemint-java"
 TRUSTSTORE = "/usr/local/share/swemint-java/cacerts"
@@ -66,14 +74,14 @@ public class ImportCa {
 """
 
 
-def _helper_script() -> str:
-    """Shell: link the JDK and Maven into place, compile ImportCa (Java 8 bytecode or older)."""
+def _helper_script(home: str = JAVA_HOME) -> str:
+    """Shell: link the JDK (at `home`) and Maven into /usr/local/bin, compile ImportCa."""
     return (
         f"mkdir -p {HELPER_DIR} && cat > {HELPER_DIR}/ImportCa.java <<'EOF'\n{_IMPORT_CA}EOF\n"
-        f"{JAVA_HOME}/bin/javac -nowarn -d {HELPER_DIR} {HELPER_DIR}/ImportCa.java && "
-        f"for t in java javac jar keytool; do ln -sf {JAVA_HOME}/bin/$t /usr/local/bin/$t; done && "
+        f"{home}/bin/javac -nowarn -d {HELPER_DIR} {HELPER_DIR}/ImportCa.java && "
+        f"for t in java javac jar keytool; do ln -sf {home}/bin/$t /usr/local/bin/$t; done && "
         "ln -sf \"$(readlink -f \"$(command -v mvn)\")\" /usr/local/bin/mvn && "
-        f"JAVA_HOME={JAVA_HOME} mvn -v && "
+        f"JAVA_HOME={home} mvn -v && "
         "git config --system user.email swemint@localhost && git config --system user.name swemint && "
         "git config --system --add safe.directory '*'"
     )
@@ -93,7 +101,7 @@ def debian_script(major: int) -> str:
 def official_script() -> str:
     """Shell script completing ``maven:3-eclipse-temurin-N`` (git for /testbed, the helper)."""
     return ("set -e; if command -v apt-get >/dev/null; then " + apt_script(["git", "patch", "ca-certificates"])
-            + "; fi; ln -sfn \"$JAVA_HOME\" " + JAVA_HOME + " 2>/dev/null || true; " + _helper_script())
+            + "; fi; " + _helper_script(OFFICIAL_JAVA_HOME))
 
 
 def available_jdks(cfg: ImageConfig | None = None) -> list[int]:
@@ -153,16 +161,17 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
                            route="debootstrap", substitutions=subs)
 
 
-def java_env(extra_maven_opts: str = "") -> dict[str, str]:
-    """Environment for setup and test runs: JAVA_HOME, PATH, a UTF-8 locale (JDK 8 takes
-    file.encoding from it), MAVEN_OPTS naming the truststore.
+def java_env(route: str = "debootstrap", extra_maven_opts: str = "") -> dict[str, str]:
+    """Environment for setup and test runs in an image of `route`: JAVA_HOME, PATH, a UTF-8
+    locale (JDK 8 takes file.encoding from it), MAVEN_OPTS naming the truststore.
 
     ``MAVEN_OPTS`` (read by ``mvn`` only, so no "Picked up JAVA_TOOL_OPTIONS" noise in test
     output) points at `TRUSTSTORE`; `extra_maven_opts` is appended.
     """
     opts = f"-Djavax.net.ssl.trustStore={TRUSTSTORE} -Djavax.net.ssl.trustStorePassword=changeit"
-    return {"JAVA_HOME": JAVA_HOME, "LANG": "C.UTF-8",
-            "PATH": f"{JAVA_HOME}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    home = java_home(route)
+    return {"JAVA_HOME": home, "LANG": "C.UTF-8",
+            "PATH": f"{home}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "MAVEN_OPTS": f"{opts} {extra_maven_opts}".strip()}
 
 
@@ -171,4 +180,4 @@ def truststore_command() -> str:
     JDK's own cacerts when no bundle is mounted (a host without an intercepting proxy)."""
     d = TRUSTSTORE.rsplit("/", 1)[0]
     return (f"mkdir -p {d} && if [ -s {CA_BUNDLE} ]; then java -cp {HELPER_DIR} ImportCa {CA_BUNDLE} {TRUSTSTORE}; "
-            f"else cp \"$(find -L {JAVA_HOME}/ -name cacerts -path '*security*' | head -1)\" {TRUSTSTORE}; fi")
+            f"else cp \"$(find -L \"$JAVA_HOME\"/ -name cacerts -path '*security*' | head -1)\" {TRUSTSTORE}; fi")

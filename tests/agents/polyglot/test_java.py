@@ -238,3 +238,31 @@ def test_warm_up_runs_an_existing_class_when_the_touched_test_is_new(tmp_path, f
     plan = J.ECOSYSTEM.plan(tree, instance(new), [new], ImageConfig(route="debootstrap"))
     assert "-Dtest=JsonElementReaderTest " in plan.setup_commands[1]
     assert "-Dtest=JsonTreeReaderTest " in plan.setup_commands[2] and "-Dtest=JsonTreeReaderTest " in plan.test_command
+
+
+class _AllImagesExist:
+    """A docker client stand-in on which every image exists (no build, no pull)."""
+
+    class images:  # noqa: N801 - mirrors docker.DockerClient.images
+        @staticmethod
+        def get(ref):
+            return ref
+
+
+@pytest.mark.parametrize("requested,version,substituted", [("1.8", "8", False), ("9", "11", True),
+                                                           ("17", "17", False), (None, "17", False)])
+def test_ensure_image_gives_the_smallest_jdk_at_least_requested(requested, version, substituted):
+    choice = jtc.ensure_image(requested, ImageConfig(route="debootstrap"), client=_AllImagesExist())
+    assert (choice.version, bool(choice.substitutions), choice.route) == (version, substituted, "debootstrap")
+    assert choice.image.startswith(f"swemint/java:{version}-")
+
+
+def test_ensure_image_refuses_a_jdk_newer_than_any_here():
+    with pytest.raises(EnvBuildError, match="JDK 26 requested"):
+        jtc.ensure_image("26", ImageConfig(route="debootstrap"), client=_AllImagesExist())
+
+
+def test_official_images_keep_their_own_java_home():
+    assert jtc.java_env("official")["JAVA_HOME"] == "/opt/java/openjdk"
+    assert jtc.java_env("debootstrap")["JAVA_HOME"] == jtc.JAVA_HOME
+    assert "-Djavax.net.ssl.trustStore=" + jtc.TRUSTSTORE in jtc.java_env()["MAVEN_OPTS"]
