@@ -229,3 +229,12 @@ def test_repairs(tmp_path, fake_image):
     assert eco.repair(plan, "c", dep, set()) == ["cd /testbed && cargo update -p time@0.3.20"]
     own = "error: could not compile `demo` (lib)\n"
     assert eco.repair(plan, "c", own, set()) is None
+
+
+def test_apt_repairs_do_not_fire_on_ordinary_words(tmp_path, fake_image):
+    """`protocol`, a `Compiling openssl-sys` line or a test named after zlib are no reason to
+    install packages; a real type error in a workspace crate has no repair."""
+    plan = _plan(tmp_path)
+    out = ("   Compiling openssl-sys v0.9.60\n   Compiling http-protocol v0.1.0\n"
+           "error[E0308]: mismatched types\nerror: could not compile `demo` (lib)\n")
+    assert rust.ECOSYSTEM.repair(plan, "c", out, set()) is None
