@@ -443,6 +443,10 @@ def _gradle_refusal(tree: GitTree, facts: JavaFacts, iid: str) -> EnvBuildError:
                          "Gradle 4.4.1; no pom.xml to fall back to", instance_id=iid)
 
 
+_LEVEL_REFUSED = re.compile(r"(?:Source|Target) option \S+ is no longer supported|"
+                            r"invalid (?:source|target) release: 1\.[1-5]\b")
+
+
 class JavaEcosystem:
     """Maven projects; Gradle ones are detected and refused with a clear reason."""
 
@@ -520,10 +524,18 @@ class JavaEcosystem:
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """An offline (``-o``) step that misses an artifact: run it once online. A TLS failure
-        (PKIX): remake the truststore. Else None."""
+        (PKIX): remake the truststore. javac refusing the compiler plugin's default level (a pom
+        that names none, an old plugin defaulting to 1.5): raise it to 8 for every later Maven
+        run through ``.mvn/maven.config`` (read by Maven >= 3.3.1; an untracked file, so the
+        patches still apply). Else None."""
         fixes: list[list[str]] = []
         if "PKIX path" in output or "trustAnchors" in output:
             fixes.append([jtc.truststore_command()])
+        if _LEVEL_REFUSED.search(output):
+            m = re.match(r"cd (\S+) && ", command)
+            conf = posixpath.join(m.group(1) if m else ".", ".mvn/maven.config")
+            fixes.append([f"mkdir -p {posixpath.dirname(conf)} && printf '%s\\n' "
+                          f"-Dmaven.compiler.source=8 -Dmaven.compiler.target=8 >> {conf}"])
         if " -o " in command and re.search(r"offline mode|has not been downloaded from it before|"
                                            r"Cannot access \S+ in offline", output):
             fixes.append([command.replace("mvn -o ", "mvn ", 1)])

@@ -266,3 +266,14 @@ def test_official_images_keep_their_own_java_home():
     assert jtc.java_env("official")["JAVA_HOME"] == "/opt/java/openjdk"
     assert jtc.java_env("debootstrap")["JAVA_HOME"] == jtc.JAVA_HOME
     assert "-Djavax.net.ssl.trustStore=" + jtc.TRUSTSTORE in jtc.java_env()["MAVEN_OPTS"]
+
+
+def test_repair_raises_a_refused_default_level_through_maven_config(tmp_path):
+    out = "[ERROR] COMPILATION ERROR :\n[ERROR] Source option 5 is no longer supported. Use 6 or later.\n"
+    (fix,) = J.ECOSYSTEM.repair(None, "cd sub && mvn -B test", out, set())
+    root = tmp_path / "sub"
+    root.mkdir()
+    subprocess.run(["bash", "-c", fix], cwd=tmp_path, check=True)
+    assert (root / ".mvn/maven.config").read_text().split() == ["-Dmaven.compiler.source=8",
+                                                                "-Dmaven.compiler.target=8"]
+    assert J.ECOSYSTEM.repair(None, "cd sub && mvn -B test", out, {fix}) is None
