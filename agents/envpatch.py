@@ -6,12 +6,21 @@ The sandbox runs the candidate's image with the repository already replaced by t
 tree (`agents.layout.lay_out_repository`). Steps, all through a `PythonEnvBuilder` on that
 sandbox (so the same rules, memory and LLM repairs apply, and every command is a trajectory step):
 
-1. re-install the project itself, editable (compat mode), `--no-deps`: dependencies unchanged;
+1. sync the dependencies: `uv pip install` of the project (editable, compat mode, test extras)
+   and its requirement files (test pins relaxed as in a full build) with the instance's date
+   bound. uv keeps every installed package that still satisfies the requirements, so only what
+   this commit declares differently is installed (a release that added `six`, dropped `py`, ...);
+   when that does not resolve, the project alone, `--no-deps` (dependencies unchanged);
 2. probe: `pytest --collect-only` on the test files with the test_patch applied, then reverted
    (the before side of the verification, whose imports are what matters);
 3. on failure, at most `rounds` times: the builder's probe rules (missing module -> install,
-   crash in site-packages -> upgrade), else the helper (memory, LLM), else `uv pip install` of the
-   project's requirements (extras and requirement files) with the instance's date bound; probe again.
+   crash in site-packages -> upgrade), else the helper (memory, LLM), else (when step 1 fell back
+   to `--no-deps`) the dependency sync again; probe again.
+
+Before the sync, a reused environment missed every dependency a newer or older commit declares
+and only the missing modules the probe named got installed, one per round: pytest 4.5/4.6 on
+an 8.0 environment needed six, atomicwrites, py, packaging and importlib-metadata, more than
+the rounds allow, and fell back to a full build.
 
 `commands` (the successful recorded commands) are the increments on top of the candidate.
 """
@@ -23,7 +32,7 @@ import shlex
 from agents.analysis import RepoProfile
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.python_plan import PY, PythonChoice, project_target
+from agents.python_plan import PY, PythonChoice, project_target, relax_test_pins
 from agents.python_setup import PythonEnvBuilder, requirement_file_lines
 from envpool.errors import PatchApplyError
 from envpool.patches import apply_patch, files_in_patch
@@ -51,6 +60,8 @@ class EnvPatch:
         self.builder = PythonEnvBuilder(sandbox, tree, profile, choice, created, version, step_timeout=step_timeout,
                                         on_step=on_step, helper=helper, rule_repairs=rule_repairs)
         self.reason = ""
+        self.synced = False
+        """True when step 1 installed the project with its dependencies."""
 
     @property
     def commands(self) -> list[str]:
@@ -58,7 +69,12 @@ class EnvPatch:
         return self.builder.commands
 
     def reinstall(self) -> bool:
-        """Editable re-install of the project without dependency changes; True when it worked."""
+        """Sync the project and its declared dependencies (step 1), else re-install the project
+        alone with `--no-deps`; True when either worked (`synced` says which)."""
+        if args := self._requirements():
+            self.synced = self.builder.uv_install(args, "reuse:sync").ok
+            if self.synced:
+                return True
         if not self.profile.installable:
             return True  # the candidate's .pth already puts /testbed on sys.path
         r = self.builder.uv_install("--no-deps -e . -C editable_mode=compat", "reuse:reinstall")
@@ -86,17 +102,20 @@ class EnvPatch:
         return r.exit_code in (0, 5) and not r.timed_out, cmd, r.output
 
     def _requirements(self) -> str:
+        """`uv pip install` arguments of the project (editable, test extras) and its requirement
+        files, test pins relaxed for the interpreter as the full build does; "" when none."""
         reqs: list[str] = []
         for f in self.profile.requirement_files[:3]:
             reqs += requirement_file_lines(self.tree, f)
+        reqs, _ = relax_test_pins(list(dict.fromkeys(reqs)), self.builder.choice.version)
         target = project_target(self.profile) + " -C editable_mode=compat" if self.profile.installable else ""
-        return " ".join([target] + [shlex.quote(x) for x in dict.fromkeys(reqs)]).strip()
+        return " ".join([target] + [shlex.quote(x) for x in reqs]).strip()
 
     def run(self, test_files: list[str], test_patch: str) -> bool:
         """Re-install, probe, repair within `rounds`; True when the probe passes (`reason` otherwise)."""
         if not self.reinstall():
             return False
-        tried: set[str] = set()
+        tried: set[str] = {"requirements"} if self.synced else set()
         for n in range(self.rounds + 1):
             ok, cmd, out = self.probe(test_files, test_patch)
             if ok:
