@@ -446,13 +446,15 @@ class RustEcosystem:
     name = "rust"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
-        """10: Cargo.toml at the root; 8: one below it with language=rust; 3: below, no hint."""
+        """10: Cargo.toml at the root; 8: one below it with language=rust; 3: below, no hint;
+        at most 4 when the instance's language names another language (a JS package with a
+        Rust addon is the JS ecosystem's)."""
         root = cargo_root(tree.files)
         if root is None:
             return 0
-        if root == "":
-            return 10
-        return 8 if (language or "").lower() == "rust" else 3
+        lang = (language or "").lower()
+        score = 10 if root == "" else 8 if lang == "rust" else 3
+        return min(score, 4) if lang and lang != "rust" else score
 
     def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig) -> PolyPlan:
         """Toolchain image, `cargo fetch` + `cargo test --no-run` setup, and the per-package

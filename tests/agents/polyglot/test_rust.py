@@ -189,7 +189,9 @@ def test_manifest_changes_in_the_patches_are_prefetched(tmp_path, fake_image):
 
 def test_detect_scores(tmp_path):
     tree = make_tree(tmp_path, {"Cargo.toml": CRATE, "src/lib.rs": ""})
-    assert rust.ECOSYSTEM.detect(tree, None) == 10
+    assert rust.ECOSYSTEM.detect(tree, None) == 10 and rust.ECOSYSTEM.detect(tree, "Rust") == 10
+    assert rust.ECOSYSTEM.detect(tree, "JavaScript") == 4
+    assert rust.ECOSYSTEM.detect(make_tree(tmp_path / "js", {"package.json": "{}"}), "Rust") == 0
 
 
 # ------------------------------------------------------------------------------ ids and failures
