@@ -13,7 +13,9 @@ Examples: ours ``github.com/gin-gonic/gin::TestContextBindHeader`` / gold
 ``TestContextBindHeader``; ours ``com.github.javaparser.ast.NodeTest#testRemove`` / gold
 ``NodeTest``; ours ``TestFakerInternet#test_password`` / gold ``test_password``; ours
 ``src/a.spec.ts > suite > test`` / gold ``suite > test``; ours
-``Tests\\Carbon\\RoundTest::testFloorYear`` / gold ``Round > Floor year``.
+``Tests\\Carbon\\RoundTest::testFloorYear`` / gold ``Round > Floor year``; ours
+``com.github.javaparser.ast.NodeTest$PostOrderIteratorTest#rootHasNoChild`` / gold ``NodeTest``
+(``$``, Java's nested-class separator, is an edge too).
 
 This deviates from the plain rule "a space bounds both edges" on purpose: with it, mocha's
 ``... should support max body length`` would match ``... should support max body length
@@ -27,8 +29,10 @@ from collections.abc import Iterable
 
 from envpool.testrun.polyglot.php import dox_id
 
-LEFT_EDGES = (".", "/", "::", "#", ">", " ")
-RIGHT_EDGES = (".", "/", "::", "#", ">", " >")
+LEFT_EDGES = (".", "/", "::", "#", ">", " ", "$")
+RIGHT_EDGES = (".", "/", "::", "#", ">", " >", "$")
+"""`$` beside the issue's list: Java's nested-class separator (Surefire names a JUnit 5 @Nested
+class `pkg.NodeTest$PostOrderIteratorTest`; gold gives the outer class `NodeTest`)."""
 
 
 def gold_forms(ours: str) -> list[str]:

@@ -163,3 +163,10 @@ def test_exact_form_agreement_per_repository():
                                   "fmtlib/fmt", "axios/axios") for v in by_repo[r])
     assert all(v == 0.0 for r in ("gin-gonic/gin", "briannesbitt/carbon", "javaparser/javaparser")
                for v in by_repo[r])
+
+
+def test_java_nested_class_matches_its_outer_class_only():
+    ours = "com.github.javaparser.ast.NodeTest$PostOrderIteratorTest#rootHasNoChild"
+    assert gold_match(ours, "NodeTest")
+    assert not gold_match(ours, "Node")
+    assert not gold_match("com.x.NodeTestHelper$Inner#a", "NodeTest")
