@@ -64,7 +64,9 @@ def parse_cargo_test(text: str, known_tests: Iterable[str] | None = None) -> Res
     between ``test <name> ...`` and its status (which then ends that or a later line), and a
     result line can appear in the middle of another line; the totals catch what goes wrong.
     ``error: could not compile `crate` (test "x")`` lists ``crate (test "x") [build failed]`` and
-    gives every known id without a result FAILED (cargo runs no binary when any fails to build).
+    gives every known id without a result FAILED (cargo runs no binary when any fails to build),
+    once the whole output is read: several `cargo test` runs joined in one command (one per
+    package) may report a known id as passing after another package failed to build.
     """
     res = Result(source="log")
     binary = None
@@ -72,6 +74,7 @@ def parse_cargo_test(text: str, known_tests: Iterable[str] | None = None) -> Res
     in_run: bool | str = False  # True: reading results; "failures": skipping captured output
     pending: str | None = None
     last_failed_binary = None
+    build_failed = False
     for line in text.splitlines():
         m = _BINARY.match(line)
         if m:
@@ -83,7 +86,7 @@ def parse_cargo_test(text: str, known_tests: Iterable[str] | None = None) -> Res
         if m:
             label = m.group(1) + (f" ({m.group(2)})" if m.group(2) else "")
             res.unit_failed(f"{label} [build failed]")
-            res.fail_known(known_tests, TestStatus.FAILED)
+            build_failed = True  # known ids are failed at the end: a later cargo run may report them
             continue
         if line.startswith("error: test failed, to rerun pass"):
             last_failed_binary = binary
@@ -130,6 +133,8 @@ def parse_cargo_test(text: str, known_tests: Iterable[str] | None = None) -> Res
             if st is not None:
                 _record(res, counts, pending, st)
                 pending = None
+    if build_failed:
+        res.fail_known(known_tests, TestStatus.FAILED)
     if in_run and binary:
         res.anomalies.append(f"cargo test: {binary} printed no `test result` line (run cut short)")
     if last_failed_binary is not None:

@@ -100,3 +100,16 @@ def test_nextest_junit_uses_the_libtest_path_and_final_outcome_of_retries(golden
 def test_broken_xml_is_not_a_pass():
     rep = parse_nextest_junit("<testsuites><testsuite")
     assert rep.statuses == {} and not rep.tests_ran
+
+
+def test_a_later_package_run_keeps_its_passes_after_another_failed_to_build():
+    """One command, two `cargo test -p` runs joined with `;`: package a fails to compile, package
+    b then runs; b's known test stays PASSED, a's known test is FAILED."""
+    text = ("error[E0425]: cannot find function `f` in this scope\n"
+            "error: could not compile `a` (test \"t\") due to 1 previous error\n"
+            "     Running tests/u.rs (target/debug/deps/u-1)\n\nrunning 1 test\n"
+            "test b_works ... ok\n\n"
+            "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n")
+    rep = parse_cargo_test(text, known_tests=["b_works", "a_works"])
+    assert rep.statuses == {"b_works": TestStatus.PASSED, "a_works": TestStatus.FAILED}
+    assert rep.collection_errors == ['a (test "t") [build failed]']
