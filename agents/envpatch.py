@@ -6,16 +6,17 @@ The sandbox runs the candidate's image with the repository already replaced by t
 tree (`agents.layout.lay_out_repository`). Steps, all through a `PythonEnvBuilder` on that
 sandbox (so the same rules, memory and LLM repairs apply, and every command is a trajectory step):
 
-1. sync the dependencies: `uv pip install` of the project (editable, compat mode, test extras)
-   and its requirement files (test pins relaxed as in a full build) with the instance's date
-   bound. uv keeps every installed package that still satisfies the requirements, so only what
-   this commit declares differently is installed (a release that added `six`, dropped `py`, ...);
-   when that does not resolve, the project alone, `--no-deps` (dependencies unchanged);
+1. sync the dependencies: `uv pip install` of the project (editable, compat mode, with its test
+   extras, then without them) with the instance's date bound. uv keeps every installed package
+   that still satisfies the requirements, so only what this commit declares differently is
+   installed (a release that added `six`, dropped `py`, ...); when neither resolves, the project
+   alone, `--no-deps` (dependencies unchanged). Requirement files are left to step 3: one
+   uninstallable test pin (requests' `invoke==0.2.0`) would fail the whole sync;
 2. probe: `pytest --collect-only` on the test files with the test_patch applied, then reverted
    (the before side of the verification, whose imports are what matters);
 3. on failure, at most `rounds` times: the builder's probe rules (missing module -> install,
-   crash in site-packages -> upgrade), else the helper (memory, LLM), else (when step 1 fell back
-   to `--no-deps`) the dependency sync again; probe again.
+   crash in site-packages -> upgrade), else the helper (memory, LLM), else `uv pip install` of
+   the project and its requirement files (test pins relaxed as in a full build); probe again.
 
 Before the sync, a reused environment missed every dependency a newer or older commit declares
 and only the missing modules the probe named got installed, one per round: pytest 4.5/4.6 on
@@ -70,14 +71,18 @@ class EnvPatch:
 
     def reinstall(self) -> bool:
         """Sync the project and its declared dependencies (step 1), else re-install the project
-        alone with `--no-deps`; True when either worked (`synced` says which)."""
-        if args := self._requirements():
-            self.synced = self.builder.uv_install(args, "reuse:sync").ok
-            if self.synced:
-                return True
+        alone with `--no-deps`; True when one worked (`synced` says whether deps were synced)."""
         if not self.profile.installable:
             return True  # the candidate's .pth already puts /testbed on sys.path
-        r = self.builder.uv_install("--no-deps -e . -C editable_mode=compat", "reuse:reinstall")
+        plain = "-e . -C editable_mode=compat"
+        tries = [("reuse:sync", project_target(self.profile) + " -C editable_mode=compat")]
+        if tries[0][1] != plain:
+            tries.append(("reuse:sync-no-extras", plain))
+        for rule, args in tries:
+            if self.builder.uv_install(args, rule).ok:
+                self.synced = True
+                return True
+        r = self.builder.uv_install("--no-deps " + plain, "reuse:reinstall")
         if not r.ok:
             self.reason = f"the project does not re-install in the candidate: {r.output[-400:]}"
         return r.ok
@@ -115,7 +120,7 @@ class EnvPatch:
         """Re-install, probe, repair within `rounds`; True when the probe passes (`reason` otherwise)."""
         if not self.reinstall():
             return False
-        tried: set[str] = {"requirements"} if self.synced else set()
+        tried: set[str] = set()
         for n in range(self.rounds + 1):
             ok, cmd, out = self.probe(test_files, test_patch)
             if ok:
