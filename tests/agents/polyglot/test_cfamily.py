@@ -6,38 +6,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 from datetime import date
-from pathlib import Path
+from functools import partial
 
 import pytest
 
 import envpool.toolchains.cfamily as tc
-from agents.gitrepo import GitTree
-from agents.models import Instance
 from agents.polyglot import cfamily
 from agents.polyglot.cfamily import ECOSYSTEM, analyze, era_gcc
 from envpool.images import ImageConfig
 from envpool.toolchains import ToolchainChoice
+from tests.agents.polyglot.conftest import make_instance, make_tree
 
-
-def make_tree(tmp_path: Path, files: dict[str, str]) -> GitTree:
-    repo = tmp_path / "repo"
-    for rel, text in files.items():
-        p = repo / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
-        subprocess.run(cmd, cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return GitTree(repo / ".git", sha)
-
-
-def instance(tree: GitTree, created_at: str = "2022-03-01 10:00:00", repo: str = "acme/widget") -> Instance:
-    return Instance(instance_id="acme__widget-1", repo=repo, base_commit=tree.commit, patch="", test_patch="",
-                    created_at=created_at, language="c")
+instance = partial(make_instance, language="c", instance_id="acme__widget-1", repo="acme/widget")
 
 
 @pytest.fixture
@@ -106,7 +87,7 @@ def test_jq_like_autotools_uses_debian_oniguruma(tmp_path):
 def test_autotools_plan_runs_make_check_with_automake_parser(tmp_path, images):
     tree = make_tree(tmp_path, {"configure.ac": JQ_CONFIGURE, ".gitmodules": GITMODULES,
                                 "tests/shtest": "#!/bin/sh\n"})
-    plan = ECOSYSTEM.plan(tree, instance(tree, "2020-12-28 21:21:22"), ["tests/shtest"], ImageConfig())
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-12-28 21:21:22"), ["tests/shtest"], ImageConfig())
     assert images == [("10", None)]  # a 2020 PR: bullseye's gcc 10
     assert plan.toolchain.startswith("gcc 10")
     assert "libonig-dev" in plan.setup_commands[0]
@@ -142,7 +123,8 @@ def test_cmake_plan_gtest_and_ctest_parsers(tmp_path, images):
     files = {"CMakeLists.txt": CMAKE_TOP, "test/CMakeLists.txt": CMAKE_TEST,
              "test/widget-test.cc": '#include "gtest/gtest.h"\nTEST(Widget, Works) {}\n'}
     tree = make_tree(tmp_path / "g", files)
-    plan = ECOSYSTEM.plan(tree, instance(tree, "2020-05-14 14:49:55"), ["test/widget-test.cc"], ImageConfig())
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-05-14 14:49:55"), ["test/widget-test.cc"],
+                          ImageConfig())
     assert plan.parser == "gtest_log" and plan.report_path is None
     assert plan.test_command == (f"python3 {cfamily.HELPER} /opt/build --verbose --jobs 2 -- test/widget-test.cc")
     assert any("codemodel-v2" in c and "cmake -S /testbed -B /opt/build" in c and "-DWIDGET_TEST=ON" in c
@@ -151,9 +133,9 @@ def test_cmake_plan_gtest_and_ctest_parsers(tmp_path, images):
     # plain CTest tests: JUnit from ctest when the cmake is >= 3.21 (bookworm: 3.25), console before
     files["test/widget-test.cc"] = "int main() { return 0; }\n"
     tree = make_tree(tmp_path / "c", {**files, "test/CMakeLists.txt": "add_test(NAME t COMMAND t)\n"})
-    new = ECOSYSTEM.plan(tree, instance(tree, "2024-01-10 00:00:00"), ["test/widget-test.cc"], ImageConfig())
+    new = ECOSYSTEM.plan(tree, instance(tree, created_at="2024-01-10 00:00:00"), ["test/widget-test.cc"], ImageConfig())
     assert new.parser == "ctest_junit" and new.report_path == cfamily.JUNIT and "--junit" in new.test_command
-    old = ECOSYSTEM.plan(tree, instance(tree, "2020-01-10 00:00:00"), ["test/widget-test.cc"], ImageConfig())
+    old = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-01-10 00:00:00"), ["test/widget-test.cc"], ImageConfig())
     assert old.parser == "ctest_log" and old.report_path is None
 
 
@@ -173,7 +155,7 @@ def test_era_and_standard_choose_gcc(tmp_path, images):
     assert era_gcc(None) == "12"
     top = CMAKE_TOP.replace("set(CMAKE_CXX_STANDARD 17)", "target_compile_features(w PUBLIC cxx_std_23)")
     tree = make_tree(tmp_path, {"CMakeLists.txt": top})
-    plan = ECOSYSTEM.plan(tree, instance(tree, "2020-01-01 00:00:00"), [], ImageConfig())
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-01-01 00:00:00"), [], ImageConfig())
     assert images[-1][0] == "12" and plan.toolchain.startswith("gcc 12")  # C++23 raises the floor
 
 

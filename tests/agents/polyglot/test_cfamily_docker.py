@@ -6,14 +6,10 @@ run its CTest tests with JUnit output (cmake 3.25) and grade them.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-import agents.minter as minter
-from agents.config import MintConfig
-from agents.models import Instance
 from agents.polyglot import cfamily
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -65,35 +61,15 @@ TEST_PATCH = """diff --git a/test/test_calc.c b/test/test_calc.c
 """
 
 
-def c_repo(tmp_path: Path) -> tuple[Path, str]:
-    repo = tmp_path / "calc"
+def test_cmake_project_minted_end_to_end(mint_with):
     files = {"CMakeLists.txt": TOP, "src/calc.h": CALC_H, "src/calc.c": CALC_BUG,
              "test/CMakeLists.txt": TEST_CMAKE, "test/test_calc.c": TEST_C}
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
-        subprocess.run(cmd, cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return repo / ".git", sha
-
-
-def test_cmake_project_minted_end_to_end(tmp_path, docker_client, monkeypatch):
-    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: cfamily.ECOSYSTEM)
-    git_dir, sha = c_repo(tmp_path)
-    inst = Instance(instance_id="acme__calc-3", repo="acme/calc", base_commit=sha, patch=PATCH,
-                    test_patch=TEST_PATCH, created_at="2024-01-10 10:00:00", language="c")
-    res = minter.mint_instance(inst, git_dir, MintConfig(workdir=tmp_path / "w", run_id="cfamily-docker"))
-    try:
-        assert res.outcome == "verified", res.reason
-        assert res.FAIL_TO_PASS == ["calc_add"]
-        assert res.PASS_TO_PASS == ["calc_zero"]
-        assert res.interpreter == "gcc 12, cmake 3.25" and res.parser == "ctest_junit"
-        assert "-DCALC_TESTS=ON" in res.setup_script
-        log = Path(res.log_path).read_text()
-        assert "targets owning the touched files: test_calc" in log
-    finally:
-        if res.image:
-            docker_client.images.remove(res.image, force=True)
+    res = mint_with(cfamily.ECOSYSTEM, files, "3", language="c", created_at="2024-01-10 10:00:00", patch=PATCH,
+                    test_patch=TEST_PATCH)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["calc_add"]
+    assert res.PASS_TO_PASS == ["calc_zero"]
+    assert res.interpreter == "gcc 12, cmake 3.25" and res.parser == "ctest_junit"
+    assert "-DCALC_TESTS=ON" in res.setup_script
+    log = Path(res.log_path).read_text()
+    assert "targets owning the touched files: test_calc" in log

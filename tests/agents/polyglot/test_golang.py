@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import re
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from agents.gitrepo import GitTree
-from agents.models import Instance
 from agents.polyglot import golang
 from agents.polyglot.golang import (BUILD_FAILED_TO_JSON, ECOSYSTEM, analyze, changed_tests, go_request,
                                     load_recipe, parse_go_mod, run_pattern, select_packages, touched_tests)
@@ -21,24 +20,9 @@ from envpool.testrun.polyglot import get_any_parser
 from envpool.testrun.status import TestStatus
 from envpool.toolchains import ToolchainChoice
 from envpool.toolchains import golang as tc
+from tests.agents.polyglot.conftest import make_instance, make_tree
 
-
-def make_repo(tmp_path: Path, files: dict[str, str]) -> GitTree:
-    repo = tmp_path / "repo"
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
-        subprocess.run(cmd, cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return GitTree(repo / ".git", sha)
-
-
-def instance(tree: GitTree, test_patch: str = "", patch: str = "") -> Instance:
-    return Instance(instance_id="acme__calc-1", repo="acme/calc", base_commit=tree.commit, patch=patch,
-                    test_patch=test_patch, created_at="2022-05-08 19:33:15", language="Go")
+instance = partial(make_instance, language="Go", created_at="2022-05-08 19:33:15")
 
 
 # --- toolchain -------------------------------------------------------------------------------
@@ -98,14 +82,14 @@ def test_go_mod_lines():
 
 
 def test_toolchain_line_newer_than_go_line_raises_the_floor(tmp_path):
-    tree = make_repo(tmp_path, {"go.mod": "module m\n\ngo 1.21\n\ntoolchain go1.22.3\n", "a.go": "package a\n"})
+    tree = make_tree(tmp_path, {"go.mod": "module m\n\ngo 1.21\n\ntoolchain go1.22.3\n", "a.go": "package a\n"})
     req, why = go_request(analyze(tree), [""], load_recipe())
     assert req == "1.22.3" and "toolchain" in why[0]
     assert tc.choose_go(req).version == "1.22.12"
 
 
 def test_plan_with_go_mod_newer_than_any_go_is_env_failed(tmp_path, monkeypatch):
-    tree = make_repo(tmp_path, {"go.mod": "module m\n\ngo 1.21\n\ntoolchain go1.31.0\n",
+    tree = make_tree(tmp_path, {"go.mod": "module m\n\ngo 1.21\n\ntoolchain go1.31.0\n",
                                 "a.go": "package a\n", "a_test.go": "package a\n"})
 
     def fake_ensure(requested, cfg=None, client=None, instance_id=None):
@@ -117,7 +101,7 @@ def test_plan_with_go_mod_newer_than_any_go_is_env_failed(tmp_path, monkeypatch)
 
 
 def test_packages_of_touched_files(tmp_path):
-    tree = make_repo(tmp_path, {
+    tree = make_tree(tmp_path, {
         "go.mod": "module example.com/calc\n\ngo 1.19\n",
         "calc.go": "package calc\n", "calc_test.go": "package calc\n",
         "caddytest/integration/adapt_test.go": "package integration\n",
@@ -145,7 +129,7 @@ VENDOR_JSON = """{"package": [
 
 
 def test_gopath_era_repository_gets_a_floor_and_a_synthesised_module(tmp_path, monkeypatch):
-    tree = make_repo(tmp_path, {"gin.go": 'package gin // import "github.com/gin-gonic/gin"\n',
+    tree = make_tree(tmp_path, {"gin.go": 'package gin // import "github.com/gin-gonic/gin"\n',
                                 "gin_test.go": "package gin\n", "vendor/vendor.json": VENDOR_JSON})
     proj = analyze(tree, repo="gin-gonic/gin")
     assert proj.import_path == "github.com/gin-gonic/gin" and proj.lock_files == ["vendor/vendor.json"]
@@ -210,7 +194,7 @@ def test_changing_a_shared_helper_runs_the_whole_package(tmp_path):
 
 
 def test_touched_tests_by_package(tmp_path):
-    tree = make_repo(tmp_path, {"go.mod": "module m\n\ngo 1.19\n", "calc_test.go": OLD_TEST,
+    tree = make_tree(tmp_path, {"go.mod": "module m\n\ngo 1.19\n", "calc_test.go": OLD_TEST,
                                 "adapt/adapt_test.go": "package adapt\n", "adapt/testdata/x.txt": "a\n"})
     new = OLD_TEST + "\nfunc TestNew(t *testing.T) {}\n"
     block = "\n".join(["diff --git a/calc_test.go b/calc_test.go", *_diff(tmp_path / "d", OLD_TEST, new)])
@@ -284,13 +268,13 @@ def test_plain_build_failed_line_of_old_go_becomes_failed_tests():
 # --- plan shape, detect, repair --------------------------------------------------------------
 
 def test_plan_shape(tmp_path, monkeypatch):
-    tree = make_repo(tmp_path, {"go.mod": "module example.com/calc\n\ngo 1.19\n", "calc.go": "package calc\n",
+    tree = make_tree(tmp_path, {"go.mod": "module example.com/calc\n\ngo 1.19\n", "calc.go": "package calc\n",
                                 "calc_test.go": OLD_TEST})
     monkeypatch.setattr(tc, "ensure_image", lambda r, cfg=None, client=None, instance_id=None: ToolchainChoice(
         language="go", requested=r, version="1.19.8", image="go:test", substitutions=["go 1.19 -> 1.19.8"]))
     new = OLD_TEST + "\nfunc TestNew(t *testing.T) {}\n"
     test_patch = "\n".join(["diff --git a/calc_test.go b/calc_test.go", *_diff(tmp_path / "d", OLD_TEST, new)]) + "\n"
-    plan = ECOSYSTEM.plan(tree, instance(tree, test_patch), ["calc_test.go"], ImageConfig())
+    plan = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch), ["calc_test.go"], ImageConfig())
     assert plan.parser == "go_test_json" and plan.report_path == golang.REPORT_PATH
     assert plan.setup_commands[0].startswith("go env -w GOFLAGS=-mod=mod")
     assert "cd /testbed && go mod download" in plan.setup_commands
@@ -300,12 +284,12 @@ def test_plan_shape(tmp_path, monkeypatch):
 
 
 def test_detect(tmp_path):
-    go = make_repo(tmp_path / "a", {"go.mod": "module m\n", "a.go": "package a\n"})
+    go = make_tree(tmp_path / "a", {"go.mod": "module m\n", "a.go": "package a\n"})
     assert ECOSYSTEM.detect(go, None) == 10 and ECOSYSTEM.detect(go, "Go") == 10
     assert ECOSYSTEM.detect(go, "JavaScript") == 2
-    nested = make_repo(tmp_path / "b", {"package.json": "{}", "api/go.mod": "module m\n", "api/a.go": "package a\n"})
+    nested = make_tree(tmp_path / "b", {"package.json": "{}", "api/go.mod": "module m\n", "api/a.go": "package a\n"})
     assert ECOSYSTEM.detect(nested, None) == 6
-    none = make_repo(tmp_path / "c", {"setup.py": "", "vendor/x.go": "package x\n"})
+    none = make_tree(tmp_path / "c", {"setup.py": "", "vendor/x.go": "package x\n"})
     assert ECOSYSTEM.detect(none, None) == 0
 
 

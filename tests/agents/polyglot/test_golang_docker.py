@@ -12,14 +12,9 @@ awkward subtest: exactly that subtest (and its parent) runs.
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 
-import agents.minter as minter
-from agents.config import MintConfig
-from agents.models import Instance
 from agents.polyglot import golang
 from envpool.toolchains.golang import GO_ENV
 
@@ -98,38 +93,12 @@ new file mode 100644
 """
 
 
-def module_repo(tmp_path: Path) -> tuple[Path, str]:
-    repo = tmp_path / "calc"
-    for rel, text in {"go.mod": GO_MOD, "calc.go": CALC_BUG, "calc_test.go": CALC_TEST}.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
-        subprocess.run(cmd, cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return repo / ".git", sha
-
-
 @pytest.fixture
-def mint_go(tmp_path, docker_client, monkeypatch):
-    """mint(test_patch, name) -> InstanceResult; the environment images are removed after."""
-    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: golang.ECOSYSTEM)
-    made: list[str] = []
-
-    def run(test_patch: str, name: str):
-        git_dir, sha = module_repo(tmp_path / name)
-        inst = Instance(instance_id=f"acme__calc-{name}", repo="acme/calc", base_commit=sha, patch=PATCH,
-                        test_patch=test_patch, created_at="2023-03-01 10:00:00", language="Go")
-        cfg = MintConfig(workdir=tmp_path / "w", run_id=f"go-docker-{name}")
-        res = minter.mint_instance(inst, git_dir, cfg)
-        if res.image:
-            made.append(res.image)
-        return res
-
-    yield run
-    for image in made:
-        docker_client.images.remove(image, force=True)
+def mint_go(mint_with):
+    """mint(test_patch, name) -> InstanceResult of the Go module with PATCH as the fix."""
+    files = {"go.mod": GO_MOD, "calc.go": CALC_BUG, "calc_test.go": CALC_TEST}
+    return lambda test_patch, name: mint_with(golang.ECOSYSTEM, files, name, language="Go",
+                                              created_at="2023-03-01 10:00:00", patch=PATCH, test_patch=test_patch)
 
 
 def test_runtime_failure_with_awkward_subtests(mint_go, docker_client):

@@ -5,36 +5,22 @@ commands; Gradle-only builds refused early; repairs."""
 from __future__ import annotations
 
 import subprocess
+from functools import partial
 from datetime import date
-from pathlib import Path
 
 import pytest
 
-from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot import java as J
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import ToolchainChoice
 from envpool.toolchains import java as jtc
+from tests.agents.polyglot.conftest import make_tree as _make_tree
+
+make_tree = partial(_make_tree, when="2022-03-01T12:00:00+00:00")  # the commit date the JDK era reads
 
 ALL = [8, 11, 17, 21]
-
-
-def make_tree(tmp_path: Path, files: dict[str, str], when: str = "2022-03-01T12:00:00+00:00") -> GitTree:
-    """A one-commit git repository holding `files`, committed at `when`."""
-    repo = tmp_path / "repo"
-    for rel, text in files.items():
-        p = repo / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    env = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin"}
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "base"], check=True, env=env)
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return GitTree(repo / ".git", head)
 
 
 def pom(body: str = "", parent: str = "", modules: list[str] | None = None, artifact: str = "app") -> str:

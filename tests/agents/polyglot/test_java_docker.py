@@ -18,6 +18,7 @@ import agents.polyglot as polyglot
 from agents.config import MintConfig
 from agents.minter import mint_instance
 from agents.models import Instance
+from tests.agents.polyglot.conftest import make_instance, make_patches, make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -70,44 +71,20 @@ FIX = {
 }
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@x", *args],
-                          check=True, capture_output=True, text=True).stdout
-
-
-def write(repo: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        p = repo / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-
-
-def make_instance(tmp_path: Path) -> tuple[Instance, Path]:
+def mirror_instance(tmp_path: Path) -> tuple[Instance, Path]:
     """Base commit in a bare mirror, patch / test_patch as git diffs."""
-    work = tmp_path / "calc"
-    work.mkdir()
-    git(work, "init", "-q")
-    write(work, BASE)
-    git(work, "add", "-A")
-    git(work, "commit", "-qm", "base")
-    base = git(work, "rev-parse", "HEAD").strip()
-    write(work, TESTS)
-    write(work, FIX)
-    git(work, "add", "-A")
-    test_patch = git(work, "diff", "--cached", "--no-color", base, "--", *TESTS)
-    patch = git(work, "diff", "--cached", "--no-color", base, "--", *FIX)
+    git_dir, base = make_repo(tmp_path, BASE)
+    test_patch, patch = make_patches(git_dir, TESTS, FIX)
     mirror = tmp_path / "mirrors" / "acme+calc" / "repo"
     mirror.parent.mkdir(parents=True)
-    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(mirror)], check=True)
-    inst = Instance(instance_id="acme__calc-1", repo="acme/calc", base_commit=base, patch=patch,
-                    test_patch=test_patch, created_at="2024-05-01T00:00:00Z", language="java")
-    return inst, mirror
+    subprocess.run(["git", "clone", "-q", "--bare", str(git_dir.parent), str(mirror)], check=True)
+    return make_instance(base, "java", "2024-05-01T00:00:00Z", patch=patch, test_patch=test_patch), mirror
 
 
 def test_two_module_maven_project_mints_with_a_non_compiling_test_class_as_fail_to_pass(
         tmp_path, docker_client, monkeypatch):
     monkeypatch.setattr(polyglot, "ECOSYSTEM_MODULES", ("java",))
-    inst, mirror = make_instance(tmp_path)
+    inst, mirror = mirror_instance(tmp_path)
     cfg = MintConfig(workdir=tmp_path / "work", run_id="test-java", image_repository="swemint-test/env")
     res = mint_instance(inst, mirror, cfg)
     try:

@@ -5,8 +5,6 @@ then, in the minted environment, a test file that fails to load makes none of it
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from agents.minter import mint_instance
 from agents.models import Instance
 from envpool.testrun.polyglot import get_any_parser
 from envpool.testrun.status import TestStatus
+from tests.agents.polyglot.conftest import make_instance, make_patches, make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -38,29 +37,11 @@ TESTS = {
 }
 
 
-def _git(repo: Path, *args: str, when: str | None = None) -> str:
-    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when} if when else None
-    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
-                          capture_output=True, text=True, env=env).stdout
-
-
-def make_instance(tmp_path: Path) -> tuple[Instance, Path]:
-    repo = tmp_path / "calc"
-    for rel, text in BASE.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
-    base = _git(repo, "rev-parse", "HEAD").strip()
-    for rel, text in {**TESTS, **FIX}.items():
-        (repo / rel).write_text(text)
-    test_patch = _git(repo, "diff", "--", *TESTS)
-    patch = _git(repo, "diff", "--", *FIX)
-    _git(repo, "checkout", "-q", "--", ".")
-    inst = Instance(instance_id="acme__calc-1", repo="acme/calc", base_commit=base, patch=patch,
-                    test_patch=test_patch, created_at="2023-06-01T00:00:00Z", language="javascript")
-    return inst, repo / ".git"
+def calc_instance(tmp_path: Path) -> tuple[Instance, Path]:
+    """The mocha project's instance and its git directory."""
+    git_dir, base = make_repo(tmp_path, BASE)
+    test_patch, patch = make_patches(git_dir, TESTS, FIX)
+    return make_instance(base, "javascript", "2023-06-01T00:00:00Z", patch=patch, test_patch=test_patch), git_dir
 
 
 @pytest.fixture
@@ -70,7 +51,7 @@ def node_registered(monkeypatch):
 
 def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_path, docker_client,
                                                                             node_registered):
-    inst, git_dir = make_instance(tmp_path)
+    inst, git_dir = calc_instance(tmp_path)
     cfg = MintConfig(workdir=tmp_path / "work", run_id="test-node", image_repository="swemint-test/env")
     res = mint_instance(inst, git_dir, cfg)
     try:
@@ -116,23 +97,12 @@ JEST_TESTS = {
 
 def test_jest_project_a_spec_failing_to_load_before_the_fix_is_fail_to_pass_not_passed(tmp_path, docker_client,
                                                                                          node_registered):
-    repo = tmp_path / "sum"
-    for rel, text in JEST_BASE.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base", when="2024-03-01T00:00:00Z")  # era: Node 20 (LTS since 2023-10)
-    base = _git(repo, "rev-parse", "HEAD").strip()
-    for rel, text in {**JEST_TESTS, **JEST_FIX}.items():
-        (repo / rel).write_text(text)
-    _git(repo, "add", "-A")
-    test_patch = _git(repo, "diff", "--cached", "--", *JEST_TESTS)
-    patch = _git(repo, "diff", "--cached", "--", *JEST_FIX)
-    inst = Instance(instance_id="acme__sum-2", repo="acme/sum", base_commit=base, patch=patch,
-                    test_patch=test_patch, created_at="2024-03-01T00:00:00Z", language="javascript")
+    git_dir, base = make_repo(tmp_path, JEST_BASE, when="2024-03-01T00:00:00Z")  # era: Node 20 (LTS since 2023-10)
+    test_patch, patch = make_patches(git_dir, JEST_TESTS, JEST_FIX)
+    inst = make_instance(base, "javascript", "2024-03-01T00:00:00Z", instance_id="acme__sum-2", repo="acme/sum",
+                         patch=patch, test_patch=test_patch)
     cfg = MintConfig(workdir=tmp_path / "work", run_id="test-node", image_repository="swemint-test/env")
-    res = mint_instance(inst, repo / ".git", cfg)
+    res = mint_instance(inst, git_dir, cfg)
     try:
         assert res.outcome == "verified", res.reason
         assert sorted(res.FAIL_TO_PASS) == ["tests/pow.test.js > pow > squares",

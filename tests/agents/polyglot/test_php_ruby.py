@@ -6,38 +6,21 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
+from functools import partial
 
 import pytest
 
 import agents.polyglot.php as php_mod
 import agents.polyglot.ruby as ruby_mod
 from agents.gitrepo import GitTree
-from agents.models import Instance
 from agents.polyglot.debian import era_suite, satisfies, suites_from
 from agents.polyglot.php import ECOSYSTEM as PHP
 from agents.polyglot.ruby import ECOSYSTEM as RUBY, gem_dependencies
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
+from tests.agents.polyglot.conftest import make_instance, make_tree
 
-
-def make_tree(tmp_path: Path, files: dict[str, str]) -> GitTree:
-    repo = tmp_path / "repo"
-    for rel, text in files.items():
-        p = repo / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
-        subprocess.run(cmd, cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return GitTree(repo / ".git", sha)
-
-
-def inst(tree: GitTree, language: str, created_at: str = "2023-02-10 16:24:10") -> Instance:
-    return Instance(instance_id="acme__widget-7", repo="acme/widget", base_commit=tree.commit, patch="",
-                    test_patch="", created_at=created_at, language=language)
+inst = partial(make_instance, instance_id="acme__widget-7", repo="acme/widget", created_at="2023-02-10 16:24:10")
 
 
 @pytest.fixture
@@ -164,7 +147,8 @@ def php_tree(tmp_path, composer: dict, extra: dict | None = None) -> GitTree:
 def test_carbon_like_project_builds_from_debian(tmp_path, built):
     tree = php_tree(tmp_path, CARBON)
     assert PHP.detect(tree, "php") == 12 and PHP.detect(tree, "ruby") == 0
-    plan = PHP.plan(tree, inst(tree, "php", "2022-09-02 23:09:21"), ["tests/Carbon/RoundTest.php"], ImageConfig())
+    plan = PHP.plan(tree, inst(tree, "php", created_at="2022-09-02 23:09:21"), ["tests/Carbon/RoundTest.php"],
+                    ImageConfig())
     assert built == [("php", "7.4", "bullseye")] and plan.toolchain == "php 7.4"
     apt = plan.setup_commands[0]
     assert all(p in apt for p in ("php-symfony-polyfill-mbstring", "php-symfony-translation", "phpunit",
@@ -190,7 +174,8 @@ def test_unpackaged_composer_dependency_fails_early(tmp_path, built):
 def test_runtime_version_constraint_moves_the_suite(tmp_path, built):
     composer = {"require": {"symfony/translation": "^6.0"}, "require-dev": {"phpunit/phpunit": "^9"}}
     tree = php_tree(tmp_path, composer)
-    plan = PHP.plan(tree, inst(tree, "php", "2022-09-02 23:09:21"), ["tests/Carbon/RoundTest.php"], ImageConfig())
+    plan = PHP.plan(tree, inst(tree, "php", created_at="2022-09-02 23:09:21"), ["tests/Carbon/RoundTest.php"],
+                    ImageConfig())
     assert built[-1][2] == "trixie"  # bullseye 4.4 and bookworm 5.4 miss ^6.0
     assert any("bullseye lacks" in s for s in plan.substitutions)
 

@@ -5,16 +5,15 @@ grade; anomalous runs are never graded; a failing setup is env_failed naming the
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import agents.minter as minter
 from agents.config import MintConfig
-from agents.models import Instance
 from agents.polyglot.base import PolyPlan
 from envpool.fake import FakeSandboxFactory
+from tests.agents.polyglot.conftest import make_instance, make_repo
 
 PATCH = """diff --git a/calc.go b/calc.go
 --- a/calc.go
@@ -67,19 +66,6 @@ class ToyEco:
         return None
 
 
-def _repo(tmp_path: Path) -> tuple[Path, str]:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "calc.go").write_text("package calc // bug\n")
-    (repo / "calc_test.go").write_text("package calc // old test\n")
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
-        subprocess.run(cmd, cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return repo / ".git", sha
-
-
 def _factory(after_output: str, before_output: str) -> FakeSandboxFactory:
     f = FakeSandboxFactory(run_id="t")
     state = {"deps": 0}
@@ -99,9 +85,10 @@ def _factory(after_output: str, before_output: str) -> FakeSandboxFactory:
 
 @pytest.fixture
 def instance(tmp_path):
-    git_dir, sha = _repo(tmp_path)
-    inst = Instance(instance_id="toy__calc-1", repo="toy/calc", base_commit=sha, patch=PATCH,
-                    test_patch=TEST_PATCH, created_at="2024-01-01T00:00:00Z", language="go")
+    git_dir, sha = make_repo(tmp_path, {"calc.go": "package calc // bug\n",
+                                        "calc_test.go": "package calc // old test\n"})
+    inst = make_instance(sha, "go", "2024-01-01T00:00:00Z", instance_id="toy__calc-1", repo="toy/calc", patch=PATCH,
+                         test_patch=TEST_PATCH)
     return inst, git_dir
 
 

@@ -4,13 +4,11 @@ Python path."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from agents.gitrepo import GitTree
 from agents.polyglot import ECOSYSTEM_MODULES, ecosystems, pick_ecosystem
+from tests.agents.polyglot.conftest import make_tree
 
 MANIFESTS = {
     "node": {"package.json": '{"name": "x", "scripts": {"test": "mocha"}}', "test/a.js": ""},
@@ -21,31 +19,17 @@ MANIFESTS = {
 }
 
 
-def _tree(tmp_path: Path, files: dict[str, str]) -> GitTree:
-    repo = tmp_path / "r"
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"],
-                   check=True)
-    sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return GitTree(repo / ".git", sha)
-
-
 def test_every_registered_module_has_an_ecosystem():
     assert len(ecosystems()) == len(ECOSYSTEM_MODULES) >= 7
 
 
 @pytest.mark.parametrize("name", sorted(MANIFESTS))
 def test_manifest_claims_its_ecosystem_without_a_hint(tmp_path, name):
-    assert pick_ecosystem(_tree(tmp_path, MANIFESTS[name]), None).name == name
+    assert pick_ecosystem(make_tree(tmp_path, MANIFESTS[name]), None).name == name
 
 
 def test_python_projects_stay_on_the_python_path(tmp_path):
-    tree = _tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup()\n", **MANIFESTS["node"]})
+    tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup()\n", **MANIFESTS["node"]})
     assert pick_ecosystem(tree, None) is None
     assert pick_ecosystem(tree, "python") is None
     assert pick_ecosystem(tree, "javascript").name == "node"

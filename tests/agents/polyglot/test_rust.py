@@ -3,42 +3,24 @@ a newer toolchain), workspace/test-target selection and the id-carrying test com
 
 from __future__ import annotations
 
-import subprocess
+from functools import partial
 from datetime import date
-from pathlib import Path
 
 import pytest
 
 import envpool.toolchains.rust as rt
-from agents.gitrepo import GitTree
-from agents.models import Instance
 from agents.polyglot import rust
 from envpool.errors import EnvBuildError
 from envpool.testrun.polyglot import get_any_parser
 from envpool.toolchains import ToolchainChoice, version_key
+from tests.agents.polyglot.conftest import make_instance, make_tree
 
 LOCK_V4 = 'version = 4\n\n[[package]]\nname = "demo"\nversion = "0.1.0"\n\n[[package]]\nname = "itoa"\n' \
           'version = "1.0.0"\nsource = "registry+https://github.com/rust-lang/crates.io-index"\n'
 LOCK_V3 = LOCK_V4.replace("version = 4", "version = 3")
 CRATE = '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\n'
 
-
-def make_tree(tmp_path: Path, files: dict[str, str]) -> GitTree:
-    repo = tmp_path / "repo"
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
-        subprocess.run(cmd, cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return GitTree(repo / ".git", sha)
-
-
-def instance(tree: GitTree, created: str = "2022-05-11 18:30:12", patch: str = "", test_patch: str = "") -> Instance:
-    return Instance(instance_id="o__r-1", repo="o/r", base_commit=tree.commit, patch=patch,
-                    test_patch=test_patch, created_at=created, language="rust")
+instance = partial(make_instance, language="rust", created_at="2022-05-11 18:30:12", instance_id="o__r-1", repo="o/r")
 
 
 @pytest.fixture
@@ -61,7 +43,7 @@ def test_lockfile_v4_with_old_cargo_gets_a_newer_toolchain(tmp_path, fake_image)
     assert project.lock_version == 4
     request, why = rust.toolchain_request(project, date(2021, 1, 1))
     assert version_key(request) >= (1, 78) and "Cargo.lock version 4" in why[0]
-    plan = rust.ECOSYSTEM.plan(tree, instance(tree, "2021-01-01 00:00:00"), ["src/lib.rs"], None)
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree, created_at="2021-01-01 00:00:00"), ["src/lib.rs"], None)
     assert version_key(plan.toolchain.split()[1]) >= (1, 78)
     assert any("rust-toolchain pins 1.63; rust 1.78 used" in s for s in plan.substitutions)
 

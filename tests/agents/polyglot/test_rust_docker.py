@@ -8,14 +8,9 @@ compile before the fix: its tests must be FAIL_TO_PASS, never passed before.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
 
 import pytest
 
-import agents.minter as minter
-from agents.config import MintConfig
-from agents.models import Instance
 from agents.polyglot import rust
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -71,39 +66,12 @@ new file mode 100644
 """
 
 
-def crate_repo(tmp_path: Path) -> tuple[Path, str]:
-    repo = tmp_path / "calc"
-    for rel, text in {"Cargo.toml": CARGO_TOML, "Cargo.lock": CARGO_LOCK, "src/lib.rs": LIB_BUG,
-                      "tests/basic.rs": BASIC}.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base"]):
-        subprocess.run(cmd, cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                         text=True).stdout.strip()
-    return repo / ".git", sha
-
-
 @pytest.fixture
-def mint_rust(tmp_path, docker_client, monkeypatch):
-    """mint(test_patch) -> (plan-visible result); the environment images are removed after."""
-    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: rust.ECOSYSTEM)
-    made: list[str] = []
-
-    def run(test_patch: str, name: str):
-        git_dir, sha = crate_repo(tmp_path / name)
-        inst = Instance(instance_id=f"acme__calc-{name}", repo="acme/calc", base_commit=sha, patch=PATCH,
-                        test_patch=test_patch, created_at="2024-01-10 10:00:00", language="Rust")
-        cfg = MintConfig(workdir=tmp_path / "w", run_id=f"rust-docker-{name}")
-        res = minter.mint_instance(inst, git_dir, cfg)
-        if res.image:
-            made.append(res.image)
-        return res
-
-    yield run
-    for image in made:
-        docker_client.images.remove(image, force=True)
+def mint_rust(mint_with):
+    """mint(test_patch, name) -> InstanceResult of the crate with PATCH as the fix."""
+    files = {"Cargo.toml": CARGO_TOML, "Cargo.lock": CARGO_LOCK, "src/lib.rs": LIB_BUG, "tests/basic.rs": BASIC}
+    return lambda test_patch, name: mint_with(rust.ECOSYSTEM, files, name, language="Rust",
+                                              created_at="2024-01-10 10:00:00", patch=PATCH, test_patch=test_patch)
 
 
 def test_runtime_failure_is_fail_to_pass_and_old_test_pass_to_pass(mint_rust):
