@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
+from agents.polyglot.debian import era_time
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 
@@ -219,18 +220,6 @@ def era_gcc(when: datetime | date | None) -> str:
     return chosen
 
 
-def _created(instance: Instance, tree: GitTree) -> datetime | None:
-    if instance.created_at:
-        try:
-            return datetime.fromisoformat(instance.created_at.replace("Z", "+00:00").replace(" ", "T")[:19])
-        except ValueError:
-            pass
-    try:
-        return tree.commit_time
-    except Exception:
-        return None
-
-
 def _apt_install(packages: list[str]) -> str:
     return ("export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
             f"apt-get install -y -qq --no-install-recommends {' '.join(packages)} >/dev/null && "
@@ -266,7 +255,7 @@ class CFamily:
         from envpool.toolchains.cfamily import cmake_of_suite, ensure_image, DEBIAN_GCC
 
         b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1])
-        gcc = era_gcc(_created(instance, tree))
+        gcc = era_gcc(era_time(instance, tree))
         floor = CXX_STD_GCC.get(b.cxx_std or "")
         if floor and int(floor) > int(gcc):
             gcc = floor

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["SUITES", "debian_table", "era_suite", "provider", "rubyphp_recipes", "satisfies", "suites_from"]
+__all__ = ["SUITES", "debian_table", "era_suite", "era_time", "provider", "rubyphp_recipes", "satisfies", "suites_from"]
 
 RECIPES = Path(__file__).parent / "recipes"
 SUITES = ("bullseye", "bookworm", "trixie")
@@ -52,6 +52,20 @@ def era_suite(when: datetime | date | None) -> str:
         if RELEASED[s] <= d:
             chosen = s
     return chosen
+
+
+def era_time(instance, tree) -> datetime | None:
+    """The date an era choice reads: the instance's `created_at` (its first 19 characters, naive:
+    the zone is dropped), else the base commit's time (`tree.commit_time`), else None."""
+    if instance.created_at:
+        try:
+            return datetime.fromisoformat(instance.created_at.replace("Z", "+00:00").replace(" ", "T")[:19])
+        except ValueError:
+            pass
+    try:
+        return tree.commit_time
+    except Exception:  # noqa: BLE001 -- the date is a hint only
+        return None
 
 
 def suites_from(first: str) -> list[str]:

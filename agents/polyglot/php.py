@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import json
 import shlex
-from datetime import datetime
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
-from agents.polyglot.debian import era_suite, provider, rubyphp_recipes, satisfies, suites_from
+from agents.polyglot.debian import era_suite, era_time, provider, rubyphp_recipes, satisfies, suites_from
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -58,18 +57,6 @@ def _candidates(package: str) -> list[str]:
     name = name.replace("_", "-")
     short = name[4:] if name.startswith("php-") else name
     return [c for c in (rec["aliases"].get(package.lower()), f"php-{vendor}-{short}", f"php-{short}", name) if c]
-
-
-def _created(instance: Instance, tree: GitTree) -> datetime | None:
-    if instance.created_at:
-        try:
-            return datetime.fromisoformat(instance.created_at.replace("Z", "+00:00").replace(" ", "T")[:19])
-        except ValueError:
-            pass
-    try:
-        return tree.commit_time
-    except Exception:
-        return None
 
 
 def _resolve(require: dict[str, str], dev: dict[str, str],
@@ -123,7 +110,7 @@ class Php:
             raise EnvBuildError(f"the test patch of {instance.instance_id} touches no PHPUnit *Test.php file "
                                 f"({', '.join(touched[:5])})", instance_id=instance.instance_id)
         vendored = tree.exists("vendor/autoload.php")
-        era = era_suite(_created(instance, tree))
+        era = era_suite(era_time(instance, tree))
         notes: list[str] = []
         subs: list[str] = []
         if vendored:

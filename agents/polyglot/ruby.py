@@ -21,14 +21,13 @@ from __future__ import annotations
 import base64
 import re
 import shlex
-from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
-from agents.polyglot.debian import era_suite, provider, rubyphp_recipes, satisfies, suites_from
+from agents.polyglot.debian import era_suite, era_time, provider, rubyphp_recipes, satisfies, suites_from
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -94,18 +93,6 @@ def _candidates(gem: str) -> list[str]:
     return [c for c in (alias, f"ruby-{base}", base) if c]
 
 
-def _created(instance: Instance, tree: GitTree) -> datetime | None:
-    if instance.created_at:
-        try:
-            return datetime.fromisoformat(instance.created_at.replace("Z", "+00:00").replace(" ", "T")[:19])
-        except ValueError:
-            pass
-    try:
-        return tree.commit_time
-    except Exception:
-        return None
-
-
 def _resolve(gems: list[Gem], suite: str) -> tuple[list[str], list[str], list[str], list[str]]:
     """(Debian packages, missing gems, dropped tools, version notes) for `gems` in `suite`.
 
@@ -166,7 +153,7 @@ class Ruby:
         rec = rubyphp_recipes()["ruby"]
         vendored = any(f.startswith(("vendor/cache/", "vendor/bundle/")) for f in tree.files)
         gems = gem_dependencies(tree)
-        era = era_suite(_created(instance, tree))
+        era = era_suite(era_time(instance, tree))
         notes: list[str] = []
         subs: list[str] = []
         if vendored:
