@@ -27,12 +27,12 @@ from agents.polymint import mint_polyglot
 from agents.python_plan import choose_python, pretend_version, runtime_env
 from agents.python_setup import PythonEnvBuilder
 from agents.reuse import derive_version, try_reuse
+from agents.sides import apply_side_patches, time_left, verification_sides
 from agents.testconfig import configure_python_tests
 from envpool import images
 from envpool.errors import (EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError,
                             TestsNotRunError)
 from envpool.grading import grade
-from envpool.patches import apply_patch
 from envpool.sandbox import SandboxSpec
 from envpool.testrun.pytest_runner import PLUGIN_DIR, run_pytest_detailed
 
@@ -169,23 +169,13 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
         commit_time, interpreter = tree.commit_time, res.interpreter
     test_spec = spec.model_copy(update={"image": res.image, "network": "none", "env": runtime_env()})
     runs = {}
-    for side, patches, n in (("before", [("test_patch", instance.test_patch)], config.verify.before_runs),
-                             ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)],
-                              config.verify.after_runs)):
+    for side, patches, n in verification_sides(instance, config.verify):
         t = time.monotonic()
         with factory.sandbox(test_spec, log_path) as sb:
-            for name, text in patches:
-                try:
-                    res.patch_methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
-                except PatchApplyError as e:
-                    raise PatchApplyError(f"{name} does not apply ({side}): {e.message}", instance_id=iid,
-                                          log_path=log_path) from e
+            apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
             reports = []
             for i in range(n):
-                remaining = deadline - time.monotonic()
-                if remaining < 30:
-                    raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=iid,
-                                         log_path=log_path)
+                remaining = time_left(deadline, side, iid, log_path)
                 run = run_pytest_detailed(sb, tests.test_files, python=tests.python,
                                           timeout=min(config.timeouts.test_run, remaining),
                                           per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")

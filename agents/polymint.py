@@ -23,8 +23,9 @@ from agents.envimage import commit_image, commit_tracked_edits, image_size, imag
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from agents.polyglot.base import Ecosystem, PolyPlan
-from envpool.errors import EnvBuildError, PatchApplyError, SandboxTimeout
-from envpool.patches import apply_patch, files_in_patch
+from agents.sides import apply_side_patches, time_left, verification_sides
+from envpool.errors import EnvBuildError, SandboxTimeout
+from envpool.patches import files_in_patch
 from envpool.sandbox import SandboxSpec
 from envpool.testrun.polyglot import get_any_parser
 from envpool.testrun.polyglot.common import ReportParser
@@ -196,24 +197,14 @@ def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, fac
     test_spec = spec.model_copy(update={"image": res.image, "network": "none"})
     runs: dict[str, list[TestRunReport]] = {}
     known: set[str] = set()
-    for side, patches, n in (("before", [("test_patch", instance.test_patch)], config.verify.before_runs),
-                             ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)],
-                              config.verify.after_runs)):
+    for side, patches, n in verification_sides(instance, config.verify):
         t = time.monotonic()
         trusted: list[TestRunReport] = []
         problems: list[str] = []
         with factory.sandbox(test_spec, log_path) as sb:
-            for name, text in patches:
-                try:
-                    res.patch_methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
-                except PatchApplyError as e:
-                    raise PatchApplyError(f"{name} does not apply ({side}): {e.message}", instance_id=iid,
-                                          log_path=log_path) from e
+            apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
             for i in range(n):
-                remaining = deadline - time.monotonic()
-                if remaining < 30:
-                    raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=iid,
-                                         log_path=log_path)
+                remaining = time_left(deadline, side, iid, log_path)
                 rep, found, command = run_poly_tests(sb, plan, timeout=min(config.timeouts.test_run, remaining),
                                                      known_tests=known or None, log_label=f"{side}#{i + 1}")
                 if not res.test_command and side == "after":
