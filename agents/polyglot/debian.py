@@ -9,6 +9,7 @@ tests do not need, shims).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +17,8 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["SUITES", "debian_table", "era_suite", "era_time", "provider", "rubyphp_recipes", "satisfies", "suites_from"]
+__all__ = ["SUITES", "debian_table", "era_suite", "era_time", "first_suite", "provider", "rubyphp_recipes",
+           "satisfies", "suites_from"]
 
 RECIPES = Path(__file__).parent / "recipes"
 SUITES = ("bullseye", "bookworm", "trixie")
@@ -72,6 +74,21 @@ def suites_from(first: str) -> list[str]:
     """`first`, then the newer suites, then the older ones (the order suites are tried in)."""
     i = SUITES.index(first)
     return [*SUITES[i:], *reversed(SUITES[:i])]
+
+
+def first_suite(era: str, resolve: Callable[[str], tuple[list[str], list[str], list[str], list[str]]]
+                ) -> tuple[str | None, tuple[list[str], list[str], list[str], list[str]], list[str]]:
+    """The first suite from `era` on (`suites_from`) where `resolve(suite)` -> (packages, missing,
+    dropped, notes) misses nothing: (suite, its answer, []); (None, the last answer, ["<suite>:
+    <missing, ...>" per suite tried]) when every suite misses something."""
+    tried: list[str] = []
+    found: tuple[list[str], list[str], list[str], list[str]] = ([], [], [], [])
+    for suite in suites_from(era):
+        found = resolve(suite)
+        if not found[1]:
+            return suite, found, []
+        tried.append(f"{suite}: {', '.join(found[1])}")
+    return None, found, tried
 
 
 def provider(candidates: list[str], suite: str) -> tuple[str, str] | None:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
-from agents.polyglot.debian import era_suite, era_time, provider, rubyphp_recipes, satisfies, suites_from
+from agents.polyglot.debian import era_suite, era_time, first_suite, provider, rubyphp_recipes, satisfies
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -161,17 +161,13 @@ class Ruby:
             setup_deps = ["bundle config set --local deploy false && bundle install --local"]
             notes.append("vendored gems: bundle install --local")
         else:
-            tried = []
-            for suite in suites_from(era):
-                pkgs, missing, dropped, versions = _resolve(gems, suite)
-                if not missing:
-                    break
-                tried.append(f"{suite}: {', '.join(missing)}")
-            else:
+            found, (pkgs, _, dropped, versions), tried = first_suite(era, lambda s: _resolve(gems, s))
+            if found is None:
                 raise EnvBuildError(
                     f"RubyGems (rubygems.org) is unreachable and {instance.repo} has no vendored "
                     f"dependencies: bundle install cannot run; gems without a Debian package: "
                     f"{'; '.join(tried)}", instance_id=instance.instance_id)
+            suite = found
             if suite != era:
                 subs.append(f"Debian {era} lacks some gems: {suite} used")
             setup_deps = []

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
+from agents.polyglot.debian import era_time
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
@@ -471,7 +472,7 @@ class RustEcosystem:
                                 f"(GitHub is unreachable): {', '.join(project.git_sources[:5])}", instance_id=iid)
         if not project.packages:
             raise EnvBuildError("no cargo package found (virtual manifest without members?)", instance_id=iid)
-        when = _when(instance, tree)
+        when = era_time(instance, tree)
         request, reasons = toolchain_request(project, when, recipe)
         choice = ensure_image(request, images)
         env = {"CARGO_TERM_COLOR": "never", "CARGO_INCREMENTAL": "0", "CARGO_PROFILE_DEV_DEBUG": "0",
@@ -544,18 +545,6 @@ class RustEcosystem:
             fix = f"{cd} && cargo update -p {spec}"
             if fix not in tried:
                 return [fix]
-        return None
-
-
-def _when(instance: Instance, tree: GitTree) -> datetime | None:
-    if instance.created_at:
-        try:
-            return datetime.fromisoformat(instance.created_at.replace("Z", "+00:00").replace(" ", "T"))
-        except ValueError:
-            pass
-    try:
-        return tree.commit_time
-    except Exception:  # noqa: BLE001 -- the date is a hint only
         return None
 
 
