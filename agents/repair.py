@@ -65,7 +65,7 @@ class RepairHelper:
         self.llm_repairs = 0
 
     def __call__(self, builder: PythonEnvBuilder, command: str, output: str, tried: set[str]) -> str | None:
-        fix = self._memory(builder, output) if self.use_memory_actions else None
+        fix = self._memory(builder, output, tried) if self.use_memory_actions else None
         return fix or self._llm(builder, command, output)
 
     # -- memory ---------------------------------------------------------------------------
@@ -74,7 +74,7 @@ class RepairHelper:
                 "python_version": b.choice.version, "commit_date": b.choice.exclude_newer[:10],
                 "ca_bundle": "/opt/swemint/ca.pem", "venv": "/opt/venv"}
 
-    def _memory(self, b: PythonEnvBuilder, output: str) -> str | None:
+    def _memory(self, b: PythonEnvBuilder, output: str, tried: set[str] | None = None) -> str | None:
         if self.memory is None:
             return None
         try:
@@ -83,7 +83,7 @@ class RepairHelper:
             b.steps.append(StepRecord(agent="execution", rule="memory:error", note=f"{type(e).__name__}: {e}"))
             return None
         for plan in plans:
-            if plan.experience_id in self.applied:
+            if plan.experience_id in self.applied or repeats_rule(plan.actions, tried or set()):
                 continue
             self.applied.append(plan.experience_id)
             rule = f"memory:{plan.experience_id}"
@@ -148,6 +148,18 @@ class RepairHelper:
         if ledger is None or self.instance_id is None or not self.llm_repairs:
             return {}
         return ledger.for_instance(self.instance_id)
+
+
+def repeats_rule(actions, tried: set[str]) -> bool:
+    """True when every action only redoes a repair the rules already made in this step
+    (`tried` keys: `lift|exempt|upgrade <pkg>`, `isolation`): applying it cannot help."""
+    def done(a) -> bool:
+        if a.kind == "uv_lift":
+            return any(f"{verb} {a.package.lower()}" in tried for verb in ("lift", "exempt", "upgrade"))
+        if a.kind == "uv_option":
+            return a.option == "no_build_isolation" and "isolation" in tried
+        return False
+    return bool(actions) and all(done(a) for a in actions)
 
 
 def apply_action(b: PythonEnvBuilder, action, rule: str) -> bool:

@@ -121,6 +121,17 @@ def _matched(items: Iterable[str], others: Iterable[str]) -> list[str]:
     return out
 
 
+def _bare_names(of: list[str], op: list[str]) -> tuple[list[str], list[str]]:
+    """Gold lists of bare test names (SWE-bench's sympy, run by its own runner: `test_sparse`):
+    our `path::test` ids become their last `::` part where that name is unique among ours."""
+    names = [i.rsplit("::", 1)[-1] for i in of + op]
+    unique = {n for n in names if names.count(n) == 1}
+
+    def bare(ids: list[str]) -> list[str]:
+        return sorted({(i.rsplit("::", 1)[-1] if i.rsplit("::", 1)[-1] in unique else i) for i in ids})
+    return bare(of), bare(op)
+
+
 def _ratio(n: int, d: int) -> float:
     return 1.0 if d == 0 else n / d
 
@@ -132,9 +143,13 @@ def score_against_gold(ours_f2p: Iterable[str], ours_p2p: Iterable[str],
     Returns a dict: `f2p_recall` (share of gold F2P we found), `f2p_precision` (share of ours
     that gold lists), `f2p_exact` (both 1.0), `p2p_recall` (share of gold P2P we also list as
     P2P), `p2p_precision`, and the lists `f2p_missing`, `f2p_extra`, `p2p_missing`,
-    `p2p_extra`. A ratio over an empty list is 1.0 (nothing to find / nothing wrong).
+    `p2p_extra`. A ratio over an empty list is 1.0 (nothing to find / nothing wrong). When no
+    gold id has a `::` (bare names, as SWE-bench gives sympy's), our ids are compared by their
+    last `::` part where that is unique among ours.
     """
     of, op, gf, gp = (sorted(set(x)) for x in (ours_f2p, ours_p2p, gold_f2p, gold_p2p))
+    if (gf or gp) and not any("::" in g for g in gf + gp):
+        of, op = _bare_names(of, op)
     gf_found = _matched(gf, of)
     of_ok = _matched(of, gf)
     gp_found = _matched(gp, op)

@@ -145,3 +145,14 @@ def test_worker_memory_copies_the_drivers_file(tmp_path):
     copy = worker_memory(MintConfig(workdir=tmp_path))
     assert copy is not None and copy.store.get("test-soft-unicode") is not None
     copy.close()
+
+
+def test_memory_plan_that_only_redoes_a_rule_repair_is_skipped():
+    """requests-1963: a seed entry lifted `pexpect-u` again after the rule had lifted it."""
+    from agents.memory.models import UvLiftAction, UvOptionAction
+    from agents.repair import repeats_rule
+
+    assert repeats_rule([UvLiftAction(package="pexpect-u")], {"lift pexpect-u"})
+    assert repeats_rule([UvOptionAction(option="no_build_isolation")], {"isolation"})
+    assert not repeats_rule([UvLiftAction(package="pexpect-u")], {"lift numpy"})
+    assert not repeats_rule([], {"lift pexpect-u"})

@@ -140,3 +140,14 @@ def test_score_on_real_truncated_gold_ids_of_matplotlib_23299():
     assert s["p2p_recall"] == 1.0 and s["p2p_precision"] == 1.0
     s = score_against_gold([], ours[1:], [], gold)
     assert s["p2p_missing"] == [mod + "test_legend_colors[same"]
+
+
+def test_score_against_bare_gold_names_uses_the_unique_last_part():
+    """SWE-bench gives sympy's ids as bare names; ours are pytest node ids."""
+    from envpool.grading import score_against_gold
+    s = score_against_gold(["sympy/a/tests/test_x.py::test_new"],
+                           ["sympy/a/tests/test_x.py::test_old", "sympy/b/test_y.py::test_dup",
+                            "sympy/c/test_z.py::test_dup"],
+                           ["test_new"], ["test_old", "test_dup"])
+    assert s["f2p_recall"] == 1.0 and s["f2p_precision"] == 1.0
+    assert s["p2p_missing"] == ["test_dup"]  # ambiguous: two of ours share the name
