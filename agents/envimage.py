@@ -58,8 +58,10 @@ def commit_tracked_edits(sb, traj) -> None:
         traj(StepRecord(agent="setup", rule="tracked-edits", note=st.output[:2000]))
 
 
-def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str]) -> tuple[str, str]:
-    """Write the report plugin, commit the sandbox as `repository:tag`; returns (ref, image id).
+def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
+                 env: dict[str, str] | None = None) -> tuple[str, str]:
+    """Write the report plugin, commit the sandbox as `repository:tag` (`env` set in the image's
+    ENV); returns (ref, image id).
     A previous image under the same tag (same spec rebuilt by the same run) is removed; one
     that carries another run's `swemint.run` label is never touched."""
     for path, data in plugin_files().items():  # the stored test_command runs in the image as is
@@ -67,7 +69,7 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str])
     ref = f"{repository}:{tag}"
     previous = image_id(factory, ref)
     owner = image_label(factory, ref, "swemint.run")
-    new_id = sb.commit(repository, tag, labels=labels)
+    new_id = sb.commit(repository, tag, labels=labels, env=env) if env else sb.commit(repository, tag, labels=labels)
     if previous and previous != new_id and owner == labels.get("swemint.run"):
         remove_image(factory, previous)  # our own earlier build of the same spec, now untagged
     return ref, new_id

@@ -72,6 +72,16 @@ def run_poly_tests(sb, plan: PolyPlan, *, timeout: float, known_tests: set[str] 
     return rep, found, command
 
 
+def stored_test_command(plan: PolyPlan, command: str) -> str:
+    """The row's `test_command`: `command` made to run as is in the environment image with
+    `docker run --network none <image> bash -c '<test_command>'` -- the plan's environment
+    exported first (the image's ENV has it too) and the report (`plan.report_path`) printed at the
+    end, so the parser's input is on stdout."""
+    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(plan.env.items()))
+    tail = f"; cat {shlex.quote(plan.report_path)}" if plan.report_path else ""
+    return f"{exports}{command}{tail}"
+
+
 def _memory_fix(helper, language: str, output: str, traj) -> tuple[list[str], dict[str, str], str] | None:
     """Shell commands and env from the first stored experience whose error signature matches
     `output` and that was not applied yet in this instance: (commands, env, note) or None.
@@ -192,7 +202,8 @@ def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, fac
             t = time.monotonic()
             tag = image_tag_for(iid, {"base": plan.image, "commands": commands, "env": plan.env}, config.run_id)
             res.image, res.image_id = commit_image(sb, factory, config.image_repository, tag,
-                                                   {"swemint.instance": iid, "swemint.run": config.run_id})
+                                                   {"swemint.instance": iid, "swemint.run": config.run_id},
+                                                   env=plan.env or None)
             res.timings["commit"] = round(time.monotonic() - t, 2)
     test_spec = spec.model_copy(update={"image": res.image, "network": "none"})
     runs: dict[str, list[TestRunReport]] = {}
@@ -208,7 +219,7 @@ def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, fac
                 rep, found, command = run_poly_tests(sb, plan, timeout=min(config.timeouts.test_run, remaining),
                                                      known_tests=known or None, log_label=f"{side}#{i + 1}")
                 if not res.test_command and side == "after":
-                    res.test_command = command
+                    res.test_command = stored_test_command(plan, command)
                 traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=command,
                                 exit_code=rep.exit_code, duration=round(rep.duration, 2),
                                 note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={found[:3]}, "

@@ -275,12 +275,18 @@ class DockerSandbox:
             return f.read()
 
     # -- images and lifetime --------------------------------------------------------------
-    def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None) -> str:
+    def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None,
+               env: dict[str, str] | None = None) -> str:
         """Commit the container as `repository:tag` (labels added); returns the image id.
 
-        Mounts (the CA bundle) are not part of the image. Raises InfraError on failure.
+        `env`: variables set in the image's config (ENV) on top of those its parent image has,
+        so `docker run <image> <command>` sees the toolchain (PATH, GOPATH, ...) as the build
+        did. Mounts (the CA bundle) are not part of the image. Raises InfraError on failure.
         """
         conf = {"Labels": {"swemint.managed": "1", **(labels or {})}, "Cmd": ["sleep", "infinity"]}
+        if env:
+            base = dict(e.split("=", 1) for e in (self.container.attrs.get("Config", {}).get("Env") or []) if "=" in e)
+            conf["Env"] = [f"{k}={v}" for k, v in {**base, **env}.items()]
         try:
             img = self.container.commit(repository=repository, tag=tag, conf=conf)
         except Exception as e:

@@ -53,6 +53,7 @@ class FakeImage:
     labels: dict[str, str]
     files: dict[str, bytes] = field(default_factory=dict)
     modes: dict[str, int] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 class _Script:
@@ -207,15 +208,17 @@ class FakeSandbox:
                 rel = f.relative_to(src).as_posix()
                 self.put_file(posixpath.join(base, rel), f.read_bytes(), f.stat().st_mode & 0o7777)
 
-    def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None) -> str:
-        """Record an image `repository:tag` holding a copy of the files; returns a fake id."""
+    def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None,
+               env: dict[str, str] | None = None) -> str:
+        """Record an image `repository:tag` holding a copy of the files (and `env`, its ENV);
+        returns a fake id."""
         if self.closed:
             raise InfraError("commit of a closed sandbox", instance_id=self.spec.instance_id)
         ref = f"{repository}:{tag}"
         digest = hashlib.sha256(f"{ref}:{len(self.commits)}:{sorted(self.files)}".encode())
         image = FakeImage(id=f"sha256:{digest.hexdigest()}", ref=ref,
                           labels={"swemint.managed": "1", **(labels or {})},
-                          files=dict(self.files), modes=dict(self.modes))
+                          files=dict(self.files), modes=dict(self.modes), env=dict(env or {}))
         self.commits.append(image)
         if self.factory:
             self.factory.images[ref] = image

@@ -88,8 +88,10 @@ class Sandbox(Protocol):
         """Copy the host folder `src` to `dest` inside the sandbox."""
         ...
 
-    def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None) -> str:
-        """Commit the filesystem as image `repository:tag`; returns the image id."""
+    def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None,
+               env: dict[str, str] | None = None) -> str:
+        """Commit the filesystem as image `repository:tag` (with `env` in its ENV); returns the
+        image id."""
         ...
 
     def close(self) -> None:

@@ -1,7 +1,9 @@
 """Score minted FAIL_TO_PASS / PASS_TO_PASS lists against the gold lists of the input rows.
 
-Scoring and the id matching rule (exact, or a gold id cut at the first space by an old
-SWE-bench parser matched as a prefix) live in one place: `envpool.grading.score_against_gold`.
+Python rows are scored by `envpool.grading.score_against_gold` (exact ids, or a gold id cut at
+the first space by an old SWE-bench parser matched as a prefix); rows of other languages by
+`envpool.testrun.polyglot.gold.score_against_gold_ids` (SWE-bench Multilingual's gold ids
+follow each repository's harness: the separator-bounded matcher `gold_match`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from agents.models import Instance, InstanceResult
 from envpool.grading import score_against_gold
+from envpool.testrun.polyglot.gold import score_against_gold_ids
 
 SCORE_COLUMNS = ("f2p_recall", "f2p_precision", "p2p_agreement")
 """Shown in the bench table; `p2p_agreement` = share of gold P2P that we also list as P2P."""
@@ -29,7 +32,8 @@ def bench(results: Iterable[InstanceResult], instances: dict[str, Instance]) -> 
         inst = instances.get(res.instance_id)
         if inst is None:
             continue
-        s = score_against_gold(res.FAIL_TO_PASS, res.PASS_TO_PASS, inst.FAIL_TO_PASS, inst.PASS_TO_PASS)
+        score = score_against_gold if (inst.language or "python").lower() == "python" else score_against_gold_ids
+        s = score(res.FAIL_TO_PASS, res.PASS_TO_PASS, inst.FAIL_TO_PASS, inst.PASS_TO_PASS)
         rows.append({"instance_id": res.instance_id, "outcome": res.outcome, "verified": res.outcome == "verified",
                      **s, "p2p_agreement": s.get("p2p_recall")})
     agg: dict = {"n": len(rows), "verified": sum(r["verified"] for r in rows)}

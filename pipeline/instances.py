@@ -162,7 +162,9 @@ def load_and_select(path: Path | str, *, ids: Iterable[str] | None = None, ids_f
     """`load_instances` then `filter_instances`; `ids` and the ids of `ids_file` are united.
 
     Errors of rows outside the selection are dropped when ids were requested (an error row whose
-    id is unknown is kept). Requested ids found nowhere are listed in `missing_ids`.
+    id is unknown is kept). Requested ids found nowhere are listed in `missing_ids`. Raises
+    InstanceInputError when `language` names no language of the file (a typo such as `golang`
+    for `go`), listing the languages present.
     """
     loaded = load_instances(path)
     wanted: list[str] | None = None
@@ -172,6 +174,10 @@ def load_and_select(path: Path | str, *, ids: Iterable[str] | None = None, ids_f
             wanted += read_ids_file(ids_file)
         wanted = list(dict.fromkeys(wanted))
     selected = filter_instances(loaded.instances, ids=wanted, language=language, limit=limit)
+    if language and loaded.instances and not any(instance_language(i) == language.lower() for i in loaded.instances):
+        present = sorted({instance_language(i) for i in loaded.instances})
+        raise InstanceInputError(f"no instance of language {language!r} in {path}; languages present: "
+                                 f"{', '.join(present)}")
     errors = loaded.errors
     missing: list[str] = []
     if wanted is not None:

@@ -23,7 +23,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from envpool.testrun.polyglot.gold import exact_form_agreement, matched
+from envpool.testrun.polyglot.gold import score_against_gold_ids
 from pipeline.instances import load_and_select
 from pipeline.store import ResultStore
 
@@ -33,12 +33,9 @@ TARGET = ("javascript", "typescript", "go", "rust", "java")
 def score_row(ours_f2p: list[str], ours_p2p: list[str], gold_f2p: list[str], gold_p2p: list[str]) -> dict:
     """Recall, precision, exact-form agreement and P2P agreement of our lists against gold's
     (floats in [0, 1]; precision is 0.0 for an empty list of ours, P2P None without gold P2P)."""
-    hit_ours, hit_gold = matched(ours_f2p, gold_f2p)
-    _, hit_p2p = matched(ours_p2p, gold_p2p)
-    return {"f2p_recall": len(hit_gold) / len(set(gold_f2p)) if gold_f2p else 1.0,
-            "f2p_precision": len(hit_ours) / len(set(ours_f2p)) if ours_f2p else 0.0,
-            "exact_form": exact_form_agreement(ours_f2p, gold_f2p),
-            "p2p_agreement": len(hit_p2p) / len(set(gold_p2p)) if gold_p2p else None}
+    s = score_against_gold_ids(ours_f2p, ours_p2p, gold_f2p, gold_p2p)
+    return {"f2p_recall": s["f2p_recall"], "f2p_precision": s["f2p_precision"] if ours_f2p else 0.0,
+            "exact_form": s["exact_form"], "p2p_agreement": s["p2p_recall"] if gold_p2p else None}
 
 
 def main() -> None:

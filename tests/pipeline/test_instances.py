@@ -113,3 +113,25 @@ def test_real_dev_file_loads_without_errors():
     res = load_instances(DEV)
     assert len(res.instances) == sum(1 for line in DEV.open() if line.strip()) and not res.errors
     assert {i.language for i in res.instances} >= {"python", "go"}
+
+
+def test_a_language_no_row_has_is_an_error_listing_those_present(tmp_path):
+    """`--language golang` when the file says `go`: not a silent empty run."""
+    rows = [row("a__b-1", language="go"), row("a__b-2", language="Java")]
+    path = write_jsonl(tmp_path / "i.jsonl", rows)
+    with pytest.raises(InstanceInputError, match=r"'golang'.*languages present: go, java"):
+        load_and_select(path, language="golang")
+    assert [i.instance_id for i in load_and_select(path, language="GO").instances] == ["a__b-1"]
+
+
+def test_bench_scores_other_languages_at_gold_granularity():
+    from agents.models import Instance, InstanceResult
+    from pipeline.bench import bench
+
+    inst = Instance(**row("gin-gonic__gin-1", language="go", FAIL_TO_PASS=["TestContextBindHeader"],
+                          PASS_TO_PASS=["TestOld"]))
+    res = InstanceResult(instance_id=inst.instance_id, repo=inst.repo, outcome="verified",
+                         FAIL_TO_PASS=["github.com/gin-gonic/gin::TestContextBindHeader"],
+                         PASS_TO_PASS=["github.com/gin-gonic/gin::TestOld"])
+    scored = bench([res], {inst.instance_id: inst})["instances"][0]
+    assert (scored["f2p_recall"], scored["f2p_precision"], scored["p2p_agreement"]) == (1.0, 1.0, 1.0)

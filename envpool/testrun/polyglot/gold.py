@@ -86,3 +86,24 @@ def exact_form_agreement(ours: Iterable[str], gold: Iterable[str]) -> float:
     if not gold_set:
         return 1.0
     return len(gold_set & ours_set) / len(gold_set)
+
+
+def score_against_gold_ids(ours_f2p: Iterable[str], ours_p2p: Iterable[str],
+                           gold_f2p: Iterable[str], gold_p2p: Iterable[str]) -> dict:
+    """`envpool.grading.score_against_gold`'s keys, with ids compared by `gold_match` (gold's
+    granularity): `f2p_recall` (gold F2P ids matched by ours), `f2p_precision` (our F2P ids
+    matching a gold id), `f2p_exact` (both 1.0), `p2p_recall` / `p2p_precision` likewise,
+    `exact_form` (gold F2P ids we produce verbatim), and the unmatched lists. A ratio over an
+    empty list is 1.0."""
+    of, op, gf, gp = (sorted(set(x)) for x in (ours_f2p, ours_p2p, gold_f2p, gold_p2p))
+    hit_of, hit_gf = matched(of, gf)
+    hit_op, hit_gp = matched(op, gp)
+
+    def ratio(n: int, d: int) -> float:
+        return 1.0 if d == 0 else n / d
+    recall, precision = ratio(len(hit_gf), len(gf)), ratio(len(hit_of), len(of))
+    return {"f2p_recall": recall, "f2p_precision": precision, "f2p_exact": recall == 1.0 and precision == 1.0,
+            "p2p_recall": ratio(len(hit_gp), len(gp)), "p2p_precision": ratio(len(hit_op), len(op)),
+            "exact_form": exact_form_agreement(of, gf),
+            "f2p_missing": [g for g in gf if g not in hit_gf], "f2p_extra": [o for o in of if o not in hit_of],
+            "p2p_missing": [g for g in gp if g not in hit_gp], "p2p_extra": [o for o in op if o not in hit_op]}

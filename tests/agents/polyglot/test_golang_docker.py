@@ -16,7 +16,8 @@ import json
 import pytest
 
 from agents.polyglot import golang
-from envpool.toolchains.golang import GO_ENV
+from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.status import TestStatus
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -113,10 +114,18 @@ def test_runtime_failure_with_awkward_subtests(mint_go, docker_client):
     out = docker_client.containers.run(
         res.image, ["bash", "-c", f"cd /testbed && git apply <<'EOF'\n{TEST_PATCH_RUNTIME}EOF\n"
                     f"go test -json -count=1 -run '{pattern}' . || true"],
-        environment=GO_ENV, network_mode="none", remove=True).decode()
+        network_mode="none", remove=True).decode()  # the toolchain comes from the image's ENV
     ran = {e["Test"] for e in map(json.loads, filter(None, out.splitlines()))
            if e.get("Action") == "run"}
     assert ran == {"TestAdd", "TestAdd/case_(a.b)_one"}
+    # the row's test_command runs as is in the row's image and prints the report it parses
+    out = docker_client.containers.run(
+        res.image, ["bash", "-c", f"cd /testbed && git apply <<'EOF'\n{TEST_PATCH_RUNTIME}EOF\n"
+                    f"git apply <<'EOF'\n{PATCH}EOF\n{res.test_command}"],
+        network_mode="none", remove=True).decode()
+    rep = get_any_parser(res.parser)(out)
+    assert {t: str(rep.statuses.get(t)) for t in res.FAIL_TO_PASS + res.PASS_TO_PASS} == {
+        t: str(TestStatus.PASSED) for t in res.FAIL_TO_PASS + res.PASS_TO_PASS}
 
 
 def test_package_that_does_not_build_before_is_fail_to_pass(mint_go):

@@ -109,7 +109,10 @@ def test_polyglot_instance_verified_with_repair(tmp_path, instance, monkeypatch)
     steps = [json.loads(line) for line in Path(res.trajectory_path).read_text().splitlines()]
     assert [s["rule"] for s in steps if s["agent"] == "execution"] == ["recipe:toy:0", "repair:toy:cmd", "repair:toy",
                                                                          "recipe:toy:0"]
+    # runs as is in the image: the plan's env exported (and in the image's ENV)
+    assert res.test_command.startswith("export GOFLAGS=-mod=mod; ")
     assert res.test_command.endswith("go test -json ./...")
+    assert factory.images[res.image].env == {"GOFLAGS": "-mod=mod"}
 
 
 def test_untrustworthy_after_runs_are_not_graded(tmp_path, instance, monkeypatch):
