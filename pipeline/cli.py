@@ -167,11 +167,17 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
 
     cfg = config_from_options(config, sets, instances=instances, mirrors=mirrors, workdir=workdir, limit=limit,
                   workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray, reverify=reverify)
+    sel = None
+    if cfg.instances is not None:
+        try:
+            sel = load_and_select(cfg.instances, ids=cfg.ids or None, ids_file=cfg.ids_file, language=cfg.language,
+                                  limit=cfg.limit).instances
+        except (ValueError, OSError, SwemintError) as e:
+            err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+            raise typer.Exit(2) from None
     store = ResultStore(cfg.workdir)
     gold = store.instances()
-    if cfg.instances is not None:
-        sel = load_and_select(cfg.instances, ids=cfg.ids or None, ids_file=cfg.ids_file, language=cfg.language,
-                              limit=cfg.limit).instances
+    if sel is not None:
         gold.update({i.instance_id: i for i in sel})
         wanted = {i.instance_id for i in sel}
     else:

@@ -177,3 +177,12 @@ def test_missing_instance_file_and_mirror_folder_are_one_line_errors(tmp_path):
     r = CliRunner().invoke(app, ["mint", "-i", str(tmp_path / "i.jsonl"), "-m", str(tmp_path / "no-mirrors"),
                                  "-w", str(tmp_path / "w"), "--no-ray"])
     assert r.exit_code == 2 and "mirror folder not found" in r.output + (r.stderr if hasattr(r, "stderr") else "")
+
+
+@pytest.mark.parametrize("command", ["mint", "bench"])
+def test_unknown_language_is_one_line_error_exit_2(setup, command):
+    d = setup
+    r = CliRunner().invoke(app, [command, *mint_args(d)[1:], "--language", "golang"])
+    assert r.exit_code == 2, r.output
+    assert "no instance of language 'golang'" in r.output and "Traceback" not in r.output
+    assert calls(d) == []

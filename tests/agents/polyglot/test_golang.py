@@ -327,3 +327,31 @@ def test_compile_step_fails_only_for_dependencies(tmp_path, output, rc):
     r = subprocess.run(["bash", "-c", golang.compile_step("-count=1", ".")], capture_output=True, text=True,
                        env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
     assert r.returncode == rc, r.stdout
+
+
+def test_setup_never_carries_the_patches_code_only_their_go_mod_hunks(tmp_path, monkeypatch):
+    """The setup script and Dockerfile are published with the row: the fix and the new tests
+    must not be in them (nor compiled into the image's build cache); declared modules may."""
+    import base64
+    import re
+
+    tree = make_tree(tmp_path, {"go.mod": "module example.com/calc\n\ngo 1.19\n", "calc.go": "package calc\n",
+                                "calc_test.go": OLD_TEST})
+    monkeypatch.setattr(tc, "ensure_image", lambda r, cfg=None, client=None, instance_id=None: ToolchainChoice(
+        language="go", requested=r, version="1.19.8", image="go:test"))
+    new = OLD_TEST + '\nfunc TestNew(t *testing.T) { _ = "SECRET_TEST" }\n'
+    test_patch = "\n".join(["diff --git a/calc_test.go b/calc_test.go", *_diff(tmp_path / "d", OLD_TEST, new)]) + "\n"
+    fix = 'package calc\n\nimport "example.com/dep"\n\nvar Fixed = dep.SECRET_FIX\n'
+    patch = "\n".join(["diff --git a/calc.go b/calc.go", *_diff(tmp_path / "e", "package calc\n", fix, "calc.go"),
+                       "diff --git a/go.mod b/go.mod",
+                       *_diff(tmp_path / "f", "module example.com/calc\n\ngo 1.19\n",
+                              "module example.com/calc\n\ngo 1.19\n\nrequire example.com/dep v1.2.3\n", "go.mod")]) + "\n"
+    plan = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch, patch=patch), ["calc_test.go"], ImageConfig())
+    decoded = "".join(base64.b64decode(b).decode(errors="replace")
+                      for c in plan.setup_commands for b in re.findall(r"echo ([A-Za-z0-9+/=]{16,}) \| base64", c))
+    text = "\n".join(plan.setup_commands) + decoded
+    assert "require example.com/dep v1.2.3" in decoded  # the declared module is downloaded
+    assert "SECRET_FIX" not in text and "SECRET_TEST" not in text
+    no_mod = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch, patch=patch.split("diff --git a/go.mod")[0]),
+                            ["calc_test.go"], ImageConfig())
+    assert not any("swemint-prefetch" in c for c in no_mod.setup_commands)
