@@ -14,6 +14,19 @@ import pytest
 from envpool.errors import InfraError
 
 
+class Sleeps(list):
+    """A fake `sleep` recording the seconds asked for (no test waits for a back-off)."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    """A `Sleeps` to pass where code takes an injectable `sleep` (retries, rate limits)."""
+    return Sleeps()
+
+
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{reason} (CI is set: docker tests must run)")

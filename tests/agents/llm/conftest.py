@@ -19,17 +19,6 @@ KEY_ENV = "SWEMINT_TEST_LLM_KEY"
 KEY = "sk-test-9f8e7d6c5b4a-DO-NOT-LOG"
 
 
-class Sleeps(list):
-    """A fake `sleep` recording the seconds asked for (no test waits for a back-off)."""
-
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
-
 
 @pytest.fixture
 def key(monkeypatch) -> str:

@@ -22,17 +22,6 @@ def server():
         yield srv
 
 
-class Sleeps(list):
-    """A fake `sleep` recording the seconds asked for."""
-
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
-
 
 @pytest.fixture
 def env(monkeypatch) -> dict:
