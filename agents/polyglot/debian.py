@@ -91,6 +91,27 @@ def first_suite(era: str, resolve: Callable[[str], tuple[list[str], list[str], l
     return None, found, tried
 
 
+def from_debian(era: str, resolve: Callable[[str], tuple[list[str], list[str], list[str], list[str]]], *,
+                registry: str, installer: str, noun: str, repo: str, instance_id: str | None
+                ) -> tuple[str, list[str], list[str], list[str]]:
+    """Every dependency from Debian (`first_suite`): (suite, Debian packages, substitutions,
+    notes). Raises EnvBuildError naming the unreachable `registry` (e.g. "RubyGems
+    (rubygems.org)"), the `installer` that cannot run and, per suite tried, the `noun`s (gems,
+    packages) Debian lacks."""
+    from envpool.errors import EnvBuildError
+
+    found, (pkgs, _, dropped, versions), tried = first_suite(era, resolve)
+    if found is None:
+        raise EnvBuildError(
+            f"{registry} is unreachable and {repo} has no vendored dependencies: {installer} cannot run; "
+            f"{noun} without a Debian package: {'; '.join(tried)}", instance_id=instance_id)
+    subs = [f"Debian {era} lacks some {noun}: {found} used"] if found != era else []
+    notes = [f"dependencies from Debian {found}: {', '.join(pkgs) or 'none'}"]
+    if dropped:
+        notes.append(f"development tools, not installed: {', '.join(dropped)}")
+    return found, pkgs, subs + versions, notes
+
+
 def provider(candidates: list[str], suite: str) -> tuple[str, str] | None:
     """(Debian package, version) of the first of `candidates` that `suite` has, else None."""
     table = debian_table()

@@ -25,7 +25,7 @@ import shlex
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
-from agents.polyglot.debian import era_suite, era_time, first_suite, provider, rubyphp_recipes, satisfies
+from agents.polyglot.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -118,19 +118,11 @@ class Php:
             notes.append("vendored dependencies: vendor/autoload.php is used as committed")
         else:
             require, dev = composer_dependencies(tree)
-            found, (pkgs, _, dropped, versions), tried = first_suite(era, lambda s: _resolve(require, dev, s))
-            if found is None:
-                raise EnvBuildError(
-                    f"Packagist (repo.packagist.org) is unreachable and {instance.repo} has no vendored "
-                    f"dependencies: composer install cannot run; packages without a Debian package: "
-                    f"{'; '.join(tried)}", instance_id=instance.instance_id)
-            suite = found
-            if suite != era:
-                subs.append(f"Debian {era} lacks some packages: {suite} used")
-            notes.append(f"dependencies from Debian {suite}: {', '.join(pkgs) or 'none'}")
-            if dropped:
-                notes.append(f"development tools, not installed: {', '.join(dropped)}")
-            subs += versions
+            suite, pkgs, found_subs, found_notes = from_debian(
+                era, lambda s: _resolve(require, dev, s), registry="Packagist (repo.packagist.org)",
+                installer="composer install", noun="packages", repo=instance.repo, instance_id=instance.instance_id)
+            subs += found_subs
+            notes += found_notes
         php = rec["interpreters"][suite]
         image = layer_image("php", php, suite, apt_script([*rec["base"], "git", "ca-certificates", "unzip"]),
                             images)

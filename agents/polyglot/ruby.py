@@ -27,7 +27,7 @@ from typing import NamedTuple
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
-from agents.polyglot.debian import era_suite, era_time, first_suite, provider, rubyphp_recipes, satisfies
+from agents.polyglot.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -157,24 +157,16 @@ class Ruby:
         notes: list[str] = []
         subs: list[str] = []
         if vendored:
-            suite, pkgs, dropped, versions = era, ["bundler"], [], []
+            suite, pkgs = era, ["bundler"]
             setup_deps = ["bundle config set --local deploy false && bundle install --local"]
             notes.append("vendored gems: bundle install --local")
         else:
-            found, (pkgs, _, dropped, versions), tried = first_suite(era, lambda s: _resolve(gems, s))
-            if found is None:
-                raise EnvBuildError(
-                    f"RubyGems (rubygems.org) is unreachable and {instance.repo} has no vendored "
-                    f"dependencies: bundle install cannot run; gems without a Debian package: "
-                    f"{'; '.join(tried)}", instance_id=instance.instance_id)
-            suite = found
-            if suite != era:
-                subs.append(f"Debian {era} lacks some gems: {suite} used")
+            suite, pkgs, found_subs, found_notes = from_debian(
+                era, lambda s: _resolve(gems, s), registry="RubyGems (rubygems.org)",
+                installer="bundle install", noun="gems", repo=instance.repo, instance_id=instance.instance_id)
             setup_deps = []
-            notes.append(f"dependencies from Debian {suite}: {', '.join(pkgs) or 'none'}")
-            if dropped:
-                notes.append(f"development tools, not installed: {', '.join(dropped)}")
-            subs += versions
+            subs += found_subs
+            notes += found_notes
         tests = [f for f in touched if f.endswith(".rb") and re.search(r"(^|/)(test|spec)s?/|_test\.rb$|_spec\.rb$", f)
                  and not re.search(r"(^|/)(test|spec)_helper\.rb$|/support/|/fixtures?/", f)]
         if not tests:
