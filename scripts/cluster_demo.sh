@@ -159,9 +159,17 @@ fi
 
 log "submitting the job (workdir $WORKDIR)"
 t0=$(date +%s)
-ray job submit --address "$ADDRESS" --working-dir . \
-  --runtime-env-json '{"excludes": [".git/", ".venv/", ".mypy_cache/", ".ruff_cache/", ".pytest_cache/", "work/"]}' \
-  -- python -m pipeline.jobs.mint --config "$CONFIG" --workdir "$WORKDIR" "${JOB_ARGS[@]}" | tee "$TMP/job.log"
+# the dashboard answers before the job agent is up ("No available agent to submit job"): retry
+for attempt in 1 2 3 4 5 6; do
+  if ray job submit --address "$ADDRESS" --working-dir . \
+      --runtime-env-json '{"excludes": [".git/", ".venv/", ".mypy_cache/", ".ruff_cache/", ".pytest_cache/", "work/"]}' \
+      -- python -m pipeline.jobs.mint --config "$CONFIG" --workdir "$WORKDIR" "${JOB_ARGS[@]}" 2>&1 | tee "$TMP/job.log"; then
+    break
+  fi
+  grep -q "No available agent" "$TMP/job.log" && [ "$attempt" -lt 6 ] || exit 1
+  log "the job agent is not up yet (attempt $attempt): retrying in 5 s"
+  sleep 5
+done
 log "job finished in $(( $(date +%s) - t0 )) s"
 
 curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^ray_swemint' > "$TMP/metrics.txt" || true

@@ -355,3 +355,15 @@ def test_setup_never_carries_the_patches_code_only_their_go_mod_hunks(tmp_path, 
     no_mod = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch, patch=patch.split("diff --git a/go.mod")[0]),
                             ["calc_test.go"], ImageConfig())
     assert not any("swemint-prefetch" in c for c in no_mod.setup_commands)
+
+
+def test_compile_step_stays_lenient_under_set_e():
+    """The published setup.sh runs with `set -euxo pipefail`: the repository's own build failure
+    must not stop it, a dependency's must."""
+    own = 'go() { echo "./calc_test.go:3: undefined: Double"; return 1; }; '
+    dep = 'go() { echo "/root/go/pkg/mod/x@v1/a.go:3: bad"; return 1; }; '
+    step = golang.compile_step("-count=1", ".")
+    r = subprocess.run(["bash", "-c", "set -euo pipefail; " + own + step], capture_output=True, text=True)
+    assert r.returncode == 0 and "some test binaries do not build" in r.stdout
+    r = subprocess.run(["bash", "-c", "set -euo pipefail; " + dep + step], capture_output=True, text=True)
+    assert r.returncode == 1 and "a dependency does not build" in r.stdout
