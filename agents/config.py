@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.llm.config import LLMConfig
 from envpool.images import ImageConfig
+from envpool.netguard import BuildNetworkConfig
 
 
 class LimitsConfig(BaseModel):
@@ -101,6 +102,9 @@ class MintConfig(BaseModel):
     """Model turns of one LLM repair (tool loop bound)."""
     llm_max_repairs: int = Field(default=3, ge=0)
     """LLM repairs per instance at most (cost bound)."""
+    build_network: BuildNetworkConfig = Field(default_factory=BuildNetworkConfig)
+    """The network of setup containers (envpool.netguard): swemint's own bridge, dropped traffic
+    to the host and to private, link-local and metadata ranges; registries through NAT."""
 
     def memory_path(self) -> Path:
         """The experience memory's DuckDB file (`memory.path`, else under `workdir`)."""

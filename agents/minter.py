@@ -107,7 +107,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     try:
         if factory is None:
             from envpool.docker_sandbox import DockerSandboxFactory
-            factory = DockerSandboxFactory(run_id=config.run_id)
+            factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network)
         helper = make_helper(config, iid, llm=llm)
         _mint(instance, Path(repo_path), config, factory, res, idir, log_path, traj, env,
               candidates if config.reuse.enabled else None, helper)

@@ -22,6 +22,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from envpool.errors import InfraError
+from envpool.netguard import BuildNetworkConfig, ensure_build_network
 from envpool.sandbox import ExecResult, SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -314,14 +315,17 @@ class DockerSandboxFactory:
         client: a docker SDK client (default: from the environment).
         output_cap: bytes of output kept per exec (see DockerSandbox).
         kill_after: seconds between SIGTERM and SIGKILL when an exec times out.
+        build_network: the network "bridge" specs run on (`envpool.netguard`: swemint's own
+            bridge, isolated from the host and private ranges; created and guarded on first use).
     """
 
     def __init__(self, run_id: str = "adhoc", client=None, *, output_cap: int = DEFAULT_OUTPUT_CAP,
-                 kill_after: float = DEFAULT_KILL_AFTER):
+                 kill_after: float = DEFAULT_KILL_AFTER, build_network: BuildNetworkConfig | None = None):
         self.run_id = run_id
         self.client = client or docker_client()
         self.output_cap = output_cap
         self.kill_after = kill_after
+        self.build_network = build_network or BuildNetworkConfig()
 
     def _run_id(self, spec: SandboxSpec) -> str:
         explicit = "run_id" in spec.model_fields_set and spec.run_id
@@ -332,12 +336,16 @@ class DockerSandboxFactory:
 
         The container runs `sleep infinity` under an init, with the spec's limits (memory
         without swap, pids, nano_cpus) and network ("bridge" or "none" only: ValueError else).
+        "bridge" means the guarded build network (`envpool.netguard.ensure_build_network`):
+        registries through NAT, nothing of the host, its subnets or private ranges; InfraError
+        when that isolation cannot be installed.
         """
         docker = _docker()
         from docker.types import Mount
 
         if spec.network not in ("bridge", "none"):
             raise ValueError(f"network {spec.network!r} not allowed (bridge or none only)")
+        network_mode = "none" if spec.network == "none" else ensure_build_network(self.client, self.build_network)
         mounts = []
         ca = host_ca_bundle()
         if spec.mount_ca and ca and spec.network != "none":
@@ -357,7 +365,7 @@ class DockerSandboxFactory:
         try:  # create + start, not run(): run() would try to pull a missing image
             container = self.client.containers.create(
                 spec.image, ["sleep", "infinity"], name=name, labels=labels,
-                network_mode=spec.network, mem_limit=spec.memory, memswap_limit=spec.memory,
+                network_mode=network_mode, mem_limit=spec.memory, memswap_limit=spec.memory,
                 nano_cpus=int(spec.cpus * 1e9), pids_limit=spec.pids, mounts=mounts,
                 init=True, working_dir=spec.workdir, entrypoint=[])  # engine creates workdir
             container.start()

@@ -36,7 +36,8 @@ class RayConfig(BaseModel):
     include_dashboard: bool = False
     """Local runs only; a dashboard also serves the job API, which runs code."""
     bind_localhost: bool = True
-    """Local runs: bind every Ray socket to 127.0.0.1 (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0)."""
+    """Local runs: bind every Ray socket to 127.0.0.1 (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0), checked
+    on the listening sockets after start. A local Ray always uses token auth (generated token)."""
     log_to_driver: bool = False
     """Stream worker output to the console (it interleaves with the progress bar)."""
     docker_resource: bool = True

@@ -24,10 +24,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 from agents.models import InstanceResult
+from envpool.errors import InfraError
 from pipeline.config import PipelineConfig, RayConfig
+from pipeline.raysec import assert_loopback_only, ensure_local_token, force_loopback
 from pipeline.stages import Stage, WorkItem, describe_exception, failure_row, now_iso, run_safely
 
 log = logging.getLogger(__name__)
@@ -107,24 +110,28 @@ class LocalRunner:
 def init_ray(cfg: RayConfig, workers: int) -> bool:
     """Connect to Ray; returns True when this call started a local Ray (then `ray.shutdown` it).
 
-    Joins `cfg.address` or `$RAY_ADDRESS` (a job on a cluster) when set; else starts a local Ray
-    with `cfg.num_cpus`, `workers` custom `docker` resources, no dashboard and usage stats off.
-    Auth is disabled unless `RAY_AUTH_MODE` / `RAY_AUTH_TOKEN_PATH` is configured (a plain
-    init would write a token file that turns on auth for later `ray start`s; see platform notes).
+    Joins `cfg.address` or `$RAY_ADDRESS` (a job on a cluster) when set, with the cluster's own
+    auth settings from the environment. Else starts a local Ray with `cfg.num_cpus`, `workers`
+    custom `docker` resources, no dashboard and usage stats off, always with token auth (a
+    generated token, `pipeline.raysec.ensure_local_token`); with `cfg.bind_localhost` every
+    socket is bound to 127.0.0.1 and that is checked on the listening sockets after start:
+    InfraError (and Ray shut down) when one listens beyond loopback.
     """
     import ray
 
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if not os.environ.get("RAY_AUTH_MODE") and not os.environ.get("RAY_AUTH_TOKEN_PATH"):
-        os.environ["RAY_AUTH_MODE"] = "disabled"
     address = cfg.address or os.environ.get("RAY_ADDRESS")
     if address:
+        if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+            log.warning("joining Ray at %s with RAY_AUTH_MODE=disabled: anyone reaching the cluster "
+                        "can run code on it", address)
         ray.init(address=address, log_to_driver=cfg.log_to_driver)
         return False
+    ensure_local_token(Path(cfg.temp_dir) if cfg.temp_dir else None)
     if cfg.bind_localhost:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        force_loopback()
     kwargs: dict = dict(num_cpus=cfg.num_cpus or os.cpu_count(), resources={"docker": float(workers)},
                         include_dashboard=cfg.include_dashboard, log_to_driver=cfg.log_to_driver,
                         configure_logging=False)
@@ -135,6 +142,12 @@ def init_ray(cfg: RayConfig, workers: int) -> bool:
     if cfg.temp_dir:
         kwargs["_temp_dir"] = str(cfg.temp_dir)
     ray.init(**kwargs)
+    if cfg.bind_localhost:
+        try:
+            assert_loopback_only()
+        except InfraError:
+            ray.shutdown()
+            raise
     return True
 
 

@@ -131,6 +131,9 @@ for _ in $(seq 120); do
 done
 ps -eo pid=,pgid= | awk -v g="$HEAD_PID" '$2 == g {print $1}' > "$TMP/head.pids"
 log "head up: pid $HEAD_PID, $(wc -l < "$TMP/head.pids") processes (pids in $TMP/head.pids)"
+"$VENV/python" -c 'import sys; from pipeline.raysec import assert_loopback_only; assert_loopback_only(int(sys.argv[1]))' "$HEAD_PID" \
+  || { log "the Ray head listens beyond loopback: stopping"; exit 1; }
+log "every socket of the head's processes is on loopback"
 log "job API without the token answers HTTP $(curl -s -o /dev/null -w '%{http_code}' "$ADDRESS/api/jobs/")"
 
 if [ "$REGISTRY" = 1 ]; then

@@ -27,5 +27,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 bash scripts/ensure_docker.sh
+# the build network and its host isolation (iptables; envpool/netguard.py); the minter also
+# ensures it before the first build container, and refuses to build without it
+.venv/bin/python -m envpool.netguard --install >/dev/null
 # shellcheck disable=SC2086
 .venv/bin/python -m envpool.images ${SWEMINT_IMAGES:-3.11 3.9} >/dev/null

@@ -92,7 +92,7 @@ def local_ray(tmp_path_factory):
     if ray.is_initialized():
         ray.shutdown()
     started = init_ray(RayConfig(num_cpus=2, object_store_memory=100 * 1024**2), workers=2)
-    assert started and os.environ["RAY_AUTH_MODE"] == "disabled" and os.environ["RAY_USAGE_STATS_ENABLED"] == "0"
+    assert started and os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_USAGE_STATS_ENABLED"] == "0"
     yield ray
     ray.shutdown()
 
@@ -115,6 +115,41 @@ def test_ray_runner_raise_hang_crash_become_rows(local_ray):
     assert t.peak == 2
     runner.close()
     assert local_ray.is_initialized()  # the runner did not start this Ray, so it leaves it running
+
+
+@pytest.mark.slow
+def test_local_ray_listens_on_loopback_only_and_refuses_requests_without_the_token(local_ray):
+    import socket
+    import stat
+    import urllib.error
+    import urllib.request
+
+    from pipeline.raysec import descendants, exposed_sockets, listening_sockets
+
+    got = list(RayRunner(workers=2, timeout=60).run(FakeStage(), items("ok-1", "ok-2")))  # workers exist
+    assert [r.outcome for r in got] == ["verified", "verified"]
+    ours = listening_sockets(descendants(os.getpid()) | {os.getpid()})
+    assert len(ours) >= 4 and {c for _, c, _, _ in ours} >= {"gcs_server", "raylet"}
+    assert exposed_sockets() == [], exposed_sockets()
+    token = Path(os.environ["RAY_AUTH_TOKEN_PATH"])
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600 and len(token.read_text()) == 64
+    port = local_ray._private.worker.global_worker.node.dashboard_agent_listen_port
+    url = f"http://127.0.0.1:{port}/api/job_agent/jobs/"
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url, timeout=10)
+    assert e.value.code == 401  # the job API refuses a request without the token
+    with pytest.raises(urllib.error.HTTPError) as e:  # with it, the request passes auth (GET: 405)
+        urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": f"Bearer {token.read_text()}"}),
+                               timeout=10)
+    assert e.value.code != 401
+    # the check is not blind: a socket of this process bound to every address is reported
+    s = socket.socket()
+    s.bind(("0.0.0.0", 0))
+    s.listen(1)
+    try:
+        assert any(port == s.getsockname()[1] for _, _, _, port in exposed_sockets())
+    finally:
+        s.close()
 
 
 @pytest.mark.slow
