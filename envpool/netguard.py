@@ -341,9 +341,9 @@ def _main(argv: list[str] | None = None) -> int:
     if args.remove:
         remove_rules(cfg)
         return 0
-    from envpool.docker_sandbox import docker_client
+    import docker
 
-    name = ensure_build_network(docker_client(), cfg)
+    name = ensure_build_network(docker.from_env(timeout=120), cfg)
     print(f"build network {name} on {cfg.bridge}: guarded")
     return 0
 
