@@ -48,10 +48,12 @@ class Instance(BaseModel):
 
     Gold `FAIL_TO_PASS` / `PASS_TO_PASS` (lists, or JSON-encoded strings as in the HF copies)
     are kept for scoring only: nothing in swemint chooses tests, commands or versions by them.
-    `environment_setup_commit` is accepted and ignored. Unknown extra fields are kept in `extra`.
+    `environment_setup_commit` is accepted and ignored. Crawl provenance (`source`,
+    `pull_number`, `issue_numbers`, `quality_score`, `commit`, `crawled_at`) has fields of its
+    own; any other unknown field is kept as is (pydantic `model_extra`, and in `model_dump`).
     """
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
     instance_id: str
     repo: str
     base_commit: str
@@ -65,6 +67,28 @@ class Instance(BaseModel):
     PASS_TO_PASS: list[str] = Field(default_factory=list)
     environment_setup_commit: str | None = None
     language: str | None = None
+    source: str | None = None
+    """Where the row came from: e.g. `github`, `local:<mirror>`, `swe-bench` (as the input says)."""
+    pull_number: int | None = None
+    issue_numbers: list[int] = Field(default_factory=list)
+    quality_score: float | None = None
+    commit: str | None = None
+    """The merge or squash commit of the PR (crawled rows)."""
+    crawled_at: str | None = None
+
+    @field_validator("issue_numbers", mode="before")
+    @classmethod
+    def _issues(cls, v: Any) -> list[int]:
+        if v is None or v == "":
+            return []
+        if isinstance(v, str):
+            v = json.loads(v) if v.strip().startswith("[") else [x for x in v.replace(",", " ").split()]
+        return [int(x) for x in v]
+
+    @field_validator("pull_number", mode="before")
+    @classmethod
+    def _pull(cls, v: Any) -> int | None:
+        return None if v is None or v == "" else int(v)
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
