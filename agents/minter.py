@@ -33,6 +33,7 @@ from envpool import images
 from envpool.errors import (EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError,
                             TestsNotRunError)
 from envpool.grading import grade
+from envpool.naming import folder_name
 from envpool.sandbox import SandboxSpec
 from envpool.testrun.pytest_runner import PLUGIN_DIR, run_pytest_detailed
 
@@ -91,10 +92,12 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
 
     Returns:
         InstanceResult with exactly one outcome. Never raises for instance problems; a failure
-        of the Docker engine becomes `infra_error`.
+        of the Docker engine becomes `infra_error`. Logs and artifacts go to
+        `config.workdir/instances/<envpool.naming.folder_name(id)>/`; the row itself is the
+        caller's to store (the pipeline driver writes `result.json`).
     """
     iid = instance.instance_id
-    idir = Path(config.workdir) / "instances" / re.sub(r"[^A-Za-z0-9_.-]", "_", iid)
+    idir = Path(config.workdir) / "instances" / folder_name(iid)
     idir.mkdir(parents=True, exist_ok=True)
     log_path = idir / "run.log"
     log_path.write_text(f"# swemint {iid} started {_now()}\n")
@@ -127,7 +130,8 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     if res.outcome != "verified" and res.image and res.image not in borrowed:
         remove_image(factory, res.image)
         res.image, res.image_id, res.env = "", "", None
-    (idir / "result.json").write_text(res.model_dump_json(indent=2))
+    # result.json is the driver's (pipeline.store, its one writer): a worker abandoned at its
+    # deadline must never overwrite the driver's `timeout` row
     with log_path.open("a") as f:
         f.write(f"\n# outcome: {res.outcome}: {res.reason}\n")
     return res

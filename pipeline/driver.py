@@ -38,6 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
 from agents.gitrepo import GitTree
 from agents.models import OUTCOMES, EnvRecord, Instance, InstanceResult, StepRecord
 from agents.reuse import derive_version
@@ -48,7 +50,7 @@ from pipeline.instances import load_and_select
 from pipeline.ray_adapter import Runner, make_runner
 from pipeline.repos import RepoResolver
 from pipeline.stages import MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso, sweep_leftovers
-from pipeline.store import ResultStore, driver_lock, export_dataset
+from pipeline.store import ResultStore, atomic_write, driver_lock, export_dataset, quarantine
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +120,8 @@ class MemoryWriter:
     """The driver's side of the experience memory: `learn(res)` distils a finished instance's
     trajectory (`res.trajectory_path`, JSONL of StepRecord) into the DuckDB file at `path`,
     opening it only for the call so that workers can copy it in between. Seeds are loaded on the
-    first call. Never raises (a memory problem is logged, the row is kept)."""
+    first call. Never raises (a memory problem is logged, the row is kept; a file DuckDB cannot
+    read is quarantined and the memory starts again from the seeds)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -144,6 +147,9 @@ class MemoryWriter:
             self._seeded = True
         except Exception as e:  # noqa: BLE001
             log.warning("could not learn from %s: %s", res.instance_id, e)
+            if isinstance(e, duckdb.Error) and self.path.exists():  # unreadable: set aside, start again
+                quarantine(self.path, f"{type(e).__name__}: {e}")
+                self._seeded = False
             return 0
         self.learned += n
         return n
@@ -152,27 +158,46 @@ class MemoryWriter:
 def write_input_errors(workdir: Path, errors: list[InstanceInputError]) -> Path:
     """Write bad input rows to `workdir/input_errors.jsonl` ({instance_id, error} per line)."""
     path = workdir / "input_errors.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"instance_id": e.instance_id, "error": str(e)}) + "\n" for e in errors),
-                    encoding="utf-8")
+    atomic_write(path, "".join(json.dumps({"instance_id": e.instance_id, "error": str(e)}) + "\n" for e in errors))
     return path
+
+
+def open_pool(path: Path, store: ResultStore) -> EnvPool:
+    """The pool the driver writes. A file DuckDB cannot open or read (torn, or not a database)
+    is quarantined (`store.quarantine`, with its `.wal`) and a new pool is built from the
+    environments of the stored `verified` rows, so nothing verified is lost."""
+    try:
+        return EnvPool(path)
+    except duckdb.Error as e:
+        quarantine(path, f"{type(e).__name__}: {e}")
+        wal = path.with_name(path.name + ".wal")
+        if wal.exists():
+            quarantine(wal, "the write-ahead log of a quarantined pool")
+    pool = EnvPool(path)
+    envs = [r.env for r in store.results() if r.outcome == "verified" and r.env is not None]
+    for env in envs:
+        pool.add(env)
+    log.warning("pool %s rebuilt from %d verified row(s) of the store", path, len(envs))
+    return pool
 
 
 @contextmanager
 def _run_log(workdir: Path) -> Iterator[None]:
-    """Copy this module's INFO lines to `workdir/driver.log` for the block (appending)."""
+    """Copy the pipeline's INFO lines (this module's, the store's quarantines, ...) to
+    `workdir/driver.log` for the block (appending)."""
     handler = logging.FileHandler(workdir / "driver.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     handler.setLevel(logging.INFO)
-    old = log.level
-    if log.getEffectiveLevel() > logging.INFO:
-        log.setLevel(logging.INFO)
-    log.addHandler(handler)
+    root = logging.getLogger("pipeline")
+    old = root.level
+    if root.getEffectiveLevel() > logging.INFO:
+        root.setLevel(logging.INFO)
+    root.addHandler(handler)
     try:
         yield
     finally:
-        log.removeHandler(handler)
-        log.setLevel(old)
+        root.removeHandler(handler)
+        root.setLevel(old)
         handler.close()
 
 
@@ -231,7 +256,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     report = MintReport(selected=loaded.instances, load_errors=loaded.errors, missing_ids=loaded.missing_ids)
     store = ResultStore(cfg.workdir, cfg.retry_outcomes)
     write_input_errors(cfg.workdir, loaded.errors)
-    pool = EnvPool(cfg.pool_path)
+    pool = open_pool(cfg.pool_path, store)
     todo = []
     for inst in loaded.instances:
         prev = store.read_result(inst.instance_id)

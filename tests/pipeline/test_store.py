@@ -57,8 +57,8 @@ def test_rerun_clears_old_done_marker(tmp_path):
 
 def test_safe_name_keeps_folders_inside_root(tmp_path):
     assert safe_name("django__django-1234") == "django__django-1234"
-    assert safe_name("../../etc/passwd") == ".._.._etc_passwd"
-    assert safe_name("..") == "_.."
+    assert safe_name("../../etc/passwd") == "..%2F..%2Fetc%2Fpasswd"
+    assert safe_name("..") == "%2E%2E" and safe_name("a/b") != safe_name("a_b")
     assert ResultStore(tmp_path).dir("a/b").parent == tmp_path / "instances"
 
 
