@@ -27,6 +27,7 @@ from envpool.errors import InstanceInputError
 from envpool.naming import folder_name
 
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+COMMIT_RE = re.compile(r"^[0-9a-fA-F]{4,64}$")
 DEFAULT_LANGUAGE = "python"
 """Language assumed for rows without a `language` field (SWE-bench, Lite and Verified)."""
 
@@ -116,7 +117,7 @@ def parse_row(row: Any, where: str, source: str = "") -> Instance:
 
     Raises `InstanceInputError` (with `instance_id` when the row has one) for a non-object row,
     text UTF-8 cannot encode (a lone surrogate), a missing/invalid field, a bad `repo` (must be
-    `owner/name`) or an empty `base_commit`.
+    `owner/name`) or a `base_commit` that is not 4 to 64 hex digits.
     """
     prefix = f"{source} {where}".strip()
     if not isinstance(row, dict):
@@ -136,6 +137,9 @@ def parse_row(row: Any, where: str, source: str = "") -> Instance:
         raise InstanceInputError(f"{prefix}: repo {inst.repo!r} is not 'owner/name'", instance_id=iid)
     if not inst.base_commit.strip():
         raise InstanceInputError(f"{prefix}: empty base_commit", instance_id=iid)
+    if not COMMIT_RE.match(inst.base_commit):  # it enters git commands and the row's Dockerfile
+        raise InstanceInputError(f"{prefix}: base_commit {inst.base_commit[:80]!r} is not a commit id (4 to 64 hex "
+                                 "digits)", instance_id=iid)
     return inst
 
 
