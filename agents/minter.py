@@ -17,8 +17,8 @@ from pathlib import Path
 from agents.analysis import analyze_python
 from agents.config import MintConfig
 from agents.dockerfile import render_dockerfile, render_setup_script
-from agents.envimage import (commit_image, commit_tracked_edits, image_size, image_tag_for, lay_out_repository,
-                             plugin_files, remove_image)
+from agents.envimage import (cache_mounts, commit_image, commit_tracked_edits, image_size, image_tag_for,
+                             lay_out_repository, plugin_files, release_cache, remove_image)
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from agents.policy import make_helper
@@ -110,7 +110,9 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     try:
         if factory is None:
             from envpool.docker_sandbox import DockerSandboxFactory
-            factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network)
+            factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network,
+                                           output_cap=config.limits.output_bytes,
+                                           report_cap=config.limits.report_bytes)
         helper = make_helper(config, iid, llm=llm)
         _mint(instance, Path(repo_path), config, factory, res, idir, log_path, traj, env,
               candidates if config.reuse.enabled else None, helper)
@@ -121,6 +123,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         res.outcome, res.reason = "infra_error", f"internal error: {type(e).__name__}: {e}"
     finally:
         traj.flush()
+        release_cache(config, iid, instance.repo)
         if helper is not None:
             res.llm_usage = helper.usage()
             if helper.memory is not None:
@@ -156,7 +159,7 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
     if not tests.test_files:
         raise TestsNotRunError("test_patch touches no Python test file", instance_id=iid, log_path=log_path)
     spec = SandboxSpec(image="", run_id=config.run_id, instance_id=iid, network="bridge",
-                       cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids)
+                       **config.limits.sandbox_fields())
     if pooled is not None and image_size(factory, pooled.image_tag) > 0 and pooled.base_commit == instance.base_commit:
         res.image, res.image_id, res.reused_from = pooled.image_tag, pooled.image_id, pooled.instance_id
         res.interpreter, res.setup_script, res.dockerfile = pooled.interpreter, pooled.setup_script, pooled.dockerfile
@@ -220,9 +223,8 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
     traj(StepRecord(agent="analysis", rule="rules", note=profile.model_dump_json()))
     traj(StepRecord(agent="setup", rule="choose_python", note=choice.model_dump_json()))
     version = pretend_version(instance, tree, profile.package_version)
-    cache = Path(config.workdir) / "cache"
     spec = spec.model_copy(update={"image": base_image,
-                                   "cache_mounts": {str((cache / "uv").resolve()): "/root/.cache/uv"}})
+                                   "cache_mounts": cache_mounts(config, iid, instance.repo)})
     t = time.monotonic()
     with factory.sandbox(spec, log_path) as sb:
         lay_out_repository(sb, tree, instance.base_commit, log_path=log_path)

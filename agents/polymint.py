@@ -177,8 +177,7 @@ def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, fac
     res.timings["checkout+analysis"] = round(time.monotonic() - t, 2)
     (idir / "plan.json").write_text(plan.model_dump_json(indent=2))
     spec = SandboxSpec(image=plan.image, run_id=config.run_id, instance_id=iid, network="bridge",
-                       cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids,
-                       env=dict(plan.env))
+                       env=dict(plan.env), **config.limits.sandbox_fields())
     if pooled is not None and image_size(factory, pooled.image_tag) > 0 and pooled.base_commit == instance.base_commit:
         res.image, res.image_id, res.reused_from = pooled.image_tag, pooled.image_id, pooled.instance_id
         res.setup_script, res.dockerfile = pooled.setup_script, pooled.dockerfile
