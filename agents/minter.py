@@ -9,7 +9,6 @@ problems: every path returns an `InstanceResult` (datatrove's "every outcome is 
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +26,7 @@ from agents.polymint import mint_polyglot
 from agents.python_plan import choose_python, pretend_version, runtime_env
 from agents.python_setup import PythonEnvBuilder
 from agents.reuse import derive_version, try_reuse
-from agents.sides import apply_side_patches, time_left, verification_sides
+from agents.sides import apply_side_patches, time_left, trusted_runs, verification_sides
 from agents.testconfig import configure_python_tests
 from envpool import images
 from envpool.errors import (EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError,
@@ -35,7 +34,9 @@ from envpool.errors import (EnvBuildError, InstanceInputError, PatchApplyError, 
 from envpool.grading import grade
 from envpool.naming import folder_name
 from envpool.sandbox import SandboxSpec
-from envpool.testrun.pytest_runner import PLUGIN_DIR, run_pytest_detailed
+from envpool.testrun.published import published_command
+from envpool.testrun.pytest_runner import row_command, run_pytest_detailed
+from envpool.testrun.trust import infrastructure_flags
 
 __all__ = ["OUTCOME_OF_ERROR", "image_tag_for", "mint_instance"]
 
@@ -175,29 +176,28 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
                    time.monotonic(), helper)
         commit_time, interpreter = tree.commit_time, res.interpreter
     test_spec = spec.model_copy(update={"image": res.image, "network": "none", "env": runtime_env()})
+    res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch)
     runs = {}
     for side, patches, n in verification_sides(instance, config.verify):
         t = time.monotonic()
         with factory.sandbox(test_spec, log_path) as sb:
             apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
-            reports = []
+            outcomes = []
             for i in range(n):
                 remaining = time_left(deadline, side, iid, log_path)
                 run = run_pytest_detailed(sb, tests.test_files, python=tests.python,
                                           timeout=min(config.timeouts.test_run, remaining),
                                           per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")
                 rep = run.report
-                reports.append(rep)
+                outcomes.append((rep, run.anomalies, run.tampered))
                 if side == "after" and not res.test_command:
-                    # the run folder has a random suffix: store a fixed one so rows are reproducible
-                    command = re.sub(r"/tmp/swemint/[A-Za-z0-9_.]+-[0-9a-f]{8}/", "/tmp/swemint/run/", run.command)
-                    res.test_command = (f"cd /testbed && PYTHONPATH={PLUGIN_DIR} "
-                                        f"SWEMINT_REPORT=/tmp/swemint/run/report.jsonl {command}")
+                    res.test_command = published_command(instance.test_patch, instance.patch,
+                                                         row_command(run.command, config.timeouts.per_test))
                 traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=run.command,
                                 exit_code=rep.exit_code, duration=round(rep.duration, 2),
-                                note=f"{len(rep.statuses)} tests, source={rep.source}, "
+                                note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
                                      f"collection_errors={rep.collection_errors[:5]}"))
-            runs[side] = reports
+        runs[side] = trusted_runs(side, outcomes, res, iid, log_path)
         res.timings[side] = round(time.monotonic() - t, 2)
     _judge(res, runs["before"], runs["after"], iid, log_path)
     if res.outcome == "verified":
@@ -255,7 +255,8 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
 
 
 def _judge(res: InstanceResult, before, after, iid: str, log_path: Path, pytest: bool = True) -> None:
-    """Outcome from the runs: timeouts and runs that never reached the tests are not grades.
+    """Outcome from the trusted runs of each side (`agents.sides.trusted_runs`: timeouts and
+    untrustworthy reports are already out): runs that never reached the tests are not grades.
     `pytest`: the runs are pytest's (exit codes 3/4 mean it never reached a test)."""
     for side, reps in (("before", before), ("after", after)):
         if all(r.timed_out and not r.statuses for r in reps):

@@ -30,6 +30,7 @@ from pathlib import Path
 from envpool.docker_sandbox import DEFAULT_OUTPUT_CAP, DEFAULT_REPORT_CAP, cap_output
 from envpool.errors import InfraError, OutputTooLarge
 from envpool.sandbox import ExecResult, SandboxSpec
+from envpool.testrun.channel import encode_frames
 
 Reply = ExecResult | int | str | tuple
 Handler = Reply | Callable[[str, "FakeSandbox"], Reply]
@@ -330,3 +331,40 @@ class FakeSandboxFactory:
     def open_sandboxes(self) -> list[FakeSandbox]:
         """Sandboxes started and not closed (a leak, once the code under test returned)."""
         return [s for s in self.sandboxes if not s.closed]
+
+
+def pytest_session(statuses: dict[str, str], exitstatus: int | None = None, *, collected: int | None = None,
+                   pid: int = 4242, seal: bool = True) -> list[dict]:
+    """The records swemint's pytest plugin sends for a session whose tests ended with
+    `statuses` (node id -> "passed" / "failed" / "skipped" / "error"); `exitstatus` defaults to
+    pytest's (1 with a failure or error, else 0); `seal=False` leaves the session unfinished."""
+    recs: list[dict] = [{"kind": "session_start", "pytest": "8.4.2", "python": "3.11", "timeout": None, "pid": pid},
+                        {"kind": "collected", "count": len(statuses) if collected is None else collected, "pid": pid}]
+    for nodeid, outcome in statuses.items():
+        if outcome == "error":
+            recs.append({"kind": "test", "nodeid": nodeid, "when": "setup", "outcome": "failed", "pid": pid})
+            continue
+        recs.append({"kind": "test", "nodeid": nodeid, "when": "setup", "outcome": "passed", "pid": pid})
+        recs.append({"kind": "test", "nodeid": nodeid, "when": "call", "outcome": outcome, "pid": pid})
+    if exitstatus is None:
+        exitstatus = 1 if any(o in ("failed", "error") for o in statuses.values()) else 0
+    if seal:
+        recs.append({"kind": "session_finish", "exitstatus": exitstatus, "counts": {}, "seal": True, "pid": pid})
+    return recs
+
+
+def pytest_reply(records: list[dict], exit_code: int | None = None, output: str = "", *,
+                 sign: bool = True, duration: float = 0.0) -> Callable[[str, FakeSandbox], ExecResult]:
+    """A handler that plays swemint's pytest plugin: it signs `records` with the key the runner
+    gave on stdin (`sign=False`: unsigned frames, as a forger without the key would write) and
+    returns them on the report channel, `output` as the console and `exit_code` (default: the
+    sealed session's exit status, else 2)."""
+    finish = next((r for r in reversed(records) if r.get("kind") == "session_finish"), None)
+    code = exit_code if exit_code is not None else (finish["exitstatus"] if finish else 2)
+
+    def reply(command: str, sb: FakeSandbox) -> ExecResult:
+        stdin = sb.calls[-1].stdin if sb.calls else None
+        key = bytes.fromhex(stdin.strip().decode()) if sign and stdin else None
+        return ExecResult(command=command, exit_code=code, output=output, channel=encode_frames(records, key),
+                          duration=duration)
+    return reply
