@@ -3,7 +3,7 @@
 Phases (each timed, seconds): checkout (tree from the mirror) -> analysis -> setup (build
 sandbox on the bridge network, repair loop) -> commit (environment image: dependencies
 installed, repository at base_commit, no patch) -> before runs (base + test_patch, network
-none) -> after runs (+ patch, network none) -> grading. Never raises for an instance's
+none) -> after runs (+ patch, network none), each run in a fresh container -> grading. Never raises for an instance's
 problems: every path returns an `InstanceResult` (datatrove's "every outcome is a row").
 """
 
@@ -180,23 +180,23 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
     runs = {}
     for side, patches, n in verification_sides(instance, config.verify):
         t = time.monotonic()
-        with factory.sandbox(test_spec, log_path) as sb:
-            apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
-            outcomes = []
-            for i in range(n):
-                remaining = time_left(deadline, side, iid, log_path)
+        outcomes = []
+        for i in range(n):
+            remaining = time_left(deadline, side, iid, log_path)
+            with factory.sandbox(test_spec, log_path) as sb:  # every run in a fresh container
+                apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
                 run = run_pytest_detailed(sb, tests.test_files, python=tests.python,
                                           timeout=min(config.timeouts.test_run, remaining),
                                           per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")
-                rep = run.report
-                outcomes.append((rep, run.anomalies, run.tampered))
-                if side == "after" and not res.test_command:
-                    res.test_command = published_command(instance.test_patch, instance.patch,
-                                                         row_command(run.command, config.timeouts.per_test))
-                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=run.command,
-                                exit_code=rep.exit_code, duration=round(rep.duration, 2),
-                                note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
-                                     f"collection_errors={rep.collection_errors[:5]}"))
+            rep = run.report
+            outcomes.append((rep, run.anomalies, run.tampered))
+            if side == "after" and not res.test_command:
+                res.test_command = published_command(instance.test_patch, instance.patch,
+                                                     row_command(run.command, config.timeouts.per_test))
+            traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=run.command,
+                            exit_code=rep.exit_code, duration=round(rep.duration, 2),
+                            note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
+                                 f"collection_errors={rep.collection_errors[:5]}"))
         runs[side] = trusted_runs(side, outcomes, res, iid, log_path)
         res.timings[side] = round(time.monotonic() - t, 2)
     _judge(res, runs["before"], runs["after"], iid, log_path)

@@ -4,7 +4,8 @@ The minter (`agents.minter`) hands an instance here when `agents.polyglot.pick_e
 claims its tree. Phases and their timings (seconds) are the Python path's: `setup` (sandbox on
 the bridge network from the toolchain image, /testbed laid out, `plan.setup_commands` one by one
 with the ecosystem's `repair`), `commit` (the environment image), `before` / `after` (network
-none, `plan.test_command` rerun `verify.before_runs` / `verify.after_runs` times). Each run's raw
+none, `plan.test_command` rerun `verify.before_runs` / `verify.after_runs` times, each run in a
+fresh container). Each run's raw
 report is parsed by `envpool.testrun.polyglot.get_any_parser(plan.parser)`; a run whose
 `check()` finds anomalies (counts that disagree, a cut stream) is never graded (the polyglot
 parsers' contract). Reuse across instances is Python-only for now; the same-instance pooled
@@ -223,22 +224,22 @@ def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, fac
     for side, patches, n in verification_sides(instance, config.verify):
         t = time.monotonic()
         outcomes = []
-        with factory.sandbox(test_spec, log_path) as sb:
-            apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
-            for i in range(n):
-                remaining = time_left(deadline, side, iid, log_path)
+        for i in range(n):
+            remaining = time_left(deadline, side, iid, log_path)
+            with factory.sandbox(test_spec, log_path) as sb:  # every run in a fresh container
+                apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
                 rep, found, command = run_poly_tests(sb, plan, timeout=min(config.timeouts.test_run, remaining),
                                                      known_tests=known or None, log_label=f"{side}#{i + 1}")
-                if not res.test_command and side == "after":
-                    res.test_command = published_command(instance.test_patch, instance.patch,
-                                                         stored_test_command(plan, command))
-                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=command,
-                                exit_code=rep.exit_code, duration=round(rep.duration, 2),
-                                note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={found[:3]}, "
-                                     f"collection_errors={rep.collection_errors[:5]}"))
-                outcomes.append((rep, found, []))
-                if not found:
-                    known |= set(rep.statuses)
+            if not res.test_command and side == "after":
+                res.test_command = published_command(instance.test_patch, instance.patch,
+                                                     stored_test_command(plan, command))
+            traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=command,
+                            exit_code=rep.exit_code, duration=round(rep.duration, 2),
+                            note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={found[:3]}, "
+                                 f"collection_errors={rep.collection_errors[:5]}"))
+            outcomes.append((rep, found, []))
+            if not found:
+                known |= set(rep.statuses)
         runs[side] = trusted_runs(side, outcomes, res, iid, log_path)
         res.timings[side] = round(time.monotonic() - t, 2)
     _judge(res, runs["before"], runs["after"], iid, log_path, pytest=False)

@@ -115,6 +115,10 @@ def test_polyglot_instance_verified_with_repair(tmp_path, instance, monkeypatch)
     assert "base64 -d | git apply" in res.test_command and "export GOFLAGS=-mod=mod; " in res.test_command
     assert res.test_command.endswith("go test -json ./...")
     assert res.anomalies == [] and res.test_infra_files == []
+    # every run of a side in a fresh container: nothing one run leaves reaches the next
+    runs = [sb for sb in factory.sandboxes if sb.spec.network == "none"]
+    assert len(runs) == cfg.verify.before_runs + cfg.verify.after_runs
+    assert all(sum("go test" in c for c in sb.commands) == 1 for sb in runs)
     assert factory.images[res.image].env == {"GOFLAGS": "-mod=mod"}
 
 
