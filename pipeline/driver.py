@@ -44,10 +44,11 @@ from agents.gitrepo import GitTree
 from agents.models import OUTCOMES, EnvRecord, Instance, InstanceResult, StepRecord
 from agents.reuse import derive_version
 from envpool.errors import InstanceInputError
+from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.pool import EnvPool
 from pipeline.config import PipelineConfig
 from pipeline.instances import load_and_select
-from pipeline.ray_adapter import Runner, make_runner
+from pipeline.ray_adapter import ABANDONED, Runner, make_runner
 from pipeline.repos import RepoResolver
 from pipeline.stages import MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso, sweep_leftovers
 from pipeline.store import ResultStore, atomic_write, driver_lock, export_dataset, quarantine
@@ -230,6 +231,23 @@ def _sweep_stale(cfg: PipelineConfig, store: ResultStore, pool: EnvPool, runner:
              "left by run %s", len(stale), n["containers"], n["images"], cfg.mint.run_id)
 
 
+def _remove_abandoned(cfg: PipelineConfig, pool: EnvPool, runner: Runner, instance_id: str) -> None:
+    """Remove, at once and on every Docker node, the containers (and unpooled images) of an
+    instance the runner abandoned at its deadline: a cancelled Ray task or an abandoned thread
+    leaves its container running otherwise."""
+    rec = pool.get(instance_id) if pool is not None else None
+    keep = [rec.image_id] if rec is not None and rec.image_id else []
+    each_node = getattr(runner, "each_node", None)
+    try:
+        got = each_node(sweep_leftovers, cfg.mint.run_id, [instance_id], keep) if each_node else \
+            [sweep_leftovers(cfg.mint.run_id, [instance_id], keep)]
+    except Exception as e:  # noqa: BLE001 - no engine here (fake minters): nothing to remove
+        log.warning("could not remove the containers of abandoned %s: %s", instance_id, e)
+        return
+    n = sum(c.get("containers", 0) for c in got)
+    log.info("%s: abandoned at its deadline; removed %d container(s)", instance_id, n)
+
+
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
              on_plan: Callable[[int, int], None] | None = None) -> MintReport:
@@ -307,12 +325,36 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
         if reuse.enabled:
             it.candidates = reuse_candidates(pool, it, reuse.max_candidates)
 
+    stop: list[str] = []  # why no new work starts (low disk), once it is so
+    held: list[WorkItem] = []
+
+    def feed() -> Iterator[WorkItem]:
+        """The items, until the disk runs low (here, or on a worker: a row says so)."""
+        for it in items:
+            if not stop:
+                try:
+                    check_free_disk([cfg.workdir], cfg.mint.limits.min_free_disk_bytes)
+                except LowDisk as e:
+                    stop.append(e.message)
+                    log.error("%s", e.message)
+            if stop:
+                held.append(it)
+                continue
+            yield it
+
     runner = runner or make_runner(cfg)
     try:
         if items:
             _sweep_stale(cfg, store, pool, runner, [it.instance for it in items])
-            for res in runner.run(stage, items, on_submit=submit):
+            for res in runner.run(stage, feed(), on_submit=submit):
                 record(res)
+                if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and not stop:
+                    stop.append(res.reason)
+                    log.error("%s (reported for %s)", res.reason, res.instance_id)
+                if res.outcome == "timeout" and ABANDONED in res.reason:
+                    _remove_abandoned(cfg, pool, runner, res.instance_id)
+        for it in held:  # a row each: retried by the next run (infra_error), nothing lost
+            record_input_error(it.instance, failure_row(it.instance, "infra_error", f"not started: {stop[0]}", now_iso()))
     finally:
         runner.close()
         report.wall_s = time.monotonic() - t0

@@ -130,7 +130,18 @@ class MintStage:
         self.registry = registry
 
     def process(self, item: WorkItem) -> InstanceResult:
-        """Call the mint function; its own outcomes pass through unchanged (but see `registry`)."""
+        """Call the mint function; its own outcomes pass through unchanged (but see `registry`).
+
+        First the free disk of this node is checked (the work directory and Docker's data root,
+        `config.limits.min_free_disk_bytes`): below it the row is `infra_error` with a reason
+        starting "low disk" (the driver then starts no new work) and nothing is built."""
+        from envpool.hostfs import LowDisk, check_free_disk
+
+        try:
+            check_free_disk([self.config.workdir, *_docker_root()], self.config.limits.min_free_disk_bytes,
+                            item.instance.instance_id)
+        except LowDisk as e:
+            return failure_row(item.instance, "infra_error", e.message, now_iso())
         fn = self.mint_fn or load_function(self.mint_function)
         kwargs: dict = {}
         if item.env is not None:
@@ -176,6 +187,26 @@ class MintStage:
                                           "reason": f"verified, but the image was not published: {e.message}"})
         timings = {**res.timings, "publish": round(time.monotonic() - t0, 2)}
         return res.model_copy(update={"env": res.env.model_copy(update={"location": ref}), "timings": timings})
+
+
+_DOCKER_ROOT: list[str] | None = None
+
+
+def _docker_root() -> list[str]:
+    """Docker's data root on this node when the engine is local and answers ([] otherwise);
+    looked up once per process."""
+    global _DOCKER_ROOT
+    if _DOCKER_ROOT is None:
+        _DOCKER_ROOT = []
+        try:
+            from envpool.docker_sandbox import docker_client
+
+            root = docker_client().info().get("DockerRootDir")
+            if root and Path(root).exists():
+                _DOCKER_ROOT = [root]
+        except Exception as e:  # noqa: BLE001 - no engine (fake minters): only the work directory is checked
+            log.debug("no Docker root to check: %s", e)
+    return _DOCKER_ROOT
 
 
 def sweep_leftovers(run_id: str, instance_ids: Collection[str], keep_image_ids: Collection[str] = ()) -> dict:
