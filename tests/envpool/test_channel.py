@@ -149,6 +149,11 @@ def test_the_published_command_resets_tests_and_infrastructure_then_applies_the_
     (repo / "src.py").write_text("X = 2\n")
     (repo / "keep").mkdir()
     (repo / "keep" / "conftest.py").write_text("# the fix's own conftest\n")
+    # what the environment's install left (untracked): a package's own files stay
+    (repo / "vendor" / "symfony" / "polyfill").mkdir(parents=True)
+    (repo / "vendor" / "symfony" / "polyfill" / "bootstrap.php").write_text("<?php\n")
+    (repo / "web" / "node_modules" / "pkg").mkdir(parents=True)
+    (repo / "web" / "node_modules" / "pkg" / "jest.config.js").write_text("module.exports = {}\n")
     script = reset_and_apply(test_patch, keep=["keep/conftest.py", "src.py"])
     r = subprocess.run(["bash", "-c", script], cwd=repo, capture_output=True, text=True, env={**os.environ})
     assert r.returncode == 0, r.stderr
@@ -156,4 +161,6 @@ def test_the_published_command_resets_tests_and_infrastructure_then_applies_the_
     assert not (repo / "conftest.py").exists() and not (repo / "ignored" / "conftest.py").exists()
     assert (repo / "setup.cfg").read_text() == "[tool:pytest]\naddopts = -q\n"
     assert (repo / "src.py").read_text() == "X = 2\n" and (repo / "keep" / "conftest.py").exists()
+    assert (repo / "vendor" / "symfony" / "polyfill" / "bootstrap.php").exists()
+    assert (repo / "web" / "node_modules" / "pkg" / "jest.config.js").exists()
     assert "\n" not in script  # one line: fits a row's test_command
