@@ -142,6 +142,17 @@ def quarantine(path: Path, why: str) -> Path | None:
     return target
 
 
+def _printable(value):
+    """`value` (dicts, lists, strings) with unencodable characters as backslash escapes."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
+
+
 class ResultStore:
     """Per-instance folders under `workdir/instances`.
 
@@ -188,10 +199,16 @@ class ResultStore:
         return self.dir(instance_id).is_dir()
 
     def write_result(self, result: InstanceResult) -> Path:
-        """Write result.json atomically, then DONE, then drop RUNNING; returns result.json's path."""
+        """Write result.json atomically, then DONE, then drop RUNNING; returns result.json's path.
+        Text UTF-8 cannot encode (a lone surrogate in a test id a runner printed) is written as
+        `\\udXXX` escapes, so one row's bad string never stops the batch."""
         d = self.dir(result.instance_id)
         path = d / RESULT
-        atomic_write(path, result.model_dump_json(indent=1))
+        try:
+            text = result.model_dump_json(indent=1)
+        except ValueError:  # pydantic's serialisation error for a lone surrogate
+            text = InstanceResult.model_validate(_printable(result.model_dump())).model_dump_json(indent=1)
+        atomic_write(path, text)
         atomic_write(d / DONE, result.outcome + "\n")
         (d / RUNNING).unlink(missing_ok=True)
         return path
@@ -271,14 +288,17 @@ SCHEMA = pa.schema([
     ("parser", pa.string()), ("interpreter", pa.string()), ("test_files", _LIST), ("flaky_tests", _LIST),
     ("outcome", pa.string()), ("reason", pa.string()), ("log_path", pa.string()),
     ("timings", pa.string()), ("total_seconds", pa.float64()), ("reused_from", pa.string()),
-    ("incremental_commands", _LIST), ("llm_usage", pa.string()),
+    ("incremental_commands", _LIST), ("llm_usage", pa.string()), ("test_infra_files", _LIST),
+    ("anomalies", _LIST),
 ])
 """Export columns: SWE-bench's (FAIL_TO_PASS / PASS_TO_PASS are ours, not gold;
 `environment_setup_commit` is always null) then swemint's. `timings` is a JSON object string
 (phase -> seconds; phases vary by run, a JSON string loads the same in pandas, DuckDB and HF
 `datasets`); `total_seconds` is `timings["total"]` when present. `reused_from`: the instance
 whose pooled environment was adapted; `incremental_commands`: what EnvPatch added on top of it;
-`llm_usage`: JSON `{"total": ..., "by_agent": ...}` (tokens, USD) or null."""
+`llm_usage`: JSON `{"total": ..., "by_agent": ...}` (tokens, USD) or null. `test_infra_files`:
+test-infrastructure files the patches touch (`patch:<path>`, `test_patch:<path>`); `anomalies`:
+why test runs were not graded (envpool.testrun.trust)."""
 
 
 def _row(res: InstanceResult, inst: Instance | None) -> dict:
@@ -298,6 +318,7 @@ def _row(res: InstanceResult, inst: Instance | None) -> dict:
         "total_seconds": res.timings.get("total"), "reused_from": res.reused_from,
         "incremental_commands": list(res.incremental_commands),
         "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
+        "test_infra_files": list(res.test_infra_files), "anomalies": list(res.anomalies),
     }
 
 

@@ -239,3 +239,18 @@ def test_instance_rows_with_bad_strings_in_any_field_name_the_field(tmp_path):
     loaded = load_instances(path)
     assert loaded.instances == [] and "FAIL_TO_PASS" in str(loaded.errors[0])
     assert Instance  # the model itself is unchanged
+
+
+def test_a_lone_surrogate_in_a_result_fails_nothing(tmp_path, demo_input):
+    """A runner's report can carry `"\\ud800"` in a test id (JSON escapes): the row is stored
+    with the character escaped and the batch goes on."""
+    mirrors, instances = demo_input
+
+    def odd(instance, repo_path, config, **kw):
+        return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome="no_fail_to_pass",
+                              PASS_TO_PASS=["t.py::test[\ud800]"])
+
+    report = run_mint(config(tmp_path, instances, mirrors), mint_fn=odd)
+    assert len(report.results) == len(rows_of(instances))
+    stored = ResultStore(tmp_path / "w").results()
+    assert stored and all(r.PASS_TO_PASS == ["t.py::test[\\ud800]"] for r in stored)

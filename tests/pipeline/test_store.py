@@ -66,7 +66,8 @@ def test_safe_name_keeps_folders_inside_root(tmp_path):
 def exported(tmp_path):
     store = ResultStore(tmp_path)
     rows = [res("a__b-1", "verified", FAIL_TO_PASS=["ours::f", "ours::g"], PASS_TO_PASS=["ours::p"],
-                timings={"total": 12.5, "setup": 4.0}, image="swemint/env:abc", flaky_tests=["ours::z"]),
+                timings={"total": 12.5, "setup": 4.0}, image="swemint/env:abc", flaky_tests=["ours::z"],
+                test_infra_files=["test_patch:tests/conftest.py"], anomalies=["before#2: the run timed out"]),
             res("a__b-2", "env_failed", reason="no wheel", timings={}),
             res("a__b-3", "timeout", reused_from="a__b-1")]
     for r in rows:
@@ -86,6 +87,8 @@ def test_export_loads_in_pandas(exported):
     assert json.loads(first.timings) == {"total": 12.5, "setup": 4.0} and first.total_seconds == 12.5
     assert df.environment_setup_commit.isna().all()
     assert df.iloc[2].reused_from == "a__b-1" and df.iloc[1].reason == "no wheel"
+    assert list(first.test_infra_files) == ["test_patch:tests/conftest.py"]  # flagged in the row
+    assert list(first.anomalies) == ["before#2: the run timed out"] and list(df.iloc[1].anomalies) == []
 
 
 def test_export_loads_in_duckdb(exported):
