@@ -61,8 +61,8 @@ def derive_version(instance: Instance, tree: GitTree | None) -> str | None:
 
 def _dockerfile(cand: EnvRecord, instance: Instance, increments: list[str], env: dict[str, str]) -> str:
     """The candidate's Dockerfile, checked out at this instance's commit, plus the increments."""
-    text = cand.dockerfile.replace(f"--detach {cand.base_commit}", f"--detach {instance.base_commit}")
-    text = text.replace(f"@ {cand.base_commit}", f"@ {instance.base_commit} (reusing {cand.instance_id})", 1)
+    text = cand.dockerfile.replace(f"@ {cand.base_commit}", f"@ {instance.base_commit} (reusing {cand.instance_id})", 1)
+    text = text.replace(cand.base_commit, instance.base_commit)
     lines = [text.rstrip("\n"), f"# swemint: incremental commands (EnvPatch) on top of {cand.instance_id}"]
     lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
     lines += ["RUN " + c.replace("\n", " \\\n    ") for c in increments]
