@@ -205,6 +205,15 @@ def _sweep_stale(cfg: PipelineConfig, store: ResultStore, pool: EnvPool, runner:
              "left by run %s", len(stale), n["containers"], n["images"], cfg.mint.run_id)
 
 
+def _record_config(cfg: PipelineConfig) -> None:
+    """WORKDIR/mint_config.json: the effective configuration of the last run (the dataset card
+    shows it); paths as strings, no secrets (the config holds only names of secret variables)."""
+    from pipeline.export import CONFIG_FILE
+    from pipeline.store import atomic_write
+
+    atomic_write(cfg.workdir / CONFIG_FILE, cfg.model_dump_json(indent=1))
+
+
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
              on_plan: Callable[[int, int], None] | None = None) -> MintReport:
@@ -291,6 +300,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     finally:
         runner.close()
         report.wall_s = time.monotonic() - t0
+    _record_config(cfg)
     report.dataset = export_dataset(store, loaded.instances)
     log.info("run %s finished in %.1fs: %s", cfg.mint.run_id, report.wall_s,
              " ".join(f"{o}={n}/{t}" for o, (n, t) in report.counts().items() if t) or "nothing selected")
