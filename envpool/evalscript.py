@@ -12,7 +12,7 @@ between `>>>>> Start Test Output` and `>>>>> End Test Output`, and grades
    `base_commit`'s tree, see `agents.envimage`), files it adds removed;
 3. the test_patch applied (ladder `git apply -v` -> `--recount --ignore-whitespace` ->
    `patch --fuzz=2`, as `envpool.patches`; `>>>>> Patch Apply Failed` when none works);
-4. start marker; the row's test command (its output, and the report file it writes, printed:
+4. xtrace off (a traced marker line would be a second marker), start marker; the row's test command (its output, and the report file it writes, printed:
    the runner's output); then `envpool.testrun.statuslines` on that report inside the image,
    printing one `--- PASS|FAIL|SKIP: <id> (0s)` line per test for `parse_log_gotest`; the test
    command's exit status (pytest) or 0 (polyglot, whose report is the verdict); end marker.
@@ -151,6 +151,9 @@ def render_eval_script(spec: EvalSpec) -> str:
              apply_test_patch(f"{EVAL_DIR}/test.patch"),
              heredoc(f"{EVAL_DIR}/known.txt", "\n".join(spec.known), "KNOWN"),
              "SWEMINT_PY=$(command -v python3 || command -v python || echo python3)",
+             # no xtrace from here on: a traced `echo '>>>>> Start ...'` line would put a second
+             # start marker in the log, and swebench cuts between the first two
+             "{ set +x; } 2>/dev/null",
              f"echo {shlex.quote(START)}",
              *_tests_section(spec),
              f"echo {shlex.quote(END)}",
