@@ -236,7 +236,8 @@ def export(workdir: Workdir = None, mirrors: Mirrors = None, config: ConfigFile 
 
       swemint export -w work --format swebench-task-repo --out tasks -m /work/.mirror
     """
-    from pipeline.store import ResultStore, export_dataset
+    from pipeline.export import export_dataset
+    from pipeline.store import ResultStore
 
     cfg = config_from_options(config, sets, workdir=workdir, mirrors=mirrors)
     store = ResultStore(cfg.workdir)

@@ -48,7 +48,8 @@ from pipeline.instances import load_and_select
 from pipeline.ray_adapter import Runner, make_runner
 from pipeline.repos import RepoResolver
 from pipeline.stages import MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso, sweep_leftovers
-from pipeline.store import ResultStore, driver_lock, export_dataset
+from pipeline.export import export_dataset
+from pipeline.store import ResultStore, driver_lock
 
 log = logging.getLogger(__name__)
 

@@ -182,12 +182,3 @@ class ResultStore:
             inst = Instance.model_validate_json(p.read_text(encoding="utf-8"))
             out[inst.instance_id] = inst
         return out
-
-
-def export_dataset(store: ResultStore, instances: Iterable[Instance] = (), **options) -> dict[str, Path]:
-    """Write WORKDIR/dataset (verified.parquet, all.parquet, README.md) from every finished result
-    in `store`; `pipeline.export.export_dataset` does the work (its docstring has the layout and
-    the `options`). Returns {"verified": path, "all": path, "card": path}."""
-    from pipeline.export import export_dataset as export
-
-    return export(store, instances, **options)
