@@ -32,6 +32,8 @@ def load_predictions(source: str | Path, rows: dict[str, dict] | None = None) ->
         return [{"instance_id": i, "model_patch": r["patch"] if source == "gold" else "",
                  "model_name_or_path": str(source)} for i, r in sorted(rows.items())]
     path = Path(source)
+    if path.suffix not in (".jsonl", ".json"):
+        raise ValueError(f"{path}: predictions must be .jsonl or .json (or `gold` / `empty`)")
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
         preds = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -40,8 +42,6 @@ def load_predictions(source: str | Path, rows: dict[str, dict] | None = None) ->
         preds = list(data.values()) if isinstance(data, dict) else data
         if not isinstance(preds, list):
             raise ValueError(f"{path}: predictions must be a list or an object keyed by instance id")
-    else:
-        raise ValueError(f"{path}: predictions must be .jsonl or .json (or `gold` / `empty`)")
     for n, p in enumerate(preds):
         if not isinstance(p, dict) or not isinstance(p.get("instance_id"), str):
             raise ValueError(f"{path}: prediction #{n} has no instance_id")
@@ -58,6 +58,9 @@ def tests_spec(row: dict) -> TestsSpec:
     return TestsSpec(kind="poly", test_command=row["test_command"], parser=row["parser"],
                      parser_options=json.loads(row.get("parser_options") or "{}"),
                      report_path=row.get("report_path"))
+
+
+tests_spec.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
 def _ids(v) -> list[str]:
