@@ -33,6 +33,17 @@ BUILD_ENV = "/opt/swemint/build-env.sh"
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
 
+def docker_env_value(value: str) -> str:
+    """`value` as a Dockerfile ENV value that Docker takes literally (JSON-quoted, `$` escaped:
+    ENV substitutes variables), as the sandbox's exec API passes it."""
+    return json.dumps(value).replace("$", "\\$")
+
+
+def comment(text: str) -> str:
+    """`text` on one line, safe after `# ` in a script (a newline would end the comment)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _run(command: str, build_env: bool = True) -> str:
     prefix = f". {BUILD_ENV} && " if build_env else ""
     return "RUN " + prefix + command.replace("\n", " \\\n    ")
@@ -47,7 +58,7 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
     Dockerfile starts `FROM base_image` and says so. `files` (absolute path -> content) other
     than the grading tools (which come from the build context) are written inline."""
     rec = images.recipe(base_image)
-    lines = [f"# swemint environment for {repo} @ {base_commit}",
+    lines = [f"# swemint environment for {comment(repo)} @ {comment(base_commit)}",
              "# Build context: this file, testbed.tar.gz (the tree of base_commit, no history) and swemint/",
              "# (grading tools, ca.pem, build-env.sh), as `swemint export --format swebench-task-repo` writes it:",
              "#   DOCKER_BUILDKIT=0 docker build -t IMAGE DIR"]
@@ -57,11 +68,11 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
         lines.append(f"# The steps that made {rec.from_image} are not known to this build; it is used as is.")
     lines += [f"FROM {rec.from_image}", 'SHELL ["/bin/bash", "-c"]', "COPY swemint/ /opt/swemint/"]
     lines += [_run(step) for step in rec.steps]
-    lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items())]
+    lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items())]
     lines += [f"COPY {CONTEXT_TREE} /tmp/{CONTEXT_TREE}",
               f"RUN mkdir -p {workdir} && tar -xzf /tmp/{CONTEXT_TREE} -C {workdir} && rm /tmp/{CONTEXT_TREE} && "
               f"cd {workdir} && git init -q && git add -A && "
-              f"git {GIT_ID} commit -qm 'base {base_commit}' --no-verify",
+              f"git {GIT_ID} commit -qm {shlex.quote('base ' + base_commit)} --no-verify",
               f"WORKDIR {workdir}"]
     tools = set(grading_tools())
     for path, data in (files or {}).items():
@@ -114,11 +125,12 @@ def tar_of(files: dict[str, bytes]) -> bytes:
 
 
 def render_setup_script(commands: list[str], env: dict[str, str], failed: list[tuple[str, int]] | None = None) -> str:
-    """The setup script (bash) as run: exports, then each successful command; failed attempts
-    are kept as comments with their exit codes so the record is complete."""
+    """The setup script (bash) as run: exports (values quoted: literal, as the sandbox passed
+    them), then each successful command; failed attempts are kept as one-line comments with
+    their exit codes so the record is complete."""
     out = ["#!/usr/bin/env bash", "set -euxo pipefail", "cd /testbed"]
-    out += [f"export {k}={json.dumps(v)}" for k, v in sorted(env.items())]
+    out += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
     for cmd, code in failed or []:
-        out.append(f"# failed (exit {code}), repaired or skipped: {cmd}")
+        out.append(f"# failed (exit {code}), repaired or skipped: {comment(cmd)}")
     out += commands
     return "\n".join(out) + "\n"

@@ -91,9 +91,9 @@ def grade(row: dict, patch: str | None, *, factory=None, model: str = "", timeou
 
 
 def _safe(name: str) -> str:
-    from pipeline.store import safe_name
+    from pipeline.export import file_stem
 
-    return safe_name(name.replace("/", "__"))
+    return file_stem(name)
 
 
 def evaluate(rows: dict[str, dict], predictions: Iterable[dict], out: Path, *, workers: int = 1,

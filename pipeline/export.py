@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from agents.models import Instance, InstanceResult
 from envpool.evalscript import EVAL_TYPE, EvalSpec, render_eval_script
 from envpool.testrun import statuslines
-from pipeline.store import ResultStore, atomic_write, safe_name
+from pipeline.store import ResultStore, atomic_write
 
 SPLITS = {"verified": "verified.parquet", "all_outcomes": "all.parquet"}
 """Hugging Face split name -> file in WORKDIR/dataset."""
@@ -99,7 +99,7 @@ def schema(json_strings: bool = False) -> pa.Schema:
 
 def read_plan(workdir: Path, instance_id: str) -> dict | None:
     """The polyglot plan (`instances/<id>/plan.json`) of an instance, None for Python rows."""
-    p = Path(workdir) / "instances" / safe_name(instance_id) / "plan.json"
+    p = ResultStore(workdir).dir(instance_id) / "plan.json"
     try:
         return json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -157,9 +157,15 @@ def relative_log(path: str, workdir: Path) -> str:
         return path
 
 
+def file_stem(name: str) -> str:
+    """A file name for `name` (an instance id or model name): the store's folder name for it
+    (characters outside the portable set replaced, never `..`), `/` first made `__`."""
+    return ResultStore(".").dir(name.replace("/", "__")).name
+
+
 def read_certificate(workdir: Path, instance_id: str) -> str | None:
     """The JSON text of `swemint rebuild --verify`'s certificate for an instance, or None."""
-    p = Path(workdir) / CERTIFICATES / f"{safe_name(instance_id)}.json"
+    p = Path(workdir) / CERTIFICATES / f"{file_stem(instance_id)}.json"
     return p.read_text(encoding="utf-8") if p.is_file() else None
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from envpool.evaluation import EvalReport
-from pipeline.export import CERTIFICATES
+from pipeline.export import CERTIFICATES, file_stem
 
 _FROM = re.compile(r"^FROM\s+(\S+)", re.M)
 _INDEX = re.compile(r"^index [0-9a-f]+\.\.([0-9a-f]+)", re.M)
@@ -174,7 +174,6 @@ def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, facto
     from agents.dockerfile import build_context
     from envpool.errors import SwemintError
     from pipeline.evaluate import grade
-    from pipeline.store import safe_name
 
     iid = row["instance_id"]
     dockerfile = row["dockerfile"] or ""
@@ -182,9 +181,9 @@ def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, facto
                        dockerfile_sha256=hashlib.sha256(dockerfile.encode()).hexdigest())
     out = Path(workdir) / CERTIFICATES
     out.mkdir(parents=True, exist_ok=True)
-    log_path = out / f"{safe_name(iid)}.log"
+    log_path = out / f"{file_stem(iid)}.log"
     log_path.write_text(f"# swemint rebuild {iid} {cert.at}\n", encoding="utf-8")
-    tag = f"swemint/rebuild:{safe_name(iid).lower()[:100]}-{cert.dockerfile_sha256[:12]}"
+    tag = f"swemint/rebuild:{file_stem(iid).lower()[:100]}-{cert.dockerfile_sha256[:12]}"
     try:
         cert.from_image, cert.stand_in = ensure_from_image(client, dockerfile)
         t0 = time.monotonic()
@@ -218,7 +217,7 @@ def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, facto
                 client.images.remove(tag, force=True)
             except Exception:  # noqa: BLE001
                 pass
-    (out / f"{safe_name(iid)}.json").write_text(cert.model_dump_json(indent=1), encoding="utf-8")
+    (out / f"{file_stem(iid)}.json").write_text(cert.model_dump_json(indent=1), encoding="utf-8")
     return cert
 
 
