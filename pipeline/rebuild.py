@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,13 +30,13 @@ from envpool.evaluation import EvalReport
 from pipeline.export import CERTIFICATES, file_stem
 
 _FROM = re.compile(r"^FROM\s+(\S+)", re.M)
-_INDEX = re.compile(r"^index [0-9a-f]+\.\.([0-9a-f]+)", re.M)
 
 
 class History(BaseModel):
     """What /testbed's git holds in an image: `commits` (subject lines of every reachable
-    commit), `fix_blobs` (post-image blobs of the gold patch found among its objects: must be
-    empty), `ok` (at most the base commit and our setup-edits commit, no fix blob)."""
+    commit), `fix_blobs` ("<blob> <path>" of files as the gold patch or the test_patch leave
+    them that are already among its objects: must be empty), `ok` (at most the base commit and
+    our setup-edits commit, no such blob)."""
 
     model_config = ConfigDict(extra="forbid")
     image: str
@@ -68,28 +69,34 @@ class Certificate(BaseModel):
     error: str | None = None
 
 
-def fix_blobs(patch: str) -> list[str]:
-    """Abbreviated ids of the blobs the patch's files have after it (`index a..b` lines)."""
-    return sorted({b for b in _INDEX.findall(patch) if set(b) != {"0"}})
-
-
-def check_history(factory, image: str, patch: str, run_id: str = "rebuild") -> History:
-    """Inspect /testbed's git in `image` (sandbox with no network)."""
+def check_history(factory, image: str, patch: str, test_patch: str = "", run_id: str = "rebuild") -> History:
+    """Inspect /testbed's git in `image` (a throwaway sandbox with no network): the subjects of
+    every reachable commit, and whether the image's object store holds any blob the fix creates.
+    Those blob ids are computed in the sandbox: the gold patch and the test_patch applied to the
+    working tree (`envpool.patches.apply_patch`), then `git hash-object` (which writes nothing) of
+    every file they leave; `git cat-file -e` on each id. SWE-bench patches carry no `index` lines,
+    so the ids cannot be read from the patch itself."""
+    from envpool.patches import apply_patch, files_in_patch
     from envpool.sandbox import SandboxSpec
 
     h = History(image=image)
-    blobs = fix_blobs(patch)
-    probe = ("cd /testbed && git log --all --format=%s; echo '@@blobs'; for b in " + " ".join(blobs) +
-             "; do git cat-file -e \"$b\" 2>/dev/null && echo \"$b\"; done; true")
     try:
         with factory.sandbox(SandboxSpec(image=image, run_id=run_id, network="none")) as sb:
-            out = sb.exec(probe, timeout=120, log_label="history").output
-    except Exception as e:  # noqa: BLE001 - an engine problem is reported, not raised
-        h.error = f"{type(e).__name__}: {e}"
+            log = sb.exec("cd /testbed && git log --all --format=%s", timeout=120, log_label="history")
+            h.commits = [c for c in log.output.strip().splitlines() if c.strip()]
+            files = []
+            for name, text in (("patch", patch), ("test_patch", test_patch)):
+                if text.strip():
+                    apply_patch(sb, text, label=f"history:{name}")
+                    files += [f for f in files_in_patch(text) if f not in files]
+            quoted = " ".join(shlex.quote(f) for f in files)
+            probe = (f"cd /testbed && for f in {quoted}; do [ -f \"$f\" ] || continue; "
+                     "b=$(git hash-object -- \"$f\"); git cat-file -e \"$b\" 2>/dev/null && echo \"$b $f\"; done; true")
+            found = sb.exec(probe, timeout=300, log_label="history-blobs").output if files else ""
+    except Exception as e:  # noqa: BLE001 - an engine or patch problem is reported, not raised
+        h.error = f"{type(e).__name__}: {getattr(e, 'message', e)}"
         return h
-    commits, _, found = out.partition("@@blobs")
-    h.commits = [c for c in commits.strip().splitlines() if c.strip()]
-    h.fix_blobs = [b for b in found.split() if b in blobs]
+    h.fix_blobs = [line.strip() for line in found.splitlines() if line.strip()]
     ours = all(c.startswith("base ") or c == "swemint: environment setup edits" for c in h.commits)
     h.ok = bool(h.commits) and len(h.commits) <= 2 and ours and not h.fix_blobs
     return h
@@ -193,9 +200,9 @@ def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, facto
         cert.build_seconds = round(time.monotonic() - t0, 1)
         cert.image, cert.built = tag, True
         rebuilt = {**row, "image_local": tag, "image": tag}
-        cert.history = [check_history(factory, tag, row["patch"], run_id)]
+        cert.history = [check_history(factory, tag, row["patch"], row["test_patch"], run_id)]
         if row.get("image_local"):
-            cert.history.append(check_history(factory, row["image_local"], row["patch"], run_id))
+            cert.history.append(check_history(factory, row["image_local"], row["patch"], row["test_patch"], run_id))
         if not verify:
             raise _Done
         before = grade(rebuilt, "", factory=factory, model="rebuild-before", timeout=timeout, run_id=run_id,

@@ -71,9 +71,14 @@ def test_docker_build_from_scratch_has_no_history(docker_client, debian_image, t
     try:
         build_image(docker_client, text, build_context(buf.getvalue()), tag, {"swemint.run": "test-rebuild"}, None,
                     tmp_path / "build.log")
-        patch = "diff --git a/src.txt b/src.txt\nindex 1a2b3c4..5d6e7f8 100644\n--- a/src.txt\n+++ b/src.txt\n"
-        h = check_history(DockerSandboxFactory(run_id="test-rebuild", client=docker_client), tag, patch, "test-rebuild")
+        fix = "diff --git a/src.txt b/src.txt\n--- a/src.txt\n+++ b/src.txt\n@@ -1,2 +1,2 @@\n-bug\n+fixed\n edit\n"
+        f = DockerSandboxFactory(run_id="test-rebuild", client=docker_client)
+        h = check_history(f, tag, fix, run_id="test-rebuild")
         assert h.ok and h.commits == ["swemint: environment setup edits", "base c0ffee"] and h.fix_blobs == []
+        # a patch that leaves a file as some commit of the image already has it is found
+        back = "diff --git a/src.txt b/src.txt\n--- a/src.txt\n+++ b/src.txt\n@@ -1,2 +1 @@\n bug\n-edit\n"
+        found = check_history(f, tag, back, run_id="test-rebuild")
+        assert not found.ok and found.fix_blobs and found.fix_blobs[0].endswith(" src.txt")
         out = docker_client.containers.run(tag, ["bash", "-c", "cat /built /toolchain; command -v python3"],
                                            network_mode="none", remove=True).decode()
         assert out.split()[:2] == ["built", "toolchain"] and "python3" in out
