@@ -61,7 +61,7 @@ def commit_tracked_edits(sb, traj) -> None:
 
 def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
                  env: dict[str, str] | None = None) -> tuple[str, str]:
-    """Write the grading tools (`plugin_files`), give the image a `python3` when it has none
+    """Write the grading tools (`plugin_files`), give the image a `python3` with its standard library when it has none
     (`envpool.evalscript.ENSURE_PYTHON3`, on the sandbox's network: a failure is logged, the
     row's eval script then reports it), commit the sandbox as `repository:tag` (`env` set in the
     image's ENV); returns (ref, image id).

@@ -40,11 +40,12 @@ EVAL_DIR = "/tmp/swemint/eval"
 EVAL_TYPE = "pass_and_fail"
 PYTEST_RUN_DIR = "/tmp/swemint/run"
 
-ENSURE_PYTHON3 = ("command -v python3 >/dev/null 2>&1 || { export DEBIAN_FRONTEND=noninteractive; "
-                  "apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-minimal "
-                  ">/dev/null && rm -rf /var/lib/apt/lists/*; }")
-"""Shell step giving an image a `python3` for the status tool (Debian's python3-minimal, ~6 MB,
-only where none is installed)."""
+ENSURE_PYTHON3 = ("python3 -c 'import json, zipfile, argparse, xml.etree.ElementTree' >/dev/null 2>&1 || "
+                  "{ export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq "
+                  "--no-install-recommends python3 >/dev/null && rm -rf /var/lib/apt/lists/*; }")
+"""Shell step giving an image a `python3` with the standard library the status tool imports
+(Debian's `python3`, only where no such interpreter is installed: `python3-minimal` alone lacks
+`json`)."""
 
 
 def grading_tools() -> dict[str, bytes]:

@@ -431,6 +431,53 @@ def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Opti
     console.print(f"{len(records)} environments", soft_wrap=True)
 
 
+@pool_app.command("refresh-tools")
+def pool_refresh_tools(workdir: Workdir = None, ids: Ids = None, config: ConfigFile = None, sets: Sets = None) -> None:
+    """Write the current grading tools (and a python3) into this work directory's verified images,
+    so that their rows' eval scripts run: for pools minted before the tools existed.
+
+    [b]Example:[/b] swemint pool refresh-tools --workdir work
+    """
+    from envpool.docker_sandbox import DockerSandboxFactory
+    from envpool.pool import EnvPool
+    from pipeline.imagetools import refresh_tools
+    from pipeline.store import ResultStore, WorkdirLocked, driver_lock
+
+    cfg = config_from_options(config, sets, workdir=workdir, ids=ids)
+    store = ResultStore(cfg.workdir)
+    factory = DockerSandboxFactory(run_id=cfg.mint.run_id, build_network=cfg.mint.build_network)
+    pool = EnvPool(cfg.pool_path)
+    try:
+        with driver_lock(cfg.workdir):  # it rewrites rows and the pool: never beside a running driver
+            done = _refresh_all(store, pool, factory, cfg, refresh_tools)
+    except WorkdirLocked as e:
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    console.print(f"{done} images refreshed", soft_wrap=True)
+
+
+def _refresh_all(store, pool, factory, cfg, refresh_tools) -> int:
+    from envpool.errors import SwemintError
+
+    done = 0
+    for res in store.results():
+        if res.outcome != "verified" or not res.image or (cfg.ids and res.instance_id not in cfg.ids):
+            continue
+        try:
+            new_id = refresh_tools(factory, res.image, run_id=cfg.mint.run_id, instance_id=res.instance_id)
+        except (SwemintError, ValueError) as e:
+            console.print(f"[yellow]{escape(res.instance_id)}: {escape(str(e))}[/yellow]", soft_wrap=True)
+            continue
+        update = {"image_id": new_id}
+        if res.env is not None:
+            update["env"] = res.env.model_copy(update={"image_id": new_id})
+            pool.add(update["env"])
+        store.write_result(res.model_copy(update=update))
+        done += 1
+        console.print(f"{escape(res.instance_id)}: {escape(res.image)} -> {new_id[:19]}", soft_wrap=True)
+    return done
+
+
 @app.command()
 def demo(workdir: Workdir = None, workers: Workers = None, ray: UseRay = None, config: ConfigFile = None,
          sets: Sets = None) -> None:

@@ -26,7 +26,7 @@ def test_spelled_out_from_the_official_image(monkeypatch):
     assert "git clone" not in text and "COPY testbed.tar.gz" in text and "commit -qm 'base c0ffee'" in text
     assert text.index("apt-get install -y tool") < text.index("COPY testbed.tar.gz") < text.index("RUN . /opt/swemint/build-env.sh && make")
     assert "base64 -d" not in text  # the plugin comes from the build context, not inline
-    assert 'ENV PATH="/x:/usr/bin"' in text and "python3-minimal" in text
+    assert 'ENV PATH="/x:/usr/bin"' in text and "import json, zipfile" in text
 
 
 def test_an_unknown_toolchain_is_used_as_is_and_said_so(monkeypatch):
