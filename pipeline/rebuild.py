@@ -74,8 +74,9 @@ def check_history(factory, image: str, patch: str, test_patch: str = "", run_id:
     every reachable commit, and whether the image's object store holds any blob the fix creates.
     Those blob ids are computed in the sandbox: the gold patch and the test_patch applied to the
     working tree (`envpool.patches.apply_patch`), then `git hash-object` (which writes nothing) of
-    every file they leave; `git cat-file -e` on each id. SWE-bench patches carry no `index` lines,
-    so the ids cannot be read from the patch itself."""
+    every file they leave; an id counts when the object store has it (`git cat-file -e`) but no
+    reachable commit's tree does (a fixture the test_patch adds may equal a file of base_commit).
+    SWE-bench patches carry no `index` lines, so the ids cannot be read from the patch itself."""
     from envpool.patches import apply_patch, files_in_patch
     from envpool.sandbox import SandboxSpec
 
@@ -90,8 +91,12 @@ def check_history(factory, image: str, patch: str, test_patch: str = "", run_id:
                     apply_patch(sb, text, label=f"history:{name}")
                     files += [f for f in files_in_patch(text) if f not in files]
             quoted = " ".join(shlex.quote(f) for f in files)
-            probe = (f"cd /testbed && for f in {quoted}; do [ -f \"$f\" ] || continue; "
-                     "b=$(git hash-object -- \"$f\"); git cat-file -e \"$b\" 2>/dev/null && echo \"$b $f\"; done; true")
+            # a blob counts when the object store has it outside the trees of the reachable
+            # commits (a file the fix leaves identical to some file of base_commit is no leak)
+            probe = (f"cd /testbed && git rev-list --all --objects | cut -d' ' -f1 | sort -u > /tmp/swemint-reach; "
+                     f"for f in {quoted}; do [ -f \"$f\" ] || continue; b=$(git hash-object -- \"$f\"); "
+                     "git cat-file -e \"$b\" 2>/dev/null && ! grep -qx \"$b\" /tmp/swemint-reach && "
+                     "echo \"$b $f\"; done; true")
             found = sb.exec(probe, timeout=300, log_label="history-blobs").output if files else ""
     except Exception as e:  # noqa: BLE001 - an engine or patch problem is reported, not raised
         h.error = f"{type(e).__name__}: {getattr(e, 'message', e)}"

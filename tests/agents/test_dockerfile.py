@@ -75,10 +75,22 @@ def test_docker_build_from_scratch_has_no_history(docker_client, debian_image, t
         f = DockerSandboxFactory(run_id="test-rebuild", client=docker_client)
         h = check_history(f, tag, fix, run_id="test-rebuild")
         assert h.ok and h.commits == ["swemint: environment setup edits", "base c0ffee"] and h.fix_blobs == []
-        # a patch that leaves a file as some commit of the image already has it is found
+        # a file left identical to one of a reachable commit is no leak; an unreachable object is
         back = "diff --git a/src.txt b/src.txt\n--- a/src.txt\n+++ b/src.txt\n@@ -1,2 +1 @@\n bug\n-edit\n"
-        found = check_history(f, tag, back, run_id="test-rebuild")
-        assert not found.ok and found.fix_blobs and found.fix_blobs[0].endswith(" src.txt")
+        assert check_history(f, tag, back, run_id="test-rebuild").ok
+        leaky = "swemint/test-rebuild:leaky"
+        c = docker_client.containers.run(tag, ["bash", "-c", "cd /testbed && printf 'fixed\\nedit\\n' | git hash-object -w --stdin"],
+                                         detach=True, network_mode="none")
+        try:
+            c.wait(timeout=60)
+            c.commit("swemint/test-rebuild", "leaky")
+        finally:
+            c.remove(force=True)
+        try:
+            found = check_history(f, leaky, fix, run_id="test-rebuild")
+            assert not found.ok and found.fix_blobs and found.fix_blobs[0].endswith(" src.txt")
+        finally:
+            docker_client.images.remove(leaky, force=True)
         out = docker_client.containers.run(tag, ["bash", "-c", "cat /built /toolchain; command -v python3"],
                                            network_mode="none", remove=True).decode()
         assert out.split()[:2] == ["built", "toolchain"] and "python3" in out
