@@ -44,9 +44,20 @@ def comment(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
+def ansi_c_quote(text: str) -> str:
+    """`text` as one bash word `$'...'`, newlines kept as `\\n`: a multi-line script (a heredoc,
+    an if-block) fits on one Dockerfile line and runs exactly as written."""
+    body = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return f"$'{body}'"
+
+
 def _run(command: str, build_env: bool = True) -> str:
+    """A RUN line: `command` after sourcing build-env.sh; a multi-line command runs as
+    `bash -c $'...'` (the legacy builder has no heredocs, and joining lines would change it)."""
     prefix = f". {BUILD_ENV} && " if build_env else ""
-    return "RUN " + prefix + command.replace("\n", " \\\n    ")
+    if "\n" in command.strip("\n"):
+        return f"RUN {prefix}bash -c {ansi_c_quote(command)}"
+    return f"RUN {prefix}{command.strip()}"
 
 
 def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands: list[str],
