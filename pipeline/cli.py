@@ -221,7 +221,8 @@ def _ca_bundle() -> bytes | None:
 
 
 @app.command()
-def export(workdir: Workdir = None, mirrors: Mirrors = None, config: ConfigFile = None, sets: Sets = None,
+def export(dest: Annotated[Optional[Path], typer.Argument(help="Task repository folder (= --out)")] = None,
+           workdir: Workdir = None, mirrors: Mirrors = None, config: ConfigFile = None, sets: Sets = None,
            fmt: Annotated[str, typer.Option("--format", help="parquet (WORKDIR/dataset) or swebench-task-repo")] = "parquet",
            out: Annotated[Optional[Path], typer.Option("--out", help="Task repository folder (swebench-task-repo)")] = None,
            json_strings: Annotated[bool, typer.Option("--json-strings", help="FAIL_TO_PASS / PASS_TO_PASS as JSON "
@@ -234,7 +235,7 @@ def export(workdir: Workdir = None, mirrors: Mirrors = None, config: ConfigFile 
 
     [b]Examples:[/b] swemint export --workdir work
 
-      swemint export -w work --format swebench-task-repo --out tasks -m /work/.mirror
+      swemint export -w work -m /work/.mirror --format swebench-task-repo tasks
     """
     from pipeline.export import export_dataset
     from pipeline.store import ResultStore
@@ -252,11 +253,13 @@ def export(workdir: Workdir = None, mirrors: Mirrors = None, config: ConfigFile 
     if fmt != "swebench-task-repo":
         err_console.print(f"[red]error:[/red] unknown format {escape(fmt)} (parquet, swebench-task-repo)")
         raise typer.Exit(2)
-    if out is None or not cfg.mirrors:
-        err_console.print("[red]error:[/red] swebench-task-repo needs --out and --mirrors (the base trees)")
+    if (out or dest) is None or not cfg.mirrors:
+        err_console.print("[red]error:[/red] swebench-task-repo needs a folder (DIR or --out) and --mirrors "
+                          "(the base trees)")
         raise typer.Exit(2)
     from pipeline.export import export_task_repo
 
+    out = out or dest
     rep = export_task_repo(store, out, _tree_reader(cfg), dataset=dataset_name, ca_bundle=_ca_bundle(),
                            tag_images=tag_images)
     console.print(f"{rep['tasks']} tasks written to {escape(str(out))}", soft_wrap=True)
