@@ -14,17 +14,19 @@ from envpool.evalscript import ENSURE_PYTHON3, grading_tools
 from envpool.sandbox import SandboxSpec
 
 
-def refresh_tools(factory, image: str, *, run_id: str, instance_id: str) -> str:
-    """Rewrite the grading tools into `image` (same tag); returns the new image id. Raises
-    ValueError when the image belongs to another run, EnvBuildError when python3 cannot be
-    installed, InfraError when the engine fails."""
+def refresh_tools(factory, image: str, *, run_id: str, instance_id: str, target: str | None = None) -> str:
+    """Rewrite the grading tools into `image` (same tag), or into a copy tagged `target` that
+    belongs to `run_id` (the source then may be another run's: it is only read). Returns the new
+    image id. Raises ValueError when `image` (without `target`) belongs to another run,
+    EnvBuildError when python3 cannot be installed, InfraError when the engine fails."""
     from envpool.errors import EnvBuildError
 
     client = factory.client
     img = client.images.get(image)
     labels = dict(img.labels or {})
-    if labels.get("swemint.run") != run_id:
+    if target is None and labels.get("swemint.run") != run_id:
         raise ValueError(f"{image} belongs to run {labels.get('swemint.run')!r}, not {run_id!r}")
+    labels["swemint.run"] = run_id
     old_id = img.id
     with factory.sandbox(SandboxSpec(image=image, run_id=run_id, instance_id=instance_id, network="bridge")) as sb:
         for path, data in grading_tools().items():
@@ -32,9 +34,9 @@ def refresh_tools(factory, image: str, *, run_id: str, instance_id: str) -> str:
         r = sb.exec(ENSURE_PYTHON3, timeout=900, log_label="grading-tools")
         if not r.ok:
             raise EnvBuildError(f"no python3 for the status tool: {r.output[-800:]}", instance_id=instance_id)
-        repo, tag = image.rsplit(":", 1)
+        repo, tag = (target or image).rsplit(":", 1)
         new_id = sb.commit(repo, tag, labels=labels)
-    if new_id != old_id:
+    if new_id != old_id and target is None:
         try:
             client.images.remove(old_id)
         except Exception:  # noqa: BLE001 - still used by a container, or by a child image
