@@ -51,7 +51,7 @@ def ansi_c_quote(text: str) -> str:
     return f"$'{body}'"
 
 
-def _run(command: str, build_env: bool = True) -> str:
+def run_line(command: str, build_env: bool = True) -> str:
     """A RUN line: `command` after sourcing build-env.sh; a multi-line command runs as
     `bash -c $'...'` (the legacy builder has no heredocs, and joining lines would change it)."""
     prefix = f". {BUILD_ENV} && " if build_env else ""
@@ -78,7 +78,7 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
     if not rec.complete:
         lines.append(f"# The steps that made {rec.from_image} are not known to this build; it is used as is.")
     lines += [f"FROM {rec.from_image}", 'SHELL ["/bin/bash", "-c"]', "COPY swemint/ /opt/swemint/"]
-    lines += [_run(step) for step in rec.steps]
+    lines += [run_line(step) for step in rec.steps]
     lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items())]
     lines += [f"COPY {CONTEXT_TREE} /tmp/{CONTEXT_TREE}",
               f"RUN mkdir -p {workdir} && tar -xzf /tmp/{CONTEXT_TREE} -C {workdir} && rm /tmp/{CONTEXT_TREE} && "
@@ -90,10 +90,10 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
         if path not in tools:
             lines.append(f"RUN mkdir -p {shlex.quote(path.rsplit('/', 1)[0] or '/')} && "
                          f"echo {base64.b64encode(data).decode()} | base64 -d > {shlex.quote(path)}")
-    lines += [_run(c) for c in commands]
+    lines += [run_line(c) for c in commands]
     lines.append(f"RUN cd {workdir} && if [ -n \"$(git status --porcelain --untracked-files=no)\" ]; then "
                  f"git {GIT_ID} commit -qam 'swemint: environment setup edits' --no-verify; fi")
-    lines.append(_run(ENSURE_PYTHON3))
+    lines.append(run_line(ENSURE_PYTHON3))
     return "\n".join(lines) + "\n"
 
 

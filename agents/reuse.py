@@ -13,14 +13,13 @@ touched: the before/after runs happen in the committed image exactly as after a 
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
 
 from agents.analysis import analyze_python
 from agents.config import MintConfig
-from agents.dockerfile import render_setup_script
+from agents.dockerfile import docker_env_value, render_setup_script, run_line
 from agents.envimage import commit_image, commit_tracked_edits, image_tag_for, lay_out_repository
 from agents.envpatch import EnvPatch
 from agents.gitrepo import GitTree
@@ -64,8 +63,8 @@ def _dockerfile(cand: EnvRecord, instance: Instance, increments: list[str], env:
     text = cand.dockerfile.replace(f"@ {cand.base_commit}", f"@ {instance.base_commit} (reusing {cand.instance_id})", 1)
     text = text.replace(cand.base_commit, instance.base_commit)
     lines = [text.rstrip("\n"), f"# swemint: incremental commands (EnvPatch) on top of {cand.instance_id}"]
-    lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
-    lines += ["RUN " + c.replace("\n", " \\\n    ") for c in increments]
+    lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
+    lines += [run_line(c) for c in increments]
     return "\n".join(lines) + "\n"
 
 
