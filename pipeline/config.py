@@ -13,10 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.config import MintConfig
 from agents.models import Outcome
+from envpool.resources import resource
 from pipeline.repos import RepoConfig
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
-"""The packaged defaults (present in a source checkout / editable install)."""
+DEFAULT_CONFIG = resource("configs/default.yaml")
+"""The defaults: the checkout's `configs/default.yaml`, or the copy a wheel carries (envpool.resources)."""
 
 
 class RayConfig(BaseModel):
