@@ -15,7 +15,8 @@ get a disk quota on their writable layer where the storage driver enforces one (
 with pquota), else a bounded tmpfs at /tmp. On an engine with user-namespace remapping
 (`userns-remap`, daemon-wide) root in a container is a subordinate uid on the host
 (`remapped_root`); host folders mounted read-write are handed to that uid before the container
-starts. Without it, the first container of a process logs a one-line warning.
+starts. Without it, the first container with a host mount in a process (and the driver at the
+start of a run) logs a one-line warning.
 """
 
 from __future__ import annotations
