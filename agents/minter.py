@@ -33,7 +33,7 @@ from envpool.errors import (EnvBuildError, InstanceInputError, PatchApplyError, 
                             TestsNotRunError)
 from envpool.grading import grade
 from envpool.naming import folder_name
-from envpool.sandbox import SandboxSpec
+from envpool.sandbox import SandboxSpec, engine_isolation
 from envpool.testrun.published import published_command
 from envpool.testrun.pytest_runner import row_command, run_pytest_detailed
 from envpool.testrun.trust import infrastructure_flags
@@ -114,6 +114,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
             factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network,
                                            output_cap=config.limits.output_bytes,
                                            report_cap=config.limits.report_bytes)
+        res.isolation = engine_isolation(factory)
         helper = make_helper(config, iid, llm=llm)
         _mint(instance, Path(repo_path), config, factory, res, idir, log_path, traj, env,
               candidates if config.reuse.enabled else None, helper)
