@@ -22,7 +22,7 @@ from agents.envimage import (commit_image, commit_tracked_edits, image_size, ima
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from agents.policy import make_helper
-from agents.polyglot import pick_ecosystem
+from agents.ecosystems import pick_ecosystem
 from agents.polymint import mint_polyglot
 from agents.python_plan import choose_python, pretend_version, runtime_env
 from agents.python_setup import PythonEnvBuilder

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from envpool.records import EnvRecord
+
 Outcome = Literal["verified", "no_fail_to_pass", "patch_failed", "env_failed", "tests_not_run",
                   "timeout", "infra_error"]
 OUTCOMES: tuple[str, ...] = ("verified", "no_fail_to_pass", "patch_failed", "env_failed",
@@ -123,34 +125,6 @@ class StepRecord(BaseModel):
     duration: float = 0.0
     tokens: int = 0
     note: str = ""
-
-
-class EnvRecord(BaseModel):
-    """A verified environment image, as indexed in the pool (DuckDB table `environments`).
-
-    `commit_time`: committer time of `base_commit` (UTC). `size_bytes`: image size in bytes.
-    `location`: where the image lives ("local" or a registry reference).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    instance_id: str
-    repo: str
-    version: str | None = None
-    base_commit: str
-    commit_time: datetime | None = None
-    created_at: str | None = None
-    language: str = "python"
-    interpreter: str = ""
-    image_tag: str
-    image_id: str = ""
-    size_bytes: int = 0
-    setup_script: str = ""
-    dockerfile: str = ""
-    test_command: str = ""
-    parser: str = ""
-    route: str = ""
-    installed_packages: str = ""
-    location: str = "local"
 
 
 class InstanceResult(BaseModel):

@@ -1,6 +1,6 @@
 """Minting for ecosystems other than Python: plan (an `Ecosystem`) -> setup -> test runs.
 
-The minter (`agents.minter`) hands an instance here when `agents.polyglot.pick_ecosystem`
+The minter (`agents.minter`) hands an instance here when `agents.ecosystems.pick_ecosystem`
 claims its tree. Phases and their timings (seconds) are the Python path's: `setup` (sandbox on
 the bridge network from the toolchain image, /testbed laid out, `plan.setup_commands` one by one
 with the ecosystem's `repair`), `commit` (the environment image), `before` / `after` (network
@@ -22,7 +22,7 @@ from agents.dockerfile import render_dockerfile, render_setup_script
 from agents.envimage import commit_image, commit_tracked_edits, image_size, image_tag_for, lay_out_repository
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
-from agents.polyglot.base import Ecosystem, PolyPlan
+from agents.ecosystems.base import Ecosystem, PolyPlan
 from agents.sides import apply_side_patches, time_left, verification_sides
 from envpool.errors import EnvBuildError, SandboxTimeout
 from envpool.patches import files_in_patch

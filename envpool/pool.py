@@ -32,8 +32,8 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, ConfigDict
 
-from agents.models import EnvRecord
 from envpool.errors import InfraError
+from envpool.records import EnvRecord
 
 _SQL_TYPES = {"commit_time": "TIMESTAMPTZ", "size_bytes": "BIGINT"}
 COLUMNS: list[str] = list(EnvRecord.model_fields)
