@@ -1,20 +1,20 @@
-"""Ecosystems other than Python, each behind `agents.ecosystems.base.Ecosystem`.
+"""Every ecosystem behind one seam (`agents.ecosystems.base.Ecosystem`), Python included.
 
-`ECOSYSTEM_MODULES` lists the modules (each exposes `ECOSYSTEM`); `pick_ecosystem` returns the
-one whose `detect` scores highest for a tree, or None (then the Python path is used).
+`ECOSYSTEM_MODULES` is the registration: each module (or package) under `agents.ecosystems`
+exposes `ECOSYSTEM`. Adding an ecosystem is one module, its data file in `recipes/` and one name
+here. `pick_ecosystem` returns the one whose `detect` scores highest for a tree among those
+serving the row's language (or all of them without one), or None.
 """
 
 from __future__ import annotations
 
 import importlib
 
+from agents.ecosystems.base import Ecosystem, Plan, PlanRequest, PolyPlan, Route, TestSpec, languages_of
 from agents.gitrepo import GitTree
-from agents.ecosystems.base import Ecosystem, PolyPlan
+from agents.models import canonical_language
 
-PYTHON_MARKERS = frozenset({"setup.py", "setup.cfg", "pyproject.toml"})
-"""Root files that make a tree without a `language` hint a Python project."""
-
-ECOSYSTEM_MODULES: tuple[str, ...] = ("node", "golang", "rust", "java", "cfamily", "php", "ruby")
+ECOSYSTEM_MODULES: tuple[str, ...] = ("python", "node", "golang", "rust", "java", "cfamily", "php", "ruby")
 """Modules under `agents.ecosystems` providing an `ECOSYSTEM` object, in tie-break order."""
 
 
@@ -23,19 +23,24 @@ def ecosystems() -> list[Ecosystem]:
     return [importlib.import_module(f"agents.ecosystems.{m}").ECOSYSTEM for m in ECOSYSTEM_MODULES]
 
 
+def by_name(name: str) -> Ecosystem | None:
+    """The registered ecosystem called `name` (`python`, `node`, `go`, ...), or None."""
+    return next((e for e in ecosystems() if e.name == name), None)
+
+
 def pick_ecosystem(tree: GitTree, language: str | None) -> Ecosystem | None:
-    """The ecosystem for `tree` (the instance's `language` field as a hint; None when absent),
-    or None when the tree is a Python project or no ecosystem claims it."""
-    if (language or "").lower() == "python":
-        return None
-    if language is None and tree.file_set & PYTHON_MARKERS:
-        return None
+    """The ecosystem for `tree` (the instance's `language` as a constraint: only ecosystems
+    serving it compete), or None when none claims it."""
+    lang = canonical_language(language)
     best, score = None, 0
     for eco in ecosystems():
+        if lang and lang not in languages_of(eco):
+            continue
         s = eco.detect(tree, language)
         if s > score:
             best, score = eco, s
     return best
 
 
-__all__ = ["ECOSYSTEM_MODULES", "Ecosystem", "PolyPlan", "ecosystems", "pick_ecosystem"]
+__all__ = ["ECOSYSTEM_MODULES", "Ecosystem", "Plan", "PlanRequest", "PolyPlan", "Route", "TestSpec", "by_name",
+           "ecosystems", "pick_ecosystem"]

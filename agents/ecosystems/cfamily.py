@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems.base import PolyPlan
-from agents.ecosystems.debian import era_time
+from agents.ecosystems.debian import apt_install, era_time
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 
@@ -220,12 +220,6 @@ def era_gcc(when: datetime | date | None) -> str:
     return chosen
 
 
-def _apt_install(packages: list[str]) -> str:
-    return ("export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
-            f"apt-get install -y -qq --no-install-recommends {' '.join(packages)} >/dev/null && "
-            "rm -rf /var/lib/apt/lists/*")
-
-
 def _q(s: str) -> str:
     return shlex.quote(s)
 
@@ -234,6 +228,7 @@ class CFamily:
     """The C/C++ ecosystem (`agents.ecosystems.base.Ecosystem`)."""
 
     name = "cfamily"
+    languages = ("c", "cpp")
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a C/C++-labelled tree with a build file at the root, 10 without the label
@@ -265,7 +260,7 @@ class CFamily:
         notes = list(b.notes)
         setup: list[str] = []
         if b.packages:
-            setup.append(_apt_install(b.packages))
+            setup.append(apt_install(b.packages))
         if b.missing_submodules:  # as a clone without `submodule update` has them (automake wants SUBDIRS)
             setup.append("mkdir -p " + " ".join(_q(p) for p in b.missing_submodules))
         tests = [f for f in touched]
@@ -320,7 +315,7 @@ class CFamily:
             _add(pkgs, ["autoconf", "automake", "libtool", "autopoint"])
         if not pkgs:
             return None
-        fix = [_apt_install(pkgs)]
+        fix = [apt_install(pkgs)]
         return None if "\n".join(fix) in tried else fix
 
 

@@ -9,6 +9,7 @@ tests do not need, shims).
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from datetime import date, datetime
 from functools import lru_cache
@@ -161,3 +162,16 @@ def satisfies(version: str, requirement: str) -> bool:
         if all(_one(op, want, have) for op, want in clauses):
             return True
     return False
+
+
+DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9.+-]*(?::[a-z0-9]+)?")
+"""A Debian package name (optionally `:arch`); anything else never reaches a shell."""
+
+
+def apt_install(packages: list[str]) -> str:
+    """The setup command installing Debian `packages` without recommends (names that are not
+    Debian package names are dropped; each is quoted)."""
+    names = [p for p in packages if DEBIAN_NAME.fullmatch(p)]
+    return ("export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
+            f"apt-get install -y -qq --no-install-recommends {' '.join(shlex.quote(n) for n in names)} >/dev/null && "
+            "rm -rf /var/lib/apt/lists/*")

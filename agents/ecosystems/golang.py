@@ -493,6 +493,7 @@ class GoEcosystem:
     """`agents.ecosystems.base.Ecosystem` for Go (module doc: the rules)."""
 
     name = "go"
+    languages = ("go",)
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10: go.mod at the root (or any Go code with language=go); 6: a go.mod below the root;

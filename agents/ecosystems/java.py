@@ -451,6 +451,7 @@ class JavaEcosystem:
     """Maven projects; Gradle ones are detected and refused with a clear reason."""
 
     name = "java"
+    languages = ("java",)
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10 for a root pom.xml, 9 for a root Gradle build, 6 for a pom.xml one or two folders

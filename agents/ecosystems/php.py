@@ -90,6 +90,7 @@ class Php:
     """The PHP ecosystem (`agents.ecosystems.base.Ecosystem`)."""
 
     name = "php"
+    languages = ("php",)
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a PHP-labelled tree with composer.json at the root, 10 without the label, 0

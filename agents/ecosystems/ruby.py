@@ -136,6 +136,7 @@ class Ruby:
     """The Ruby ecosystem (`agents.ecosystems.base.Ecosystem`)."""
 
     name = "ruby"
+    languages = ("ruby",)
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a Ruby-labelled tree with a Gemfile / gemspec at the root, 10 without the label,

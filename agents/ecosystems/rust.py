@@ -445,6 +445,7 @@ class RustEcosystem:
     """`agents.ecosystems.base.Ecosystem` for cargo projects (module doc: the rules)."""
 
     name = "rust"
+    languages = ("rust",)
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10: Cargo.toml at the root; 8: one below it with language=rust; 3: below, no hint;

@@ -111,6 +111,7 @@ def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
     """
     statuses: dict[str, TestStatus] = {}
     collection_errors: list[str] = []
+    reasons: dict[str, str] = {}
     exit_code = None
     for rec in plugin_records(data):
         kind = rec.get("kind")
@@ -119,12 +120,21 @@ def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
             if st is not None:
                 nid = normalise_nodeid(rec["nodeid"])
                 statuses[nid] = worse(statuses.get(nid), st)
+                if st not in (TestStatus.PASSED, TestStatus.XPASS) and rec.get("longrepr"):
+                    reasons.setdefault(nid, str(rec["longrepr"])[-REASON_CHARS:])
         elif kind == "collect" and rec.get("outcome") == "failed":
-            _add_unique(collection_errors, str(rec.get("nodeid") or rec.get("fspath") or ""))
+            cid = str(rec.get("nodeid") or rec.get("fspath") or "")
+            _add_unique(collection_errors, cid)
+            if rec.get("longrepr"):
+                reasons.setdefault(cid, str(rec["longrepr"])[-REASON_CHARS:])
         elif kind == "session_finish" and isinstance(rec.get("exitstatus"), int):
             exit_code = rec["exitstatus"]
-    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
+    return TestRunReport(statuses=statuses, collection_errors=collection_errors, reasons=reasons,
                          exit_code=exit_code, tests_ran=bool(statuses), source="plugin")
+
+
+REASON_CHARS = 600
+"""Characters of a failure or skip reason kept per test in `TestRunReport.reasons`."""
 
 
 def plugin_exit_status(data: str | bytes) -> int | None:

@@ -312,6 +312,11 @@ class PytestRun(BaseModel):
     plugin_exitstatus: int | None = None
     collected: int | None = None
     plugin_loaded: bool = True
+    output_tail: str = ""
+    """The last OUTPUT_TAIL characters of the run's console output (for diagnosis, never graded)."""
+
+
+OUTPUT_TAIL = 8000
 
 
 NOTHING_FAILING = "but no failed or errored test"
@@ -443,7 +448,8 @@ def run_pytest_detailed(sandbox: Sandbox, test_files: Sequence[str], *, python: 
     return PytestRun(report=report, command=command, config_path=config_path,
                      dropped_addopts=dropped, anomalies=anomalies,
                      timeouts=parsers.plugin_timeouts(plugin_raw) if plugin_raw else [],
-                     plugin_exitstatus=exitstatus, collected=collected, plugin_loaded=plugin)
+                     plugin_exitstatus=exitstatus, collected=collected, plugin_loaded=plugin,
+                     output_tail=res.output[-OUTPUT_TAIL:])
 
 
 def run_pytest(sandbox: Sandbox, test_files: Sequence[str], *, python: str = "python",

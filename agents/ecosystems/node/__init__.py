@@ -56,6 +56,7 @@ class NodeEcosystem:
     """`agents.ecosystems.base.Ecosystem` for JavaScript/TypeScript (npm, yarn, pnpm)."""
 
     name = "node"
+    languages = ("javascript", "typescript")
 
     def detect(self, tree, language: str | None) -> int:
         """10 with a root package.json and a JS/TS language hint (or no hint); 6 for a root

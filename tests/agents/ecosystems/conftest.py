@@ -68,6 +68,13 @@ def make_instance(base: GitTree | str, language: str | None = None, created_at: 
                     created_at=created_at, language=language)
 
 
+def force_ecosystem(monkeypatch, eco) -> None:
+    """Make `eco` the only registered ecosystem (analysis, planning and the flow see just it)."""
+    import agents.ecosystems as registry
+
+    monkeypatch.setattr(registry, "ecosystems", lambda: [eco])
+
+
 @pytest.fixture
 def mint_with(tmp_path, docker_client, monkeypatch):
     """``mint(ecosystem, files, name, **instance_fields)`` -> InstanceResult: `files` committed as
@@ -80,7 +87,7 @@ def mint_with(tmp_path, docker_client, monkeypatch):
     made: list[str] = []
 
     def run(ecosystem, files: dict[str, str], name: str, **fields):
-        monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: ecosystem)
+        force_ecosystem(monkeypatch, ecosystem)
         git_dir, sha = make_repo(tmp_path / name, files)
         inst = make_instance(sha, instance_id=f"acme__calc-{name}", **fields)
         cfg = MintConfig(workdir=tmp_path / "w", run_id=f"{ecosystem.name}-docker-{name}")

@@ -1,4 +1,4 @@
-"""The polyglot minting path (agents.polymint) with a toy ecosystem and the fake sandbox:
+"""The one minter (agents.flow) with a toy ecosystem and the fake sandbox:
 plan -> setup (with a repair) -> commit -> before/after runs parsed by a polyglot parser ->
 grade; anomalous runs are never graded; a failing setup is env_failed naming the step."""
 
@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+import agents.flow as flow
 import agents.minter as minter
 from agents.config import MintConfig
 from agents.ecosystems.base import PolyPlan
 from envpool.fake import FakeSandboxFactory
-from tests.agents.ecosystems.conftest import make_instance, make_repo
+from tests.agents.ecosystems.conftest import force_ecosystem, make_instance, make_repo
 
 PATCH = """diff --git a/calc.go b/calc.go
 --- a/calc.go
@@ -45,6 +46,7 @@ class ToyEco:
     """A Go-like ecosystem whose setup needs one repair and whose test output is scripted."""
 
     name = "toy"
+    languages = ("go",)
 
     def __init__(self, setup_fails: bool = False):
         self.setup_fails = setup_fails
@@ -95,7 +97,7 @@ def instance(tmp_path):
 def test_polyglot_instance_verified_with_repair(tmp_path, instance, monkeypatch):
     inst, git_dir = instance
     eco = ToyEco()
-    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: eco)
+    force_ecosystem(monkeypatch, eco)
     factory = _factory(_events({"TestAdd": "pass", "TestOld": "pass"}),
                        _events({"TestAdd": "fail", "TestOld": "pass"}))
     cfg = MintConfig(workdir=tmp_path / "w", run_id="t")
@@ -105,7 +107,7 @@ def test_polyglot_instance_verified_with_repair(tmp_path, instance, monkeypatch)
     assert res.PASS_TO_PASS == ["example.com/calc::TestOld"]
     assert res.interpreter == "toy 1.0" and res.parser == "go_test_json"
     assert eco.repairs == ["fetch-deps"]
-    assert "go mod tidy" in res.setup_script and res.env is not None and res.env.language == "toy"
+    assert "go mod tidy" in res.setup_script and res.env is not None and res.env.language == "go"  # the row language, never the module name
     steps = [json.loads(line) for line in Path(res.trajectory_path).read_text().splitlines()]
     assert [s["rule"] for s in steps if s["agent"] == "execution"] == ["recipe:toy:0", "repair:toy:cmd", "repair:toy",
                                                                          "recipe:toy:0"]
@@ -117,7 +119,7 @@ def test_polyglot_instance_verified_with_repair(tmp_path, instance, monkeypatch)
 
 def test_untrustworthy_after_runs_are_not_graded(tmp_path, instance, monkeypatch):
     inst, git_dir = instance
-    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: ToyEco())
+    force_ecosystem(monkeypatch, ToyEco())
     # after: the stream stops mid-test (a `run` with no end and no package result)
     cut = json.dumps({"Action": "run", "Package": "example.com/calc", "Test": "TestAdd"}) + "\n"
     factory = _factory(cut, _events({"TestAdd": "fail"}))
@@ -135,7 +137,7 @@ def test_runs_with_anomalies_are_dropped(tmp_path, instance, monkeypatch):
             return super().plan(tree, instance, touched, images).model_copy(
                 update={"parser": "cargo_test", "test_command": "cargo test"})
 
-    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: Cargo())
+    force_ecosystem(monkeypatch, Cargo())
     head = "     Running unittests src/lib.rs (target/debug/deps/calc-1)\n\nrunning 2 tests\n"
     before = head + "test t::add ... FAILED\ntest t::old ... ok\n\ntest result: FAILED. 1 passed; 1 failed; " \
         "0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
@@ -155,7 +157,7 @@ def test_setup_failure_is_env_failed_naming_the_step(tmp_path, instance, monkeyp
         def repair(self, plan, command, output, tried):
             return None
 
-    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: Broken())
+    force_ecosystem(monkeypatch, Broken())
     factory = _factory("", "")
     res = minter.mint_instance(inst, git_dir, MintConfig(workdir=tmp_path / "w", run_id="t"), factory=factory)
     assert res.outcome == "env_failed"
@@ -182,8 +184,8 @@ def test_memory_repairs_what_the_rules_do_not_and_learning_counts_it(tmp_path, i
         id="go-missing-module", problem="go build stops: a module is missing from go.mod",
         solution="add the module", actions=[{"kind": "shell", "command": "go get ${mod}"}],
         ecosystem="go", error_signature=r"go: missing module (?P<mod>\S+)"))
-    monkeypatch.setattr(minter, "pick_ecosystem", lambda tree, language: NoRules())
-    monkeypatch.setattr(minter, "make_helper", lambda config, iid, llm=None: RepairHelper(memory=mem))
+    force_ecosystem(monkeypatch, NoRules())
+    monkeypatch.setattr(flow, "make_helper", lambda config, iid, llm=None: RepairHelper(memory=mem))
     factory = _factory(_events({"TestAdd": "pass"}), _events({"TestAdd": "fail"}))
     res = minter.mint_instance(inst, git_dir, MintConfig(workdir=tmp_path / "w", run_id="t"), factory=factory)
     assert res.outcome == "verified", res.reason

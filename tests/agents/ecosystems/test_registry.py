@@ -1,6 +1,6 @@
 """`agents.ecosystems.pick_ecosystem`: every registered ecosystem claims its own manifest; Python
-projects (by the `language` hint, or by setup.py / pyproject.toml without one) stay on the
-Python path."""
+projects (by the `language` hint, or by setup.py / pyproject.toml without one) are Python's; a
+row's language is a constraint: another language's ecosystem never claims it."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ MANIFESTS = {
 
 
 def test_every_registered_module_has_an_ecosystem():
-    assert len(ecosystems()) == len(ECOSYSTEM_MODULES) >= 7
+    assert len(ecosystems()) == len(ECOSYSTEM_MODULES) >= 8
+    assert "python" in {e.name for e in ecosystems()}
 
 
 @pytest.mark.parametrize("name", sorted(MANIFESTS))
@@ -28,8 +29,16 @@ def test_manifest_claims_its_ecosystem_without_a_hint(tmp_path, name):
     assert pick_ecosystem(make_tree(tmp_path, MANIFESTS[name]), None).name == name
 
 
-def test_python_projects_stay_on_the_python_path(tmp_path):
+def test_python_projects_are_pythons(tmp_path):
     tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup()\n", **MANIFESTS["node"]})
-    assert pick_ecosystem(tree, None) is None
-    assert pick_ecosystem(tree, "python") is None
+    assert pick_ecosystem(tree, None).name == "python"
+    assert pick_ecosystem(tree, "python").name == "python"
     assert pick_ecosystem(tree, "javascript").name == "node"
+
+
+def test_a_row_language_is_never_claimed_by_python(tmp_path):
+    """A `language: java` tree with only build.xml: no ecosystem builds it, and Python never
+    claims it (the failure a new user saw: pytest run on an Ant project)."""
+    tree = make_tree(tmp_path, {"build.xml": "<project/>", "src/A.java": "class A {}", "setup.py": ""})
+    eco = pick_ecosystem(tree, "java")
+    assert eco is None or eco.name == "java"

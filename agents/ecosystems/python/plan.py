@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.analysis import RepoProfile, req_name
+from agents.ecosystems.python.analysis import RepoProfile, req_name
 from agents.gitrepo import GitTree
 from agents.models import Instance
 

@@ -14,7 +14,12 @@ rules keyed on uv's and pytest's error text (bounded rounds):
 
 When no rule applies, the optional `helper` (agents.repair.RepairHelper: the experience memory,
 then the LLM tool loop under the `hybrid` policy) gets the failed step's output; under the `llm`
-policy (`rule_repairs=False`) the rules are skipped and the helper repairs every failure.
+policy (`rule_repairs=False`) the rules are skipped and the helper repairs every failure. The
+builder is the helper's executor for memory actions (`apply_action`): `uv_lift` -> the package's
+date bound lifted, wheels only; `uv_option` `no_build_isolation` -> `--no-build-isolation`;
+`pin` / `install` -> `uv pip install`; `env` -> the build environment; `shell` -> a recorded
+command; `apt` -> `apt-get install` (recorded). `toolchain` and `test_arg` change the plan, not a
+running build: the flow applies them (`agents.execution`), the builder skips them.
 """
 
 from __future__ import annotations
@@ -27,15 +32,19 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.analysis import RepoProfile, req_name
+from agents.ecosystems.python.analysis import RepoProfile, req_name
+from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.python_plan import (HEAVY_COMPILED, PY, SKIP_TEST_DEPS, VENV, PythonChoice, UvOptions, lifted_date,
+from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, SKIP_TEST_DEPS, VENV, PythonChoice, UvOptions, lifted_date,
                                 project_target, relax_test_pins, runtime_env, test_requirements,
                                 toolchain_spec)
 from envpool.sandbox import ExecResult, Sandbox
 
 MAX_REPAIRS = 6
+"""Attempts of one `uv pip install` (each failed one repaired by a rule, the memory or the LLM)."""
+PROBE_ROUNDS = 4
+"""Attempts of one probe (`pytest --version`, `--collect-only`)."""
 IMPORT_TO_DIST = {"yaml": "pyyaml", "PIL": "pillow", "cv2": "opencv-python-headless", "sklearn": "scikit-learn",
                   "skimage": "scikit-image", "dateutil": "python-dateutil", "bs4": "beautifulsoup4",
                   "Crypto": "pycryptodome", "OpenSSL": "pyopenssl", "attr": "attrs", "jwt": "pyjwt",
@@ -106,11 +115,15 @@ class PythonEnvBuilder:
         helper: optional `agents.repair.RepairHelper` consulted when no rule repairs a failure:
             `helper(builder, command, output, tried) -> fix key | None`.
         rule_repairs: apply the built-in rules (False under the `llm` policy).
+        install_rounds / probe_rounds: attempts of one install / one probe (`mint.repair`).
     """
 
     def __init__(self, sandbox: Sandbox, tree: GitTree, profile: RepoProfile, choice: PythonChoice,
                  created: datetime | None, version: str | None, step_timeout: float = 900,
-                 on_step: Callable[[StepRecord], None] | None = None, helper=None, rule_repairs: bool = True):
+                 on_step: Callable[[StepRecord], None] | None = None, helper=None, rule_repairs: bool = True,
+                 install_rounds: int = MAX_REPAIRS, probe_rounds: int = PROBE_ROUNDS):
+        self.install_rounds = install_rounds
+        self.probe_rounds = probe_rounds
         self.helper = helper
         self.rule_repairs = rule_repairs
         self.sb = sandbox
@@ -151,7 +164,7 @@ class PythonEnvBuilder:
         """`uv pip install` with the shared flags; repairs from the error text, bounded."""
         r = None
         tried: set[str] = set()
-        for _ in range(MAX_REPAIRS):
+        for _ in range(self.install_rounds):
             cmd = f"uv pip install {self.uv.flags()} {args}"
             r = self.run(cmd, rule)
             if r.ok:
@@ -168,6 +181,55 @@ class PythonEnvBuilder:
     def _help(self, command: str, output: str, tried: set[str]) -> str | None:
         """The helper's repair (memory, LLM) for a failure no rule fixed; None without a helper."""
         return self.helper(self, command, output, tried) if self.helper is not None else None
+
+    def record(self, step: StepRecord) -> None:
+        """Keep a step the helper made (memory, LLM) and pass it to the trajectory."""
+        self.steps.append(step)
+        if self.on_step:
+            self.on_step(step)
+
+    # -- the helper's executor (memory actions) ------------------------------------------------
+    def memory_variables(self) -> dict[str, str]:
+        """Facts that bind `${name}` placeholders of memory actions."""
+        return {"project_version": self.env.get("SETUPTOOLS_SCM_PRETEND_VERSION", ""),
+                "python_version": self.choice.version, "commit_date": self.choice.exclude_newer[:10],
+                "ca_bundle": "/opt/swemint/ca.pem", "venv": "/opt/venv"}
+
+    def repeats_rule(self, actions, tried: set[str]) -> bool:
+        """True when every action only redoes a repair the rules already made in this step
+        (`tried` keys: `lift|exempt|upgrade <pkg>`, `isolation`): applying it cannot help."""
+        return repeats_rule(actions, tried)
+
+    def apply_action(self, action, rule: str) -> bool:
+        """Apply one memory action (see the module docstring); True when it took effect."""
+        kind = action.kind
+        if kind == "uv_lift":
+            self.lift(action.package)
+            return True
+        if kind == "uv_option":
+            if action.option == "no_build_isolation" and not self.uv.no_build_isolation:
+                self.uv.no_build_isolation = True
+                return True
+            return False
+        if kind == "pin":
+            return self.uv_install(shlex.quote(action.requirement), rule).ok
+        if kind == "install":
+            return self.uv_install(" ".join(shlex.quote(p) for p in action.packages), rule).ok
+        if kind == "env":
+            self.env[action.name] = action.value
+            return True
+        if kind == "shell":
+            return self.run(action.command, rule).ok
+        if kind == "apt":
+            return self.run(apt_install(action.packages), rule).ok
+        return False
+
+    def lift(self, package: str) -> None:
+        """Move `package`'s date bound to where wheels for the interpreter exist; wheels only."""
+        pkg = package.lower()
+        self.uv.package_dates[pkg] = self.lifted
+        if pkg not in self.uv.no_build:
+            self.uv.no_build.append(pkg)
 
     def _repair_uv(self, out: str, tried: set[str]) -> str | None:
         text = re.sub(r"\x1b\[[0-9;]*m", "", out)
@@ -284,9 +346,10 @@ class PythonEnvBuilder:
                                                       if line and not line.startswith("Using ")) if freeze.ok else "",
                            reason=("optional packages not installed: " + ", ".join(failed)) if failed else "")
 
-    def check(self, cmd: str, rule: str, rounds: int = 4, ok_codes: tuple[int, ...] = (0,)) -> bool:
+    def check(self, cmd: str, rule: str, rounds: int | None = None, ok_codes: tuple[int, ...] = (0,)) -> bool:
         """Run a probe command (not recorded in the script); on failure repair a crash inside
-        site-packages or a missing module and retry, at most `rounds` times."""
+        site-packages or a missing module and retry, at most `rounds` (default `probe_rounds`) times."""
+        rounds = self.probe_rounds if rounds is None else rounds
         tried: set[str] = set()
         for _ in range(rounds):
             r = self.run(cmd, rule, record=False, timeout=600)
@@ -326,6 +389,27 @@ class PythonEnvBuilder:
             return key
         return None
 
+    def apply_options(self, options: dict) -> None:
+        """Options a plan request carries (memory before planning): `uv_lift` (package names)
+        and `no_build_isolation` (bool)."""
+        for pkg in options.get("uv_lift", []):
+            self.lift(pkg)
+        if options.get("no_build_isolation"):
+            self.uv.no_build_isolation = True
+
     def _fail(self, reason: str) -> SetupResult:
         return SetupResult(ok=False, reason=reason, steps=self.steps, commands=self.commands, env=self.env,
                            uv=self.uv)
+
+
+def repeats_rule(actions, tried: set[str]) -> bool:
+    """True when every action only redoes a repair the rules already made in this step
+    (`tried` keys: `lift|exempt|upgrade <pkg>`, `isolation`): applying it cannot help."""
+    def done(a) -> bool:
+        if a.kind == "uv_lift":
+            return any(f"{verb} {a.package.lower()}" in tried for verb in ("lift", "exempt", "upgrade"))
+        if a.kind == "uv_option":
+            return a.option == "no_build_isolation" and "isolation" in tried
+        return False
+    return bool(actions) and all(done(a) for a in actions)
+
