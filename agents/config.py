@@ -47,8 +47,9 @@ class VerifyConfig(BaseModel):
 
 
 class ReuseConfig(BaseModel):
-    """Environment reuse (MEnvAgent, arXiv 2601.22859): before a full build, try pooled
-    environments of other instances of the same repository, adapted by EnvPatch."""
+    """Environment reuse (MEnvAgent, arXiv 2601.22859), every language: before a full build, try
+    pooled environments of other instances of the same repository (then of similar
+    repositories), adapted by EnvPatch and accepted only when they verify."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = True
@@ -58,6 +59,9 @@ class ReuseConfig(BaseModel):
     commit, any); each costs one container start and a probe."""
     patch_rounds: int = Field(default=2, ge=0)
     """EnvPatch rounds per candidate (derive increments -> apply -> probe again)."""
+    similar: bool = True
+    """Also offer environments of other repositories of the same language that declare most of
+    this repository's dependencies (after the same repository's)."""
 
 
 class RepairConfig(BaseModel):

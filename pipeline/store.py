@@ -216,7 +216,7 @@ def _row(res: InstanceResult, inst: Instance | None) -> dict:
         "problem_statement": i.get("problem_statement"), "hints_text": i.get("hints_text"),
         "created_at": i.get("created_at"), "version": res.version or i.get("version"),
         "FAIL_TO_PASS": list(res.FAIL_TO_PASS), "PASS_TO_PASS": list(res.PASS_TO_PASS),
-        "environment_setup_commit": None, "language": i.get("language"),
+        "environment_setup_commit": None, "language": res.language or i.get("language"),
         "image": res.image, "image_id": res.image_id, "dockerfile": res.dockerfile,
         "setup_script": res.setup_script, "test_command": res.test_command, "parser": res.parser,
         "interpreter": res.interpreter, "test_files": list(res.test_files),

@@ -214,3 +214,19 @@ def plan_with(eco: Ecosystem, tree: GitTree, instance: Instance, touched: list[s
         takes = False
     return eco.plan(tree, instance, touched, images, request=request) if takes else \
         eco.plan(tree, instance, touched, images)
+
+
+def shell_args(args: list[str]) -> list[str]:
+    """Test arguments (memory `test_arg` actions, requests) as shell-quoted tokens: each string is
+    split like a shell would (`-Da=1 -Db=2` is two arguments), every token quoted; a string that
+    does not split (an unbalanced quote) is one quoted token."""
+    import shlex
+
+    out: list[str] = []
+    for a in args:
+        try:
+            parts = shlex.split(a)
+        except ValueError:
+            parts = [a]
+        out += [shlex.quote(p) for p in parts]
+    return out

@@ -38,7 +38,9 @@ from pydantic import BaseModel, Field
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PolyPlan
+from agents.ecosystems.base import PlanRequest, PolyPlan, Route
+from agents.ecosystems.toolchain import constrained
+from envpool.errors import EnvBuildError
 from agents.ecosystems.debian import apt_install, era_time
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
@@ -172,18 +174,37 @@ def _makefile_target(tree: GitTree) -> str:
     return "check"
 
 
-def analyze(tree: GitTree, touched: list[str], project: str = "") -> CBuild:
+def systems(tree: GitTree) -> list[str]:
+    """The build systems `tree` offers, in the order `analyze` prefers them: cmake (a root
+    CMakeLists.txt with tests wins over configure.ac), autotools, make."""
+    top = tree.read("CMakeLists.txt")
+    ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
+    out = []
+    if top is not None and (ac is None or re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)):
+        out.append("cmake")
+    if ac is not None:
+        out.append("autotools")
+    if top is not None and "cmake" not in out:
+        out.append("cmake")
+    if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")):
+        out.append("make")
+    return out
+
+
+def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | None = None) -> CBuild:
     """Read the build system of `tree` (see the module doc). `touched`: the test patch's paths
     (their contents refine the GoogleTest decision); `project`: the repository's name (its own
-    ``find_package`` in install tests is not a dependency). Raises nothing: an unknown layout is
+    ``find_package`` in install tests is not a dependency); `system`: use this build system
+    (a route the loop chose) instead of the preferred one. Raises nothing: an unknown layout is
     `system="make"`."""
     rec = recipes()
     top = tree.read("CMakeLists.txt")
     ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
-    if top is not None and (ac is None or re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)):
+    if system == "cmake" and top is not None or system is None and top is not None and (
+            ac is None or re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)):
         b = CBuild(system="cmake")
         _cmake_analysis(tree, b, project.lower())
-    elif ac is not None:
+    elif ac is not None and system in (None, "autotools"):
         b = CBuild(system="autotools")
         _autotools_analysis(tree, b, ac)
     else:
@@ -224,6 +245,20 @@ def _q(s: str) -> str:
     return shlex.quote(s)
 
 
+SUITE_GCC = {"bullseye": "10", "bookworm": "12", "trixie": "14"}
+"""Debian suite -> its gcc major (a memory `toolchain debian bookworm` action means gcc 12)."""
+
+
+def _gcc_major(requested: str | None) -> str | None:
+    """A gcc major from a request: a suite name, a major (`12`) or a constraint's version."""
+    if not requested:
+        return None
+    if requested in SUITE_GCC:
+        return SUITE_GCC[requested]
+    m = re.search(r"\d+", requested)
+    return m.group(0) if m else None
+
+
 class CFamily:
     """The C/C++ ecosystem (`agents.ecosystems.base.Ecosystem`)."""
 
@@ -244,16 +279,42 @@ class CFamily:
                 return 6
         return 0
 
-    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig) -> PolyPlan:
-        """The build-and-test plan (module doc). Raises InfraError when the toolchain image
-        cannot be built."""
+    def routes(self, tree: GitTree, language: str | None) -> list[Route]:
+        """The build systems of the tree (`systems`), preferred first; `make` when none is known."""
+        return [Route(name=n) for n in systems(tree)] or [Route(name="make")]
+
+    def language_of(self, tree: GitTree) -> str:
+        """`cpp` when C++ sources outnumber C ones, else `c`."""
+        cpp = sum(f.endswith((".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".c++")) for f in tree.files[:20000])
+        c = sum(f.endswith(".c") for f in tree.files[:20000])
+        return "cpp" if cpp > c else "c"
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a gcc image at least `requested` (LLM plans)."""
+        from envpool.toolchains.cfamily import ensure_image
+
+        return ensure_image(_gcc_major(requested), images), {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
+        """The build-and-test plan (module doc). `request.route` picks the build system,
+        `request.toolchain` constrains the gcc major (a suite name such as `bookworm` means its
+        gcc). Raises InfraError when the toolchain image cannot be built, EnvBuildError when no
+        gcc here meets the constraint."""
         from envpool.toolchains.cfamily import cmake_of_suite, ensure_image, DEBIAN_GCC
 
-        b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1])
+        req = request or PlanRequest()
+        b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1], system=req.route)
         gcc = era_gcc(era_time(instance, tree))
         floor = CXX_STD_GCC.get(b.cxx_std or "")
         if floor and int(floor) > int(gcc):
             gcc = floor
+        if req.toolchain or req.avoid:
+            try:
+                gcc = constrained(sorted(DEBIAN_GCC, key=int), gcc, _gcc_major(req.toolchain) if
+                                  req.toolchain and req.toolchain in SUITE_GCC else req.toolchain, req.avoid)
+            except ValueError as e:
+                raise EnvBuildError(f"cfamily: {e}", instance_id=instance.instance_id) from e
         choice = ensure_image(gcc, images, cmake=b.cmake_min if b.system == "cmake" else None)
         cmake_version = choice.version.rsplit("cmake ", 1)[-1] if "cmake" in choice.version else \
             cmake_of_suite(DEBIAN_GCC[gcc])

@@ -77,14 +77,24 @@ def suites_from(first: str) -> list[str]:
     return [*SUITES[i:], *reversed(SUITES[:i])]
 
 
-def first_suite(era: str, resolve: Callable[[str], tuple[list[str], list[str], list[str], list[str]]]
+def suites_for(interpreters: dict[str, str], constraint: str | None, avoid: list[str] | None = None) -> set[str]:
+    """The suites whose interpreter (`interpreters`: suite -> version, e.g. ruby 3.1 in bookworm)
+    meets a plan request's `constraint` and is not in `avoid`; every suite without either."""
+    from agents.ecosystems.toolchain import allowed
+
+    return {s for s, v in interpreters.items() if allowed([v], constraint, avoid)}
+
+
+def first_suite(era: str, resolve: Callable[[str], tuple[list[str], list[str], list[str], list[str]]],
+                only: set[str] | None = None
                 ) -> tuple[str | None, tuple[list[str], list[str], list[str], list[str]], list[str]]:
-    """The first suite from `era` on (`suites_from`) where `resolve(suite)` -> (packages, missing,
-    dropped, notes) misses nothing: (suite, its answer, []); (None, the last answer, ["<suite>:
-    <missing, ...>" per suite tried]) when every suite misses something."""
+    """The first suite from `era` on (`suites_from`; only those in `only` when given) where
+    `resolve(suite)` -> (packages, missing, dropped, notes) misses nothing: (suite, its answer,
+    []); (None, the last answer, ["<suite>: <missing, ...>" per suite tried]) when every suite
+    misses something."""
     tried: list[str] = []
     found: tuple[list[str], list[str], list[str], list[str]] = ([], [], [], [])
-    for suite in suites_from(era):
+    for suite in [x for x in suites_from(era) if only is None or x in only]:
         found = resolve(suite)
         if not found[1]:
             return suite, found, []
@@ -93,15 +103,15 @@ def first_suite(era: str, resolve: Callable[[str], tuple[list[str], list[str], l
 
 
 def from_debian(era: str, resolve: Callable[[str], tuple[list[str], list[str], list[str], list[str]]], *,
-                registry: str, installer: str, noun: str, repo: str, instance_id: str | None
-                ) -> tuple[str, list[str], list[str], list[str]]:
-    """Every dependency from Debian (`first_suite`): (suite, Debian packages, substitutions,
-    notes). Raises EnvBuildError naming the unreachable `registry` (e.g. "RubyGems
-    (rubygems.org)"), the `installer` that cannot run and, per suite tried, the `noun`s (gems,
-    packages) Debian lacks."""
+                registry: str, installer: str, noun: str, repo: str, instance_id: str | None,
+                only: set[str] | None = None) -> tuple[str, list[str], list[str], list[str]]:
+    """Every dependency from Debian (`first_suite`, over the suites in `only` when given):
+    (suite, Debian packages, substitutions, notes). Raises EnvBuildError naming the unreachable
+    `registry` (e.g. "RubyGems (rubygems.org)"), the `installer` that cannot run and, per suite
+    tried, the `noun`s (gems, packages) Debian lacks."""
     from envpool.errors import EnvBuildError
 
-    found, (pkgs, _, dropped, versions), tried = first_suite(era, resolve)
+    found, (pkgs, _, dropped, versions), tried = first_suite(era, resolve, only)
     if found is None:
         raise EnvBuildError(
             f"{registry} is unreachable and {repo} has no vendored dependencies: {installer} cannot run; "

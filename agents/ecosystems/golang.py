@@ -46,7 +46,8 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PolyPlan
+from agents.ecosystems.base import PlanRequest, PolyPlan, TestSpec, shell_args
+from agents.ecosystems.toolchain import constrained
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_id
@@ -509,11 +510,14 @@ class GoEcosystem:
         score = 10 if root_mod else 6 if any_mod else 3
         return min(score, 2) if lang else score
 
-    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig) -> PolyPlan:
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
         """Go image, module download + test compile setup, one `go test -json` per module.
-        Raises EnvBuildError when no Go here is new enough for go.mod, or when the test_patch
-        touches no Go package and the repository has no module to fall back on."""
-        from envpool.toolchains.golang import GO_ENV, ensure_image
+        `request.toolchain` constrains the Go release (e.g. `>=1.16` after a fix used io/fs on
+        an older Go), `request.test_args` join the `go test` flags. Raises EnvBuildError when no
+        Go here is new enough for go.mod (or the constraint), or when the test_patch touches no
+        Go package and the repository has no module to fall back on."""
+        from envpool.toolchains.golang import GO_ENV, available_gos, ensure_image
 
         recipe = load_recipe()
         iid = instance.instance_id
@@ -532,12 +536,20 @@ class GoEcosystem:
         if gopath and len(sel) > 1:
             notes.append("GOPATH-mode root: packages of nested modules not tested: " + ", ".join(d for d in sel if d))
             sel = {"": sel[""]}
-        request, reasons = go_request(proj, list(sel), recipe)
-        choice = ensure_image(request, images, instance_id=iid)
+        wanted, reasons = go_request(proj, list(sel), recipe)
+        req = request or PlanRequest()
+        try:
+            asked = constrained([r.version for r in available_gos(images)], wanted, req.toolchain, req.avoid)
+        except ValueError as e:
+            raise EnvBuildError(f"go: {e}", instance_id=iid) from e
+        if asked != wanted:
+            reasons.append(f"go {asked} asked for: {req.toolchain} ({'; '.join(req.reasons)[:200]})")
+        choice = ensure_image(asked, images, instance_id=iid)
         env = dict(GO_ENV)
-        flags = " ".join(recipe.test_flags)
+        flags = " ".join([*recipe.test_flags, *(a for a in shell_args(req.test_args) if a not in recipe.test_flags)])
         setup: list[str] = []
         runs: list[str] = []
+        tests: dict[str, set[str] | None] = {}
         if gopath:
             setup, runs, mode_notes = self._gopath(proj, sel[""], env, flags)
             notes += mode_notes
@@ -564,10 +576,16 @@ class GoEcosystem:
         test_command = f": > {REPORT_PATH}; " + "; ".join(
             f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}" for r in runs)
         notes = [*reasons, *notes, "packages: " + "; ".join(f"/{d}: {' '.join(p)}" for d, p in sel.items())]
+        alts = []
+        if tests and any(names for names in tests.values()):  # T2: the touched packages whole
+            whole = "; ".join(f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}"
+                              for m, pkgs in sel.items() for r in _module_runs(m, pkgs, {}, flags))
+            alts.append(TestSpec(name="packages", test_command=f": > {REPORT_PATH}; {whole}", parser="go_test_json",
+                                 report_path=REPORT_PATH, test_files=list(touched)))
         return PolyPlan(ecosystem=self.name, toolchain=f"go {choice.version}", image=choice.image,
                         route=choice.route, substitutions=list(choice.substitutions), setup_commands=setup,
                         env=env, test_command=test_command, parser="go_test_json", report_path=REPORT_PATH,
-                        test_files=list(touched), notes=notes)
+                        test_files=list(touched), notes=notes, test_alternatives=alts)
 
     @staticmethod
     def _prefetch(instance: Instance, sel: dict[str, list[str]], flags: str) -> list[str]:
@@ -608,6 +626,12 @@ class GoEcosystem:
                   f"cd /testbed && {compile_step(flags, q)}"]
         runs = [f"(cd /testbed && go test -json {flags} {q})"]
         return setup, runs, [f"no go.mod: synthesised with go mod init {proj.import_path}{conv}"]
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a Go image at least as new as `requested` (LLM plans)."""
+        from envpool.toolchains.golang import GO_ENV, ensure_image
+
+        return ensure_image(requested, images), dict(GO_ENV)
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """The first recipe repair whose pattern matches `output` and was not tried, else None.

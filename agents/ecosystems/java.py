@@ -37,7 +37,8 @@ import yaml
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PolyPlan
+from agents.ecosystems.base import PlanRequest, PolyPlan, Route, shell_args
+from agents.ecosystems.toolchain import satisfies
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
@@ -447,6 +448,9 @@ _LEVEL_REFUSED = re.compile(r"(?:Source|Target) option \S+ is no longer supporte
                             r"invalid (?:source|target) release: 1\.[1-5]\b")
 
 
+GRADLE_FILES = frozenset({"build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"})
+
+
 class JavaEcosystem:
     """Maven projects; Gradle ones are detected and refused with a clear reason."""
 
@@ -455,20 +459,47 @@ class JavaEcosystem:
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10 for a root pom.xml, 9 for a root Gradle build, 6 for a pom.xml one or two folders
-        down when the instance says Java, else 0."""
+        down when the instance says Java, 5 for a root Ant build.xml (recognised, not buildable:
+        see `routes`), else 0."""
         files = tree.file_set
         if "pom.xml" in files:
             return 10
-        if files & {"build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"}:
+        if files & GRADLE_FILES:
             return 9
         if (language or "").lower() in ("java", "kotlin") and any(
                 f.endswith("/pom.xml") and f.count("/") <= 2 for f in tree.files):
             return 6
+        if "build.xml" in files:
+            return 5
         return 0
 
-    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig) -> PolyPlan:
-        """Maven plan (see the module doc). Raises EnvBuildError for a Gradle-only build, a tree
-        without a pom above the touched tests, or no JDK that fits."""
+    def routes(self, tree: GitTree, language: str | None) -> list[Route]:
+        """Maven when a pom.xml is there (at the root or one or two folders down), Gradle when its
+        build files are (planned only to refuse it with the reason: its wrapper cannot download
+        here), Ant when a build.xml is: recognised, no route (Ivy and the targets' own downloads
+        need servers this host cannot reach)."""
+        files = tree.file_set
+        out = []
+        if "pom.xml" in files or any(f.endswith("/pom.xml") and f.count("/") <= 2 for f in tree.files):
+            out.append(Route(name="maven"))
+        if files & GRADLE_FILES:
+            out.append(Route(name="gradle"))
+        if "build.xml" in files and not out:
+            out.append(Route(name="ant", available=False, reason="Ant build (build.xml), no route"))
+        return out or [Route(name="maven")]
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a JDK at least as new as `requested` (LLM plans)."""
+        choice = jtc.ensure_image(requested, images)
+        return choice, jtc.java_env(choice.route)
+
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
+        """Maven plan (see the module doc). `request.toolchain` narrows the JDKs (e.g. `>=11`
+        after a class file too new for JDK 8), `request.test_args` join every Maven run.
+        Raises EnvBuildError for a Gradle-only build, a tree without a pom above the touched
+        tests, or no JDK that fits."""
+        req = request or PlanRequest()
         iid = instance.instance_id
         reactor = maven_reactor(tree, near=touched)
         facts = java_facts(tree, reactor)
@@ -485,7 +516,12 @@ class JavaEcosystem:
             modules.setdefault(mod, [])
             modules[mod] += [c for c in classes if c not in modules[mod]]
         facts.gradle = None  # a Maven build: the Gradle wrapper (if any) is not used
-        major, notes = choose_jdk(facts, jtc.available_jdks(images))
+        jdks = jtc.available_jdks(images)
+        if req.toolchain or req.avoid:
+            jdks = [j for j in jdks if str(j) not in req.avoid and satisfies(str(j), req.toolchain)]
+            if not jdks:
+                raise EnvBuildError(f"java: no JDK here satisfies {req.toolchain!r}", instance_id=iid)
+        major, notes = choose_jdk(facts, jdks)
         choice = jtc.ensure_image(str(major), images)
         env = jtc.java_env(choice.route)
         in_reactor = all(m in reactor.reactor for m in modules)
@@ -507,7 +543,8 @@ class JavaEcosystem:
         warm_classes = warm_up_classes(tree, tests, reactor.module_of)
         warm_filter = (f"-Dtest={shlex.quote(','.join(sorted(set(warm_classes))))} " if warm_classes
                        else test_filter)
-        run = f"mvn {{o}}{mvn_flags()} {sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
+        extra = "".join(f"{a} " for a in shell_args(req.test_args)).replace("{", "{{").replace("}", "}}")
+        run = f"mvn {{o}}{mvn_flags()} {extra}{sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
         test_command = (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
                         f"-prune -exec rm -rf {{}} + ; {cd}{run.format(o='-o ', f=test_filter)}; rc=$?; "
                         f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "

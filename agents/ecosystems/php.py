@@ -24,8 +24,8 @@ import shlex
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PolyPlan
-from agents.ecosystems.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies
+from agents.ecosystems.base import PlanRequest, PolyPlan
+from agents.ecosystems.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies, suites_for, suites_from
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -102,10 +102,16 @@ class Php:
             return 12 if lang == "php" else 10
         return 0
 
-    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig) -> PolyPlan:
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
         """See the module doc. Raises EnvBuildError (before any image is built) when Packagist
         would be needed or the test patch touches no PHPUnit test file."""
         rec = rubyphp_recipes()["php"]
+        req = request or PlanRequest()
+        only = suites_for(rec["interpreters"], req.toolchain, req.avoid) if req.toolchain or req.avoid else None
+        if only is not None and not only:
+            raise EnvBuildError(f"php: no Debian suite here has a php satisfying {req.toolchain!r} "
+                                f"({rec['interpreters']})", instance_id=instance.instance_id)
         tests = [f for f in touched if f.endswith("Test.php")]
         if not tests:
             raise EnvBuildError(f"the test patch of {instance.instance_id} touches no PHPUnit *Test.php file "
@@ -115,13 +121,14 @@ class Php:
         notes: list[str] = []
         subs: list[str] = []
         if vendored:
-            suite, pkgs = era, []
+            suite, pkgs = next(x for x in suites_from(era) if only is None or x in only), []
             notes.append("vendored dependencies: vendor/autoload.php is used as committed")
         else:
             require, dev = composer_dependencies(tree)
             suite, pkgs, found_subs, found_notes = from_debian(
                 era, lambda s: _resolve(require, dev, s), registry="Packagist (repo.packagist.org)",
-                installer="composer install", noun="packages", repo=instance.repo, instance_id=instance.instance_id)
+                installer="composer install", noun="packages", repo=instance.repo, instance_id=instance.instance_id,
+                only=only)
             subs += found_subs
             notes += found_notes
         php = rec["interpreters"][suite]

@@ -26,8 +26,8 @@ from typing import NamedTuple
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PolyPlan
-from agents.ecosystems.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies
+from agents.ecosystems.base import PlanRequest, PolyPlan
+from agents.ecosystems.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies, suites_for, suites_from
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -148,23 +148,30 @@ class Ruby:
             return 12 if lang == "ruby" else 10
         return 0
 
-    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig) -> PolyPlan:
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
         """See the module doc. Raises EnvBuildError (before any image is built) when RubyGems
         would be needed."""
         rec = rubyphp_recipes()["ruby"]
+        req = request or PlanRequest()
+        only = suites_for(rec["interpreters"], req.toolchain, req.avoid) if req.toolchain or req.avoid else None
+        if only is not None and not only:
+            raise EnvBuildError(f"ruby: no Debian suite here has a ruby satisfying {req.toolchain!r} "
+                                f"({rec['interpreters']})", instance_id=instance.instance_id)
         vendored = any(f.startswith(("vendor/cache/", "vendor/bundle/")) for f in tree.files)
         gems = gem_dependencies(tree)
         era = era_suite(era_time(instance, tree))
         notes: list[str] = []
         subs: list[str] = []
         if vendored:
-            suite, pkgs = era, ["bundler"]
+            suite, pkgs = next(x for x in suites_from(era) if only is None or x in only), ["bundler"]
             setup_deps = ["bundle config set --local deploy false && bundle install --local"]
             notes.append("vendored gems: bundle install --local")
         else:
             suite, pkgs, found_subs, found_notes = from_debian(
                 era, lambda s: _resolve(gems, s), registry="RubyGems (rubygems.org)",
-                installer="bundle install", noun="gems", repo=instance.repo, instance_id=instance.instance_id)
+                installer="bundle install", noun="gems", repo=instance.repo, instance_id=instance.instance_id,
+                only=only)
             setup_deps = []
             subs += found_subs
             notes += found_notes

@@ -40,7 +40,8 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PolyPlan
+from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
+from agents.ecosystems.toolchain import constrained
 from agents.ecosystems.debian import era_time
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
@@ -458,11 +459,13 @@ class RustEcosystem:
         score = 10 if root == "" else 8 if lang == "rust" else 3
         return min(score, 4) if lang and lang != "rust" else score
 
-    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig) -> PolyPlan:
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
         """Toolchain image, `cargo fetch` + `cargo test --no-run` setup, and the per-package
-        ``cargo test --no-fail-fast`` command. Raises EnvBuildError for git dependencies (GitHub
-        is unreachable) or a toolchain newer than any installable here."""
-        from envpool.toolchains.rust import ensure_image
+        ``cargo test --no-fail-fast`` command. `request.toolchain` constrains the Rust release,
+        `request.test_args` join every `cargo test`. Raises EnvBuildError for git dependencies
+        (GitHub is unreachable) or a toolchain newer than any installable here."""
+        from envpool.toolchains.rust import available_versions, ensure_image
 
         recipe = load_recipe()
         added = [p for p in touched if not tree.exists(p)]
@@ -474,7 +477,15 @@ class RustEcosystem:
         if not project.packages:
             raise EnvBuildError("no cargo package found (virtual manifest without members?)", instance_id=iid)
         when = era_time(instance, tree)
+        req = request or PlanRequest()
         request, reasons = toolchain_request(project, when, recipe)
+        try:
+            asked = constrained(available_versions(), request, req.toolchain, req.avoid)
+        except ValueError as e:
+            raise EnvBuildError(f"rust: {e}", instance_id=iid) from e
+        if asked != request:
+            reasons.append(f"rust {asked} asked for: {req.toolchain} ({'; '.join(req.reasons)[:200]})")
+            request = asked
         choice = ensure_image(request, images)
         env = {"CARGO_TERM_COLOR": "never", "CARGO_INCREMENTAL": "0", "CARGO_PROFILE_DEV_DEBUG": "0",
                "CARGO_PROFILE_TEST_DEBUG": "0", "CARGO_NET_RETRY": "5",
@@ -509,7 +520,8 @@ class RustEcosystem:
         for sel in sels:
             flags = " ".join(sel.base_flags) or "--tests"
             setup.append(cd + _budgeted(f"cargo test --no-run -p {sel.package.name} {flags}"))
-        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast -p {s.package.name} {' '.join(s.flags)} 2>&1"
+        extra = "".join(f" {a}" for a in shell_args(req.test_args))
+        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast{extra} -p {s.package.name} {' '.join(s.flags)} 2>&1"
                 for s in sels]
         test_command = f"{cd}" + "; ".join(runs)
         notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
@@ -518,6 +530,12 @@ class RustEcosystem:
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="cargo_test", test_files=[
                             p for p in touched if p.endswith(".rs")], notes=notes)
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a Rust image at least `requested` (LLM plans)."""
+        from envpool.toolchains.rust import ensure_image
+
+        return ensure_image(requested, images), {"CARGO_TERM_COLOR": "never", "CARGO_NET_RETRY": "5"}
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """Resume a compile stopped at its time budget; install Debian packages a build script

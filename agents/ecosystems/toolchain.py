@@ -56,3 +56,21 @@ def floor_of(constraint: str | None) -> str | None:
         if m and (m.group(1) or "==") in (">=", "==", "~=", "^"):
             return m.group(2)
     return None
+
+
+def constrained(available: list[str], wanted: str | None, constraint: str | None,
+                avoid: list[str] | None = None) -> str | None:
+    """The version to ask a toolchain module for under a plan request: among `available` (any
+    order) those meeting `constraint` and not in `avoid`, the oldest at least `wanted` (the
+    project's own request), else the newest below it. `wanted` unchanged when there is neither a
+    constraint nor anything to avoid. Raises ValueError naming the constraint when nothing fits."""
+    if not constraint and not avoid:
+        return wanted
+    fits = sorted(allowed(available, constraint, avoid), key=version_key)
+    if not fits:
+        raise ValueError(f"no toolchain here satisfies {constraint or 'the request'!r} "
+                         f"(available: {', '.join(sorted(available, key=version_key))}; tried: "
+                         f"{', '.join(avoid or []) or 'none'})")
+    floor = version_key(wanted) if wanted else ()
+    newer = [v for v in fits if version_key(v) >= floor]
+    return newer[0] if newer else fits[-1]

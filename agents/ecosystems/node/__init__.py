@@ -31,9 +31,10 @@ Modules: `manifest` (package.json, package manager, added dependencies, the reci
 from __future__ import annotations
 
 import re
+import shlex
 
 from agents.models import Instance
-from agents.ecosystems.base import PolyPlan
+from agents.ecosystems.base import PlanRequest, PolyPlan
 from agents.ecosystems.node.analysis import NodeAnalysis, analyze
 from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
 from agents.ecosystems.node.plan import REPORT_PATH, build_plan, test_command
@@ -73,14 +74,32 @@ class NodeEcosystem:
             return 6 if any(tree.exists(o) for o in others) else 10
         return 2 if js else 0
 
-    def plan(self, tree, instance: Instance, touched: list[str], images: ImageConfig) -> PolyPlan:
+    def language_of(self, tree) -> str:
+        """`typescript` with a root tsconfig.json, else `javascript`."""
+        return "typescript" if tree.exists("tsconfig.json") else "javascript"
+
+    def install_command(self, packages: list[str], plan: PolyPlan | None = None) -> str:
+        """`npm install --no-save` of `packages` (each quoted): the lockfile and package.json stay."""
+        return "npm install --no-save --no-audit --no-fund " + " ".join(shlex.quote(p) for p in packages)
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a Node image for `requested` (LLM plans)."""
+        from envpool.toolchains.node import ensure_image
+
+        return ensure_image(requested, images), {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+    def plan(self, tree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
         """Analyse (`analyze`), build or reuse the Node image (`ensure_image`), plan (`build_plan`).
-        Raises EnvBuildError (no package.json/test file/runner; no Node build fits)."""
+        `request.toolchain` replaces the project's Node request (e.g. `>=14` after a syntax
+        error of an older Node). Raises EnvBuildError (no package.json/test file/runner; no Node
+        build fits)."""
         from envpool.errors import InfraError
         from envpool.toolchains.node import ensure_image
         a = analyze(tree, instance, touched)
+        req = request or PlanRequest()
         try:
-            choice = ensure_image(a.node_request, images)
+            choice = ensure_image(req.toolchain.replace(",", " ") if req.toolchain else a.node_request, images)
         except InfraError as e:
             if "satisfies" in e.message:
                 raise EnvBuildError(e.message, instance_id=instance.instance_id) from e
