@@ -213,6 +213,8 @@ def candidates_for(tree: GitTree, language: str | None) -> tuple[list[Candidate]
             cands.append(Candidate(ecosystem=eco.name, route=r.name, score=s * 100 - i, available=r.available,
                                    reason=r.reason))
     cands.sort(key=lambda c: -c.score)
+    if any(c.score > 100 for c in cands):  # a last resort (detect 1: Python for an unknown tree) only alone
+        cands = [c for c in cands if c.score > 100]
     why = ""
     if not any(c.available for c in cands):
         missing = "; ".join(c.reason or f"{c.label}: no route" for c in cands if not c.available)

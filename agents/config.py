@@ -103,9 +103,9 @@ class MemoryUseConfig(BaseModel):
     `before_plan_k` whose reliability reaches `before_plan_reliability` change the plan (a
     toolchain, a pin, an option, a Debian package, an environment variable, a test argument)."""
     before_plan_k: int = Field(default=10, ge=1)
-    before_plan_reliability: float = Field(default=0.67, ge=0.0, le=1.0)
+    before_plan_reliability: float = Field(default=0.66, ge=0.0, le=1.0)
     """Laplace-smoothed success rate an entry needs before it changes a plan unasked (an entry
-    that worked once of once has 0.67; a seed never applied has 0.5)."""
+    that worked once of once has 2/3; a seed never applied has 0.5)."""
 
 
 class MintConfig(BaseModel):

@@ -321,3 +321,38 @@ def amend_environment(run, eco, plan: Plan, env, commands: list[str], why: str):
     return Environment(**{**env.model_dump(), "image": image, "image_id": image_id, "source": "amended",
                           "setup_script": script, "dockerfile": dockerfile,
                           "commands": list(env.commands) + list(commands)})
+
+
+# -- who executes a memory action ----------------------------------------------------------------
+
+TEST_ARG_ECOSYSTEMS = frozenset({"python", "go", "rust", "java", "php"})
+"""Ecosystems whose plans have a place for test runner arguments (`PlanRequest.test_args`)."""
+INSTALLER_ECOSYSTEMS = frozenset({"python", "node"})
+"""Ecosystems with an installer for `install` / `pin` actions (`install_command`, Python's uv)."""
+
+
+def executable(language: str, action) -> bool:
+    """Whether some executor runs memory `action` for a repository of `language` (vocabulary
+    name; `any` = every language), before planning (`agents.memory.before`) or after a failure
+    (`run_setup`, Python's builder): `shell` / `env` / `apt` everywhere; `install` / `pin` where
+    the ecosystem has an installer; `test_arg` where its plans take runner arguments; `toolchain`
+    when the tool is the language's own (`TOOL_ECOSYSTEM`); `uv_lift` / `uv_option` in Python."""
+    import agents.ecosystems as registry
+    from agents.ecosystems.base import languages_of
+    from agents.memory.before import TOOL_ECOSYSTEM
+
+    kind = action.kind
+    if kind in ("shell", "env", "apt"):
+        return True
+    if language == "any":
+        return False
+    ecos = [e.name for e in registry.ecosystems() if language in languages_of(e)]
+    if kind in ("install", "pin"):
+        return bool(INSTALLER_ECOSYSTEMS & set(ecos))
+    if kind == "test_arg":
+        return bool(TEST_ARG_ECOSYSTEMS & set(ecos))
+    if kind == "toolchain":
+        return TOOL_ECOSYSTEM.get(action.tool) in ecos
+    if kind in ("uv_lift", "uv_option"):
+        return "python" in ecos
+    return False

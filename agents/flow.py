@@ -200,17 +200,25 @@ class Loop:
                     self._use(by_name(better.ecosystem), better)
             self._timing(t)
             return
-        if not self.llm_planned and run.helper is not None and run.helper.llm is not None:
-            self.llm_planned = True
-            reason = why or "; ".join(errors) or self.profile.no_route or "no candidate plan"
-            plan = llm_plan(run.helper, run.tree, run.instance, run.touched, self.cfg.images, self.profile, run.traj,
-                            why=reason)
-            if plan is not None:
-                self._use(by_name(plan.ecosystem), plan)
-                self._timing(t)
-                return
+        if not self.llm_planned and self._llm_plan(why or "; ".join(errors) or self.profile.no_route
+                                                    or "no candidate plan"):
+            self._timing(t)
+            return
         raise EnvBuildError(why or "; ".join(errors) or self.profile.no_route or "no candidate plan",
                             instance_id=run.iid, log_path=run.log_path)
+
+    def _llm_plan(self, why: str) -> bool:
+        """Replace the plan by the LLM's (hybrid / llm); False without a model or a usable plan."""
+        run = self.run
+        if run.helper is None or run.helper.llm is None:
+            return False
+        self.llm_planned = True
+        plan = llm_plan(run.helper, run.tree, run.instance, run.touched, self.cfg.images, self.profile, run.traj,
+                        why=why)
+        if plan is None or not configurations(plan):
+            return False
+        self._use(by_name(plan.ecosystem), plan)
+        return True
 
     def _timing(self, t: float) -> None:
         timings = self.run.res.timings
@@ -243,9 +251,10 @@ class Loop:
         run = self.run
         self.analyse()
         self.make_plan()
-        if not self.tests and not (run.helper and run.helper.llm):
-            raise TestsNotRunError(f"the test_patch touches no test file the {self.plan.ecosystem} rules can run "
-                                   f"({', '.join(run.touched[:5])})", instance_id=run.iid, log_path=run.log_path)
+        if not self.tests:  # the rules have no test configuration: the plan is the LLM's or none
+            why = f"the {self.plan.ecosystem} rules select no test of the test patch ({', '.join(run.touched[:5])})"
+            if self.llm_planned or not self._llm_plan(why):
+                raise TestsNotRunError(why, instance_id=run.iid, log_path=run.log_path)
         request = memory_before_plan(run, self.profile, self.plan, self.eco, self.request)
         if request != self.request and not self.replan(request, "memory"):
             self.request = PlanRequest()
@@ -269,12 +278,6 @@ class Loop:
                     raise EnvBuildError(outcome.reason or "setup failed", instance_id=run.iid, log_path=run.log_path)
                 source = "build"
                 continue
-            if not self.tests:
-                spec = self.llm_tests("the rules select no test")
-                if spec is None:
-                    raise TestsNotRunError("no test configuration selects a test", instance_id=run.iid,
-                                           log_path=run.log_path)
-                self.tests, self.ti = [spec], 0
             test = self.tests[self.ti]
             record.test = test.name
             verdict = self.verify(env, test)
@@ -405,6 +408,8 @@ class Loop:
         if key in self.done:
             return None, None
         self.done.add(key)
+        if att.kind == "environment" and att.install == "module":
+            att = att.model_copy(update={"packages": [p for p in att.packages if not self._own_module(p)]})
         if att.kind == "environment" and att.packages:
             kind = "missing_system" if att.install == "system" else "missing_module"
             cmds = amend_commands(self.eco, kind, att.packages) if kind == "missing_system" else \
@@ -429,6 +434,14 @@ class Loop:
                 self.ti = len(self.tests) - 1
                 return "retest", None
         return None, None
+
+    def _own_module(self, name: str) -> bool:
+        """Whether `name`'s top-level module is the repository's own (never installed from a registry)."""
+        top = name.split(".")[0].split("/")[0]
+        tree = self.run.tree
+        return any(tree.exists(p) for p in (f"{top}/__init__.py", f"src/{top}/__init__.py", f"{top}.py",
+                                           f"lib/{top}.js", f"{top}/package.json")) or \
+            any(f.startswith((f"{top}/", f"src/{top}/")) for f in tree.files[:20000])
 
     def _install(self, packages: list[str]) -> list[str]:
         from agents.ecosystems.base import hook

@@ -24,7 +24,7 @@ import shlex
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PlanRequest, PolyPlan
+from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
 from agents.ecosystems.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies, suites_for, suites_from
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
@@ -147,7 +147,8 @@ class Php:
                 f"> {DEBIAN_AUTOLOAD} && sed -i \"1a require_once __DIR__ . '/swemint-debian-autoload.php';\" "
                 f"vendor/autoload.php && php -l {DEBIAN_AUTOLOAD} && head -n 3 vendor/autoload.php")
         phpunit = "vendor/bin/phpunit" if tree.exists("vendor/bin/phpunit") else "phpunit"
-        runs = " ; ".join(f"{phpunit} --log-junit {JUNIT}.{i} {shlex.quote(t)}" for i, t in enumerate(tests))
+        extra = "".join(f"{a} " for a in shell_args(req.test_args))
+        runs = " ; ".join(f"{phpunit} {extra}--log-junit {JUNIT}.{i} {shlex.quote(t)}" for i, t in enumerate(tests))
         test_command = f"rm -f {JUNIT}*; {runs} ; cat {JUNIT}.* > {JUNIT} 2>/dev/null"
         return PolyPlan(ecosystem=self.name, toolchain=f"php {php}", image=image, route="debootstrap",
                         substitutions=subs, setup_commands=setup, env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},

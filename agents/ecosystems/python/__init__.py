@@ -18,6 +18,7 @@ to fit another commit). This package holds the Ecosystem:
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from agents.ecosystems.base import Plan, PlanRequest, Route, TestSpec
@@ -177,10 +178,14 @@ class PythonEcosystem:
 
     def install_command(self, packages: list[str], plan: Plan | None = None) -> str:
         """`uv pip install` of `packages` into /opt/venv, under the instance's lifted date bound
-        when `plan` gives one."""
+        when `plan` gives one; an import name (`yaml`, `PIL.Image`) becomes its distribution."""
+        from agents.ecosystems.python.setup import IMPORT_TO_DIST
+
         lifted = plan.state.get("lifted") if plan is not None else None
         bound = f" --exclude-newer {shlex.quote(lifted)}" if lifted else ""
-        return f"uv pip install --python {PY}{bound} " + " ".join(shlex.quote(p) for p in packages)
+        dists = [IMPORT_TO_DIST.get(p) or IMPORT_TO_DIST.get(p.split(".")[0]) or
+                 (p.split(".")[0].replace("_", "-") if re.fullmatch(r"[A-Za-z_][\w.]*", p) else p) for p in packages]
+        return f"uv pip install --python {PY}{bound} " + " ".join(shlex.quote(p) for p in dict.fromkeys(dists))
 
     def plan_from_spec(self, spec, tree: GitTree, instance: Instance, images_cfg: ImageConfig) -> Plan:
         """A plan from an LLM proposal: this ecosystem's plan on the proposed interpreter, T =
