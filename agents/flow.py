@@ -395,7 +395,8 @@ class Loop:
         att = verdict.attribution
         if verdict.outcome == "timeout":
             return None, None
-        if att.kind == "unknown" and att.rule != "untrusted":
+        leads = getattr(self.run.helper, "llm_leads", False)
+        if (att.kind == "unknown" or leads) and att.rule != "untrusted":
             asked = llm_attribution(self.run.helper, self.run.instance, self.plan, verdict, self.run.traj)
             if asked is not None:
                 att = asked

@@ -156,6 +156,15 @@ class RepairHelper:
         self.llm_calls += max(r.requests, 1)
         return r.parsed, r.prompt_tokens + r.completion_tokens, f"{r.prompt_tokens}+{r.completion_tokens} tokens"
 
+    def consult(self, system: str, task: str, model, agent: str, rule: str, traj):
+        """`ask` with a system and a user message, the answer (or why there is none) recorded as
+        the trajectory step `rule` of `agent` with its tokens. The parsed model or None."""
+        parsed, tokens, note = self.ask([{"role": "system", "content": system}, {"role": "user", "content": task}],
+                                        model, agent=agent)
+        traj(StepRecord(agent=agent, rule=rule, tokens=tokens,
+                        note=(parsed.model_dump_json() if parsed is not None else f"no answer: {note}")[:4000]))
+        return parsed
+
     # -- the Python builder's entry point ----------------------------------------------------
     def __call__(self, builder, command: str, output: str, tried: set[str]) -> str | None:
         """Memory then LLM for the Python builder: `builder.memory_variables()`,

@@ -20,6 +20,7 @@ from agents.ecosystems import by_name, ecosystems
 from agents.ecosystems.base import Plan, PlanRequest, hook, plan_with
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
+from agents.testconfig import known_parser
 from agents.models import Instance, StepRecord
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
@@ -75,14 +76,7 @@ class LLMPlanSpec(BaseModel):
             raise ValueError(f"unknown ecosystem {v!r}; one of {[e.name for e in ecosystems()]}")
         return v
 
-    @field_validator("parser")
-    @classmethod
-    def _parser(cls, v: str) -> str:
-        from envpool.testrun.polyglot import POLYGLOT_PARSERS
-
-        if v != "pytest_plugin" and v not in POLYGLOT_PARSERS:
-            raise ValueError(f"unknown parser {v!r}; one of {['pytest_plugin', *sorted(POLYGLOT_PARSERS)]}")
-        return v
+    _parser = field_validator("parser")(classmethod(lambda cls, v: known_parser(v)))
 
 
 PLAN_PROMPT = (
@@ -116,10 +110,7 @@ def llm_plan(helper, tree: GitTree, instance: Instance, touched: list[str], imag
             f"The test patch touches: {touched}\n\nTest patch (head):\n{instance.test_patch[:3000]}\n"
             + (f"\nThe rules' plan (accept it or improve it):\n{rules_plan.model_dump_json(exclude={'state'})[:3000]}\n"
                if rules_plan is not None else ""))
-    messages = [{"role": "system", "content": PLAN_PROMPT}, {"role": "user", "content": task}]
-    spec, tokens, note = helper.ask(messages, LLMPlanSpec, agent="analysis")
-    traj(StepRecord(agent="analysis", rule="llm:plan", tokens=tokens,
-                    note=(spec.model_dump_json() if spec is not None else f"no plan: {note}")[:4000]))
+    spec = helper.consult(PLAN_PROMPT, task, LLMPlanSpec, "analysis", "llm:plan", traj)
     if spec is None:
         return None
     eco = by_name(spec.ecosystem)

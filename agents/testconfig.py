@@ -12,7 +12,17 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents.ecosystems.base import Plan, TestSpec
-from agents.models import Instance, StepRecord
+from agents.models import Instance
+
+
+def known_parser(name: str) -> str:
+    """`name` when it is a registered report parser (`pytest_plugin` or one of
+    `envpool.testrun.polyglot.POLYGLOT_PARSERS`); ValueError listing them otherwise."""
+    from envpool.testrun.polyglot import POLYGLOT_PARSERS
+
+    if name != "pytest_plugin" and name not in POLYGLOT_PARSERS:
+        raise ValueError(f"unknown parser {name!r}; one of {['pytest_plugin', *sorted(POLYGLOT_PARSERS)]}")
+    return name
 
 
 def configurations(plan: Plan) -> list[TestSpec]:
@@ -40,14 +50,7 @@ class LLMTestSpec(BaseModel):
     report_path: str | None = None
     reason: str = ""
 
-    @field_validator("parser")
-    @classmethod
-    def _parser(cls, v: str) -> str:
-        from envpool.testrun.polyglot import POLYGLOT_PARSERS
-
-        if v != "pytest_plugin" and v not in POLYGLOT_PARSERS:
-            raise ValueError(f"unknown parser {v!r}")
-        return v
+    _parser = field_validator("parser")(classmethod(lambda cls, v: known_parser(v)))
 
 
 TEST_PROMPT = (
@@ -66,10 +69,7 @@ def llm_configuration(helper, instance: Instance, plan: Plan, tried: list[TestSp
     task = (f"Repository {instance.repo}, ecosystem {plan.ecosystem} ({plan.toolchain}).\nWhy: {why}\n"
             f"Configurations tried: {[t.model_dump() for t in tried]}\n"
             f"The test patch touches: {files}\nTest patch (head):\n{instance.test_patch[:3000]}")
-    messages = [{"role": "system", "content": TEST_PROMPT}, {"role": "user", "content": task}]
-    spec, tokens, note = helper.ask(messages, LLMTestSpec, agent="testconfig")
-    traj(StepRecord(agent="testconfig", rule="llm:test-config", tokens=tokens,
-                    note=(spec.model_dump_json() if spec is not None else f"no configuration: {note}")[:2000]))
+    spec = helper.consult(TEST_PROMPT, task, LLMTestSpec, "testconfig", "llm:test-config", traj)
     if spec is None or (spec.parser == "pytest_plugin" and not spec.test_files) or \
             (spec.parser != "pytest_plugin" and not spec.test_command):
         return None

@@ -312,8 +312,5 @@ def llm_attribution(helper, instance: Instance, plan: Plan, verdict: Verdict, tr
     task = (f"Repository {instance.repo}, ecosystem {plan.ecosystem} ({plan.toolchain}); tests {plan.test_files}.\n"
             f"Outcome: {verdict.outcome}: {verdict.reason}\nRules' attribution: {verdict.attribution.model_dump()}\n"
             f"Test patch (head):\n{instance.test_patch[:2000]}")
-    messages = [{"role": "system", "content": ATTRIBUTION_PROMPT}, {"role": "user", "content": task}]
-    att, tokens, note = helper.ask(messages, Attribution, agent="verification")
-    traj(StepRecord(agent="verification", rule="llm:attribution", tokens=tokens,
-                    note=(att.model_dump_json() if att is not None else f"no attribution: {note}")[:2000]))
+    att = helper.consult(ATTRIBUTION_PROMPT, task, Attribution, "verification", "llm:attribution", traj)
     return att.model_copy(update={"rule": "llm"}) if att is not None else None

@@ -85,6 +85,20 @@ def suites_for(interpreters: dict[str, str], constraint: str | None, avoid: list
     return {s for s, v in interpreters.items() if allowed([v], constraint, avoid)}
 
 
+def suites_of_request(eco: str, interpreters: dict[str, str], request, instance_id: str | None) -> set[str] | None:
+    """The suites a plan request allows for `eco` (`suites_for`); None without a constraint.
+    Raises EnvBuildError when it allows none."""
+    from envpool.errors import EnvBuildError
+
+    if request is None or not (request.toolchain or request.avoid):
+        return None
+    only = suites_for(interpreters, request.toolchain, request.avoid)
+    if not only:
+        raise EnvBuildError(f"{eco}: no Debian suite here has a {eco} satisfying {request.toolchain!r} "
+                            f"({interpreters})", instance_id=instance_id)
+    return only
+
+
 def first_suite(era: str, resolve: Callable[[str], tuple[list[str], list[str], list[str], list[str]]],
                 only: set[str] | None = None
                 ) -> tuple[str | None, tuple[list[str], list[str], list[str], list[str]], list[str]]:

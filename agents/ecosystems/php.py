@@ -25,7 +25,8 @@ import shlex
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
-from agents.ecosystems.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies, suites_for, suites_from
+from agents.ecosystems.debian import (era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies,
+                                     suites_from, suites_of_request)
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -107,11 +108,7 @@ class Php:
         """See the module doc. Raises EnvBuildError (before any image is built) when Packagist
         would be needed or the test patch touches no PHPUnit test file."""
         rec = rubyphp_recipes()["php"]
-        req = request or PlanRequest()
-        only = suites_for(rec["interpreters"], req.toolchain, req.avoid) if req.toolchain or req.avoid else None
-        if only is not None and not only:
-            raise EnvBuildError(f"php: no Debian suite here has a php satisfying {req.toolchain!r} "
-                                f"({rec['interpreters']})", instance_id=instance.instance_id)
+        only = suites_of_request("php", rec["interpreters"], request, instance.instance_id)
         tests = [f for f in touched if f.endswith("Test.php")]
         if not tests:
             raise EnvBuildError(f"the test patch of {instance.instance_id} touches no PHPUnit *Test.php file "
@@ -147,7 +144,7 @@ class Php:
                 f"> {DEBIAN_AUTOLOAD} && sed -i \"1a require_once __DIR__ . '/swemint-debian-autoload.php';\" "
                 f"vendor/autoload.php && php -l {DEBIAN_AUTOLOAD} && head -n 3 vendor/autoload.php")
         phpunit = "vendor/bin/phpunit" if tree.exists("vendor/bin/phpunit") else "phpunit"
-        extra = "".join(f"{a} " for a in shell_args(req.test_args))
+        extra = "".join(f"{a} " for a in shell_args((request or PlanRequest()).test_args))
         runs = " ; ".join(f"{phpunit} {extra}--log-junit {JUNIT}.{i} {shlex.quote(t)}" for i, t in enumerate(tests))
         test_command = f"rm -f {JUNIT}*; {runs} ; cat {JUNIT}.* > {JUNIT} 2>/dev/null"
         return PolyPlan(ecosystem=self.name, toolchain=f"php {php}", image=image, route="debootstrap",

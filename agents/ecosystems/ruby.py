@@ -27,7 +27,8 @@ from typing import NamedTuple
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan
-from agents.ecosystems.debian import era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies, suites_for, suites_from
+from agents.ecosystems.debian import (era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies,
+                                     suites_from, suites_of_request)
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -153,11 +154,7 @@ class Ruby:
         """See the module doc. Raises EnvBuildError (before any image is built) when RubyGems
         would be needed."""
         rec = rubyphp_recipes()["ruby"]
-        req = request or PlanRequest()
-        only = suites_for(rec["interpreters"], req.toolchain, req.avoid) if req.toolchain or req.avoid else None
-        if only is not None and not only:
-            raise EnvBuildError(f"ruby: no Debian suite here has a ruby satisfying {req.toolchain!r} "
-                                f"({rec['interpreters']})", instance_id=instance.instance_id)
+        only = suites_of_request("ruby", rec["interpreters"], request, instance.instance_id)
         vendored = any(f.startswith(("vendor/cache/", "vendor/bundle/")) for f in tree.files)
         gems = gem_dependencies(tree)
         era = era_suite(era_time(instance, tree))
