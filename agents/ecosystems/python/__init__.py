@@ -84,7 +84,8 @@ class PythonEcosystem:
                     state={"profile": profile.model_dump(), "choice": choice.model_dump(),
                            "version": pretend_version(instance, tree, profile.package_version),
                            "lifted": lifted_date(choice.version, instance.created),
-                           "test_args": list(request.test_args), "options": dict(request.options),
+                           "test_args": list(request.test_args),
+                           "options": {**request.options, **({"pytest_floor": True} if request.toolchain else {})},
                            "caches": {"uv": "/root/.cache/uv"}})
 
     def repair(self, plan: Plan, command: str, output: str, tried: set[str]) -> list[str] | None:

@@ -36,9 +36,9 @@ from agents.ecosystems.python.analysis import RepoProfile, req_name
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, SKIP_TEST_DEPS, VENV, PythonChoice, UvOptions, lifted_date,
-                                project_target, relax_test_pins, runtime_env, test_requirements,
-                                toolchain_spec)
+from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, PYTEST_FLOOR, SKIP_TEST_DEPS, VENV, PythonChoice,
+                                           UvOptions, lifted_date, project_target, relax_test_pins, runtime_env,
+                                           test_requirements, toolchain_spec)
 from envpool.sandbox import ExecResult, Sandbox
 
 MAX_REPAIRS = 6
@@ -124,6 +124,7 @@ class PythonEnvBuilder:
                  install_rounds: int = MAX_REPAIRS, probe_rounds: int = PROBE_ROUNDS):
         self.install_rounds = install_rounds
         self.probe_rounds = probe_rounds
+        self.pytest_floor = False
         self.helper = helper
         self.rule_repairs = rule_repairs
         self.sb = sandbox
@@ -307,7 +308,7 @@ class PythonEnvBuilder:
         file_reqs, relaxed = relax_test_pins(list(dict.fromkeys(file_reqs)), self.choice.version)
         for note in relaxed:
             self.steps.append(StepRecord(agent="setup", rule="relax-test-pins", note=note))
-        pytest_req = [] if any((req_name(x) or "").lower() == "pytest" for x in file_reqs) else ["pytest"]
+        pytest_req = [] if any((req_name(x) or "").lower() == "pytest" for x in file_reqs) else [self.pytest_spec()]
         installed_project = False
         if p.installable:
             target = project_target(p) + " -C editable_mode=compat"
@@ -390,12 +391,24 @@ class PythonEnvBuilder:
         return None
 
     def apply_options(self, options: dict) -> None:
-        """Options a plan request carries (memory before planning): `uv_lift` (package names)
-        and `no_build_isolation` (bool)."""
+        """Options a plan request carries: `uv_lift` (package names) and `no_build_isolation`
+        (bool) from memory before planning; `pytest_floor` (bool) when the loop asked for a newer
+        interpreter than the commit's era: the implicit pytest then starts at the oldest release
+        that runs on it (`PYTEST_FLOOR`), its date bound lifted."""
         for pkg in options.get("uv_lift", []):
             self.lift(pkg)
         if options.get("no_build_isolation"):
             self.uv.no_build_isolation = True
+        self.pytest_floor = bool(options.get("pytest_floor"))
+
+    def pytest_spec(self) -> str:
+        """The implicit pytest requirement: `pytest`, or `pytest>=<floor>` with pytest's date bound
+        lifted under the `pytest_floor` option."""
+        floor = PYTEST_FLOOR.get(self.choice.version) if self.pytest_floor else None
+        if not floor:
+            return "pytest"
+        self.uv.package_dates["pytest"] = self.lifted
+        return f"pytest>={floor}"
 
     def _fail(self, reason: str) -> SetupResult:
         return SetupResult(ok=False, reason=reason, steps=self.steps, commands=self.commands, env=self.env,
