@@ -240,3 +240,72 @@ def test_no_toolchain_fits_the_attribution_then_the_verdict_is_final(tmp_path, m
     res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
     assert res.outcome in ("tests_not_run", "no_fail_to_pass") and len(res.rounds) == 1
     assert any(s.rule == "replan" and "no plan" in s.note for s in steps(res))
+
+
+def test_hybrid_asks_the_llm_for_an_attribution_the_rules_cannot_make(tmp_path, monkeypatch):
+    """Every touched test is skipped after the fix for a reason no rule knows; under `hybrid` the
+    model attributes it (the image lacks tcl), Execution amends, round 2 verifies; tokens are
+    counted under `verification`."""
+    from agents.llm import FakeLLM, LLMConfig
+
+    eco = Toy(versions=("1.19",))
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+
+    def apt(cmd, sb):
+        sb.put_file("/usr/bin/tclsh", b"#!tcl")
+        return 0, "installed"
+
+    def tests(cmd, sb):
+        if "/usr/bin/tclsh" not in sb.files:
+            return 0, events({"TestAdd": "skip"})
+        return (0, events({"TestAdd": "pass"})) if patched(sb) else (1, events({"TestAdd": "fail"}))
+
+    f.on(r"apt-get install .*\btcl\b", apt)
+    f.on(r"go test -json", tests)
+    llm = FakeLLM([{"kind": "environment", "detail": "the suite skips without tclsh", "packages": ["tcl"],
+                    "install": "system"}])
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}, policy="hybrid",
+                     llm=LLMConfig(model="fake/x", api_key_env=None))
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, cfg, factory=f, llm=llm)
+    assert res.outcome == "verified", res.reason
+    assert res.round == 2 and res.rounds[0].feedback == "amend"
+    assert any(s.rule == "llm:attribution" and s.tokens > 0 for s in steps(res))
+    assert set(res.llm_usage["by_agent"]) == {"verification"}
+
+
+def test_hybrid_asks_the_llm_for_a_test_configuration_when_the_rules_have_none_left(tmp_path, monkeypatch):
+    from agents.llm import FakeLLM, LLMConfig
+
+    eco = Toy(versions=("1.19",))
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"go test -json -run TestAdd", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    f.on(r"go test -json \./", (0, events({})))
+    llm = FakeLLM([{"test_files": ["calc_test.go"], "test_command": "go test -json -run TestAdd ./...",
+                    "parser": "go_test_json", "reason": "the package's own tests"}])
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}, policy="hybrid",
+                     llm=LLMConfig(model="fake/x", api_key_env=None))
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, cfg, factory=f, llm=llm)
+    assert res.outcome == "verified", res.reason
+    assert [r.test for r in res.rounds] == ["touched", "llm"] and res.round == 2
+    assert set(res.llm_usage["by_agent"]) == {"testconfig"}
+
+
+def test_an_invalid_llm_answer_is_no_answer(tmp_path, monkeypatch):
+    """The model names an ecosystem nobody registered (twice: the gateway's repair round too):
+    the plan is refused by the agent's pydantic model and the row says what the rules found."""
+    from agents.llm import FakeLLM, LLMConfig
+
+    git_dir, sha = make_repo(tmp_path, {"calc.c": "int main(){}", "build.sh": "cc calc.c"})
+    inst = make_instance(sha, "c", instance_id="acme__c-1", repo="acme/c", patch=PATCH, test_patch=TEST_PATCH)
+    bad = {"ecosystem": "cobol", "parser": "automake_log", "test_command": "sh t.sh"}
+    llm = FakeLLM([bad, bad])
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}, policy="hybrid",
+                     llm=LLMConfig(model="fake/x", api_key_env=None))
+    res = mint_instance(inst, git_dir, cfg, factory=FakeSandboxFactory(run_id="t"), llm=llm)
+    assert res.outcome == "env_failed" and "no build any route knows" in res.reason
+    assert any(s.rule == "llm:plan" and "no answer" in s.note for s in steps(res))

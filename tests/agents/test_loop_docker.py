@@ -143,7 +143,7 @@ def test_a_reused_environment_that_collects_but_does_not_verify_falls_back_to_a_
 
 
 MAKEFILE = "all: calc\n\ncalc: calc.c\n\tcc -o calc calc.c\n\ncheck: all\n\ttclsh tests/run.tcl\n"
-RUN_TCL = ('proc check {name args want} {\n  set got [exec ./calc {*}$args]\n'
+RUN_TCL = ('proc check {name a b want} {\n  set got [exec ./calc $a $b]\n'
            '  if {$got == $want} {puts "PASS: $name"} else {puts "FAIL: $name"}\n}\ncheck zero 0 0 0\n')
 CALC_C = ('#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) {\n'
           '  printf("%d\\n", atoi(v[1]) - atoi(v[2]));\n  return 0;\n}\n')
