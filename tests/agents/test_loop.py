@@ -309,3 +309,98 @@ def test_an_invalid_llm_answer_is_no_answer(tmp_path, monkeypatch):
     res = mint_instance(inst, git_dir, cfg, factory=FakeSandboxFactory(run_id="t"), llm=llm)
     assert res.outcome == "env_failed" and "no build any route knows" in res.reason
     assert any(s.rule == "llm:plan" and "no answer" in s.note for s in steps(res))
+
+
+def test_hybrid_repairs_a_setup_step_of_any_ecosystem_with_the_llm(tmp_path, monkeypatch):
+    """The Execution agent's LLM tool loop outside Python: the rules and the memory have nothing
+    for `fetch-deps`; the model runs a command that fixes it; the step is retried and passes."""
+    from agents.llm import FakeLLM, LLMConfig, tool_reply
+
+    eco = Toy(versions=("1.19",))
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+    state = {"fixed": False}
+
+    def fetch(cmd, sb):
+        return (0, "ok") if state["fixed"] else (1, "fetch-deps: proxy.example refused the connection")
+
+    def fix(cmd, sb):
+        state["fixed"] = True
+        return 0, "GOPROXY set"
+
+    f.on(r"^fetch-deps", fetch)
+    f.on(r"^go env -w GOPROXY", fix)
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    llm = FakeLLM([tool_reply("go env -w GOPROXY=https://proxy.golang.org"), "Set the proxy."])
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}, policy="hybrid",
+                     llm=LLMConfig(model="fake/x", api_key_env=None))
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, cfg, factory=f, llm=llm)
+    assert res.outcome == "verified", res.reason
+    assert "go env -w GOPROXY=https://proxy.golang.org" in res.setup_script
+    assert [s.rule for s in steps(res) if s.rule.startswith("llm")] == ["llm:execution", "llm:repair", "llm"]
+    assert set(res.llm_usage["by_agent"]) == {"execution"}
+
+
+class ToyWithToolchain(Toy):
+    def toolchain(self, requested, images):
+        from envpool.toolchains import ToolchainChoice
+
+        v = requested or self.versions[0]
+        return ToolchainChoice(language="go", requested=requested, version=v, image=f"toy:{v}"), {}
+
+
+def test_under_the_llm_policy_the_model_leads_the_plan(tmp_path, monkeypatch):
+    """`llm`: the model sees the rules' plan and replaces it (another toolchain and test command)."""
+    from agents.llm import FakeLLM, LLMConfig
+
+    eco = ToyWithToolchain(versions=("1.15", "1.19"))
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"go test -json -v", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    llm = FakeLLM([{"ecosystem": "go", "toolchain": "1.19", "setup_commands": ["fetch-deps"],
+                    "test_command": "go test -json -v ./...", "parser": "go_test_json",
+                    "test_files": ["calc_test.go"], "reason": "verbose"}])
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}, policy="llm",
+                     llm=LLMConfig(model="fake/x", api_key_env=None))
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, cfg, factory=f, llm=llm)
+    assert res.outcome == "verified", res.reason
+    assert res.interpreter == "go 1.19" and "go test -json -v" in res.test_command
+    prompt = json.dumps(llm.requests[0][0])
+    assert "The rules' plan" in prompt and "go 1.15" in prompt
+
+
+def test_an_environment_of_a_similar_repository_is_offered_and_recorded(tmp_path, monkeypatch):
+    eco = Toy(versions=("1.19",))
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    gomod = "module example.com/calc\n\ngo 1.19\n\nrequire (\n\tgithub.com/a/x v1\n\tgithub.com/b/y v1\n)\n"
+    git_dir, sha = make_repo(tmp_path, {"go.mod": gomod, "calc.go": "package calc // bug\n",
+                                        "calc_test.go": "package calc // old\n"})
+    inst = make_instance(sha, "go", instance_id="toy__calc-1", repo="toy/calc", patch=PATCH, test_patch=TEST_PATCH)
+    other = EnvRecord(instance_id="other__lib-3", repo="other/lib", base_commit="0" * 40, language="go",
+                      interpreter="go 1.19", image_tag="swemint/env:other-3",
+                      dependencies="github.com/a/x\ngithub.com/b/y\ngithub.com/c/z")
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f, candidates=[other])
+    assert res.outcome == "verified", res.reason
+    assert (res.reused_from, res.reuse_kind, res.reuse_overlap) == ("other__lib-3", "similar_repo", 1.0)
+    assert res.env.dependencies == "github.com/a/x\ngithub.com/b/y"
+
+
+def test_a_candidate_on_another_toolchain_is_not_adapted(tmp_path, monkeypatch):
+    eco = Toy(versions=("1.19",))
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    inst, git_dir = instance_on(tmp_path)
+    cand = EnvRecord(instance_id="toy__calc-0", repo="toy/calc", base_commit="0" * 40, language="go",
+                     interpreter="go 1.15", image_tag="swemint/env:toy-0")
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f, candidates=[cand])
+    assert res.outcome == "verified" and res.reused_from is None
+    assert any(s.rule == "fallback" and "toolchain go 1.15 != go 1.19" in s.note for s in steps(res))
