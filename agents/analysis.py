@@ -138,12 +138,12 @@ def _py_deps(tree: GitTree) -> list[str]:
             reqs += list(extra or [])
         reqs += list((data.get("tool", {}).get("poetry", {}).get("dependencies", {}) or {}))
         out += [m.group(1) for r in reqs if isinstance(r, str) and (m := _REQ.match(r))]
-    for f in ("setup.cfg", "setup.py"):
-        text = tree.read(f) or ""
-        block = re.search(r"install_requires\s*=\s*(\[[^\]]*\]|\n(?:[ \t]+\S[^\n]*\n)+)", text)
-        if block:
-            out += [m.group(1) for q in re.findall(r"['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", block.group(1))
-                    if (m := _REQ.match(q))]
+    cfg = re.search(r"^install_requires\s*=[ \t]*\n((?:[ \t]+\S[^\n]*\n?)+)", tree.read("setup.cfg") or "", re.M)
+    if cfg:
+        out += [m.group(1) for line in cfg.group(1).splitlines() if (m := _REQ.match(line.split("#")[0]))]
+    py = re.search(r"install_requires\s*=\s*\[([^\]]*)\]", tree.read("setup.py") or "")
+    if py:
+        out += [m.group(1) for q in re.findall(r"['\"]([^'\"]+)['\"]", py.group(1)) if (m := _REQ.match(q))]
     return out
 
 
