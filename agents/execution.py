@@ -251,7 +251,8 @@ def _files_of(eco) -> dict[str, bytes]:
 def build_environment(run, eco, plan: Plan):
     """A full build of `plan` on its toolchain image: a build sandbox (bridge network, the plan's
     caches mounted), /testbed laid out, the ecosystem's `build` hook or `run_setup`, the setup
-    script and Dockerfile written (also when the build fails), the image committed. Returns
+    script and Dockerfile written (also when the build fails), the image committed with the test
+    runs' environment in its ENV (Python's installer settings stay out of it). Returns
     (Environment or None, SetupOutcome). Raises SandboxTimeout at the deadline."""
     from agents.context import Environment
     from agents.dockerfile import render_dockerfile, render_setup_script
@@ -282,7 +283,7 @@ def build_environment(run, eco, plan: Plan):
         t = time.monotonic()
         tag = image_tag_for(iid, {"base": plan.image, "commands": outcome.commands, "env": outcome.env}, cfg.run_id)
         image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
-                                       {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=outcome.env or None)
+                                       {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=(outcome.test_env or outcome.env) or None)
         run.made_images.append(image)
         res.timings["commit"] = round(res.timings.get("commit", 0.0) + time.monotonic() - t, 2)
     return Environment(image=image, image_id=image_id, source="built", setup_script=setup_script,
