@@ -162,6 +162,7 @@ class Loop(Planner):
         env: Environment | None = None
         source = "first"
         verdict: Verdict | None = None
+        verdict_round, verdict_env, last_failure = 0, None, ""
         for n in range(1, self.cfg.loop.max_rounds + 1):
             if run.remaining() < 30:
                 raise SandboxTimeout("instance time limit reached between rounds", instance_id=run.iid,
@@ -171,29 +172,30 @@ class Loop(Planner):
             env, outcome = self.environment(source, env)
             record.source = env.source if env else "built"
             if env is None:
+                last_failure = outcome.reason or "setup failed"
                 record.outcome, record.reason = "replan", outcome.reason[:300]
                 next_step = self.on_setup_failure(outcome)
                 record.feedback = next_step or ""
                 self._record(record)
                 if not next_step:
-                    raise EnvBuildError(outcome.reason or "setup failed", instance_id=run.iid, log_path=run.log_path)
+                    break
                 source = "build"
                 continue
             test = self.tests[self.ti]
             record.test = test.name
-            verdict = self.verify(env, test)
+            verdict, verdict_round, verdict_env = self.verify(env, test), n, env
             record.outcome, record.reason = verdict.outcome, verdict.reason[:300]
             record.attribution = f"{verdict.attribution.kind}: {verdict.attribution.detail}"[:300]
             self._learned_feedback(verdict)
             if verdict.outcome == "verified":
                 self._record(record)
-                self.finish(n, verdict, env, test)
+                self.finish(n, verdict, env)
                 return
             action, env2 = self.feedback(verdict, env)
             record.feedback = action or ""
             self._record(record)
             if action is None:
-                self.finish(n, verdict, env, test)
+                self.finish(n, verdict, env)
                 return
             if action == "amend":
                 env, source = env2, "amended"
@@ -201,7 +203,13 @@ class Loop(Planner):
                 source = "same"
             else:  # replan / rebuild
                 source = "build"
-        self.finish(self.cfg.loop.max_rounds, verdict, env, self.tests[self.ti] if self.tests else None)
+        if verdict is None:
+            raise EnvBuildError(last_failure or "no round produced an environment", instance_id=run.iid,
+                                log_path=run.log_path)
+        if last_failure and verdict_round < len(run.res.rounds):  # a later round's build failed: say so
+            verdict = verdict.model_copy(update={"reason": f"{verdict.reason}; round {len(run.res.rounds)}: "
+                                                           f"{last_failure[:300]}"})
+        self.finish(verdict_round, verdict, verdict_env)
 
     def _record(self, record: RoundRecord) -> None:
         self.run.res.rounds.append(record)
@@ -341,7 +349,7 @@ class Loop(Planner):
                                  note=f"repair: {actions}", output_excerpt="" if ok else verdict.reason[-2000:]))
 
     # -- the row ------------------------------------------------------------------------------
-    def finish(self, n: int, verdict: Verdict | None, env: Environment | None, test: TestSpec | None) -> None:
+    def finish(self, n: int, verdict: Verdict | None, env: Environment | None) -> None:
         run, res = self.run, self.run.res
         if verdict is None or env is None:
             raise EnvBuildError("no round produced an environment", instance_id=run.iid, log_path=run.log_path)

@@ -404,3 +404,16 @@ def test_a_candidate_on_another_toolchain_is_not_adapted(tmp_path, monkeypatch):
     res = mint_instance(inst, git_dir, config(tmp_path), factory=f, candidates=[cand])
     assert res.outcome == "verified" and res.reused_from is None
     assert any(s.rule == "fallback" and "toolchain go 1.15 != go 1.19" in s.note for s in steps(res))
+
+
+def test_a_replan_whose_build_fails_leaves_the_last_verdict_with_the_reason(tmp_path, monkeypatch):
+    eco = Toy()
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"^fetch-deps", lambda cmd, sb: (1, "no such toolchain") if sb.spec.image == "toy:1.19" else (0, "ok"))
+    f.on(r"go test -json", lambda cmd, sb: (1, events({}, "package io/fs is not in GOROOT")) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    assert [r.outcome for r in res.rounds] == ["tests_not_run", "replan"] and res.round == 1
+    assert res.outcome == "tests_not_run" and "round 2: go setup step failed" in res.reason
