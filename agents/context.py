@@ -71,12 +71,16 @@ class MintRun:
 
     def spec(self, image: str, network: str, env: dict[str, str] | None = None,
              caches: dict[str, str] | None = None) -> SandboxSpec:
-        """A sandbox spec of this run (its limits and labels) for `image`; `caches`: cache name
-        -> container path, mounted from `WORKDIR/cache/<name>` (build sandboxes only)."""
+        """A sandbox spec of this run (its limits and labels: `LimitsConfig.sandbox_fields`) for
+        `image`; `caches`: cache name -> container path the plan wants (build sandboxes only):
+        `uv` is mounted from the instance's package cache (`agents.envimage.cache_mounts`,
+        `mint.cache.scope`), other names are not mounted."""
+        from agents.envimage import cache_mounts
+
         cfg = self.config
-        mounts = {str((Path(cfg.workdir) / "cache" / name).resolve()): path for name, path in (caches or {}).items()}
-        return SandboxSpec(image=image, run_id=cfg.run_id, instance_id=self.iid, network=network, cpus=cfg.limits.cpus,
-                           memory=cfg.limits.memory, pids=cfg.limits.pids, env=dict(env or {}), cache_mounts=mounts)
+        mounts = cache_mounts(cfg, self.iid, self.instance.repo) if "uv" in (caches or {}) else {}
+        return SandboxSpec(image=image, run_id=cfg.run_id, instance_id=self.iid, network=network, env=dict(env or {}),
+                           cache_mounts=mounts, **cfg.limits.sandbox_fields())
 
 
 class Environment(BaseModel):

@@ -11,7 +11,8 @@ from agents.gitrepo import GitTree
 from agents.models import StepRecord
 from envpool import images
 from envpool.errors import EnvBuildError
-from envpool.testrun.pytest_runner import PLUGIN_DIR, PLUGIN_NAME, PLUGIN_SOURCE
+from envpool.hostfs import private_dir, remove_tree, scrub
+from envpool.evalscript import ENSURE_PYTHON3, grading_tools
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
@@ -26,9 +27,34 @@ def image_tag_for(instance_id: str, spec: dict | None = None, run_id: str = "") 
     return f"{base}-{images.spec_hash({'spec': spec, 'run': run_id})}" if spec is not None else base
 
 
+UV_CACHE_IN_CONTAINER = "/root/.cache/uv"
+
+
+def cache_mounts(config, instance_id: str, repo: str) -> dict[str, str]:
+    """`SandboxSpec.cache_mounts` of a build container: the instance's package cache folder
+    (`MintConfig.package_cache`, created mode 0700) at uv's cache path; {} when the scope is off."""
+    path = config.package_cache(instance_id, repo)
+    if path is None:
+        return {}
+    return {str(private_dir(path, root=Path(config.workdir) / "cache")): UV_CACHE_IN_CONTAINER}
+
+
+def release_cache(config, instance_id: str, repo: str) -> None:
+    """After the instance: remove its per-instance cache, or scrub a repository's (setuid bits,
+    device nodes) so nothing a container wrote there can raise privileges on the host."""
+    path = config.package_cache(instance_id, repo)
+    if path is None or not path.exists():
+        return
+    if config.cache.scope == "instance":
+        remove_tree(path)
+    else:
+        scrub(path)
+
+
 def plugin_files() -> dict[str, bytes]:
-    """swemint's pytest report plugin, path -> bytes, baked into every environment image."""
-    return {f"{PLUGIN_DIR}/{PLUGIN_NAME}.py": PLUGIN_SOURCE.read_bytes()}
+    """The grading tools, path -> bytes, baked into every environment image: swemint's pytest
+    report plugin and the status tool of the rows' eval scripts (`envpool.evalscript`)."""
+    return grading_tools()
 
 
 def lay_out_repository(sb, tree: GitTree, base_commit: str, *, replace: bool = False, keep_ignored: bool = False,
@@ -77,12 +103,15 @@ def commit_tracked_edits(sb, traj) -> None:
 
 def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
                  env: dict[str, str] | None = None) -> tuple[str, str]:
-    """Write the report plugin, commit the sandbox as `repository:tag` (`env` set in the image's
-    ENV); returns (ref, image id).
+    """Write the grading tools (`plugin_files`), give the image a `python3` with its standard library when it has none
+    (`envpool.evalscript.ENSURE_PYTHON3`, on the sandbox's network: a failure is logged, the
+    row's eval script then reports it), commit the sandbox as `repository:tag` (`env` set in the
+    image's ENV); returns (ref, image id).
     A previous image under the same tag (same spec rebuilt by the same run) is removed; one
     that carries another run's `swemint.run` label is never touched."""
     for path, data in plugin_files().items():  # the stored test_command runs in the image as is
-        sb.put_file(path, data)
+        sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
+    sb.exec(ENSURE_PYTHON3, timeout=600, log_label="grading-tools")
     ref = f"{repository}:{tag}"
     previous = image_id(factory, ref)
     owner = image_label(factory, ref, "swemint.run")

@@ -297,6 +297,7 @@ def amend_environment(run, eco, plan: Plan, env, commands: list[str], why: str):
     adding what Verification found missing). Returns the amended Environment, or None when a
     command fails (each command is a trajectory step `amend`)."""
     from agents.context import Environment
+    from agents.dockerfile import comment, run_line
     from agents.envimage import commit_image, image_tag_for
 
     cfg, iid = run.config, run.iid
@@ -313,10 +314,10 @@ def amend_environment(run, eco, plan: Plan, env, commands: list[str], why: str):
                                        {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=env.env or None)
         run.made_images.append(image)
     run.res.timings["setup"] = round(run.res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
-    script = env.setup_script.rstrip("\n") + f"\n# swemint: added after verification ({why[:120]})\n" + \
+    script = env.setup_script.rstrip("\n") + f"\n# swemint: added after verification ({comment(why[:120])})\n" + \
         "\n".join(commands) + "\n"
     dockerfile = env.dockerfile.rstrip("\n") + "\n# swemint: added after verification\n" + \
-        "\n".join("RUN " + c.replace("\n", " \\\n    ") for c in commands) + "\n"
+        "\n".join(run_line(c) for c in commands) + "\n"
     (run.idir / "setup.sh").write_text(script)
     (run.idir / "Dockerfile").write_text(dockerfile)
     return Environment(**{**env.model_dump(), "image": image, "image_id": image_id, "source": "amended",

@@ -28,7 +28,6 @@ the loop and its bounds and nothing language-specific.
 from __future__ import annotations
 
 import json
-import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,7 +35,7 @@ from pathlib import Path
 from agents.config import MintConfig
 from agents.context import Environment, MintRun, Trajectory
 from agents.ecosystems.base import PlanRequest, TestSpec
-from agents.envimage import image_size, remove_image
+from agents.envimage import image_size, release_cache, remove_image
 from agents.envpatch import adapt_environment
 from agents.execution import amend_commands, amend_environment, build_environment
 from agents.gitrepo import GitTree
@@ -48,7 +47,9 @@ from agents.reuse import derive_version, overlap
 from agents.verification import Attribution, Verdict, llm_attribution, verify
 from envpool.errors import EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError, \
     TestsNotRunError
+from envpool.naming import folder_name
 from envpool.patches import files_in_patch
+from envpool.testrun.trust import infrastructure_flags
 
 __all__ = ["OUTCOME_OF_ERROR", "mint_instance"]
 
@@ -84,10 +85,12 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
 
     Returns:
         InstanceResult with exactly one outcome. Never raises for instance problems; a failure
-        of the Docker engine becomes `infra_error`.
+        of the Docker engine becomes `infra_error`. Logs and artifacts go to
+        `config.workdir/instances/<envpool.naming.folder_name(id)>/`; the row itself is the
+        caller's to store (the pipeline driver writes `result.json`).
     """
     iid = instance.instance_id
-    idir = Path(config.workdir) / "instances" / re.sub(r"[^A-Za-z0-9_.-]", "_", iid)
+    idir = Path(config.workdir) / "instances" / folder_name(iid)
     idir.mkdir(parents=True, exist_ok=True)
     log_path = idir / "run.log"
     log_path.write_text(f"# swemint {iid} started {_now()}\n")
@@ -102,11 +105,14 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     try:
         if factory is None:
             from envpool.docker_sandbox import DockerSandboxFactory
-            factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network)
+            factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network,
+                                           output_cap=config.limits.output_bytes,
+                                           report_cap=config.limits.report_bytes)
         helper = make_helper(config, iid, llm=llm)
         if not instance.test_patch.strip() or not instance.patch.strip():
             raise InstanceInputError("empty patch or test_patch", instance_id=iid)
         tree = GitTree(Path(repo_path), instance.base_commit, instance_id=iid)
+        res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch)
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
                       log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
                       touched=files_in_patch(instance.test_patch))
@@ -118,6 +124,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         res.outcome, res.reason = "infra_error", f"internal error: {type(e).__name__}: {e}"
     finally:
         traj.flush()
+        release_cache(config, iid, instance.repo)
         if helper is not None:
             res.llm_usage = helper.usage()
             if helper.memory is not None:
@@ -130,7 +137,8 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
             remove_image(factory, image)
     if res.outcome != "verified" and res.image and res.image not in borrowed:
         res.image, res.image_id, res.env = "", "", None
-    (idir / "result.json").write_text(res.model_dump_json(indent=2))
+    # result.json is the driver's (pipeline.store, its one writer): a worker abandoned at its
+    # deadline must never overwrite the driver's `timeout` row
     with log_path.open("a") as f:
         f.write(f"\n# outcome: {res.outcome}: {res.reason}\n")
     return res
@@ -146,6 +154,7 @@ class Loop(Planner):
         self.reuse = candidates
         self.builds = 0
         self.pending_evidence: tuple[str, str, str] | None = None
+        self.verdict_plan = None
 
     # -- the loop -----------------------------------------------------------------------------
     def go(self) -> None:
@@ -257,7 +266,7 @@ class Loop(Planner):
 
     def verify(self, env: Environment, test: TestSpec) -> Verdict:
         run = self.run
-        plan = self.plan.with_test(test)
+        plan = self.verdict_plan = self.plan.with_test(test)
         run.res.test_files, run.res.parser = list(plan.test_files), plan.parser
         spec = run.spec(env.image, "none", env=env.test_env or plan.env)
         return verify(run.factory, spec, run.instance, plan, self.eco, self.cfg, deadline=run.deadline,
@@ -272,7 +281,7 @@ class Loop(Planner):
         if verdict.outcome == "timeout":
             return None, None
         leads = getattr(self.run.helper, "llm_leads", False)
-        if (att.kind == "unknown" or leads) and att.rule != "untrusted":
+        if (att.kind == "unknown" or leads) and att.rule not in ("untrusted", "tampered", "timeout"):
             asked = llm_attribution(self.run.helper, self.run.instance, self.plan, verdict, self.run.traj)
             if asked is not None:
                 att = asked
@@ -359,10 +368,14 @@ class Loop(Planner):
             res.reason += f" (round {n} of {len(res.rounds)})"
         res.FAIL_TO_PASS, res.PASS_TO_PASS, res.flaky_tests = verdict.FAIL_TO_PASS, verdict.PASS_TO_PASS, verdict.flaky
         res.test_command = verdict.test_command
+        res.anomalies = list(verdict.anomalies)
+        plan = self.verdict_plan or self.plan  # the plan of the verdict, not a later one that failed to build
+        res.test_files, res.parser = list(plan.test_files), plan.parser
+        (run.idir / "plan.json").write_text(plan.model_dump_json(indent=2, exclude={"state"}))  # the export reads it
         res.image, res.image_id = env.image, env.image_id
         res.setup_script, res.dockerfile = env.setup_script, env.dockerfile
         res.installed_packages = env.installed_packages or res.installed_packages
-        res.interpreter = env.interpreter or self.plan.toolchain
+        res.interpreter = env.interpreter or plan.toolchain
         if env.source in ("reused", "pooled") or (env.source == "amended" and env.reused_from):
             res.reused_from = env.reused_from
         if env.source == "reused" or (env.source == "amended" and env.reuse_kind):
@@ -376,6 +389,6 @@ class Loop(Planner):
                                 language=run.language or "python", interpreter=res.interpreter, image_tag=env.image,
                                 image_id=env.image_id, size_bytes=image_size(run.factory, env.image),
                                 setup_script=env.setup_script, dockerfile=env.dockerfile,
-                                test_command=res.test_command, parser=res.parser, route=self.plan.route,
+                                test_command=res.test_command, parser=res.parser, route=plan.route,
                                 installed_packages=env.installed_packages,
                                 dependencies="\n".join(self.profile.dependencies))

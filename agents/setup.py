@@ -86,7 +86,7 @@ PLAN_PROMPT = (
     "command then runs with no network at all, once on the base commit plus the test patch and once "
     "more with the fix applied. Choose the ecosystem whose toolchain image to use, the setup commands, "
     "a test command that runs the tests the test patch touches, and the parser that reads its output. "
-    "Parsers: pytest_plugin (python only: pytest runs test_files itself, leave test_command empty), "
+    "Parsers: pytest_channel (python only: pytest runs test_files itself, leave test_command empty), "
     "automake_log (lines `PASS: name` / `FAIL: name`), go_test_json, cargo_test, jest_json, mocha_json, "
     "java_junit, phpunit_junit, rspec_json, minitest_log, ctest_junit, gtest_log, and the others named "
     "in the schema's description.")

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agents.ecosystems.base import Plan, TestSpec
+from agents.ecosystems.base import PYTEST_PARSER, Plan, TestSpec, is_pytest
 from agents.models import Instance
 
 
 def known_parser(name: str) -> str:
-    """`name` when it is a registered report parser (`pytest_plugin` or one of
-    `envpool.testrun.polyglot.POLYGLOT_PARSERS`); ValueError listing them otherwise."""
+    """`name` when it is a registered report parser (`PYTEST_PARSER` or one of
+    `envpool.testrun.polyglot.POLYGLOT_PARSERS`; the older `pytest_plugin` is read as
+    `PYTEST_PARSER`); ValueError listing them otherwise."""
     from envpool.testrun.polyglot import POLYGLOT_PARSERS
 
-    if name != "pytest_plugin" and name not in POLYGLOT_PARSERS:
-        raise ValueError(f"unknown parser {name!r}; one of {['pytest_plugin', *sorted(POLYGLOT_PARSERS)]}")
+    if is_pytest(name):
+        return PYTEST_PARSER
+    if name not in POLYGLOT_PARSERS:
+        raise ValueError(f"unknown parser {name!r}; one of {[PYTEST_PARSER, *sorted(POLYGLOT_PARSERS)]}")
     return name
 
 
@@ -30,7 +33,7 @@ def configurations(plan: Plan) -> list[TestSpec]:
     pytest selections (pytest with no path would run the whole suite)."""
     out: list[TestSpec] = []
     for spec in [plan.test_spec(), *plan.test_alternatives]:
-        if spec.parser == "pytest_plugin" and not spec.test_files:
+        if is_pytest(spec.parser) and not spec.test_files:
             continue
         if any(s.test_command == spec.test_command and s.test_files == spec.test_files for s in out):
             continue
@@ -40,7 +43,7 @@ def configurations(plan: Plan) -> list[TestSpec]:
 
 class LLMTestSpec(BaseModel):
     """A test configuration the LLM proposes: `test_files` (pytest runs them when the parser is
-    `pytest_plugin`), else `test_command` (bash in /testbed, offline) and `parser` / `report_path`."""
+    `pytest_channel`), else `test_command` (bash in /testbed, offline) and `parser` / `report_path`."""
 
     __test__ = False
     model_config = ConfigDict(extra="forbid")
@@ -56,7 +59,7 @@ class LLMTestSpec(BaseModel):
 TEST_PROMPT = (
     "You configure how swemint runs the tests a test patch touches, in a Docker image where the "
     "repository is installed at /testbed and the network is off. The rules' configurations found no "
-    "test. Answer with the test files (for pytest, parser pytest_plugin: pytest runs them with its "
+    "test. Answer with the test files (for pytest, parser pytest_channel: pytest runs them with its "
     "own command) or a bash test command and the parser reading its output.")
 
 
@@ -70,8 +73,8 @@ def llm_configuration(helper, instance: Instance, plan: Plan, tried: list[TestSp
             f"Configurations tried: {[t.model_dump() for t in tried]}\n"
             f"The test patch touches: {files}\nTest patch (head):\n{instance.test_patch[:3000]}")
     spec = helper.consult(TEST_PROMPT, task, LLMTestSpec, "testconfig", "llm:test-config", traj)
-    if spec is None or (spec.parser == "pytest_plugin" and not spec.test_files) or \
-            (spec.parser != "pytest_plugin" and not spec.test_command):
+    if spec is None or (is_pytest(spec.parser) and not spec.test_files) or \
+            (not is_pytest(spec.parser) and not spec.test_command):
         return None
     return TestSpec(name="llm", test_command=spec.test_command, parser=spec.parser, report_path=spec.report_path,
                     test_files=list(spec.test_files))

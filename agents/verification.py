@@ -2,11 +2,16 @@
 the grading, and an *attribution* of any result short of verified to the agent that can fix it.
 
 Sides (SWE-bench's Fail-to-Pass): "before" applies the test_patch to the base commit, "after"
-the test_patch then the patch, each side in a fresh sandbox of the image with no network, run
-`verify.before_runs` / `verify.after_runs` times within the instance's deadline. Each run goes
-through the ecosystem's `run_tests` hook (Python: pytest with swemint's report plugin) or
-`run_plan_tests` (the plan's command and parser). A run `trusted` refuses (counts that disagree,
-a cut stream) is never graded; when no run of a side is trusted the side did not run.
+the test_patch then the patch, run `verify.before_runs` / `verify.after_runs` times within the
+instance's deadline, every run in a fresh sandbox of the image with no network (nothing one run
+leaves behind -- a daemon, a rewritten file -- reaches the next). Each run goes through the
+ecosystem's `run_tests` hook (Python: pytest with swemint's report plugin over the authenticated
+channel) or `run_plan_tests` (the plan's command and parser, `envpool.evaluation.run_report`).
+One trust rule for every ecosystem (`envpool.testrun.trust`): a run with an anomaly is never
+graded, its anomalies go into the row (`<side>#<n>: <anomaly>`); a run showing tampering refuses
+the instance (`tests_not_run`, final); a side without a trusted run did not run (`timeout` when
+every run timed out; when no run reported any test, the runs' output is still diagnosed, so a
+missing tool or an empty selection goes back to the loop).
 
 Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when they find none:
 - `environment`: the image lacks a tool, a library or a module (the run's output or a touched
@@ -22,7 +27,6 @@ Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when 
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from pathlib import Path
@@ -31,13 +35,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.diagnosis import Diagnosis, diagnose
-from agents.ecosystems.base import Plan, hook
+from agents.ecosystems.base import Plan, hook, is_pytest
 from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout
 from envpool.grading import grade
 from envpool.patches import apply_patch
-from envpool.testrun.polyglot import get_any_parser
-from envpool.testrun.polyglot.common import ReportParser
 from envpool.testrun.status import TestRunReport, TestStatus
 
 MIN_RUN_SECONDS = 30
@@ -49,13 +51,15 @@ AttributionKind = Literal["verified", "environment", "toolchain", "test_config",
 
 
 class TestRun(BaseModel):
-    """One run of T: the parsed `report`, the parser's `anomalies` (a run with any is not
-    graded), the `command` as run, and the tail of its console output (diagnosis only)."""
+    """One run of T: the parsed `report`, its `anomalies` (`envpool.testrun.trust`: a run with
+    any is not graded), `tampered` (the subset only tampering explains), the `command` as run,
+    and the tail of its console output (diagnosis only)."""
 
     __test__ = False
     model_config = ConfigDict(extra="forbid")
     report: TestRunReport
     anomalies: list[str] = Field(default_factory=list)
+    tampered: list[str] = Field(default_factory=list)
     command: str = ""
     output_tail: str = ""
 
@@ -80,7 +84,8 @@ class Attribution(BaseModel):
 class Verdict(BaseModel):
     """What one verification concluded: the outcome (`verified`, `no_fail_to_pass`,
     `tests_not_run`, `timeout`), its reason, our FAIL_TO_PASS / PASS_TO_PASS / flaky lists,
-    the row's `test_command`, and the attribution."""
+    the row's `test_command`, the runs' `anomalies` (`<side>#<n>: <anomaly>`: why a run was not
+    graded) and the attribution."""
 
     model_config = ConfigDict(extra="forbid")
     outcome: str
@@ -89,6 +94,7 @@ class Verdict(BaseModel):
     PASS_TO_PASS: list[str] = Field(default_factory=list)
     flaky: list[str] = Field(default_factory=list)
     test_command: str = ""
+    anomalies: list[str] = Field(default_factory=list)
     attribution: Attribution
 
 
@@ -123,37 +129,25 @@ def time_left(deadline: float, side: str, instance_id: str, log_path: Path | Non
 
 def run_plan_tests(sb, plan: Plan, *, timeout: float, known_tests: set[str] | None = None,
                    log_label: str = "tests", env: dict[str, str] | None = None) -> TestRun:
-    """Run `plan.test_command` once in `sb` (/testbed) and parse its report with `plan.parser`.
+    """Run `plan.test_command` once in `sb` (/testbed) and parse its report with `plan.parser`
+    (`envpool.evaluation.run_report`: the report file removed first, read within the sandbox's
+    size limit; the trust rule's anomalies). `known_tests`: ids from other runs, so a unit that
+    fails to build marks them FAILED. `timeout` in seconds. `env`: the run's environment
+    (default `plan.env`)."""
+    from envpool.evaluation import run_report
 
-    The report file (when `plan.report_path`) is removed before the run so a stale one is never
-    read; a missing file parses as an empty report. `known_tests`: ids from other runs, so a
-    unit that fails to build marks them FAILED. `timeout` in seconds (the run is killed after
-    it; what it reported is still parsed). `env`: the run's environment (default `plan.env`).
-    """
     pre = f"rm -f {shlex.quote(plan.report_path)}; " if plan.report_path else ""
-    command = f"cd /testbed && {pre}{plan.test_command}"
     run_env = env if env is not None else plan.env
-    r = sb.exec(command, timeout=timeout, env=run_env or None, log_label=log_label)
-    raw: bytes | str = r.output
-    if plan.report_path:
-        try:
-            raw = sb.get_file(plan.report_path)
-        except (FileNotFoundError, IsADirectoryError):
-            raw = b""
-    parser = get_any_parser(plan.parser)
-    opts = dict(plan.parser_options)
-    if known_tests and isinstance(parser, ReportParser):
-        opts["known_tests"] = sorted(known_tests)
-    rep = parser(raw, **opts)
-    found = parser.check(raw, **opts) if isinstance(parser, ReportParser) else []
-    rep = rep.model_copy(update={"exit_code": r.exit_code, "timed_out": r.timed_out, "duration": r.duration})
-    if found:
-        rep = rep.model_copy(update={"tests_ran": False})
-    return TestRun(report=rep, anomalies=list(found), command=command, output_tail=r.output[-OUTPUT_TAIL:])
+    got = run_report(sb, plan.test_command, plan.parser, report_path=plan.report_path,
+                     parser_options=plan.parser_options, env=run_env, timeout=timeout, known_tests=known_tests,
+                     log_label=log_label)
+    return TestRun(report=got.report, anomalies=list(got.anomalies), command=f"cd /testbed && {pre}{plan.test_command}",
+                   output_tail=got.output[-OUTPUT_TAIL:])
 
 
-def stored_test_command(plan: Plan, command: str) -> str:
-    """The row's `test_command`: `command` made to run as is in the environment image with
+def stored_test_command(plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
+    """The runner part of the row's `test_command` (`envpool.testrun.published.published_command`
+    puts the test files back first): `command` made to run as is in the environment image with
     `docker run --network none <image> bash -c '<test_command>'` -- the plan's environment
     exported first (the image's ENV has it too) and the report (`plan.report_path`) printed at the
     end, so the parser's input is on stdout."""
@@ -163,8 +157,8 @@ def stored_test_command(plan: Plan, command: str) -> str:
 
 
 def trusted(run: TestRun) -> bool:
-    """Whether a run may be graded: its parser found no anomaly (the one trust rule of every
-    path; Python's pytest runner reports its cross-check findings in the log, not here)."""
+    """Whether a run may be graded: the trust rule found no anomaly (`envpool.testrun.trust`,
+    one rule for pytest and every other runner)."""
     return not run.anomalies
 
 
@@ -219,7 +213,7 @@ def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan
         return Attribution(kind="unknown", detail=outcome)
     ids = {t for r in after_reps for t in r.statuses}
     # pytest ids start with the file; other runners' ids (packages, classes) rarely name it
-    touched = [t for t in ids if _touched(t, files)] or ([] if plan.parser == "pytest_plugin" else sorted(ids))
+    touched = [t for t in ids if _touched(t, files)] or ([] if is_pytest(plan.parser) else sorted(ids))
     if not touched:
         return Attribution(kind="test_config", detail="no test of the touched files ran", rule="no-touched-tests")
     if g.flaky and any(t in g.flaky for t in touched):
@@ -232,67 +226,86 @@ def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan
     return Attribution(kind="genuine", detail="touched tests fail after the fix", rule="fails-after")
 
 
-def run_side(sb, side: str, n: int, *, plan: Plan, eco, config, deadline: float, instance_id: str,
-             log_path: Path, traj, known: set[str], env: dict[str, str] | None) -> tuple[list[TestRun], list[TestRun]]:
-    """`n` runs of one side in `sb` (patches applied): (every run, the trusted ones)."""
+def run_once(sb, side: str, i: int, *, plan: Plan, eco, config, timeout: float, traj, known: set[str],
+             env: dict[str, str] | None) -> TestRun:
+    """Run `i` (1-based) of `side` in `sb` (patches applied): the ecosystem's `run_tests` hook
+    or `run_plan_tests`, recorded as a `verification` step `<side>#<i>`."""
     run_tests = hook(eco, "run_tests")
-    every: list[TestRun] = []
-    for i in range(n):
-        remaining = time_left(deadline, side, instance_id, log_path)
-        timeout = min(config.timeouts.test_run, remaining)
-        label = f"{side}#{i + 1}"
-        run = run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
-                        per_test_timeout=config.timeouts.per_test) if run_tests else \
-            run_plan_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label, env=env)
-        rep = run.report
-        traj(StepRecord(agent="verification", rule=label, command=run.command, exit_code=rep.exit_code,
-                        duration=round(rep.duration, 2),
-                        note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
-                             f"collection_errors={rep.collection_errors[:5]}"))
-        every.append(run)
-        if trusted(run):
-            known |= set(rep.statuses)
-    return every, [r for r in every if trusted(r)]
+    label = f"{side}#{i}"
+    run = run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
+                    per_test_timeout=config.timeouts.per_test) if run_tests else \
+        run_plan_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label, env=env)
+    rep = run.report
+    traj(StepRecord(agent="verification", rule=label, command=run.command, exit_code=rep.exit_code,
+                    duration=round(rep.duration, 2),
+                    note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
+                         f"collection_errors={rep.collection_errors[:5]}"))
+    return run
 
 
 def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadline: float, log_path: Path, traj,
            patch_methods: dict[str, str], env: dict[str, str] | None = None, timings: dict | None = None) -> Verdict:
-    """Before and after runs of `plan`'s T in image `spec.image` (network none), graded and
-    attributed. Raises PatchApplyError (a patch does not apply) and SandboxTimeout (the
-    instance's time ran out); everything else is a Verdict."""
+    """Before and after runs of `plan`'s T in image `spec.image` (network none, every run in a
+    fresh sandbox), graded and attributed (module docstring). Raises PatchApplyError (a patch
+    does not apply) and SandboxTimeout (the instance's time ran out); everything else is a
+    Verdict."""
+    from envpool.testrun.published import published_command
+
     iid = instance.instance_id
-    runs: dict[str, tuple[list[TestRun], list[TestRun]]] = {}
+    runs: dict[str, list[TestRun]] = {}
     known: set[str] = set()
+    anomalies: list[str] = []
     test_command = ""
     stored = hook(eco, "stored_test_command") or stored_test_command
     for side, patches, n in sides(instance, config.verify.before_runs, config.verify.after_runs):
         t = time.monotonic()
-        with factory.sandbox(spec, log_path) as sb:
-            apply_side_patches(sb, side, patches, patch_methods, iid, log_path)
-            runs[side] = run_side(sb, side, n, plan=plan, eco=eco, config=config, deadline=deadline, instance_id=iid,
-                                  log_path=log_path, traj=traj, known=known, env=env)
-        if side == "after" and runs[side][0]:
-            test_command = stored(plan, _fixed_run_dir(runs[side][0][0].command))
+        every: list[TestRun] = []
+        for i in range(1, n + 1):
+            timeout = min(config.timeouts.test_run, time_left(deadline, side, iid, log_path))
+            with factory.sandbox(spec, log_path) as sb:  # every run in a fresh container
+                apply_side_patches(sb, side, patches, patch_methods, iid, log_path)
+                run = run_once(sb, side, i, plan=plan, eco=eco, config=config, timeout=timeout, traj=traj,
+                               known=known, env=env)
+            every.append(run)
+            anomalies += [f"{side}#{i}: {a}" for a in run.anomalies]
+            if side == "after" and not test_command:
+                test_command = published_command(instance.test_patch, instance.patch,
+                                                 stored(plan, run.command, per_test_timeout=config.timeouts.per_test))
+            if run.tampered:
+                return Verdict(outcome="tests_not_run", test_command=test_command, anomalies=anomalies,
+                               reason=f"grading refused: the {side} run's report was tampered with "
+                                      f"({run.tampered[0]})",
+                               attribution=Attribution(kind="task", detail=run.tampered[0][:300], rule="tampered"))
+            if trusted(run):
+                known |= set(run.report.statuses)
+        runs[side] = every
         if timings is not None:
             timings[side] = round(timings.get(side, 0.0) + time.monotonic() - t, 2)
-    (b_all, b_ok), (a_all, a_ok) = runs["before"], runs["after"]
-    for side, every, ok in (("before", b_all, b_ok), ("after", a_all, a_ok)):
-        if every and not ok:
-            problems = [a for r in every for a in r.anomalies]
-            return Verdict(outcome="tests_not_run", reason=f"every {side} run's report is untrustworthy: {problems[:3]}",
-                           test_command=test_command,
+    ok = {side: [r for r in every if trusted(r)] for side, every in runs.items()}
+    for side in ("before", "after"):
+        every = runs[side]
+        if not every or ok[side]:
+            continue
+        if all(r.report.timed_out for r in every):
+            return Verdict(outcome="timeout", reason=f"the {side} test run timed out before it finished",
+                           test_command=test_command, anomalies=anomalies,
+                           attribution=Attribution(kind="unknown", detail="timed out", rule="timeout"))
+        first = next((a for r in every for a in r.anomalies), "no run")
+        if any(r.report.statuses for r in every):  # results that cannot be trusted: final
+            return Verdict(outcome="tests_not_run", reason=f"no {side} run's report can be trusted: {first}",
+                           test_command=test_command, anomalies=anomalies,
                            attribution=Attribution(kind="unknown", detail="untrustworthy reports", rule="untrusted"))
-    outcome, reason, g = judge([r.report for r in b_ok], [r.report for r in a_ok],
-                               pytest=plan.parser == "pytest_plugin")
-    att = attribute(outcome, g, b_ok, a_ok, plan, eco)
+        # no run reported anything: nothing is graded, but the output still says why (a missing
+        # tool, a module, an empty selection) and the loop can act on it
+        att = attribute("tests_not_run", None, runs["before"], runs["after"], plan, eco)
+        return Verdict(outcome="tests_not_run", reason=f"the {side} runs reported no test: {first}",
+                       test_command=test_command, anomalies=anomalies, attribution=att)
+    outcome, reason, g = judge([r.report for r in ok["before"]], [r.report for r in ok["after"]],
+                               pytest=is_pytest(plan.parser))
+    att = attribute(outcome, g, ok["before"], ok["after"], plan, eco)
     return Verdict(outcome=outcome, reason=reason, FAIL_TO_PASS=g.FAIL_TO_PASS if g else [],
                    PASS_TO_PASS=g.PASS_TO_PASS if g else [], flaky=g.flaky if g else [], test_command=test_command,
-                   attribution=att)
-
-
-def _fixed_run_dir(command: str) -> str:
-    """The pytest runner's per-run folder has a random suffix: a fixed one keeps rows reproducible."""
-    return re.sub(r"/tmp/swemint/[A-Za-z0-9_.]+-[0-9a-f]{8}/", "/tmp/swemint/run/", command)
+                   anomalies=anomalies, attribution=att)
 
 
 ATTRIBUTION_PROMPT = (

@@ -13,10 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.config import MintConfig
 from agents.models import Outcome
+from envpool.resources import resource
 from pipeline.repos import RepoConfig
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
-"""The packaged defaults (present in a source checkout / editable install)."""
+DEFAULT_CONFIG = resource("configs/default.yaml")
+"""The defaults: the checkout's `configs/default.yaml`, or the copy a wheel carries (envpool.resources)."""
 
 
 class RayConfig(BaseModel):
@@ -43,6 +44,17 @@ class RayConfig(BaseModel):
     docker_resource: bool = True
     """Reserve one custom `docker` resource per task (a build slot); a local Ray gets `workers`
     of them, a cluster must declare them on its nodes (else the requirement is dropped)."""
+
+
+class RegistryAuthConfig(BaseModel):
+    """Credentials for `registry`, by the names of environment variables that hold them (set on
+    the driver and on every `ray start` of a node that pushes or pulls). The values are read when
+    an image is pushed or pulled and handed to the Docker engine's API only: never logged, never
+    in a row, never in a container."""
+
+    model_config = ConfigDict(extra="forbid")
+    username_env: str = "SWEMINT_REGISTRY_USER"
+    password_env: str = "SWEMINT_REGISTRY_PASSWORD"
 
 
 class PipelineConfig(BaseModel):
@@ -81,6 +93,8 @@ class PipelineConfig(BaseModel):
     is pushed to by the worker that built it; the pool then records the reference as `location`,
     and a worker that reuses a pooled environment missing on its node pulls it. None = images
     stay on the node that built them (a single host)."""
+    registry_auth: RegistryAuthConfig | None = None
+    """Credentials for `registry` (environment variable names); None = push and pull anonymously."""
     repos: RepoConfig = Field(default_factory=RepoConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     mint: MintConfig = Field(default_factory=MintConfig)

@@ -50,8 +50,13 @@ class Runner(Protocol):
         ...
 
 
+ABANDONED = "abandoned by the runner"
+"""In the reason of a `timeout` row the runner wrote for an item it gave up on (the driver then
+removes that instance's containers)."""
+
+
 def _timeout_row(item: WorkItem, timeout: float, started: str) -> InstanceResult:
-    return failure_row(item.instance, "timeout", f"no result after {timeout:.0f} s; abandoned by the runner",
+    return failure_row(item.instance, "timeout", f"no result after {timeout:.0f} s; {ABANDONED}",
                        started, timeout)
 
 
@@ -319,7 +324,12 @@ class RayRunner:
 
 
 def make_runner(cfg: PipelineConfig) -> LocalRunner | RayRunner:
-    """The runner `cfg` asks for: Ray unless `use_ray` is false; `workers` slots; `timeout_s`."""
+    """The runner `cfg` asks for: Ray unless `use_ray` is false; `workers` slots; `timeout_s`.
+    Raises ValueError when Ray is asked for but not installed (it is the optional `ray` extra)."""
     if cfg.use_ray:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise ValueError("Ray is not installed: pip install 'swemint[ray]', or run in-process with --no-ray")
         return RayRunner(cfg.workers, cfg.timeout_s, cfg.ray)
     return LocalRunner(cfg.workers, cfg.timeout_s)

@@ -21,7 +21,8 @@ Optional hooks (looked up with `getattr`, so a small ecosystem implements only t
   repairs need the installer's state); default: `agents.execution` runs `plan.setup_commands`.
 - `run_tests(sb, plan, timeout, known_tests, log_label) -> TestRun` -- run T once (Python: the
   pytest runner with swemint's report plugin); default `agents.verification.run_plan_tests`.
-- `stored_test_command(plan, command) -> str` -- the row's `test_command`.
+- `stored_test_command(plan, command, per_test_timeout=None) -> str` -- the runner part of the
+  row's `test_command` (the flow puts the test files back first: `envpool.testrun.published`).
 - `adapt(job, candidate) -> SetupOutcome` -- make a pooled environment of another instance fit
   this one (EnvPatch); default: the plan's setup commands rerun on the candidate's caches.
 - `diagnose(text) -> Diagnosis | None` -- ecosystem knowledge about a failure's cause, before
@@ -51,7 +52,8 @@ class TestSpec(BaseModel):
     - `name`: which rule made it (`touched`, `folders`, `packages`, `llm`, ...).
     - `test_command`: bash run in /testbed under `network=none`; its exit code is not a verdict.
     - `report_path`: a file it writes that the parser reads (None: its combined output).
-    - `parser`: a name in `envpool.testrun.polyglot.POLYGLOT_PARSERS` (`pytest_plugin` for pytest).
+    - `parser`: a name in `envpool.testrun.polyglot.POLYGLOT_PARSERS`, or `PYTEST_PARSER` for
+      pytest (run by the ecosystem's `run_tests` hook; `is_pytest`).
     - `test_files`: the files (or units) it selects, repository relative.
     """
 
@@ -184,6 +186,16 @@ class Ecosystem(Protocol):
         """Commands to run after setup `command` failed with `output` (then the command is
         retried), or None. `tried`: repairs already applied in this build (never repeat)."""
         ...
+
+
+PYTEST_PARSER = "pytest_channel"
+"""The parser of pytest rows: swemint's report plugin, its frames read by
+`envpool.testrun.parsers.parse_pytest_channel` (the row's `test_command` prints them)."""
+
+
+def is_pytest(parser: str) -> bool:
+    """Whether `parser` names pytest's report (`pytest_channel`, or the older `pytest_plugin`)."""
+    return parser in (PYTEST_PARSER, "pytest_plugin")
 
 
 def hook(eco: object, name: str):

@@ -39,6 +39,7 @@ from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan, Route, shell_args
 from agents.ecosystems.toolchain import satisfies
+from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
@@ -300,7 +301,7 @@ def _ci_jdks(tree: GitTree) -> list[int]:
     majors: set[int] = set()
     for p in paths:
         try:
-            data = yaml.safe_load(tree.read(p) or "")
+            data = load_untrusted_yaml(tree.read(p) or "")
         except yaml.YAMLError:
             continue
         for v in _ci_values(data, ("jdk", "java", "java-version", "java_version")):

@@ -1,11 +1,13 @@
 """Pure parsers: a runner's report (str or bytes) -> `TestRunReport`, and a registry by name.
 
-Three sources for pytest, best first (SWE-bench v5 keeps the parser *name* in each dataset row
+Sources for pytest, best first (SWE-bench v5 keeps the parser *name* in each dataset row
 and resolves it through a registry, `swebench/harness/log_parsers/__init__.py`; so do we):
 
-- ``pytest_plugin``: the JSON lines of our plugin `swemint_pytest_report` (exact node ids,
-  setup/teardown errors, xfail/xpass, collection errors per collector);
-- ``pytest_junit``: pytest's JUnit XML (``--junitxml``), read with junitparser; the dotted
+- ``pytest_channel``: the signed frames of our plugin `swemint_pytest_report` in a console
+  stream (a row's `test_command` output; verified with the run's key when given);
+- ``pytest_plugin``: the same records as JSON lines (exact node ids, setup/teardown errors,
+  xfail/xpass, collection errors per collector);
+- ``pytest_junit``: pytest's JUnit XML (``--junitxml``), read with the stdlib's ElementTree; the dotted
   ``classname`` loses information, so node ids are rebuilt best effort;
 - ``pytest_log``: the ``short test summary info`` of ``pytest -rA`` in the console log.
 
@@ -18,10 +20,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from envpool.testrun.status import TestRunReport, TestStatus
+from envpool.testrun.outcome import TestStatus
 
-Parser = Callable[..., TestRunReport]
+if TYPE_CHECKING:
+    from envpool.testrun.status import TestRunReport
+
+Parser = Callable[..., "TestRunReport"]
+Parts = tuple[dict[str, TestStatus], list[str], "int | None"]
+"""What a core parser finds: (statuses by test id, collection errors, exit status or None).
+Cores are stdlib only (`envpool.testrun.statuslines` runs them inside environment images);
+the public parsers wrap them in a `TestRunReport` (pydantic)."""
 
 _RANK = {TestStatus.PASSED: 0, TestStatus.XPASS: 0, TestStatus.SKIPPED: 1, TestStatus.XFAIL: 1,
          TestStatus.FAILED: 2, TestStatus.ERROR: 3}
@@ -42,6 +52,17 @@ def worse(a: TestStatus | None, b: TestStatus) -> TestStatus:
     if a is None or _RANK[b] > _RANK[a]:
         return b
     return a
+
+
+def make_report(parts: Parts, source: str, reasons: dict[str, str] | None = None) -> TestRunReport:
+    """A `TestRunReport` (source `source`) of a core parser's `parts`; `tests_ran` is True when a
+    test status was parsed; `reasons` (test id -> why it did not pass) when the core gave them.
+    pydantic is imported here only, never by the cores."""
+    from envpool.testrun.status import TestRunReport
+
+    statuses, collection_errors, exit_code = parts
+    return TestRunReport(statuses=statuses, collection_errors=collection_errors, exit_code=exit_code,
+                         tests_ran=bool(statuses), source=source, reasons=dict(reasons or {}))
 
 
 def _add_unique(items: list[str], item: str) -> None:
@@ -99,7 +120,43 @@ def _phase_status(rec: dict) -> TestStatus | None:
 
 
 def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
-    """Parse our plugin's JSON lines into a `TestRunReport` (source "plugin").
+    """Parse our plugin's JSON lines into a `TestRunReport` (source "plugin"); see
+    `records_parts` for the mapping."""
+    return parse_pytest_records(plugin_records(data))
+
+
+def parse_pytest_channel(data: str | bytes, key: str | bytes | None = None) -> TestRunReport:
+    """Parse the plugin's frames out of a console stream (a row's `test_command` output, where
+    the frames go to stdout with the console; `envpool.testrun.channel`). `key`: the run's key
+    (hex or bytes) to verify them; without it the frames are read unauthenticated. A stream with
+    a forged frame, a gap or no sealed end gives `tests_ran=False` (never graded)."""
+    from envpool.testrun.channel import read_channel
+
+    raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
+    k = bytes.fromhex(key) if isinstance(key, str) else key
+    chan = read_channel(raw, k, exclusive=False)
+    rep = parse_pytest_records(chan.records)
+    if chan.tampered or not chan.sealed:
+        rep = rep.model_copy(update={"tests_ran": False})
+    return rep
+
+
+def parse_pytest_records(records: Iterable[dict]) -> TestRunReport:
+    """The plugin's records (dicts, in order) as a `TestRunReport` (source "plugin"); see
+    `records_parts`; `reasons` carries the skip / failure / collection-error excerpts."""
+    reasons: dict[str, str] = {}
+    parts = records_parts(records, reasons)
+    return make_report(parts, "plugin", reasons)
+
+
+def plugin_parts(data: str | bytes) -> Parts:
+    """The statuses, collection errors and exit status in our plugin's JSON lines (stdlib only);
+    see `records_parts`."""
+    return records_parts(plugin_records(data))
+
+
+def records_parts(records: Iterable[dict], reasons: dict[str, str] | None = None) -> Parts:
+    """The statuses, collection errors and exit status in our plugin's records (stdlib only).
 
     Mapping per node id: call passed -> PASSED (with wasxfail -> XPASS), call failed -> FAILED,
     call/setup skipped -> SKIPPED (with wasxfail -> XFAIL), setup or teardown failed -> ERROR;
@@ -107,13 +164,14 @@ def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
     `collection_errors` (collector node ids: a file path for a module that failed to import,
     `path::Class` for a class, a folder for a package/conftest). `exit_code` is the pytest
     session's exit status when the session finished (None when it was killed); `tests_ran` is
-    True only when at least one test report was parsed.
+    True only when at least one test report was parsed. `reasons`, when given, is filled with
+    test id (or collector id) -> the last REASON_CHARS characters of why it did not pass.
     """
     statuses: dict[str, TestStatus] = {}
     collection_errors: list[str] = []
-    reasons: dict[str, str] = {}
+    reasons = {} if reasons is None else reasons
     exit_code = None
-    for rec in plugin_records(data):
+    for rec in records:
         kind = rec.get("kind")
         if kind == "test" and isinstance(rec.get("nodeid"), str):
             st = _phase_status(rec)
@@ -129,8 +187,7 @@ def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
                 reasons.setdefault(cid, str(rec["longrepr"])[-REASON_CHARS:])
         elif kind == "session_finish" and isinstance(rec.get("exitstatus"), int):
             exit_code = rec["exitstatus"]
-    return TestRunReport(statuses=statuses, collection_errors=collection_errors, reasons=reasons,
-                         exit_code=exit_code, tests_ran=bool(statuses), source="plugin")
+    return statuses, collection_errors, exit_code
 
 
 REASON_CHARS = 600
@@ -189,48 +246,72 @@ def junit_case_id(classname: str, name: str, file: str | None = None,
     return "::".join([path, *classes, name])
 
 
-def junit_status(results) -> TestStatus | None:
-    """Status of one JUnit `<testcase>` from its junitparser results (Error, Failure, Skipped;
-    none = passed, returned as None so callers choose). `pytest.xfail` skips are XFAIL."""
-    from junitparser import Error, Failure, Skipped
+JUNIT_RESULT_TAGS = ("error", "failure", "skipped")
+"""Children of a `<testcase>` that carry its result (Surefire's flaky/rerun children do not)."""
 
+
+def parse_xml(raw: bytes):
+    """The root element of an XML document (`xml.etree.ElementTree`), None when unparsable.
+
+    The stdlib parser is used (not junitparser: its releases need Python >= 3.10 and installed
+    metadata, and these parsers also run inside environment images on Python 3.9); expat refuses
+    entity-expansion bombs itself (libexpat >= 2.4)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        return ET.fromstring(raw)
+    except Exception:  # ParseError, and ValueError on odd encodings
+        return None
+
+
+def junit_results(case) -> list:
+    """The result elements (`<error>`, `<failure>`, `<skipped>`) of a `<testcase>` element."""
+    return [child for child in case if child.tag in JUNIT_RESULT_TAGS]
+
+
+def junit_status(results) -> TestStatus | None:
+    """Status of one JUnit `<testcase>` from its result elements (`junit_results`): error ->
+    ERROR, failure -> FAILED, skipped -> SKIPPED (type `pytest.xfail` -> XFAIL), worst wins;
+    none = passed, returned as None so callers choose."""
     st: TestStatus | None = None
     for r in results:
-        if isinstance(r, Error):
+        if r.tag == "error":
             st = worse(st, TestStatus.ERROR)
-        elif isinstance(r, Failure):
+        elif r.tag == "failure":
             st = worse(st, TestStatus.FAILED)
-        elif isinstance(r, Skipped):
-            st = worse(st, TestStatus.XFAIL if (r.type or "") == "pytest.xfail" else TestStatus.SKIPPED)
+        elif r.tag == "skipped":
+            st = worse(st, TestStatus.XFAIL if (r.get("type") or "") == "pytest.xfail" else TestStatus.SKIPPED)
     return st
 
 
 def parse_pytest_junit(data: str | bytes, known_files: Iterable[str] | None = None) -> TestRunReport:
-    """Parse pytest's JUnit XML into a `TestRunReport` (source "junit"); the fallback source.
+    """Parse pytest's JUnit XML into a `TestRunReport` (source "junit"), the fallback source;
+    see `junit_parts` for the mapping."""
+    return make_report(junit_parts(data, known_files), "junit")
+
+
+def junit_parts(data: str | bytes, known_files: Iterable[str] | None = None) -> Parts:
+    """Statuses and collection errors in pytest's JUnit XML (stdlib ElementTree).
 
     failure -> FAILED, error -> ERROR (setup/teardown), skipped with type `pytest.xfail` ->
     XFAIL, other skipped -> SKIPPED, no result -> PASSED (a non-strict XPASS shows as a pass).
     A testcase with empty classname and message "collection failure" is a collection error of
     its module. Unparsable XML yields an empty report with `tests_ran=False`.
     """
-    from junitparser import Error, JUnitXml, TestSuite
-
     raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="replace")
-    try:
-        xml = JUnitXml.fromstring(raw)
-    except Exception:
-        return TestRunReport(source="junit")
-    suites = [xml] if isinstance(xml, TestSuite) else list(xml)
+    root = parse_xml(raw)
+    if root is None:
+        return {}, [], None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     statuses: dict[str, TestStatus] = {}
     collection_errors: list[str] = []
     known = list(known_files) if known_files else None
     for suite in suites:
-        for case in suite:
-            elem = getattr(case, "_elem", None)
-            file = elem.get("file") if elem is not None else None
-            classname, name = case.classname or "", case.name or ""
-            results = list(case.result or [])
-            if not classname and any(isinstance(r, Error) and (r.message or "").startswith(
+        for case in suite.findall("testcase"):
+            file = case.get("file")
+            classname, name = case.get("classname") or "", case.get("name") or ""
+            results = junit_results(case)
+            if not classname and any(r.tag == "error" and (r.get("message") or "").startswith(
                     "collection failure") for r in results):
                 _add_unique(collection_errors, file or _split_classname(name, known)[0])
                 continue
@@ -238,8 +319,7 @@ def parse_pytest_junit(data: str | bytes, known_files: Iterable[str] | None = No
             nodeid = junit_case_id(classname, name, file, known)
             prev = statuses.get(nodeid)
             statuses[nodeid] = st if prev is None else worse(prev, st)
-    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
-                         tests_ran=bool(statuses), source="junit")
+    return statuses, collection_errors, None
 
 
 # -- (3) console log: the -rA short test summary ----------------------------------------------
@@ -325,7 +405,13 @@ def summary_lines(text: str) -> list[str]:
 
 
 def parse_pytest_log(data: str | bytes, known_ids: Iterable[str] | None = None) -> TestRunReport:
-    """Parse the `-rA` short test summary of a pytest console log (source "log").
+    """Parse the `-rA` short test summary of a pytest console log (source "log"); see
+    `log_parts` for the forms read."""
+    return make_report(log_parts(data, known_ids), "log")
+
+
+def log_parts(data: str | bytes, known_ids: Iterable[str] | None = None) -> Parts:
+    """Statuses and collection errors in the `-rA` short test summary of a pytest log.
 
     Lines `PASSED id`, `FAILED id[ - msg]`, `ERROR id[ - msg]`, `XFAIL id[ - reason]`,
     `XPASS id[ reason]` (pytest 4.x to 9.x forms); `SKIPPED [n] file:line: reason` names no id
@@ -349,11 +435,11 @@ def parse_pytest_log(data: str | bytes, known_ids: Iterable[str] | None = None) 
             _add_unique(collection_errors, nodeid)
             continue
         statuses[nodeid] = worse(statuses.get(nodeid), _LOG_STATUS[word])
-    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
-                         tests_ran=bool(statuses), source="log")
+    return statuses, collection_errors, None
 
 
 PARSERS: dict[str, Parser] = {
+    "pytest_channel": parse_pytest_channel,
     "pytest_plugin": parse_pytest_plugin,
     "pytest_junit": parse_pytest_junit,
     "pytest_log": parse_pytest_log,

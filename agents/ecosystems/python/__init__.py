@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from agents.ecosystems.base import Plan, PlanRequest, Route, TestSpec
+from agents.ecosystems.base import PYTEST_PARSER, Plan, PlanRequest, Route, TestSpec
 from agents.ecosystems.python.analysis import RepoProfile, analyze_python
 from agents.ecosystems.python.plan import (PY, PythonChoice, choose_python, lifted_date, pretend_version,
                                            runtime_env)
@@ -75,11 +75,11 @@ class PythonEcosystem:
             choice.substitutions.append(f"python {request.toolchain} asked for ({'; '.join(request.reasons)[:200]})")
         image = images.ensure_python_image(choice.version, images_cfg)
         folders = test_folders(tree, instance.test_patch)
-        alts = [TestSpec(name="folders", parser="pytest_plugin", test_files=folders)] \
+        alts = [TestSpec(name="folders", parser=PYTEST_PARSER, test_files=folders)] \
             if folders and folders != tests else []
         return Plan(ecosystem=self.name, toolchain=choice.version, image=image, route=images_cfg.route, build="uv",
                     language="python", substitutions=list(choice.substitutions), env=runtime_env(),
-                    parser="pytest_plugin", test_files=tests, test_alternatives=alts,
+                    parser=PYTEST_PARSER, test_files=tests, test_alternatives=alts,
                     notes=[f"python {choice.version} (ideal {choice.ideal}), date bound {choice.exclude_newer}"],
                     state={"profile": profile.model_dump(), "choice": choice.model_dump(),
                            "version": pretend_version(instance, tree, profile.package_version),
@@ -139,20 +139,23 @@ class PythonEcosystem:
 
     def run_tests(self, sb, plan: Plan, *, timeout: float, known_tests=None, log_label: str = "tests",
                   per_test_timeout: float | None = None):
-        """pytest on `plan.test_files` with swemint's report plugin (exact node ids; JUnit XML and
-        the `-rA` log as fallbacks). Its cross-check findings go to the log, not `anomalies`."""
+        """pytest on `plan.test_files` with swemint's report plugin over the authenticated
+        channel (exact node ids), checked against JUnit XML and the `-rA` log of the same run;
+        the trust rule's findings are the run's `anomalies` (`tampered`: only tampering explains them)."""
         from agents.verification import TestRun
         from envpool.testrun.pytest_runner import run_pytest_detailed
 
         run = run_pytest_detailed(sb, plan.test_files, python=PY, timeout=timeout, per_test_timeout=per_test_timeout,
                                   log_label=log_label, extra_args=list(plan.state.get("test_args", [])))
-        return TestRun(report=run.report, command=run.command, output_tail=run.output_tail)
+        return TestRun(report=run.report, anomalies=list(run.anomalies), tampered=list(run.tampered),
+                       command=run.command, output_tail=run.output_tail)
 
-    def stored_test_command(self, plan: Plan, command: str) -> str:
-        """`command` runnable as is in the image: the report plugin on PYTHONPATH, its file fixed."""
-        from envpool.testrun.pytest_runner import PLUGIN_DIR
+    def stored_test_command(self, plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
+        """The pytest part of the row's `test_command` (`envpool.testrun.pytest_runner.row_command`:
+        one line, its run folder fixed, the plugin's frames on stdout for `pytest_channel`)."""
+        from envpool.testrun.pytest_runner import row_command
 
-        return f"cd /testbed && PYTHONPATH={PLUGIN_DIR} SWEMINT_REPORT=/tmp/swemint/run/report.jsonl {command}"
+        return row_command(command, per_test_timeout)
 
     def dockerfile_files(self) -> dict[str, bytes]:
         """swemint's pytest report plugin, written into the Dockerfile's image."""
@@ -193,7 +196,7 @@ class PythonEcosystem:
         pytest on the proposed test files, the proposed commands after the builder's setup."""
         plan = self.plan(tree, instance, list(spec.test_files), images_cfg,
                          PlanRequest(toolchain=spec.toolchain or None, reasons=["llm plan"]))
-        plan = plan.with_test(TestSpec(name="llm", parser="pytest_plugin", test_files=list(spec.test_files)))
+        plan = plan.with_test(TestSpec(name="llm", parser=PYTEST_PARSER, test_files=list(spec.test_files)))
         plan.post_commands = list(spec.setup_commands)
         plan.notes.append(f"llm plan: {spec.reason[:300]}")
         return plan

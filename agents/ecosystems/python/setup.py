@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import time
 from datetime import datetime, timedelta
 from typing import Callable
 
