@@ -147,6 +147,28 @@ def provider(candidates: list[str], suite: str) -> tuple[str, str] | None:
     return None
 
 
+def providers(wanted: list[tuple[str, str, bool]], suite: str, candidates: Callable[[str], list[str]],
+              pkgs: list[str], missing: list[str], versions: list[str]) -> None:
+    """Map library requirements to Debian packages of `suite`, appending to the lists given.
+
+    `wanted`: (name, version requirement or "", required). The first of `candidates(name)`
+    that `suite` has is installed (once); a required one whose Debian version misses its
+    requirement counts as missing (`name req (Debian: v)`), an optional one's mismatch is only
+    noted in `versions`; a name no candidate provides is missing."""
+    for name, req, required in wanted:
+        hit = provider(candidates(name), suite)
+        if hit and req and not satisfies(hit[1], req):
+            if required:
+                missing.append(f"{name} {req} (Debian: {hit[1]})")
+                continue
+            versions.append(f"{name} {req}: Debian {suite} has {hit[1]}")
+        if hit:
+            if hit[0] not in pkgs:
+                pkgs.append(hit[0])
+        else:
+            missing.append(name)
+
+
 def _v(text: str) -> Version | None:
     try:
         return Version(text.strip().lstrip("vV").split("+")[0].split("~")[0])

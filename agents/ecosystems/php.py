@@ -25,8 +25,8 @@ import shlex
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
-from agents.ecosystems.debian import (era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies,
-                                     suites_from, suites_of_request)
+from agents.ecosystems.debian import (era_suite, era_time, from_debian, providers, rubyphp_recipes, suites_from,
+                                      suites_of_request)
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -68,22 +68,13 @@ def _resolve(require: dict[str, str], dev: dict[str, str],
     version misses its constraint counts as missing; a require-dev mismatch is only noted."""
     tooling = set(rubyphp_recipes()["php"]["tooling"])
     pkgs, missing, dropped, versions = [], [], [], []
-    for name, req, kind in [*((n, r, "require") for n, r in require.items()),
-                            *((n, r, "dev") for n, r in dev.items())]:
-        if kind == "dev" and name.lower() in tooling:
+    wanted = [(n, r, True) for n, r in require.items()]
+    for name, req in dev.items():
+        if name.lower() in tooling:
             dropped.append(name)
-            continue
-        hit = provider(_candidates(name), suite)
-        if hit and not satisfies(hit[1], req):
-            if kind == "require":
-                missing.append(f"{name} {req} (Debian: {hit[1]})")
-                continue
-            versions.append(f"{name} {req}: Debian {suite} has {hit[1]}")
-        if hit:
-            if hit[0] not in pkgs:
-                pkgs.append(hit[0])
         else:
-            missing.append(name)
+            wanted.append((name, req, False))
+    providers(wanted, suite, _candidates, pkgs, missing, versions)
     return pkgs, missing, dropped, versions
 
 

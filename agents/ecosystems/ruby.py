@@ -27,8 +27,8 @@ from typing import NamedTuple
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan
-from agents.ecosystems.debian import (era_suite, era_time, from_debian, provider, rubyphp_recipes, satisfies,
-                                     suites_from, suites_of_request)
+from agents.ecosystems.debian import (era_suite, era_time, from_debian, providers, rubyphp_recipes, suites_from,
+                                      suites_of_request)
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
@@ -101,23 +101,15 @@ def _resolve(gems: list[Gem], suite: str) -> tuple[list[str], list[str], list[st
     Debian version misses its requirement counts as missing; a dev gem's mismatch is noted."""
     rec = rubyphp_recipes()["ruby"]
     pkgs, missing, dropped, versions = [], [], [], []
+    wanted = []
     for g in gems:
         if g.name in rec["builtin"]:
             continue
         if g.name in rec["tooling"] or g.name.startswith("rubocop"):
             dropped.append(g.name)
             continue
-        hit = provider(_candidates(g.name), suite)
-        if hit and g.requirement and not satisfies(hit[1], g.requirement):
-            if g.kind == "runtime":
-                missing.append(f"{g.name} {g.requirement} (Debian: {hit[1]})")
-                continue
-            versions.append(f"{g.name} {g.requirement}: Debian {suite} has {hit[1]}")
-        if hit:
-            if hit[0] not in pkgs:
-                pkgs.append(hit[0])
-        else:
-            missing.append(g.name)
+        wanted.append((g.name, g.requirement or "", g.kind == "runtime"))
+    providers(wanted, suite, _candidates, pkgs, missing, versions)
     return pkgs, missing, dropped, versions
 
 
