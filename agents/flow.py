@@ -49,6 +49,7 @@ from envpool.errors import EnvBuildError, InstanceInputError, PatchApplyError, S
     TestsNotRunError
 from envpool.naming import folder_name
 from envpool.patches import files_in_patch
+from envpool.sandbox import engine_isolation
 from envpool.testrun.trust import infrastructure_flags
 
 __all__ = ["OUTCOME_OF_ERROR", "mint_instance"]
@@ -108,6 +109,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
             factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network,
                                            output_cap=config.limits.output_bytes,
                                            report_cap=config.limits.report_bytes)
+        res.isolation = engine_isolation(factory)
         helper = make_helper(config, iid, llm=llm)
         if not instance.test_patch.strip() or not instance.patch.strip():
             raise InstanceInputError("empty patch or test_patch", instance_id=iid)

@@ -219,6 +219,9 @@ class InstanceResult(BaseModel):
     """Test-infrastructure files the patches touch (`patch:<path>`, `test_patch:<path>`:
     conftest files, pytest plugins, sitecustomize, *.pth, runner configuration, jest/mocha set-up
     files...): a row to look at before trusting it (envpool.testrun.trust.infrastructure_flags)."""
+    isolation: dict[str, object] = Field(default_factory=dict)
+    """What the engine that built the row gave its containers (`SandboxFactory.isolation()`:
+    `user_namespaces`, `root_uid`, `disk_quota`, `security_options`); empty when not known."""
     env: EnvRecord | None = None
     language: str | None = None
     """The row's language, or the detected ecosystem's when the row has none (vocabulary names)."""

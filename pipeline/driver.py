@@ -49,7 +49,8 @@ from pipeline.config import PipelineConfig
 from pipeline.instances import load_and_select
 from pipeline.ray_adapter import ABANDONED, Runner, make_runner
 from pipeline.repos import RepoResolver
-from pipeline.stages import MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso, sweep_leftovers
+from pipeline.stages import (DEFAULT_MINT_FUNCTION, MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso,
+                             sweep_leftovers)
 from pipeline.export import export_dataset
 from pipeline.store import ResultStore, atomic_write, driver_lock, quarantine
 
@@ -252,6 +253,18 @@ def _record_config(cfg: PipelineConfig) -> None:
     atomic_write(cfg.workdir / CONFIG_FILE, cfg.model_dump_json(indent=1))
 
 
+def warn_without_userns(cfg: PipelineConfig) -> None:
+    """At the start of a real run: a one-line warning when the local Docker engine does not remap
+    user namespaces (root in build containers is root on the host) and how to switch it on; silent
+    when no local engine answers (a cluster's workers warn on their own engines)."""
+    try:
+        from envpool.docker_sandbox import DockerSandboxFactory
+
+        DockerSandboxFactory(run_id=cfg.mint.run_id).host_mount_owner()
+    except Exception as e:  # noqa: BLE001 - no engine here, or its ids unreadable: the workers say
+        log.debug("engine isolation not checked: %s", e)
+
+
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
              on_plan: Callable[[int, int], None] | None = None) -> MintReport:
@@ -347,6 +360,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
                 continue
             yield it
 
+    if items and mint_fn is None and cfg.mint_function == DEFAULT_MINT_FUNCTION:
+        warn_without_userns(cfg)
     runner = runner or make_runner(cfg)
     try:
         if items:

@@ -44,6 +44,9 @@ sys.path.insert(0, str(REPO_ROOT))
 IGNORED_COLUMNS = ("timings", "total_seconds", "log_path", "image_id")
 """Dataset columns that legitimately differ between two runs of the same input."""
 
+IMAGE_COLUMNS = ("image", "image_name", "image_local")
+"""Columns naming an environment image: compared by tag, without the run's repository and hash."""
+
 RUN_DIR = re.compile(r"(/tmp/swemint/[A-Za-z0-9_.]+)-[0-9a-f]{8}(?=/)")
 """Per-run scratch folders inside containers (the test command's cache dir and JUnit path)."""
 
@@ -175,10 +178,11 @@ def normalised_rows(workdir: Path) -> list[dict]:
             if isinstance(v, str):
                 v = RUN_DIR.sub(r"\1-*", v.replace(str(workdir), "<WORKDIR>"))
             out[k] = v
-        if out.get("image"):
-            # tag only (each run has its own repository), without the spec+run hash: the tag of an
-            # environment carries the run (work directory) that owns it
-            out["image"] = re.sub(r"-[0-9a-f]{12}$", "", out["image"].rpartition(":")[2])
+        for col in IMAGE_COLUMNS:
+            if out.get(col):
+                # tag only (each run has its own repository), without the spec+run hash: the tag of
+                # an environment carries the run (work directory) that owns it
+                out[col] = re.sub(r"-[0-9a-f]{12}$", "", out[col].rpartition(":")[2])
         rows.append(out)
     return sorted(rows, key=lambda r: r["instance_id"])
 
