@@ -40,9 +40,8 @@ from pathlib import Path
 
 import duckdb
 
-from agents.gitrepo import GitTree
 from agents.models import OUTCOMES, EnvRecord, Instance, InstanceResult, StepRecord
-from agents.reuse import derive_version
+from agents.reuse import reuse_candidates as agent_reuse_candidates
 from envpool.errors import InstanceInputError
 from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.pool import EnvPool
@@ -102,21 +101,14 @@ def _resolve_items(todo: list[Instance], resolver: RepoResolver,
     return items
 
 
-def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int) -> list[EnvRecord]:
-    """Pooled environments of other instances of the item's repository, best first (at most
-    `max_candidates`); [] when the item re-verifies its own environment or on any error (reuse
-    is an optimisation, never a reason to fail)."""
-    inst = item.instance
-    if max_candidates <= 0 or item.env is not None:
+def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int, similar: bool = True) -> list[EnvRecord]:
+    """Pooled environments for the item, best first (at most `max_candidates`): other instances
+    of its repository (same version, nearest newer commit, any), then environments of similar
+    repositories (`agents.reuse.reuse_candidates`); [] when the item re-verifies its own
+    environment or on any error (reuse is an optimisation, never a reason to fail)."""
+    if item.env is not None:
         return []
-    try:
-        tree = GitTree(item.repo_path, inst.base_commit, instance_id=inst.instance_id)
-        matches = pool.find(inst.repo, derive_version(inst, tree), tree.commit_time, exclude=inst.instance_id,
-                            limit=max_candidates)
-    except Exception as e:  # noqa: BLE001
-        log.warning("no reuse candidates for %s: %s", inst.instance_id, e)
-        return []
-    return [m.record for m in matches]
+    return agent_reuse_candidates(pool, item.instance, item.repo_path, max_candidates, similar=similar)
 
 
 class MemoryWriter:
@@ -131,9 +123,11 @@ class MemoryWriter:
         self._seeded = False
         self.learned = 0
 
-    def learn(self, res: InstanceResult, ecosystem: str = "python") -> int:
-        """Entries added or reinforced from `res`'s trajectory (0 without one); `ecosystem` is
-        the instance's language as the memory names it (`python`, `go`, `javascript`, ...)."""
+    def learn(self, res: InstanceResult, ecosystem: str | None = None) -> int:
+        """Entries added or reinforced from `res`'s trajectory (0 without one), under the row's
+        language as the memory names it (`python`, `go`, `javascript`, `cpp`, ...): `ecosystem`,
+        else `res.language` (the detected one for a row without a language), else python."""
+        ecosystem = ecosystem or res.language or "python"
         traj = Path(res.trajectory_path) if res.trajectory_path else None
         if traj is None or not traj.is_file():
             return 0
@@ -313,12 +307,11 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     counts: Counter[str] = Counter()
 
     memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
-    languages = {i.instance_id: (i.language or "python").lower() for i in loaded.instances}
 
     def record(res: InstanceResult) -> None:
         store.write_result(res)
         if memory is not None:
-            memory.learn(res, languages.get(res.instance_id, "python"))
+            memory.learn(res)
         if res.env is not None and res.outcome == "verified":
             try:
                 pool.add(res.env)
@@ -348,7 +341,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     def submit(it: WorkItem) -> None:
         store.mark_running(it.instance)
         if reuse.enabled:
-            it.candidates = reuse_candidates(pool, it, reuse.max_candidates)
+            it.candidates = reuse_candidates(pool, it, reuse.max_candidates, similar=reuse.similar)
 
     stop: list[str] = []  # why no new work starts (low disk), once it is so
     held: list[WorkItem] = []

@@ -78,6 +78,11 @@ COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("total_seconds", pa.float64(), "minting wall time of the instance"),
     ("reused_from", pa.string(), "instance whose pooled environment was adapted"),
     ("incremental_commands", _LIST, "what EnvPatch ran on top of it"),
+    ("reuse_kind", pa.string(), "how the reused environment was found: same_repo or similar_repo, or null"),
+    ("reuse_overlap", pa.float64(), "similar_repo: share of this repository's declared dependencies it holds"),
+    ("round", pa.int64(), "the round of the loop (plan, environment, verify, feedback) the row reports"),
+    ("rounds", pa.string(), "JSON list: every round (environment source, test configuration, outcome, "
+                            "attribution, feedback)"),
     ("llm_usage", pa.string(), "JSON: tokens and USD, or null"),
     ("rebuild", pa.string(), "JSON certificate of `swemint rebuild --verify`, or null"),
     ("test_infra_files", _LIST, "test-infrastructure files the patches touch (`patch:<path>`, "
@@ -119,7 +124,7 @@ def eval_spec(res: InstanceResult, inst: Instance | None, workdir: Path) -> Eval
     known = sorted(set(res.FAIL_TO_PASS) | set(res.PASS_TO_PASS))
     plan = read_plan(workdir, res.instance_id)
     if plan is None or res.parser.startswith("pytest"):
-        from agents.python_plan import runtime_env
+        from agents.ecosystems.python.plan import runtime_env
 
         return EvalSpec(instance_id=res.instance_id, test_patch=inst.test_patch, kind="pytest",
                         test_command=res.test_command, parser=res.parser, env=runtime_env(),
@@ -189,7 +194,7 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "created_at": i.get("created_at"), "version": res.version or i.get("version"),
         "FAIL_TO_PASS": json.dumps(f2p) if json_strings else f2p,
         "PASS_TO_PASS": json.dumps(p2p) if json_strings else p2p,
-        "environment_setup_commit": None, "language": i.get("language"),
+        "environment_setup_commit": None, "language": res.language or i.get("language"),
         "image": ref or res.image, "image_name": ref or res.image, "image_local": res.image,
         "image_id": res.image_id,
         "eval_script": render_eval_script(spec) if spec else None,
@@ -203,6 +208,8 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "reason": res.reason, "log_path": relative_log(res.log_path, workdir),
         "timings": json.dumps(res.timings, sort_keys=True), "total_seconds": res.timings.get("total"),
         "reused_from": res.reused_from, "incremental_commands": list(res.incremental_commands),
+        "reuse_kind": res.reuse_kind, "reuse_overlap": res.reuse_overlap, "round": res.round,
+        "rounds": json.dumps([r.model_dump() for r in res.rounds]),
         "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
         "rebuild": read_certificate(workdir, res.instance_id),
         "test_infra_files": list(res.test_infra_files), "anomalies": list(res.anomalies),
