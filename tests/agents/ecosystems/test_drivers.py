@@ -157,3 +157,11 @@ def test_missing_header_names_its_debian_package():
                  "cfamily")
     assert (d.kind, d.packages, d.rule) == ("missing_system", ["libffi-dev"], "missing-header")
     assert diagnose("x.c:1:10: fatal error: vendored/own.h: No such file or directory\n", "cfamily") is None
+
+
+def test_shebang_interpreter():
+    from agents.ecosystems.drivers import shebang
+
+    assert shebang("#!/usr/bin/env python3\nimport x\n") == "python3"
+    assert shebang("#!/bin/sh\n") == "sh" and shebang("#!/usr/bin/env -S bash -e\n") == "bash"
+    assert shebang("import x\n") == "" and shebang("#!/bin/$(rm -rf /)\n") == ""
