@@ -60,10 +60,11 @@ class DiagnosisRule(BaseModel):
 
 
 class DiagnosisData(BaseModel):
-    """The data file: commands -> Debian packages, rules, Go std packages -> release."""
+    """The data file: commands and C headers -> Debian packages, rules, Go std packages -> release."""
 
     model_config = ConfigDict(extra="forbid")
     commands: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
     rules: list[DiagnosisRule] = Field(default_factory=list)
     go_std_since: dict[str, str] = Field(default_factory=dict)
 
@@ -101,6 +102,10 @@ def _from_rule(rule: DiagnosisRule, m: re.Match[str], data: DiagnosisData, toolc
         if not pkgs and cmd:
             pkg = data.commands.get(cmd) or data.commands.get(cmd.lower())
             pkgs = [pkg] if pkg else []
+        header = _group(m, "header")
+        if not pkgs and header:
+            pkg = data.headers.get(header)
+            pkgs, cmd = ([pkg] if pkg else []), header
         if not pkgs:
             return None
         return Diagnosis(kind="missing_system", detail=f"the image lacks {cmd or pkgs[0]}: {line}",

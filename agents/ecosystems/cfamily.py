@@ -42,6 +42,7 @@ from agents.ecosystems.base import PlanRequest, PolyPlan, Route
 from agents.ecosystems.toolchain import constrained
 from envpool.errors import EnvBuildError
 from agents.ecosystems.debian import apt_install, era_time
+from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_tests, find_drivers, make_build, driver_test_specs
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 
@@ -70,10 +71,11 @@ def recipes() -> dict:
 
 
 class CBuild(BaseModel):
-    """What `analyze` found. `system`: cmake | autotools | make. `cmake_min`: the
+    """What `analyze` found. `system`: cmake | autotools | make | driver:<id>. `cmake_min`: the
     ``cmake_minimum_required`` floor (None when absent). `cxx_std`: the highest C++ standard the
     build files name. `packages`: Debian packages to install at setup. `configure_flags` /
-    `cmake_flags`: extra arguments. `gtest`: GoogleTest output expected. `notes`: decisions
+    `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
+    missing submodule would provide). `gtest`: GoogleTest output expected. `notes`: decisions
     worth recording (missing submodules and their replacements)."""
 
     system: str
@@ -82,6 +84,7 @@ class CBuild(BaseModel):
     packages: list[str] = Field(default_factory=list)
     configure_flags: list[str] = Field(default_factory=list)
     cmake_flags: list[str] = Field(default_factory=list)
+    make_flags: list[str] = Field(default_factory=list)
     configure_committed: bool = False
     make_target: str = "check"
     gtest: bool = False
@@ -195,7 +198,8 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
     """Read the build system of `tree` (see the module doc). `touched`: the test patch's paths
     (their contents refine the GoogleTest decision); `project`: the repository's name (its own
     ``find_package`` in install tests is not a dependency); `system`: use this build system
-    (a route the loop chose) instead of the preferred one. Raises nothing: an unknown layout is
+    (a route the loop chose; `driver:<id>`: the repository's test driver) instead of the
+    preferred one. Raises nothing: an unknown layout is
     `system="make"`."""
     rec = recipes()
     top = tree.read("CMakeLists.txt")
@@ -207,6 +211,8 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
     elif ac is not None and system in (None, "autotools"):
         b = CBuild(system="autotools")
         _autotools_analysis(tree, b, ac)
+    elif system and system.startswith("driver:"):
+        b = CBuild(system=system)
     else:
         b = CBuild(system="make", make_target=_makefile_target(tree))
     for path in touched:
@@ -224,6 +230,7 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
         _add(b.packages, hit.get("packages"))
         _add(b.configure_flags, hit.get("configure"))
         _add(b.cmake_flags, hit.get("cmake"))
+        _add(b.make_flags, hit.get("make"))
         b.notes.append(hit["note"])
     return b
 
@@ -267,21 +274,28 @@ class CFamily:
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a C/C++-labelled tree with a build file at the root, 10 without the label
-        (CMakeLists.txt / configure.ac), 6 for a root Makefile over C sources, else 0."""
+        (CMakeLists.txt / configure.ac), 6 for a root Makefile over C sources or for a C/C++
+        tree whose own test driver is built by a Makefile below the root
+        (`agents.ecosystems.drivers`), else 0."""
         lang = (language or "").lower()
         is_c = lang in ("c", "cpp", "c++", "cxx")
         if lang and not is_c and lang not in ("", "unknown"):
             return 0
         if tree.exists("CMakeLists.txt") or tree.exists("configure.ac") or tree.exists("configure.in"):
             return 12 if is_c else 10
-        if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")):
-            if is_c or sum(f.endswith(C_SUFFIXES) for f in tree.files[:5000]) >= 3:
-                return 6
+        c_sources = is_c or sum(f.endswith(C_SUFFIXES) for f in tree.files[:5000]) >= 3
+        if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")) and c_sources:
+            return 6
+        if c_sources and any(make_build(tree, d) for d in find_drivers(tree, self.name)):
+            return 6
         return 0
 
     def routes(self, tree: GitTree, language: str | None) -> list[Route]:
-        """The build systems of the tree (`systems`), preferred first; `make` when none is known."""
-        return [Route(name=n) for n in systems(tree)] or [Route(name="make")]
+        """The repository's own test drivers built by a Makefile (`driver:<id>`, first: they
+        select single tests), then the build systems of the tree (`systems`); `make` when none
+        is known."""
+        drivers = [Route(name=d.route) for d in find_drivers(tree, self.name) if make_build(tree, d)]
+        return drivers + ([Route(name=n) for n in systems(tree)] or [Route(name="make")])
 
     def language_of(self, tree: GitTree) -> str:
         """`cpp` when C++ sources outnumber C ones, else `c`."""
@@ -348,16 +362,48 @@ class CFamily:
             test_command = f"make -j{JOBS} -k check"
             parser, report = "automake_log", None
             notes.append("make check runs every test script (ids: script paths as automake prints them)")
+        elif b.system.startswith("driver:"):
+            test_command, parser, alts, more = self._driver_plan(tree, b, touched, instance.instance_id)
+            setup += more
+            tests, report = list(alts[0].test_files), None
+            notes.append(f"test driver {b.system[7:]}: {alts[0].test_command[:300]}")
         else:
             setup.append(f"make -j{JOBS}")
             test_command = f"make -k {b.make_target}"
             parser, report = "automake_log", None
             notes.append(f"plain Makefile: 'make {b.make_target}' is parsed as automake PASS:/FAIL: "
                          "lines; a harness printing none gives no results")
-        return PolyPlan(ecosystem=self.name, toolchain=choice.version, image=choice.image, route=choice.route,
-                        substitutions=list(choice.substitutions), setup_commands=setup, env=env,
+        plan = PolyPlan(ecosystem=self.name, toolchain=choice.version, image=choice.image, route=choice.route,
+                        build=b.system, substitutions=list(choice.substitutions), setup_commands=setup, env=env,
                         test_command=test_command, parser=parser, report_path=report, test_files=tests,
                         notes=notes + [f"build system: {b.system}"])
+        if b.system.startswith("driver:"):
+            plan = plan.with_test(alts[0])
+            plan.test_alternatives = alts[1:]
+        return plan
+
+    def _driver_plan(self, tree: GitTree, b: CBuild, touched: list[str], iid: str):
+        """(test command, parser, ranked TestSpecs, setup commands) of a driver route: build with
+        the Makefile that runs the driver (`drivers.make_build`), record the driver's environment
+        from its make target, run it on the touched tests. Raises EnvBuildError when the driver
+        or its build is gone, or the test patch touches none of its tests."""
+        driver = next((d for d in find_drivers(tree, self.name) if d.route == b.system), None)
+        build = make_build(tree, driver) if driver else None
+        if driver is None or build is None:
+            raise EnvBuildError(f"cfamily: {b.system}: no such driver built by a Makefile here", instance_id=iid)
+        build.flags = list(b.make_flags)
+        tests = driver_tests(driver, touched)
+        if not tests:
+            raise EnvBuildError(f"cfamily: {b.system}: the test patch touches none of its tests "
+                                f"({', '.join(touched[:5])})", instance_id=iid)
+        make = " ".join(_q(w) for w in ["make", *(["-C", build.folder] if build.folder != "." else []),
+                                          f"-j{JOBS}", *build.flags])
+        log = "/tmp/swemint-build.log"
+        prefix = (f"{make} > {log} 2>&1 || {{ tail -n 80 {log}; echo 'swemint: the build failed'; exit 2; }}; "
+                  f"if [ -f {ENV_FILE} ]; then . {ENV_FILE}; fi; ")
+        alts = driver_test_specs(driver, tests, prefix=prefix)
+        setup = [make, *driver_env_setup(build, driver)]
+        return alts[0].test_command, driver.spec.parser, alts, setup
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """Install the Debian package of a dependency the configure step reports missing

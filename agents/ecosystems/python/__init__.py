@@ -8,7 +8,9 @@ to fit another commit). This package holds the Ecosystem:
 - `plan`: the interpreter that fits the commit's era among those this host provides and that
   satisfy the request's constraint (`PlanRequest.toolchain`, e.g. `>=3.11` after a touched test
   was skipped for its version), its toolchain image, T = pytest on the touched test modules
-  (alternative: their test folders);
+  (alternative: their test folders); on a `driver:<id>` route (a Django-style
+  ``tests/runtests.py`` the project's CI or tox.ini runs) T is that driver on the touched test
+  modules (alternative: their packages), parsed by `unittest_log`;
 - hooks: `build` (the uv builder: what it discovers while installing -- lifted date bounds,
   isolation, crashing packages -- needs the installer's state, so it runs the setup itself, with
   the flow's repair helper for what its rules miss), `run_tests` (pytest with swemint's report
@@ -21,7 +23,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from agents.ecosystems.base import PYTEST_PARSER, Plan, PlanRequest, Route, TestSpec
+from agents.ecosystems.base import PYTEST_PARSER, Plan, PlanRequest, Route, TestSpec, is_pytest
+from agents.ecosystems.drivers import driver_tests, find_drivers, driver_test_specs
 from agents.ecosystems.python.analysis import RepoProfile, analyze_python
 from agents.ecosystems.python.plan import (PY, PythonChoice, choose_python, lifted_date, pretend_version,
                                            runtime_env)
@@ -55,8 +58,11 @@ class PythonEcosystem:
         return 20 if tree.file_set & PYTHON_MARKERS else 1
 
     def routes(self, tree: GitTree, language: str | None) -> list[Route]:
-        """One route: uv installs into a virtualenv (pytest runs the tests)."""
-        return [Route(name="uv")]
+        """`uv` (uv installs into a virtualenv, pytest runs the tests), after the repository's own
+        test drivers (`driver:<id>`, e.g. a Django-style ``tests/runtests.py``: unittest with a
+        settings module, which pytest cannot run) when the project uses one
+        (`agents.ecosystems.drivers.find_drivers`)."""
+        return [Route(name=d.route) for d in find_drivers(tree, self.name)] + [Route(name="uv")]
 
     def plan(self, tree: GitTree, instance: Instance, touched: list[str], images_cfg: ImageConfig,
              request: PlanRequest | None = None) -> Plan:
@@ -77,7 +83,8 @@ class PythonEcosystem:
         folders = test_folders(tree, instance.test_patch)
         alts = [TestSpec(name="folders", parser=PYTEST_PARSER, test_files=folders)] \
             if folders and folders != tests else []
-        return Plan(ecosystem=self.name, toolchain=choice.version, image=image, route=images_cfg.route, build="uv",
+        driver = self._driver(tree, request.route, touched, instance.instance_id)
+        plan = Plan(ecosystem=self.name, toolchain=choice.version, image=image, route=images_cfg.route, build="uv",
                     language="python", substitutions=list(choice.substitutions), env=runtime_env(),
                     parser=PYTEST_PARSER, test_files=tests, test_alternatives=alts,
                     notes=[f"python {choice.version} (ideal {choice.ideal}), date bound {choice.exclude_newer}"],
@@ -87,6 +94,28 @@ class PythonEcosystem:
                            "test_args": list(request.test_args),
                            "options": {**request.options, **({"pytest_floor": True} if request.toolchain else {})},
                            "caches": {"uv": "/root/.cache/uv"}})
+        if driver is None:
+            return plan
+        specs = driver_test_specs(driver, driver_tests(driver, touched), interpreter=PY)
+        plan = plan.with_test(specs[0])
+        plan.test_alternatives = specs[1:]
+        plan.build = driver.route
+        plan.state["driver"] = driver.spec.id
+        plan.notes.append(f"test driver {driver.path} (used by {', '.join(driver.evidence[:3])})")
+        return plan
+
+    def _driver(self, tree: GitTree, route: str | None, touched: list[str], iid: str):
+        """The driver a `driver:<id>` route names, or None for the uv route. Raises EnvBuildError
+        when it is gone or the test patch touches none of its tests."""
+        if not route or not route.startswith("driver:"):
+            return None
+        driver = next((d for d in find_drivers(tree, self.name) if d.route == route), None)
+        if driver is None:
+            raise EnvBuildError(f"python: {route}: no such driver here", instance_id=iid)
+        if not driver_tests(driver, touched):
+            raise EnvBuildError(f"python: {route}: the test patch touches none of its tests "
+                                f"({', '.join(touched[:5])})", instance_id=iid)
+        return driver
 
     def repair(self, plan: Plan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """None: Python's rules live in its builder (`build`), which knows the installer's state."""
@@ -121,7 +150,7 @@ class PythonEcosystem:
                                    probe_rounds=cfg.repair.probe_rounds)
         options = plan.state.get("options") or {}
         builder.apply_options(options)
-        setup = builder.build(plan.test_files)
+        setup = builder.build([] if plan.state.get("driver") else plan.test_files)  # pytest cannot collect a driver's tests
         for req in options.get("install", []) if setup.ok else []:
             builder.uv_install(shlex.quote(req), "memory:before-plan")
         post_ok = True
@@ -141,9 +170,14 @@ class PythonEcosystem:
                   per_test_timeout: float | None = None):
         """pytest on `plan.test_files` with swemint's report plugin over the authenticated
         channel (exact node ids), checked against JUnit XML and the `-rA` log of the same run;
-        the trust rule's findings are the run's `anomalies` (`tampered`: only tampering explains them)."""
-        from agents.verification import TestRun
+        the trust rule's findings are the run's `anomalies` (`tampered`: only tampering explains them).
+        A plan whose parser is not pytest's (a repository test driver) runs its command
+        (`agents.verification.run_plan_tests`)."""
+        from agents.verification import TestRun, run_plan_tests
         from envpool.testrun.pytest_runner import run_pytest_detailed
+
+        if not is_pytest(plan.parser):
+            return run_plan_tests(sb, plan, timeout=timeout, known_tests=known_tests, log_label=log_label)
 
         run = run_pytest_detailed(sb, plan.test_files, python=PY, timeout=timeout, per_test_timeout=per_test_timeout,
                                   log_label=log_label, extra_args=list(plan.state.get("test_args", [])))
@@ -153,8 +187,11 @@ class PythonEcosystem:
     def stored_test_command(self, plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
         """The pytest part of the row's `test_command` (`envpool.testrun.pytest_runner.row_command`:
         one line, its run folder fixed, the plugin's frames on stdout for `pytest_channel`)."""
+        from agents.verification import stored_test_command
         from envpool.testrun.pytest_runner import row_command
 
+        if not is_pytest(plan.parser):
+            return stored_test_command(plan, command, per_test_timeout)
         return row_command(command, per_test_timeout)
 
     def dockerfile_files(self) -> dict[str, bytes]:
