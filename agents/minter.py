@@ -33,6 +33,7 @@ from envpool.errors import (EnvBuildError, InstanceInputError, PatchApplyError, 
                             TestsNotRunError)
 from envpool.grading import grade
 from envpool.naming import folder_name
+from envpool.patches import shared_files_problem
 from envpool.sandbox import SandboxSpec, engine_isolation
 from envpool.testrun.published import published_command
 from envpool.testrun.pytest_runner import row_command, run_pytest_detailed
@@ -151,6 +152,8 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
     tree = GitTree(repo_path, instance.base_commit, instance_id=iid)
     if not instance.test_patch.strip() or not instance.patch.strip():
         raise InstanceInputError("empty patch or test_patch", instance_id=iid)
+    if shared := shared_files_problem(instance.patch, instance.test_patch):
+        raise InstanceInputError(shared, instance_id=iid)
     eco = pick_ecosystem(tree, instance.language)
     if eco is not None:
         mint_polyglot(eco, instance, tree, config, factory, res, idir, log_path, traj, deadline, pooled, helper)

@@ -1,6 +1,7 @@
 """The two sides of verification, shared by the Python path (`agents.minter`) and the polyglot
 path (`agents.polymint`): "before" applies the test_patch to the base commit, "after" the
-test_patch then the patch, each run a configured number of times within the instance's deadline,
+patch, then resets the test_patch's files and applies the test_patch (the order of SWE-bench's
+harness, of a row's `eval_script` and of `swemint eval`), each run a configured number of times within the instance's deadline,
 every run in a fresh sandbox of the environment image (nothing one run leaves behind -- a
 daemon, a rewritten file -- reaches the next). `trusted_runs` is the one policy on which runs
 may be graded (`envpool.testrun.trust`).
@@ -14,6 +15,7 @@ from pathlib import Path
 from agents.config import VerifyConfig
 from agents.models import Instance, InstanceResult
 from envpool.errors import PatchApplyError, SandboxTimeout, TestsNotRunError
+from envpool.evalscript import reset_test_files
 from envpool.patches import apply_patch
 from envpool.testrun.status import TestRunReport
 
@@ -28,17 +30,23 @@ MIN_RUN_SECONDS = 30
 
 
 def verification_sides(instance: Instance, verify: VerifyConfig) -> list[Side]:
-    """[("before", [test_patch], verify.before_runs), ("after", [test_patch, patch], verify.after_runs)]."""
+    """[("before", [test_patch], verify.before_runs), ("after", [patch, test_patch], verify.after_runs)]:
+    the after side in the published order (`apply_side_patches` resets the test files first)."""
     return [("before", [("test_patch", instance.test_patch)], verify.before_runs),
-            ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)], verify.after_runs)]
+            ("after", [("patch", instance.patch), ("test_patch", instance.test_patch)], verify.after_runs)]
 
 
 def apply_side_patches(sb, side: str, patches: list[tuple[str, str]], methods: dict[str, str], instance_id: str,
                        log_path: Path | None) -> None:
     """Apply `patches` (name, diff text) in order in sandbox `sb`, recording in `methods[name]`
-    how each applied (`envpool.patches.apply_patch`'s answer). Raises PatchApplyError
-    ("<name> does not apply (<side>): ...") for the first that does not apply."""
-    for name, text in patches:
+    how each applied (`envpool.patches.apply_patch`'s answer). A test_patch after another patch
+    is applied as SWE-bench does: its files reset to HEAD first (`envpool.evalscript.
+    reset_test_files`). Raises PatchApplyError ("<name> does not apply (<side>): ...") for the
+    first that does not apply."""
+    for n, (name, text) in enumerate(patches):
+        reset = reset_test_files(text) if name == "test_patch" and n else ""
+        if reset:
+            sb.exec(reset, timeout=120, log_label=f"{side}:reset-tests")
         try:
             methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
         except PatchApplyError as e:
