@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agents.config import MintConfig, VerifyConfig
 from agents.minter import mint_instance
 from agents.models import Instance
@@ -9,21 +11,11 @@ from agents.sides import apply_side_patches, verification_sides
 from envpool.fake import FakeSandbox
 from envpool.sandbox import SandboxSpec
 
-TEST_PATCH = """diff --git a/tests/test_new.py b/tests/test_new.py
-new file mode 100644
---- /dev/null
-+++ b/tests/test_new.py
-@@ -0,0 +1,2 @@
-+def test_real():
-+    assert real(1) == 2
-"""
-PATCH = """diff --git a/pkg/__init__.py b/pkg/__init__.py
---- a/pkg/__init__.py
-+++ b/pkg/__init__.py
-@@ -1 +1 @@
--x = 1
-+x = 2
-"""
+DATA = Path(__file__).resolve().parents[1] / "data" / "edittest"
+TEST_PATCH = (DATA / "test_patch.diff").read_text()
+PATCH = (DATA / "patch.diff").read_text()
+PATCH_EDITING_TESTS = (DATA / "patch_editing_tests.diff").read_text()
+"""acme__edittest-1 of a fresh user's trial: the fix also weakens the test the test_patch adds."""
 
 
 def test_the_after_side_applies_the_patch_then_resets_the_test_files_and_applies_the_test_patch():
@@ -58,8 +50,7 @@ def test_mint_instance_refuses_a_patch_that_edits_a_file_of_the_test_patch(tmp_p
                    check=True)
     base = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
                           text=True).stdout.strip()
-    edits_test = PATCH + TEST_PATCH.replace("+    assert real(1) == 2", "+    assert True")
-    inst = Instance(instance_id="acme__edittest-1", repo="acme/edittest", base_commit=base, patch=edits_test,
+    inst = Instance(instance_id="acme__edittest-1", repo="acme/edittest", base_commit=base, patch=PATCH_EDITING_TESTS,
                     test_patch=TEST_PATCH)
     bare = tmp_path / "bare"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)

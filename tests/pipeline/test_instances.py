@@ -137,36 +137,16 @@ def test_bench_scores_other_languages_at_gold_granularity():
     assert (scored["f2p_recall"], scored["f2p_precision"], scored["p2p_agreement"]) == (1.0, 1.0, 1.0)
 
 
-NEW_TEST = """diff --git a/tests/test_new.py b/tests/test_new.py
-new file mode 100644
---- /dev/null
-+++ b/tests/test_new.py
-@@ -0,0 +1,2 @@
-+def test_forged():
-+    assert other(2) == 4
-"""
-EDITS_TEST = """diff --git a/pkg/__init__.py b/pkg/__init__.py
---- a/pkg/__init__.py
-+++ b/pkg/__init__.py
-@@ -1 +1 @@
--x = 1
-+x = 2
-diff --git a/tests/test_new.py b/tests/test_new.py
---- a/tests/test_new.py
-+++ b/tests/test_new.py
-@@ -1,2 +1,2 @@
- def test_forged():
--    assert other(2) == 4
-+    assert other(2) == 6
-"""
+EDITTEST = Path(__file__).resolve().parents[1] / "data" / "edittest"
 
 
 def test_a_patch_editing_a_file_of_the_test_patch_is_an_input_error_naming_the_row_and_the_paths(tmp_path):
     """Found by a fresh user (acme__edittest-1): such a row came out `verified` with the weakened
     test in FAIL_TO_PASS, and `swemint eval -p gold` then said "patch does not apply"."""
-    f = write_jsonl(tmp_path / "x.jsonl", [row("acme__edittest-1", patch=EDITS_TEST, test_patch=NEW_TEST),
-                                           row("acme__ok-1", patch=EDITS_TEST.split("diff --git a/tests")[0],
-                                               test_patch=NEW_TEST)])
+    test_patch = (EDITTEST / "test_patch.diff").read_text()
+    f = write_jsonl(tmp_path / "x.jsonl", [
+        row("acme__edittest-1", patch=(EDITTEST / "patch_editing_tests.diff").read_text(), test_patch=test_patch),
+        row("acme__ok-1", patch=(EDITTEST / "patch.diff").read_text(), test_patch=test_patch)])
     res = load_instances(f)
     assert [i.instance_id for i in res.instances] == ["acme__ok-1"]
     [err] = res.errors
