@@ -48,7 +48,7 @@ from agents.verification import Attribution, Verdict, llm_attribution, verify
 from envpool.errors import EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError, \
     TestsNotRunError
 from envpool.naming import folder_name
-from envpool.patches import files_in_patch
+from envpool.patches import files_in_patch, shared_files_problem
 from envpool.sandbox import engine_isolation
 from envpool.testrun.trust import infrastructure_flags
 
@@ -113,6 +113,8 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         helper = make_helper(config, iid, llm=llm)
         if not instance.test_patch.strip() or not instance.patch.strip():
             raise InstanceInputError("empty patch or test_patch", instance_id=iid)
+        if shared := shared_files_problem(instance.patch, instance.test_patch):
+            raise InstanceInputError(shared, instance_id=iid)
         tree = GitTree(Path(repo_path), instance.base_commit, instance_id=iid)
         res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch)
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,

@@ -39,6 +39,7 @@ from agents.ecosystems.base import Plan, hook, is_pytest
 from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout
 from envpool.grading import grade
+from envpool.evalscript import reset_test_files
 from envpool.patches import apply_patch
 from envpool.testrun.status import TestRunReport, TestStatus
 
@@ -99,17 +100,24 @@ class Verdict(BaseModel):
 
 
 def sides(instance: Instance, before_runs: int, after_runs: int) -> list[tuple[str, list[tuple[str, str]], int]]:
-    """[("before", [test_patch], before_runs), ("after", [test_patch, patch], after_runs)]."""
+    """[("before", [test_patch], before_runs), ("after", [patch, test_patch], after_runs)]: the after
+    side in the published order of SWE-bench's harness, a row's `eval_script` and `swemint eval`
+    (`apply_side_patches` resets the test files before a test_patch that is not first)."""
     return [("before", [("test_patch", instance.test_patch)], before_runs),
-            ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)], after_runs)]
+            ("after", [("patch", instance.patch), ("test_patch", instance.test_patch)], after_runs)]
 
 
 def apply_side_patches(sb, side: str, patches: list[tuple[str, str]], methods: dict[str, str], instance_id: str,
                        log_path: Path | None) -> None:
     """Apply `patches` (name, diff text) in order in sandbox `sb`, recording in `methods[name]`
-    how each applied (`envpool.patches.apply_patch`'s answer). Raises PatchApplyError
-    ("<name> does not apply (<side>): ...") for the first that does not apply."""
-    for name, text in patches:
+    how each applied (`envpool.patches.apply_patch`'s answer). A test_patch after another patch
+    is applied as SWE-bench does: its files reset to HEAD first (`envpool.evalscript.
+    reset_test_files`). Raises PatchApplyError ("<name> does not apply (<side>): ...") for the
+    first that does not apply."""
+    for n, (name, text) in enumerate(patches):
+        reset = reset_test_files(text) if name == "test_patch" and n else ""
+        if reset:
+            sb.exec(reset, timeout=120, log_label=f"{side}:reset-tests")
         try:
             methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
         except PatchApplyError as e:

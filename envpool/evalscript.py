@@ -12,13 +12,28 @@ between `>>>>> Start Test Output` and `>>>>> End Test Output`, and grades
    `base_commit`'s tree, see `agents.envimage`), files it adds removed;
 3. the test_patch applied (ladder `git apply -v` -> `--recount --ignore-whitespace` ->
    `patch --fuzz=2`, as `envpool.patches`; `>>>>> Patch Apply Failed` when none works);
-4. xtrace off (a traced marker line would be a second marker), start marker; the row's test command (its output, and the report file it writes, printed:
-   the runner's output); then `envpool.testrun.statuslines` on that report inside the image,
-   printing one `--- PASS|FAIL|SKIP: <id> (0s)` line per test for `parse_log_gotest`; the test
-   command's exit status (pytest) or 0 (polyglot, whose report is the verdict); end marker.
+4. the status tool (`envpool.testrun.statuslines`, carried in the script as base64) written to
+   `TOOL_EVAL_PATH`; xtrace off (a traced marker line would be a second marker); start marker;
+5. the tool runs the row's test command itself (`statuslines.Relay`): the runner's output
+   reaches the log line by line through `statuslines.neutralise` (a line that could pass for a
+   SWE-bench marker or a status line is escaped), the polyglot report file is printed the same
+   way, and once the command and everything holding its output are done the tool prints one
+   `--- PASS|FAIL|SKIP: <id> (0s)` line per graded test for `parse_log_gotest` -- or, when the
+   run fails the minter's cross-checks (`envpool.testrun.crosscheck`: for pytest the plugin's
+   frames are required and checked against the JUnit XML, the `-rA` summary and the exit
+   status), a FAIL line for every graded id, the reasons and `>>>>> Tests Errored`;
+6. the test command's exit status (pytest) or 0 (polyglot, whose report is the verdict); end
+   marker; the test files reset again.
+
+What code under test can still do, and no script inside the harness's container can prevent: it
+runs as root there, so it can open another process's descriptors through `/proc/<pid>/fd` (the
+eval script's own stdout, the harness's log stream) and write a forged block and end marker
+past the tool, or replace the interpreter before the tool starts. `swemint eval` / `grade()`
+read the report on a channel the host holds and are not open to that (README "Grading
+integrity").
 
 Everything the script interpolates is quoted with `shlex.quote` or sits in a quoted heredoc whose
-delimiter is checked against the content. `GRADING_TOOLS` are the files (the pytest report
+delimiter is checked against the content. `grading_tools()` are the files (the pytest report
 plugin, the status tool) and `ENSURE_PYTHON3` the step that put them into every image.
 """
 
@@ -109,32 +124,40 @@ def apply_test_patch(path: str) -> str:
             f"{{ echo {shlex.quote(APPLY_FAILED)}; exit 1; }}")
 
 
+TOOL_EVAL_PATH = f"{EVAL_DIR}/swemint-status.pyz"
+"""Where the eval script writes the status tool it carries (`statuslines.build_zipapp`)."""
+
+
+def embed_tool() -> str:
+    """Shell: the status tool, carried in the script (base64), written to `TOOL_EVAL_PATH`: the
+    script grades with the tool of its own swemint version, whatever an older image holds."""
+    import base64
+    import textwrap
+
+    b64 = "\n".join(textwrap.wrap(base64.b64encode(statuslines.build_zipapp()).decode(), 76))
+    return "\n".join([heredoc(f"{EVAL_DIR}/swemint-status.b64", b64, "TOOL"),
+                      f"base64 -d {EVAL_DIR}/swemint-status.b64 > {TOOL_EVAL_PATH}"])
+
+
 def _tests_section(spec: EvalSpec) -> list[str]:
-    tool = f"\"$SWEMINT_PY\" {statuslines.TOOL_PATH}"
+    # -I -S: no PYTHON* variable, user site or .pth file (which the tests could write) reaches it
+    tool = f"\"$SWEMINT_PY\" -I -S {TOOL_EVAL_PATH}"
     known = f"--known-file {EVAL_DIR}/known.txt"
+    run = f"--run {shlex.quote(spec.test_command)}"
     if spec.kind == "pytest":
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in pytest_env().items())
-        log = f"{EVAL_DIR}/test.log"
         files = shlex.quote(",".join(spec.test_files))
         return [f"unset {' '.join(UNSET_ENV)}", f"export {exports}",
                 f"rm -rf {PYTEST_RUN_DIR} && mkdir -p {PYTEST_RUN_DIR}",
-                f"( {spec.test_command} ) 2>&1 | tee {log}", "SWEMINT_RC=$?",
-                f"{tool} pytest --report {PYTEST_RUN_DIR}/report.jsonl --junit {PYTEST_RUN_DIR}/junit.xml "
-                f"--log {log} --test-files {files} {known}",
+                f"{tool} pytest {run} --junit {PYTEST_RUN_DIR}/junit.xml --test-files {files} {known}",
+                "SWEMINT_RC=$?",
                 "(exit $SWEMINT_RC)"]
-    report = spec.report_path or f"{EVAL_DIR}/output.log"
-    lines = []
-    if spec.report_path:
-        lines += [f"rm -f {shlex.quote(spec.report_path)}", f"( {spec.test_command} )",
-                  f"cat {shlex.quote(spec.report_path)}"]
-    else:
-        lines += [f"( {spec.test_command} ) 2>&1 | tee {shlex.quote(report)}"]
+    report = f" --input {shlex.quote(spec.report_path)}" if spec.report_path else ""
     import json
 
-    lines += [f"{tool} poly --parser {shlex.quote(spec.parser)} --options "
-              f"{shlex.quote(json.dumps(spec.parser_options, sort_keys=True))} --input {shlex.quote(report)} {known}",
-              "(exit 0)"]
-    return lines
+    return [f"{tool} poly {run} --parser {shlex.quote(spec.parser)} --options "
+            f"{shlex.quote(json.dumps(spec.parser_options, sort_keys=True))}{report} {known}",
+            "(exit 0)"]
 
 
 def render_eval_script(spec: EvalSpec) -> str:
@@ -151,6 +174,7 @@ def render_eval_script(spec: EvalSpec) -> str:
              heredoc(f"{EVAL_DIR}/test.patch", spec.test_patch, "TEST_PATCH"),
              apply_test_patch(f"{EVAL_DIR}/test.patch"),
              heredoc(f"{EVAL_DIR}/known.txt", "\n".join(spec.known), "KNOWN"),
+             embed_tool(),
              "SWEMINT_PY=$(command -v python3 || command -v python || echo python3)",
              # no xtrace from here on: a traced `echo '>>>>> Start ...'` line would put a second
              # start marker in the log, and swebench cuts between the first two

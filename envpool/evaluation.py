@@ -184,13 +184,15 @@ def run_tests(sb, spec: TestsSpec, *, timeout: float, known: set[str]) -> tuple[
         from envpool.testrun.pytest_runner import run_pytest_detailed
 
         run = run_pytest_detailed(sb, spec.test_files, python=spec.python, timeout=timeout, log_label="eval")
-        # as the minter's judge: a run that reached no test (or whose only source, the log, the
-        # exit code contradicts: tests_ran False) is not a grade, unless a file failed to collect
-        # (the candidate broke an import: its tests are absent, i.e. failing); other cross-check
-        # findings are only logged
+        # as the minter's judge: a run whose report was tampered with is never a grade; nor one
+        # that failed the other cross-checks or reached no test, unless a file failed to collect
+        # (the candidate broke an import: its tests are absent, i.e. failing)
+        if run.tampered:
+            return run.report, [f"the report was tampered with or its sources disagree: {'; '.join(run.tampered)}"]
         if not run.report.tests_ran and not run.report.collection_errors:
-            return run.report, [f"pytest reached no test (exit {run.report.exit_code}; "
-                                f"collection errors {run.report.collection_errors[:3]})"]
+            if run.anomalies:
+                return run.report, [f"the run failed the cross-checks: {'; '.join(run.anomalies)}"]
+            return run.report, [f"pytest reached no test (exit {run.report.exit_code})"]
         return run.report, []
     rep, found = run_report_command(sb, spec.test_command, spec.parser, report_path=spec.report_path,
                                     parser_options=spec.parser_options, timeout=timeout, known_tests=known,

@@ -78,6 +78,26 @@ def files_in_patch(patch: str) -> list[str]:
     return out
 
 
+def shared_files(patch: str, test_patch: str) -> list[str]:
+    """Paths both `patch` and `test_patch` touch (`files_in_patch` of each), sorted; [] for a
+    well-formed SWE-bench row. SWE-bench resets the test_patch's files and applies the test_patch
+    after the (model or gold) patch, so a `patch` editing one of them changes the tests it is
+    graded by -- or no longer applies once they are reset. Never raises."""
+    return sorted(set(files_in_patch(patch)) & set(files_in_patch(test_patch)))
+
+
+def shared_files_problem(patch: str, test_patch: str) -> str | None:
+    """Why a row whose `patch` touches files its `test_patch` adds or changes cannot be graded
+    (`shared_files`), or None. SWE-bench resets those files and applies the test_patch after the
+    patch, so a gold patch never touches them."""
+    shared = shared_files(patch, test_patch)
+    if not shared:
+        return None
+    shown = ", ".join(shared[:5]) + (f" (+{len(shared) - 5} more)" if len(shared) > 5 else "")
+    return (f"patch and test_patch both touch {shown}: the test files are reset and the test_patch applied after "
+            "the patch, so the patch must not change them")
+
+
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "e2e", "it"}
 _TEST_NAME = re.compile(
     r"(^test_.*\.py$|.*_tests?\.py$|^tests?\.py$|^conftest\.py$|.*_test\.go$|"

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from agents.models import Instance
 from envpool.errors import InstanceInputError
 from envpool.naming import folder_name
+from envpool.patches import shared_files_problem
 
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 COMMIT_RE = re.compile(r"^[0-9a-fA-F]{4,64}$")
@@ -117,7 +118,8 @@ def parse_row(row: Any, where: str, source: str = "") -> Instance:
 
     Raises `InstanceInputError` (with `instance_id` when the row has one) for a non-object row,
     text UTF-8 cannot encode (a lone surrogate), a missing/invalid field, a bad `repo` (must be
-    `owner/name`) or a `base_commit` that is not 4 to 64 hex digits.
+    `owner/name`), a `base_commit` that is not 4 to 64 hex digits, or a `patch` touching a file
+    the `test_patch` touches (`envpool.patches.shared_files_problem`).
     """
     prefix = f"{source} {where}".strip()
     if not isinstance(row, dict):
@@ -140,7 +142,11 @@ def parse_row(row: Any, where: str, source: str = "") -> Instance:
     if not COMMIT_RE.match(inst.base_commit):  # it enters git commands and the row's Dockerfile
         raise InstanceInputError(f"{prefix}: base_commit {inst.base_commit[:80]!r} is not a commit id (4 to 64 hex "
                                  "digits)", instance_id=iid)
+    problem = shared_files_problem(inst.patch, inst.test_patch)
+    if problem:
+        raise InstanceInputError(f"{prefix}: {problem}", instance_id=iid)
     return inst
+
 
 
 def load_instances(path: Path | str) -> LoadResult:

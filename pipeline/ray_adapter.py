@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from agents.models import InstanceResult
 from envpool.errors import InfraError
 from pipeline.config import PipelineConfig, RayConfig
-from pipeline.raysec import assert_loopback_only, ensure_local_token, force_loopback
+from pipeline.raysec import assert_loopback_only, ensure_local_token, force_loopback, release_local_token
 from pipeline.stages import Stage, WorkItem, describe_exception, failure_row, now_iso, run_safely
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ class LocalRunner:
 
 
 def init_ray(cfg: RayConfig, workers: int) -> bool:
-    """Connect to Ray; returns True when this call started a local Ray (then `ray.shutdown` it).
+    """Connect to Ray; returns True when this call started a local Ray (then `shutdown_local_ray`).
 
     Joins `cfg.address` or `$RAY_ADDRESS` (a job on a cluster) when set, with the cluster's own
     auth settings from the environment. Else starts a local Ray with `cfg.num_cpus`, `workers`
@@ -151,9 +151,18 @@ def init_ray(cfg: RayConfig, workers: int) -> bool:
         try:
             assert_loopback_only()
         except InfraError:
-            ray.shutdown()
+            shutdown_local_ray()
             raise
     return True
+
+
+def shutdown_local_ray() -> None:
+    """`ray.shutdown()` of the local Ray `init_ray` started, then its token folder removed
+    (`pipeline.raysec.release_local_token`)."""
+    import ray
+
+    ray.shutdown()
+    release_local_token()
 
 
 def _ray_process(stage: Stage, item: WorkItem) -> InstanceResult:
@@ -317,9 +326,7 @@ class RayRunner:
     def close(self) -> None:
         """Shut down the local Ray this runner started (a joined cluster is left alone)."""
         if self._started:
-            import ray
-
-            ray.shutdown()
+            shutdown_local_ray()
             self._started = False
 
 

@@ -11,9 +11,11 @@ driver's user.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import secrets
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -22,6 +24,10 @@ from envpool.errors import InfraError
 log = logging.getLogger(__name__)
 
 _TOKEN_PATH: Path | None = None
+_MADE: Path | None = None
+"""The token folder this process made (None: none, or the token came from RAY_AUTH_TOKEN_PATH)."""
+_BEFORE: dict[str, str | None] = {}
+"""The auth variables as they were before `ensure_local_token` made that folder."""
 
 
 def ensure_local_token(base: Path | None = None) -> Path:
@@ -31,9 +37,11 @@ def ensure_local_token(base: Path | None = None) -> Path:
     process must use the same file): 32 random bytes as hex in a fresh 0700 folder under `base`
     (default: the system temp dir), file mode 0600. Sets `RAY_AUTH_MODE=token` and
     `RAY_AUTH_TOKEN_PATH`; an explicit `RAY_AUTH_MODE=disabled` is overridden with a warning:
-    swemint never starts Ray without authentication.
+    swemint never starts Ray without authentication. The folder is removed by
+    `release_local_token` (when the local Ray ends: `pipeline.ray_adapter.shutdown_local_ray`)
+    or at the latest when the process exits normally (atexit; not after SIGKILL).
     """
-    global _TOKEN_PATH
+    global _TOKEN_PATH, _MADE
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
         log.warning("RAY_AUTH_MODE=disabled ignored: swemint starts its local Ray with token auth only")
     if _TOKEN_PATH is None or not _TOKEN_PATH.is_file():
@@ -43,18 +51,40 @@ def ensure_local_token(base: Path | None = None) -> Path:
         else:
             if base is not None:
                 base.mkdir(parents=True, exist_ok=True)
+            _BEFORE.clear()
+            _BEFORE.update({k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")})
             folder = Path(tempfile.mkdtemp(prefix="swemint-ray-auth-", dir=base))
             os.chmod(folder, 0o700)
             path = folder / "auth_token"
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(secrets.token_hex(32))
-            _TOKEN_PATH = path
+            _TOKEN_PATH, _MADE = path, folder
+            atexit.register(release_local_token)  # a driver that never calls it (an exception, ^C)
     os.environ["RAY_AUTH_MODE"] = "token"
     os.environ["RAY_AUTH_TOKEN_PATH"] = str(_TOKEN_PATH)
     os.environ.pop("RAY_AUTH_TOKEN", None)
     _refresh_ray_auth()
     return _TOKEN_PATH
+
+
+def release_local_token() -> None:
+    """Remove the token folder `ensure_local_token` made, once the local Ray it was made for has
+    ended; `RAY_AUTH_MODE` / `RAY_AUTH_TOKEN_PATH` get back the values they had before. A token
+    given by `RAY_AUTH_TOKEN_PATH` is never touched. Idempotent."""
+    global _TOKEN_PATH, _MADE
+    folder, _MADE = _MADE, None
+    if folder is None:
+        return
+    if _TOKEN_PATH is not None and _TOKEN_PATH.parent == folder:
+        _TOKEN_PATH = None
+    if os.environ.get("RAY_AUTH_TOKEN_PATH", "").startswith(str(folder) + os.sep):
+        for k, v in _BEFORE.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _refresh_ray_auth() -> None:

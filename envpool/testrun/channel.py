@@ -41,8 +41,7 @@ import hashlib
 import hmac
 import json
 import secrets
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
 
 PREFIX = b"\x1eSWR1 "
 """Start of every frame (ASCII record separator, then the protocol name and version)."""
@@ -77,20 +76,21 @@ def encode_frames(records: list[dict], key: bytes | None) -> bytes:
     return b"".join(out)
 
 
-class ChannelReport(BaseModel):
+@dataclass
+class ChannelReport:
     """What `read_channel` found.
 
     `records`: the verified records, in order. `sealed`: the chain ended with the sealing
     `session_finish`. `authenticated`: frames carried MACs checked with the key. `tampered`:
     findings that only tampering explains (each in words). `truncated`: the stream was cut at the
-    host's report cap. `frames`: frames seen, verified or not.
+    host's report cap. `frames`: frames seen, verified or not. A dataclass: this module is stdlib
+    only, so the in-image status tool (`envpool.testrun.statuslines`) reads frames with it.
     """
 
-    model_config = ConfigDict(extra="forbid")
-    records: list[dict] = Field(default_factory=list)
+    records: list[dict] = field(default_factory=list)
     sealed: bool = False
     authenticated: bool = False
-    tampered: list[str] = Field(default_factory=list)
+    tampered: list[str] = field(default_factory=list)
     truncated: bool = False
     frames: int = 0
 

@@ -38,7 +38,8 @@ import posixpath
 from pydantic import BaseModel, ConfigDict, Field
 
 from envpool.patches import changed_lines, files_in_patch
-from envpool.testrun.status import TestRunReport, TestStatus, passed_like
+from envpool.testrun import crosscheck
+from envpool.testrun.status import TestRunReport
 
 
 class Anomaly(BaseModel):
@@ -81,52 +82,16 @@ class RunEvidence(BaseModel):
     pytest_codes: bool = False
 
 
-_FAILING = (TestStatus.FAILED, TestStatus.ERROR)
-
-
-def _disagreements(report: TestRunReport, other: TestRunReport) -> list[str]:
-    """Ids both reports have whose pass/no-pass outcome differs."""
-    return sorted(t for t, st in report.statuses.items()
-                  if t in other.statuses and passed_like(st) != passed_like(other.statuses[t]))
-
-
 def anomalies(ev: RunEvidence) -> list[Anomaly]:
-    """Why the run of `ev` must not be graded ([] = trusted); see the module docstring. Pure."""
-    out: list[Anomaly] = [Anomaly(code="channel", message=m, tamper=True) for m in ev.tampered]
+    """Why the run of `ev` must not be graded ([] = trusted); see the module docstring. Pure: the
+    checks are `envpool.testrun.crosscheck.findings`, which the in-image status tool runs too."""
     rep = ev.report
-    if ev.report_too_large:
-        out.append(Anomaly(code="too_large", message="the report is over the size limit"))
-    if rep.timed_out:
-        out.append(Anomaly(code="timed_out", message="the run timed out before it finished"))
-    if ev.session_finished is False and not rep.timed_out:
-        out.append(Anomaly(code="unfinished", message="the runner's session never finished (killed, os._exit, "
-                                                      "or its report was cut)"))
-    out += [Anomaly(code="parser", message=m) for m in ev.parser_anomalies]
-    failing = any(s in _FAILING for s in rep.statuses.values())
-    code = ev.exit_code
-    if code is not None and not rep.timed_out:
-        no_tests = 5 if ev.pytest_codes else None
-        if code not in (0, no_tests) and not failing and not rep.collection_errors:
-            out.append(Anomaly(code="exit_status", message=f"exit code {code} but no failed or errored test: output "
-                                                           "may be forged or the run was cut short"))
-        if code == 0 and failing:
-            out.append(Anomaly(code="exit_status", message="exit code 0 but failed or errored tests were reported"))
-        if ev.pytest_codes and code in (3, 4):
-            out.append(Anomaly(code="exit_status", message=f"pytest exit code {code} "
-                                                           f"({'internal' if code == 3 else 'usage'} error)"))
-        if ev.runner_exit is not None and ev.runner_exit != code:
-            out.append(Anomaly(code="exit_status", message=f"the runner ended with status {ev.runner_exit} but the "
-                                                           f"process exited {code}"))
-    if ev.collected is not None and len(rep.statuses) < ev.collected and not rep.timed_out:
-        out.append(Anomaly(code="collected", message=f"{ev.collected} tests collected but {len(rep.statuses)} "
-                                                     "reported a result"))
-    for source, other in ev.others.items():
-        diff = _disagreements(rep, other)
-        if diff:
-            out.append(Anomaly(code="sources", tamper=True,
-                               message=f"the {source} report disagrees with the runner's on {len(diff)} test(s), "
-                                       f"e.g. {diff[0]}: a forged or rewritten report"))
-    return out
+    found = crosscheck.findings(rep.statuses, rep.collection_errors, exit_code=ev.exit_code, timed_out=rep.timed_out,
+                                runner_exit=ev.runner_exit, session_finished=ev.session_finished,
+                                collected=ev.collected, parser_anomalies=ev.parser_anomalies, tampered=ev.tampered,
+                                report_too_large=ev.report_too_large,
+                                others={k: v.statuses for k, v in ev.others.items()}, pytest_codes=ev.pytest_codes)
+    return [Anomaly(code=c, message=m, tamper=t) for c, m, t in found]
 
 
 def tampering(found: list[Anomaly]) -> list[Anomaly]:

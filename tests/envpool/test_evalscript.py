@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from envpool.evalscript import APPLY_FAILED, END, START, EvalSpec, heredoc, render_eval_script
-from envpool.testrun.statuslines import TOOL_PATH
+from envpool.evalscript import APPLY_FAILED, END, START, TOOL_EVAL_PATH, EvalSpec, heredoc, render_eval_script
 
 TEST_PATCH = """diff --git a/tests/check.sh b/tests/check.sh
 --- a/tests/check.sh
@@ -41,7 +40,7 @@ def spec(**kw) -> EvalSpec:
 def test_script_has_the_markers_the_reset_and_the_tool():
     s = render_eval_script(spec())
     assert s.startswith("#!/bin/bash\nset -uxo pipefail\n")
-    assert s.index("git checkout -q HEAD") < s.index("git apply -v") < s.index(START) < s.index(TOOL_PATH) < s.index(END)
+    assert s.index("git checkout -q HEAD") < s.index("git apply -v") < s.index(START) < s.rindex(TOOL_EVAL_PATH) < s.index(END)
     assert "tests/check.sh" in s and APPLY_FAILED in s
     # swebench inserts `SWEBENCH_TEST_EXIT_CODE=$?` before the END line: the line before it is our exit
     lines = s.split("\n")

@@ -83,3 +83,30 @@ def test_failing_fail_to_pass_is_unresolved_with_lists():
                        fail_to_pass=["m::TestA"], pass_to_pass=["m::TestB"])
     assert not r.resolved and r.error is None and r.tests_status["FAIL_TO_PASS"].failure == ["m::TestA"]
     assert r.tests_status["PASS_TO_PASS"].success == ["m::TestB"] and r.f2p_rate == 0.0
+
+
+def test_a_pytest_run_whose_junit_file_was_rewritten_is_named_as_tampering():
+    """A fresh user's trial: `swemint eval` said "pytest reached no test (exit 1; collection
+    errors [])" for a prediction that strips `<failure>` from the JUnit XML at exit."""
+    import re
+
+    from envpool.sandbox import ExecResult
+    from envpool.testrun.channel import encode_frames
+
+    records = [{"kind": "session_start", "pid": 7}, {"kind": "collected", "count": 1, "pid": 7},
+               {"kind": "test", "nodeid": "t.py::test_a", "when": "call", "outcome": "failed", "pid": 7},
+               {"kind": "session_finish", "exitstatus": 1, "seal": True, "pid": 7}]
+
+    def pytest_run(cmd, sb):
+        key = bytes.fromhex(sb.calls[-1].stdin.decode().strip())
+        junit = re.search(r"--junitxml=(\S+)", cmd).group(1)
+        sb.put_file(junit, '<testsuite><testcase classname="t" name="test_a" file="t.py"/></testsuite>')
+        return ExecResult(command=cmd, exit_code=1, output="", channel=encode_frames(records, key))
+
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"-m pytest", pytest_run)
+    spec = TestsSpec(kind="pytest", test_files=["t.py"])
+    r = evaluate_patch(f, "img", spec, instance_id="i", test_patch="diff --git a/t.py b/t.py\n",
+                       patch="diff --git a/x.py b/x.py\n", fail_to_pass=["t.py::test_a"], pass_to_pass=[])
+    assert not r.resolved and r.reward == 0.0
+    assert "tampered" in r.error and "junit report disagrees" in r.error and "reached no test" not in r.error

@@ -135,3 +135,20 @@ def test_bench_scores_other_languages_at_gold_granularity():
                          PASS_TO_PASS=["github.com/gin-gonic/gin::TestOld"])
     scored = bench([res], {inst.instance_id: inst})["instances"][0]
     assert (scored["f2p_recall"], scored["f2p_precision"], scored["p2p_agreement"]) == (1.0, 1.0, 1.0)
+
+
+EDITTEST = Path(__file__).resolve().parents[1] / "data" / "edittest"
+
+
+def test_a_patch_editing_a_file_of_the_test_patch_is_an_input_error_naming_the_row_and_the_paths(tmp_path):
+    """Found by a fresh user (acme__edittest-1): such a row came out `verified` with the weakened
+    test in FAIL_TO_PASS, and `swemint eval -p gold` then said "patch does not apply"."""
+    test_patch = (EDITTEST / "test_patch.diff").read_text()
+    f = write_jsonl(tmp_path / "x.jsonl", [
+        row("acme__edittest-1", patch=(EDITTEST / "patch_editing_tests.diff").read_text(), test_patch=test_patch),
+        row("acme__ok-1", patch=(EDITTEST / "patch.diff").read_text(), test_patch=test_patch)])
+    res = load_instances(f)
+    assert [i.instance_id for i in res.instances] == ["acme__ok-1"]
+    [err] = res.errors
+    assert err.instance_id == "acme__edittest-1"
+    assert "tests/test_new.py" in str(err) and "pkg/__init__.py" not in str(err) and "both touch" in str(err)

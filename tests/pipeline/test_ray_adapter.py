@@ -11,7 +11,7 @@ import pytest
 
 from agents.models import Instance, InstanceResult
 from pipeline.config import RayConfig
-from pipeline.ray_adapter import LocalRunner, RayRunner, init_ray
+from pipeline.ray_adapter import LocalRunner, RayRunner, init_ray, shutdown_local_ray
 from pipeline.stages import StageResources, WorkItem
 
 
@@ -93,8 +93,38 @@ def local_ray(tmp_path_factory):
         ray.shutdown()
     started = init_ray(RayConfig(num_cpus=2, object_store_memory=100 * 1024**2), workers=2)
     assert started and os.environ["RAY_AUTH_MODE"] == "token" and os.environ["RAY_USAGE_STATS_ENABLED"] == "0"
+    folder = Path(os.environ["RAY_AUTH_TOKEN_PATH"]).parent
     yield ray
-    ray.shutdown()
+    assert folder.is_dir()
+    shutdown_local_ray()
+    assert not folder.exists()  # the token folder ends with the local Ray it was made for
+
+
+def test_the_token_folder_goes_when_released_or_at_exit_and_a_given_token_stays(tmp_path, monkeypatch):
+    import subprocess
+
+    from pipeline import raysec
+
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    monkeypatch.setattr(raysec, "_TOKEN_PATH", None)
+    monkeypatch.setattr(raysec, "_refresh_ray_auth", lambda: None)
+    token = raysec.ensure_local_token(tmp_path)
+    assert token.is_file() and token.parent.name.startswith("swemint-ray-auth-")
+    raysec.release_local_token()
+    assert not token.parent.exists() and "RAY_AUTH_TOKEN_PATH" not in os.environ and "RAY_AUTH_MODE" not in os.environ
+    given = tmp_path / "mine"
+    given.write_text("ab" * 32)
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(given))
+    assert raysec.ensure_local_token(tmp_path) == given
+    raysec.release_local_token()
+    assert given.is_file()
+    base = tmp_path / "exit"
+    code = ("from pathlib import Path; from pipeline import raysec; raysec._refresh_ray_auth = lambda: None; "
+            f"print(raysec.ensure_local_token(Path({str(base)!r})))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.strip().startswith(str(base)) and list(base.iterdir()) == []  # removed when the driver exited
 
 
 @pytest.mark.slow
