@@ -199,13 +199,21 @@ SCHEMA = pa.schema([
     ("outcome", pa.string()), ("reason", pa.string()), ("log_path", pa.string()),
     ("timings", pa.string()), ("total_seconds", pa.float64()), ("reused_from", pa.string()),
     ("incremental_commands", _LIST), ("llm_usage", pa.string()),
+    ("source", pa.string()), ("pull_number", pa.int64()), ("issue_numbers", pa.list_(pa.int64())),
+    ("commit", pa.string()), ("quality_score", pa.float64()), ("crawled_at", pa.string()),
 ])
 """Export columns: SWE-bench's (FAIL_TO_PASS / PASS_TO_PASS are ours, not gold;
 `environment_setup_commit` is always null) then swemint's. `timings` is a JSON object string
 (phase -> seconds; phases vary by run, a JSON string loads the same in pandas, DuckDB and HF
 `datasets`); `total_seconds` is `timings["total"]` when present. `reused_from`: the instance
 whose pooled environment was adapted; `incremental_commands`: what EnvPatch added on top of it;
-`llm_usage`: JSON `{"total": ..., "by_agent": ...}` (tokens, USD) or null."""
+`llm_usage`: JSON `{"total": ..., "by_agent": ...}` (tokens, USD) or null. Provenance (crawled
+rows; null otherwise): `source` (`github` | `git`), `pull_number`, `issue_numbers`, `commit`
+(the PR's merge commit or the mined commit), `quality_score` (the filter's, 0..1), `crawled_at`."""
+
+
+PROVENANCE = ("source", "pull_number", "issue_numbers", "commit", "quality_score", "crawled_at")
+"""Instance fields exported as they are (`agents.models.Instance`)."""
 
 
 def _row(res: InstanceResult, inst: Instance | None) -> dict:
@@ -225,6 +233,7 @@ def _row(res: InstanceResult, inst: Instance | None) -> dict:
         "total_seconds": res.timings.get("total"), "reused_from": res.reused_from,
         "incremental_commands": list(res.incremental_commands),
         "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
+        **{k: i.get(k) for k in PROVENANCE},
     }
 
 

@@ -1,0 +1,471 @@
+"""`swemint run`: repositories to a dataset in one driver, streaming the stages over an executor.
+
+    sources (GitHub crawler actors, one per token; git mining tasks, one per mirror; an instance
+    file) -> filter (quality score) -> plan (analysis, any node) -> build (Docker slots) -> export
+
+The driver is the only writer of the crawl state (`WORKDIR/crawl/state.duckdb`), the result
+store (`WORKDIR/instances`), the pool and the memory; stages only return values. Queues between
+stages are bounded (`flow.queue_size`): sources are asked for more only while few units wait
+undecided, accepted or in planning, so builds start while the crawl goes on and a slow build
+holds the crawl back instead of piling units up. With `flow.streaming: false` the chain runs
+crawl-then-mint (the baseline of `scripts/bench_flow.py`).
+
+**Incremental and resumable.** A unit is decided once (its verdict recorded in the crawl state
+as it comes back from the filter); GitHub watermarks move only when every unit listed up to
+them is decided, and stay below any that failed. Accepted units whose mint row is missing or
+named by `retry_outcomes` (a kill -9 between acceptance and DONE, an `infra_error`) are minted
+first on the next run; finished ones never again. Containers left by a killed run for the
+units redone are swept first (`stages.sweep_leftovers`). So after a kill -9 a rerun of the same
+command loses no unit and mints none twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agents.models import Instance, InstanceResult
+from envpool.errors import InstanceInputError
+from envpool.pool import EnvPool
+from pipeline.config import PipelineConfig
+from pipeline.driver import MemoryWriter, MintReport, _run_log, _sweep_stale, finished_line, reuse_candidates, write_input_errors
+from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
+from pipeline.instances import load_and_select
+from pipeline.ray_adapter import Done, LocalExecutor, RayExecutor, row_of
+from pipeline.repos import RepoResolver, commit_exists
+from pipeline.sources.config import LocalRepoConfig, QualityConfig, SplitConfig
+from pipeline.sources.crawl import CrawlBook, CrawlReport, http_cache_dir, new_report
+from pipeline.sources.crawler import Batch, GitHubCrawler, infra_outcome, mine_repo
+from pipeline.sources.filter import FilterStage
+from pipeline.sources.gitlocal import resolve_git_dir
+from pipeline.sources.records import Outcome
+from pipeline.sources.state import CrawlState
+from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, now_iso,
+                             planned_instance)
+from pipeline.store import ResultStore, driver_lock, export_dataset
+
+log = logging.getLogger("pipeline.driver")  # one log (and WORKDIR/driver.log) for mint and run
+
+
+@dataclass
+class FlowReport(MintReport):
+    """What one `run_flow` did: a `MintReport` (`results`: mint rows of this run in completion
+    order; `skipped`: rows of accepted units finished earlier) plus `crawl`, the sources'
+    report; `first_verified_s`: seconds from the start to the first verified row (None: none);
+    `funnel`: the `run` part of `WORKDIR/report.json`."""
+
+    crawl: CrawlReport | None = None
+    first_verified_s: float | None = None
+    funnel: dict = field(default_factory=dict)
+
+
+class MineStage:
+    """Mining one local mirror as a stage (one task per repository)."""
+
+    name = "mine"
+
+    def __init__(self, split: SplitConfig):
+        self.split = split
+        self.resources = StageResources(num_cpus=0.5)
+
+    def process(self, job: tuple[LocalRepoConfig, frozenset[str]]) -> Batch:
+        """`crawler.mine_repo` of `(config, keys to skip)`."""
+        return mine_repo(job[0], self.split, job[1])
+
+
+class _Resolver:
+    """Git dirs of repositories: a local source's own mirror first, then `RepoResolver`."""
+
+    def __init__(self, cfg: PipelineConfig):
+        self.local = {s.repo: resolve_git_dir(s.git_dir).absolute() for s in cfg.sources.local}
+        self.repos = RepoResolver(cfg.mirrors, cfg.repos, cache_dir=cfg.repos.cache_dir or cfg.workdir / "repos")
+
+    def prepare(self, inst: Instance) -> Path:
+        git_dir = self.local.get(inst.repo)
+        if git_dir is not None and commit_exists(git_dir, inst.base_commit):
+            return git_dir
+        return self.repos.prepare(inst.repo, inst.base_commit, inst.instance_id)
+
+
+@dataclass
+class _Crawler:
+    """A crawler actor and what it is doing."""
+
+    handle: Any
+    discovers: bool
+    busy: bool = False
+    repo: str | None = None
+    fresh: bool = False
+    """`repo` was just assigned: its first step carries the watermark and the keys to skip."""
+    finished: bool = False
+    api: dict = field(default_factory=dict)
+
+
+def memory_ecosystem(language: str | None) -> str | None:
+    """The experience memory's name for a row's (normalised) language, None when it has none."""
+    from agents.memory.models import ECOSYSTEMS
+
+    return language if language in ECOSYSTEMS and language != "any" else None
+
+
+class Flow:
+    """One run of the chain (see the module docstring); use `run_flow`."""
+
+    def __init__(self, cfg: PipelineConfig, executor: LocalExecutor | RayExecutor, *, mint_fn=None, plan_fn=None,
+                 on_result: Callable[[InstanceResult], None] | None = None):
+        self.cfg, self.ex, self.on_result = cfg, executor, on_result
+        self.t0 = time.monotonic()
+        self.cpu0 = _process_cpu()
+        self.now = lambda: datetime.now(timezone.utc)  # noqa: E731
+        self.out_dir = cfg.workdir / "crawl"
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        src = cfg.sources
+        quality = src.github.quality if src.github is not None else QualityConfig()
+        self.filter = FilterStage(src.filter, quality, cache_dir=cfg.workdir / "cache" / "llm-filter")
+        self.mine = MineStage(src.split)
+        self.plan = PlanStage(cfg.mint, plan_fn=plan_fn, plan_function=cfg.flow.plan_function,
+                              resources=StageResources(cfg.flow.plan_num_cpus))
+        self.build = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
+                               resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry)
+        self.store = ResultStore(cfg.workdir, cfg.retry_outcomes)
+        self.pool = EnvPool(cfg.pool_path)
+        self.memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
+        self.resolver = _Resolver(cfg)
+        # queues and calls in flight
+        self.to_filter: deque[Outcome] = deque()
+        self.to_plan: deque[Instance] = deque()
+        self.to_build: deque[WorkItem] = deque()
+        self.inflight: Counter[str] = Counter()
+        self.git_todo: deque[LocalRepoConfig] = deque(src.local)
+        self.repo_todo: deque[str] = deque()
+        self.crawlers: list[_Crawler] = []
+        self.queued: set[str] = set()
+        self.counts: Counter[str] = Counter()
+        self.remote_cpu = 0.0
+        self.container_cpu = 0.0
+        self.discovery_done = True
+        self.seen_repos: set[str] = set()
+        self.from_file = 0
+
+    # -- set-up -------------------------------------------------------------------------------
+    def _start_sources(self, report: FlowReport) -> None:
+        gh = self.cfg.sources.github
+        if gh is not None and (gh.repos or gh.discovery is not None):
+            tokens = list(dict.fromkeys([gh.api.token_env, *gh.api.token_envs]))
+            cache = http_cache_dir(gh.api, self.out_dir)
+            for i, token in enumerate(tokens):
+                handle = self.ex.start_actor(GitHubCrawler, gh, self.cfg.sources.split, cache, token_env=token)
+                self.crawlers.append(_Crawler(handle, discovers=i == 0))
+            self.repo_todo.extend(gh.repos)
+            self.seen_repos = {r.lower() for r in gh.repos}
+            self.discovery_done = gh.discovery is None
+        if self.cfg.instances is not None:
+            loaded = load_and_select(self.cfg.instances, ids=self.cfg.ids or None, ids_file=self.cfg.ids_file,
+                                     language=self.cfg.language, limit=self.cfg.limit)
+            report.load_errors, report.missing_ids = loaded.errors, loaded.missing_ids
+            write_input_errors(self.cfg.workdir, loaded.errors)
+            self.from_file = len(loaded.instances)
+            for inst in loaded.instances:
+                self._accept(inst, report)
+
+    def _accept(self, inst: Instance, report: FlowReport) -> None:
+        """Queue an accepted unit for minting unless it is finished (or already queued)."""
+        iid = inst.instance_id
+        if iid in self.queued or not self.cfg.flow.mint:
+            return
+        self.queued.add(iid)
+        prev = self.store.read_result(iid)
+        if prev is not None and not self.store.needs_run(iid):
+            report.skipped.append(prev)
+            return
+        self.to_plan.append(inst)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def backlog(self) -> int:
+        """Units undecided, accepted and waiting, or in planning (builds in flight not counted)."""
+        return (len(self.to_filter) + self.inflight["filter"] + len(self.to_plan) + self.inflight["plan"]
+                + len(self.to_build))
+
+    def _sources_open(self) -> bool:
+        return bool(self.git_todo or self.inflight["source"] or self.repo_todo or not self.discovery_done
+                    or any(c.repo is not None or c.busy for c in self.crawlers if not c.finished))
+
+    def _pump_sources(self) -> None:
+        f = self.cfg.flow
+        room = lambda: not f.streaming or not f.mint or self.backlog() < f.queue_size  # noqa: E731
+        while self.git_todo and self.inflight["mine"] < f.source_tasks and room():
+            local = self.git_todo.popleft()
+            revisit = self.cfg.sources.github is not None and self.cfg.sources.github.pairs.revisit
+            skip = frozenset() if revisit else frozenset(self.book.state.final_keys(local.repo))
+            self._submit(self.mine, (local, skip), ("mine", local.repo), f.source_timeout, count="mine")
+        for c in self.crawlers:
+            if c.busy or c.finished or not room():
+                continue
+            if c.repo is None and self.repo_todo:
+                c.repo, c.fresh = self.repo_todo.popleft(), True
+            if c.repo is not None:
+                since, skip = None, frozenset()
+                if c.fresh:
+                    since, skip = self.book.since(c.repo, f.since_last), frozenset(self.book.state.final_keys(c.repo))
+                    c.fresh = False
+                self.ex.call(c.handle, "crawl_step", c.repo, since, skip, f.github_step, tag=("crawl", c),
+                             timeout=f.source_timeout)
+            elif c.discovers and not self.discovery_done:
+                self.ex.call(c.handle, "discover", 1, frozenset(self.seen_repos), tag=("discover", c),
+                             timeout=f.source_timeout)
+            else:
+                continue
+            c.busy = True
+            self.inflight["source"] += 1
+
+    def _submit(self, stage: Any, item: Any, tag: tuple, timeout: float | None, count: str) -> None:
+        self.ex.submit(stage, item, tag=tag, timeout=timeout)
+        self.inflight[count] += 1
+        if count == "mine":
+            self.inflight["source"] += 1
+
+    def _pump_stages(self, report: FlowReport) -> None:
+        f = self.cfg.flow
+        while self.to_filter and self.inflight["filter"] < f.filter_workers:
+            out = self.to_filter.popleft()
+            self._submit(self.filter, out, ("filter", out), f.filter_timeout, count="filter")
+        if not f.mint or (not f.streaming and (self._sources_open() or self.to_filter or self.inflight["filter"])):
+            return
+        while self.to_plan and self.inflight["plan"] < f.plan_workers:
+            inst = self.to_plan.popleft()
+            try:
+                repo_path = self.resolver.prepare(inst)
+            except InstanceInputError as e:
+                self.store.mark_running(inst)
+                self._record(failure_row(inst, "infra_error", f"input: {e.message}", now_iso()), report)
+                continue
+            self._submit(self.plan, WorkItem(inst, repo_path), ("plan", inst, now_iso()), f.plan_timeout,
+                         count="plan")
+        while self.to_build and self.inflight["build"] < self.cfg.workers:
+            item = self.to_build.popleft()
+            self.store.mark_running(planned_instance(item.instance, item.plan))
+            if self.cfg.mint.reuse.enabled:
+                item.candidates = reuse_candidates(self.pool, item, self.cfg.mint.reuse.max_candidates)
+            self._submit(self.build, item, ("build", item, now_iso()), self.cfg.timeout_s, count="build")
+
+    def _handle(self, done: Done, report: FlowReport) -> None:
+        kind, payload = done.tag[0], done.tag[1]
+        m = done.result
+        if isinstance(self.ex, RayExecutor):
+            self.remote_cpu += m.cpu_s
+        self.container_cpu += m.container_cpu_s
+        if kind in ("crawl", "discover", "mine"):
+            self.inflight["source"] -= 1
+            self._source_done(kind, payload, done)
+        elif kind == "filter":
+            self.inflight["filter"] -= 1
+            out = m.value if m.error is None and not done.timed_out else _failed(payload, m.error or "timed out")
+            self.book.decided(out)
+            if out.status == "accepted":
+                self._accept(Instance.model_validate(out.row), report)
+        elif kind == "plan":
+            self.inflight["plan"] -= 1
+            inst, started = payload, done.tag[2]
+            if done.timed_out:
+                res: Any = failure_row(inst, "timeout", f"planning took over {self.cfg.flow.plan_timeout:.0f} s",
+                                       started, self.cfg.flow.plan_timeout)
+            elif m.error is not None:
+                res = failure_row(inst, "infra_error", m.error, started, m.wall_s)
+            else:
+                res = m.value
+            if isinstance(res, WorkItem):
+                self.to_build.append(res)
+            else:
+                self.store.mark_running(inst)
+                self._record(res, report)
+        elif kind == "build":
+            self.inflight["build"] -= 1
+            item, started = payload, done.tag[2]
+            res = row_of(item, Done(done.key, ("mint",), m, done.timed_out), self.cfg.timeout_s, started)
+            self._record(res, report, item)
+
+    def _source_done(self, kind: str, payload: Any, done: Done) -> None:
+        m = done.result
+        if kind == "mine":
+            self.inflight["mine"] -= 1
+            batch = m.value if m.error is None and not done.timed_out else Batch(
+                repo=payload, done=True, outcomes=[_repo_error(payload, m.error or "mining timed out", "git")])
+            self.to_filter.extend(self.book.take(batch, github=False))
+            return
+        c: _Crawler = payload
+        c.busy = False
+        if m.error is not None or done.timed_out:  # the actor died or hung: this token is out
+            name = c.repo or "discovery"
+            log.error("crawler %s: %s", name, m.error or "timed out")
+            c.finished = True
+            if c.repo is not None:
+                self.book.take(Batch(repo=c.repo, done=False, outcomes=[
+                    _repo_error(c.repo, m.error or "crawler step timed out", "github")]))
+                self.repo_todo.appendleft(c.repo)  # another token may take it
+                c.repo = None
+            elif c.discovers:
+                self.discovery_done = True
+            return
+        batch: Batch = m.value
+        c.api = batch.api
+        if kind == "discover":
+            for name in self.book.take_discovery(batch):
+                self.seen_repos.add(name.lower())
+                self.repo_todo.append(name)
+            self.discovery_done = batch.done
+        else:
+            self.to_filter.extend(self.book.take(batch))
+            if batch.done:
+                c.repo = None
+        if batch.stopped:
+            log.error("crawler stopped: %s", batch.stopped)
+            c.finished = True
+            if not any(not x.finished for x in self.crawlers):
+                self.repo_todo.clear()
+                self.discovery_done = True
+
+    def _record(self, res: InstanceResult, report: FlowReport, item: WorkItem | None = None) -> None:
+        self.store.write_result(res)
+        lang = item.plan.language if item is not None and item.plan is not None else None
+        if self.memory is not None and (eco := memory_ecosystem(lang)) is not None:
+            self.memory.learn(res, eco)
+        if res.env is not None and res.outcome == "verified":
+            try:
+                self.pool.add(res.env)
+            except Exception as e:  # noqa: BLE001 - the row is stored; the index can be rebuilt
+                log.error("could not index environment of %s: %s", res.instance_id, e)
+        report.results.append(res)
+        self.counts[res.outcome] += 1
+        if res.outcome == "verified" and report.first_verified_s is None:
+            report.first_verified_s = round(time.monotonic() - self.t0, 3)
+        log.info("%s", finished_line(res, len(report.results), len(self.queued) - len(report.skipped), self.counts))
+        if self.on_result:
+            self.on_result(res)
+
+    def run(self) -> FlowReport:
+        """Run the chain to its end; see the module docstring."""
+        with CrawlState(self.out_dir / "state.duckdb") as state:
+            self.book = CrawlBook(state, new_report(self.cfg.flow.since_last, self.now), self.now)
+            report = FlowReport(crawl=self.book.report)
+            if self.cfg.flow.mint:
+                for row in state.accepted_rows():  # accepted earlier, not finished: first
+                    self._accept(Instance.model_validate(row), report)
+            self._start_sources(report)
+            stale = [i for i in self.to_plan if self.store.started(i.instance_id)]
+            if stale:
+                _sweep_stale(self.cfg, self.store, self.pool, self.ex, stale)
+            log.info("run %s: %d accepted earlier to mint, %d finished, sources: %d GitHub token(s), %d mirror(s)%s",
+                     self.cfg.mint.run_id, len(self.to_plan), len(report.skipped), len(self.crawlers),
+                     len(self.git_todo), "" if self.cfg.flow.streaming else " (crawl, then mint)")
+            while True:
+                self._pump_sources()
+                self._pump_stages(report)
+                if not self.ex.in_flight():
+                    left = self._sources_open() or self.to_filter or self.to_plan or self.to_build
+                    if left:  # every pump submits what it can: nothing in flight means nothing runnable
+                        raise RuntimeError(f"flow stalled with work left: backlog {self.backlog()}, "
+                                           f"sources open {self._sources_open()}")
+                    break
+                for done in self.ex.poll(1.0):
+                    self._handle(done, report)
+            crawl = self.book.finish(self.out_dir, _sum_api(c.api for c in self.crawlers), self.t0)
+            report.wall_s = round(time.monotonic() - self.t0, 3)
+            report.dataset = export_dataset(self.store)
+            report.funnel = self._funnel(report, crawl)
+            _append_run(self.cfg.workdir, report.funnel)
+            write_report(self.cfg.workdir, report.funnel,
+                         cumulative(state, self.store.results(), read_runs(self.cfg.workdir)))
+        log.info("run %s finished in %.1fs: %s", self.cfg.mint.run_id, report.wall_s,
+                 " ".join(f"{o}={n}" for o, n in self.counts.items()) or "nothing minted")
+        return report
+
+    def _funnel(self, report: FlowReport, crawl: CrawlReport) -> dict:
+        unit_reasons = {r: n for r, n in self.book.unit_reasons.items() if r != "infra_error"}
+        out = funnel(repos_listed=len(crawl.repos), repos_rejected=crawl.repos_rejected, seen=crawl.examined,
+                     rejected=unit_reasons, errors=crawl.errors, accepted=crawl.accepted, results=report.results)
+        out["units"]["from_instances_file"] = self.from_file
+        cpu = _process_cpu() - self.cpu0 + self.remote_cpu + self.container_cpu
+        tokens = crawl.tokens + sum(llm_tokens(r) for r in report.results)
+        verified = out["minted"]["verified"]
+        out["cost"] = cost_block(report.wall_s, cpu, tokens, verified)
+        out["cost"]["cpu_parts"] = {"driver": round(_process_cpu() - self.cpu0, 3), "ray_workers": round(
+            self.remote_cpu, 3), "containers": round(self.container_cpu, 3)}
+        out.update(run_id=crawl.run_id, started_at=crawl.started_at, first_verified_s=report.first_verified_s,
+                   streaming=self.cfg.flow.streaming, workers=self.cfg.workers,
+                   executor="ray" if isinstance(self.ex, RayExecutor) else "in-process",
+                   skipped=len(report.skipped), api=crawl.api, stopped=crawl.stopped,
+                   wall_s=report.wall_s, cpu_s=out["cost"]["cpu_s"], tokens=tokens)
+        return out
+
+
+def _process_cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _sum_api(snapshots) -> dict:
+    total: Counter = Counter()
+    for snap in snapshots:
+        total.update({k: v for k, v in snap.items() if isinstance(v, (int, float))})
+    return {"requests": 0, "not_modified": 0, "charged": 0, **{k: round(v, 3) for k, v in total.items()}}
+
+
+def _failed(out: Outcome, why: str) -> Outcome:
+    """A candidate whose filter call failed, as an `infra_error` outcome (retried next run)."""
+    return infra_outcome(out.key, out.repo, out.kind, out.number, RuntimeError(why), out.created_at, out.updated_at)
+
+
+def _repo_error(repo: str, why: str, source: str) -> Outcome:
+    out = infra_outcome(f"repo:{repo}", repo, "repo", None, RuntimeError(why))
+    out.source = source
+    return out
+
+
+def _append_run(workdir: Path, run: dict) -> None:
+    import json
+
+    with (Path(workdir) / RUNS).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({k: run.get(k) for k in ("run_id", "started_at", "wall_s", "cpu_s", "tokens",
+                                                     "first_verified_s")}
+                            | {"verified": run["minted"]["verified"], "accepted": run["units"]["accepted"]}) + "\n")
+
+
+def flow_ray_config(cfg: PipelineConfig):
+    """`cfg.ray`, with a local Ray's logical CPUs raised so that `workers` builds, the plan
+    workers and the filter never starve each other (Docker does the real work; CPUs of a local
+    Ray are a scheduling count). A cluster's own resources are left alone."""
+    ray = cfg.ray
+    if ray.address or os.environ.get("RAY_ADDRESS") or ray.num_cpus is not None:
+        return ray
+    need = (cfg.workers * ray.task_num_cpus + cfg.flow.plan_workers * cfg.flow.plan_num_cpus
+            + cfg.flow.filter_workers * 0.25 + cfg.flow.source_tasks * 0.5 + 1)
+    return ray.model_copy(update={"num_cpus": max(os.cpu_count() or 1, math.ceil(need))})
+
+
+def run_flow(cfg: PipelineConfig, *, executor: LocalExecutor | RayExecutor | None = None, mint_fn=None, plan_fn=None,
+             on_result: Callable[[InstanceResult], None] | None = None) -> FlowReport:
+    """Run sources -> filter -> plan -> build -> export for `cfg` (see the module docstring).
+
+    `executor` replaces the one `cfg.use_ray` asks for (closed after); `mint_fn` / `plan_fn`
+    replace `cfg.mint_function` / `cfg.flow.plan_function`; `on_result(row)` per mint row.
+    Writes `WORKDIR/crawl/` (state, instances.jsonl, rejects.jsonl, report.json),
+    `WORKDIR/instances/`, `pool.duckdb`, `dataset/`, `report.json` (the funnel) and appends to
+    `runs.jsonl`. Raises store.WorkdirLocked (an OSError) when another driver runs on WORKDIR,
+    InstanceInputError when the instance file is unreadable, duckdb errors when the crawl state
+    is locked, TransportUnavailable (PyGithub incompatible).
+    """
+    if executor is None:
+        executor = RayExecutor(cfg.workers, flow_ray_config(cfg)) if cfg.use_ray else LocalExecutor()
+    with driver_lock(cfg.workdir), _run_log(cfg.workdir):
+        try:
+            return Flow(cfg, executor, mint_fn=mint_fn, plan_fn=plan_fn, on_result=on_result).run()
+        finally:
+            executor.close()
