@@ -47,7 +47,8 @@ from pipeline.config import PipelineConfig
 from pipeline.instances import load_and_select
 from pipeline.ray_adapter import Runner, make_runner
 from pipeline.repos import RepoResolver
-from pipeline.stages import MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso, sweep_leftovers
+from pipeline.stages import (MintFn, MintStage, StageResources, WorkItem, failure_row, instance_language,
+                             memory_ecosystem, now_iso, sweep_leftovers)
 from pipeline.store import ResultStore, driver_lock, export_dataset
 
 log = logging.getLogger(__name__)
@@ -247,12 +248,13 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     counts: Counter[str] = Counter()
 
     memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
-    languages = {i.instance_id: (i.language or "python").lower() for i in loaded.instances}
+    languages: dict[str, str | None] = {}  # the memory's ecosystem of each submitted instance
+
 
     def record(res: InstanceResult) -> None:
         store.write_result(res)
-        if memory is not None:
-            memory.learn(res, languages.get(res.instance_id, "python"))
+        if memory is not None and (eco := languages.get(res.instance_id)) is not None:
+            memory.learn(res, eco)
         if res.env is not None and res.outcome == "verified":
             try:
                 pool.add(res.env)
@@ -279,6 +281,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
 
     def submit(it: WorkItem) -> None:
         store.mark_running(it.instance)
+        if memory is not None:  # C++ -> cpp, a mined row without language -> its detected ecosystem
+            languages[it.instance.instance_id] = memory_ecosystem(instance_language(it.instance, it.repo_path))
         if reuse.enabled:
             it.candidates = reuse_candidates(pool, it, reuse.max_candidates)
 

@@ -36,7 +36,8 @@ from agents.models import Instance, InstanceResult
 from envpool.errors import InstanceInputError
 from envpool.pool import EnvPool
 from pipeline.config import PipelineConfig
-from pipeline.driver import MemoryWriter, MintReport, _run_log, _sweep_stale, finished_line, reuse_candidates, write_input_errors
+from pipeline.driver import (MemoryWriter, MintReport, _run_log, _sweep_stale, finished_line, reuse_candidates,
+                             write_input_errors)
 from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
 from pipeline.instances import load_and_select
 from pipeline.ray_adapter import Done, LocalExecutor, RayExecutor, row_of
@@ -48,7 +49,7 @@ from pipeline.sources.filter import FilterStage
 from pipeline.sources.gitlocal import resolve_git_dir
 from pipeline.sources.records import Outcome
 from pipeline.sources.state import CrawlState
-from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, now_iso,
+from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, memory_ecosystem, now_iso,
                              planned_instance)
 from pipeline.store import ResultStore, driver_lock, export_dataset
 
@@ -107,13 +108,6 @@ class _Crawler:
     """`repo` was just assigned: its first step carries the watermark and the keys to skip."""
     finished: bool = False
     api: dict = field(default_factory=dict)
-
-
-def memory_ecosystem(language: str | None) -> str | None:
-    """The experience memory's name for a row's (normalised) language, None when it has none."""
-    from agents.memory.models import ECOSYSTEMS
-
-    return language if language in ECOSYSTEMS and language != "any" else None
 
 
 class Flow:

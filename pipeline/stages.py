@@ -195,17 +195,50 @@ def ecosystem_language(eco_name: str, tree: Any, hint: str | None) -> str:
     return {"golang": "go"}.get(eco_name, eco_name)
 
 
+def detect_language(tree: Any, language: str | None) -> tuple[str, str]:
+    """(ecosystem, language) of `tree` (an `agents.gitrepo.GitTree`): the ecosystem as the
+    minter picks it (`agents.polyglot.pick_ecosystem`, `language` as the hint when it is in the
+    vocabulary), `python` when none claims the tree; the language is `language` when it is in
+    the vocabulary, else the detected ecosystem's (`ecosystem_language`)."""
+    from agents.polyglot import pick_ecosystem
+
+    hint = normalise(language)
+    hint = hint if supported(hint) else None
+    eco = pick_ecosystem(tree, hint)
+    if eco is None:
+        return "python", hint or "python"
+    return eco.name, hint or ecosystem_language(eco.name, tree, None)
+
+
+def instance_language(instance: Instance, repo_path: Path) -> str:
+    """The vocabulary language of `instance` (its own when known, else detected from the tree at
+    `base_commit`); `python` when the tree cannot be read (the minter's default path)."""
+    from agents.gitrepo import GitTree
+
+    try:
+        return detect_language(GitTree(repo_path, instance.base_commit, instance_id=instance.instance_id),
+                               instance.language)[1]
+    except Exception as e:  # noqa: BLE001 - a missing commit ends as the row's own error
+        log.debug("no language for %s: %s", instance.instance_id, e)
+        return normalise(instance.language) or "python"
+
+
+def memory_ecosystem(language: str | None) -> str | None:
+    """The experience memory's ecosystem for a row's (normalised) language; None when the memory
+    has none for it (nothing is learned then, rather than learned under the wrong name)."""
+    from agents.memory.models import ECOSYSTEMS
+
+    return language if language in ECOSYSTEMS and language != "any" else None
+
+
 def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> MintPlan:
     """The default plan seam: checkout and analysis without Docker.
 
     Reads the tree at `base_commit` from the git directory (no work tree), picks the ecosystem
-    as the minter does (`agents.polyglot.pick_ecosystem`, the instance's language as the hint
-    when it is in the vocabulary), sets `language` (the source's, else the detected one's) and
-    derives `version` (`agents.reuse.derive_version`). Raises InstanceInputError when the commit
-    is missing or a patch is empty.
+    and `language` (`detect_language`) and derives `version` (`agents.reuse.derive_version`).
+    Raises InstanceInputError when the commit is missing or a patch is empty.
     """
     from agents.gitrepo import GitTree
-    from agents.polyglot import pick_ecosystem
     from agents.reuse import derive_version
     from envpool.patches import files_in_patch
 
@@ -214,11 +247,7 @@ def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> Mi
     if not instance.test_patch.strip() or not instance.patch.strip():
         raise InstanceInputError("empty patch or test_patch", instance_id=iid)
     tree = GitTree(repo_path, instance.base_commit, instance_id=iid)
-    hint = normalise(instance.language)
-    hint = hint if supported(hint) else None
-    eco = pick_ecosystem(tree, hint)
-    ecosystem = "python" if eco is None else eco.name
-    language = hint or ("python" if eco is None else ecosystem_language(eco.name, tree, None))
+    ecosystem, language = detect_language(tree, instance.language)
     return MintPlan(instance_id=iid, language=language, ecosystem=ecosystem,
                     version=derive_version(instance, tree), commit_time=tree.commit_time,
                     test_files=files_in_patch(instance.test_patch), seconds=round(time.monotonic() - t0, 3))

@@ -12,7 +12,8 @@ the `docker` resource. The nightly job:
 than one node, on a file system every node mounts at the same path. Progress goes to stdout
 (`ray job logs`): one line per mint row, then the summary and the funnel (also in
 WORKDIR/report.json). Exit code 0 when the chain ran, 1 when the crawl stopped early (a rate
-limit too long to wait), 2 on a configuration error.
+limit too long to wait), 2 on a configuration error. `instances: demo` (configs/cluster.yaml)
+writes the embedded demo input under WORKDIR/demo and uses it as the instance file.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+
+DEMO = Path("demo")
+"""`instances: demo` (configs/cluster.yaml) asks for the embedded demo input (`pipeline.jobs.mint`)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -42,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     import typer
 
     from pipeline.cli import config_from_options, run_chain
+    from pipeline.jobs.mint import with_demo_input
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stdout)
@@ -50,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = config_from_options(a.config, a.sets, workdir=a.workdir, instances=a.instances, mirrors=a.mirrors,
                                   workers=a.workers)
+        if cfg.instances == DEMO:
+            cfg = with_demo_input(cfg)
         run_chain(cfg)
     except typer.Exit as e:
         return e.exit_code
