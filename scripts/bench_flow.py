@@ -29,6 +29,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def config(args: argparse.Namespace, slots: int, streaming: bool, image_repo: str) -> dict:
@@ -75,21 +76,11 @@ def ratios(rows: list[dict]) -> dict:
 
 def cleanup(workdirs: list[str]) -> int:
     """Remove the images and containers of the runs (label `swemint.run` of each WORKDIR)."""
-    from envpool.docker_sandbox import docker_client
+    from bench_resume import cleanup as remove_labelled  # scripts/bench_resume.py
+
     from pipeline.config import run_id_for
 
-    client, n = docker_client(), 0
-    for w in workdirs:
-        label = {"label": f"swemint.run={run_id_for(Path(w))}"}
-        for c in client.containers.list(all=True, filters=label):
-            c.remove(force=True)
-        for img in client.images.list(all=True, filters=label):
-            try:
-                client.images.remove(img.id, force=True)
-                n += 1
-            except Exception:  # noqa: BLE001 - a child of another removed image
-                pass
-    return n
+    return remove_labelled([run_id_for(Path(w)) for w in workdirs])
 
 
 def main(argv: list[str] | None = None) -> int:

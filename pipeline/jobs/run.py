@@ -18,52 +18,22 @@ writes the embedded demo input under WORKDIR/demo and uses it as the instance fi
 
 from __future__ import annotations
 
-import argparse
-import logging
 import sys
-from pathlib import Path
 
-DEMO = Path("demo")
-"""`instances: demo` (configs/cluster.yaml) asks for the embedded demo input (`pipeline.jobs.mint`)."""
+from pipeline.cli import run_chain
+from pipeline.config import PipelineConfig
+from pipeline.jobs.mint import job_main
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Options: --config, --workdir, --instances, --mirrors (repeatable), --workers,
-    --set key=value (repeatable)."""
-    p = argparse.ArgumentParser(prog="python -m pipeline.jobs.run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-c", "--config", type=Path)
-    p.add_argument("-w", "--workdir", type=Path)
-    p.add_argument("-i", "--instances", type=Path)
-    p.add_argument("-m", "--mirrors", type=Path, action="append")
-    p.add_argument("--workers", type=int)
-    p.add_argument("-s", "--set", dest="sets", action="append", default=[])
-    return p.parse_args(argv)
+def _run(cfg: PipelineConfig) -> int:
+    run_chain(cfg)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the chain; returns the exit code."""
-    import typer
-
-    from pipeline.cli import config_from_options, run_chain
-    from pipeline.jobs.mint import with_demo_input
-
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        stream=sys.stdout)
-    logging.getLogger("pipeline").setLevel(logging.INFO)
-    a = parse_args(argv)
-    try:
-        cfg = config_from_options(a.config, a.sets, workdir=a.workdir, instances=a.instances, mirrors=a.mirrors,
-                                  workers=a.workers)
-        if cfg.instances == DEMO:
-            cfg = with_demo_input(cfg)
-        run_chain(cfg)
-    except typer.Exit as e:
-        return e.exit_code
-    except (ValueError, OSError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    """Run the chain; returns the exit code (options as `pipeline.jobs.mint`: --config, --workdir,
+    --instances, --mirrors, --workers, --limit, --set)."""
+    return job_main(argv, _run, demo_when_unset=False, prog="python -m pipeline.jobs.run", doc=__doc__)
 
 
 if __name__ == "__main__":
