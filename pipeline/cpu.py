@@ -3,11 +3,12 @@ containers it ran (which the kernel accounts to the engine's cgroups, not to us)
 
 `cpu_now()` is this thread's CPU time plus that of waited-for children (`RUSAGE_CHILDREN`, which
 is per process: exact in a Ray worker running one task, an over-count when threads of one
-process run subprocesses at once). `ContainerCpu(labels)` samples, once a second, the cgroup CPU
-counters of the containers carrying all of `labels` (cgroup v1 `cpuacct.usage`, v2 `cpu.stat`
-`usage_usec`, cgroupfs and systemd layouts) and keeps each container's last value: the last
-second of a container that exits between samples is missed. Without a Docker engine or
-readable cgroups it reports 0, never raises.
+process run subprocesses at once). `ContainerCpu(labels)` looks for the containers carrying all
+of `labels` once a second (Docker API) and reads their cgroup CPU counters every 0.2 s (cgroup
+v1 `cpuacct.usage`, v2 `cpu.stat` `usage_usec`, cgroupfs and systemd layouts), keeping each
+container's last value: what a container spends after its last read (< 0.2 s), and a container
+that lives less than a second, are missed. Without a Docker engine or readable cgroups it
+reports 0, never raises.
 """
 
 from __future__ import annotations
@@ -53,10 +54,11 @@ def container_cpu_seconds(container_id: str, root: Path = CGROUP) -> float | Non
 
 class ContainerCpu:
     """Context manager summing the CPU seconds of containers labelled with all of `labels`
-    while the block runs (`seconds` after exit). `interval`: seconds between samples."""
+    while the block runs (`seconds` after exit). `interval`: seconds between counter reads;
+    `discover_every`: seconds between looks for new containers."""
 
-    def __init__(self, labels: dict[str, str], interval: float = 1.0):
-        self.labels, self.interval = labels, interval
+    def __init__(self, labels: dict[str, str], interval: float = 0.2, discover_every: float = 1.0):
+        self.labels, self.interval, self.discover_every = labels, interval, discover_every
         self.seen: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -67,8 +69,8 @@ class ContainerCpu:
         """CPU seconds of every container seen (each at its last sample)."""
         return round(sum(self.seen.values()), 3)
 
-    def sample(self) -> None:
-        """Read the counters of the matching containers now (errors are ignored)."""
+    def discover(self) -> None:
+        """Look for matching containers now (an engine error ends the sampling)."""
         try:
             if self._client is None:
                 from envpool.docker_sandbox import docker_client
@@ -80,12 +82,21 @@ class ContainerCpu:
             self._stop.set()
             return
         for c in found:
-            secs = container_cpu_seconds(c.id)
+            self.seen.setdefault(c.id, 0.0)
+
+    def sample(self) -> None:
+        """Read the counters of the containers found so far (gone ones keep their last value)."""
+        for cid in list(self.seen):
+            secs = container_cpu_seconds(cid)
             if secs is not None:
-                self.seen[c.id] = max(secs, self.seen.get(c.id, 0.0))
+                self.seen[cid] = max(secs, self.seen[cid])
 
     def _loop(self) -> None:
+        last = float("-inf")
         while not self._stop.wait(self.interval):
+            if time.monotonic() - last >= self.discover_every:
+                self.discover()
+                last = time.monotonic()
             self.sample()
 
     def __enter__(self) -> ContainerCpu:

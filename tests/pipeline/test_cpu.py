@@ -47,7 +47,7 @@ def test_a_stage_call_counts_the_cpu_of_its_subprocesses():
 @pytest.mark.docker
 def test_container_cpu_is_sampled_by_label(docker_client, debian_image):
     run = f"test-cpu-{uuid.uuid4().hex[:8]}"
-    with ContainerCpu({"swemint.run": run}, interval=0.2) as meter:
+    with ContainerCpu({"swemint.run": run}, interval=0.1, discover_every=0.3) as meter:
         work = "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done; sleep 1.5"  # fixed work, then idle
         c = docker_client.containers.run(debian_image, ["bash", "-c", work], detach=True, labels={"swemint.run": run})
         try:
