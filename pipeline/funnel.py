@@ -68,7 +68,8 @@ def cumulative(state, results: list[InstanceResult], runs: list[dict]) -> dict[s
     seen, accepted, errors = db.execute(
         "SELECT count(*), count(*) FILTER (WHERE status = 'accepted'), count(*) FILTER (WHERE status = 'error') "
         "FROM outcomes WHERE kind <> 'repo'").fetchone()
-    repos_rejected = db.execute("SELECT count(*) FROM outcomes WHERE kind = 'repo' AND status = 'rejected'").fetchone()[0]
+    repos_rejected = db.execute("SELECT count(*) FROM outcomes WHERE kind = 'repo' AND status = 'rejected'"
+                                ).fetchone()[0]
     listed = db.execute("SELECT count(DISTINCT repo) FROM (SELECT repo FROM outcomes WHERE kind <> 'repo' "
                         "UNION SELECT repo FROM watermarks)").fetchone()[0]
     out = funnel(repos_listed=listed, repos_rejected=repos_rejected, seen=seen, rejected=rejected, errors=errors,
