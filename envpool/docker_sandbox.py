@@ -39,6 +39,11 @@ DEFAULT_OUTPUT_CAP = 4 * 1024 * 1024
 """Bytes of output kept in memory per exec (the log file gets everything)."""
 
 
+OFFLINE_HOSTNAME = "testbed"
+"""Hostname of test-run containers (`network_mode="none"`), resolvable through /etc/hosts to
+127.0.1.1 as on a Debian laptop, so libraries that look up their own address at import work."""
+
+
 def host_ca_bundle() -> Path | None:
     """The host CA bundle to propagate (env `SWEMINT_CA_BUNDLE`, else Debian's), or None."""
     p = Path(os.environ.get("SWEMINT_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
@@ -336,7 +341,8 @@ class DockerSandboxFactory:
 
         The container runs `sleep infinity` under an init, with the spec's limits (memory
         without swap, pids, nano_cpus) and network ("bridge" or "none" only: ValueError else).
-        "bridge" means the guarded build network (`envpool.netguard.ensure_build_network`):
+        "none" containers are named `testbed` in their /etc/hosts (127.0.1.1): no route out,
+        loopback and the own hostname work. "bridge" means the guarded build network (`envpool.netguard.ensure_build_network`):
         registries through NAT, nothing of the host, its subnets or private ranges; InfraError
         when that isolation cannot be installed.
         """
@@ -346,6 +352,9 @@ class DockerSandboxFactory:
         if spec.network not in ("bridge", "none"):
             raise ValueError(f"network {spec.network!r} not allowed (bridge or none only)")
         network_mode = "none" if spec.network == "none" else ensure_build_network(self.client, self.build_network)
+        # no route out, but like a laptop without Wi-Fi: loopback works and the own hostname resolves
+        offline = ({"hostname": OFFLINE_HOSTNAME, "extra_hosts": {OFFLINE_HOSTNAME: "127.0.1.1"}}
+                   if network_mode == "none" else {})
         mounts = []
         ca = host_ca_bundle()
         if spec.mount_ca and ca and spec.network != "none":
@@ -366,6 +375,7 @@ class DockerSandboxFactory:
             container = self.client.containers.create(
                 spec.image, ["sleep", "infinity"], name=name, labels=labels,
                 network_mode=network_mode, mem_limit=spec.memory, memswap_limit=spec.memory,
+                **offline, 
                 nano_cpus=int(spec.cpus * 1e9), pids_limit=spec.pids, mounts=mounts,
                 init=True, working_dir=spec.workdir, entrypoint=[])  # engine creates workdir
             container.start()

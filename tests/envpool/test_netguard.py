@@ -118,3 +118,36 @@ def test_a_setup_container_reaches_the_registry_but_no_listener_of_the_host(dock
         factory.sweep()
     assert listeners[0].accepted == 0 and listeners[2].accepted == 0
     assert listeners[1].accepted == 1  # the control's connection only
+
+
+@pytest.mark.docker
+def test_a_test_run_has_no_route_out_but_loopback_and_its_own_hostname_work(docker_client, python_image):
+    from envpool.docker_sandbox import DockerSandboxFactory
+    from envpool.sandbox import SandboxSpec
+
+    probe = (
+        "import socket\n"
+        "print('self', socket.gethostbyname(socket.gethostname()))\n"
+        "srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(1)\n"
+        "socket.create_connection(srv.getsockname(), timeout=3); print('loopback ok')\n"
+        "for target in [('203.0.113.80', 443), ('1.1.1.1', 53), ('172.17.0.1', 22), ('" + primary_address() + "', 22)]:\n"
+        "    try:\n"
+        "        socket.create_connection(target, timeout=3); print('REACHED', target)\n"
+        "    except OSError as e:\n"
+        "        print('unreachable', target, e.errno)\n"
+        "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "try:\n"
+        "    u.connect(('8.8.8.8', 80)); print('REACHED udp')\n"
+        "except OSError as e:\n"
+        "    print('udp unreachable', e.errno)\n"
+        "try:\n"
+        "    socket.getaddrinfo('pypi.org', 443); print('REACHED dns')\n"
+        "except OSError:\n"
+        "    print('no dns')\n")
+    factory = DockerSandboxFactory(run_id="test-offline", client=docker_client)
+    with factory.sandbox(SandboxSpec(image=python_image, run_id="test-offline", network="none")) as sb:
+        sb.put_file("/tmp/probe.py", probe)
+        r = sb.exec("python3 /tmp/probe.py", timeout=60)
+    assert r.ok, r.output
+    assert "self 127.0.1.1" in r.output and "loopback ok" in r.output
+    assert "REACHED" not in r.output and r.output.count("unreachable") == 5 and "no dns" in r.output
