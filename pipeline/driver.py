@@ -101,14 +101,19 @@ def _resolve_items(todo: list[Instance], resolver: RepoResolver,
 def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int) -> list[EnvRecord]:
     """Pooled environments of other instances of the item's repository, best first (at most
     `max_candidates`); [] when the item re-verifies its own environment or on any error (reuse
-    is an optimisation, never a reason to fail)."""
+    is an optimisation, never a reason to fail). A planned item (`swemint run`) brings its
+    version and commit time; else they are read from the tree."""
     inst = item.instance
     if max_candidates <= 0 or item.env is not None:
         return []
     try:
-        tree = GitTree(item.repo_path, inst.base_commit, instance_id=inst.instance_id)
-        matches = pool.find(inst.repo, derive_version(inst, tree), tree.commit_time, exclude=inst.instance_id,
-                            limit=max_candidates)
+        plan = getattr(item, "plan", None)
+        if plan is not None:
+            version, when = plan.version, plan.commit_time
+        else:
+            tree = GitTree(item.repo_path, inst.base_commit, instance_id=inst.instance_id)
+            version, when = derive_version(inst, tree), tree.commit_time
+        matches = pool.find(inst.repo, version, when, exclude=inst.instance_id, limit=max_candidates)
     except Exception as e:  # noqa: BLE001
         log.warning("no reuse candidates for %s: %s", inst.instance_id, e)
         return []

@@ -303,10 +303,11 @@ class Flow:
             if c.repo is not None:
                 self.book.take(Batch(repo=c.repo, done=False, outcomes=[
                     _repo_error(c.repo, m.error or "crawler step timed out", "github")]))
-                self.repo_todo.appendleft(c.repo)  # another token may take it
+                self.repo_todo.appendleft(c.repo)  # another token may take it (from its start)
                 c.repo = None
-            elif c.discovers:
+            if c.discovers:
                 self.discovery_done = True
+            self._drop_work_without_crawlers()
             return
         batch: Batch = m.value
         c.api = batch.api
@@ -322,9 +323,18 @@ class Flow:
         if batch.stopped:
             log.error("crawler stopped: %s", batch.stopped)
             c.finished = True
-            if not any(not x.finished for x in self.crawlers):
-                self.repo_todo.clear()
+            if c.discovers:
                 self.discovery_done = True
+            self._drop_work_without_crawlers()
+
+    def _drop_work_without_crawlers(self) -> None:
+        """No crawler left (rate limits, dead actors): the repositories not crawled wait for the
+        next run (their watermarks did not move)."""
+        if all(x.finished for x in self.crawlers):
+            if self.repo_todo:
+                log.warning("no GitHub crawler left; %d repositories wait for the next run", len(self.repo_todo))
+            self.repo_todo.clear()
+            self.discovery_done = True
 
     def _record(self, res: InstanceResult, report: FlowReport, item: WorkItem | None = None) -> None:
         self.store.write_result(res)

@@ -120,7 +120,7 @@ class CrawlBook:
         counted as pending until `decided`. `github`: the batch is a repository's listing step."""
         if batch.stopped:
             self.report.stopped = batch.stopped
-        prog = self.progress.setdefault(batch.repo, RepoProgress()) if github else None
+        prog = self.progress.setdefault(batch.repo, RepoProgress()) if github and batch.listed else None
         if batch.listed and batch.repo not in self.report.repos and batch.repo != "*":
             self.report.repos.append(batch.repo)
         candidates = []
@@ -133,7 +133,7 @@ class CrawlBook:
             if batch.newest is not None:
                 prog.newest = max(prog.newest or batch.newest, batch.newest)
             prog.pending += len(candidates)
-            prog.exhausted = prog.exhausted or batch.done
+            prog.exhausted = prog.exhausted or (batch.done and not batch.stopped)  # a stop is not the end
             self._maybe_watermark(batch.repo)
         return candidates
 

@@ -313,3 +313,21 @@ def test_run_takes_an_instance_file_as_a_source(tmp_path):
     got = run_flow(cfg, executor=LocalExecutor())
     assert len(got.results) == 4 and got.funnel["units"]["from_instances_file"] == 4
     assert {r.language for r in ResultStore(cfg.workdir).instances().values()} == {"python"}
+
+
+def test_a_rate_limit_too_long_to_wait_stops_the_crawl_and_the_next_run_goes_on(tmp_path, token):
+    chain = Chain(tmp_path, n=3)
+    with FakeGitHub(chain.world) as srv:
+        cfg = chain.config(srv)
+        cfg["sources"]["github"]["api"]["max_rate_limit_wait"] = 5
+        cfg["sources"]["local"] = []
+        srv.fail("primary", "/pulls/104", reset_in=3600)  # GitHub asks for an hour
+        first = run_flow(load_config(None, [], workdir=tmp_path / "w", **cfg))
+        assert first.crawl.stopped and "rate limit" in first.crawl.stopped
+        assert [r.instance_id for r in first.results] == ["acme__gizmo-106"]  # newest first: minted before the stop
+        with duckdb.connect(str(tmp_path / "w" / "crawl" / "state.duckdb"), read_only=True) as db:
+            assert db.execute("SELECT count(*) FROM watermarks").fetchone()[0] == 0
+        second = run_flow(load_config(None, [], workdir=tmp_path / "w", **cfg))
+    assert second.crawl.stopped is None
+    assert sorted(r.instance_id for r in second.results) == ["acme__gizmo-102", "acme__gizmo-104"]
+    assert len(pd.read_parquet(tmp_path / "w" / "dataset" / "all.parquet")) == 3
