@@ -40,11 +40,14 @@ from pipeline.driver import (MemoryWriter, MintReport, _run_log, _sweep_stale, f
                              write_input_errors)
 from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
 from pipeline.instances import load_and_select
-from pipeline.ray_adapter import Done, LocalExecutor, RayExecutor, row_of
+from pipeline.executors import Done, LocalExecutor, row_of
+from pipeline.flow_sources import KINDS as SOURCE_CALLS
+from pipeline.flow_sources import SourceDriver
+from pipeline.ray_adapter import RayExecutor
 from pipeline.repos import RepoResolver, commit_exists
-from pipeline.sources.config import LocalRepoConfig, QualityConfig, SplitConfig
-from pipeline.sources.crawl import CrawlBook, CrawlReport, http_cache_dir, new_report
-from pipeline.sources.crawler import Batch, GitHubCrawler, infra_outcome, mine_repo
+from pipeline.sources.config import QualityConfig
+from pipeline.sources.crawl import CrawlBook, CrawlReport, new_report
+from pipeline.sources.crawler import infra_outcome
 from pipeline.sources.filter import FilterStage
 from pipeline.sources.gitlocal import resolve_git_dir
 from pipeline.sources.records import Outcome
@@ -68,20 +71,6 @@ class FlowReport(MintReport):
     funnel: dict = field(default_factory=dict)
 
 
-class MineStage:
-    """Mining one local mirror as a stage (one task per repository)."""
-
-    name = "mine"
-
-    def __init__(self, split: SplitConfig):
-        self.split = split
-        self.resources = StageResources(num_cpus=0.5)
-
-    def process(self, job: tuple[LocalRepoConfig, frozenset[str]]) -> Batch:
-        """`crawler.mine_repo` of `(config, keys to skip)`."""
-        return mine_repo(job[0], self.split, job[1])
-
-
 class _Resolver:
     """Git dirs of repositories: a local source's own mirror first, then `RepoResolver`."""
 
@@ -94,20 +83,6 @@ class _Resolver:
         if git_dir is not None and commit_exists(git_dir, inst.base_commit):
             return git_dir
         return self.repos.prepare(inst.repo, inst.base_commit, inst.instance_id)
-
-
-@dataclass
-class _Crawler:
-    """A crawler actor and what it is doing."""
-
-    handle: Any
-    discovers: bool
-    busy: bool = False
-    repo: str | None = None
-    fresh: bool = False
-    """`repo` was just assigned: its first step carries the watermark and the keys to skip."""
-    finished: bool = False
-    api: dict = field(default_factory=dict)
 
 
 class Flow:
@@ -124,7 +99,6 @@ class Flow:
         src = cfg.sources
         quality = src.github.quality if src.github is not None else QualityConfig()
         self.filter = FilterStage(src.filter, quality, cache_dir=cfg.workdir / "cache" / "llm-filter")
-        self.mine = MineStage(src.split)
         self.plan = PlanStage(cfg.mint, plan_fn=plan_fn, plan_function=cfg.flow.plan_function,
                               resources=StageResources(cfg.flow.plan_num_cpus))
         self.build = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
@@ -138,29 +112,14 @@ class Flow:
         self.to_plan: deque[Instance] = deque()
         self.to_build: deque[WorkItem] = deque()
         self.inflight: Counter[str] = Counter()
-        self.git_todo: deque[LocalRepoConfig] = deque(src.local)
-        self.repo_todo: deque[str] = deque()
-        self.crawlers: list[_Crawler] = []
         self.queued: set[str] = set()
         self.counts: Counter[str] = Counter()
         self.remote_cpu = 0.0
         self.container_cpu = 0.0
-        self.discovery_done = True
-        self.seen_repos: set[str] = set()
         self.from_file = 0
 
     # -- set-up -------------------------------------------------------------------------------
-    def _start_sources(self, report: FlowReport) -> None:
-        gh = self.cfg.sources.github
-        if gh is not None and (gh.repos or gh.discovery is not None):
-            tokens = list(dict.fromkeys([gh.api.token_env, *gh.api.token_envs]))
-            cache = http_cache_dir(gh.api, self.out_dir)
-            for i, token in enumerate(tokens):
-                handle = self.ex.start_actor(GitHubCrawler, gh, self.cfg.sources.split, cache, token_env=token)
-                self.crawlers.append(_Crawler(handle, discovers=i == 0))
-            self.repo_todo.extend(gh.repos)
-            self.seen_repos = {r.lower() for r in gh.repos}
-            self.discovery_done = gh.discovery is None
+    def _read_instance_file(self, report: FlowReport) -> None:
         if self.cfg.instances is not None:
             loaded = load_and_select(self.cfg.instances, ids=self.cfg.ids or None, ids_file=self.cfg.ids_file,
                                      language=self.cfg.language, limit=self.cfg.limit)
@@ -188,50 +147,20 @@ class Flow:
         return (len(self.to_filter) + self.inflight["filter"] + len(self.to_plan) + self.inflight["plan"]
                 + len(self.to_build))
 
-    def _sources_open(self) -> bool:
-        return bool(self.git_todo or self.inflight["source"] or self.repo_todo or not self.discovery_done
-                    or any(c.repo is not None or c.busy for c in self.crawlers if not c.finished))
-
-    def _pump_sources(self) -> None:
+    def _room(self) -> bool:
         f = self.cfg.flow
-        room = lambda: not f.streaming or not f.mint or self.backlog() < f.queue_size  # noqa: E731
-        while self.git_todo and self.inflight["mine"] < f.source_tasks and room():
-            local = self.git_todo.popleft()
-            revisit = self.cfg.sources.github is not None and self.cfg.sources.github.pairs.revisit
-            skip = frozenset() if revisit else frozenset(self.book.state.final_keys(local.repo))
-            self._submit(self.mine, (local, skip), ("mine", local.repo), f.source_timeout, count="mine")
-        for c in self.crawlers:
-            if c.busy or c.finished or not room():
-                continue
-            if c.repo is None and self.repo_todo:
-                c.repo, c.fresh = self.repo_todo.popleft(), True
-            if c.repo is not None:
-                since, skip = None, frozenset()
-                if c.fresh:
-                    since, skip = self.book.since(c.repo, f.since_last), frozenset(self.book.state.final_keys(c.repo))
-                    c.fresh = False
-                self.ex.call(c.handle, "crawl_step", c.repo, since, skip, f.github_step, tag=("crawl", c),
-                             timeout=f.source_timeout)
-            elif c.discovers and not self.discovery_done:
-                self.ex.call(c.handle, "discover", 1, frozenset(self.seen_repos), tag=("discover", c),
-                             timeout=f.source_timeout)
-            else:
-                continue
-            c.busy = True
-            self.inflight["source"] += 1
+        return not f.streaming or not f.mint or self.backlog() < f.queue_size
 
     def _submit(self, stage: Any, item: Any, tag: tuple, timeout: float | None, count: str) -> None:
         self.ex.submit(stage, item, tag=tag, timeout=timeout)
         self.inflight[count] += 1
-        if count == "mine":
-            self.inflight["source"] += 1
 
     def _pump_stages(self, report: FlowReport) -> None:
         f = self.cfg.flow
         while self.to_filter and self.inflight["filter"] < f.filter_workers:
             out = self.to_filter.popleft()
             self._submit(self.filter, out, ("filter", out), f.filter_timeout, count="filter")
-        if not f.mint or (not f.streaming and (self._sources_open() or self.to_filter or self.inflight["filter"])):
+        if not f.mint or (not f.streaming and (self.sources.open() or self.to_filter or self.inflight["filter"])):
             return
         while self.to_plan and self.inflight["plan"] < f.plan_workers:
             inst = self.to_plan.popleft()
@@ -256,9 +185,8 @@ class Flow:
         if isinstance(self.ex, RayExecutor):
             self.remote_cpu += m.cpu_s
         self.container_cpu += m.container_cpu_s
-        if kind in ("crawl", "discover", "mine"):
-            self.inflight["source"] -= 1
-            self._source_done(kind, payload, done)
+        if kind in SOURCE_CALLS:
+            self.to_filter.extend(self.sources.handle(done))
         elif kind == "filter":
             self.inflight["filter"] -= 1
             out = m.value if m.error is None and not done.timed_out else _failed(payload, m.error or "timed out")
@@ -286,56 +214,6 @@ class Flow:
             res = row_of(item, Done(done.key, ("mint",), m, done.timed_out), self.cfg.timeout_s, started)
             self._record(res, report, item)
 
-    def _source_done(self, kind: str, payload: Any, done: Done) -> None:
-        m = done.result
-        if kind == "mine":
-            self.inflight["mine"] -= 1
-            batch = m.value if m.error is None and not done.timed_out else Batch(
-                repo=payload, done=True, outcomes=[_repo_error(payload, m.error or "mining timed out", "git")])
-            self.to_filter.extend(self.book.take(batch, github=False))
-            return
-        c: _Crawler = payload
-        c.busy = False
-        if m.error is not None or done.timed_out:  # the actor died or hung: this token is out
-            name = c.repo or "discovery"
-            log.error("crawler %s: %s", name, m.error or "timed out")
-            c.finished = True
-            if c.repo is not None:
-                self.book.take(Batch(repo=c.repo, done=False, outcomes=[
-                    _repo_error(c.repo, m.error or "crawler step timed out", "github")]))
-                self.repo_todo.appendleft(c.repo)  # another token may take it (from its start)
-                c.repo = None
-            if c.discovers:
-                self.discovery_done = True
-            self._drop_work_without_crawlers()
-            return
-        batch: Batch = m.value
-        c.api = batch.api
-        if kind == "discover":
-            for name in self.book.take_discovery(batch):
-                self.seen_repos.add(name.lower())
-                self.repo_todo.append(name)
-            self.discovery_done = batch.done
-        else:
-            self.to_filter.extend(self.book.take(batch))
-            if batch.done:
-                c.repo = None
-        if batch.stopped:
-            log.error("crawler stopped: %s", batch.stopped)
-            c.finished = True
-            if c.discovers:
-                self.discovery_done = True
-            self._drop_work_without_crawlers()
-
-    def _drop_work_without_crawlers(self) -> None:
-        """No crawler left (rate limits, dead actors): the repositories not crawled wait for the
-        next run (their watermarks did not move)."""
-        if all(x.finished for x in self.crawlers):
-            if self.repo_todo:
-                log.warning("no GitHub crawler left; %d repositories wait for the next run", len(self.repo_todo))
-            self.repo_todo.clear()
-            self.discovery_done = True
-
     def _record(self, res: InstanceResult, report: FlowReport, item: WorkItem | None = None) -> None:
         self.store.write_result(res)
         lang = item.plan.language if item is not None and item.plan is not None else None
@@ -362,25 +240,26 @@ class Flow:
             if self.cfg.flow.mint:
                 for row in state.accepted_rows():  # accepted earlier, not finished: first
                     self._accept(Instance.model_validate(row), report)
-            self._start_sources(report)
+            self.sources = SourceDriver(self.cfg, self.ex, self.book, self.out_dir)
+            self._read_instance_file(report)
             stale = [i for i in self.to_plan if self.store.started(i.instance_id)]
             if stale:
                 _sweep_stale(self.cfg, self.store, self.pool, self.ex, stale)
             log.info("run %s: %d accepted earlier to mint, %d finished, sources: %d GitHub token(s), %d mirror(s)%s",
-                     self.cfg.mint.run_id, len(self.to_plan), len(report.skipped), len(self.crawlers),
-                     len(self.git_todo), "" if self.cfg.flow.streaming else " (crawl, then mint)")
+                     self.cfg.mint.run_id, len(self.to_plan), len(report.skipped), len(self.sources.crawlers),
+                     len(self.sources.git_todo), "" if self.cfg.flow.streaming else " (crawl, then mint)")
             while True:
-                self._pump_sources()
+                self.sources.pump(self._room)
                 self._pump_stages(report)
                 if not self.ex.in_flight():
-                    left = self._sources_open() or self.to_filter or self.to_plan or self.to_build
+                    left = self.sources.open() or self.to_filter or self.to_plan or self.to_build
                     if left:  # every pump submits what it can: nothing in flight means nothing runnable
                         raise RuntimeError(f"flow stalled with work left: backlog {self.backlog()}, "
-                                           f"sources open {self._sources_open()}")
+                                           f"sources open {self.sources.open()}")
                     break
                 for done in self.ex.poll(1.0):
                     self._handle(done, report)
-            crawl = self.book.finish(self.out_dir, _sum_api(c.api for c in self.crawlers), self.t0)
+            crawl = self.book.finish(self.out_dir, self.sources.api(), self.t0)
             report.wall_s = round(time.monotonic() - self.t0, 3)
             report.dataset = export_dataset(self.store)
             report.funnel = self._funnel(report, crawl)
@@ -415,22 +294,9 @@ def _process_cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def _sum_api(snapshots) -> dict:
-    total: Counter = Counter()
-    for snap in snapshots:
-        total.update({k: v for k, v in snap.items() if isinstance(v, (int, float))})
-    return {"requests": 0, "not_modified": 0, "charged": 0, **{k: round(v, 3) for k, v in total.items()}}
-
-
 def _failed(out: Outcome, why: str) -> Outcome:
     """A candidate whose filter call failed, as an `infra_error` outcome (retried next run)."""
     return infra_outcome(out.key, out.repo, out.kind, out.number, RuntimeError(why), out.created_at, out.updated_at)
-
-
-def _repo_error(repo: str, why: str, source: str) -> Outcome:
-    out = infra_outcome(f"repo:{repo}", repo, "repo", None, RuntimeError(why))
-    out.source = source
-    return out
 
 
 def _append_run(workdir: Path, run: dict) -> None:
