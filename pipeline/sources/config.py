@@ -208,6 +208,10 @@ class FilterConfig(_Strict):
     """The model (`agents.llm.LLMConfig`); required by `scorer: llm`. Set `cache_dir` to cache
     replies (a rerun then costs no request); null = `WORKDIR/cache/llm-filter`."""
     min_llm_score: float = Field(default=5.0, ge=0, le=10)
+    score_git: bool = False
+    """`rules`: also score units mined from git, by the rules that need no issue
+    (`quality.GIT_RULES`: the commit message's length, patch size and files, a non-doc change;
+    their weights renormalised, the same threshold). False: git units pass unscored."""
     prompt_chars: int = Field(default=12000, ge=500)
     """Characters of problem statement + patch + test patch sent to the model at most (each
     part cut proportionally)."""

@@ -7,7 +7,8 @@ score and why; a scorer failure (the model unreachable) is an `infra_error` reje
 next run retries. Scorers (`FilterConfig.scorer`):
 
 - `rules` (default): `quality.score` with `github.quality` on GitHub pairs; git units pass
-  unscored (`quality_score` null: they have no issue to score).
+  unscored (`quality_score` null: they have no issue to score) unless `filter.score_git`, which
+  scores them by the rules that need no issue (`quality.GIT_RULES`).
 - `llm`: MEnvAgent's quality filter (arXiv 2601.22859: each issue scored 0-10 by an LLM, kept
   at >= 5): one structured-output call through the gateway (`agents.llm.LLMGateway`, cached on
   disk, so a rerun asks nothing again) on problem statement, patch and test patch;
@@ -23,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.sources.config import FilterConfig, QualityConfig
-from pipeline.sources.quality import score
+from pipeline.sources.quality import GIT_RULES, Candidate, score
 from pipeline.sources.records import Outcome, Reject, iso_utc
 
 log = logging.getLogger(__name__)
@@ -104,10 +105,14 @@ class FilterStage:
             return out
         if self.config.scorer == "llm":
             return self._llm_decide(out)
-        cand, out.candidate = out.candidate, None
+        cand, out.candidate, rules = out.candidate, None, None
         if cand is None:
-            return out
-        q = score(cand, self.quality)
+            if not (self.config.score_git and out.source == "git"):
+                return out
+            row = out.row
+            cand = Candidate(row["problem_statement"], (), row["patch"], row["test_patch"], (), None)
+            rules = GIT_RULES
+        q = score(cand, self.quality, rules)
         out.row["quality_score"] = q.score
         if not q.passed:
             return self._reject(out, "low_quality", f"score {q.score:.2f} < {self.quality.threshold:.2f}; "
