@@ -38,11 +38,11 @@ from envpool.pool import EnvPool
 from pipeline.config import PipelineConfig
 from pipeline.driver import (MemoryWriter, MintReport, _run_log, _sweep_stale, finished_line, reuse_candidates,
                              write_input_errors)
-from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
-from pipeline.instances import load_and_select
 from pipeline.executors import Done, LocalExecutor, row_of
 from pipeline.flow_sources import KINDS as SOURCE_CALLS
 from pipeline.flow_sources import SourceDriver
+from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
+from pipeline.instances import load_and_select
 from pipeline.ray_adapter import RayExecutor
 from pipeline.repos import RepoResolver, commit_exists
 from pipeline.sources.config import QualityConfig
