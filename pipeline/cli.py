@@ -287,6 +287,10 @@ def run_chain(cfg: PipelineConfig, mint_fn=None):
     on unusable input, 1 when the crawl stopped early or every mint row is `infra_error`."""
     from pipeline.flow import run_flow
 
+    gh = cfg.sources.github
+    if not (cfg.instances or cfg.sources.local or (gh is not None and (gh.repos or gh.discovery is not None))):
+        console.print("[yellow]no source configured[/yellow] (sources.github, sources.local or --instances): "
+                      "only units accepted by earlier runs are minted", soft_wrap=True)
     with Progress(TextColumn("[bold]{task.description}"), TextColumn("{task.completed} minted"),
                   TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console) as progress:
         task = progress.add_task("sources -> filter -> plan -> build", total=None, last="")
