@@ -13,6 +13,11 @@ the end unless --keep); `batch` is `flow.streaming=false` (every unit mined and 
 the first plan). Reported per run, from `WORKDIR/report.json`: seconds to the first verified row,
 wall seconds, accepted and verified units; then the ratios streaming / batch (first verified
 row, wall) per slot count and the wall-time speed-up of 2 slots over 1. Seconds throughout.
+With `--synthetic N` the input is instead N pull requests of a repository the script writes,
+served by the fake GitHub (`tests/fakes/github_server.py`) with GitHub's pacing
+(`api.min_interval`, default 0.25 s between requests, as configs/nightly.yaml), and the build
+stage is a stand-in that takes `--build-s` seconds (`tests.pipeline.flow_support.fake_mint`): it
+measures the chain's scheduling alone, without Docker or host noise; in-process unless --ray.
 A benchmark, not a test: it asserts nothing.
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -41,16 +47,28 @@ def config(args: argparse.Namespace, slots: int, streaming: bool, image_repo: st
             "sources": {"github": None, "local": local}}
 
 
-def run_one(args: argparse.Namespace, mode: str, slots: int, image_repo: str) -> dict:
+def synthetic_config(args: argparse.Namespace, slots: int, streaming: bool, base_url: str) -> dict:
+    """The `--synthetic` run's config: the fake GitHub's repository, the stand-in build stage."""
+    return {"workers": slots, "use_ray": args.ray, "mirrors": [str(args.root / "input" / "mirrors")],
+            "mint_function": "tests.pipeline.flow_support:fake_mint", "mint": {"memory": {"enabled": False}},
+            "flow": {"streaming": streaming},
+            "sources": {"github": {"repos": ["bench/synthetic"], "api": {
+                "base_url": base_url, "min_interval": args.min_interval}}, "local": []}}
+
+
+def run_one(args: argparse.Namespace, mode: str, slots: int, image_repo: str, base_url: str | None = None) -> dict:
     """One `swemint run`; its numbers from report.json."""
     work = args.root / f"{mode}-{slots}"
     work.mkdir(parents=True, exist_ok=True)
     cfg = work / "bench.yaml"
-    cfg.write_text(yaml.safe_dump(config(args, slots, mode == "stream", image_repo)))
+    body = synthetic_config(args, slots, mode == "stream", base_url) if base_url else \
+        config(args, slots, mode == "stream", image_repo)
+    cfg.write_text(yaml.safe_dump(body))
+    env = {**os.environ, "GITHUB_TOKEN": "bench-token", "SWEMINT_FAKE_MINT_S": str(args.build_s)}
     with (work / "bench.log").open("a") as log:
         rc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "-c", str(cfg), "-w", str(work),
                              *sum((["--set", s] for s in args.set or []), [])],
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
     run = json.loads((work / "report.json").read_text())["run"]
     return {"mode": mode, "slots": slots, "exit": rc, "first_verified_s": run["first_verified_s"],
             "wall_s": run["wall_s"], "accepted": run["units"]["accepted"], "verified": run["minted"]["verified"],
@@ -95,8 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ray", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--set", action="append", help="extra `swemint run --set` overrides")
     ap.add_argument("--keep", action="store_true", help="keep the runs' images")
+    ap.add_argument("--synthetic", type=int, metavar="N", help="N fake-GitHub PRs and a stand-in build stage")
+    ap.add_argument("--build-s", type=float, default=1.0, help="--synthetic: seconds per build")
+    ap.add_argument("--min-interval", type=float, default=0.25, help="--synthetic: seconds between API requests")
     args = ap.parse_args(argv)
     args.root = args.root.absolute()
+    if args.synthetic:
+        return synthetic(args)
     image_repo = f"swemint/bench-flow-{uuid.uuid4().hex[:8]}"
     rows = []
     try:
@@ -108,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             cleanup([r["workdir"] for r in rows] or [str(args.root / f"{m}-{s}") for m in args.modes
                                                      for s in args.slots])
+    return show(rows)
+
+
+def show(rows: list[dict]) -> int:
+    """Print the table, the ratios and the JSON of `rows`."""
     cols = ["mode", "slots", "first_verified_s", "wall_s", "accepted", "minted", "verified", "cpu_s"]
     print("".join(f"{c:>18}" for c in cols))
     for r in rows:
@@ -117,6 +145,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k}: {v}")
     print(json.dumps({"runs": rows, "ratios": rat}))
     return 0
+
+
+def synthetic(args: argparse.Namespace) -> int:
+    """The `--synthetic` benchmark (see the module docstring)."""
+    from tests.fakes.github_server import FakeGitHub
+    from tests.pipeline.flow_support import bare_mirror, make_repo, world_for
+
+    units = make_repo(args.root / "input" / "src", args.synthetic)
+    bare_mirror(args.root / "input" / "src", args.root / "input" / "mirrors", "bench/synthetic")
+    rows = []
+    with FakeGitHub(world_for("bench/synthetic", units, language="Python")) as srv:
+        for slots in args.slots:
+            for mode in args.modes:
+                rows.append(run_one(args, mode, slots, "", base_url=srv.base_url))
+                print(json.dumps(rows[-1]), flush=True)
+    return show(rows)
 
 
 if __name__ == "__main__":

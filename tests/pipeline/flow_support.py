@@ -15,6 +15,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from agents.models import EnvRecord, InstanceResult
@@ -33,14 +34,14 @@ def git(cwd: Path, *args: str, date: str | None = None) -> str:
 
 @dataclass
 class Unit:
-    """One squash-merged change: its number, commit, parent, message and diff."""
+    """One squash-merged change: its number, commit, parent, message, diff and merge time."""
 
     number: int
     sha: str
     parent: str
     message: str
     diff: str
-    day: int
+    when: datetime
 
 
 def make_repo(path: Path, n_units: int, *, kind: str = "python", start: int = 1, no_f2p: tuple[int, ...] = (),
@@ -66,7 +67,7 @@ def make_repo(path: Path, n_units: int, *, kind: str = "python", start: int = 1,
     for i in range(n_units):
         k = start + i
         number = 100 + 2 * k
-        day = k
+        when = datetime(2024, 2, 1, tzinfo=timezone.utc) + timedelta(days=k)
         parent = git(path, "rev-parse", "HEAD").strip()
         c, t = path / code.format(k=k), path / test.format(k=k)
         c.parent.mkdir(parents=True, exist_ok=True)
@@ -76,10 +77,10 @@ def make_repo(path: Path, n_units: int, *, kind: str = "python", start: int = 1,
         t.write_text(f"# test of value_{k}\nassert True\n")
         message = f"Fix case {k} when the input is empty (#{number})\n\nThe parser crashed on empty input {k}.\n"
         git(path, "add", "-A")
-        git(path, "commit", "-q", "-m", message, date=f"2024-02-{day:02d}T12:00:00Z")
+        git(path, "commit", "-q", "-m", message, date=_iso(when, 12))
         sha = git(path, "rev-parse", "HEAD").strip()
         diff = git(path, "diff", parent, sha)
-        units.append(Unit(number, sha, parent, message, diff, day))
+        units.append(Unit(number, sha, parent, message, diff, when))
     return units
 
 
@@ -94,21 +95,21 @@ def bare_mirror(work: Path, mirrors: Path, full_name: str) -> Path:
     return dest
 
 
-def _iso(day: int, hour: int) -> str:
-    return f"2024-02-{day:02d}T{hour:02d}:00:00Z"
+def _iso(day: datetime, hour: int) -> str:
+    return (day.replace(hour=0) + timedelta(hours=hour)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pull_and_issue(u: Unit) -> tuple[dict, dict]:
     """A merged PR (number `u.number`) resolving issue `u.number - 1`, with `u`'s diff."""
     issue_n = u.number - 1
     pull = {"number": u.number, "title": u.message.splitlines()[0], "body": f"Fixes #{issue_n}.",
-            "created_at": _iso(u.day, 8), "updated_at": _iso(u.day, 12), "closed_at": _iso(u.day, 12),
-            "merged_at": _iso(u.day, 12), "merge_commit_sha": u.sha, "base": {"sha": u.parent},
+            "created_at": _iso(u.when, 8), "updated_at": _iso(u.when, 12), "closed_at": _iso(u.when, 12),
+            "merged_at": _iso(u.when, 12), "merge_commit_sha": u.sha, "base": {"sha": u.parent},
             "head": {"sha": "f" * 40}, "_diff": u.diff, "_commits": []}
     issue = {"number": issue_n, "title": f"Crash on empty input ({u.number})",
              "body": "Calling the parser with an empty value raises.\n\n```\nTraceback ...\nValueError\n```",
-             "state": "closed", "created_at": _iso(u.day, 1), "updated_at": _iso(u.day, 12),
-             "closed_at": _iso(u.day, 12), "_comments": [], "_timeline": []}
+             "state": "closed", "created_at": _iso(u.when, 1), "updated_at": _iso(u.when, 12),
+             "closed_at": _iso(u.when, 12), "_comments": [], "_timeline": []}
     return pull, issue
 
 
