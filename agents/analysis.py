@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.gitrepo import GitTree
+from agents.untrusted_yaml import load_untrusted_yaml
 
 TEST_EXTRA_NAMES = ("test", "tests", "testing", "test-all", "tests-all", "dev", "develop", "all",
                     "full", "optional")
@@ -254,7 +255,7 @@ def _conda_deps(tree: GitTree) -> list[str]:
                                 "-but-", "without", "-no-")):  # e.g. xarray's py38-all-but-dask.yml
             continue
         try:
-            data = yaml.safe_load(tree.read(f) or "")
+            data = load_untrusted_yaml(tree.read(f) or "")
         except yaml.YAMLError:
             continue
         if not isinstance(data, dict) or not isinstance(data.get("dependencies"), list):

@@ -12,16 +12,38 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.llm.config import LLMConfig
 from envpool.images import ImageConfig
+from envpool.naming import folder_name
 from envpool.netguard import BuildNetworkConfig
+from envpool.sandbox import DEFAULT_CAPS
 
 
 class LimitsConfig(BaseModel):
-    """Container limits: `cpus` in cores, `memory` in bytes, `pids` a count."""
+    """Container and host bounds: `cpus` in cores, sizes in bytes, `pids` a count."""
 
     model_config = ConfigDict(extra="forbid")
     cpus: float = 2.0
     memory: int = 8 * 1024**3
     pids: int = 4096
+    output_bytes: int = Field(default=4 * 1024**2, ge=4096)
+    """Output kept per command, in memory and in run.log (its first quarter and last three
+    quarters, a marker between)."""
+    report_bytes: int = Field(default=64 * 1024**2, ge=4096)
+    """A test report (stream or file) read from a container; a larger one is not graded."""
+    disk_bytes: int | None = 20 * 1024**3
+    """Quota on a container's writable layer where the storage driver enforces one (overlay2 on
+    xfs with pquota); null = none."""
+    tmp_bytes: int | None = 2 * 1024**3
+    """tmpfs at /tmp (counted in `memory`) when the writable layer has no quota; null = none."""
+    cap_add: list[str] = Field(default_factory=lambda: list(DEFAULT_CAPS))
+    """Capabilities containers keep; all others are dropped (and no-new-privileges is set)."""
+    min_free_disk_bytes: int = Field(default=10 * 1024**3, ge=0)
+    """Free space needed on the work directory's and Docker's file systems before an instance
+    starts; below it the instance is `infra_error` and no new instance starts."""
+
+    def sandbox_fields(self) -> dict:
+        """The `envpool.sandbox.SandboxSpec` fields these limits set."""
+        return {"cpus": self.cpus, "memory": self.memory, "pids": self.pids, "disk": self.disk_bytes,
+                "tmp_bytes": self.tmp_bytes, "cap_add": list(self.cap_add)}
 
 
 class TimeoutsConfig(BaseModel):
@@ -73,6 +95,23 @@ class MemoryUseConfig(BaseModel):
     """Plans fetched per failure (each applied at most once per instance)."""
 
 
+class CacheConfig(BaseModel):
+    """The package cache bind-mounted into build containers (uv's, at /root/.cache/uv).
+
+    A build container runs repository code as root, so whatever it can write, it can poison:
+    a cache shared read-write by every build let one repository alter the wheels (pytest
+    included) that later instances install. `scope`:
+    - `instance` (default): a fresh folder per instance, removed when the instance ends (no
+      state shared between instances; the cost is a cold cache per instance);
+    - `repository`: one folder per repository, shared by its instances only (one trust domain:
+      a repository can only affect its own instances), scrubbed of setuid bits after each use;
+    - `off`: no cache mount (uv caches inside the container, which is not committed).
+    Folders live under `WORKDIR/cache/uv` (mode 0700)."""
+
+    model_config = ConfigDict(extra="forbid")
+    scope: Literal["instance", "repository", "off"] = "instance"
+
+
 class MintConfig(BaseModel):
     """Everything `agents.minter.mint_instance` needs besides the instance and its repository.
 
@@ -102,9 +141,20 @@ class MintConfig(BaseModel):
     """Model turns of one LLM repair (tool loop bound)."""
     llm_max_repairs: int = Field(default=3, ge=0)
     """LLM repairs per instance at most (cost bound)."""
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    """Scope of the package cache of build containers (see CacheConfig)."""
     build_network: BuildNetworkConfig = Field(default_factory=BuildNetworkConfig)
     """The network of setup containers (envpool.netguard): swemint's own bridge, dropped traffic
     to the host and to private, link-local and metadata ranges; registries through NAT."""
+
+    def package_cache(self, instance_id: str, repo: str) -> Path | None:
+        """The host folder of uv's cache for an instance (`cache.scope`), None when off."""
+        root = Path(self.workdir) / "cache" / "uv"
+        if self.cache.scope == "instance":
+            return root / "instances" / folder_name(instance_id)
+        if self.cache.scope == "repository":
+            return root / "repos" / folder_name(repo.replace("/", "+"))
+        return None
 
     def memory_path(self) -> Path:
         """The experience memory's DuckDB file (`memory.path`, else under `workdir`)."""

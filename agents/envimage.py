@@ -11,6 +11,7 @@ from agents.gitrepo import GitTree
 from agents.models import StepRecord
 from envpool import images
 from envpool.errors import EnvBuildError
+from envpool.hostfs import private_dir, remove_tree, scrub
 from envpool.testrun.pytest_runner import PLUGIN_DIR, PLUGIN_NAME, PLUGIN_SOURCE
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
@@ -24,6 +25,30 @@ def image_tag_for(instance_id: str, spec: dict | None = None, run_id: str = "") 
     images (lowercase, [a-z0-9_.-], <= 128 chars)."""
     base = re.sub(r"[^a-z0-9_.-]", "_", instance_id.lower())[:100]
     return f"{base}-{images.spec_hash({'spec': spec, 'run': run_id})}" if spec is not None else base
+
+
+UV_CACHE_IN_CONTAINER = "/root/.cache/uv"
+
+
+def cache_mounts(config, instance_id: str, repo: str) -> dict[str, str]:
+    """`SandboxSpec.cache_mounts` of a build container: the instance's package cache folder
+    (`MintConfig.package_cache`, created mode 0700) at uv's cache path; {} when the scope is off."""
+    path = config.package_cache(instance_id, repo)
+    if path is None:
+        return {}
+    return {str(private_dir(path, root=Path(config.workdir) / "cache")): UV_CACHE_IN_CONTAINER}
+
+
+def release_cache(config, instance_id: str, repo: str) -> None:
+    """After the instance: remove its per-instance cache, or scrub a repository's (setuid bits,
+    device nodes) so nothing a container wrote there can raise privileges on the host."""
+    path = config.package_cache(instance_id, repo)
+    if path is None or not path.exists():
+        return
+    if config.cache.scope == "instance":
+        remove_tree(path)
+    else:
+        scrub(path)
 
 
 def plugin_files() -> dict[str, bytes]:

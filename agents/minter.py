@@ -3,13 +3,12 @@
 Phases (each timed, seconds): checkout (tree from the mirror) -> analysis -> setup (build
 sandbox on the bridge network, repair loop) -> commit (environment image: dependencies
 installed, repository at base_commit, no patch) -> before runs (base + test_patch, network
-none) -> after runs (+ patch, network none) -> grading. Never raises for an instance's
+none) -> after runs (+ patch, network none), each run in a fresh container -> grading. Never raises for an instance's
 problems: every path returns an `InstanceResult` (datatrove's "every outcome is a row").
 """
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,8 +16,8 @@ from pathlib import Path
 from agents.analysis import analyze_python
 from agents.config import MintConfig
 from agents.dockerfile import render_dockerfile, render_setup_script
-from agents.envimage import (commit_image, commit_tracked_edits, image_size, image_tag_for, lay_out_repository,
-                             plugin_files, remove_image)
+from agents.envimage import (cache_mounts, commit_image, commit_tracked_edits, image_size, image_tag_for,
+                             lay_out_repository, plugin_files, release_cache, remove_image)
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from agents.policy import make_helper
@@ -27,14 +26,17 @@ from agents.polymint import mint_polyglot
 from agents.python_plan import choose_python, pretend_version, runtime_env
 from agents.python_setup import PythonEnvBuilder
 from agents.reuse import derive_version, try_reuse
-from agents.sides import apply_side_patches, time_left, verification_sides
+from agents.sides import apply_side_patches, time_left, trusted_runs, verification_sides
 from agents.testconfig import configure_python_tests
 from envpool import images
 from envpool.errors import (EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError,
                             TestsNotRunError)
 from envpool.grading import grade
+from envpool.naming import folder_name
 from envpool.sandbox import SandboxSpec
-from envpool.testrun.pytest_runner import PLUGIN_DIR, run_pytest_detailed
+from envpool.testrun.published import published_command
+from envpool.testrun.pytest_runner import row_command, run_pytest_detailed
+from envpool.testrun.trust import infrastructure_flags
 
 __all__ = ["OUTCOME_OF_ERROR", "image_tag_for", "mint_instance"]
 
@@ -91,10 +93,12 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
 
     Returns:
         InstanceResult with exactly one outcome. Never raises for instance problems; a failure
-        of the Docker engine becomes `infra_error`.
+        of the Docker engine becomes `infra_error`. Logs and artifacts go to
+        `config.workdir/instances/<envpool.naming.folder_name(id)>/`; the row itself is the
+        caller's to store (the pipeline driver writes `result.json`).
     """
     iid = instance.instance_id
-    idir = Path(config.workdir) / "instances" / re.sub(r"[^A-Za-z0-9_.-]", "_", iid)
+    idir = Path(config.workdir) / "instances" / folder_name(iid)
     idir.mkdir(parents=True, exist_ok=True)
     log_path = idir / "run.log"
     log_path.write_text(f"# swemint {iid} started {_now()}\n")
@@ -107,7 +111,9 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     try:
         if factory is None:
             from envpool.docker_sandbox import DockerSandboxFactory
-            factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network)
+            factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network,
+                                           output_cap=config.limits.output_bytes,
+                                           report_cap=config.limits.report_bytes)
         helper = make_helper(config, iid, llm=llm)
         _mint(instance, Path(repo_path), config, factory, res, idir, log_path, traj, env,
               candidates if config.reuse.enabled else None, helper)
@@ -118,6 +124,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         res.outcome, res.reason = "infra_error", f"internal error: {type(e).__name__}: {e}"
     finally:
         traj.flush()
+        release_cache(config, iid, instance.repo)
         if helper is not None:
             res.llm_usage = helper.usage()
             if helper.memory is not None:
@@ -127,7 +134,8 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     if res.outcome != "verified" and res.image and res.image not in borrowed:
         remove_image(factory, res.image)
         res.image, res.image_id, res.env = "", "", None
-    (idir / "result.json").write_text(res.model_dump_json(indent=2))
+    # result.json is the driver's (pipeline.store, its one writer): a worker abandoned at its
+    # deadline must never overwrite the driver's `timeout` row
     with log_path.open("a") as f:
         f.write(f"\n# outcome: {res.outcome}: {res.reason}\n")
     return res
@@ -152,7 +160,7 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
     if not tests.test_files:
         raise TestsNotRunError("test_patch touches no Python test file", instance_id=iid, log_path=log_path)
     spec = SandboxSpec(image="", run_id=config.run_id, instance_id=iid, network="bridge",
-                       cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids)
+                       **config.limits.sandbox_fields())
     if pooled is not None and image_size(factory, pooled.image_tag) > 0 and pooled.base_commit == instance.base_commit:
         res.image, res.image_id, res.reused_from = pooled.image_tag, pooled.image_id, pooled.instance_id
         res.interpreter, res.setup_script, res.dockerfile = pooled.interpreter, pooled.setup_script, pooled.dockerfile
@@ -168,29 +176,28 @@ def _mint(instance: Instance, repo_path: Path, config: MintConfig, factory, res:
                    time.monotonic(), helper)
         commit_time, interpreter = tree.commit_time, res.interpreter
     test_spec = spec.model_copy(update={"image": res.image, "network": "none", "env": runtime_env()})
+    res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch)
     runs = {}
     for side, patches, n in verification_sides(instance, config.verify):
         t = time.monotonic()
-        with factory.sandbox(test_spec, log_path) as sb:
-            apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
-            reports = []
-            for i in range(n):
-                remaining = time_left(deadline, side, iid, log_path)
+        outcomes = []
+        for i in range(n):
+            remaining = time_left(deadline, side, iid, log_path)
+            with factory.sandbox(test_spec, log_path) as sb:  # every run in a fresh container
+                apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
                 run = run_pytest_detailed(sb, tests.test_files, python=tests.python,
                                           timeout=min(config.timeouts.test_run, remaining),
                                           per_test_timeout=config.timeouts.per_test, log_label=f"{side}#{i + 1}")
-                rep = run.report
-                reports.append(rep)
-                if side == "after" and not res.test_command:
-                    # the run folder has a random suffix: store a fixed one so rows are reproducible
-                    command = re.sub(r"/tmp/swemint/[A-Za-z0-9_.]+-[0-9a-f]{8}/", "/tmp/swemint/run/", run.command)
-                    res.test_command = (f"cd /testbed && PYTHONPATH={PLUGIN_DIR} "
-                                        f"SWEMINT_REPORT=/tmp/swemint/run/report.jsonl {command}")
-                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=run.command,
-                                exit_code=rep.exit_code, duration=round(rep.duration, 2),
-                                note=f"{len(rep.statuses)} tests, source={rep.source}, "
-                                     f"collection_errors={rep.collection_errors[:5]}"))
-            runs[side] = reports
+            rep = run.report
+            outcomes.append((rep, run.anomalies, run.tampered))
+            if side == "after" and not res.test_command:
+                res.test_command = published_command(instance.test_patch, instance.patch,
+                                                     row_command(run.command, config.timeouts.per_test))
+            traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=run.command,
+                            exit_code=rep.exit_code, duration=round(rep.duration, 2),
+                            note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
+                                 f"collection_errors={rep.collection_errors[:5]}"))
+        runs[side] = trusted_runs(side, outcomes, res, iid, log_path)
         res.timings[side] = round(time.monotonic() - t, 2)
     _judge(res, runs["before"], runs["after"], iid, log_path)
     if res.outcome == "verified":
@@ -216,9 +223,8 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
     traj(StepRecord(agent="analysis", rule="rules", note=profile.model_dump_json()))
     traj(StepRecord(agent="setup", rule="choose_python", note=choice.model_dump_json()))
     version = pretend_version(instance, tree, profile.package_version)
-    cache = Path(config.workdir) / "cache"
     spec = spec.model_copy(update={"image": base_image,
-                                   "cache_mounts": {str((cache / "uv").resolve()): "/root/.cache/uv"}})
+                                   "cache_mounts": cache_mounts(config, iid, instance.repo)})
     t = time.monotonic()
     with factory.sandbox(spec, log_path) as sb:
         lay_out_repository(sb, tree, instance.base_commit, log_path=log_path)
@@ -249,7 +255,8 @@ def _build(instance: Instance, tree: GitTree, tests, config: MintConfig, factory
 
 
 def _judge(res: InstanceResult, before, after, iid: str, log_path: Path, pytest: bool = True) -> None:
-    """Outcome from the runs: timeouts and runs that never reached the tests are not grades.
+    """Outcome from the trusted runs of each side (`agents.sides.trusted_runs`: timeouts and
+    untrustworthy reports are already out): runs that never reached the tests are not grades.
     `pytest`: the runs are pytest's (exit codes 3/4 mean it never reached a test)."""
     for side, reps in (("before", before), ("after", after)):
         if all(r.timed_out and not r.statuses for r in reps):

@@ -191,6 +191,13 @@ class InstanceResult(BaseModel):
     llm_usage: dict = Field(default_factory=dict)
     """LLM usage of this instance: `{"total": Usage, "by_agent": {agent: Usage}}` (tokens, USD;
     agents.llm.usage); empty when no model was called."""
+    anomalies: list[str] = Field(default_factory=list)
+    """Why test runs were not graded (`<side>#<n>: ...`, `tamper: ...` when only tampering
+    explains it; envpool.testrun.trust); a run with an anomaly never counts."""
+    test_infra_files: list[str] = Field(default_factory=list)
+    """Test-infrastructure files the patches touch (`patch:<path>`, `test_patch:<path>`:
+    conftest files, pytest plugins, sitecustomize, *.pth, runner configuration, jest/mocha set-up
+    files...): a row to look at before trusting it (envpool.testrun.trust.infrastructure_flags)."""
     env: EnvRecord | None = None
     trajectory_path: str = ""
     started_at: str = ""

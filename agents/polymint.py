@@ -4,7 +4,8 @@ The minter (`agents.minter`) hands an instance here when `agents.polyglot.pick_e
 claims its tree. Phases and their timings (seconds) are the Python path's: `setup` (sandbox on
 the bridge network from the toolchain image, /testbed laid out, `plan.setup_commands` one by one
 with the ecosystem's `repair`), `commit` (the environment image), `before` / `after` (network
-none, `plan.test_command` rerun `verify.before_runs` / `verify.after_runs` times). Each run's raw
+none, `plan.test_command` rerun `verify.before_runs` / `verify.after_runs` times, each run in a
+fresh container). Each run's raw
 report is parsed by `envpool.testrun.polyglot.get_any_parser(plan.parser)`; a run whose
 `check()` finds anomalies (counts that disagree, a cut stream) is never graded (the polyglot
 parsers' contract). Reuse across instances is Python-only for now; the same-instance pooled
@@ -23,10 +24,12 @@ from agents.envimage import commit_image, commit_tracked_edits, image_size, imag
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from agents.polyglot.base import Ecosystem, PolyPlan
-from agents.sides import apply_side_patches, time_left, verification_sides
-from envpool.errors import EnvBuildError, SandboxTimeout
+from agents.sides import apply_side_patches, time_left, trusted_runs, verification_sides
+from envpool.errors import EnvBuildError, OutputTooLarge, SandboxTimeout
 from envpool.patches import files_in_patch
 from envpool.sandbox import SandboxSpec
+from envpool.testrun.published import published_command
+from envpool.testrun import trust
 from envpool.testrun.polyglot import get_any_parser
 from envpool.testrun.polyglot.common import ReportParser
 from envpool.testrun.status import TestRunReport
@@ -45,35 +48,45 @@ def run_poly_tests(sb, plan: PolyPlan, *, timeout: float, known_tests: set[str] 
                    log_label: str = "tests") -> tuple[TestRunReport, list[str], str]:
     """Run `plan.test_command` once in `sb` (/testbed) and parse its report.
 
-    Returns (report, anomalies, command). The report file (when `plan.report_path`) is removed
-    before the run so a stale one is never read; a missing file parses as an empty report.
-    `known_tests`: ids from other runs, so a unit that fails to build marks them FAILED.
-    `timeout` in seconds (the run is killed after it; what it reported is still parsed).
+    Returns (report, anomalies, command): the anomalies of `envpool.testrun.trust` (the
+    parser's own checks -- counts, cut streams --, a timeout, a report over the size limit or
+    missing altogether); a run with any must not be graded. The report file (when
+    `plan.report_path`) is removed before the run so a stale one is never read, and read with
+    the sandbox's size limit. `known_tests`: ids from other runs, so a unit that fails to build
+    marks them FAILED. `timeout` in seconds (the run is killed after it).
     """
     pre = f"rm -f {shlex.quote(plan.report_path)}; " if plan.report_path else ""
     command = f"cd /testbed && {pre}{plan.test_command}"
     r = sb.exec(command, timeout=timeout, env=plan.env or None, log_label=log_label)
     raw: bytes | str = r.output
+    too_large = r.truncated and not plan.report_path
     if plan.report_path:
         try:
             raw = sb.get_file(plan.report_path)
         except (FileNotFoundError, IsADirectoryError):
             raw = b""
+        except OutputTooLarge:
+            raw, too_large = b"", True
     parser = get_any_parser(plan.parser)
     opts = dict(plan.parser_options)
     if known_tests and isinstance(parser, ReportParser):
         opts["known_tests"] = sorted(known_tests)
     rep = parser(raw, **opts)
-    found = parser.check(raw, **opts) if isinstance(parser, ReportParser) else []
+    checks = parser.check(raw, **opts) if isinstance(parser, ReportParser) else []
     rep = rep.model_copy(update={"exit_code": r.exit_code, "timed_out": r.timed_out,
                                  "duration": r.duration})
+    found = [str(a) for a in trust.anomalies(trust.RunEvidence(report=rep, parser_anomalies=checks,
+                                                               report_too_large=too_large))]
+    if not rep.statuses and not rep.collection_errors and not r.timed_out and not too_large:
+        found.append("no report: the runner reported no test and no unit that failed to build")
     if found:
         rep = rep.model_copy(update={"tests_ran": False})
     return rep, found, command
 
 
 def stored_test_command(plan: PolyPlan, command: str) -> str:
-    """The row's `test_command`: `command` made to run as is in the environment image with
+    """The runner part of the row's `test_command` (`envpool.testrun.published.published_command`
+    puts the test files back first): `command` made to run as is in the environment image with
     `docker run --network none <image> bash -c '<test_command>'` -- the plan's environment
     exported first (the image's ENV has it too) and the report (`plan.report_path`) printed at the
     end, so the parser's input is on stdout."""
@@ -177,8 +190,7 @@ def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, fac
     res.timings["checkout+analysis"] = round(time.monotonic() - t, 2)
     (idir / "plan.json").write_text(plan.model_dump_json(indent=2))
     spec = SandboxSpec(image=plan.image, run_id=config.run_id, instance_id=iid, network="bridge",
-                       cpus=config.limits.cpus, memory=config.limits.memory, pids=config.limits.pids,
-                       env=dict(plan.env))
+                       env=dict(plan.env), **config.limits.sandbox_fields())
     if pooled is not None and image_size(factory, pooled.image_tag) > 0 and pooled.base_commit == instance.base_commit:
         res.image, res.image_id, res.reused_from = pooled.image_tag, pooled.image_id, pooled.instance_id
         res.setup_script, res.dockerfile = pooled.setup_script, pooled.dockerfile
@@ -206,34 +218,29 @@ def mint_polyglot(eco: Ecosystem, instance: Instance, tree: GitTree, config, fac
                                                    env=plan.env or None)
             res.timings["commit"] = round(time.monotonic() - t, 2)
     test_spec = spec.model_copy(update={"image": res.image, "network": "none"})
+    res.test_infra_files = trust.infrastructure_flags(instance.patch, instance.test_patch)
     runs: dict[str, list[TestRunReport]] = {}
     known: set[str] = set()
     for side, patches, n in verification_sides(instance, config.verify):
         t = time.monotonic()
-        trusted: list[TestRunReport] = []
-        problems: list[str] = []
-        with factory.sandbox(test_spec, log_path) as sb:
-            apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
-            for i in range(n):
-                remaining = time_left(deadline, side, iid, log_path)
+        outcomes = []
+        for i in range(n):
+            remaining = time_left(deadline, side, iid, log_path)
+            with factory.sandbox(test_spec, log_path) as sb:  # every run in a fresh container
+                apply_side_patches(sb, side, patches, res.patch_methods, iid, log_path)
                 rep, found, command = run_poly_tests(sb, plan, timeout=min(config.timeouts.test_run, remaining),
                                                      known_tests=known or None, log_label=f"{side}#{i + 1}")
-                if not res.test_command and side == "after":
-                    res.test_command = stored_test_command(plan, command)
-                traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=command,
-                                exit_code=rep.exit_code, duration=round(rep.duration, 2),
-                                note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={found[:3]}, "
-                                     f"collection_errors={rep.collection_errors[:5]}"))
-                if found:
-                    problems.extend(found)
-                    continue
-                trusted.append(rep)
+            if not res.test_command and side == "after":
+                res.test_command = published_command(instance.test_patch, instance.patch,
+                                                     stored_test_command(plan, command))
+            traj(StepRecord(agent="verification", rule=f"{side}#{i + 1}", command=command,
+                            exit_code=rep.exit_code, duration=round(rep.duration, 2),
+                            note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={found[:3]}, "
+                                 f"collection_errors={rep.collection_errors[:5]}"))
+            outcomes.append((rep, found, []))
+            if not found:
                 known |= set(rep.statuses)
-        if not trusted:
-            from envpool.errors import TestsNotRunError
-            raise TestsNotRunError(f"every {side} run's report is untrustworthy: {problems[:3]}",
-                                   instance_id=iid, log_path=log_path)
-        runs[side] = trusted
+        runs[side] = trusted_runs(side, outcomes, res, iid, log_path)
         res.timings[side] = round(time.monotonic() - t, 2)
     _judge(res, runs["before"], runs["after"], iid, log_path, pytest=False)
     if res.outcome == "verified":

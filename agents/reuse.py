@@ -13,15 +13,14 @@ touched: the before/after runs happen in the committed image exactly as after a 
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
 
 from agents.analysis import analyze_python
 from agents.config import MintConfig
-from agents.dockerfile import render_setup_script
-from agents.envimage import commit_image, commit_tracked_edits, image_tag_for, lay_out_repository
+from agents.dockerfile import docker_env_value, render_setup_script
+from agents.envimage import cache_mounts, commit_image, commit_tracked_edits, image_tag_for, lay_out_repository
 from agents.envpatch import EnvPatch
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
@@ -64,7 +63,7 @@ def _dockerfile(cand: EnvRecord, instance: Instance, increments: list[str], env:
     text = cand.dockerfile.replace(f"--detach {cand.base_commit}", f"--detach {instance.base_commit}")
     text = text.replace(f"@ {cand.base_commit}", f"@ {instance.base_commit} (reusing {cand.instance_id})", 1)
     lines = [text.rstrip("\n"), f"# swemint: incremental commands (EnvPatch) on top of {cand.instance_id}"]
-    lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
+    lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
     lines += ["RUN " + c.replace("\n", " \\\n    ") for c in increments]
     return "\n".join(lines) + "\n"
 
@@ -86,7 +85,6 @@ def try_reuse(instance: Instance, tree: GitTree, tests, config: MintConfig, fact
     t0 = time.monotonic()
     profile = analyze_python(tree)
     version = pretend_version(instance, tree, profile.package_version)
-    cache = Path(config.workdir) / "cache"
     for cand in candidates:
         if cand.instance_id == instance.instance_id or cand.repo != instance.repo:
             continue
@@ -95,7 +93,7 @@ def try_reuse(instance: Instance, tree: GitTree, tests, config: MintConfig, fact
                                  log_path=log_path)
         choice = choose_python(profile, instance.created, [cand.interpreter or "3.11"])
         sspec = spec.model_copy(update={"image": cand.image_tag,
-                                        "cache_mounts": {str((cache / "uv").resolve()): "/root/.cache/uv"}})
+                                        "cache_mounts": cache_mounts(config, instance.instance_id, instance.repo)})
         t = time.monotonic()
         traj(StepRecord(agent="reuse", rule="candidate", note=f"{cand.instance_id} ({cand.image_tag}, "
                                                               f"version {cand.version}, python {cand.interpreter})"))

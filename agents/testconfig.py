@@ -22,7 +22,7 @@ class TestConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     framework: str = "pytest"
     test_files: list[str] = Field(default_factory=list)
-    parser: str = "pytest_plugin"
+    parser: str = "pytest_channel"
     python: str = "/opt/venv/bin/python"
 
 

@@ -3,7 +3,16 @@
 Pitfalls handled (see shared platform notes): `mounts=` instead of `volumes=` (volumes are
 baked into committed images); exit codes through `exec_create`/`exec_start`/`exec_inspect`;
 exec timeouts with coreutils `timeout` inside the container (it signals the whole process
-group); never host networking; everything labelled `swemint.run=<run id>`.
+group) and a deadline on the host (a command that stops its watchdog, or a process that keeps
+the output open, never blocks the caller); never host networking; everything labelled
+`swemint.run=<run id>`.
+
+Bounds (issue 11): each exec keeps at most `output_cap` bytes of output in memory and in the log
+file (head and tail, a marker between), a report channel (`exec(channel=True)`: the command's
+stderr) at most `report_cap` bytes, and `get_file(max_bytes=...)` streams a file with a limit.
+Containers drop every capability but `sandbox.DEFAULT_CAPS`, run with `no-new-privileges`, and
+get a disk quota on their writable layer where the storage driver enforces one (overlay2 on xfs
+with pquota), else a bounded tmpfs at /tmp.
 """
 
 from __future__ import annotations
@@ -12,7 +21,9 @@ import io
 import logging
 import os
 import posixpath
+import queue
 import shlex
+import socket
 import tarfile
 import threading
 import time
@@ -21,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from envpool.errors import InfraError
+from envpool.errors import InfraError, OutputTooLarge
 from envpool.netguard import BuildNetworkConfig, ensure_build_network
 from envpool.sandbox import ExecResult, SandboxSpec
 
@@ -36,7 +47,13 @@ CA_ENV_VARS = ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDL
 """Environment variables pointed at the mounted CA bundle in every exec of a build container."""
 
 DEFAULT_OUTPUT_CAP = 4 * 1024 * 1024
-"""Bytes of output kept in memory per exec (the log file gets everything)."""
+"""Bytes of output kept per exec, in memory and in the log file (head and tail)."""
+DEFAULT_REPORT_CAP = 64 * 1024 * 1024
+"""Bytes of a report channel or report file read from a sandbox; past it the report is not used."""
+HOST_GRACE = 15.0
+"""Seconds past an exec's timeout and kill delay after which the host stops waiting for it."""
+LINGER_GRACE = 3.0
+"""Seconds the host keeps reading after the command exited while something still holds its output."""
 
 
 OFFLINE_HOSTNAME = "testbed"
@@ -115,6 +132,67 @@ class _Capture:
         return bytes(self.head) + marker + tail, True
 
 
+def _pump(sock, out: queue.Queue) -> None:
+    """Move (stream, bytes) frames of an exec's attach socket to `out`; None at the end, the
+    exception when reading fails (a socket the host closed ends quietly)."""
+    from docker.utils.socket import frames_iter
+
+    try:
+        for stream, data in frames_iter(sock, tty=False):
+            if data:
+                out.put((stream, data))
+        out.put(None)
+    except (OSError, ValueError) as e:
+        out.put(None if getattr(sock, "closed", False) or isinstance(e, ValueError) else e)
+    except Exception as e:  # noqa: BLE001 - handed to the caller
+        out.put(e)
+
+
+class _LogTee:
+    """Appends one exec's output to the log file, at most `cap` bytes: the first cap/4 as they
+    come, then (at `close`) a marker with the count cut and the last 3cap/4."""
+
+    def __init__(self, fh, cap: int):
+        self.fh = fh
+        self.capture = _Capture(cap)
+        self.written = 0
+
+    def feed(self, chunk: bytes) -> None:
+        before = self.capture.total
+        self.capture.feed(chunk)
+        room = self.capture.head_size - before
+        if self.fh and room > 0:
+            self.fh.write(chunk[:room])
+            self.fh.flush()
+            self.written += min(room, len(chunk))
+
+    def close(self) -> None:
+        if not self.fh:
+            return
+        c = self.capture
+        if c.total <= c.cap:
+            self.fh.write(bytes(c.head[self.written:] + c.tail))
+        else:
+            self.fh.write(f"\n[... {c.total - c.cap} bytes cut by swemint ...]\n".encode())
+            self.fh.write(bytes(c.tail[-c.tail_size:]) if c.tail_size else b"")
+
+
+class _Bounded:
+    """A byte buffer that keeps at most `cap` bytes (`truncated` once more came)."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.data = bytearray()
+        self.truncated = False
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.truncated = True
+        if room > 0:
+            self.data.extend(chunk[:room])
+
+
 class DockerSandbox:
     """A running container. Use through `DockerSandboxFactory.sandbox()` so it is always removed.
 
@@ -130,12 +208,18 @@ class DockerSandbox:
 
     def __init__(self, client, container, spec: SandboxSpec, log_path: Path | None,
                  output_cap: int = DEFAULT_OUTPUT_CAP, *, kill_after: float = DEFAULT_KILL_AFTER,
-                 ca_mounted: bool | None = None):
+                 ca_mounted: bool | None = None, report_cap: int = DEFAULT_REPORT_CAP,
+                 host_grace: float = HOST_GRACE, tmpfs: tuple[str, ...] = ()):
+        self.tmpfs = tmpfs
+        """Folders mounted as tmpfs: the engine's archive API cannot see into them, so files
+        there are copied through an exec (stdin in, the report channel out)."""
         self.client = client
         self.container = container
         self.spec = spec
         self.log_path = log_path
         self.output_cap = output_cap
+        self.report_cap = report_cap
+        self.host_grace = host_grace
         self.kill_after = kill_after
         self.ca_mounted = (spec.mount_ca and spec.network != "none") if ca_mounted is None else ca_mounted
         self._closed = False
@@ -161,49 +245,123 @@ class DockerSandbox:
         return api.exec_inspect(exec_id).get("ExitCode")
 
     def exec(self, command: str, *, timeout: float = 600, env: dict[str, str] | None = None,
-             workdir: str | None = None, log_label: str | None = None) -> ExecResult:
+             workdir: str | None = None, log_label: str | None = None, stdin: bytes | None = None,
+             channel: bool = False) -> ExecResult:
         """Run `command` under `bash -c` (not a login shell: PATH from `env` is kept).
 
         `timeout` in seconds (rounded up to whole seconds, at least 1): at the deadline the
         command's process group gets SIGTERM, `kill_after` seconds later SIGKILL; the result is
-        then exit code 124 with `timed_out`. Output (stdout and stderr interleaved) is capped at
-        `output_cap` bytes (`truncated`), decoded as UTF-8 with replacement, and appended in full
-        to `log_path`. Never raises for a failing command; raises InfraError when the engine fails.
+        then exit code 124 with `timed_out`. The host stops waiting `host_grace` seconds after
+        that (a command that stopped its own watchdog), kills what it can of the exec, and
+        returns the same; it also stops `LINGER_GRACE` seconds after the command exited when a
+        process it left keeps the output open (`lingering`). `stdin`: bytes written to the
+        command's stdin, which is then closed (no stdin otherwise). Output (stdout and stderr
+        interleaved; with `channel`, stdout only and stderr raw in `ExecResult.channel`, at most
+        `report_cap` bytes) is capped at `output_cap` bytes (`truncated`), decoded as UTF-8 with
+        replacement, and appended to `log_path` within the same cap. Never raises for a failing
+        command; raises InfraError when the engine fails.
         """
         t = max(1, int(-(-timeout // 1)))
         kill = max(1, int(-(-self.kill_after // 1)))
-        argv = ["timeout", "-k", str(kill), str(t), "bash", "-c", command]
+        marker = f"swemint-exec-{uuid.uuid4().hex[:12]}"  # $0 of the command's shell
+        argv = ["timeout", "-k", str(kill), str(t), "bash", "-c", command, marker]
         start = time.monotonic()
+        host_deadline = start + t + kill + self.host_grace
         api = self.client.api
         capture = _Capture(self.output_cap)
+        report = _Bounded(self.report_cap)
+        code: int | None = None
+        exited_at: float | None = None
+        host_timeout = lingering = False
+        chunks: queue.Queue = queue.Queue()
+        sock = None
         try:
-            ex = api.exec_create(self.container.id, argv, stdout=True, stderr=True,
+            ex = api.exec_create(self.container.id, argv, stdin=stdin is not None, stdout=True, stderr=True,
                                  environment=self._exec_env(env), workdir=workdir or self.spec.workdir)
-            stream = api.exec_start(ex["Id"], stream=True, demux=False)
+            sock = api.exec_start(ex["Id"], socket=True)
+            raw = getattr(sock, "_sock", sock)
+            threading.Thread(target=_pump, args=(sock, chunks), daemon=True, name="swemint-exec").start()
+            if stdin is not None:  # after the reader started: output never waits on a full pipe
+                raw.sendall(stdin)
+                raw.shutdown(socket.SHUT_WR)
             with open(self.log_path, "ab") if self.log_path else nullcontext() as logf:
+                tee = _LogTee(logf, self.output_cap)
                 if logf:
                     logf.write(f"\n$ [{log_label or 'exec'}] {command}\n".encode())
                     logf.flush()
-                for chunk in stream:
-                    if logf:
-                        logf.write(chunk)
-                    capture.feed(chunk)
-                code = self._exit_code(ex["Id"])
+                next_check = start + 1.0
+                while True:
+                    now = time.monotonic()
+                    try:
+                        item = chunks.get(timeout=max(0.05, min(0.5, host_deadline - now)))
+                    except queue.Empty:
+                        item = ()
+                    if item is None:
+                        break
+                    if isinstance(item, BaseException):
+                        raise item
+                    if item:
+                        stream, data = item
+                        if channel and stream == 2:
+                            report.feed(data)
+                        else:
+                            tee.feed(data)
+                            capture.feed(data)
+                    now = time.monotonic()
+                    if now >= next_check:
+                        next_check = now + 1.0
+                        info = api.exec_inspect(ex["Id"])
+                        if not info.get("Running") and exited_at is None:
+                            exited_at, code = now, info.get("ExitCode")
+                    if exited_at is not None and now - exited_at > LINGER_GRACE:
+                        lingering = True
+                        break
+                    if now > host_deadline:
+                        host_timeout = True
+                        break
+                if code is None and not host_timeout:
+                    code = self._exit_code(ex["Id"])
                 dur = time.monotonic() - start
+                tee.close()
                 if logf:
-                    logf.write(f"\n[exit {code}, {dur:.1f} s]\n".encode())
+                    extra = (" (host deadline)" if host_timeout else "") + (" (output held open)" if lingering else "")
+                    if channel:
+                        extra += f" (report channel: {len(report.data)} bytes{', cut' if report.truncated else ''})"
+                    logf.write(f"\n[exit {code}, {dur:.1f} s{extra}]\n".encode())
         except Exception as e:
             if isinstance(e, InfraError):
                 raise
             raise InfraError(f"docker exec failed: {e}", instance_id=self.spec.instance_id,
                              log_path=self.log_path) from e
+        finally:
+            if sock is not None:
+                try:
+                    getattr(sock, "_sock", sock).close()
+                except OSError:
+                    pass
+        if host_timeout:
+            self._kill_exec(marker)
         data, truncated = capture.result()
         code = -1 if code is None else int(code)
         # 124: TERM at the deadline worked; 137: timeout had to KILL the group (itself included)
-        timed_out = code in (124, 137) and dur >= t - 0.5
+        timed_out = host_timeout or (code in (124, 137) and dur >= t - 0.5)
         return ExecResult(command=command, exit_code=124 if timed_out else code,
                           output=data.decode("utf-8", errors="replace"), duration=dur,
-                          timed_out=timed_out, truncated=truncated)
+                          timed_out=timed_out, truncated=truncated, channel=bytes(report.data),
+                          channel_truncated=report.truncated, lingering=lingering)
+
+    def _kill_exec(self, marker: str) -> None:
+        """SIGKILL the process groups of the exec whose shell is named `marker` (best effort)."""
+        pattern = marker[:-1] + "[" + marker[-1] + "]"  # matches the marker, not this script's own cmdline
+        script = (f"for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '{pattern}'; then "
+                  "g=$(cut -d' ' -f5 $p/stat 2>/dev/null); [ -n \"$g\" ] && kill -9 -$g 2>/dev/null; "
+                  "kill -9 ${p#/proc/} 2>/dev/null; fi; done; true")
+        try:
+            api = self.client.api
+            ex = api.exec_create(self.container.id, ["timeout", "10", "sh", "-c", script], stdout=False, stderr=False)
+            api.exec_start(ex["Id"], detach=True)
+        except Exception as e:  # noqa: BLE001 - the container is removed at the end anyway
+            log.debug("could not kill exec %s: %s", marker, e)
 
     # -- files ----------------------------------------------------------------------------
     def _mkdir(self, path: str) -> None:
@@ -211,6 +369,10 @@ class DockerSandbox:
         if not r.ok:
             raise InfraError(f"mkdir {path} failed in the container: {r.output[-500:]}",
                              instance_id=self.spec.instance_id, log_path=self.log_path)
+
+    def _on_tmpfs(self, path: str) -> bool:
+        p = posixpath.normpath(path)
+        return any(p == t or p.startswith(t.rstrip("/") + "/") for t in self.tmpfs)
 
     def put_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         """Write `data` at absolute `path` in the container (parents created, owner root).
@@ -221,6 +383,14 @@ class DockerSandbox:
             raise ValueError(f"sandbox paths must be absolute, got {path!r}")
         raw = data.encode() if isinstance(data, str) else data
         parent, name = posixpath.split(posixpath.normpath(path))
+        if self._on_tmpfs(path):
+            q = shlex.quote(posixpath.normpath(path))
+            r = self.exec(f"mkdir -p {shlex.quote(parent or '/')} && cat > {q} && chmod {mode & 0o7777:o} {q}",
+                          timeout=600, workdir="/", log_label="put-file", stdin=raw)
+            if not r.ok:
+                raise InfraError(f"copy into container failed ({path}): {r.output[-300:]}",
+                                 instance_id=self.spec.instance_id)
+            return
         self._mkdir(parent or "/")
         bio = io.BytesIO()
         with tarfile.open(fileobj=bio, mode="w") as tar:
@@ -243,30 +413,50 @@ class DockerSandbox:
             raise FileNotFoundError(str(src))
         if not dest.startswith("/"):
             raise ValueError(f"sandbox paths must be absolute, got {dest!r}")
-        self._mkdir(dest)
         bio = io.BytesIO()
         with tarfile.open(fileobj=bio, mode="w") as tar:
             tar.add(str(src), arcname=".")
+        if self._on_tmpfs(dest):
+            r = self.exec(f"mkdir -p {shlex.quote(dest)} && tar -xf - -C {shlex.quote(dest)}", timeout=600,
+                          workdir="/", log_label="put-dir", stdin=bio.getvalue())
+            if not r.ok:
+                raise InfraError(f"copy into container failed ({dest}): {r.output[-300:]}",
+                                 instance_id=self.spec.instance_id)
+            return
+        self._mkdir(dest)
         try:
             self.container.put_archive(dest, bio.getvalue())
         except Exception as e:
             raise InfraError(f"copy into container failed: {e}", instance_id=self.spec.instance_id) from e
 
-    def get_file(self, path: str, _follow: int = 8) -> bytes:
-        """Read the regular file at `path` (symlinks followed).
+    def get_file(self, path: str, max_bytes: int | None = None, _follow: int = 8) -> bytes:
+        """Read the regular file at `path` (symlinks followed), streamed: at most `max_bytes`
+        bytes (default: `report_cap`) are ever held.
 
-        Raises FileNotFoundError when absent, IsADirectoryError for a folder, InfraError when
-        the engine fails.
+        Raises FileNotFoundError when absent, IsADirectoryError for a folder, OutputTooLarge
+        when the file is larger than the limit, InfraError when the engine fails.
         """
         docker = _docker()
+        limit = self.report_cap if max_bytes is None else max_bytes
+        if self._on_tmpfs(path):
+            return self._get_file_by_exec(path, limit)
         try:
-            chunks, _ = self.container.get_archive(path)
+            chunks, stat = self.container.get_archive(path)
         except docker.errors.NotFound as e:
             raise FileNotFoundError(path) from e
         except Exception as e:
             raise InfraError(f"copy out of container failed: {e}", instance_id=self.spec.instance_id) from e
-        bio = io.BytesIO(b"".join(chunks))
-        with tarfile.open(fileobj=bio) as tar:
+        size = int((stat or {}).get("size") or 0)
+        if size > limit and not (stat or {}).get("linkTarget"):
+            raise OutputTooLarge(f"{path} has {size} bytes, more than the limit of {limit}",
+                                 instance_id=self.spec.instance_id)
+        buf = bytearray()
+        for chunk in chunks:  # the tar stream: the file plus headers and padding
+            buf.extend(chunk)
+            if len(buf) > limit + 64 * 1024:
+                raise OutputTooLarge(f"{path} is larger than the limit of {limit} bytes",
+                                     instance_id=self.spec.instance_id)
+        with tarfile.open(fileobj=io.BytesIO(bytes(buf))) as tar:
             first = tar.next()
             if first is None:
                 raise FileNotFoundError(path)
@@ -274,11 +464,30 @@ class DockerSandbox:
                 raise IsADirectoryError(path)
             if first.issym() and _follow > 0:
                 target = posixpath.normpath(posixpath.join(posixpath.dirname(path), first.linkname))
-                return self.get_file(target, _follow - 1)
+                return self.get_file(target, max_bytes, _follow - 1)
+            if first.size > limit:
+                raise OutputTooLarge(f"{path} has {first.size} bytes, more than the limit of {limit}",
+                                     instance_id=self.spec.instance_id)
             f = tar.extractfile(first)
             if f is None:
                 raise FileNotFoundError(path)
             return f.read()
+
+    def _get_file_by_exec(self, path: str, limit: int) -> bytes:
+        q = shlex.quote(path)
+        r = self.exec(f"[ -d {q} ] && exit 21; [ -e {q} ] || exit 20; "
+                      f"[ \"$(stat -L -c %s {q})\" -gt {int(limit)} ] && exit 22; cat {q} >&2",
+                      timeout=600, workdir="/", log_label="get-file", channel=True)
+        if r.exit_code == 20:
+            raise FileNotFoundError(path)
+        if r.exit_code == 21:
+            raise IsADirectoryError(path)
+        if r.exit_code == 22 or r.channel_truncated or len(r.channel) > limit:
+            raise OutputTooLarge(f"{path} is larger than the limit of {limit} bytes", instance_id=self.spec.instance_id)
+        if not r.ok:
+            raise InfraError(f"copy out of container failed ({path}): {r.output[-300:]}",
+                             instance_id=self.spec.instance_id)
+        return r.channel
 
     # -- images and lifetime --------------------------------------------------------------
     def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None,
@@ -318,19 +527,57 @@ class DockerSandboxFactory:
         run_id: value of the `swemint.run` label on everything started, unless a spec sets
             `run_id` explicitly.
         client: a docker SDK client (default: from the environment).
-        output_cap: bytes of output kept per exec (see DockerSandbox).
+        output_cap: bytes of output kept per exec, in memory and in the log (see DockerSandbox).
+        report_cap: bytes of a report channel or report file read from a sandbox.
         kill_after: seconds between SIGTERM and SIGKILL when an exec times out.
+        host_grace: seconds past an exec's timeout and kill delay the host still waits.
         build_network: the network "bridge" specs run on (`envpool.netguard`: swemint's own
             bridge, isolated from the host and private ranges; created and guarded on first use).
     """
 
     def __init__(self, run_id: str = "adhoc", client=None, *, output_cap: int = DEFAULT_OUTPUT_CAP,
-                 kill_after: float = DEFAULT_KILL_AFTER, build_network: BuildNetworkConfig | None = None):
+                 kill_after: float = DEFAULT_KILL_AFTER, build_network: BuildNetworkConfig | None = None,
+                 report_cap: int = DEFAULT_REPORT_CAP, host_grace: float = HOST_GRACE):
         self.run_id = run_id
         self.client = client or docker_client()
         self.output_cap = output_cap
+        self.report_cap = report_cap
+        self.host_grace = host_grace
         self.kill_after = kill_after
         self.build_network = build_network or BuildNetworkConfig()
+        self._quota: bool | None = None
+
+    def disk_quota_supported(self) -> bool:
+        """Whether the engine enforces `--storage-opt size` (overlay2 on xfs; pquota is checked
+        by the first container that asks for it). Cached."""
+        if self._quota is None:
+            try:
+                info = self.client.info()
+            except Exception:  # noqa: BLE001 - no info: assume no quota
+                info = {}
+            status = dict(info.get("DriverStatus") or [])
+            self._quota = info.get("Driver") == "overlay2" and status.get("Backing Filesystem") == "xfs"
+        return self._quota
+
+    def isolation(self) -> dict[str, object]:
+        """What the engine gives containers beyond the spec: `user_namespaces` (userns-remap on:
+        root in a container is not root on the host), `disk_quota`, `security_options`."""
+        try:
+            opts = [str(o) for o in (self.client.info().get("SecurityOptions") or [])]
+        except Exception:  # noqa: BLE001
+            opts = []
+        return {"user_namespaces": any("userns" in o for o in opts), "disk_quota": self.disk_quota_supported(),
+                "security_options": opts}
+
+    def _confinement(self, spec: SandboxSpec) -> dict:
+        """create() arguments that confine the container: capabilities, no-new-privileges, and a
+        disk quota or a bounded tmpfs at /tmp."""
+        out: dict = {"cap_drop": ["ALL"], "cap_add": list(spec.cap_add), "security_opt": ["no-new-privileges:true"]}
+        if spec.disk and self.disk_quota_supported():
+            out["storage_opt"] = {"size": str(spec.disk)}
+        elif spec.tmp_bytes:
+            out["tmpfs"] = {"/tmp": f"rw,exec,nosuid,nodev,size={spec.tmp_bytes}"}
+        return out
 
     def _run_id(self, spec: SandboxSpec) -> str:
         explicit = "run_id" in spec.model_fields_set and spec.run_id
@@ -344,7 +591,9 @@ class DockerSandboxFactory:
         "none" containers are named `testbed` in their /etc/hosts (127.0.1.1): no route out,
         loopback and the own hostname work. "bridge" means the guarded build network (`envpool.netguard.ensure_build_network`):
         registries through NAT, nothing of the host, its subnets or private ranges; InfraError
-        when that isolation cannot be installed.
+        when that isolation cannot be installed. Every capability but `spec.cap_add` is dropped,
+        `no-new-privileges` is set, and the writable layer gets `spec.disk` bytes where the
+        storage driver enforces quotas, else /tmp is a tmpfs of `spec.tmp_bytes`.
         """
         docker = _docker()
         from docker.types import Mount
@@ -371,13 +620,17 @@ class DockerSandboxFactory:
             labels["swemint.instance"] = spec.instance_id
         name = f"swemint-{(spec.instance_id or 'x')[:40].replace('/', '_')}-{uuid.uuid4().hex[:8]}"
         name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
+        confine = self._confinement(spec)
         try:  # create + start, not run(): run() would try to pull a missing image
-            container = self.client.containers.create(
-                spec.image, ["sleep", "infinity"], name=name, labels=labels,
-                network_mode=network_mode, mem_limit=spec.memory, memswap_limit=spec.memory,
-                **offline, 
-                nano_cpus=int(spec.cpus * 1e9), pids_limit=spec.pids, mounts=mounts,
-                init=True, working_dir=spec.workdir, entrypoint=[])  # engine creates workdir
+            try:
+                container = self._create(spec, name, labels, network_mode, mounts, {**confine, **offline})
+            except docker.errors.APIError as e:
+                if "storage_opt" not in confine or "storage-opt" not in str(e).lower():
+                    raise
+                self._quota = False  # overlay2 on xfs without pquota: fall back to the tmpfs
+                log.info("no disk quota on this engine (%s); /tmp is a bounded tmpfs instead", e)
+                confine = self._confinement(spec)
+                container = self._create(spec, name, labels, network_mode, mounts, {**confine, **offline})
             container.start()
         except Exception as e:
             self._remove_by_name(name)  # created but not started: do not leak it
@@ -388,7 +641,15 @@ class DockerSandboxFactory:
         if log_path:
             log_path.parent.mkdir(parents=True, exist_ok=True)
         return DockerSandbox(self.client, container, spec, log_path, self.output_cap,
-                             kill_after=self.kill_after, ca_mounted=ca_mounted)
+                             kill_after=self.kill_after, ca_mounted=ca_mounted, report_cap=self.report_cap,
+                             host_grace=self.host_grace, tmpfs=tuple(confine.get("tmpfs", {})))
+
+    def _create(self, spec: SandboxSpec, name: str, labels: dict, network_mode: str, mounts: list, confine: dict):
+        return self.client.containers.create(
+            spec.image, ["sleep", "infinity"], name=name, labels=labels,
+            network_mode=network_mode, mem_limit=spec.memory, memswap_limit=spec.memory,
+            nano_cpus=int(spec.cpus * 1e9), pids_limit=spec.pids, mounts=mounts,
+            init=True, working_dir=spec.workdir, entrypoint=[], **confine)  # engine creates workdir
 
     def _remove_by_name(self, name: str) -> None:
         try:

@@ -6,7 +6,8 @@
     ├── InstanceInputError  bad instance data (missing field, unknown repository, bad JSON)
     ├── PatchApplyError     `patch` or `test_patch` does not apply, even after normalisation
     ├── EnvBuildError       the environment could not be built (our builder's failure)
-    └── TestsNotRunError    the runner never reached the tests
+    ├── OutputTooLarge      a report file or stream from a sandbox is over its size bound
+    └── TestsNotRunError    the runner never reached the tests, or its report is not trusted
 
 Every error may carry the `instance_id` and the `log_path` of the log to read (idea from
 encode/httpx `_exceptions.py` and SWE-ReX `exceptions.py`).
@@ -53,6 +54,10 @@ class PatchApplyError(SwemintError):
 
 class EnvBuildError(SwemintError):
     """The environment could not be built; outcome `env_failed`."""
+
+
+class OutputTooLarge(SwemintError):
+    """A file or stream from a sandbox exceeds its size bound (bytes); what it carried is not used."""
 
 
 class TestsNotRunError(SwemintError):

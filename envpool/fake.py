@@ -10,7 +10,10 @@ Idea from SWE-ReX `runtime/dummy.py`: commands are answered from a script instea
 
 A reply may be an `ExecResult`, an `int` (exit code), a `str` (output, exit 0) or a tuple
 `(exit_code, output)`. A reply whose `duration` exceeds the exec's timeout becomes a timeout
-(exit 124, `timed_out`). Every call is recorded in `calls` (and `commands`).
+(exit 124, `timed_out`). Every call is recorded in `calls` (and `commands`), with the bytes
+given on stdin. As `DockerSandbox`, the output is capped at `output_cap` in the result and in the
+log file (head, marker, tail), and with `channel=True` the reply's `channel` bytes are the
+command's report stream, capped at `report_cap` (`channel_truncated`).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envpool.docker_sandbox import DEFAULT_OUTPUT_CAP, cap_output
-from envpool.errors import InfraError
+from envpool.docker_sandbox import DEFAULT_OUTPUT_CAP, DEFAULT_REPORT_CAP, cap_output
+from envpool.errors import InfraError, OutputTooLarge
 from envpool.sandbox import ExecResult, SandboxSpec
+from envpool.testrun.channel import encode_frames
 
 Reply = ExecResult | int | str | tuple
 Handler = Reply | Callable[[str, "FakeSandbox"], Reply]
@@ -42,6 +46,8 @@ class ExecCall:
     workdir: str
     log_label: str | None
     result: ExecResult | None = None
+    stdin: bytes | None = None
+    channel: bool = False
 
 
 @dataclass
@@ -106,6 +112,7 @@ class FakeSandbox:
         strict: raise LookupError for a command nothing answers (default: `default`).
         default: reply for unanswered commands when not strict (default: exit 0, no output).
         output_cap: bytes of output kept per exec (as `DockerSandbox`).
+        report_cap: bytes of a report channel or file kept (as `DockerSandbox`).
 
     Attributes:
         files: absolute path → content; `modes`: absolute path → permission bits.
@@ -114,13 +121,14 @@ class FakeSandbox:
 
     def __init__(self, spec: SandboxSpec, log_path: Path | None = None, *,
                  factory: FakeSandboxFactory | None = None, strict: bool = False,
-                 default: Reply = 0, output_cap: int = DEFAULT_OUTPUT_CAP):
+                 default: Reply = 0, output_cap: int = DEFAULT_OUTPUT_CAP, report_cap: int = DEFAULT_REPORT_CAP):
         self.spec = spec
         self.log_path = log_path
         self.factory = factory
         self.strict = strict
         self.default = default
         self.output_cap = output_cap
+        self.report_cap = report_cap
         self.files: dict[str, bytes] = {}
         self.modes: dict[str, int] = {}
         self.calls: list[ExecCall] = []
@@ -161,26 +169,32 @@ class FakeSandbox:
 
     # -- the Sandbox protocol -------------------------------------------------------------
     def exec(self, command: str, *, timeout: float = 600, env: dict[str, str] | None = None,
-             workdir: str | None = None, log_label: str | None = None) -> ExecResult:
+             workdir: str | None = None, log_label: str | None = None, stdin: bytes | None = None,
+             channel: bool = False) -> ExecResult:
         """Answer `command` from the script (see module doc); raises InfraError once closed."""
         if self.closed:
             raise InfraError("exec on a closed sandbox", instance_id=self.spec.instance_id)
         call = ExecCall(command, timeout, dict(env) if env else None, workdir or self.spec.workdir,
-                        log_label)
+                        log_label, stdin=stdin, channel=channel)
         self.calls.append(call)
         result = _normalise(command, self._answer(command))
         if result.duration > timeout and not result.timed_out:
             result = result.model_copy(update={"exit_code": 124, "timed_out": True,
                                                "duration": float(timeout)})
-        if self.log_path:  # the log gets the whole output, as DockerSandbox's does
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.log_path, "a", encoding="utf-8") as f:
-                f.write(f"\n$ [{log_label or 'exec'}] {command}\n{result.output}"
-                        f"\n[exit {result.exit_code}, {result.duration:.1f} s]\n")
         data, cut = cap_output(result.output.encode("utf-8", errors="replace"), self.output_cap)
+        if self.log_path:  # the log gets what the result keeps, as DockerSandbox's does
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "ab") as f:
+                f.write(f"\n$ [{log_label or 'exec'}] {command}\n".encode() + data +
+                        f"\n[exit {result.exit_code}, {result.duration:.1f} s]\n".encode())
         if cut:
             result = result.model_copy(update={"output": data.decode("utf-8", errors="replace"),
                                                "truncated": True})
+        if not channel and result.channel:
+            result = result.model_copy(update={"channel": b""})
+        elif len(result.channel) > self.report_cap:
+            result = result.model_copy(update={"channel": result.channel[:self.report_cap],
+                                               "channel_truncated": True})
         call.result = result
         return result
 
@@ -190,11 +204,16 @@ class FakeSandbox:
         self.files[p] = data.encode() if isinstance(data, str) else bytes(data)
         self.modes[p] = mode
 
-    def get_file(self, path: str) -> bytes:
-        """Content stored at `path`; FileNotFoundError when absent."""
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """Content stored at `path`; FileNotFoundError when absent, OutputTooLarge when longer
+        than `max_bytes` (default `report_cap`)."""
         p = _abs(path)
         if p not in self.files:
             raise FileNotFoundError(path)
+        limit = self.report_cap if max_bytes is None else max_bytes
+        if len(self.files[p]) > limit:
+            raise OutputTooLarge(f"{path} has {len(self.files[p])} bytes, more than the limit of {limit}",
+                                 instance_id=self.spec.instance_id)
         return self.files[p]
 
     def put_dir(self, src: Path, dest: str) -> None:
@@ -235,7 +254,7 @@ class FakeSandboxFactory:
 
     Args:
         run_id: the run label applied when a spec leaves `run_id` at its default.
-        strict / default / output_cap: passed to every sandbox.
+        strict / default / output_cap / report_cap: passed to every sandbox.
         known_images: when given, starting an image not in it (nor committed) raises InfraError,
             like a missing image on a real engine.
         start_error: when set, every `start` raises it (e.g. InfraError for a dead daemon).
@@ -248,11 +267,12 @@ class FakeSandboxFactory:
 
     def __init__(self, run_id: str = "adhoc", *, strict: bool = False, default: Reply = 0,
                  output_cap: int = DEFAULT_OUTPUT_CAP, known_images: set[str] | None = None,
-                 start_error: Exception | None = None):
+                 start_error: Exception | None = None, report_cap: int = DEFAULT_REPORT_CAP):
         self.run_id = run_id
         self.strict = strict
         self.default = default
         self.output_cap = output_cap
+        self.report_cap = report_cap
         self.known_images = known_images
         self.start_error = start_error
         self.specs: list[SandboxSpec] = []
@@ -283,7 +303,7 @@ class FakeSandboxFactory:
         self.specs.append(spec)
         self.log_paths.append(log_path)
         sb = FakeSandbox(spec, log_path, factory=self, strict=self.strict, default=self.default,
-                         output_cap=self.output_cap)
+                         output_cap=self.output_cap, report_cap=self.report_cap)
         if image is not None:
             sb.files.update(image.files)
             sb.modes.update(image.modes)
@@ -311,3 +331,40 @@ class FakeSandboxFactory:
     def open_sandboxes(self) -> list[FakeSandbox]:
         """Sandboxes started and not closed (a leak, once the code under test returned)."""
         return [s for s in self.sandboxes if not s.closed]
+
+
+def pytest_session(statuses: dict[str, str], exitstatus: int | None = None, *, collected: int | None = None,
+                   pid: int = 4242, seal: bool = True) -> list[dict]:
+    """The records swemint's pytest plugin sends for a session whose tests ended with
+    `statuses` (node id -> "passed" / "failed" / "skipped" / "error"); `exitstatus` defaults to
+    pytest's (1 with a failure or error, else 0); `seal=False` leaves the session unfinished."""
+    recs: list[dict] = [{"kind": "session_start", "pytest": "8.4.2", "python": "3.11", "timeout": None, "pid": pid},
+                        {"kind": "collected", "count": len(statuses) if collected is None else collected, "pid": pid}]
+    for nodeid, outcome in statuses.items():
+        if outcome == "error":
+            recs.append({"kind": "test", "nodeid": nodeid, "when": "setup", "outcome": "failed", "pid": pid})
+            continue
+        recs.append({"kind": "test", "nodeid": nodeid, "when": "setup", "outcome": "passed", "pid": pid})
+        recs.append({"kind": "test", "nodeid": nodeid, "when": "call", "outcome": outcome, "pid": pid})
+    if exitstatus is None:
+        exitstatus = 1 if any(o in ("failed", "error") for o in statuses.values()) else 0
+    if seal:
+        recs.append({"kind": "session_finish", "exitstatus": exitstatus, "counts": {}, "seal": True, "pid": pid})
+    return recs
+
+
+def pytest_reply(records: list[dict], exit_code: int | None = None, output: str = "", *,
+                 sign: bool = True, duration: float = 0.0) -> Callable[[str, FakeSandbox], ExecResult]:
+    """A handler that plays swemint's pytest plugin: it signs `records` with the key the runner
+    gave on stdin (`sign=False`: unsigned frames, as a forger without the key would write) and
+    returns them on the report channel, `output` as the console and `exit_code` (default: the
+    sealed session's exit status, else 2)."""
+    finish = next((r for r in reversed(records) if r.get("kind") == "session_finish"), None)
+    code = exit_code if exit_code is not None else (finish["exitstatus"] if finish else 2)
+
+    def reply(command: str, sb: FakeSandbox) -> ExecResult:
+        stdin = sb.calls[-1].stdin if sb.calls else None
+        key = bytes.fromhex(stdin.strip().decode()) if sign and stdin else None
+        return ExecResult(command=command, exit_code=code, output=output, channel=encode_frames(records, key),
+                          duration=duration)
+    return reply

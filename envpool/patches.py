@@ -84,6 +84,22 @@ _TEST_NAME = re.compile(
     r".*\.(test|spec)\.[cm]?[jt]sx?$|.*Tests?\.(java|kt|scala|cs)$|.*_spec\.rb$|.*_test\.rb$)")
 
 
+def changed_lines(patch: str) -> dict[str, list[str]]:
+    """Path -> the lines the patch adds or removes in it (without the `+`/`-`), by unidiff; {}
+    when unidiff cannot read the patch. Never raises."""
+    try:
+        from unidiff import PatchSet
+
+        out: dict[str, list[str]] = {}
+        for pf in PatchSet(patch):
+            path = _strip_prefix((pf.source_file if pf.is_removed_file else pf.target_file) or "")
+            out.setdefault(path, []).extend(line.value.rstrip("\n") for hunk in pf for line in hunk
+                                            if line.is_added or line.is_removed)
+        return out
+    except Exception:
+        return {}
+
+
 def is_test_path(path: str) -> bool:
     """True when `path` is a test file or lies in a test folder (SWE-bench's split by path).
 

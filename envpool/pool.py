@@ -14,14 +14,19 @@ repository and version first, then the same repository at the nearest newer comm
 same repository at any commit (nearest first).
 
 **Where images live** (`EnvRecord.location`): `"local"` = only on the Docker engine that built
-it; otherwise a registry reference (`127.0.0.1:5000/swemint/env:TAG`) written by
-`publish_image` on the building node. `ensure_local` pulls such an image on a node that lacks
-it and tags it back as `image_tag`, so the minter's reuse path finds it under its usual name.
+it; otherwise a registry reference by digest (`127.0.0.1:5000/swemint/env@sha256:...`) written
+by `publish_image` on the building node. `ensure_local` pulls such an image by that digest on a
+node that lacks it, checks that its id is the pool's `image_id` (a registry that serves other
+content under the name is refused), and tags it back as `image_tag`, so the minter's reuse path
+finds it under its usual name. Pushes and pulls carry credentials when configured
+(`registry_credentials`: read from environment variables at call time, handed to the engine's
+API only -- never logged, never in a container).
 """
 
 from __future__ import annotations
 
 import builtins
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -192,8 +197,12 @@ def _utc(d: datetime | None) -> datetime | None:
 
 
 def split_reference(ref: str) -> tuple[str, str]:
-    """`"host:5000/a/b:tag"` -> (`"host:5000/a/b"`, `"tag"`); no tag -> `"latest"` (a colon in
-    the registry's host:port is not a tag)."""
+    """`"host:5000/a/b:tag"` -> (`"host:5000/a/b"`, `"tag"`); `"host:5000/a/b@sha256:d"` ->
+    (`"host:5000/a/b"`, `"sha256:d"`); no tag -> `"latest"` (a colon in the registry's host:port
+    is not a tag)."""
+    if "@" in ref:
+        repo, _, digest = ref.partition("@")
+        return repo, digest
     repo, sep, tag = ref.rpartition(":")
     if not sep or "/" in tag:
         return ref, "latest"
@@ -221,19 +230,45 @@ def _stream_errors(lines) -> str | None:
     return None
 
 
-def publish_image(image_tag: str, registry: str, client=None) -> str:
-    """Push local `image_tag` to `registry` and return its reference (for `EnvRecord.location`).
+def registry_credentials(username_env: str | None, password_env: str | None) -> dict | None:
+    """`auth_config` for the docker API from the environment variables named (None when no
+    variable is named). Raises InfraError naming a variable that is not set (never its value)."""
+    if not username_env and not password_env:
+        return None
+    missing = [v for v in (username_env, password_env) if not v or v not in os.environ]
+    if missing:
+        raise InfraError(f"registry credentials: environment variable {missing[0] or '(unnamed)'} is not set")
+    return {"username": os.environ[username_env], "password": os.environ[password_env]}  # type: ignore[index]
 
-    Tags the image as the reference, pushes, then drops that extra local tag (the image keeps
-    `image_tag`). Raises InfraError when the image is missing or the push fails (registry down:
-    an infrastructure failure, not the instance's).
+
+def _digest(lines: list) -> str | None:
+    for line in lines:
+        aux = line.get("aux") if isinstance(line, dict) else None
+        if isinstance(aux, dict) and str(aux.get("Digest", "")).startswith("sha256:"):
+            return str(aux["Digest"])
+    return None
+
+
+def publish_image(image_tag: str, registry: str, client=None, auth: dict | None = None) -> str:
+    """Push local `image_tag` to `registry` (with `auth`, the docker API's `auth_config`, when
+    given) and return its reference by digest (`host/repo@sha256:...`, for `EnvRecord.location`).
+
+    Tags the image as the registry name, pushes, then drops that extra local tag (the image keeps
+    `image_tag`). Raises InfraError when the image is missing, the push fails (registry down,
+    credentials refused: an infrastructure failure, not the instance's) or reports no digest.
     """
     client = _client(client)
     ref = registry_reference(registry, image_tag)
     repo, tag = split_reference(ref)
+    digest = None
     try:
         client.images.get(image_tag).tag(repo, tag)
-        err = _stream_errors(client.api.push(repo, tag=tag, stream=True, decode=True))
+        lines = list(client.api.push(repo, tag=tag, stream=True, decode=True, auth_config=auth))
+        err = _stream_errors(lines)
+        digest = _digest(lines)
+        if not err and digest is None:  # older engines: the digest only in the image's RepoDigests
+            digests = client.images.get(ref).attrs.get("RepoDigests") or []
+            digest = next((d.split("@", 1)[1] for d in digests if d.startswith(repo + "@")), None)
     except Exception as e:  # noqa: BLE001 - docker SDK / engine errors
         raise InfraError(f"pushing {image_tag} to {registry} failed: {e}") from e
     finally:
@@ -243,15 +278,19 @@ def publish_image(image_tag: str, registry: str, client=None) -> str:
             pass
     if err:
         raise InfraError(f"pushing {image_tag} to {registry} failed: {err}")
-    return ref
+    if digest is None:
+        raise InfraError(f"pushing {image_tag} to {registry}: the registry returned no digest")
+    return f"{repo}@{digest}"
 
 
-def ensure_local(record: EnvRecord, client=None) -> bool:
+def ensure_local(record: EnvRecord, client=None, auth: dict | None = None) -> bool:
     """Make `record.image_tag` present on this node's engine; True when it had to be pulled.
 
     A local image is used as is. Otherwise, when `record.location` is a registry reference, the
-    image is pulled from it and tagged `record.image_tag`. Raises InfraError when the image is
-    missing and `location` is `"local"` (it lives on another node) or the pull fails.
+    image is pulled from it (by digest; `auth` as for `publish_image`), its id compared with
+    `record.image_id` (when recorded) and tagged `record.image_tag`. Raises InfraError when the
+    image is missing and `location` is `"local"` (it lives on another node), the pull fails, or
+    the pulled image is not the pool's (its id differs: the pulled copy is removed again).
     """
     client = _client(client)
     try:
@@ -264,11 +303,16 @@ def ensure_local(record: EnvRecord, client=None) -> bool:
                          instance_id=record.instance_id)
     repo, tag = split_reference(record.location)
     try:
-        err = _stream_errors(client.api.pull(repo, tag=tag, stream=True, decode=True))
+        err = _stream_errors(client.api.pull(repo, tag=tag, stream=True, decode=True, auth_config=auth))
         if err:
             raise InfraError(f"pulling {record.location} failed: {err}", instance_id=record.instance_id)
+        pulled = client.images.get(record.location)
+        if record.image_id and pulled.id != record.image_id:
+            client.images.remove(record.location, force=True)
+            raise InfraError(f"pulled {record.location} is image {pulled.id[:19]}, not the pool's {record.image_id[:19]}: "
+                             "refused", instance_id=record.instance_id)
         target_repo, target_tag = split_reference(record.image_tag)
-        client.images.get(record.location).tag(target_repo, target_tag)
+        pulled.tag(target_repo, target_tag)
         client.images.remove(record.location)  # untag the registry name; image_tag remains
     except InfraError:
         raise

@@ -17,10 +17,14 @@ NetworkMode = Literal["bridge", "none"]
 class ExecResult(BaseModel):
     """Result of one command run in a sandbox.
 
-    `output` is stdout and stderr interleaved, decoded as UTF-8 with invalid bytes replaced,
-    cut to the sandbox's output cap (bytes); `truncated` says whether it was cut.
-    `exit_code` is 124 when the command was killed by its timeout (then `timed_out` is True).
-    `duration` is in seconds.
+    `output` is stdout and stderr interleaved (stdout only with `channel`), decoded as UTF-8
+    with invalid bytes replaced, cut to the sandbox's output cap (bytes: its first quarter and
+    last three quarters, a marker between); `truncated` says whether it was cut. `exit_code` is
+    124 when the command was killed by its timeout or the host's deadline (then `timed_out`).
+    `duration` is in seconds. `channel`: the command's stderr, raw, when the exec asked for a
+    channel (a report stream kept apart from the console), at most the sandbox's report cap
+    (`channel_truncated` past it). `lingering`: a process the command left behind kept its
+    output open after it exited (the host stopped reading).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -30,6 +34,9 @@ class ExecResult(BaseModel):
     duration: float = 0.0
     timed_out: bool = False
     truncated: bool = False
+    channel: bytes = b""
+    channel_truncated: bool = False
+    lingering: bool = False
 
     @property
     def ok(self) -> bool:
@@ -59,7 +66,23 @@ class SandboxSpec(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     cache_mounts: dict[str, str] = Field(default_factory=dict)
     """Host folder -> container path, bind-mounted read-write (package caches). Mounts are not
-    part of committed images."""
+    part of committed images. The caller owns the folder: one per instance (never shared
+    writable between instances), scrubbed of setuid bits after use."""
+    cap_add: list[str] = Field(default_factory=lambda: list(DEFAULT_CAPS))
+    """Linux capabilities the container keeps; every other one is dropped (`cap_drop=ALL`)."""
+    disk: int | None = 20 * 1024**3
+    """Bytes of the container's writable layer where the storage driver enforces a quota
+    (overlay2 on xfs with pquota); else (and with None) no quota, see `tmp_bytes`."""
+    tmp_bytes: int | None = 2 * 1024**3
+    """Size in bytes of a tmpfs mounted at /tmp when the writable layer has no quota (None: no
+    tmpfs). Counts against `memory`."""
+
+
+DEFAULT_CAPS: tuple[str, ...] = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+                                 "NET_BIND_SERVICE")
+"""Capabilities build and test containers keep (apt/dpkg, pip/uv, npm, cargo, go, maven builds as
+root need these). Dropped from Docker's defaults: NET_RAW (raw packets on the bridge), MKNOD,
+SETFCAP, SETPCAP, SYS_CHROOT, AUDIT_WRITE. Containers also run with `no-new-privileges`."""
 
 
 @runtime_checkable
@@ -72,16 +95,20 @@ class Sandbox(Protocol):
     spec: SandboxSpec
 
     def exec(self, command: str, *, timeout: float = 600, env: dict[str, str] | None = None,
-             workdir: str | None = None, log_label: str | None = None) -> ExecResult:
-        """Run `command` with `bash -lc` (timeout in seconds); never raises on a nonzero exit."""
+             workdir: str | None = None, log_label: str | None = None, stdin: bytes | None = None,
+             channel: bool = False) -> ExecResult:
+        """Run `command` with `bash -c` (timeout in seconds, enforced inside and by a host-side
+        deadline); never raises on a nonzero exit. `stdin`: bytes fed to the command's stdin,
+        then closed. `channel`: keep the command's stderr apart (`ExecResult.channel`)."""
         ...
 
     def put_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         """Write `data` to the absolute `path` inside the sandbox, creating parent folders."""
         ...
 
-    def get_file(self, path: str) -> bytes:
-        """Read the file at the absolute `path`; raises FileNotFoundError when absent."""
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """Read the file at the absolute `path`; raises FileNotFoundError when absent and
+        `envpool.errors.OutputTooLarge` when it has more than `max_bytes` bytes."""
         ...
 
     def put_dir(self, src: Path, dest: str) -> None:

@@ -201,16 +201,25 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
 
 
 @app.command()
-def export(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None) -> None:
+def export(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
+           wait: Annotated[float, typer.Option(help="Seconds to wait for a running driver's lock")] = 600.0) -> None:
     """Write WORKDIR/dataset/verified.parquet and all.parquet from the stored results.
+
+    Runs under the driver's lock (WORKDIR/driver.lock): it waits for a running `mint` (which
+    exports when it ends) or another export, up to `--wait` seconds.
 
     [b]Example:[/b] swemint export --workdir work
     """
-    from pipeline.store import ResultStore, export_dataset
+    from pipeline.store import ResultStore, WorkdirLocked, driver_lock, export_dataset
 
     cfg = config_from_options(config, sets, workdir=workdir)
     store = ResultStore(cfg.workdir)
-    paths = export_dataset(store)
+    try:
+        with driver_lock(cfg.workdir, wait=wait):
+            paths = export_dataset(store)
+    except WorkdirLocked as e:
+        err_console.print(f"[red]error:[/red] {escape(str(e))}; it exports the dataset when it ends", soft_wrap=True)
+        raise typer.Exit(1) from None
     results = store.results()
     verified = sum(r.outcome == "verified" for r in results)
     console.print(f"{verified} verified of {len(results)} results", soft_wrap=True)
@@ -343,8 +352,15 @@ def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Opti
     """List kept environments (read-only). [b]Example:[/b] swemint pool list --workdir work"""
     from envpool.pool import EnvPool
 
+    import duckdb
+
     cfg = config_from_options(config, sets, workdir=workdir)
-    records = EnvPool(cfg.pool_path, read_only=True).list(repo)
+    try:
+        records = EnvPool(cfg.pool_path, read_only=True).list(repo)
+    except duckdb.Error as e:
+        err_console.print(f"[red]error:[/red] cannot read {escape(str(cfg.pool_path))} ({type(e).__name__}); the "
+                          "next `swemint mint` quarantines it and rebuilds the pool from the stored rows", soft_wrap=True)
+        raise typer.Exit(2) from None
     table = Table(title=f"environment pool ({cfg.pool_path})")
     table.add_column("instance", no_wrap=True)
     for col in ("version", "commit date", "interpreter", "image", "MB"):

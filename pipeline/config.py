@@ -79,6 +79,17 @@ class FlowConfig(BaseModel):
     """Seconds one source step may take (a crawler step, mining one mirror)."""
 
 
+class RegistryAuthConfig(BaseModel):
+    """Credentials for `registry`, by the names of environment variables that hold them (set on
+    the driver and on every `ray start` of a node that pushes or pulls). The values are read when
+    an image is pushed or pulled and handed to the Docker engine's API only: never logged, never
+    in a row, never in a container."""
+
+    model_config = ConfigDict(extra="forbid")
+    username_env: str = "SWEMINT_REGISTRY_USER"
+    password_env: str = "SWEMINT_REGISTRY_PASSWORD"
+
+
 class PipelineConfig(BaseModel):
     """Configuration of `swemint mint` / `swemint run` / `python -m pipeline.jobs.{mint,run}`.
 
@@ -115,6 +126,8 @@ class PipelineConfig(BaseModel):
     is pushed to by the worker that built it; the pool then records the reference as `location`,
     and a worker that reuses a pooled environment missing on its node pulls it. None = images
     stay on the node that built them (a single host)."""
+    registry_auth: RegistryAuthConfig | None = None
+    """Credentials for `registry` (environment variable names); None = push and pull anonymously."""
     repos: RepoConfig = Field(default_factory=RepoConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     mint: MintConfig = Field(default_factory=MintConfig)

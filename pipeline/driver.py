@@ -38,18 +38,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
 from agents.gitrepo import GitTree
 from agents.models import OUTCOMES, EnvRecord, Instance, InstanceResult, StepRecord
 from agents.reuse import derive_version
 from envpool.errors import InstanceInputError
+from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.pool import EnvPool
 from pipeline.config import PipelineConfig
 from pipeline.instances import load_and_select
-from pipeline.ray_adapter import Runner, make_runner
+from pipeline.ray_adapter import ABANDONED, Runner, make_runner
 from pipeline.repos import RepoResolver
 from pipeline.stages import (MintFn, MintStage, StageResources, WorkItem, failure_row, instance_language,
                              memory_ecosystem, now_iso, sweep_leftovers)
-from pipeline.store import ResultStore, driver_lock, export_dataset
+from pipeline.store import ResultStore, atomic_write, driver_lock, export_dataset, quarantine
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +127,8 @@ class MemoryWriter:
     """The driver's side of the experience memory: `learn(res)` distils a finished instance's
     trajectory (`res.trajectory_path`, JSONL of StepRecord) into the DuckDB file at `path`,
     opening it only for the call so that workers can copy it in between. Seeds are loaded on the
-    first call. Never raises (a memory problem is logged, the row is kept)."""
+    first call. Never raises (a memory problem is logged, the row is kept; a file DuckDB cannot
+    read is quarantined and the memory starts again from the seeds)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -150,6 +154,9 @@ class MemoryWriter:
             self._seeded = True
         except Exception as e:  # noqa: BLE001
             log.warning("could not learn from %s: %s", res.instance_id, e)
+            if isinstance(e, duckdb.Error) and self.path.exists():  # unreadable: set aside, start again
+                quarantine(self.path, f"{type(e).__name__}: {e}")
+                self._seeded = False
             return 0
         self.learned += n
         return n
@@ -158,27 +165,46 @@ class MemoryWriter:
 def write_input_errors(workdir: Path, errors: list[InstanceInputError]) -> Path:
     """Write bad input rows to `workdir/input_errors.jsonl` ({instance_id, error} per line)."""
     path = workdir / "input_errors.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"instance_id": e.instance_id, "error": str(e)}) + "\n" for e in errors),
-                    encoding="utf-8")
+    atomic_write(path, "".join(json.dumps({"instance_id": e.instance_id, "error": str(e)}) + "\n" for e in errors))
     return path
+
+
+def open_pool(path: Path, store: ResultStore) -> EnvPool:
+    """The pool the driver writes. A file DuckDB cannot open or read (torn, or not a database)
+    is quarantined (`store.quarantine`, with its `.wal`) and a new pool is built from the
+    environments of the stored `verified` rows, so nothing verified is lost."""
+    try:
+        return EnvPool(path)
+    except duckdb.Error as e:
+        quarantine(path, f"{type(e).__name__}: {e}")
+        wal = path.with_name(path.name + ".wal")
+        if wal.exists():
+            quarantine(wal, "the write-ahead log of a quarantined pool")
+    pool = EnvPool(path)
+    envs = [r.env for r in store.results() if r.outcome == "verified" and r.env is not None]
+    for env in envs:
+        pool.add(env)
+    log.warning("pool %s rebuilt from %d verified row(s) of the store", path, len(envs))
+    return pool
 
 
 @contextmanager
 def _run_log(workdir: Path) -> Iterator[None]:
-    """Copy this module's INFO lines to `workdir/driver.log` for the block (appending)."""
+    """Copy the pipeline's INFO lines (this module's, the store's quarantines, ...) to
+    `workdir/driver.log` for the block (appending)."""
     handler = logging.FileHandler(workdir / "driver.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     handler.setLevel(logging.INFO)
-    old = log.level
-    if log.getEffectiveLevel() > logging.INFO:
-        log.setLevel(logging.INFO)
-    log.addHandler(handler)
+    root = logging.getLogger("pipeline")
+    old = root.level
+    if root.getEffectiveLevel() > logging.INFO:
+        root.setLevel(logging.INFO)
+    root.addHandler(handler)
     try:
         yield
     finally:
-        log.removeHandler(handler)
-        log.setLevel(old)
+        root.removeHandler(handler)
+        root.setLevel(old)
         handler.close()
 
 
@@ -211,6 +237,23 @@ def _sweep_stale(cfg: PipelineConfig, store: ResultStore, pool: EnvPool, runner:
              "left by run %s", len(stale), n["containers"], n["images"], cfg.mint.run_id)
 
 
+def _remove_abandoned(cfg: PipelineConfig, pool: EnvPool, runner: Runner, instance_id: str) -> None:
+    """Remove, at once and on every Docker node, the containers (and unpooled images) of an
+    instance the runner abandoned at its deadline: a cancelled Ray task or an abandoned thread
+    leaves its container running otherwise."""
+    rec = pool.get(instance_id) if pool is not None else None
+    keep = [rec.image_id] if rec is not None and rec.image_id else []
+    each_node = getattr(runner, "each_node", None)
+    try:
+        got = each_node(sweep_leftovers, cfg.mint.run_id, [instance_id], keep) if each_node else \
+            [sweep_leftovers(cfg.mint.run_id, [instance_id], keep)]
+    except Exception as e:  # noqa: BLE001 - no engine here (fake minters): nothing to remove
+        log.warning("could not remove the containers of abandoned %s: %s", instance_id, e)
+        return
+    n = sum(c.get("containers", 0) for c in got)
+    log.info("%s: abandoned at its deadline; removed %d container(s)", instance_id, n)
+
+
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
              on_plan: Callable[[int, int], None] | None = None) -> MintReport:
@@ -237,7 +280,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     report = MintReport(selected=loaded.instances, load_errors=loaded.errors, missing_ids=loaded.missing_ids)
     store = ResultStore(cfg.workdir, cfg.retry_outcomes)
     write_input_errors(cfg.workdir, loaded.errors)
-    pool = EnvPool(cfg.pool_path)
+    pool = open_pool(cfg.pool_path, store)
     todo = []
     for inst in loaded.instances:
         prev = store.read_result(inst.instance_id)
@@ -281,7 +324,9 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
         for it in items:
             it.env = pool.get(it.instance.instance_id)
     stage = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
-                      resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry)
+                      resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry,
+                      registry_auth=(cfg.registry_auth.username_env, cfg.registry_auth.password_env)
+                      if cfg.registry_auth else None)
     reuse = cfg.mint.reuse
 
     def submit(it: WorkItem) -> None:
@@ -291,12 +336,36 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
         if reuse.enabled:
             it.candidates = reuse_candidates(pool, it, reuse.max_candidates)
 
+    stop: list[str] = []  # why no new work starts (low disk), once it is so
+    held: list[WorkItem] = []
+
+    def feed() -> Iterator[WorkItem]:
+        """The items, until the disk runs low (here, or on a worker: a row says so)."""
+        for it in items:
+            if not stop:
+                try:
+                    check_free_disk([cfg.workdir], cfg.mint.limits.min_free_disk_bytes)
+                except LowDisk as e:
+                    stop.append(e.message)
+                    log.error("%s", e.message)
+            if stop:
+                held.append(it)
+                continue
+            yield it
+
     runner = runner or make_runner(cfg)
     try:
         if items:
             _sweep_stale(cfg, store, pool, runner, [it.instance for it in items])
-            for res in runner.run(stage, items, on_submit=submit):
+            for res in runner.run(stage, feed(), on_submit=submit):
                 record(res)
+                if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and not stop:
+                    stop.append(res.reason)
+                    log.error("%s (reported for %s)", res.reason, res.instance_id)
+                if res.outcome == "timeout" and ABANDONED in res.reason:
+                    _remove_abandoned(cfg, pool, runner, res.instance_id)
+        for it in held:  # a row each: retried by the next run (infra_error), nothing lost
+            record_input_error(it.instance, failure_row(it.instance, "infra_error", f"not started: {stop[0]}", now_iso()))
     finally:
         runner.close()
         report.wall_s = time.monotonic() - t0

@@ -196,8 +196,13 @@ class Runner(Protocol):
         ...
 
 
+ABANDONED = "abandoned by the runner"
+"""In the reason of a `timeout` row the runner wrote for an item it gave up on (the driver then
+removes that instance's containers)."""
+
+
 def _timeout_row(item: WorkItem, timeout: float, started: str) -> InstanceResult:
-    return failure_row(item.instance, "timeout", f"no result after {timeout:.0f} s; abandoned by the runner",
+    return failure_row(item.instance, "timeout", f"no result after {timeout:.0f} s; {ABANDONED}",
                        started, timeout)
 
 

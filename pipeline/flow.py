@@ -34,11 +34,11 @@ from typing import Any
 
 from agents.models import Instance, InstanceResult
 from envpool.errors import InstanceInputError
-from envpool.pool import EnvPool
+from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from pipeline.config import PipelineConfig
-from pipeline.driver import (MemoryWriter, MintReport, _run_log, _sweep_stale, finished_line, reuse_candidates,
-                             write_input_errors)
-from pipeline.executors import Done, LocalExecutor, row_of
+from pipeline.driver import (MemoryWriter, MintReport, _remove_abandoned, _run_log, _sweep_stale, finished_line,
+                             open_pool, reuse_candidates, write_input_errors)
+from pipeline.executors import ABANDONED, Done, LocalExecutor, row_of
 from pipeline.flow_sources import KINDS as SOURCE_CALLS
 from pipeline.flow_sources import SourceDriver
 from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
@@ -101,10 +101,14 @@ class Flow:
         self.filter = FilterStage(src.filter, quality, cache_dir=cfg.workdir / "cache" / "llm-filter")
         self.plan = PlanStage(cfg.mint, plan_fn=plan_fn, plan_function=cfg.flow.plan_function,
                               resources=StageResources(cfg.flow.plan_num_cpus))
+        auth = (cfg.registry_auth.username_env, cfg.registry_auth.password_env) if cfg.registry_auth else None
         self.build = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
-                               resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry)
+                               resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry,
+                               registry_auth=auth)
         self.store = ResultStore(cfg.workdir, cfg.retry_outcomes)
-        self.pool = EnvPool(cfg.pool_path)
+        self.pool = open_pool(cfg.pool_path, self.store)
+        self.stop: str | None = None
+        """Why no new work starts (low disk, here or on a worker), once it is so."""
         self.memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
         self.resolver = _Resolver(cfg)
         # queues and calls in flight
@@ -149,7 +153,17 @@ class Flow:
 
     def _room(self) -> bool:
         f = self.cfg.flow
-        return not f.streaming or not f.mint or self.backlog() < f.queue_size
+        return self.stop is None and (not f.streaming or not f.mint or self.backlog() < f.queue_size)
+
+    def _disk_ok(self) -> bool:
+        """False once the disk runs low (checked before each build; or a worker said so)."""
+        if self.stop is None:
+            try:
+                check_free_disk([self.cfg.workdir], self.cfg.mint.limits.min_free_disk_bytes)
+            except LowDisk as e:
+                self.stop = e.message
+                log.error("%s", e.message)
+        return self.stop is None
 
     def _submit(self, stage: Any, item: Any, tag: tuple, timeout: float | None, count: str) -> None:
         self.ex.submit(stage, item, tag=tag, timeout=timeout)
@@ -162,7 +176,7 @@ class Flow:
             self._submit(self.filter, out, ("filter", out), f.filter_timeout, count="filter")
         if not f.mint or (not f.streaming and (self.sources.open() or self.to_filter or self.inflight["filter"])):
             return
-        while self.to_plan and self.inflight["plan"] < f.plan_workers:
+        while self.to_plan and self.inflight["plan"] < f.plan_workers and self.stop is None:
             inst = self.to_plan.popleft()
             try:
                 repo_path = self.resolver.prepare(inst)
@@ -172,7 +186,7 @@ class Flow:
                 continue
             self._submit(self.plan, WorkItem(inst, repo_path), ("plan", inst, now_iso()), f.plan_timeout,
                          count="plan")
-        while self.to_build and self.inflight["build"] < self.cfg.workers:
+        while self.to_build and self.inflight["build"] < self.cfg.workers and self._disk_ok():
             item = self.to_build.popleft()
             self.store.mark_running(planned_instance(item.instance, item.plan))
             if self.cfg.mint.reuse.enabled:
@@ -213,6 +227,23 @@ class Flow:
             item, started = payload, done.tag[2]
             res = row_of(item, Done(done.key, ("mint",), m, done.timed_out), self.cfg.timeout_s, started)
             self._record(res, report, item)
+            if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and self.stop is None:
+                self.stop = res.reason
+                log.error("%s (reported for %s)", res.reason, res.instance_id)
+            if res.outcome == "timeout" and ABANDONED in res.reason:
+                _remove_abandoned(self.cfg, self.pool, self.ex, res.instance_id)
+
+    def _hold(self, report: FlowReport) -> None:
+        """Low disk: every unit accepted and not started gets an `infra_error` row (the next run
+        redoes it); undecided units stay undecided (the next run examines them again)."""
+        for inst in [*self.to_plan, *(it.instance for it in self.to_build)]:
+            self.store.mark_running(inst)
+            self._record(failure_row(inst, "infra_error", f"not started: {self.stop}", now_iso()), report)
+        self.to_plan.clear()
+        self.to_build.clear()
+        if self.to_filter:
+            log.warning("%d undecided unit(s) wait for the next run", len(self.to_filter))
+        self.to_filter.clear()
 
     def _record(self, res: InstanceResult, report: FlowReport, item: WorkItem | None = None) -> None:
         self.store.write_result(res)
@@ -251,6 +282,9 @@ class Flow:
             while True:
                 self.sources.pump(self._room)
                 self._pump_stages(report)
+                if not self.ex.in_flight() and self.stop is not None:
+                    self._hold(report)
+                    break
                 if not self.ex.in_flight():
                     left = self.sources.open() or self.to_filter or self.to_plan or self.to_build
                     if left:  # every pump submits what it can: nothing in flight means nothing runnable

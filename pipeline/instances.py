@@ -5,7 +5,10 @@ Formats (chosen by suffix): `.jsonl` (one object per line; `.ndjson` too), `.jso
 JSON-encoded strings (the HF copies of SWE-bench Lite/Verified); `Instance` accepts both.
 
 Every unusable row becomes an `InstanceInputError` naming the instance (or, when it has no id,
-the line / item / row number) and the cause; the loader returns those next to the good rows.
+the line / item / row number) and the cause, in one line; the loader returns those next to the
+good rows. Text that cannot be written back as UTF-8 (a lone surrogate such as `"\ud800"`, or
+bytes that are not UTF-8 in a `.jsonl` line) fails that row only, naming the field. Two ids whose
+instance folders (`envpool.naming.folder_name`) would coincide are an error naming both rows.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from pydantic import ValidationError
 
 from agents.models import Instance
 from envpool.errors import InstanceInputError
+from envpool.naming import folder_name
 
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+COMMIT_RE = re.compile(r"^[0-9a-fA-F]{4,64}$")
 DEFAULT_LANGUAGE = "python"
 """Language assumed for rows without a `language` field (SWE-bench, Lite and Verified)."""
 
@@ -41,12 +46,14 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
     """Yield (where, raw row) pairs; `where` is e.g. "line 3", "item 2", "row 7" (1-based)."""
     name = path.name.lower()
     if name.endswith((".jsonl", ".ndjson")):
-        with path.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
+        with path.open("rb") as fh:  # decoded per line: one line that is not UTF-8 fails alone
+            for n, raw in enumerate(fh, 1):
+                if not raw.strip():
                     continue
                 try:
-                    yield f"line {n}", json.loads(line)
+                    yield f"line {n}", json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError as e:
+                    yield f"line {n}", InstanceInputError(f"{path.name} line {n}: not UTF-8 (byte {e.start})")
                 except json.JSONDecodeError as e:
                     yield f"line {n}", InstanceInputError(f"{path.name} line {n}: invalid JSON ({e.msg})")
     elif name.endswith(".json"):
@@ -77,17 +84,49 @@ def _describe(e: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def printable(text: str) -> str:
+    """`text` with what UTF-8 cannot encode (lone surrogates) as `\\udXXX` escapes: safe to log."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def bad_text(value: Any, path: str = "") -> str | None:
+    """Where in `value` (a parsed row: dicts, lists, strings) text cannot be encoded as UTF-8,
+    e.g. `problem_statement: lone surrogate '\\ud800' at 0`; None when every string encodes."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return f"{path or 'value'}: lone surrogate {printable(value[e.start])!r} at {e.start}"
+        return None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = bad_text(k, path) if isinstance(k, str) else None
+        found = found or bad_text(v, f"{path}.{k}" if path else str(k))
+        if found:
+            return found
+    return None
+
+
 def parse_row(row: Any, where: str, source: str = "") -> Instance:
     """Validate one raw row into an `Instance`.
 
     Raises `InstanceInputError` (with `instance_id` when the row has one) for a non-object row,
-    a missing/invalid field, a bad `repo` (must be `owner/name`) or an empty `base_commit`.
+    text UTF-8 cannot encode (a lone surrogate), a missing/invalid field, a bad `repo` (must be
+    `owner/name`) or a `base_commit` that is not 4 to 64 hex digits.
     """
     prefix = f"{source} {where}".strip()
     if not isinstance(row, dict):
         raise InstanceInputError(f"{prefix}: expected a JSON object, got {type(row).__name__}")
     iid = row.get("instance_id")
-    iid = str(iid) if iid not in (None, "") else None
+    iid = printable(str(iid)) if iid not in (None, "") else None
+    problem = bad_text(row)
+    if problem:
+        raise InstanceInputError(f"{prefix}: {problem}", instance_id=iid)
     try:
         inst = Instance.model_validate(row)
     except ValidationError as e:
@@ -98,6 +137,9 @@ def parse_row(row: Any, where: str, source: str = "") -> Instance:
         raise InstanceInputError(f"{prefix}: repo {inst.repo!r} is not 'owner/name'", instance_id=iid)
     if not inst.base_commit.strip():
         raise InstanceInputError(f"{prefix}: empty base_commit", instance_id=iid)
+    if not COMMIT_RE.match(inst.base_commit):  # it enters git commands and the row's Dockerfile
+        raise InstanceInputError(f"{prefix}: base_commit {inst.base_commit[:80]!r} is not a commit id (4 to 64 hex "
+                                 "digits)", instance_id=iid)
     return inst
 
 
@@ -112,20 +154,32 @@ def load_instances(path: Path | str) -> LoadResult:
         raise InstanceInputError(f"instance file not found: {path}")
     out = LoadResult()
     seen: set[str] = set()
+    folders: dict[str, tuple[str, str]] = {}  # folder name -> (instance_id, where) of the first row
     for where, row in _raw_rows(path):
         if isinstance(row, InstanceInputError):
             out.errors.append(row)
             continue
         try:
             inst = parse_row(row, where, path.name)
+            folder = folder_name(inst.instance_id)
         except InstanceInputError as e:
             out.errors.append(e)
+            continue
+        except ValueError as e:
+            out.errors.append(InstanceInputError(f"{path.name} {where}: {e}"))
             continue
         if inst.instance_id in seen:
             out.errors.append(InstanceInputError(f"{path.name} {where}: duplicate instance_id, kept the first",
                                                  instance_id=inst.instance_id))
             continue
+        if folder in folders:
+            other, other_where = folders[folder]
+            out.errors.append(InstanceInputError(
+                f"{path.name} {where}: instance_id {inst.instance_id!r} would share the folder {folder!r} with "
+                f"{other!r} ({other_where}); kept the first", instance_id=inst.instance_id))
+            continue
         seen.add(inst.instance_id)
+        folders[folder] = (inst.instance_id, where)
         out.instances.append(inst)
     return out
 

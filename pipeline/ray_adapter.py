@@ -24,12 +24,12 @@ from typing import Any
 from agents.models import InstanceResult
 from envpool.errors import InfraError
 from pipeline.config import PipelineConfig, RayConfig
-from pipeline.executors import (CallBook, Done, Executor, LocalExecutor, LocalRunner, MapRunner, Runner, call_method,
-                                row_of)
+from pipeline.executors import (ABANDONED, CallBook, Done, Executor, LocalExecutor, LocalRunner, MapRunner, Runner,
+                                call_method, row_of)
 from pipeline.raysec import assert_loopback_only, ensure_local_token, force_loopback
 from pipeline.stages import Measured, describe_exception, run_measured
 
-__all__ = ["BUILD_STAGE", "Done", "Executor", "LocalExecutor", "LocalRunner", "RayExecutor", "RayMetrics",
+__all__ = ["ABANDONED", "BUILD_STAGE", "Done", "Executor", "LocalExecutor", "LocalRunner", "RayExecutor", "RayMetrics",
            "RayRunner", "Runner", "init_ray", "make_executor", "make_runner", "row_of"]
 
 log = logging.getLogger(__name__)

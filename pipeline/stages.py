@@ -301,20 +301,33 @@ class MintStage:
         resources: per item; default 1 CPU and one `docker` build slot.
         registry: `host:port[/prefix]` to push verified images to (None = keep them local). A
             push failure turns the row into `infra_error` (the registry, not the instance, failed).
-            A pooled environment (`item.env`) missing on this node is pulled from its `location`.
+            A pooled environment (`item.env`) missing on this node is pulled from its `location`
+            (by digest, its image id checked against the pool's).
+        registry_auth: (username variable, password variable): names of the environment
+            variables holding the registry's credentials, read on the worker when needed.
     """
 
     name = "mint"
     registry: str | None = None  # class default: stages pickled by older drivers lack the attribute
+    registry_auth: tuple[str, str] | None = None
 
     def __init__(self, config: MintConfig, mint_fn: MintFn | None = None,
                  mint_function: str = DEFAULT_MINT_FUNCTION, resources: StageResources | None = None,
-                 registry: str | None = None):
+                 registry: str | None = None, registry_auth: tuple[str, str] | None = None):
         self.config = config
         self.mint_fn = mint_fn
         self.mint_function = mint_function
         self.resources = resources or StageResources(num_cpus=1.0, resources={"docker": 1.0})
         self.registry = registry
+        self.registry_auth = registry_auth
+
+    def _auth(self) -> dict | None:
+        """The registry's `auth_config` from the worker's environment (InfraError when unset)."""
+        if not self.registry_auth:
+            return None
+        from envpool.pool import registry_credentials
+
+        return registry_credentials(*self.registry_auth)
 
     def container_labels(self, item: WorkItem) -> dict[str, str]:
         """Labels of the containers minting `item` runs (sampled for their CPU time)."""
@@ -324,7 +337,18 @@ class MintStage:
         """Call the mint function; its own outcomes pass through unchanged (but see `registry`).
         With `item.plan`: the instance carries the plan's language (its version stays the
         source's: the minter's own choices must not change), the function gets `plan=` when it
-        takes it, and a row without a version gets the plan's."""
+        takes it, and a row without a version gets the plan's.
+
+        First the free disk of this node is checked (the work directory and Docker's data root,
+        `config.limits.min_free_disk_bytes`): below it the row is `infra_error` with a reason
+        starting "low disk" (the driver then starts no new work) and nothing is built."""
+        from envpool.hostfs import LowDisk, check_free_disk
+
+        try:
+            check_free_disk([self.config.workdir, *_docker_root()], self.config.limits.min_free_disk_bytes,
+                            item.instance.instance_id)
+        except LowDisk as e:
+            return failure_row(item.instance, "infra_error", e.message, now_iso())
         fn = self.mint_fn or load_function(self.mint_function)
         kwargs: dict = {}
         plan = getattr(item, "plan", None)
@@ -337,7 +361,7 @@ class MintStage:
             if item.env.location not in ("", "local"):
                 from envpool.pool import ensure_local
 
-                ensure_local(item.env)  # InfraError -> run_safely -> infra_error row
+                ensure_local(item.env, auth=self._auth())  # InfraError -> run_safely -> infra_error row
             kwargs["env"] = item.env
         candidates = self._local_candidates(getattr(item, "candidates", None) or [])
         if candidates:
@@ -349,17 +373,17 @@ class MintStage:
             res = self._publish(res)
         return res
 
-    @staticmethod
-    def _local_candidates(candidates: list[EnvRecord]) -> list[EnvRecord]:
+    def _local_candidates(self, candidates: list[EnvRecord]) -> list[EnvRecord]:
         """Reuse candidates whose image is (made) present on this node; one that cannot be pulled
-        is dropped (reuse is an optimisation: the instance then builds from scratch)."""
+        (or whose pulled id is not the pool's) is dropped (reuse is an optimisation: the instance
+        then builds from scratch)."""
         out = []
         for cand in candidates:
             if cand.location not in ("", "local"):
                 from envpool.pool import ensure_local
 
                 try:
-                    ensure_local(cand)
+                    ensure_local(cand, auth=self._auth())
                 except InfraError as e:
                     log.info("reuse candidate %s dropped: %s", cand.instance_id, e.message)
                     continue
@@ -372,7 +396,7 @@ class MintStage:
 
         t0 = time.monotonic()
         try:
-            ref = publish_image(res.env.image_tag, self.registry)
+            ref = publish_image(res.env.image_tag, self.registry, auth=self._auth())
         except InfraError as e:
             return res.model_copy(update={"outcome": "infra_error", "env": None,
                                           "reason": f"verified, but the image was not published: {e.message}"})
@@ -385,6 +409,26 @@ def _takes_plan(fn: Callable) -> bool:
         return "plan" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
+
+
+_DOCKER_ROOT: list[str] | None = None
+
+
+def _docker_root() -> list[str]:
+    """Docker's data root on this node when the engine is local and answers ([] otherwise);
+    looked up once per process."""
+    global _DOCKER_ROOT
+    if _DOCKER_ROOT is None:
+        _DOCKER_ROOT = []
+        try:
+            from envpool.docker_sandbox import docker_client
+
+            root = docker_client().info().get("DockerRootDir")
+            if root and Path(root).exists():
+                _DOCKER_ROOT = [root]
+        except Exception as e:  # noqa: BLE001 - no engine (fake minters): only the work directory is checked
+            log.debug("no Docker root to check: %s", e)
+    return _DOCKER_ROOT
 
 
 def sweep_leftovers(run_id: str, instance_ids: Collection[str], keep_image_ids: Collection[str] = ()) -> dict:

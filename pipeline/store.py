@@ -12,18 +12,24 @@ Layout (one folder per instance, datatrove-style completion markers):
 
 An instance is finished when DONE and result.json exist. A rerun never redoes `verified`, redoes
 outcomes listed in `retry_outcomes`, and redoes instances left RUNNING by a crashed run.
-Only the pipeline driver writes here, and `driver_lock` makes sure only one driver runs per
-WORKDIR (the lock dies with its process, so a `kill -9`ed driver never blocks the rerun).
+Only the pipeline driver writes these files, each atomically (`atomic_write`: temp file, fsync,
+rename, fsync of the folder), and `driver_lock` makes sure only one driver runs per WORKDIR (the
+lock dies with its process, so a `kill -9`ed driver never blocks the rerun). A state file that
+does not parse (torn by a crash, or edited) is never a crash: it is renamed to
+`<name>.corrupt-<time>` (`quarantine`, logged as a warning) and the instance counts as not
+finished, so the next run redoes it. Folder names come from `envpool.naming.folder_name`
+(injective: two ids never share a folder, none escapes `instances/`).
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
-import re
 import socket
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -34,6 +40,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agents.models import Instance, InstanceResult
+from envpool.naming import folder_name
+
+log = logging.getLogger(__name__)
 
 RESULT, RUNNING, DONE, INSTANCE = "result.json", "RUNNING", "DONE", "instance.json"
 ATTEMPTS, LOCK = "attempts.jsonl", "driver.lock"
@@ -44,23 +53,30 @@ class WorkdirLocked(BlockingIOError):
 
 
 @contextmanager
-def driver_lock(workdir: Path | str) -> Iterator[Path]:
+def driver_lock(workdir: Path | str, wait: float = 0.0) -> Iterator[Path]:
     """Hold an exclusive `flock` on `workdir/driver.lock` for the block; yields the lock path.
 
-    The lock file records the holder's pid and host. Raises WorkdirLocked at once (no waiting)
-    when another process holds it. The kernel drops the lock when its process dies, `kill -9`
-    included, so a crashed driver never blocks the rerun. Advisory and per host: on a shared
-    file system that does not support flock, it protects only against drivers on this host.
+    The lock file records the holder's pid and host. `wait`: seconds to keep trying while
+    another process holds it (0: fail at once); then raises WorkdirLocked naming the holder. The
+    kernel drops the lock when its process dies, `kill -9` included, so a crashed driver never
+    blocks the rerun. Advisory and per host: on a shared file system that does not support
+    flock, it protects only against drivers on this host.
     """
     path = Path(workdir) / LOCK
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = path.read_text(encoding="utf-8", errors="replace").strip() or "unknown"
-            raise WorkdirLocked(f"another swemint driver is running on {path.parent} ({holder})") from None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                holder = path.read_text(encoding="utf-8", errors="replace").strip() or "unknown"
+                raise WorkdirLocked(f"another swemint driver is running on {path.parent} ({holder})") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
         yield path
@@ -68,26 +84,73 @@ def driver_lock(workdir: Path | str) -> Iterator[Path]:
         os.close(fd)  # releases the lock
 
 
-def safe_name(instance_id: str) -> str:
-    """A folder name for `instance_id`: characters outside `[A-Za-z0-9_.-]` become `_` (the same
-    rule as `agents.minter`, which writes its logs into this folder)."""
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id)
-    return "_" + name if name in {"", ".", ".."} else name
+safe_name = folder_name
+"""The folder of an instance id (`envpool.naming.folder_name`, shared with `agents.minter`)."""
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temp file in the same folder and `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _fsync_dir(folder: Path) -> None:
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot fsync a folder; the rename is still atomic
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a uniquely named temp path next to `path`; when the block ends normally the file
+    written there is fsynced and renamed over `path` (then the folder is fsynced). Readers see
+    the old or the new content, never a mix; concurrent writers never share a temp file. On an
+    exception the temp file is removed and `path` left as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write `data` (text as UTF-8) to `path` atomically (`atomic_path`). Raises OSError."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(raw)
+
+
+def quarantine(path: Path, why: str) -> Path | None:
+    """Move an unreadable state file aside as `<name>.corrupt-<UTC time>-<pid>` and log a warning
+    with `why`; returns the new path (None when the file vanished meanwhile)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.corrupt-{stamp}-{os.getpid()}")
+    try:
+        os.replace(path, target)
+    except FileNotFoundError:
+        return None
+    log.warning("quarantined %s as %s: %s", path, target.name, why.splitlines()[0][:300] if why else "unreadable")
+    return target
+
+
+def _printable(value):
+    """`value` (dicts, lists, strings) with unencodable characters as backslash escapes."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
 
 
 class ResultStore:
@@ -136,25 +199,50 @@ class ResultStore:
         return self.dir(instance_id).is_dir()
 
     def write_result(self, result: InstanceResult) -> Path:
-        """Write result.json atomically, then DONE, then drop RUNNING; returns result.json's path."""
+        """Write result.json atomically, then DONE, then drop RUNNING; returns result.json's path.
+        Text UTF-8 cannot encode (a lone surrogate in a test id a runner printed) is written as
+        `\\udXXX` escapes, so one row's bad string never stops the batch."""
         d = self.dir(result.instance_id)
         path = d / RESULT
-        atomic_write(path, result.model_dump_json(indent=1))
+        try:
+            text = result.model_dump_json(indent=1)
+        except ValueError:  # pydantic's serialisation error for a lone surrogate
+            text = InstanceResult.model_validate(_printable(result.model_dump())).model_dump_json(indent=1)
+        atomic_write(path, text)
         atomic_write(d / DONE, result.outcome + "\n")
         (d / RUNNING).unlink(missing_ok=True)
         return path
 
-    def read_result(self, instance_id: str) -> InstanceResult | None:
-        """The finished result of `instance_id`, or None (never run, running, or crashed)."""
-        d = self.dir(instance_id)
+    def _load_result(self, d: Path) -> InstanceResult | None:
+        """result.json of folder `d` when DONE and it exist; a file that does not parse is
+        quarantined (with DONE removed, so the instance counts as not finished) -> None."""
         if not (d / DONE).exists() or not (d / RESULT).exists():
             return None
-        return InstanceResult.model_validate_json((d / RESULT).read_text(encoding="utf-8"))
+        try:
+            return InstanceResult.model_validate_json((d / RESULT).read_bytes())
+        except (ValueError, OSError) as e:
+            quarantine(d / RESULT, f"{type(e).__name__}: {e}")
+            (d / DONE).unlink(missing_ok=True)
+            return None
+
+    @staticmethod
+    def _load_instance(p: Path) -> Instance | None:
+        if not p.exists():
+            return None
+        try:
+            return Instance.model_validate_json(p.read_bytes())
+        except (ValueError, OSError) as e:
+            quarantine(p, f"{type(e).__name__}: {e}")
+            return None
+
+    def read_result(self, instance_id: str) -> InstanceResult | None:
+        """The finished result of `instance_id`, or None (never run, running, crashed, or its
+        result.json did not parse and was quarantined)."""
+        return self._load_result(self.dir(instance_id))
 
     def read_instance(self, instance_id: str) -> Instance | None:
-        """The instance row recorded by `mark_running`, or None."""
-        p = self.dir(instance_id) / INSTANCE
-        return Instance.model_validate_json(p.read_text(encoding="utf-8")) if p.exists() else None
+        """The instance row recorded by `mark_running`, or None (absent, or quarantined)."""
+        return self._load_instance(self.dir(instance_id) / INSTANCE)
 
     def is_running(self, instance_id: str) -> bool:
         """True when a RUNNING marker exists without DONE (running now, or a crashed run)."""
@@ -172,18 +260,20 @@ class ResultStore:
             return []
         out = []
         for d in sorted(self.root.iterdir()):
-            if (d / DONE).exists() and (d / RESULT).exists():
-                out.append(InstanceResult.model_validate_json((d / RESULT).read_text(encoding="utf-8")))
+            res = self._load_result(d) if d.is_dir() else None
+            if res is not None:
+                out.append(res)
         return out
 
     def instances(self) -> dict[str, Instance]:
-        """Every recorded instance row, by instance id."""
+        """Every recorded instance row, by instance id (unreadable ones quarantined, left out)."""
         if not self.root.is_dir():
             return {}
         out = {}
         for p in sorted(self.root.glob(f"*/{INSTANCE}")):
-            inst = Instance.model_validate_json(p.read_text(encoding="utf-8"))
-            out[inst.instance_id] = inst
+            inst = self._load_instance(p)
+            if inst is not None:
+                out[inst.instance_id] = inst
         return out
 
 
@@ -198,7 +288,8 @@ SCHEMA = pa.schema([
     ("parser", pa.string()), ("interpreter", pa.string()), ("test_files", _LIST), ("flaky_tests", _LIST),
     ("outcome", pa.string()), ("reason", pa.string()), ("log_path", pa.string()),
     ("timings", pa.string()), ("total_seconds", pa.float64()), ("reused_from", pa.string()),
-    ("incremental_commands", _LIST), ("llm_usage", pa.string()),
+    ("incremental_commands", _LIST), ("llm_usage", pa.string()), ("test_infra_files", _LIST),
+    ("anomalies", _LIST),
     ("source", pa.string()), ("pull_number", pa.int64()), ("issue_numbers", pa.list_(pa.int64())),
     ("commit", pa.string()), ("quality_score", pa.float64()), ("crawled_at", pa.string()),
 ])
@@ -207,9 +298,11 @@ SCHEMA = pa.schema([
 (phase -> seconds; phases vary by run, a JSON string loads the same in pandas, DuckDB and HF
 `datasets`); `total_seconds` is `timings["total"]` when present. `reused_from`: the instance
 whose pooled environment was adapted; `incremental_commands`: what EnvPatch added on top of it;
-`llm_usage`: JSON `{"total": ..., "by_agent": ...}` (tokens, USD) or null. Provenance (crawled
-rows; null otherwise): `source` (`github` | `git`), `pull_number`, `issue_numbers`, `commit`
-(the PR's merge commit or the mined commit), `quality_score` (the filter's, 0..1), `crawled_at`."""
+`llm_usage`: JSON `{"total": ..., "by_agent": ...}` (tokens, USD) or null. `test_infra_files`:
+test-infrastructure files the patches touch (`patch:<path>`, `test_patch:<path>`); `anomalies`:
+why test runs were not graded (envpool.testrun.trust). Provenance (crawled rows; null
+otherwise): `source` (`github` | `git`), `pull_number`, `issue_numbers`, `commit` (the PR's
+merge commit or the mined commit), `quality_score` (the filter's, 0..1), `crawled_at`."""
 
 
 PROVENANCE = ("source", "pull_number", "issue_numbers", "commit", "quality_score", "crawled_at")
@@ -233,6 +326,7 @@ def _row(res: InstanceResult, inst: Instance | None) -> dict:
         "total_seconds": res.timings.get("total"), "reused_from": res.reused_from,
         "incremental_commands": list(res.incremental_commands),
         "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
+        "test_infra_files": list(res.test_infra_files), "anomalies": list(res.anomalies),
         **{k: i.get(k) for k in PROVENANCE},
     }
 
@@ -249,9 +343,8 @@ def export_parquet(results: Iterable[InstanceResult], instances: dict[str, Insta
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:  # a unique temp file: concurrent exports never collide
+        pq.write_table(table, tmp)
     return len(rows)
 
 

@@ -195,7 +195,7 @@ for iid, loc in rows:
 if registry:
     catalog = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/_catalog"))
     print(f"registry catalog: {catalog['repositories']}")
-    bad = [iid for iid, loc in rows if not loc.startswith(f"127.0.0.1:{port}/")]
+    bad = [iid for iid, loc in rows if not loc.startswith(f"127.0.0.1:{port}/") or "@sha256:" not in loc]
     if bad:
         sys.exit(f"pool rows without a registry location: {bad}")
 if len(df) == 0:

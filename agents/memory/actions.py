@@ -28,7 +28,7 @@ from agents.memory.models import (
     UvLiftAction,
     UvOptionAction,
 )
-from agents.memory.text import clean
+from agents.memory.text import ARG_RE, clean
 
 _ACTION = TypeAdapter(Action)
 _ACTIONS = TypeAdapter(list[Action])
@@ -38,19 +38,23 @@ _NOMOD = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 REPAIR_PREFIX = "repair:"
 
 
-def _subst(value: object, variables: Mapping[str, str], missing: set[str]) -> object:
+def _subst(value: object, variables: Mapping[str, str], missing: set[str], shell: bool = False) -> object:
     if isinstance(value, str):
         def one(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             if variables.get(name):
-                return str(variables[name])
+                got = str(variables[name])
+                if shell and not ARG_RE.fullmatch(got):
+                    missing.add(name)  # never text with spaces, quotes or shell syntax into a command
+                    return m.group(0)
+                return got
             if default is not None:
                 return default
             missing.add(name)
             return m.group(0)
         return _PH.sub(one, value)
     if isinstance(value, list):
-        return [_subst(v, variables, missing) for v in value]
+        return [_subst(v, variables, missing, shell) for v in value]
     return value
 
 
@@ -58,13 +62,16 @@ def bind_actions(actions: Sequence[Action], variables: Mapping[str, str]) -> tup
     """Fill `${name}` / `${name:-default}` in every string field of `actions` from `variables`.
 
     Returns (bound actions, names left unbound); an action with an unbound placeholder is
-    dropped rather than run half-filled.
+    dropped rather than run half-filled. A value bound into a `shell` action's command must be a
+    plain token (`text.ARG_CHARS`: no space, quote or shell syntax; it may come from a build's
+    output through the signature's groups): any other value leaves the placeholder unbound.
     """
     out: list[Action] = []
     unbound: set[str] = set()
     for action in actions:
         missing: set[str] = set()
-        data = {k: _subst(v, variables, missing) for k, v in action.model_dump().items()}
+        shell = action.kind == "shell"
+        data = {k: _subst(v, variables, missing, shell) for k, v in action.model_dump().items()}
         if missing:
             unbound |= missing
             continue

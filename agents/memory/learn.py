@@ -9,20 +9,30 @@ attempt, (its error, the repair after it): positive when the next attempt no lon
 same error, negative when it does. A chain ending in a failure yields a negative entry for the
 last error (no fix known). A note `repair: experience <id>` says the backend applied stored entry
 <id>: its outcome is counted on that entry.
+
+**Generalised, never copied** (`generalise`). A learned `shell` action is replayed in other
+repositories' builds, so its command must not carry text the build printed (a crate named
+`x;cmd` in a compiler error became a command). Each word of the repair command (and each part of
+it between `@ = , :`) that occurs in the error output but neither in the failed command nor in
+`COMMAND_WORDS` counts as copied: when it is a plain token (`text.ARG_CHARS`) of the error's key
+statement it becomes a placeholder `${argN}` bound from a named group of the entry's signature
+(the same error elsewhere binds its own value, validated again when bound); otherwise the action
+is dropped from the lesson.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.memory.actions import REPAIR_PREFIX, bind_actions, error_variables, parse_repair
-from agents.memory.models import Action, Experience, Provenance, actions_key
+from agents.memory.models import Action, Experience, Provenance, ShellAction, actions_key
 from agents.memory.store import ExperienceStore
-from agents.memory.text import clean, error_excerpt, signature_for
+from agents.memory.text import clean, error_excerpt, signature_for, signature_with_captures
 from agents.models import StepRecord
 
 MIN_ERROR_CHARS = 10
@@ -92,12 +102,80 @@ def attempt_chains(trajectory: Sequence[StepRecord], cfg: DistilConfig | None = 
     return chains
 
 
+COMMAND_WORDS = frozenset("""cd export echo printf mkdir rm cp mv ln sed awk grep cat touch sleep true false test
+exit set unset env bash sh git checkout config clone fetch apt-get apt dpkg install update upgrade remove add
+uv pip pip3 python python3 venv npm npx yarn pnpm node corepack cargo rustc rustup go mod tidy download get vendor
+mvn gradle java javac make cmake ctest ninja bundle gem ruby rake composer php testbed tmp opt root usr local bin
+lib share etc""".split())
+"""Words of repair commands that are vocabulary, not data, even when the error output has them too."""
+
+_PART_SPLIT = re.compile(r"[@=,:]")
+
+
+def _tokens(command: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z0-9_.+/-]+", command))
+
+
+def _copied(word: str, text: str, failed: set[str]) -> list[str]:
+    """The pieces of one shell word that were copied from the error `text`."""
+    if word.startswith("-") and "=" not in word:
+        return []  # a flag
+    pieces = [word] if word in text and word not in failed else []
+    if pieces and not re.fullmatch(r"[A-Za-z0-9_.+/-]+", word):
+        return pieces  # shell syntax or spaces copied from the output: never kept
+    out = []
+    for part in _PART_SPLIT.split(word.lstrip("-") if word.startswith("-") else word):
+        for piece in part.split("/"):
+            if (len(piece) >= 2 and piece not in failed and piece.lower() not in COMMAND_WORDS
+                    and re.search(rf"(?<![A-Za-z0-9_.+-]){re.escape(piece)}(?![A-Za-z0-9_.+-])", text)):
+                out.append(piece)
+    return out
+
+
+def generalise(actions: list[Action], error_text: str, failed_command: str = "") -> tuple[list[Action], str | None]:
+    """(actions, signature): `shell` actions with every piece copied from `error_text` made a
+    placeholder `${argN}` (the returned signature, None when nothing was copied, captures it), or
+    dropped when a piece cannot be (see the module docstring). Other kinds pass unchanged."""
+    text = clean(error_text)
+    failed = _tokens(failed_command)
+    captures: dict[str, str] = {}
+    out: list[Action] = []
+    for action in actions:
+        if not isinstance(action, ShellAction):
+            out.append(action)
+            continue
+        try:
+            words = shlex.split(action.command)
+        except ValueError:
+            continue  # unbalanced quotes: nothing to reason about
+        copied = [p for w in words for p in _copied(w, text, failed)]
+        if not copied:
+            out.append(action)
+            continue
+        names = {v: n for n, v in captures.items()}
+        trial = dict(captures)
+        for piece in copied:
+            if piece not in names:
+                names[piece] = f"arg{len(trial) + 1}"
+                trial[names[piece]] = piece
+        if signature_with_captures(text, trial) is None:
+            continue  # not a token of the key statement: the action is not learned
+        captures = trial
+        command = action.command
+        for piece in sorted(copied, key=len, reverse=True):
+            command = re.sub(rf"(?<![A-Za-z0-9_.+-]){re.escape(piece)}(?![A-Za-z0-9_.+-])",
+                             lambda _m, n=names[piece]: "${" + n + "}", command)
+        out.append(ShellAction(command=command))
+    return out, (signature_with_captures(text, captures) if captures else None)
+
+
 def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem: str, instance_id: str,
            negative: bool) -> Experience | None:
     text = clean(step.output_excerpt)
     if len(text.strip()) < MIN_ERROR_CHARS:
         return None
-    sig = signature_for(text)
+    actions, captured = generalise(actions, text, step.command)
+    sig = captured or signature_for(text)
     digest = hashlib.sha1(f"{ecosystem}|{sig}|{actions_key(actions)}|{negative}".encode()).hexdigest()[:12]
     if negative:
         solution = ("tried without success: " + "; ".join(notes)) if notes else "no fix found"
@@ -144,6 +222,8 @@ def _same_lesson(existing: Experience, cand: Experience, error_text: str) -> boo
     existing entry's placeholders bound from the error)."""
     if existing.error_signature != cand.error_signature and not existing.signature_re.search(clean(error_text)):
         return False
+    if actions_key(existing.actions) == actions_key(cand.actions):  # the same (generalised) template
+        return True
     bound, unbound = bind_actions(existing.actions, error_variables(existing, error_text))
     return not unbound and actions_key(bound) == actions_key(cand.actions)
 

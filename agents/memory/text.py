@@ -133,17 +133,22 @@ def _statement(line: str) -> str:
     return s.strip()
 
 
-def signature_for(text: str) -> str:
-    """A regex that recognises this error: built from the most error-like line of `text`.
+ARG_CHARS = r"[A-Za-z0-9_.+/-]"
+"""Characters a value captured from an error may have to be bound into a shell command (no space,
+quote or shell syntax); see `signature_with_captures` and `agents.memory.actions.bind_actions`."""
+ARG_RE = re.compile(ARG_CHARS + "{1,200}")
 
-    Guaranteed to compile and to match `clean(text)` case-insensitively (falls back to the
-    escaped first 80 characters of that line). Empty text gives `\\S` (matches anything).
-    """
+
+def _statement_of(text: str) -> tuple[str, str] | None:
+    """(best line, its statement) of `text`, None when it has no line."""
     lines = [ln for ln in clean(text).split("\n") if ln.strip()]
     if not lines:
-        return r"\S"
+        return None
     best = max(range(len(lines)), key=lambda i: (line_score(lines[i]), i))
-    stmt = _statement(lines[best]) or lines[best].strip()
+    return lines[best], _statement(lines[best]) or lines[best].strip()
+
+
+def _generalise(stmt: str) -> str:
     parts: list[str] = []
     pos = 0
     for m in _VAR.finditer(stmt):
@@ -151,10 +156,55 @@ def signature_for(text: str) -> str:
         parts.append(_REPL[m.lastgroup or "ws"])
         pos = m.end()
     parts.append(re.escape(stmt[pos:]))
-    sig = "".join(parts)
+    return "".join(parts)
+
+
+def signature_for(text: str) -> str:
+    """A regex that recognises this error: built from the most error-like line of `text`.
+
+    Guaranteed to compile and to match `clean(text)` case-insensitively (falls back to the
+    escaped first 80 characters of that line). Empty text gives `\\S` (matches anything).
+    """
+    found = _statement_of(text)
+    if found is None:
+        return r"\S"
+    line, stmt = found
+    sig = _generalise(stmt)
     try:
         if re.search(sig, clean(text), re.IGNORECASE):
             return sig
     except re.error:
         pass
-    return re.escape(lines[best].strip()[:80])
+    return re.escape(line.strip()[:80])
+
+
+def signature_with_captures(text: str, captures: dict[str, str]) -> str | None:
+    """`signature_for(text)` with each value of `captures` (name -> a token of the error's key
+    statement) replaced by a named group `(?P<name>ARG_CHARS+)`, so that the same error in another
+    repository binds `${name}` to its own value. None when a value is not a whole token of the
+    statement, has characters outside `ARG_CHARS`, or the groups would not capture it back."""
+    found = _statement_of(text)
+    if found is None or not captures:
+        return None
+    _, stmt = found
+    spans: list[tuple[int, int, str]] = []
+    for name, value in captures.items():
+        if not ARG_RE.fullmatch(value):
+            return None
+        m = re.search(rf"(?<!{ARG_CHARS}){re.escape(value)}(?!{ARG_CHARS})", stmt)
+        if not m or any(a < m.end() and m.start() < b for a, b, _ in spans):
+            return None
+        spans.append((m.start(), m.end(), name))
+    parts, pos = [], 0
+    for start, end, name in sorted(spans):
+        parts += [_generalise(stmt[pos:start]), f"(?P<{name}>{ARG_CHARS}+)"]
+        pos = end
+    parts.append(_generalise(stmt[pos:]))
+    sig = "".join(parts)
+    try:
+        m = re.search(sig, clean(text), re.IGNORECASE)
+    except re.error:
+        return None
+    if not m or any(m.group(name) != value for name, value in captures.items()):
+        return None
+    return sig

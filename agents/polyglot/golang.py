@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
+from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_id
@@ -204,7 +205,7 @@ def lock_pins(tree: GitTree) -> list[str]:
             for prj in tomllib.loads(tree.read("Gopkg.lock") or "").get("projects", []):
                 add(prj.get("name"), prj.get("revision") or prj.get("version"))
         if tree.exists("glide.lock"):
-            for imp in (yaml.safe_load(tree.read("glide.lock") or "") or {}).get("imports", []) or []:
+            for imp in (load_untrusted_yaml(tree.read("glide.lock") or "") or {}).get("imports", []) or []:
                 add(imp.get("name"), imp.get("version"))
         if tree.exists("Godeps/Godeps.json"):
             for dep in json.loads(tree.read("Godeps/Godeps.json") or "{}").get("Deps", []):
@@ -425,6 +426,9 @@ def _patch_blocks(text: str, keep) -> str:
 
 DEP_ERROR = re.compile(r"^(?:\S*/)?pkg/mod/(\S+?)@(v[^/\s]+)/(\S+?\.go):\d+:\d+: (.*)$", re.M)
 """A compile error inside the module cache: (module, version, file in it, message)."""
+SAFE_MODULE_PATH = re.compile(r"[A-Za-z0-9._~+!/-]{1,300}")
+"""Characters of a module path (and a file path in it) as Go's module cache spells them."""
+SAFE_VERSION = re.compile(r"v[0-9A-Za-z.+-]{1,100}")
 GUARD_ERROR = re.compile(r'cannot use "[^"]*" \(untyped string constant\) as int value')
 """quic-go's (and others') deliberate version guard: ``var _ int = "can't be built on Go 1.N"``."""
 
@@ -450,6 +454,8 @@ def overlay_guard(output: str) -> list[str] | None:
         mod, ver, rel, msg = m.groups()
         if not GUARD_ERROR.search(msg):
             continue
+        if not (SAFE_MODULE_PATH.fullmatch(mod) and SAFE_MODULE_PATH.fullmatch(rel) and SAFE_VERSION.fullmatch(ver)):
+            continue  # not a path Go writes into its module cache: text from the build, never a command
         path = f"$(go env GOMODCACHE)/{mod}@{ver}/{rel}"
         return [
             "mkdir -p /root/.config/go/overlay && "

@@ -38,6 +38,7 @@ import yaml
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.polyglot.base import PolyPlan
+from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
@@ -299,7 +300,7 @@ def _ci_jdks(tree: GitTree) -> list[int]:
     majors: set[int] = set()
     for p in paths:
         try:
-            data = yaml.safe_load(tree.read(p) or "")
+            data = load_untrusted_yaml(tree.read(p) or "")
         except yaml.YAMLError:
             continue
         for v in _ci_values(data, ("jdk", "java", "java-version", "java_version")):

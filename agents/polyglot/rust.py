@@ -29,6 +29,7 @@ import base64
 import fnmatch
 import posixpath
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -55,6 +56,8 @@ COMPILE_BUDGET = 840
 step) and prints `RESUME_MARK`, so `repair` can resume it where cargo left off."""
 RESUME_MARK = "swemint: cargo stopped at its time budget; resume"
 MEMBERS_NOTE = "workspace members: "
+ROOT_NOTE = "cargo root: "
+"""Plan note naming the cargo root (repository-relative, after a `/`), read back by `repair`."""
 
 
 class AptRepair(BaseModel):
@@ -395,13 +398,13 @@ def select_tests(project: CargoProject, touched: list[str], tree: GitTree) -> li
             if not hit:
                 hit = list(pkg.tests)
             for n in hit:
-                sel.add(f"--test {n}", at(pkg.tests[n]))
+                sel.add(f"--test {shlex.quote(n)}", at(pkg.tests[n]))
         elif rel.startswith("src/"):
             bin_hit = [n for n, p in pkg.bins.items()
                        if rel == p or (p.endswith("/main.rs") and rel.startswith(posixpath.dirname(p) + "/"))]
             if bin_hit and not (pkg.lib and rel == pkg.lib):
                 for n in bin_hit:
-                    sel.add(f"--bin {n}", at(pkg.bins[n]))
+                    sel.add(f"--bin {shlex.quote(n)}", at(pkg.bins[n]))
             elif pkg.lib:
                 sel.add("--lib", at(pkg.lib))
             else:
@@ -410,7 +413,7 @@ def select_tests(project: CargoProject, touched: list[str], tree: GitTree) -> li
         sel = sels[name]
         if not any(f.startswith("--test ") for f in sel.flags):
             for n, p in pkg.tests.items():
-                sel.add(f"--test {n}", _join(project.root, posixpath.join(pkg.dir, p)) in files)
+                sel.add(f"--test {shlex.quote(n)}", _join(project.root, posixpath.join(pkg.dir, p)) in files)
     out = []
     for sel in sels.values():
         if not sel.flags:
@@ -421,8 +424,18 @@ def select_tests(project: CargoProject, touched: list[str], tree: GitTree) -> li
 
 # -------------------------------------------------------------------------------------- plan
 
+def _cd_root(root: str) -> str:
+    """`cd <the cargo root> && ` (the folder quoted: it comes from the repository)."""
+    return f"cd {shlex.quote(posixpath.join('/testbed', root))} && " if root else "cd /testbed && "
+
+
 def _cd(project: CargoProject) -> str:
-    return f"cd /testbed/{project.root} && " if project.root else "cd /testbed && "
+    return _cd_root(project.root)
+
+
+CRATE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What cargo accepts as a package name; anything else in a build error is not a crate to update."""
+CRATE_VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]{1,40})?")
 
 
 def _budgeted(cmd: str) -> str:
@@ -503,16 +516,16 @@ class RustEcosystem:
             b64 = base64.b64encode(hunks.encode()).decode()
             setup.append("rm -rf /tmp/swemint-prefetch && cp -a /testbed /tmp/swemint-prefetch && "
                          f"cd /tmp/swemint-prefetch && echo {b64} | base64 -d | git apply --reject - ; "
-                         f"cd /tmp/swemint-prefetch/{project.root} && cargo fetch; rc=$?; "
+                         f"cd {shlex.quote(posixpath.join('/tmp/swemint-prefetch', project.root))} && cargo fetch; rc=$?; "
                          "rm -rf /tmp/swemint-prefetch; exit $rc")
         for sel in sels:
             flags = " ".join(sel.base_flags) or "--tests"
-            setup.append(cd + _budgeted(f"cargo test --no-run -p {sel.package.name} {flags}"))
-        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast -p {s.package.name} {' '.join(s.flags)} 2>&1"
+            setup.append(cd + _budgeted(f"cargo test --no-run -p {shlex.quote(sel.package.name)} {flags}"))
+        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast -p {shlex.quote(s.package.name)} {' '.join(s.flags)} 2>&1"
                 for s in sels]
         test_command = f"{cd}" + "; ".join(runs)
         notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
-                 f"cargo root: /{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
+                 f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
         return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="cargo_test", test_files=[
@@ -532,17 +545,19 @@ class RustEcosystem:
                 if fix not in tried:
                     return [fix]
         members = set()
+        root = ""
         for n in plan.notes:
             if n.startswith(MEMBERS_NOTE):
                 members = set(n[len(MEMBERS_NOTE):].split(","))
+            elif n.startswith(ROOT_NOTE):
+                root = n[len(ROOT_NOTE):].strip("/")
         for m in re.finditer(r"error: could not compile `([^`]+)`", output):
             crate = m.group(1)
-            if crate in members:
-                continue
+            if crate in members or not CRATE_NAME.fullmatch(crate):
+                continue  # a name cargo would never print: text the build wrote, not a crate
             ver = re.search(rf"Compiling {re.escape(crate)} v(\S+)", output)
-            spec = f"{crate}@{ver.group(1)}" if ver else crate
-            cd = plan.test_command.split("&&")[0].strip()
-            fix = f"{cd} && cargo update -p {spec}"
+            spec = f"{crate}@{ver.group(1)}" if ver and CRATE_VERSION.fullmatch(ver.group(1)) else crate
+            fix = f"{_cd_root(root)}cargo update -p {shlex.quote(spec)}"
             if fix not in tried:
                 return [fix]
         return None

@@ -1,10 +1,12 @@
 """Pure parsers: a runner's report (str or bytes) -> `TestRunReport`, and a registry by name.
 
-Three sources for pytest, best first (SWE-bench v5 keeps the parser *name* in each dataset row
+Sources for pytest, best first (SWE-bench v5 keeps the parser *name* in each dataset row
 and resolves it through a registry, `swebench/harness/log_parsers/__init__.py`; so do we):
 
-- ``pytest_plugin``: the JSON lines of our plugin `swemint_pytest_report` (exact node ids,
-  setup/teardown errors, xfail/xpass, collection errors per collector);
+- ``pytest_channel``: the signed frames of our plugin `swemint_pytest_report` in a console
+  stream (a row's `test_command` output; verified with the run's key when given);
+- ``pytest_plugin``: the same records as JSON lines (exact node ids, setup/teardown errors,
+  xfail/xpass, collection errors per collector);
 - ``pytest_junit``: pytest's JUnit XML (``--junitxml``), read with junitparser; the dotted
   ``classname`` loses information, so node ids are rebuilt best effort;
 - ``pytest_log``: the ``short test summary info`` of ``pytest -rA`` in the console log.
@@ -99,7 +101,29 @@ def _phase_status(rec: dict) -> TestStatus | None:
 
 
 def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
-    """Parse our plugin's JSON lines into a `TestRunReport` (source "plugin").
+    """Parse our plugin's records as JSON lines (`plugin_records`) into a `TestRunReport`
+    (source "plugin"); see `parse_pytest_records`."""
+    return parse_pytest_records(plugin_records(data))
+
+
+def parse_pytest_channel(data: str | bytes, key: str | bytes | None = None) -> TestRunReport:
+    """Parse the plugin's frames out of a console stream (a row's `test_command` output, where
+    the frames go to stdout with the console; `envpool.testrun.channel`). `key`: the run's key
+    (hex or bytes) to verify them; without it the frames are read unauthenticated. A stream with
+    a forged frame, a gap or no sealed end gives `tests_ran=False` (never graded)."""
+    from envpool.testrun.channel import read_channel
+
+    raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
+    k = bytes.fromhex(key) if isinstance(key, str) else key
+    chan = read_channel(raw, k, exclusive=False)
+    rep = parse_pytest_records(chan.records)
+    if chan.tampered or not chan.sealed:
+        rep = rep.model_copy(update={"tests_ran": False})
+    return rep
+
+
+def parse_pytest_records(records: Iterable[dict]) -> TestRunReport:
+    """The plugin's records (dicts, in order) as a `TestRunReport` (source "plugin").
 
     Mapping per node id: call passed -> PASSED (with wasxfail -> XPASS), call failed -> FAILED,
     call/setup skipped -> SKIPPED (with wasxfail -> XFAIL), setup or teardown failed -> ERROR;
@@ -112,7 +136,7 @@ def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
     statuses: dict[str, TestStatus] = {}
     collection_errors: list[str] = []
     exit_code = None
-    for rec in plugin_records(data):
+    for rec in records:
         kind = rec.get("kind")
         if kind == "test" and isinstance(rec.get("nodeid"), str):
             st = _phase_status(rec)
@@ -344,6 +368,7 @@ def parse_pytest_log(data: str | bytes, known_ids: Iterable[str] | None = None) 
 
 
 PARSERS: dict[str, Parser] = {
+    "pytest_channel": parse_pytest_channel,
     "pytest_plugin": parse_pytest_plugin,
     "pytest_junit": parse_pytest_junit,
     "pytest_log": parse_pytest_log,

@@ -19,11 +19,14 @@ The command (`pytest_command`) is
   stops the whole run, so the other files' tests still report (else they would all be absent
   before and wrongly become FAIL_TO_PASS); the failing file is recorded as a collection error.
 - Environment: COLUMNS=200, NO_COLOR=1, PY_COLORS=0, PYTHONDONTWRITEBYTECODE=1, CI/BUILD_NUMBER/
-  FORCE_COLOR/CLICOLOR_FORCE/PYTEST_ADDOPTS unset, SWEMINT_REPORT, SWEMINT_TEST_TIMEOUT, and the
-  plugin folder (`/opt/swemint/plugins`) first on PYTHONPATH.
+  FORCE_COLOR/CLICOLOR_FORCE/PYTEST_ADDOPTS unset, SWEMINT_CHANNEL=3 and SWEMINT_KEY=stdin (the
+  report channel), SWEMINT_TEST_TIMEOUT, and the plugin folder (`/opt/swemint/plugins`) first
+  on PYTHONPATH.
 
-Results come from the plugin's JSON lines first, then the JUnit XML, then the `-rA` log
-(envpool.testrun.parsers); the first that shows a test or a collection error wins.
+Results come only from the plugin's records, received as signed frames on the report channel
+(`envpool.testrun.channel`: fd 3 is the exec's stderr, the console goes to stdout). The JUnit XML
+and the `-rA` summary of the same run are parsed as independent evidence and compared with them
+(`envpool.testrun.trust`); they are never graded (they are what the code under test can forge).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import configparser
 import logging
 import posixpath
+import re
 import shlex
 import tomllib
 import uuid
@@ -39,9 +43,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envpool.errors import OutputTooLarge
 from envpool.sandbox import Sandbox
-from envpool.testrun import parsers
-from envpool.testrun.status import TestRunReport, TestStatus
+from envpool.testrun import channel, parsers, trust
+from envpool.testrun.status import TestRunReport
 
 log = logging.getLogger(__name__)
 
@@ -262,27 +267,39 @@ def pytest_command(test_files: Sequence[str], *, python: str = "python",
 
 
 UNSET_ENV = ("CI", "BUILD_NUMBER", "GITHUB_ACTIONS", "TF_BUILD", "FORCE_COLOR", "CLICOLOR_FORCE",
-             "PYTEST_ADDOPTS", "SWEMINT_REPORT", "SWEMINT_TEST_TIMEOUT")
+             "PYTEST_ADDOPTS", "SWEMINT_REPORT", "SWEMINT_TEST_TIMEOUT", "SWEMINT_CHANNEL", "SWEMINT_KEY")
 """Variables removed before pytest starts (CI detection and colour forcing change the output)."""
 
+CHANNEL_FD = 3
+"""The descriptor the plugin writes its frames to (the exec's stderr, or stdout in a row's command)."""
 
-def pytest_env(paths: PytestPaths | None = None, per_test_timeout: float | None = None) -> dict[str, str]:
-    """Variables exported before pytest starts (PYTHONPATH is prefixed separately)."""
+
+def pytest_env(paths: PytestPaths | None = None, per_test_timeout: float | None = None,
+               channel: bool = True) -> dict[str, str]:
+    """Variables exported before pytest starts (PYTHONPATH is prefixed separately): the
+    channel's descriptor and `SWEMINT_KEY=stdin` when `channel` (`paths` is accepted for older
+    callers and unused)."""
     env = {"COLUMNS": "200", "NO_COLOR": "1", "PY_COLORS": "0", "PYTHONDONTWRITEBYTECODE": "1"}
-    if paths:
-        env["SWEMINT_REPORT"] = paths.report
+    if channel:
+        env.update({"SWEMINT_CHANNEL": str(CHANNEL_FD), "SWEMINT_KEY": "stdin"})
     if per_test_timeout:
         env["SWEMINT_TEST_TIMEOUT"] = f"{float(per_test_timeout):g}"
     return env
 
 
 def pytest_script(command: str, paths: PytestPaths, per_test_timeout: float | None = None,
-                  workdir: str = "/testbed", plugin: bool = True) -> str:
-    """The bash script run in the sandbox: environment set-up, fresh run folder, the command."""
-    env = pytest_env(paths if plugin else None, per_test_timeout)
+                  workdir: str = "/testbed", plugin: bool = True, channel_to: str = "stderr") -> str:
+    """The bash script run in the sandbox: environment set-up, fresh run folder, the command.
+
+    The plugin's channel is fd 3, pointed at the exec's stderr (`channel_to="stderr"`: the host
+    reads it apart from the console, which goes to stdout) or at stdout (`"stdout"`: one stream
+    for a harness; the frames are mixed into the console)."""
+    env = pytest_env(paths, per_test_timeout, channel=plugin)
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    redirect = f"exec {CHANNEL_FD}>&2 2>&1" if channel_to == "stderr" else f"exec {CHANNEL_FD}>&1"
     return "\n".join([
         f"unset {' '.join(UNSET_ENV)}",
+        redirect,
         f"export {exports}",
         f"export PYTHONPATH={PLUGIN_DIR}${{PYTHONPATH:+:$PYTHONPATH}}",
         f"rm -rf {shlex.quote(paths.run_dir)} && mkdir -p {shlex.quote(paths.run_dir)}",
@@ -291,15 +308,31 @@ def pytest_script(command: str, paths: PytestPaths, per_test_timeout: float | No
     ])
 
 
+def row_command(run_command: str, per_test_timeout: float | None = None) -> str:
+    """The pytest part of a dataset row's `test_command`, one line, from the command of a run
+    (`PytestRun.command`, its random run folder replaced by `RUN_ROOT/run`): the plugin's frames
+    go to stdout with the console; give the key on stdin (`channel.key_line`) to have them
+    signed, else they are unauthenticated. Parser: `pytest_channel`."""
+    paths = PytestPaths(run_dir=f"{RUN_ROOT}/run", report=f"{RUN_ROOT}/run/report.jsonl",
+                        junit=f"{RUN_ROOT}/run/junit.xml", cache=f"{RUN_ROOT}/run/cache")
+    command = re.sub(re.escape(RUN_ROOT) + r"/[A-Za-z0-9_.]+-[0-9a-f]{8}/", f"{RUN_ROOT}/run/", run_command)
+    return " && ".join(line for line in pytest_script(command, paths, per_test_timeout, channel_to="stdout")
+                       .split("\n") if not line.startswith("cd "))
+
+
 # -- running ------------------------------------------------------------------------------------
 
 class PytestRun(BaseModel):
     """Everything one `run_pytest_detailed` call learnt.
 
-    `report`: the parsed results. `command`: the pytest command line. `anomalies`: findings of
-    `cross_check` (empty when consistent). `timeouts`: node ids stopped by the per-test limit.
-    `plugin_exitstatus`: pytest's own exit status as the plugin saw it (None: session never
-    finished). `collected`: tests collected per the plugin. `dropped_addopts`: what was removed.
+    `report`: the results from the authenticated channel (source "plugin"; empty when no
+    verified record arrived). `command`: the pytest command line. `anomalies`: why the run must
+    not be graded (`trust.anomalies`, as text; empty when it may be), `tampered`: the subset
+    only tampering explains. `timeouts`: node ids stopped by the per-test limit.
+    `plugin_exitstatus`: pytest's own exit status from the sealed session record (None: the
+    session never finished). `collected`: tests collected per the plugin. `dropped_addopts`:
+    what was removed. `sources`: the independent reports of the same run that were compared
+    (`junit`, `log`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -308,47 +341,28 @@ class PytestRun(BaseModel):
     config_path: str | None = None
     dropped_addopts: list[str] = Field(default_factory=list)
     anomalies: list[str] = Field(default_factory=list)
+    tampered: list[str] = Field(default_factory=list)
     timeouts: list[str] = Field(default_factory=list)
     plugin_exitstatus: int | None = None
     collected: int | None = None
     plugin_loaded: bool = True
+    sources: dict[str, TestRunReport] = Field(default_factory=dict)
 
 
 NOTHING_FAILING = "but no failed or errored test"
-"""Marker of the anomaly "nonzero exit, nothing failing" in `cross_check`'s messages."""
+"""Marker of the anomaly "nonzero exit, nothing failing" in the cross-checks' messages."""
 
 
 def cross_check(report: TestRunReport, plugin_exitstatus: int | None = None,
                 plugin_loaded: bool = True, collected: int | None = None) -> list[str]:
-    """Inconsistencies between the exit code and the parsed results (pure).
-
-    - a nonzero exit (not a timeout, not 5 "no tests") with no FAILED/ERROR test and no
-      collection error: the output may be forged, or the run was cut short;
-    - exit 0 with failing tests;
-    - exit codes 3 (internal error) and 4 (usage error);
-    - the plugin's session never finished (a test killed the process or called os._exit), or
-      its exit status differs from the process's;
-    - fewer results than collected tests.
-    """
-    out = []
-    code = report.exit_code
-    failing = any(s in (TestStatus.FAILED, TestStatus.ERROR) for s in report.statuses.values())
-    if code is not None and not report.timed_out:
-        if code not in (0, 5) and not failing and not report.collection_errors:
-            out.append(f"exit code {code} {NOTHING_FAILING}: output may be forged or the run "
-                       "was cut short")
-        if code == 0 and failing:
-            out.append("exit code 0 but failed or errored tests were reported")
-        if code in (3, 4):
-            out.append(f"pytest exit code {code} ({'internal' if code == 3 else 'usage'} error)")
-        if plugin_loaded and report.source == "plugin":
-            if plugin_exitstatus is None:
-                out.append("the plugin's session never finished (process killed or os._exit)")
-            elif plugin_exitstatus != code:
-                out.append(f"pytest ended with status {plugin_exitstatus} but the process exited "
-                           f"{code}")
-    if collected is not None and len(report.statuses) < collected and not report.timed_out:
-        out.append(f"{collected} tests collected but {len(report.statuses)} reported a result")
+    """`trust.anomalies` of a pytest report, as text (pure): exit status against results and
+    against the session's own status, the session finished (when the report is the plugin's),
+    collected versus reported; a report from the JUnit XML or the log is itself an anomaly
+    (those are the sources the code under test can forge)."""
+    finished = (plugin_exitstatus is not None) if plugin_loaded and report.source == "plugin" else None
+    ev = trust.RunEvidence(report=report, exit_code=report.exit_code, runner_exit=plugin_exitstatus,
+                           session_finished=finished, collected=collected, pytest_codes=True)
+    out = [str(a) for a in trust.anomalies(ev)]
     if report.source in ("junit", "log"):
         out.append(f"plugin report missing; results from the {report.source} fallback")
     return out
@@ -357,22 +371,8 @@ def cross_check(report: TestRunReport, plugin_exitstatus: int | None = None,
 def _read(sandbox: Sandbox, path: str) -> bytes | None:
     try:
         return sandbox.get_file(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError, OutputTooLarge):
         return None
-
-
-def _choose(plugin_raw: bytes | None, junit_raw: bytes | None, log_text: str,
-            test_files: Sequence[str]) -> TestRunReport:
-    candidates = []
-    if plugin_raw:
-        candidates.append(parsers.parse_pytest_plugin(plugin_raw))
-    if junit_raw:
-        candidates.append(parsers.parse_pytest_junit(junit_raw, known_files=test_files))
-    candidates.append(parsers.parse_pytest_log(log_text))
-    for rep in candidates:
-        if rep.tests_ran or rep.collection_errors:
-            return rep
-    return TestRunReport(source="none")
 
 
 def install_plugin(sandbox: Sandbox) -> str:
@@ -393,57 +393,62 @@ def run_pytest_detailed(sandbox: Sandbox, test_files: Sequence[str], *, python: 
 
     Args:
         python: interpreter to run `-m pytest` with (e.g. "/opt/venv/bin/python").
-        timeout: whole-run limit in seconds; on expiry the results already written by the
-            plugin are kept and `report.timed_out` is True.
+        timeout: whole-run limit in seconds; a run that hits it is not graded
+            (`report.timed_out`, an anomaly), but what the plugin sent is kept in the report.
         per_test_timeout: per-test call-phase limit in seconds (SWEMINT_TEST_TIMEOUT), or None.
         addopts: the repository's addopts; None reads them from the config file pytest will
             use in the sandbox.
         log_label: names the run folder and the log lines.
 
-    When the plugin cannot be loaded (`-p swemint_pytest_report` fails), the run is repeated
-    once without it and parsed from JUnit XML / the log. When the only source is the console
-    log and the exit code contradicts it (nonzero, nothing failing), `tests_ran` is set False:
-    the log is the one source the code under test can forge.
+    The results come from the plugin's frames on the report channel, signed with a key drawn
+    for this run and given on stdin (`envpool.testrun.channel`); the JUnit XML and the `-rA`
+    summary of the same run are parsed too, but only to be compared with them
+    (`trust.anomalies`). A run whose report is missing, forged, cut, over the size limit or
+    inconsistent has anomalies and `tests_ran=False`: it must not be graded.
     """
     config_path = None
     if addopts is None:
         addopts, config_path = read_addopts(sandbox, test_files, workdir)
     _, dropped = sanitise_addopts(addopts)
     install_plugin(sandbox)
-    plugin = True
-    for _attempt in range(2):
-        paths = PytestPaths.new(log_label)
-        command = pytest_command(test_files, python=python, addopts=addopts, paths=paths,
-                                 plugin=plugin, extra_args=extra_args,
-                                 continue_on_collection_errors=continue_on_collection_errors)
-        script = pytest_script(command, paths, per_test_timeout, workdir, plugin)
-        res = sandbox.exec(script, timeout=timeout, workdir=workdir, log_label=log_label)
-        plugin_raw = _read(sandbox, paths.report) if plugin else None
-        if plugin and not plugin_raw and PLUGIN_NAME in res.output and not res.timed_out:
-            log.warning("pytest could not load %s; rerunning without it", PLUGIN_NAME)
-            plugin = False
-            continue
-        break
-    junit_raw = _read(sandbox, paths.junit)
-    report = _choose(plugin_raw, junit_raw, res.output, test_files)
-    exitstatus = parsers.plugin_exit_status(plugin_raw) if plugin_raw else None
-    collected = None
-    if plugin_raw:
-        counts = [r.get("count") for r in parsers.plugin_records(plugin_raw)
-                  if r.get("kind") == "collected"]
-        collected = counts[-1] if counts and isinstance(counts[-1], int) else None
-    report = report.model_copy(update={
+    paths = PytestPaths.new(log_label)
+    command = pytest_command(test_files, python=python, addopts=addopts, paths=paths, plugin=True,
+                             extra_args=extra_args, continue_on_collection_errors=continue_on_collection_errors)
+    script = pytest_script(command, paths, per_test_timeout, workdir)
+    key = channel.new_key()
+    res = sandbox.exec(script, timeout=timeout, workdir=workdir, log_label=log_label, stdin=channel.key_line(key),
+                       channel=True)
+    chan = channel.read_channel(res.channel, key, truncated=res.channel_truncated)
+    records = chan.records
+    finish = next((r for r in reversed(records) if r.get("kind") == "session_finish"), None)
+    exitstatus = finish.get("exitstatus") if finish and isinstance(finish.get("exitstatus"), int) else None
+    counts = [r.get("count") for r in records if r.get("kind") == "collected"]
+    collected = counts[-1] if counts and isinstance(counts[-1], int) else None
+    loaded = any(r.get("kind") == "session_start" for r in records)
+    report = parsers.parse_pytest_records(records).model_copy(update={
         "exit_code": res.exit_code, "timed_out": res.timed_out, "duration": res.duration,
         "log_path": str(getattr(sandbox, "log_path", None) or "") or None})
-    anomalies = cross_check(report, exitstatus, plugin, collected)
-    if report.source == "log" and any(NOTHING_FAILING in a for a in anomalies):
+    sources = {}
+    junit_raw = _read(sandbox, paths.junit)
+    if junit_raw:
+        sources["junit"] = parsers.parse_pytest_junit(junit_raw, known_files=test_files)
+    sources["log"] = parsers.parse_pytest_log(res.output)
+    ev = trust.RunEvidence(report=report, exit_code=res.exit_code, runner_exit=exitstatus,
+                           session_finished=chan.sealed if loaded else None, collected=collected,
+                           tampered=chan.tampered, report_too_large=res.channel_truncated,
+                           others={k: v for k, v in sources.items() if v.statuses}, pytest_codes=True)
+    found = trust.anomalies(ev)
+    if not loaded and not chan.tampered:
+        found.append(trust.Anomaly(code="no_report", message="no authenticated report: the plugin sent no record "
+                                   "(it did not load, or pytest never started)"))
+    if found:
         report = report.model_copy(update={"tests_ran": False})
-    for a in anomalies:
+    for a in found:
         log.warning("[%s] %s", log_label, a)
-    return PytestRun(report=report, command=command, config_path=config_path,
-                     dropped_addopts=dropped, anomalies=anomalies,
-                     timeouts=parsers.plugin_timeouts(plugin_raw) if plugin_raw else [],
-                     plugin_exitstatus=exitstatus, collected=collected, plugin_loaded=plugin)
+    return PytestRun(report=report, command=command, config_path=config_path, dropped_addopts=dropped,
+                     anomalies=[str(a) for a in found], tampered=[str(a) for a in trust.tampering(found)],
+                     timeouts=[str(r.get("nodeid")) for r in records if r.get("kind") == "timeout"],
+                     plugin_exitstatus=exitstatus, collected=collected, plugin_loaded=loaded, sources=sources)
 
 
 def run_pytest(sandbox: Sandbox, test_files: Sequence[str], *, python: str = "python",
@@ -451,7 +456,8 @@ def run_pytest(sandbox: Sandbox, test_files: Sequence[str], *, python: str = "py
                log_label: str = "tests", workdir: str = "/testbed",
                addopts: str | Sequence[str] | None = None) -> TestRunReport:
     """`run_pytest_detailed(...)`'s report: statuses, collection errors, exit code, timed_out,
-    tests_ran, duration (seconds) and source ("plugin", "junit", "log" or "none")."""
+    tests_ran (False when the run must not be graded), duration (seconds) and source ("plugin",
+    or "none" when no record arrived)."""
     return run_pytest_detailed(sandbox, test_files, python=python, timeout=timeout,
                                per_test_timeout=per_test_timeout, log_label=log_label,
                                workdir=workdir, addopts=addopts).report

@@ -274,11 +274,19 @@ def http_cache_dir(api: ApiConfig, out_dir: Path) -> Path | None:
 
 
 def _write_jsonl(path: Path, rows) -> int:
-    tmp = path.with_suffix(".jsonl.tmp")
+    """Write `rows` as JSON lines atomically (`pipeline.store.atomic_path`); returns the count. A
+    row whose text UTF-8 cannot encode (a lone surrogate from the API) is written with `\\u`
+    escapes, so the file stays valid and the mint loader rejects that row alone."""
+    from pipeline.store import atomic_path
+
     n = 0
-    with tmp.open("w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as f:
         for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            line = json.dumps(row, ensure_ascii=False)
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:
+                line = json.dumps(row)
+            f.write(line + "\n")
             n += 1
-    tmp.replace(path)
     return n

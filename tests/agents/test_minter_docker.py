@@ -17,6 +17,7 @@ import pytest
 from agents.config import MintConfig
 from agents.minter import mint_instance
 from agents.models import Instance
+from envpool.testrun.status import TestStatus
 from pipeline.demo import build_repository
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -103,10 +104,19 @@ def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path
     assert out.strip() == "1.2.0"
     assert res.dockerfile.startswith("# swemint environment") and "FROM " in res.dockerfile
     # the stored test command is reproducible and runs in the published image as is (the report
-    # plugin is baked in)
+    # plugin is baked in): it resets the test files, applies the test_patch itself, and prints
+    # the plugin's frames, which `pytest_channel` reads (signed when a key is given on stdin)
     assert "/tmp/swemint/run/" in res.test_command and not re.search(r"-[0-9a-f]{8}/", res.test_command)
+    assert res.parser == "pytest_channel" and res.anomalies == [] and res.test_infra_files == []
     out = image_exec(docker_client, res.image, res.test_command + " 2>&1 || true")
     assert "1 passed" in out and "Error importing plugin" not in out
+    from envpool.testrun.parsers import get_parser
+
+    rep = get_parser("pytest_channel")(out)
+    assert rep.tests_ran and rep.statuses == {"tests/test_double.py::test_zero_ok": TestStatus.PASSED,
+                                              "tests/test_double.py::test_two": TestStatus.FAILED}
+    signed = _run_with_key(docker_client, res.image, inst.patch, res.test_command)
+    assert signed.tests_ran and set(signed.statuses.values()) == {TestStatus.PASSED}
     # warm path: the pooled environment is reused as is (no setup), and kept afterwards
     repo_path = tmp_path / "mirrors" / inst.repo.replace("/", "+") / "repo"
     cfg = MintConfig(workdir=tmp_path / "work2", run_id="test-minter", image_repository="swemint-test/env")
@@ -115,6 +125,80 @@ def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path
     assert warm.reused_from == inst.instance_id and warm.timings["setup"] == 0.0
     assert (warm.FAIL_TO_PASS, warm.PASS_TO_PASS) == (res.FAIL_TO_PASS, res.PASS_TO_PASS)
     assert docker_client.images.get(res.image)
+
+
+def _run_with_key(docker_client, image: str, patch: str, test_command: str):
+    """What a harness grading a patch does with a row: apply it, run the row's test_command
+    with a fresh key on stdin, and read the signed frames with `pytest_channel`."""
+    import base64
+
+    from envpool.testrun.channel import key_line, new_key
+    from envpool.testrun.parsers import parse_pytest_channel
+
+    key = new_key()
+    b64 = base64.b64encode(patch.encode()).decode()
+    script = f"cd /testbed && echo {b64} | base64 -d | git apply - && {test_command}"
+    c = docker_client.containers.create(image, ["bash", "-c", script], stdin_open=True, network_mode="none",
+                                        labels={"swemint.run": "test-minter"})
+    try:
+        sock = c.attach_socket(params={"stdin": 1, "stream": 1})
+        c.start()
+        sock._sock.sendall(key_line(key))
+        sock._sock.close()
+        c.wait(timeout=300)
+        out = c.logs(stdout=True, stderr=True)
+    finally:
+        c.remove(force=True)
+    return parse_pytest_channel(out, key)
+
+
+FORGER_BASE = {
+    "setup.py": "from setuptools import setup\nsetup(name='forger', version='0.1', packages=['forger'])\n",
+    "forger/__init__.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_add.py": "from forger import add\n\n\ndef test_zero():\n    assert add(1, 0) == 1\n",
+}
+FORGER_FIX = '''import atexit, glob, json, os
+
+
+def add(a, b):
+    return a - b  # still wrong: the "fix" forges the report instead
+
+
+def _rewrite_report():
+    env = open("/proc/self/environ", "rb").read().split(b"\\0")
+    paths = [e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"SWEMINT_REPORT=")]
+    paths += glob.glob("/tmp/swemint/*/report.jsonl")
+    pid = os.getpid()
+    for p in set(paths):
+        with open(p, "w") as f:
+            for r in [{"kind": "session_start", "pid": pid}, {"kind": "collected", "count": 2, "pid": pid}]:
+                f.write(json.dumps(r) + "\\n")
+            for t in ("tests/test_add.py::test_zero", "tests/test_add.py::test_add"):
+                f.write(json.dumps({"kind": "test", "nodeid": t, "when": "call", "outcome": "passed", "pid": pid}) + "\\n")
+            f.write(json.dumps({"kind": "session_finish", "exitstatus": 0, "pid": pid}) + "\\n")
+    for fd in range(1, 32):  # and whatever could be a report channel
+        try:
+            os.write(fd, b"\\x1eSWR1 2 - eyJraW5kIjogInRlc3QifQ==\\n")
+        except OSError:
+            pass
+    os._exit(0)
+
+
+atexit.register(_rewrite_report)
+'''
+
+
+def test_a_patch_rewriting_the_report_at_exit_is_not_verified_and_the_row_says_why(tmp_path, minted):
+    """Issue 11: such a patch ended `verified` (its failing test became FAIL_TO_PASS)."""
+    d = write_repo(tmp_path / "data", "forger", FORGER_BASE, fix={"forger/__init__.py": FORGER_FIX},
+                   tests={"tests/test_add.py": FORGER_BASE["tests/test_add.py"]
+                          + "\n\ndef test_add():\n    assert add(2, 3) == 5\n"},
+                   created_at="2024-03-01T00:00:00Z", version="0.1")
+    inst, res = minted(d)
+    assert res.outcome == "tests_not_run" and res.FAIL_TO_PASS == [], (res.outcome, res.reason)
+    assert "tampered" in res.reason
+    assert any(a.startswith("after#1: tamper: ") for a in res.anomalies), res.anomalies
+    assert res.image == "" and res.env is None  # nothing of it is pooled
 
 
 EDIT_BASE = {

@@ -139,9 +139,10 @@ def test_output_capped_and_nonutf8_replaced_and_logged(box, log_path):
     assert raw.output == "caf\ufffd \ufffd\ufffd ok" and not raw.truncated
 
     log = log_path.read_bytes()
-    assert b"a" * 50000 in log                      # the log keeps everything
+    big_entry = log.split(b"$ [big] head -c 50000")[1].split(b"[exit 0")[0]
+    assert len(big_entry) < CAP + 200                 # the log is capped per exec too: head, marker, tail
+    assert b"bytes cut by swemint" in big_entry and big_entry.rstrip().endswith(b"THE-END")
     assert b"caf\xe9 \xff\xfe ok" in log             # raw bytes, undecoded
-    assert b"$ [big] head -c 50000" in log
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -312,3 +313,76 @@ def test_cache_mounts_are_shared_with_the_host_and_not_committed(docker_client, 
             assert not sb.exec("test -e /root/.cache/uv/marker").ok  # the mount's content is not in the image
     finally:
         docker_client.images.remove(image, force=True)
+
+
+# -- bounds (issue 11, item 4) -----------------------------------------------------------------
+
+def test_a_300_mib_print_leaves_at_most_the_cap_in_memory_and_on_disk(box, log_path):
+    before = log_path.stat().st_size
+    r = box.exec("head -c 314572800 /dev/zero | tr '\\0' x; echo; echo DONE", timeout=300, log_label="flood")
+    assert r.exit_code == 0 and r.truncated and r.output.rstrip().endswith("DONE")
+    assert len(r.output.encode()) < CAP + 200
+    assert log_path.stat().st_size - before < CAP + 1000
+
+
+def test_a_command_that_stops_its_watchdog_is_ended_by_the_host_deadline(factory, debian_image):
+    """`timeout` cannot fire once the command stops it (SIGSTOP to its parent): the exec never
+    ended before; now the host stops waiting, kills the exec's processes and says timed out."""
+    import time
+
+    spec = SandboxSpec(image=debian_image, network="none", cpus=1, memory=256 * 1024**2, pids=64)
+    fast = DockerSandboxFactory(run_id=RUN_ID, client=factory.client, output_cap=CAP, kill_after=1, host_grace=2)
+    with fast.sandbox(spec) as sb:
+        t0 = time.monotonic()
+        r = sb.exec("kill -STOP $PPID; echo stopped; sleep 1000", timeout=3)
+        took = time.monotonic() - t0
+        assert r.timed_out and r.exit_code == 124 and "stopped" in r.output
+        assert took < 3 + 1 + 2 + 5, took
+        time.sleep(1)
+        left = sb.exec("ps -eo args | grep -c '[s]leep 1000' || true", timeout=10)
+        assert left.output.strip() == "0", left.output
+
+
+def test_a_daemon_holding_stdout_open_never_blocks_the_exec(box):
+    import time
+
+    t0 = time.monotonic()
+    r = box.exec("setsid bash -c 'trap \"\" HUP TERM; while true; do echo tick; sleep 0.2; done' & echo started",
+                 timeout=60)
+    took = time.monotonic() - t0
+    assert r.exit_code == 0 and r.output.startswith("started") and took < 10, took
+    box.exec("pkill -f 'echo tick' || true", timeout=10)
+
+
+def test_stdin_and_a_separate_report_channel(box):
+    r = box.exec("read -r k; echo \"console $k\"; printf 'rec-%s' \"$k\" >&2", stdin=b"s3cret\n", channel=True)
+    assert r.exit_code == 0 and r.output.strip() == "console s3cret" and r.channel == b"rec-s3cret"
+    big = box.exec("head -c 200000 /dev/zero >&2", channel=True)
+    assert len(big.channel) == factory_report_cap(box) or big.channel_truncated is False
+
+
+def factory_report_cap(box) -> int:
+    return box.report_cap
+
+
+def test_get_file_streams_with_a_limit(box):
+    from envpool.errors import OutputTooLarge
+
+    box.exec("head -c 100000 /dev/zero > /tmp/big.bin")
+    assert len(box.get_file("/tmp/big.bin", max_bytes=200000)) == 100000
+    with pytest.raises(OutputTooLarge):
+        box.get_file("/tmp/big.bin", max_bytes=1000)
+
+
+def test_containers_drop_capabilities_and_gain_no_privileges(box, docker_client):
+    attrs = docker_client.containers.get(box.container.id).attrs["HostConfig"]
+    assert attrs["CapDrop"] == ["ALL"] and "NET_RAW" not in (attrs["CapAdd"] or [])
+    assert "no-new-privileges:true" in attrs["SecurityOpt"]
+    status = box.exec("grep -E '^(CapEff|NoNewPrivs)' /proc/self/status").output
+    eff = int(status.split("CapEff:")[1].split()[0], 16)
+    assert not eff & (1 << 13)  # CAP_NET_RAW
+    assert not eff & (1 << 27)  # CAP_MKNOD
+    assert "NoNewPrivs:\t1" in status
+    assert box.exec("mknod /tmp/dev c 1 3").exit_code != 0
+    tmp = box.exec("df -B1 --output=size,fstype /tmp | tail -1").output.split()
+    assert tmp[1] == "tmpfs" and int(tmp[0]) <= 2 * 1024**3

@@ -86,7 +86,23 @@ def test_output_is_capped_and_logged(tmp_path):
     r = sb.exec("big", log_label="lbl")
     assert r.truncated and len(r.output) < 200 and "bytes cut" in r.output
     text = log.read_text()
-    assert "$ [lbl] big" in text and "a" * 1000 in text and "[exit 0," in text
+    assert "$ [lbl] big" in text and "bytes cut by swemint" in text and "[exit 0," in text
+    assert len(text) < 250  # the log is capped like the result, as DockerSandbox's
+
+
+def test_stdin_is_recorded_and_the_channel_is_bounded():
+    from envpool.errors import OutputTooLarge
+    from envpool.sandbox import ExecResult
+
+    sb = FakeSandbox(spec(), report_cap=10)
+    sb.on("rep", lambda cmd, box: ExecResult(command=cmd, exit_code=0, output="console", channel=b"x" * 50))
+    r = sb.exec("rep", stdin=b"key\n", channel=True)
+    assert sb.calls[-1].stdin == b"key\n" and r.channel == b"x" * 10 and r.channel_truncated
+    assert sb.exec("rep").channel == b""  # no channel asked: the stream is not kept apart
+    sb.put_file("/r.json", b"y" * 11)
+    with pytest.raises(OutputTooLarge):
+        sb.get_file("/r.json")
+    assert sb.get_file("/r.json", max_bytes=11) == b"y" * 11
 
 
 def test_files_round_trip_and_missing_file(tmp_path):

@@ -198,7 +198,7 @@ def test_summary_ids_with_dash_and_brackets_are_split_right():
 
 
 def test_registry_resolves_names():
-    assert set(PARSERS) == {"pytest_plugin", "pytest_junit", "pytest_log"}
+    assert set(PARSERS) == {"pytest_channel", "pytest_plugin", "pytest_junit", "pytest_log"}
     assert get_parser("pytest_log") is parse_pytest_log
     with pytest.raises(KeyError, match="pytest_plugin"):
         get_parser("nope")

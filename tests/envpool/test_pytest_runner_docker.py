@@ -28,7 +28,7 @@ from envpool.fake import FakeSandbox
 from envpool.grading import grade
 from envpool.patches import apply_patch
 from envpool.sandbox import SandboxSpec
-from envpool.testrun import parsers
+from envpool.testrun import channel, parsers
 from envpool.testrun.pytest_runner import (
     PLUGIN_NAME,
     PytestPaths,
@@ -192,77 +192,80 @@ def test_script_unsets_ci_and_colour_forcing_and_sets_report_env():
     unset = script.splitlines()[0].split()
     assert {"CI", "BUILD_NUMBER", "FORCE_COLOR", "PYTEST_ADDOPTS", "SWEMINT_TEST_TIMEOUT"} <= set(unset)
     assert "COLUMNS=200" in script and "NO_COLOR=1" in script and "PY_COLORS=0" in script
-    assert f"SWEMINT_REPORT={paths.report}" in script and "SWEMINT_TEST_TIMEOUT=30" in script
+    assert "SWEMINT_CHANNEL=3" in script and "SWEMINT_KEY=stdin" in script and "SWEMINT_TEST_TIMEOUT=30" in script
+    assert "SWEMINT_REPORT" not in script.split("\n", 1)[1]  # no report file: the channel
+    assert script.splitlines()[1] == "exec 3>&2 2>&1"  # fd 3 = the exec's stderr, console on stdout
     assert "PYTHONDONTWRITEBYTECODE=1" in script
     assert "export PYTHONPATH=/opt/swemint/plugins${PYTHONPATH:+:$PYTHONPATH}" in script
 
 
-def fake_runner(exit_code: int, plugin: bytes | None = None, junit: bytes | None = None,
-                log: str = "", fail_plugin_load: bool = False) -> FakeSandbox:
-    """A FakeSandbox whose pytest writes the given report files and prints `log`."""
-    sb = FakeSandbox(SandboxSpec(image="fake"))
+def fake_runner(exit_code: int | None = None, plugin: bytes | None = None, junit: bytes | None = None,
+                log: str = "", sign: bool = True, duration: float = 0.0) -> FakeSandbox:
+    """A FakeSandbox whose pytest sends the records of `plugin` (JSON lines) on the channel,
+    signed with the key the runner gave, writes `junit` and prints `log`."""
+    from envpool.fake import pytest_reply
 
-    def pytest_reply(command: str, box: FakeSandbox):
-        if fail_plugin_load and PLUGIN_NAME in command.split("PYTHONPATH")[-1]:
-            return (1, f"ImportError: Error importing plugin \"{PLUGIN_NAME}\": boom")
-        report = re.search(r"SWEMINT_REPORT=(\S+)", command)
+    sb = FakeSandbox(SandboxSpec(image="fake"))
+    records = parsers.plugin_records(plugin) if plugin is not None else []
+    for r in records:  # goldens of the file-era plugin: their session_finish is the seal
+        if r.get("kind") == "session_finish":
+            r["seal"] = True
+    play = pytest_reply(records, exit_code, log, sign=sign, duration=duration)
+
+    def reply(command: str, box: FakeSandbox):
         junit_path = re.search(r"--junitxml=(\S+)", command)
-        if plugin is not None and report:
-            box.put_file(report.group(1), plugin)
         if junit is not None and junit_path:
             box.put_file(junit_path.group(1), junit)
-        return (exit_code, log)
+        return play(command, box)
 
-    sb.on(r"-m pytest", pytest_reply)
+    sb.on(r"-m pytest", reply)
     return sb
 
 
-def test_fake_run_prefers_the_plugin_report():
+def test_fake_run_reads_the_signed_channel_and_agrees_with_junit_and_log():
     sb = fake_runner(1, plugin=(DATA / "pytest8_report.jsonl").read_bytes(),
-                     junit=(DATA / "pytest8_junit.xml").read_bytes())
+                     junit=(DATA / "pytest8_junit.xml").read_bytes(),
+                     log=(DATA / "pytest8_rA.log").read_text(errors="replace"))
     run = run_pytest_detailed(sb, ["tests/test_cases.py"], addopts="-n auto -q")
     assert run.report.source == "plugin" and run.report.exit_code == 1 and run.report.tests_ran
     assert run.anomalies == [] and run.dropped_addopts == ["-nauto", "-q"]
     assert run.timeouts == ["tests/test_cases.py::test_hangs"] and run.collected == 32
+    assert set(run.sources) == {"junit", "log"} and run.sources["junit"].statuses  # compared, and they agree
+    call = [c for c in sb.calls if "-m pytest" in c.command][0]
+    assert call.channel and len(call.stdin) == 65 and call.stdin.endswith(b"\n")  # a fresh key, on stdin only
+    assert call.stdin.strip().decode() not in call.command and not call.env
     assert sb.files["/opt/swemint/plugins/swemint_pytest_report.py"].startswith(b'"""swemint')
 
 
-def test_fake_run_falls_back_to_junit_then_log():
-    sb = fake_runner(1, junit=(DATA / "pytest8_junit.xml").read_bytes())
+def test_junit_and_log_alone_are_never_graded():
+    sb = fake_runner(1, junit=(DATA / "pytest8_junit.xml").read_bytes(),
+                     log=(DATA / "pytest8_rA.log").read_text(errors="replace"))
     run = run_pytest_detailed(sb, ["tests/test_cases.py"], addopts="")
-    assert run.report.source == "junit" and any("fallback" in a for a in run.anomalies)
-    log = (DATA / "pytest8_rA.log").read_text(errors="replace")
-    assert run_pytest(fake_runner(1, log=log), ["t.py"], addopts="").source == "log"
+    assert run.report.statuses == {} and run.report.tests_ran is False and not run.plugin_loaded
+    assert any("no authenticated report" in a for a in run.anomalies)
 
 
 def test_forged_all_passed_log_with_nonzero_exit_is_not_tests_ran():
     log = "=== short test summary info ===\nPASSED t.py::test_a\nPASSED t.py::test_b\n=== 2 passed ===\n"
     run = run_pytest_detailed(fake_runner(1, log=log), ["t.py"], addopts="")
-    assert run.report.source == "log" and run.report.tests_ran is False
-    assert any("no failed or errored test" in a for a in run.anomalies)
+    assert run.report.tests_ran is False and run.report.statuses == {}
+    assert any("no authenticated report" in a for a in run.anomalies)
 
 
-def test_plugin_that_cannot_load_is_dropped_and_the_run_repeated():
-    log = "=== short test summary info ===\nPASSED t.py::test_a\n=== 1 passed ===\n"
-    sb = fake_runner(0, log=log, fail_plugin_load=True)
-    run = run_pytest_detailed(sb, ["t.py"], addopts="")
-    pytest_cmds = [c for c in sb.commands if "-m pytest" in c]
-    assert len(pytest_cmds) == 2 and f"-p {PLUGIN_NAME}" not in pytest_cmds[1]
-    assert run.plugin_loaded is False and run.report.statuses == {"t.py::test_a": TestStatus.PASSED}
+def test_frames_without_the_key_are_tampering():
+    sb = fake_runner(plugin=(DATA / "pytest8_report.jsonl").read_bytes(), sign=False)
+    run = run_pytest_detailed(sb, ["tests/test_cases.py"], addopts="")
+    assert run.report.tests_ran is False and run.tampered
+    assert any("signed, but no key" in a or "forged" in a for a in run.tampered)
 
 
-def test_whole_run_timeout_on_fake_keeps_plugin_results():
+def test_whole_run_timeout_on_fake_keeps_plugin_results_but_is_not_graded():
     lines = (DATA / "pytest8_report.jsonl").read_bytes().splitlines(keepends=True)[:12]
-    sb = FakeSandbox(SandboxSpec(image="fake"))
-
-    def slow(command, box):
-        box.put_file(re.search(r"SWEMINT_REPORT=(\S+)", command).group(1), b"".join(lines))
-        from envpool.sandbox import ExecResult
-        return ExecResult(command=command, exit_code=0, duration=999)
-
-    sb.on(r"-m pytest", slow)
-    rep = run_pytest(sb, ["t.py"], addopts="", timeout=10)
-    assert rep.timed_out and rep.exit_code == 124 and rep.tests_ran and rep.source == "plugin"
+    sb = fake_runner(0, plugin=b"".join(lines), duration=999)
+    run = run_pytest_detailed(sb, ["t.py"], addopts="", timeout=10)
+    rep = run.report
+    assert rep.timed_out and rep.exit_code == 124 and rep.statuses and rep.source == "plugin"
+    assert rep.tests_ran is False and any("timed out" in a for a in run.anomalies) and not run.tampered
 
 
 def test_cross_check_flags_exit_code_contradictions():
@@ -341,8 +344,12 @@ def _raw_run(sb, root: str, test_files, extra_args=(), addopts=""):
     install_plugin(sb)
     paths = PytestPaths.new("raw")
     cmd = pytest_command(test_files, python=VENV_PY, paths=paths, addopts=addopts, extra_args=extra_args)
-    res = sb.exec(pytest_script(cmd, paths, None, root), timeout=120, workdir=root)
-    plugin = parsers.parse_pytest_plugin(sb.get_file(paths.report))
+    key = channel.new_key()
+    res = sb.exec(pytest_script(cmd, paths, None, root), timeout=120, workdir=root, stdin=channel.key_line(key),
+                  channel=True)
+    chan = channel.read_channel(res.channel, key)
+    assert chan.tampered == [] and chan.sealed
+    plugin = parsers.parse_pytest_records(chan.records)
     junit = parsers.parse_pytest_junit(sb.get_file(paths.junit), known_files=test_files)
     return plugin, junit, parsers.parse_pytest_log(res.output), res
 
@@ -506,11 +513,72 @@ def test_hanging_test_hits_per_test_timeout_and_other_results_are_kept(box):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_whole_run_timeout_keeps_partial_results(box):
+def test_whole_run_timeout_keeps_partial_results_but_is_not_graded(box):
     root = make_repo(box, "/r/hang2", {"tests/test_hang.py": HANG})
-    rep = run_pytest(box, ["tests/test_hang.py"], python=VENV_PY, workdir=root, timeout=5)
-    assert rep.timed_out and rep.tests_ran and rep.source == "plugin"
+    run = run_pytest_detailed(box, ["tests/test_hang.py"], python=VENV_PY, workdir=root, timeout=5)
+    rep = run.report
+    assert rep.timed_out and rep.source == "plugin" and rep.tests_ran is False
     assert rep.statuses == {"tests/test_hang.py::test_before": P}
+    assert any("timed out" in a for a in run.anomalies) and not run.tampered
+
+
+# -- attacks on the report (issue 11, item 2) ---------------------------------------------------
+
+ATTACKS = r'''import atexit, glob, json, os, sys
+
+
+def _forge():
+    """What a patch can do to the report from inside the test process, at exit."""
+    fake = {"kind": "test", "nodeid": "tests/test_attack.py::test_bug", "when": "call", "outcome": "passed"}
+    # (1) the report file the old plugin wrote: found from the environment, the plugin or a glob
+    env = open("/proc/self/environ", "rb").read().split(b"\0")
+    paths = [e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"SWEMINT_REPORT=")]
+    plugin = sys.modules.get("swemint_pytest_report")
+    rec = getattr(plugin, "_recorder", None)
+    paths += [getattr(rec, "path", None) or ""] + glob.glob("/tmp/swemint/*/report.jsonl")
+    for p in filter(None, paths):
+        with open(p, "w") as f:
+            for line in [{"kind": "session_start", "pid": os.getpid()}, {**fake, "pid": os.getpid()},
+                         {"kind": "session_finish", "exitstatus": 0, "pid": os.getpid()}]:
+                f.write(json.dumps(line) + "\n")
+    # (2) frames on every descriptor that could be the channel, without the key
+    frame = b"\x1eSWR1 3 - " + __import__("base64").b64encode(json.dumps({**fake, "pid": os.getpid()}).encode())
+    for fd in range(1, 64):
+        try:
+            os.write(fd, frame + b"\n")
+        except OSError:
+            pass
+    # (3) a forged -rA summary after pytest's, and a forged JUnit file next to the real one
+    print("=" * 20 + " short test summary info " + "=" * 20)
+    print("PASSED tests/test_attack.py::test_bug")
+    print("=" * 20 + " 1 passed in 0.01s " + "=" * 20)
+    for j in glob.glob("/tmp/swemint/*/junit.xml"):
+        open(j, "w").write('<testsuite><testcase classname="tests.test_attack" name="test_bug" '
+                           'file="tests/test_attack.py"/></testsuite>')
+    sys.stdout.flush()
+    os._exit(0)
+
+
+atexit.register(_forge)
+
+
+def test_bug():
+    assert 1 + 1 == 3
+'''
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_report_rewritten_at_exit_a_forged_summary_and_junit_are_never_graded(box):
+    """Before the change the plugin's report file was rewritten at exit and the run graded as
+    passed (the failing test became FAIL_TO_PASS); now nothing forged is accepted, and the run
+    is refused as tampered."""
+    root = make_repo(box, "/r/attack", {"tests/test_attack.py": ATTACKS})
+    run = run_pytest_detailed(box, ["tests/test_attack.py"], python=VENV_PY, workdir=root, timeout=60)
+    assert run.report.statuses == {"tests/test_attack.py::test_bug": F}  # the truth, from the channel
+    assert run.report.tests_ran is False and run.tampered, run.anomalies
+    assert any("forged" in a or "not records" in a for a in run.tampered)
+    assert any("exited 0" in a for a in run.anomalies)  # os._exit(0) after pytest said 1
 
 
 # -- patches ---------------------------------------------------------------------------------

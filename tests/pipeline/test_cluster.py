@@ -65,8 +65,8 @@ def test_cluster_demo_submits_the_job_and_the_dataset_lands_under_workdir(docker
         assert "job API without the token answers HTTP 401" in out  # token auth is on
         assert re.search(r"dataset: 4 rows \(3 verified\) in " + re.escape(str(workdir)), out)
         pool = re.findall(r"pool: (\S+) at (\S+)", out)
-        assert len(pool) == 3 and all(re.fullmatch(r"127\.0\.0\.1:\d+/swemint/cluster-demo:.+", loc)
-                                      for _, loc in pool)
+        assert len(pool) == 3 and all(re.fullmatch(r"127\.0\.0\.1:\d+/swemint/cluster-demo@sha256:[0-9a-f]{64}", loc)
+                                      for _, loc in pool)  # recorded by digest
         assert "registry catalog: ['swemint/cluster-demo']" in out
         assert re.search(r"acme__\S+ verified total=[\d.]+s .*\| \d/4 \|", out)  # per-instance log lines
         # everything the script started is gone: the head's processes and the registry

@@ -331,3 +331,27 @@ def test_a_rate_limit_too_long_to_wait_stops_the_crawl_and_the_next_run_goes_on(
     assert second.crawl.stopped is None
     assert sorted(r.instance_id for r in second.results) == ["acme__gizmo-102", "acme__gizmo-104"]
     assert len(pd.read_parquet(tmp_path / "w" / "dataset" / "all.parquet")) == 3
+
+
+def test_low_disk_stops_new_work_and_the_next_run_mints_what_was_held(tmp_path, token, monkeypatch):
+    from envpool.hostfs import LowDisk
+
+    chain = Chain(tmp_path, n=3)
+    checks = []
+
+    def check(paths, floor, instance_id=None):
+        checks.append(1)
+        if len(checks) > 1:  # room for one build, then the disk is full
+            raise LowDisk("low disk: 1 MB free under /work (needs 10240 MB)")
+
+    monkeypatch.setattr("pipeline.flow.check_free_disk", check)
+    with FakeGitHub(chain.world) as srv:
+        cfg = chain.config(srv)
+        first = run_flow(load_config(None, [], workdir=tmp_path / "w", **cfg))
+        held = [r for r in first.results if r.reason.startswith("not started: low disk")]
+        assert len([r for r in first.results if r.outcome != "infra_error"]) == 1 and held
+        assert all(r.outcome == "infra_error" for r in held)
+        monkeypatch.setattr("pipeline.flow.check_free_disk", lambda *a, **k: None)
+        run_flow(load_config(None, [], workdir=tmp_path / "w", **cfg))
+    df = pd.read_parquet(tmp_path / "w" / "dataset" / "all.parquet")
+    assert sorted(df["instance_id"]) == sorted(chain.ids()) and "infra_error" not in set(df["outcome"])

@@ -180,7 +180,7 @@ def test_mint_stage_publishes_verified_images_and_records_where(monkeypatch):
 
     pushed = []
 
-    def publish(tag, registry):
+    def publish(tag, registry, auth=None):
         if registry == "down:5000":
             raise InfraError("connection refused")
         pushed.append(tag)

@@ -57,8 +57,8 @@ def test_rerun_clears_old_done_marker(tmp_path):
 
 def test_safe_name_keeps_folders_inside_root(tmp_path):
     assert safe_name("django__django-1234") == "django__django-1234"
-    assert safe_name("../../etc/passwd") == ".._.._etc_passwd"
-    assert safe_name("..") == "_.."
+    assert safe_name("../../etc/passwd") == "..%2F..%2Fetc%2Fpasswd"
+    assert safe_name("..") == "%2E%2E" and safe_name("a/b") != safe_name("a_b")
     assert ResultStore(tmp_path).dir("a/b").parent == tmp_path / "instances"
 
 
@@ -66,7 +66,8 @@ def test_safe_name_keeps_folders_inside_root(tmp_path):
 def exported(tmp_path):
     store = ResultStore(tmp_path)
     rows = [res("a__b-1", "verified", FAIL_TO_PASS=["ours::f", "ours::g"], PASS_TO_PASS=["ours::p"],
-                timings={"total": 12.5, "setup": 4.0}, image="swemint/env:abc", flaky_tests=["ours::z"]),
+                timings={"total": 12.5, "setup": 4.0}, image="swemint/env:abc", flaky_tests=["ours::z"],
+                test_infra_files=["test_patch:tests/conftest.py"], anomalies=["before#2: the run timed out"]),
             res("a__b-2", "env_failed", reason="no wheel", timings={}),
             res("a__b-3", "timeout", reused_from="a__b-1")]
     for r in rows:
@@ -86,6 +87,8 @@ def test_export_loads_in_pandas(exported):
     assert json.loads(first.timings) == {"total": 12.5, "setup": 4.0} and first.total_seconds == 12.5
     assert df.environment_setup_commit.isna().all()
     assert df.iloc[2].reused_from == "a__b-1" and df.iloc[1].reason == "no wheel"
+    assert list(first.test_infra_files) == ["test_patch:tests/conftest.py"]  # flagged in the row
+    assert list(first.anomalies) == ["before#2: the run timed out"] and list(df.iloc[1].anomalies) == []
 
 
 def test_export_loads_in_duckdb(exported):

@@ -16,6 +16,7 @@ from agents.polyglot.node.manifest import added_dependencies, package_deps, pack
 from agents.polyglot.node.runner import (glob_regex, has_config, mocha_spec_globs, package_dir,
                                          runner_of, runner_options, select_test_files)
 from agents.polyglot.node.version import choose_node
+from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
 from envpool.toolchains import version_key
 
@@ -124,7 +125,10 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         opts.append("--exit")  # mocha >= 4 waits for open handles (servers) otherwise
     yarn_path = None
     if pm == "yarn-berry":
-        rc = yaml.safe_load(tree.read(".yarnrc.yml") or "") or {}
+        try:
+            rc = load_untrusted_yaml(tree.read(".yarnrc.yml") or "") or {}
+        except yaml.YAMLError:
+            rc = {}
         yarn_path = str(rc.get("yarnPath")) if isinstance(rc, dict) and rc.get("yarnPath") else None
     return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
                         node_reason=reason, runner=runner, runner_dir=runner_dir, test_files=files,

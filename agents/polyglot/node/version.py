@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from agents.polyglot.node.manifest import read_json, recipe
+from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.toolchains import version_key
 from envpool.toolchains.node import LTS_CODENAMES, NodeRange
 
@@ -73,7 +74,7 @@ def ci_node_versions(tree) -> list[str]:
     paths += [p for p in (".travis.yml",) if tree.exists(p)]
     for p in paths:
         try:
-            walk(yaml.safe_load(tree.read(p) or ""))
+            walk(load_untrusted_yaml(tree.read(p) or ""))
         except yaml.YAMLError:
             continue
     return list(dict.fromkeys(found))

@@ -1,18 +1,26 @@
-"""swemint's out-of-tree pytest plugin: exact per-test results as JSON lines.
+"""swemint's out-of-tree pytest plugin: exact per-test results, sent to the host as signed frames.
 
 Load it with ``-p swemint_pytest_report`` (its folder on PYTHONPATH). Environment:
 
-- ``SWEMINT_REPORT``: path of the JSON-lines file to append to (outside the repository). Without
-  it the plugin records nothing.
+- ``SWEMINT_CHANNEL``: a file descriptor number (the runner uses 3) to write the records to, as
+  frames of swemint's report channel (``envpool.testrun.channel``). Without it the plugin records
+  nothing.
+- ``SWEMINT_KEY=stdin``: the first line of stdin is the run's key, in hex. It is read when pytest
+  imports this plugin (``-p`` plugins are imported before conftest files and test modules), then
+  stdin is pointed at /dev/null. Each frame carries an HMAC-SHA256 chained to the previous one;
+  after the sealing ``session_finish`` record the key is forgotten. Without a key the frames
+  carry ``-`` (unauthenticated).
 - ``SWEMINT_TEST_TIMEOUT``: optional per-test limit in seconds (float) on the *call* phase,
   enforced with ``signal.setitimer(ITIMER_REAL)``/SIGALRM: the test is reported failed and the
   run goes on. Skipped when another alarm is already pending (e.g. pytest-timeout's), off the
   main thread, or where setitimer does not exist.
 
-Both variables are removed from ``os.environ`` at configure time, so the code under test (and
-the subprocesses it starts) neither sees nor inherits them.
+The variables are removed from ``os.environ`` when the plugin is imported, and the channel's
+descriptor is replaced by a non-inheritable copy, so subprocesses of the tests neither see nor
+inherit them. None of this hides anything from code running in this same process (see the
+module docstring of ``envpool.testrun.channel``).
 
-Records, one JSON object per line, flushed after each (so a killed run keeps what it wrote):
+Records, one JSON object per frame:
 
 - ``{"kind": "session_start", "pid", "pytest", "python", "timeout"}``
 - ``{"kind": "test", "nodeid", "when", "outcome", "wasxfail"?, "longrepr"?, "duration", "pid"}``
@@ -23,8 +31,8 @@ Records, one JSON object per line, flushed after each (so a killed run keeps wha
 - ``{"kind": "timeout", "nodeid", "seconds", "pid"}`` when the per-test limit fired.
 - ``{"kind": "collected", "count", "pid"}`` after collection.
 - ``{"kind": "internalerror", "excrepr", "pid"}`` on a pytest internal error.
-- ``{"kind": "session_finish", "exitstatus", "counts", "pid"}`` at the end (absent when the run
-  was killed).
+- ``{"kind": "session_finish", "exitstatus", "counts", "seal": true, "pid"}`` at the end (absent
+  when the run was killed); nothing is written after it.
 
 Compatibility: only hooks that exist since pytest 2.x/3.0 (runtest_logreport, collectreport,
 collection_finish, sessionstart/finish, configure, internalerror, runtest_call as an old-style
@@ -32,6 +40,9 @@ hookwrapper); no annotations or typing imports; runs on Python 3.6+ with pytest 
 Idea as in pytest-dev's own pytest-reportlog, reduced to what grading needs.
 """
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -41,8 +52,10 @@ import time
 
 import pytest
 
-_REPORT_ENV = "SWEMINT_REPORT"
+_CHANNEL_ENV = "SWEMINT_CHANNEL"
+_KEY_ENV = "SWEMINT_KEY"
 _TIMEOUT_ENV = "SWEMINT_TEST_TIMEOUT"
+_PREFIX = b"\x1eSWR1 "
 _LONGREPR_CHARS = 1200
 _TIMEOUT_REPEAT = 5.0  # seconds between repeated alarms when a test swallows the first one
 
@@ -52,40 +65,103 @@ class SwemintTestTimeout(BaseException):
     by ``except Exception``)."""
 
 
+def _read_key_line(fd):
+    """The hex key on the first line of `fd` (at most 256 bytes read), or None."""
+    data = b""
+    while len(data) < 256 and not data.endswith(b"\n"):
+        try:
+            chunk = os.read(fd, 256 - len(data))
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    try:
+        key = bytearray(bytes.fromhex(data.strip().decode("ascii")))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return key or None
+
+
+class _Channel(object):
+    """Writes records as chained frames to a private descriptor; forgets the key once sealed."""
+
+    def __init__(self, fd, key):
+        self.fd = fd
+        self.key = key
+        self.seq = 0
+        self.prev = b""
+        self.sealed = False
+
+    def write(self, record, seal=False):
+        if self.sealed:
+            return
+        payload = json.dumps(record, ensure_ascii=True, sort_keys=True, default=str).encode("ascii")
+        if self.key is not None:
+            msg = ("%d" % self.seq).encode("ascii") + b"\x00" + self.prev + b"\x00" + payload
+            mac = hmac.new(bytes(self.key), msg, hashlib.sha256).hexdigest().encode("ascii")
+        else:
+            mac = b"-"
+        frame = _PREFIX + ("%d " % self.seq).encode("ascii") + mac + b" " + base64.b64encode(payload) + b"\n"
+        self.seq += 1
+        self.prev = mac
+        view = memoryview(frame)
+        while len(view):
+            try:
+                n = os.write(self.fd, view)
+            except InterruptedError:
+                continue
+            except OSError:
+                break  # the channel is gone: the host sees an unsealed, short chain
+            view = view[n:]
+        if seal:
+            self.sealed = True
+            if self.key is not None:
+                for i in range(len(self.key)):
+                    self.key[i] = 0
+            self.key = None
+
+
+def _open_channel():
+    """The channel named by SWEMINT_CHANNEL (its key from stdin with SWEMINT_KEY=stdin), or None."""
+    fd_text = os.environ.pop(_CHANNEL_ENV, None)
+    key_source = os.environ.pop(_KEY_ENV, None)
+    if not fd_text:
+        return None
+    try:
+        fd = int(fd_text)
+        private = os.dup(fd)  # Python >= 3.4: not inherited by subprocesses
+        os.close(fd)
+    except (ValueError, OSError):
+        return None
+    key = None
+    if key_source == "stdin":
+        key = _read_key_line(0)
+        try:
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+        except OSError:
+            pass
+    return _Channel(private, key)
+
+
+_channel = _open_channel()  # at import: before conftest files and the tests are imported
+
+
 class _Recorder(object):
-    def __init__(self, path, timeout):
-        self.path = path
+    def __init__(self, channel, timeout):
+        self.channel = channel
         self.timeout = timeout
         self.pid = os.getpid()
         self.counts = {}
-        self._fh = None
 
-    def _open(self):
-        parent = os.path.dirname(self.path)
-        if parent and not os.path.isdir(parent):
-            os.makedirs(parent)
-        self._fh = open(self.path, "a", encoding="utf-8")
-
-    def emit(self, record):
+    def emit(self, record, seal=False):
         record["pid"] = self.pid
-        line = json.dumps(record, ensure_ascii=True, sort_keys=True, default=str) + "\n"
-        for _attempt in (0, 1):
-            try:
-                if self._fh is None or self._fh.closed:
-                    self._open()
-                self._fh.write(line)
-                self._fh.flush()
-                return
-            except (OSError, ValueError):  # fd closed by the code under test: reopen once
-                self._fh = None
+        self.channel.write(record, seal=seal)
 
     def close(self):
-        if self._fh is not None:
-            try:
-                self._fh.close()
-            except Exception:
-                pass
-            self._fh = None
+        pass
 
 
 _recorder = None
@@ -116,9 +192,8 @@ def _fspath(report):
 
 def pytest_configure(config):
     global _recorder
-    path = os.environ.pop(_REPORT_ENV, None)
     raw_timeout = os.environ.pop(_TIMEOUT_ENV, None)
-    if not path or _recorder is not None:
+    if _channel is None or _recorder is not None:
         return
     timeout = None
     try:
@@ -127,7 +202,7 @@ def pytest_configure(config):
         timeout = None
     if timeout is not None and timeout <= 0:
         timeout = None
-    _recorder = _Recorder(path, timeout)
+    _recorder = _Recorder(_channel, timeout)
     _recorder.emit({
         "kind": "session_start",
         "pytest": getattr(pytest, "__version__", "?"),
@@ -190,7 +265,8 @@ def pytest_sessionfinish(session, exitstatus):
     counts = dict(_recorder.counts)
     counts["testsfailed"] = getattr(session, "testsfailed", None)
     counts["testscollected"] = getattr(session, "testscollected", None)
-    _recorder.emit({"kind": "session_finish", "exitstatus": int(exitstatus), "counts": counts})
+    _recorder.emit({"kind": "session_finish", "exitstatus": int(exitstatus), "counts": counts, "seal": True},
+                   seal=True)
 
 
 def _can_arm():

@@ -122,3 +122,49 @@ def test_unrelated_attempts_of_one_rule_are_separate_chains():
     chains = attempt_chains(traj)
     assert [len(c) for c in chains] == [1, 1]
     assert [e.negative for e in distil(traj, "python", "i")] == [True]
+
+
+RUST_OUT = "   Compiling time v0.3.20\nerror[E0282]: type annotations needed\nerror: could not compile `time` (lib)\n"
+NO_RUN = "cd /testbed && cargo test --no-run -p demo --tests"
+
+
+def rust_chain(output: str, fix: str) -> list[StepRecord]:
+    """polymint's shape: the setup step fails, the ecosystem's repair runs, the step passes."""
+    note = 'repair: [{"kind": "shell", "command": ' + __import__("json").dumps(fix) + "}]"
+    return [step("recipe:rust:3", 101, output, command=NO_RUN),
+            step("repair:rust", 0, "", note=note, command=fix),
+            step("recipe:rust:3", 0, "", command=NO_RUN)]
+
+
+def test_a_learned_shell_action_never_carries_shell_text_from_the_build_output(memory: ExperienceMemory):
+    """Issue 11: a crate `x;touch /tmp/pwned` in cargo's output became a learned shell command
+    that the memory replays in other repositories' builds."""
+    evil = RUST_OUT.replace("time", "x;touch /tmp/pwned")
+    entries = memory.learn(rust_chain(evil, "cd /testbed && cargo update -p x;touch /tmp/pwned@0.3.20"),
+                           "rust", "o__r-1")
+    commands = [a.command for e in entries for a in e.actions if a.kind == "shell"]
+    stored = [a.command for e in memory.store.all("rust", include_negative=True) for a in e.actions
+              if a.kind == "shell" and e.provenance.source == "learned"]
+    assert not any("pwned" in c or ";" in c for c in commands + stored), commands + stored
+
+
+def test_a_copied_crate_name_becomes_a_placeholder_bound_from_the_next_error(memory: ExperienceMemory):
+    [entry] = memory.learn(rust_chain(RUST_OUT, "cd /testbed && cargo update -p time"), "rust", "o__r-1")
+    assert [a.command for a in entry.actions] == ["cd /testbed && cargo update -p ${arg1}"]
+    assert "(?P<arg1>" in entry.error_signature
+    other = RUST_OUT.replace("time", "serde_json")
+    [plan] = memory.actions_for(other, "rust")
+    assert [a.command for a in plan.actions] == ["cd /testbed && cargo update -p serde_json"]
+    # a value with shell syntax never binds into the command
+    assert memory.actions_for(RUST_OUT.replace("`time`", "`a$(id)`"), "rust") == []
+
+
+def test_bound_values_into_shell_commands_are_plain_tokens():
+    from agents.memory.actions import bind_actions
+    from agents.memory.models import EnvAction, ShellAction
+
+    acts = [ShellAction(command="pip install ${pkg}"), EnvAction(name="X", value="${pkg}")]
+    bound, unbound = bind_actions(acts, {"pkg": "ok-1.2"})
+    assert [a.model_dump() for a in bound][0]["command"] == "pip install ok-1.2" and unbound == []
+    bound, unbound = bind_actions(acts, {"pkg": "x; rm -rf /"})
+    assert [a.kind for a in bound] == ["env"] and unbound == ["pkg"]

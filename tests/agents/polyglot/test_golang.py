@@ -319,6 +319,13 @@ def test_dependency_version_guard_is_overlaid_not_the_repository():
     assert golang.overlay_guard(own) is None  # the repository's own code is never overlaid
 
 
+def test_a_module_path_with_shell_syntax_in_a_build_error_never_becomes_a_command():
+    evil = QUIC_GUARD.replace("quic-go@v0.26.0/internal", "quic-go;touch${IFS}x@v0.26.0/internal")
+    assert golang.overlay_guard(evil) is None
+    evil_version = QUIC_GUARD.replace("@v0.26.0/", "@v0.26.0$(id)/")
+    assert golang.overlay_guard(evil_version) is None
+
+
 @pytest.mark.parametrize("output, rc", [(QUIC_GUARD, 1), ("./calc_test.go:9:5: undefined: Double\n", 0)])
 def test_compile_step_fails_only_for_dependencies(tmp_path, output, rc):
     fake = tmp_path / "go"

@@ -109,9 +109,16 @@ def test_polyglot_instance_verified_with_repair(tmp_path, instance, monkeypatch)
     steps = [json.loads(line) for line in Path(res.trajectory_path).read_text().splitlines()]
     assert [s["rule"] for s in steps if s["agent"] == "execution"] == ["recipe:toy:0", "repair:toy:cmd", "repair:toy",
                                                                          "recipe:toy:0"]
-    # runs as is in the image: the plan's env exported (and in the image's ENV)
-    assert res.test_command.startswith("export GOFLAGS=-mod=mod; ")
+    # runs as is in the image: the test files reset to the test_patch, the plan's env exported
+    # (and in the image's ENV)
+    assert res.test_command.startswith("cd /testbed && { if git cat-file -e HEAD:calc_test.go")
+    assert "base64 -d | git apply" in res.test_command and "export GOFLAGS=-mod=mod; " in res.test_command
     assert res.test_command.endswith("go test -json ./...")
+    assert res.anomalies == [] and res.test_infra_files == []
+    # every run of a side in a fresh container: nothing one run leaves reaches the next
+    runs = [sb for sb in factory.sandboxes if sb.spec.network == "none"]
+    assert len(runs) == cfg.verify.before_runs + cfg.verify.after_runs
+    assert all(sum("go test" in c for c in sb.commands) == 1 for sb in runs)
     assert factory.images[res.image].env == {"GOFLAGS": "-mod=mod"}
 
 
@@ -145,7 +152,8 @@ def test_runs_with_anomalies_are_dropped(tmp_path, instance, monkeypatch):
     f.on(r"cargo test", lambda cmd, sb: (0, after if any("after_patch" in c for c in sb.commands) else before))
     res = minter.mint_instance(inst, git_dir, MintConfig(workdir=tmp_path / "w", run_id="t"), factory=f)
     assert res.outcome == "tests_not_run", res.reason
-    assert "untrustworthy" in res.reason and res.FAIL_TO_PASS == []
+    assert "can be trusted" in res.reason and res.FAIL_TO_PASS == []
+    assert any(a.startswith("after#1: ") and "totals 2 passed" in a for a in res.anomalies)
 
 
 def test_setup_failure_is_env_failed_naming_the_step(tmp_path, instance, monkeypatch):

@@ -222,3 +222,27 @@ def test_apt_repairs_do_not_fire_on_ordinary_words(tmp_path, fake_image):
     out = ("   Compiling openssl-sys v0.9.60\n   Compiling http-protocol v0.1.0\n"
            "error[E0308]: mismatched types\nerror: could not compile `demo` (lib)\n")
     assert rust.ECOSYSTEM.repair(plan, "c", out, set()) is None
+
+
+def test_a_crate_name_with_a_semicolon_in_a_build_error_never_becomes_a_command(tmp_path, fake_image):
+    """Issue 11: `x;cmd` in cargo's output used to land as a shell command in the repair (then the
+    setup script, the Dockerfile and the experience memory)."""
+    plan = _plan(tmp_path)
+    evil = ("   Compiling x;touch /tmp/pwned v0.1.0\nerror[E0282]: type annotations needed\n"
+            "error: could not compile `x;touch /tmp/pwned` (lib)\n")
+    assert rust.ECOSYSTEM.repair(plan, "c", evil, set()) is None
+    dollar = "   Compiling t$(id) v1.0.0\nerror: could not compile `t$(id)` (lib)\n"
+    assert rust.ECOSYSTEM.repair(plan, "c", dollar, set()) is None
+    bad_version = "   Compiling time v0.3.20;id\nerror: could not compile `time` (lib)\n"
+    assert rust.ECOSYSTEM.repair(plan, "c", bad_version, set()) == ["cd /testbed && cargo update -p time"]
+
+
+def test_names_from_the_manifest_are_quoted_in_every_command(tmp_path, fake_image):
+    crate = CRATE.replace('name = "demo"', 'name = "demo"\n\n[[test]]\nname = "it$(id)"\npath = "tests/it.rs"', 1)
+    tree = make_tree(tmp_path, {"my crate/Cargo.toml": crate, "my crate/Cargo.lock": LOCK_V3,
+                                "my crate/src/lib.rs": "", "my crate/tests/it.rs": ""})
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree), ["my crate/tests/it.rs"], None)
+    for cmd in [*plan.setup_commands, plan.test_command]:
+        assert "it$(id)" not in cmd.replace("'it$(id)'", "") and "/testbed/my crate " not in cmd, cmd
+    assert plan.test_command.startswith("cd '/testbed/my crate' && ")
+    assert "--test 'it$(id)'" in plan.test_command

@@ -3,7 +3,8 @@
     .venv/bin/python tests/data/testrun/regenerate.py
 
 Writes, for pytest 8.4.2 on Python 3.11 (`pytest8_*`) and pytest 4.6.11 on Python 3.9
-(`pytest46_*`): the plugin's JSON lines, the JUnit XML and the console log of one run of the
+(`pytest46_*`): the plugin's records (received on the signed report channel, written as JSON
+lines), the JUnit XML and the console log of one run of the
 repository below with `per_test_timeout=2`; plus pytest 8 console logs with `--color=yes`,
 with `-s`, and of a run interrupted by a collection error. The repository's files are the
 constants of tests/envpool/test_pytest_runner_docker.py.
@@ -21,6 +22,7 @@ import test_pytest_runner_docker as T  # noqa: E402
 
 from envpool.docker_sandbox import DockerSandboxFactory  # noqa: E402
 from envpool.sandbox import SandboxSpec  # noqa: E402
+from envpool.testrun import channel  # noqa: E402
 from envpool.testrun.pytest_runner import (PytestPaths, install_plugin, pytest_command,  # noqa: E402
                                            pytest_script)
 
@@ -63,10 +65,15 @@ def run(sb, name: str, extra=(), files=TEST_FILES, keep_reports=False, cont=True
     paths = PytestPaths.new("golden")
     cmd = pytest_command(files, python=PY, paths=paths, extra_args=list(extra),
                          continue_on_collection_errors=cont)
-    sb.exec(pytest_script(cmd + " > /tmp/console.log 2>&1", paths, 2, "/testbed"), timeout=120)
+    key = channel.new_key()
+    res = sb.exec(pytest_script(cmd + " > /tmp/console.log", paths, 2, "/testbed"), timeout=120,
+                  stdin=channel.key_line(key), channel=True)
     (HERE / f"{name}_rA.log").write_bytes(sb.get_file("/tmp/console.log"))
     if keep_reports:
-        (HERE / f"{name}_report.jsonl").write_bytes(sb.get_file(paths.report))
+        chan = channel.read_channel(res.channel, key)
+        assert chan.sealed and not chan.tampered, chan
+        (HERE / f"{name}_report.jsonl").write_text("".join(__import__("json").dumps(r, sort_keys=True) + "\n"
+                                                           for r in chan.records))
         (HERE / f"{name}_junit.xml").write_bytes(sb.get_file(paths.junit))
 
 

@@ -1,0 +1,183 @@
+"""Whether a test run may be graded: one rule for pytest and every other runner.
+
+`anomalies(evidence)` returns what makes a run's report untrustworthy; a run with any anomaly
+is never graded (`grading.grade` only ever sees trusted runs), and the anomalies go into the
+instance's row. An anomaly with `tamper=True` can only be explained by something writing to or
+rewriting the report; the minter then refuses to grade the whole instance (its code is working
+against the harness), not only that run.
+
+The checks, each a thing a forger must get right *consistently*:
+
+- **the channel** (pytest): frames that do not verify, junk on the channel, gaps, records after
+  the seal or from another process (`channel.read_channel`) -- tamper;
+- **session finished**: the runner's own end-of-run record is there (pytest: the sealed
+  `session_finish`; others: their parser's end markers, see `parser_anomalies`);
+- **exit status**: the process's exit code agrees with the runner's own status (pytest's
+  `session_finish.exitstatus`) and with the results (nonzero with nothing failing or broken,
+  zero with failures, pytest's internal/usage errors 3 and 4);
+- **collected versus reported**: every collected test reported a result;
+- **totals**: counts the runner printed agree with the tests parsed (the polyglot parsers'
+  `check`);
+- **independent sources**: where the runner also wrote other reports of the same run (pytest's
+  JUnit XML and its `-rA` summary), a test that one source calls passed and another calls not
+  passed -- tamper (a forged summary or JUnit file, or a report rewritten in place);
+- **bounds**: a report over the size limit, a stream cut short, a run that timed out.
+
+What no check here can catch: code inside the runner's process that changes the outcomes before
+any report is written (a `conftest.py` hook rewriting reports, a monkeypatched runner) produces
+consistent evidence everywhere. `infra_files` flags instances whose patches touch
+such files, and the published command (`envpool.testrun.published`) resets them before grading a
+model patch. See README "Grading integrity".
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envpool.patches import changed_lines, files_in_patch
+from envpool.testrun.status import TestRunReport, TestStatus, passed_like
+
+
+class Anomaly(BaseModel):
+    """One reason not to grade a run: a short `code`, the `message` and whether only tampering
+    explains it (`tamper`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    code: str
+    message: str
+    tamper: bool = False
+
+    def __str__(self) -> str:
+        return f"{'tamper: ' if self.tamper else ''}{self.message}"
+
+
+class RunEvidence(BaseModel):
+    """Everything known about one test run, for `anomalies`.
+
+    `report`: the parsed results to grade (pytest: from the authenticated channel). `exit_code`:
+    the process's exit code when it is the runner's verdict (pytest), None when the command's
+    exit code is not (most polyglot test commands). `runner_exit`: the runner's own exit status
+    as it reported it (pytest's session), None when unknown. `session_finished`: the runner's
+    end-of-run record arrived (None: the runner has no such record). `collected`: tests the
+    runner collected (None: unknown). `parser_anomalies`: the parser's own findings (counts,
+    cut streams). `tampered`: channel findings. `report_too_large`: the report went over the
+    size limit. `others`: independent reports of the same run (source name -> report).
+    `pytest_codes`: the runner is pytest (exit codes 3/4/5 have pytest's meaning).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    report: TestRunReport
+    exit_code: int | None = None
+    runner_exit: int | None = None
+    session_finished: bool | None = None
+    collected: int | None = None
+    parser_anomalies: list[str] = Field(default_factory=list)
+    tampered: list[str] = Field(default_factory=list)
+    report_too_large: bool = False
+    others: dict[str, TestRunReport] = Field(default_factory=dict)
+    pytest_codes: bool = False
+
+
+_FAILING = (TestStatus.FAILED, TestStatus.ERROR)
+
+
+def _disagreements(report: TestRunReport, other: TestRunReport) -> list[str]:
+    """Ids both reports have whose pass/no-pass outcome differs."""
+    return sorted(t for t, st in report.statuses.items()
+                  if t in other.statuses and passed_like(st) != passed_like(other.statuses[t]))
+
+
+def anomalies(ev: RunEvidence) -> list[Anomaly]:
+    """Why the run of `ev` must not be graded ([] = trusted); see the module docstring. Pure."""
+    out: list[Anomaly] = [Anomaly(code="channel", message=m, tamper=True) for m in ev.tampered]
+    rep = ev.report
+    if ev.report_too_large:
+        out.append(Anomaly(code="too_large", message="the report is over the size limit"))
+    if rep.timed_out:
+        out.append(Anomaly(code="timed_out", message="the run timed out before it finished"))
+    if ev.session_finished is False and not rep.timed_out:
+        out.append(Anomaly(code="unfinished", message="the runner's session never finished (killed, os._exit, "
+                                                      "or its report was cut)"))
+    out += [Anomaly(code="parser", message=m) for m in ev.parser_anomalies]
+    failing = any(s in _FAILING for s in rep.statuses.values())
+    code = ev.exit_code
+    if code is not None and not rep.timed_out:
+        no_tests = 5 if ev.pytest_codes else None
+        if code not in (0, no_tests) and not failing and not rep.collection_errors:
+            out.append(Anomaly(code="exit_status", message=f"exit code {code} but no failed or errored test: output "
+                                                           "may be forged or the run was cut short"))
+        if code == 0 and failing:
+            out.append(Anomaly(code="exit_status", message="exit code 0 but failed or errored tests were reported"))
+        if ev.pytest_codes and code in (3, 4):
+            out.append(Anomaly(code="exit_status", message=f"pytest exit code {code} "
+                                                           f"({'internal' if code == 3 else 'usage'} error)"))
+        if ev.runner_exit is not None and ev.runner_exit != code:
+            out.append(Anomaly(code="exit_status", message=f"the runner ended with status {ev.runner_exit} but the "
+                                                           f"process exited {code}"))
+    if ev.collected is not None and len(rep.statuses) < ev.collected and not rep.timed_out:
+        out.append(Anomaly(code="collected", message=f"{ev.collected} tests collected but {len(rep.statuses)} "
+                                                     "reported a result"))
+    for source, other in ev.others.items():
+        diff = _disagreements(rep, other)
+        if diff:
+            out.append(Anomaly(code="sources", tamper=True,
+                               message=f"the {source} report disagrees with the runner's on {len(diff)} test(s), "
+                                       f"e.g. {diff[0]}: a forged or rewritten report"))
+    return out
+
+
+def tampering(found: list[Anomaly]) -> list[Anomaly]:
+    """The anomalies of `found` that only tampering explains."""
+    return [a for a in found if a.tamper]
+
+
+# -- test infrastructure ------------------------------------------------------------------------
+
+INFRA_NAMES = (
+    # pytest: plugins, configuration, interpreter start-up hooks
+    "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "sitecustomize.py",
+    "usercustomize.py", "*.pth", "pytest_*.py", "*_pytest_plugin.py",
+    # JavaScript / TypeScript runners
+    "jest.config.*", "jest.setup.*", "jest-setup.*", "setupTests.*", "setup-tests.*", "vitest.config.*",
+    "vitest.setup.*", "vitest.workspace.*", ".mocharc*", "mocha.opts", "karma.conf.*",
+    # others: JUnit platform, PHPUnit, RSpec/minitest helpers, cargo configuration
+    "junit-platform.properties", "phpunit.xml*", "bootstrap.php", ".rspec", "spec_helper.rb",
+    "rails_helper.rb", "test_helper.rb",
+)
+"""File names (fnmatch) that change how a runner runs or reports, wherever they are."""
+INFRA_PATHS = (".cargo/config*", "*/.cargo/config*", "src/test/resources/META-INF/services/*",
+               "*/src/test/resources/META-INF/services/*")
+"""Repository paths (fnmatch) of the same kind."""
+INFRA_CONFIG_FILES = {"setup.cfg": ("[tool:pytest", "pytest", "addopts"), "tox.ini": ("[pytest", "addopts"),
+                      "pyproject.toml": ("pytest", "addopts", "pytest11"), "setup.py": ("pytest11",),
+                      "package.json": ('"jest"', '"mocha"', '"vitest"', "setupFiles", "testEnvironment")}
+"""Shared configuration files that count when a changed line mentions one of the words."""
+
+
+def infra_files(patch: str) -> list[str]:
+    """Files `patch` touches that configure or extend the test runner (plugins, conftest files,
+    start-up hooks, runner configuration; `INFRA_NAMES`, `INFRA_PATHS`, and `INFRA_CONFIG_FILES`
+    when a changed line mentions the runner), sorted. Never raises."""
+    files = files_in_patch(patch)
+    lines = changed_lines(patch)
+    out = set()
+    for f in files:
+        name = posixpath.basename(f)
+        if any(fnmatch.fnmatch(name, pat) for pat in INFRA_NAMES) or any(fnmatch.fnmatch(f, p) for p in INFRA_PATHS):
+            out.add(f)
+        elif name in INFRA_CONFIG_FILES:
+            words = INFRA_CONFIG_FILES[name]
+            if any(w in line for line in lines.get(f, []) for w in words):
+                out.add(f)
+    return sorted(out)
+
+
+def infrastructure_flags(patch: str, test_patch: str) -> list[str]:
+    """The row's flag: `patch:<file>` and `test_patch:<file>` for every test-infrastructure file
+    each patch touches (the test_patch adding fixtures to a `conftest.py` is common and benign;
+    the fix touching one is worth a look)."""
+    return [f"patch:{f}" for f in infra_files(patch)] + \
+        [f"test_patch:{f}" for f in infra_files(test_patch)]
