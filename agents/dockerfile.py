@@ -1,15 +1,36 @@
 """Dockerfile generation: rebuild an instance's environment without swemint.
 
-The Dockerfile starts from the toolchain image (an official image where one was used; our
-debootstrapped one otherwise, whose recipe is in `envpool.images`), clones the repository at
-`base_commit` and replays the setup commands that succeeded, in order.
+The Dockerfile starts `FROM` an official image (`debian:<suite>-slim`, or the official toolchain
+image where a registry gave one) and spells out every step that made the toolchain image
+(`envpool.images.recipe`: our Debian base packages, the toolchain script), then lays out
+/testbed exactly as the minter does -- `base_commit`'s tree as one commit of its own, no history,
+so no later commit (the fix) is reachable -- replays the setup commands that succeeded, in order,
+keeps tracked edits in their own commit, and adds `python3` where the image has none (for the
+status tool, `envpool.evalscript`).
+
+It needs a build context (`build_context`): `testbed.tar.gz` (the tree of `base_commit`, `git
+archive` of the mirror; GitHub is not cloned), `swemint/` (the grading tools, `ca.pem`: the CA
+bundle the build trusts, and `build-env.sh`, sourced by every build step, which points the usual
+CA variables at it only during the build). `swemint export --format swebench-task-repo` and
+`swemint rebuild` write it; `DOCKER_BUILDKIT=0 docker build -t TAG DIR` builds it.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import shlex
+import tarfile
+
+from envpool import images
+from envpool.docker_sandbox import CA_ENV_VARS, CA_PATH_IN_CONTAINER
+from envpool.evalscript import ENSURE_PYTHON3, grading_tools
+
+CONTEXT_TREE = "testbed.tar.gz"
+"""The build context's tarball of `base_commit`'s tree."""
+BUILD_ENV = "/opt/swemint/build-env.sh"
+GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
 
 def docker_env_value(value: str) -> str:
@@ -23,27 +44,95 @@ def comment(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
+def ansi_c_quote(text: str) -> str:
+    """`text` as one bash word `$'...'`, newlines kept as `\\n`: a multi-line script (a heredoc,
+    an if-block) fits on one Dockerfile line and runs exactly as written."""
+    body = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return f"$'{body}'"
+
+
+def run_line(command: str, build_env: bool = True) -> str:
+    """A RUN line: `command` after sourcing build-env.sh; a multi-line command runs as
+    `bash -c $'...'` (the legacy builder has no heredocs, and joining lines would change it)."""
+    prefix = f". {BUILD_ENV} && " if build_env else ""
+    if "\n" in command.strip("\n"):
+        return f"RUN {prefix}bash -c {ansi_c_quote(command)}"
+    return f"RUN {prefix}{command.strip()}"
+
+
 def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands: list[str],
-                      env: dict[str, str], clone_url: str = "https://github.com/{repo}.git",
-                      workdir: str = "/testbed", files: dict[str, bytes] | None = None) -> str:
-    """Return Dockerfile text (str). `commands` run in `workdir` with `env` set (PATH included);
-    `files` (absolute path -> content) are written into the image, inline, so the Dockerfile
-    needs no build context (e.g. swemint's pytest report plugin)."""
+                      env: dict[str, str], workdir: str = "/testbed",
+                      files: dict[str, bytes] | None = None, **_ignored) -> str:
+    """Return Dockerfile text (str) for the environment built from toolchain image `base_image`
+    by `commands` (run in `workdir` with `env` set, PATH included). The toolchain is spelled out
+    from `envpool.images.recipe(base_image)` when this process resolved it; otherwise the
+    Dockerfile starts `FROM base_image` and says so. `files` (absolute path -> content) other
+    than the grading tools (which come from the build context) are written inline."""
+    rec = images.recipe(base_image)
     lines = [f"# swemint environment for {comment(repo)} @ {comment(base_commit)}",
-             f"FROM {base_image}",
-             "SHELL [\"/bin/bash\", \"-c\"]"]
-    for k, v in sorted(env.items()):
-        lines.append(f"ENV {k}={docker_env_value(v)}")
-    url = clone_url.format(repo=repo)
-    lines.append(f"RUN git clone {shlex.quote(url)} {workdir} && cd {workdir} && git checkout --detach "
-                 f"{shlex.quote(base_commit)}")
-    lines.append(f"WORKDIR {workdir}")
+             "# Build context: this file, testbed.tar.gz (the tree of base_commit, no history) and swemint/",
+             "# (grading tools, ca.pem, build-env.sh), as `swemint export --format swebench-task-repo` writes it:",
+             "#   DOCKER_BUILDKIT=0 docker build -t IMAGE DIR"]
+    if rec.stand_in:
+        lines.append(f"# Without a registry, {rec.from_image} is our debootstrapped {rec.stand_in} tagged under its name.")
+    if not rec.complete:
+        lines.append(f"# The steps that made {rec.from_image} are not known to this build; it is used as is.")
+    lines += [f"FROM {rec.from_image}", 'SHELL ["/bin/bash", "-c"]', "COPY swemint/ /opt/swemint/"]
+    lines += [run_line(step) for step in rec.steps]
+    lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items())]
+    lines += [f"COPY {CONTEXT_TREE} /tmp/{CONTEXT_TREE}",
+              f"RUN mkdir -p {workdir} && tar -xzf /tmp/{CONTEXT_TREE} -C {workdir} && rm /tmp/{CONTEXT_TREE} && "
+              f"cd {workdir} && git init -q && git add -A && "
+              f"git {GIT_ID} commit -qm {shlex.quote('base ' + base_commit)} --no-verify",
+              f"WORKDIR {workdir}"]
+    tools = set(grading_tools())
     for path, data in (files or {}).items():
-        b64 = base64.b64encode(data).decode()
-        lines.append(f"RUN mkdir -p $(dirname {path}) && echo {b64} | base64 -d > {path}")
-    for c in commands:
-        lines.append("RUN " + c.replace("\n", " \\\n    "))
+        if path not in tools:
+            lines.append(f"RUN mkdir -p {shlex.quote(path.rsplit('/', 1)[0] or '/')} && "
+                         f"echo {base64.b64encode(data).decode()} | base64 -d > {shlex.quote(path)}")
+    lines += [run_line(c) for c in commands]
+    lines.append(f"RUN cd {workdir} && if [ -n \"$(git status --porcelain --untracked-files=no)\" ]; then "
+                 f"git {GIT_ID} commit -qam 'swemint: environment setup edits' --no-verify; fi")
+    lines.append(run_line(ENSURE_PYTHON3))
     return "\n".join(lines) + "\n"
+
+
+def build_env_script() -> str:
+    """`build-env.sh`: the CA variables pointed at /opt/swemint/ca.pem when it is non-empty."""
+    exports = " ".join(f"{k}={CA_PATH_IN_CONTAINER}" for k in CA_ENV_VARS)
+    return ("# sourced by every RUN of a swemint Dockerfile: trust the build host's CA bundle\n"
+            f"if [ -s {CA_PATH_IN_CONTAINER} ]; then export {exports}; fi\n")
+
+
+def build_context(tree_tar: bytes, ca_bundle: bytes | None = None) -> dict[str, bytes]:
+    """Relative path -> content of a Dockerfile's build context (the Dockerfile not included):
+    `testbed.tar.gz` from `tree_tar` (an uncompressed tar of the tree, e.g.
+    `agents.gitrepo.GitTree.archive()`), the grading tools under `swemint/`, `swemint/ca.pem`
+    (`ca_bundle`, empty when None) and `swemint/build-env.sh`. Deterministic for equal input."""
+    out = {CONTEXT_TREE: _gzip(tree_tar)}
+    for path, data in grading_tools().items():
+        out["swemint/" + path.removeprefix("/opt/swemint/")] = data
+    out["swemint/ca.pem"] = ca_bundle or b""
+    out["swemint/build-env.sh"] = build_env_script().encode()
+    return out
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+def tar_of(files: dict[str, bytes]) -> bytes:
+    """An uncompressed tar of `files` (relative path -> content), e.g. a build context."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name in sorted(files):
+            info = tarfile.TarInfo(name)
+            info.size = len(files[name])
+            info.mode = 0o755 if name.endswith((".sh", ".pyz")) else 0o644
+            tf.addfile(info, io.BytesIO(files[name]))
+    return buf.getvalue()
 
 
 def render_setup_script(commands: list[str], env: dict[str, str], failed: list[tuple[str, int]] | None = None) -> str:

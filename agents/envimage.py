@@ -12,7 +12,7 @@ from agents.models import StepRecord
 from envpool import images
 from envpool.errors import EnvBuildError
 from envpool.hostfs import private_dir, remove_tree, scrub
-from envpool.testrun.pytest_runner import PLUGIN_DIR, PLUGIN_NAME, PLUGIN_SOURCE
+from envpool.evalscript import ENSURE_PYTHON3, grading_tools
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
@@ -52,8 +52,9 @@ def release_cache(config, instance_id: str, repo: str) -> None:
 
 
 def plugin_files() -> dict[str, bytes]:
-    """swemint's pytest report plugin, path -> bytes, baked into every environment image."""
-    return {f"{PLUGIN_DIR}/{PLUGIN_NAME}.py": PLUGIN_SOURCE.read_bytes()}
+    """The grading tools, path -> bytes, baked into every environment image: swemint's pytest
+    report plugin and the status tool of the rows' eval scripts (`envpool.evalscript`)."""
+    return grading_tools()
 
 
 def lay_out_repository(sb, tree: GitTree, base_commit: str, *, replace: bool = False,
@@ -85,12 +86,15 @@ def commit_tracked_edits(sb, traj) -> None:
 
 def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
                  env: dict[str, str] | None = None) -> tuple[str, str]:
-    """Write the report plugin, commit the sandbox as `repository:tag` (`env` set in the image's
-    ENV); returns (ref, image id).
+    """Write the grading tools (`plugin_files`), give the image a `python3` with its standard library when it has none
+    (`envpool.evalscript.ENSURE_PYTHON3`, on the sandbox's network: a failure is logged, the
+    row's eval script then reports it), commit the sandbox as `repository:tag` (`env` set in the
+    image's ENV); returns (ref, image id).
     A previous image under the same tag (same spec rebuilt by the same run) is removed; one
     that carries another run's `swemint.run` label is never touched."""
     for path, data in plugin_files().items():  # the stored test_command runs in the image as is
-        sb.put_file(path, data)
+        sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
+    sb.exec(ENSURE_PYTHON3, timeout=600, log_label="grading-tools")
     ref = f"{repository}:{tag}"
     previous = image_id(factory, ref)
     owner = image_label(factory, ref, "swemint.run")

@@ -25,13 +25,12 @@ from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from agents.polyglot.base import Ecosystem, PolyPlan
 from agents.sides import apply_side_patches, time_left, trusted_runs, verification_sides
-from envpool.errors import EnvBuildError, OutputTooLarge, SandboxTimeout
+from envpool.errors import EnvBuildError, SandboxTimeout
+from envpool.evaluation import run_report_command
 from envpool.patches import files_in_patch
 from envpool.sandbox import SandboxSpec
-from envpool.testrun.published import published_command
 from envpool.testrun import trust
-from envpool.testrun.polyglot import get_any_parser
-from envpool.testrun.polyglot.common import ReportParser
+from envpool.testrun.published import published_command
 from envpool.testrun.status import TestRunReport
 
 __all__ = ["mint_polyglot", "run_poly_tests"]
@@ -55,32 +54,11 @@ def run_poly_tests(sb, plan: PolyPlan, *, timeout: float, known_tests: set[str] 
     the sandbox's size limit. `known_tests`: ids from other runs, so a unit that fails to build
     marks them FAILED. `timeout` in seconds (the run is killed after it).
     """
-    pre = f"rm -f {shlex.quote(plan.report_path)}; " if plan.report_path else ""
-    command = f"cd /testbed && {pre}{plan.test_command}"
-    r = sb.exec(command, timeout=timeout, env=plan.env or None, log_label=log_label)
-    raw: bytes | str = r.output
-    too_large = r.truncated and not plan.report_path
-    if plan.report_path:
-        try:
-            raw = sb.get_file(plan.report_path)
-        except (FileNotFoundError, IsADirectoryError):
-            raw = b""
-        except OutputTooLarge:
-            raw, too_large = b"", True
-    parser = get_any_parser(plan.parser)
-    opts = dict(plan.parser_options)
-    if known_tests and isinstance(parser, ReportParser):
-        opts["known_tests"] = sorted(known_tests)
-    rep = parser(raw, **opts)
-    checks = parser.check(raw, **opts) if isinstance(parser, ReportParser) else []
-    rep = rep.model_copy(update={"exit_code": r.exit_code, "timed_out": r.timed_out,
-                                 "duration": r.duration})
-    found = [str(a) for a in trust.anomalies(trust.RunEvidence(report=rep, parser_anomalies=checks,
-                                                               report_too_large=too_large))]
-    if not rep.statuses and not rep.collection_errors and not r.timed_out and not too_large:
-        found.append("no report: the runner reported no test and no unit that failed to build")
-    if found:
-        rep = rep.model_copy(update={"tests_ran": False})
+    command = f"cd /testbed && {'rm -f ' + shlex.quote(plan.report_path) + '; ' if plan.report_path else ''}" \
+              f"{plan.test_command}"
+    rep, found = run_report_command(sb, plan.test_command, plan.parser, report_path=plan.report_path,
+                                    parser_options=plan.parser_options, env=plan.env, timeout=timeout,
+                                    known_tests=known_tests, log_label=log_label)
     return rep, found, command
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agents.analysis import analyze_python
 from agents.config import MintConfig
-from agents.dockerfile import docker_env_value, render_setup_script
+from agents.dockerfile import docker_env_value, render_setup_script, run_line
 from agents.envimage import cache_mounts, commit_image, commit_tracked_edits, image_tag_for, lay_out_repository
 from agents.envpatch import EnvPatch
 from agents.gitrepo import GitTree
@@ -60,11 +60,11 @@ def derive_version(instance: Instance, tree: GitTree | None) -> str | None:
 
 def _dockerfile(cand: EnvRecord, instance: Instance, increments: list[str], env: dict[str, str]) -> str:
     """The candidate's Dockerfile, checked out at this instance's commit, plus the increments."""
-    text = cand.dockerfile.replace(f"--detach {cand.base_commit}", f"--detach {instance.base_commit}")
-    text = text.replace(f"@ {cand.base_commit}", f"@ {instance.base_commit} (reusing {cand.instance_id})", 1)
+    text = cand.dockerfile.replace(f"@ {cand.base_commit}", f"@ {instance.base_commit} (reusing {cand.instance_id})", 1)
+    text = text.replace(cand.base_commit, instance.base_commit)
     lines = [text.rstrip("\n"), f"# swemint: incremental commands (EnvPatch) on top of {cand.instance_id}"]
     lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
-    lines += ["RUN " + c.replace("\n", " \\\n    ") for c in increments]
+    lines += [run_line(c) for c in increments]
     return "\n".join(lines) + "\n"
 
 

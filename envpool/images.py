@@ -42,6 +42,8 @@ PYTHON_PACKAGES = ["python3", "python3-venv", "python3-dev", "python3-pip", "bui
 UV_VERSION = "0.13.9"
 
 _locks: dict[str, threading.Lock] = {}
+_recipes: dict[str, tuple[str, str]] = {}
+"""Image tag -> (parent image, shell script that made it from the parent); see `note_layer`."""
 _locks_guard = threading.Lock()
 
 
@@ -63,6 +65,56 @@ class ImageConfig(BaseModel):
     uv_version: str = UV_VERSION
 
 
+class ImageRecipe(BaseModel):
+    """How to rebuild a toolchain image without swemint: `from_image` (an official name such as
+    `debian:bookworm-slim` or `python:3.11-slim-bookworm`), then `steps` (bash scripts, in order,
+    run as root). `stand_in`: the local image that plays `from_image` on a host without a
+    registry (our debootstrapped Debian base), else None. `complete`: False when a layer's
+    script is unknown to this process (an image built elsewhere); then `from_image` is the
+    nearest known image, possibly swemint's own."""
+
+    model_config = ConfigDict(extra="forbid")
+    from_image: str
+    steps: list[str] = Field(default_factory=list)
+    stand_in: str | None = None
+    complete: bool = True
+
+
+APT_CONF = ("printf '%s\\n' 'Acquire::Check-Valid-Until \"false\";' 'APT::Install-Recommends \"false\";' "
+            "> /etc/apt/apt.conf.d/99swemint")
+"""The apt settings of our bootstrapped bases (frozen snapshot mirrors need the first)."""
+
+
+def note_layer(tag: str, parent: str, script: str) -> None:
+    """Record that image `tag` is `parent` + `script` (for `recipe`). Called whenever an image
+    is resolved, built or found, so a Dockerfile rendered in this process can spell it out."""
+    _recipes[tag] = (parent, script)
+
+
+def recipe(tag: str) -> ImageRecipe:
+    """The official base and the steps that rebuild image `tag`, from the layers noted in this
+    process (`note_layer`). A Debian base we bootstrapped is recorded as its official slim image
+    (`debian:<suite>-slim`) with our base packages installed on top (debootstrap's `--include`
+    installs the same), the bootstrapped image as its `stand_in`."""
+    steps: list[str] = []
+    current = tag
+    seen = set()
+    while current in _recipes and current not in seen:
+        seen.add(current)
+        parent, script = _recipes[current]
+        steps.insert(0, script)
+        current = parent
+    if current == tag:
+        return ImageRecipe(from_image=tag, complete=False)
+    stand_in = _stand_ins.get(current)
+    official = not current.startswith("swemint/")
+    return ImageRecipe(from_image=current, steps=steps, stand_in=stand_in, complete=official)
+
+
+_stand_ins: dict[str, str] = {}
+"""Official image name -> the local image that stands in for it (a debootstrapped base)."""
+
+
 def spec_hash(inputs: dict) -> str:
     """12 hex digits of sha256 over the canonical JSON of `inputs`."""
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
@@ -77,6 +129,13 @@ def image_exists(client, ref: str) -> bool:
         return False
 
 
+def _label(client, ref: str, key: str) -> str | None:
+    try:
+        return (client.images.get(ref).labels or {}).get(key)
+    except Exception:
+        return None
+
+
 def try_pull(client, ref: str) -> bool:
     """Try to pull `ref`; False (never raises) when no registry answers."""
     try:
@@ -87,6 +146,19 @@ def try_pull(client, ref: str) -> bool:
         return False
 
 
+def debian_base_tag(suite: str, cfg: ImageConfig | None = None) -> str:
+    """The tag of our Debian `suite` base image (built or not), its recipe noted: the official
+    `debian:<suite>-slim` plus our apt settings and base packages."""
+    cfg = cfg or ImageConfig()
+    inputs = {"kind": "debian-base", "suite": suite, "mirror": cfg.debian_mirror,
+              "include": BASE_PACKAGES, "v": 1}
+    tag = f"swemint/debian:{suite}-{spec_hash(inputs)}"
+    official = f"debian:{suite}-slim"
+    note_layer(tag, official, APT_CONF + "; " + _apt_script(BASE_PACKAGES, suite))
+    _stand_ins.setdefault(official, tag)
+    return tag
+
+
 def ensure_debian_base(suite: str, cfg: ImageConfig | None = None, client=None) -> str:
     """Return the tag of a minimal Debian `suite` image, bootstrapping it when needed.
 
@@ -95,9 +167,7 @@ def ensure_debian_base(suite: str, cfg: ImageConfig | None = None, client=None) 
     """
     cfg = cfg or ImageConfig()
     client = client or docker_client()
-    inputs = {"kind": "debian-base", "suite": suite, "mirror": cfg.debian_mirror,
-              "include": BASE_PACKAGES, "v": 1}
-    tag = f"swemint/debian:{suite}-{spec_hash(inputs)}"
+    tag = debian_base_tag(suite, cfg)
     with _lock(tag):
         if image_exists(client, tag):
             return tag
@@ -137,6 +207,7 @@ def _apt_script(packages: list[str], suite: str | None = None) -> str:
 
 
 def _layer(client, parent: str, tag: str, script: str, route: str, timeout: float = 1800) -> str:
+    note_layer(tag, parent, script)
     factory = DockerSandboxFactory(run_id="image-build", client=client)
     spec = SandboxSpec(image=parent, run_id="image-build", network="bridge", memory=8 * 1024**3)
     with factory.sandbox(spec) as sb:
@@ -178,8 +249,11 @@ def ensure_python_image(version: str, cfg: ImageConfig | None = None, client=Non
     inputs = {"kind": "python", "version": version, "uv": cfg.uv_version, "pkgs": PYTHON_PACKAGES,
               "route": cfg.route, "v": 2}
     tag = f"swemint/python:{version}-{spec_hash(inputs)}"
+    suite = DEBIAN_PYTHONS.get(version)
     with _lock(tag):
         if image_exists(client, tag):
+            if suite and cfg.route != "official" and _label(client, tag, "swemint.route") != "official":
+                note_layer(tag, debian_base_tag(suite, cfg), python_toolchain_script(cfg.uv_version))
             return tag
         if cfg.route in ("auto", "official"):
             official = f"python:{version}-slim-bookworm"

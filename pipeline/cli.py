@@ -200,31 +200,202 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
     console.print(f"bench written to {escape(str(path))}", soft_wrap=True)
 
 
+def _tree_reader(cfg: PipelineConfig):
+    """instance -> uncompressed tar of its base_commit tree, from the configured mirrors."""
+    from agents.gitrepo import GitTree
+    from pipeline.repos import RepoResolver
+
+    resolver = RepoResolver(cfg.mirrors, cfg.repos.model_copy(update={"allow_clone": False}))
+
+    def tree(inst) -> bytes:
+        return GitTree(resolver.prepare(inst.repo, inst.base_commit, inst.instance_id), inst.base_commit,
+                       instance_id=inst.instance_id).archive()
+    return tree
+
+
+def _ca_bundle() -> bytes | None:
+    from envpool.docker_sandbox import host_ca_bundle
+
+    ca = host_ca_bundle()
+    return ca.read_bytes() if ca else None
+
+
 @app.command()
-def export(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
+def export(dest: Annotated[Optional[Path], typer.Argument(help="Task repository folder (= --out)")] = None,
+           workdir: Workdir = None, mirrors: Mirrors = None, config: ConfigFile = None, sets: Sets = None,
+           fmt: Annotated[str, typer.Option("--format", help="parquet (WORKDIR/dataset) or swebench-task-repo")] = "parquet",
+           out: Annotated[Optional[Path], typer.Option("--out", help="Task repository folder (swebench-task-repo)")] = None,
+           json_strings: Annotated[bool, typer.Option("--json-strings", help="FAIL_TO_PASS / PASS_TO_PASS as JSON "
+                                                      "strings, as in the HF copies of SWE-bench")] = False,
+           dataset_name: Annotated[str, typer.Option(help="Dataset the task repository publishes")] = "swemint/tasks",
+           tag_images: Annotated[bool, typer.Option(help="Tag local images under the names swebench derives "
+                                                    "for a task repository")] = False,
            wait: Annotated[float, typer.Option(help="Seconds to wait for a running driver's lock")] = 600.0) -> None:
-    """Write WORKDIR/dataset/verified.parquet and all.parquet from the stored results.
+    """Write the dataset from the stored results: WORKDIR/dataset/{verified,all}.parquet and its
+    card README.md, or (--format swebench-task-repo) SWE-bench v5's task folders.
 
     Runs under the driver's lock (WORKDIR/driver.lock): it waits for a running `mint` (which
     exports when it ends) or another export, up to `--wait` seconds.
 
-    [b]Example:[/b] swemint export --workdir work
-    """
-    from pipeline.store import ResultStore, WorkdirLocked, driver_lock, export_dataset
+    [b]Examples:[/b] swemint export --workdir work
 
-    cfg = config_from_options(config, sets, workdir=workdir)
+      swemint export -w work -m /work/.mirror --format swebench-task-repo tasks
+    """
+    from pipeline.store import ResultStore, WorkdirLocked, driver_lock
+
+    cfg = config_from_options(config, sets, workdir=workdir, mirrors=mirrors)
     store = ResultStore(cfg.workdir)
     try:
         with driver_lock(cfg.workdir, wait=wait):
-            paths = export_dataset(store)
+            _export(store, cfg, fmt, out or dest, json_strings, dataset_name, tag_images)
     except WorkdirLocked as e:
         err_console.print(f"[red]error:[/red] {escape(str(e))}; it exports the dataset when it ends", soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def _export(store, cfg, fmt: str, out: Path | None, json_strings: bool, dataset_name: str, tag_images: bool) -> None:
+    from pipeline.export import export_dataset
+
     results = store.results()
     verified = sum(r.outcome == "verified" for r in results)
-    console.print(f"{verified} verified of {len(results)} results", soft_wrap=True)
-    for name, path in paths.items():
-        console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
+    if fmt == "parquet":
+        paths = export_dataset(store, json_strings=json_strings)
+        console.print(f"{verified} verified of {len(results)} results", soft_wrap=True)
+        for name, path in paths.items():
+            console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
+        return
+    if fmt != "swebench-task-repo":
+        err_console.print(f"[red]error:[/red] unknown format {escape(fmt)} (parquet, swebench-task-repo)")
+        raise typer.Exit(2)
+    if out is None or not cfg.mirrors:
+        err_console.print("[red]error:[/red] swebench-task-repo needs a folder (DIR or --out) and --mirrors "
+                          "(the base trees)")
+        raise typer.Exit(2)
+    from pipeline.export import export_task_repo
+
+    rep = export_task_repo(store, out, _tree_reader(cfg), dataset=dataset_name, ca_bundle=_ca_bundle(),
+                           tag_images=tag_images)
+    console.print(f"{rep['tasks']} tasks written to {escape(str(out))}", soft_wrap=True)
+    for iid, why in rep["skipped"].items():
+        console.print(f"[yellow]skipped {escape(iid)}:[/yellow] {escape(why)}", soft_wrap=True)
+
+
+@app.command("eval")
+def eval_(predictions: Annotated[str, typer.Option("--predictions", "-p", help="JSONL/JSON predictions, or "
+                                                   "`gold` / `empty`")],
+          workdir: Workdir = None, dataset: Annotated[Optional[Path], typer.Option(
+              help="Dataset folder or parquet (default: the rows of WORKDIR's store)")] = None,
+          out: Annotated[Optional[Path], typer.Option("--out", help="Reports (default WORKDIR/evaluations/RUN_ID)")] = None,
+          run_id: Annotated[str, typer.Option(help="Names the reports folder")] = "eval",
+          workers: Workers = None, ids: Ids = None, timeout: Annotated[float, typer.Option(help="Seconds per test run")] = 1800,
+          config: ConfigFile = None, sets: Sets = None) -> None:
+    """Grade model predictions in the rows' pooled images (no network), SWE-bench's rules;
+    resumable (finished instances are kept), parallel (--workers).
+
+    [b]Examples:[/b] swemint eval -p preds.jsonl -w work --workers 2
+
+      swemint eval -p gold -w work --run-id gold-check
+    """
+    from pipeline.evaluate import dataset_rows, evaluate, load_predictions
+
+    cfg = config_from_options(config, sets, workdir=workdir, workers=workers, ids=ids)
+    rows = dataset_rows(cfg.workdir, dataset)
+    if cfg.ids:
+        rows = {k: v for k, v in rows.items() if k in set(cfg.ids)}
+    try:
+        preds = load_predictions(predictions, rows)
+    except (ValueError, OSError) as e:
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    out = out or cfg.workdir / "evaluations" / run_id
+    limits = {"cpus": cfg.mint.limits.cpus, "memory": cfg.mint.limits.memory, "pids": cfg.mint.limits.pids}
+    with Progress(TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[last]}"), console=console) as progress:
+        task = progress.add_task("grading", total=len([p for p in preds if p["instance_id"] in rows]), last="")
+        report = evaluate(rows, preds, out, workers=cfg.workers, timeout=timeout, run_id=f"{cfg.mint.run_id}-eval",
+                          limits=limits, on_result=lambda r: progress.update(
+                              task, advance=1, last=escape(f"{r.instance_id}: {'resolved' if r.resolved else 'no'}")))
+    table = Table(title=f"swemint eval ({escape(predictions)})")
+    for col in ("instance", "resolved", "F2P", "P2P", "seconds", "mint s", "error"):
+        table.add_column(col, justify="right" if col in ("F2P", "P2P", "seconds", "mint s") else "left")
+    for iid, r in report["instances"].items():
+        ts = r.get("tests_status") or {}
+        f, p = ts.get("FAIL_TO_PASS", {}), ts.get("PASS_TO_PASS", {})
+        frac = lambda d: f"{len(d.get('success', []))}/{len(d.get('success', [])) + len(d.get('failure', []))}" if d else "-"
+        mint_s = r.get("mint_seconds")
+        table.add_row(escape(iid), "yes" if r["resolved"] else "no", frac(f), frac(p), f"{r['seconds']:.0f}",
+                      "-" if mint_s is None else f"{mint_s:.0f}", escape((r.get("error") or "")[:70]))
+    console.print(table)
+    console.print(f"resolved {report['resolved_instances']}, unresolved {report['unresolved_instances']}, "
+                  f"errors {report['error_instances']}, empty patches {report['empty_patch_instances']} "
+                  f"of {report['submitted_instances']} predictions ({len(report['unknown_ids'])} unknown ids); "
+                  f"{report['graded_now']} graded now in {report['wall_seconds']:.0f}s", soft_wrap=True)
+    console.print(f"report: {escape(str(out / 'report.json'))}", soft_wrap=True)
+
+
+@app.command()
+def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, ids_file: IdsFile = None,
+            verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Rerun the before/after grading in "
+                                                 "the rebuilt image")] = True,
+            keep_images: Annotated[bool, typer.Option(help="Keep the rebuilt images")] = False,
+            config: ConfigFile = None, sets: Sets = None) -> None:
+    """Build verified rows' Dockerfiles from scratch (docker build --no-cache), rerun the
+    before/after grading in the rebuilt image and record whether the labels reproduce
+    (WORKDIR/rebuild/<id>.json, the dataset's `rebuild` column).
+
+    [b]Example:[/b] swemint rebuild --verify -w work -m /work/.mirror --ids a,b
+    """
+    from envpool.docker_sandbox import DockerSandboxFactory, docker_client
+    from envpool.netguard import ensure_build_network
+    from pipeline.evaluate import dataset_rows
+    from pipeline.rebuild import rebuild_row, write_summary
+    from pipeline.store import ResultStore
+
+    cfg = config_from_options(config, sets, workdir=workdir, mirrors=mirrors, ids=ids, ids_file=ids_file)
+    wanted = set(cfg.ids) | (set(Path(cfg.ids_file).read_text().split()) if cfg.ids_file else set())
+    rows = {k: v for k, v in dataset_rows(cfg.workdir).items() if not wanted or k in wanted}
+    known = ResultStore(cfg.workdir).instances()
+    client = docker_client()
+    factory = DockerSandboxFactory(run_id=f"{cfg.mint.run_id}-rebuild")
+    network = ensure_build_network(client, cfg.mint.build_network) if cfg.mint.build_network.enabled else None
+    tree, ca = _tree_reader(cfg), _ca_bundle()
+    certs = []
+    for iid, row in sorted(rows.items()):
+        console.print(f"rebuilding {escape(iid)} ...", soft_wrap=True)
+        try:
+            tar = tree(known[iid])
+        except Exception as e:  # noqa: BLE001 - one row's missing mirror never stops the rest
+            console.print(f"[yellow]{escape(iid)}: base tree unavailable: {escape(str(e))}[/yellow]", soft_wrap=True)
+            continue
+        cert = rebuild_row(row, tar, cfg.workdir, client=client, factory=factory,
+                           run_id=f"{cfg.mint.run_id}-rebuild", ca_bundle=ca, network=network,
+                           keep_image=keep_images, verify=verify)
+        certs.append(cert)
+        hist = "ok" if cert.history and all(h.ok for h in cert.history) else "NOT ok"
+        console.print(f"  built {cert.built} in {cert.build_seconds:.0f}s, reproduced {cert.reproduced}, "
+                      f"history {hist}{', error: ' + escape(cert.error) if cert.error else ''}", soft_wrap=True)
+    path = write_summary(cfg.workdir, certs)
+    console.print(f"{sum(c.reproduced for c in certs)}/{len(certs)} reproduced; summary {escape(str(path))}",
+                  soft_wrap=True)
+
+
+@app.command()
+def report(workdir: Annotated[Path, typer.Argument(help="The work directory")],
+           out: Annotated[Optional[Path], typer.Option("--out", help="HTML file (default WORKDIR/report.html)")] = None) -> None:
+    """Write a self-contained HTML report with plots (needs the `report` extra: matplotlib):
+    outcomes per language and repository, time per phase, verified yield against time and
+    tokens, reuse share, failure causes.
+
+    [b]Example:[/b] swemint report work
+    """
+    from pipeline.report import write_report
+
+    try:
+        path = write_report(workdir, out)
+    except ImportError as e:
+        err_console.print(f"[red]error:[/red] {escape(str(e))}: pip install 'swemint[report]'", soft_wrap=True)
+        raise typer.Exit(2) from None
+    console.print(f"report: {escape(str(path))}", soft_wrap=True)
 
 
 @app.command()
@@ -371,6 +542,53 @@ def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Opti
                       escape(r.image_tag), f"{r.size_bytes / 1e6:.0f}")
     console.print(table)
     console.print(f"{len(records)} environments", soft_wrap=True)
+
+
+@pool_app.command("refresh-tools")
+def pool_refresh_tools(workdir: Workdir = None, ids: Ids = None, config: ConfigFile = None, sets: Sets = None) -> None:
+    """Write the current grading tools (and a python3) into this work directory's verified images,
+    so that their rows' eval scripts run: for pools minted before the tools existed.
+
+    [b]Example:[/b] swemint pool refresh-tools --workdir work
+    """
+    from envpool.docker_sandbox import DockerSandboxFactory
+    from envpool.pool import EnvPool
+    from pipeline.imagetools import refresh_tools
+    from pipeline.store import ResultStore, WorkdirLocked, driver_lock
+
+    cfg = config_from_options(config, sets, workdir=workdir, ids=ids)
+    store = ResultStore(cfg.workdir)
+    factory = DockerSandboxFactory(run_id=cfg.mint.run_id, build_network=cfg.mint.build_network)
+    pool = EnvPool(cfg.pool_path)
+    try:
+        with driver_lock(cfg.workdir):  # it rewrites rows and the pool: never beside a running driver
+            done = _refresh_all(store, pool, factory, cfg, refresh_tools)
+    except WorkdirLocked as e:
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    console.print(f"{done} images refreshed", soft_wrap=True)
+
+
+def _refresh_all(store, pool, factory, cfg, refresh_tools) -> int:
+    from envpool.errors import SwemintError
+
+    done = 0
+    for res in store.results():
+        if res.outcome != "verified" or not res.image or (cfg.ids and res.instance_id not in cfg.ids):
+            continue
+        try:
+            new_id = refresh_tools(factory, res.image, run_id=cfg.mint.run_id, instance_id=res.instance_id)
+        except (SwemintError, ValueError) as e:
+            console.print(f"[yellow]{escape(res.instance_id)}: {escape(str(e))}[/yellow]", soft_wrap=True)
+            continue
+        update = {"image_id": new_id}
+        if res.env is not None:
+            update["env"] = res.env.model_copy(update={"image_id": new_id})
+            pool.add(update["env"])
+        store.write_result(res.model_copy(update=update))
+        done += 1
+        console.print(f"{escape(res.instance_id)}: {escape(res.image)} -> {new_id[:19]}", soft_wrap=True)
+    return done
 
 
 @app.command()

@@ -12,12 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.config import MintConfig
 from agents.models import Outcome
+from envpool.resources import resource
 from pipeline.repos import RepoConfig
 from pipeline.sources.config import CrawlConfig
 from pipeline.yamlio import deep_merge, parse_override, read_yaml  # noqa: F401 - re-exported
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
-"""The packaged defaults (present in a source checkout / editable install)."""
+DEFAULT_CONFIG = resource("configs/default.yaml")
+"""The defaults: the checkout's `configs/default.yaml`, or the copy a wheel carries (envpool.resources)."""
 
 
 class RayConfig(BaseModel):

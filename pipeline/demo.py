@@ -25,8 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
-DEMO_SOURCE = Path(__file__).resolve().parents[1] / "data" / "demo"
-"""Where the demo repositories are kept (a source checkout; pass `source=` otherwise)."""
+from envpool.resources import resource
+
+DEMO_SOURCE = resource("data/demo")
+"""Where the demo repositories are kept: the checkout's `data/demo/`, or a wheel's copy."""
 
 _IDENTITY = {"GIT_AUTHOR_NAME": "Demo Author", "GIT_AUTHOR_EMAIL": "author@demo.invalid",
              "GIT_COMMITTER_NAME": "Demo Maintainer", "GIT_COMMITTER_EMAIL": "maint@demo.invalid"}

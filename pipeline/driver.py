@@ -52,7 +52,8 @@ from pipeline.ray_adapter import ABANDONED, Runner, make_runner
 from pipeline.repos import RepoResolver
 from pipeline.stages import (MintFn, MintStage, StageResources, WorkItem, failure_row, instance_language,
                              memory_ecosystem, now_iso, sweep_leftovers)
-from pipeline.store import ResultStore, atomic_write, driver_lock, export_dataset, quarantine
+from pipeline.export import export_dataset
+from pipeline.store import ResultStore, atomic_write, driver_lock, quarantine
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +255,15 @@ def _remove_abandoned(cfg: PipelineConfig, pool: EnvPool, runner: Runner, instan
     log.info("%s: abandoned at its deadline; removed %d container(s)", instance_id, n)
 
 
+def record_config(cfg: PipelineConfig) -> None:
+    """WORKDIR/mint_config.json: the effective configuration of the last run (the dataset card
+    shows it); paths as strings, no secrets (the config holds only names of secret variables)."""
+    from pipeline.export import CONFIG_FILE
+    from pipeline.store import atomic_write
+
+    atomic_write(cfg.workdir / CONFIG_FILE, cfg.model_dump_json(indent=1))
+
+
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
              on_plan: Callable[[int, int], None] | None = None) -> MintReport:
@@ -369,6 +379,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     finally:
         runner.close()
         report.wall_s = time.monotonic() - t0
+    record_config(cfg)
     report.dataset = export_dataset(store, loaded.instances)
     log.info("run %s finished in %.1fs: %s", cfg.mint.run_id, report.wall_s,
              " ".join(f"{o}={n}/{t}" for o, (n, t) in report.counts().items() if t) or "nothing selected")

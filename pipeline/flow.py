@@ -37,8 +37,9 @@ from envpool.errors import InstanceInputError
 from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from pipeline.config import PipelineConfig
 from pipeline.driver import (MemoryWriter, MintReport, _remove_abandoned, _run_log, _sweep_stale, finished_line,
-                             open_pool, reuse_candidates, write_input_errors)
+                             open_pool, record_config, reuse_candidates, write_input_errors)
 from pipeline.executors import ABANDONED, Done, LocalExecutor, row_of
+from pipeline.export import export_dataset
 from pipeline.flow_sources import KINDS as SOURCE_CALLS
 from pipeline.flow_sources import SourceDriver
 from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
@@ -54,7 +55,7 @@ from pipeline.sources.records import Outcome
 from pipeline.sources.state import CrawlState
 from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, memory_ecosystem, now_iso,
                              planned_instance)
-from pipeline.store import ResultStore, driver_lock, export_dataset
+from pipeline.store import ResultStore, driver_lock
 
 log = logging.getLogger("pipeline.driver")  # one log (and WORKDIR/driver.log) for mint and run
 
@@ -295,6 +296,7 @@ class Flow:
                     self._handle(done, report)
             crawl = self.book.finish(self.out_dir, self.sources.api(), self.t0)
             report.wall_s = round(time.monotonic() - self.t0, 3)
+            record_config(self.cfg)
             report.dataset = export_dataset(self.store)
             report.funnel = self._funnel(report, crawl)
             _append_run(self.cfg.workdir, report.funnel)

@@ -315,7 +315,12 @@ def make_executor(cfg: PipelineConfig) -> LocalExecutor | RayExecutor:
 
 
 def make_runner(cfg: PipelineConfig) -> LocalRunner | RayRunner:
-    """The runner `cfg` asks for: Ray unless `use_ray` is false; `workers` slots; `timeout_s`."""
+    """The runner `cfg` asks for: Ray unless `use_ray` is false; `workers` slots; `timeout_s`.
+    Raises ValueError when Ray is asked for but not installed (it is the optional `ray` extra)."""
     if cfg.use_ray:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise ValueError("Ray is not installed: pip install 'swemint[ray]', or run in-process with --no-ray")
         return RayRunner(cfg.workers, cfg.timeout_s, cfg.ray)
     return LocalRunner(cfg.workers, cfg.timeout_s)

@@ -1,4 +1,4 @@
-"""Durable per-instance state under WORKDIR, and the Parquet export.
+"""Durable per-instance state under WORKDIR (the Parquet export is `pipeline.export`).
 
 Layout (one folder per instance, datatrove-style completion markers):
 
@@ -8,7 +8,7 @@ Layout (one folder per instance, datatrove-style completion markers):
     WORKDIR/instances/<instance_id>/DONE            the outcome, written after result.json
     WORKDIR/attempts.jsonl                          one line per submission (instance_id, pid, host, at)
     WORKDIR/driver.lock                             flock held by the one running driver
-    WORKDIR/dataset/{verified,all}.parquet          `export_dataset`
+    WORKDIR/dataset/{verified,all}.parquet, README.md  `export_dataset` (pipeline.export)
 
 An instance is finished when DONE and result.json exist. A rerun never redoes `verified`, redoes
 outcomes listed in `retry_outcomes`, and redoes instances left RUNNING by a crashed run.
@@ -35,9 +35,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from agents.models import Instance, InstanceResult
 from envpool.naming import folder_name
@@ -275,88 +272,3 @@ class ResultStore:
             if inst is not None:
                 out[inst.instance_id] = inst
         return out
-
-
-_LIST = pa.list_(pa.string())
-SCHEMA = pa.schema([
-    ("instance_id", pa.string()), ("repo", pa.string()), ("base_commit", pa.string()),
-    ("patch", pa.string()), ("test_patch", pa.string()), ("problem_statement", pa.string()),
-    ("hints_text", pa.string()), ("created_at", pa.string()), ("version", pa.string()),
-    ("FAIL_TO_PASS", _LIST), ("PASS_TO_PASS", _LIST), ("environment_setup_commit", pa.string()),
-    ("language", pa.string()), ("image", pa.string()), ("image_id", pa.string()),
-    ("dockerfile", pa.string()), ("setup_script", pa.string()), ("test_command", pa.string()),
-    ("parser", pa.string()), ("interpreter", pa.string()), ("test_files", _LIST), ("flaky_tests", _LIST),
-    ("outcome", pa.string()), ("reason", pa.string()), ("log_path", pa.string()),
-    ("timings", pa.string()), ("total_seconds", pa.float64()), ("reused_from", pa.string()),
-    ("incremental_commands", _LIST), ("llm_usage", pa.string()), ("test_infra_files", _LIST),
-    ("anomalies", _LIST),
-    ("source", pa.string()), ("pull_number", pa.int64()), ("issue_numbers", pa.list_(pa.int64())),
-    ("commit", pa.string()), ("quality_score", pa.float64()), ("crawled_at", pa.string()),
-])
-"""Export columns: SWE-bench's (FAIL_TO_PASS / PASS_TO_PASS are ours, not gold;
-`environment_setup_commit` is always null) then swemint's. `timings` is a JSON object string
-(phase -> seconds; phases vary by run, a JSON string loads the same in pandas, DuckDB and HF
-`datasets`); `total_seconds` is `timings["total"]` when present. `reused_from`: the instance
-whose pooled environment was adapted; `incremental_commands`: what EnvPatch added on top of it;
-`llm_usage`: JSON `{"total": ..., "by_agent": ...}` (tokens, USD) or null. `test_infra_files`:
-test-infrastructure files the patches touch (`patch:<path>`, `test_patch:<path>`); `anomalies`:
-why test runs were not graded (envpool.testrun.trust). Provenance (crawled rows; null
-otherwise): `source` (`github` | `git`), `pull_number`, `issue_numbers`, `commit` (the PR's
-merge commit or the mined commit), `quality_score` (the filter's, 0..1), `crawled_at`."""
-
-
-PROVENANCE = ("source", "pull_number", "issue_numbers", "commit", "quality_score", "crawled_at")
-"""Instance fields exported as they are (`agents.models.Instance`)."""
-
-
-def _row(res: InstanceResult, inst: Instance | None) -> dict:
-    i = inst.model_dump() if inst else {}
-    return {
-        "instance_id": res.instance_id, "repo": res.repo, "base_commit": i.get("base_commit"),
-        "patch": i.get("patch"), "test_patch": i.get("test_patch"),
-        "problem_statement": i.get("problem_statement"), "hints_text": i.get("hints_text"),
-        "created_at": i.get("created_at"), "version": res.version or i.get("version"),
-        "FAIL_TO_PASS": list(res.FAIL_TO_PASS), "PASS_TO_PASS": list(res.PASS_TO_PASS),
-        "environment_setup_commit": None, "language": i.get("language"),
-        "image": res.image, "image_id": res.image_id, "dockerfile": res.dockerfile,
-        "setup_script": res.setup_script, "test_command": res.test_command, "parser": res.parser,
-        "interpreter": res.interpreter, "test_files": list(res.test_files),
-        "flaky_tests": list(res.flaky_tests), "outcome": res.outcome, "reason": res.reason,
-        "log_path": res.log_path, "timings": json.dumps(res.timings, sort_keys=True),
-        "total_seconds": res.timings.get("total"), "reused_from": res.reused_from,
-        "incremental_commands": list(res.incremental_commands),
-        "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
-        "test_infra_files": list(res.test_infra_files), "anomalies": list(res.anomalies),
-        **{k: i.get(k) for k in PROVENANCE},
-    }
-
-
-def export_parquet(results: Iterable[InstanceResult], instances: dict[str, Instance] | Iterable[Instance],
-                   path: Path | str) -> int:
-    """Write `results` (joined with their input rows by instance id) to Parquet at `path`.
-
-    Instance fields are null for a result without an input row. Returns the row count.
-    """
-    if not isinstance(instances, dict):
-        instances = {i.instance_id: i for i in instances}
-    rows = [_row(r, instances.get(r.instance_id)) for r in results]
-    table = pa.Table.from_pylist(rows, schema=SCHEMA)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:  # a unique temp file: concurrent exports never collide
-        pq.write_table(table, tmp)
-    return len(rows)
-
-
-def export_dataset(store: ResultStore, instances: Iterable[Instance] = ()) -> dict[str, Path]:
-    """Write `WORKDIR/dataset/verified.parquet` (verified only) and `all.parquet` (every outcome)
-    from every finished result in `store`; `instances` add to the rows recorded in the store.
-    Returns {"verified": path, "all": path}."""
-    known = store.instances()
-    known.update({i.instance_id: i for i in instances})
-    results = store.results()
-    out = store.workdir / "dataset"
-    paths = {"verified": out / "verified.parquet", "all": out / "all.parquet"}
-    export_parquet([r for r in results if r.outcome == "verified"], known, paths["verified"])
-    export_parquet(results, known, paths["all"])
-    return paths

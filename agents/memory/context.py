@@ -21,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.analysis import RepoProfile
 from agents.memory.models import Ecosystem, family
+from envpool.resources import resource
 
-RULES_FILE = Path(__file__).resolve().parents[2] / "data" / "experiences" / "obstacles.yaml"
+RULES_FILE = resource("data/experiences/obstacles.yaml")
 
 
 def _norm(name: str) -> str:

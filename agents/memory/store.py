@@ -18,8 +18,9 @@ import duckdb
 from pydantic import ValidationError
 
 from agents.memory.models import Experience, ExperienceMemoryError, SeedError, family
+from envpool.resources import resource
 
-SEED_DIR = Path(__file__).resolve().parents[2] / "data" / "experiences"
+SEED_DIR = resource("data/experiences")
 """The team's seed set: `data/experiences/<ecosystem>.jsonl`, one Experience per line."""
 SCHEMA_VERSION = "1"
 _DDL = """

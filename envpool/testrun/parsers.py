@@ -7,7 +7,7 @@ and resolves it through a registry, `swebench/harness/log_parsers/__init__.py`; 
   stream (a row's `test_command` output; verified with the run's key when given);
 - ``pytest_plugin``: the same records as JSON lines (exact node ids, setup/teardown errors,
   xfail/xpass, collection errors per collector);
-- ``pytest_junit``: pytest's JUnit XML (``--junitxml``), read with junitparser; the dotted
+- ``pytest_junit``: pytest's JUnit XML (``--junitxml``), read with the stdlib's ElementTree; the dotted
   ``classname`` loses information, so node ids are rebuilt best effort;
 - ``pytest_log``: the ``short test summary info`` of ``pytest -rA`` in the console log.
 
@@ -20,10 +20,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from envpool.testrun.status import TestRunReport, TestStatus
+from envpool.testrun.outcome import TestStatus
 
-Parser = Callable[..., TestRunReport]
+if TYPE_CHECKING:
+    from envpool.testrun.status import TestRunReport
+
+Parser = Callable[..., "TestRunReport"]
+Parts = tuple[dict[str, TestStatus], list[str], "int | None"]
+"""What a core parser finds: (statuses by test id, collection errors, exit status or None).
+Cores are stdlib only (`envpool.testrun.statuslines` runs them inside environment images);
+the public parsers wrap them in a `TestRunReport` (pydantic)."""
 
 _RANK = {TestStatus.PASSED: 0, TestStatus.XPASS: 0, TestStatus.SKIPPED: 1, TestStatus.XFAIL: 1,
          TestStatus.FAILED: 2, TestStatus.ERROR: 3}
@@ -44,6 +52,16 @@ def worse(a: TestStatus | None, b: TestStatus) -> TestStatus:
     if a is None or _RANK[b] > _RANK[a]:
         return b
     return a
+
+
+def make_report(parts: Parts, source: str) -> TestRunReport:
+    """A `TestRunReport` (source `source`) of a core parser's `parts`; `tests_ran` is True when a
+    test status was parsed. pydantic is imported here only, never by the cores."""
+    from envpool.testrun.status import TestRunReport
+
+    statuses, collection_errors, exit_code = parts
+    return TestRunReport(statuses=statuses, collection_errors=collection_errors, exit_code=exit_code,
+                         tests_ran=bool(statuses), source=source)
 
 
 def _add_unique(items: list[str], item: str) -> None:
@@ -101,9 +119,9 @@ def _phase_status(rec: dict) -> TestStatus | None:
 
 
 def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
-    """Parse our plugin's records as JSON lines (`plugin_records`) into a `TestRunReport`
-    (source "plugin"); see `parse_pytest_records`."""
-    return parse_pytest_records(plugin_records(data))
+    """Parse our plugin's JSON lines into a `TestRunReport` (source "plugin"); see
+    `records_parts` for the mapping."""
+    return make_report(plugin_parts(data), "plugin")
 
 
 def parse_pytest_channel(data: str | bytes, key: str | bytes | None = None) -> TestRunReport:
@@ -123,7 +141,19 @@ def parse_pytest_channel(data: str | bytes, key: str | bytes | None = None) -> T
 
 
 def parse_pytest_records(records: Iterable[dict]) -> TestRunReport:
-    """The plugin's records (dicts, in order) as a `TestRunReport` (source "plugin").
+    """The plugin's records (dicts, in order) as a `TestRunReport` (source "plugin"); see
+    `records_parts`."""
+    return make_report(records_parts(records), "plugin")
+
+
+def plugin_parts(data: str | bytes) -> Parts:
+    """The statuses, collection errors and exit status in our plugin's JSON lines (stdlib only);
+    see `records_parts`."""
+    return records_parts(plugin_records(data))
+
+
+def records_parts(records: Iterable[dict]) -> Parts:
+    """The statuses, collection errors and exit status in our plugin's records (stdlib only).
 
     Mapping per node id: call passed -> PASSED (with wasxfail -> XPASS), call failed -> FAILED,
     call/setup skipped -> SKIPPED (with wasxfail -> XFAIL), setup or teardown failed -> ERROR;
@@ -147,8 +177,7 @@ def parse_pytest_records(records: Iterable[dict]) -> TestRunReport:
             _add_unique(collection_errors, str(rec.get("nodeid") or rec.get("fspath") or ""))
         elif kind == "session_finish" and isinstance(rec.get("exitstatus"), int):
             exit_code = rec["exitstatus"]
-    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
-                         exit_code=exit_code, tests_ran=bool(statuses), source="plugin")
+    return statuses, collection_errors, exit_code
 
 
 def plugin_exit_status(data: str | bytes) -> int | None:
@@ -203,48 +232,72 @@ def junit_case_id(classname: str, name: str, file: str | None = None,
     return "::".join([path, *classes, name])
 
 
-def junit_status(results) -> TestStatus | None:
-    """Status of one JUnit `<testcase>` from its junitparser results (Error, Failure, Skipped;
-    none = passed, returned as None so callers choose). `pytest.xfail` skips are XFAIL."""
-    from junitparser import Error, Failure, Skipped
+JUNIT_RESULT_TAGS = ("error", "failure", "skipped")
+"""Children of a `<testcase>` that carry its result (Surefire's flaky/rerun children do not)."""
 
+
+def parse_xml(raw: bytes):
+    """The root element of an XML document (`xml.etree.ElementTree`), None when unparsable.
+
+    The stdlib parser is used (not junitparser: its releases need Python >= 3.10 and installed
+    metadata, and these parsers also run inside environment images on Python 3.9); expat refuses
+    entity-expansion bombs itself (libexpat >= 2.4)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        return ET.fromstring(raw)
+    except Exception:  # ParseError, and ValueError on odd encodings
+        return None
+
+
+def junit_results(case) -> list:
+    """The result elements (`<error>`, `<failure>`, `<skipped>`) of a `<testcase>` element."""
+    return [child for child in case if child.tag in JUNIT_RESULT_TAGS]
+
+
+def junit_status(results) -> TestStatus | None:
+    """Status of one JUnit `<testcase>` from its result elements (`junit_results`): error ->
+    ERROR, failure -> FAILED, skipped -> SKIPPED (type `pytest.xfail` -> XFAIL), worst wins;
+    none = passed, returned as None so callers choose."""
     st: TestStatus | None = None
     for r in results:
-        if isinstance(r, Error):
+        if r.tag == "error":
             st = worse(st, TestStatus.ERROR)
-        elif isinstance(r, Failure):
+        elif r.tag == "failure":
             st = worse(st, TestStatus.FAILED)
-        elif isinstance(r, Skipped):
-            st = worse(st, TestStatus.XFAIL if (r.type or "") == "pytest.xfail" else TestStatus.SKIPPED)
+        elif r.tag == "skipped":
+            st = worse(st, TestStatus.XFAIL if (r.get("type") or "") == "pytest.xfail" else TestStatus.SKIPPED)
     return st
 
 
 def parse_pytest_junit(data: str | bytes, known_files: Iterable[str] | None = None) -> TestRunReport:
-    """Parse pytest's JUnit XML into a `TestRunReport` (source "junit"); the fallback source.
+    """Parse pytest's JUnit XML into a `TestRunReport` (source "junit"), the fallback source;
+    see `junit_parts` for the mapping."""
+    return make_report(junit_parts(data, known_files), "junit")
+
+
+def junit_parts(data: str | bytes, known_files: Iterable[str] | None = None) -> Parts:
+    """Statuses and collection errors in pytest's JUnit XML (stdlib ElementTree).
 
     failure -> FAILED, error -> ERROR (setup/teardown), skipped with type `pytest.xfail` ->
     XFAIL, other skipped -> SKIPPED, no result -> PASSED (a non-strict XPASS shows as a pass).
     A testcase with empty classname and message "collection failure" is a collection error of
     its module. Unparsable XML yields an empty report with `tests_ran=False`.
     """
-    from junitparser import Error, JUnitXml, TestSuite
-
     raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="replace")
-    try:
-        xml = JUnitXml.fromstring(raw)
-    except Exception:
-        return TestRunReport(source="junit")
-    suites = [xml] if isinstance(xml, TestSuite) else list(xml)
+    root = parse_xml(raw)
+    if root is None:
+        return {}, [], None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     statuses: dict[str, TestStatus] = {}
     collection_errors: list[str] = []
     known = list(known_files) if known_files else None
     for suite in suites:
-        for case in suite:
-            elem = getattr(case, "_elem", None)
-            file = elem.get("file") if elem is not None else None
-            classname, name = case.classname or "", case.name or ""
-            results = list(case.result or [])
-            if not classname and any(isinstance(r, Error) and (r.message or "").startswith(
+        for case in suite.findall("testcase"):
+            file = case.get("file")
+            classname, name = case.get("classname") or "", case.get("name") or ""
+            results = junit_results(case)
+            if not classname and any(r.tag == "error" and (r.get("message") or "").startswith(
                     "collection failure") for r in results):
                 _add_unique(collection_errors, file or _split_classname(name, known)[0])
                 continue
@@ -252,8 +305,7 @@ def parse_pytest_junit(data: str | bytes, known_files: Iterable[str] | None = No
             nodeid = junit_case_id(classname, name, file, known)
             prev = statuses.get(nodeid)
             statuses[nodeid] = st if prev is None else worse(prev, st)
-    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
-                         tests_ran=bool(statuses), source="junit")
+    return statuses, collection_errors, None
 
 
 # -- (3) console log: the -rA short test summary ----------------------------------------------
@@ -339,7 +391,13 @@ def summary_lines(text: str) -> list[str]:
 
 
 def parse_pytest_log(data: str | bytes, known_ids: Iterable[str] | None = None) -> TestRunReport:
-    """Parse the `-rA` short test summary of a pytest console log (source "log").
+    """Parse the `-rA` short test summary of a pytest console log (source "log"); see
+    `log_parts` for the forms read."""
+    return make_report(log_parts(data, known_ids), "log")
+
+
+def log_parts(data: str | bytes, known_ids: Iterable[str] | None = None) -> Parts:
+    """Statuses and collection errors in the `-rA` short test summary of a pytest log.
 
     Lines `PASSED id`, `FAILED id[ - msg]`, `ERROR id[ - msg]`, `XFAIL id[ - reason]`,
     `XPASS id[ reason]` (pytest 4.x to 9.x forms); `SKIPPED [n] file:line: reason` names no id
@@ -363,8 +421,7 @@ def parse_pytest_log(data: str | bytes, known_ids: Iterable[str] | None = None) 
             _add_unique(collection_errors, nodeid)
             continue
         statuses[nodeid] = worse(statuses.get(nodeid), _LOG_STATUS[word])
-    return TestRunReport(statuses=statuses, collection_errors=collection_errors,
-                         tests_ran=bool(statuses), source="log")
+    return statuses, collection_errors, None
 
 
 PARSERS: dict[str, Parser] = {

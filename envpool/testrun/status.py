@@ -16,30 +16,13 @@ Status mapping (pytest's terms; other runners map onto the same six):
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envpool.testrun.outcome import PASS_STATUSES, TestStatus, passed_like
 
-class TestStatus(str, Enum):
-    """Outcome of one test in one run (see module docstring for the mapping)."""
-
-    __test__ = False
-    PASSED = "PASSED"
-    FAILED = "FAILED"
-    ERROR = "ERROR"
-    SKIPPED = "SKIPPED"
-    XFAIL = "XFAIL"
-    XPASS = "XPASS"
-
-
-PASS_STATUSES = frozenset({TestStatus.PASSED, TestStatus.XPASS})
-
-
-def passed_like(status: TestStatus | None) -> bool:
-    """True for statuses that count as a pass in grading (PASSED, XPASS)."""
-    return status in PASS_STATUSES
+__all__ = ["PASS_STATUSES", "TestRunReport", "TestStatus", "passed_like"]
 
 
 class TestRunReport(BaseModel):

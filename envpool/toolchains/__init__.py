@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envpool.images import ImageConfig, _apt_script, _layer, _lock, ensure_debian_base, image_exists, spec_hash
+from envpool.images import (ImageConfig, _apt_script, _layer, _lock, ensure_debian_base, image_exists, note_layer,
+                            spec_hash)
 
 __all__ = ["ToolchainChoice", "apt_script", "layer_image", "version_key"]
 
@@ -71,8 +72,9 @@ def layer_image(name: str, version: str, suite: str, script: str, cfg: ImageConf
     h = spec_hash({"name": name, "version": version, "suite": suite, "script": script,
                    "mirror": cfg.debian_mirror, **(inputs or {})})
     tag = f"swemint/{name}:{version}-{h}"
+    base = ensure_debian_base(suite, cfg, client)
+    note_layer(tag, base, script)  # noted even when the image exists: Dockerfiles spell it out
     with _lock(tag):
         if image_exists(client, tag):
             return tag
-        base = ensure_debian_base(suite, cfg, client)
         return _layer(client, base, tag, script, route="debootstrap")

@@ -34,7 +34,7 @@ def test_setup_script_exports_and_comments_cannot_run_text(tmp_path):
 
 def test_dockerfile_env_and_commit_are_literal():
     text = render_dockerfile(base_image="b", repo="o/r", base_commit="abc123", commands=[], env={"X": "$HOME;x"})
-    assert 'ENV X="\\$HOME;x"' in text and "git checkout --detach abc123" in text
+    assert 'ENV X="\\$HOME;x"' in text and "commit -qm 'base abc123'" in text
 
 
 def test_a_base_commit_that_is_not_a_commit_id_is_an_input_error():

@@ -77,7 +77,7 @@ def test_newer_version_reuses_the_older_environment_with_one_more_package(tmp_pa
     assert second.timings["setup"] < first.timings["setup"], (second.timings, first.timings)
     # the row's scripts: the candidate's, then the increments; the Dockerfile checks out this commit
     assert second.setup_script.startswith(first.setup_script.rstrip("\n"))
-    assert f"--detach {inst.base_commit}" in second.dockerfile
+    assert f"base {inst.base_commit}" in second.dockerfile and "git clone" not in second.dockerfile
     assert "-e . -C editable_mode=compat" in second.dockerfile.split("EnvPatch")[-1]
     assert second.env is not None and second.env.version == "0.2"
     # the candidate's image is untouched and still present

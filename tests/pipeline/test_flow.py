@@ -119,6 +119,10 @@ def test_swemint_run_whole_chain_into_parquet_rows_with_provenance(tmp_path, tok
     assert lib["language"] == "python" and lib["quality_score"] is None and lib["version"] == "1.4"
     crawled = pd.read_parquet(tmp_path / "w" / "dataset" / "all.parquet")["crawled_at"]
     assert crawled.str.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$").all()
+    # the export is swemint export's (pipeline.export): the dataset card with this run's configuration
+    card = (tmp_path / "w" / "dataset" / "README.md").read_text()
+    assert "verified.parquet" in card and "acme/gizmo" in card
+    assert json.loads((tmp_path / "w" / "mint_config.json").read_text())["flow"]["streaming"] is True
     run = report(tmp_path / "w")["run"]
     assert run["repositories"]["discovered"] == 2 and run["units"]["seen"] == 8
     assert run["units"]["rejected"] == {"not_pr_like": 1, "no_test_change": 1}

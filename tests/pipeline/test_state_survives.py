@@ -28,7 +28,8 @@ from pipeline.config import load_config
 from pipeline.demo import make_demo
 from pipeline.driver import run_mint
 from pipeline.instances import load_instances
-from pipeline.store import ResultStore, export_dataset
+from pipeline.export import export_dataset
+from pipeline.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

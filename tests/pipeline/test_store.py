@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from agents.models import Instance, InstanceResult
-from pipeline.store import DONE, RUNNING, ResultStore, export_dataset, safe_name
+from pipeline.export import export_dataset
+from pipeline.store import DONE, RUNNING, ResultStore, safe_name
 
 
 def inst(iid: str) -> Instance:

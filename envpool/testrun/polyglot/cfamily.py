@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping
 
 from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser
-from envpool.testrun.status import TestStatus
+from envpool.testrun.outcome import TestStatus
 
 
 @report_parser(raw=True)

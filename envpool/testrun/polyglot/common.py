@@ -24,10 +24,13 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from envpool.testrun.parsers import junit_status, strip_ansi, worse
-from envpool.testrun.status import TestRunReport, TestStatus
+from envpool.testrun.outcome import TestStatus
+from envpool.testrun.parsers import junit_results, junit_status, parse_xml, strip_ansi, worse
+
+if TYPE_CHECKING:
+    from envpool.testrun.status import TestRunReport
 
 Source = Literal["junit", "log", "json"]
 DEFAULT_ROOT = "/testbed"
@@ -89,7 +92,10 @@ class Result:
                 self.statuses[test_id] = status
 
     def report(self) -> TestRunReport:
-        """The `TestRunReport`; `tests_ran` is False without runner results or with anomalies."""
+        """The `TestRunReport`; `tests_ran` is False without runner results or with anomalies.
+        (pydantic is imported here, so the cores stay stdlib only.)"""
+        from envpool.testrun.status import TestRunReport
+
         return TestRunReport(statuses=self.statuses, collection_errors=self.collection_errors,
                              exit_code=self.exit_code, tests_ran=self.ran > 0 and not self.anomalies,
                              source=self.source)
@@ -200,23 +206,16 @@ def junit_cases(raw: bytes) -> Iterator[JunitCase]:
     (worst wins). Surefire's `<flakyFailure>`/`<rerunFailure>` children are ignored: the test's
     own result is the final one. Unparsable documents yield nothing.
     """
-    from junitparser import JUnitXml, TestCase
-
     for doc in split_xml_documents(raw):
-        try:
-            xml = JUnitXml.fromstring(doc)
-        except Exception:
-            continue
-        root = getattr(xml, "_elem", None)
+        root = parse_xml(doc)
         if root is None:
             continue
         parents = {child: parent for parent in root.iter() for child in parent}
         for elem in root.iter("testcase"):
-            case = TestCase.fromelem(elem)
-            results = list(case.result or [])
+            results = junit_results(elem)
             st = junit_status(results)
             parent = parents.get(elem)
             yield JunitCase(name=elem.get("name") or "", classname=elem.get("classname") or "",
                             attrs=dict(elem.attrib), status=st or TestStatus.PASSED,
                             suite=(parent.get("name") or "") if parent is not None else "",
-                            message=(results[0].message or "") if results else "")
+                            message=(results[0].get("message") or "") if results else "")

@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable
 
 from envpool.testrun.polyglot.common import Result, report_parser
-from envpool.testrun.status import TestStatus
+from envpool.testrun.outcome import TestStatus
 
 _ACTIONS = {"pass": TestStatus.PASSED, "fail": TestStatus.FAILED, "skip": TestStatus.SKIPPED}
 _BUILD_FAILED = re.compile(r"^FAIL\s+(\S+)\s+\[(?:build|setup) failed\]", re.M)

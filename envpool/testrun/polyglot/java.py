@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable
 
 from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser
-from envpool.testrun.status import TestStatus
+from envpool.testrun.outcome import TestStatus
 
 
 def java_id(classname: str, method: str) -> str:

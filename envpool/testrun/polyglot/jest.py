@@ -31,7 +31,7 @@ from collections.abc import Iterable
 
 from envpool.testrun.polyglot.common import (DEFAULT_ROOT, Result, count_mismatch, find_json,
                                              items, relpath, report_parser)
-from envpool.testrun.status import TestStatus
+from envpool.testrun.outcome import TestStatus
 
 SEP = " > "
 _JSON_STATUS = {"passed": TestStatus.PASSED, "failed": TestStatus.FAILED,

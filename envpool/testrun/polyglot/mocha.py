@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from envpool.testrun.polyglot.common import (DEFAULT_ROOT, Result, count_mismatch, find_json,
                                              items, relpath, report_parser)
-from envpool.testrun.status import TestStatus
+from envpool.testrun.outcome import TestStatus
 
 PASS_MARKS = ("✓", "✔", "√", "âœ“", "âœ”", "â\x9c\x93", "â\x9c\x94")
 """Pass marks: mocha's ✓ (old) / ✔ (new), Windows' √, and ✓/✔ read as cp1252 or latin-1."""

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 from envpool.testrun.polyglot.common import (DEFAULT_ROOT, Result, count_mismatch, find_json,
                                              items, relpath, report_parser)
-from envpool.testrun.status import TestStatus
+from envpool.testrun.outcome import TestStatus
 
 _RSPEC = {"passed": TestStatus.PASSED, "failed": TestStatus.FAILED, "pending": TestStatus.SKIPPED}
 _LOAD = re.compile(r"An error occurred while loading (\S+?)\.?\s*$", re.M)

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable
 
 from envpool.testrun.polyglot.common import Result, junit_cases, report_parser
-from envpool.testrun.status import TestStatus
+from envpool.testrun.outcome import TestStatus
 
 _TEST = re.compile(r"^test (?P<name>.+?) \.\.\. ?(?P<rest>.*)$")
 _TEST_INSIDE = re.compile(r"(?:^|(?<=\s))test (?P<name>\S.*?) \.\.\. (?P<st>ok|FAILED|ignored)")

@@ -1,0 +1,376 @@
+"""The dataset: SWE-bench v5 rows as Parquet laid out for Hugging Face, and as a task repository.
+
+`export_dataset` writes `WORKDIR/dataset/`:
+
+    verified.parquet   verified rows (split `verified`)
+    all.parquet        every finished row, whatever its outcome (split `all_outcomes`: `all` is
+                       reserved by Hugging Face `datasets`, which refuses it as a split name)
+    README.md          the dataset card: splits (YAML `configs`, so `datasets.load_dataset(DIR)`
+                       gives the two splits), schema, counts per language and repository, the
+                       minting configuration, grading caveats
+
+Every row carries what SWE-bench harness v5 needs (`eval_script`, `log_parser`, `eval_type`,
+`image`; see `envpool.evalscript`) plus swemint's columns and the crawl provenance.
+`export_task_repo` writes SWE-bench v5's task-folder layout (`swebench/task/repo.py`, 5.0.2):
+`sweb.yaml`, `tasks/<id>/{task.yaml, tests.json, problem_statement.md, hints.md, gold.patch,
+test.patch, eval.sh, Dockerfile}` plus the Dockerfile's build context (`agents.dockerfile`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agents.models import Instance, InstanceResult
+from envpool.evalscript import EVAL_TYPE, EvalSpec, render_eval_script
+from envpool.testrun import statuslines
+from pipeline.store import ResultStore, atomic_path, atomic_write
+
+SPLITS = {"verified": "verified.parquet", "all_outcomes": "all.parquet"}
+"""Hugging Face split name -> file in WORKDIR/dataset."""
+CONFIG_FILE = "mint_config.json"
+"""The driver's effective configuration, in WORKDIR (read into the dataset card)."""
+CERTIFICATES = "rebuild"
+"""WORKDIR/rebuild/<id>.json: `swemint rebuild --verify` certificates (the `rebuild` column)."""
+
+_LIST = pa.list_(pa.string())
+COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("instance_id", pa.string(), "owner__name-NUMBER"),
+    ("repo", pa.string(), "owner/name"),
+    ("base_commit", pa.string(), "the commit the PR was opened against"),
+    ("patch", pa.string(), "the PR's change to non-test files (gold fix)"),
+    ("test_patch", pa.string(), "the PR's change to test files"),
+    ("problem_statement", pa.string(), "issue title and body"),
+    ("hints_text", pa.string(), "issue comments before the PR's first commit"),
+    ("created_at", pa.string(), "the PR's creation time"),
+    ("version", pa.string(), "the package's major.minor at base_commit"),
+    ("FAIL_TO_PASS", _LIST, "tests failing before and passing after the patch (ours, runner's own ids)"),
+    ("PASS_TO_PASS", _LIST, "tests passing before and after (ours)"),
+    ("environment_setup_commit", pa.string(), "always null: swemint does not use it"),
+    ("language", pa.string(), "the input's language"),
+    ("image", pa.string(), "the environment image the harness runs: the published reference "
+                           "(registry/repo:tag@sha256:digest) when a registry is set, else the local tag"),
+    ("image_name", pa.string(), "the same as `image` (the name agent harnesses read)"),
+    ("image_local", pa.string(), "the local tag on the engine that built it"),
+    ("image_id", pa.string(), "the image id (sha256) on that engine"),
+    ("eval_script", pa.string(), "bash run as /eval.sh by SWE-bench harness v5 after the model patch"),
+    ("log_parser", pa.string(), "swebench PARSER_REGISTRY name that reads the eval log"),
+    ("eval_type", pa.string(), "swebench EvalType"),
+    ("status_format", pa.string(), "the status-line format the eval script prints"),
+    ("dockerfile", pa.string(), "rebuilds the image without swemint (build context: see the card)"),
+    ("setup_script", pa.string(), "the setup commands as run"),
+    ("test_command", pa.string(), "the test command as run in the image (`docker run --network none`)"),
+    ("parser", pa.string(), "swemint's parser of the runner's report"),
+    ("parser_options", pa.string(), "JSON object: options of `parser`"),
+    ("report_path", pa.string(), "the report file the test command writes (null: its output)"),
+    ("interpreter", pa.string(), "interpreter or toolchain"),
+    ("test_files", _LIST, "test files (or units) the test command selects"),
+    ("flaky_tests", _LIST, "tests whose outcome changed between reruns (excluded)"),
+    ("outcome", pa.string(), "verified, no_fail_to_pass, patch_failed, env_failed, tests_not_run, timeout, infra_error"),
+    ("reason", pa.string(), "why"),
+    ("log_path", pa.string(), "the instance's log, relative to the work directory"),
+    ("timings", pa.string(), "JSON object: phase -> seconds"),
+    ("total_seconds", pa.float64(), "minting wall time of the instance"),
+    ("reused_from", pa.string(), "instance whose pooled environment was adapted"),
+    ("incremental_commands", _LIST, "what EnvPatch ran on top of it"),
+    ("llm_usage", pa.string(), "JSON: tokens and USD, or null"),
+    ("rebuild", pa.string(), "JSON certificate of `swemint rebuild --verify`, or null"),
+    ("test_infra_files", _LIST, "test-infrastructure files the patches touch (`patch:<path>`, "
+                                "`test_patch:<path>`): conftest.py, plugins, sitecustomize, *.pth, jest/mocha setup"),
+    ("anomalies", _LIST, "why test runs were not graded (envpool.testrun.trust)"),
+    ("source", pa.string(), "crawl provenance: where the row came from"),
+    ("pull_number", pa.int64(), "crawl provenance: the PR number"),
+    ("issue_numbers", pa.list_(pa.int64()), "crawl provenance: issues the PR resolves"),
+    ("quality_score", pa.float64(), "crawl provenance: quality score"),
+    ("commit", pa.string(), "crawl provenance: the merge or squash commit"),
+    ("crawled_at", pa.string(), "crawl provenance: crawl time"),
+]
+"""Export columns: name, Arrow type, meaning (SWE-bench's first, then swemint's)."""
+
+
+def schema(json_strings: bool = False) -> pa.Schema:
+    """The Arrow schema; `json_strings`: FAIL_TO_PASS / PASS_TO_PASS as JSON strings (as in the
+    Hugging Face copies of SWE-bench) instead of lists."""
+    return pa.schema([(n, pa.string() if json_strings and n in ("FAIL_TO_PASS", "PASS_TO_PASS") else t)
+                      for n, t, _ in COLUMNS])
+
+
+def read_plan(workdir: Path, instance_id: str) -> dict | None:
+    """The polyglot plan (`instances/<id>/plan.json`) of an instance, None for Python rows."""
+    p = ResultStore(workdir).dir(instance_id) / "plan.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def eval_spec(res: InstanceResult, inst: Instance | None, workdir: Path) -> EvalSpec | None:
+    """What the eval script of a row runs, from its result and (polyglot) its plan; None when
+    the row has no test command or no test_patch."""
+    if not res.test_command or inst is None or not inst.test_patch:
+        return None
+    known = sorted(set(res.FAIL_TO_PASS) | set(res.PASS_TO_PASS))
+    plan = read_plan(workdir, res.instance_id)
+    if plan is None or res.parser.startswith("pytest"):
+        from agents.python_plan import runtime_env
+
+        return EvalSpec(instance_id=res.instance_id, test_patch=inst.test_patch, kind="pytest",
+                        test_command=res.test_command, parser=res.parser, env=runtime_env(),
+                        test_files=list(res.test_files), known=known)
+    return EvalSpec(instance_id=res.instance_id, test_patch=inst.test_patch, kind="poly",
+                    test_command=plan["test_command"], parser=plan["parser"],
+                    parser_options=plan.get("parser_options") or {}, report_path=plan.get("report_path"),
+                    env=plan.get("env") or {}, test_files=plan.get("test_files") or [], known=known)
+
+
+def published_reference(res: InstanceResult, client=None) -> str | None:
+    """`registry/repo:tag@sha256:digest` of a row's pushed image (the digest from the local
+    image's RepoDigests when this engine has it), the bare reference without a digest, or None
+    when the image was not published."""
+    loc = res.env.location if res.env else ""
+    if not loc or loc == "local":
+        return None
+    try:
+        if client is None:
+            from envpool.docker_sandbox import docker_client
+            client = docker_client()
+        digests = client.images.get(res.image).attrs.get("RepoDigests") or []
+    except Exception:  # no engine, or the image lives on another node
+        digests = []
+    name = loc.rsplit(":", 1)[0] if ":" in loc.rsplit("/", 1)[-1] else loc
+    for d in digests:
+        if d.startswith(name + "@"):
+            return f"{loc}@{d.split('@', 1)[1]}"
+    return loc
+
+
+def relative_log(path: str, workdir: Path) -> str:
+    """`path` relative to `workdir` when it lies below it, else as given."""
+    if not path:
+        return ""
+    try:
+        return os.path.relpath(Path(path).resolve(), Path(workdir).resolve()) if Path(path).resolve().is_relative_to(
+            Path(workdir).resolve()) else path
+    except (OSError, ValueError):
+        return path
+
+
+def file_stem(name: str) -> str:
+    """A file name for `name` (an instance id or model name): the store's folder name for it
+    (characters outside the portable set replaced, never `..`), `/` first made `__`."""
+    return ResultStore(".").dir(name.replace("/", "__")).name
+
+
+def read_certificate(workdir: Path, instance_id: str) -> str | None:
+    """The JSON text of `swemint rebuild --verify`'s certificate for an instance, or None."""
+    p = Path(workdir) / CERTIFICATES / f"{file_stem(instance_id)}.json"
+    return p.read_text(encoding="utf-8") if p.is_file() else None
+
+
+def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_strings: bool = False,
+             client=None) -> dict:
+    """One exported row (a dict keyed like `COLUMNS`)."""
+    i = inst.model_dump() if inst else {}
+    spec = eval_spec(res, inst, workdir) if res.outcome == "verified" else None
+    plan = read_plan(workdir, res.instance_id) or {}
+    ref = published_reference(res, client) if res.outcome == "verified" else None
+    f2p, p2p = list(res.FAIL_TO_PASS), list(res.PASS_TO_PASS)
+    return {
+        "instance_id": res.instance_id, "repo": res.repo, "base_commit": i.get("base_commit"),
+        "patch": i.get("patch"), "test_patch": i.get("test_patch"),
+        "problem_statement": i.get("problem_statement"), "hints_text": i.get("hints_text"),
+        "created_at": i.get("created_at"), "version": res.version or i.get("version"),
+        "FAIL_TO_PASS": json.dumps(f2p) if json_strings else f2p,
+        "PASS_TO_PASS": json.dumps(p2p) if json_strings else p2p,
+        "environment_setup_commit": None, "language": i.get("language"),
+        "image": ref or res.image, "image_name": ref or res.image, "image_local": res.image,
+        "image_id": res.image_id,
+        "eval_script": render_eval_script(spec) if spec else None,
+        "log_parser": statuslines.LOG_PARSER if spec else None,
+        "eval_type": EVAL_TYPE if spec else None,
+        "status_format": statuslines.FORMAT if spec else None,
+        "dockerfile": res.dockerfile, "setup_script": res.setup_script, "test_command": res.test_command,
+        "parser": res.parser, "parser_options": json.dumps(plan.get("parser_options") or {}, sort_keys=True),
+        "report_path": plan.get("report_path"), "interpreter": res.interpreter,
+        "test_files": list(res.test_files), "flaky_tests": list(res.flaky_tests), "outcome": res.outcome,
+        "reason": res.reason, "log_path": relative_log(res.log_path, workdir),
+        "timings": json.dumps(res.timings, sort_keys=True), "total_seconds": res.timings.get("total"),
+        "reused_from": res.reused_from, "incremental_commands": list(res.incremental_commands),
+        "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
+        "rebuild": read_certificate(workdir, res.instance_id),
+        "test_infra_files": list(res.test_infra_files), "anomalies": list(res.anomalies),
+        "source": i.get("source"), "pull_number": i.get("pull_number"),
+        "issue_numbers": list(i.get("issue_numbers") or []), "quality_score": i.get("quality_score"),
+        "commit": i.get("commit"), "crawled_at": i.get("crawled_at"),
+    }
+
+
+def write_parquet(rows: list[dict], path: Path, json_strings: bool = False) -> int:
+    """Write `rows` to `path` atomically (`pipeline.store.atomic_path`: a uniquely named temp file,
+    fsync, rename; concurrent exports never collide); returns the row count."""
+    table = pa.Table.from_pylist(rows, schema=schema(json_strings))
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+    return len(rows)
+
+
+def export_dataset(store: ResultStore, instances=(), json_strings: bool = False, client=None) -> dict[str, Path]:
+    """Write WORKDIR/dataset/{verified,all}.parquet and the dataset card README.md from every
+    finished result in `store` (`instances` add to the input rows recorded there). Returns
+    {"verified": path, "all": path, "card": path}."""
+    known = store.instances()
+    known.update({i.instance_id: i for i in instances})
+    results = store.results()
+    rows = [make_row(r, known.get(r.instance_id), store.workdir, json_strings, client) for r in results]
+    out = store.workdir / "dataset"
+    paths = {"verified": out / SPLITS["verified"], "all": out / SPLITS["all_outcomes"], "card": out / "README.md"}
+    write_parquet([r for r in rows if r["outcome"] == "verified"], paths["verified"], json_strings)
+    write_parquet(rows, paths["all"], json_strings)
+    config = None
+    cfg_path = store.workdir / CONFIG_FILE
+    if cfg_path.is_file():
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    atomic_write(paths["card"], dataset_card(rows, config, json_strings))
+    return paths
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def dataset_card(rows: list[dict], config: dict | None = None, json_strings: bool = False) -> str:
+    """The Hugging Face dataset card (README.md) for exported `rows`."""
+    verified = [r for r in rows if r["outcome"] == "verified"]
+    by_lang = Counter((r["language"] or "unknown") for r in rows)
+    ver_lang = Counter((r["language"] or "unknown") for r in verified)
+    by_repo = Counter(r["repo"] for r in rows)
+    ver_repo = Counter(r["repo"] for r in verified)
+    outcomes = Counter(r["outcome"] for r in rows)
+    front = ["---", "pretty_name: swemint tasks", "tags: [swe-bench, code, software-engineering, swemint]",
+             "configs:", "- config_name: default", "  data_files:"]
+    for split, file in SPLITS.items():
+        front += [f"  - split: {split}", f"    path: {file}"]
+    front += ["---", ""]
+    ids = "JSON strings (as the Hugging Face copies of SWE-bench)" if json_strings else "lists of strings"
+    body = [
+        "# swemint tasks", "",
+        f"SWE-bench-style tasks minted by swemint: {len(verified)} verified of {len(rows)} attempted.", "",
+        "## Splits", "",
+        _table(["split", "file", "rows", "what"], [
+            ["verified", SPLITS["verified"], len(verified), "rows whose fix is proven by Fail-to-Pass"],
+            ["all_outcomes", SPLITS["all_outcomes"], len(rows), "every attempted row, with its outcome and reason "
+             "(`all` is reserved by `datasets`)"]]), "",
+        "## Counts", "",
+        _table(["outcome", "rows"], [[o, n] for o, n in sorted(outcomes.items())]), "",
+        _table(["language", "verified", "attempted"], [[k, ver_lang[k], n] for k, n in sorted(by_lang.items())]), "",
+        _table(["repository", "verified", "attempted"], [[k, ver_repo[k], n] for k, n in sorted(by_repo.items())]), "",
+        "## Schema", "",
+        f"`FAIL_TO_PASS` / `PASS_TO_PASS` are {ids}.", "",
+        _table(["column", "type", "meaning"], [[n, str(t) if not (json_strings and n in ("FAIL_TO_PASS", "PASS_TO_PASS"))
+                                                else "string", d] for n, t, d in COLUMNS]), "",
+        "## Evaluating", "",
+        "With the official harness (SWE-bench 5.x, unchanged), the images present locally or pulled from `image`:", "",
+        "```bash", "swebench eval PATH/TO/dataset --split verified --gold --run-id check", "```", "",
+        "or `swemint eval --predictions preds.jsonl --workdir WORKDIR` (same grading in the pooled image), or "
+        "`pipeline.evaluate.grade(row, patch)` from Python (a report with a float reward).", "",
+        "## Grading caveats", "",
+        f"- `eval_script` prints the runner's report and then one `--- PASS|FAIL|SKIP: <id> (0s)` line per test "
+        f"(`{statuslines.FORMAT}`), which swebench's `{statuslines.LOG_PARSER}` reads back exactly for any id "
+        "without a newline; swebench's pytest parser would cut ids at their first space.",
+        "- Only PASSED / XPASS count as passing; an XFAIL is a FAIL line (swebench would count it as passed). "
+        "A skipped FAIL_TO_PASS test fails; a skipped PASS_TO_PASS test is kept (swebench's rule).",
+        "- Tests run with no network. Tests that need a service (e.g. httpbin.org) are absent from the lists.",
+        "- FAIL_TO_PASS / PASS_TO_PASS are swemint's own, from reruns (flaky tests excluded), in the runner's own "
+        "id form; they can differ from a curated gold list (e.g. Go rows list only the tests the test_patch changes).",
+        "- /testbed in every image is one commit holding `base_commit`'s tree: no later commit is reachable; "
+        "reset test files with `git checkout HEAD -- FILES`.",
+        "- `dockerfile` needs a build context: `testbed.tar.gz` (the tree of `base_commit`) and `swemint/` "
+        "(grading tools, `ca.pem`, `build-env.sh`); `swemint export --format swebench-task-repo` writes it.",
+        "",
+        "## Minting configuration", "",
+        "```json", json.dumps(config, indent=1, sort_keys=True, default=str) if config else "(not recorded)", "```", "",
+    ]
+    return "\n".join(front + body)
+
+
+def expected_image(instance_id: str, namespace: str = "swebench") -> str:
+    """The image name SWE-bench v5 derives for a task-repo instance (`swebench/task/checks.py`)."""
+    key = f"sweb.eval.x86_64.{instance_id}:latest".lower()
+    return f"{namespace}/{key}".replace("__", "_1776_")
+
+
+def export_task_repo(store: ResultStore, out: Path, trees, *, dataset: str = "swemint/tasks",
+                     split: str = "verified", ca_bundle: bytes | None = None, tag_images: bool = False,
+                     client=None) -> dict:
+    """Write the verified rows of `store` as a SWE-bench v5 task repository at `out`.
+
+    `trees(instance) -> bytes`: an uncompressed tar of the instance's `base_commit` tree (e.g.
+    from its mirror); an instance whose tree cannot be read is skipped and reported. `dataset`
+    / `split`: what `sweb.yaml` publishes and every task claims. `tag_images`: also tag each
+    local image under the name the harness derives (`expected_image`), so `swebench eval` on
+    the repo's parquet finds it without a rebuild. Returns {"tasks": n, "skipped": {id: why}}.
+    """
+    import yaml
+
+    from agents.dockerfile import build_context
+
+    out = Path(out)
+    tasks_dir = out / "tasks"
+    tasks_dir.mkdir(parents=True, exist_ok=True)
+    known = store.instances()
+    written, skipped = 0, {}
+    for res in store.results():
+        inst = known.get(res.instance_id)
+        if res.outcome != "verified" or inst is None:
+            continue
+        row = make_row(res, inst, store.workdir, client=client)
+        if not row["eval_script"]:
+            skipped[res.instance_id] = "no eval script (no test command)"
+            continue
+        try:
+            tree = trees(inst)
+        except Exception as e:  # a missing mirror or commit: report, go on
+            skipped[res.instance_id] = f"base tree unavailable: {e}"
+            continue
+        d = tasks_dir / res.instance_id
+        d.mkdir(parents=True, exist_ok=True)
+        meta = {"instance_id": res.instance_id, "repo": res.repo, "version": row["version"] or "",
+                "base_commit": inst.base_commit, "created_at": inst.created_at or "", "split": split,
+                "datasets": [dataset], "image": expected_image(res.instance_id),
+                "log_parser": row["log_parser"], "eval_type": row["eval_type"],
+                "environment_setup_commit": None, "language": inst.language or "",
+                "swemint": {"image": row["image"], "status_format": row["status_format"], "parser": row["parser"],
+                            "outcome": res.outcome, "source": inst.source, "pull_number": inst.pull_number}}
+        files = {"task.yaml": yaml.safe_dump(meta, sort_keys=True, allow_unicode=True),
+                 "tests.json": json.dumps({"FAIL_TO_PASS": list(res.FAIL_TO_PASS),
+                                           "PASS_TO_PASS": list(res.PASS_TO_PASS)}, indent=2, ensure_ascii=False) + "\n",
+                 "problem_statement.md": inst.problem_statement or "", "gold.patch": inst.patch,
+                 "test.patch": inst.test_patch, "eval.sh": row["eval_script"], "Dockerfile": res.dockerfile}
+        if inst.hints_text:
+            files["hints.md"] = inst.hints_text
+        for name, text in files.items():
+            with open(d / name, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        for rel, data in build_context(tree, ca_bundle).items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_bytes(data)
+        if tag_images and res.image:
+            _tag(res.image, expected_image(res.instance_id), client)
+        written += 1
+    (out / "sweb.yaml").write_text(yaml.safe_dump({"datasets": [dataset], "splits": [split]}, sort_keys=True))
+    return {"tasks": written, "skipped": skipped}
+
+
+def _tag(image: str, name: str, client=None) -> None:
+    if client is None:
+        from envpool.docker_sandbox import docker_client
+        client = docker_client()
+    repo, tag = name.rsplit(":", 1)
+    client.images.get(image).tag(repo, tag)

@@ -1,0 +1,198 @@
+"""`swemint report WORKDIR`: one self-contained HTML page about a minting run.
+
+Read from the store (every finished `result.json` and its input row); plots are drawn with
+matplotlib (the optional `report` extra) and embedded as base64 PNGs, so the page is one file
+that opens anywhere:
+
+- outcomes per language and per repository (stacked bars);
+- time per phase (median and p90 seconds over instances, from `timings`);
+- verified yield against minting time and against LLM tokens (cumulative, in finishing order);
+- reuse share (verified rows whose environment was adapted from another instance's, by language);
+- failure causes (non-verified outcomes by the first clause of their reason).
+
+`summarise` gives the same numbers as a dict (tested without matplotlib).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import re
+import statistics
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from agents.models import OUTCOMES, Instance, InstanceResult
+from pipeline.store import ResultStore
+
+PHASES = ("checkout+analysis", "setup", "reuse", "commit", "before", "after", "publish", "total")
+
+
+def _tokens(res: InstanceResult) -> int:
+    total = (res.llm_usage or {}).get("total") or {}
+    return int(total.get("prompt_tokens", 0) or 0) + int(total.get("completion_tokens", 0) or 0)
+
+
+def cause(reason: str) -> str:
+    """A short failure cause from a reason: its first clause, numbers and quoted parts removed."""
+    first = re.split(r"[:;(\n]", reason or "unknown", maxsplit=1)[0].strip()
+    first = re.sub(r"\d+", "N", first)
+    first = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "…", first)
+    return first[:80] or "unknown"
+
+
+def _p90(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))] if xs else 0.0
+
+
+def summarise(results: list[InstanceResult], instances: dict[str, Instance]) -> dict:
+    """The report's numbers: outcome counts per language and repository, phase times (median,
+    p90, seconds), the cumulative yield curves, reuse counts and failure causes."""
+    lang = {r.instance_id: ((instances.get(r.instance_id).language if instances.get(r.instance_id) else None)
+                            or "python").lower() for r in results}
+    by_lang: dict[str, Counter] = defaultdict(Counter)
+    by_repo: dict[str, Counter] = defaultdict(Counter)
+    for r in results:
+        by_lang[lang[r.instance_id]][r.outcome] += 1
+        by_repo[r.repo][r.outcome] += 1
+    phases = {}
+    for ph in PHASES:
+        xs = [r.timings[ph] for r in results if ph in r.timings]
+        if xs:
+            phases[ph] = {"median": round(statistics.median(xs), 2), "p90": round(_p90(xs), 2), "n": len(xs)}
+    ordered = sorted(results, key=lambda r: r.finished_at or "")
+    curve, secs, toks, ver = [], 0.0, 0, 0
+    for r in ordered:
+        secs += r.timings.get("total", 0.0)
+        toks += _tokens(r)
+        ver += r.outcome == "verified"
+        curve.append({"seconds": round(secs, 1), "tokens": toks, "verified": ver})
+    verified = [r for r in results if r.outcome == "verified"]
+    reuse = defaultdict(lambda: {"verified": 0, "reused": 0})
+    for r in verified:
+        reuse[lang[r.instance_id]]["verified"] += 1
+        reuse[lang[r.instance_id]]["reused"] += bool(r.reused_from)
+    causes = Counter(f"{r.outcome}: {cause(r.reason)}" for r in results if r.outcome != "verified")
+    return {"rows": len(results), "verified": len(verified),
+            "by_language": {k: dict(v) for k, v in sorted(by_lang.items())},
+            "by_repository": {k: dict(v) for k, v in sorted(by_repo.items())},
+            "phases": phases, "curve": curve, "reuse": dict(sorted(reuse.items())),
+            "causes": dict(causes.most_common(20)), "tokens": toks}
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _stacked(ax, table: dict[str, dict], horizontal: bool = False) -> None:
+    labels = list(table)
+    left = [0] * len(labels)
+    for outcome in OUTCOMES:
+        vals = [table[k].get(outcome, 0) for k in labels]
+        if not any(vals):
+            continue
+        if horizontal:
+            ax.barh(labels, vals, left=left, label=outcome)
+        else:
+            ax.bar(labels, vals, bottom=left, label=outcome)
+        left = [a + b for a, b in zip(left, vals)]
+    ax.legend(fontsize=7)
+
+
+def figures(s: dict) -> dict[str, str]:
+    """Title -> PNG data URI of each plot (matplotlib, Agg backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = {}
+    if s["by_language"]:
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        _stacked(ax, s["by_language"])
+        ax.set_ylabel("instances")
+        ax.tick_params(axis="x", rotation=30)
+        out["Outcomes per language"] = _png(fig)
+        fig, ax = plt.subplots(figsize=(7, max(2.5, 0.28 * len(s["by_repository"]))))
+        _stacked(ax, s["by_repository"], horizontal=True)
+        ax.set_xlabel("instances")
+        out["Outcomes per repository"] = _png(fig)
+    if s["phases"]:
+        fig, ax = plt.subplots(figsize=(7, 3))
+        names = list(s["phases"])
+        ax.bar(names, [s["phases"][n]["median"] for n in names], label="median")
+        ax.scatter(names, [s["phases"][n]["p90"] for n in names], color="black", marker="_", s=300, label="p90")
+        ax.set_ylabel("seconds per instance")
+        ax.tick_params(axis="x", rotation=30)
+        ax.legend(fontsize=7)
+        out["Time per phase"] = _png(fig)
+    if s["curve"]:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3))
+        a1.plot([p["seconds"] / 3600 for p in s["curve"]], [p["verified"] for p in s["curve"]])
+        a1.set_xlabel("cumulative minting time (hours)")
+        a1.set_ylabel("verified")
+        a2.plot([p["tokens"] for p in s["curve"]], [p["verified"] for p in s["curve"]])
+        a2.set_xlabel("cumulative LLM tokens" + (" (none used)" if not s["tokens"] else ""))
+        out["Verified yield against time and tokens"] = _png(fig)
+    if s["reuse"]:
+        fig, ax = plt.subplots(figsize=(7, 3))
+        names = list(s["reuse"])
+        ax.bar(names, [s["reuse"][n]["verified"] for n in names], label="verified")
+        ax.bar(names, [s["reuse"][n]["reused"] for n in names], label="of which reused")
+        ax.legend(fontsize=7)
+        ax.tick_params(axis="x", rotation=30)
+        out["Reuse share"] = _png(fig)
+    if s["causes"]:
+        fig, ax = plt.subplots(figsize=(8, max(2.5, 0.3 * len(s["causes"]))))
+        names = list(s["causes"])[::-1]
+        ax.barh(names, [s["causes"][n] for n in names])
+        ax.tick_params(axis="y", labelsize=7)
+        ax.set_xlabel("instances")
+        out["Failure causes"] = _png(fig)
+    return out
+
+
+def render_html(s: dict, figs: dict[str, str], title: str) -> str:
+    """The page: a summary line, every figure, and the numbers as tables."""
+    esc = html.escape
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
+             "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;"
+             "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}</style></head><body>",
+             f"<h1>{esc(title)}</h1>",
+             f"<p>{s['verified']} verified of {s['rows']} instances; {s['tokens']} LLM tokens.</p>"]
+    for name, uri in figs.items():
+        parts.append(f"<h2>{esc(name)}</h2><img alt='{esc(name)}' src='{uri}'>")
+    parts.append("<h2>Numbers</h2><table><tr><th>language</th>" +
+                 "".join(f"<th>{o}</th>" for o in OUTCOMES) + "</tr>")
+    for k, v in s["by_language"].items():
+        parts.append(f"<tr><td>{esc(k)}</td>" + "".join(f"<td>{v.get(o, 0)}</td>" for o in OUTCOMES) + "</tr>")
+    parts.append("</table><h3>Phases (seconds)</h3><table><tr><th>phase</th><th>median</th><th>p90</th><th>n</th></tr>")
+    for k, v in s["phases"].items():
+        parts.append(f"<tr><td>{esc(k)}</td><td>{v['median']}</td><td>{v['p90']}</td><td>{v['n']}</td></tr>")
+    parts.append("</table><h3>Failure causes</h3><table>")
+    for k, v in s["causes"].items():
+        parts.append(f"<tr><td>{esc(k)}</td><td>{v}</td></tr>")
+    parts.append("</table><details><summary>raw summary (JSON)</summary><pre>" +
+                 esc(json.dumps({k: v for k, v in s.items() if k != "curve"}, indent=1)) + "</pre></details>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(workdir: Path | str, out: Path | None = None) -> Path:
+    """Write the HTML report of `workdir` to `out` (default WORKDIR/report.html); returns its
+    path. Raises ImportError when matplotlib is not installed."""
+    import matplotlib  # noqa: F401 - fail early with a clear message
+
+    store = ResultStore(workdir)
+    s = summarise(store.results(), store.instances())
+    path = Path(out) if out else Path(workdir) / "report.html"
+    path.write_text(render_html(s, figures(s), f"swemint report: {Path(workdir).resolve().name}"), encoding="utf-8")
+    return path

@@ -1,0 +1,99 @@
+"""SWE-bench v5 eval scripts: what they contain, and (docker) what they print in a real image."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from envpool.evalscript import APPLY_FAILED, END, START, EvalSpec, heredoc, render_eval_script
+from envpool.testrun.statuslines import TOOL_PATH
+
+TEST_PATCH = """diff --git a/tests/check.sh b/tests/check.sh
+--- a/tests/check.sh
++++ b/tests/check.sh
+@@ -1 +1,2 @@
+ echo '{"Action":"pass","Package":"m","Test":"TestOld"}'
++if grep -q fixed src.txt; then echo '{"Action":"pass","Package":"m","Test":"TestNew (x)"}'; else echo '{"Action":"fail","Package":"m","Test":"TestNew (x)"}'; fi
+"""
+GOLD = """diff --git a/src.txt b/src.txt
+--- a/src.txt
++++ b/src.txt
+@@ -1 +1 @@
+-bug
++fixed
+"""
+CHEAT = """diff --git a/tests/check.sh b/tests/check.sh
+--- a/tests/check.sh
++++ b/tests/check.sh
+@@ -1 +1,2 @@
+ echo '{"Action":"pass","Package":"m","Test":"TestOld"}'
++echo '{"Action":"pass","Package":"m","Test":"TestNew (x)"}'
+"""
+
+
+def spec(**kw) -> EvalSpec:
+    base = dict(instance_id="o__r-1", test_patch=TEST_PATCH, kind="poly", test_command="bash tests/check.sh > /tmp/r.json",
+                parser="go_test_json", report_path="/tmp/r.json", known=["m::TestNew (x)", "m::TestOld"])
+    return EvalSpec(**{**base, **kw})
+
+
+def test_script_has_the_markers_the_reset_and_the_tool():
+    s = render_eval_script(spec())
+    assert s.startswith("#!/bin/bash\nset -uxo pipefail\n")
+    assert s.index("git checkout -q HEAD") < s.index("git apply -v") < s.index(START) < s.index(TOOL_PATH) < s.index(END)
+    assert "tests/check.sh" in s and APPLY_FAILED in s
+    # swebench inserts `SWEBENCH_TEST_EXIT_CODE=$?` before the END line: the line before it is our exit
+    lines = s.split("\n")
+    assert lines[lines.index(f"echo '{END}'") - 1] == "(exit 0)"
+
+
+def test_pytest_script_keeps_the_exit_status_of_pytest():
+    s = render_eval_script(spec(kind="pytest", test_command="cd /testbed && python -m pytest t.py", parser="pytest_plugin",
+                                report_path=None, test_files=["t.py"]))
+    lines = s.split("\n")
+    assert lines[lines.index(f"echo '{END}'") - 1] == "(exit $SWEMINT_RC)" and "SWEMINT_RC=$?" in s
+
+
+def test_heredoc_delimiter_never_appears_in_the_body():
+    text = "a\nEOF_SWEMINT_X_" + "0" * 12 + "\n"
+    doc = heredoc("/tmp/f", text, "X")
+    delim = re.search(r"<<'([^']+)'", doc).group(1)
+    assert delim not in text.split("\n") and doc.endswith("\n" + delim)
+
+
+def test_values_are_quoted():
+    s = render_eval_script(spec(env={"A": "x; rm -rf /"}, parser_options={"root": "/testbed"}))
+    assert "export A='x; rm -rf /'" in s
+
+
+def _status(log: str) -> dict[str, str]:
+    # swebench 5.0.2 get_logs_eval: the part between the markers, read by parse_log_gotest
+    cut = log.split(START)[1].split(END)[0]
+    return {m.group(2): m.group(1) for m in (re.match(r"^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$", line.strip())
+                                              for line in cut.split("\n")) if m}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("patch,expected", [(GOLD, "PASS"), ("", "FAIL"), (CHEAT, "FAIL")])
+def test_in_a_real_image_as_the_harness_runs_it(docker_client, python_image, patch, expected):
+    from envpool.docker_sandbox import DockerSandboxFactory
+    from envpool.evalscript import grading_tools
+    from envpool.sandbox import SandboxSpec
+
+    f = DockerSandboxFactory(run_id="test-evalscript", client=docker_client)
+    with f.sandbox(SandboxSpec(image=python_image, run_id="test-evalscript", network="none")) as sb:
+        for path, data in grading_tools().items():
+            sb.put_file(path, data)
+        sb.put_file("/testbed/src.txt", "bug\n")
+        sb.put_file("/testbed/tests/check.sh", "echo '{\"Action\":\"pass\",\"Package\":\"m\",\"Test\":\"TestOld\"}'\n")
+        assert sb.exec("cd /testbed && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm base",
+                       timeout=60).ok
+        if patch:  # the harness applies the model patch first, then runs /eval.sh
+            sb.put_file("/tmp/patch.diff", patch)
+            assert sb.exec("cd /testbed && git apply --verbose /tmp/patch.diff", timeout=60).ok
+        sb.put_file("/eval.sh", render_eval_script(spec()))
+        r = sb.exec("/bin/bash /eval.sh", timeout=120)
+        st = _status(r.output)
+        assert st == {"m::TestOld": "PASS", "m::TestNew (x)": expected}, r.output[-3000:]
+        assert sb.exec("cd /testbed && git status --porcelain tests/", timeout=60).output.strip() == ""

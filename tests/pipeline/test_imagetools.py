@@ -1,0 +1,36 @@
+"""`swemint pool refresh-tools`: current grading tools and a python3 in an existing image."""
+
+from __future__ import annotations
+
+import pytest
+
+from envpool.evalscript import grading_tools
+from envpool.testrun.statuslines import TOOL_PATH
+from pipeline.imagetools import refresh_tools
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_refresh_writes_the_tools_and_a_python3_under_the_same_tag(docker_client, debian_image):
+    from envpool.docker_sandbox import DockerSandboxFactory
+
+    tag = "swemint/test-refresh:old"
+    c = docker_client.containers.run(debian_image, ["true"], detach=True, labels={"swemint.run": "t-refresh"})
+    c.wait(timeout=60)
+    c.commit("swemint/test-refresh", "old", conf={"Labels": {"swemint.run": "t-refresh", "swemint.instance": "i"}})
+    c.remove(force=True)
+    try:
+        f = DockerSandboxFactory(run_id="t-refresh", client=docker_client)
+        with pytest.raises(ValueError, match="belongs to run"):
+            refresh_tools(f, tag, run_id="someone-else", instance_id="i")
+        new_id = refresh_tools(f, tag, run_id="t-refresh", instance_id="i")
+        img = docker_client.images.get(tag)
+        assert img.id == new_id and img.labels["swemint.instance"] == "i"
+        out = docker_client.containers.run(tag, ["bash", "-c", f"python3 {TOOL_PATH} poly --parser go_test_json "
+                                                 "--input /dev/null; python3 -c 'import json; print(1)'"],
+                                           network_mode="none", remove=True).decode()
+        assert "the report shows no test" in out and out.strip().endswith("1")
+        plugin = next(p for p in grading_tools() if p.endswith(".py"))
+        assert docker_client.containers.run(tag, ["cat", plugin], remove=True) == grading_tools()[plugin]
+    finally:
+        docker_client.images.remove(tag, force=True)
