@@ -33,12 +33,16 @@ def test_cause_drops_numbers_and_quotes():
     assert cause("Python 3.8 cannot be provided 'x': y") == "Python N.N cannot be provided …"
 
 
-def test_html_is_one_file_with_embedded_plots(tmp_path):
+def _stored(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     store = ResultStore(tmp_path)
     for i, r in _rows():
         store.mark_running(i)
         store.write_result(r)
+
+
+def test_html_is_one_file_with_embedded_plots(tmp_path):
+    _stored(tmp_path)
     html = write_report(tmp_path).read_text()
     assert html.count("<img") >= 5 and "data:image/png;base64," in html and "http" not in html.split("<body>")[1][:200]
     for title in ("Outcomes per language", "Time per phase", "Verified yield", "Reuse share", "Failure causes"):
@@ -72,11 +76,7 @@ def test_funnel_rows_read_this_run_and_cumulative(tmp_path):
 
 
 def test_html_shows_the_funnel_when_the_work_directory_has_one(tmp_path):
-    pytest.importorskip("matplotlib")
-    store = ResultStore(tmp_path)
-    for i, r in _rows():
-        store.mark_running(i)
-        store.write_result(r)
+    _stored(tmp_path)
     assert "Yield funnel" not in write_report(tmp_path).read_text()
     _funnel_report(tmp_path)
     page = write_report(tmp_path).read_text()
