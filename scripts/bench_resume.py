@@ -179,10 +179,11 @@ def normalised_rows(workdir: Path) -> list[dict]:
             if isinstance(v, str):
                 v = RUN_DIR.sub(r"\1-*", v.replace(str(workdir), "<WORKDIR>"))
             out[k] = v
-        if out.get("image"):
-            # tag only (each run has its own repository), without the spec+run hash: the tag of an
-            # environment carries the run (work directory) that owns it
-            out["image"] = re.sub(r"-[0-9a-f]{12}$", "", out["image"].rpartition(":")[2])
+        for col in ("image", "image_name", "image_local"):
+            if out.get(col):
+                # tag only (each run has its own repository), without the spec+run hash: the tag of
+                # an environment carries the run (work directory) that owns it
+                out[col] = re.sub(r"-[0-9a-f]{12}$", "", out[col].rpartition(":")[2])
         rows.append(out)
     return sorted(rows, key=lambda r: r["instance_id"])
 
