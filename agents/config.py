@@ -69,8 +69,9 @@ class VerifyConfig(BaseModel):
 
 
 class ReuseConfig(BaseModel):
-    """Environment reuse (MEnvAgent, arXiv 2601.22859): before a full build, try pooled
-    environments of other instances of the same repository, adapted by EnvPatch."""
+    """Environment reuse (MEnvAgent, arXiv 2601.22859), every language: before a full build, try
+    pooled environments of other instances of the same repository (then of similar
+    repositories), adapted by EnvPatch and accepted only when they verify."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = True
@@ -80,6 +81,32 @@ class ReuseConfig(BaseModel):
     commit, any); each costs one container start and a probe."""
     patch_rounds: int = Field(default=2, ge=0)
     """EnvPatch rounds per candidate (derive increments -> apply -> probe again)."""
+    similar: bool = True
+    """Also offer environments of other repositories of the same language that declare most of
+    this repository's dependencies (after the same repository's)."""
+
+
+class RepairConfig(BaseModel):
+    """Bounds of the Execution agent's repairs, the same for every ecosystem."""
+
+    model_config = ConfigDict(extra="forbid")
+    rounds: int = Field(default=2, ge=0)
+    """Repairs per failing setup step (each followed by one retry of the step)."""
+    install_rounds: int = Field(default=6, ge=1)
+    """Attempts of one package install whose installer errors name their own fix (Python's uv:
+    one date bound lifted per attempt)."""
+    probe_rounds: int = Field(default=4, ge=1)
+    """Attempts of one probe of the environment (the test runner starts, collection)."""
+
+
+class LoopConfig(BaseModel):
+    """The loop plan -> execute -> verify -> re-plan (MEnvAgent's feedback, bounded)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_rounds: int = Field(default=4, ge=1)
+    """Rounds per instance at most: each builds, reuses or amends an environment and verifies it."""
+    max_builds: int = Field(default=3, ge=1)
+    """Full environment builds per instance at most (the expensive kind of round)."""
 
 
 class MemoryUseConfig(BaseModel):
@@ -93,6 +120,14 @@ class MemoryUseConfig(BaseModel):
     copy it (read-only, briefly) into memory, or use the seed set when it is locked or absent."""
     k: int = Field(default=3, ge=1)
     """Plans fetched per failure (each applied at most once per instance)."""
+    before_plan: bool = True
+    """Run the context-aware retrieval before planning (EnvPilot): entries it ranks in the top
+    `before_plan_k` whose reliability reaches `before_plan_reliability` change the plan (a
+    toolchain, a pin, an option, a Debian package, an environment variable, a test argument)."""
+    before_plan_k: int = Field(default=10, ge=1)
+    before_plan_reliability: float = Field(default=0.66, ge=0.0, le=1.0)
+    """Laplace-smoothed success rate an entry needs before it changes a plan unasked (an entry
+    that worked once of once has 2/3; a seed never applied has 0.5)."""
 
 
 class CacheConfig(BaseModel):
@@ -131,10 +166,14 @@ class MintConfig(BaseModel):
     image_repository: str = "swemint/env"
     reuse: ReuseConfig = Field(default_factory=ReuseConfig)
     memory: MemoryUseConfig = Field(default_factory=MemoryUseConfig)
+    repair: RepairConfig = Field(default_factory=RepairConfig)
+    loop: LoopConfig = Field(default_factory=LoopConfig)
     policy: Literal["rules", "llm", "hybrid"] = "rules"
-    """Repair policy of the Execution agent: `rules` (rules, then the memory; no network besides
-    the package registries), `hybrid` (rules, memory, then the LLM tool loop), `llm` (the LLM
-    repairs every failure; the memory goes into its prompt). `llm`/`hybrid` need `llm`."""
+    """Policy of every agent: `rules` (rules, then the memory; no network besides the package
+    registries), `hybrid` (rules and memory first; the LLM when they have nothing: an unknown
+    layout, a test configuration, a repair, an attribution), `llm` (the LLM leads -- it plans,
+    repairs every failure and attributes, the rules' answers in its prompt; the memory goes into
+    its prompt). `llm`/`hybrid` need `llm`."""
     llm: LLMConfig | None = None
     """The model for `llm` / `hybrid` (agents.llm.LLMConfig); ignored under `rules`."""
     llm_max_steps: int = Field(default=8, ge=1)

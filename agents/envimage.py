@@ -57,17 +57,34 @@ def plugin_files() -> dict[str, bytes]:
     return grading_tools()
 
 
-def lay_out_repository(sb, tree: GitTree, base_commit: str, *, replace: bool = False,
+def lay_out_repository(sb, tree: GitTree, base_commit: str, *, replace: bool = False, keep_ignored: bool = False,
                        log_path: Path | None = None) -> None:
     """Put `tree` (the repository at `base_commit`) at /testbed as a one-commit git repository.
 
-    `replace`: empty /testbed first (a reused environment: its venv under /opt stays). Raises
-    EnvBuildError (with the output's tail) when it fails.
+    `replace`: empty /testbed first (a reused environment: what lives outside it, e.g. a venv
+    under /opt or the module caches, stays). `keep_ignored`: keep the top-level folders the
+    previous tree's git ignores (`target/`, `node_modules/`, `build/`: compiled artifacts an
+    incremental rebuild reuses); they stay ignored in the new repository (`.git/info/exclude`),
+    and every file of the new tree gets the current time, so no kept artifact looks up to date
+    against a source that changed between the commits.
+    Raises EnvBuildError (with the output's tail) when it fails.
     """
     sb.put_file("/tmp/swemint/repo.tar", tree.archive())
-    clear = "cd / && find /testbed -mindepth 1 -delete && " if replace else ""
-    r = sb.exec(f"{clear}cd /testbed && tar -xf /tmp/swemint/repo.tar && rm /tmp/swemint/repo.tar && "
-                f"git init -q && git add -A && git {GIT_ID} commit -qm 'base {base_commit}' --no-verify && "
+    keep = ""
+    if replace and keep_ignored:
+        keep = ("cd /testbed && keep=$(git ls-files --others --ignored --exclude-standard --directory 2>/dev/null "
+                "| grep -E '^[^/]+/$' | tr '\\n' ' ') ; cd / && for f in /testbed/* /testbed/.[!.]* /testbed/..?*; do "
+                "[ -e \"$f\" ] || continue; n=${f#/testbed/}; case \" $keep \" in *\" $n/ \"*) ;; *) rm -rf \"$f\";; "
+                "esac; done && ")
+        clear = keep
+    else:
+        clear = "cd / && find /testbed -mindepth 1 -delete && " if replace else ""
+    exclude = ("for k in $keep; do echo \"/$k\" >> .git/info/exclude; done && " if keep else "")
+    # kept artifacts must never look newer than this tree's sources (make, Maven and cargo go by
+    # modification times): every file of the tree is touched now
+    fresh = "tar -tf /tmp/swemint/repo.tar | grep -v '/$' | tr '\\n' '\\0' | xargs -0 -r touch -c -- && " if keep else ""
+    r = sb.exec(f"{clear}cd /testbed && tar -xf /tmp/swemint/repo.tar && {fresh}rm /tmp/swemint/repo.tar && "
+                f"git init -q && {exclude}git add -A && git {GIT_ID} commit -qm 'base {base_commit}' --no-verify && "
                 "git rev-parse HEAD", timeout=600, log_label="checkout")
     if not r.ok:
         raise EnvBuildError(f"could not lay out the repository: {r.output[-500:]}", instance_id=tree.instance_id,

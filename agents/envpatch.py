@@ -1,142 +1,112 @@
-"""EnvPatch: adapt a reused environment to another commit of the same repository (MEnvAgent,
-arXiv 2601.22859, "environment reuse": run the test configuration in the candidate; when it
-fails, derive incremental commands from the diagnosis, apply them, verify again, within a bound).
+"""EnvPatch agent: make a pooled environment of another instance fit this one (MEnvAgent, arXiv
+2601.22859, "environment reuse"), for every ecosystem. The result is *accepted only when it
+verifies* (the flow grades it like any environment and falls back to a full build otherwise).
 
-The sandbox runs the candidate's image with the repository already replaced by this instance's
-tree (`agents.layout.lay_out_repository`). Steps, all through a `PythonEnvBuilder` on that
-sandbox (so the same rules, memory and LLM repairs apply, and every command is a trajectory step):
-
-1. sync the dependencies: `uv pip install` of the project (editable, compat mode, with its test
-   extras, then without them) with the instance's date bound. uv keeps every installed package
-   that still satisfies the requirements, so only what this commit declares differently is
-   installed (a release that added `six`, dropped `py`, ...); when neither resolves, the project
-   alone, `--no-deps` (dependencies unchanged). Requirement files are left to step 3: one
-   uninstallable test pin (requests' `invoke==0.2.0`) would fail the whole sync;
-2. probe: `pytest --collect-only` on the test files with the test_patch applied, then reverted
-   (the before side of the verification, whose imports are what matters);
-3. on failure, at most `rounds` times: the builder's probe rules (missing module -> install,
-   crash in site-packages -> upgrade), else the helper (memory, LLM), else `uv pip install` of
-   the project and its requirement files (test pins relaxed as in a full build); probe again.
-
-Before the sync, a reused environment missed every dependency a newer or older commit declares
-and only the missing modules the probe named got installed, one per round: pytest 4.5/4.6 on
-an 8.0 environment needed six, atomicwrites, py, packaging and importlib-metadata, more than
-the rounds allow, and fell back to a full build.
-
-`commands` (the successful recorded commands) are the increments on top of the candidate.
+For a candidate whose toolchain fits the plan, a build sandbox is started from its image,
+/testbed is replaced by this instance's tree (top-level folders the old tree's git ignores --
+`target/`, `node_modules/` -- stay, so an incremental build reuses them; caches outside /testbed
+stay anyway), and the ecosystem's `adapt` hook runs (Python: `EnvPatch`, which syncs the project's
+dependencies and probes the tests, its increments on top of the candidate's script); without
+the hook the plan's own setup commands run again on the warm caches (the setup script and
+Dockerfile are then the plan's own, complete from the toolchain image). The sandbox is committed
+as this instance's image, labelled `swemint.reused_from`.
 """
 
 from __future__ import annotations
 
-import shlex
+import time
 
-from agents.analysis import RepoProfile
-from agents.gitrepo import GitTree
-from agents.models import StepRecord
-from agents.python_plan import PY, PythonChoice, project_target, relax_test_pins
-from agents.python_setup import PythonEnvBuilder, requirement_file_lines
-from envpool.errors import PatchApplyError
-from envpool.patches import apply_patch, files_in_patch
-from envpool.sandbox import Sandbox
+from agents.context import Environment, MintRun
+from agents.dockerfile import docker_env_value, render_dockerfile, render_setup_script, run_line
+from agents.ecosystems.base import Plan, hook
+from agents.envimage import commit_image, image_tag_for, lay_out_repository
+from agents.execution import Job, run_setup
+from agents.models import EnvRecord, StepRecord
+from envpool.errors import SandboxTimeout, SwemintError
 
 
-class EnvPatch:
-    """Incremental repair of a reused environment (see module docstring).
+def fits(cand: EnvRecord, plan: Plan, same_repo: bool) -> str:
+    """Why `cand` cannot be adapted for `plan` ("" when it can): another language, or (for a
+    candidate of another repository, or outside Python) another toolchain than the plan's."""
+    if cand.language and plan.language and cand.language != plan.language and \
+            {cand.language, plan.language} - {"javascript", "typescript"}:
+        return f"language {cand.language} != {plan.language}"
+    if plan.ecosystem != "python" or not same_repo:
+        if cand.interpreter and cand.interpreter != plan.toolchain:
+            return f"toolchain {cand.interpreter} != {plan.toolchain}"
+    return ""
 
-    Args:
-        sandbox: started from the candidate's image, repository replaced (bridge network).
-        tree / profile / choice / created / version: as for `PythonEnvBuilder` (choice's interpreter
-            is the candidate's).
-        rounds: repair rounds after the first probe (each followed by a probe).
-        step_timeout: seconds per command; on_step: the trajectory; helper: memory / LLM repairs.
-    """
 
-    def __init__(self, sandbox: Sandbox, tree: GitTree, profile: RepoProfile, choice: PythonChoice, created,
-                 version: str | None, *, rounds: int = 2, step_timeout: float = 900, on_step=None, helper=None,
-                 rule_repairs: bool = True):
-        self.sb = sandbox
-        self.tree = tree
-        self.profile = profile
-        self.rounds = rounds
-        self.builder = PythonEnvBuilder(sandbox, tree, profile, choice, created, version, step_timeout=step_timeout,
-                                        on_step=on_step, helper=helper, rule_repairs=rule_repairs)
-        self.reason = ""
-        self.synced = False
-        """True when step 1 installed the project with its dependencies."""
+def _python_scripts(cand: EnvRecord, run: MintRun, increments: list[str], env: dict[str, str]) -> tuple[str, str]:
+    """The candidate's setup script and Dockerfile (checked out at this commit) plus the increments."""
+    inst = run.instance
+    text = cand.dockerfile.replace(f"@ {cand.base_commit}", f"@ {inst.base_commit} (reusing {cand.instance_id})", 1)
+    text = text.replace(cand.base_commit, inst.base_commit)
+    lines = [text.rstrip("\n"), f"# swemint: incremental commands (EnvPatch) on top of {cand.instance_id}"]
+    lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
+    lines += [run_line(c) for c in increments]
+    tail = render_setup_script(increments, env).split("\n", 3)[3]  # drop shebang, set, cd
+    script = (cand.setup_script.rstrip("\n") + f"\n# --- swemint: environment of {cand.instance_id} reused for "
+              f"{inst.instance_id} @ {inst.base_commit}; incremental commands:\n" + tail)
+    return script, "\n".join(lines) + "\n"
 
-    @property
-    def commands(self) -> list[str]:
-        """The increments: successful recorded commands, in order."""
-        return self.builder.commands
 
-    def reinstall(self) -> bool:
-        """Sync the project and its declared dependencies (step 1), else re-install the project
-        alone with `--no-deps`; True when one worked (`synced` says whether deps were synced)."""
-        if not self.profile.installable:
-            return True  # the candidate's .pth already puts /testbed on sys.path
-        plain = "-e . -C editable_mode=compat"
-        tries = [("reuse:sync", project_target(self.profile) + " -C editable_mode=compat")]
-        if tries[0][1] != plain:
-            tries.append(("reuse:sync-no-extras", plain))
-        for rule, args in tries:
-            if self.builder.uv_install(args, rule).ok:
-                self.synced = True
-                return True
-        r = self.builder.uv_install("--no-deps " + plain, "reuse:reinstall")
-        if not r.ok:
-            self.reason = f"the project does not re-install in the candidate: {r.output[-400:]}"
-        return r.ok
-
-    def probe(self, test_files: list[str], test_patch: str) -> tuple[bool, str, str]:
-        """Collect `test_files` with `test_patch` applied, then revert it. Returns (ok, command,
-        output); exit 0 and 5 (nothing collected) count as ok."""
-        applied = False
-        try:
-            apply_patch(self.sb, test_patch, label="reuse:test_patch")
-            applied = True
-        except PatchApplyError:
-            pass  # the before run will report it; probe the tree as it is
-        files = [f for f in test_files if applied or self.tree.exists(f)]
-        cmd = (f"cd /testbed && {PY} -m pytest --collect-only -q -p no:cacheprovider "
-               + " ".join(shlex.quote(f) for f in files))
-        r = self.builder.run(cmd, "reuse:probe", record=False, timeout=600)
-        if applied:
-            added = " ".join(shlex.quote(f) for f in files_in_patch(test_patch))
-            self.sb.exec(f"cd /testbed && git checkout -q -- . && git clean -fdq -- {added}", timeout=120,
-                         log_label="reuse:revert")
-        return r.exit_code in (0, 5) and not r.timed_out, cmd, r.output
-
-    def _requirements(self) -> str:
-        """`uv pip install` arguments of the project (editable, test extras) and its requirement
-        files, test pins relaxed for the interpreter as the full build does; "" when none."""
-        reqs: list[str] = []
-        for f in self.profile.requirement_files[:3]:
-            reqs += requirement_file_lines(self.tree, f)
-        reqs, _ = relax_test_pins(list(dict.fromkeys(reqs)), self.builder.choice.version)
-        target = project_target(self.profile) + " -C editable_mode=compat" if self.profile.installable else ""
-        return " ".join([target] + [shlex.quote(x) for x in reqs]).strip()
-
-    def run(self, test_files: list[str], test_patch: str) -> bool:
-        """Re-install, probe, repair within `rounds`; True when the probe passes (`reason` otherwise)."""
-        if not self.reinstall():
-            return False
-        tried: set[str] = set()
-        for n in range(self.rounds + 1):
-            ok, cmd, out = self.probe(test_files, test_patch)
-            if ok:
-                return True
-            failed = self.builder.steps[-1]
-            if n == self.rounds:
-                break
-            fix = self.builder._repair_probe(out, tried) if self.builder.rule_repairs else None
-            fix = fix or self.builder._help(cmd, out, tried)
-            if not fix and "requirements" not in tried and (args := self._requirements()):
-                self.builder.uv_install(args, "envpatch:requirements")
-                fix = "requirements"
-            if not fix:
-                break
-            tried.add(fix)
-            failed.note = f"repair: {fix}"
-            self.builder.steps.append(StepRecord(agent="envpatch", rule=f"round#{n + 1}", note=fix))
-        self.reason = f"the probe still fails after {len(tried)} repair(s): {out[-400:]}"
-        return False
+def adapt_environment(run: MintRun, eco, plan: Plan, cand: EnvRecord, kind: str,
+                      overlap: float | None = None) -> Environment | None:
+    """Adapt `cand` (module docstring); None when it does not fit or its adaptation fails (a
+    trajectory step `reuse:fallback` says why). `kind`: `same_repo` or `similar_repo`. Raises
+    SandboxTimeout when the instance's time runs out."""
+    cfg, iid = run.config, run.iid
+    t = time.monotonic()
+    run.traj(StepRecord(agent="envpatch", rule="candidate", note=f"{cand.instance_id} ({kind}"
+                        + (f", overlap {overlap:.2f}" if overlap is not None else "")
+                        + f"; {cand.image_tag}, version {cand.version}, toolchain {cand.interpreter})"))
+    why = fits(cand, plan, kind == "same_repo")
+    if why:
+        run.traj(StepRecord(agent="envpatch", rule="fallback", note=f"{cand.instance_id}: {why}"))
+        return None
+    own = hook(eco, "adapt")
+    try:
+        spec = run.spec(cand.image_tag, "bridge", env=plan.env, caches=plan.state.get("caches"))
+        with run.factory.sandbox(spec, run.log_path) as sb:
+            lay_out_repository(sb, run.tree, run.instance.base_commit, replace=True, keep_ignored=own is None,
+                               log_path=run.log_path)
+            job = Job(sb=sb, eco=eco, plan=plan.model_copy(deep=True), instance=run.instance, tree=run.tree, config=cfg,
+                      helper=run.helper, traj=run.traj, log_path=run.log_path, deadline=run.deadline,
+                      language=run.language, candidate=cand)
+            outcome = own(job, cand) if own else run_setup(job)
+            if not outcome.ok:
+                run.traj(StepRecord(agent="envpatch", rule="fallback", duration=round(time.monotonic() - t, 2),
+                                    note=f"{cand.instance_id}: {outcome.reason[:500]}"))
+                return None
+            if own is not None:
+                script, dockerfile = _python_scripts(cand, run, outcome.commands, outcome.env)
+                interpreter = cand.interpreter
+            else:
+                script = render_setup_script(outcome.commands, outcome.env, outcome.failed)
+                dockerfile = render_dockerfile(base_image=plan.image, repo=run.instance.repo,
+                                               base_commit=run.instance.base_commit, commands=outcome.commands,
+                                               env=outcome.env, files={})
+                interpreter = plan.toolchain
+            (run.idir / "setup.sh").write_text(script)
+            (run.idir / "Dockerfile").write_text(dockerfile)
+            tc = time.monotonic()
+            tag = image_tag_for(iid, {"reuse": cand.image_id or cand.image_tag, "commands": outcome.commands,
+                                      "env": outcome.env}, cfg.run_id)
+            image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
+                                           {"swemint.instance": iid, "swemint.run": cfg.run_id,
+                                            "swemint.reused_from": cand.instance_id}, env=(outcome.test_env or outcome.env) or None)
+            run.made_images.append(image)
+            run.res.timings["commit"] = round(run.res.timings.get("commit", 0.0) + time.monotonic() - tc, 2)
+    except SandboxTimeout:
+        raise
+    except SwemintError as e:
+        run.traj(StepRecord(agent="envpatch", rule="fallback", note=f"{cand.instance_id}: {type(e).__name__}: "
+                                                                    f"{e.message[:500]}"))
+        return None
+    run.traj(StepRecord(agent="envpatch", rule="reused", duration=round(time.monotonic() - t, 2),
+                        note=f"{cand.instance_id}: {len(outcome.commands)} command(s)"))
+    return Environment(image=image, image_id=image_id, source="reused", setup_script=script, dockerfile=dockerfile,
+                       commands=list(outcome.commands), env=dict(outcome.env),
+                       test_env=dict(outcome.test_env or plan.env), installed_packages=outcome.installed_packages,
+                       interpreter=interpreter, reused_from=cand.instance_id, reuse_kind=kind, reuse_overlap=overlap)

@@ -12,10 +12,33 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from envpool.records import EnvRecord
+
 Outcome = Literal["verified", "no_fail_to_pass", "patch_failed", "env_failed", "tests_not_run",
                   "timeout", "infra_error"]
 OUTCOMES: tuple[str, ...] = ("verified", "no_fail_to_pass", "patch_failed", "env_failed",
                              "tests_not_run", "timeout", "infra_error")
+
+
+LANGUAGES: tuple[str, ...] = ("python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c",
+                              "cpp")
+"""swemint's vocabulary of languages: rows, sources, the experience memory and the pool all use
+these names (`cpp`, never `c++`)."""
+
+LANGUAGE_ALIASES: dict[str, str] = {
+    "py": "python", "python3": "python", "js": "javascript", "node": "javascript", "nodejs": "javascript",
+    "jsx": "javascript", "ts": "typescript", "tsx": "typescript", "golang": "go", "c++": "cpp",
+    "cxx": "cpp", "cc": "cpp", "c/c++": "cpp", "rs": "rust", "kotlin": "java"}
+"""Other spellings (GitHub's `C++`, `Golang`, ...) -> the vocabulary's name."""
+
+
+def canonical_language(value: str | None) -> str | None:
+    """`value` in swemint's vocabulary (`LANGUAGES`): lower-cased, aliases mapped (`C++` ->
+    `cpp`, `Go` -> `go`); a language outside the vocabulary is kept lower-cased; None/"" -> None."""
+    if value is None or not str(value).strip():
+        return None
+    v = str(value).strip().lower()
+    return LANGUAGE_ALIASES.get(v, v)
 
 
 def _parse_id_list(v: Any) -> list[str]:
@@ -90,6 +113,11 @@ class Instance(BaseModel):
     def _pull(cls, v: Any) -> int | None:
         return None if v is None or v == "" else int(v)
 
+    @field_validator("language", mode="before")
+    @classmethod
+    def _language(cls, v: Any) -> str | None:
+        return canonical_language(v)
+
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
     def _ids(cls, v: Any) -> list[str]:
@@ -125,32 +153,25 @@ class StepRecord(BaseModel):
     note: str = ""
 
 
-class EnvRecord(BaseModel):
-    """A verified environment image, as indexed in the pool (DuckDB table `environments`).
+class RoundRecord(BaseModel):
+    """One round of the loop (plan -> environment -> verify): what it tried and how it ended.
 
-    `commit_time`: committer time of `base_commit` (UTC). `size_bytes`: image size in bytes.
-    `location`: where the image lives ("local" or a registry reference).
+    `round` counts from 1; `source`: where the environment came from (`built`, `reused`,
+    `pooled`, `amended`); `candidate`: the ecosystem and build route of the plan; `test`: the
+    test configuration's name; `outcome`: the round's outcome (an Outcome, or `replan` when
+    Execution gave up with a diagnosis); `feedback`: what the next round changes and why.
     """
 
     model_config = ConfigDict(extra="forbid")
-    instance_id: str
-    repo: str
-    version: str | None = None
-    base_commit: str
-    commit_time: datetime | None = None
-    created_at: str | None = None
-    language: str = "python"
-    interpreter: str = ""
-    image_tag: str
-    image_id: str = ""
-    size_bytes: int = 0
-    setup_script: str = ""
-    dockerfile: str = ""
-    test_command: str = ""
-    parser: str = ""
-    route: str = ""
-    installed_packages: str = ""
-    location: str = "local"
+    round: int
+    candidate: str = ""
+    toolchain: str = ""
+    source: str = ""
+    test: str = ""
+    outcome: str = ""
+    reason: str = ""
+    attribution: str = ""
+    feedback: str = ""
 
 
 class InstanceResult(BaseModel):
@@ -198,7 +219,22 @@ class InstanceResult(BaseModel):
     """Test-infrastructure files the patches touch (`patch:<path>`, `test_patch:<path>`:
     conftest files, pytest plugins, sitecustomize, *.pth, runner configuration, jest/mocha set-up
     files...): a row to look at before trusting it (envpool.testrun.trust.infrastructure_flags)."""
+    isolation: dict[str, object] = Field(default_factory=dict)
+    """What the engine that built the row gave its containers (`SandboxFactory.isolation()`:
+    `user_namespaces`, `root_uid`, `disk_quota`, `security_options`); empty when not known."""
     env: EnvRecord | None = None
+    language: str | None = None
+    """The row's language, or the detected ecosystem's when the row has none (vocabulary names)."""
+    round: int = 0
+    """The round of the loop whose verification this row reports (the one that verified, when
+    verified); 0 when no round ran."""
+    rounds: list[RoundRecord] = Field(default_factory=list)
+    """Every round, in order (see RoundRecord)."""
+    reuse_kind: str | None = None
+    """How `reused_from` was found: `same_repo` (the pool's hierarchy) or `similar_repo` (another
+    repository sharing the toolchain and most declared dependencies; `reuse_overlap` says how
+    many, 0..1)."""
+    reuse_overlap: float | None = None
     trajectory_path: str = ""
     started_at: str = ""
     finished_at: str = ""

@@ -64,4 +64,4 @@ def make_helper(config: MintConfig, instance_id: str, llm=None, memory=None) -> 
         return None
     return RepairHelper(memory, llm, use_memory_actions=config.policy != "llm", k=config.memory.k,
                         llm_max_steps=config.llm_max_steps, llm_max_repairs=config.llm_max_repairs,
-                        instance_id=instance_id)
+                        instance_id=instance_id, llm_leads=config.policy == "llm")

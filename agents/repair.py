@@ -1,41 +1,37 @@
-"""Repairs beyond the rules: the experience memory, then the LLM tool loop (the policy's backends).
+"""The repair chain beyond an ecosystem's own rules: the experience memory, then the LLM tool loop
+(the policy's backends), for every ecosystem.
 
-`RepairHelper` is what `PythonEnvBuilder` calls when its own rules find no repair for a failed
-`uv pip install` or probe (`helper(builder, command, output, tried) -> fix key | None`):
+`RepairHelper` holds one instance's backends and bounds:
 
-1. **Memory** (EnvPilot's trajectory-derived memory, arXiv 2609.07357): `memory.actions_for(...)`
-   gives plans whose error signature matches the output; the first plan not yet applied in this
-   instance is applied (action kinds mapped below) and a step `rule="memory:<id>"` is written to
-   the trajectory. The fix key `experience <id>` becomes the failed step's note
-   (`repair: experience <id>`), which `memory.learn` counts as an application of that entry.
-2. **LLM** (policies `hybrid` and `llm`): `agents.llm.run_tool_loop` with a `run_shell` that runs
-   in the build sandbox (observations truncated by the loop), the failed command, its output and
-   the memory's matching entries (`format_for_prompt`) in the prompt. Its successful commands are
-   kept in the setup script and noted as JSON shell actions, so learning can distil them.
+1. **Memory** (EnvPilot's trajectory-derived memory, arXiv 2609.07357): `memory_plans(...)`
+   gives the plans whose error signature matches a failed step's output, best first, each at
+   most once per instance. The caller applies the actions (`agents.execution.apply_actions`
+   for every ecosystem; Python's builder applies its uv-specific kinds itself) and writes the
+   step `memory:<id>`; the repair note `repair: experience <id>` is what `memory.learn` counts.
+2. **LLM** (policies `hybrid` and `llm`): `llm_fix(...)` runs `agents.llm.run_tool_loop` with a
+   `run_shell` executing in the build sandbox, the failed command, its output and the memory's
+   matching entries in the prompt; the commands that succeeded are the repair (kept in the setup
+   script and noted as JSON shell actions, so learning can distil them).
 
-Action kinds -> effect: `uv_lift` -> the package's date bound lifted, wheels only; `uv_option`
-`no_build_isolation` -> `--no-build-isolation`; `pin` / `install` -> `uv pip install`; `env` ->
-the build environment; `shell` -> a recorded command. `apt`, `toolchain`, `test_arg` and
-`prerelease_allow` are not applicable to a running Python build and are skipped.
+The Python builder calls the helper as `helper(builder, command, output, tried) -> fix key`
+(`__call__`), which runs both steps with the builder's own action executor.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from agents.models import StepRecord
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agents.python_setup import PythonEnvBuilder
-
 SYSTEM_PROMPT = (
-    "You repair the Python test environment of a repository checked out at /testbed inside a "
-    "Debian container. The virtualenv is /opt/venv (activated; install with `uv pip install`). "
-    "Run shell commands with the run_shell tool to diagnose and fix the failure, then answer with "
-    "one short sentence without calling a tool. Never edit files under /testbed that git tracks, "
-    "never change the tests, and never download anything but packages from the package index.")
+    "You repair the {language} test environment of a repository checked out at /testbed inside a "
+    "Debian container ({toolchain}). Run shell commands with the run_shell tool to diagnose and fix "
+    "the failure, then answer with one short sentence without calling a tool. Never edit files "
+    "under /testbed that git tracks, never change the tests, and never download anything but "
+    "packages from the package registries.{extra}")
+PYTHON_EXTRA = " The virtualenv is /opt/venv (activated; install with `uv pip install`)."
 
 
 class RepairHelper:
@@ -49,10 +45,12 @@ class RepairHelper:
         k: memory plans fetched per failure.
         llm_max_steps: model turns per LLM repair; llm_max_repairs: LLM repairs per instance.
         instance_id: for usage accounting.
+        llm_leads: the `llm` policy (the model plans and attributes first, the rules are its tools).
     """
 
     def __init__(self, memory=None, llm=None, *, use_memory_actions: bool = True, k: int = 3,
-                 llm_max_steps: int = 8, llm_max_repairs: int = 3, instance_id: str | None = None):
+                 llm_max_steps: int = 8, llm_max_repairs: int = 3, instance_id: str | None = None,
+                 llm_leads: bool = False):
         self.memory = memory
         self.llm = llm
         self.use_memory_actions = use_memory_actions
@@ -60,129 +58,135 @@ class RepairHelper:
         self.llm_max_steps = llm_max_steps
         self.llm_max_repairs = llm_max_repairs
         self.instance_id = instance_id
+        self.llm_leads = llm_leads
         self.applied: list[str] = []
         """Experience ids applied in this instance, in order (each at most once)."""
         self.llm_repairs = 0
-
-    def __call__(self, builder: PythonEnvBuilder, command: str, output: str, tried: set[str]) -> str | None:
-        fix = self._memory(builder, output, tried) if self.use_memory_actions else None
-        return fix or self._llm(builder, command, output)
+        self.llm_calls = 0
+        """LLM requests made for this instance by any agent (repairs, plans, attributions)."""
 
     # -- memory ---------------------------------------------------------------------------
-    def _variables(self, b: PythonEnvBuilder) -> dict[str, str]:
-        return {"project_version": b.env.get("SETUPTOOLS_SCM_PRETEND_VERSION", ""),
-                "python_version": b.choice.version, "commit_date": b.choice.exclude_newer[:10],
-                "ca_bundle": "/opt/swemint/ca.pem", "venv": "/opt/venv"}
-
-    def _memory(self, b: PythonEnvBuilder, output: str, tried: set[str] | None = None) -> str | None:
-        if self.memory is None:
-            return None
+    def memory_plans(self, output: str, language: str, variables: dict[str, str] | None = None,
+                     skip: Callable[[list], bool] | None = None, on_step=None) -> list:
+        """The memory's plans for a failed step's `output` (signature matches, best first), not yet
+        applied in this instance and not refused by `skip(actions)`. [] without a memory, when
+        memory actions are off (the `llm` policy), or when the memory fails (noted as a step)."""
+        if self.memory is None or not self.use_memory_actions:
+            return []
         try:
-            plans = self.memory.actions_for(output, "python", variables=self._variables(b), k=self.k)
+            plans = self.memory.actions_for(output, language, variables=variables or {}, k=self.k)
         except Exception as e:  # noqa: BLE001 - a memory problem never fails a build
-            b.steps.append(StepRecord(agent="execution", rule="memory:error", note=f"{type(e).__name__}: {e}"))
-            return None
-        for plan in plans:
-            if plan.experience_id in self.applied or repeats_rule(plan.actions, tried or set()):
-                continue
-            self.applied.append(plan.experience_id)
-            rule = f"memory:{plan.experience_id}"
-            step = StepRecord(agent="execution", rule=rule,
-                              note=f"applying experience {plan.experience_id} ({plan.via}, reliability "
-                                   f"{plan.reliability:.2f}): {plan.solution[:300]} | actions: "
-                                   + json.dumps([a.model_dump() for a in plan.actions])[:600])
-            b.steps.append(step)
-            if b.on_step:
-                b.on_step(step)
-            if any([apply_action(b, a, rule) for a in plan.actions]):  # every action runs
-                return f"experience {plan.experience_id}"
-        return None
+            if on_step:
+                on_step(StepRecord(agent="execution", rule="memory:error", note=f"{type(e).__name__}: {e}"))
+            return []
+        return [p for p in plans if p.experience_id not in self.applied and not (skip and skip(p.actions))]
+
+    def mark_applied(self, plan, on_step=None) -> str:
+        """Record that `plan` is being applied (once per instance); returns its step rule."""
+        self.applied.append(plan.experience_id)
+        rule = f"memory:{plan.experience_id}"
+        if on_step:
+            on_step(StepRecord(agent="execution", rule=rule,
+                               note=f"applying experience {plan.experience_id} ({plan.via}, reliability "
+                                    f"{plan.reliability:.2f}): {plan.solution[:300]} | actions: "
+                                    + json.dumps([a.model_dump() for a in plan.actions])[:600]))
+        return rule
+
+    def lessons(self, output: str, language: str, k: int = 5) -> str:
+        """The memory's entries for `output`, formatted for a prompt ("" without a memory)."""
+        if self.memory is None:
+            return ""
+        try:
+            from agents.memory.retrieve import format_for_prompt
+
+            return format_for_prompt(self.memory.retrieve_for_error(output, language, k=k), max_chars=3000)
+        except Exception:  # noqa: BLE001
+            return ""
 
     # -- LLM ------------------------------------------------------------------------------
-    def _llm(self, b: PythonEnvBuilder, command: str, output: str) -> str | None:
+    def llm_fix(self, command: str, output: str, *, language: str, toolchain: str,
+                execute: Callable[[str], tuple[int, str]], on_step=None) -> tuple[list[str], str]:
+        """One LLM repair of a failed `command`: the tool loop runs commands through `execute`
+        (which records them); returns (the commands that succeeded, a note). ([], "") without a
+        model or once `llm_max_repairs` are spent; an LLM error is a note, never a raise."""
         if self.llm is None or self.llm_repairs >= self.llm_max_repairs:
-            return None
+            return [], ""
         from agents.llm import ToolLoopConfig, run_tool_loop
         from agents.llm.errors import LLMError
 
         self.llm_repairs += 1
-        lessons = ""
-        if self.memory is not None:
-            try:
-                from agents.memory.retrieve import format_for_prompt
-
-                lessons = format_for_prompt(self.memory.retrieve_for_error(output, "python", k=5), max_chars=3000)
-            except Exception:  # noqa: BLE001
-                lessons = ""
+        lessons = self.lessons(output, language)
         task = (f"This command failed in the build environment:\n{command}\n\nIts output (tail):\n"
                 f"{output[-3000:]}\n\n" + (f"Experience from earlier builds:\n{lessons}\n\n" if lessons else "")
                 + "Fix the environment so that the command succeeds when it is run again.")
         done: list[str] = []
 
-        def execute(cmd: str) -> tuple[int, str]:
-            r = b.run(cmd, "llm:execution")
-            if r.ok:
+        def run(cmd: str) -> tuple[int, str]:
+            code, out = execute(cmd)
+            if code == 0:
                 done.append(cmd)
-            return r.exit_code, r.output
+            return code, out
 
+        prompt = SYSTEM_PROMPT.format(language=language, toolchain=toolchain or "its toolchain",
+                                      extra=PYTHON_EXTRA if language == "python" else "")
         try:
-            loop = run_tool_loop(self.llm, system_prompt=SYSTEM_PROMPT, task=task, execute=execute,
-                                 agent="execution", instance_id=self.instance_id,
-                                 config=ToolLoopConfig(max_steps=self.llm_max_steps))
+            loop = run_tool_loop(self.llm, system_prompt=prompt, task=task, execute=run, agent="execution",
+                                 instance_id=self.instance_id, config=ToolLoopConfig(max_steps=self.llm_max_steps))
+            self.llm_calls += loop.usage.calls
             note = f"llm {loop.stopped}, {len(loop.steps)} commands, {loop.usage.prompt_tokens}+" \
                    f"{loop.usage.completion_tokens} tokens: {(loop.final_text or '')[:200]}"
             tokens = loop.usage.prompt_tokens + loop.usage.completion_tokens
         except LLMError as e:
             note, tokens = f"llm failed: {type(e).__name__}: {e}", 0
-        step = StepRecord(agent="execution", rule="llm:repair", note=note, tokens=tokens)
-        b.steps.append(step)
-        if b.on_step:
-            b.on_step(step)
-        if not done:
-            return None
-        return json.dumps([{"kind": "shell", "command": c} for c in done])
+        if on_step:
+            on_step(StepRecord(agent="execution", rule="llm:repair", note=note, tokens=tokens))
+        return done, note
+
+    def ask(self, messages: list[dict], model, agent: str):
+        """One structured LLM call for an agent (`analysis`, `testconfig`, `verification`):
+        `model` validates the answer. Returns (parsed model or None, tokens, note); never raises."""
+        if self.llm is None:
+            return None, 0, "no model"
+        from agents.llm.errors import LLMError
+
+        try:
+            r = self.llm.complete(messages, response_model=model, agent=agent, instance_id=self.instance_id)
+        except LLMError as e:
+            return None, 0, f"llm failed: {type(e).__name__}: {e}"
+        self.llm_calls += max(r.requests, 1)
+        return r.parsed, r.prompt_tokens + r.completion_tokens, f"{r.prompt_tokens}+{r.completion_tokens} tokens"
+
+    def consult(self, system: str, task: str, model, agent: str, rule: str, traj):
+        """`ask` with a system and a user message, the answer (or why there is none) recorded as
+        the trajectory step `rule` of `agent` with its tokens. The parsed model or None."""
+        parsed, tokens, note = self.ask([{"role": "system", "content": system}, {"role": "user", "content": task}],
+                                        model, agent=agent)
+        traj(StepRecord(agent=agent, rule=rule, tokens=tokens,
+                        note=(parsed.model_dump_json() if parsed is not None else f"no answer: {note}")[:4000]))
+        return parsed
+
+    # -- the Python builder's entry point ----------------------------------------------------
+    def __call__(self, builder, command: str, output: str, tried: set[str]) -> str | None:
+        """Memory then LLM for the Python builder: `builder.memory_variables()`,
+        `builder.apply_action(action, rule)` and `builder.repeats_rule(actions, tried)` are its
+        executor. Returns the fix key (`experience <id>` or the LLM's commands as JSON) or None."""
+        for plan in self.memory_plans(output, "python", builder.memory_variables(),
+                                      skip=lambda acts: builder.repeats_rule(acts, tried), on_step=builder.record):
+            rule = self.mark_applied(plan, on_step=builder.record)
+            if any([builder.apply_action(a, rule) for a in plan.actions]):  # every action runs
+                return f"experience {plan.experience_id}"
+
+        def execute(cmd: str) -> tuple[int, str]:
+            r = builder.run(cmd, "llm:execution")
+            return r.exit_code, r.output
+
+        done, _ = self.llm_fix(command, output, language="python", toolchain=f"Python {builder.choice.version}",
+                               execute=execute, on_step=builder.record)
+        return json.dumps([{"kind": "shell", "command": c} for c in done]) if done else None
 
     def usage(self) -> dict[str, Any]:
         """This instance's LLM usage `{"total": ..., "by_agent": ...}` ({} without an LLM or calls)."""
         ledger = getattr(self.llm, "usage", None)
-        if ledger is None or self.instance_id is None or not self.llm_repairs:
+        if ledger is None or self.instance_id is None or not (self.llm_repairs or self.llm_calls):
             return {}
         return ledger.for_instance(self.instance_id)
-
-
-def repeats_rule(actions, tried: set[str]) -> bool:
-    """True when every action only redoes a repair the rules already made in this step
-    (`tried` keys: `lift|exempt|upgrade <pkg>`, `isolation`): applying it cannot help."""
-    def done(a) -> bool:
-        if a.kind == "uv_lift":
-            return any(f"{verb} {a.package.lower()}" in tried for verb in ("lift", "exempt", "upgrade"))
-        if a.kind == "uv_option":
-            return a.option == "no_build_isolation" and "isolation" in tried
-        return False
-    return bool(actions) and all(done(a) for a in actions)
-
-
-def apply_action(b: PythonEnvBuilder, action, rule: str) -> bool:
-    """Apply one memory action to builder `b` (see the module docstring); True when it took effect."""
-    kind = action.kind
-    if kind == "uv_lift":
-        pkg = action.package.lower()
-        b.uv.package_dates[pkg] = b.lifted
-        if pkg not in b.uv.no_build:
-            b.uv.no_build.append(pkg)
-        return True
-    if kind == "uv_option":
-        if action.option == "no_build_isolation" and not b.uv.no_build_isolation:
-            b.uv.no_build_isolation = True
-            return True
-        return False
-    if kind == "pin":
-        return b.uv_install(shlex.quote(action.requirement), rule).ok
-    if kind == "install":
-        return b.uv_install(" ".join(shlex.quote(p) for p in action.packages), rule).ok
-    if kind == "env":
-        b.env[action.name] = action.value
-        return True
-    if kind == "shell":
-        return b.run(action.command, rule).ok
-    return False

@@ -12,7 +12,11 @@ file (head and tail, a marker between), a report channel (`exec(channel=True)`: 
 stderr) at most `report_cap` bytes, and `get_file(max_bytes=...)` streams a file with a limit.
 Containers drop every capability but `sandbox.DEFAULT_CAPS`, run with `no-new-privileges`, and
 get a disk quota on their writable layer where the storage driver enforces one (overlay2 on xfs
-with pquota), else a bounded tmpfs at /tmp.
+with pquota), else a bounded tmpfs at /tmp. On an engine with user-namespace remapping
+(`userns-remap`, daemon-wide) root in a container is a subordinate uid on the host
+(`remapped_root`); host folders mounted read-write are handed to that uid before the container
+starts. Without it, the first container with a host mount in a process (and the driver at the
+start of a run) logs a one-line warning.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import logging
 import os
 import posixpath
 import queue
+import re
 import shlex
 import socket
 import tarfile
@@ -33,6 +38,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from envpool.errors import InfraError, OutputTooLarge
+from envpool.hostfs import hand_over
 from envpool.netguard import BuildNetworkConfig, ensure_build_network
 from envpool.sandbox import ExecResult, SandboxSpec
 
@@ -65,6 +71,47 @@ def host_ca_bundle() -> Path | None:
     """The host CA bundle to propagate (env `SWEMINT_CA_BUNDLE`, else Debian's), or None."""
     p = Path(os.environ.get("SWEMINT_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
     return p if p.is_file() else None
+
+
+USERNS_HINT = ("start dockerd with user-namespace remapping (\"userns-remap\": \"default\" in "
+               "/etc/docker/daemon.json, or SWEMINT_USERNS=1 bash scripts/ensure_docker.sh when it starts the "
+               "engine; a separate image store: base images are bootstrapped again)")
+"""How to switch remapping on (the warning of an engine without it, and the README)."""
+
+_warned_engines: set[str] = set()
+
+
+def _first_subid(path: Path, name: str) -> int | None:
+    """Start of the first subordinate range of user `name` in an /etc/subuid-style file."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and parts[0] == name and parts[1].isdigit():
+            return int(parts[1])
+    return None
+
+
+def remapped_root(info: dict, subuid: Path = Path("/etc/subuid"),
+                  subgid: Path = Path("/etc/subgid")) -> tuple[int, int] | None:
+    """The host (uid, gid) that root in a container is, from `docker info` (`info`): None when
+    the engine does not remap user namespaces (no `name=userns` security option). A remapping
+    engine keeps its data in `<data-root>/<uid>.<gid>` (`DockerRootDir`), which is read first;
+    else the first subordinate ids of `dockremap` (`--userns-remap=default`) in `subuid` /
+    `subgid`. Raises InfraError when remapping is on but neither says the ids."""
+    opts = [str(o) for o in (info.get("SecurityOptions") or [])]
+    if not any("name=userns" in o for o in opts):
+        return None
+    m = re.fullmatch(r"(\d+)\.(\d+)", posixpath.basename(str(info.get("DockerRootDir") or "").rstrip("/")))
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    uid, gid = _first_subid(subuid, "dockremap"), _first_subid(subgid, "dockremap")
+    if uid is None or gid is None:
+        raise InfraError("the engine remaps user namespaces but neither its data root nor /etc/subuid says "
+                         "to which host uid root in a container maps")
+    return uid, gid
 
 
 def _docker():
@@ -546,28 +593,53 @@ class DockerSandboxFactory:
         self.kill_after = kill_after
         self.build_network = build_network or BuildNetworkConfig()
         self._quota: bool | None = None
+        self._engine_info: dict | None = None
 
     def disk_quota_supported(self) -> bool:
         """Whether the engine enforces `--storage-opt size` (overlay2 on xfs; pquota is checked
         by the first container that asks for it). Cached."""
         if self._quota is None:
-            try:
-                info = self.client.info()
-            except Exception:  # noqa: BLE001 - no info: assume no quota
-                info = {}
+            info = self._info()  # no info: no quota
             status = dict(info.get("DriverStatus") or [])
             self._quota = info.get("Driver") == "overlay2" and status.get("Backing Filesystem") == "xfs"
         return self._quota
 
+    def _info(self) -> dict:
+        """`docker info` of the engine, read once ({} when it cannot be read)."""
+        if self._engine_info is None:
+            try:
+                self._engine_info = dict(self.client.info())
+            except Exception as e:  # noqa: BLE001 - no info: nothing known beyond the spec
+                log.debug("docker info failed: %s", e)
+                return {}
+        return self._engine_info
+
     def isolation(self) -> dict[str, object]:
-        """What the engine gives containers beyond the spec: `user_namespaces` (userns-remap on:
-        root in a container is not root on the host), `disk_quota`, `security_options`."""
+        """What the engine gives containers beyond the spec, as recorded in each row:
+        `user_namespaces` (userns-remap on: root in a container is not root on the host),
+        `root_uid` (the host uid of root in a container: 0 without remapping; None if unknown),
+        `disk_quota`, `security_options` (the engine's, e.g. `name=seccomp,profile=default`)."""
+        info = self._info()
+        opts = [str(o) for o in (info.get("SecurityOptions") or [])]
         try:
-            opts = [str(o) for o in (self.client.info().get("SecurityOptions") or [])]
-        except Exception:  # noqa: BLE001
-            opts = []
-        return {"user_namespaces": any("userns" in o for o in opts), "disk_quota": self.disk_quota_supported(),
-                "security_options": opts}
+            ids = remapped_root(info)
+        except InfraError:
+            ids = (None, None)
+        return {"user_namespaces": ids is not None, "root_uid": ids[0] if ids else (0 if info else None),
+                "disk_quota": self.disk_quota_supported(), "security_options": opts}
+
+    def host_mount_owner(self) -> tuple[int, int] | None:
+        """(uid, gid) to give host folders a container writes (remapped engine), else None; warns
+        once per process and engine when root in containers is root on the host (the driver
+        calls it at the start of a run). Raises InfraError as `remapped_root`."""
+        info = self._info()
+        ids = remapped_root(info) if info else None
+        key = str(getattr(getattr(self.client, "api", None), "base_url", id(self.client)))
+        if ids is None and info and key not in _warned_engines:
+            _warned_engines.add(key)
+            log.warning("the Docker engine does not remap user namespaces: root in build containers is root "
+                        "on the host; to change that, %s", USERNS_HINT)
+        return ids
 
     def _confinement(self, spec: SandboxSpec) -> dict:
         """create() arguments that confine the container: capabilities, no-new-privileges, and a
@@ -593,7 +665,9 @@ class DockerSandboxFactory:
         registries through NAT, nothing of the host, its subnets or private ranges; InfraError
         when that isolation cannot be installed. Every capability but `spec.cap_add` is dropped,
         `no-new-privileges` is set, and the writable layer gets `spec.disk` bytes where the
-        storage driver enforces quotas, else /tmp is a tmpfs of `spec.tmp_bytes`.
+        storage driver enforces quotas, else /tmp is a tmpfs of `spec.tmp_bytes`. On an engine
+        that remaps user namespaces, `spec.cache_mounts` folders are first handed to the host uid
+        of the container's root (`envpool.hostfs.hand_over`; InfraError when swemint may not).
         """
         docker = _docker()
         from docker.types import Mount
@@ -609,8 +683,16 @@ class DockerSandboxFactory:
         if spec.mount_ca and ca and spec.network != "none":
             mounts.append(Mount(target=CA_PATH_IN_CONTAINER, source=str(ca), type="bind", read_only=True))
         ca_mounted = bool(mounts)
+        owner = self.host_mount_owner() if spec.cache_mounts else None
         for host, target in spec.cache_mounts.items():  # package caches; not part of committed images
             Path(host).mkdir(parents=True, exist_ok=True)
+            if owner is not None:  # remapped root must write it; it stays 0700 under root's 0700 parent
+                try:
+                    hand_over(Path(host), *owner)
+                except PermissionError as e:
+                    raise InfraError(f"cannot give {host} to the engine's remapped root (uid {owner[0]}): {e}; "
+                                     "run swemint as root or set mint.cache.scope: off",
+                                     instance_id=spec.instance_id) from e
             mounts.append(Mount(target=target, source=str(Path(host).resolve()), type="bind"))
         run_id = self._run_id(spec)
         if run_id != spec.run_id:

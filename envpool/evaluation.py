@@ -20,6 +20,7 @@ import re
 import shlex
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -105,17 +106,26 @@ def _rate(side: SideResult) -> float:
     return 1.0 if n == 0 else len(side.success) / n
 
 
-def run_report_command(sb, command: str, parser: str, *, report_path: str | None = None,
-                       parser_options: dict | None = None, env: dict[str, str] | None = None,
-                       timeout: float = 1800, known_tests: set[str] | None = None,
-                       log_label: str = "tests") -> tuple[TestRunReport, list[str]]:
+class ReportRun(NamedTuple):
+    """One run of a report command: the parsed `report`, the `anomalies` (why it must not be
+    graded, `envpool.testrun.trust`) and the console `output` (as the sandbox capped it)."""
+
+    report: TestRunReport
+    anomalies: list[str]
+    output: str
+
+
+def run_report(sb, command: str, parser: str, *, report_path: str | None = None,
+               parser_options: dict | None = None, env: dict[str, str] | None = None,
+               timeout: float = 1800, known_tests: set[str] | None = None,
+               log_label: str = "tests") -> ReportRun:
     """Run a polyglot test `command` in `sb` (from /testbed) and parse its report with
     `envpool.testrun.polyglot.get_any_parser(parser)`: the file `report_path` (removed first,
     so a stale one is never read; a missing file parses as empty) or else the command's output.
-    Returns (report, anomalies): the parser's checks and `envpool.testrun.trust`'s rule (one
-    for every runner: exit status, totals, size limits, timeouts); a report with anomalies has
-    `tests_ran=False` and is never graded. `known_tests`:
-    ids from other runs, so a unit that fails to build marks them FAILED. `timeout` seconds."""
+    The anomalies are the parser's checks and `envpool.testrun.trust`'s rule (one for every
+    runner: exit status, totals, size limits, timeouts, no report at all); a report with
+    anomalies has `tests_ran=False` and is never graded. `known_tests`: ids from other runs, so
+    a unit that fails to build marks them FAILED. `timeout` seconds."""
     from envpool.testrun.polyglot import get_any_parser
     from envpool.testrun.polyglot.common import ReportParser
 
@@ -143,10 +153,20 @@ def run_report_command(sb, command: str, parser: str, *, report_path: str | None
     found = [str(a) for a in trust.anomalies(trust.RunEvidence(report=rep, parser_anomalies=checks,
                                                                report_too_large=too_large))]
     if not rep.statuses and not rep.collection_errors and not r.timed_out and not too_large:
-        found.append("no report: the runner reported no test and no unit that failed to build")
+        found.append(NO_REPORT)
     if found:
         rep = rep.model_copy(update={"tests_ran": False})
-    return rep, found
+    return ReportRun(rep, found, r.output)
+
+
+NO_REPORT = "no report: the runner reported no test and no unit that failed to build"
+"""The anomaly of a run whose report holds nothing at all."""
+
+
+def run_report_command(sb, command: str, parser: str, **kwargs) -> tuple[TestRunReport, list[str]]:
+    """`run_report` without the output: (report, anomalies)."""
+    run = run_report(sb, command, parser, **kwargs)
+    return run.report, run.anomalies
 
 
 _PYTHON = re.compile(r"(\S+) -m pytest\b")

@@ -258,6 +258,7 @@ class FakeSandboxFactory:
         known_images: when given, starting an image not in it (nor committed) raises InfraError,
             like a missing image on a real engine.
         start_error: when set, every `start` raises it (e.g. InfraError for a dead daemon).
+        isolation: what `isolation()` returns (default: an engine without user namespaces).
 
     Attributes:
         specs: every SandboxSpec started, in order; `sandboxes`: the sandboxes;
@@ -267,8 +268,11 @@ class FakeSandboxFactory:
 
     def __init__(self, run_id: str = "adhoc", *, strict: bool = False, default: Reply = 0,
                  output_cap: int = DEFAULT_OUTPUT_CAP, known_images: set[str] | None = None,
-                 start_error: Exception | None = None, report_cap: int = DEFAULT_REPORT_CAP):
+                 start_error: Exception | None = None, report_cap: int = DEFAULT_REPORT_CAP,
+                 isolation: dict[str, object] | None = None):
         self.run_id = run_id
+        self._isolation = dict(isolation) if isolation is not None else {
+            "user_namespaces": False, "root_uid": 0, "disk_quota": False, "security_options": []}
         self.strict = strict
         self.default = default
         self.output_cap = output_cap
@@ -280,6 +284,10 @@ class FakeSandboxFactory:
         self.sandboxes: list[FakeSandbox] = []
         self.images: dict[str, FakeImage] = {}
         self._script = _Script()
+
+    def isolation(self) -> dict[str, object]:
+        """The engine isolation given at construction (as `DockerSandboxFactory.isolation`)."""
+        return dict(self._isolation)
 
     def on(self, pattern: str | re.Pattern[str], reply: Handler) -> FakeSandboxFactory:
         """Answer matching commands in every sandbox (after the sandbox's own handlers)."""

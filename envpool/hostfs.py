@@ -5,6 +5,9 @@ leaves there is owned by root on the host: a setuid-root binary would be a way t
 user who can reach it. `private_dir` creates such folders with mode 0700 under a 0700 parent
 (no other user can reach them), and `scrub` clears setuid/setgid bits and removes device nodes,
 FIFOs and sockets after a container used them. `remove_tree` deletes a per-instance folder.
+On an engine that remaps user namespaces (userns-remap), root in a container is a subordinate
+uid on the host: `hand_over` gives such a folder to that uid (still 0700, its parent stays
+root's), so the container can write it and nothing it leaves there is owned by host root.
 
 `check_free_disk` is the host-side guard run before each instance: below the floor it raises
 `LowDisk` (an `InfraError`: the instance is `infra_error` and the driver starts no new work).
@@ -42,6 +45,28 @@ def private_dir(path: Path, root: Path | None = None) -> Path:
         except OSError as e:  # a folder another user owns: leave it, say so
             log.warning("could not make %s private: %s", p, e)
     return path.resolve()
+
+
+def hand_over(path: Path, uid: int, gid: int) -> int:
+    """Make `path` and everything below it owned by `uid:gid` (the host ids a remapped engine
+    gives root in a container); symlinks are re-owned, never followed. Entries already owned so
+    are left alone. Returns how many entries changed; raises PermissionError when the caller may
+    not chown (not root), other OSErrors of one entry are logged."""
+    changed = 0
+    entries = [str(path)]
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        entries += [os.path.join(dirpath, n) for n in (*dirnames, *filenames)]
+    for p in entries:
+        try:
+            st = os.lstat(p)
+            if (st.st_uid, st.st_gid) != (uid, gid):
+                os.lchown(p, uid, gid)
+                changed += 1
+        except PermissionError:
+            raise
+        except OSError as e:
+            log.warning("hand over %s: %s", p, e)
+    return changed
 
 
 def scrub(path: Path) -> int:

@@ -127,8 +127,21 @@ class Sandbox(Protocol):
 
 
 class SandboxFactory(Protocol):
-    """Starts sandboxes; a context manager closes them on every path."""
+    """Starts sandboxes; a context manager closes them on every path. A factory may also have
+    `isolation() -> dict` (what its engine gives containers; see `engine_isolation`)."""
 
     def start(self, spec: SandboxSpec, log_path: Path | None = None) -> Sandbox:
         """Start a sandbox from `spec`; its commands' output is appended to `log_path`."""
         ...
+
+
+def engine_isolation(factory) -> dict[str, object]:
+    """`factory.isolation()` (e.g. `{"user_namespaces": bool, "root_uid": int, ...}`) for a row,
+    {} when the factory has none or it fails (never raises)."""
+    fn = getattr(factory, "isolation", None)
+    if fn is None:
+        return {}
+    try:
+        return dict(fn())
+    except Exception:  # noqa: BLE001 - a row without it says "not known"
+        return {}

@@ -126,6 +126,10 @@ def print_summary(report) -> None:
     console.print(f"{len(report.results)} run, {len(report.skipped)} skipped (already finished) in "
                   f"{report.wall_s:.1f}s; per instance median {_fmt(st['median_s'])}, p90 {_fmt(st['p90_s'])}; "
                   f"throughput {_fmt(st['per_hour'], '/h')}", soft_wrap=True)
+    if report.results:
+        from pipeline.export import userns_line
+
+        console.print(userns_line([r.isolation for r in report.results], "rows of this run"), soft_wrap=True)
     for name, path in report.dataset.items():
         console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
 

@@ -40,9 +40,8 @@ from pathlib import Path
 
 import duckdb
 
-from agents.gitrepo import GitTree
 from agents.models import OUTCOMES, EnvRecord, Instance, InstanceResult, StepRecord
-from agents.reuse import derive_version
+from agents.reuse import reuse_candidates as agent_reuse_candidates
 from envpool.errors import InstanceInputError
 from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.pool import EnvPool
@@ -50,8 +49,8 @@ from pipeline.config import PipelineConfig
 from pipeline.instances import load_and_select
 from pipeline.ray_adapter import ABANDONED, Runner, make_runner
 from pipeline.repos import RepoResolver
-from pipeline.stages import (MintFn, MintStage, StageResources, WorkItem, failure_row, instance_language,
-                             memory_ecosystem, now_iso, sweep_leftovers)
+from pipeline.stages import (DEFAULT_MINT_FUNCTION, MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso,
+                             sweep_leftovers)
 from pipeline.export import export_dataset
 from pipeline.store import ResultStore, atomic_write, driver_lock, quarantine
 
@@ -102,26 +101,18 @@ def _resolve_items(todo: list[Instance], resolver: RepoResolver,
     return items
 
 
-def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int) -> list[EnvRecord]:
-    """Pooled environments of other instances of the item's repository, best first (at most
-    `max_candidates`); [] when the item re-verifies its own environment or on any error (reuse
-    is an optimisation, never a reason to fail). A planned item (`swemint run`) brings its
-    version and commit time; else they are read from the tree."""
-    inst = item.instance
-    if max_candidates <= 0 or item.env is not None:
+def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int, similar: bool = True) -> list[EnvRecord]:
+    """Pooled environments for the item, best first (at most `max_candidates`): other instances
+    of its repository (same version, nearest newer commit, any), then environments of similar
+    repositories (`agents.reuse.reuse_candidates`); [] when the item re-verifies its own
+    environment or on any error (reuse is an optimisation, never a reason to fail). A planned
+    item (`swemint run`) brings its version, commit time and profile: the tree is not read again."""
+    if item.env is not None:
         return []
-    try:
-        plan = getattr(item, "plan", None)
-        if plan is not None:
-            version, when = plan.version, plan.commit_time
-        else:
-            tree = GitTree(item.repo_path, inst.base_commit, instance_id=inst.instance_id)
-            version, when = derive_version(inst, tree), tree.commit_time
-        matches = pool.find(inst.repo, version, when, exclude=inst.instance_id, limit=max_candidates)
-    except Exception as e:  # noqa: BLE001
-        log.warning("no reuse candidates for %s: %s", inst.instance_id, e)
-        return []
-    return [m.record for m in matches]
+    plan = getattr(item, "plan", None)
+    known = {} if plan is None else {"version": plan.version, "commit_time": plan.commit_time,
+                                     "profile": plan.profile}
+    return agent_reuse_candidates(pool, item.instance, item.repo_path, max_candidates, similar=similar, **known)
 
 
 class MemoryWriter:
@@ -136,9 +127,11 @@ class MemoryWriter:
         self._seeded = False
         self.learned = 0
 
-    def learn(self, res: InstanceResult, ecosystem: str = "python") -> int:
-        """Entries added or reinforced from `res`'s trajectory (0 without one); `ecosystem` is
-        the instance's language as the memory names it (`python`, `go`, `javascript`, ...)."""
+    def learn(self, res: InstanceResult, ecosystem: str | None = None) -> int:
+        """Entries added or reinforced from `res`'s trajectory (0 without one), under the row's
+        language as the memory names it (`python`, `go`, `javascript`, `cpp`, ...): `ecosystem`,
+        else `res.language` (the detected one for a row without a language), else python."""
+        ecosystem = ecosystem or res.language or "python"
         traj = Path(res.trajectory_path) if res.trajectory_path else None
         if traj is None or not traj.is_file():
             return 0
@@ -264,6 +257,18 @@ def record_config(cfg: PipelineConfig) -> None:
     atomic_write(cfg.workdir / CONFIG_FILE, cfg.model_dump_json(indent=1))
 
 
+def warn_without_userns(cfg: PipelineConfig) -> None:
+    """At the start of a real run: a one-line warning when the local Docker engine does not remap
+    user namespaces (root in build containers is root on the host) and how to switch it on; silent
+    when no local engine answers (a cluster's workers warn on their own engines)."""
+    try:
+        from envpool.docker_sandbox import DockerSandboxFactory
+
+        DockerSandboxFactory(run_id=cfg.mint.run_id).host_mount_owner()
+    except Exception as e:  # noqa: BLE001 - no engine here, or its ids unreadable: the workers say
+        log.debug("engine isolation not checked: %s", e)
+
+
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
              on_plan: Callable[[int, int], None] | None = None) -> MintReport:
@@ -306,13 +311,11 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     counts: Counter[str] = Counter()
 
     memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
-    languages: dict[str, str | None] = {}  # the memory's ecosystem of each submitted instance
-
 
     def record(res: InstanceResult) -> None:
         store.write_result(res)
-        if memory is not None and (eco := languages.get(res.instance_id)) is not None:
-            memory.learn(res, eco)
+        if memory is not None:
+            memory.learn(res)
         if res.env is not None and res.outcome == "verified":
             try:
                 pool.add(res.env)
@@ -341,10 +344,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
 
     def submit(it: WorkItem) -> None:
         store.mark_running(it.instance)
-        if memory is not None:  # C++ -> cpp, a mined row without language -> its detected ecosystem
-            languages[it.instance.instance_id] = memory_ecosystem(instance_language(it.instance, it.repo_path))
         if reuse.enabled:
-            it.candidates = reuse_candidates(pool, it, reuse.max_candidates)
+            it.candidates = reuse_candidates(pool, it, reuse.max_candidates, similar=reuse.similar)
 
     stop: list[str] = []  # why no new work starts (low disk), once it is so
     held: list[WorkItem] = []
@@ -363,6 +364,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
                 continue
             yield it
 
+    if items and mint_fn is None and cfg.mint_function == DEFAULT_MINT_FUNCTION:
+        warn_without_userns(cfg)
     runner = runner or make_runner(cfg)
     try:
         if items:

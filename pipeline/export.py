@@ -78,11 +78,18 @@ COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("total_seconds", pa.float64(), "minting wall time of the instance"),
     ("reused_from", pa.string(), "instance whose pooled environment was adapted"),
     ("incremental_commands", _LIST, "what EnvPatch ran on top of it"),
+    ("reuse_kind", pa.string(), "how the reused environment was found: same_repo or similar_repo, or null"),
+    ("reuse_overlap", pa.float64(), "similar_repo: share of this repository's declared dependencies it holds"),
+    ("round", pa.int64(), "the round of the loop (plan, environment, verify, feedback) the row reports"),
+    ("rounds", pa.string(), "JSON list: every round (environment source, test configuration, outcome, "
+                            "attribution, feedback)"),
     ("llm_usage", pa.string(), "JSON: tokens and USD, or null"),
     ("rebuild", pa.string(), "JSON certificate of `swemint rebuild --verify`, or null"),
     ("test_infra_files", _LIST, "test-infrastructure files the patches touch (`patch:<path>`, "
                                 "`test_patch:<path>`): conftest.py, plugins, sitecustomize, *.pth, jest/mocha setup"),
     ("anomalies", _LIST, "why test runs were not graded (envpool.testrun.trust)"),
+    ("isolation", pa.string(), "JSON: what the engine that built the row gave its containers "
+                               "(user_namespaces: root in them not root on the host; root_uid; disk_quota), or null"),
     ("source", pa.string(), "crawl provenance: where the row came from"),
     ("pull_number", pa.int64(), "crawl provenance: the PR number"),
     ("issue_numbers", pa.list_(pa.int64()), "crawl provenance: issues the PR resolves"),
@@ -117,7 +124,7 @@ def eval_spec(res: InstanceResult, inst: Instance | None, workdir: Path) -> Eval
     known = sorted(set(res.FAIL_TO_PASS) | set(res.PASS_TO_PASS))
     plan = read_plan(workdir, res.instance_id)
     if plan is None or res.parser.startswith("pytest"):
-        from agents.python_plan import runtime_env
+        from agents.ecosystems.python.plan import runtime_env
 
         return EvalSpec(instance_id=res.instance_id, test_patch=inst.test_patch, kind="pytest",
                         test_command=res.test_command, parser=res.parser, env=runtime_env(),
@@ -187,7 +194,7 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "created_at": i.get("created_at"), "version": res.version or i.get("version"),
         "FAIL_TO_PASS": json.dumps(f2p) if json_strings else f2p,
         "PASS_TO_PASS": json.dumps(p2p) if json_strings else p2p,
-        "environment_setup_commit": None, "language": i.get("language"),
+        "environment_setup_commit": None, "language": res.language or i.get("language"),
         "image": ref or res.image, "image_name": ref or res.image, "image_local": res.image,
         "image_id": res.image_id,
         "eval_script": render_eval_script(spec) if spec else None,
@@ -201,9 +208,12 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "reason": res.reason, "log_path": relative_log(res.log_path, workdir),
         "timings": json.dumps(res.timings, sort_keys=True), "total_seconds": res.timings.get("total"),
         "reused_from": res.reused_from, "incremental_commands": list(res.incremental_commands),
+        "reuse_kind": res.reuse_kind, "reuse_overlap": res.reuse_overlap, "round": res.round,
+        "rounds": json.dumps([r.model_dump() for r in res.rounds]),
         "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
         "rebuild": read_certificate(workdir, res.instance_id),
         "test_infra_files": list(res.test_infra_files), "anomalies": list(res.anomalies),
+        "isolation": json.dumps(res.isolation, sort_keys=True) if res.isolation else None,
         "source": i.get("source"), "pull_number": i.get("pull_number"),
         "issue_numbers": list(i.get("issue_numbers") or []), "quality_score": i.get("quality_score"),
         "commit": i.get("commit"), "crawled_at": i.get("crawled_at"),
@@ -243,6 +253,16 @@ def _table(header: list[str], rows: list[list]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
+
+
+def userns_line(isolations: list[dict], what: str = "rows") -> str:
+    """One sentence on how many rows (their `isolation`, one dict each) were built on an engine
+    that remaps user namespaces, e.g. "Built with user namespaces (root in build containers is not
+    root on the host): 3 of 5 rows; 2 on an engine without them; unknown for 0."."""
+    on = sum(1 for i in isolations if i.get("user_namespaces") is True)
+    off = sum(1 for i in isolations if i.get("user_namespaces") is False)
+    return (f"Built with user namespaces (root in build containers is not root on the host): {on} of "
+            f"{len(isolations)} {what}; {off} on an engine without them; unknown for {len(isolations) - on - off}.")
 
 
 def dataset_card(rows: list[dict], config: dict | None = None, json_strings: bool = False) -> str:
@@ -291,6 +311,7 @@ def dataset_card(rows: list[dict], config: dict | None = None, json_strings: boo
         "id form; they can differ from a curated gold list (e.g. Go rows list only the tests the test_patch changes).",
         "- /testbed in every image is one commit holding `base_commit`'s tree: no later commit is reachable; "
         "reset test files with `git checkout HEAD -- FILES`.",
+        f"- {userns_line([json.loads(r['isolation']) if r.get('isolation') else {} for r in rows])}",
         "- `dockerfile` needs a build context: `testbed.tar.gz` (the tree of `base_commit`) and `swemint/` "
         "(grading tools, `ca.pem`, `build-env.sh`); `swemint export --format swebench-task-repo` writes it.",
         "",

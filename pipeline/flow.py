@@ -53,7 +53,7 @@ from pipeline.sources.filter import FilterStage
 from pipeline.sources.gitlocal import resolve_git_dir
 from pipeline.sources.records import Outcome
 from pipeline.sources.state import CrawlState
-from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, memory_ecosystem, now_iso,
+from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, now_iso,
                              planned_instance)
 from pipeline.store import ResultStore, driver_lock
 
@@ -227,7 +227,7 @@ class Flow:
             self.inflight["build"] -= 1
             item, started = payload, done.tag[2]
             res = row_of(item, Done(done.key, ("mint",), m, done.timed_out), self.cfg.timeout_s, started)
-            self._record(res, report, item)
+            self._record(res, report)
             if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and self.stop is None:
                 self.stop = res.reason
                 log.error("%s (reported for %s)", res.reason, res.instance_id)
@@ -246,11 +246,10 @@ class Flow:
             log.warning("%d undecided unit(s) wait for the next run", len(self.to_filter))
         self.to_filter.clear()
 
-    def _record(self, res: InstanceResult, report: FlowReport, item: WorkItem | None = None) -> None:
+    def _record(self, res: InstanceResult, report: FlowReport) -> None:
         self.store.write_result(res)
-        lang = item.plan.language if item is not None and item.plan is not None else None
-        if self.memory is not None and (eco := memory_ecosystem(lang)) is not None:
-            self.memory.learn(res, eco)
+        if self.memory is not None:  # under the row's language (the minter's `res.language`)
+            self.memory.learn(res)
         if res.env is not None and res.outcome == "verified":
             try:
                 self.pool.add(res.env)

@@ -8,12 +8,14 @@ Minting is two stages with a typed hand-over, so analysis (CPU, any node) and bu
 build slots) scale apart:
 
 - `PlanStage` (any node, no Docker): checkout and analysis through the plan seam
-  `plan_fn(instance, repo_path, config) -> MintPlan` (default `plan_instance`: the ecosystem
-  and `language` detected from the tree at `base_commit`, the `version` at that commit).
+  `plan_fn(instance, repo_path, config) -> MintPlan` (default `plan_instance`: the Repository
+  Analysis agent's profile of the tree at `base_commit`, its `language`, the `version` at that
+  commit).
 - `MintStage` (the build stage; one `docker` slot): the build seam, `mint_instance`-shaped:
   `fn(instance, repo_path, config, *, env=None, candidates=None) -> InstanceResult`. With a
   plan, the instance it receives carries the plan's `language`; a function that also takes a
-  `plan` keyword receives the `MintPlan` itself (the hook for a minter that reuses the analysis).
+  `profile` keyword (`agents.flow.mint_instance` does) receives the plan's analysis, so the
+  repository is analysed once, on the plan stage.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.config import MintConfig
-from agents.models import EnvRecord, Instance, InstanceResult, Outcome
+from agents.analysis import RepoProfile
+from agents.models import LANGUAGES, EnvRecord, Instance, InstanceResult, Outcome
 from envpool.errors import InfraError, InstanceInputError
 from pipeline.cpu import ContainerCpu, cpu_now
-from pipeline.sources.language import normalise, supported
 
 log = logging.getLogger(__name__)
 MintFn = Callable[..., InstanceResult]
@@ -57,21 +59,26 @@ class StageResources:
 class MintPlan(BaseModel):
     """What the plan stage hands to the build stage (no Docker was needed to learn it).
 
-    `language`: the row's language in the one vocabulary (`pipeline.sources.language`): the
-    source's when it is in the vocabulary, else the detected ecosystem's. `ecosystem`: `python`
-    or the polyglot ecosystem's name (`node`, `go`, `rust`, `java`, `cfamily`, `php`, `ruby`).
-    `version`: the package's `X.Y` at `base_commit` (`agents.reuse.derive_version`; None when
-    nothing says). `commit_time`: committer time of `base_commit` (UTC). `seconds`: time taken.
+    `profile`: the Repository Analysis of `base_commit` (`agents.analysis.RepoProfile`: the
+    ecosystems claiming the tree, manifests, runners, dependencies, the ranked candidate plans);
+    the build stage gives it to the minter, which does not analyse again. `language`: the
+    profile's, in the one vocabulary (`agents.models.LANGUAGES`): the row's when it is in the
+    vocabulary, else the detected ecosystem's (None when no ecosystem claims the tree).
+    `ecosystem`: the best buildable candidate's ecosystem (`python`, `node`, `go`, `cfamily`, ...; None
+    when none can be built: `profile.no_route` says why). `version`: the package's `X.Y` at
+    `base_commit` (`agents.reuse.derive_version`; None when nothing says). `commit_time`:
+    committer time of `base_commit` (UTC). `test_files`: files the test_patch touches.
+    `seconds`: time taken.
     """
 
     model_config = ConfigDict(extra="forbid")
     instance_id: str
-    language: str
-    ecosystem: str
+    language: str | None
+    ecosystem: str | None
     version: str | None = None
     commit_time: datetime | None = None
     test_files: list[str] = Field(default_factory=list)
-    """Files the test_patch touches."""
+    profile: RepoProfile
     seconds: float = 0.0
 
 
@@ -178,66 +185,18 @@ def run_measured(stage: Any, item: Any) -> Measured:
     return out
 
 
-def ecosystem_language(eco_name: str, tree: Any, hint: str | None) -> str:
-    """The vocabulary language of a tree the ecosystem `eco_name` claimed: `hint` when it fits,
-    else `typescript` for a Node tree with tsconfig.json, `cpp` for a C/C++ tree with more C++
-    than C sources, else the ecosystem's main language."""
-    if eco_name == "node":
-        if hint in ("javascript", "typescript"):
-            return hint
-        return "typescript" if tree.exists("tsconfig.json") else "javascript"
-    if eco_name == "cfamily":
-        if hint in ("c", "cpp"):
-            return hint
-        files = tree.files[:20000]
-        cxx = sum(f.endswith((".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx")) for f in files)
-        return "cpp" if cxx > sum(f.endswith(".c") for f in files) else "c"
-    return {"golang": "go"}.get(eco_name, eco_name)
-
-
-def detect_language(tree: Any, language: str | None) -> tuple[str, str]:
-    """(ecosystem, language) of `tree` (an `agents.gitrepo.GitTree`): the ecosystem as the
-    minter picks it (`agents.polyglot.pick_ecosystem`, `language` as the hint when it is in the
-    vocabulary), `python` when none claims the tree; the language is `language` when it is in
-    the vocabulary, else the detected ecosystem's (`ecosystem_language`)."""
-    from agents.polyglot import pick_ecosystem
-
-    hint = normalise(language)
-    hint = hint if supported(hint) else None
-    eco = pick_ecosystem(tree, hint)
-    if eco is None:
-        return "python", hint or "python"
-    return eco.name, hint or ecosystem_language(eco.name, tree, None)
-
-
-def instance_language(instance: Instance, repo_path: Path) -> str:
-    """The vocabulary language of `instance` (its own when known, else detected from the tree at
-    `base_commit`); `python` when the tree cannot be read (the minter's default path)."""
-    from agents.gitrepo import GitTree
-
-    try:
-        return detect_language(GitTree(repo_path, instance.base_commit, instance_id=instance.instance_id),
-                               instance.language)[1]
-    except Exception as e:  # noqa: BLE001 - a missing commit ends as the row's own error
-        log.debug("no language for %s: %s", instance.instance_id, e)
-        return normalise(instance.language) or "python"
-
-
-def memory_ecosystem(language: str | None) -> str | None:
-    """The experience memory's ecosystem for a row's (normalised) language; None when the memory
-    has none for it (nothing is learned then, rather than learned under the wrong name)."""
-    from agents.memory.models import ECOSYSTEMS
-
-    return language if language in ECOSYSTEMS and language != "any" else None
-
-
 def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> MintPlan:
-    """The default plan seam: checkout and analysis without Docker.
+    """The default plan seam: the Repository Analysis agent (`agents.analysis.analyze`) on the
+    tree at `base_commit`, read from the git directory (no work tree, no Docker), and the
+    `version` at that commit (`agents.reuse.derive_version`).
 
-    Reads the tree at `base_commit` from the git directory (no work tree), picks the ecosystem
-    and `language` (`detect_language`) and derives `version` (`agents.reuse.derive_version`).
-    Raises InstanceInputError when the commit is missing or a patch is empty.
+    The row's `language` is honoured when it is in the vocabulary (`agents.models.LANGUAGES`): a
+    `language: java` row is analysed as Java only. A name outside it (a GitHub display language
+    such as `shell` or `jupyter notebook` says nothing about the unit) is dropped, so the
+    profile's language is the detected ecosystem's. Raises InstanceInputError when the commit is
+    missing or a patch is empty.
     """
+    from agents.analysis import analyze
     from agents.gitrepo import GitTree
     from agents.reuse import derive_version
     from envpool.patches import files_in_patch
@@ -247,10 +206,14 @@ def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> Mi
     if not instance.test_patch.strip() or not instance.patch.strip():
         raise InstanceInputError("empty patch or test_patch", instance_id=iid)
     tree = GitTree(repo_path, instance.base_commit, instance_id=iid)
-    ecosystem, language = detect_language(tree, instance.language)
-    return MintPlan(instance_id=iid, language=language, ecosystem=ecosystem,
+    if instance.language not in LANGUAGES:
+        instance = instance.model_copy(update={"language": None})
+    profile = analyze(tree, instance)
+    best = next(iter(profile.available()), None)
+    return MintPlan(instance_id=iid, language=profile.language, ecosystem=best.ecosystem if best else None,
                     version=derive_version(instance, tree), commit_time=tree.commit_time,
-                    test_files=files_in_patch(instance.test_patch), seconds=round(time.monotonic() - t0, 3))
+                    test_files=files_in_patch(instance.test_patch), profile=profile,
+                    seconds=round(time.monotonic() - t0, 3))
 
 
 class PlanStage:
@@ -336,8 +299,9 @@ class MintStage:
     def process(self, item: WorkItem) -> InstanceResult:
         """Call the mint function; its own outcomes pass through unchanged (but see `registry`).
         With `item.plan`: the instance carries the plan's language (its version stays the
-        source's: the minter's own choices must not change), the function gets `plan=` when it
-        takes it, and a row without a version gets the plan's.
+        source's: the minter's own choices must not change), the function gets the plan's
+        `profile=` when it takes it (the minter then does not analyse again), and a row without
+        a version gets the plan's.
 
         First the free disk of this node is checked (the work directory and Docker's data root,
         `config.limits.min_free_disk_bytes`): below it the row is `infra_error` with a reason
@@ -355,8 +319,8 @@ class MintStage:
         instance = item.instance
         if plan is not None:
             instance = instance.model_copy(update={"language": plan.language})
-            if _takes_plan(fn):
-                kwargs["plan"] = plan
+            if _takes(fn, "profile"):
+                kwargs["profile"] = plan.profile
         if item.env is not None:
             if item.env.location not in ("", "local"):
                 from envpool.pool import ensure_local
@@ -404,9 +368,9 @@ class MintStage:
         return res.model_copy(update={"env": res.env.model_copy(update={"location": ref}), "timings": timings})
 
 
-def _takes_plan(fn: Callable) -> bool:
+def _takes(fn: Callable, name: str) -> bool:
     try:
-        return "plan" in inspect.signature(fn).parameters
+        return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
 

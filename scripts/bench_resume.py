@@ -1,15 +1,12 @@
 #!/usr/bin/env python
-"""Resume benchmark: `kill -9` the `swemint run` driver half-way, rerun it, check nothing was
+"""Resume benchmark: `kill -9` the `swemint mint` driver half-way, rerun it, check nothing was
 lost or doubled, and compare the dataset with an uninterrupted run.
 
     .venv/bin/python scripts/bench_resume.py                       # the demo input, --no-ray
     .venv/bin/python scripts/bench_resume.py --ray --workers 2
     .venv/bin/python scripts/bench_resume.py --instances dev.jsonl --mirrors /work/.mirror --ids-file ids.txt
 
-The instance file is the chain's source (`swemint run -i FILE`: no crawl), so every instance goes
-through the plan and build stages; `--mint` runs `swemint mint` instead (the pre-chain driver).
-
-Steps (each run is a subprocess, in its own work directory under --root):
+Steps (each `swemint mint` is a subprocess, in its own work directory under --root):
 1. `reference/`: an uninterrupted run (skipped with --no-reference).
 2. `resumed/`: the same command, killed with SIGKILL once `kill_at` of the instances have a DONE
    marker; Ray processes the driver started that outlive it are killed by pid; then the same
@@ -47,6 +44,9 @@ sys.path.insert(0, str(REPO_ROOT))
 IGNORED_COLUMNS = ("timings", "total_seconds", "log_path", "image_id")
 """Dataset columns that legitimately differ between two runs of the same input."""
 
+IMAGE_COLUMNS = ("image", "image_name", "image_local")
+"""Columns naming an environment image: compared by tag, without the run's repository and hash."""
+
 RUN_DIR = re.compile(r"(/tmp/swemint/[A-Za-z0-9_.]+)-[0-9a-f]{8}(?=/)")
 """Per-run scratch folders inside containers (the test command's cache dir and JUnit path)."""
 
@@ -78,15 +78,14 @@ def alive(pid: int) -> bool:
 
 
 def mint_command(args: argparse.Namespace, workdir: Path, image_repo: str) -> list[str]:
-    """The `swemint run` (or, with --mint, `swemint mint`) command line of one run (the same for
-    the killed run and the rerun)."""
-    cmd = [sys.executable, "-m", "pipeline.cli", "mint" if args.mint else "run", "-i", str(args.instances),
-           "-w", str(workdir), "--workers", str(args.workers), "--ray" if args.ray else "--no-ray",
+    """The `swemint mint` command line of one run (the same for the killed run and the rerun)."""
+    cmd = [sys.executable, "-m", "pipeline.cli", "mint", "-i", str(args.instances), "-w", str(workdir),
+           "--workers", str(args.workers), "--ray" if args.ray else "--no-ray",
            "--set", f"mint.image_repository={image_repo}", "--set", "repos.allow_clone=false"]
     for m in args.mirrors:
         cmd += ["-m", str(m)]
     if args.ids_file:
-        cmd += ["--set", f"ids_file={args.ids_file}"]
+        cmd += ["--ids-file", str(args.ids_file)]
     for s in args.set or []:
         cmd += ["--set", s]
     return cmd
@@ -179,7 +178,7 @@ def normalised_rows(workdir: Path) -> list[dict]:
             if isinstance(v, str):
                 v = RUN_DIR.sub(r"\1-*", v.replace(str(workdir), "<WORKDIR>"))
             out[k] = v
-        for col in ("image", "image_name", "image_local"):
+        for col in IMAGE_COLUMNS:
             if out.get(col):
                 # tag only (each run has its own repository), without the spec+run hash: the tag of
                 # an environment carries the run (work directory) that owns it
@@ -314,8 +313,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--root", type=Path, help="where the work directories go (default: a new temp dir)")
     p.add_argument("--reference", type=Path, help="an existing uninterrupted WORKDIR to compare with")
     p.add_argument("--no-reference", action="store_true", help="skip the uninterrupted run and the comparison")
-    p.add_argument("--set", action="append", help="extra `--set` overrides")
-    p.add_argument("--mint", action="store_true", help="run `swemint mint` instead of `swemint run`")
+    p.add_argument("--set", action="append", help="extra `swemint mint --set` overrides")
     p.add_argument("--limit-s", type=float, default=3600, help="give up waiting for the kill point after this")
     p.add_argument("--keep", action="store_true", help="keep the runs' images")
     return p.parse_args(argv)

@@ -1,5 +1,5 @@
-"""Environment reuse, cold against warm (MEnvAgent, arXiv 2601.22859, reports 39% reuse success
-and 46% less time).
+"""Environment reuse, cold against warm, any language (MEnvAgent, arXiv 2601.22859, reports 39%
+reuse success and 46% less time).
 
     .venv/bin/python scripts/bench_reuse.py                       # the demo input, under work/bench-reuse
     .venv/bin/python scripts/bench_reuse.py -i tasks.jsonl -m /srv/mirrors --ids-file ids.txt -w work/br
@@ -8,7 +8,9 @@ Cold: every instance built from scratch (empty pool, reuse off). Warm: a fresh w
 whose pool is the cold run's (so each instance finds the *other* instances of its repository,
 never itself: the driver excludes it), reuse on. Prints, per run: verified count, median seconds
 per instance (total and setup) and, warm, the reuse success rate (rows made from a candidate /
-rows that had candidates). Images of both runs are removed at the end unless `--keep-images`.
+rows that had candidates; a reused environment is accepted only when it verifies, so "reused" is
+"reuse accepted by F2P"), then the same per language and per repository, and the seconds of
+every instance cold and warm. Images of both runs are removed at the end unless `--keep-images`.
 
 Resumable: a rerun with the same `-w` skips the instances each run already finished (the
 driver's resume) and reports over all selected rows, stored and new; `--fresh` starts over.
@@ -37,7 +39,7 @@ from pipeline.driver import run_mint  # noqa: E402
 def summary(name: str, rows) -> dict:
     """Counts and medians of one run's rows (seconds)."""
     tried = [r for r in rows if "reuse" in r.timings]
-    reused = [r for r in rows if r.reused_from and r.reused_from != r.instance_id]
+    reused = [r for r in rows if r.reused_from and r.reused_from != r.instance_id and r.outcome == "verified"]
     med = (lambda xs: round(statistics.median(xs), 1) if xs else None)
     out = {"run": name, "instances": len(rows), "verified": sum(r.outcome == "verified" for r in rows),
            "median_total_s": med([r.timings["total"] for r in rows if "total" in r.timings]),
@@ -128,10 +130,47 @@ def main(argv: list[str] | None = None) -> int:
     if "warm" in summaries:
         print("median time reduction:", summaries["warm"].get("median_time_reduction"),
               "total time reduction:", summaries["warm"].get("total_time_reduction"))
+    groups = breakdown(rows)
+    summaries["by_group"] = groups
+    (a.workdir / "bench_reuse.json").write_text(json.dumps(summaries, indent=1))
+    print("\ngroup | cold verified | warm verified | reused (accepted by F2P) / had candidates | "
+          "median s cold -> warm")
+    for g in groups:
+        print(f"{g['group']} | {g['cold_verified']} | {g['warm_verified']} | {g['reused']}/{g['had_candidates']} | "
+              f"{g['median_cold_s']} -> {g['median_warm_s']}")
+    cold_by = {r.instance_id: r for r in rows.get("cold", [])}
+    print("\ninstance | cold s (outcome) | warm s (outcome) | reused from (kind)")
     for r in rows.get("warm", []):
-        if r.reused_from:
-            print(f"  {r.instance_id}: reused {r.reused_from}, increments: {r.incremental_commands}")
+        c = cold_by.get(r.instance_id)
+        print(f"{r.instance_id} | {c.timings.get('total') if c else '-'} ({c.outcome if c else '-'}) | "
+              f"{r.timings.get('total')} ({r.outcome}) | {r.reused_from or '-'} ({r.reuse_kind or '-'})")
     return 0
+
+
+def breakdown(rows: dict) -> list[dict]:
+    """Per language, then per repository: verified cold and warm, reuse accepted (a reused
+    environment that verified) over rows that had candidates, median seconds cold and warm."""
+    med = (lambda xs: round(statistics.median(xs), 1) if xs else None)
+    cold, warm = rows.get("cold", []), rows.get("warm", [])
+    keys: dict[str, list[str]] = {}
+    for r in cold + warm:
+        for key in (f"language:{r.language or 'python'}", f"repo:{r.repo}"):
+            keys.setdefault(key, [])
+            if r.instance_id not in keys[key]:
+                keys[key].append(r.instance_id)
+    out = []
+    for key in sorted(keys, key=lambda k: (not k.startswith("language:"), k)):
+        ids = set(keys[key])
+        c = [r for r in cold if r.instance_id in ids]
+        w = [r for r in warm if r.instance_id in ids]
+        out.append({"group": key, "instances": len(ids), "cold_verified": sum(r.outcome == "verified" for r in c),
+                    "warm_verified": sum(r.outcome == "verified" for r in w),
+                    "had_candidates": sum("reuse" in r.timings for r in w),
+                    "reused": sum(bool(r.reused_from) and r.reused_from != r.instance_id and r.outcome == "verified"
+                                  for r in w),
+                    "median_cold_s": med([r.timings["total"] for r in c if "total" in r.timings]),
+                    "median_warm_s": med([r.timings["total"] for r in w if "total" in r.timings])})
+    return out
 
 
 if __name__ == "__main__":

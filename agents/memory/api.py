@@ -106,9 +106,10 @@ class ExperienceMemory:
             self._revision = self.store.revision
         return self._retriever
 
-    def retrieve(self, context: RepoContext, k: int | None = None) -> list[Hit]:
-        """Context-aware retrieval (likely-obstacle queries -> BM25 per query -> RRF -> top k)."""
-        return self.retriever.retrieve(context, k=k)
+    def retrieve(self, context: RepoContext, k: int | None = None, extra_queries: Sequence[str] = ()) -> list[Hit]:
+        """Context-aware retrieval (likely-obstacle queries, plus `extra_queries` -> BM25 per query
+        -> RRF -> top k)."""
+        return self.retriever.retrieve(context, k=k, extra_queries=extra_queries)
 
     def retrieve_for_error(self, error_text: str, ecosystem: str, k: int | None = None) -> list[Hit]:
         """Entries for a failed step's output (signature matches first, then BM25)."""

@@ -19,7 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.analysis import RepoProfile
+from agents.ecosystems.python.analysis import RepoProfile
 from agents.memory.models import Ecosystem, family
 from envpool.resources import resource
 

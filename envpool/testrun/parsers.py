@@ -54,14 +54,15 @@ def worse(a: TestStatus | None, b: TestStatus) -> TestStatus:
     return a
 
 
-def make_report(parts: Parts, source: str) -> TestRunReport:
+def make_report(parts: Parts, source: str, reasons: dict[str, str] | None = None) -> TestRunReport:
     """A `TestRunReport` (source `source`) of a core parser's `parts`; `tests_ran` is True when a
-    test status was parsed. pydantic is imported here only, never by the cores."""
+    test status was parsed; `reasons` (test id -> why it did not pass) when the core gave them.
+    pydantic is imported here only, never by the cores."""
     from envpool.testrun.status import TestRunReport
 
     statuses, collection_errors, exit_code = parts
     return TestRunReport(statuses=statuses, collection_errors=collection_errors, exit_code=exit_code,
-                         tests_ran=bool(statuses), source=source)
+                         tests_ran=bool(statuses), source=source, reasons=dict(reasons or {}))
 
 
 def _add_unique(items: list[str], item: str) -> None:
@@ -121,7 +122,7 @@ def _phase_status(rec: dict) -> TestStatus | None:
 def parse_pytest_plugin(data: str | bytes) -> TestRunReport:
     """Parse our plugin's JSON lines into a `TestRunReport` (source "plugin"); see
     `records_parts` for the mapping."""
-    return make_report(plugin_parts(data), "plugin")
+    return parse_pytest_records(plugin_records(data))
 
 
 def parse_pytest_channel(data: str | bytes, key: str | bytes | None = None) -> TestRunReport:
@@ -142,8 +143,10 @@ def parse_pytest_channel(data: str | bytes, key: str | bytes | None = None) -> T
 
 def parse_pytest_records(records: Iterable[dict]) -> TestRunReport:
     """The plugin's records (dicts, in order) as a `TestRunReport` (source "plugin"); see
-    `records_parts`."""
-    return make_report(records_parts(records), "plugin")
+    `records_parts`; `reasons` carries the skip / failure / collection-error excerpts."""
+    reasons: dict[str, str] = {}
+    parts = records_parts(records, reasons)
+    return make_report(parts, "plugin", reasons)
 
 
 def plugin_parts(data: str | bytes) -> Parts:
@@ -152,7 +155,7 @@ def plugin_parts(data: str | bytes) -> Parts:
     return records_parts(plugin_records(data))
 
 
-def records_parts(records: Iterable[dict]) -> Parts:
+def records_parts(records: Iterable[dict], reasons: dict[str, str] | None = None) -> Parts:
     """The statuses, collection errors and exit status in our plugin's records (stdlib only).
 
     Mapping per node id: call passed -> PASSED (with wasxfail -> XPASS), call failed -> FAILED,
@@ -161,10 +164,12 @@ def records_parts(records: Iterable[dict]) -> Parts:
     `collection_errors` (collector node ids: a file path for a module that failed to import,
     `path::Class` for a class, a folder for a package/conftest). `exit_code` is the pytest
     session's exit status when the session finished (None when it was killed); `tests_ran` is
-    True only when at least one test report was parsed.
+    True only when at least one test report was parsed. `reasons`, when given, is filled with
+    test id (or collector id) -> the last REASON_CHARS characters of why it did not pass.
     """
     statuses: dict[str, TestStatus] = {}
     collection_errors: list[str] = []
+    reasons = {} if reasons is None else reasons
     exit_code = None
     for rec in records:
         kind = rec.get("kind")
@@ -173,11 +178,20 @@ def records_parts(records: Iterable[dict]) -> Parts:
             if st is not None:
                 nid = normalise_nodeid(rec["nodeid"])
                 statuses[nid] = worse(statuses.get(nid), st)
+                if st not in (TestStatus.PASSED, TestStatus.XPASS) and rec.get("longrepr"):
+                    reasons.setdefault(nid, str(rec["longrepr"])[-REASON_CHARS:])
         elif kind == "collect" and rec.get("outcome") == "failed":
-            _add_unique(collection_errors, str(rec.get("nodeid") or rec.get("fspath") or ""))
+            cid = str(rec.get("nodeid") or rec.get("fspath") or "")
+            _add_unique(collection_errors, cid)
+            if rec.get("longrepr"):
+                reasons.setdefault(cid, str(rec["longrepr"])[-REASON_CHARS:])
         elif kind == "session_finish" and isinstance(rec.get("exitstatus"), int):
             exit_code = rec["exitstatus"]
     return statuses, collection_errors, exit_code
+
+
+REASON_CHARS = 600
+"""Characters of a failure or skip reason kept per test in `TestRunReport.reasons`."""
 
 
 def plugin_exit_status(data: str | bytes) -> int | None:

@@ -347,6 +347,11 @@ class PytestRun(BaseModel):
     collected: int | None = None
     plugin_loaded: bool = True
     sources: dict[str, TestRunReport] = Field(default_factory=dict)
+    output_tail: str = ""
+    """The last OUTPUT_TAIL characters of the run's console output (for diagnosis, never graded)."""
+
+
+OUTPUT_TAIL = 8000
 
 
 NOTHING_FAILING = "but no failed or errored test"
@@ -448,7 +453,8 @@ def run_pytest_detailed(sandbox: Sandbox, test_files: Sequence[str], *, python: 
     return PytestRun(report=report, command=command, config_path=config_path, dropped_addopts=dropped,
                      anomalies=[str(a) for a in found], tampered=[str(a) for a in trust.tampering(found)],
                      timeouts=[str(r.get("nodeid")) for r in records if r.get("kind") == "timeout"],
-                     plugin_exitstatus=exitstatus, collected=collected, plugin_loaded=loaded, sources=sources)
+                     plugin_exitstatus=exitstatus, collected=collected, plugin_loaded=loaded, sources=sources,
+                     output_tail=res.output[-OUTPUT_TAIL:])
 
 
 def run_pytest(sandbox: Sandbox, test_files: Sequence[str], *, python: str = "python",

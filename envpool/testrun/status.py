@@ -44,3 +44,7 @@ class TestRunReport(BaseModel):
     source: Literal["plugin", "junit", "log", "json", "none"] = "none"
     duration: float = 0.0
     log_path: str | None = None
+    reasons: dict[str, str] = Field(default_factory=dict)
+    """Test id (or collector id) -> a short excerpt of why it did not pass (skip reason, failure,
+    collection error), where the runner's report gives one (pytest's plugin). For diagnosis
+    only: grading never reads it."""

@@ -17,7 +17,7 @@ registry's sha512 ``integrity``.
 Version choice here is mechanical: `requested` is a Node version or npm-style range (``18``,
 ``v16.14.0``, ``>=18.12.0``, ``^14 || ^16``, ``lts/gallium``); the policy of *which* Node a
 project should get (lockfile formats, package managers, the project's era) lives in
-`agents.polyglot.node`.
+`agents.ecosystems.node`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ cheapest checks first so a rejected PR costs as few calls as possible:
 
 Row fields: `base_commit` = PR base sha, `problem_statement` = each issue's title + "\n" +
 body + "\n", `hints_text` = those comments' bodies joined by "\n", `created_at` = PR creation,
-`instance_id` = `owner__name-N`, `language` = the repository's main language, normalised
+`instance_id` = `owner__name-N`, `language` = the repository's main language, in the vocabulary
 (`C++` -> `cpp`), `commit` = the merge commit. API errors propagate (the crawler records
 `infra_error`).
 """

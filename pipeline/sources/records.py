@@ -17,7 +17,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agents.models import Instance
-from pipeline.sources.language import normalise
 from pipeline.sources.quality import Candidate
 
 RejectReason = Literal[
@@ -93,12 +92,13 @@ class Outcome:
 def make_instance_row(*, repo: str, suffix: int | str, base_commit: str, patch: str,
                       test_patch: str, problem_statement: str, hints_text: str,
                       created_at: datetime, language: str | None, **provenance: Any) -> dict[str, Any]:
-    """A validated SWE-bench row (dict): `language` normalised (`C++` -> `cpp`), `crawled_at`
+    """A validated SWE-bench row (dict): `language` in the vocabulary (`C++` -> `cpp`, by
+    `Instance`'s validator), `crawled_at`
     now (UTC) unless given, the other `provenance` fields (`source`, `pull_number`,
     `issue_numbers`, `commit`, `quality_score`) as given."""
     provenance.setdefault("crawled_at", iso_utc(datetime.now(timezone.utc)))
     inst = Instance(instance_id=instance_id(repo, suffix), repo=repo, base_commit=base_commit,
                     patch=patch, test_patch=test_patch, problem_statement=problem_statement,
                     hints_text=hints_text, created_at=iso_utc(created_at),
-                    language=normalise(language), **provenance)
+                    language=language, **provenance)
     return inst.model_dump()

@@ -62,10 +62,10 @@ def test_a_yaml_alias_bomb_is_refused_fast():
 def test_ecosystems_survive_an_alias_bomb_in_ci_files(tmp_path):
     """The analysers that read repository YAML (Python conda files, Node and Java CI files, Go's
     glide.lock, yarn's .yarnrc.yml) return within a second and treat the file as unreadable."""
-    from agents.analysis import _conda_deps
-    from agents.polyglot.java import _ci_jdks
-    from agents.polyglot.node.version import ci_node_versions
-    from tests.agents.polyglot.conftest import make_tree
+    from agents.ecosystems.python.analysis import _conda_deps
+    from agents.ecosystems.java import _ci_jdks
+    from agents.ecosystems.node.version import ci_node_versions
+    from tests.agents.ecosystems.conftest import make_tree
 
     tree = make_tree(tmp_path, {".github/workflows/ci.yml": BOMB, "ci/environment.yml": BOMB, "README": ""})
     t0 = time.monotonic()

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.analysis import analyze_python
+from agents.ecosystems.python.analysis import analyze_python
 from agents.gitrepo import GitTree
-from agents.python_plan import choose_python, lifted_date
-from agents.python_setup import PythonEnvBuilder, requirement_file_lines
-from agents.testconfig import configure_python_tests
+from agents.ecosystems.python.plan import choose_python, lifted_date
+from agents.ecosystems.python.setup import PythonEnvBuilder, requirement_file_lines
+from agents.ecosystems.python.selection import configure_python_tests
 from envpool.errors import InstanceInputError
 from envpool.fake import FakeSandbox
 from envpool.sandbox import SandboxSpec
@@ -76,7 +76,7 @@ def test_profile_reads_python_requires_extras_requirements_and_scm(tmp_path):
     ("2024-11-02", None, ["3.9", "3.10", "3.11"], "3.11", "3.11"),  # classifiers cap the era
 ])
 def test_interpreter_fits_the_commits_era(tmp_path, created, requires, classifiers, expect_version, expect_ideal):
-    from agents.analysis import RepoProfile
+    from agents.ecosystems.python.analysis import RepoProfile
 
     prof = RepoProfile(commit="x", python_requires=requires, classifier_pythons=classifiers)
     c = choose_python(prof, utc(created + "T00:00:00"), AVAILABLE)
@@ -86,7 +86,7 @@ def test_interpreter_fits_the_commits_era(tmp_path, created, requires, classifie
 
 
 def test_very_old_commit_clamps_the_date_to_the_interpreters_release():
-    from agents.analysis import RepoProfile
+    from agents.ecosystems.python.analysis import RepoProfile
 
     c = choose_python(RepoProfile(commit="x"), utc("2014-03-15T00:00:00"), AVAILABLE)
     assert c.version == "3.9"
@@ -111,7 +111,7 @@ hint: Wheels are required for `numpy` because building from source is disabled f
 
 
 def builder(tmp_path) -> PythonEnvBuilder:
-    from agents.analysis import RepoProfile
+    from agents.ecosystems.python.analysis import RepoProfile
 
     tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='p')\n"})
     prof = RepoProfile(commit=tree.commit)
@@ -196,7 +196,7 @@ def test_sparse_archive_leaves_out_blobs_the_mirror_lacks(tmp_path):
 
 
 def test_pytest_pins_too_old_for_the_interpreter_are_raised_to_a_floor():
-    from agents.python_plan import relax_test_pins
+    from agents.ecosystems.python.plan import relax_test_pins
 
     reqs, notes = relax_test_pins(["pytest==2.3.4", "pytest~=7.1", "pytest<5", "requests==2.0"], "3.9")
     assert reqs == ["pytest>=4.6", "pytest~=7.1", "pytest<5", "requests==2.0"]  # psf/requests pins 2.3.4
@@ -216,8 +216,8 @@ def test_modules_in_a_test_folder_run_even_when_not_named_test_star():
 
 def test_conda_dask_maps_to_pip_dask_with_its_array_and_dataframe_parts():
     # regression: pip's `dask` lacks dask.dataframe, so xarray's test_dask.py skipped as a whole
-    from agents.analysis import RepoProfile
-    from agents.python_plan import test_requirements
+    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.plan import test_requirements
 
     assert test_requirements(RepoProfile(commit="x", conda_deps=["dask[array,dataframe]", "numpy"])) == \
         ["dask[array,dataframe]", "numpy"]

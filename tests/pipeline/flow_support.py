@@ -6,7 +6,8 @@ fake build function (no Docker) whose verdict is written in the fix.
 bare under `mirrors/owner+name/repo`; `world_for(repo, full_name, units)` serves its units as
 merged PRs with closing keywords. `fake_mint` is importable by workers and subprocesses
 (`mint_function: "tests.pipeline.flow_support:fake_mint"`); it sleeps `SWEMINT_FAKE_MINT_S`
-seconds (default 0) and answers `verified` unless the patch contains `NO_F2P`.
+seconds (default 0) and answers `verified` unless the patch contains `NO_F2P`; like the real minter, its
+row carries the language of the instance it was given.
 """
 
 from __future__ import annotations
@@ -138,6 +139,6 @@ def fake_mint(instance, repo_path, config, env=None, candidates=None) -> Instanc
     return InstanceResult(
         instance_id=instance.instance_id, repo=instance.repo, outcome="verified" if ok else "no_fail_to_pass",
         reason="" if ok else "no test fails before the patch", FAIL_TO_PASS=["tests/t.py::test_x"] if ok else [],
-        timings={"total": 0.1}, version=instance.version,
+        timings={"total": 0.1}, version=instance.version, language=instance.language,
         env=EnvRecord(instance_id=instance.instance_id, repo=instance.repo, base_commit=instance.base_commit,
                       image_tag=f"fake:{instance.instance_id}") if ok else None)

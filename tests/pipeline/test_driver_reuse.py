@@ -58,6 +58,31 @@ def test_items_carry_pool_candidates_of_other_instances_best_first(tmp_path, dem
     got = [c.instance_id for c in fn.calls[inst.instance_id]["candidates"]]
     assert got == ["acme__calcy-3", "acme__calcy-2"]  # max_candidates=2: same version, then nearest newer
 
+
+def test_a_lone_instance_is_offered_a_similar_repositorys_environment(tmp_path, demo_input):
+    """Beyond MEnvAgent: no other instance of the repository is pooled, so the environment of
+    another repository of the same language declaring the same dependencies is offered."""
+    from agents.analysis import declared_dependencies
+    from agents.gitrepo import GitTree
+    from pipeline.repos import RepoResolver
+
+    inst = calcy(demo_input)
+    work = tmp_path / "w"
+    cfg = load_config(None, [], workdir=work, instances=demo_input.instances, mirrors=[demo_input.mirrors],
+                      use_ray=False, ids=[inst.instance_id])
+    repo_path = RepoResolver(cfg.mirrors, cfg.repos, cache_dir=work / "repos").prepare(inst.repo, inst.base_commit,
+                                                                                        inst.instance_id)
+    deps = declared_dependencies(GitTree(repo_path, inst.base_commit))
+    pool = EnvPool(work / "pool.duckdb")
+    pool.add(record("acme__other-1", "acme/other", None, 2001).model_copy(
+        update={"language": "python", "dependencies": "\n".join(deps + ["extra"])}))
+    pool.add(record("acme__unrelated-1", "acme/unrelated", None, 2001).model_copy(
+        update={"language": "python", "dependencies": "nothing-shared"}))
+    fn = Recorder()
+    run_mint(cfg, mint_fn=fn)
+    got = [c.instance_id for c in fn.calls[inst.instance_id].get("candidates", [])]
+    assert deps == ["attrs"] and got == ["acme__other-1"]
+
     off = load_config(None, ["mint.reuse.enabled=false"], workdir=tmp_path / "w2", instances=demo_input.instances,
                       mirrors=[demo_input.mirrors], use_ray=False, ids=[inst.instance_id])
     EnvPool(off.pool_path).add(record("acme__calcy-3", "acme/calcy", inst.version, 1999))

@@ -139,3 +139,18 @@ def test_task_repo_skips_a_row_whose_tree_is_missing(store, tmp_path):
         return b""
     rep = export_task_repo(store, tmp_path / "r", trees)
     assert rep["tasks"] == 1 and "no mirror" in rep["skipped"]["octo__proj-3"]
+
+
+def test_rows_say_which_round_of_the_loop_verified_and_how_the_environment_was_reused(tmp_path):
+    from agents.models import RoundRecord
+
+    res = InstanceResult(instance_id="octo__proj-9", repo="octo/proj", outcome="verified", round=2,
+                         rounds=[RoundRecord(round=1, source="reused", outcome="no_fail_to_pass",
+                                             attribution="genuine: fails after", feedback="rebuild"),
+                                 RoundRecord(round=2, source="built", outcome="verified")],
+                         reused_from="other__lib-3", reuse_kind="similar_repo", reuse_overlap=0.75,
+                         language="go")
+    row = make_row(res, inst("octo__proj-9", language=None), tmp_path)
+    assert (row["round"], row["reuse_kind"], row["reuse_overlap"]) == (2, "similar_repo", 0.75)
+    assert [r["feedback"] for r in json.loads(row["rounds"])] == ["rebuild", ""]
+    assert row["language"] == "go"  # the detected language of a row without one

@@ -1,5 +1,6 @@
-"""The plan stage and its seam: language from the tree (one vocabulary), version at base_commit,
-the typed hand-over to the build stage; language names normalised at the source."""
+"""The plan stage and its seam: the Repository Analysis agent's profile of the tree (one
+vocabulary of languages), version at base_commit, the typed hand-over to the build stage, the
+minter using that profile instead of analysing again; language names canonical at the source."""
 
 from __future__ import annotations
 
@@ -7,22 +8,30 @@ from pathlib import Path
 
 import pytest
 
+import agents.planner
 from agents.config import MintConfig
-from agents.models import Instance, InstanceResult
-from pipeline.sources.language import normalise, supported
+from agents.flow import mint_instance
+from agents.models import LANGUAGES, Instance, InstanceResult, canonical_language
+from envpool.fake import FakeSandboxFactory
+from pipeline.sources.records import make_instance_row
 from pipeline.stages import MintPlan, MintStage, PlanStage, WorkItem, plan_instance
 from tests.pipeline.flow_support import git
 
 
 @pytest.mark.parametrize("given,want", [("C++", "cpp"), ("TypeScript", "typescript"), ("Go", "go"), ("C", "c"),
-                                        ("JavaScript", "javascript"), ("Python", "python"), ("C#", "csharp"),
-                                        ("Jupyter Notebook", "jupyter-notebook"), ("", None), (None, None)])
-def test_language_names_are_normalised(given, want):
-    assert normalise(given) == want
+                                        ("JavaScript", "javascript"), ("Python", "python"), ("Golang", "go"),
+                                        ("", None), (None, None)])
+def test_language_names_are_canonical(given, want):
+    assert canonical_language(given) == want
 
 
-def test_only_the_vocabulary_is_supported():
-    assert supported("cpp") and supported("typescript") and not supported("c++") and not supported("csharp")
+def test_a_source_row_says_cpp_never_cxx():
+    from datetime import datetime, timezone
+
+    row = make_instance_row(repo="acme/x", suffix=1, base_commit="c" * 40, patch="p", test_patch="t",
+                            problem_statement="s", hints_text="", created_at=datetime.now(timezone.utc),
+                            language="C++", source="github")
+    assert row["language"] == "cpp" and "cpp" in LANGUAGES and "c#" not in LANGUAGES
 
 
 def repo(tmp_path: Path, files: dict[str, str], tag: str | None = None) -> tuple[Path, str]:
@@ -72,20 +81,38 @@ def test_plan_stage_turns_a_missing_commit_into_an_input_row(tmp_path):
 
 
 def test_build_stage_hands_the_plan_over(tmp_path):
-    plan = MintPlan(instance_id="acme__x-1", language="cpp", ecosystem="cfamily", version="1.2")
+    git_dir, commit = repo(tmp_path, {"CMakeLists.txt": "project(x)\n", "src/a.cpp": ""})
+    plan = plan_instance(inst(commit), git_dir, MintConfig()).model_copy(update={"version": "1.2"})
     seen = {}
 
-    def old_style(instance, repo_path, config):  # today's mint_instance shape: no plan keyword
+    def old_style(instance, repo_path, config):  # a mint function without the profile keyword
         seen["old"] = instance.language
         return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome="verified")
 
-    def new_style(instance, repo_path, config, plan=None):  # a minter that reuses the analysis
-        seen["new"] = plan
+    def new_style(instance, repo_path, config, profile=None):  # agents.flow.mint_instance's shape
+        seen["new"] = profile
         return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome="verified", version="9.9")
 
-    item = WorkItem(inst("c"), tmp_path, plan=plan)
+    item = WorkItem(inst(commit), git_dir, plan=plan)
     res = MintStage(MintConfig(), mint_fn=old_style).process(item)
     assert seen["old"] == "cpp" and res.version == "1.2"  # the row gets the plan's version
     res = MintStage(MintConfig(), mint_fn=new_style).process(item)
-    assert seen["new"] is plan and res.version == "9.9"  # the minter's own version is kept
+    assert seen["new"] is plan.profile and res.version == "9.9"  # the minter's own version is kept
     assert item.instance.language is None  # the stored input row is not changed by the stage
+
+
+def test_the_minter_uses_the_plan_stage_profile_instead_of_analysing_again(tmp_path, monkeypatch):
+    git_dir, commit = repo(tmp_path, {"go.mod": "module x\n\ngo 1.21\n", "a.go": "package x\n"})
+    plan = plan_instance(inst(commit, "Shell"), git_dir, MintConfig())
+    assert plan.language == "go" and plan.profile.commit == commit
+    calls = []
+    real = agents.planner.analyze
+    monkeypatch.setattr(agents.planner, "analyze",
+                        lambda tree, instance: calls.append(tree.commit) or real(tree, instance))
+    cfg = MintConfig(workdir=tmp_path / "work")
+    planned = inst(commit, plan.language)
+    res = mint_instance(planned, git_dir, cfg, factory=FakeSandboxFactory(), profile=plan.profile)
+    assert calls == [] and res.language == "go"
+    stale = plan.profile.model_copy(update={"commit": "0" * 40})  # another commit's profile is not used
+    mint_instance(planned, git_dir, cfg, factory=FakeSandboxFactory(), profile=stale)
+    assert calls == [commit]

@@ -42,6 +42,9 @@ Contract for the integrator:
 | ctest_log      | ``ctest`` console                                      | cfamily |             |
 | gtest_log      | GoogleTest console (direct or ``ctest -V``)            | cfamily |             |
 | automake_log   | ``make check`` with automake's harness (jq)            | cfamily |             |
+| script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | drivers |             |
+| tcl_helper_log | ``runtest`` (Tcl ``tests/test_helper.tcl``) console     | drivers |             |
+| unittest_log   | ``unittest -v`` / Django ``runtests.py -v 2`` console    | drivers |             |
 
 `gold.gold_match` / `gold.exact_form_agreement` score our ids against SWE-bench Multilingual's.
 """
@@ -51,7 +54,7 @@ from __future__ import annotations
 from typing import Any
 
 from envpool.testrun.parsers import Parser, get_parser
-from envpool.testrun.polyglot import cfamily, golang, java, jest, mocha, php, ruby, rust
+from envpool.testrun.polyglot import cfamily, drivers, golang, java, jest, mocha, php, ruby, rust
 from envpool.testrun.polyglot.common import ReportParser
 from envpool.testrun.polyglot.gold import exact_form_agreement, gold_match
 
@@ -75,6 +78,9 @@ POLYGLOT_PARSERS: dict[str, ReportParser] = {
     "ctest_log": cfamily.parse_ctest_log,
     "gtest_log": cfamily.parse_gtest_log,
     "automake_log": cfamily.parse_automake_log,
+    "script_status_log": drivers.parse_script_status_log,
+    "tcl_helper_log": drivers.parse_tcl_helper_log,
+    "unittest_log": drivers.parse_unittest_log,
 }
 """Polyglot parser registry: the name stored in a dataset row -> the parser."""
 

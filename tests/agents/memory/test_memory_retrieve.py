@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from agents.analysis import RepoProfile
+from agents.ecosystems.python.analysis import RepoProfile
 from agents.memory.api import ExperienceMemory
 from agents.memory.context import ObstacleRules, RepoContext, caps_below, context_from_python_profile
 from agents.memory.models import Experience, Provenance

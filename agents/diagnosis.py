@@ -1,0 +1,161 @@
+"""Diagnoses: the cause of a failure in terms the loop can act on (MEnvAgent's diagnosis ->
+incremental repair; here also -> the next plan).
+
+`diagnose(text, ecosystem, toolchain)` applies the ecosystem's own `diagnose` hook, then the
+shared rules of `agents/ecosystems/recipes/diagnosis.yaml` (data: a command the image lacks ->
+its Debian package, a standard-library package -> the Go release that added it, version
+phrases in skip reasons, ...). The answer is a `Diagnosis`; None when no rule knows the cause
+(then the LLM may be asked, under `hybrid`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.ecosystems.base import hook
+
+RULES_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "diagnosis.yaml"
+MAX_TEXT = 40_000
+"""Only the last this many characters of a text are searched (regex time is bounded)."""
+
+Kind = Literal["toolchain_too_old", "toolchain_too_new", "missing_system", "missing_module", "no_route",
+               "unknown"]
+
+
+class Diagnosis(BaseModel):
+    """Why a step or a run failed, as the loop acts on it.
+
+    - `kind`: see `Kind`; `detail`: one line for the row and the trajectory.
+    - `toolchain`: a version constraint for the next plan (`>=1.16`, `<3.12`, `>1.19.8`).
+    - `packages`: Debian packages (missing_system) or modules (missing_module) to install.
+    - `rule`: the rule id that found it (`llm` when the model did).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Kind
+    detail: str = ""
+    toolchain: str | None = None
+    packages: list[str] = Field(default_factory=list)
+    rule: str = ""
+
+
+class DiagnosisRule(BaseModel):
+    """One rule of the data file (see its header)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    pattern: str
+    kind: Kind
+    ecosystems: list[str] = Field(default_factory=list)
+    packages: list[str] = Field(default_factory=list)
+    min: str | None = None
+    max: str | None = None
+    scope: list[Literal["output", "skip"]] = Field(default_factory=lambda: ["output", "skip"])
+
+
+class DiagnosisData(BaseModel):
+    """The data file: commands and C headers -> Debian packages, rules, Go std packages -> release."""
+
+    model_config = ConfigDict(extra="forbid")
+    commands: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+    rules: list[DiagnosisRule] = Field(default_factory=list)
+    go_std_since: dict[str, str] = Field(default_factory=dict)
+
+
+@lru_cache(maxsize=1)
+def load_rules(path: str = str(RULES_PATH)) -> DiagnosisData:
+    """The diagnosis data (validated; a malformed rule is a pydantic ValidationError)."""
+    return DiagnosisData.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.I | re.M)
+
+
+def version_of(toolchain: str | None) -> str | None:
+    """The version part of a toolchain label (`go 1.19.8` -> `1.19.8`, `3.9` -> `3.9`)."""
+    m = re.search(r"\d+(?:\.\d+)*", toolchain or "")
+    return m.group(0) if m else None
+
+
+def _group(m: re.Match[str], *names: str) -> str | None:
+    for n in names:
+        for key in (n, n + "2", n + "3"):
+            if key in m.re.groupindex and m.group(key):
+                return m.group(key)
+    return None
+
+
+def _from_rule(rule: DiagnosisRule, m: re.Match[str], data: DiagnosisData, toolchain: str | None) -> Diagnosis | None:
+    line = m.group(0).strip()[:200]
+    if rule.kind == "missing_system":
+        pkgs = list(rule.packages)
+        cmd = _group(m, "cmd")
+        if not pkgs and cmd:
+            pkg = data.commands.get(cmd) or data.commands.get(cmd.lower())
+            pkgs = [pkg] if pkg else []
+        header = _group(m, "header")
+        if not pkgs and header:
+            pkg = data.headers.get(header)
+            pkgs, cmd = ([pkg] if pkg else []), header
+        if not pkgs:
+            return None
+        return Diagnosis(kind="missing_system", detail=f"the image lacks {cmd or pkgs[0]}: {line}",
+                         packages=pkgs, rule=rule.id)
+    if rule.kind == "missing_module":
+        mod = _group(m, "module")
+        return Diagnosis(kind="missing_module", detail=line, packages=[mod] if mod else [], rule=rule.id) \
+            if mod else None
+    if rule.kind in ("toolchain_too_old", "toolchain_too_new"):
+        want = _group(m, "version")
+        std = _group(m, "stdpkg")
+        if std:
+            want = data.go_std_since.get(std)
+        classfile = _group(m, "classfile")
+        if classfile:  # class file version N -> Java N-44
+            want = str(int(classfile) - 44)
+        level = _group(m, "level")
+        current = version_of(toolchain)
+        if rule.kind == "toolchain_too_old":
+            floor = want or rule.min
+            constraint = f">={floor}" if floor else (f">{current}" if current else None)
+        else:
+            ceiling = rule.max or (f"{int(level) + 4}" if level and level.isdigit() else None)
+            constraint = f"<{ceiling}" if ceiling else (f"<{current}" if current else None)
+        if constraint is None:
+            return None
+        return Diagnosis(kind=rule.kind, detail=line, toolchain=constraint, rule=rule.id)
+    return Diagnosis(kind=rule.kind, detail=line, rule=rule.id)
+
+
+def diagnose(text: str, ecosystem: str, toolchain: str | None = None, *, scope: str = "output",
+             eco: object | None = None) -> Diagnosis | None:
+    """The first diagnosis of `text` (a failed step's output, a run's output, or skip reasons
+    when `scope="skip"`) for `ecosystem` (an ecosystem name: `python`, `go`, `node`, ...);
+    `toolchain`: the label of the toolchain used (to ask for a newer / older one). `eco`: the
+    ecosystem object, whose `diagnose` hook is asked first. None when nothing matches."""
+    text = (text or "")[-MAX_TEXT:]
+    if not text.strip():
+        return None
+    own = hook(eco, "diagnose") if eco is not None else None
+    if own is not None:
+        found = own(text)
+        if found is not None:
+            return found
+    data = load_rules()
+    for rule in data.rules:
+        if scope not in rule.scope or (rule.ecosystems and ecosystem not in rule.ecosystems):
+            continue
+        for m in _compiled(rule.pattern).finditer(text):
+            found = _from_rule(rule, m, data, toolchain)
+            if found is not None:
+                return found
+    return None

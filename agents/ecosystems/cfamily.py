@@ -1,0 +1,429 @@
+"""C/C++ projects: CMake (CTest / GoogleTest), autotools (``make check``) and plain Makefiles.
+
+Analysis (from the tree at base_commit, no checkout): the build system (a root CMakeLists.txt
+with tests wins over configure.ac; configure.ac / configure.in; a plain Makefile), the CMake
+floor (``cmake_minimum_required``), the C++ standard (gcc floor), Debian packages for
+``find_package`` / ``pkg_check_modules`` / ``PKG_CHECK_MODULES`` / ``AC_CHECK_LIB`` names
+(recipes in ``recipes/cfamily.yaml``), git submodules the mirror lacks (replaced by Debian
+libraries where the recipe knows them, e.g. jq's oniguruma -> libonig-dev,
+``--with-oniguruma=yes``) and whether the tests are GoogleTest.
+
+Toolchain: the Debian suite of the commit's era (the newest one released by ``created_at``, else
+the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfamily`).
+
+Setup compiles everything, so test runs (network none) only rebuild what the patches touched:
+- CMake: configure into /opt/build with the File API codemodel query, build all (``-k``);
+  test command: ``recipes/cmake_tests.py`` (installed at
+  /usr/local/libexec/swemint/cmake_tests.py) builds the targets owning the touched files and runs
+  their CTest tests; parser ``gtest_log`` (``ctest -V``) for GoogleTest, else ``ctest_junit``
+  (cmake >= 3.21) or ``ctest_log``.
+- autotools: ``autoreconf -fi`` (when no configure is committed), ``./configure``, ``make``,
+  ``make check TESTS=`` (builds the check programs, runs nothing); test command ``make check``
+  (every test script; ids = script paths, ``tests/shtest``), parser ``automake_log``.
+- plain Makefile: ``make``; ``make -k check`` (or ``test``), parser ``automake_log`` (only
+  harnesses printing ``PASS: x`` lines give results; otherwise the run is "no tests").
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shlex
+from datetime import date, datetime
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+import yaml
+from pydantic import BaseModel, Field
+
+from agents.gitrepo import GitTree
+from agents.models import Instance
+from agents.ecosystems.base import PlanRequest, PolyPlan, Route
+from agents.ecosystems.toolchain import constrained
+from envpool.errors import EnvBuildError
+from agents.ecosystems.debian import apt_install, era_time
+from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_tests, find_drivers, make_build, driver_test_specs
+from envpool.images import ImageConfig
+from envpool.toolchains import version_key
+
+__all__ = ["ECOSYSTEM", "CBuild", "CFamily", "analyze", "era_gcc"]
+
+RECIPES = Path(__file__).parent / "recipes"
+BUILD_DIR = "/opt/build"
+HELPER = "/usr/local/libexec/swemint/cmake_tests.py"
+JUNIT = "/tmp/swemint-ctest.xml"
+JOBS = 2
+
+SUITE_RELEASES: list[tuple[date, str]] = [(date(2021, 8, 14), "10"), (date(2023, 6, 10), "12"),
+                                          (date(2025, 8, 9), "14")]
+"""Debian release date -> its gcc major (bullseye, bookworm, trixie)."""
+
+CXX_STD_GCC = {"17": "10", "20": "10", "23": "12", "26": "14"}
+"""C++ standard -> the oldest gcc major available here that implements enough of it."""
+
+C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".c++")
+
+
+@lru_cache(maxsize=1)
+def recipes() -> dict:
+    """`recipes/cfamily.yaml`, parsed once."""
+    return yaml.safe_load((RECIPES / "cfamily.yaml").read_text())
+
+
+class CBuild(BaseModel):
+    """What `analyze` found. `system`: cmake | autotools | make | driver:<id>. `cmake_min`: the
+    ``cmake_minimum_required`` floor (None when absent). `cxx_std`: the highest C++ standard the
+    build files name. `packages`: Debian packages to install at setup. `configure_flags` /
+    `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
+    missing submodule would provide). `gtest`: GoogleTest output expected. `notes`: decisions
+    worth recording (missing submodules and their replacements)."""
+
+    system: str
+    cmake_min: str | None = None
+    cxx_std: str | None = None
+    packages: list[str] = Field(default_factory=list)
+    configure_flags: list[str] = Field(default_factory=list)
+    cmake_flags: list[str] = Field(default_factory=list)
+    make_flags: list[str] = Field(default_factory=list)
+    configure_committed: bool = False
+    make_target: str = "check"
+    gtest: bool = False
+    missing_submodules: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def _add(out: list[str], items) -> None:
+    for i in items or []:
+        if i not in out:
+            out.append(i)
+
+
+def _cmake_files(tree: GitTree) -> list[str]:
+    return [f for f in tree.files if PurePosixPath(f).name == "CMakeLists.txt" or f.endswith(".cmake")]
+
+
+def _missing_submodules(tree: GitTree) -> list[tuple[str, str]]:
+    """(path, url) of submodules in .gitmodules whose path has no file in the tree."""
+    text = tree.read(".gitmodules") or ""
+    out, path, url = [], None, ""
+    for line in text.splitlines() + ["[end]"]:
+        s = line.strip()
+        if s.startswith("["):
+            if path is not None and not any(f.startswith(path.rstrip("/") + "/") for f in tree.files):
+                out.append((path, url))
+            path, url = None, ""
+        elif s.startswith("path"):
+            path = s.split("=", 1)[1].strip()
+        elif s.startswith("url"):
+            url = s.split("=", 1)[1].strip()
+    return out
+
+
+def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
+    rec = recipes()
+    top = tree.read("CMakeLists.txt") or ""
+    m = re.search(r"cmake_minimum_required\s*\(\s*VERSION\s+(\d+(?:\.\d+)*)", top, re.I)
+    b.cmake_min = m.group(1) if m else None
+    opts = rec["test_options"]
+    stds: list[int] = []
+    for path in _cmake_files(tree)[:400]:
+        text = tree.read(path, limit=400_000) or ""
+        for name in re.findall(r"find_package\s*\(\s*([\w.+-]+)", text, re.I):
+            if name.lower() != project:  # the project's own package (an install test)
+                _add(b.packages, rec["find_package"].get(name.lower()))
+        for mods in re.findall(r"pkg_(?:check|search)_modules?\s*\(\s*\w+\s+([^)]*)\)", text, re.I):
+            for mod in re.findall(r"[\w.+-]+", mods):
+                _add(b.packages, rec["pkg_config"].get(re.split(r"[<>=]", mod)[0].lower()))
+        for name in re.findall(r"option\s*\(\s*(\w+)", text, re.I):
+            up = name.upper()
+            if any(up.endswith(s) for s in opts["never"]):
+                continue
+            if up in opts["names"] or any(up.endswith(s) for s in opts["suffixes"]):
+                flag = f"-D{name}=ON"
+                if flag not in b.cmake_flags:
+                    b.cmake_flags.append(flag)
+        stds += [int(s) for s in re.findall(r"CMAKE_CXX_STANDARD\s+(\d+)", text)]
+        stds += [int(s) for s in re.findall(r"cxx_std_(\d+)", text)]
+        if any(mk in text for mk in rec["gtest_markers"]):
+            b.gtest = True
+    if "-DBUILD_TESTING=ON" not in b.cmake_flags:
+        b.cmake_flags.insert(0, "-DBUILD_TESTING=ON")
+    std = [s for s in stds if s < 90]  # 98 / 03 are old standards, not new ones
+    b.cxx_std = str(max(std)) if std else None
+    if any("gtest" in f.lower() or "googletest" in f.lower() for f in tree.files):
+        b.gtest = True
+
+
+def _autotools_analysis(tree: GitTree, b: CBuild, ac: str) -> None:
+    rec = recipes()
+    text = tree.read(ac) or ""
+    for lib in re.findall(r"AC_(?:CHECK_LIB|SEARCH_LIBS)\s*\(\s*\[?([\w.+-]+)", text):
+        _add(b.packages, rec["libs"].get(lib.lower()))
+    for mods in re.findall(r"PKG_CHECK_MODULES\s*\(\s*\[?\w+\]?\s*,\s*\[?([^\],)]*)", text):
+        for mod in re.findall(r"[\w.+-]+", mods):
+            _add(b.packages, rec["pkg_config"].get(re.split(r"[<>=]", mod)[0].lower()))
+    enables = {e.lower() for e in re.findall(r"AC_ARG_ENABLE\s*\(\s*\[?([\w-]+)", text)}
+    for name in rec["configure_disable"]:
+        if name in enables:
+            b.configure_flags.append(f"--disable-{name}")
+    b.configure_committed = tree.exists("configure")
+
+
+def _makefile_target(tree: GitTree) -> str:
+    text = tree.read("Makefile") or tree.read("makefile") or tree.read("GNUmakefile") or ""
+    for target in ("check", "test", "tests"):
+        if re.search(rf"^{target}\s*:", text, re.M):
+            return target
+    return "check"
+
+
+def systems(tree: GitTree) -> list[str]:
+    """The build systems `tree` offers, in the order `analyze` prefers them: cmake (a root
+    CMakeLists.txt with tests wins over configure.ac), autotools, make."""
+    top = tree.read("CMakeLists.txt")
+    ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
+    out = []
+    if top is not None and (ac is None or re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)):
+        out.append("cmake")
+    if ac is not None:
+        out.append("autotools")
+    if top is not None and "cmake" not in out:
+        out.append("cmake")
+    if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")):
+        out.append("make")
+    return out
+
+
+def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | None = None) -> CBuild:
+    """Read the build system of `tree` (see the module doc). `touched`: the test patch's paths
+    (their contents refine the GoogleTest decision); `project`: the repository's name (its own
+    ``find_package`` in install tests is not a dependency); `system`: use this build system
+    (a route the loop chose; `driver:<id>`: the repository's test driver) instead of the
+    preferred one. Raises nothing: an unknown layout is
+    `system="make"`."""
+    rec = recipes()
+    top = tree.read("CMakeLists.txt")
+    ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
+    if system == "cmake" and top is not None or system is None and top is not None and (
+            ac is None or re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)):
+        b = CBuild(system="cmake")
+        _cmake_analysis(tree, b, project.lower())
+    elif ac is not None and system in (None, "autotools"):
+        b = CBuild(system="autotools")
+        _autotools_analysis(tree, b, ac)
+    elif system and system.startswith("driver:"):
+        b = CBuild(system=system)
+    else:
+        b = CBuild(system="make", make_target=_makefile_target(tree))
+    for path in touched:
+        text = tree.read(path, limit=400_000) or ""
+        if path.endswith(C_SUFFIXES) and re.search(r"^\s*(TEST|TEST_F|TEST_P|TYPED_TEST)\s*\(", text, re.M):
+            b.gtest = True
+    for path, url in _missing_submodules(tree):
+        b.missing_submodules.append(path)
+        key = f"{path} {url}".lower()
+        hit = next((v for k, v in rec["submodules"].items() if k in key), None)
+        if hit is None:
+            b.notes.append(f"git submodule {path} ({url}) is missing from the mirror and no Debian "
+                           "replacement is known: the build may fail")
+            continue
+        _add(b.packages, hit.get("packages"))
+        _add(b.configure_flags, hit.get("configure"))
+        _add(b.cmake_flags, hit.get("cmake"))
+        _add(b.make_flags, hit.get("make"))
+        b.notes.append(hit["note"])
+    return b
+
+
+def era_gcc(when: datetime | date | None) -> str:
+    """gcc major of the newest Debian suite released on or before `when` (the oldest when none
+    was; None -> the bookworm default "12")."""
+    if when is None:
+        return "12"
+    d = when.date() if isinstance(when, datetime) else when
+    chosen = SUITE_RELEASES[0][1]
+    for released, gcc in SUITE_RELEASES:
+        if released <= d:
+            chosen = gcc
+    return chosen
+
+
+def _q(s: str) -> str:
+    return shlex.quote(s)
+
+
+SUITE_GCC = {"bullseye": "10", "bookworm": "12", "trixie": "14"}
+"""Debian suite -> its gcc major (a memory `toolchain debian bookworm` action means gcc 12)."""
+
+
+def _gcc_major(requested: str | None) -> str | None:
+    """A gcc major from a request: a suite name, a major (`12`) or a constraint's version."""
+    if not requested:
+        return None
+    if requested in SUITE_GCC:
+        return SUITE_GCC[requested]
+    m = re.search(r"\d+", requested)
+    return m.group(0) if m else None
+
+
+class CFamily:
+    """The C/C++ ecosystem (`agents.ecosystems.base.Ecosystem`)."""
+
+    name = "cfamily"
+    languages = ("c", "cpp")
+
+    def detect(self, tree: GitTree, language: str | None) -> int:
+        """12 for a C/C++-labelled tree with a build file at the root, 10 without the label
+        (CMakeLists.txt / configure.ac), 6 for a root Makefile over C sources or for a C/C++
+        tree whose own test driver is built by a Makefile below the root
+        (`agents.ecosystems.drivers`), else 0."""
+        lang = (language or "").lower()
+        is_c = lang in ("c", "cpp", "c++", "cxx")
+        if lang and not is_c and lang not in ("", "unknown"):
+            return 0
+        if tree.exists("CMakeLists.txt") or tree.exists("configure.ac") or tree.exists("configure.in"):
+            return 12 if is_c else 10
+        c_sources = is_c or sum(f.endswith(C_SUFFIXES) for f in tree.files[:5000]) >= 3
+        if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")) and c_sources:
+            return 6
+        if c_sources and any(make_build(tree, d) for d in find_drivers(tree, self.name)):
+            return 6
+        return 0
+
+    def routes(self, tree: GitTree, language: str | None) -> list[Route]:
+        """The repository's own test drivers built by a Makefile (`driver:<id>`, first: they
+        select single tests), then the build systems of the tree (`systems`); `make` when none
+        is known."""
+        drivers = [Route(name=d.route) for d in find_drivers(tree, self.name) if make_build(tree, d)]
+        return drivers + ([Route(name=n) for n in systems(tree)] or [Route(name="make")])
+
+    def language_of(self, tree: GitTree) -> str:
+        """`cpp` when C++ sources outnumber C ones, else `c`."""
+        cpp = sum(f.endswith((".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".c++")) for f in tree.files[:20000])
+        c = sum(f.endswith(".c") for f in tree.files[:20000])
+        return "cpp" if cpp > c else "c"
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a gcc image at least `requested` (LLM plans)."""
+        from envpool.toolchains.cfamily import ensure_image
+
+        return ensure_image(_gcc_major(requested), images), {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
+        """The build-and-test plan (module doc). `request.route` picks the build system,
+        `request.toolchain` constrains the gcc major (a suite name such as `bookworm` means its
+        gcc). Raises InfraError when the toolchain image cannot be built, EnvBuildError when no
+        gcc here meets the constraint."""
+        from envpool.toolchains.cfamily import cmake_of_suite, ensure_image, DEBIAN_GCC
+
+        req = request or PlanRequest()
+        b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1], system=req.route)
+        gcc = era_gcc(era_time(instance, tree))
+        floor = CXX_STD_GCC.get(b.cxx_std or "")
+        if floor and int(floor) > int(gcc):
+            gcc = floor
+        if req.toolchain or req.avoid:
+            try:
+                gcc = constrained(sorted(DEBIAN_GCC, key=int), gcc, _gcc_major(req.toolchain) if
+                                  req.toolchain and req.toolchain in SUITE_GCC else req.toolchain, req.avoid)
+            except ValueError as e:
+                raise EnvBuildError(f"cfamily: {e}", instance_id=instance.instance_id) from e
+        choice = ensure_image(gcc, images, cmake=b.cmake_min if b.system == "cmake" else None)
+        cmake_version = choice.version.rsplit("cmake ", 1)[-1] if "cmake" in choice.version else \
+            cmake_of_suite(DEBIAN_GCC[gcc])
+        notes = list(b.notes)
+        setup: list[str] = []
+        if b.packages:
+            setup.append(apt_install(b.packages))
+        if b.missing_submodules:  # as a clone without `submodule update` has them (automake wants SUBDIRS)
+            setup.append("mkdir -p " + " ".join(_q(p) for p in b.missing_submodules))
+        tests = [f for f in touched]
+        env = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        if b.system == "cmake":
+            helper = base64.b64encode((RECIPES / "cmake_tests.py").read_bytes()).decode()
+            setup.append(f"mkdir -p {Path(HELPER).parent} && echo {helper} | base64 -d > {HELPER} && chmod +x {HELPER}")
+            setup.append(f"mkdir -p {BUILD_DIR}/.cmake/api/v1/query && touch {BUILD_DIR}/.cmake/api/v1/query/codemodel-v2"
+                         f" && cmake -S /testbed -B {BUILD_DIR} -DCMAKE_BUILD_TYPE=None {' '.join(b.cmake_flags)}")
+            setup.append(f"cmake --build {BUILD_DIR} -j{JOBS} -- -k || "
+                         "echo 'swemint: some targets do not build at base_commit'")
+            junit = not b.gtest and version_key(cmake_version) >= (3, 21)
+            args = f"--junit {JUNIT}" if junit else ("--verbose" if b.gtest else "")
+            test_command = (f"python3 {HELPER} {BUILD_DIR} {args} --jobs {JOBS} -- "
+                            + " ".join(_q(t) for t in tests))
+            parser = "gtest_log" if b.gtest else ("ctest_junit" if junit else "ctest_log")
+            report = JUNIT if junit else None
+        elif b.system == "autotools":
+            if not b.configure_committed:
+                setup.append("autoreconf -fi")
+            setup.append(" ".join(["./configure", *b.configure_flags]))
+            setup.append(f"make -j{JOBS}")
+            setup.append(f"make -j{JOBS} check TESTS=")
+            test_command = f"make -j{JOBS} -k check"
+            parser, report = "automake_log", None
+            notes.append("make check runs every test script (ids: script paths as automake prints them)")
+        elif b.system.startswith("driver:"):
+            test_command, parser, alts, more = self._driver_plan(tree, b, touched, instance.instance_id)
+            setup += more
+            tests, report = list(alts[0].test_files), None
+            notes.append(f"test driver {b.system[7:]}: {alts[0].test_command[:300]}")
+        else:
+            setup.append(f"make -j{JOBS}")
+            test_command = f"make -k {b.make_target}"
+            parser, report = "automake_log", None
+            notes.append(f"plain Makefile: 'make {b.make_target}' is parsed as automake PASS:/FAIL: "
+                         "lines; a harness printing none gives no results")
+        plan = PolyPlan(ecosystem=self.name, toolchain=choice.version, image=choice.image, route=choice.route,
+                        build=b.system, substitutions=list(choice.substitutions), setup_commands=setup, env=env,
+                        test_command=test_command, parser=parser, report_path=report, test_files=tests,
+                        notes=notes + [f"build system: {b.system}"])
+        if b.system.startswith("driver:"):
+            plan = plan.with_test(alts[0])
+            plan.test_alternatives = alts[1:]
+        return plan
+
+    def _driver_plan(self, tree: GitTree, b: CBuild, touched: list[str], iid: str):
+        """(test command, parser, ranked TestSpecs, setup commands) of a driver route: build with
+        the Makefile that runs the driver (`drivers.make_build`), record the driver's environment
+        from its make target, run it on the touched tests. Raises EnvBuildError when the driver
+        or its build is gone, or the test patch touches none of its tests."""
+        driver = next((d for d in find_drivers(tree, self.name) if d.route == b.system), None)
+        build = make_build(tree, driver) if driver else None
+        if driver is None or build is None:
+            raise EnvBuildError(f"cfamily: {b.system}: no such driver built by a Makefile here", instance_id=iid)
+        build.flags = list(b.make_flags)
+        tests = driver_tests(driver, touched)
+        if not tests:
+            raise EnvBuildError(f"cfamily: {b.system}: the test patch touches none of its tests "
+                                f"({', '.join(touched[:5])})", instance_id=iid)
+        make = " ".join(_q(w) for w in ["make", *(["-C", build.folder] if build.folder != "." else []),
+                                          f"-j{JOBS}", *build.flags])
+        log = "/tmp/swemint-build.log"
+        prefix = (f"{make} > {log} 2>&1 || {{ tail -n 80 {log}; echo 'swemint: the build failed'; exit 2; }}; "
+                  f"if [ -f {ENV_FILE} ]; then . {ENV_FILE}; fi; ")
+        alts = driver_test_specs(driver, tests, prefix=prefix)
+        setup = [make, *driver_env_setup(build, driver)]
+        return alts[0].test_command, driver.spec.parser, alts, setup
+
+    def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
+        """Install the Debian package of a dependency the configure step reports missing
+        (CMake ``Could NOT find X`` / ``By not providing "FindX.cmake"``, pkg-config
+        ``No package 'x' found``, autoconf's ``library 'x' is required``); None otherwise."""
+        rec = recipes()
+        pkgs: list[str] = []
+        for name in re.findall(r"Could NOT find (\w+)|Could not find a package configuration file provided by \"?(\w+)",
+                                output):
+            _add(pkgs, rec["find_package"].get((name[0] or name[1]).lower()))
+        for mod in re.findall(r"No package '([\w.+-]+)' found", output):
+            _add(pkgs, rec["pkg_config"].get(mod.lower()))
+        for lib in re.findall(r"(?:library|lib)\s*'?([\w.+-]+)'? (?:is required|not found)", output):
+            _add(pkgs, rec["libs"].get(lib.lower()))
+        if re.search(r"(autoreconf|aclocal|libtoolize|autopoint): (command )?not found", output):
+            _add(pkgs, ["autoconf", "automake", "libtool", "autopoint"])
+        if not pkgs:
+            return None
+        fix = [apt_install(pkgs)]
+        return None if "\n".join(fix) in tried else fix
+
+
+ECOSYSTEM = CFamily()

@@ -1,0 +1,588 @@
+"""Java: Maven projects (single or multi-module) on a JDK chosen from the project's own files.
+
+Analysis (read from the mirror, no checkout):
+- the Maven reactor: the root pom, its ``<modules>`` (profiles included) and the module owning each
+  touched test file (the nearest folder with a pom.xml);
+- Java language levels: ``maven.compiler.source/target/release`` and the maven-compiler-plugin's
+  ``<source>/<target>/<release>``, with ``${...}`` resolved through the in-tree parent chain;
+- a Gradle wrapper's version (gradle-wrapper.properties), ``.sdkmanrc`` / ``.java-version`` /
+  ``.tool-versions``, and the JDKs CI runs (Travis ``jdk:``, GitHub ``java-version`` / ``jdk``).
+
+`choose_jdk` turns these into one JDK major: feasible = compiles every level (javac's floor and
+ceiling) and runs the Gradle wrapper; then an explicit pin, else a JDK that CI runs, else the
+commit's era LTS (the date is a ceiling, the language level a floor). Gradle builds are refused
+early (`EnvBuildError`): wrappers cannot download Gradle here and Debian only has 4.4.1.
+
+Plan: setup makes the JKS truststore, runs the selected test classes once online (which resolves
+and compiles everything up to Surefire and its provider, failures ignored), then once offline
+(``-o``) to prove the test run needs no network. The test command is that offline run with the
+module's upstream modules (``-pl M -am``: a patch to another module is recompiled) and the
+Surefire XML reports concatenated into `REPORT` (parser ``java_junit``, ids ``pkg.Class#method``).
+A test class that does not compile leaves no report: its tests are absent (= not passing).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from agents.gitrepo import GitTree
+from agents.models import Instance
+from agents.ecosystems.base import PlanRequest, PolyPlan, Route, shell_args
+from agents.ecosystems.toolchain import satisfies
+from agents.untrusted_yaml import load_untrusted_yaml
+from envpool.errors import EnvBuildError
+from envpool.images import ImageConfig
+from envpool.toolchains import version_key
+from envpool.toolchains import java as jtc
+
+__all__ = ["ECOSYSTEM", "JavaEcosystem", "JavaFacts", "MavenReactor", "choose_jdk", "java_facts",
+           "jdk_major", "maven_reactor", "recipe"]
+
+REPORT = "/tmp/swemint/junit.xml"
+"""Where the test command concatenates the Surefire XML reports."""
+
+
+@lru_cache(maxsize=1)
+def recipe() -> dict:
+    """The data of ``recipes/java.yaml`` (tables documented there)."""
+    return yaml.safe_load((Path(__file__).parent / "recipes" / "java.yaml").read_text())
+
+
+def jdk_major(text: str | None) -> int | None:
+    """A JDK major or Java level from free text: ``"1.8"`` -> 8, ``"11.0.2-open"`` -> 11,
+    ``"oraclejdk8"`` / ``"temurin-17.0.1"`` -> 8 / 17, ``"17"`` -> 17; None when no number."""
+    if text is None:
+        return None
+    m = re.search(r"(\d+(?:\.\d+)*)", str(text))
+    if not m:
+        return None
+    key = version_key(m.group(1))
+    if not key:
+        return None
+    return key[1] if key[0] == 1 and len(key) > 1 else key[0]
+
+
+# ----------------------------------------------------------------------------- Maven reactor
+
+_PROP = re.compile(r"\$\{([^}]+)\}")
+
+
+def _strip_ns(root: ET.Element) -> ET.Element:
+    for el in root.iter():
+        if isinstance(el.tag, str) and "}" in el.tag:
+            el.tag = el.tag.split("}", 1)[1]
+    return root
+
+
+@dataclass
+class Pom:
+    """The parts of one pom.xml the plan needs. `dir` is repository relative ("" = root)."""
+
+    dir: str
+    properties: dict[str, str] = field(default_factory=dict)
+    modules: list[str] = field(default_factory=list)
+    parent_path: str | None = None
+    levels: list[str] = field(default_factory=list)
+    """Raw language levels (may hold ``${...}``), from properties and the compiler plugin."""
+
+
+def parse_pom(text: str, directory: str) -> Pom | None:
+    """A `Pom` from the text of a pom.xml in `directory`; None when it is not XML."""
+    try:
+        root = _strip_ns(ET.fromstring(text.encode("utf-8")))
+    except ET.ParseError:
+        return None
+    pom = Pom(dir=directory)
+    props = root.find("properties")
+    for el in list(props) if props is not None else []:
+        if isinstance(el.tag, str):
+            pom.properties[el.tag] = (el.text or "").strip()
+    for mods in [root.find("modules"), *root.findall("profiles/profile/modules")]:
+        for m in (list(mods) if mods is not None else []):
+            if m.tag == "module" and (m.text or "").strip():
+                pom.modules.append(m.text.strip())
+    parent = root.find("parent")
+    if parent is not None:
+        rel = parent.find("relativePath")
+        rel_text = "../pom.xml" if rel is None else (rel.text or "").strip()
+        pom.parent_path = rel_text or None
+    for key in ("maven.compiler.release", "maven.compiler.source", "maven.compiler.target"):
+        if pom.properties.get(key):
+            pom.levels.append(pom.properties[key])
+    for plugin in root.iter("plugin"):
+        if (plugin.findtext("artifactId") or "").strip() != "maven-compiler-plugin":
+            continue
+        for conf in plugin.iter("configuration"):
+            for tag in ("release", "source", "target"):
+                v = conf.findtext(tag)
+                if v and v.strip():
+                    pom.levels.append(v.strip())
+    return pom
+
+
+def _norm(path: str) -> str:
+    p = posixpath.normpath(path)
+    return "" if p == "." else p
+
+
+@dataclass
+class MavenReactor:
+    """The Maven build of a tree: `root` (folder of the top pom, "" = repository root), every
+    pom read (folder -> Pom), and `reactor` (folders reachable through ``<modules>``)."""
+
+    root: str
+    poms: dict[str, Pom]
+    reactor: set[str]
+
+    def properties(self, directory: str) -> dict[str, str]:
+        """Properties visible in the pom of `directory`: the in-tree parent chain's, overridden
+        by the child's."""
+        chain: list[Pom] = []
+        d: str | None = directory
+        seen: set[str] = set()
+        while d is not None and d in self.poms and d not in seen:
+            seen.add(d)
+            pom = self.poms[d]
+            chain.append(pom)
+            if pom.parent_path is None:
+                break
+            target = _norm(posixpath.join(d, pom.parent_path))
+            d = _norm(posixpath.dirname(target)) if target.endswith(".xml") else target
+        props: dict[str, str] = {}
+        for pom in reversed(chain):
+            props.update(pom.properties)
+        return props
+
+    def resolve(self, value: str, directory: str) -> str:
+        """`value` with ``${prop}`` replaced (5 rounds; unknown properties stay)."""
+        props = self.properties(directory)
+        for _ in range(5):
+            new = _PROP.sub(lambda m: props.get(m.group(1), m.group(0)), value)
+            if new == value:
+                break
+            value = new
+        return value
+
+    def levels(self) -> list[int]:
+        """Every Java language level the reactor's poms name (resolved), as majors."""
+        out = []
+        for d, pom in self.poms.items():
+            for raw in pom.levels:
+                value = self.resolve(raw, d)
+                major = None if "${" in value else jdk_major(value)
+                if major is not None and 1 <= major <= 40:
+                    out.append(major)
+        return out
+
+    def module_of(self, path: str) -> str | None:
+        """The folder of the nearest pom.xml above `path` inside the project, or None."""
+        d = _norm(posixpath.dirname(path))
+        while True:
+            if d in self.poms:
+                return d
+            if d == self.root or not d:
+                return self.root if self.root in self.poms else None
+            d = _norm(posixpath.dirname(d))
+
+
+def maven_reactor(tree: GitTree, near: list[str] | None = None) -> MavenReactor | None:
+    """The Maven reactor of `tree`: the root pom.xml, else the shallowest pom.xml above one of the
+    `near` paths; every pom reachable through ``<modules>`` plus the poms on the way from the
+    top to each `near` path. None when the tree has no pom.xml at all."""
+    pom_dirs = {_norm(posixpath.dirname(f)) for f in tree.files if posixpath.basename(f) == "pom.xml"}
+    if not pom_dirs:
+        return None
+    root = ""
+    if "" not in pom_dirs:
+        candidates = sorted((d for d in pom_dirs if any(p == d or p.startswith(d + "/") for p in near or [])),
+                            key=lambda d: d.count("/"))
+        if not candidates:
+            candidates = sorted(pom_dirs, key=lambda d: (d.count("/"), d))
+        root = candidates[0]
+    poms: dict[str, Pom] = {}
+    reactor: set[str] = set()
+
+    def load(d: str) -> Pom | None:
+        if d not in poms:
+            text = tree.read(posixpath.join(d, "pom.xml") if d else "pom.xml")
+            pom = parse_pom(text, d) if text else None
+            if pom is None:
+                return None
+            poms[d] = pom
+        return poms[d]
+
+    todo = [root]
+    while todo:
+        d = todo.pop()
+        if d in reactor:
+            continue
+        pom = load(d)
+        if pom is None:
+            continue
+        reactor.add(d)
+        for m in pom.modules:
+            m = m[:-len("/pom.xml")] if m.endswith("/pom.xml") else m
+            todo.append(_norm(posixpath.join(d, m)))
+    for p in near or []:  # poms between the top and each touched file (standalone modules)
+        d = _norm(posixpath.dirname(p))
+        while d.startswith(root) and d != root:
+            if d in pom_dirs:
+                load(d)
+            d = _norm(posixpath.dirname(d))
+    # in-tree parents of what was loaded
+    for d in list(poms):
+        parent = poms[d].parent_path
+        while parent:
+            target = _norm(posixpath.join(d, parent))
+            pd = _norm(posixpath.dirname(target)) if target.endswith(".xml") else target
+            if pd in poms or pd not in pom_dirs:
+                break
+            pom = load(pd)
+            d, parent = pd, pom.parent_path if pom else None
+    return MavenReactor(root=root, poms=poms, reactor=reactor)
+
+
+# ----------------------------------------------------------------------------- JDK choice
+
+@dataclass
+class JavaFacts:
+    """What the tree says about its JDK. Majors are ints; `commit_date` bounds the era."""
+
+    levels: list[int] = field(default_factory=list)
+    gradle: str | None = None
+    pinned: int | None = None
+    pinned_from: str | None = None
+    ci: list[int] = field(default_factory=list)
+    commit_date: date | None = None
+
+
+def _gradle_version(tree: GitTree) -> str | None:
+    text = tree.read("gradle/wrapper/gradle-wrapper.properties")
+    m = re.search(r"gradle-(\d+(?:\.\d+)*)(?:-[\w.]+)?-(?:bin|all)\.zip", text or "")
+    return m.group(1) if m else None
+
+
+def _pinned(tree: GitTree) -> tuple[int | None, str | None]:
+    for path, pattern in ((".sdkmanrc", r"^\s*java\s*=\s*(\S+)"), (".java-version", r"^\s*(\S+)"),
+                          (".tool-versions", r"^\s*java\s+(\S+)")):
+        m = re.search(pattern, tree.read(path) or "", re.M)
+        if m and jdk_major(m.group(1)):
+            return jdk_major(m.group(1)), path
+    return None, None
+
+
+def _ci_values(obj, keys: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if str(k) in keys and not isinstance(v, dict):
+                out.extend(str(x) for x in (v if isinstance(v, list) else [v]) if not isinstance(x, (dict, list)))
+            else:
+                out.extend(_ci_values(v, keys))
+    elif isinstance(obj, list):
+        for v in obj:
+            out.extend(_ci_values(v, keys))
+    return out
+
+
+def _ci_jdks(tree: GitTree) -> list[int]:
+    paths = [p for p in tree.files if p == ".travis.yml" or
+             (p.startswith(".github/workflows/") and p.endswith((".yml", ".yaml")))]
+    majors: set[int] = set()
+    for p in paths:
+        try:
+            data = load_untrusted_yaml(tree.read(p) or "")
+        except yaml.YAMLError:
+            continue
+        for v in _ci_values(data, ("jdk", "java", "java-version", "java_version")):
+            if "${{" in v:
+                continue
+            m = jdk_major(v)
+            if m and 5 <= m <= 40:
+                majors.add(m)
+    return sorted(majors)
+
+
+def java_facts(tree: GitTree, reactor: MavenReactor | None) -> JavaFacts:
+    """Collect `JavaFacts` from `tree` (and its Maven reactor when it has one)."""
+    pinned, pinned_from = _pinned(tree)
+    return JavaFacts(levels=reactor.levels() if reactor else [], gradle=_gradle_version(tree), pinned=pinned,
+                     pinned_from=pinned_from, ci=_ci_jdks(tree), commit_date=tree.commit_time.date())
+
+
+def _floor_table(table: dict, major: int) -> int | str | None:
+    keys = sorted(int(k) for k in table if int(k) <= major)
+    return table[keys[-1]] if keys else None
+
+
+def gradle_jdk_range(gradle: str) -> tuple[int, int]:
+    """(lowest, highest) JDK major that Gradle `gradle` runs on (recipe tables)."""
+    g = version_key(gradle)
+    runs = recipe()["gradle_runs_on_jdk"]
+    top = max((int(j) for j, v in runs.items() if version_key(str(v)) <= g), default=8)
+    mins = recipe()["gradle_min_jdk"]
+    low = max((int(j) for v, j in mins.items() if version_key(str(v)) <= g), default=8)
+    return low, top
+
+
+def choose_jdk(facts: JavaFacts, available: list[int]) -> tuple[int, list[str]]:
+    """The JDK major to use among `available`, and notes explaining the choice.
+
+    Feasible: at least every language level, javac still accepts the lowest level
+    (`javac_min_level`), and inside the Gradle wrapper's range. Then: the pinned JDK (the
+    smallest feasible >= the pin), else the newest feasible JDK that CI runs and that is not
+    newer than the era LTS (else the oldest CI one), else the era LTS (the newest feasible not
+    newer than it, else the oldest feasible). Raises EnvBuildError when nothing is feasible.
+    """
+    notes: list[str] = []
+    lo_level, hi_level = (min(facts.levels), max(facts.levels)) if facts.levels else (None, None)
+    feasible = []
+    for j in sorted(available):
+        if hi_level is not None and j < hi_level:
+            continue
+        floor = _floor_table(recipe()["javac_min_level"], j)
+        if lo_level is not None and floor is not None and lo_level < int(floor):
+            continue
+        if facts.gradle:
+            g_lo, g_hi = gradle_jdk_range(facts.gradle)
+            if not g_lo <= j <= g_hi:
+                continue
+        feasible.append(j)
+    why = (f"language levels {sorted(set(facts.levels))}" if facts.levels else "no language level") + \
+          (f", Gradle {facts.gradle} runs on JDK {gradle_jdk_range(facts.gradle)}" if facts.gradle else "")
+    if not feasible:
+        raise EnvBuildError(f"no available JDK ({', '.join(map(str, available))}) fits: {why}")
+    era = None
+    if facts.commit_date:
+        released = [int(j) for j, d in recipe()["lts_released"].items()
+                    if date.fromisoformat(str(d)) <= facts.commit_date]
+        era = max(released) if released else min(int(j) for j in recipe()["lts_released"])
+
+    def newest_not_after(cands: list[int]) -> int:
+        below = [j for j in cands if era is None or j <= era]
+        return max(below) if below else min(cands)
+
+    if facts.pinned:
+        up = [j for j in feasible if j >= facts.pinned]
+        choice = up[0] if up else feasible[-1]
+        notes.append(f"JDK {facts.pinned} pinned by {facts.pinned_from}")
+    elif set(facts.ci) & set(feasible):
+        choice = newest_not_after(sorted(set(facts.ci) & set(feasible)))
+        notes.append(f"CI runs JDK {facts.ci}")
+    else:
+        choice = newest_not_after(feasible)
+        notes.append(f"era LTS JDK {era}")
+    notes.append(f"JDK {choice} chosen from feasible {feasible} ({why})")
+    return choice, notes
+
+
+# ----------------------------------------------------------------------------- plan
+
+_TEST_SOURCE = re.compile(r"(?:^|/)src/(?:test|it|integration-test)\w*/(?:java|kotlin|groovy|scala)/(.+)\."
+                          r"(?:java|kt|groovy|scala)$")
+
+
+def test_classes(touched: list[str]) -> dict[str, list[str]]:
+    """Touched test source files -> {file: [simple class name]}, only classes matching Surefire's
+    default includes (`test_class_patterns`); other test sources (helpers) map to []."""
+    out: dict[str, list[str]] = {}
+    for path in touched:
+        m = _TEST_SOURCE.search(path)
+        if not m:
+            continue
+        name = posixpath.basename(m.group(1))
+        ok = any(fnmatch.fnmatchcase(name, p) for p in recipe()["test_class_patterns"])
+        out[path] = [name] if ok else []
+    return out
+
+
+def warm_up_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> list[str]:
+    """Test classes to run once online at setup so Surefire resolves its provider (it does so
+    only when a test runs): the touched classes that exist at base; for a module with none, one
+    existing test class of that module, the one nearest to the touched files.
+    `module_of(path) -> module folder | None` (`MavenReactor.module_of`)."""
+    out: list[str] = []
+    by_module: dict[str | None, list[str]] = {}
+    for path, classes in tests.items():
+        by_module.setdefault(module_of(path), []).append(path)
+        out += [c for c in classes if tree.exists(path)]
+    for mod, paths in by_module.items():
+        if any(tree.exists(p) and tests[p] for p in paths):
+            continue
+        prefix = f"{mod}/" if mod else ""
+        existing = [f for f, cs in test_classes([f for f in tree.files if f.startswith(prefix)]).items()
+                    if cs and module_of(f) == mod]
+        if existing:
+            near = posixpath.dirname(paths[0])
+            best = max(existing, key=lambda f: (len(posixpath.commonpath([f, near])), f))
+            out += test_classes([best])[best]
+    return sorted(set(out))
+
+
+def mvn_flags() -> str:
+    """Batch mode, no download progress, the recipe's skip properties."""
+    return "-B -ntp " + " ".join(f"-D{p}" for p in recipe()["skip_properties"])
+
+
+def _gradle_refusal(tree: GitTree, facts: JavaFacts, iid: str) -> EnvBuildError:
+    try:
+        jdk, _ = choose_jdk(facts, jtc.available_jdks())
+        on = f"; it would run on JDK {jdk}"
+    except EnvBuildError as e:
+        on = f"; {e.message}"
+    return EnvBuildError(f"Gradle build (wrapper {facts.gradle or 'none'}){on}: the wrapper cannot download "
+                         "its Gradle distribution here (that server is unreachable) and Debian ships only "
+                         "Gradle 4.4.1; no pom.xml to fall back to", instance_id=iid)
+
+
+_LEVEL_REFUSED = re.compile(r"(?:Source|Target) option \S+ is no longer supported|"
+                            r"invalid (?:source|target) release: 1\.[1-5]\b")
+
+
+GRADLE_FILES = frozenset({"build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"})
+
+
+class JavaEcosystem:
+    """Maven projects; Gradle ones are detected and refused with a clear reason."""
+
+    name = "java"
+    languages = ("java",)
+
+    def detect(self, tree: GitTree, language: str | None) -> int:
+        """10 for a root pom.xml, 9 for a root Gradle build, 6 for a pom.xml one or two folders
+        down when the instance says Java, 5 for a root Ant build.xml (recognised, not buildable:
+        see `routes`), else 0."""
+        files = tree.file_set
+        if "pom.xml" in files:
+            return 10
+        if files & GRADLE_FILES:
+            return 9
+        if (language or "").lower() in ("java", "kotlin") and any(
+                f.endswith("/pom.xml") and f.count("/") <= 2 for f in tree.files):
+            return 6
+        if "build.xml" in files:
+            return 5
+        return 0
+
+    def routes(self, tree: GitTree, language: str | None) -> list[Route]:
+        """Maven when a pom.xml is there (at the root or one or two folders down), Gradle when its
+        build files are (planned only to refuse it with the reason: its wrapper cannot download
+        here), Ant when a build.xml is: recognised, no route (Ivy and the targets' own downloads
+        need servers this host cannot reach)."""
+        files = tree.file_set
+        out = []
+        if "pom.xml" in files or any(f.endswith("/pom.xml") and f.count("/") <= 2 for f in tree.files):
+            out.append(Route(name="maven"))
+        if files & GRADLE_FILES:
+            out.append(Route(name="gradle"))
+        if "build.xml" in files and not out:
+            out.append(Route(name="ant", available=False, reason="Ant build (build.xml), no route"))
+        return out or [Route(name="maven")]
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a JDK at least as new as `requested` (LLM plans)."""
+        choice = jtc.ensure_image(requested, images)
+        return choice, jtc.java_env(choice.route)
+
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
+        """Maven plan (see the module doc). `request.toolchain` narrows the JDKs (e.g. `>=11`
+        after a class file too new for JDK 8), `request.test_args` join every Maven run.
+        Raises EnvBuildError for a Gradle-only build, a tree without a pom above the touched
+        tests, or no JDK that fits."""
+        req = request or PlanRequest()
+        iid = instance.instance_id
+        reactor = maven_reactor(tree, near=touched)
+        facts = java_facts(tree, reactor)
+        if reactor is None:
+            raise _gradle_refusal(tree, facts, iid)
+        tests = test_classes(touched)
+        if not tests:
+            raise EnvBuildError("the test patch touches no Java test source (src/test/...)", instance_id=iid)
+        modules: dict[str, list[str]] = {}
+        for path, classes in tests.items():
+            mod = reactor.module_of(path)
+            if mod is None:
+                raise EnvBuildError(f"no pom.xml above the test file {path}", instance_id=iid)
+            modules.setdefault(mod, [])
+            modules[mod] += [c for c in classes if c not in modules[mod]]
+        facts.gradle = None  # a Maven build: the Gradle wrapper (if any) is not used
+        jdks = jtc.available_jdks(images)
+        if req.toolchain or req.avoid:
+            jdks = [j for j in jdks if str(j) not in req.avoid and satisfies(str(j), req.toolchain)]
+            if not jdks:
+                raise EnvBuildError(f"java: no JDK here satisfies {req.toolchain!r}", instance_id=iid)
+        major, notes = choose_jdk(facts, jdks)
+        choice = jtc.ensure_image(str(major), images)
+        env = jtc.java_env(choice.route)
+        in_reactor = all(m in reactor.reactor for m in modules)
+        classes = sorted({c for cs in modules.values() for c in cs})
+        root = reactor.root
+        cd = f"cd {shlex.quote(root)} && " if root else ""
+        if in_reactor:
+            rel = sorted(posixpath.relpath(m, root) if root else m for m in modules)
+            sel = "" if rel == ["."] or rel == [""] else f"-pl {shlex.quote(','.join(rel))} -am "
+            prep: list[str] = []
+        else:  # a module outside the reactor: install the reactor, then build it on its own
+            mod = sorted(modules)[0]
+            notes.append(f"module {mod} is not in the reactor of {root or '.'}: built with -f after install")
+            sel = f"-f {shlex.quote(posixpath.relpath(mod, root) if root else mod)}/pom.xml "
+            prep = [f"{cd}mvn {mvn_flags()} -DskipTests install"]
+        test_filter = (f"-Dtest={shlex.quote(','.join(classes))} " if classes else "")
+        tail = ("-fae -DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false "
+                "-Dmaven.test.failure.ignore=true test")
+        warm_classes = warm_up_classes(tree, tests, reactor.module_of)
+        warm_filter = (f"-Dtest={shlex.quote(','.join(sorted(set(warm_classes))))} " if warm_classes
+                       else test_filter)
+        extra = "".join(f"{a} " for a in shell_args(req.test_args)).replace("{", "{{").replace("}", "}}")
+        run = f"mvn {{o}}{mvn_flags()} {extra}{sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
+        test_command = (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
+                        f"-prune -exec rm -rf {{}} + ; {cd}{run.format(o='-o ', f=test_filter)}; rc=$?; "
+                        f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
+                        f"> {REPORT}; exit $rc")
+        setup = [jtc.truststore_command(), *prep,
+                 f"{cd}{run.format(o='', f=warm_filter)}",
+                 f"{cd}{run.format(o='-o ', f=test_filter)}"]
+        subs = list(choice.substitutions)
+        if facts.levels and min(facts.levels) < major:
+            subs.append(f"Java level {min(facts.levels)} compiled by JDK {major}")
+        return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + maven", image=choice.image,
+                        route=choice.route, substitutions=subs, setup_commands=setup, env=env,
+                        test_command=test_command, parser="java_junit", report_path=REPORT,
+                        test_files=sorted(tests), notes=[*notes, f"modules {sorted(modules)}, classes {classes}"])
+
+    def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
+        """An offline (``-o``) step that misses an artifact: run it once online. A TLS failure
+        (PKIX): remake the truststore. javac refusing the compiler plugin's default level (a pom
+        that names none, an old plugin defaulting to 1.5): raise it to 8 for every later Maven
+        run through ``.mvn/maven.config`` (read by Maven >= 3.3.1; an untracked file, so the
+        patches still apply). Else None."""
+        fixes: list[list[str]] = []
+        if "PKIX path" in output or "trustAnchors" in output:
+            fixes.append([jtc.truststore_command()])
+        if _LEVEL_REFUSED.search(output):
+            m = re.match(r"cd (\S+) && ", command)
+            conf = posixpath.join(m.group(1) if m else ".", ".mvn/maven.config")
+            fixes.append([f"mkdir -p {posixpath.dirname(conf)} && printf '%s\\n' "
+                          f"-Dmaven.compiler.source=8 -Dmaven.compiler.target=8 >> {conf}"])
+        if " -o " in command and re.search(r"offline mode|has not been downloaded from it before|"
+                                           r"Cannot access \S+ in offline", output):
+            fixes.append([command.replace("mvn -o ", "mvn ", 1)])
+        for fix in fixes:
+            if "\n".join(fix) not in tried:
+                return fix
+        return None
+
+
+ECOSYSTEM = JavaEcosystem()
+"""The object `agents.ecosystems` registers (module name ``java``)."""

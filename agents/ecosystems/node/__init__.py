@@ -1,0 +1,136 @@
+"""JavaScript/TypeScript: npm, yarn and pnpm projects tested with vitest, jest or mocha.
+
+Analysis (`analyze`, pure: reads the tree only):
+- package manager: ``packageManager`` (``pnpm@9.7.0``), else the lockfile (pnpm-lock.yaml,
+  yarn.lock -- yarn berry when it has ``__metadata`` or a ``.yarnrc.yml`` --, package-lock.json /
+  npm-shrinkwrap.json), else npm without a lockfile;
+- Node: a pin (``.nvmrc``, ``.node-version``, ``volta.node``) is used as is; otherwise the CI
+  workflow's node-version matrix, else ``engines.node``, each narrowed to the newest LTS of the
+  project's era (base commit date; `recipes/node.yaml` ``lts_start``) so a 2022 project gets 16
+  or 18, not today's Node; else that era's LTS. Floors always win and are recorded as
+  substitutions: package-lock v3 needs npm >= 7 (Node 16), a pnpm/yarn major its own minimum
+  (pnpm 9: Node 18.12);
+- runner: the one the test scripts name (following ``npm run x`` one level), else the first of
+  vitest, jest, mocha in the dependencies; run from the directory that holds its configuration
+  (the root, or the touched files' workspace package);
+- dependencies the patch or test_patch *adds* to the root package.json (tests run offline, so
+  the after side's new packages are installed at setup without touching package.json).
+
+Plan: toolchain image from `envpool.toolchains.node.ensure_image`; setup = the package manager
+(pnpm at its pinned version), a frozen install (``npm ci``, ``yarn install --frozen-lockfile``,
+``pnpm install --frozen-lockfile``), the added packages; test command = only the touched test
+files with a machine-readable report (vitest/jest JSON file, mocha JSON on stdout). `repair`
+answers a lockfile mismatch with a non-frozen install, engine checks with engine-strict off, a
+failing lifecycle script with ignore-scripts, a network hiccup with a pause.
+
+Modules: `manifest` (package.json, package manager, added dependencies, the recipe), `version`
+(the Node choice), `runner` (runner, test files, script options), `analysis` (`analyze`), `plan`
+(`build_plan`, `test_command`); this package holds the Ecosystem (detect / plan / repair).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from agents.models import Instance
+from agents.ecosystems.base import PlanRequest, PolyPlan
+from agents.ecosystems.node.analysis import NodeAnalysis, analyze
+from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
+from agents.ecosystems.node.plan import REPORT_PATH, build_plan, test_command
+from agents.ecosystems.node.runner import (TEST_EXTS, glob_regex, mocha_options, mocha_spec_globs, runner_of,
+                                         runner_options, select_test_files)
+from agents.ecosystems.node.version import choose_node, ci_node_versions
+from envpool.errors import EnvBuildError
+from envpool.images import ImageConfig
+
+__all__ = ["ECOSYSTEM", "REPORT_PATH", "TEST_EXTS", "NodeAnalysis", "NodeEcosystem", "added_dependencies", "analyze",
+           "build_plan", "choose_node", "ci_node_versions", "glob_regex", "mocha_options", "mocha_spec_globs",
+           "package_manager", "recipe", "runner_of", "runner_options", "select_test_files", "test_command"]
+
+
+def _matches(kind: str, output: str) -> bool:
+    return any(re.search(p, output, re.I) for p in recipe()["repairs"][kind])
+
+
+class NodeEcosystem:
+    """`agents.ecosystems.base.Ecosystem` for JavaScript/TypeScript (npm, yarn, pnpm)."""
+
+    name = "node"
+    languages = ("javascript", "typescript")
+
+    def detect(self, tree, language: str | None) -> int:
+        """10 with a root package.json and a JS/TS language hint (or no hint); 6 for a root
+        package.json beside another ecosystem's manifest; 2 for a JS/TS hint alone; else 0."""
+        lang = (language or "").lower()
+        js = lang in ("javascript", "typescript", "js", "ts", "node", "nodejs")
+        if tree.exists("package.json"):
+            if js:
+                return 10
+            if lang:
+                return 0 if lang not in ("", "unknown") else 6
+            others = ("go.mod", "Cargo.toml", "pom.xml", "build.gradle", "setup.py", "pyproject.toml",
+                      "composer.json", "Gemfile", "CMakeLists.txt")
+            return 6 if any(tree.exists(o) for o in others) else 10
+        return 2 if js else 0
+
+    def language_of(self, tree) -> str:
+        """`typescript` with a root tsconfig.json, else `javascript`."""
+        return "typescript" if tree.exists("tsconfig.json") else "javascript"
+
+    def install_command(self, packages: list[str], plan: PolyPlan | None = None) -> str:
+        """`npm install --no-save` of `packages` (each quoted): the lockfile and package.json stay."""
+        return "npm install --no-save --no-audit --no-fund " + " ".join(shlex.quote(p) for p in packages)
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a Node image for `requested` (LLM plans)."""
+        from envpool.toolchains.node import ensure_image
+
+        return ensure_image(requested, images), {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+    def plan(self, tree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
+        """Analyse (`analyze`), build or reuse the Node image (`ensure_image`), plan (`build_plan`).
+        `request.toolchain` replaces the project's Node request (e.g. `>=14` after a syntax
+        error of an older Node). Raises EnvBuildError (no package.json/test file/runner; no Node
+        build fits)."""
+        from envpool.errors import InfraError
+        from envpool.toolchains.node import ensure_image
+        a = analyze(tree, instance, touched)
+        req = request or PlanRequest()
+        try:
+            choice = ensure_image(req.toolchain.replace(",", " ") if req.toolchain else a.node_request, images)
+        except InfraError as e:
+            if "satisfies" in e.message:
+                raise EnvBuildError(e.message, instance_id=instance.instance_id) from e
+            raise
+        return build_plan(a, choice)
+
+    def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
+        """Fixes for a failed install step (see the module doc); None when none applies."""
+        fix: list[str] | None = None
+        if _matches("unfrozen", output):
+            if command.startswith("npm ci"):
+                fix = ["npm install --no-audit --no-fund"]
+            elif "pnpm install" in command:
+                fix = ["pnpm install --no-frozen-lockfile"]
+            elif "yarn install --immutable" in command:
+                fix = ["yarn install --no-immutable"]
+            elif "yarn install" in command:
+                fix = ["yarn install --no-frozen-lockfile --non-interactive --network-timeout 600000"]
+        if fix is None and _matches("engines", output):
+            fix = ["npm config set engine-strict false", "yarn config set ignore-engines true >/dev/null 2>&1 || true"]
+        if fix is None and _matches("peer_deps", output) and "npm " in command:
+            fix = ["npm config set legacy-peer-deps true"]
+        if fix is None and _matches("network", output):
+            fix = ["sleep 15"]
+        if fix is None and _matches("scripts", output):
+            fix = ["npm config set ignore-scripts true",
+                   "yarn config set ignore-scripts true >/dev/null 2>&1 || true"]
+        if fix is None or "\n".join(fix) in tried:
+            return None
+        return fix
+
+
+ECOSYSTEM = NodeEcosystem()
+"""The object `agents.ecosystems` registers (module name ``node``)."""

@@ -1,0 +1,138 @@
+"""`analyze`: the decisions for one instance (package manager, Node, runner, test files, extra
+packages), pure: it reads the tree only."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import PurePosixPath
+
+import yaml
+
+from agents.models import Instance
+from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json, recipe
+from agents.ecosystems.node.runner import (glob_regex, has_config, mocha_spec_globs, package_dir,
+                                         runner_of, runner_options, select_test_files)
+from agents.ecosystems.node.version import choose_node
+from agents.untrusted_yaml import load_untrusted_yaml
+from envpool.errors import EnvBuildError
+from envpool.toolchains import version_key
+
+
+@dataclass
+class NodeAnalysis:
+    """What `analyze` found for one instance.
+
+    - `pm`: ``npm`` | ``yarn`` | ``yarn-berry`` | ``pnpm``; `pm_version`: exact or major (``9.7.0``,
+      ``8``) or None (the image's npm / yarn v1); `lockfile`: its path or None;
+    - `node_request`: what to ask `ensure_image` for (a version or major); `node_reason`: why;
+    - `runner`: ``vitest`` | ``jest`` | ``mocha``; `runner_dir`: where to run it ("" = root);
+      `runner_options`: options taken from the project's script; `runner_env`: ``VAR=value``
+      assignments that script sets; `cra`: jest is run through react-scripts (or craco);
+    - `yarn_path`: yarn berry's vendored release (``.yarnrc.yml`` ``yarnPath``), run by yarn 1;
+    - `test_files`: touched test files (repository relative);
+    - `extra_packages`: ``name@range`` the patch/test_patch adds to the root package.json;
+    - `substitutions`, `notes`: human-readable records.
+    """
+
+    pm: str
+    pm_version: str | None
+    lockfile: str | None
+    node_request: str
+    node_reason: str
+    runner: str
+    runner_dir: str
+    test_files: list[str]
+    runner_options: list[str] = field(default_factory=list)
+    runner_env: list[str] = field(default_factory=list)
+    cra: str | None = None
+    yarn_path: str | None = None
+    extra_packages: list[str] = field(default_factory=list)
+    substitutions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# -- analysis -----------------------------------------------------------------------------------
+
+def _commit_day(tree, instance: Instance) -> date | None:
+    try:
+        return tree.commit_time.date()
+    except Exception:
+        created = instance.created
+        return created.date() if isinstance(created, datetime) else None
+
+
+def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
+    """Decide package manager, Node, runner, test files and extra packages for `instance`.
+
+    `tree`: an `agents.gitrepo.GitTree` (or anything with `files`, `exists`, `read`,
+    `commit_time`). Raises EnvBuildError when there is no root package.json, no touched test
+    file, or no supported runner (vitest, jest, mocha)."""
+    iid = instance.instance_id
+    pkg = read_json(tree, "package.json")
+    if not pkg:
+        raise EnvBuildError("no readable package.json at the repository root", instance_id=iid)
+    pm, pm_version, lockfile, notes = package_manager(tree, pkg)
+    request, reason, subs = choose_node(tree, pkg, pm, pm_version, lockfile, _commit_day(tree, instance))
+    notes.append(f"node {request}: {reason}")
+    files = select_test_files(touched)
+    if not files:
+        raise EnvBuildError(f"test_patch touches no JS/TS test file ({', '.join(touched[:5])})", instance_id=iid)
+    # the runner: the root's when it has one, else the touched files' workspace package's
+    runner, script, cra = runner_of(pkg, tree, "")
+    runner_dir = ""
+    pkg_dirs = {package_dir(tree, f) for f in files} - {""}
+    if len(pkg_dirs) == 1:
+        d = next(iter(pkg_dirs))
+        sub = read_json(tree, f"{d}/package.json")
+        r2, s2, c2 = runner_of(sub, tree, d)
+        root_configured = runner is not None and (script is not None or has_config(tree, pkg, "", runner))
+        if r2 is not None and (not root_configured or (s2 is not None and has_config(tree, sub, d, r2))):
+            runner, script, cra, runner_dir = r2, s2, c2, d
+            notes.append(f"{r2} run from workspace package {d}")
+    if runner is None:
+        deps = package_deps(pkg)
+        other = [r for r in ("karma", "ava", "tap", "jasmine", "qunit", "uvu", "tape") if r in deps]
+        raise EnvBuildError("no supported JS test runner (vitest, jest, mocha) in package.json"
+                            + (f"; found {', '.join(other)}" if other else ""), instance_id=iid)
+    opts, env_assign = runner_options(script, runner) if not cra else ([], [])
+    if runner == "mocha":
+        # touched files outside the script's spec globs belong to another runner (karma specs)
+        globs = [glob_regex(g) for g in mocha_spec_globs(script)]
+        base = f"{runner_dir}/" if runner_dir else ""
+        inside = [f for f in files if any(g.match(f[len(base):]) for g in globs)]
+        if globs and inside and len(inside) < len(files):
+            notes.append(f"left out (not mocha specs by the test script): {', '.join(sorted(set(files) - set(inside)))}")
+            files = inside
+    extra: list[str] = []
+    for text in (instance.test_patch, instance.patch):
+        extra += added_dependencies(text, pkg)
+    extra = list(dict.fromkeys(extra))
+    if extra:
+        notes.append(f"installed for the patched package.json: {', '.join(extra)}")
+    if runner == "mocha" and not any(o.startswith(("--timeout", "-t")) or o == "--no-timeouts" for o in opts):
+        rc = [p for p in tree.files if PurePosixPath(p).name.startswith(".mocharc")
+              and "/" not in p[len(runner_dir) + 1 if runner_dir else 0:]]
+        has_rc_timeout = any("timeout" in (tree.read(p) or "") for p in rc) or "timeout" in json.dumps(pkg.get("mocha") or {})
+        if not has_rc_timeout:
+            opts += ["--timeout", str(recipe()["mocha_default_timeout"])]
+    mocha_spec = package_deps(read_json(tree, f"{runner_dir}/package.json") if runner_dir else pkg).get("mocha") or \
+        package_deps(pkg).get("mocha", "")
+    mocha_major = version_key(re.sub(r"^[\^~>=<v\s]+", "", mocha_spec))[:1]
+    if runner == "mocha" and "--exit" not in opts and not (mocha_major and mocha_major[0] < 4):
+        opts.append("--exit")  # mocha >= 4 waits for open handles (servers) otherwise
+    yarn_path = None
+    if pm == "yarn-berry":
+        try:
+            rc = load_untrusted_yaml(tree.read(".yarnrc.yml") or "") or {}
+        except yaml.YAMLError:
+            rc = {}
+        yarn_path = str(rc.get("yarnPath")) if isinstance(rc, dict) and rc.get("yarnPath") else None
+    return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
+                        node_reason=reason, runner=runner, runner_dir=runner_dir, test_files=files,
+                        runner_options=opts, runner_env=env_assign, cra=cra, extra_packages=extra,
+                        substitutions=subs, notes=notes)
+
+

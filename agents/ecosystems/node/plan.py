@@ -1,0 +1,92 @@
+"""The plan from an analysis: install commands per package manager and the test command with
+a machine-readable report."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import PurePosixPath
+
+
+from agents.ecosystems.base import PolyPlan
+from agents.ecosystems.node.analysis import NodeAnalysis
+from agents.ecosystems.node.manifest import recipe
+from envpool.toolchains import ToolchainChoice
+from envpool.toolchains.node import NODE_PATH_ENV
+
+REPORT_PATH = "/tmp/swemint-node/report.json"
+"""Where vitest/jest write their JSON report (inside the test container)."""
+
+
+# -- plan ---------------------------------------------------------------------------------------
+
+def _install_commands(a: NodeAnalysis) -> list[str]:
+    cmds: list[str] = []
+    if a.pm == "pnpm":
+        cmds.append(f"npm install -g --no-audit --no-fund pnpm@{a.pm_version or 'latest'} && pnpm --version")
+        cmds.append("pnpm install --frozen-lockfile" if a.lockfile else "pnpm install")
+    elif a.pm == "yarn":
+        cmds.append("yarn install --frozen-lockfile --non-interactive --network-timeout 600000"
+                    if a.lockfile else "yarn install --non-interactive --network-timeout 600000")
+    elif a.pm == "yarn-berry":
+        if not a.yarn_path:  # a vendored release (.yarnrc.yml yarnPath) is run by yarn 1 itself
+            cmds.append("npm install -g --no-audit --no-fund corepack@latest && rm -f /opt/node/bin/yarn "
+                        "/opt/node/bin/yarnpkg /usr/local/bin/yarn /usr/local/bin/yarnpkg && "
+                        "corepack enable --install-directory /opt/node/bin yarn && "
+                        f"corepack prepare yarn@{a.pm_version or 'stable'} --activate && yarn --version")
+        cmds.append("yarn install --immutable" if a.lockfile else "yarn install")
+    else:
+        cmds.append("npm ci --no-audit --no-fund" if a.lockfile else "npm install --no-audit --no-fund")
+    if a.extra_packages:
+        pkgs = " ".join(shlex.quote(p) for p in a.extra_packages)
+        if a.pm == "npm":
+            cmds.append(f"npm install --no-save --no-audit --no-fund {pkgs}")
+        else:
+            lock = a.lockfile or "package.json"
+            add = {"pnpm": f"pnpm add -D -w {pkgs}", "yarn": f"yarn add -D -W --non-interactive {pkgs}",
+                   "yarn-berry": f"yarn add -D {pkgs}"}[a.pm]
+            cmds.append(f"cp package.json /tmp/swemint-package.json && cp {lock} /tmp/swemint-lock && "
+                        f"{{ {add}; rc=$?; cp /tmp/swemint-package.json package.json; cp /tmp/swemint-lock {lock}; "
+                        f"exit $rc; }}")
+    return cmds
+
+
+def _bin_path(a: NodeAnalysis) -> str:
+    dirs = ["$PWD/node_modules/.bin"] + (["/testbed/node_modules/.bin"] if a.runner_dir else [])
+    return ":".join(dirs) + ":$PATH"
+
+
+def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
+    """(bash command run in /testbed, report path or None = its output, parser name)."""
+    cd = f"cd {shlex.quote(a.runner_dir)} && " if a.runner_dir else ""
+    prefix = f"{cd}mkdir -p {PurePosixPath(REPORT_PATH).parent} && export PATH={_bin_path(a)} && "
+    rel = [str(PurePosixPath(f).relative_to(a.runner_dir)) if a.runner_dir else f for f in a.test_files]
+    files = " ".join(shlex.quote(f) for f in rel)
+    env = "".join(f"{k}={shlex.quote(v)} " for k, _, v in (e.partition("=") for e in a.runner_env))
+    berry = a.pm == "yarn-berry"
+    run = (lambda b: f"yarn {b}") if berry else (lambda b: b)
+    opts = " ".join(shlex.quote(o) for o in a.runner_options)
+    opts = f"{opts} " if opts else ""
+    if a.runner == "vitest":
+        return (f"{prefix}{env}{run('vitest')} run {opts}{files} --reporter=json --outputFile={REPORT_PATH}",
+                REPORT_PATH, "vitest_json")
+    if a.runner == "jest":
+        jest = f"{run(a.cra)} test --watchAll=false" if a.cra else run("jest")
+        return (f"{prefix}{env}{jest} {opts}--json --outputFile={REPORT_PATH} --runTestsByPath {files}",
+                REPORT_PATH, "jest_json")
+    return (f"{prefix}{env}{run('mocha')} {opts}--reporter json {files}", None, "mocha_json")
+
+
+def build_plan(a: NodeAnalysis, choice: ToolchainChoice) -> PolyPlan:
+    """The PolyPlan for analysis `a` on toolchain image `choice` (pure)."""
+    env = {str(k): str(v) for k, v in recipe()["env"].items()}
+    env["PATH"] = NODE_PATH_ENV
+    command, report, parser = test_command(a)
+    pm = f"{a.pm} {a.pm_version}" if a.pm_version else a.pm
+    return PolyPlan(ecosystem="node", toolchain=f"node {choice.version}", image=choice.image, route=choice.route,
+                    substitutions=[*choice.substitutions, *a.substitutions],
+                    setup_commands=_install_commands(a), env=env, test_command=command, parser=parser,
+                    report_path=report, test_files=list(a.test_files),
+                    notes=[*a.notes, f"package manager: {pm}" + (f" ({a.lockfile})" if a.lockfile else ""),
+                           f"runner: {a.runner}" + (f" in {a.runner_dir}" if a.runner_dir else "")])
+
+

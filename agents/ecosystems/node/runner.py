@@ -1,0 +1,216 @@
+"""The test runner (vitest, jest, mocha) a project's scripts name, where it runs, the touched
+test files it gets, and the options and environment taken from the project's test script."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import PurePosixPath
+
+
+from agents.ecosystems.node.manifest import package_deps, package_scripts, recipe
+
+TEST_EXTS = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts", ".coffee")
+_NOT_TESTS = re.compile(r"(^|/)(__snapshots__|__fixtures__|fixtures?|__mocks__|node_modules|dist|"
+                        r"build|coverage)(/|$)")
+_TEST_DIR = re.compile(r"(^|/)(__tests__|tests?|specs?|__test__)(/|$)")
+_TEST_NAME = re.compile(r"[._-](test|spec)s?\.[cm]?[jt]sx?$|\.(test|spec)\.coffee$")
+_CONFIG = {
+    "vitest": ("vitest.config", "vitest.workspace", "vite.config", "vitest.projects"),
+    "jest": ("jest.config",),
+    "mocha": (".mocharc",),
+}
+_RUNNER_IN_SCRIPT = re.compile(r"(?<![\w@:.-])(vitest|jest|mocha|_mocha|react-scripts test|craco test|"
+                               r"react-app-rewired test)(?![\w-])")
+
+
+# -- runner -------------------------------------------------------------------------------------
+
+def _script_commands(scripts: dict[str, str], name: str, depth: int = 0) -> list[str]:
+    """The text of script `name` and of the scripts it runs (``npm run x``, ``yarn x``,
+    ``pnpm x``, ``run-s``/``run-p``/``npm-run-all`` names), two levels deep."""
+    text = scripts.get(name)
+    if text is None:
+        return []
+    out = [text]
+    if depth >= 2:
+        return out
+    for m in re.finditer(r"(?:npm run|pnpm(?: run)?|yarn(?: run)?)\s+([\w:.-]+)", text):
+        if m.group(1) in scripts and m.group(1) != name:
+            out += _script_commands(scripts, m.group(1), depth + 1)
+    for m in re.finditer(r"(?:run-s|run-p|npm-run-all)((?:\s+(?:\"[^\"]+\"|'[^']+'|[\w:.*-]+))+)", text):
+        for n in shlex.split(m.group(1)):
+            if n.startswith("-"):
+                continue
+            pat = re.compile("^" + re.escape(n).replace(r"\*", ".*") + "$")
+            for s in scripts:
+                if pat.match(s) and s != name:
+                    out += _script_commands(scripts, s, depth + 1)
+    return out
+
+
+def _test_scripts(scripts: dict[str, str]) -> list[str]:
+    names = ["test"] + [s for s in scripts if s != "test" and re.match(r"^(test|unit|spec)([:_-]|$)", s)]
+    out: list[str] = []
+    for n in names:
+        out += _script_commands(scripts, n)
+    return out
+
+
+def runner_of(pkg: dict, tree, pkg_dir: str) -> tuple[str | None, str | None, str | None]:
+    """(runner, the script text naming it or None, react-scripts-like wrapper) for the package
+    at `pkg_dir` ("" = root)."""
+    scripts = package_scripts(pkg)
+    deps = package_deps(pkg)
+    for text in _test_scripts(scripts):
+        for m in _RUNNER_IN_SCRIPT.finditer(text):
+            word = m.group(1)
+            if word.endswith(" test"):
+                return "jest", text, word.split()[0]
+            return ("mocha" if word == "_mocha" else word), text, None
+    for r in recipe()["runners"]:
+        if r in deps:
+            return r, None, None
+    if "react-scripts" in deps:
+        return "jest", None, "react-scripts"
+    prefix = f"{pkg_dir}/" if pkg_dir else ""
+    for r, names in _CONFIG.items():
+        if any(tree.exists(f"{prefix}{n}{ext}") for n in names
+               for ext in (".js", ".ts", ".mjs", ".cjs", ".mts", ".cts", ".json", ".yml", ".yaml", "")):
+            return r, None, None
+    if isinstance(pkg.get("jest"), dict):
+        return "jest", None, None
+    return None, None, None
+
+
+def has_config(tree, pkg: dict, pkg_dir: str, runner: str) -> bool:
+    prefix = f"{pkg_dir}/" if pkg_dir else ""
+    if runner == "jest" and isinstance(pkg.get("jest"), dict):
+        return True
+    if runner == "mocha" and isinstance(pkg.get("mocha"), dict):
+        return True
+    return any(p.startswith(prefix) and "/" not in p[len(prefix):] and
+               p[len(prefix):].startswith(_CONFIG.get(runner, ())) for p in tree.files) if _CONFIG.get(runner) else False
+
+
+def select_test_files(touched: list[str]) -> list[str]:
+    """The touched paths that are JS/TS test files (under a test directory or named
+    ``*.test.*``/``*.spec.*``; never snapshots, fixtures, mocks or build output)."""
+    out = []
+    for p in touched:
+        if not p.endswith(TEST_EXTS) or p.endswith(".d.ts") or _NOT_TESTS.search(p):
+            continue
+        if _TEST_NAME.search(p) or _TEST_DIR.search(p):
+            out.append(p)
+    return out
+
+
+def package_dir(tree, path: str) -> str:
+    """The directory of the nearest package.json above `path` ("" = root)."""
+    parts = PurePosixPath(path).parts[:-1]
+    for i in range(len(parts), 0, -1):
+        d = "/".join(parts[:i])
+        if tree.exists(f"{d}/package.json"):
+            return d
+    return ""
+
+
+_OPT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+
+
+def glob_regex(pattern: str) -> re.Pattern:
+    """A shell glob with ``**`` (any directories), ``*``, ``?`` and ``{a,b}`` as a regex over
+    repository-relative paths (a leading ``./`` is ignored)."""
+    pat = pattern[2:] if pattern.startswith("./") else pattern
+    out, i = "", 0
+    while i < len(pat):
+        c = pat[i]
+        if pat.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+            continue
+        if pat.startswith("**", i):
+            out, i = out + ".*", i + 2
+            continue
+        if c == "{" and "}" in pat[i:]:
+            j = pat.index("}", i)
+            out += "(?:" + "|".join(re.escape(x) for x in pat[i + 1:j].split(",")) + ")"
+            i = j + 1
+            continue
+        out += {"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c))
+        i += 1
+    return re.compile(out + "$")
+
+
+def mocha_spec_globs(script: str | None) -> list[str]:
+    """The positional spec paths/globs of a script's mocha invocation (``test/unit/**/*.js``)."""
+    if not script:
+        return []
+    keep = recipe()["mocha_keep_options"]
+    skip_value = {"--reporter", "-R", "--reporter-option", "--reporter-options", "-O", "--grep", "-g",
+                  "--fgrep", "-f", "--spec", "--ignore", "--exclude", "--jobs", "-j"}
+    for part in _OPT_SPLIT.split(script):
+        try:
+            toks = shlex.split(part)
+        except ValueError:
+            toks = part.split()
+        idx = next((i for i, t in enumerate(toks) if PurePosixPath(t).name in ("mocha", "_mocha")), None)
+        if idx is None:
+            continue
+        out, rest, i = [], toks[idx + 1:], 0
+        while i < len(rest):
+            t = rest[i]
+            if t.startswith("-"):
+                name, eq, _ = t.partition("=")
+                if not eq and (keep.get(name) or name in skip_value):
+                    i += 1
+                if name == "--spec" and not eq and i < len(rest):
+                    out.append(rest[i])
+            else:
+                out.append(t)
+            i += 1
+        return out
+    return []
+
+
+_RUNNER_BINS = {"mocha": ("mocha", "_mocha"), "jest": ("jest", "jest.js"),
+                "vitest": ("vitest", "vitest.mjs")}
+
+
+def mocha_options(script: str | None) -> tuple[list[str], list[str]]:
+    """(mocha options to keep, VAR=value assignments) from a script's mocha invocation."""
+    return runner_options(script, "mocha")
+
+
+def runner_options(script: str | None, runner: str) -> tuple[list[str], list[str]]:
+    """(options to keep, ``VAR=value`` assignments before it) from a script's invocation of
+    `runner` (mocha, jest, vitest; kept options: `recipes/node.yaml` ``<runner>_keep_options``).
+    ``NODE_OPTIONS=--experimental-vm-modules jest -c jest.unit.js`` ->
+    (["-c", "jest.unit.js"], ["NODE_OPTIONS=--experimental-vm-modules"])."""
+    if not script:
+        return [], []
+    keep = recipe().get(f"{runner}_keep_options") or {}
+    for part in _OPT_SPLIT.split(script):
+        try:
+            toks = shlex.split(part)
+        except ValueError:
+            toks = part.split()
+        idx = next((i for i, t in enumerate(toks) if PurePosixPath(t).name in _RUNNER_BINS[runner]), None)
+        if idx is None:
+            continue
+        env = [t for t in toks[:idx] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=\S*", t)]
+        opts: list[str] = []
+        rest = toks[idx + 1:]
+        i = 0
+        while i < len(rest):
+            t = rest[i]
+            name, eq, _val = t.partition("=")
+            if name in keep:
+                opts.append(t)
+                if keep[name] and not eq and i + 1 < len(rest):
+                    opts.append(rest[i + 1])
+                    i += 1
+            i += 1
+        return opts, env
+    return [], []
+
+

@@ -1,0 +1,251 @@
+"""Python behind the same seam as every other ecosystem.
+
+Modules: `analysis` (the packaging profile: python_requires, extras, requirement files, tox, CI
+conda files...), `plan` (interpreter by era, uv options, test pins), `setup` (the uv builder and
+its repair rules), `selection` (which tests pytest runs), `envpatch` (a pooled environment made
+to fit another commit). This package holds the Ecosystem:
+
+- `plan`: the interpreter that fits the commit's era among those this host provides and that
+  satisfy the request's constraint (`PlanRequest.toolchain`, e.g. `>=3.11` after a touched test
+  was skipped for its version), its toolchain image, T = pytest on the touched test modules
+  (alternative: their test folders); on a `driver:<id>` route (a Django-style
+  ``tests/runtests.py`` the project's CI or tox.ini runs) T is that driver on the touched test
+  modules (alternative: their packages), parsed by `unittest_log`;
+- hooks: `build` (the uv builder: what it discovers while installing -- lifted date bounds,
+  isolation, crashing packages -- needs the installer's state, so it runs the setup itself, with
+  the flow's repair helper for what its rules miss), `run_tests` (pytest with swemint's report
+  plugin), `stored_test_command`, `adapt` (EnvPatch), `install_command` (`uv pip install` under
+  the instance's date bound), `plan_from_spec` (an LLM plan's test files and commands).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from agents.ecosystems.base import PYTEST_PARSER, Plan, PlanRequest, Route, TestSpec, is_pytest
+from agents.ecosystems.drivers import driver_tests, find_drivers, driver_test_specs
+from agents.ecosystems.python.analysis import RepoProfile, analyze_python
+from agents.ecosystems.python.plan import (PY, PythonChoice, choose_python, lifted_date, pretend_version,
+                                           runtime_env)
+from agents.ecosystems.python.selection import configure_python_tests, test_folders
+from agents.ecosystems.toolchain import allowed
+from agents.gitrepo import GitTree
+from agents.models import Instance
+from envpool import images
+from envpool.errors import EnvBuildError
+from envpool.images import ImageConfig
+
+__all__ = ["ECOSYSTEM", "PYTHON_MARKERS", "PythonEcosystem"]
+
+PYTHON_MARKERS = frozenset({"setup.py", "setup.cfg", "pyproject.toml"})
+"""Root files that make a tree without a `language` hint a Python project."""
+
+
+class PythonEcosystem:
+    """`agents.ecosystems.base.Ecosystem` for pip/uv-installable (or plain) Python repositories."""
+
+    name = "python"
+    languages = ("python",)
+
+    def detect(self, tree: GitTree, language: str | None) -> int:
+        """20 with `language: python` or, without a language, a setup.py / setup.cfg /
+        pyproject.toml at the root (Python wins over a package.json beside it); 1 for any other
+        tree without a language (the last resort); 0 when the row names another language."""
+        lang = (language or "").lower()
+        if lang:
+            return 20 if lang == "python" else 0
+        return 20 if tree.file_set & PYTHON_MARKERS else 1
+
+    def routes(self, tree: GitTree, language: str | None) -> list[Route]:
+        """`uv` (uv installs into a virtualenv, pytest runs the tests), after the repository's own
+        test drivers (`driver:<id>`, e.g. a Django-style ``tests/runtests.py``: unittest with a
+        settings module, which pytest cannot run) when the project uses one
+        (`agents.ecosystems.drivers.find_drivers`)."""
+        return [Route(name=d.route) for d in find_drivers(tree, self.name)] + [Route(name="uv")]
+
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images_cfg: ImageConfig,
+             request: PlanRequest | None = None) -> Plan:
+        """Interpreter, toolchain image and T (module doc). Raises EnvBuildError when no Python
+        here satisfies the request's constraint."""
+        request = request or PlanRequest()
+        tests = configure_python_tests(instance.test_patch).test_files
+        profile = analyze_python(tree)
+        available = images.available_pythons(images_cfg)
+        fits = allowed(available, request.toolchain, request.avoid)
+        if not fits:
+            raise EnvBuildError(f"no Python here satisfies {request.toolchain!r} (available: {', '.join(available)};"
+                                f" tried: {', '.join(request.avoid) or 'none'})", instance_id=instance.instance_id)
+        choice = choose_python(profile, instance.created, fits)
+        if request.toolchain:
+            choice.substitutions.append(f"python {request.toolchain} asked for ({'; '.join(request.reasons)[:200]})")
+        image = images.ensure_python_image(choice.version, images_cfg)
+        folders = test_folders(tree, instance.test_patch)
+        alts = [TestSpec(name="folders", parser=PYTEST_PARSER, test_files=folders)] \
+            if folders and folders != tests else []
+        driver = self._driver(tree, request.route, touched, instance.instance_id)
+        plan = Plan(ecosystem=self.name, toolchain=choice.version, image=image, route=images_cfg.route, build="uv",
+                    language="python", substitutions=list(choice.substitutions), env=runtime_env(),
+                    parser=PYTEST_PARSER, test_files=tests, test_alternatives=alts,
+                    notes=[f"python {choice.version} (ideal {choice.ideal}), date bound {choice.exclude_newer}"],
+                    state={"profile": profile.model_dump(), "choice": choice.model_dump(),
+                           "version": pretend_version(instance, tree, profile.package_version),
+                           "lifted": lifted_date(choice.version, instance.created),
+                           "test_args": list(request.test_args),
+                           "options": {**request.options, **({"pytest_floor": True} if request.toolchain else {})},
+                           "caches": {"uv": "/root/.cache/uv"}})
+        if driver is None:
+            return plan
+        specs = driver_test_specs(driver, driver_tests(driver, touched), interpreter=PY)
+        plan = plan.with_test(specs[0])
+        plan.test_alternatives = specs[1:]
+        plan.build = driver.route
+        plan.state["driver"] = driver.spec.id
+        plan.notes.append(f"test driver {driver.path} (used by {', '.join(driver.evidence[:3])})")
+        return plan
+
+    def _driver(self, tree: GitTree, route: str | None, touched: list[str], iid: str):
+        """The driver a `driver:<id>` route names, or None for the uv route. Raises EnvBuildError
+        when it is gone or the test patch touches none of its tests."""
+        if not route or not route.startswith("driver:"):
+            return None
+        driver = next((d for d in find_drivers(tree, self.name) if d.route == route), None)
+        if driver is None:
+            raise EnvBuildError(f"python: {route}: no such driver here", instance_id=iid)
+        if not driver_tests(driver, touched):
+            raise EnvBuildError(f"python: {route}: the test patch touches none of its tests "
+                                f"({', '.join(touched[:5])})", instance_id=iid)
+        return driver
+
+    def repair(self, plan: Plan, command: str, output: str, tried: set[str]) -> list[str] | None:
+        """None: Python's rules live in its builder (`build`), which knows the installer's state."""
+        return None
+
+    # -- hooks ------------------------------------------------------------------------------
+    @staticmethod
+    def _facts(plan: Plan) -> tuple[RepoProfile, PythonChoice, str | None]:
+        return (RepoProfile.model_validate(plan.state["profile"]), PythonChoice.model_validate(plan.state["choice"]),
+                plan.state.get("version"))
+
+    def build(self, job):
+        """The uv builder in `job.sb` (repository at /testbed): the request's commands first,
+        then the venv, toolchain, project and test dependencies with repairs, the collect probe,
+        then the plan's post commands. Returns an `agents.execution.SetupOutcome`."""
+        from agents.diagnosis import diagnose
+        from agents.ecosystems.python.setup import PythonEnvBuilder
+        from agents.execution import SetupOutcome, run_setup
+
+        plan = job.plan
+        pre: list[str] = []
+        if plan.setup_commands:
+            first = run_setup(_only(job, plan.setup_commands))
+            if not first.ok:
+                return first
+            pre = first.commands
+        profile, choice, version = self._facts(plan)
+        cfg = job.config
+        builder = PythonEnvBuilder(job.sb, job.tree, profile, choice, job.instance.created, version,
+                                   step_timeout=cfg.timeouts.setup_step, on_step=job.traj, helper=job.helper,
+                                   rule_repairs=cfg.policy != "llm", install_rounds=cfg.repair.install_rounds,
+                                   probe_rounds=cfg.repair.probe_rounds)
+        options = plan.state.get("options") or {}
+        builder.apply_options(options)
+        setup = builder.build([] if plan.state.get("driver") else plan.test_files)  # pytest cannot collect a driver's tests
+        for req in options.get("install", []) if setup.ok else []:
+            builder.uv_install(shlex.quote(req), "memory:before-plan")
+        post_ok = True
+        for cmd in plan.post_commands if setup.ok else []:
+            post_ok &= builder.run(cmd, "post").ok
+        failed = [(s.command, s.exit_code or 0) for s in setup.steps if s.exit_code not in (0, None) and s.command]
+        env = {**setup.env, **plan.env}
+        if setup.ok and post_ok:
+            return SetupOutcome(ok=True, commands=pre + setup.commands, env=env, test_env=runtime_env(),
+                                failed=failed, installed_packages=setup.installed_packages, reason=setup.reason)
+        reason = setup.reason if not setup.ok else "a post-setup command failed: " + builder.steps[-1].command[:200]
+        return SetupOutcome(ok=False, commands=pre + setup.commands, env=env, failed=failed, reason=reason,
+                            diagnosis=diagnose(builder.steps[-1].output_excerpt if builder.steps else "", self.name,
+                                               plan.toolchain))
+
+    def run_tests(self, sb, plan: Plan, *, timeout: float, known_tests=None, log_label: str = "tests",
+                  per_test_timeout: float | None = None):
+        """pytest on `plan.test_files` with swemint's report plugin over the authenticated
+        channel (exact node ids), checked against JUnit XML and the `-rA` log of the same run;
+        the trust rule's findings are the run's `anomalies` (`tampered`: only tampering explains them).
+        A plan whose parser is not pytest's (a repository test driver) runs its command
+        (`agents.verification.run_plan_tests`)."""
+        from agents.verification import TestRun, run_plan_tests
+        from envpool.testrun.pytest_runner import run_pytest_detailed
+
+        if not is_pytest(plan.parser):
+            return run_plan_tests(sb, plan, timeout=timeout, known_tests=known_tests, log_label=log_label)
+
+        run = run_pytest_detailed(sb, plan.test_files, python=PY, timeout=timeout, per_test_timeout=per_test_timeout,
+                                  log_label=log_label, extra_args=list(plan.state.get("test_args", [])))
+        return TestRun(report=run.report, anomalies=list(run.anomalies), tampered=list(run.tampered),
+                       command=run.command, output_tail=run.output_tail)
+
+    def stored_test_command(self, plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
+        """The pytest part of the row's `test_command` (`envpool.testrun.pytest_runner.row_command`:
+        one line, its run folder fixed, the plugin's frames on stdout for `pytest_channel`)."""
+        from agents.verification import stored_test_command
+        from envpool.testrun.pytest_runner import row_command
+
+        if not is_pytest(plan.parser):
+            return stored_test_command(plan, command, per_test_timeout)
+        return row_command(command, per_test_timeout)
+
+    def dockerfile_files(self) -> dict[str, bytes]:
+        """swemint's pytest report plugin, written into the Dockerfile's image."""
+        from agents.envimage import plugin_files
+
+        return plugin_files()
+
+    def adapt(self, job, candidate):
+        """EnvPatch (`envpatch.EnvPatch`) in a sandbox of `candidate`'s image whose /testbed holds
+        this instance's tree: sync the project and its dependencies, probe the tests, repair
+        within `reuse.patch_rounds`. The candidate's interpreter is kept."""
+        from agents.ecosystems.python.envpatch import EnvPatch
+        from agents.execution import SetupOutcome
+
+        profile, _, version = self._facts(job.plan)
+        choice = choose_python(profile, job.instance.created, [candidate.interpreter or "3.11"])
+        cfg = job.config
+        patch = EnvPatch(job.sb, job.tree, profile, choice, job.instance.created, version,
+                         rounds=cfg.reuse.patch_rounds, step_timeout=cfg.timeouts.setup_step, on_step=job.traj,
+                         helper=job.helper, rule_repairs=cfg.policy != "llm")
+        ok = patch.run(job.plan.test_files, job.instance.test_patch)
+        return SetupOutcome(ok=ok, commands=list(patch.commands), env=dict(patch.builder.env),
+                            test_env=runtime_env(), reason=patch.reason)
+
+    def install_command(self, packages: list[str], plan: Plan | None = None) -> str:
+        """`uv pip install` of `packages` into /opt/venv, under the instance's lifted date bound
+        when `plan` gives one; an import name (`yaml`, `PIL.Image`) becomes its distribution."""
+        from agents.ecosystems.python.setup import IMPORT_TO_DIST
+
+        lifted = plan.state.get("lifted") if plan is not None else None
+        bound = f" --exclude-newer {shlex.quote(lifted)}" if lifted else ""
+        dists = [IMPORT_TO_DIST.get(p) or IMPORT_TO_DIST.get(p.split(".")[0]) or
+                 (p.split(".")[0].replace("_", "-") if re.fullmatch(r"[A-Za-z_][\w.]*", p) else p) for p in packages]
+        return f"uv pip install --python {PY}{bound} " + " ".join(shlex.quote(p) for p in dict.fromkeys(dists))
+
+    def plan_from_spec(self, spec, tree: GitTree, instance: Instance, images_cfg: ImageConfig) -> Plan:
+        """A plan from an LLM proposal: this ecosystem's plan on the proposed interpreter, T =
+        pytest on the proposed test files, the proposed commands after the builder's setup."""
+        plan = self.plan(tree, instance, list(spec.test_files), images_cfg,
+                         PlanRequest(toolchain=spec.toolchain or None, reasons=["llm plan"]))
+        plan = plan.with_test(TestSpec(name="llm", parser=PYTEST_PARSER, test_files=list(spec.test_files)))
+        plan.post_commands = list(spec.setup_commands)
+        plan.notes.append(f"llm plan: {spec.reason[:300]}")
+        return plan
+
+
+def _only(job, commands: list[str]):
+    """A copy of `job` whose plan runs only `commands` (the request's apt / pre commands)."""
+    import dataclasses
+
+    return dataclasses.replace(job, plan=job.plan.model_copy(update={"setup_commands": list(commands),
+                                                                      "post_commands": []}))
+
+
+ECOSYSTEM = PythonEcosystem()
+"""The object `agents.ecosystems` registers (package name ``python``)."""

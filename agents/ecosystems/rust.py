@@ -1,0 +1,586 @@
+"""Rust (cargo) projects: analysis, toolchain floor, setup and the cargo test selection.
+
+Analysis (`analyze`): the cargo root (the repository root, else the shallowest folder with a
+Cargo.toml), workspace members (`members` globs minus `exclude`, the root package, path
+dependencies), each member's targets (lib, bins, `[[test]]` and auto-discovered `tests/*.rs`,
+`tests/*/main.rs`), Cargo.lock (present? `version = N`? registry or git sources?),
+`rust-toolchain(.toml)`, `rust-version` and `edition`.
+
+Toolchain (`toolchain_request`): a floor from rust-toolchain, rust-version, edition, lockfile
+version and the sparse index (crates.io's git index is on GitHub); with a Cargo.lock the
+dependencies are those of the commit's time, so the floor is raised to the stable Rust of the
+commit date (newer compilers broke old locked crates, e.g. `time` < 0.3.35 on 1.80); without
+one, cargo resolves the newest crates, which need the newest compiler (request None), and
+``CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback`` keeps them within the project's
+rust-version.
+
+Tests (`select_tests`): per touched file, the cargo target that compiles it -- `tests/<n>.rs`
+-> ``--test n``; a module of a test target (`tests/regression.rs` under ripgrep's
+``[[test]] integration``) -> that target; `src/**` -> ``--lib`` (bins: ``--bin``); data under
+`tests/` -> the package's integration tests unless a test source of it is touched. One
+``cargo test --no-fail-fast`` per package (ids as libtest prints them: `regression::r2208`,
+`routing::tests::wildcard_with_trailing_slash`; parser `cargo_test`). A test target that fails
+to compile before the patch leaves its tests absent, i.e. not passing.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import posixpath
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from agents.gitrepo import GitTree
+from agents.models import Instance
+from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
+from agents.ecosystems.toolchain import constrained
+from agents.ecosystems.debian import era_time
+from envpool.errors import EnvBuildError
+from envpool.images import ImageConfig
+from envpool.toolchains import version_key
+
+__all__ = ["ECOSYSTEM", "CargoProject", "Package", "RustEcosystem", "RustRecipe", "analyze",
+           "load_recipe", "select_tests", "stable_rust_at", "toolchain_request"]
+
+RECIPE_PATH = Path(__file__).with_name("recipes") / "rust.yaml"
+COMPILE_BUDGET = 840
+"""Seconds one compile step may run before it stops itself (below the minter's 900 s setup
+step) and prints `RESUME_MARK`, so `repair` can resume it where cargo left off."""
+RESUME_MARK = "swemint: cargo stopped at its time budget; resume"
+MEMBERS_NOTE = "workspace members: "
+ROOT_NOTE = "cargo root: "
+"""Plan note naming the cargo root (repository-relative, after a `/`), read back by `repair`."""
+
+
+class AptRepair(BaseModel):
+    """Install Debian `packages` when a failed step's output matches `pattern`."""
+
+    model_config = ConfigDict(extra="forbid")
+    pattern: str
+    packages: list[str]
+
+
+class RustRecipe(BaseModel):
+    """The data in recipes/rust.yaml (see the comments there)."""
+
+    model_config = ConfigDict(extra="forbid")
+    edition_floor: dict[str, str]
+    lockfile_floor: dict[int, str]
+    sparse_index_floor: str
+    msrv_fallback_floor: str
+    apt_repairs: list[AptRepair]
+
+
+@lru_cache(maxsize=1)
+def load_recipe(path: str = str(RECIPE_PATH)) -> RustRecipe:
+    """The Rust recipe (validated; a typo is a pydantic ValidationError)."""
+    return RustRecipe.model_validate(yaml.safe_load(Path(path).read_text()))
+
+
+# ---------------------------------------------------------------------------------- analysis
+
+@dataclass
+class Package:
+    """One workspace member. `dir`: its folder relative to the cargo root ("" = the root).
+    `tests`: integration test target name -> source path (relative to `dir`)."""
+
+    name: str
+    dir: str
+    manifest: dict
+    lib: str | None = None
+    bins: dict[str, str] = field(default_factory=dict)
+    tests: dict[str, str] = field(default_factory=dict)
+    autotests: bool = True
+
+    def rel(self, path: str) -> str | None:
+        """`path` (relative to the cargo root) relative to this package, or None outside it."""
+        if not self.dir:
+            return path
+        return path[len(self.dir) + 1:] if path.startswith(self.dir + "/") else None
+
+
+@dataclass
+class CargoProject:
+    """What `analyze` found. Paths are relative to the cargo root `root` ("" = repository root)."""
+
+    root: str
+    packages: list[Package]
+    has_lock: bool
+    lock_version: int | None
+    registry_deps: bool
+    git_sources: list[str]
+    vendored: bool
+    toolchain_channel: str | None
+    rust_versions: list[str]
+    editions: list[str]
+
+    def owner(self, path: str) -> Package | None:
+        """The member whose folder holds `path` (the deepest one)."""
+        best = None
+        for p in self.packages:
+            if p.rel(path) is not None and (best is None or len(p.dir) > len(best.dir)):
+                best = p
+        return best
+
+
+def _toml(text: str | None) -> dict | None:
+    if text is None:
+        return None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def cargo_root(files: list[str]) -> str | None:
+    """The cargo root: "" when Cargo.toml is at the repository root, else the shallowest folder
+    (depth <= 2) holding one; None when there is none."""
+    if "Cargo.toml" in files:
+        return ""
+    cands = [posixpath.dirname(f) for f in files if posixpath.basename(f) == "Cargo.toml" and f.count("/") <= 2]
+    return min(cands, key=lambda d: (d.count("/"), d)) if cands else None
+
+
+def _join(root: str, path: str) -> str:
+    return posixpath.normpath(posixpath.join(root, path)) if root else posixpath.normpath(path)
+
+
+def _inherit(value, ws_pkg: dict, key: str):
+    if isinstance(value, dict) and value.get("workspace"):
+        return ws_pkg.get(key)
+    return value
+
+
+def _package(tree_files: set[str], read, root: str, pdir: str, manifest: dict, ws_pkg: dict,
+             extra_files: set[str]) -> Package | None:
+    pkg = manifest.get("package") or manifest.get("project")
+    if not isinstance(pkg, dict) or not pkg.get("name"):
+        return None
+    here = lambda rel: _join(root, posixpath.join(pdir, rel))  # noqa: E731 -- a path maker
+    files = tree_files | extra_files
+    p = Package(name=str(pkg["name"]), dir=pdir, manifest=manifest)
+    lib = manifest.get("lib") or {}
+    lib_path = lib.get("path") or "src/lib.rs"
+    if lib or here(lib_path) in files:
+        p.lib = lib_path
+    if here("src/main.rs") in files and pkg.get("autobins", True):
+        p.bins[p.name] = "src/main.rs"
+    for b in manifest.get("bin") or []:
+        if b.get("name"):
+            p.bins[b["name"]] = b.get("path") or f"src/bin/{b['name']}.rs"
+    p.autotests = bool(pkg.get("autotests", True))
+    for t in manifest.get("test") or []:
+        if t.get("name"):
+            p.tests[t["name"]] = t.get("path") or f"tests/{t['name']}.rs"
+    if p.autotests:
+        prefix = here("tests") + "/"
+        for f in sorted(files):
+            if not f.startswith(prefix):
+                continue
+            rest = f[len(prefix):]
+            if "/" not in rest and rest.endswith(".rs"):
+                p.tests.setdefault(rest[:-3], f"tests/{rest}")
+            elif rest.count("/") == 1 and rest.endswith("/main.rs"):
+                p.tests.setdefault(rest.split("/")[0], f"tests/{rest}")
+    return p
+
+
+def analyze(tree: GitTree, extra_files: list[str] | None = None) -> CargoProject:
+    """Read the cargo project of `tree` (see the module doc). `extra_files`: paths the
+    test_patch adds (new test targets). Raises EnvBuildError when no Cargo.toml is found."""
+    files = tree.files
+    root = cargo_root(files)
+    if root is None:
+        raise EnvBuildError("no Cargo.toml in the repository", instance_id=tree.instance_id)
+    tree_files = set(files)
+    extra = set(extra_files or ())
+    top = _toml(tree.read(_join(root, "Cargo.toml"))) or {}
+    ws = top.get("workspace") if isinstance(top.get("workspace"), dict) else None
+    ws_pkg = (ws or {}).get("package") or {}
+    dirs: list[str] = []
+    if top.get("package"):
+        dirs.append("")
+    if ws is not None:
+        manifests = sorted(posixpath.dirname(f[len(root) + 1:] if root else f) for f in files
+                           if posixpath.basename(f) == "Cargo.toml" and (not root or f.startswith(root + "/")))
+        excl = [e.rstrip("/") for e in ws.get("exclude") or []]
+        for pat in ws.get("members") or []:
+            pat = pat.rstrip("/")
+            for d in manifests:
+                if d and fnmatch.fnmatchcase(d, pat) and not any(d == e or d.startswith(e + "/") for e in excl):
+                    dirs.append(d)
+    # path dependencies of members inside the tree are members too
+    i = 0
+    while i < len(dirs):
+        m = _toml(tree.read(_join(root, posixpath.join(dirs[i], "Cargo.toml")))) or {}
+        for sect in ("dependencies", "dev-dependencies", "build-dependencies"):
+            for spec in (m.get(sect) or {}).values():
+                if isinstance(spec, dict) and isinstance(spec.get("path"), str):
+                    d = posixpath.normpath(posixpath.join(dirs[i], spec["path"]))
+                    if not d.startswith("..") and d not in dirs and _join(root, posixpath.join(d, "Cargo.toml")) in tree_files:
+                        dirs.append(d if d != "." else "")
+        i += 1
+    packages: list[Package] = []
+    rust_versions, editions = [], []
+    for d in dict.fromkeys(dirs):
+        m = _toml(tree.read(_join(root, posixpath.join(d, "Cargo.toml")))) if d else top
+        p = _package(tree_files, tree.read, root, d, m or {}, ws_pkg, extra) if m else None
+        if p is None:
+            continue
+        packages.append(p)
+        meta = m.get("package") or {}
+        rv = _inherit(meta.get("rust-version"), ws_pkg, "rust-version")
+        if isinstance(rv, str):
+            rust_versions.append(rv)
+        ed = _inherit(meta.get("edition"), ws_pkg, "edition")
+        editions.append(str(ed) if ed else "2015")
+    lock_text = tree.read(_join(root, "Cargo.lock"))
+    lock = _toml(lock_text) if lock_text else None
+    lock_version = None
+    registry_deps, git_sources = False, []
+    if lock is not None:
+        lock_version = lock.get("version") if isinstance(lock.get("version"), int) else None
+        for entry in lock.get("package") or []:
+            src = str(entry.get("source") or "")
+            if src.startswith("registry+") or src.startswith("sparse+"):
+                registry_deps = True
+            elif src.startswith("git+"):
+                git_sources.append(f"{entry.get('name')} ({src.split('#')[0]})")
+    else:
+        for p in packages:
+            for sect in ("dependencies", "dev-dependencies", "build-dependencies"):
+                for name, spec in (p.manifest.get(sect) or {}).items():
+                    if isinstance(spec, dict) and spec.get("git"):
+                        git_sources.append(f"{name} ({spec['git']})")
+                    elif not (isinstance(spec, dict) and "path" in spec and "version" not in spec):
+                        registry_deps = True
+            for tgt in (p.manifest.get("target") or {}).values():
+                if isinstance(tgt, dict) and any(tgt.get(s) for s in ("dependencies", "dev-dependencies")):
+                    registry_deps = True
+    cfg = (tree.read(_join(root, ".cargo/config.toml")) or "") + (tree.read(_join(root, ".cargo/config")) or "")
+    vendored = bool(re.search(r"replace-with\s*=", cfg))
+    channel = None
+    tc = tree.read(_join(root, "rust-toolchain.toml")) or tree.read(_join(root, "rust-toolchain"))
+    if tc:
+        parsed = _toml(tc)
+        if parsed and isinstance(parsed.get("toolchain"), dict):
+            channel = parsed["toolchain"].get("channel")
+        elif tc.strip() and "\n" not in tc.strip():
+            channel = tc.strip()
+    return CargoProject(root=root, packages=packages, has_lock=lock is not None, lock_version=lock_version,
+                        registry_deps=registry_deps, git_sources=git_sources, vendored=vendored,
+                        toolchain_channel=channel, rust_versions=rust_versions, editions=editions)
+
+
+# --------------------------------------------------------------------------------- toolchain
+
+RUST_1_56 = date(2021, 10, 21)
+
+
+def stable_rust_at(when: date | datetime) -> str:
+    """The newest stable Rust released on `when` (a release every 6 weeks; 1.56 on 2021-10-21)."""
+    d = when.date() if isinstance(when, datetime) else when
+    return f"1.{max(0, 56 + (d - RUST_1_56).days // 42)}"
+
+
+def _vmax(versions: list[tuple[str, str]]) -> tuple[str, str] | None:
+    best = None
+    for v, why in versions:
+        if version_key(v) and (best is None or version_key(v) > version_key(best[0])):
+            best = (v, why)
+    return best
+
+
+def toolchain_request(project: CargoProject, when: date | datetime | None,
+                      recipe: RustRecipe | None = None) -> tuple[str | None, list[str]]:
+    """(version request for `envpool.toolchains.rust.ensure_image`, reasons).
+
+    The request is the highest floor (rust-toolchain channel, rust-version, edition, lockfile
+    version, sparse index when crates come from crates.io, and with a Cargo.lock the stable Rust
+    at `when`); None (= newest) without a Cargo.lock unless a floor demands more; a nightly or
+    beta channel is passed through (the toolchain module maps it to the newest stable).
+    """
+    recipe = recipe or load_recipe()
+    floors: list[tuple[str, str]] = []
+    ch = project.toolchain_channel
+    if ch and (ch.startswith("nightly") or ch.startswith("beta")):
+        return ch, [f"rust-toolchain asks for {ch}"]
+    if ch and version_key(ch):
+        floors.append((ch, f"rust-toolchain channel {ch}"))
+    floors += [(v, f"rust-version {v}") for v in project.rust_versions]
+    floors += [(recipe.edition_floor.get(e, "1.0"), f"edition {e}") for e in project.editions]
+    if project.lock_version in recipe.lockfile_floor:
+        floors.append((recipe.lockfile_floor[project.lock_version], f"Cargo.lock version {project.lock_version}"))
+    if project.registry_deps and not project.vendored:
+        floors.append((recipe.sparse_index_floor, "crates.io sparse index (the git index is on GitHub)"))
+    floor = _vmax(floors)
+    if project.has_lock and when is not None:
+        era = stable_rust_at(when)
+        best = _vmax([*([floor] if floor else []), (era, f"stable Rust at the commit date ({era}), locked dependencies")])
+        return (best[0], [best[1]]) if best else (None, [])
+    if not project.has_lock:
+        # newest crates need the newest compiler; a floor only matters when it is newer still
+        from envpool.toolchains.rust import DEBIAN_RUST, STABLE_SUITES
+        newest = [d.version for d in DEBIAN_RUST if d.suite in STABLE_SUITES][-1]
+        if floor and version_key(floor[0]) > version_key(newest):
+            return floor[0], [floor[1]]
+        return None, ["no Cargo.lock: dependencies resolve to the newest crates, newest toolchain"]
+    return (floor[0], [floor[1]]) if floor else (None, [])
+
+
+# ------------------------------------------------------------------------------------- tests
+
+@dataclass
+class Selection:
+    """The cargo targets to test in one package: `flags` (``--lib``, ``--test n``, ...);
+    `base_flags`: those whose sources exist before the test_patch (compiled in setup)."""
+
+    package: Package
+    flags: list[str] = field(default_factory=list)
+    base_flags: list[str] = field(default_factory=list)
+
+    def add(self, flag: str, at_base: bool) -> None:
+        if flag not in self.flags:
+            self.flags.append(flag)
+        if at_base and flag not in self.base_flags:
+            self.base_flags.append(flag)
+
+
+def _mod_users(project: CargoProject, pkg: Package, read, module: str) -> list[str]:
+    """Test targets of `pkg` whose root source declares `mod <module>`."""
+    pat = re.compile(rf"^\s*(pub(\([^)]*\))?\s+)?mod\s+{re.escape(module)}\s*;", re.M)
+    out = []
+    for name, path in pkg.tests.items():
+        text = read(_join(project.root, posixpath.join(pkg.dir, path))) or ""
+        if pat.search(text):
+            out.append(name)
+    return out
+
+
+def select_tests(project: CargoProject, touched: list[str], tree: GitTree) -> list[Selection]:
+    """The targets to run per package for the test_patch's `touched` paths (repository
+    relative); see the module doc. Falls back to all test targets (``--tests``) of a package
+    whose touched files map to no target."""
+    files = tree.file_set
+    sels: dict[str, Selection] = {}
+    data_only: dict[str, Package] = {}
+    prefix = project.root + "/" if project.root else ""
+    for path in touched:
+        if prefix and not path.startswith(prefix):
+            continue
+        rpath = path[len(prefix):]
+        pkg = project.owner(rpath)
+        if pkg is None:
+            continue
+        rel = pkg.rel(rpath) or ""
+        sel = sels.setdefault(pkg.name, Selection(pkg))
+        at = lambda p: _join(project.root, posixpath.join(pkg.dir, p)) in files  # noqa: E731
+        if rel.startswith("tests/"):
+            if not rel.endswith(".rs"):
+                data_only[pkg.name] = pkg
+                continue
+            hit = [n for n, p in pkg.tests.items() if p == rel]
+            if not hit:
+                parts = rel[len("tests/"):].split("/")
+                if len(parts) > 1 and f"tests/{parts[0]}/main.rs" in pkg.tests.values():
+                    hit = [n for n, p in pkg.tests.items() if p == f"tests/{parts[0]}/main.rs"]
+                else:
+                    module = parts[0][:-3] if parts[0].endswith(".rs") else parts[0]
+                    hit = _mod_users(project, pkg, tree.read, module)
+            if not hit:
+                hit = list(pkg.tests)
+            for n in hit:
+                sel.add(f"--test {shlex.quote(n)}", at(pkg.tests[n]))
+        elif rel.startswith("src/"):
+            bin_hit = [n for n, p in pkg.bins.items()
+                       if rel == p or (p.endswith("/main.rs") and rel.startswith(posixpath.dirname(p) + "/"))]
+            if bin_hit and not (pkg.lib and rel == pkg.lib):
+                for n in bin_hit:
+                    sel.add(f"--bin {shlex.quote(n)}", at(pkg.bins[n]))
+            elif pkg.lib:
+                sel.add("--lib", at(pkg.lib))
+            else:
+                sel.add("--bins", True)
+    for name, pkg in data_only.items():
+        sel = sels[name]
+        if not any(f.startswith("--test ") for f in sel.flags):
+            for n, p in pkg.tests.items():
+                sel.add(f"--test {shlex.quote(n)}", _join(project.root, posixpath.join(pkg.dir, p)) in files)
+    out = []
+    for sel in sels.values():
+        if not sel.flags:
+            sel.add("--tests", True)
+        out.append(sel)
+    return out
+
+
+# -------------------------------------------------------------------------------------- plan
+
+def _cd_root(root: str) -> str:
+    """`cd <the cargo root> && ` (the folder quoted: it comes from the repository)."""
+    return f"cd {shlex.quote(posixpath.join('/testbed', root))} && " if root else "cd /testbed && "
+
+
+def _cd(project: CargoProject) -> str:
+    return _cd_root(project.root)
+
+
+CRATE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What cargo accepts as a package name; anything else in a build error is not a crate to update."""
+CRATE_VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]{1,40})?")
+
+
+def _budgeted(cmd: str) -> str:
+    return (f"timeout {COMPILE_BUDGET} {cmd}; rc=$?; "
+            f"if [ $rc -eq 124 ]; then echo '{RESUME_MARK}'; fi; exit $rc")
+
+
+def _manifest_hunks(*patches: str) -> str:
+    """The parts of unified diffs that touch Cargo.toml / Cargo.lock files."""
+    out = []
+    for patch in patches:
+        for block in re.split(r"(?m)^(?=diff --git )", patch or ""):
+            m = re.match(r"diff --git a/(\S+) b/(\S+)", block)
+            if m and posixpath.basename(m.group(2)) in ("Cargo.toml", "Cargo.lock"):
+                out.append(block)
+    return "".join(out)
+
+
+class RustEcosystem:
+    """`agents.ecosystems.base.Ecosystem` for cargo projects (module doc: the rules)."""
+
+    name = "rust"
+    languages = ("rust",)
+
+    def detect(self, tree: GitTree, language: str | None) -> int:
+        """10: Cargo.toml at the root; 8: one below it with language=rust; 3: below, no hint;
+        at most 4 when the instance's language names another language (a JS package with a
+        Rust addon is the JS ecosystem's)."""
+        root = cargo_root(tree.files)
+        if root is None:
+            return 0
+        lang = (language or "").lower()
+        score = 10 if root == "" else 8 if lang == "rust" else 3
+        return min(score, 4) if lang and lang != "rust" else score
+
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
+        """Toolchain image, `cargo fetch` + `cargo test --no-run` setup, and the per-package
+        ``cargo test --no-fail-fast`` command. `request.toolchain` constrains the Rust release,
+        `request.test_args` join every `cargo test`. Raises EnvBuildError for git dependencies
+        (GitHub is unreachable) or a toolchain newer than any installable here."""
+        from envpool.toolchains.rust import available_versions, ensure_image
+
+        recipe = load_recipe()
+        added = [p for p in touched if not tree.exists(p)]
+        project = analyze(tree, extra_files=added)
+        iid = instance.instance_id
+        if project.git_sources and not project.vendored:
+            raise EnvBuildError("cargo dependencies from git repositories cannot be fetched here "
+                                f"(GitHub is unreachable): {', '.join(project.git_sources[:5])}", instance_id=iid)
+        if not project.packages:
+            raise EnvBuildError("no cargo package found (virtual manifest without members?)", instance_id=iid)
+        when = era_time(instance, tree)
+        req = request or PlanRequest()
+        request, reasons = toolchain_request(project, when, recipe)
+        try:
+            asked = constrained(available_versions(), request, req.toolchain, req.avoid)
+        except ValueError as e:
+            raise EnvBuildError(f"rust: {e}", instance_id=iid) from e
+        if asked != request:
+            reasons.append(f"rust {asked} asked for: {req.toolchain} ({'; '.join(req.reasons)[:200]})")
+            request = asked
+        choice = ensure_image(request, images)
+        env = {"CARGO_TERM_COLOR": "never", "CARGO_INCREMENTAL": "0", "CARGO_PROFILE_DEV_DEBUG": "0",
+               "CARGO_PROFILE_TEST_DEBUG": "0", "CARGO_NET_RETRY": "5",
+               "CARGO_REGISTRIES_CRATES_IO_PROTOCOL": "sparse"}
+        subs = list(choice.substitutions)
+        ch = project.toolchain_channel
+        if ch and version_key(ch) and version_key(ch)[:2] != version_key(choice.version)[:2]:
+            subs.append(f"rust-toolchain pins {ch}; rust {choice.version} used ({reasons[0] if reasons else 'nearest'})")
+        if request and (request.startswith("nightly") or request.startswith("beta")):
+            env["RUSTC_BOOTSTRAP"] = "1"
+        fallback = (not project.has_lock and (choice.version == "latest"
+                    or version_key(choice.version) >= version_key(recipe.msrv_fallback_floor)))
+        if fallback:
+            env["CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS"] = "fallback"
+        sels = select_tests(project, touched, tree)
+        if not sels:
+            sels = [Selection(project.packages[0], ["--tests"], ["--tests"])]
+        cd = _cd(project)
+        setup = [
+            # deny(warnings) crates must not break on a newer compiler than their CI's
+            'mkdir -p "${CARGO_HOME:-$HOME/.cargo}" && printf \'[build]\\nrustflags = ["--cap-lints", "warn"]\\n\' '
+            '> "${CARGO_HOME:-$HOME/.cargo}/config.toml" && rustc --version && cargo --version',
+            f"{cd}cargo fetch",
+        ]
+        hunks = _manifest_hunks(instance.test_patch, instance.patch)
+        if hunks:  # dependencies the patches add must be in the cache for the offline test runs
+            b64 = base64.b64encode(hunks.encode()).decode()
+            setup.append("rm -rf /tmp/swemint-prefetch && cp -a /testbed /tmp/swemint-prefetch && "
+                         f"cd /tmp/swemint-prefetch && echo {b64} | base64 -d | git apply --reject - ; "
+                         f"cd {shlex.quote(posixpath.join('/tmp/swemint-prefetch', project.root))} && cargo fetch; rc=$?; "
+                         "rm -rf /tmp/swemint-prefetch; exit $rc")
+        for sel in sels:
+            flags = " ".join(sel.base_flags) or "--tests"
+            setup.append(cd + _budgeted(f"cargo test --no-run -p {shlex.quote(sel.package.name)} {flags}"))
+        extra = "".join(f" {a}" for a in shell_args(req.test_args))
+        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast{extra} -p {shlex.quote(s.package.name)} {' '.join(s.flags)} 2>&1"
+                for s in sels]
+        test_command = f"{cd}" + "; ".join(runs)
+        notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
+                 f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
+        return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,
+                        route=choice.route, substitutions=subs, setup_commands=setup, env=env,
+                        test_command=test_command, parser="cargo_test", test_files=[
+                            p for p in touched if p.endswith(".rs")], notes=notes)
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a Rust image at least `requested` (LLM plans)."""
+        from envpool.toolchains.rust import ensure_image
+
+        return ensure_image(requested, images), {"CARGO_TERM_COLOR": "never", "CARGO_NET_RETRY": "5"}
+
+    def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
+        """Resume a compile stopped at its time budget; install Debian packages a build script
+        missed (recipe `apt_repairs`); `cargo update -p X@V` for a dependency X that no longer
+        compiles on this rustc. None when nothing applies or all was tried."""
+        if RESUME_MARK in output:
+            n = sum(1 for t in tried if t.startswith(": resume")) + 1
+            return [f": resume {n}"]
+        for rule in load_recipe().apt_repairs:
+            if re.search(rule.pattern, output, re.M):
+                fix = ("export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq "
+                       f"--no-install-recommends {' '.join(rule.packages)} >/dev/null")
+                if fix not in tried:
+                    return [fix]
+        members = set()
+        root = ""
+        for n in plan.notes:
+            if n.startswith(MEMBERS_NOTE):
+                members = set(n[len(MEMBERS_NOTE):].split(","))
+            elif n.startswith(ROOT_NOTE):
+                root = n[len(ROOT_NOTE):].strip("/")
+        for m in re.finditer(r"error: could not compile `([^`]+)`", output):
+            crate = m.group(1)
+            if crate in members or not CRATE_NAME.fullmatch(crate):
+                continue  # a name cargo would never print: text the build wrote, not a crate
+            ver = re.search(rf"Compiling {re.escape(crate)} v(\S+)", output)
+            spec = f"{crate}@{ver.group(1)}" if ver and CRATE_VERSION.fullmatch(ver.group(1)) else crate
+            fix = f"{_cd_root(root)}cargo update -p {shlex.quote(spec)}"
+            if fix not in tried:
+                return [fix]
+        return None
+
+
+ECOSYSTEM = RustEcosystem()
+"""The instance the registry (`agents.ecosystems.ECOSYSTEM_MODULES`) loads."""

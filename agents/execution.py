@@ -1,0 +1,360 @@
+"""Execution agent: runs the setup script P step by step in the build sandbox, repairs on the spot,
+and gives up after a bound *with a diagnosis* that goes back to planning.
+
+The repair chain of a failed step, for every ecosystem, at most `repair.rounds` times per step:
+the ecosystem's rules (`Ecosystem.repair`), then the shared diagnosis rules (a command the image
+lacks -> its Debian package, `agents.diagnosis`), then the experience memory (its actions run by
+`apply_actions`), then the LLM tool loop (policy `hybrid`; under `llm` the model repairs every
+failure and the rules are skipped). Each try is a trajectory step; rules are `recipe:<eco>:<n>`
+for the n-th command and its retries, and each repair's note starts with `repair:`, so
+`agents.memory.learn` sees one attempt chain. When nothing repairs a step, `SetupOutcome.diagnosis`
+says why in terms the loop acts on (a newer toolchain, another route); a memory `toolchain`
+action is such a diagnosis too (it changes the plan, not the running build).
+
+`amend_commands` are what the loop adds to a committed environment after Verification found it
+lacking (a Debian package, a module): run in a sandbox of that image and committed again.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.diagnosis import Diagnosis, diagnose
+from agents.ecosystems.base import Plan, hook
+from agents.ecosystems.debian import apt_install
+from agents.models import StepRecord
+from envpool.errors import SandboxTimeout
+
+
+@dataclass
+class Job:
+    """What one environment build needs: the build sandbox (repository at /testbed), the
+    ecosystem and its plan, the instance and its tree, the mint config, the repair helper
+    (`agents.repair.RepairHelper` or None), the trajectory callback, the log, the deadline
+    (`time.monotonic()` value) and the row's language."""
+
+    sb: object
+    eco: object
+    plan: Plan
+    instance: object
+    tree: object
+    config: object
+    helper: object | None
+    traj: object
+    log_path: Path
+    deadline: float
+    language: str
+    candidate: object | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class SetupOutcome(BaseModel):
+    """What Execution (or an ecosystem's `build` / `adapt` hook) made of P.
+
+    `ok`: the environment is ready. `commands`: the commands that made it, in order (the setup
+    script). `env`: the environment of setup commands (baked into the image); `test_env`: the
+    environment of test runs. `failed`: (command, exit code) of attempts that failed and were
+    repaired or skipped. `diagnosis`: why it failed (`ok` False). `installed_packages`: a
+    freeze of what was installed, where the ecosystem has one.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    ok: bool
+    commands: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    test_env: dict[str, str] = Field(default_factory=dict)
+    failed: list[tuple[str, int]] = Field(default_factory=list)
+    installed_packages: str = ""
+    reason: str = ""
+    diagnosis: Diagnosis | None = None
+
+
+def _tail(text: str, n: int = 2000) -> str:
+    return text[-n:]
+
+
+def install_command(eco: object, packages: list[str]) -> str | None:
+    """The ecosystem's installer for `packages` (its `install_command` hook), or None."""
+    fn = hook(eco, "install_command")
+    return fn(packages) if fn and packages else None
+
+
+def action_commands(eco: object, action, plan: Plan) -> tuple[list[str], dict[str, str], Diagnosis | None] | None:
+    """What one memory action means during a build, for every ecosystem: (commands, env, a
+    diagnosis for the planner); None when this ecosystem has no executor for it.
+
+    `shell` -> the command; `env` -> the variable; `apt` -> `apt-get install`; `install` / `pin`
+    -> the ecosystem's installer; `toolchain` -> a diagnosis asking the next plan for that
+    toolchain; `test_arg` -> a diagnosis asking for the argument; others -> the ecosystem's
+    `apply_action` hook decides (None when it has none).
+    """
+    kind = action.kind
+    if kind == "shell":
+        return [action.command], {}, None
+    if kind == "env":
+        return [], {action.name: action.value}, None
+    if kind == "apt":
+        return [apt_install(list(action.packages))], {}, None
+    if kind in ("install", "pin"):
+        cmd = install_command(eco, list(action.packages) if kind == "install" else [action.requirement])
+        return ([cmd], {}, None) if cmd else None
+    if kind == "toolchain":
+        return [], {}, Diagnosis(kind="toolchain_too_old", detail=f"memory: use {action.tool} {action.version}",
+                                 toolchain=action.version, rule="memory")
+    return None
+
+
+def run_setup(job: Job) -> SetupOutcome:
+    """Run `job.plan.setup_commands` then `job.plan.post_commands` in `job.sb` with the repair
+    chain (module docstring); `job.plan.env` is updated in place by memory `env` actions.
+    Never raises for a failing step (the outcome carries the diagnosis); raises SandboxTimeout
+    when the instance's time runs out between steps."""
+    plan, eco, config = job.plan, job.eco, job.config
+    rounds = config.repair.rounds
+    done: list[str] = []
+    failed: list[tuple[str, int]] = []
+    tried: set[str] = set()
+    rules = config.policy != "llm"
+    for n, cmd in enumerate(list(plan.setup_commands) + list(plan.post_commands)):
+        if time.monotonic() > job.deadline:
+            raise SandboxTimeout("instance time limit reached during setup", instance_id=job.instance.instance_id,
+                                 log_path=job.log_path)
+        rule = f"recipe:{eco.name}:{n}"
+        r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup")
+        job.traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
+                            output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
+        used = 0
+        while not r.ok and used < rounds:
+            fix, env, note, source, diag, ran = _next_repair(job, cmd, r.output, tried, rules)
+            if diag is not None:
+                failed.append((cmd, r.exit_code or 0))
+                return SetupOutcome(ok=False, commands=done, env=dict(plan.env), failed=failed, diagnosis=diag,
+                                    reason=diag.detail)
+            if fix is None:
+                break
+            used += 1
+            tried.add("\n".join(fix) + json.dumps(env, sort_keys=True))
+            plan.env.update(env)
+            codes = []
+            for f in fix:
+                if ran:  # the LLM's loop ran them already
+                    done.append(f)
+                    continue
+                fr = job.sb.exec(f, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="repair")
+                job.traj(StepRecord(agent="execution", rule=f"{source}:cmd", command=f, exit_code=fr.exit_code,
+                                    output_excerpt=_tail(fr.output), duration=round(fr.duration, 2)))
+                codes.append(fr.exit_code)
+                if fr.ok:
+                    done.append(f)
+            # the repair itself, as one step with a command (learning reads only such steps)
+            shown = " && ".join(fix) or "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+            job.traj(StepRecord(agent="execution", rule=source, command=shown,
+                                exit_code=next((c for c in codes if c), 0), note=f"repair: {note}",
+                                output_excerpt=json.dumps({"commands": fix, "env": env})[:2000]))
+            failed.append((cmd, r.exit_code or 0))
+            r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup-retry")
+            job.traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
+                                output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
+        if not r.ok:
+            why = "timed out" if r.timed_out else f"exit {r.exit_code}"
+            reason = f"{eco.name} setup step failed ({why}): {cmd[:200]} :: {_tail(r.output, 600).strip()}"
+            diag = diagnose(r.output, eco.name, plan.toolchain, eco=eco)
+            failed.append((cmd, r.exit_code or 0))
+            return SetupOutcome(ok=False, commands=done, env=dict(plan.env), failed=failed, reason=reason,
+                                diagnosis=diag)
+        done.append(cmd)
+    return SetupOutcome(ok=True, commands=done, env=dict(plan.env), test_env=dict(plan.env), failed=failed)
+
+
+def _next_repair(job: Job, cmd: str, output: str, tried: set[str], rules: bool):
+    """(commands, env, note, source, diagnosis, already run) of the next repair of `cmd`; commands
+    None when nothing repairs it; a diagnosis when the plan must change instead."""
+    eco, plan = job.eco, job.plan
+    if rules:
+        fix = eco.repair(plan, cmd, output, tried)
+        if fix:
+            return fix, {}, json.dumps([{"kind": "shell", "command": f} for f in fix]), f"repair:{eco.name}", None, False
+        diag = diagnose(output, eco.name, plan.toolchain, eco=eco)
+        if diag is not None and diag.kind == "missing_system":
+            fix = [apt_install(diag.packages)]
+            if "\n".join(fix) + "{}" not in tried:
+                return fix, {}, json.dumps([{"kind": "apt", "packages": diag.packages}]), f"diagnosis:{diag.rule}", \
+                    None, False
+        if diag is not None and diag.kind == "missing_module" and (cmd_ := install_command(eco, diag.packages)):
+            fix = [cmd_]
+            if "\n".join(fix) + "{}" not in tried:
+                return fix, {}, json.dumps([{"kind": "install", "packages": diag.packages}]), \
+                    f"diagnosis:{diag.rule}", None, False
+    helper = job.helper
+    if helper is None:
+        return None, {}, "", "", None, False
+    variables = {"ca_bundle": "/opt/swemint/ca.pem", **(job.extra.get("variables") or {})}
+    for mp in helper.memory_plans(output, job.language, variables, on_step=job.traj):
+        commands: list[str] = []
+        env: dict[str, str] = {}
+        diag = None
+        for a in mp.actions:
+            got = action_commands(eco, a, plan)
+            if got is None:
+                continue
+            commands += got[0]
+            env.update(got[1])
+            diag = diag or got[2]
+        if not commands and not env and diag is None:
+            continue
+        key = "\n".join(commands) + json.dumps(env, sort_keys=True)
+        if key in tried and diag is None:
+            continue
+        helper.mark_applied(mp)
+        if diag is not None:
+            diag.detail = f"experience {mp.experience_id}: {diag.detail}"
+            return None, {}, "", "", diag, False
+        return commands, env, f"experience {mp.experience_id}", f"memory:{mp.experience_id}", None, False
+    if helper.llm is not None:
+        def execute(c: str) -> tuple[int, str]:
+            r = job.sb.exec(c, timeout=job.config.timeouts.setup_step, env=plan.env or None, log_label="llm")
+            job.traj(StepRecord(agent="execution", rule="llm:execution", command=c, exit_code=r.exit_code,
+                                output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
+            return r.exit_code, r.output
+
+        done, _ = helper.llm_fix(cmd, output, language=job.language, toolchain=plan.toolchain, execute=execute,
+                                 on_step=job.traj)
+        if done:
+            return done, {}, json.dumps([{"kind": "shell", "command": c} for c in done]), "llm", None, True
+    return None, {}, "", "", None, False
+
+
+def amend_commands(eco: object, kind: str, packages: list[str]) -> list[str]:
+    """The commands adding what Verification found missing: Debian `packages` (kind
+    `missing_system`) or modules through the ecosystem's installer (`missing_module`)."""
+    if kind == "missing_system" and packages:
+        return [apt_install(packages)]
+    if kind == "missing_module":
+        cmd = install_command(eco, packages)
+        return [cmd] if cmd else []
+    return []
+
+
+# -- environments ---------------------------------------------------------------------------
+
+def _files_of(eco) -> dict[str, bytes]:
+    fn = hook(eco, "dockerfile_files")
+    return fn() if fn else {}
+
+
+def build_environment(run, eco, plan: Plan):
+    """A full build of `plan` on its toolchain image: a build sandbox (bridge network, the plan's
+    caches mounted), /testbed laid out, the ecosystem's `build` hook or `run_setup`, the setup
+    script and Dockerfile written (also when the build fails), the image committed with the test
+    runs' environment in its ENV (Python's installer settings stay out of it). Returns
+    (Environment or None, SetupOutcome). Raises SandboxTimeout at the deadline."""
+    from agents.context import Environment
+    from agents.dockerfile import render_dockerfile, render_setup_script
+    from agents.envimage import commit_image, commit_tracked_edits, image_tag_for, lay_out_repository
+
+    cfg, res, iid = run.config, run.res, run.iid
+    spec = run.spec(plan.image, "bridge", env=plan.env, caches=plan.state.get("caches"))
+    t = time.monotonic()
+    with run.factory.sandbox(spec, run.log_path) as sb:
+        lay_out_repository(sb, run.tree, run.instance.base_commit, log_path=run.log_path)
+        job = Job(sb=sb, eco=eco, plan=plan, instance=run.instance, tree=run.tree, config=cfg, helper=run.helper,
+                  traj=run.traj, log_path=run.log_path, deadline=run.deadline, language=run.language)
+        build = hook(eco, "build")
+        outcome = build(job) if build else run_setup(job)
+        setup_script = render_setup_script(outcome.commands, outcome.env, outcome.failed)
+        dockerfile = render_dockerfile(base_image=plan.image, repo=run.instance.repo,
+                                       base_commit=run.instance.base_commit, commands=outcome.commands,
+                                       env=outcome.env, files=_files_of(eco))
+        (run.idir / "setup.sh").write_text(setup_script)
+        (run.idir / "Dockerfile").write_text(dockerfile)
+        res.setup_script, res.dockerfile, res.installed_packages = setup_script, dockerfile, outcome.installed_packages
+        res.timings["setup"] = round(res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
+        if not outcome.ok:
+            return None, outcome
+        if time.monotonic() > run.deadline:
+            raise SandboxTimeout("instance time limit reached during setup", instance_id=iid, log_path=run.log_path)
+        commit_tracked_edits(sb, run.traj)
+        t = time.monotonic()
+        tag = image_tag_for(iid, {"base": plan.image, "commands": outcome.commands, "env": outcome.env}, cfg.run_id)
+        image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
+                                       {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=(outcome.test_env or outcome.env) or None)
+        run.made_images.append(image)
+        res.timings["commit"] = round(res.timings.get("commit", 0.0) + time.monotonic() - t, 2)
+    return Environment(image=image, image_id=image_id, source="built", setup_script=setup_script,
+                       dockerfile=dockerfile, commands=list(outcome.commands), env=dict(outcome.env),
+                       test_env=dict(outcome.test_env or plan.env), installed_packages=outcome.installed_packages,
+                       interpreter=plan.toolchain), outcome
+
+
+def amend_environment(run, eco, plan: Plan, env, commands: list[str], why: str):
+    """`commands` run in a build sandbox of `env.image` and committed as a new image (Execution
+    adding what Verification found missing). Returns the amended Environment, or None when a
+    command fails (each command is a trajectory step `amend`)."""
+    from agents.context import Environment
+    from agents.dockerfile import comment, run_line
+    from agents.envimage import commit_image, image_tag_for
+
+    cfg, iid = run.config, run.iid
+    t = time.monotonic()
+    with run.factory.sandbox(run.spec(env.image, "bridge", env=env.env), run.log_path) as sb:
+        for cmd in commands:
+            r = sb.exec(cmd, timeout=cfg.timeouts.setup_step, env=env.env or None, log_label="amend")
+            run.traj(StepRecord(agent="execution", rule="amend", command=cmd, exit_code=r.exit_code,
+                                output_excerpt=_tail(r.output), duration=round(r.duration, 2), note=why[:300]))
+            if not r.ok:
+                return None
+        tag = image_tag_for(iid, {"amend": env.image_id or env.image, "commands": commands}, cfg.run_id)
+        image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
+                                       {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=env.env or None)
+        run.made_images.append(image)
+    run.res.timings["setup"] = round(run.res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
+    script = env.setup_script.rstrip("\n") + f"\n# swemint: added after verification ({comment(why[:120])})\n" + \
+        "\n".join(commands) + "\n"
+    dockerfile = env.dockerfile.rstrip("\n") + "\n# swemint: added after verification\n" + \
+        "\n".join(run_line(c) for c in commands) + "\n"
+    (run.idir / "setup.sh").write_text(script)
+    (run.idir / "Dockerfile").write_text(dockerfile)
+    return Environment(**{**env.model_dump(), "image": image, "image_id": image_id, "source": "amended",
+                          "setup_script": script, "dockerfile": dockerfile,
+                          "commands": list(env.commands) + list(commands)})
+
+
+# -- who executes a memory action ----------------------------------------------------------------
+
+TEST_ARG_ECOSYSTEMS = frozenset({"python", "go", "rust", "java", "php"})
+"""Ecosystems whose plans have a place for test runner arguments (`PlanRequest.test_args`)."""
+INSTALLER_ECOSYSTEMS = frozenset({"python", "node"})
+"""Ecosystems with an installer for `install` / `pin` actions (`install_command`, Python's uv)."""
+
+
+def executable(language: str, action) -> bool:
+    """Whether some executor runs memory `action` for a repository of `language` (vocabulary
+    name; `any` = every language), before planning (`agents.memory.before`) or after a failure
+    (`run_setup`, Python's builder): `shell` / `env` / `apt` everywhere; `install` / `pin` where
+    the ecosystem has an installer; `test_arg` where its plans take runner arguments; `toolchain`
+    when the tool is the language's own (`TOOL_ECOSYSTEM`); `uv_lift` / `uv_option` in Python."""
+    import agents.ecosystems as registry
+    from agents.ecosystems.base import languages_of
+    from agents.memory.before import TOOL_ECOSYSTEM
+
+    kind = action.kind
+    if kind in ("shell", "env", "apt"):
+        return True
+    if language == "any":
+        return False
+    ecos = [e.name for e in registry.ecosystems() if language in languages_of(e)]
+    if kind in ("install", "pin"):
+        return bool(INSTALLER_ECOSYSTEMS & set(ecos))
+    if kind == "test_arg":
+        return bool(TEST_ARG_ECOSYSTEMS & set(ecos))
+    if kind == "toolchain":
+        return TOOL_ECOSYSTEM.get(action.tool) in ecos
+    if kind in ("uv_lift", "uv_option"):
+        return "python" in ecos
+    return False

@@ -1,0 +1,400 @@
+"""Mint one instance of any language: plan -> environment -> verify -> feedback, in bounded rounds,
+ending in exactly one outcome row (datatrove's "every outcome is a row").
+
+The agents (each a module with typed inputs and outputs): Repository Analysis
+(`agents.analysis`: profile and ranked candidate plans), Environment Setup (`agents.setup`: B and
+P), Test Configuration (`agents.testconfig`: T), Execution (`agents.execution`: runs P, repairs,
+gives up with a `Diagnosis`), Verification (`agents.verification`: before/after runs, grading, an
+`Attribution`) and EnvPatch (`agents.envpatch`: a pooled environment adapted). This module holds
+the loop and its bounds and nothing language-specific.
+
+1. Analysis -> candidates. None can be built: `hybrid`/`llm` ask the LLM for a plan; otherwise
+   `env_failed` naming what is missing (a `language: java` row with only build.xml: "Ant build
+   (build.xml): no route"), never another language's path.
+2. Memory before planning (EnvPilot's context-aware retrieval: profile -> likely-obstacle queries
+   -> BM25 lists -> RRF, top-k): proven entries change the plan before anything fails.
+3. Rounds, at most `loop.max_rounds` (and `loop.max_builds` full builds). Round 1's environment
+   is this instance's pooled image (`--reverify`), else a reuse candidate adapted by EnvPatch,
+   else a full build. Execution giving up with a diagnosis re-plans (another toolchain, the next
+   candidate route, an LLM plan under `hybrid`). Verification's attribution goes to whoever can
+   fix it: `environment` -> Execution amends the image (a Debian package, a module);
+   `toolchain` -> a plan on another toolchain; `test_config` -> the next test configuration (the
+   LLM's under `hybrid` when the rules have none left); a reused environment that does not verify
+   -> a full build, unless the result is the task's own (`task`); `genuine` / `flaky` -> final.
+   Every round is a `RoundRecord` in the row and a `flow` step in the trajectory; the row reports
+   the round that verified (or the last one).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from agents.analysis import RepoProfile
+from agents.config import MintConfig
+from agents.context import Environment, MintRun, Trajectory
+from agents.ecosystems.base import PlanRequest, TestSpec
+from agents.envimage import image_size, release_cache, remove_image
+from agents.envpatch import adapt_environment
+from agents.execution import amend_commands, amend_environment, build_environment
+from agents.gitrepo import GitTree
+from agents.memory.before import memory_before_plan
+from agents.models import EnvRecord, Instance, InstanceResult, RoundRecord, StepRecord
+from agents.planner import Planner
+from agents.policy import make_helper
+from agents.reuse import derive_version, overlap
+from agents.verification import Attribution, Verdict, llm_attribution, verify
+from envpool.errors import EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError, \
+    TestsNotRunError
+from envpool.naming import folder_name
+from envpool.patches import files_in_patch
+from envpool.sandbox import engine_isolation
+from envpool.testrun.trust import infrastructure_flags
+
+__all__ = ["OUTCOME_OF_ERROR", "mint_instance"]
+
+OUTCOME_OF_ERROR: tuple[tuple[type[SwemintError], str], ...] = (
+    (PatchApplyError, "patch_failed"), (EnvBuildError, "env_failed"), (TestsNotRunError, "tests_not_run"),
+    (SandboxTimeout, "timeout"), (SwemintError, "infra_error"))
+"""Error class -> outcome, first match wins. InfraError and InstanceInputError (a missing mirror
+or commit says nothing about the instance, as in the pipeline driver) end as `infra_error`."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, factory=None,
+                  env: EnvRecord | None = None, candidates: list[EnvRecord] | None = None,
+                  llm=None, profile: RepoProfile | None = None) -> InstanceResult:
+    """Build, verify and (if verified) keep the environment of one instance, any language.
+
+    With `env` (this instance's pooled environment, e.g. on `swemint mint --reverify`) and its
+    image present, setup is skipped and the tests run in that image. With `candidates` (pooled
+    environments of *other* instances, best first: the same repository's, then similar
+    repositories') and `config.reuse.enabled`, each is adapted by EnvPatch and accepted only when
+    it verifies (MEnvAgent, arXiv 2601.22859): the row then records `reused_from`, `reuse_kind`
+    and `incremental_commands`. `llm`: an LLMClient for the `llm` / `hybrid` policy (default: a
+    gateway from `config.llm`; tests pass `FakeLLM`). `profile`: the Repository Analysis of
+    `base_commit` when a plan stage already made it (`pipeline.stages.PlanStage`); it is used
+    only when its `commit` is the instance's, else the analysis runs here.
+
+    Args:
+        instance: the SWE-bench-format instance (gold lists are never read here).
+        repo_path: host git directory (bare mirror) holding `base_commit`.
+        config: MintConfig (workdir, limits, timeouts, reruns, loop bounds).
+        factory: a SandboxFactory (default: Docker, labelled with `config.run_id`).
+
+    Returns:
+        InstanceResult with exactly one outcome. Never raises for instance problems; a failure
+        of the Docker engine becomes `infra_error`. Logs and artifacts go to
+        `config.workdir/instances/<envpool.naming.folder_name(id)>/`; the row itself is the
+        caller's to store (the pipeline driver writes `result.json`).
+    """
+    iid = instance.instance_id
+    idir = Path(config.workdir) / "instances" / folder_name(iid)
+    idir.mkdir(parents=True, exist_ok=True)
+    log_path = idir / "run.log"
+    log_path.write_text(f"# swemint {iid} started {_now()}\n")
+    res = InstanceResult(instance_id=iid, repo=instance.repo, outcome="infra_error", log_path=str(log_path),
+                         version=instance.version, started_at=_now(), trajectory_path=str(idir / "trajectory.jsonl"),
+                         language=instance.language)
+    t0 = time.monotonic()
+    traj = Trajectory(idir / "trajectory.jsonl")
+    borrowed = {r.image_tag for r in ([env] if env else []) + list(candidates or [])}
+    helper = None
+    run = None
+    try:
+        if factory is None:
+            from envpool.docker_sandbox import DockerSandboxFactory
+            factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network,
+                                           output_cap=config.limits.output_bytes,
+                                           report_cap=config.limits.report_bytes)
+        res.isolation = engine_isolation(factory)
+        helper = make_helper(config, iid, llm=llm)
+        if not instance.test_patch.strip() or not instance.patch.strip():
+            raise InstanceInputError("empty patch or test_patch", instance_id=iid)
+        tree = GitTree(Path(repo_path), instance.base_commit, instance_id=iid)
+        res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch)
+        run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
+                      log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
+                      touched=files_in_patch(instance.test_patch))
+        Loop(run, env, list(candidates or []) if config.reuse.enabled else [], profile).go()
+    except SwemintError as e:
+        res.outcome = next(o for cls, o in OUTCOME_OF_ERROR if isinstance(e, cls))
+        res.reason = f"input: {e.message}" if isinstance(e, InstanceInputError) else e.message
+    except Exception as e:  # a bug of ours: never lose the row
+        res.outcome, res.reason = "infra_error", f"internal error: {type(e).__name__}: {e}"
+    finally:
+        traj.flush()
+        release_cache(config, iid, instance.repo)
+        if helper is not None:
+            res.llm_usage = helper.usage()
+            if helper.memory is not None:
+                helper.memory.close()
+    res.timings["total"] = round(time.monotonic() - t0, 2)
+    res.finished_at = _now()
+    keep = res.image if res.outcome == "verified" else None
+    for image in (run.made_images if run else []):
+        if image != keep and image not in borrowed:
+            remove_image(factory, image)
+    if res.outcome != "verified" and res.image and res.image not in borrowed:
+        res.image, res.image_id, res.env = "", "", None
+    # result.json is the driver's (pipeline.store, its one writer): a worker abandoned at its
+    # deadline must never overwrite the driver's `timeout` row
+    with log_path.open("a") as f:
+        f.write(f"\n# outcome: {res.outcome}: {res.reason}\n")
+    return res
+
+
+class Loop(Planner):
+    """The rounds of one instance (module docstring) on top of its `Planner`. `go()` fills
+    `run.res` or raises a SwemintError the caller maps to an outcome."""
+
+    def __init__(self, run: MintRun, pooled: EnvRecord | None, candidates: list[EnvRecord],
+                 profile: RepoProfile | None = None):
+        super().__init__(run, profile)
+        self.pooled = pooled
+        self.reuse = candidates
+        self.builds = 0
+        self.pending_evidence: tuple[str, str, str] | None = None
+        self.verdict_plan = None
+
+    # -- the loop -----------------------------------------------------------------------------
+    def go(self) -> None:
+        run = self.run
+        self.analyse()
+        self.make_plan()
+        if not self.tests:  # the rules have no test configuration: the plan is the LLM's or none
+            why = f"the {self.plan.ecosystem} rules select no test of the test patch ({', '.join(run.touched[:5])})"
+            if self.llm_planned or not self._llm_plan(why):
+                raise TestsNotRunError(why, instance_id=run.iid, log_path=run.log_path)
+        request = memory_before_plan(run, self.profile, self.plan, self.eco, self.request)
+        if request != self.request and not self.replan(request, "memory"):
+            self.request = PlanRequest()
+        env: Environment | None = None
+        source = "first"
+        verdict: Verdict | None = None
+        verdict_round, verdict_env, last_failure = 0, None, ""
+        for n in range(1, self.cfg.loop.max_rounds + 1):
+            if run.remaining() < 30:
+                raise SandboxTimeout("instance time limit reached between rounds", instance_id=run.iid,
+                                     log_path=run.log_path)
+            record = RoundRecord(round=n, candidate=f"{self.plan.ecosystem}:{self.plan.build}",
+                                 toolchain=self.plan.toolchain)
+            env, outcome = self.environment(source, env)
+            record.source = env.source if env else "built"
+            if env is None:
+                last_failure = outcome.reason or "setup failed"
+                record.outcome, record.reason = "replan", outcome.reason[:300]
+                next_step = self.on_setup_failure(outcome)
+                record.feedback = next_step or ""
+                self._record(record)
+                if not next_step:
+                    break
+                source = "build"
+                continue
+            test = self.tests[self.ti]
+            record.test = test.name
+            verdict, verdict_round, verdict_env = self.verify(env, test), n, env
+            record.outcome, record.reason = verdict.outcome, verdict.reason[:300]
+            record.attribution = f"{verdict.attribution.kind}: {verdict.attribution.detail}"[:300]
+            self._learned_feedback(verdict)
+            if verdict.outcome == "verified":
+                self._record(record)
+                self.finish(n, verdict, env)
+                return
+            action, env2 = self.feedback(verdict, env)
+            record.feedback = action or ""
+            self._record(record)
+            if action is None:
+                self.finish(n, verdict, env)
+                return
+            if action == "amend":
+                env, source = env2, "amended"
+            elif action == "retest":
+                source = "same"
+            else:  # replan / rebuild
+                source = "build"
+        if verdict is None:
+            raise EnvBuildError(last_failure or "no round produced an environment", instance_id=run.iid,
+                                log_path=run.log_path)
+        if last_failure and verdict_round < len(run.res.rounds):  # a later round's build failed: say so
+            verdict = verdict.model_copy(update={"reason": f"{verdict.reason}; round {len(run.res.rounds)}: "
+                                                           f"{last_failure[:300]}"})
+        self.finish(verdict_round, verdict, verdict_env)
+
+    def _record(self, record: RoundRecord) -> None:
+        self.run.res.rounds.append(record)
+        self.run.traj(StepRecord(agent="flow", rule=f"round#{record.round}", note=record.model_dump_json()))
+
+    def environment(self, source: str, current: Environment | None):
+        """(Environment, None) for this round, or (None, SetupOutcome) when the build failed."""
+        run = self.run
+        if source in ("same", "amended"):
+            return current, None
+        if source == "first":
+            pooled = self._pooled()
+            if pooled is not None:
+                return pooled, None
+            t = time.monotonic()
+            for cand in self.reuse:
+                if run.remaining() < 60:
+                    break
+                same = cand.repo == run.instance.repo
+                share = None if same else overlap(set(self.profile.dependencies), cand.dependency_set())
+                env = adapt_environment(run, self.eco, self.plan, cand, "same_repo" if same else "similar_repo", share)
+                if env is not None:
+                    run.res.timings["reuse"] = round(time.monotonic() - t, 2)
+                    run.res.timings["setup"] = round(run.res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
+                    return env, None
+            if self.reuse:
+                run.res.timings["reuse"] = round(time.monotonic() - t, 2)
+                run.res.timings["setup"] = round(run.res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
+        if self.builds >= self.cfg.loop.max_builds:
+            from agents.execution import SetupOutcome
+            return None, SetupOutcome(ok=False, reason=f"{self.builds} full builds already (loop.max_builds)")
+        self.builds += 1
+        return build_environment(run, self.eco, self.plan)
+
+    def _pooled(self) -> Environment | None:
+        rec, run = self.pooled, self.run
+        if rec is None or rec.base_commit != run.instance.base_commit or image_size(run.factory, rec.image_tag) <= 0:
+            return None
+        run.res.timings["setup"] = 0.0
+        run.traj(StepRecord(agent="setup", rule="pool:same-instance", note=f"reusing {rec.image_tag}"))
+        return Environment(image=rec.image_tag, image_id=rec.image_id, source="pooled", setup_script=rec.setup_script,
+                           dockerfile=rec.dockerfile, installed_packages=rec.installed_packages,
+                           interpreter=rec.interpreter or self.plan.toolchain, reused_from=rec.instance_id,
+                           test_env=dict(self.plan.env))
+
+    def verify(self, env: Environment, test: TestSpec) -> Verdict:
+        run = self.run
+        plan = self.verdict_plan = self.plan.with_test(test)
+        run.res.test_files, run.res.parser = list(plan.test_files), plan.parser
+        spec = run.spec(env.image, "none", env=env.test_env or plan.env)
+        return verify(run.factory, spec, run.instance, plan, self.eco, self.cfg, deadline=run.deadline,
+                      log_path=run.log_path, traj=run.traj, patch_methods=run.res.patch_methods,
+                      env=env.test_env or plan.env, timings=run.res.timings)
+
+    # -- feedback -----------------------------------------------------------------------------
+    def feedback(self, verdict: Verdict, env: Environment) -> tuple[str | None, Environment | None]:
+        """(action, amended environment) for a verdict short of verified: `amend`, `retest`,
+        `replan`, `rebuild`, or (None, None) when the verdict is final."""
+        att = verdict.attribution
+        if verdict.outcome == "timeout":
+            return None, None
+        leads = getattr(self.run.helper, "llm_leads", False)
+        if (att.kind == "unknown" or leads) and att.rule not in ("untrusted", "tampered", "timeout"):
+            asked = llm_attribution(self.run.helper, self.run.instance, self.plan, verdict, self.run.traj)
+            if asked is not None:
+                att = asked
+        key = f"{att.kind}:{att.rule}:{','.join(att.packages)}:{att.toolchain}"
+        if env.source == "reused" and att.kind != "task":
+            self.run.traj(StepRecord(agent="flow", rule="reuse:rejected",
+                                     note=f"{env.reused_from} does not verify ({verdict.outcome}: {att.kind}); "
+                                          "full build"))
+            return "rebuild", None
+        if key in self.done:
+            return None, None
+        self.done.add(key)
+        if att.kind == "environment" and att.install == "module":
+            att = att.model_copy(update={"packages": [p for p in att.packages if not self._own_module(p)]})
+        if att.kind == "environment" and att.packages:
+            kind = "missing_system" if att.install == "system" else "missing_module"
+            cmds = amend_commands(self.eco, kind, att.packages) if kind == "missing_system" else \
+                self._install(att.packages)
+            if cmds:
+                self._evidence(att, [{"kind": "apt" if kind == "missing_system" else "install",
+                                      "packages": att.packages}])
+                amended = amend_environment(self.run, self.eco, self.plan, env, cmds, att.detail)
+                if amended is not None:
+                    return "amend", amended
+        if att.kind == "toolchain" and att.toolchain:
+            self._evidence(att, [{"kind": "toolchain", "tool": self.plan.ecosystem, "version": att.toolchain}])
+            if self.replan(self._toolchain_request(att.toolchain, att.detail), att.detail):
+                return "replan", None
+        if att.kind == "test_config":
+            if self.ti + 1 < len(self.tests):
+                self.ti += 1
+                return "retest", None
+            spec = self.llm_tests(att.detail)
+            if spec is not None:
+                self.tests.append(spec)
+                self.ti = len(self.tests) - 1
+                return "retest", None
+        return None, None
+
+    def _own_module(self, name: str) -> bool:
+        """Whether `name`'s top-level module is the repository's own (never installed from a registry)."""
+        top = name.split(".")[0].split("/")[0]
+        tree = self.run.tree
+        return any(tree.exists(p) for p in (f"{top}/__init__.py", f"src/{top}/__init__.py", f"{top}.py",
+                                           f"lib/{top}.js", f"{top}/package.json")) or \
+            any(f.startswith((f"{top}/", f"src/{top}/")) for f in tree.files[:20000])
+
+    def _install(self, packages: list[str]) -> list[str]:
+        from agents.ecosystems.base import hook
+
+        fn = hook(self.eco, "install_command")
+        if fn is None:
+            return []
+        try:
+            return [fn(packages, self.plan)]
+        except TypeError:
+            return [fn(packages)]
+
+    def _evidence(self, att: Attribution, actions: list[dict]) -> None:
+        """A failed `feedback:<repo>` step now and its passing twin once the next round verifies,
+        so the memory learns the loop's fix like a repaired setup step."""
+        rule = f"feedback:{self.run.instance.repo}"
+        self.run.traj(StepRecord(agent="verification", rule=rule, command=f"attribution {att.kind}", exit_code=1,
+                                 output_excerpt=att.detail[-2000:]))
+        self.pending_evidence = (rule, f"attribution {att.kind}", json.dumps(actions))
+
+    def _learned_feedback(self, verdict: Verdict) -> None:
+        if self.pending_evidence is None:
+            return
+        rule, command, actions = self.pending_evidence
+        self.pending_evidence = None
+        ok = verdict.outcome == "verified"
+        self.run.traj(StepRecord(agent="verification", rule=rule, command=command, exit_code=0 if ok else 1,
+                                 note=f"repair: {actions}", output_excerpt="" if ok else verdict.reason[-2000:]))
+
+    # -- the row ------------------------------------------------------------------------------
+    def finish(self, n: int, verdict: Verdict | None, env: Environment | None) -> None:
+        run, res = self.run, self.run.res
+        if verdict is None or env is None:
+            raise EnvBuildError("no round produced an environment", instance_id=run.iid, log_path=run.log_path)
+        res.round = n
+        res.outcome, res.reason = verdict.outcome, verdict.reason  # type: ignore[assignment]
+        if len(res.rounds) > 1:
+            res.reason += f" (round {n} of {len(res.rounds)})"
+        res.FAIL_TO_PASS, res.PASS_TO_PASS, res.flaky_tests = verdict.FAIL_TO_PASS, verdict.PASS_TO_PASS, verdict.flaky
+        res.test_command = verdict.test_command
+        res.anomalies = list(verdict.anomalies)
+        plan = self.verdict_plan or self.plan  # the plan of the verdict, not a later one that failed to build
+        res.test_files, res.parser = list(plan.test_files), plan.parser
+        (run.idir / "plan.json").write_text(plan.model_dump_json(indent=2, exclude={"state"}))  # the export reads it
+        res.image, res.image_id = env.image, env.image_id
+        res.setup_script, res.dockerfile = env.setup_script, env.dockerfile
+        res.installed_packages = env.installed_packages or res.installed_packages
+        res.interpreter = env.interpreter or plan.toolchain
+        if env.source in ("reused", "pooled") or (env.source == "amended" and env.reused_from):
+            res.reused_from = env.reused_from
+        if env.source == "reused" or (env.source == "amended" and env.reuse_kind):
+            res.reuse_kind, res.reuse_overlap = env.reuse_kind, env.reuse_overlap
+            res.incremental_commands = list(env.commands)
+            res.substitutions = [f"environment reused from {env.reused_from}"] + list(res.substitutions)
+        if res.outcome == "verified":
+            res.env = EnvRecord(instance_id=run.iid, repo=run.instance.repo,
+                                version=derive_version(run.instance, run.tree), base_commit=run.instance.base_commit,
+                                commit_time=run.tree.commit_time, created_at=run.instance.created_at,
+                                language=run.language or "python", interpreter=res.interpreter, image_tag=env.image,
+                                image_id=env.image_id, size_bytes=image_size(run.factory, env.image),
+                                setup_script=env.setup_script, dockerfile=env.dockerfile,
+                                test_command=res.test_command, parser=res.parser, route=plan.route,
+                                installed_packages=env.installed_packages,
+                                dependencies="\n".join(self.profile.dependencies))

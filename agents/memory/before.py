@@ -1,0 +1,145 @@
+"""Memory before failure (EnvPilot, arXiv 2609.07357): the context-aware retrieval runs before the
+build, and proven entries change the plan instead of waiting for the failure they describe.
+
+The repository's context (language, the plan's toolchain, the commit's era, runners, manifests,
+declared dependencies; Python: its packaging profile) gives likely-obstacle queries
+(`data/experiences/obstacles.yaml`), plus one query naming the repository (lessons the loop
+learnt on its earlier instances carry it); each is ranked by BM25 and the lists are fused by RRF
+(`Retriever.retrieve`, top `memory.before_plan_k`). An entry changes the plan only when it is
+positive, its reliability reaches `memory.before_plan_reliability` (a seed never applied does
+not; a lesson that worked does) and its actions mean something before a build:
+
+| action      | effect on the plan request                                                     |
+|-------------|--------------------------------------------------------------------------------|
+| toolchain   | the constraint, when the planned toolchain violates it and the tool is the plan's |
+| apt         | Debian packages installed before the setup                                     |
+| env         | environment variables                                                          |
+| test_arg    | arguments for the test runner                                                  |
+| pin/install | Python: installed after the project (date bound kept); others: the ecosystem's installer, after the setup |
+| uv_lift / uv_option | Python's uv options                                                   |
+
+`shell` actions only run after a failure (a command out of context is not safe to run first).
+"""
+
+from __future__ import annotations
+
+from agents.diagnosis import version_of
+from agents.ecosystems.base import Plan, PlanRequest, hook
+from agents.ecosystems.toolchain import satisfies
+from agents.memory.actions import bind_actions
+from agents.memory.context import RepoContext, context_from_python_profile
+from agents.memory.models import ECOSYSTEMS
+from agents.models import StepRecord
+
+TOOL_ECOSYSTEM = {"python": "python", "node": "node", "go": "go", "rust": "rust", "java": "java", "php": "php",
+                  "ruby": "ruby", "gcc": "cfamily", "debian": "cfamily"}
+"""A `toolchain` action's tool -> the ecosystem whose plan it constrains."""
+
+
+def context_for(run, profile, plan: Plan) -> RepoContext | None:
+    """The memory's RepoContext of this instance (None when its language is outside the memory's
+    vocabulary)."""
+    lang = run.language
+    if lang not in ECOSYSTEMS:
+        return None
+    created = run.instance.created
+    era = created.year if created else run.tree.commit_time.year
+    toolchain = version_of(plan.toolchain)
+    if plan.ecosystem == "python" and plan.state.get("profile"):
+        from agents.ecosystems.python.analysis import RepoProfile
+
+        return context_from_python_profile(RepoProfile.model_validate(plan.state["profile"]), toolchain, created,
+                                           files=profile.manifests + profile.ci)
+    flags = [] if any(f.endswith((".lock", "-lock.json", "-lock.yaml", "go.sum")) for f in run.tree.files[:5000]
+                      if f.count("/") == 0) else ["no_lockfile"]
+    if any(f.startswith("vendor/") for f in run.tree.files[:5000]):
+        flags.append("vendored")
+    return RepoContext(ecosystem=lang, toolchain=toolchain, era=era, frameworks=list(profile.runners),
+                       files=list(profile.manifests) + list(profile.ci), declared={d: "" for d in profile.dependencies},
+                       flags=flags)
+
+
+def _apply(action, plan: Plan, eco, request: PlanRequest) -> str | None:
+    """Change `request` for one bound action; the change as text, or None when it means nothing
+    before a build (or is already so)."""
+    kind = action.kind
+    if kind == "toolchain":
+        if TOOL_ECOSYSTEM.get(action.tool) != plan.ecosystem or request.toolchain:
+            return None
+        used = version_of(plan.toolchain)
+        if used and satisfies(used, action.version):
+            return None
+        request.toolchain = action.version
+        return f"toolchain {action.tool} {action.version}"
+    if kind == "apt":
+        new = [p for p in action.packages if p not in request.apt]
+        request.apt += new
+        return f"apt {' '.join(new)}" if new else None
+    if kind == "env":
+        if plan.env.get(action.name) == action.value or request.env.get(action.name) == action.value:
+            return None
+        request.env[action.name] = action.value
+        return f"env {action.name}"
+    if kind == "test_arg":
+        if action.arg in request.test_args:
+            return None
+        request.test_args.append(action.arg)
+        return f"test arg {action.arg}"
+    if kind in ("pin", "install"):
+        reqs = [action.requirement] if kind == "pin" else list(action.packages)
+        if plan.ecosystem == "python":
+            request.options.setdefault("install", [])
+            request.options["install"] += [r for r in reqs if r not in request.options["install"]]
+            return f"{kind} {' '.join(reqs)}"
+        fn = hook(eco, "install_command")
+        if fn is None:
+            return None
+        request.post.append(fn(reqs))
+        return f"{kind} {' '.join(reqs)}"
+    if kind in ("uv_lift", "uv_option") and plan.ecosystem == "python":
+        if kind == "uv_lift":
+            request.options.setdefault("uv_lift", [])
+            if action.package in request.options["uv_lift"]:
+                return None
+            request.options["uv_lift"].append(action.package)
+            return f"uv lift {action.package}"
+        if action.option == "no_build_isolation" and not request.options.get("no_build_isolation"):
+            request.options["no_build_isolation"] = True
+            return "uv no_build_isolation"
+    return None
+
+
+def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest) -> PlanRequest:
+    """`request` with the changes proven memory entries make before planning (module docstring);
+    the same request when the memory is off, empty or has nothing proven. Never raises (a
+    memory problem is a trajectory step)."""
+    cfg = run.config
+    helper = run.helper
+    memory = getattr(helper, "memory", None)
+    if memory is None or not cfg.memory.before_plan or not getattr(helper, "use_memory_actions", True):
+        return request
+    try:
+        ctx = context_for(run, profile, plan)
+        if ctx is None:
+            return request
+        hits = memory.retrieve(ctx, k=cfg.memory.before_plan_k,
+                               extra_queries=[f"feedback {run.instance.repo.replace('/', ' ')}"])
+    except Exception as e:  # noqa: BLE001 - the memory never fails a build
+        run.traj(StepRecord(agent="memory", rule="before-plan:error", note=f"{type(e).__name__}: {e}"))
+        return request
+    new = request.model_copy(deep=True)
+    applied: list[str] = []
+    variables = {"python_version": version_of(plan.toolchain) or "", "ca_bundle": "/opt/swemint/ca.pem"}
+    for h in hits:
+        e = h.experience
+        if e.negative or e.reliability < cfg.memory.before_plan_reliability:
+            continue
+        bound, _ = bind_actions(e.actions, variables)
+        changes = [c for a in bound if (c := _apply(a, plan, eco, new))]
+        if changes:
+            applied.append(f"{e.id}: {', '.join(changes)}")
+            new.reasons.append(f"memory {e.id}")
+    run.traj(StepRecord(agent="memory", rule="before-plan",
+                        note=f"{len(hits)} entries retrieved ({', '.join(h.experience.id for h in hits[:10])}); "
+                             f"applied: {applied or 'none'}"[:2000]))
+    return new if applied else request

@@ -1,0 +1,167 @@
+"""The planning half of the loop: which candidate plan, with which request, and what a diagnosis
+or a missing test configuration changes (MEnvAgent's feedback into planning).
+
+`Planner` holds the instance's profile, its ranked candidates, the current `PlanRequest`, plan and
+test configurations. `make_plan` plans the current candidate (the next one when it cannot be
+planned; the LLM's plan under `hybrid` when none can; under `llm` the model sees the rules' plan
+and may replace it); `replan` plans again with a new request and keeps the old plan when that
+fails; `on_setup_failure` turns Execution's diagnosis into another toolchain, the next candidate
+route or an LLM plan. `agents.flow.Loop` runs the rounds on top of it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from agents.analysis import RepoProfile, analyze
+from agents.context import MintRun
+from agents.diagnosis import version_of
+from agents.ecosystems import by_name
+from agents.ecosystems.base import Plan, PlanRequest, TestSpec
+from agents.models import StepRecord
+from agents.setup import describe, llm_plan, plan_candidate
+from agents.testconfig import configurations, llm_configuration
+from envpool.errors import EnvBuildError
+
+
+class Planner:
+    """Planning state and decisions of one instance (module docstring)."""
+
+    def __init__(self, run: MintRun, profile: RepoProfile | None = None):
+        self.run = run
+        self.cfg = run.config
+        self.given = profile  # the analysis a plan stage already made (None: analyse here)
+        self.profile: RepoProfile | None = None
+        self.cands: list = []
+        self.ci = 0
+        self.request = PlanRequest()
+        self.plan: Plan | None = None
+        self.eco = None
+        self.tests: list[TestSpec] = []
+        self.ti = 0
+        self.done: set[str] = set()
+        self.llm_planned = False
+
+    def analyse(self) -> None:
+        """The profile: the one given (made by a plan stage for this commit), else `analyze`."""
+        t = time.monotonic()
+        run = self.run
+        given = self.given
+        fresh = given is None or given.commit != run.tree.commit
+        self.profile = analyze(run.tree, run.instance) if fresh else given
+        run.language = run.res.language = self.profile.language
+        self.cands = self.profile.available()
+        run.traj(StepRecord(agent="analysis", rule="profile", note=self.profile.model_dump_json()[:4000]))
+        run.res.timings["checkout+analysis"] = round(time.monotonic() - t, 2)
+
+    def make_plan(self, why: str = "") -> None:
+        """The plan of the current candidate with the current request; on EnvBuildError the next
+        candidate, then (hybrid/llm) the LLM's plan; raises EnvBuildError when nothing plans."""
+        run = self.run
+        t = time.monotonic()
+        errors: list[str] = []
+        while self.ci < len(self.cands):
+            cand = self.cands[self.ci]
+            eco = by_name(cand.ecosystem)
+            try:
+                plan = plan_candidate(eco, cand.route, run.tree, run.instance, run.touched, self.cfg.images,
+                                      self.request, self.profile.language)
+            except EnvBuildError as e:
+                errors.append(f"{cand.label}: {e.message}")
+                run.traj(StepRecord(agent="setup", rule=f"plan:{cand.label}", note=f"no plan: {e.message}"[:2000]))
+                if self.request.toolchain and not self.request.route:
+                    raise  # the constraint, not the route, has no plan
+                self.ci += 1
+                continue
+            self._use(eco, plan)
+            if self.cfg.policy == "llm" and not self.llm_planned:
+                self.llm_planned = True
+                better = llm_plan(run.helper, run.tree, run.instance, run.touched, self.cfg.images, self.profile,
+                                  run.traj, rules_plan=plan, why="policy llm: the LLM leads")
+                if better is not None:
+                    self._use(by_name(better.ecosystem), better)
+            self._timing(t)
+            return
+        if not self.llm_planned and self._llm_plan(why or "; ".join(errors) or self.profile.no_route
+                                                    or "no candidate plan"):
+            self._timing(t)
+            return
+        raise EnvBuildError(why or "; ".join(errors) or self.profile.no_route or "no candidate plan",
+                            instance_id=run.iid, log_path=run.log_path)
+
+    def _llm_plan(self, why: str) -> bool:
+        """Replace the plan by the LLM's (hybrid / llm); False without a model or a usable plan."""
+        run = self.run
+        if run.helper is None or run.helper.llm is None:
+            return False
+        self.llm_planned = True
+        plan = llm_plan(run.helper, run.tree, run.instance, run.touched, self.cfg.images, self.profile, run.traj,
+                        why=why)
+        if plan is None or not configurations(plan):
+            return False
+        self._use(by_name(plan.ecosystem), plan)
+        return True
+
+    def _timing(self, t: float) -> None:
+        timings = self.run.res.timings
+        timings["checkout+analysis"] = round(timings.get("checkout+analysis", 0.0) + time.monotonic() - t, 2)
+
+    def _use(self, eco, plan: Plan) -> None:
+        self.eco, self.plan = eco, plan
+        self.tests = configurations(plan)
+        self.ti = 0
+        res = self.run.res
+        res.interpreter, res.substitutions = plan.toolchain, list(plan.substitutions)
+        res.parser, res.test_files = plan.parser, list(plan.test_files)
+        self.run.traj(StepRecord(agent="setup", rule=f"plan:{plan.ecosystem}:{plan.build}", note=describe(plan)))
+        (self.run.idir / "plan.json").write_text(plan.model_dump_json(indent=2, exclude={"state"}))
+
+    def replan(self, request: PlanRequest, why: str) -> bool:
+        """Plan again with `request`; False (the old plan kept) when that cannot be planned."""
+        old = (self.request, self.plan, self.eco, self.tests, self.ti)
+        self.request = request
+        try:
+            self.make_plan()
+        except EnvBuildError as e:
+            self.run.traj(StepRecord(agent="flow", rule="replan", note=f"no plan for {why}: {e.message}"[:2000]))
+            self.request, self.plan, self.eco, self.tests, self.ti = old
+            return False
+        return True
+
+    # -- back to planning ---------------------------------------------------------------------
+    def on_setup_failure(self, outcome) -> str | None:
+        """The next step after Execution gave up: a plan on another toolchain, the next candidate
+        route, or (hybrid) the LLM's plan; None when nothing is left."""
+        d = outcome.diagnosis
+        if d is not None and d.kind.startswith("toolchain") and d.toolchain:
+            key = f"toolchain:{d.toolchain}"
+            if key not in self.done:
+                self.done.add(key)
+                req = self._toolchain_request(d.toolchain, d.detail)
+                if self.replan(req, d.detail):
+                    return f"replan: {d.toolchain} ({d.rule})"
+        if self.ci + 1 < len(self.cands):
+            self.ci += 1
+            try:
+                self.make_plan(why=outcome.reason)
+                return f"next candidate: {self.cands[self.ci].label}"
+            except EnvBuildError:
+                return None
+        if not self.llm_planned and self.run.helper is not None and self.run.helper.llm is not None:
+            self.ci = len(self.cands)
+            try:
+                self.make_plan(why=f"setup failed: {outcome.reason}")
+                return "llm plan"
+            except EnvBuildError:
+                return None
+        return None
+
+    def _toolchain_request(self, constraint: str, why: str) -> PlanRequest:
+        used = version_of(self.plan.toolchain)
+        return self.request.model_copy(update={"toolchain": constraint,
+                                               "avoid": list(self.request.avoid) + ([used] if used else []),
+                                               "reasons": list(self.request.reasons) + [why[:200]]})
+
+    def llm_tests(self, why: str) -> TestSpec | None:
+        run = self.run
+        return llm_configuration(run.helper, run.instance, self.plan, self.tests, run.touched, run.traj, why)

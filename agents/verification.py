@@ -1,0 +1,329 @@
+"""Verification agent: the before/after runs of one test configuration in an environment image,
+the grading, and an *attribution* of any result short of verified to the agent that can fix it.
+
+Sides (SWE-bench's Fail-to-Pass): "before" applies the test_patch to the base commit, "after"
+the test_patch then the patch, run `verify.before_runs` / `verify.after_runs` times within the
+instance's deadline, every run in a fresh sandbox of the image with no network (nothing one run
+leaves behind -- a daemon, a rewritten file -- reaches the next). Each run goes through the
+ecosystem's `run_tests` hook (Python: pytest with swemint's report plugin over the authenticated
+channel) or `run_plan_tests` (the plan's command and parser, `envpool.evaluation.run_report`).
+One trust rule for every ecosystem (`envpool.testrun.trust`): a run with an anomaly is never
+graded, its anomalies go into the row (`<side>#<n>: <anomaly>`); a run showing tampering refuses
+the instance (`tests_not_run`, final); a side without a trusted run did not run (`timeout` when
+every run timed out; when no run reported any test, the runs' output is still diagnosed, so a
+missing tool or an empty selection goes back to the loop).
+
+Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when they find none:
+- `environment`: the image lacks a tool, a library or a module (the run's output or a touched
+  test's failure names it) -> Execution adds it (`packages`, `install`);
+- `toolchain`: a touched test is skipped for a version reason, or the fix needs a newer standard
+  library (`toolchain` is the constraint) -> a plan on another toolchain;
+- `test_config`: the configuration ran no test or selected nothing -> the next configuration;
+- `task`: the task itself: every touched test passes before the fix too, or nothing the patch
+  changes is exercised -> final;
+- `flaky`: the tests that would be FAIL_TO_PASS change between runs -> final;
+- `genuine`: tests ran, and they fail after the fix for no environment reason -> final.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.diagnosis import Diagnosis, diagnose
+from agents.ecosystems.base import Plan, hook, is_pytest
+from agents.models import Instance, StepRecord
+from envpool.errors import PatchApplyError, SandboxTimeout
+from envpool.grading import grade
+from envpool.patches import apply_patch
+from envpool.testrun.status import TestRunReport, TestStatus
+
+MIN_RUN_SECONDS = 30
+"""A run starts only when at least this many seconds remain before the instance's deadline."""
+OUTPUT_TAIL = 8000
+
+AttributionKind = Literal["verified", "environment", "toolchain", "test_config", "task", "flaky", "genuine",
+                          "unknown"]
+
+
+class TestRun(BaseModel):
+    """One run of T: the parsed `report`, its `anomalies` (`envpool.testrun.trust`: a run with
+    any is not graded), `tampered` (the subset only tampering explains), the `command` as run,
+    and the tail of its console output (diagnosis only)."""
+
+    __test__ = False
+    model_config = ConfigDict(extra="forbid")
+    report: TestRunReport
+    anomalies: list[str] = Field(default_factory=list)
+    tampered: list[str] = Field(default_factory=list)
+    command: str = ""
+    output_tail: str = ""
+
+
+class Attribution(BaseModel):
+    """Who can fix a result short of `verified` (see the module docstring).
+
+    `packages`: Debian packages (`environment` with `install="system"`) or modules
+    (`install="module"`); `toolchain`: the constraint for the next plan; `rule`: the rule id
+    or `llm`; `detail`: one line of evidence.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    kind: AttributionKind
+    detail: str = ""
+    packages: list[str] = Field(default_factory=list)
+    install: Literal["system", "module", ""] = ""
+    toolchain: str | None = None
+    rule: str = ""
+
+
+class Verdict(BaseModel):
+    """What one verification concluded: the outcome (`verified`, `no_fail_to_pass`,
+    `tests_not_run`, `timeout`), its reason, our FAIL_TO_PASS / PASS_TO_PASS / flaky lists,
+    the row's `test_command`, the runs' `anomalies` (`<side>#<n>: <anomaly>`: why a run was not
+    graded) and the attribution."""
+
+    model_config = ConfigDict(extra="forbid")
+    outcome: str
+    reason: str = ""
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    flaky: list[str] = Field(default_factory=list)
+    test_command: str = ""
+    anomalies: list[str] = Field(default_factory=list)
+    attribution: Attribution
+
+
+def sides(instance: Instance, before_runs: int, after_runs: int) -> list[tuple[str, list[tuple[str, str]], int]]:
+    """[("before", [test_patch], before_runs), ("after", [test_patch, patch], after_runs)]."""
+    return [("before", [("test_patch", instance.test_patch)], before_runs),
+            ("after", [("test_patch", instance.test_patch), ("patch", instance.patch)], after_runs)]
+
+
+def apply_side_patches(sb, side: str, patches: list[tuple[str, str]], methods: dict[str, str], instance_id: str,
+                       log_path: Path | None) -> None:
+    """Apply `patches` (name, diff text) in order in sandbox `sb`, recording in `methods[name]`
+    how each applied (`envpool.patches.apply_patch`'s answer). Raises PatchApplyError
+    ("<name> does not apply (<side>): ...") for the first that does not apply."""
+    for name, text in patches:
+        try:
+            methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
+        except PatchApplyError as e:
+            raise PatchApplyError(f"{name} does not apply ({side}): {e.message}", instance_id=instance_id,
+                                  log_path=log_path) from e
+
+
+def time_left(deadline: float, side: str, instance_id: str, log_path: Path | None) -> float:
+    """Seconds left before `deadline` (a `time.monotonic()` value) for a run of `side`. Raises
+    SandboxTimeout when fewer than MIN_RUN_SECONDS remain."""
+    remaining = deadline - time.monotonic()
+    if remaining < MIN_RUN_SECONDS:
+        raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=instance_id,
+                             log_path=log_path)
+    return remaining
+
+
+def run_plan_tests(sb, plan: Plan, *, timeout: float, known_tests: set[str] | None = None,
+                   log_label: str = "tests", env: dict[str, str] | None = None) -> TestRun:
+    """Run `plan.test_command` once in `sb` (/testbed) and parse its report with `plan.parser`
+    (`envpool.evaluation.run_report`: the report file removed first, read within the sandbox's
+    size limit; the trust rule's anomalies). `known_tests`: ids from other runs, so a unit that
+    fails to build marks them FAILED. `timeout` in seconds. `env`: the run's environment
+    (default `plan.env`)."""
+    from envpool.evaluation import run_report
+
+    pre = f"rm -f {shlex.quote(plan.report_path)}; " if plan.report_path else ""
+    run_env = env if env is not None else plan.env
+    got = run_report(sb, plan.test_command, plan.parser, report_path=plan.report_path,
+                     parser_options=plan.parser_options, env=run_env, timeout=timeout, known_tests=known_tests,
+                     log_label=log_label)
+    return TestRun(report=got.report, anomalies=list(got.anomalies), command=f"cd /testbed && {pre}{plan.test_command}",
+                   output_tail=got.output[-OUTPUT_TAIL:])
+
+
+def stored_test_command(plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
+    """The runner part of the row's `test_command` (`envpool.testrun.published.published_command`
+    puts the test files back first): `command` made to run as is in the environment image with
+    `docker run --network none <image> bash -c '<test_command>'` -- the plan's environment
+    exported first (the image's ENV has it too) and the report (`plan.report_path`) printed at the
+    end, so the parser's input is on stdout."""
+    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(plan.env.items()))
+    tail = f"; cat {shlex.quote(plan.report_path)}" if plan.report_path else ""
+    return f"{exports}{command}{tail}"
+
+
+def trusted(run: TestRun) -> bool:
+    """Whether a run may be graded: the trust rule found no anomaly (`envpool.testrun.trust`,
+    one rule for pytest and every other runner)."""
+    return not run.anomalies
+
+
+def _touched(test_id: str, files: list[str]) -> bool:
+    return not files or any(test_id == f or test_id.startswith(f + "::") or f in test_id for f in files)
+
+
+def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bool) -> tuple[str, str, object]:
+    """(outcome, reason, Grade or None) from trusted runs: a side whose every run timed out
+    before reporting is `timeout`; no test reached after the patch (or, for pytest, a runner
+    that failed before reaching tests on every before run: exit 3/4) is `tests_not_run`; else
+    `verified` with >= 1 FAIL_TO_PASS, or `no_fail_to_pass`."""
+    for side, reps in (("before", before), ("after", after)):
+        if reps and all(r.timed_out and not r.statuses for r in reps):
+            return "timeout", f"the {side} test run timed out before reporting any test", None
+    if not any(r.tests_ran for r in after):
+        last = after[-1] if after else TestRunReport()
+        return "tests_not_run", ("the runner reached no test after the patch (exit "
+                                 f"{last.exit_code}; collection errors: {last.collection_errors[:3]})"), None
+    if pytest and not any(r.tests_ran for r in before) and all(r.exit_code in (3, 4) for r in before):
+        return "tests_not_run", f"the runner failed before reaching tests (exit {before[-1].exit_code})", None
+    g = grade(before, after, None)
+    if g.FAIL_TO_PASS:
+        return "verified", f"{len(g.FAIL_TO_PASS)} FAIL_TO_PASS, {len(g.PASS_TO_PASS)} PASS_TO_PASS, " \
+                           f"{len(g.flaky)} flaky", g
+    return "no_fail_to_pass", "no test fails before and passes after the patch", g
+
+
+def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan: Plan, eco) -> Attribution:
+    """The rules' attribution of a verification (module docstring); `unknown` when none fits."""
+    if outcome == "verified":
+        return Attribution(kind="verified")
+    files = list(plan.test_files)
+    after_reps = [r.report for r in after]
+    skips = "\n".join(reason for r in after_reps for tid, reason in r.reasons.items()
+                      if _touched(tid, files) and r.statuses.get(tid) == TestStatus.SKIPPED)
+    failing = "\n".join(reason for r in after_reps for tid, reason in r.reasons.items()
+                        if _touched(tid, files) and r.statuses.get(tid) != TestStatus.SKIPPED)
+    output = "\n".join(r.output_tail for r in after + before)
+    d: Diagnosis | None = diagnose(skips, eco.name, plan.toolchain, scope="skip", eco=eco) if skips else None
+    d = d or diagnose(failing + "\n" + output, eco.name, plan.toolchain, eco=eco)
+    if d is not None:
+        if d.kind.startswith("toolchain"):
+            return Attribution(kind="toolchain", detail=d.detail, toolchain=d.toolchain, rule=d.rule)
+        if d.kind == "missing_system":
+            return Attribution(kind="environment", detail=d.detail, packages=d.packages, install="system", rule=d.rule)
+        if d.kind == "missing_module":
+            return Attribution(kind="environment", detail=d.detail, packages=d.packages, install="module", rule=d.rule)
+    if outcome == "tests_not_run" or not any(r.statuses for r in after_reps):
+        return Attribution(kind="test_config", detail="the test configuration ran no test", rule="no-tests")
+    if g is None:
+        return Attribution(kind="unknown", detail=outcome)
+    ids = {t for r in after_reps for t in r.statuses}
+    # pytest ids start with the file; other runners' ids (packages, classes) rarely name it
+    touched = [t for t in ids if _touched(t, files)] or ([] if is_pytest(plan.parser) else sorted(ids))
+    if not touched:
+        return Attribution(kind="test_config", detail="no test of the touched files ran", rule="no-touched-tests")
+    if g.flaky and any(t in g.flaky for t in touched):
+        return Attribution(kind="flaky", detail=f"{len(g.flaky)} flaky: {g.flaky[:3]}", rule="flaky")
+    if all(t in g.PASS_TO_PASS for t in touched):
+        return Attribution(kind="task", detail="every touched test passes before the fix too", rule="passes-before")
+    if all(all(r.statuses.get(t) == TestStatus.SKIPPED for r in after_reps) for t in touched):
+        return Attribution(kind="unknown", detail="every touched test is skipped after the fix: "
+                                                  + (skips[:200] or "no reason given"), rule="skipped")
+    return Attribution(kind="genuine", detail="touched tests fail after the fix", rule="fails-after")
+
+
+def run_once(sb, side: str, i: int, *, plan: Plan, eco, config, timeout: float, traj, known: set[str],
+             env: dict[str, str] | None) -> TestRun:
+    """Run `i` (1-based) of `side` in `sb` (patches applied): the ecosystem's `run_tests` hook
+    or `run_plan_tests`, recorded as a `verification` step `<side>#<i>`."""
+    run_tests = hook(eco, "run_tests")
+    label = f"{side}#{i}"
+    run = run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
+                    per_test_timeout=config.timeouts.per_test) if run_tests else \
+        run_plan_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label, env=env)
+    rep = run.report
+    traj(StepRecord(agent="verification", rule=label, command=run.command, exit_code=rep.exit_code,
+                    duration=round(rep.duration, 2),
+                    note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
+                         f"collection_errors={rep.collection_errors[:5]}"))
+    return run
+
+
+def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadline: float, log_path: Path, traj,
+           patch_methods: dict[str, str], env: dict[str, str] | None = None, timings: dict | None = None) -> Verdict:
+    """Before and after runs of `plan`'s T in image `spec.image` (network none, every run in a
+    fresh sandbox), graded and attributed (module docstring). Raises PatchApplyError (a patch
+    does not apply) and SandboxTimeout (the instance's time ran out); everything else is a
+    Verdict."""
+    from envpool.testrun.published import published_command
+
+    iid = instance.instance_id
+    runs: dict[str, list[TestRun]] = {}
+    known: set[str] = set()
+    anomalies: list[str] = []
+    test_command = ""
+    stored = hook(eco, "stored_test_command") or stored_test_command
+    for side, patches, n in sides(instance, config.verify.before_runs, config.verify.after_runs):
+        t = time.monotonic()
+        every: list[TestRun] = []
+        for i in range(1, n + 1):
+            timeout = min(config.timeouts.test_run, time_left(deadline, side, iid, log_path))
+            with factory.sandbox(spec, log_path) as sb:  # every run in a fresh container
+                apply_side_patches(sb, side, patches, patch_methods, iid, log_path)
+                run = run_once(sb, side, i, plan=plan, eco=eco, config=config, timeout=timeout, traj=traj,
+                               known=known, env=env)
+            every.append(run)
+            anomalies += [f"{side}#{i}: {a}" for a in run.anomalies]
+            if side == "after" and not test_command:
+                test_command = published_command(instance.test_patch, instance.patch,
+                                                 stored(plan, run.command, per_test_timeout=config.timeouts.per_test))
+            if run.tampered:
+                return Verdict(outcome="tests_not_run", test_command=test_command, anomalies=anomalies,
+                               reason=f"grading refused: the {side} run's report was tampered with "
+                                      f"({run.tampered[0]})",
+                               attribution=Attribution(kind="task", detail=run.tampered[0][:300], rule="tampered"))
+            if trusted(run):
+                known |= set(run.report.statuses)
+        runs[side] = every
+        if timings is not None:
+            timings[side] = round(timings.get(side, 0.0) + time.monotonic() - t, 2)
+    ok = {side: [r for r in every if trusted(r)] for side, every in runs.items()}
+    for side in ("before", "after"):
+        every = runs[side]
+        if not every or ok[side]:
+            continue
+        if all(r.report.timed_out for r in every):
+            return Verdict(outcome="timeout", reason=f"the {side} test run timed out before it finished",
+                           test_command=test_command, anomalies=anomalies,
+                           attribution=Attribution(kind="unknown", detail="timed out", rule="timeout"))
+        first = next((a for r in every for a in r.anomalies), "no run")
+        if any(r.report.statuses for r in every):  # results that cannot be trusted: final
+            return Verdict(outcome="tests_not_run", reason=f"no {side} run's report can be trusted: {first}",
+                           test_command=test_command, anomalies=anomalies,
+                           attribution=Attribution(kind="unknown", detail="untrustworthy reports", rule="untrusted"))
+        # no run reported anything: nothing is graded, but the output still says why (a missing
+        # tool, a module, an empty selection) and the loop can act on it
+        att = attribute("tests_not_run", None, runs["before"], runs["after"], plan, eco)
+        return Verdict(outcome="tests_not_run", reason=f"the {side} runs reported no test: {first}",
+                       test_command=test_command, anomalies=anomalies, attribution=att)
+    outcome, reason, g = judge([r.report for r in ok["before"]], [r.report for r in ok["after"]],
+                               pytest=is_pytest(plan.parser))
+    att = attribute(outcome, g, ok["before"], ok["after"], plan, eco)
+    return Verdict(outcome=outcome, reason=reason, FAIL_TO_PASS=g.FAIL_TO_PASS if g else [],
+                   PASS_TO_PASS=g.PASS_TO_PASS if g else [], flaky=g.flaky if g else [], test_command=test_command,
+                   anomalies=anomalies, attribution=att)
+
+
+ATTRIBUTION_PROMPT = (
+    "You attribute why a SWE-bench-style verification did not verify: the tests of the test patch ran "
+    "before the fix (expected to fail) and after it (expected to pass) in a Docker image. Say who can "
+    "fix it: environment (the image lacks a Debian package or a module: list them, install=system or "
+    "module), toolchain (another interpreter/compiler version is needed: give a constraint such as "
+    ">=3.11), test_config (the configuration ran the wrong tests), task (the task itself is broken), "
+    "flaky, or genuine (the tests genuinely fail after the fix).")
+
+
+def llm_attribution(helper, instance: Instance, plan: Plan, verdict: Verdict, traj) -> Attribution | None:
+    """Ask the LLM for an attribution the rules could not make (`hybrid`, `llm`); None without a
+    model or a valid answer. The answer is validated by `Attribution`; `rule` is set to `llm`."""
+    if helper is None or helper.llm is None:
+        return None
+    task = (f"Repository {instance.repo}, ecosystem {plan.ecosystem} ({plan.toolchain}); tests {plan.test_files}.\n"
+            f"Outcome: {verdict.outcome}: {verdict.reason}\nRules' attribution: {verdict.attribution.model_dump()}\n"
+            f"Test patch (head):\n{instance.test_patch[:2000]}")
+    att = helper.consult(ATTRIBUTION_PROMPT, task, Attribution, "verification", "llm:attribution", traj)
+    return att.model_copy(update={"rule": "llm"}) if att is not None else None

@@ -1,0 +1,114 @@
+"""What the loop and the memory did in one or more minting runs (the loop and memory-ablation
+measurements of issue 9), read from the stored rows and trajectories.
+
+    .venv/bin/python scripts/loop_stats.py work/loop-off work/loop-after work/loop-both \
+        [--ids-file data/measurement_ids.txt] [--markdown] [--json out.json]
+
+Per work directory (read only): instances, verified, verified only in round >= 2 and by which
+feedback (the feedback of the round before the verifying one: `amend`, `retest`, `replan`,
+`rebuild`, `next candidate: ...`, `llm plan`, grouped by the attribution kind or diagnosis that
+led to it), Execution's repairs (trajectory steps of agent `execution` whose note starts with
+`repair:`; `by memory` those of a `memory:<id>` rule), the memory applied before planning (steps
+`before-plan` that changed the plan) and rows whose outcome a later round could not improve.
+Run the three memory settings as three work directories of the same ids:
+
+    off:            --set mint.memory.enabled=false
+    after failure:  --set mint.memory.before_plan=false
+    before + after: (defaults)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scripts.diff_runs import rows_of  # noqa: E402
+
+
+def _steps(res) -> list[dict]:
+    p = Path(res.trajectory_path) if res.trajectory_path else None
+    if p is None or not p.is_file():
+        return []
+    out = []
+    for line in p.read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def _feedback_key(res) -> str:
+    """How the verifying round came about: the previous round's feedback and attribution kind."""
+    prev = res.rounds[res.round - 2] if 2 <= res.round <= len(res.rounds) else None
+    if prev is None:
+        return "unknown"
+    kind = prev.attribution.split(":", 1)[0] if prev.attribution else prev.outcome
+    return f"{(prev.feedback or '-').split(':', 1)[0]} ({kind})"
+
+
+def stats(workdir: Path, ids: set[str] | None) -> dict:
+    """The numbers of one work directory (module docstring)."""
+    rows = [r for iid, r in rows_of(workdir).items() if ids is None or iid in ids]
+    verified = [r for r in rows if r.outcome == "verified"]
+    late = [r for r in verified if (r.round or 1) >= 2]
+    repairs, memory_repairs, before_changes = [], 0, 0
+    for r in rows:
+        n = 0
+        for s in _steps(r):
+            if s.get("agent") == "execution" and str(s.get("note", "")).startswith("repair:"):
+                n += 1
+                memory_repairs += str(s.get("rule", "")).startswith("memory:")
+            if s.get("rule") == "before-plan" and "applied: none" not in str(s.get("note", "")):
+                before_changes += 1
+        repairs.append(n)
+    return {"workdir": str(workdir), "instances": len(rows), "verified": len(verified),
+            "verified_round_ge2": len(late), "by_feedback": dict(Counter(_feedback_key(r) for r in late)),
+            "rounds_total": sum(len(r.rounds) for r in rows),
+            "outcomes": dict(Counter(r.outcome for r in rows)),
+            "repairs_total": sum(repairs), "repairs_median": statistics.median(repairs) if repairs else 0,
+            "repairs_by_memory": memory_repairs, "plans_changed_before_planning": before_changes,
+            "reused": sum(1 for r in verified if r.reused_from and r.reused_from != r.instance_id)}
+
+
+COLUMNS = ("workdir", "instances", "verified", "verified_round_ge2", "rounds_total", "repairs_total",
+           "repairs_median", "repairs_by_memory", "plans_changed_before_planning", "reused")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workdirs", type=Path, nargs="+")
+    ap.add_argument("--ids-file", type=Path)
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args(argv)
+    ids = None
+    if a.ids_file:
+        ids = {x.strip() for x in a.ids_file.read_text().splitlines() if x.strip() and not x.startswith("#")}
+    table = [stats(w, ids) for w in a.workdirs]
+    sep = " | "
+    if a.markdown:
+        print("| " + sep.join(COLUMNS) + " |")
+        print("|" + "---|" * len(COLUMNS))
+    else:
+        print(sep.join(COLUMNS))
+    for t in table:
+        line = sep.join(str(t[c]) for c in COLUMNS)
+        print(f"| {line} |" if a.markdown else line)
+    for t in table:
+        print(f"\n{t['workdir']}: outcomes {t['outcomes']}")
+        for k, n in sorted(t["by_feedback"].items(), key=lambda kv: -kv[1]):
+            print(f"  verified in round >= 2 after {k}: {n}")
+    if a.json:
+        a.json.write_text(json.dumps(table, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""C/C++ analysis and plans (no Docker): build-system choice, Debian packages for dependencies
+and missing submodules (jq's oniguruma), CMake options, the gcc/cmake choice, test commands and
+parsers per build system, repairs, and the in-container CMake target selection helper."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from datetime import date
+from functools import partial
+
+import pytest
+
+import envpool.toolchains.cfamily as tc
+from agents.ecosystems import cfamily
+from agents.ecosystems.cfamily import ECOSYSTEM, analyze, era_gcc
+from envpool.images import ImageConfig
+from envpool.toolchains import ToolchainChoice
+from tests.agents.ecosystems.conftest import make_instance, make_tree
+
+instance = partial(make_instance, language="c", instance_id="acme__widget-1", repo="acme/widget")
+
+
+@pytest.fixture
+def images(monkeypatch):
+    """ensure_image without Docker: records its arguments, answers a ToolchainChoice."""
+    calls = []
+
+    def fake(requested, cfg=None, client=None, *, cmake=None):
+        calls.append((requested, cmake))
+        major, subs = tc.pick_gcc(requested)
+        return ToolchainChoice(language="c", requested=requested, image=f"swemint/cfamily:gcc{major}-x",
+                               version=f"gcc {major}, cmake {tc.cmake_of_suite(tc.DEBIAN_GCC[major])}",
+                               substitutions=subs)
+
+    monkeypatch.setattr(tc, "ensure_image", fake)
+    return calls
+
+
+JQ_CONFIGURE = """AC_INIT([jq], [1.6])
+AC_PROG_YACC
+AC_ARG_ENABLE([valgrind], AS_HELP_STRING([--disable-valgrind], [no valgrind]))
+AC_ARG_ENABLE([docs], AS_HELP_STRING([--disable-docs], [no docs]))
+AC_CHECK_LIB([onig],[onig_version])
+AC_CONFIG_SUBDIRS([modules/oniguruma])
+"""
+GITMODULES = '[submodule "modules/oniguruma"]\n\tpath = modules/oniguruma\n\turl = https://example.org/kkos/oniguruma.git\n'
+
+CMAKE_TOP = """cmake_minimum_required(VERSION 3.1...3.18)
+project(widget CXX)
+option(WIDGET_TEST "Generate the test target." ON)
+option(WIDGET_FUZZ "Fuzzers." OFF)
+set(CMAKE_CXX_STANDARD 17)
+find_package(ZLIB REQUIRED)
+enable_testing()
+add_subdirectory(test)
+"""
+CMAKE_TEST = """add_executable(widget-test widget-test.cc)
+add_test(NAME widget-test COMMAND widget-test)
+add_test(find-package-test ${CMAKE_CTEST_COMMAND})
+find_package(widget)
+"""
+
+
+def test_detect_scores(tmp_path):
+    cm = make_tree(tmp_path / "a", {"CMakeLists.txt": CMAKE_TOP})
+    assert ECOSYSTEM.detect(cm, "cpp") == 12 and ECOSYSTEM.detect(cm, None) == 10
+    assert ECOSYSTEM.detect(cm, "python") == 0 and ECOSYSTEM.detect(cm, "go") == 0
+    mk = make_tree(tmp_path / "b", {"Makefile": "all:\n\tcc -o x x.c\n", "x.c": "", "y.c": "", "z.h": ""})
+    assert ECOSYSTEM.detect(mk, None) == 6
+    node = make_tree(tmp_path / "c", {"package.json": "{}", "Makefile": "test:\n\tnpm test\n"})
+    assert ECOSYSTEM.detect(node, None) == 0
+
+
+def test_jq_like_autotools_uses_debian_oniguruma(tmp_path):
+    tree = make_tree(tmp_path, {"configure.ac": JQ_CONFIGURE, "Makefile.am": "TESTS = tests/shtest\n",
+                                ".gitmodules": GITMODULES, "src/main.c": "int main(){}\n",
+                                "tests/shtest": "#!/bin/sh\n"})
+    b = analyze(tree, ["tests/shtest"])
+    assert b.system == "autotools" and not b.configure_committed
+    assert b.packages == ["libonig-dev"]
+    assert "--with-oniguruma=yes" in b.configure_flags
+    assert {"--disable-valgrind", "--disable-docs"} <= set(b.configure_flags)
+    assert any("oniguruma" in n and "libonig-dev" in n for n in b.notes)
+
+
+def test_autotools_plan_runs_make_check_with_automake_parser(tmp_path, images):
+    tree = make_tree(tmp_path, {"configure.ac": JQ_CONFIGURE, ".gitmodules": GITMODULES,
+                                "tests/shtest": "#!/bin/sh\n"})
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-12-28 21:21:22"), ["tests/shtest"], ImageConfig())
+    assert images == [("10", None)]  # a 2020 PR: bullseye's gcc 10
+    assert plan.toolchain.startswith("gcc 10")
+    assert "libonig-dev" in plan.setup_commands[0]
+    # an empty submodule directory, as a clone has it (automake: "required directory ... does not exist")
+    assert plan.setup_commands[1] == "mkdir -p modules/oniguruma"
+    assert plan.setup_commands[2:] == [
+        "autoreconf -fi",
+        "./configure --disable-valgrind --disable-docs --with-oniguruma=yes",
+        "make -j2", "make -j2 check TESTS="]
+    assert plan.test_command == "make -j2 -k check" and plan.parser == "automake_log"
+    assert plan.report_path is None
+
+
+def test_committed_configure_is_not_regenerated(tmp_path, images):
+    tree = make_tree(tmp_path, {"configure.ac": "AC_INIT([x],[1])\n", "configure": "#!/bin/sh\n",
+                                "t/a.test": ""})
+    plan = ECOSYSTEM.plan(tree, instance(tree), ["t/a.test"], ImageConfig())
+    assert "autoreconf -fi" not in plan.setup_commands and plan.setup_commands[0] == "./configure"
+
+
+def test_cmake_analysis(tmp_path):
+    tree = make_tree(tmp_path, {"CMakeLists.txt": CMAKE_TOP, "test/CMakeLists.txt": CMAKE_TEST,
+                                "test/widget-test.cc": '#include "gtest/gtest.h"\nTEST(Widget, Works) {}\n'})
+    b = analyze(tree, ["test/widget-test.cc"], project="widget")
+    assert b.system == "cmake" and b.cmake_min == "3.1" and b.cxx_std == "17"
+    assert b.packages == ["zlib1g-dev"]  # the project's own find_package(widget) is no dependency
+    assert "-DWIDGET_TEST=ON" in b.cmake_flags and "-DBUILD_TESTING=ON" in b.cmake_flags
+    assert not any("FUZZ" in f for f in b.cmake_flags)
+    assert b.gtest
+
+
+def test_cmake_plan_gtest_and_ctest_parsers(tmp_path, images):
+    files = {"CMakeLists.txt": CMAKE_TOP, "test/CMakeLists.txt": CMAKE_TEST,
+             "test/widget-test.cc": '#include "gtest/gtest.h"\nTEST(Widget, Works) {}\n'}
+    tree = make_tree(tmp_path / "g", files)
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-05-14 14:49:55"), ["test/widget-test.cc"],
+                          ImageConfig())
+    assert plan.parser == "gtest_log" and plan.report_path is None
+    assert plan.test_command == (f"python3 {cfamily.HELPER} /opt/build --verbose --jobs 2 -- test/widget-test.cc")
+    assert any("codemodel-v2" in c and "cmake -S /testbed -B /opt/build" in c and "-DWIDGET_TEST=ON" in c
+               for c in plan.setup_commands)
+    assert any(c.startswith("cmake --build /opt/build") for c in plan.setup_commands)
+    # plain CTest tests: JUnit from ctest when the cmake is >= 3.21 (bookworm: 3.25), console before
+    files["test/widget-test.cc"] = "int main() { return 0; }\n"
+    tree = make_tree(tmp_path / "c", {**files, "test/CMakeLists.txt": "add_test(NAME t COMMAND t)\n"})
+    new = ECOSYSTEM.plan(tree, instance(tree, created_at="2024-01-10 00:00:00"), ["test/widget-test.cc"], ImageConfig())
+    assert new.parser == "ctest_junit" and new.report_path == cfamily.JUNIT and "--junit" in new.test_command
+    old = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-01-10 00:00:00"), ["test/widget-test.cc"], ImageConfig())
+    assert old.parser == "ctest_log" and old.report_path is None
+
+
+def test_helper_is_installed_verbatim(tmp_path, images):
+    import base64
+    import re
+    tree = make_tree(tmp_path, {"CMakeLists.txt": CMAKE_TOP})
+    plan = ECOSYSTEM.plan(tree, instance(tree), ["test/x.cc"], ImageConfig())
+    cmd = next(c for c in plan.setup_commands if cfamily.HELPER in c)
+    data = re.search(r"echo (\S+) \| base64 -d", cmd).group(1)
+    assert base64.b64decode(data) == (cfamily.RECIPES / "cmake_tests.py").read_bytes()
+
+
+def test_era_and_standard_choose_gcc(tmp_path, images):
+    assert era_gcc(date(2020, 5, 1)) == "10" and era_gcc(date(2022, 1, 1)) == "10"
+    assert era_gcc(date(2023, 7, 1)) == "12" and era_gcc(date(2026, 1, 1)) == "14"
+    assert era_gcc(None) == "12"
+    top = CMAKE_TOP.replace("set(CMAKE_CXX_STANDARD 17)", "target_compile_features(w PUBLIC cxx_std_23)")
+    tree = make_tree(tmp_path, {"CMakeLists.txt": top})
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-01-01 00:00:00"), [], ImageConfig())
+    assert images[-1][0] == "12" and plan.toolchain.startswith("gcc 12")  # C++23 raises the floor
+
+
+def test_pick_gcc_records_substitutions():
+    assert tc.pick_gcc("12") == ("12", [])
+    major, subs = tc.pick_gcc("11")
+    assert major == "12" and "gcc 11 requested, 12 provided" in subs[0]
+    major, subs = tc.pick_gcc("20")
+    assert major == "14" and "newest available" in subs[0]
+
+
+def test_new_cmake_comes_from_pypi_wheel(monkeypatch):
+    scripts = []
+
+    def fake_layer(name, version, suite, script, cfg=None, client=None, inputs=None):
+        scripts.append((suite, script, inputs))
+        return f"swemint/{name}:{version}-h"
+
+    monkeypatch.setattr(tc, "layer_image", fake_layer)
+    choice = tc.ensure_image("12", ImageConfig(route="debootstrap"), client=object(), cmake="3.28")
+    suite, script, inputs = scripts[-1]
+    assert suite == "bookworm" and "'cmake==3.28.*'" in script and "/opt/cmake/bin/pip install" in script
+    assert choice.version == "gcc 12, cmake 3.28" and choice.route == "debootstrap"
+    assert any("cmake 3.28 required" in s for s in choice.substitutions)
+    plain = tc.ensure_image("10", ImageConfig(route="debootstrap"), client=object(), cmake="3.1")
+    assert "pip install" not in scripts[-1][1] and plain.version == "gcc 10, cmake 3.18"
+
+
+def test_repair_installs_missing_dependency_once():
+    from agents.ecosystems.base import PolyPlan
+    plan = PolyPlan(ecosystem="cfamily", toolchain="gcc 12", image="x", test_command="t", parser="ctest_log")
+    out = "CMake Error: Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR)"
+    fix = ECOSYSTEM.repair(plan, "cmake -S .", out, set())
+    assert fix and "zlib1g-dev" in fix[0] and fix[0].startswith("export DEBIAN_FRONTEND")
+    assert ECOSYSTEM.repair(plan, "cmake -S .", out, {"\n".join(fix)}) is None
+    assert "libxml2-dev" in ECOSYSTEM.repair(plan, "./configure", "No package 'libxml-2.0' found", set())[0]
+    assert ECOSYSTEM.repair(plan, "make", "error: expected ';' before '}'", set()) is None
+
+
+# --- the in-container helper (recipes/cmake_tests.py), on a synthetic File API reply -----------
+
+def _helper():
+    spec = importlib.util.spec_from_file_location("cmake_tests", cfamily.RECIPES / "cmake_tests.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_helper_reads_the_codemodel(tmp_path):
+    reply = tmp_path / ".cmake/api/v1/reply"
+    reply.mkdir(parents=True)
+    targets = {"t-a.json": {"name": "printf-test", "type": "EXECUTABLE",
+                            "sources": [{"path": "test/printf-test.cc"}, {"path": "test/util.cc"}],
+                            "artifacts": [{"path": "bin/printf-test"}]},
+               "t-b.json": {"name": "fmt", "type": "STATIC_LIBRARY", "sources": [{"path": "src/format.cc"}],
+                            "artifacts": [{"path": "libfmt.a"}]}}
+    for name, body in targets.items():
+        (reply / name).write_text(json.dumps(body))
+    (reply / "codemodel-v2-1.json").write_text(json.dumps(
+        {"configurations": [{"targets": [{"jsonFile": n} for n in targets]}]}))
+    (reply / "index-2024.json").write_text(json.dumps(
+        {"objects": [{"kind": "codemodel", "jsonFile": "codemodel-v2-1.json"}]}))
+    model = _helper().codemodel(str(tmp_path))
+    assert [(n, t) for n, t, _, _ in model] == [("printf-test", "EXECUTABLE"), ("fmt", "STATIC_LIBRARY")]
+    assert model[0][2] == ["test/printf-test.cc", "test/util.cc"]
+    assert model[0][3] == [str((tmp_path / "bin/printf-test").resolve())]
+    assert _helper().codemodel(str(tmp_path / "none")) == []

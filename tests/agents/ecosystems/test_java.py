@@ -1,0 +1,265 @@
+"""Java analysis and plan decisions (no Docker): JDK choice from language levels, Gradle wrappers,
+pins, CI and the commit's era; the Maven reactor and the module of a touched test; the plan's
+commands; Gradle-only builds refused early; repairs."""
+
+from __future__ import annotations
+
+import subprocess
+from functools import partial
+from datetime import date
+
+import pytest
+
+from agents.models import Instance
+from agents.ecosystems import java as J
+from envpool.errors import EnvBuildError
+from envpool.images import ImageConfig
+from envpool.toolchains import ToolchainChoice
+from envpool.toolchains import java as jtc
+from tests.agents.ecosystems.conftest import make_tree as _make_tree
+
+make_tree = partial(_make_tree, when="2022-03-01T12:00:00+00:00")  # the commit date the JDK era reads
+
+ALL = [8, 11, 17, 21]
+
+
+def pom(body: str = "", parent: str = "", modules: list[str] | None = None, artifact: str = "app") -> str:
+    mods = "".join(f"<module>{m}</module>" for m in modules or [])
+    return (f'<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>{parent}'
+            f"<groupId>com.acme</groupId><artifactId>{artifact}</artifactId><version>1.0</version>"
+            f"{'<packaging>pom</packaging><modules>' + mods + '</modules>' if mods else ''}{body}</project>")
+
+
+PARENT = "<parent><groupId>com.acme</groupId><artifactId>parent</artifactId><version>1.0</version></parent>"
+COMPILER = ("<build><pluginManagement><plugins><plugin><artifactId>maven-compiler-plugin</artifactId>"
+            "<configuration><source>${java.version}</source><target>${java.version}</target></configuration>"
+            "</plugin></plugins></pluginManagement></build>")
+
+
+# ---------------------------------------------------------------- JDK choice
+
+
+def test_gradle_6_wrapper_with_jdk_17_available_gets_a_jdk_gradle_6_runs_on():
+    facts = J.JavaFacts(gradle="6.8.3", commit_date=date(2022, 6, 1))  # era LTS would be 17
+    jdk, notes = J.choose_jdk(facts, [17, 11, 21])
+    assert jdk == 11
+    assert any("Gradle 6.8.3" in n for n in notes)
+
+
+def test_gradle_6_wrapper_with_only_newer_jdks_is_a_clear_error():
+    with pytest.raises(EnvBuildError, match="Gradle 6.0"):
+        J.choose_jdk(J.JavaFacts(gradle="6.0"), [17, 21])
+
+
+@pytest.mark.parametrize("gradle,expected", [("4.10.3", 8), ("5.6.4", 11), ("7.3", 17), ("7.6.1", 17), ("8.5", 21)])
+def test_gradle_versions_run_on_the_newest_fitting_jdk_of_a_recent_era(gradle, expected):
+    assert J.choose_jdk(J.JavaFacts(gradle=gradle, commit_date=date(2025, 1, 1)), ALL)[0] == expected
+
+
+def test_source_1_6_needs_a_jdk_that_still_compiles_it():
+    # javac 17 rejects 6 (JEP 182): only 8 and 11 remain; a 2017 commit gets 8
+    assert J.choose_jdk(J.JavaFacts(levels=[6], commit_date=date(2017, 2, 8)), ALL)[0] == 8
+    # even in a later era the level forbids 17/21
+    assert J.choose_jdk(J.JavaFacts(levels=[6], commit_date=date(2024, 1, 1)), ALL)[0] == 11
+
+
+def test_source_1_5_leaves_only_jdk_8():
+    assert J.choose_jdk(J.JavaFacts(levels=[5], commit_date=date(2024, 1, 1)), ALL)[0] == 8
+    with pytest.raises(EnvBuildError, match="language levels"):
+        J.choose_jdk(J.JavaFacts(levels=[5]), [11, 17])
+
+
+def test_release_17_is_a_floor_and_the_era_a_ceiling():
+    assert J.choose_jdk(J.JavaFacts(levels=[17], commit_date=date(2022, 1, 1)), ALL)[0] == 17
+    assert J.choose_jdk(J.JavaFacts(levels=[8], commit_date=date(2019, 5, 1)), ALL)[0] == 11
+    assert J.choose_jdk(J.JavaFacts(levels=[21], commit_date=date(2019, 5, 1)), ALL)[0] == 21
+
+
+def test_ci_jdks_win_over_the_era_and_a_pin_wins_over_ci():
+    facts = J.JavaFacts(levels=[8], ci=[8, 9, 10, 11, 12, 17, 18], commit_date=date(2024, 8, 20))
+    assert J.choose_jdk(facts, ALL)[0] == 17  # newest CI JDK not newer than the era LTS (21)
+    facts.pinned, facts.pinned_from = 11, ".sdkmanrc"
+    jdk, notes = J.choose_jdk(facts, ALL)
+    assert jdk == 11 and any(".sdkmanrc" in n for n in notes)
+
+
+def test_jdk_major_reads_the_usual_spellings():
+    assert [J.jdk_major(s) for s in ("1.8", "11.0.2-open", "oraclejdk8", "temurin-17.0.1", "17", None, "x")] == \
+        [8, 11, 8, 17, 17, None, None]
+
+
+# ---------------------------------------------------------------- analysis of a tree
+
+
+def test_reactor_resolves_levels_through_the_parent_and_finds_the_module(tmp_path):
+    tree = make_tree(tmp_path, {
+        "pom.xml": pom("<properties><java.version>1.6</java.version></properties>" + COMPILER,
+                       modules=["core", "core-testing"], artifact="parent"),
+        "core/pom.xml": pom(parent=PARENT, artifact="core"),
+        "core/src/main/java/com/acme/Calc.java": "package com.acme; public class Calc {}",
+        "core-testing/pom.xml": pom(parent=PARENT, artifact="core-testing"),
+        "core-testing/src/test/java/com/acme/CalcTest.java": "",
+        ".travis.yml": "language: java\njdk:\n  - oraclejdk7\n  - oraclejdk8\n",
+    }, when="2017-02-08T12:00:00+00:00")
+    rx = J.maven_reactor(tree, near=["core-testing/src/test/java/com/acme/CalcTest.java"])
+    assert rx.root == "" and rx.reactor == {"", "core", "core-testing"}
+    assert rx.levels() == [6, 6]
+    assert rx.module_of("core-testing/src/test/java/com/acme/CalcTest.java") == "core-testing"
+    facts = J.java_facts(tree, rx)
+    assert facts.ci == [7, 8] and facts.commit_date == date(2017, 2, 8)
+
+
+def test_pins_and_github_matrix_are_read(tmp_path):
+    tree = make_tree(tmp_path, {
+        "pom.xml": pom("<properties><maven.compiler.release>11</maven.compiler.release></properties>"),
+        ".sdkmanrc": "java=11.0.20-tem\n",
+        ".github/workflows/ci.yml": "jobs:\n  t:\n    strategy:\n      matrix:\n        java: [11, 17]\n"
+                                    "    steps:\n      - uses: actions/setup-java@v4\n        with:\n"
+                                    "          java-version: ${{ matrix.java }}\n",
+    })
+    facts = J.java_facts(tree, J.maven_reactor(tree))
+    assert (facts.levels, facts.pinned, facts.pinned_from, facts.ci) == ([11], 11, ".sdkmanrc", [11, 17])
+
+
+def test_touched_test_sources_map_to_surefire_classes():
+    got = J.test_classes(["m/src/test/java/a/FooTest.java", "m/src/test/java/a/TestUtil.java",
+                          "m/src/test/java/a/Helper.java", "m/src/test/resources/x.json", "m/src/main/java/a/B.java",
+                          "m/src/test/kotlin/a/BarTests.kt"])
+    assert got == {"m/src/test/java/a/FooTest.java": ["FooTest"], "m/src/test/java/a/TestUtil.java": ["TestUtil"],
+                   "m/src/test/java/a/Helper.java": [], "m/src/test/kotlin/a/BarTests.kt": ["BarTests"]}
+
+
+# ---------------------------------------------------------------- plan
+
+
+@pytest.fixture
+def fake_image(monkeypatch):
+    asked: list[str | None] = []
+
+    def ensure(requested, cfg=None, client=None):
+        asked.append(requested)
+        return ToolchainChoice(language="java", requested=requested, version=requested or "17",
+                               image=f"swemint/java:{requested}-test")
+
+    monkeypatch.setattr(jtc, "ensure_image", ensure)
+    return asked
+
+
+def instance(touched: str) -> Instance:
+    return Instance(instance_id="acme__calc-1", repo="acme/calc", base_commit="0" * 40, patch="x",
+                    test_patch=f"diff --git a/{touched} b/{touched}\n", language="java")
+
+
+def test_multi_module_plan_runs_the_module_offline_with_its_upstream_modules(tmp_path, fake_image):
+    test = "core-testing/src/test/java/com/acme/CalcTest.java"
+    tree = make_tree(tmp_path, {
+        "pom.xml": pom("<properties><java.version>1.8</java.version></properties>" + COMPILER,
+                       modules=["core", "core-testing"], artifact="parent"),
+        "core/pom.xml": pom(parent=PARENT, artifact="core"),
+        "core-testing/pom.xml": pom(parent=PARENT, artifact="core-testing"),
+        test: "",
+    }, when="2024-08-20T08:00:00+00:00")
+    eco = J.ECOSYSTEM
+    assert eco.detect(tree, "java") == 10
+    plan = eco.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+    assert fake_image == ["21"]  # level 8, no CI, 2024 era -> 21
+    assert plan.parser == "java_junit" and plan.report_path == J.REPORT
+    assert "mvn -o " in plan.test_command and "-pl core-testing -am" in plan.test_command
+    assert "-Dtest=CalcTest" in plan.test_command and "-Dsurefire.failIfNoSpecifiedTests=false" in plan.test_command
+    assert "surefire-reports/TEST-*.xml" in plan.test_command and f"> {J.REPORT}" in plan.test_command
+    assert plan.setup_commands[0] == jtc.truststore_command()
+    assert "mvn -B" in plan.setup_commands[1] and "mvn -o " in plan.setup_commands[2]
+    assert "trustStore=" in plan.env["MAVEN_OPTS"] and plan.env["JAVA_HOME"] == jtc.JAVA_HOME
+    assert plan.test_files == [test]
+
+
+def test_single_module_plan_has_no_module_selection(tmp_path, fake_image):
+    test = "src/test/java/com/acme/CalcTest.java"
+    tree = make_tree(tmp_path, {"pom.xml": pom(), test: ""})
+    plan = J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+    assert "-pl" not in plan.test_command and "-Dtest=CalcTest" in plan.test_command
+
+
+def test_gradle_only_build_is_refused_early_naming_the_cause(tmp_path, fake_image):
+    test = "src/test/java/com/acme/CalcTest.java"
+    tree = make_tree(tmp_path, {
+        "build.gradle": "apply plugin: 'java'\n",
+        "gradle/wrapper/gradle-wrapper.properties": "distributionUrl=https\\://example.invalid/gradle-6.8.3-bin.zip\n",
+        test: "",
+    })
+    assert J.ECOSYSTEM.detect(tree, None) == 9
+    with pytest.raises(EnvBuildError, match=r"Gradle build \(wrapper 6.8.3\); it would run on JDK 11"):
+        J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+    assert fake_image == []
+
+
+def test_a_tree_without_java_is_not_claimed(tmp_path):
+    tree = make_tree(tmp_path, {"setup.py": "", "tests/test_x.py": ""})
+    assert J.ECOSYSTEM.detect(tree, "python") == 0
+
+
+def test_repair_reruns_an_offline_step_online_once():
+    eco = J.ECOSYSTEM
+    cmd = "mvn -o -B test"
+    out = "[ERROR] Cannot access central (https://x) in offline mode and the artifact a:b:1 has not been downloaded"
+    fix = eco.repair(None, cmd, out, set())
+    assert fix == ["mvn -B test"]
+    assert eco.repair(None, cmd, out, {"mvn -B test"}) is None
+    assert eco.repair(None, "mvn -B test", "BUILD FAILURE", set()) is None
+
+
+def test_warm_up_runs_an_existing_class_when_the_touched_test_is_new(tmp_path, fake_image):
+    # Surefire resolves its provider only when a test runs: a new test class alone would leave
+    # the offline test run without it (google__gson-1014)
+    new = "gson/src/test/java/com/g/internal/bind/JsonTreeReaderTest.java"
+    tree = make_tree(tmp_path, {
+        "pom.xml": pom(modules=["gson"], artifact="parent"),
+        "gson/pom.xml": pom(parent=PARENT, artifact="gson"),
+        "gson/src/test/java/com/g/internal/bind/JsonElementReaderTest.java": "",
+        "gson/src/test/java/com/g/GsonTest.java": "",
+        "gson/src/test/java/com/g/internal/bind/Helper.java": "",
+    })
+    rx = J.maven_reactor(tree, near=[new])
+    assert J.warm_up_classes(tree, J.test_classes([new]), rx.module_of) == ["JsonElementReaderTest"]
+    plan = J.ECOSYSTEM.plan(tree, instance(new), [new], ImageConfig(route="debootstrap"))
+    assert "-Dtest=JsonElementReaderTest " in plan.setup_commands[1]
+    assert "-Dtest=JsonTreeReaderTest " in plan.setup_commands[2] and "-Dtest=JsonTreeReaderTest " in plan.test_command
+
+
+class _AllImagesExist:
+    """A docker client stand-in on which every image exists (no build, no pull)."""
+
+    class images:  # noqa: N801 - mirrors docker.DockerClient.images
+        @staticmethod
+        def get(ref):
+            return ref
+
+
+@pytest.mark.parametrize("requested,version,substituted", [("1.8", "8", False), ("9", "11", True),
+                                                           ("17", "17", False), (None, "17", False)])
+def test_ensure_image_gives_the_smallest_jdk_at_least_requested(requested, version, substituted):
+    choice = jtc.ensure_image(requested, ImageConfig(route="debootstrap"), client=_AllImagesExist())
+    assert (choice.version, bool(choice.substitutions), choice.route) == (version, substituted, "debootstrap")
+    assert choice.image.startswith(f"swemint/java:{version}-")
+
+
+def test_ensure_image_refuses_a_jdk_newer_than_any_here():
+    with pytest.raises(EnvBuildError, match="JDK 26 requested"):
+        jtc.ensure_image("26", ImageConfig(route="debootstrap"), client=_AllImagesExist())
+
+
+def test_official_images_keep_their_own_java_home():
+    assert jtc.java_env("official")["JAVA_HOME"] == "/opt/java/openjdk"
+    assert jtc.java_env("debootstrap")["JAVA_HOME"] == jtc.JAVA_HOME
+    assert "-Djavax.net.ssl.trustStore=" + jtc.TRUSTSTORE in jtc.java_env()["MAVEN_OPTS"]
+
+
+def test_repair_raises_a_refused_default_level_through_maven_config(tmp_path):
+    out = "[ERROR] COMPILATION ERROR :\n[ERROR] Source option 5 is no longer supported. Use 6 or later.\n"
+    (fix,) = J.ECOSYSTEM.repair(None, "cd sub && mvn -B test", out, set())
+    root = tmp_path / "sub"
+    root.mkdir()
+    subprocess.run(["bash", "-c", fix], cwd=tmp_path, check=True)
+    assert (root / ".mvn/maven.config").read_text().split() == ["-Dmaven.compiler.source=8",
+                                                                "-Dmaven.compiler.target=8"]
+    assert J.ECOSYSTEM.repair(None, "cd sub && mvn -B test", out, {fix}) is None

@@ -1,0 +1,98 @@
+"""A two-module Maven project written by the test, minted end to end (real Docker, Maven Central).
+
+Module `calc` holds the bug (``Calc.add`` subtracts) and `CalcTest`; module `mul` has only tests.
+The test patch adds `CalcTest#testAdd` and `MulTest`, which calls ``Calc.mul`` that only the fix
+adds, so `mul`'s tests do not compile before the fix: they must come out FAIL_TO_PASS (absent
+before, never passed), `CalcTest#testAdd` too, and `CalcTest#testNeg` PASS_TO_PASS. The JDK is
+pinned by `.sdkmanrc` (17: the bookworm image, shared with other runs).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import agents.ecosystems as polyglot
+from agents.config import MintConfig
+from agents.minter import mint_instance
+from agents.models import Instance
+from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+JUNIT = "<dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.13.2</version>" \
+        "<scope>test</scope></dependency>"
+PARENT = "<parent><groupId>com.acme</groupId><artifactId>parent</artifactId><version>1.0</version></parent>"
+
+
+def module_pom(name: str, deps: str) -> str:
+    return (f'<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>{PARENT}'
+            f"<artifactId>{name}</artifactId><dependencies>{deps}</dependencies></project>")
+
+
+BASE = {
+    ".sdkmanrc": "java=17.0.9-tem\n",
+    "pom.xml": '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+               "<groupId>com.acme</groupId><artifactId>parent</artifactId><version>1.0</version>"
+               "<packaging>pom</packaging><modules><module>calc</module><module>mul</module></modules>"
+               "<properties><maven.compiler.source>1.8</maven.compiler.source>"
+               "<maven.compiler.target>1.8</maven.compiler.target>"
+               "<project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties></project>",
+    "calc/pom.xml": module_pom("calc", JUNIT),
+    "mul/pom.xml": module_pom("mul", JUNIT + "<dependency><groupId>com.acme</groupId><artifactId>calc</artifactId>"
+                                            "<version>1.0</version></dependency>"),
+    "calc/src/main/java/com/acme/Calc.java":
+        "package com.acme;\npublic class Calc {\n"
+        "    public static int add(int a, int b) { return a - b; }\n"
+        "    public static int neg(int a) { return -a; }\n}\n",
+    "calc/src/test/java/com/acme/CalcTest.java":
+        "package com.acme;\nimport static org.junit.Assert.assertEquals;\nimport org.junit.Test;\n"
+        "public class CalcTest {\n    @Test public void testNeg() { assertEquals(-2, Calc.neg(2)); }\n}\n",
+    "mul/src/main/java/com/acme/mul/Marker.java": "package com.acme.mul;\npublic class Marker {}\n",
+}
+TESTS = {
+    "calc/src/test/java/com/acme/CalcTest.java":
+        "package com.acme;\nimport static org.junit.Assert.assertEquals;\nimport org.junit.Test;\n"
+        "public class CalcTest {\n    @Test public void testNeg() { assertEquals(-2, Calc.neg(2)); }\n"
+        "    @Test public void testAdd() { assertEquals(5, Calc.add(2, 3)); }\n}\n",
+    "mul/src/test/java/com/acme/mul/MulTest.java":
+        "package com.acme.mul;\nimport static org.junit.Assert.assertEquals;\nimport org.junit.Test;\n"
+        "import com.acme.Calc;\n"
+        "public class MulTest {\n    @Test public void testMul() { assertEquals(6, Calc.mul(2, 3)); }\n}\n",
+}
+FIX = {
+    "calc/src/main/java/com/acme/Calc.java":
+        "package com.acme;\npublic class Calc {\n"
+        "    public static int add(int a, int b) { return a + b; }\n"
+        "    public static int neg(int a) { return -a; }\n"
+        "    public static int mul(int a, int b) { return a * b; }\n}\n",
+}
+
+
+def mirror_instance(tmp_path: Path) -> tuple[Instance, Path]:
+    """Base commit in a bare mirror, patch / test_patch as git diffs."""
+    git_dir, base = make_repo(tmp_path, BASE)
+    test_patch, patch = make_patches(git_dir, TESTS, FIX)
+    mirror = tmp_path / "mirrors" / "acme+calc" / "repo"
+    mirror.parent.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(git_dir.parent), str(mirror)], check=True)
+    return make_instance(base, "java", "2024-05-01T00:00:00Z", patch=patch, test_patch=test_patch), mirror
+
+
+def test_two_module_maven_project_mints_with_a_non_compiling_test_class_as_fail_to_pass(
+        tmp_path, docker_client, monkeypatch):
+    monkeypatch.setattr(polyglot, "ECOSYSTEM_MODULES", ("java",))
+    inst, mirror = mirror_instance(tmp_path)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-java", image_repository="swemint-test/env")
+    res = mint_instance(inst, mirror, cfg)
+    try:
+        assert res.outcome == "verified", (res.reason, (tmp_path / "work").as_posix())
+        assert sorted(res.FAIL_TO_PASS) == ["com.acme.CalcTest#testAdd", "com.acme.mul.MulTest#testMul"]
+        assert res.PASS_TO_PASS == ["com.acme.CalcTest#testNeg"]
+        assert res.interpreter.startswith("jdk 17") and res.parser == "java_junit"
+        assert "mvn -o " in res.test_command and "-pl calc,mul -am" in res.test_command
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)

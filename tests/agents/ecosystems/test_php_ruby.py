@@ -1,0 +1,217 @@
+"""PHP and Ruby plans with their registries unreachable (no Docker): the Debian route when every
+needed dependency is packaged (suite chosen by era, then by what Debian has), the vendored
+route, and the early, clear EnvBuildError -- raised before any image is built -- otherwise."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import partial
+
+import pytest
+
+import agents.ecosystems.php as php_mod
+import agents.ecosystems.ruby as ruby_mod
+from agents.gitrepo import GitTree
+from agents.ecosystems.debian import era_suite, satisfies, suites_from
+from agents.ecosystems.php import ECOSYSTEM as PHP
+from agents.ecosystems.ruby import ECOSYSTEM as RUBY, gem_dependencies
+from envpool.errors import EnvBuildError
+from envpool.images import ImageConfig
+from tests.agents.ecosystems.conftest import make_instance, make_tree
+
+inst = partial(make_instance, instance_id="acme__widget-7", repo="acme/widget", created_at="2023-02-10 16:24:10")
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """layer_image without Docker, in both modules: records (name, version, suite)."""
+    calls = []
+
+    def fake(name, version, suite, script, cfg=None, client=None, inputs=None):
+        calls.append((name, version, suite))
+        return f"swemint/{name}:{version}-h"
+
+    monkeypatch.setattr(ruby_mod, "layer_image", fake)
+    monkeypatch.setattr(php_mod, "layer_image", fake)
+    return calls
+
+
+# --- shared Debian helpers ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("version,req,ok", [
+    ("1.8.8", ">= 1.8.11, < 2", False), ("1.10.0", ">= 1.8.11, < 2", True),
+    ("5.4.53", "^3.4 || ^4.0 || ^5.0 || ^6.0", True), ("9.5.2", "^9.5.20", False),
+    ("0.3.5", "^0.4", False), ("2.7.2", "~> 2.7", True), ("3.0", "~> 2.7", False),
+    ("1.2.9", "1.2.*", True), ("7.0", "*", True), ("1.0", "", True), ("weird", ">= 1", True)])
+def test_satisfies(version, req, ok):
+    assert satisfies(version, req) is ok
+
+
+def test_era_suite_order():
+    from datetime import date
+    assert era_suite(date(2022, 9, 2)) == "bullseye" and era_suite(date(2023, 7, 1)) == "bookworm"
+    assert era_suite(date(2019, 1, 1)) == "bullseye" and era_suite(None) == "bookworm"
+    assert suites_from("bookworm") == ["bookworm", "trixie", "bullseye"]
+
+
+# --- Ruby --------------------------------------------------------------------------------------
+
+FAKER_GEMSPEC = """Gem::Specification.new do |spec|
+  spec.name = 'faker'
+  spec.required_ruby_version = '>= 2.7'
+  spec.add_dependency('i18n', '>= 1.8.11', '< 2')
+  spec.add_development_dependency('minitest', '5.18.0')
+  spec.add_development_dependency('rubocop', '1.48.1')
+  spec.add_development_dependency('test-unit', '3.5.7')
+  spec.add_development_dependency('timecop', '0.9.6')
+  spec.add_development_dependency('yard', '0.9.27')
+end
+"""
+FAKER = {"Gemfile": "source 'https://rubygems.org'\ngemspec\n", "faker.gemspec": FAKER_GEMSPEC,
+         "lib/faker.rb": "module Faker; end\n",
+         "test/test_helper.rb": "require 'test/unit'\n",
+         "test/faker/default/test_faker_internet.rb": "class TestFakerInternet < Test::Unit::TestCase; end\n"}
+
+
+def test_gem_dependencies_from_gemspec_and_gemfile(tmp_path):
+    tree = make_tree(tmp_path, {**FAKER, "Gemfile": "gemspec\ngem 'rack', '~> 2.0'\ngroup :test do\n"
+                                "  gem 'webmock'\nend\ngem 'simplecov', group: :test\n"})
+    deps = {g.name: (g.kind, g.requirement) for g in gem_dependencies(tree)}
+    assert deps["i18n"] == ("runtime", ">= 1.8.11, < 2")
+    assert deps["minitest"] == ("dev", "5.18.0")
+    assert deps["rack"] == ("runtime", "~> 2.0")
+    assert deps["webmock"][0] == "dev" and deps["simplecov"][0] == "dev"
+
+
+def test_faker_like_project_builds_from_debian(tmp_path, built):
+    tree = make_tree(tmp_path, FAKER)
+    assert RUBY.detect(tree, "ruby") == 12 and RUBY.detect(tree, "php") == 0
+    plan = RUBY.plan(tree, inst(tree, "ruby"), ["test/faker/default/test_faker_internet.rb"], ImageConfig())
+    # Feb 2023 is bullseye's era, but its ruby-i18n (1.8.8) misses '>= 1.8.11': bookworm is used
+    assert built == [("ruby", "3.1", "bookworm")] and plan.toolchain == "ruby 3.1"
+    assert any("bullseye lacks" in s for s in plan.substitutions)
+    assert any("minitest 5.18.0: Debian bookworm has" in s for s in plan.substitutions)
+    apt = plan.setup_commands[0]
+    assert all(p in apt for p in ("ruby-i18n", "ruby-minitest", "ruby-test-unit", "ruby-timecop"))
+    assert "rubocop" not in apt and "yard" not in apt  # tools are never installed
+    assert plan.parser == "minitest_log" and plan.report_path is None
+    assert plan.test_command == (f"ruby -Ilib -Itest {ruby_mod.HELPER} test/faker/default/test_faker_internet.rb")
+    assert plan.env["RUBYLIB"] == ruby_mod.SHIMS
+    assert sum(ruby_mod.SHIMS in c for c in plan.setup_commands) == 3
+
+
+def test_rspec_project_uses_json_report(tmp_path, built):
+    tree = make_tree(tmp_path, {"Gemfile": "source 'x'\ngem 'rspec', '~> 3.0'\n", "lib/calc.rb": "",
+                                "spec/calc_spec.rb": "describe 'x' do; end\n"})
+    plan = RUBY.plan(tree, inst(tree, "ruby"), ["spec/calc_spec.rb"], ImageConfig())
+    assert plan.parser == "rspec_json" and plan.report_path == ruby_mod.RSPEC_JSON
+    assert plan.test_command.startswith("rspec --format progress --format json --out ")
+    assert "ruby-rspec" in plan.setup_commands[0]
+
+
+def test_unpackaged_gem_fails_early_with_the_cause(tmp_path, built):
+    tree = make_tree(tmp_path, {**FAKER, "Gemfile": "gemspec\ngem 'surely-not-in-debian-gem'\n"})
+    with pytest.raises(EnvBuildError) as e:
+        RUBY.plan(tree, inst(tree, "ruby"), ["test/faker/default/test_faker_internet.rb"], ImageConfig())
+    msg = e.value.message
+    assert msg.startswith("RubyGems (rubygems.org) is unreachable and acme/widget has no vendored dependencies: "
+                          "bundle install cannot run")
+    assert "surely-not-in-debian-gem" in msg and e.value.instance_id == "acme__widget-7"
+    assert built == []  # decided before any image build
+
+
+def test_vendored_gems_use_bundler_locally(tmp_path, built):
+    tree = make_tree(tmp_path, {**FAKER, "Gemfile": "gemspec\ngem 'surely-not-in-debian-gem'\n",
+                                "vendor/cache/surely-not-in-debian-gem-1.0.gem": "x"})
+    plan = RUBY.plan(tree, inst(tree, "ruby"), ["test/faker/default/test_faker_internet.rb"], ImageConfig())
+    assert any("bundle install --local" in c for c in plan.setup_commands)
+    assert plan.test_command.startswith("bundle exec ruby ")
+
+
+# --- PHP ---------------------------------------------------------------------------------------
+
+CARBON = {
+    "require": {"php": "^7.1.8 || ^8.0", "ext-json": "*", "symfony/polyfill-mbstring": "^1.0",
+                "symfony/translation": "^3.4 || ^4.0 || ^5.0 || ^6.0"},
+    "require-dev": {"friendsofphp/php-cs-fixer": "^3.0", "phpstan/phpstan": "^1.7.14",
+                    "phpunit/phpunit": "^7.5.20 || ^8.5.26 || ^9.5.20", "doctrine/dbal": "^2.0 || ^3.0"},
+    "autoload": {"psr-4": {"Carbon\\": "src/Carbon/"}}}
+
+
+def php_tree(tmp_path, composer: dict, extra: dict | None = None) -> GitTree:
+    return make_tree(tmp_path, {"composer.json": json.dumps(composer), "src/Carbon/Carbon.php": "<?php\n",
+                                "tests/Carbon/RoundTest.php": "<?php\n", **(extra or {})})
+
+
+def test_carbon_like_project_builds_from_debian(tmp_path, built):
+    tree = php_tree(tmp_path, CARBON)
+    assert PHP.detect(tree, "php") == 12 and PHP.detect(tree, "ruby") == 0
+    plan = PHP.plan(tree, inst(tree, "php", created_at="2022-09-02 23:09:21"), ["tests/Carbon/RoundTest.php"],
+                    ImageConfig())
+    assert built == [("php", "7.4", "bullseye")] and plan.toolchain == "php 7.4"
+    apt = plan.setup_commands[0]
+    assert all(p in apt for p in ("php-symfony-polyfill-mbstring", "php-symfony-translation", "phpunit",
+                                  "php-doctrine-dbal"))
+    assert "php-cs-fixer" not in apt and "phpstan" not in apt
+    assert any("phpunit/phpunit" in s and "9.5.2" in s for s in plan.substitutions)  # dev mismatch: noted
+    assert any("composer dump-autoload" in c for c in plan.setup_commands)
+    assert any(php_mod.DEBIAN_AUTOLOAD in c and "vendor/autoload.php" in c for c in plan.setup_commands)
+    assert plan.parser == "phpunit_junit" and plan.report_path == php_mod.JUNIT
+    assert f"phpunit --log-junit {php_mod.JUNIT}.0 tests/Carbon/RoundTest.php" in plan.test_command
+
+
+def test_unpackaged_composer_dependency_fails_early(tmp_path, built):
+    composer = {**CARBON, "require": {**CARBON["require"], "acme/not-in-debian": "^1.0"}}
+    tree = php_tree(tmp_path, composer)
+    with pytest.raises(EnvBuildError) as e:
+        PHP.plan(tree, inst(tree, "php"), ["tests/Carbon/RoundTest.php"], ImageConfig())
+    assert e.value.message.startswith("Packagist (repo.packagist.org) is unreachable and acme/widget has no "
+                                      "vendored dependencies: composer install cannot run")
+    assert "acme/not-in-debian" in e.value.message and built == []
+
+
+def test_runtime_version_constraint_moves_the_suite(tmp_path, built):
+    composer = {"require": {"symfony/translation": "^6.0"}, "require-dev": {"phpunit/phpunit": "^9"}}
+    tree = php_tree(tmp_path, composer)
+    plan = PHP.plan(tree, inst(tree, "php", created_at="2022-09-02 23:09:21"), ["tests/Carbon/RoundTest.php"],
+                    ImageConfig())
+    assert built[-1][2] == "trixie"  # bullseye 4.4 and bookworm 5.4 miss ^6.0
+    assert any("bullseye lacks" in s for s in plan.substitutions)
+
+
+def test_vendored_php_tree_installs_nothing(tmp_path, built):
+    composer = {**CARBON, "require": {**CARBON["require"], "acme/not-in-debian": "^1.0"}}
+    tree = php_tree(tmp_path, composer, {"vendor/autoload.php": "<?php\n", "vendor/bin/phpunit": "#!/usr/bin/env php\n"})
+    plan = PHP.plan(tree, inst(tree, "php"), ["tests/Carbon/RoundTest.php"], ImageConfig())
+    assert plan.setup_commands == []
+    assert "vendor/bin/phpunit --log-junit" in plan.test_command
+
+
+def test_php_test_patch_without_test_files_is_an_error(tmp_path, built):
+    tree = php_tree(tmp_path, CARBON)
+    with pytest.raises(EnvBuildError, match="touches no PHPUnit"):
+        PHP.plan(tree, inst(tree, "php"), ["tests/fixtures/data.json"], ImageConfig())
+
+
+def test_setup_and_test_commands_are_valid_bash(tmp_path, built):
+    """Regression: the Debian-autoload step once ended in a stray '}}' (bash: syntax error)."""
+    php_plan = PHP.plan(php_tree(tmp_path / "p", CARBON), inst(make_tree(tmp_path / "q", {"a": ""}), "php"),
+                        ["tests/Carbon/RoundTest.php"], ImageConfig())
+    tree = make_tree(tmp_path / "r", FAKER)
+    ruby_plan = RUBY.plan(tree, inst(tree, "ruby"), ["test/faker/default/test_faker_internet.rb"], ImageConfig())
+    for cmd in [*php_plan.setup_commands, php_plan.test_command, *ruby_plan.setup_commands, ruby_plan.test_command]:
+        r = subprocess.run(["bash", "-n", "-c", cmd], capture_output=True, text=True)
+        assert r.returncode == 0, (cmd[:200], r.stderr)
+
+
+def test_archive_keeps_export_ignored_tests(tmp_path):
+    """Regression (briannesbitt/Carbon): `/tests export-ignore` in .gitattributes made git archive
+    drop tests/, so the test patch could not apply in /testbed."""
+    import io
+    import tarfile
+    tree = make_tree(tmp_path, {".gitattributes": "/tests export-ignore\n/phpunit.xml.dist export-ignore\n",
+                                "composer.json": "{}", "phpunit.xml.dist": "<phpunit/>",
+                                "tests/Carbon/RoundTest.php": "<?php\n"})
+    names = tarfile.open(fileobj=io.BytesIO(tree.archive())).getnames()
+    assert "tests/Carbon/RoundTest.php" in names and "phpunit.xml.dist" in names

@@ -1,0 +1,111 @@
+"""Repository Analysis (profile and ranked candidates for every language), the diagnosis rules the
+loop acts on, toolchain constraints, and the pool's offer of similar repositories."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.analysis import analyze, declared_dependencies
+from agents.diagnosis import diagnose
+from agents.ecosystems.toolchain import allowed, constrained, satisfies
+from agents.models import EnvRecord, Instance
+from envpool.pool import EnvPool
+from tests.agents.ecosystems.conftest import make_tree
+
+
+def inst(tree, language=None) -> Instance:
+    return Instance(instance_id="a__b-1", repo="a/b", base_commit=tree.commit, patch="p", test_patch="t",
+                    language=language)
+
+
+def test_profile_names_ecosystems_manifests_runners_ci_and_ranked_candidates(tmp_path):
+    tree = make_tree(tmp_path, {
+        "go.mod": "module example.com/x\n\ngo 1.21\n\nrequire (\n\tgithub.com/stretchr/testify v1.8.0\n)\n",
+        "x_test.go": "package x\n", "Makefile": "test:\n\tgo test ./...\n",
+        ".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n      - uses: actions/setup-go@v4\n"
+                                    "        with:\n          go-version: [1.21, 1.22]\n"})
+    p = analyze(tree, inst(tree))
+    assert p.language == "go" and not p.language_given
+    assert [c.label for c in p.candidates] == ["go:go"]  # no Python last resort beside a claiming ecosystem
+    assert {"go.mod", "Makefile"} <= set(p.manifests) and "go-modules" in p.build_systems
+    assert "go-test" in p.runners and p.ci == [".github/workflows/ci.yml"]
+    assert p.toolchain_hints["go"] == ["1.21", "1.22"] and p.dependencies == ["github.com/stretchr/testify"]
+
+
+def test_a_row_language_restricts_the_candidates(tmp_path):
+    tree = make_tree(tmp_path, {"setup.py": "", "package.json": '{"name": "x"}', "t/a.test.js": ""})
+    assert [c.ecosystem for c in analyze(tree, inst(tree, "javascript")).available()] == ["node"]
+    assert [c.ecosystem for c in analyze(tree, inst(tree)).available()][0] == "python"
+    p = analyze(tree, inst(tree, "kotlin"))  # -> java: no build file it knows
+    assert p.language == "java" and not p.available() and "java" in p.no_route
+
+
+def test_an_unknown_layout_has_no_candidate_and_says_so(tmp_path):
+    tree = make_tree(tmp_path, {"calc.c": "int main(){}", "build.sh": "cc calc.c"})
+    p = analyze(tree, inst(tree, "c"))
+    assert p.available() == [] and "no build any route knows" in p.no_route
+
+
+def test_declared_dependencies_of_every_manifest(tmp_path):
+    tree = make_tree(tmp_path, {
+        "package.json": '{"dependencies": {"react": "^18"}, "devDependencies": {"jest": "29"}}',
+        "Cargo.toml": '[package]\nname="x"\n[dependencies]\nserde = "1"\n[dev-dependencies]\ntokio = "1"\n',
+        "pyproject.toml": '[project]\nname="x"\ndependencies=["requests>=2", "numpy"]\n',
+        "requirements.txt": "pytest==7\n-r other.txt\n",
+        "pom.xml": "<dependency><groupId>junit</groupId><artifactId>junit</artifactId></dependency>",
+        "composer.json": '{"require": {"php": ">=8", "nesbot/carbon": "^2"}}',
+        "Gemfile": "gem 'rake'\ngem \"rspec\", '~> 3'\n"})
+    assert declared_dependencies(tree) == sorted(["react", "jest", "serde", "tokio", "requests", "numpy", "pytest",
+                                                  "junit", "nesbot/carbon", "rake", "rspec"])
+
+
+@pytest.mark.parametrize("text,eco,tool,kind,want", [
+    ("make: tclsh: No such file or directory", "cfamily", None, "missing_system", ["tcl"]),
+    ("You need tcl 8.5 or newer in order to run the Redis test", "cfamily", None, "missing_system", ["tcl"]),
+    ("/bin/sh: 1: xxd: not found", "cfamily", None, "missing_system", ["xxd"]),
+    ("calc.go:3:2: package io/fs is not in GOROOT (/usr/local/go/src/io/fs)", "go", "go 1.15.15",
+     "toolchain_too_old", ">=1.16"),
+    ("go: module x requires go >= 1.21 (running go 1.19.8; GOTOOLCHAIN=local)", "go", "go 1.19.8",
+     "toolchain_too_old", ">=1.21"),
+    ("package `foo v1.2.0` cannot be built because it requires rustc 1.70 or newer", "rust", "rust 1.63",
+     "toolchain_too_old", ">=1.70"),
+    ("has been compiled by a more recent version of the Java Runtime (class file version 55.0)", "java", "jdk 8",
+     "toolchain_too_old", ">=11"),
+    ("E   ModuleNotFoundError: No module named 'yaml'", "python", "3.9", "missing_module", ["yaml"]),
+])
+def test_diagnoses_the_loop_acts_on(text, eco, tool, kind, want):
+    d = diagnose(text, eco, tool)
+    assert d is not None and d.kind == kind
+    assert (d.packages if isinstance(want, list) else d.toolchain) == want
+
+
+def test_skip_reasons_name_the_interpreter_they_need_and_nothing_else_does():
+    assert diagnose("Skipped: requires python3.11", "python", "3.9", scope="skip").toolchain == ">=3.11"
+    assert diagnose("Skipped: Python 3.10+ only", "python", "3.9", scope="skip").toolchain == ">=3.10"
+    assert diagnose("Skipped: requires python3.11", "python", "3.9") is None  # not a skip reason
+    assert diagnose("Skipped: requires network", "python", "3.9", scope="skip") is None
+    assert diagnose("error: file not found", "cfamily") is None
+
+
+def test_toolchain_constraints():
+    assert satisfies("1.19.8", ">=1.16") and not satisfies("1.15.15", ">=1.16") and satisfies("3.11.4", "<3.12")
+    assert satisfies("1.21.13", ">1.19.8") and not satisfies("1.19.8", ">1.19.8") and satisfies("11.0.2", "11")
+    assert allowed(["3.9", "3.11", "3.13"], ">=3.10", ["3.11"]) == ["3.13"]
+    assert constrained(["1.15.15", "1.19.8", "1.21.13"], "1.15", ">=1.16") == "1.19.8"
+    assert constrained(["1.15.15", "1.19.8"], "1.19", "<1.16") == "1.15.15"
+    assert constrained(["1.15.15"], "1.15", None) == "1.15"
+    with pytest.raises(ValueError, match=">=1.30"):
+        constrained(["1.15.15"], "1.15", ">=1.30")
+
+
+def test_the_pool_offers_similar_repositories_ranked_by_shared_dependencies(tmp_path):
+    pool = EnvPool(tmp_path / "pool.duckdb")
+    for repo, deps in (("x/one", "react\njest\nlodash"), ("x/two", "react\njest"), ("x/three", "vue"),
+                       ("x/self", "react\njest\nlodash")):
+        pool.add(EnvRecord(instance_id=f"{repo.replace('/', '__')}-1", repo=repo, base_commit="0", language="javascript",
+                           interpreter="node 18.20.8", image_tag=f"t:{repo}", dependencies=deps))
+    pool.add(EnvRecord(instance_id="go__x-1", repo="go/x", base_commit="0", language="go", image_tag="t:go",
+                       dependencies="react\njest\nlodash"))
+    got = pool.find_similar("javascript", {"react", "jest", "lodash"}, exclude_repo="x/self")
+    assert [(m.record.repo, m.overlap) for m in got] == [("x/one", 1.0), ("x/two", 0.667)]
+    assert pool.find_similar("javascript", set()) == []

@@ -1,0 +1,61 @@
+"""Verification's attribution rules on parsed runs: who can fix a result short of verified."""
+
+from __future__ import annotations
+
+from agents.ecosystems import by_name
+from agents.ecosystems.base import Plan
+from agents.verification import TestRun, attribute, judge
+from envpool.testrun.status import TestRunReport, TestStatus
+
+P, F, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.SKIPPED
+PLAN = Plan(ecosystem="python", toolchain="3.9", image="i", parser="pytest_plugin", test_files=["tests/test_a.py"])
+
+
+def run(statuses, reasons=None, errors=(), output="") -> TestRun:
+    return TestRun(report=TestRunReport(statuses=statuses, reasons=reasons or {}, collection_errors=list(errors),
+                                        tests_ran=bool(statuses), exit_code=1), output_tail=output)
+
+
+def verdict(before, after):
+    outcome, _, g = judge([r.report for r in before], [r.report for r in after], pytest=True)
+    return outcome, attribute(outcome, g, before, after, PLAN, by_name("python"))
+
+
+def test_a_touched_test_skipped_for_its_version_asks_for_a_newer_interpreter():
+    skip = run({"tests/test_a.py::test_new": S, "tests/test_a.py::test_old": P},
+               {"tests/test_a.py::test_new": "Skipped: requires python3.11"})
+    outcome, att = verdict([skip], [skip])
+    assert outcome == "no_fail_to_pass" and att.kind == "toolchain" and att.toolchain == ">=3.11"
+
+
+def test_a_collection_error_of_a_missing_module_asks_for_an_install():
+    err = run({}, {"tests/test_a.py": "E   ModuleNotFoundError: No module named 'yaml'"}, errors=["tests/test_a.py"])
+    outcome, att = verdict([err], [err])
+    assert outcome == "tests_not_run"
+    assert (att.kind, att.install, att.packages) == ("environment", "module", ["yaml"])
+    assert by_name("python").install_command(att.packages).endswith("pyyaml")
+
+
+def test_nothing_ran_is_the_test_configurations():
+    outcome, att = verdict([run({})], [run({})])
+    assert outcome == "tests_not_run" and att.kind == "test_config"
+
+
+def test_passing_before_the_fix_is_the_tasks_and_failing_after_is_genuine():
+    ok = run({"tests/test_a.py::t": P})
+    assert verdict([ok], [ok])[1].kind == "task"
+    bad = run({"tests/test_a.py::t": F}, {"tests/test_a.py::t": "AssertionError: 1 != 2"})
+    assert verdict([bad], [bad])[1].kind == "genuine"
+
+
+def test_flaky_candidates_are_flaky():
+    outcome, _, g = judge([run({"tests/test_a.py::t": F}).report],
+                          [run({"tests/test_a.py::t": P}).report, run({"tests/test_a.py::t": F}).report], pytest=True)
+    att = attribute(outcome, g, [run({"tests/test_a.py::t": F})],
+                    [run({"tests/test_a.py::t": P}), run({"tests/test_a.py::t": F})], PLAN, by_name("python"))
+    assert outcome == "no_fail_to_pass" and att.kind == "flaky"
+
+
+def test_verified_is_verified():
+    outcome, att = verdict([run({"tests/test_a.py::t": F})], [run({"tests/test_a.py::t": P})])
+    assert outcome == "verified" and att.kind == "verified"
