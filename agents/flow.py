@@ -32,6 +32,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from agents.analysis import RepoProfile
 from agents.config import MintConfig
 from agents.context import Environment, MintRun, Trajectory
 from agents.ecosystems.base import PlanRequest, TestSpec
@@ -67,7 +68,7 @@ def _now() -> str:
 
 def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, factory=None,
                   env: EnvRecord | None = None, candidates: list[EnvRecord] | None = None,
-                  llm=None) -> InstanceResult:
+                  llm=None, profile: RepoProfile | None = None) -> InstanceResult:
     """Build, verify and (if verified) keep the environment of one instance, any language.
 
     With `env` (this instance's pooled environment, e.g. on `swemint mint --reverify`) and its
@@ -76,7 +77,9 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     repositories') and `config.reuse.enabled`, each is adapted by EnvPatch and accepted only when
     it verifies (MEnvAgent, arXiv 2601.22859): the row then records `reused_from`, `reuse_kind`
     and `incremental_commands`. `llm`: an LLMClient for the `llm` / `hybrid` policy (default: a
-    gateway from `config.llm`; tests pass `FakeLLM`).
+    gateway from `config.llm`; tests pass `FakeLLM`). `profile`: the Repository Analysis of
+    `base_commit` when a plan stage already made it (`pipeline.stages.PlanStage`); it is used
+    only when its `commit` is the instance's, else the analysis runs here.
 
     Args:
         instance: the SWE-bench-format instance (gold lists are never read here).
@@ -120,7 +123,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
                       log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
                       touched=files_in_patch(instance.test_patch))
-        Loop(run, env, list(candidates or []) if config.reuse.enabled else []).go()
+        Loop(run, env, list(candidates or []) if config.reuse.enabled else [], profile).go()
     except SwemintError as e:
         res.outcome = next(o for cls, o in OUTCOME_OF_ERROR if isinstance(e, cls))
         res.reason = f"input: {e.message}" if isinstance(e, InstanceInputError) else e.message
@@ -152,8 +155,9 @@ class Loop(Planner):
     """The rounds of one instance (module docstring) on top of its `Planner`. `go()` fills
     `run.res` or raises a SwemintError the caller maps to an outcome."""
 
-    def __init__(self, run: MintRun, pooled: EnvRecord | None, candidates: list[EnvRecord]):
-        super().__init__(run)
+    def __init__(self, run: MintRun, pooled: EnvRecord | None, candidates: list[EnvRecord],
+                 profile: RepoProfile | None = None):
+        super().__init__(run, profile)
         self.pooled = pooled
         self.reuse = candidates
         self.builds = 0

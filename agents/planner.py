@@ -27,9 +27,10 @@ from envpool.errors import EnvBuildError
 class Planner:
     """Planning state and decisions of one instance (module docstring)."""
 
-    def __init__(self, run: MintRun):
+    def __init__(self, run: MintRun, profile: RepoProfile | None = None):
         self.run = run
         self.cfg = run.config
+        self.given = profile  # the analysis a plan stage already made (None: analyse here)
         self.profile: RepoProfile | None = None
         self.cands: list = []
         self.ci = 0
@@ -42,9 +43,12 @@ class Planner:
         self.llm_planned = False
 
     def analyse(self) -> None:
+        """The profile: the one given (made by a plan stage for this commit), else `analyze`."""
         t = time.monotonic()
         run = self.run
-        self.profile = analyze(run.tree, run.instance)
+        given = self.given
+        fresh = given is None or given.commit != run.tree.commit
+        self.profile = analyze(run.tree, run.instance) if fresh else given
         run.language = run.res.language = self.profile.language
         self.cands = self.profile.available()
         run.traj(StepRecord(agent="analysis", rule="profile", note=self.profile.model_dump_json()[:4000]))

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance
+
+if TYPE_CHECKING:
+    from agents.analysis import RepoProfile
 
 log = logging.getLogger(__name__)
 _XY = re.compile(r"\d+\.\d+")
@@ -61,21 +66,32 @@ def overlap(mine: set[str], theirs: set[str]) -> float:
     return len(mine & theirs) / len(mine) if mine else 0.0
 
 
-def reuse_candidates(pool, instance: Instance, repo_path: Path, max_candidates: int,
-                     similar: bool = True) -> list[EnvRecord]:
+def reuse_candidates(pool, instance: Instance, repo_path: Path, max_candidates: int, similar: bool = True, *,
+                     commit_time: datetime | None = None, version: str | None = None,
+                     profile: RepoProfile | None = None) -> list[EnvRecord]:
     """Pooled environments for `instance`, best first, at most `max_candidates`: the same
     repository's (hierarchical), then similar repositories' (`similar`). [] on any error (reuse
-    is an optimisation, never a reason to fail)."""
+    is an optimisation, never a reason to fail).
+
+    What a plan stage already learned is not learned again: with `commit_time` (UTC, of
+    `base_commit`) the pool is asked with it and `version` (the version at the commit, None when
+    nothing says) and the tree is not read for them; with `profile` (`agents.analysis.analyze`
+    of the tree) the analysis is not repeated."""
     if max_candidates <= 0:
         return []
     try:
-        tree = GitTree(repo_path, instance.base_commit, instance_id=instance.instance_id)
-        out = [m.record for m in pool.find(instance.repo, derive_version(instance, tree), tree.commit_time,
+        tree = None
+        if commit_time is None:
+            tree = GitTree(repo_path, instance.base_commit, instance_id=instance.instance_id)
+            version, commit_time = derive_version(instance, tree), tree.commit_time
+        out = [m.record for m in pool.find(instance.repo, version, commit_time,
                                            exclude=instance.instance_id, limit=max_candidates)]
         if similar and len(out) < max_candidates:
-            from agents.analysis import analyze
+            if profile is None:
+                from agents.analysis import analyze
 
-            profile = analyze(tree, instance)
+                tree = tree or GitTree(repo_path, instance.base_commit, instance_id=instance.instance_id)
+                profile = analyze(tree, instance)
             if profile.language and profile.dependencies:
                 out += [m.record for m in pool.find_similar(profile.language, set(profile.dependencies),
                                                             exclude_repo=instance.repo, min_overlap=MIN_OVERLAP,

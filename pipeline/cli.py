@@ -431,6 +431,96 @@ def crawl(config: Annotated[Path, typer.Option("--config", "-c", help="Crawl con
         raise typer.Exit(1)
 
 
+def print_funnel(report) -> None:
+    """Print the run's funnel (`WORKDIR/report.json` has it, with the cumulative one)."""
+    f = report.funnel
+    if not f:
+        return
+    units, minted, cost = f["units"], f["minted"], f["cost"]
+    table = Table(title="swemint run: funnel")
+    table.add_column("stage")
+    table.add_column("this run", justify="right")
+    table.add_row("repositories discovered", str(f["repositories"]["discovered"]))
+    table.add_row("units seen", str(units["seen"]))
+    for reason, n in sorted(units["rejected"].items(), key=lambda kv: -kv[1]):
+        table.add_row(f"  rejected: {escape(reason)}", str(n))
+    if units["errors"]:
+        table.add_row("  crawl errors (retried next run)", str(units["errors"]))
+    table.add_row("accepted", str(units["accepted"]))
+    if units.get("from_instances_file"):
+        table.add_row("rows of the instance file", str(units["from_instances_file"]))
+    for outcome, n in minted["outcomes"].items():
+        if n:
+            table.add_row(f"  minted: {outcome}", str(n))
+    table.add_row("verified", str(minted["verified"]))
+    console.print(table)
+    per = cost["per_verified"]
+    first = "-" if f.get("first_verified_s") is None else f"{f['first_verified_s']:.1f}s"
+    console.print(f"first verified row after {first}; wall {cost['wall_s']:.1f}s, CPU {cost['cpu_s']:.1f}s, "
+                  f"{cost['tokens']} LLM tokens; per verified task: wall {_fmt(per['wall_s'])}, "
+                  f"CPU {_fmt(per['cpu_s'])}, tokens {per['tokens'] if per['tokens'] is not None else '-'}",
+                  soft_wrap=True)
+    api = f.get("api") or {}
+    if api.get("requests"):
+        console.print(f"GitHub API: {api['requests']} requests ({api.get('not_modified', 0)} answered 304)",
+                      soft_wrap=True)
+
+
+def run_chain(cfg: PipelineConfig, mint_fn=None):
+    """`pipeline.flow.run_flow` with a progress line per mint row, then the summaries; exits 2
+    on unusable input, 1 when the crawl stopped early or every mint row is `infra_error`."""
+    from pipeline.flow import run_flow
+
+    gh = cfg.sources.github
+    if not (cfg.instances or cfg.sources.local or (gh is not None and (gh.repos or gh.discovery is not None))):
+        console.print("[yellow]no source configured[/yellow] (sources.github, sources.local or --instances): "
+                      "only units accepted by earlier runs are minted", soft_wrap=True)
+    with Progress(TextColumn("[bold]{task.description}"), TextColumn("{task.completed} minted"),
+                  TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console) as progress:
+        task = progress.add_task("sources -> filter -> plan -> build", total=None, last="")
+
+        def done(res) -> None:
+            progress.update(task, advance=1, last=escape(f"{res.instance_id}: {res.outcome}"))
+
+        try:
+            report = run_flow(cfg, mint_fn=mint_fn, on_result=done)
+        except (ValueError, OSError, SwemintError) as e:
+            err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+            raise typer.Exit(2) from None
+    print_summary(report)
+    print_funnel(report)
+    console.print(f"report: {escape(str(cfg.workdir / 'report.json'))}", soft_wrap=True)
+    if report.crawl is not None and report.crawl.stopped:
+        console.print(f"[yellow]crawl stopped early:[/yellow] {escape(report.crawl.stopped)}", soft_wrap=True)
+        raise typer.Exit(1)
+    if report.missing_ids or (report.results and all(r.outcome == "infra_error" for r in report.results)):
+        raise typer.Exit(1)
+    return report
+
+
+@app.command()
+def run(config: ConfigFile = None, workdir: Workdir = None, instances: Instances = None, mirrors: Mirrors = None,
+        workers: Workers = None, ray: UseRay = None, sets: Sets = None) -> None:
+    """Repositories to a dataset: sources -> filter -> plan -> build -> export, streaming, in one job.
+
+    Sources are the config's `sources` (GitHub: token from $GITHUB_TOKEN; local mirrors) and an
+    instance file (`--instances`). A rerun mints only what is new since the watermarks and
+    retries what `retry_outcomes` names; after a kill -9 it loses and doubles nothing. Writes the
+    funnel to WORKDIR/report.json.
+
+    [b]Examples:[/b]
+
+      swemint run -c configs/nightly.yaml -w /data/swemint
+
+      swemint run -c local.yaml -w work --workers 2 --set flow.streaming=false   # crawl, then mint
+
+      swemint run -w work -i tasks.jsonl -m /work/.mirror --no-ray
+    """
+    cfg = config_from_options(config, sets, workdir=workdir, instances=instances, mirrors=mirrors, workers=workers,
+                              use_ray=ray)
+    run_chain(cfg)
+
+
 @pool_app.command("list")
 def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Option(help="owner/name")] = None,
               config: ConfigFile = None, sets: Sets = None) -> None:

@@ -8,13 +8,14 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.config import MintConfig
 from agents.models import Outcome
 from envpool.resources import resource
 from pipeline.repos import RepoConfig
+from pipeline.sources.config import CrawlConfig
+from pipeline.yamlio import deep_merge, parse_override, read_yaml  # noqa: F401 - re-exported
 
 DEFAULT_CONFIG = resource("configs/default.yaml")
 """The defaults: the checkout's `configs/default.yaml`, or the copy a wheel carries (envpool.resources)."""
@@ -46,6 +47,39 @@ class RayConfig(BaseModel):
     of them, a cluster must declare them on its nodes (else the requirement is dropped)."""
 
 
+class FlowConfig(BaseModel):
+    """How `swemint run` streams sources -> filter -> plan -> build -> export (`pipeline.flow`).
+
+    Bounds are counts of units; timeouts are seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+    since_last: bool = True
+    """List only GitHub PRs updated after each repository's watermark (items already decided are
+    skipped either way)."""
+    streaming: bool = True
+    """Start planning and builds as soon as the first unit is accepted. False = the baseline:
+    crawl and filter everything first, then mint."""
+    mint: bool = True
+    """False: stop after the filter (accepted rows wait in the crawl state for a later run)."""
+    queue_size: int = Field(default=8, ge=1)
+    """Backpressure: sources are asked for more only while fewer than this many units are
+    undecided, accepted-and-waiting or being planned (builds in flight not counted)."""
+    github_step: int = Field(default=5, ge=1)
+    """Pull requests one crawler step examines (the streaming grain of the GitHub source)."""
+    source_tasks: int = Field(default=2, ge=1)
+    """Local mirrors mined at once (one task per repository)."""
+    filter_workers: int = Field(default=4, ge=1)
+    plan_workers: int = Field(default=2, ge=1)
+    plan_num_cpus: float = Field(default=0.5, ge=0)
+    """CPUs a plan task reserves (any node; no Docker)."""
+    plan_function: str = "pipeline.stages:plan_instance"
+    """Import path of the plan seam `fn(instance, repo_path, mint_config) -> MintPlan`."""
+    plan_timeout: float = Field(default=900.0, gt=0)
+    filter_timeout: float = Field(default=600.0, gt=0)
+    source_timeout: float = Field(default=3600.0, gt=0)
+    """Seconds one source step may take (a crawler step, mining one mirror)."""
+
+
 class RegistryAuthConfig(BaseModel):
     """Credentials for `registry`, by the names of environment variables that hold them (set on
     the driver and on every `ray start` of a node that pushes or pulls). The values are read when
@@ -58,7 +92,7 @@ class RegistryAuthConfig(BaseModel):
 
 
 class PipelineConfig(BaseModel):
-    """Configuration of `swemint mint` / `python -m pipeline.jobs.mint`.
+    """Configuration of `swemint mint` / `swemint run` / `python -m pipeline.jobs.{mint,run}`.
 
     `workdir`: root of per-instance state, logs, pool (`pool.duckdb`), dataset. `mirrors`: roots
     searched for git mirrors. `workers`: build slots (instances in flight at once).
@@ -98,6 +132,10 @@ class PipelineConfig(BaseModel):
     repos: RepoConfig = Field(default_factory=RepoConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     mint: MintConfig = Field(default_factory=MintConfig)
+    sources: CrawlConfig = Field(default_factory=lambda: CrawlConfig(github=None))
+    """Where `swemint run` finds units: GitHub, local mirrors, the filter (`pipeline.sources.config`).
+    `instances` (a SWE-bench file) is a source too."""
+    flow: FlowConfig = Field(default_factory=FlowConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -134,35 +172,6 @@ def run_id_for(workdir: Path) -> str:
     """The default run label of `workdir`: `wd-` + 12 hex digits of the SHA-256 of its absolute
     path (stable across reruns, distinct between work directories)."""
     return "wd-" + hashlib.sha256(str(Path(workdir).expanduser().absolute()).encode()).hexdigest()[:12]
-
-
-def deep_merge(base: dict, extra: dict) -> dict:
-    """`extra` over `base`, recursing into dicts (lists and scalars are replaced)."""
-    out = dict(base)
-    for k, v in extra.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
-def parse_override(item: str) -> dict:
-    """`"a.b.c=value"` -> {"a": {"b": {"c": value}}}; value parsed as YAML (`3`, `true`, `[x, y]`).
-
-    Raises ValueError without `=` or with an empty key."""
-    key, sep, raw = item.partition("=")
-    if not sep or not key.strip():
-        raise ValueError(f"override {item!r} is not key.sub=value")
-    value: Any = yaml.safe_load(raw) if raw.strip() else ""
-    for part in reversed(key.strip().split(".")):
-        value = {part: value}
-    return value
-
-
-def read_yaml(path: Path) -> dict:
-    """A YAML mapping from `path` (empty file -> {}); ValueError when it is not a mapping."""
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at the top level")
-    return data
 
 
 def load_config(config_file: Path | None = None, overrides: list[str] | None = None,

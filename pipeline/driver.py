@@ -105,10 +105,14 @@ def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int, similar
     """Pooled environments for the item, best first (at most `max_candidates`): other instances
     of its repository (same version, nearest newer commit, any), then environments of similar
     repositories (`agents.reuse.reuse_candidates`); [] when the item re-verifies its own
-    environment or on any error (reuse is an optimisation, never a reason to fail)."""
+    environment or on any error (reuse is an optimisation, never a reason to fail). A planned
+    item (`swemint run`) brings its version, commit time and profile: the tree is not read again."""
     if item.env is not None:
         return []
-    return agent_reuse_candidates(pool, item.instance, item.repo_path, max_candidates, similar=similar)
+    plan = getattr(item, "plan", None)
+    known = {} if plan is None else {"version": plan.version, "commit_time": plan.commit_time,
+                                     "profile": plan.profile}
+    return agent_reuse_candidates(pool, item.instance, item.repo_path, max_candidates, similar=similar, **known)
 
 
 class MemoryWriter:
@@ -244,7 +248,7 @@ def _remove_abandoned(cfg: PipelineConfig, pool: EnvPool, runner: Runner, instan
     log.info("%s: abandoned at its deadline; removed %d container(s)", instance_id, n)
 
 
-def _record_config(cfg: PipelineConfig) -> None:
+def record_config(cfg: PipelineConfig) -> None:
     """WORKDIR/mint_config.json: the effective configuration of the last run (the dataset card
     shows it); paths as strings, no secrets (the config holds only names of secret variables)."""
     from pipeline.export import CONFIG_FILE
@@ -378,7 +382,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     finally:
         runner.close()
         report.wall_s = time.monotonic() - t0
-    _record_config(cfg)
+    record_config(cfg)
     report.dataset = export_dataset(store, loaded.instances)
     log.info("run %s finished in %.1fs: %s", cfg.mint.run_id, report.wall_s,
              " ".join(f"{o}={n}/{t}" for o, (n, t) in report.counts().items() if t) or "nothing selected")

@@ -1,17 +1,14 @@
-"""Runners: map a Ray-agnostic `Stage` over work items, yielding one row per item.
+"""Ray, and only here: starting or joining Ray, the Ray executor and runner, metrics.
 
-- `LocalRunner`: in-process threads (`--no-ray`, tests). A hung item is abandoned as `timeout`
-  (a Python thread cannot be killed; it finishes or dies with the process).
-- `RayRunner`: one Ray task per item (tasks, not actors: `ray.cancel(force=True)` can kill a
-  hung task's worker process, which it cannot do for an actor method). At most `workers` tasks
-  are in flight (backpressure: items are submitted as others finish). A task that raises, or
-  whose worker dies, becomes an `infra_error` row; one past `timeout` seconds since submission
-  is cancelled and becomes a `timeout` row. The job never fails because of one item
-  (cf. ray-project/ray #59194, #45661).
-
-Both yield rows in completion order to the driver, the single writer of store and pool, and
-both offer `each_node(fn, *args)`: run a small function once per Docker host (the rerun's sweep
-of a crashed run's containers). `RayRunner` also exports driver-side counters through
+`RayExecutor` is the `pipeline.executors.Executor` on Ray: one Ray task per stage call (tasks,
+not actors, for stages: `ray.cancel(force=True)` can kill a hung task's worker process) with the
+stage's declared resources (one custom `docker` resource for a build), and one Ray actor per
+stateful object (`max_concurrency=1`: its calls run one after another; 0 CPUs). A task that
+raises or whose worker dies is a `Done` with `error`; one past its timeout is cancelled.
+`RayRunner` maps one stage over items on it (`swemint mint`); `make_runner` / `make_executor`
+pick Ray or the in-process one (`pipeline.executors`) from the config. Both offer
+`each_node(fn, *args)`: run a small function once per Docker host (the rerun's sweep of a crashed
+run's containers). The executor also exports driver-side counters of the build stage through
 `ray.util.metrics` (see `RayMetrics`), which land on the node's Prometheus endpoint and in the
 dashboard's metrics view.
 """
@@ -20,96 +17,24 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from agents.models import InstanceResult
 from envpool.errors import InfraError
 from pipeline.config import PipelineConfig, RayConfig
+from pipeline.executors import (ABANDONED, CallBook, Done, Executor, LocalExecutor, LocalRunner, MapRunner, Runner,
+                                call_method, row_of)
 from pipeline.raysec import assert_loopback_only, ensure_local_token, force_loopback, release_local_token
-from pipeline.stages import Stage, WorkItem, describe_exception, failure_row, now_iso, run_safely
+from pipeline.stages import Measured, describe_exception, run_measured
+
+__all__ = ["ABANDONED", "BUILD_STAGE", "Done", "Executor", "LocalExecutor", "LocalRunner", "RayExecutor", "RayMetrics",
+           "RayRunner", "Runner", "init_ray", "make_executor", "make_runner", "row_of"]
 
 log = logging.getLogger(__name__)
-OnSubmit = Callable[[WorkItem], None]
-
-
-class Runner(Protocol):
-    """Runs a stage over items; yields exactly one InstanceResult per item, in completion order."""
-
-    def run(self, stage: Stage, items: Iterable[WorkItem],
-            on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
-        """`on_submit(item)` is called in the driver just before an item starts."""
-        ...
-
-    def close(self) -> None:
-        """Release what the runner started (a local Ray)."""
-        ...
-
-
-ABANDONED = "abandoned by the runner"
-"""In the reason of a `timeout` row the runner wrote for an item it gave up on (the driver then
-removes that instance's containers)."""
-
-
-def _timeout_row(item: WorkItem, timeout: float, started: str) -> InstanceResult:
-    return failure_row(item.instance, "timeout", f"no result after {timeout:.0f} s; {ABANDONED}",
-                       started, timeout)
-
-
-class LocalRunner:
-    """Threads in this process. `workers`: items at once; `timeout`: seconds per item (None = none)."""
-
-    def __init__(self, workers: int = 1, timeout: float | None = None):
-        self.workers = max(1, workers)
-        self.timeout = timeout
-
-    def run(self, stage: Stage, items: Iterable[WorkItem],
-            on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
-        """See `Runner.run`."""
-        todo = iter(items)
-        done: queue.Queue = queue.Queue()
-        inflight: dict[int, tuple[WorkItem, float, str]] = {}
-        seq = 0
-
-        def work(key: int, item: WorkItem) -> None:
-            done.put((key, run_safely(stage, item)))
-
-        while True:
-            while len(inflight) < self.workers and (item := next(todo, None)) is not None:
-                if on_submit:
-                    on_submit(item)
-                inflight[seq] = (item, time.monotonic(), now_iso())
-                threading.Thread(target=work, args=(seq, item), daemon=True, name=f"swemint-{seq}").start()
-                seq += 1
-            if not inflight:
-                return
-            wait = 1.0
-            if self.timeout is not None:
-                first = min(t for _, t, _ in inflight.values())
-                wait = max(0.01, min(wait, first + self.timeout - time.monotonic()))
-            try:
-                key, res = done.get(timeout=wait)
-                if key in inflight:  # else: a late result of an abandoned item
-                    del inflight[key]
-                    yield res
-            except queue.Empty:
-                pass
-            if self.timeout is not None:
-                for key, (item, t0, started) in list(inflight.items()):
-                    if time.monotonic() - t0 > self.timeout:
-                        del inflight[key]
-                        yield _timeout_row(item, self.timeout, started)
-
-    def each_node(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
-        """`[fn(*args)]`: this process is the only node."""
-        return [fn(*args)]
-
-    def close(self) -> None:
-        """Nothing to release."""
+BUILD_STAGE = "mint"
+"""Name of the stage whose items are build-slot instances (`pipeline.stages.MintStage`)."""
 
 
 def init_ray(cfg: RayConfig, workers: int) -> bool:
@@ -165,14 +90,24 @@ def shutdown_local_ray() -> None:
     release_local_token()
 
 
-def _ray_process(stage: Stage, item: WorkItem) -> InstanceResult:
+def _ray_measured(stage: Any, item: Any) -> Measured:
     """Body of one Ray task (module level so workers import it by reference)."""
-    return run_safely(stage, item)
+    return run_measured(stage, item)
 
 
 def _ray_call(fn: Callable[..., Any], args: tuple) -> Any:
     """Body of an `each_node` task."""
     return fn(*args)
+
+
+class _ActorHost:
+    """The Ray actor around a plain object: `call(method, args)` -> `Measured`."""
+
+    def __init__(self, cls: type, args: tuple, kwargs: dict):
+        self.obj = cls(*args, **kwargs)
+
+    def call(self, method: str, args: tuple) -> Measured:
+        return call_method(self.obj, method, args)
 
 
 PHASE_BOUNDARIES_S = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200]
@@ -216,18 +151,19 @@ class RayMetrics:
         self.in_flight.set(in_flight)
 
 
-class RayRunner:
-    """One Ray task per item, at most `workers` in flight, `timeout` seconds each (None = none).
+class RayExecutor:
+    """Ray tasks and actors (see the module docstring). `workers`: the `docker` slots a local Ray
+    gets; `ray_config` starts or joins Ray on first use unless Ray is already initialised."""
 
-    `ray_config` is used to start/join Ray on first `run` unless Ray is already initialised.
-    """
-
-    def __init__(self, workers: int = 1, timeout: float | None = None, ray_config: RayConfig | None = None):
+    def __init__(self, workers: int = 1, ray_config: RayConfig | None = None):
         self.workers = max(1, workers)
-        self.timeout = timeout
         self.ray_config = ray_config or RayConfig()
         self._started = False
         self._metrics: RayMetrics | None = None
+        self._book = CallBook()
+        self._remote: dict[str, Any] = {}
+        self._stage_refs: dict[int, Any] = {}
+        self._actors: list[Any] = []
 
     def _ensure_ray(self) -> None:
         self._started = init_ray(self.ray_config, self.workers) or self._started
@@ -262,7 +198,7 @@ class RayRunner:
                             describe_exception(e))
         return out
 
-    def _options(self, stage: Stage) -> dict:
+    def _options(self, stage: Any) -> dict:
         import ray
 
         res = dict(stage.resources.resources)
@@ -274,60 +210,114 @@ class RayRunner:
             res.pop(name)
         return dict(num_cpus=stage.resources.num_cpus, resources=res, max_retries=0, retry_exceptions=False)
 
-    def run(self, stage: Stage, items: Iterable[WorkItem],
-            on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
-        """See `Runner.run`. KeyboardInterrupt / closing the generator cancels what is in flight."""
+    def submit(self, stage: Any, item: Any, *, tag: Any = None, timeout: float | None = None) -> int:
+        """See `Executor.submit`: a Ray task with the stage's resources (one `docker` slot for
+        the build stage); the stage object is put in the object store once."""
         import ray
 
         self._ensure_ray()
-        meter = self._meter()
-        task = ray.remote(_ray_process).options(**self._options(stage))
-        stage_ref = ray.put(stage)
-        todo = iter(items)
-        pending: dict = {}  # ObjectRef -> (item, submitted monotonic, started iso)
-        try:
-            while True:
-                while len(pending) < self.workers and (item := next(todo, None)) is not None:
-                    if on_submit:
-                        on_submit(item)
-                    pending[task.remote(stage_ref, item)] = (item, time.monotonic(), now_iso())
-                    if meter:
-                        meter.submit(len(pending))
-                if not pending:
-                    return
-                wait = 1.0
-                if self.timeout is not None:
-                    first = min(t for _, t, _ in pending.values())
-                    wait = max(0.01, min(wait, first + self.timeout - time.monotonic()))
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=wait)
-                for ref in ready:
-                    item, t0, started = pending.pop(ref)
-                    try:
-                        res = ray.get(ref)
-                    except Exception as e:  # noqa: BLE001 - worker crash, lost object, cancelled
-                        res = failure_row(item.instance, "infra_error", f"Ray task failed: {describe_exception(e)}",
-                                          started, time.monotonic() - t0)
-                    if meter:
-                        meter.finish(res, len(pending))
-                    yield res
-                if self.timeout is not None:
-                    for ref, (item, t0, started) in list(pending.items()):
-                        if time.monotonic() - t0 > self.timeout:
-                            del pending[ref]
-                            ray.cancel(ref, force=True)
-                            res = _timeout_row(item, self.timeout, started)
-                            if meter:
-                                meter.finish(res, len(pending))
-                            yield res
-        finally:
-            for ref in pending:
+        name = getattr(stage, "name", type(stage).__name__)
+        if name not in self._remote:
+            self._remote[name] = ray.remote(_ray_measured).options(**self._options(stage))
+        ref_key = id(stage)
+        if ref_key not in self._stage_refs:
+            self._stage_refs[ref_key] = (stage, ray.put(stage))  # (keeps `stage` alive: ids stay unique)
+        ref = self._remote[name].remote(self._stage_refs[ref_key][1], item)
+        key = self._book.add(ref, (name, tag), timeout)
+        if name == BUILD_STAGE and (meter := self._meter()):
+            meter.submit(self._count(BUILD_STAGE))
+        return key
+
+    def _count(self, stage_name: str) -> int:
+        return sum(1 for _, (n, _), _ in self._book.pending.values() if n == stage_name)
+
+    def start_actor(self, cls: type, *args: Any, **kwargs: Any) -> Any:
+        """See `Executor.start_actor`: a Ray actor (0 CPUs, one call at a time, not restarted)."""
+        import ray
+
+        self._ensure_ray()
+        actor = ray.remote(_ActorHost).options(num_cpus=0, max_concurrency=1, max_restarts=0).remote(
+            cls, args, kwargs)
+        self._actors.append(actor)
+        return actor
+
+    def call(self, actor: Any, method: str, *args: Any, tag: Any = None, timeout: float | None = None) -> int:
+        """See `Executor.call`."""
+        ref = actor.call.remote(method, args)
+        return self._book.add(ref, (f"actor.{method}", tag), timeout)
+
+    def poll(self, timeout: float) -> list[Done]:
+        """See `Executor.poll`. A timed-out task is cancelled (its worker killed)."""
+        import ray
+
+        if not self._book.pending:
+            return []
+        ready, _ = ray.wait(list(self._book.pending), num_returns=1, timeout=self._book.wait_s(timeout))
+        if ready:
+            ready, _ = ray.wait(list(self._book.pending), num_returns=len(self._book.pending), timeout=0)
+        out = []
+        for ref in ready:
+            key, (name, tag), _ = self._book.pending.pop(ref)
+            try:
+                measured = ray.get(ref)
+            except Exception as e:  # noqa: BLE001 - worker crash, lost object, cancelled
+                measured = Measured(error=f"Ray task failed: {describe_exception(e)}")
+            out.append(Done(key, tag, measured))
+            self._finished(name, measured)
+        for ref, done in self._book.expired():
+            name, done.tag = done.tag
+            if not name.startswith("actor."):
                 ray.cancel(ref, force=True)
+            out.append(done)
+            self._finished(name, done.result)
+        return out
+
+    def _finished(self, name: str, measured: Measured) -> None:
+        if name == BUILD_STAGE and (meter := self._meter()) and isinstance(measured.value, InstanceResult):
+            meter.finish(measured.value, self._count(BUILD_STAGE))
+
+    def in_flight(self) -> int:
+        """See `Executor.in_flight`."""
+        return len(self._book.pending)
+
+    def cancel_all(self) -> None:
+        """Cancel every task in flight and kill the actors (closing a run early)."""
+        import ray
+
+        for ref, (_, (name, _), _) in list(self._book.pending.items()):
+            if not name.startswith("actor."):
+                ray.cancel(ref, force=True)
+        self._book.pending.clear()
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors.clear()
 
     def close(self) -> None:
-        """Shut down the local Ray this runner started (a joined cluster is left alone)."""
+        """Kill the actors; shut down the local Ray this executor started (a joined cluster is
+        left alone)."""
+        if self._actors:
+            import ray
+
+            for actor in self._actors:
+                ray.kill(actor)
+            self._actors.clear()
         if self._started:
             shutdown_local_ray()
             self._started = False
+
+
+class RayRunner(MapRunner):
+    """One Ray task per item, at most `workers` in flight, `timeout` seconds each (None = none);
+    a task past its timeout is cancelled (`ray.cancel(force=True)`). `ray_config` is used to
+    start/join Ray on first `run` unless Ray is already initialised."""
+
+    def __init__(self, workers: int = 1, timeout: float | None = None, ray_config: RayConfig | None = None):
+        super().__init__(RayExecutor(workers, ray_config), workers, timeout)
+
+
+def make_executor(cfg: PipelineConfig) -> LocalExecutor | RayExecutor:
+    """The executor `cfg` asks for: Ray unless `use_ray` is false."""
+    return RayExecutor(cfg.workers, cfg.ray) if cfg.use_ray else LocalExecutor()
 
 
 def make_runner(cfg: PipelineConfig) -> LocalRunner | RayRunner:

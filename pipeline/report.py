@@ -8,7 +8,10 @@ that opens anywhere:
 - time per phase (median and p90 seconds over instances, from `timings`);
 - verified yield against minting time and against LLM tokens (cumulative, in finishing order);
 - reuse share (verified rows whose environment was adapted from another instance's, by language);
-- failure causes (non-verified outcomes by the first clause of their reason).
+- failure causes (non-verified outcomes by the first clause of their reason);
+- the yield funnel of `swemint run` (WORKDIR/report.json, `pipeline.funnel`), this run and
+  cumulatively: repositories discovered -> units seen -> rejected per reason -> accepted ->
+  outcomes -> verified, and the cost per verified task.
 
 `summarise` gives the same numbers as a dict (tested without matplotlib).
 """
@@ -25,6 +28,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from agents.models import OUTCOMES, Instance, InstanceResult
+from pipeline.funnel import REPORT
 from pipeline.store import ResultStore
 
 PHASES = ("checkout+analysis", "setup", "reuse", "commit", "before", "after", "publish", "total")
@@ -81,6 +85,43 @@ def summarise(results: list[InstanceResult], instances: dict[str, Instance]) -> 
             "by_repository": {k: dict(v) for k, v in sorted(by_repo.items())},
             "phases": phases, "curve": curve, "reuse": dict(sorted(reuse.items())),
             "causes": dict(causes.most_common(20)), "tokens": toks}
+
+
+def funnel_rows(report: dict) -> list[tuple[str, object, object]]:
+    """(stage, this run, cumulative) rows of a `WORKDIR/report.json` (`{"run": ..., "cumulative":
+    ...}` as `pipeline.funnel.write_report` writes it); a part missing gives None cells."""
+    run, cum = report.get("run") or {}, report.get("cumulative") or {}
+
+    def at(part: dict, *path: str):
+        for k in path:
+            part = part.get(k) if isinstance(part, dict) else None
+        return part
+
+    rows: list[tuple[str, object, object]] = [
+        ("repositories discovered", at(run, "repositories", "discovered"), at(cum, "repositories", "discovered")),
+        ("units seen", at(run, "units", "seen"), at(cum, "units", "seen"))]
+    reasons = sorted(set(at(run, "units", "rejected") or {}) | set(at(cum, "units", "rejected") or {}))
+    rows += [(f"rejected: {r}", (at(run, "units", "rejected") or {}).get(r, 0),
+              (at(cum, "units", "rejected") or {}).get(r, 0)) for r in reasons]
+    rows += [("crawl errors", at(run, "units", "errors"), at(cum, "units", "errors")),
+             ("accepted", at(run, "units", "accepted"), at(cum, "units", "accepted"))]
+    outcomes = [o for o in OUTCOMES if (at(run, "minted", "outcomes") or {}).get(o)
+                or (at(cum, "minted", "outcomes") or {}).get(o)]
+    rows += [(f"outcome: {o}", (at(run, "minted", "outcomes") or {}).get(o, 0),
+              (at(cum, "minted", "outcomes") or {}).get(o, 0)) for o in outcomes]
+    rows.append(("verified", at(run, "minted", "verified"), at(cum, "minted", "verified")))
+    for key, label in (("wall_s", "wall seconds per verified task"), ("cpu_s", "CPU-seconds per verified task"),
+                       ("tokens", "LLM tokens per verified task")):
+        rows.append((label, at(run, "cost", "per_verified", key), at(cum, "cost", "per_verified", key)))
+    return rows
+
+
+def read_funnel(workdir: Path | str) -> dict | None:
+    """WORKDIR/report.json (the funnel of `swemint run`), None when there is none or it is torn."""
+    try:
+        return json.loads((Path(workdir) / REPORT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _png(fig) -> str:
@@ -160,8 +201,13 @@ def figures(s: dict) -> dict[str, str]:
     return out
 
 
+def _cell(v) -> str:
+    return "–" if v is None else str(v)
+
+
 def render_html(s: dict, figs: dict[str, str], title: str) -> str:
-    """The page: a summary line, every figure, and the numbers as tables."""
+    """The page: a summary line, every figure, and the numbers as tables (the yield funnel when
+    `s["funnel"]` holds a `report.json`)."""
     esc = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
              "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;"
@@ -180,7 +226,13 @@ def render_html(s: dict, figs: dict[str, str], title: str) -> str:
     parts.append("</table><h3>Failure causes</h3><table>")
     for k, v in s["causes"].items():
         parts.append(f"<tr><td>{esc(k)}</td><td>{v}</td></tr>")
-    parts.append("</table><details><summary>raw summary (JSON)</summary><pre>" +
+    parts.append("</table>")
+    if s.get("funnel"):
+        parts.append("<h2>Yield funnel</h2><table><tr><th>stage</th><th>this run</th><th>cumulative</th></tr>")
+        for name, run, cum in funnel_rows(s["funnel"]):
+            parts.append(f"<tr><td>{esc(name)}</td><td>{esc(_cell(run))}</td><td>{esc(_cell(cum))}</td></tr>")
+        parts.append("</table>")
+    parts.append("<details><summary>raw summary (JSON)</summary><pre>" +
                  esc(json.dumps({k: v for k, v in s.items() if k != "curve"}, indent=1)) + "</pre></details>")
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -193,6 +245,7 @@ def write_report(workdir: Path | str, out: Path | None = None) -> Path:
 
     store = ResultStore(workdir)
     s = summarise(store.results(), store.instances())
+    s["funnel"] = read_funnel(workdir)
     path = Path(out) if out else Path(workdir) / "report.html"
     path.write_text(render_html(s, figures(s), f"swemint report: {Path(workdir).resolve().name}"), encoding="utf-8")
     return path

@@ -1,13 +1,27 @@
 """Pipeline stages as plain classes: no Ray here (NeMo Curator / datatrove pattern).
 
-A stage declares the resources one item needs and turns a `WorkItem` into an
-`InstanceResult`. Runners (`pipeline.ray_adapter`) decide where it runs; `run_safely` makes an
-exception an `infra_error` row, so one bad item never fails a batch.
+A stage declares the resources one item needs and turns an item into its result. Runners
+(`pipeline.ray_adapter`) decide where it runs; `run_safely` makes an exception an `infra_error`
+row, so one bad item never fails a batch; `run_measured` also times it (wall and CPU seconds).
+
+Minting is two stages with a typed hand-over, so analysis (CPU, any node) and builds (Docker
+build slots) scale apart:
+
+- `PlanStage` (any node, no Docker): checkout and analysis through the plan seam
+  `plan_fn(instance, repo_path, config) -> MintPlan` (default `plan_instance`: the Repository
+  Analysis agent's profile of the tree at `base_commit`, its `language`, the `version` at that
+  commit).
+- `MintStage` (the build stage; one `docker` slot): the build seam, `mint_instance`-shaped:
+  `fn(instance, repo_path, config, *, env=None, candidates=None) -> InstanceResult`. With a
+  plan, the instance it receives carries the plan's `language`; a function that also takes a
+  `profile` keyword (`agents.flow.mint_instance` does) receives the plan's analysis, so the
+  repository is analysed once, on the plan stage.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import time
 import traceback
@@ -15,17 +29,22 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from agents.config import MintConfig
-from agents.models import EnvRecord, Instance, InstanceResult, Outcome
-from envpool.errors import InfraError
+from agents.analysis import RepoProfile
+from agents.models import LANGUAGES, EnvRecord, Instance, InstanceResult, Outcome
+from envpool.errors import InfraError, InstanceInputError
+from pipeline.cpu import ContainerCpu, cpu_now
 
 log = logging.getLogger(__name__)
 MintFn = Callable[..., InstanceResult]
 """`mint_instance(instance, repo_path, config, factory=None) -> InstanceResult`."""
 
 DEFAULT_MINT_FUNCTION = "agents.minter:mint_instance"
+DEFAULT_PLAN_FUNCTION = "pipeline.stages:plan_instance"
 
 
 @dataclass
@@ -37,17 +56,45 @@ class StageResources:
     resources: dict[str, float] = field(default_factory=dict)
 
 
+class MintPlan(BaseModel):
+    """What the plan stage hands to the build stage (no Docker was needed to learn it).
+
+    `profile`: the Repository Analysis of `base_commit` (`agents.analysis.RepoProfile`: the
+    ecosystems claiming the tree, manifests, runners, dependencies, the ranked candidate plans);
+    the build stage gives it to the minter, which does not analyse again. `language`: the
+    profile's, in the one vocabulary (`agents.models.LANGUAGES`): the row's when it is in the
+    vocabulary, else the detected ecosystem's (None when no ecosystem claims the tree).
+    `ecosystem`: the best buildable candidate's ecosystem (`python`, `node`, `go`, `cfamily`, ...; None
+    when none can be built: `profile.no_route` says why). `version`: the package's `X.Y` at
+    `base_commit` (`agents.reuse.derive_version`; None when nothing says). `commit_time`:
+    committer time of `base_commit` (UTC). `test_files`: files the test_patch touches.
+    `seconds`: time taken.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    instance_id: str
+    language: str | None
+    ecosystem: str | None
+    version: str | None = None
+    commit_time: datetime | None = None
+    test_files: list[str] = Field(default_factory=list)
+    profile: RepoProfile
+    seconds: float = 0.0
+
+
 @dataclass
 class WorkItem:
     """One unit of work: the instance, its host git directory (absolute), when re-verifying its
     own pooled environment (`env`), and reuse `candidates`: pooled environments of *other*
     instances of the repository, best first (MEnvAgent's hierarchical reuse; filled by the
-    driver just before the item is submitted)."""
+    driver just before the item is submitted). `plan`: the plan stage's result (None when the
+    item goes straight to the build stage, as in `swemint mint`)."""
 
     instance: Instance
     repo_path: Path
     env: EnvRecord | None = None
     candidates: list[EnvRecord] = field(default_factory=list)
+    plan: MintPlan | None = None
 
 
 class Stage(Protocol):
@@ -104,6 +151,109 @@ def load_function(spec: str) -> MintFn:
     return getattr(importlib.import_module(module), attr or "mint_instance")
 
 
+@dataclass
+class Measured:
+    """A stage call's outcome as a runner reports it: `value` (or `error`, the exception
+    described), `wall_s`, `cpu_s` (this thread and its waited-for subprocesses) and
+    `container_cpu_s` (the Docker containers of the item, `ContainerCpu`), all seconds."""
+
+    value: Any = None
+    error: str | None = None
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    container_cpu_s: float = 0.0
+
+
+def run_measured(stage: Any, item: Any) -> Measured:
+    """`stage.process(item)` timed; an exception (not KeyboardInterrupt) becomes `error`. A stage
+    with `container_labels(item) -> dict` has its containers' CPU sampled while it runs."""
+    t0, c0 = time.monotonic(), cpu_now()
+    labels = getattr(stage, "container_labels", None)
+    meter = ContainerCpu(labels(item)) if labels is not None else None
+    out = Measured()
+    try:
+        if meter is not None:
+            with meter:
+                out.value = stage.process(item)
+        else:
+            out.value = stage.process(item)
+    except Exception as e:  # noqa: BLE001 - every item must end as a result
+        out.error = f"{getattr(stage, 'name', type(stage).__name__)} raised {describe_exception(e)}"
+    out.wall_s = round(time.monotonic() - t0, 3)
+    out.cpu_s = round(max(0.0, cpu_now() - c0), 3)
+    out.container_cpu_s = meter.seconds if meter is not None else 0.0
+    return out
+
+
+def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> MintPlan:
+    """The default plan seam: the Repository Analysis agent (`agents.analysis.analyze`) on the
+    tree at `base_commit`, read from the git directory (no work tree, no Docker), and the
+    `version` at that commit (`agents.reuse.derive_version`).
+
+    The row's `language` is honoured when it is in the vocabulary (`agents.models.LANGUAGES`): a
+    `language: java` row is analysed as Java only. A name outside it (a GitHub display language
+    such as `shell` or `jupyter notebook` says nothing about the unit) is dropped, so the
+    profile's language is the detected ecosystem's. Raises InstanceInputError when the commit is
+    missing or a patch is empty.
+    """
+    from agents.analysis import analyze
+    from agents.gitrepo import GitTree
+    from agents.reuse import derive_version
+    from envpool.patches import files_in_patch
+
+    t0 = time.monotonic()
+    iid = instance.instance_id
+    if not instance.test_patch.strip() or not instance.patch.strip():
+        raise InstanceInputError("empty patch or test_patch", instance_id=iid)
+    tree = GitTree(repo_path, instance.base_commit, instance_id=iid)
+    if instance.language not in LANGUAGES:
+        instance = instance.model_copy(update={"language": None})
+    profile = analyze(tree, instance)
+    best = next(iter(profile.available()), None)
+    return MintPlan(instance_id=iid, language=profile.language, ecosystem=best.ecosystem if best else None,
+                    version=derive_version(instance, tree), commit_time=tree.commit_time,
+                    test_files=files_in_patch(instance.test_patch), profile=profile,
+                    seconds=round(time.monotonic() - t0, 3))
+
+
+class PlanStage:
+    """Runs the plan seam on one item; returns the item with its `plan` set (a `WorkItem`), or
+    an `infra_error` row (`input: ...`) when the instance cannot be planned (commit missing,
+    empty patch). Any node, no Docker: `resources` default 0.5 CPU.
+
+    Args:
+        config: the MintConfig passed to the plan function.
+        plan_fn: the function (default: `plan_function` imported lazily in the worker).
+        plan_function: import path "module:function" of `plan_fn(instance, repo_path, config) -> MintPlan`.
+    """
+
+    name = "plan"
+
+    def __init__(self, config: MintConfig, plan_fn: Callable[..., MintPlan] | None = None,
+                 plan_function: str = DEFAULT_PLAN_FUNCTION, resources: StageResources | None = None):
+        self.config, self.plan_fn, self.plan_function = config, plan_fn, plan_function
+        self.resources = resources or StageResources(num_cpus=0.5)
+
+    def process(self, item: WorkItem) -> WorkItem | InstanceResult:
+        """The planned item, or the row of an instance that cannot be planned."""
+        fn = self.plan_fn or load_function(self.plan_function)
+        started = now_iso()
+        try:
+            plan = fn(item.instance, item.repo_path, self.config)
+        except InstanceInputError as e:
+            return failure_row(item.instance, "infra_error", f"input: {e.message}", started)
+        item.plan = plan
+        return item
+
+
+def planned_instance(instance: Instance, plan: MintPlan | None) -> Instance:
+    """`instance` with the plan's `language`, and its `version` when the row has none (the row
+    as stored and exported)."""
+    if plan is None:
+        return instance
+    return instance.model_copy(update={"language": plan.language, "version": instance.version or plan.version})
+
+
 class MintStage:
     """Runs `mint_instance` on one item (plan -> execute -> verify, inside Docker).
 
@@ -142,8 +292,16 @@ class MintStage:
 
         return registry_credentials(*self.registry_auth)
 
+    def container_labels(self, item: WorkItem) -> dict[str, str]:
+        """Labels of the containers minting `item` runs (sampled for their CPU time)."""
+        return {"swemint.run": self.config.run_id, "swemint.instance": item.instance.instance_id}
+
     def process(self, item: WorkItem) -> InstanceResult:
         """Call the mint function; its own outcomes pass through unchanged (but see `registry`).
+        With `item.plan`: the instance carries the plan's language (its version stays the
+        source's: the minter's own choices must not change), the function gets the plan's
+        `profile=` when it takes it (the minter then does not analyse again), and a row without
+        a version gets the plan's.
 
         First the free disk of this node is checked (the work directory and Docker's data root,
         `config.limits.min_free_disk_bytes`): below it the row is `infra_error` with a reason
@@ -157,6 +315,12 @@ class MintStage:
             return failure_row(item.instance, "infra_error", e.message, now_iso())
         fn = self.mint_fn or load_function(self.mint_function)
         kwargs: dict = {}
+        plan = getattr(item, "plan", None)
+        instance = item.instance
+        if plan is not None:
+            instance = instance.model_copy(update={"language": plan.language})
+            if _takes(fn, "profile"):
+                kwargs["profile"] = plan.profile
         if item.env is not None:
             if item.env.location not in ("", "local"):
                 from envpool.pool import ensure_local
@@ -166,7 +330,9 @@ class MintStage:
         candidates = self._local_candidates(getattr(item, "candidates", None) or [])
         if candidates:
             kwargs["candidates"] = candidates
-        res = fn(item.instance, item.repo_path, self.config, **kwargs)
+        res = fn(instance, item.repo_path, self.config, **kwargs)
+        if plan is not None and isinstance(res, InstanceResult) and not res.version and plan.version:
+            res = res.model_copy(update={"version": plan.version})
         if self.registry and isinstance(res, InstanceResult) and res.outcome == "verified" and res.env is not None:
             res = self._publish(res)
         return res
@@ -200,6 +366,13 @@ class MintStage:
                                           "reason": f"verified, but the image was not published: {e.message}"})
         timings = {**res.timings, "publish": round(time.monotonic() - t0, 2)}
         return res.model_copy(update={"env": res.env.model_copy(update={"location": ref}), "timings": timings})
+
+
+def _takes(fn: Callable, name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 _DOCKER_ROOT: list[str] | None = None

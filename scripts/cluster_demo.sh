@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # swemint on a real (single-node) Ray cluster: start a head bound to loopback with token auth,
-# `ray job submit` the mint job (configs/cluster.yaml: the demo input), check the dataset landed
+# `ray job submit` the chain job (pipeline.jobs.run) (configs/cluster.yaml: the demo input), check the dataset landed
 # under WORKDIR, stop the head by its pid.
 #
 #   bash scripts/cluster_demo.sh [--workdir DIR] [--registry] [--config FILE] [--remove-images] [-- JOB ARGS...]
@@ -11,7 +11,7 @@
 #                     there and the pool records their location
 #   --config FILE     job config (default configs/cluster.yaml)
 #   --remove-images   remove the job's images afterwards (label swemint.run of the job's run id)
-#   -- JOB ARGS       extra arguments for `python -m pipeline.jobs.mint` (e.g. --set workers=1)
+#   -- JOB ARGS       extra arguments for `python -m pipeline.jobs.run` (e.g. --set workers=1)
 #
 # The job commits its images as $SWEMINT_IMAGE_REPOSITORY (default swemint/cluster-demo), not the
 # shared swemint/env, so the demo never replaces another run's images on a shared engine.
@@ -114,7 +114,7 @@ export PATH=$VENV:$PATH   # the job's `python` is the venv's
 ADDRESS=http://127.0.0.1:$DASH_PORT
 
 log "starting a Ray head on 127.0.0.1 (dashboard $ADDRESS, temp dir $TMP/ray, token auth)"
-setsid "$VENV/ray" start --head --block --num-cpus "${SWEMINT_CLUSTER_CPUS:-2}" \
+setsid "$VENV/ray" start --head --block --num-cpus "${SWEMINT_CLUSTER_CPUS:-3}" \
   --resources "{\"docker\": ${SWEMINT_CLUSTER_SLOTS:-2}}" \
   --node-ip-address 127.0.0.1 --port "$GCS_PORT" \
   --dashboard-host 127.0.0.1 --dashboard-port "$DASH_PORT" \
@@ -166,7 +166,7 @@ t0=$(date +%s)
 for attempt in 1 2 3 4 5 6; do
   if ray job submit --address "$ADDRESS" --working-dir . \
       --runtime-env-json '{"excludes": [".git/", ".venv/", ".mypy_cache/", ".ruff_cache/", ".pytest_cache/", "work/"]}' \
-      -- python -m pipeline.jobs.mint --config "$CONFIG" --workdir "$WORKDIR" "${JOB_ARGS[@]}" 2>&1 | tee "$TMP/job.log"; then
+      -- python -m pipeline.jobs.run --config "$CONFIG" --workdir "$WORKDIR" "${JOB_ARGS[@]}" 2>&1 | tee "$TMP/job.log"; then
     break
   fi
   grep -q "No available agent" "$TMP/job.log" && [ "$attempt" -lt 6 ] || exit 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.cli import config_from_options, print_summary
@@ -29,10 +30,11 @@ DEMO = Path("demo")
 """`instances: demo` (or no `instances`) asks for the embedded demo input."""
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None, prog: str = "python -m pipeline.jobs.mint",
+               doc: str | None = None) -> argparse.Namespace:
     """Options: --config, --workdir, --instances (a file, or `demo`), --mirrors (repeatable),
     --workers, --limit, --set key=value (repeatable)."""
-    p = argparse.ArgumentParser(prog="python -m pipeline.jobs.mint", description=__doc__,
+    p = argparse.ArgumentParser(prog=prog, description=doc or __doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-c", "--config", type=Path)
     p.add_argument("-w", "--workdir", type=Path)
@@ -58,28 +60,40 @@ def with_demo_input(cfg: PipelineConfig) -> PipelineConfig:
     return cfg
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the batch; returns the exit code."""
+def job_main(argv: list[str] | None, body: Callable[[PipelineConfig], int], *, demo_when_unset: bool,
+             prog: str, doc: str) -> int:
+    """What both job entries do: log to stdout (INFO for `pipeline`), parse the options, build
+    the config (the demo input for `instances: demo`, and when `demo_when_unset` for no
+    instances), then `body(cfg)`; returns its exit code, or 2 on a configuration error."""
     import typer
-
-    from pipeline.driver import run_mint
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stdout)
     logging.getLogger("pipeline").setLevel(logging.INFO)
-    a = parse_args(argv)
+    a = parse_args(argv, prog, doc)
     try:
         cfg = config_from_options(a.config, a.sets, workdir=a.workdir, instances=a.instances, mirrors=a.mirrors,
                                   workers=a.workers, limit=a.limit)
-        cfg = with_demo_input(cfg)
-        report = run_mint(cfg)
+        if cfg.instances == DEMO or (demo_when_unset and cfg.instances is None):
+            cfg = with_demo_input(cfg)
+        return body(cfg)
     except typer.Exit as e:
         return e.exit_code
     except (ValueError, OSError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print_summary(report)
+
+
+def _mint(cfg: PipelineConfig) -> int:
+    from pipeline.driver import run_mint
+
+    print_summary(run_mint(cfg))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the batch; returns the exit code."""
+    return job_main(argv, _mint, demo_when_unset=True, prog="python -m pipeline.jobs.mint", doc=__doc__)
 
 
 if __name__ == "__main__":

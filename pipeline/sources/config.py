@@ -11,9 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pipeline.config import deep_merge, parse_override, read_yaml
+from agents.llm.config import LLMConfig
+from pipeline.yamlio import deep_merge, parse_override, read_yaml
 from pipeline.sources.testpaths import DEFAULT_RULES, TestPathRules
 
 _SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -36,6 +37,9 @@ class ApiConfig(_Strict):
     """REST root. GitHub Enterprise: `https://HOST/api/v3`; tests: the fake server's URL."""
     token_env: str = "GITHUB_TOKEN"
     """Name of the environment variable with the token (unset = anonymous, 60 requests/hour)."""
+    token_envs: list[str] = Field(default_factory=list)
+    """More tokens, by environment variable name (`swemint run`): one crawler actor per token,
+    `token_env` first; repositories are shared out among them. Empty = `token_env` only."""
     per_page: int = Field(default=100, ge=1, le=100)
     """Items per page of list endpoints (GitHub's maximum is 100)."""
     timeout: int = Field(default=30, ge=1)
@@ -190,21 +194,55 @@ class LocalRepoConfig(_Strict):
         return _check_slug(v)
 
 
+class FilterConfig(_Strict):
+    """The filter stage (`pipeline.sources.filter`): which quality score decides.
+
+    `rules` (the default): GitHub pairs get the rule score of `github.quality` (units mined from
+    git carry no issue to score and pass unscored). `llm`: every unit is scored 0-10 by a model
+    through the gateway and kept at `min_llm_score` or above (MEnvAgent, arXiv 2601.22859,
+    keeps >= 5); `quality_score` is then that score / 10.
+    """
+
+    scorer: Literal["rules", "llm"] = "rules"
+    llm: LLMConfig | None = None
+    """The model (`agents.llm.LLMConfig`); required by `scorer: llm`. Set `cache_dir` to cache
+    replies (a rerun then costs no request); null = `WORKDIR/cache/llm-filter`."""
+    min_llm_score: float = Field(default=5.0, ge=0, le=10)
+    score_git: bool = False
+    """`rules`: also score units mined from git, by the rules that need no issue
+    (`quality.GIT_RULES`: the commit message's length, patch size and files, a non-doc change;
+    their weights renormalised, the same threshold). False: git units pass unscored."""
+    prompt_chars: int = Field(default=12000, ge=500)
+    """Characters of problem statement + patch + test patch sent to the model at most (each
+    part cut proportionally)."""
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> FilterConfig:
+        if self.scorer == "llm" and self.llm is None:
+            raise ValueError("filter.scorer=llm needs a filter.llm block (model, api_base, api_key_env)")
+        return self
+
+
 class CrawlConfig(_Strict):
-    """Everything `crawl(config, workdir)` needs."""
+    """Everything `crawl(config, workdir)` needs; the `sources` section of a pipeline config."""
 
     github: GitHubConfig | None = Field(default_factory=GitHubConfig)
     local: list[LocalRepoConfig] = Field(default_factory=list)
     split: SplitConfig = Field(default_factory=SplitConfig)
+    filter: FilterConfig = Field(default_factory=FilterConfig)
 
 
 def load_crawl_config(path: Path | str | None = None, overrides: list[str] | None = None) -> CrawlConfig:
     """A CrawlConfig from a YAML file (None = defaults) and `key.sub=value` overrides.
 
+    The file is a crawl config, or a whole pipeline config (`configs/nightly.yaml`), whose
+    `sources` section is then used (overrides then address keys inside `sources`).
     Raises pydantic.ValidationError (unknown keys, bad values), ValueError (bad override),
     OSError (unreadable file).
     """
     data: dict = read_yaml(Path(path)) if path is not None else {}
+    if "sources" in data:
+        data = data["sources"] or {}
     for item in overrides or []:
         data = deep_merge(data, parse_override(item))
     return CrawlConfig.model_validate(data)

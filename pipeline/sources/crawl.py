@@ -25,24 +25,19 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import requests
-from github import GithubException
 from pydantic import BaseModel, Field
 
-from pipeline.sources.cache import ResponseCache
-from pipeline.sources.client import make_github
-from pipeline.sources.config import CrawlConfig, GitHubConfig, load_crawl_config
-from pipeline.sources.discovery import discover
-from pipeline.sources.errors import GitMiningError, RateLimitExhausted, SourceError
-from pipeline.sources.github import GitHubSource, last_update
-from pipeline.sources.gitlocal import mine
-from pipeline.sources.records import Outcome, Reject, instance_id
+from pipeline.sources.config import ApiConfig, CrawlConfig, GitHubConfig, QualityConfig, load_crawl_config
+from pipeline.sources.crawler import Batch, GitHubCrawler, mine_repo
+from pipeline.sources.errors import RateLimitExhausted
+from pipeline.sources.filter import FilterStage
+from pipeline.sources.records import Outcome
 from pipeline.sources.state import CrawlState
-from pipeline.sources.testpaths import TestPathRules
-from pipeline.sources.transport import ApiCounter, GitHubTransport
+from pipeline.sources.transport import ApiCounter
 
 log = logging.getLogger(__name__)
 
@@ -68,20 +63,42 @@ class CrawlReport(BaseModel):
     """Why the run stopped early (a rate limit too long to wait), else None."""
     api: dict = Field(default_factory=dict)
     """`ApiCounter.snapshot()`: requests, not_modified, charged, retries, waits, slept_s."""
+    tokens: int = 0
+    """LLM tokens the filter stage spent (the LLM quality filter)."""
     total_instances: int = 0
     total_rejects: int = 0
     instances_path: str = ""
     rejects_path: str = ""
 
 
-class _Run:
-    """Bookkeeping of one run: records outcomes in the state DB and counts them."""
+@dataclass
+class RepoProgress:
+    """Where the crawl of one GitHub repository stands in this run (for its watermark)."""
+
+    newest: datetime | None = None
+    oldest_error: datetime | None = None
+    pending: int = 0
+    """Candidates handed to the filter stage and not decided yet."""
+    exhausted: bool = False
+
+
+class CrawlBook:
+    """The driver's bookkeeping of a crawl (the only writer of `state`): records every decided
+    outcome, counts them into `report`, and moves a GitHub repository's watermark once its
+    listing is exhausted and every unit listed is decided. The watermark is the newest
+    `updated_at` listed, or just below the oldest item that failed (`infra_error`, in the source
+    or the filter), so the next run retries it; a run killed before that leaves the watermark
+    where it was, and the next run lists the repository again (decided keys are skipped)."""
 
     def __init__(self, state: CrawlState, report: CrawlReport, now: Callable[[], datetime]):
         self.state, self.report, self.now = state, report, now
         self.reasons: Counter[str] = Counter()
+        self.unit_reasons: Counter[str] = Counter()
+        """Reasons of this run's unit rejects (repositories left out)."""
+        self.progress: dict[str, RepoProgress] = {}
 
     def record(self, out: Outcome) -> None:
+        """Store the verdict of one decided item and count it."""
         self.state.record(out, self.report.run_id, self.now())
         if out.kind != "repo":
             self.report.examined += 1
@@ -89,96 +106,119 @@ class _Run:
         self.report.accepted += status == "accepted"
         self.report.rejected += status == "rejected"
         self.report.errors += status == "error"
+        self.report.tokens += out.tokens
         if out.reject is not None:
             self.reasons[out.reject.reason] += 1
+            if out.kind != "repo":
+                self.unit_reasons[out.reject.reason] += 1
+        prog = self.progress.get(out.repo)
+        if prog is not None and status == "error" and out.updated_at is not None:
+            prog.oldest_error = min(prog.oldest_error or out.updated_at, out.updated_at)
+
+    def take(self, batch: Batch, *, github: bool = True) -> list[Outcome]:
+        """Record `batch`'s decided outcomes; returns its candidates (rows for the filter stage),
+        counted as pending until `decided`. `github`: the batch is a repository's listing step."""
+        if batch.stopped:
+            self.report.stopped = batch.stopped
+        prog = self.progress.setdefault(batch.repo, RepoProgress()) if github and batch.listed else None
+        if batch.listed and batch.repo not in self.report.repos and batch.repo != "*":
+            self.report.repos.append(batch.repo)
+        candidates = []
+        for out in batch.outcomes:
+            if out.candidate is not None or (out.row is not None and out.reject is None):
+                candidates.append(out)
+            else:
+                self.record(out)
+        if prog is not None:
+            if batch.newest is not None:
+                prog.newest = max(prog.newest or batch.newest, batch.newest)
+            prog.pending += len(candidates)
+            prog.exhausted = prog.exhausted or (batch.done and not batch.stopped)  # a stop is not the end
+            self._maybe_watermark(batch.repo)
+        return candidates
+
+    def take_discovery(self, batch: Batch) -> list[str]:
+        """Record the repositories discovery rejected; returns those it accepted."""
+        if batch.stopped:
+            self.report.stopped = batch.stopped
+        for out in batch.outcomes:
+            self.report.repos_rejected += out.status == "rejected"
+            self.record(out)
+        return batch.repos
+
+    def decided(self, out: Outcome) -> None:
+        """Record a candidate the filter stage decided (and move its repository's watermark
+        when it was the last one pending)."""
+        self.record(out)
+        prog = self.progress.get(out.repo)
+        if prog is not None:
+            prog.pending -= 1
+            self._maybe_watermark(out.repo)
+
+    def _maybe_watermark(self, repo: str) -> None:
+        prog = self.progress[repo]
+        if prog.exhausted and prog.pending <= 0:
+            mark = prog.newest if prog.oldest_error is None else prog.oldest_error - timedelta(microseconds=1)
+            self.state.set_watermark("github", repo, mark, self.now())
+            del self.progress[repo]
+
+    def since(self, repo: str, since_last: bool) -> datetime | None:
+        """The watermark `repo` is listed down to (None without `since_last`)."""
+        return self.state.watermark("github", repo) if since_last else None
+
+    def finish(self, out_dir: Path, counter_api: dict, t0: float) -> CrawlReport:
+        """Rewrite `instances.jsonl` / `rejects.jsonl` from the state, complete and write the
+        report (`out_dir/report.json`); returns it."""
+        report = self.report
+        report.total_instances = _write_jsonl(out_dir / "instances.jsonl", self.state.accepted_rows())
+        report.total_rejects = _write_jsonl(out_dir / "rejects.jsonl", self.state.reject_rows())
+        report.reasons = dict(sorted(self.reasons.items()))
+        report.api = counter_api
+        report.seconds = round(time.monotonic() - t0, 3)
+        report.instances_path = str(out_dir / "instances.jsonl")
+        report.rejects_path = str(out_dir / "rejects.jsonl")
+        (out_dir / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
+        log.info("crawl %s: %d accepted, %d rejected, %d errors, %d API requests (%d answered 304)",
+                 report.run_id, report.accepted, report.rejected, report.errors,
+                 report.api.get("requests", 0), report.api.get("not_modified", 0))
+        return report
 
 
-def _infra(key: str, repo: str, kind: str, number: int | None, exc: BaseException,
-           created: datetime | None = None, updated: datetime | None = None) -> Outcome:
-    detail = f"{type(exc).__name__}: {getattr(exc, 'status', '') or ''} {str(exc)[:300]}".strip()
-    return Outcome(key=key, repo=repo, kind=kind, number=number, created_at=created,
-                   updated_at=updated, reject=Reject(key=key, repo=repo, kind=kind,  # type: ignore[arg-type]
-                                                     reason="infra_error", detail=detail, number=number))
+def new_report(since_last: bool, now: Callable[[], datetime]) -> CrawlReport:
+    """An empty report for a run starting now."""
+    return CrawlReport(run_id=uuid.uuid4().hex[:12], since_last=since_last,
+                       started_at=now().strftime("%Y-%m-%dT%H:%M:%SZ"), seconds=0.0)
 
 
-def _crawl_repo(src: GitHubSource, repo, run: _Run, since_last: bool) -> None:
-    full = repo.full_name
-    state, pairs = run.state, src.cfg.pairs
-    since = state.watermark("github", full) if since_last else None
-    done = set() if pairs.revisit else state.final_keys(full)
-    newest: datetime | None = None
-    oldest_error: datetime | None = None
-    examined = 0
-    for pr in src.pulls(repo, since):
-        updated = last_update(pr)
-        key = instance_id(full, pr.number)
-        if key not in done:  # (a PR shifted onto the next page while listing is seen once)
-            done.add(key)
-            if pairs.max_pulls_per_repo and examined >= pairs.max_pulls_per_repo:
-                break
-            examined += 1
-            try:
-                out = src.examine(repo, pr)
-            except RateLimitExhausted:
-                raise
-            except Exception as e:  # one bad item never stops the crawl: it becomes a row
-                if not isinstance(e, (GithubException, requests.RequestException, SourceError)):
-                    log.exception("%s#%d: unexpected error", full, pr.number)
-                out = _infra(key, full, "pull", pr.number, e, pr.created_at, updated)
-                oldest_error = min(oldest_error or updated, updated)
-                log.warning("%s#%d: %s", full, pr.number, out.reject.detail if out.reject else "")
-            run.record(out)
-        newest = max(newest or updated, updated)
-    mark = newest if oldest_error is None else oldest_error - timedelta(microseconds=1)
-    state.set_watermark("github", full, mark, run.now())
+def _crawl_github(crawler: GitHubCrawler, cfg: GitHubConfig, book: CrawlBook, filt: FilterStage,
+                  since_last: bool) -> None:
+    """Explicit repositories, then discovered ones, each crawled to its end before the next."""
 
+    def crawl_repo(name: str) -> None:
+        since = book.since(name, since_last)
+        skip = frozenset(book.state.final_keys(name))
+        while True:
+            batch = crawler.crawl_step(name, since, skip, n=50)
+            for cand in book.take(batch):
+                book.decided(filt.process(cand))
+            if batch.stopped:
+                raise RateLimitExhausted(batch.stopped)
+            if batch.done:
+                return
 
-def _repositories(src: GitHubSource, cfg: GitHubConfig, run: _Run):
-    """Explicit repositories, then discovered ones; failures and rejects are recorded."""
     seen = set()
     for name in cfg.repos:
-        try:
-            repo = src.gh.get_repo(name)
-        except (GithubException, requests.RequestException) as e:
-            out = _infra(f"repo:{name}", name, "repo", None, e)
-            if getattr(e, "status", None) == 404 and out.reject is not None:
-                out.reject.reason = "repo_not_found"
-            run.record(out)
-            continue
-        seen.add(repo.full_name.lower())
-        yield repo
-    if cfg.discovery is None:
-        return
-    try:
-        for repo, verdict in discover(src.gh, cfg.discovery):
-            if repo.full_name.lower() in seen:
-                continue
-            if verdict is not None:
-                run.report.repos_rejected += 1
-                run.record(Outcome(key=verdict.key, repo=verdict.repo, kind="repo", number=None,
-                                   created_at=None, reject=verdict))
-                continue
-            seen.add(repo.full_name.lower())
-            yield repo
-    except (GithubException, requests.RequestException) as e:  # search or filter calls failed
-        run.record(_infra("discovery", "*", "repo", None, e))
-
-
-def _crawl_github(cfg: GitHubConfig, out_dir: Path, rules: TestPathRules, run: _Run,
-                  since_last: bool, counter: ApiCounter, clock, sleep, environ) -> None:
-    cache = ResponseCache(cfg.api.cache_dir or out_dir / "http-cache") if cfg.api.cache else None
-    transport = GitHubTransport(cfg.api, cache, counter, clock=clock, sleep=sleep)
-    gh = make_github(cfg.api, transport, environ)
-    src = GitHubSource(gh, cfg, rules)
-    try:
-        for repo in _repositories(src, cfg, run):
-            run.report.repos.append(repo.full_name)
-            try:
-                _crawl_repo(src, repo, run, since_last)
-            except (GithubException, requests.RequestException) as e:
-                run.record(_infra(f"repo:{repo.full_name}", repo.full_name, "repo", None, e))
-    finally:
-        gh.close()
+        crawl_repo(name)
+        seen.add(name.lower())
+    while cfg.discovery is not None:
+        batch = crawler.discover(1, frozenset(seen))
+        for name in book.take_discovery(batch):
+            seen.add(name.lower())
+            crawl_repo(name)
+        if batch.stopped:
+            raise RateLimitExhausted(batch.stopped)
+        if batch.done:
+            return
 
 
 def crawl(config: CrawlConfig | Path | str, workdir: Path | str, *, since_last: bool = False,
@@ -187,51 +227,50 @@ def crawl(config: CrawlConfig | Path | str, workdir: Path | str, *, since_last: 
           environ: Mapping[str, str] | None = None) -> CrawlReport:
     """Crawl every configured source into `WORKDIR/crawl/` and return the run's report.
 
-    `config`: a CrawlConfig or the path of its YAML. `since_last`: only PRs updated after each
-    repository's watermark. `counter`: receives the API counts (also in the report).
-    `clock` / `sleep` / `environ`: injectable time and environment (the token is read from
-    `environ[api.token_env]`, default `os.environ`). Item-level API failures become
+    In this process, one step after another (`swemint run` streams the same stages on Ray:
+    `pipeline.flow`). `config`: a CrawlConfig or the path of its YAML. `since_last`: only PRs
+    updated after each repository's watermark. `counter`: receives the API counts (also in the
+    report). `clock` / `sleep` / `environ`: injectable time and environment (the token is read
+    from `environ[api.token_env]`, default `os.environ`). Item-level API failures become
     `infra_error` rows (so does a repository that cannot be listed, a failed search, a broken
     local mirror); a rate-limit wait beyond `api.max_rate_limit_wait` stops the run cleanly
     (`report.stopped`). Raises TransportUnavailable (PyGithub incompatible),
     pydantic.ValidationError (bad config file), duckdb errors (state file locked by another run).
     """
     cfg = config if isinstance(config, CrawlConfig) else load_crawl_config(config)
-    out_dir = Path(workdir).expanduser().absolute() / "crawl"
+    root = Path(workdir).expanduser().absolute()
+    out_dir = root / "crawl"
     out_dir.mkdir(parents=True, exist_ok=True)
     counter = counter or ApiCounter()
     t0 = time.monotonic()
     now = lambda: datetime.fromtimestamp(clock(), timezone.utc)  # noqa: E731
-    report = CrawlReport(run_id=uuid.uuid4().hex[:12], since_last=since_last,
-                         started_at=now().strftime("%Y-%m-%dT%H:%M:%SZ"), seconds=0.0)
-    rules = cfg.split.rules()
+    report = new_report(since_last, now)
+    quality = cfg.github.quality if cfg.github is not None else QualityConfig()
+    filt = FilterStage(cfg.filter, quality, cache_dir=root / "cache" / "llm-filter")
     with CrawlState(out_dir / "state.duckdb") as state:
-        run = _Run(state, report, now)
+        book = CrawlBook(state, report, now)
         try:
             if cfg.github is not None:
-                _crawl_github(cfg.github, out_dir, rules, run, since_last, counter, clock, sleep, environ)
+                crawler = GitHubCrawler(cfg.github, cfg.split, http_cache_dir(cfg.github.api, out_dir),
+                                        environ=environ, clock=clock, sleep=sleep, counter=counter)
+                try:
+                    _crawl_github(crawler, cfg.github, book, filt, since_last)
+                finally:
+                    crawler.close()
             for local in cfg.local:
                 skip = set() if cfg.github and cfg.github.pairs.revisit else state.final_keys(local.repo)
-                try:
-                    for out in mine(local, rules, skip):
-                        run.record(out)
-                except GitMiningError as e:  # a broken mirror is a row, the others still run
-                    run.record(_infra(f"repo:{local.repo}", local.repo, "repo", None, e))
+                for cand in book.take(mine_repo(local, cfg.split, skip), github=False):
+                    book.decided(filt.process(cand))
         except RateLimitExhausted as e:
             report.stopped = str(e)
             log.error("crawl stopped: %s", e)
-        report.total_instances = _write_jsonl(out_dir / "instances.jsonl", state.accepted_rows())
-        report.total_rejects = _write_jsonl(out_dir / "rejects.jsonl", state.reject_rows())
-    report.reasons = dict(sorted(run.reasons.items()))
-    report.api = counter.snapshot()
-    report.seconds = round(time.monotonic() - t0, 3)
-    report.instances_path = str(out_dir / "instances.jsonl")
-    report.rejects_path = str(out_dir / "rejects.jsonl")
-    (out_dir / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    log.info("crawl %s: %d accepted, %d rejected, %d errors, %d API requests (%d answered 304)",
-             report.run_id, report.accepted, report.rejected, report.errors,
-             report.api["requests"], report.api["not_modified"])
-    return report
+        return book.finish(out_dir, counter.snapshot(), t0)
+
+
+def http_cache_dir(api: ApiConfig, out_dir: Path) -> Path | None:
+    """Where the conditional-request cache lives: `api.cache_dir`, else `out_dir/http-cache`
+    (None when `api.cache` is off)."""
+    return (api.cache_dir or out_dir / "http-cache") if api.cache else None
 
 
 def _write_jsonl(path: Path, rows) -> int:

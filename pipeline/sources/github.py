@@ -11,11 +11,14 @@ cheapest checks first so a rejected PR costs as few calls as possible:
    timeline evidence that this PR closed it (`linking.timeline_confirms`)  (1-2 per issue)
 5. hints: the issues' comments made before the PR's first commit          (0-2 calls: none
    when the issues have no comments)
-6. the rule-based quality score (`quality.py`) >= threshold                (0 calls)
+6. the quality score is the filter stage's (`filter.py`): `examine` returns the row with its
+   quality inputs (`Outcome.candidate`), undecided                        (0 calls)
 
 Row fields: `base_commit` = PR base sha, `problem_statement` = each issue's title + "\n" +
 body + "\n", `hints_text` = those comments' bodies joined by "\n", `created_at` = PR creation,
-`instance_id` = `owner__name-N`. API errors propagate (the crawler records `infra_error`).
+`instance_id` = `owner__name-N`, `language` = the repository's main language, in the vocabulary
+(`C++` -> `cpp`), `commit` = the merge commit. API errors propagate (the crawler records
+`infra_error`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from github.Repository import Repository
 
 from pipeline.sources.config import GitHubConfig
 from pipeline.sources.linking import find_issue_refs, timeline_confirms
-from pipeline.sources.quality import Candidate, score
+from pipeline.sources.quality import Candidate
 from pipeline.sources.records import Outcome, Reject, instance_id, iso_utc, make_instance_row
 from pipeline.sources.testpaths import TestPathRules, split_diff
 
@@ -111,17 +114,14 @@ class GitHubSource:
 
         hints = self._hints(pr, issues)
         problem = "".join(f"{i.title}\n{i.body or ''}\n" for i in issues)
-        q = score(Candidate(problem, tuple(i.body or "" for i in issues), patch, test_patch,
-                            tuple(i.created_at for i in issues), pr.created_at), self.cfg.quality)
-        if not q.passed:
-            return reject("low_quality", f"score {q.score:.2f} < {self.cfg.quality.threshold:.2f}; "
-                                         f"failed: {', '.join(q.failed)}")
+        out.candidate = Candidate(problem, tuple(i.body or "" for i in issues), patch, test_patch,
+                                  tuple(i.created_at for i in issues), pr.created_at)
         out.row = make_instance_row(
             repo=full, suffix=pr.number, base_commit=pr.base.sha, patch=patch,
             test_patch=test_patch, problem_statement=problem, hints_text=hints,
             created_at=created, language=repo.language, source="github",
             pull_number=pr.number, issue_numbers=[i.number for i in issues],
-            quality_score=q.score)
+            commit=pr.merge_commit_sha)
         return out
 
     def _diff(self, pr: PullRequest) -> str | None:

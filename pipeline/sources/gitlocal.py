@@ -3,7 +3,8 @@
 Walks the first-parent history of `ref` in a git directory (bare mirror or work tree) and
 takes, per mainline commit C with first parent P:
 
-- a merge commit whose subject is `Merge pull request #N from ...`      -> id `owner__name-N`
+- a merge commit whose subject is `Merge pull request #N from ...`, or
+  ends in `(#N)` (GitHub's merge message set to the PR title)           -> id `owner__name-N`
 - a non-merge commit whose subject ends in `(#N)` (a squash merge)        -> id `owner__name-N`
 - any other non-merge commit (when `single_commits`)                      -> `owner__name-<sha7>`
 
@@ -73,8 +74,8 @@ def _commits(git_dir: Path, cfg: LocalRepoConfig) -> Iterator[tuple[str, list[st
 def classify(parents: list[str], message: str, sha: str, single_commits: bool) -> int | str | None:
     """The unit's id suffix: the PR number, the short sha (plain commit), or None (skip)."""
     subject = message.split("\n", 1)[0].strip()
-    if len(parents) > 1:
-        m = _MERGE_PR.match(subject)
+    if len(parents) > 1:  # GitHub's "Merge pull request #N", or a merge titled as the PR, "Title (#N)"
+        m = _MERGE_PR.match(subject) or _SQUASH_PR.search(subject)
         return int(m.group(1)) if m else None
     m = _SQUASH_PR.search(subject)
     if m:

@@ -69,9 +69,17 @@ def check_rules(c: Candidate, cfg: QualityConfig) -> dict[str, bool]:
     }
 
 
-def score(c: Candidate, cfg: QualityConfig) -> QualityResult:
-    """The weighted score of `c` under `cfg` (all weights 0 -> score 1.0)."""
+GIT_RULES = ("problem_length", "patch_size", "patch_files", "source_change")
+"""The rules that need no issue: those a unit mined from git (its commit message as the problem
+statement) can be scored by."""
+
+
+def score(c: Candidate, cfg: QualityConfig, rules: tuple[str, ...] | None = None) -> QualityResult:
+    """The weighted score of `c` under `cfg` (all weights 0 -> score 1.0); `rules`: only these
+    (e.g. `GIT_RULES`), None = all."""
     verdicts = check_rules(c, cfg)
+    if rules is not None:
+        verdicts = {r: ok for r, ok in verdicts.items() if r in rules}
     total = sum(cfg.weights.get(r, 0.0) for r in verdicts)
     got = sum(cfg.weights.get(r, 0.0) for r, ok in verdicts.items() if ok)
     value = round(got / total, 4) if total > 0 else 1.0

@@ -1,9 +1,11 @@
 """The rows the sources produce: SWE-bench instance rows, and reject rows with a reason.
 
 Instance rows are validated through `agents.models.Instance` and carry SWE-bench's columns
-(`FAIL_TO_PASS` / `PASS_TO_PASS` empty until verification, `version` and
-`environment_setup_commit` null) plus provenance columns: `language`, `source`
-(`github` | `git`), `pull_number`, `issue_numbers`, `quality_score`, `commit` (git source).
+(`FAIL_TO_PASS` / `PASS_TO_PASS` empty until verification, `version` null until the plan stage
+derives it, `environment_setup_commit` null) plus provenance columns: `language` (normalised,
+`language.normalise`; null when the source does not know it), `source` (`github` | `git`),
+`pull_number`, `issue_numbers`, `commit` (the PR's merge commit, or the mined commit),
+`quality_score` (set by the filter stage) and `crawled_at` (when the unit was examined, UTC).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agents.models import Instance
+from pipeline.sources.quality import Candidate
 
 RejectReason = Literal[
     # repositories (discovery)
@@ -74,6 +77,9 @@ class Outcome:
     row: dict[str, Any] | None = None
     reject: Reject | None = None
     source: str = "github"
+    candidate: Candidate | None = None
+    tokens: int = 0
+    """LLM tokens spent deciding this unit (the LLM quality filter)."""
 
     @property
     def status(self) -> Status:
@@ -86,9 +92,13 @@ class Outcome:
 def make_instance_row(*, repo: str, suffix: int | str, base_commit: str, patch: str,
                       test_patch: str, problem_statement: str, hints_text: str,
                       created_at: datetime, language: str | None, **provenance: Any) -> dict[str, Any]:
-    """A validated SWE-bench row (dict) with `provenance` columns appended."""
+    """A validated SWE-bench row (dict): `language` in the vocabulary (`C++` -> `cpp`, by
+    `Instance`'s validator), `crawled_at`
+    now (UTC) unless given, the other `provenance` fields (`source`, `pull_number`,
+    `issue_numbers`, `commit`, `quality_score`) as given."""
+    provenance.setdefault("crawled_at", iso_utc(datetime.now(timezone.utc)))
     inst = Instance(instance_id=instance_id(repo, suffix), repo=repo, base_commit=base_commit,
                     patch=patch, test_patch=test_patch, problem_statement=problem_statement,
                     hints_text=hints_text, created_at=iso_utc(created_at),
-                    language=language.lower() if language else None)
-    return {**inst.model_dump(), **provenance}
+                    language=language, **provenance)
+    return inst.model_dump()

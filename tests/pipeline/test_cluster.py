@@ -1,5 +1,5 @@
 """A real Ray cluster end to end: `scripts/cluster_demo.sh` starts a head on loopback with token
-auth, runs Debian's docker-registry, submits `python -m pipeline.jobs.mint -c configs/cluster.yaml`,
+auth, runs Debian's docker-registry, submits `python -m pipeline.jobs.run -c configs/cluster.yaml`,
 and stops everything by pid. Also: the job's demo default, and registry push/pull helpers."""
 
 from __future__ import annotations

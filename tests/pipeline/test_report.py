@@ -33,13 +33,53 @@ def test_cause_drops_numbers_and_quotes():
     assert cause("Python 3.8 cannot be provided 'x': y") == "Python N.N cannot be provided …"
 
 
-def test_html_is_one_file_with_embedded_plots(tmp_path):
+def _stored(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     store = ResultStore(tmp_path)
     for i, r in _rows():
         store.mark_running(i)
         store.write_result(r)
+
+
+def test_html_is_one_file_with_embedded_plots(tmp_path):
+    _stored(tmp_path)
     html = write_report(tmp_path).read_text()
     assert html.count("<img") >= 5 and "data:image/png;base64," in html and "http" not in html.split("<body>")[1][:200]
     for title in ("Outcomes per language", "Time per phase", "Verified yield", "Reuse share", "Failure causes"):
         assert title in html
+
+
+def _funnel_report(tmp_path):
+    from pipeline.funnel import cost_block, funnel, write_report as write_funnel
+
+    rows = [r for _, r in _rows()]
+    run = funnel(repos_listed=2, repos_rejected=1, seen=9, rejected={"no_test_change": 4}, errors=1, accepted=3,
+                 results=rows)
+    run["cost"] = cost_block(30.0, 12.0, 120, run["minted"]["verified"])
+    cum = funnel(repos_listed=2, repos_rejected=1, seen=20, rejected={"no_test_change": 6, "not_pr_like": 2},
+                 errors=1, accepted=5, results=rows)
+    cum["cost"] = cost_block(60.0, 24.0, 120, cum["minted"]["verified"])
+    write_funnel(tmp_path, run, cum)
+
+
+def test_funnel_rows_read_this_run_and_cumulative(tmp_path):
+    from pipeline.report import funnel_rows, read_funnel
+
+    assert read_funnel(tmp_path) is None  # `swemint mint` work directories have no funnel
+    _funnel_report(tmp_path)
+    got = {name: (run, cum) for name, run, cum in funnel_rows(read_funnel(tmp_path))}
+    assert got["repositories discovered"] == (3, 3) and got["units seen"] == (9, 20)
+    assert got["rejected: no_test_change"] == (4, 6) and got["rejected: not_pr_like"] == (0, 2)
+    assert got["accepted"] == (3, 5) and got["verified"] == (2, 2) and got["outcome: env_failed"] == (1, 1)
+    assert "outcome: timeout" not in got  # outcomes nobody had are left out
+    assert got["wall seconds per verified task"] == (15.0, 30.0) and got["LLM tokens per verified task"] == (60.0, 60.0)
+
+
+def test_html_shows_the_funnel_when_the_work_directory_has_one(tmp_path):
+    _stored(tmp_path)
+    assert "Yield funnel" not in write_report(tmp_path).read_text()
+    _funnel_report(tmp_path)
+    page = write_report(tmp_path).read_text()
+    assert "<h2>Yield funnel</h2>" in page
+    assert "<tr><td>rejected: no_test_change</td><td>4</td><td>6</td></tr>" in page
+    assert "<tr><td>CPU-seconds per verified task</td><td>6.0</td><td>12.0</td></tr>" in page

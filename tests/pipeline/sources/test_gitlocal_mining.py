@@ -111,6 +111,8 @@ def test_classify():
     assert classify(["a"], "Fix it (#44)\n\nbody", "f" * 40, False) == 44
     assert classify(["a"], "Fix it\n", "abcdef123", True) == "abcdef1"
     assert classify(["a", "b"], "Merge branch 'x'\n", "f" * 40, True) is None
+    # a merge commit titled as its PR (GitHub's merge message set to "pull request title")
+    assert classify(["a", "b"], "Add support of `pathlib.Path` to `edit` (#3781)\n", "f" * 40, False) == 3781
 
 
 def test_crawl_with_a_local_source_writes_rows_once(history, tmp_path):

@@ -48,3 +48,27 @@ def test_patch_limits_and_threshold_from_config():
     assert score(_cand(), QualityConfig(max_patch_lines=1, threshold=0.5)).passed
     with pytest.raises(ValueError):
         QualityConfig(weights={"typo_rule": 1.0})
+
+
+def test_git_units_are_scored_by_the_rules_that_need_no_issue_when_asked():
+    from datetime import datetime, timezone
+
+    from pipeline.sources.config import FilterConfig, QualityConfig
+    from pipeline.sources.filter import FilterStage
+    from pipeline.sources.records import Outcome
+
+    def unit(message: str, lines: int) -> Outcome:
+        patch = "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n" + \
+            "".join(f"+x{i}\n" for i in range(lines))
+        row = {"problem_statement": message, "patch": patch, "test_patch": "diff --git a/tests/t.py b/tests/t.py\n"}
+        return Outcome(key="acme__x-1", repo="acme/x", kind="commit", number=1, source="git",
+                       created_at=datetime(2024, 1, 1, tzinfo=timezone.utc), row=dict(row))
+
+    quality = QualityConfig()
+    off = FilterStage(FilterConfig(), quality)
+    assert off.process(unit("x", 5000)).row is not None  # default: git units pass unscored
+    on = FilterStage(FilterConfig(score_git=True), quality)
+    good = on.process(unit("Fix the parser on empty input: it raised ValueError\n", 20))
+    assert good.row["quality_score"] == 1.0
+    big = on.process(unit("Refactor\n", 5000))  # short message and a 5000-line patch
+    assert big.row is None and big.reject.reason == "low_quality" and "patch_size" in big.reject.detail
