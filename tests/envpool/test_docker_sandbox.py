@@ -118,13 +118,13 @@ def test_exec_timeout_returns_124(box):
     r = box.exec("echo started; sleep 30", timeout=1)
     assert r.timed_out and r.exit_code == 124 and not r.ok
     assert r.output == "started\n"
-    assert 0.9 <= r.duration < 5
+    assert r.duration >= 0.9 and r.duration < 20  # stopped long before the sleep's 30 s
 
 
 def test_timeout_kills_a_process_that_ignores_sigterm(box):
     r = box.exec("trap '' TERM; sleep 413 & sleep 414; wait", timeout=1)
     assert r.timed_out and r.exit_code == 124
-    assert r.duration < 8  # TERM at 1 s is ignored, KILL follows kill_after=1 s later
+    assert r.duration < 60  # TERM at 1 s is ignored, KILL follows; the sleeps would take 414 s
     left = box.exec("pgrep -f 'sleep 41[34]'")
     assert left.exit_code == 1, f"survivors: {left.output}"
 
@@ -231,9 +231,11 @@ def test_sweep_removes_leftovers_of_that_run_only(docker_client, debian_image):
 def test_network_none_has_only_loopback(box):
     assert box.exec("ls /sys/class/net").output.split() == ["lo"]
     dns = box.exec("getent hosts pypi.org", timeout=10)
-    assert dns.exit_code != 0 and dns.duration < 5
+    assert dns.exit_code != 0 and not dns.timed_out
     tcp = box.exec("curl -sS --max-time 5 http://151.101.0.223/", timeout=10)
-    assert tcp.exit_code == 7 and tcp.duration < 3  # fails at once, no route
+    # curl's 7 is "failed to connect" (no route); a filtered-but-routed address would end in
+    # 28 (its own --max-time) instead. Durations are not asserted: CI machines are loaded.
+    assert tcp.exit_code == 7 and not tcp.timed_out
 
 
 class _Secret(http.server.BaseHTTPRequestHandler):
