@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from envpool.errors import InfraError
+from tests.session import ENV_REPOSITORY
 
 
 class Sleeps(list):
@@ -63,9 +64,20 @@ def docker_client():
     from envpool.docker_sandbox import docker_client as make_client
 
     try:
-        return make_client()
+        client = make_client()
     except InfraError as e:
         _unavailable(f"no Docker engine: {e}")
+    yield client
+    _remove_session_images(client)
+
+
+def _remove_session_images(client) -> None:
+    """Remove the images this session committed under `tests.session.ENV_REPOSITORY`."""
+    for img in client.images.list(name=ENV_REPOSITORY):
+        try:
+            client.images.remove(img.id, force=True)
+        except Exception:  # noqa: BLE001 - in use or gone: the next session's name differs anyway
+            pass
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import pytest
 
 from agents.dockerfile import build_context, render_dockerfile
 from envpool import images
+from tests.session import SESSION
 
 
 def test_spelled_out_from_the_official_image(monkeypatch):
@@ -72,12 +73,12 @@ def test_docker_build_from_scratch_has_no_history(docker_client, debian_image, t
         build_image(docker_client, text, build_context(buf.getvalue()), tag, {"swemint.run": "test-rebuild"}, None,
                     tmp_path / "build.log")
         fix = "diff --git a/src.txt b/src.txt\n--- a/src.txt\n+++ b/src.txt\n@@ -1,2 +1,2 @@\n-bug\n+fixed\n edit\n"
-        f = DockerSandboxFactory(run_id="test-rebuild", client=docker_client)
-        h = check_history(f, tag, fix, run_id="test-rebuild")
+        f = DockerSandboxFactory(run_id=f"test-rebuild-{SESSION}", client=docker_client)
+        h = check_history(f, tag, fix, run_id=f"test-rebuild-{SESSION}")
         assert h.ok and h.commits == ["swemint: environment setup edits", "base c0ffee"] and h.fix_blobs == []
         # a file left identical to one of a reachable commit is no leak; an unreachable object is
         back = "diff --git a/src.txt b/src.txt\n--- a/src.txt\n+++ b/src.txt\n@@ -1,2 +1 @@\n bug\n-edit\n"
-        assert check_history(f, tag, back, run_id="test-rebuild").ok
+        assert check_history(f, tag, back, run_id=f"test-rebuild-{SESSION}").ok
         leaky = "swemint/test-rebuild:leaky"
         c = docker_client.containers.run(tag, ["bash", "-c", "cd /testbed && printf 'fixed\\nedit\\n' | git hash-object -w --stdin"],
                                          detach=True, network_mode="none")
@@ -87,7 +88,7 @@ def test_docker_build_from_scratch_has_no_history(docker_client, debian_image, t
         finally:
             c.remove(force=True)
         try:
-            found = check_history(f, leaky, fix, run_id="test-rebuild")
+            found = check_history(f, leaky, fix, run_id=f"test-rebuild-{SESSION}")
             assert not found.ok and found.fix_blobs and found.fix_blobs[0].endswith(" src.txt")
         finally:
             docker_client.images.remove(leaky, force=True)

@@ -14,6 +14,7 @@ from agents.config import MintConfig
 from agents.minter import mint_instance
 from agents.models import Instance, StepRecord
 from tests.agents.ecosystems.conftest import git, write_files
+from tests.session import SESSION, ENV_REPOSITORY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -58,7 +59,7 @@ def mint(tmp_path, docker_client):
     made: list[str] = []
 
     def run(inst: Instance, git_dir: Path, **kw):
-        cfg = MintConfig(workdir=tmp_path / "work", run_id="test-loop", image_repository="swemint-test/env",
+        cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-loop-{SESSION}", image_repository=ENV_REPOSITORY,
                          memory={"enabled": False})
         res = mint_instance(inst, git_dir, cfg, **kw)
         if res.image:

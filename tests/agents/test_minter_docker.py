@@ -18,6 +18,7 @@ from agents.minter import mint_instance
 from agents.models import Instance
 from envpool.testrun.status import TestStatus
 from pipeline.demo import build_repository
+from tests.session import SESSION, ENV_REPOSITORY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -59,7 +60,7 @@ def mint(tmp_path: Path, data_dir: Path):
     row = build_repository(data_dir, mirrors)
     inst = Instance(**row)
     repo_path = mirrors / inst.repo.replace("/", "+") / "repo"
-    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-minter", image_repository="swemint-test/env")
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-minter-{SESSION}", image_repository=ENV_REPOSITORY)
     res = mint_instance(inst, repo_path, cfg)
     return inst, res
 
@@ -118,7 +119,7 @@ def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path
     assert signed.tests_ran and set(signed.statuses.values()) == {TestStatus.PASSED}
     # warm path: the pooled environment is reused as is (no setup), and kept afterwards
     repo_path = tmp_path / "mirrors" / inst.repo.replace("/", "+") / "repo"
-    cfg = MintConfig(workdir=tmp_path / "work2", run_id="test-minter", image_repository="swemint-test/env")
+    cfg = MintConfig(workdir=tmp_path / "work2", run_id=f"test-minter-{SESSION}", image_repository=ENV_REPOSITORY)
     warm = mint_instance(inst, repo_path, cfg, env=res.env)
     assert warm.outcome == "verified", warm.reason
     assert warm.reused_from == inst.instance_id and warm.timings["setup"] == 0.0

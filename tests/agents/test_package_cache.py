@@ -20,6 +20,7 @@ from envpool.fake import FakeSandboxFactory
 from envpool.hostfs import scrub
 from pipeline.demo import make_demo
 from pipeline.instances import load_instances
+from tests.session import SESSION
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +91,8 @@ def test_a_setuid_file_a_build_container_leaves_in_its_cache_is_scrubbed(tmp_pat
 
     cfg = MintConfig(workdir=tmp_path / "w", cache={"scope": "repository"})
     mounts = cache_mounts(cfg, "o__r-1", "o/r")
-    factory = DockerSandboxFactory(run_id="test-cache-scrub", client=docker_client)
-    spec = SandboxSpec(image=debian_image, network="none", cache_mounts=mounts, run_id="test-cache-scrub")
+    factory = DockerSandboxFactory(run_id=f"test-cache-scrub-{SESSION}", client=docker_client)
+    spec = SandboxSpec(image=debian_image, network="none", cache_mounts=mounts, run_id=f"test-cache-scrub-{SESSION}")
     with factory.sandbox(spec) as sb:
         r = sb.exec("cp /bin/sh /root/.cache/uv/rootsh && chmod 4755 /root/.cache/uv/rootsh && "
                     "ls -l /root/.cache/uv/rootsh")

@@ -18,6 +18,7 @@ from agents.minter import mint_instance
 from agents.models import Instance
 from pipeline.demo import build_repository
 from tests.agents.test_minter_docker import write_repo
+from tests.session import SESSION, ENV_REPOSITORY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -47,7 +48,7 @@ def mint(tmp_path, python_image, docker_client):
     def run(data_dir: Path, candidates=None, reuse: ReuseConfig | None = None):
         mirrors = tmp_path / f"mirrors-{data_dir.parent.name}"
         inst = Instance(**build_repository(data_dir, mirrors))
-        cfg = MintConfig(workdir=tmp_path / "work", run_id="test-reuse", image_repository="swemint-test/env",
+        cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-reuse-{SESSION}", image_repository=ENV_REPOSITORY,
                          reuse=reuse or ReuseConfig())
         res = mint_instance(inst, mirrors / "acme+reusepkg" / "repo", cfg, candidates=candidates)
         if res.image:

@@ -13,6 +13,7 @@ import pytest
 
 from envpool.docker_sandbox import DockerSandboxFactory
 from envpool.sandbox import SandboxSpec
+from tests.session import SESSION
 
 pytestmark = pytest.mark.docker
 
@@ -302,15 +303,15 @@ def test_cache_mounts_are_shared_with_the_host_and_not_committed(docker_client, 
     from envpool.docker_sandbox import DockerSandboxFactory
     from envpool.sandbox import SandboxSpec
 
-    factory = DockerSandboxFactory(run_id="test-cache-mount", client=docker_client)
-    spec = SandboxSpec(image=debian_image, run_id="test-cache-mount", network="none", mount_ca=False,
+    factory = DockerSandboxFactory(run_id=f"test-cache-mount-{SESSION}", client=docker_client)
+    spec = SandboxSpec(image=debian_image, run_id=f"test-cache-mount-{SESSION}", network="none", mount_ca=False,
                        cache_mounts={str(tmp_path / "cache"): "/root/.cache/uv"})
     with factory.sandbox(spec) as sb:
         assert sb.exec("echo hit > /root/.cache/uv/marker").ok
         image = sb.commit("swemint-test/cachemount", "t")
     assert (tmp_path / "cache" / "marker").read_text() == "hit\n"
     try:
-        with factory.sandbox(SandboxSpec(image="swemint-test/cachemount:t", run_id="test-cache-mount",
+        with factory.sandbox(SandboxSpec(image="swemint-test/cachemount:t", run_id=f"test-cache-mount-{SESSION}",
                                          network="none", mount_ca=False)) as sb:
             assert not sb.exec("test -e /root/.cache/uv/marker").ok  # the mount's content is not in the image
     finally:

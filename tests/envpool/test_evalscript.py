@@ -7,6 +7,7 @@ import re
 import pytest
 
 from envpool.evalscript import APPLY_FAILED, END, START, TOOL_EVAL_PATH, EvalSpec, heredoc, render_eval_script
+from tests.session import SESSION
 
 TEST_PATCH = """diff --git a/tests/check.sh b/tests/check.sh
 --- a/tests/check.sh
@@ -80,8 +81,8 @@ def test_in_a_real_image_as_the_harness_runs_it(docker_client, python_image, pat
     from envpool.evalscript import grading_tools
     from envpool.sandbox import SandboxSpec
 
-    f = DockerSandboxFactory(run_id="test-evalscript", client=docker_client)
-    with f.sandbox(SandboxSpec(image=python_image, run_id="test-evalscript", network="none")) as sb:
+    f = DockerSandboxFactory(run_id=f"test-evalscript-{SESSION}", client=docker_client)
+    with f.sandbox(SandboxSpec(image=python_image, run_id=f"test-evalscript-{SESSION}", network="none")) as sb:
         for path, data in grading_tools().items():
             sb.put_file(path, data)
         sb.put_file("/testbed/src.txt", "bug\n")

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from envpool.netguard import BuildNetworkConfig, forward_rules, primary_address
+from tests.session import SESSION
 
 IFACES = [ipaddress.IPv4Interface("127.0.0.1/8"), ipaddress.IPv4Interface("192.0.2.2/24"),
           ipaddress.IPv4Interface("172.17.0.1/16")]
@@ -97,9 +98,9 @@ def test_a_setup_container_reaches_the_registry_but_no_listener_of_the_host(dock
     gateway = net.attrs["IPAM"]["Config"][0]["Gateway"]
     primary = primary_address()
     listeners = [_Listener(gateway), _Listener(primary), _Listener("172.17.0.1")]
-    factory = DockerSandboxFactory(run_id="test-netguard", client=docker_client, build_network=cfg)
+    factory = DockerSandboxFactory(run_id=f"test-netguard-{SESSION}", client=docker_client, build_network=cfg)
     try:
-        with factory.sandbox(SandboxSpec(image=python_image, run_id="test-netguard", network="bridge")) as sb:
+        with factory.sandbox(SandboxSpec(image=python_image, run_id=f"test-netguard-{SESSION}", network="bridge")) as sb:
             for lst in listeners:
                 assert not _connects(sb, lst.ip, lst.port), f"{lst.ip} reachable from a build container"
             assert not _connects(sb, "169.254.169.254", 80)
@@ -144,8 +145,8 @@ def test_a_test_run_has_no_route_out_but_loopback_and_its_own_hostname_work(dock
         "    socket.getaddrinfo('pypi.org', 443); print('REACHED dns')\n"
         "except OSError:\n"
         "    print('no dns')\n")
-    factory = DockerSandboxFactory(run_id="test-offline", client=docker_client)
-    with factory.sandbox(SandboxSpec(image=python_image, run_id="test-offline", network="none")) as sb:
+    factory = DockerSandboxFactory(run_id=f"test-offline-{SESSION}", client=docker_client)
+    with factory.sandbox(SandboxSpec(image=python_image, run_id=f"test-offline-{SESSION}", network="none")) as sb:
         sb.put_file("/tmp/probe.py", probe)
         r = sb.exec("python3 /tmp/probe.py", timeout=60)
     assert r.ok, r.output

@@ -28,6 +28,7 @@ from envpool.docker_sandbox import DockerSandboxFactory, remapped_root
 from envpool.errors import InfraError
 from envpool.hostfs import hand_over
 from envpool.sandbox import SandboxSpec
+from tests.session import SESSION
 
 ROOT = Path(__file__).resolve().parents[2]
 USERNS_INFO = {"SecurityOptions": ["name=seccomp,profile=default", "name=userns"],
@@ -210,13 +211,13 @@ def userns_engine(docker_client, python_image):
 @pytest.mark.slow
 def test_root_in_a_remapped_container_is_a_subordinate_uid_on_the_host(userns_engine, tmp_path):
     client, (uid, gid), image = userns_engine
-    factory = DockerSandboxFactory(run_id="test-userns", client=client)
+    factory = DockerSandboxFactory(run_id=f"test-userns-{SESSION}", client=client)
     iso = factory.isolation()
     assert iso["user_namespaces"] is True and iso["root_uid"] == uid != 0
     cfg = MintConfig(workdir=tmp_path / "w", cache={"scope": "repository"})
     mounts = cache_mounts(cfg, "o__r-1", "o/r")
     host = Path(next(iter(mounts)))
-    with factory.sandbox(SandboxSpec(image=image, network="none", cache_mounts=mounts, run_id="test-userns")) as sb:
+    with factory.sandbox(SandboxSpec(image=image, network="none", cache_mounts=mounts, run_id=f"test-userns-{SESSION}")) as sb:
         r = sb.exec("id -u && touch /root/.cache/uv/made-here && cp /bin/sh /root/.cache/uv/sh && "
                     "chmod 4755 /root/.cache/uv/sh && cat /proc/self/uid_map")
         assert r.ok, r.output
@@ -272,7 +273,7 @@ def test_setup_and_test_run_with_the_cache_mount_on_a_remapped_engine(userns_eng
     from agents.gitrepo import GitTree
 
     client, (uid, _), image = userns_engine
-    factory = DockerSandboxFactory(run_id="test-userns", client=client)
+    factory = DockerSandboxFactory(run_id=f"test-userns-{SESSION}", client=client)
     cfg = MintConfig(workdir=tmp_path / "w")  # scope: instance (the default)
     mounts = cache_mounts(cfg, "acme__calc-1", "acme/calc")
     host = Path(next(iter(mounts)))
@@ -286,7 +287,7 @@ def test_setup_and_test_run_with_the_cache_mount_on_a_remapped_engine(userns_eng
     subprocess.run([*git, "commit", "-qm", "base"], check=True)
     sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     tree = GitTree(repo / ".git", sha, instance_id="acme__calc-1")
-    spec = SandboxSpec(image=image, network="none", cache_mounts=mounts, run_id="test-userns",
+    spec = SandboxSpec(image=image, network="none", cache_mounts=mounts, run_id=f"test-userns-{SESSION}",
                        instance_id="acme__calc-1")
     with factory.sandbox(spec) as sb:
         lay_out_repository(sb, tree, sha)
@@ -296,7 +297,7 @@ def test_setup_and_test_run_with_the_cache_mount_on_a_remapped_engine(userns_eng
         ref = sb.commit("swemint-test/userns", "calc")
     owners = {os.lstat(os.path.join(d, n)).st_uid for d, ds, fs in os.walk(host) for n in ds + fs}
     assert owners == {uid}  # uv wrote its cache as the remapped root, nothing as host root
-    with factory.sandbox(SandboxSpec(image=ref, network="none", run_id="test-userns")) as sb:
+    with factory.sandbox(SandboxSpec(image=ref, network="none", run_id=f"test-userns-{SESSION}")) as sb:
         r = sb.exec("cd / && /opt/venv/bin/python -c 'import calc; print(calc.__file__)' && "
                     "cd /testbed && /opt/venv/bin/python -m unittest -v test_calc 2>&1")
     assert r.ok, r.output

@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 from pipeline.cli import app
 from pipeline.demo import demo_repositories
 from tests.pipeline.flow_support import bare_mirror, git
+from tests.session import SESSION
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-RUN_ID = "test-flow-docker"
+RUN_ID = f"test-flow-docker-{SESSION}"
 
 
 def squashed_repo(root: Path) -> tuple[Path, str, str, dict]:

@@ -19,6 +19,7 @@ from agents.config import MintConfig
 from agents.minter import mint_instance
 from agents.models import Instance
 from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo
+from tests.session import SESSION, ENV_REPOSITORY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -85,7 +86,7 @@ def test_two_module_maven_project_mints_with_a_non_compiling_test_class_as_fail_
         tmp_path, docker_client, monkeypatch):
     monkeypatch.setattr(polyglot, "ECOSYSTEM_MODULES", ("java",))
     inst, mirror = mirror_instance(tmp_path)
-    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-java", image_repository="swemint-test/env")
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-java-{SESSION}", image_repository=ENV_REPOSITORY)
     res = mint_instance(inst, mirror, cfg)
     try:
         assert res.outcome == "verified", (res.reason, (tmp_path / "work").as_posix())

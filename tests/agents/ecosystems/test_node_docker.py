@@ -16,6 +16,7 @@ from agents.models import Instance
 from envpool.testrun.polyglot import get_any_parser
 from envpool.testrun.status import TestStatus
 from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo
+from tests.session import SESSION, ENV_REPOSITORY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -52,7 +53,7 @@ def node_registered(monkeypatch):
 def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_path, docker_client,
                                                                             node_registered):
     inst, git_dir = calc_instance(tmp_path)
-    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-node", image_repository="swemint-test/env")
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-node-{SESSION}", image_repository=ENV_REPOSITORY)
     res = mint_instance(inst, git_dir, cfg)
     try:
         assert res.outcome == "verified", res.reason
@@ -101,7 +102,7 @@ def test_jest_project_a_spec_failing_to_load_before_the_fix_is_fail_to_pass_not_
     test_patch, patch = make_patches(git_dir, JEST_TESTS, JEST_FIX)
     inst = make_instance(base, "javascript", "2024-03-01T00:00:00Z", instance_id="acme__sum-2", repo="acme/sum",
                          patch=patch, test_patch=test_patch)
-    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-node", image_repository="swemint-test/env")
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-node-{SESSION}", image_repository=ENV_REPOSITORY)
     res = mint_instance(inst, git_dir, cfg)
     try:
         assert res.outcome == "verified", res.reason

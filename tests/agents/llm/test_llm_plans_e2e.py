@@ -18,6 +18,7 @@ from agents.models import StepRecord
 from tests.agents.llm.conftest import KEY_ENV
 from tests.agents.test_loop_docker import Repo
 from tests.fakes.openai_server import text
+from tests.session import SESSION, ENV_REPOSITORY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.llm]
 
@@ -31,7 +32,7 @@ def mint_llm(tmp_path, server, key, docker_client):
         server.push(text(json.dumps(plan), prompt_tokens=900, completion_tokens=60))
         llm = LLMConfig(model="openai/scripted-model", api_base=server.base_url, api_key_env=KEY_ENV, timeout=30,
                         max_retries=0, cache_dir=tmp_path / "llm-cache")
-        cfg = MintConfig(workdir=tmp_path / "work", run_id="test-llm-plan", image_repository="swemint-test/env",
+        cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-llm-plan-{SESSION}", image_repository=ENV_REPOSITORY,
                          policy="hybrid", llm=llm, memory={"enabled": False})
         res = mint_instance(inst, git_dir, cfg)
         if res.image:

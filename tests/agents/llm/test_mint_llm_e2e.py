@@ -26,6 +26,7 @@ from pipeline.demo import build_repository
 from tests.agents.llm.conftest import KEY, KEY_ENV
 from tests.agents.test_minter_docker import write_repo
 from tests.fakes.openai_server import text, tool_call
+from tests.session import SESSION, ENV_REPOSITORY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.llm]
 
@@ -77,7 +78,7 @@ def test_hybrid_policy_mints_with_the_llm_repair_through_litellm(tmp_path, scrip
     llm = LLMConfig(model="openai/scripted-model", api_base=scripted.base_url, api_key_env=KEY_ENV, timeout=30,
                     max_retries=0, cache_dir=tmp_path / "llm-cache",
                     cost=CostOverride(input_per_1k=0.01, output_per_1k=0.03))
-    cfg = MintConfig(workdir=tmp_path / "work", run_id="test-mint-llm", image_repository="swemint-test/env",
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-mint-llm-{SESSION}", image_repository=ENV_REPOSITORY,
                      policy="hybrid", llm=llm, memory={"enabled": False})
     res = mint_instance(inst, mirrors / inst.repo.replace("/", "+") / "repo", cfg)
     try:
