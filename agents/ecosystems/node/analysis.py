@@ -12,8 +12,9 @@ from pathlib import PurePosixPath
 import yaml
 
 from agents.models import Instance
+from agents.ecosystems.node.build import BuildStep, build_step
 from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json, recipe
-from agents.ecosystems.node.runner import (glob_regex, has_config, mocha_spec_globs, package_dir,
+from agents.ecosystems.node.runner import (fixture_test_files, glob_regex, has_config, mocha_spec_globs, package_dir,
                                          runner_of, runner_options, select_test_files)
 from agents.ecosystems.node.version import choose_node
 from agents.untrusted_yaml import load_untrusted_yaml
@@ -34,6 +35,8 @@ class NodeAnalysis:
     - `yarn_path`: yarn berry's vendored release (``.yarnrc.yml`` ``yarnPath``), run by yarn 1;
     - `test_files`: touched test files (repository relative);
     - `extra_packages`: ``name@range`` the patch/test_patch adds to the root package.json;
+    - `build`: the repository's own build step before tests (`agents.ecosystems.node.build`),
+      None when no workspace package needs one;
     - `substitutions`, `notes`: human-readable records.
     """
 
@@ -50,6 +53,7 @@ class NodeAnalysis:
     cra: str | None = None
     yarn_path: str | None = None
     extra_packages: list[str] = field(default_factory=list)
+    build: BuildStep | None = None
     substitutions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -78,6 +82,10 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     request, reason, subs = choose_node(tree, pkg, pm, pm_version, lockfile, _commit_day(tree, instance))
     notes.append(f"node {request}: {reason}")
     files = select_test_files(touched)
+    if not files:
+        files = fixture_test_files(tree, touched)
+        if files:
+            notes.append(f"touched fixtures run by {', '.join(files[:5])}")
     if not files:
         raise EnvBuildError(f"test_patch touches no JS/TS test file ({', '.join(touched[:5])})", instance_id=iid)
     # the runner: the root's when it has one, else the touched files' workspace package's
@@ -123,6 +131,9 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     mocha_major = version_key(re.sub(r"^[\^~>=<v\s]+", "", mocha_spec))[:1]
     if runner == "mocha" and "--exit" not in opts and not (mocha_major and mocha_major[0] < 4):
         opts.append("--exit")  # mocha >= 4 waits for open handles (servers) otherwise
+    build = build_step(tree, pkg, pm)
+    if build:
+        notes.append(f"build before tests: {build.command} ({build.source}; {build.reason})")
     yarn_path = None
     if pm == "yarn-berry":
         try:
@@ -132,7 +143,7 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         yarn_path = str(rc.get("yarnPath")) if isinstance(rc, dict) and rc.get("yarnPath") else None
     return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
                         node_reason=reason, runner=runner, runner_dir=runner_dir, test_files=files,
-                        runner_options=opts, runner_env=env_assign, cra=cra, extra_packages=extra,
+                        runner_options=opts, runner_env=env_assign, cra=cra, extra_packages=extra, build=build,
                         substitutions=subs, notes=notes)
 
 

@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 
 from agents.ecosystems.base import PolyPlan
 from agents.ecosystems.node.analysis import NodeAnalysis
+from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
 from agents.ecosystems.node.manifest import recipe
 from envpool.toolchains import ToolchainChoice
 from envpool.toolchains.node import NODE_PATH_ENV
@@ -47,6 +48,8 @@ def _install_commands(a: NodeAnalysis) -> list[str]:
             cmds.append(f"cp package.json /tmp/swemint-package.json && cp {lock} /tmp/swemint-lock && "
                         f"{{ {add}; rc=$?; cp /tmp/swemint-package.json package.json; cp /tmp/swemint-lock {lock}; "
                         f"exit $rc; }}")
+    if a.build:
+        cmds += build_setup(a.build)
     return cmds
 
 
@@ -58,7 +61,8 @@ def _bin_path(a: NodeAnalysis) -> str:
 def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
     """(bash command run in /testbed, report path or None = its output, parser name)."""
     cd = f"cd {shlex.quote(a.runner_dir)} && " if a.runner_dir else ""
-    prefix = f"{cd}mkdir -p {PurePosixPath(REPORT_PATH).parent} && export PATH={_bin_path(a)} && "
+    build = rebuild_guard(a.build) if a.build else ""
+    prefix = f"{build}{cd}mkdir -p {PurePosixPath(REPORT_PATH).parent} && export PATH={_bin_path(a)} && "
     rel = [str(PurePosixPath(f).relative_to(a.runner_dir)) if a.runner_dir else f for f in a.test_files]
     files = " ".join(shlex.quote(f) for f in rel)
     env = "".join(f"{k}={shlex.quote(v)} " for k, _, v in (e.partition("=") for e in a.runner_env))
