@@ -38,14 +38,14 @@ from agents.ecosystems.base import PlanRequest, PolyPlan
 from agents.ecosystems.node.analysis import NodeAnalysis, analyze
 from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
 from agents.ecosystems.node.plan import REPORT_PATH, build_plan, test_command
-from agents.ecosystems.node.runner import (TEST_EXTS, glob_regex, mocha_options, mocha_spec_globs, runner_of,
+from agents.ecosystems.node.runner import (TEST_EXTS, fixture_test_files, glob_regex, mocha_options, mocha_spec_globs, runner_of,
                                          runner_options, select_test_files)
 from agents.ecosystems.node.version import choose_node, ci_node_versions
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 
 __all__ = ["ECOSYSTEM", "REPORT_PATH", "TEST_EXTS", "NodeAnalysis", "NodeEcosystem", "added_dependencies", "analyze",
-           "build_plan", "choose_node", "ci_node_versions", "glob_regex", "mocha_options", "mocha_spec_globs",
+           "build_plan", "choose_node", "ci_node_versions", "fixture_test_files", "glob_regex", "mocha_options", "mocha_spec_globs",
            "package_manager", "recipe", "runner_of", "runner_options", "select_test_files", "test_command"]
 
 
