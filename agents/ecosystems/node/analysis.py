@@ -13,7 +13,7 @@ import yaml
 
 from agents.models import Instance
 from agents.ecosystems.node.build import BuildStep, build_step
-from agents.ecosystems.node.karma import KarmaSetup, karma_setup
+from agents.ecosystems.node.karma import KarmaSetup, karma_covers, karma_setup
 from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json, recipe
 from agents.ecosystems.node.runner import (fixture_test_files, glob_regex, has_config, mocha_spec_globs, package_dir,
                                          runner_of, runner_options, select_test_files)
@@ -116,7 +116,8 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
             runner, script, cra, runner_dir = r2, s2, c2, d
             notes.append(f"{r2} run from workspace package {d}")
     karma = karma_setup(tree, pkg)
-    if karma is not None and (runner is None or (runner == "mocha" and not _covered(files, script, runner_dir))):
+    if karma is not None and karma_covers(tree, karma, files) is not False and \
+            (runner is None or (runner == "mocha" and not _covered(files, script, runner_dir))):
         notes.append(f"karma ({karma.config}, {karma.browser}): the touched specs are no Node runner's")
         runner, runner_dir, cra = "karma", "", None
     if runner is None:
@@ -150,7 +151,7 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     mocha_major = version_key(re.sub(r"^[\^~>=<v\s]+", "", mocha_spec))[:1]
     if runner == "mocha" and "--exit" not in opts and not (mocha_major and mocha_major[0] < 4):
         opts.append("--exit")  # mocha >= 4 waits for open handles (servers) otherwise
-    build = build_step(tree, pkg, pm)
+    build = build_step(tree, pkg, pm, runner)
     if build:
         notes.append(f"build before tests: {build.command} ({build.source}; {build.reason})")
     yarn_path = None

@@ -7,6 +7,9 @@ packages, made by ``make build``) cannot be tested from a fresh install: a test 
 ``@babel/parser`` stops with ``Cannot find module '.../node_modules/@babel/parser/lib/index.js'``.
 `build_step` finds the command the repository itself builds with:
 
+The runner's config is read first: a vitest/vite ``alias`` or a jest ``moduleNameMapper`` that is
+not null means the tests import sources (vuejs/core), and no build is run.
+
 1. a development build the project keeps beside its full one (`recipes/node.yaml`
    ``build.dev_targets``: babel's ``make build-no-bundle``, skipping bundles and standalone
    builds), as a Makefile target or a package.json script;
@@ -136,11 +139,28 @@ def _ci_build(tree) -> tuple[str, str] | None:
     return None
 
 
-def build_step(tree, pkg: dict, pm: str) -> BuildStep | None:
-    """The build to run before tests (module doc), None when no workspace package needs one or
-    the repository names no build."""
+_MAPS_SOURCES = re.compile(r"\b(?:alias|moduleNameMapper)\b\s*[:=](?!\s*(?:null\b|undefined\b|\{\s*\}))")
+
+
+def runner_maps_sources(tree, pkg: dict, runner: str) -> str | None:
+    """The runner config that resolves packages itself (a vite/vitest ``alias``, a jest
+    ``moduleNameMapper`` that is not null) -- its tests import sources, no build is needed --
+    or None."""
+    names = {"vitest": ("vitest.config", "vite.config", "vitest.workspace"), "jest": ("jest.config",)}.get(runner, ())
+    for p in tree.files:
+        if "/" not in p and p.startswith(names) and _MAPS_SOURCES.search(tree.read(p) or ""):
+            return p
+    if runner == "jest" and isinstance(pkg.get("jest"), dict) and pkg["jest"].get("moduleNameMapper"):
+        return "package.json jest.moduleNameMapper"
+    return None
+
+
+def build_step(tree, pkg: dict, pm: str, runner: str = "") -> BuildStep | None:
+    """The build to run before tests (module doc), None when no workspace package needs one,
+    the runner maps packages to their sources (`runner_maps_sources`) or the repository names
+    no build."""
     reason = unbuilt_entry(tree, pkg)
-    if reason is None:
+    if reason is None or runner_maps_sources(tree, pkg, runner):
         return None
     scripts, targets = package_scripts(pkg), makefile_targets(tree)
     for name in recipe()["build"]["dev_targets"]:

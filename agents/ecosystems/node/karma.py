@@ -92,6 +92,21 @@ def karma_setup(tree, pkg: dict) -> KarmaSetup | None:
     return KarmaSetup(config=config, browser=browser, env=env, script=scripts[0][0] if scripts else None)
 
 
+_LITERAL = re.compile(r"""['"`]([^'"`\n]*(?:\*|\{)[^'"`\n]*\.(?:[cm]?[jt]sx?|coffee))['"`]""")
+
+
+def karma_covers(tree, k: KarmaSetup, files: list[str]) -> bool | None:
+    """Whether a touched file matches a glob literal of the karma config (``'test/specs/**/*.spec.js'``;
+    ``{a,}`` alternatives may leave a leading ``/``); None when the config names no glob
+    literally (its patterns are computed)."""
+    from agents.ecosystems.node.runner import glob_regex
+
+    globs = [glob_regex(g) for g in _LITERAL.findall(tree.read(k.config) or "")]
+    if not globs:
+        return None
+    return any(g.match(f) or g.match("/" + f) for g in globs for f in files)
+
+
 def setup_commands(k: KarmaSetup) -> list[str]:
     """Install the browser from Debian, write the wrapper config."""
     package = recipe()["karma"]["browsers"][k.browser]["debian"]

@@ -497,3 +497,17 @@ def test_karma_report_parser_ids_statuses_and_load_errors():
     assert not rep.tests_ran and rep.statuses == {"render() > a": TestStatus.ERROR}
     assert rep.collection_errors == ["karma: Uncaught Error: Module not found"]
     assert not get_any_parser("karma_json")("karma died").tests_ran
+
+
+def test_no_build_when_the_runner_maps_packages_to_sources_and_karma_only_for_its_own_globs():
+    files = {**_monorepo(scripts={"build": "tsc -b", "test": "vitest"}, devDependencies={"vitest": "^2"}),
+             "vitest.config.ts": "export default { resolve: { alias: entries } }"}
+    assert analyze(FakeTree(files), inst(), ["packages/a/test/index.js"]).build is None
+    files["vitest.config.ts"] = "export default { resolve: { alias: {} } }"  # maps nothing
+    assert analyze(FakeTree(files), inst(), ["packages/a/test/index.js"]).build is not None
+    # karma's config lists test/specs only: a touched test/unit file stays with mocha
+    dev = {"mocha": "^8", "karma": "^6", "karma-chrome-launcher": "^3"}
+    tree = FakeTree({"package.json": pkg(scripts={"test": "grunt test"}, devDependencies=dev),
+                     "karma.conf.js": "files: ['test/specs/__helpers.js', 'test/specs/**/*.spec.js'],"})
+    assert analyze(tree, inst(), ["test/unit/adapters/http.js"]).runner == "mocha"
+    assert analyze(tree, inst(), ["test/specs/a.spec.js"]).runner == "karma"
