@@ -391,8 +391,8 @@ def test_mocha_before_4_gets_no_exit_flag():
 # -- the repository's own build before tests (workspaces) ----------------------------------------
 
 def _monorepo(**root) -> dict[str, str]:
-    return {"package.json": pkg(private=True, workspaces=["packages/*"], packageManager="yarn@3.1.0",
-                                devDependencies={"jest": "^27"}, **root),
+    root.setdefault("devDependencies", {"jest": "^27"})
+    return {"package.json": pkg(private=True, workspaces=["packages/*"], packageManager="yarn@3.1.0", **root),
             "yarn.lock": "__metadata:\n  version: 5\n", ".yarnrc.yml": "yarnPath: .yarn/releases/yarn-3.1.0.cjs\n",
             "packages/a/package.json": pkg(main="./lib/index.js"), "packages/a/src/index.ts": "",
             "packages/a/test/index.js": "", "packages/a/test/fixtures/case/input.js": ""}
