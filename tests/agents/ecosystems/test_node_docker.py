@@ -113,3 +113,47 @@ def test_jest_project_a_spec_failing_to_load_before_the_fix_is_fail_to_pass_not_
     finally:
         if res.image:
             docker_client.images.remove(res.image, force=True)
+
+
+BUILD_JS = ("const fs = require('fs');\nfor (const p of fs.readdirSync('packages')) {\n"
+            "  const src = `packages/${p}/src`;\n  if (!fs.existsSync(src)) continue;\n"
+            "  fs.mkdirSync(`packages/${p}/lib`, { recursive: true });\n"
+            "  for (const f of fs.readdirSync(src)) fs.copyFileSync(`${src}/${f}`, `packages/${p}/lib/${f}`);\n}\n")
+WS_BASE = {
+    "package.json": json.dumps({"name": "ws", "private": True, "workspaces": ["packages/*"],
+                                "scripts": {"build": "node scripts/build.js",
+                                            "test": "mocha 'packages/*/test/**/*.test.js'"},
+                                "devDependencies": {"mocha": "10.2.0"}}, indent=2) + "\n",
+    ".nvmrc": "18\n",
+    ".gitignore": "node_modules\nlib\n",
+    "scripts/build.js": BUILD_JS,
+    "packages/b/package.json": json.dumps({"name": "b", "version": "1.0.0", "main": "lib/index.js"}) + "\n",
+    "packages/b/src/index.js": "exports.twice = (x) => x + x;\nexports.square = (x) => x + x; // bug\n",
+    "packages/a/package.json": json.dumps({"name": "a", "version": "1.0.0", "dependencies": {"b": "1.0.0"}}) + "\n",
+    "packages/a/test/a.test.js": ("const assert = require('assert');\nconst b = require('b');\n\n"
+                                  "describe('a', () => {\n  it('doubles', () => assert.strictEqual(b.twice(3), 6));\n});\n"),
+}
+WS_FIX = {"packages/b/src/index.js": "exports.twice = (x) => x + x;\nexports.square = (x) => x * x;\n"}
+WS_TESTS = {"packages/a/test/a.test.js": WS_BASE["packages/a/test/a.test.js"].replace(
+    "});\n", "  it('squares', () => assert.strictEqual(b.square(3), 9));\n});\n")}
+
+
+def test_workspace_test_importing_a_sibling_packages_built_lib_verifies_with_the_build_step(tmp_path, docker_client,
+                                                                                            node_registered):
+    """Package a's test imports package b's `lib/` (made by the root `build` script, not in git):
+    setup builds it, and the after side rebuilds it from b's patched source before its runs."""
+    git_dir, base = make_repo(tmp_path, WS_BASE, when="2023-06-01T00:00:00Z")
+    test_patch, patch = make_patches(git_dir, WS_TESTS, WS_FIX)
+    inst = make_instance(base, "javascript", "2023-06-01T00:00:00Z", instance_id="acme__ws-1", repo="acme/ws",
+                         patch=patch, test_patch=test_patch)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-node-{SESSION}", image_repository=ENV_REPOSITORY)
+    res = mint_instance(inst, git_dir, cfg)
+    try:
+        assert res.outcome == "verified", res.reason
+        assert res.FAIL_TO_PASS == ["a squares"] and res.PASS_TO_PASS == ["a doubles"]
+        plan = json.loads((tmp_path / "work").rglob("plan.json").__next__().read_text())
+        assert "npm run build" in plan["setup_commands"]
+        assert "( npm run build ) > /tmp/swemint-node/build.log" in plan["test_command"]
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)
