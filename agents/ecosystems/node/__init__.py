@@ -21,7 +21,8 @@ Plan: toolchain image from `envpool.toolchains.node.ensure_image`; setup = the p
 ``pnpm install --frozen-lockfile``), the added packages; test command = only the touched test
 files with a machine-readable report (vitest/jest JSON file, mocha JSON on stdout). `repair`
 answers a lockfile mismatch with a non-frozen install, engine checks with engine-strict off, a
-failing lifecycle script with ignore-scripts, a network hiccup with a pause.
+failing lifecycle script with ignore-scripts, a network hiccup with a pause, a locked version the
+registry no longer serves (404) with an override to the next published release.
 
 Modules: `manifest` (package.json, package manager, added dependencies, the recipe), `version`
 (the Node choice), `runner` (runner, test files, script options), `analysis` (`analyze`), `plan`
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan
@@ -51,6 +53,28 @@ __all__ = ["ECOSYSTEM", "REPORT_PATH", "TEST_EXTS", "NodeAnalysis", "NodeEcosyst
 
 def _matches(kind: str, output: str) -> bool:
     return any(re.search(p, output, re.I) for p in recipe()["repairs"][kind])
+
+
+_TARBALL_404 = re.compile(r"https?://registry\.(?:npmjs\.org|yarnpkg\.com)/(?P<name>(?:@[\w.-]+/)?[\w.-]+)/-/"
+                          r"[\w.-]+?-(?P<ver>\d+\.\d+\.\d+[\w.+-]*?)\.tgz")
+_UNFROZEN_INSTALL = {"npm": "npm install --no-audit --no-fund", "pnpm": "pnpm install --no-frozen-lockfile",
+                     "yarn": "yarn install --no-frozen-lockfile --non-interactive --network-timeout 600000",
+                     "yarn-berry": "yarn install --no-immutable"}
+
+
+def _unpublished_fix(plan: PolyPlan, output: str) -> list[str] | None:
+    """A locked version the registry answers 404 for (unpublished): override it in the root
+    package.json with the lowest published release above it (`recipes/node-unpublished.js`),
+    then install without the frozen lockfile. None when the output names no such tarball."""
+    if not re.search(r"\b404\b", output):
+        return None
+    m = _TARBALL_404.search(output)
+    if not m:
+        return None
+    pm = plan.state.get("pm", "npm")
+    script = (Path(__file__).parents[1] / "recipes" / "node-unpublished.js").read_text()
+    return [f"node -e {shlex.quote(script)} {shlex.quote(m.group('name'))} {shlex.quote(m.group('ver'))} "
+            f"{shlex.quote(pm)}", _UNFROZEN_INSTALL.get(pm, _UNFROZEN_INSTALL["npm"])]
 
 
 class NodeEcosystem:
@@ -118,6 +142,8 @@ class NodeEcosystem:
                 fix = ["yarn install --no-immutable"]
             elif "yarn install" in command:
                 fix = ["yarn install --no-frozen-lockfile --non-interactive --network-timeout 600000"]
+        if fix is None:
+            fix = _unpublished_fix(plan, output)
         if fix is None and _matches("engines", output):
             fix = ["npm config set engine-strict false", "yarn config set ignore-engines true >/dev/null 2>&1 || true"]
         if fix is None and _matches("peer_deps", output) and "npm " in command:

@@ -511,3 +511,20 @@ def test_no_build_when_the_runner_maps_packages_to_sources_and_karma_only_for_it
                      "karma.conf.js": "files: ['test/specs/__helpers.js', 'test/specs/**/*.spec.js'],"})
     assert analyze(tree, inst(), ["test/unit/adapters/http.js"]).runner == "mocha"
     assert analyze(tree, inst(), ["test/specs/a.spec.js"]).runner == "karma"
+
+
+def test_a_locked_version_the_registry_no_longer_serves_is_overridden_with_the_next_release():
+    tree = FakeTree(_monorepo(scripts={"build": "tsc -b"}))
+    plan = build_plan(analyze(tree, inst(), ["packages/a/test/index.js"]), choice())
+    out = ("➤ YN0035: │ babel-plugin-polyfill-es-shims@npm:0.9.0: The remote server failed to provide the requested "
+           "resource\n➤ YN0035: │   Response Code: 404 (Not Found)\n➤ YN0035: │   Request URL: "
+           "https://registry.yarnpkg.com/babel-plugin-polyfill-es-shims/-/babel-plugin-polyfill-es-shims-0.9.0.tgz\n")
+    fix = ECOSYSTEM.repair(plan, "yarn install --immutable", out, set())
+    assert fix[0].startswith("node -e ") and fix[0].endswith(" babel-plugin-polyfill-es-shims 0.9.0 yarn-berry")
+    assert fix[1] == "yarn install --no-immutable"
+    npm = ("npm ERR! code E404\nnpm ERR! 404 Not Found - GET "
+           "https://registry.npmjs.org/@scope/pkg/-/pkg-1.2.3.tgz - Not found\n")
+    plan_npm = build_plan(analyze(FakeTree({"package.json": pkg(**MOCHA)}), inst(), TOUCHED), choice())
+    fix = ECOSYSTEM.repair(plan_npm, "npm ci", npm, set())
+    assert fix[0].endswith(" @scope/pkg 1.2.3 npm") and fix[1] == "npm install --no-audit --no-fund"
+    assert ECOSYSTEM.repair(plan_npm, "npm ci", "npm ERR! 404 Not Found - GET https://example.com/x", set()) is None
