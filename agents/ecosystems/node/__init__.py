@@ -12,21 +12,36 @@ Analysis (`analyze`, pure: reads the tree only):
   (pnpm 9: Node 18.12);
 - runner: the one the test scripts name (following ``npm run x`` one level), else the first of
   vitest, jest, mocha in the dependencies; run from the directory that holds its configuration
-  (the root, or the touched files' workspace package);
+  (the root, or the touched files' workspace package); karma (`karma`: headless Chromium or
+  Firefox from Debian) for touched specs its config's globs list and no Node runner's script
+  covers;
+- build: in a workspace monorepo whose packages point at build output the tree lacks, the
+  repository's own build (`build`: a dev build target, its CI's build step, its ``build``
+  script), at setup and again before a side's tests when its patches changed non-test files;
 - dependencies the patch or test_patch *adds* to the root package.json (tests run offline, so
   the after side's new packages are installed at setup without touching package.json).
 
 Plan: toolchain image from `envpool.toolchains.node.ensure_image`; setup = the package manager
 (pnpm at its pinned version), a frozen install (``npm ci``, ``yarn install --frozen-lockfile``,
 ``pnpm install --frozen-lockfile``), the added packages; test command = only the touched test
-files with a machine-readable report (vitest/jest JSON file, mocha JSON on stdout). `repair`
+files with a machine-readable report (vitest/jest JSON file, mocha JSON on stdout, karma:
+swemint's reporter's JSON file).
+
+What runs on each side (the same selection before and after the patch):
+- jest (``--runTestsByPath``), vitest and mocha (positional files): the touched test files only;
+  a touched fixture (``<dir>/test/fixtures/...``) selects the test files directly in
+  ``<dir>/test/`` (babel's fixture runners), so every case those files hold runs;
+- karma: the touched spec files (the config's ``files`` entries matching them are replaced by
+  them); the whole configured suite when no entry's pattern matches a touched spec.
+PASS_TO_PASS is therefore the touched files' other tests, not the package's whole suite. `repair`
 answers a lockfile mismatch with a non-frozen install, engine checks with engine-strict off, a
 failing lifecycle script with ignore-scripts, a network hiccup with a pause, a locked version the
 registry no longer serves (404) with an override to the next published release.
 
 Modules: `manifest` (package.json, package manager, added dependencies, the recipe), `version`
-(the Node choice), `runner` (runner, test files, script options), `analysis` (`analyze`), `plan`
-(`build_plan`, `test_command`); this package holds the Ecosystem (detect / plan / repair).
+(the Node choice), `runner` (runner, test files, script options), `build` (the workspace build
+step), `karma` (the browser route), `analysis` (`analyze`), `plan` (`build_plan`,
+`test_command`); this package holds the Ecosystem (detect / plan / repair).
 """
 
 from __future__ import annotations
