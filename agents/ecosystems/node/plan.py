@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 
 from agents.ecosystems.base import PolyPlan
 from agents.ecosystems.node.analysis import NodeAnalysis
-from agents.ecosystems.node import karma
+from agents.ecosystems.node.karma import setup_commands as karma_setup, test_command as karma_test
 from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
 from agents.ecosystems.node.manifest import recipe
 from envpool.toolchains import ToolchainChoice
@@ -52,7 +52,7 @@ def _install_commands(a: NodeAnalysis) -> list[str]:
     if a.build:
         cmds += build_setup(a.build)
     if a.karma:
-        cmds += karma.setup_commands(a.karma)
+        cmds += karma_setup(a.karma)
     return cmds
 
 
@@ -74,7 +74,7 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
     opts = " ".join(shlex.quote(o) for o in a.runner_options)
     opts = f"{opts} " if opts else ""
     if a.runner == "karma" and a.karma:
-        return f"{prefix}{karma.test_command(a.karma, a.test_files, REPORT_PATH)}", REPORT_PATH, "karma_json"
+        return f"{prefix}{karma_test(a.karma, a.test_files, REPORT_PATH)}", REPORT_PATH, "karma_json"
     if a.runner == "vitest":
         return (f"{prefix}{env}{run('vitest')} run {opts}{files} --reporter=json --outputFile={REPORT_PATH}",
                 REPORT_PATH, "vitest_json")
