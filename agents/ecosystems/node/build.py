@@ -22,9 +22,10 @@ not null means the tests import sources (vuejs/core), and no build is run.
 The step runs at setup (after the install, with the network) and again before every test run
 where the side's patches changed non-test files (`rebuild_guard`): the sources under test are
 compiled after the patch, as the project's CI builds before it tests. Which files count as test
-files: ``build.test_pathspecs`` (git pathspecs). The status of the tree after the setup build is
-recorded in the image (`STATUS_FILE`) and compared, so build outputs that are not git-ignored
-never force a rebuild on the before side.
+files: ``build.test_pathspecs`` (git pathspecs). The tree the setup build saw (a git tree id of
+the working tree's non-test files, `tree_id`) is recorded in the image (`STATUS_FILE`) and
+compared, so build outputs that are not git-ignored, and setup's own edits (committed after
+setup), never force a rebuild on the before side.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from agents.ecosystems.node.manifest import package_scripts, read_json, recipe
 from agents.untrusted_yaml import load_untrusted_yaml
 
 STATUS_FILE = "/opt/swemint-node/build.status"
-"""`git status --porcelain` of /testbed's non-test files right after the setup build."""
+"""The git tree id of /testbed's non-test files right after the setup build (`tree_id`)."""
 BUILD_LOG = "/tmp/swemint-node/build.log"
 """Where a test run's rebuild writes its output (its tail is printed when it fails)."""
 
@@ -180,18 +181,24 @@ def build_step(tree, pkg: dict, pm: str, runner: str = "") -> BuildStep | None:
     return None
 
 
-def _status(specs: str) -> str:
-    return f"git status --porcelain --untracked-files=all -- . {specs}"
-
-
 def _specs() -> str:
     return " ".join(shlex.quote(f":(glob,exclude){p}") for p in recipe()["build"]["test_pathspecs"])
 
 
+def tree_id() -> str:
+    """Bash printing the git tree id of /testbed's working tree without its test files: the
+    index copied to a scratch file, every non-test change added to it (`git add -A`, ignored
+    files stay out), `git write-tree`. Committing setup's edits does not change it; a patch to
+    a source file does."""
+    idx = f"{str(PurePosixPath(BUILD_LOG).parent)}/index"
+    return (f"{{ mkdir -p {str(PurePosixPath(idx).parent)} && cp .git/index {idx} && "
+            f"GIT_INDEX_FILE={idx} git add -A -- . {_specs()} 2>/dev/null && GIT_INDEX_FILE={idx} git write-tree; }}")
+
+
 def setup_commands(step: BuildStep) -> list[str]:
-    """The setup step: the build, then the tree's status recorded in `STATUS_FILE`."""
+    """The setup step: the build, then the tree it built (`tree_id`) recorded in `STATUS_FILE`."""
     d = str(PurePosixPath(STATUS_FILE).parent)
-    return [step.command, f"mkdir -p {d} && {_status(_specs())} > {STATUS_FILE}"]
+    return [step.command, f"mkdir -p {d} && {tree_id()} > {STATUS_FILE}"]
 
 
 def rebuild_guard(step: BuildStep) -> str:
@@ -199,5 +206,5 @@ def rebuild_guard(step: BuildStep) -> str:
     from what the setup build saw; its output goes to `BUILD_LOG`, whose tail is printed (with
     ``swemint: build failed``) when it fails -- the tests then run on the old build and fail."""
     log_dir = str(PurePosixPath(BUILD_LOG).parent)
-    return (f"if ! {_status(_specs())} | cmp -s - {STATUS_FILE}; then mkdir -p {log_dir}; "
+    return (f"if [ \"$({tree_id()})\" != \"$(cat {STATUS_FILE} 2>/dev/null)\" ]; then mkdir -p {log_dir}; "
             f"( {step.command} ) > {BUILD_LOG} 2>&1 || {{ echo 'swemint: build failed'; tail -n 60 {BUILD_LOG}; }}; fi; ")
