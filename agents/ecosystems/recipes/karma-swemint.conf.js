@@ -66,6 +66,27 @@ function selectFiles(files, basePath) {
 	return hit ? out : files;
 }
 
+// karma's default `plugins: ['karma-*']` requires every karma-* package installed; one that
+// cannot load here (a cloud launcher whose binary download was skipped) stops the whole run.
+// The glob is expanded to the packages that do load; the others are named on stderr.
+function loadablePlugins(plugins) {
+	var out = [];
+	plugins.forEach(function (p) {
+		if (typeof p !== 'string' || p.indexOf('*') < 0) { out.push(p); return; }
+		var modules;
+		try {
+			modules = path.resolve(path.dirname(require.resolve('karma/package.json', { paths: [projectDir] })), '..');
+		} catch (e) { out.push(p); return; }
+		var prefix = p.replace(/\*.*$/, '');
+		fs.readdirSync(modules).filter(function (n) { return n.indexOf(prefix) === 0 && n !== 'karma'; })
+			.forEach(function (n) {
+				try { out.push(require(path.join(modules, n))); }
+				catch (e) { process.stderr.write('swemint karma: plugin ' + n + ' does not load (' + e.message.split('\n')[0] + ')\n'); }
+			});
+	});
+	return out;
+}
+
 module.exports = function (config) {
 	var base = require(projectConfig);
 	base = base && base.default ? base.default : base;
@@ -82,7 +103,7 @@ module.exports = function (config) {
 		browsers: ['SwemintHeadless'],
 		customLaunchers: launchers,
 		reporters: ['swemint'],
-		plugins: (config.plugins || ['karma-*']).concat([{ 'reporter:swemint': ['type', swemintReporter] }]),
+		plugins: loadablePlugins(config.plugins || ['karma-*']).concat([{ 'reporter:swemint': ['type', swemintReporter] }]),
 		singleRun: true,
 		autoWatch: false,
 		restartOnFileChange: false,
