@@ -12,45 +12,84 @@ Analysis (`analyze`, pure: reads the tree only):
   (pnpm 9: Node 18.12);
 - runner: the one the test scripts name (following ``npm run x`` one level), else the first of
   vitest, jest, mocha in the dependencies; run from the directory that holds its configuration
-  (the root, or the touched files' workspace package);
+  (the root, or the touched files' workspace package); karma (`karma`: headless Chromium or
+  Firefox from Debian) for touched specs its config's globs list and no Node runner's script
+  covers;
+- build: in a workspace monorepo whose packages point at build output the tree lacks, the
+  repository's own build (`build`: a dev build target, its CI's build step, its ``build``
+  script), at setup and again before a side's tests when its patches changed non-test files;
 - dependencies the patch or test_patch *adds* to the root package.json (tests run offline, so
   the after side's new packages are installed at setup without touching package.json).
 
 Plan: toolchain image from `envpool.toolchains.node.ensure_image`; setup = the package manager
 (pnpm at its pinned version), a frozen install (``npm ci``, ``yarn install --frozen-lockfile``,
 ``pnpm install --frozen-lockfile``), the added packages; test command = only the touched test
-files with a machine-readable report (vitest/jest JSON file, mocha JSON on stdout). `repair`
+files with a machine-readable report (vitest/jest JSON file, mocha JSON on stdout, karma:
+swemint's reporter's JSON file).
+
+What runs on each side (the same selection before and after the patch):
+- jest (``--runTestsByPath``), vitest and mocha (positional files): the touched test files only;
+  a touched fixture (``<dir>/test/fixtures/...``) selects the test files directly in
+  ``<dir>/test/`` (babel's fixture runners), so every case those files hold runs;
+- karma: the touched spec files (the config's ``files`` entries matching them are replaced by
+  them); the whole configured suite when no entry's pattern matches a touched spec.
+PASS_TO_PASS is therefore the touched files' other tests, not the package's whole suite. `repair`
 answers a lockfile mismatch with a non-frozen install, engine checks with engine-strict off, a
-failing lifecycle script with ignore-scripts, a network hiccup with a pause.
+failing lifecycle script with ignore-scripts, a network hiccup with a pause, a locked version the
+registry no longer serves (404) with an override to the next published release.
 
 Modules: `manifest` (package.json, package manager, added dependencies, the recipe), `version`
-(the Node choice), `runner` (runner, test files, script options), `analysis` (`analyze`), `plan`
-(`build_plan`, `test_command`); this package holds the Ecosystem (detect / plan / repair).
+(the Node choice), `runner` (runner, test files, script options), `build` (the workspace build
+step), `karma` (the browser route), `analysis` (`analyze`), `plan` (`build_plan`,
+`test_command`); this package holds the Ecosystem (detect / plan / repair).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan
 from agents.ecosystems.node.analysis import NodeAnalysis, analyze
 from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
 from agents.ecosystems.node.plan import REPORT_PATH, build_plan, test_command
-from agents.ecosystems.node.runner import (TEST_EXTS, glob_regex, mocha_options, mocha_spec_globs, runner_of,
+from agents.ecosystems.node.runner import (TEST_EXTS, fixture_test_files, glob_regex, mocha_options, mocha_spec_globs, runner_of,
                                          runner_options, select_test_files)
 from agents.ecosystems.node.version import choose_node, ci_node_versions
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 
 __all__ = ["ECOSYSTEM", "REPORT_PATH", "TEST_EXTS", "NodeAnalysis", "NodeEcosystem", "added_dependencies", "analyze",
-           "build_plan", "choose_node", "ci_node_versions", "glob_regex", "mocha_options", "mocha_spec_globs",
+           "build_plan", "choose_node", "ci_node_versions", "fixture_test_files", "glob_regex", "mocha_options", "mocha_spec_globs",
            "package_manager", "recipe", "runner_of", "runner_options", "select_test_files", "test_command"]
 
 
 def _matches(kind: str, output: str) -> bool:
     return any(re.search(p, output, re.I) for p in recipe()["repairs"][kind])
+
+
+_TARBALL_404 = re.compile(r"https?://registry\.(?:npmjs\.org|yarnpkg\.com)/(?P<name>(?:@[\w.-]+/)?[\w.-]+)/-/"
+                          r"[\w.-]+?-(?P<ver>\d+\.\d+\.\d+[\w.+-]*?)\.tgz")
+_UNFROZEN_INSTALL = {"npm": "npm install --no-audit --no-fund", "pnpm": "pnpm install --no-frozen-lockfile",
+                     "yarn": "yarn install --no-frozen-lockfile --non-interactive --network-timeout 600000",
+                     "yarn-berry": "yarn install --no-immutable"}
+
+
+def _unpublished_fix(plan: PolyPlan, output: str) -> list[str] | None:
+    """A locked version the registry answers 404 for (unpublished): override it in the root
+    package.json with the lowest published release above it (`recipes/node-unpublished.js`),
+    then install without the frozen lockfile. None when the output names no such tarball."""
+    if not re.search(r"\b404\b", output):
+        return None
+    m = _TARBALL_404.search(output)
+    if not m:
+        return None
+    pm = plan.state.get("pm", "npm")
+    script = (Path(__file__).parents[1] / "recipes" / "node-unpublished.js").read_text()
+    return [f"node -e {shlex.quote(script)} {shlex.quote(m.group('name'))} {shlex.quote(m.group('ver'))} "
+            f"{shlex.quote(pm)}", _UNFROZEN_INSTALL.get(pm, _UNFROZEN_INSTALL["npm"])]
 
 
 class NodeEcosystem:
@@ -118,6 +157,8 @@ class NodeEcosystem:
                 fix = ["yarn install --no-immutable"]
             elif "yarn install" in command:
                 fix = ["yarn install --no-frozen-lockfile --non-interactive --network-timeout 600000"]
+        if fix is None:
+            fix = _unpublished_fix(plan, output)
         if fix is None and _matches("engines", output):
             fix = ["npm config set engine-strict false", "yarn config set ignore-engines true >/dev/null 2>&1 || true"]
         if fix is None and _matches("peer_deps", output) and "npm " in command:

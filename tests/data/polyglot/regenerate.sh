@@ -12,7 +12,8 @@
 # following each tool's documented output, and NOT touched by this script:
 #   gradle_console.log, gradle_junit.xml, gradle_compile_error.log, maven_surefire2.log,
 #   phpunit_junit.xml, rspec.json, minitest_v.log, minitest_plain.log, automake_check.log,
-#   nextest_junit.xml
+#   nextest_junit.xml, karma.json (swemint's karma reporter, recipes/karma-swemint.conf.js, in the
+#   shape it writes for tests/agents/ecosystems/test_node_docker.py's karma project)
 set -euo pipefail
 OUT="$(cd "$(dirname "$0")" && pwd)"
 W="$(mktemp -d)"
