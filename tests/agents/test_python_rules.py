@@ -134,6 +134,34 @@ def test_repair_moves_a_wheel_less_package_forward_only(tmp_path):
     assert b._repair_uv(UV_NO_WHEEL, {"lift numpy"}) is None  # bounded: never the same repair twice
 
 
+UV_OWN_DISABLED = """  x Failed to build `astropy @ file:///testbed`
+  `-> Building source distributions for `astropy` is disabled
+"""
+
+
+def test_the_project_under_test_is_never_wheels_only_its_dependencies_are(tmp_path):
+    """astropy is in HEAVY_COMPILED (wheels only, as a dependency), but minting astropy itself
+    builds /testbed from source: neither its distribution name nor its repository name is in
+    `--only-binary`, and a repair never puts it back there."""
+    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.plan import own_names, wheels_only
+
+    tree = make_tree(tmp_path, {"setup.cfg": "[metadata]\nname = astropy\n", "setup.py": "from setuptools import setup\nsetup()\n"})
+    prof = analyze_python(tree)
+    assert prof.project_name == "astropy"
+    assert own_names(RepoProfile(commit="c", project_name="Py_Erfa"), "liberfa/pyerfa") == {"py-erfa", "pyerfa"}
+    assert wheels_only(["numpy", "PyErfa", "astropy"], {"pyerfa", "astropy"}) == ["numpy"]
+    choice = choose_python(prof, utc("2022-03-03T15:14:54"), AVAILABLE)
+    b = PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, prof, choice, utc("2022-03-03T15:14:54"), None,
+                         repo="astropy/astropy")
+    flags = b.uv.flags()
+    assert "--only-binary astropy" not in flags and "--only-binary numpy" in flags and "--only-binary pyerfa" in flags
+    b.lift("astropy")
+    assert "astropy" not in b.uv.no_build
+    assert b._repair_uv(UV_OWN_DISABLED, set()) == "isolation"  # the project's build: never "lift astropy"
+    assert "--only-binary astropy" not in b.uv.flags()
+
+
 def test_repair_probe_upgrades_the_distribution_crashing_in_site_packages(tmp_path):
     b = builder(tmp_path)
     calls = []

@@ -147,7 +147,7 @@ class PythonEcosystem:
         builder = PythonEnvBuilder(job.sb, job.tree, profile, choice, job.instance.created, version,
                                    step_timeout=cfg.timeouts.setup_step, on_step=job.traj, helper=job.helper,
                                    rule_repairs=cfg.policy != "llm", install_rounds=cfg.repair.install_rounds,
-                                   probe_rounds=cfg.repair.probe_rounds)
+                                   probe_rounds=cfg.repair.probe_rounds, repo=job.instance.repo)
         options = plan.state.get("options") or {}
         builder.apply_options(options)
         setup = builder.build([] if plan.state.get("driver") else plan.test_files)  # pytest cannot collect a driver's tests
@@ -212,7 +212,7 @@ class PythonEcosystem:
         cfg = job.config
         patch = EnvPatch(job.sb, job.tree, profile, choice, job.instance.created, version,
                          rounds=cfg.reuse.patch_rounds, step_timeout=cfg.timeouts.setup_step, on_step=job.traj,
-                         helper=job.helper, rule_repairs=cfg.policy != "llm")
+                         helper=job.helper, rule_repairs=cfg.policy != "llm", repo=job.instance.repo)
         ok = patch.run(job.plan.test_files, job.instance.test_patch)
         return SetupOutcome(ok=ok, commands=list(patch.commands), env=dict(patch.builder.env),
                             test_env=runtime_env(), reason=patch.reason)

@@ -36,8 +36,8 @@ from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
 from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, PYTEST_FLOOR, SKIP_TEST_DEPS, VENV, PythonChoice,
-                                           UvOptions, lifted_date, project_target, relax_test_pins, runtime_env,
-                                           test_requirements, toolchain_spec)
+                                           UvOptions, lifted_date, own_names, project_target, relax_test_pins,
+                                           runtime_env, test_requirements, toolchain_spec, wheels_only)
 from envpool.sandbox import ExecResult, Sandbox
 
 MAX_REPAIRS = 6
@@ -115,12 +115,16 @@ class PythonEnvBuilder:
             `helper(builder, command, output, tried) -> fix key | None`.
         rule_repairs: apply the built-in rules (False under the `llm` policy).
         install_rounds / probe_rounds: attempts of one install / one probe (`mint.repair`).
+        repo: the instance's `owner/name`; with the profile's distribution name it names the
+            project under test, which is never made wheels-only (`plan.own_names`): its own
+            compiled extensions build from source in /testbed (the image has gcc and the
+            interpreter's headers), while its dependencies stay wheels-first.
     """
 
     def __init__(self, sandbox: Sandbox, tree: GitTree, profile: RepoProfile, choice: PythonChoice,
                  created: datetime | None, version: str | None, step_timeout: float = 900,
                  on_step: Callable[[StepRecord], None] | None = None, helper=None, rule_repairs: bool = True,
-                 install_rounds: int = MAX_REPAIRS, probe_rounds: int = PROBE_ROUNDS):
+                 install_rounds: int = MAX_REPAIRS, probe_rounds: int = PROBE_ROUNDS, repo: str = ""):
         self.install_rounds = install_rounds
         self.probe_rounds = probe_rounds
         self.pytest_floor = False
@@ -133,7 +137,9 @@ class PythonEnvBuilder:
         self.created = created
         self.step_timeout = step_timeout
         self.on_step = on_step
+        self.own = own_names(profile, repo)
         self.uv = UvOptions(exclude_newer=choice.exclude_newer)
+        self.uv.no_build = wheels_only(self.uv.no_build, self.own)
         self.steps: list[StepRecord] = []
         self.commands: list[str] = []
         self.env = {**runtime_env(), "UV_LINK_MODE": "copy", "UV_NO_PROGRESS": "1", "UV_HTTP_TIMEOUT": "120",
@@ -228,7 +234,7 @@ class PythonEnvBuilder:
         """Move `package`'s date bound to where wheels for the interpreter exist; wheels only."""
         pkg = package.lower()
         self.uv.package_dates[pkg] = self.lifted
-        if pkg not in self.uv.no_build:
+        if pkg not in self.uv.no_build and wheels_only([pkg], self.own):
             self.uv.no_build.append(pkg)
 
     def _repair_uv(self, out: str, tried: set[str]) -> str | None:
@@ -259,7 +265,7 @@ class PythonEnvBuilder:
             m = re.search(pat, text)
             if m:
                 pkg = m.group(1).lower()
-                if pkg in ("testbed",) or "/testbed" in text[m.start():m.start() + 200]:
+                if pkg in ("testbed",) or not wheels_only([pkg], self.own) or "/testbed" in text[m.start():m.start() + 200]:
                     if "isolation" not in tried and not self.uv.no_build_isolation:
                         self.uv.no_build_isolation = True
                         return "isolation"
