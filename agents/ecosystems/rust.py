@@ -621,6 +621,19 @@ def _manifest_hunks(*patches: str) -> str:
     return "".join(out)
 
 
+def _proxy_target(project: CargoProject, pkg: Package, tree: GitTree) -> str:
+    """Setup's compile target when no selected target exists before the test_patch (a new
+    tests/x.rs): the package's shortest existing integration test (``--test n``) -- it builds
+    the library and the dev-dependencies with the features a test build unifies, so the new file
+    alone compiles at test time -- else ``--tests`` (every test target)."""
+    sizes = []
+    for name, rel in pkg.tests.items():
+        text = tree.read(_join(project.root, posixpath.join(pkg.dir, rel)))
+        if text is not None:
+            sizes.append((len(text), name))
+    return f"--test {shlex.quote(min(sizes)[1])}" if sizes else "--tests"
+
+
 class RustEcosystem:
     """`agents.ecosystems.base.Ecosystem` for cargo projects (module doc: the rules)."""
 
@@ -707,7 +720,7 @@ class RustEcosystem:
                          f"cd {shlex.quote(posixpath.join('/tmp/swemint-prefetch', project.root))} && cargo fetch; rc=$?; "
                          "rm -rf /tmp/swemint-prefetch; exit $rc")
         for sel in sels:
-            flags = " ".join(sel.base_flags) or "--tests"
+            flags = " ".join(sel.base_flags) or _proxy_target(project, sel.package, tree)
             setup.append(cd + _budgeted(f"cargo test --no-run -p {shlex.quote(sel.package.name)}"
                                         f"{feature_args[sel.package.name]} {flags}"))
         extra = "".join(f" {a}" for a in shell_args(req.test_args))

@@ -148,7 +148,11 @@ def test_new_test_file_runs_but_is_not_compiled_in_setup(tmp_path, fake_image):
     assert "CARGO_NET_OFFLINE=true" in plan.test_command
     assert "CARGO_NET_OFFLINE" not in plan.env  # setup needs the network
     no_run = [c for c in plan.setup_commands if "--no-run" in c]
-    assert no_run and "--test new" not in no_run[0] and "--tests" in no_run[0]
+    # the new file is not there yet: an existing test target stands in for it (lib + dev-deps)
+    assert no_run and "--test new" not in no_run[0] and "--test old" in no_run[0]
+    bare = make_tree(tmp_path / "b", {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "src/lib.rs": ""})
+    plan = rust.ECOSYSTEM.plan(bare, instance(bare), ["tests/new.rs"], None)
+    assert any("--no-run -p demo --tests" in c for c in plan.setup_commands)  # nothing to stand in
     assert plan.parser == "cargo_test"
 
 
