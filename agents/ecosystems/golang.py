@@ -13,9 +13,16 @@ never a download). No go.mod: the recipe's `gopath_floor` (1.15).
 
 Tests (`select_packages`): per touched file, the package it belongs to -- a `.go` file: its
 folder; anything else (testdata, fixtures, golden files): the nearest folder at or above it with
-`*_test.go` files, within its module. One ``go test -json -count=1 -vet=off <pkgs>`` per module
-(ids ``<import path>::<TestName/sub_test>``, parser `go_test_json`); a package that fails to
-build makes its tests absent before (so they can be FAIL_TO_PASS) and, with known_tests, FAILED.
+`*_test.go` files, within its module. What runs, the same on both sides (before: base +
+test_patch, after: + patch): every test of the touched packages, one
+``go test -json -count=1 -vet=off <pkgs>`` per module (recipe ``run_touched_tests: false``; ids
+``<import path>::<TestName/sub_test>``, parser `go_test_json`), so PASS_TO_PASS holds the
+packages' regression tests; the test functions the test_patch adds or changes
+(`touched_tests`, ``-run '^(TestA|TestB)$'``) are the alternative T. A touched ``_test.go``
+gated by ``//go:build <tag>`` gets ``-tags=<tag>`` when the CI passes that tag to ``go test``
+(`gated_tags`). A package that fails to build makes its tests absent before; only its touched
+test functions are then FAIL_TO_PASS (`Plan.state["absent_scope"]`, `envpool.grading.grade`),
+with known_tests the others are FAILED.
 Go < 1.24 prints ``FAIL <pkg> [build failed]`` as plain text in the middle of the JSON
 stream; the test command turns that line into the JSON events Go >= 1.24 writes, so the parser
 sees the failed build on every Go.
@@ -55,6 +62,7 @@ from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_i
 from envpool.toolchains import version_key
 
 __all__ = ["ECOSYSTEM", "GoEcosystem", "GoModule", "GoProject", "GoRecipe", "analyze", "go_request",
+           "ci_go_tags", "constraint_tags", "gated_tags",
            "changed_tests", "compile_step", "load_recipe", "lock_pins", "overlay_guard", "parse_go_mod", "run_pattern", "select_packages",
            "touched_tests"]
 

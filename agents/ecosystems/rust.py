@@ -19,8 +19,18 @@ Tests (`select_tests`): per touched file, the cargo target that compiles it -- `
 ``[[test]] integration``) -> that target; `src/**` -> ``--lib`` (bins: ``--bin``); data under
 `tests/` -> the package's integration tests unless a test source of it is touched. One
 ``cargo test --no-fail-fast`` per package (ids as libtest prints them: `regression::r2208`,
-`routing::tests::wildcard_with_trailing_slash`; parser `cargo_test`). A test target that fails
-to compile before the patch leaves its tests absent, i.e. not passing.
+`routing::tests::wildcard_with_trailing_slash`; parser `cargo_test`), the same command on both
+sides (before: base + test_patch, after: + patch). A test target that fails to compile before
+the patch leaves its tests absent, i.e. not passing.
+
+Features (`features_for`): each package's ``cargo test`` (and its setup compile) gets
+``--features`` = the features its CI passes to ``cargo test`` / ``cargo nextest run``
+(`cargo_ci`, read from .github/workflows), the ``required-features`` of a selected
+``[[test]]``, and the features of a touched test file's ``#![cfg(feature = "x")]`` gate
+(`file_gate`) -- only those the package defines. Bare cfg names of the gate
+(``#![cfg(tokio_unstable)]``) go into cargo's rustflags (``--cfg tokio_unstable``) when the CI
+sets them. Without this, tokio's ``#![cfg(feature = "full")]`` test files compiled to nothing
+and ran 0 tests.
 """
 
 from __future__ import annotations
