@@ -71,18 +71,16 @@ def image_exec(docker_client, image: str, cmd: str) -> str:
     return out.decode()
 
 
+def pyproject(build_requires: str, name: str, project: str, tail: str = "") -> str:
+    """A setuptools pyproject.toml: `build_requires` (TOML list items), the [project] `name`
+    and further `project` lines, then `tail`."""
+    return (f'[build-system]\nrequires = [{build_requires}]\nbuild-backend = "setuptools.build_meta"\n\n'
+            f'[project]\nname = "{name}"\n{project}{tail}')
+
+
 SCM_BASE = {
-    "pyproject.toml": """[build-system]
-requires = ["setuptools>=64", "setuptools_scm>=7"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "scmpkg"
-dynamic = ["version"]
-requires-python = ">=3.8"
-
-[tool.setuptools_scm]
-""",
+    "pyproject.toml": pyproject('"setuptools>=64", "setuptools_scm>=7"', "scmpkg",
+                                'dynamic = ["version"]\nrequires-python = ">=3.8"\n', "\n[tool.setuptools_scm]\n"),
     "scmpkg/__init__.py": "def double(x):\n    return x + x + 1\n",
     "tests/test_double.py": "from scmpkg import double\n\n\ndef test_zero_ok():\n    assert double(0) in (0, 1)\n",
 }
@@ -266,15 +264,8 @@ setup(ext_modules=cythonize([Extension("bottleneck._fast", ["bottleneck/_fast.py
 CEXT_BASE = {
     # named like a package of HEAVY_COMPILED (wheels only for dependencies): the project itself
     # must still build from source, with Cython from a wheel
-    "pyproject.toml": """[build-system]
-requires = ["setuptools>=64", "cython>=3"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "bottleneck"
-version = "0.1.0"
-requires-python = ">=3.9"
-""",
+    "pyproject.toml": pyproject('"setuptools>=64", "cython>=3"', "bottleneck",
+                                'version = "0.1.0"\nrequires-python = ">=3.9"\n'),
     "setup.py": CEXT_SETUP,
     "bottleneck/__init__.py": "from bottleneck._fast import add\n\n\ndef twice(x):\n    return add(x, x) + 1\n",
     "bottleneck/_fast.pyx": "def add(long a, long b):\n    return a + b\n",
