@@ -277,3 +277,29 @@ def test_environment_tags_differ_between_runs_and_never_remove_another_runs_imag
 
     commit_image(FakeSandbox(SandboxSpec(image="x")), Factory(), "swemint/env", "t", {"swemint.run": "wd-a"})
     assert removed == []
+
+
+def test_without_build_isolation_the_build_requirements_go_into_the_venv_first(tmp_path):
+    """astropy 5.0 under isolation gets the newest setuptools (no `setuptools.dep_util`); the
+    repair turns isolation off, and then its `[build-system] requires` (Cython, numpy,
+    extension-helpers: uv no longer installs them) are installed into the venv -- once, with
+    the shared flags (numpy wheels only), and without setuptools/wheel, which stay the venv's."""
+    from agents.ecosystems.python.analysis import RepoProfile
+
+    tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='astropy')\n"})
+    prof = RepoProfile(commit=tree.commit, project_name="astropy",
+                       build_requires=["setuptools", "wheel", "cython==0.29.22", "oldest-supported-numpy",
+                                       "extension-helpers"])
+    choice = choose_python(prof, utc("2022-03-03T15:14:54"), AVAILABLE)
+    sb = FakeSandbox(SandboxSpec(image="x"))
+    sb.on(r"--no-build-isolation", 0)
+    sb.on(r"-e \.", (1, "  x Failed to build `astropy @ file:///testbed`\n"))
+    b = PythonEnvBuilder(sb, tree, prof, choice, utc("2022-03-03T15:14:54"), None, repo="astropy/astropy")
+    assert b.uv_install("-e . -C editable_mode=compat", "install:project").ok
+    installs = [c for c in sb.commands if c.startswith("uv pip install")]
+    assert len(installs) == 3 and "--no-build-isolation" not in installs[0]
+    assert installs[1].endswith("cython==0.29.22 oldest-supported-numpy extension-helpers")
+    assert "--only-binary numpy" in installs[1] and " setuptools " not in installs[1].split("--no-build-isolation")[-1]
+    assert installs[2].endswith("-e . -C editable_mode=compat") and "--no-build-isolation" in installs[2]
+    b.uv_install("pytest", "install:pytest")
+    assert sum("extension-helpers" in c for c in sb.commands) == 1

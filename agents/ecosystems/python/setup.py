@@ -7,7 +7,8 @@ rules keyed on uv's and pytest's error text (bounded rounds):
 - no wheel for the interpreter / failed build of a dependency -> move only that package's date
   bound forward (`--exclude-newer-package`), wheels only;
 - a package filtered out by the date (deleted and re-uploaded releases) -> exempt it;
-- the project's own build fails under isolation (old pinned setuptools) -> `--no-build-isolation`;
+- the project's own build fails under isolation (old pinned setuptools) -> `--no-build-isolation`,
+  with its `[build-system] requires` (bar setuptools/wheel) installed into the venv first;
 - optional groups that do not resolve -> per package, skipping the ones that fail;
 - `--collect-only` probe: a crash inside `site-packages/<mod>` -> upgrade that distribution with a
   lifted date; `No module named X` -> install X.
@@ -35,7 +36,8 @@ from agents.ecosystems.python.analysis import RepoProfile, req_name
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, PYTEST_FLOOR, SKIP_TEST_DEPS, VENV, PythonChoice,
+from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, PYTEST_FLOOR, SKIP_TEST_DEPS, TOOLCHAIN_PACKAGES, VENV,
+                                           PythonChoice,
                                            UvOptions, lifted_date, own_names, project_target, relax_test_pins,
                                            runtime_env, test_requirements, toolchain_spec, wheels_only)
 from envpool.sandbox import ExecResult, Sandbox
@@ -137,6 +139,7 @@ class PythonEnvBuilder:
         self.created = created
         self.step_timeout = step_timeout
         self.on_step = on_step
+        self.build_requires_done = False
         self.own = own_names(profile, repo)
         self.uv = UvOptions(exclude_newer=choice.exclude_newer)
         self.uv.no_build = wheels_only(self.uv.no_build, self.own)
@@ -171,6 +174,8 @@ class PythonEnvBuilder:
         r = None
         tried: set[str] = set()
         for _ in range(self.install_rounds):
+            if self.uv.no_build_isolation and not self.build_requires_done:
+                self.install_build_requires()
             cmd = f"uv pip install {self.uv.flags()} {args}"
             r = self.run(cmd, rule)
             if r.ok:
@@ -183,6 +188,19 @@ class PythonEnvBuilder:
             tried.add(fix)
             failed.note = f"repair: {fix}"
         return r  # type: ignore[return-value]
+
+    def install_build_requires(self) -> None:
+        """Once ``--no-build-isolation`` is on, the project's build-system requirements
+        (``[build-system] requires``: Cython, numpy / oldest-supported-numpy, extension-helpers,
+        ...) go into the venv, under the same flags (compiled ones from wheels), since pip/uv no
+        longer install them for the build; the toolchain packages (setuptools, wheel, ...) stay
+        the venv's own date-bounded ones (astropy 5.0's build needs setuptools < 70's
+        `setuptools.dep_util`). Best effort: a failure is recorded, the next install reports."""
+        self.build_requires_done = True
+        reqs = [r for r in self.profile.build_requires
+                if (req_name(r) or "").lower().replace("_", "-") not in {t.replace("_", "-") for t in TOOLCHAIN_PACKAGES}]
+        if reqs:
+            self.uv_install(" ".join(shlex.quote(r) for r in reqs), "install:build-requires")
 
     def _help(self, command: str, output: str, tried: set[str]) -> str | None:
         """The helper's repair (memory, LLM) for a failure no rule fixed; None without a helper."""
