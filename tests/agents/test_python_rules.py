@@ -303,3 +303,15 @@ def test_without_build_isolation_the_build_requirements_go_into_the_venv_first(t
     assert installs[2].endswith("-e . -C editable_mode=compat") and "--no-build-isolation" in installs[2]
     b.uv_install("pytest", "install:pytest")
     assert sum("extension-helpers" in c for c in sb.commands) == 1
+
+
+def test_test_runs_keep_the_pretend_version_of_the_build():
+    """astropy 5 computes its version with setuptools_scm at import: without the build's
+    SETUPTOOLS_SCM_PRETEND_VERSION the tests saw 0.0.0 and pytest-astropy-header imported
+    `astropy.tests.pytest_plugins` (astropy < 3), so no test ran."""
+    from agents.ecosystems.python import run_environment
+    from agents.ecosystems.python.plan import runtime_env
+
+    env = run_environment({"SETUPTOOLS_SCM_PRETEND_VERSION": "5.0.0", "UV_HTTP_TIMEOUT": "120", **runtime_env()})
+    assert env == {**runtime_env(), "SETUPTOOLS_SCM_PRETEND_VERSION": "5.0.0"}
+    assert run_environment({"UV_LINK_MODE": "copy"}) == runtime_env()
