@@ -174,11 +174,13 @@ def _touched(test_id: str, files: list[str]) -> bool:
     return not files or any(test_id == f or test_id.startswith(f + "::") or f in test_id for f in files)
 
 
-def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bool) -> tuple[str, str, object]:
+def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bool,
+          absent_scope: set[str] | None = None) -> tuple[str, str, object]:
     """(outcome, reason, Grade or None) from trusted runs: a side whose every run timed out
     before reporting is `timeout`; no test reached after the patch (or, for pytest, a runner
     that failed before reaching tests on every before run: exit 3/4) is `tests_not_run`; else
-    `verified` with >= 1 FAIL_TO_PASS, or `no_fail_to_pass`."""
+    `verified` with >= 1 FAIL_TO_PASS, or `no_fail_to_pass`. `absent_scope`: the plan's
+    ``state["absent_scope"]`` (`envpool.grading.grade`)."""
     for side, reps in (("before", before), ("after", after)):
         if reps and all(r.timed_out and not r.statuses for r in reps):
             return "timeout", f"the {side} test run timed out before reporting any test", None
@@ -188,7 +190,7 @@ def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bo
                                  f"{last.exit_code}; collection errors: {last.collection_errors[:3]})"), None
     if pytest and not any(r.tests_ran for r in before) and all(r.exit_code in (3, 4) for r in before):
         return "tests_not_run", f"the runner failed before reaching tests (exit {before[-1].exit_code})", None
-    g = grade(before, after, None)
+    g = grade(before, after, None, absent_scope)
     if g.FAIL_TO_PASS:
         return "verified", f"{len(g.FAIL_TO_PASS)} FAIL_TO_PASS, {len(g.PASS_TO_PASS)} PASS_TO_PASS, " \
                            f"{len(g.flaky)} flaky", g
@@ -308,8 +310,9 @@ def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadli
         att = attribute("tests_not_run", None, runs["before"], runs["after"], plan, eco)
         return Verdict(outcome="tests_not_run", reason=f"the {side} runs reported no test: {first}",
                        test_command=test_command, anomalies=anomalies, attribution=att)
+    scope = plan.state.get("absent_scope")
     outcome, reason, g = judge([r.report for r in ok["before"]], [r.report for r in ok["after"]],
-                               pytest=is_pytest(plan.parser))
+                               pytest=is_pytest(plan.parser), absent_scope=set(scope) if scope is not None else None)
     att = attribute(outcome, g, ok["before"], ok["after"], plan, eco)
     return Verdict(outcome=outcome, reason=reason, FAIL_TO_PASS=g.FAIL_TO_PASS if g else [],
                    PASS_TO_PASS=g.PASS_TO_PASS if g else [], flaky=g.flaky if g else [], test_command=test_command,

@@ -59,8 +59,14 @@ def _expected(test_id: str, expected: set[str]) -> bool:
     return test_id in expected or test_id.split("::", 1)[0] in expected
 
 
+def test_name(test_id: str) -> str:
+    """The top-level test name of an id: the last `::` part up to its first `/` (Go's
+    ``pkg::TestX/sub`` -> ``TestX``; ``tests/t.py::TestA::test_b`` -> ``test_b``)."""
+    return test_id.rsplit("::", 1)[-1].split("/", 1)[0]
+
+
 def grade(before: list[TestRunReport], after: list[TestRunReport],
-          expected_tests: set[str] | None = None) -> Grade:
+          expected_tests: set[str] | None = None, absent_scope: set[str] | None = None) -> Grade:
     """Derive FAIL_TO_PASS and PASS_TO_PASS as SWE-bench harness v5 defines them.
 
     Args:
@@ -69,6 +75,10 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
         after: runs on base_commit + test_patch + patch (one or more reruns).
         expected_tests: when given, only ids in it -- or whose file (the part before the first
             `::`) is in it -- are listed (e.g. the tests of the files the test_patch touches).
+        absent_scope: when given, a test absent from every before run (not merely failing:
+            its package did not build, e.g. a Go package whose new test uses the fix's API) is
+            FAIL_TO_PASS only when its `test_name` is in it (the tests the test_patch adds or
+            changes); other such tests are in neither list -- nothing was learnt about them.
 
     Returns a `Grade`: FAIL_TO_PASS = not passing in every before run (failed, errored,
     skipped, absent, or in a file that failed to collect) and passing in every after run;
@@ -92,6 +102,9 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
             continue
         if pre and pre[0]:
             p2p.append(test_id)
+        elif absent_scope is not None and test_name(test_id) not in absent_scope and not any(
+                test_id in r.statuses for r in before):
+            continue
         else:
             f2p.append(test_id)
     return Grade(FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, flaky=flaky,

@@ -13,9 +13,16 @@ never a download). No go.mod: the recipe's `gopath_floor` (1.15).
 
 Tests (`select_packages`): per touched file, the package it belongs to -- a `.go` file: its
 folder; anything else (testdata, fixtures, golden files): the nearest folder at or above it with
-`*_test.go` files, within its module. One ``go test -json -count=1 -vet=off <pkgs>`` per module
-(ids ``<import path>::<TestName/sub_test>``, parser `go_test_json`); a package that fails to
-build makes its tests absent before (so they can be FAIL_TO_PASS) and, with known_tests, FAILED.
+`*_test.go` files, within its module. What runs, the same on both sides (before: base +
+test_patch, after: + patch): every test of the touched packages, one
+``go test -json -count=1 -vet=off <pkgs>`` per module (recipe ``run_touched_tests: false``; ids
+``<import path>::<TestName/sub_test>``, parser `go_test_json`), so PASS_TO_PASS holds the
+packages' regression tests; the test functions the test_patch adds or changes
+(`touched_tests`, ``-run '^(TestA|TestB)$'``) are the alternative T. A touched ``_test.go``
+gated by ``//go:build <tag>`` gets ``-tags=<tag>`` when the CI passes that tag to ``go test``
+(`gated_tags`). A package that fails to build makes its tests absent before; only its touched
+test functions are then FAIL_TO_PASS (`Plan.state["absent_scope"]`, `envpool.grading.grade`),
+with known_tests the others are FAILED.
 Go < 1.24 prints ``FAIL <pkg> [build failed]`` as plain text in the middle of the JSON
 stream; the test command turns that line into the JSON events Go >= 1.24 writes, so the parser
 sees the failed build on every Go.
@@ -55,6 +62,7 @@ from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_i
 from envpool.toolchains import version_key
 
 __all__ = ["ECOSYSTEM", "GoEcosystem", "GoModule", "GoProject", "GoRecipe", "analyze", "go_request",
+           "ci_go_tags", "constraint_tags", "gated_tags",
            "changed_tests", "compile_step", "load_recipe", "lock_pins", "overlay_guard", "parse_go_mod", "run_pattern", "select_packages",
            "touched_tests"]
 
@@ -496,6 +504,74 @@ def _cd(module_dir: str) -> str:
     return f"cd /testbed/{module_dir}" if module_dir else "cd /testbed"
 
 
+TAG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+"""A Go build tag as `-tags` takes it (anything else from a repository is not used)."""
+_NOT_TAGS = re.compile(r"^(go1\.\d+|cgo|ignore|gc|gccgo|unix|linux|darwin|windows|freebsd|openbsd|netbsd|"
+                       r"solaris|plan9|js|wasm|wasip1|android|ios|aix|dragonfly|illumos|amd64|arm64|386|arm|"
+                       r"ppc64le?|s390x|riscv64|mips\w*|loong64)$")
+
+
+def constraint_tags(text: str) -> list[str]:
+    """Tags a Go file's ``//go:build`` (or ``// +build``) lines ask for, outside ``!``: not the
+    GOOS/GOARCH/release/cgo terms the toolchain sets itself. Never raises."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("package "):
+            break
+        m = re.match(r"//\s*(?:go:build|\+build)\s+(.*)", line)
+        if not m:
+            continue
+        for neg, tag in re.findall(r"(!?)\s*([A-Za-z0-9_.]+)", m.group(1)):
+            if not neg and TAG_NAME.fullmatch(tag) and not _NOT_TAGS.match(tag) and tag not in out:
+                out.append(tag)
+    return out
+
+
+def ci_go_tags(tree: GitTree) -> list[str]:
+    """Build tags the project's CI passes to ``go test`` (``-tags a,b``, ``--tags=a``), from its
+    GitHub workflows (`agents.ecosystems.ci`) and its top-level Makefile."""
+    from agents.ecosystems.ci import ci_steps, command_lines, flag_values, split_words
+
+    texts = [st.run for st in ci_steps(tree)] + [tree.read(p) or "" for p in ("Makefile", "GNUmakefile")
+                                                  if tree.exists(p)]
+    tags: list[str] = []
+    for text in texts:
+        for line in command_lines(text):
+            words = split_words(line)
+            if not any(w == "test" and i and words[i - 1].endswith("go") for i, w in enumerate(words)):
+                continue
+            for value in flag_values(words, "-tags", "--tags"):
+                for tag in re.split(r"[,\s]+", value):
+                    if TAG_NAME.fullmatch(tag) and tag not in tags:
+                        tags.append(tag)
+    return tags
+
+
+def gated_tags(tree: GitTree, test_patch: str, touched: list[str]) -> tuple[list[str], list[str]]:
+    """(tags, reasons): the build tags of touched ``_test.go`` files (their text after the
+    test_patch: the base file, or the lines a new file adds) that the CI also passes to
+    ``go test`` -- so a test file gated by ``//go:build integration`` compiles, as on CI."""
+    from envpool.patches import changed_lines
+
+    wanted: dict[str, list[str]] = {}
+    added = None
+    for path in touched:
+        if not path.endswith("_test.go"):
+            continue
+        text = tree.read(path)
+        if text is None:
+            added = changed_lines(test_patch) if added is None else added
+            text = "\n".join(added.get(path, []))
+        for tag in constraint_tags(text):
+            wanted.setdefault(tag, []).append(path)
+    if not wanted:
+        return [], []
+    ci = ci_go_tags(tree)
+    tags = [t for t in wanted if t in ci]
+    return tags, [f"build tag {t} (CI: go test -tags; gates {', '.join(wanted[t][:3])})" for t in tags]
+
+
 class GoEcosystem:
     """`agents.ecosystems.base.Ecosystem` for Go (module doc: the rules)."""
 
@@ -553,6 +629,10 @@ class GoEcosystem:
         choice = ensure_image(asked, images, instance_id=iid)
         env = dict(GO_ENV)
         flags = " ".join([*recipe.test_flags, *(a for a in shell_args(req.test_args) if a not in recipe.test_flags)])
+        tags, why = gated_tags(tree, instance.test_patch, touched)
+        if tags:  # TAG_NAME-validated
+            flags += f" -tags={','.join(tags)}"
+            reasons += why
         setup: list[str] = []
         runs: list[str] = []
         tests: dict[str, set[str] | None] = {}
@@ -573,25 +653,34 @@ class GoEcosystem:
                 q = " ".join(shlex.quote(p) for p in base)
                 setup.append(f"{_cd(mdir)} && go list -deps -test {q} >/dev/null")
                 setup.append(f"{_cd(mdir)} && {compile_step(flags, q)}")
-            tests = touched_tests(instance.test_patch, tree, proj) if recipe.run_touched_tests else {}
+            tests = touched_tests(instance.test_patch, tree, proj)
+            primary = tests if recipe.run_touched_tests else {}
             for mdir, pkgs in sel.items():
-                runs += _module_runs(mdir, pkgs, tests, flags)
+                runs += _module_runs(mdir, pkgs, primary, flags)
             if tests:
-                notes.append("tests run: " + "; ".join(
+                notes.append("touched tests: " + "; ".join(
                     f"/{d}: {' '.join(sorted(n)) if n else 'all'}" for d, n in tests.items()))
+            if not recipe.run_touched_tests:
+                notes.append("tests run: every test of the touched packages")
         test_command = f": > {REPORT_PATH}; " + "; ".join(
             f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}" for r in runs)
         notes = [*reasons, *notes, "packages: " + "; ".join(f"/{d}: {' '.join(p)}" for d, p in sel.items())]
         alts = []
-        if tests and any(names for names in tests.values()):  # T2: the touched packages whole
-            whole = "; ".join(f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}"
-                              for m, pkgs in sel.items() for r in _module_runs(m, pkgs, {}, flags))
-            alts.append(TestSpec(name="packages", test_command=f": > {REPORT_PATH}; {whole}", parser="go_test_json",
+        state: dict = {"test_name": "touched" if recipe.run_touched_tests else "packages"}
+        if tests and any(names for names in tests.values()):  # T2: the other selection
+            other = {} if recipe.run_touched_tests else tests
+            cmd = "; ".join(f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}"
+                            for m, pkgs in sel.items() for r in _module_runs(m, pkgs, other, flags))
+            alts.append(TestSpec(name="packages" if recipe.run_touched_tests else "touched",
+                                 test_command=f": > {REPORT_PATH}; {cmd}", parser="go_test_json",
                                  report_path=REPORT_PATH, test_files=list(touched)))
+            if not recipe.run_touched_tests and all(n is not None for n in tests.values()):
+                # a package that does not build before the fix: only its touched tests are F2P
+                state["absent_scope"] = sorted({n.split("/", 1)[0] for names in tests.values() for n in names})
         return PolyPlan(ecosystem=self.name, toolchain=f"go {choice.version}", image=choice.image,
                         route=choice.route, substitutions=list(choice.substitutions), setup_commands=setup,
                         env=env, test_command=test_command, parser="go_test_json", report_path=REPORT_PATH,
-                        test_files=list(touched), notes=notes, test_alternatives=alts)
+                        test_files=list(touched), notes=notes, test_alternatives=alts, state=state)
 
     @staticmethod
     def _prefetch(instance: Instance, sel: dict[str, list[str]], flags: str) -> list[str]:

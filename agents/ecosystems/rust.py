@@ -19,8 +19,18 @@ Tests (`select_tests`): per touched file, the cargo target that compiles it -- `
 ``[[test]] integration``) -> that target; `src/**` -> ``--lib`` (bins: ``--bin``); data under
 `tests/` -> the package's integration tests unless a test source of it is touched. One
 ``cargo test --no-fail-fast`` per package (ids as libtest prints them: `regression::r2208`,
-`routing::tests::wildcard_with_trailing_slash`; parser `cargo_test`). A test target that fails
-to compile before the patch leaves its tests absent, i.e. not passing.
+`routing::tests::wildcard_with_trailing_slash`; parser `cargo_test`), the same command on both
+sides (before: base + test_patch, after: + patch). A test target that fails to compile before
+the patch leaves its tests absent, i.e. not passing.
+
+Features (`features_for`): each package's ``cargo test`` (and its setup compile) gets
+``--features`` = the features its CI passes to ``cargo test`` / ``cargo nextest run``
+(`cargo_ci`, read from .github/workflows), the ``required-features`` of a selected
+``[[test]]``, and the features of a touched test file's ``#![cfg(feature = "x")]`` gate
+(`file_gate`) -- only those the package defines. Bare cfg names of the gate
+(``#![cfg(tokio_unstable)]``) go into cargo's rustflags (``--cfg tokio_unstable``) when the CI
+sets them. Without this, tokio's ``#![cfg(feature = "full")]`` test files compiled to nothing
+and ran 0 tests.
 """
 
 from __future__ import annotations
@@ -48,7 +58,8 @@ from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 
-__all__ = ["ECOSYSTEM", "CargoProject", "Package", "RustEcosystem", "RustRecipe", "analyze",
+__all__ = ["ECOSYSTEM", "CargoCi", "CargoProject", "Gate", "Package", "RustEcosystem", "RustRecipe", "analyze", "cargo_ci",
+           "features_for", "file_gate",
            "load_recipe", "select_tests", "stable_rust_at", "toolchain_request"]
 
 RECIPE_PATH = Path(__file__).with_name("recipes") / "rust.yaml"
@@ -423,6 +434,171 @@ def select_tests(project: CargoProject, touched: list[str], tree: GitTree) -> li
     return out
 
 
+# ------------------------------------------------------------------- features and cfg flags
+
+BUILTIN_CFGS = frozenset({"unix", "windows", "test", "debug_assertions", "miri", "doc", "doctest",
+                          "proc_macro", "panic", "target_os", "target_family", "target_arch", "target_env",
+                          "target_pointer_width", "target_endian", "target_vendor", "target_has_atomic",
+                          "target_feature", "overflow_checks", "fuzzing", "loom"})
+"""Cfg names rustc or cargo set themselves (or that need a tool of their own, `loom`): never
+turned on from a gate."""
+FEATURE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+.-]{0,63}")
+CFG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_CFG_TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*|"[^"]*"|[(),=]')
+
+
+@dataclass
+class Gate:
+    """What a test file's ``#![cfg(...)]`` asks for: `features` (``feature = "x"``) and bare
+    `cfgs` (``tokio_unstable``), outside any ``not(...)``."""
+
+    features: list[str] = field(default_factory=list)
+    cfgs: list[str] = field(default_factory=list)
+
+
+def file_gate(text: str) -> Gate:
+    """The `Gate` of the crate-level ``#![cfg(...)]`` attributes of a Rust source `text`
+    (`#[cfg]` on single items is not a gate of the file). Never raises."""
+    gate = Gate()
+    for m in re.finditer(r"#!\[\s*cfg\s*\(", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        toks = _CFG_TOKEN.findall(text[m.end():i - 1])
+        stack: list[str] = []
+        j = 0
+        while j < len(toks):
+            t = toks[j]
+            nxt = toks[j + 1] if j + 1 < len(toks) else ""
+            if t == ")":
+                if stack:
+                    stack.pop()
+            elif nxt == "(" and t[0] != '"':
+                stack.append(t)
+                j += 1
+            elif nxt == "=" and j + 2 < len(toks):
+                if t == "feature" and "not" not in stack and toks[j + 2].startswith('"'):
+                    gate.features.append(toks[j + 2].strip('"'))
+                j += 2
+            elif t[0] != '"' and t not in "(),=" and "not" not in stack and t not in BUILTIN_CFGS:
+                gate.cfgs.append(t)
+            j += 1
+    gate.features = list(dict.fromkeys(f for f in gate.features if FEATURE_NAME.fullmatch(f)))
+    gate.cfgs = list(dict.fromkeys(c for c in gate.cfgs if CFG_NAME.fullmatch(c)))
+    return gate
+
+
+@dataclass
+class CargoCi:
+    """What the project's CI passes to cargo (`agents.ecosystems.ci`): explicit `features` of
+    ``cargo test`` / ``cargo nextest run`` (per package name, "" = no ``-p``), whether some test
+    command uses ``--all-features``, and the ``--cfg`` names it sets through RUSTFLAGS."""
+
+    features: dict[str, list[str]] = field(default_factory=dict)
+    all_features: bool = False
+    cfgs: list[str] = field(default_factory=list)
+
+
+def cargo_ci(tree: GitTree) -> CargoCi:
+    """Read `CargoCi` from `tree`'s GitHub workflows (only values that are valid feature / cfg
+    names are kept). Never raises."""
+    from agents.ecosystems.ci import ci_steps, command_lines, flag_values, split_words
+
+    ci = CargoCi()
+    for step in ci_steps(tree):
+        flags_text = " ".join(v for k, v in step.env.items() if k in ("RUSTFLAGS", "RUSTDOCFLAGS")) + " " + step.run
+        for m in re.finditer(r"--cfg[= ]+([A-Za-z_][A-Za-z0-9_]*)", flags_text):
+            if m.group(1) not in ci.cfgs and CFG_NAME.fullmatch(m.group(1)):
+                ci.cfgs.append(m.group(1))
+        for line in command_lines(step.run):
+            words = split_words(line)
+            if "cargo" not in words:
+                continue
+            rest = words[words.index("cargo") + 1:]
+            rest = [w for w in rest if not w.startswith("+")]  # cargo +nightly test
+            if not (rest[:1] == ["test"] or rest[:2] == ["nextest", "run"] or rest[:2] == ["hack", "test"]):
+                continue
+            if "--all-features" in rest:
+                ci.all_features = True
+            pkgs = flag_values(rest, "-p", "--package") or [""]
+            for value in flag_values(rest, "--features", "-F"):
+                for feat in re.split(r"[,\s]+", value):
+                    if FEATURE_NAME.fullmatch(feat or "") or (feat.count("/") == 1 and all(
+                            FEATURE_NAME.fullmatch(x) for x in feat.split("/"))):
+                        for p in pkgs:
+                            ci.features.setdefault(p, [])
+                            if feat not in ci.features[p]:
+                                ci.features[p].append(feat)
+    return ci
+
+
+def _package_features(pkg: Package) -> set[str]:
+    """Feature names `pkg` defines: its [features] table and its optional dependencies."""
+    names = set((pkg.manifest.get("features") or {}).keys())
+    for sect in ("dependencies", "dev-dependencies"):
+        for name, spec in (pkg.manifest.get(sect) or {}).items():
+            if isinstance(spec, dict) and spec.get("optional"):
+                names.add(name)
+    return names
+
+
+def features_for(project: CargoProject, sel: Selection, tree: GitTree, test_patch: str,
+                  ci: CargoCi) -> tuple[list[str], list[str], list[str]]:
+    """(features, cfg names, reasons) for the ``cargo test`` of `sel`'s package: the features
+    its CI passes to ``cargo test`` (for that package or without ``-p``), the
+    ``required-features`` of the selected ``[[test]]`` targets, and the features of a touched
+    test file's ``#![cfg(feature = ...)]`` gate (its text after the test_patch: the base file,
+    or the lines the test_patch adds to a new one) -- each kept only when the package defines
+    it; cfg names of the gate are kept only when the CI sets them (``RUSTFLAGS=--cfg X``)."""
+    from envpool.patches import changed_lines
+
+    pkg = sel.package
+    defined = _package_features(pkg)
+    feats: list[str] = []
+    cfgs: list[str] = []
+    reasons: list[str] = []
+
+    def own(f: str) -> str | None:
+        if "/" in f:
+            p, f = f.split("/", 1)
+            if p != pkg.name:
+                return None
+        return f if f in defined else None
+
+    ci_feats = [x for x in (own(f) for f in ci.features.get("", []) + ci.features.get(pkg.name, [])) if x]
+    if ci_feats:
+        feats += ci_feats
+        reasons.append(f"{pkg.name}: CI runs cargo test --features {','.join(dict.fromkeys(ci_feats))}")
+    added = None
+    targets = {shlex.split(f)[1] for f in sel.flags if f.startswith("--test ")}
+    for t in (pkg.manifest.get("test") or []):
+        if t.get("name") in targets:
+            req = [x for x in (own(str(f)) for f in t.get("required-features") or []) if x]
+            if req:
+                feats += req
+                reasons.append(f"[[test]] {t['name']} required-features {','.join(req)}")
+    for name in sorted(targets):
+        rel = pkg.tests.get(name)
+        if rel is None:
+            continue
+        path = _join(project.root, posixpath.join(pkg.dir, rel))
+        text = tree.read(path)
+        if text is None:
+            added = changed_lines(test_patch) if added is None else added
+            text = "\n".join(added.get(path, []))
+        gate = file_gate(text)
+        got = [x for x in (own(f) for f in gate.features) if x]
+        if got:
+            feats += got
+            reasons.append(f"{path} is gated by feature {','.join(got)}")
+        on = [c for c in gate.cfgs if c in ci.cfgs]
+        if on:
+            cfgs += on
+            reasons.append(f"{path} is gated by cfg {','.join(on)} (the CI sets --cfg)")
+    return list(dict.fromkeys(feats)), list(dict.fromkeys(cfgs)), reasons
+
+
 # -------------------------------------------------------------------------------------- plan
 
 def _cd_root(root: str) -> str:
@@ -453,6 +629,19 @@ def _manifest_hunks(*patches: str) -> str:
             if m and posixpath.basename(m.group(2)) in ("Cargo.toml", "Cargo.lock"):
                 out.append(block)
     return "".join(out)
+
+
+def _proxy_target(project: CargoProject, pkg: Package, tree: GitTree) -> str:
+    """Setup's compile target when no selected target exists before the test_patch (a new
+    tests/x.rs): the package's shortest existing integration test (``--test n``) -- it builds
+    the library and the dev-dependencies with the features a test build unifies, so the new file
+    alone compiles at test time -- else ``--tests`` (every test target)."""
+    sizes = []
+    for name, rel in pkg.tests.items():
+        text = tree.read(_join(project.root, posixpath.join(pkg.dir, rel)))
+        if text is not None:
+            sizes.append((len(text), name))
+    return f"--test {shlex.quote(min(sizes)[1])}" if sizes else "--tests"
 
 
 class RustEcosystem:
@@ -517,9 +706,19 @@ class RustEcosystem:
         if not sels:
             sels = [Selection(project.packages[0], ["--tests"], ["--tests"])]
         cd = _cd(project)
+        ci = cargo_ci(tree)
+        feature_args: dict[str, str] = {}
+        cfgs: list[str] = []
+        for sel in sels:
+            feats, sel_cfgs, why = features_for(project, sel, tree, instance.test_patch, ci)
+            feature_args[sel.package.name] = f" --features {shlex.quote(','.join(feats))}" if feats else ""
+            cfgs += [c for c in sel_cfgs if c not in cfgs]
+            reasons += why
+        rustflags = ", ".join(f'"{f}"' for f in ["--cap-lints", "warn", *(x for c in cfgs for x in ("--cfg", c))])
         setup = [
-            # deny(warnings) crates must not break on a newer compiler than their CI's
-            'mkdir -p "${CARGO_HOME:-$HOME/.cargo}" && printf \'[build]\\nrustflags = ["--cap-lints", "warn"]\\n\' '
+            # deny(warnings) crates must not break on a newer compiler than their CI's; the
+            # --cfg names a touched test's gate needs (CFG_NAME-validated) are the CI's own
+            f'mkdir -p "${{CARGO_HOME:-$HOME/.cargo}}" && printf \'[build]\\nrustflags = [{rustflags}]\\n\' '
             '> "${CARGO_HOME:-$HOME/.cargo}/config.toml" && rustc --version && cargo --version',
             f"{cd}cargo fetch",
         ]
@@ -531,11 +730,12 @@ class RustEcosystem:
                          f"cd {shlex.quote(posixpath.join('/tmp/swemint-prefetch', project.root))} && cargo fetch; rc=$?; "
                          "rm -rf /tmp/swemint-prefetch; exit $rc")
         for sel in sels:
-            flags = " ".join(sel.base_flags) or "--tests"
-            setup.append(cd + _budgeted(f"cargo test --no-run -p {shlex.quote(sel.package.name)} {flags}"))
+            flags = " ".join(sel.base_flags) or _proxy_target(project, sel.package, tree)
+            setup.append(cd + _budgeted(f"cargo test --no-run -p {shlex.quote(sel.package.name)}"
+                                        f"{feature_args[sel.package.name]} {flags}"))
         extra = "".join(f" {a}" for a in shell_args(req.test_args))
-        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast{extra} -p {shlex.quote(s.package.name)} {' '.join(s.flags)} 2>&1"
-                for s in sels]
+        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast{extra} -p {shlex.quote(s.package.name)}"
+                f"{feature_args[s.package.name]} {' '.join(s.flags)} 2>&1" for s in sels]
         test_command = f"{cd}" + "; ".join(runs)
         notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
                  f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]

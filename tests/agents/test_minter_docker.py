@@ -71,18 +71,16 @@ def image_exec(docker_client, image: str, cmd: str) -> str:
     return out.decode()
 
 
+def pyproject(build_requires: str, name: str, project: str, tail: str = "") -> str:
+    """A setuptools pyproject.toml: `build_requires` (TOML list items), the [project] `name`
+    and further `project` lines, then `tail`."""
+    return (f'[build-system]\nrequires = [{build_requires}]\nbuild-backend = "setuptools.build_meta"\n\n'
+            f'[project]\nname = "{name}"\n{project}{tail}')
+
+
 SCM_BASE = {
-    "pyproject.toml": """[build-system]
-requires = ["setuptools>=64", "setuptools_scm>=7"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "scmpkg"
-dynamic = ["version"]
-requires-python = ">=3.8"
-
-[tool.setuptools_scm]
-""",
+    "pyproject.toml": pyproject('"setuptools>=64", "setuptools_scm>=7"', "scmpkg",
+                                'dynamic = ["version"]\nrequires-python = ">=3.8"\n', "\n[tool.setuptools_scm]\n"),
     "scmpkg/__init__.py": "def double(x):\n    return x + x + 1\n",
     "tests/test_double.py": "from scmpkg import double\n\n\ndef test_zero_ok():\n    assert double(0) in (0, 1)\n",
 }
@@ -256,3 +254,42 @@ def test_2020_commit_resolves_an_unbounded_requirement_to_a_release_of_its_era(t
     major, minor = (int(x) for x in numpy[0].split("==")[1].split(".")[:2])
     # newest numpy with cp39 wheels around then (1.19.3+, 2020-10 .. 2021-07), never 2.x
     assert (1, 19) <= (major, minor) <= (1, 21)
+
+
+CEXT_SETUP = """from setuptools import Extension, setup
+from Cython.Build import cythonize
+
+setup(ext_modules=cythonize([Extension("bottleneck._fast", ["bottleneck/_fast.pyx"])]))
+"""
+CEXT_BASE = {
+    # named like a package of HEAVY_COMPILED (wheels only for dependencies): the project itself
+    # must still build from source, with Cython from a wheel
+    "pyproject.toml": pyproject('"setuptools>=64", "cython>=3"', "bottleneck",
+                                'version = "0.1.0"\nrequires-python = ">=3.9"\n'),
+    "setup.py": CEXT_SETUP,
+    "bottleneck/__init__.py": "from bottleneck._fast import add\n\n\ndef twice(x):\n    return add(x, x) + 1\n",
+    "bottleneck/_fast.pyx": "def add(long a, long b):\n    return a + b\n",
+    "tests/test_fast.py": "from bottleneck import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+}
+
+
+def test_the_projects_own_c_extension_builds_from_source_while_dependencies_stay_wheels_only(tmp_path, minted,
+                                                                                             docker_client):
+    """astropy ended env_failed with "Building source distributions for `astropy` is disabled":
+    the wheels-only rule for compiled dependencies was applied to the project itself. A project
+    named like one of them (`bottleneck`) with a Cython extension now builds in /testbed, its
+    extension imports on both sides, and `--only-binary` still covers the dependencies."""
+    d = write_repo(tmp_path / "data", "bottleneck", CEXT_BASE,
+                   fix={"bottleneck/__init__.py": CEXT_BASE["bottleneck/__init__.py"].replace(" + 1", "")},
+                   tests={"tests/test_fast.py": CEXT_BASE["tests/test_fast.py"]
+                          + "\n\ndef test_twice():\n    from bottleneck import twice\n    assert twice(4) == 8\n"},
+                   created_at="2024-09-01T00:00:00Z", version="0.1")
+    inst, res = minted(d)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["tests/test_fast.py::test_twice"]
+    assert res.PASS_TO_PASS == ["tests/test_fast.py::test_add"]
+    installs = [line for line in res.setup_script.splitlines() if line.startswith("uv pip install")]
+    assert installs and all("--only-binary bottleneck" not in line for line in installs)
+    assert any("--only-binary numpy" in line for line in installs)
+    so = image_exec(docker_client, res.image, "ls /testbed/bottleneck/")
+    assert re.search(r"_fast\.cpython-\d+.*\.so", so), so

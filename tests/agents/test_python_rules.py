@@ -134,6 +134,34 @@ def test_repair_moves_a_wheel_less_package_forward_only(tmp_path):
     assert b._repair_uv(UV_NO_WHEEL, {"lift numpy"}) is None  # bounded: never the same repair twice
 
 
+UV_OWN_DISABLED = """  x Failed to build `astropy @ file:///testbed`
+  `-> Building source distributions for `astropy` is disabled
+"""
+
+
+def test_the_project_under_test_is_never_wheels_only_its_dependencies_are(tmp_path):
+    """astropy is in HEAVY_COMPILED (wheels only, as a dependency), but minting astropy itself
+    builds /testbed from source: neither its distribution name nor its repository name is in
+    `--only-binary`, and a repair never puts it back there."""
+    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.plan import own_names, wheels_only
+
+    tree = make_tree(tmp_path, {"setup.cfg": "[metadata]\nname = astropy\n", "setup.py": "from setuptools import setup\nsetup()\n"})
+    prof = analyze_python(tree)
+    assert prof.project_name == "astropy"
+    assert own_names(RepoProfile(commit="c", project_name="Py_Erfa"), "liberfa/pyerfa") == {"py-erfa", "pyerfa"}
+    assert wheels_only(["numpy", "PyErfa", "astropy"], {"pyerfa", "astropy"}) == ["numpy"]
+    choice = choose_python(prof, utc("2022-03-03T15:14:54"), AVAILABLE)
+    b = PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, prof, choice, utc("2022-03-03T15:14:54"), None,
+                         repo="astropy/astropy")
+    flags = b.uv.flags()
+    assert "--only-binary astropy" not in flags and "--only-binary numpy" in flags and "--only-binary pyerfa" in flags
+    b.lift("astropy")
+    assert "astropy" not in b.uv.no_build
+    assert b._repair_uv(UV_OWN_DISABLED, set()) == "isolation"  # the project's build: never "lift astropy"
+    assert "--only-binary astropy" not in b.uv.flags()
+
+
 def test_repair_probe_upgrades_the_distribution_crashing_in_site_packages(tmp_path):
     b = builder(tmp_path)
     calls = []
@@ -249,3 +277,41 @@ def test_environment_tags_differ_between_runs_and_never_remove_another_runs_imag
 
     commit_image(FakeSandbox(SandboxSpec(image="x")), Factory(), "swemint/env", "t", {"swemint.run": "wd-a"})
     assert removed == []
+
+
+def test_without_build_isolation_the_build_requirements_go_into_the_venv_first(tmp_path):
+    """astropy 5.0 under isolation gets the newest setuptools (no `setuptools.dep_util`); the
+    repair turns isolation off, and then its `[build-system] requires` (Cython, numpy,
+    extension-helpers: uv no longer installs them) are installed into the venv -- once, with
+    the shared flags (numpy wheels only), and without setuptools/wheel, which stay the venv's."""
+    from agents.ecosystems.python.analysis import RepoProfile
+
+    tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='astropy')\n"})
+    prof = RepoProfile(commit=tree.commit, project_name="astropy",
+                       build_requires=["setuptools", "wheel", "cython==0.29.22", "oldest-supported-numpy",
+                                       "extension-helpers"])
+    choice = choose_python(prof, utc("2022-03-03T15:14:54"), AVAILABLE)
+    sb = FakeSandbox(SandboxSpec(image="x"))
+    sb.on(r"--no-build-isolation", 0)
+    sb.on(r"-e \.", (1, "  x Failed to build `astropy @ file:///testbed`\n"))
+    b = PythonEnvBuilder(sb, tree, prof, choice, utc("2022-03-03T15:14:54"), None, repo="astropy/astropy")
+    assert b.uv_install("-e . -C editable_mode=compat", "install:project").ok
+    installs = [c for c in sb.commands if c.startswith("uv pip install")]
+    assert len(installs) == 3 and "--no-build-isolation" not in installs[0]
+    assert installs[1].endswith("cython==0.29.22 oldest-supported-numpy extension-helpers")
+    assert "--only-binary numpy" in installs[1] and " setuptools " not in installs[1].split("--no-build-isolation")[-1]
+    assert installs[2].endswith("-e . -C editable_mode=compat") and "--no-build-isolation" in installs[2]
+    b.uv_install("pytest", "install:pytest")
+    assert sum("extension-helpers" in c for c in sb.commands) == 1
+
+
+def test_test_runs_keep_the_pretend_version_of_the_build():
+    """astropy 5 computes its version with setuptools_scm at import: without the build's
+    SETUPTOOLS_SCM_PRETEND_VERSION the tests saw 0.0.0 and pytest-astropy-header imported
+    `astropy.tests.pytest_plugins` (astropy < 3), so no test ran."""
+    from agents.ecosystems.python import run_environment
+    from agents.ecosystems.python.plan import runtime_env
+
+    env = run_environment({"SETUPTOOLS_SCM_PRETEND_VERSION": "5.0.0", "UV_HTTP_TIMEOUT": "120", **runtime_env()})
+    assert env == {**runtime_env(), "SETUPTOOLS_SCM_PRETEND_VERSION": "5.0.0"}
+    assert run_environment({"UV_LINK_MODE": "copy"}) == runtime_env()

@@ -151,3 +151,16 @@ def test_score_against_bare_gold_names_uses_the_unique_last_part():
                            ["test_new"], ["test_old", "test_dup"])
     assert s["f2p_recall"] == 1.0 and s["f2p_precision"] == 1.0
     assert s["p2p_missing"] == ["test_dup"]  # ambiguous: two of ours share the name
+
+
+def test_absent_scope_lists_only_touched_tests_of_a_package_that_did_not_build_before():
+    """Go: the new TestNew uses the fix's API, so the whole package fails to build before
+    (every test absent, the package a collection error); after the fix all pass. Only the
+    touched TestNew is FAIL_TO_PASS; TestOld, which merely could not run, is in neither list.
+    A test that ran and failed before is FAIL_TO_PASS whatever the scope."""
+    before = [TestRunReport(statuses={"m::TestFlaky": TestStatus.FAILED}, collection_errors=["m2"])]
+    after = [TestRunReport(statuses={"m2::TestNew": TestStatus.PASSED, "m2::TestNew/sub": TestStatus.PASSED,
+                                     "m2::TestOld": TestStatus.PASSED, "m::TestFlaky": TestStatus.PASSED})]
+    g = grade(before, after, absent_scope={"TestNew"})
+    assert g.FAIL_TO_PASS == ["m2::TestNew", "m2::TestNew/sub", "m::TestFlaky"] and g.PASS_TO_PASS == []
+    assert "m2::TestOld" in grade(before, after).FAIL_TO_PASS

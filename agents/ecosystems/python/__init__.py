@@ -42,6 +42,19 @@ PYTHON_MARKERS = frozenset({"setup.py", "setup.cfg", "pyproject.toml"})
 """Root files that make a tree without a `language` hint a Python project."""
 
 
+
+RUNTIME_KEEP = ("SETUPTOOLS_SCM_PRETEND_VERSION",)
+"""Build variables the tests need too: a project that computes its version with setuptools_scm
+at import (astropy 5's `astropy/version.py`) gets 0.0.0 in a mirror without tags, and plugins
+that compare it (pytest-astropy-header) then import modules of astropy < 3."""
+
+
+def run_environment(build_env: dict[str, str]) -> dict[str, str]:
+    """The environment of test runs (and the image's ENV): `runtime_env()` plus the variables
+    of `RUNTIME_KEEP` the build set."""
+    return {**runtime_env(), **{k: build_env[k] for k in RUNTIME_KEEP if k in build_env}}
+
+
 class PythonEcosystem:
     """`agents.ecosystems.base.Ecosystem` for pip/uv-installable (or plain) Python repositories."""
 
@@ -147,7 +160,7 @@ class PythonEcosystem:
         builder = PythonEnvBuilder(job.sb, job.tree, profile, choice, job.instance.created, version,
                                    step_timeout=cfg.timeouts.setup_step, on_step=job.traj, helper=job.helper,
                                    rule_repairs=cfg.policy != "llm", install_rounds=cfg.repair.install_rounds,
-                                   probe_rounds=cfg.repair.probe_rounds)
+                                   probe_rounds=cfg.repair.probe_rounds, repo=job.instance.repo)
         options = plan.state.get("options") or {}
         builder.apply_options(options)
         setup = builder.build([] if plan.state.get("driver") else plan.test_files)  # pytest cannot collect a driver's tests
@@ -159,7 +172,7 @@ class PythonEcosystem:
         failed = [(s.command, s.exit_code or 0) for s in setup.steps if s.exit_code not in (0, None) and s.command]
         env = {**setup.env, **plan.env}
         if setup.ok and post_ok:
-            return SetupOutcome(ok=True, commands=pre + setup.commands, env=env, test_env=runtime_env(),
+            return SetupOutcome(ok=True, commands=pre + setup.commands, env=env, test_env=run_environment(setup.env),
                                 failed=failed, installed_packages=setup.installed_packages, reason=setup.reason)
         reason = setup.reason if not setup.ok else "a post-setup command failed: " + builder.steps[-1].command[:200]
         return SetupOutcome(ok=False, commands=pre + setup.commands, env=env, failed=failed, reason=reason,
@@ -212,10 +225,10 @@ class PythonEcosystem:
         cfg = job.config
         patch = EnvPatch(job.sb, job.tree, profile, choice, job.instance.created, version,
                          rounds=cfg.reuse.patch_rounds, step_timeout=cfg.timeouts.setup_step, on_step=job.traj,
-                         helper=job.helper, rule_repairs=cfg.policy != "llm")
+                         helper=job.helper, rule_repairs=cfg.policy != "llm", repo=job.instance.repo)
         ok = patch.run(job.plan.test_files, job.instance.test_patch)
         return SetupOutcome(ok=ok, commands=list(patch.commands), env=dict(patch.builder.env),
-                            test_env=runtime_env(), reason=patch.reason)
+                            test_env=run_environment(patch.builder.env), reason=patch.reason)
 
     def install_command(self, packages: list[str], plan: Plan | None = None) -> str:
         """`uv pip install` of `packages` into /opt/venv, under the instance's lifted date bound

@@ -44,6 +44,9 @@ class RepoProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     commit: str
+    project_name: str | None = None
+    """The project's own distribution name (pyproject ``[project] name``, setup.cfg
+    ``[metadata] name``, setup.py ``name=``), None when none is written as a literal."""
     language: str = "python"
     python_requires: str | None = None
     classifier_pythons: list[str] = Field(default_factory=list)
@@ -78,7 +81,7 @@ def req_name(req: str) -> str | None:
 
 def _setup_py_info(text: str) -> dict:
     """python_requires, extras_require keys and a version from setup.py via ast (best effort)."""
-    info: dict = {"extras": [], "python_requires": None, "version": None, "ext": False}
+    info: dict = {"extras": [], "python_requires": None, "version": None, "ext": False, "name": None}
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -101,6 +104,8 @@ def _setup_py_info(text: str) -> dict:
                     info["extras"] += [k.value for k in val.keys if isinstance(k, ast.Constant)]
                 elif kw.arg == "version" and isinstance(val, ast.Constant):
                     info["version"] = str(val.value)
+                elif kw.arg == "name" and isinstance(val, ast.Constant) and isinstance(val.value, str):
+                    info["name"] = info["name"] or val.value
                 elif kw.arg in ("ext_modules", "cffi_modules"):
                     info["ext"] = True
     if re.search(r"extras_require\s*\[\s*['\"]([\w-]+)", text):
@@ -136,6 +141,7 @@ def analyze_python(tree: GitTree) -> RepoProfile:
         p.python_requires = info["python_requires"]
         extras += info["extras"]
         p.package_version = info["version"]
+        p.project_name = info["name"]
         p.compiled |= info["ext"]
         p.uses_scm_version |= "use_scm_version" in setup_py or "setuptools_scm" in setup_py
         p.classifier_pythons += re.findall(r"Programming Language :: Python :: (\d\.\d+)", setup_py)
@@ -145,6 +151,8 @@ def analyze_python(tree: GitTree) -> RepoProfile:
             p.python_requires = p.python_requires or cp.get("options", "python_requires").strip()
         if cp.has_section("options.extras_require"):
             extras += list(cp.options("options.extras_require"))
+        if cp.has_option("metadata", "name") and not p.project_name:
+            p.project_name = cp.get("metadata", "name").strip() or None
         if cp.has_option("metadata", "version"):
             v = cp.get("metadata", "version").strip()
             if not v.startswith(("attr:", "file:")):
@@ -164,6 +172,8 @@ def analyze_python(tree: GitTree) -> RepoProfile:
         p.build_requires = [str(x) for x in bs.get("requires", [])]
         proj = data.get("project", {})
         p.python_requires = proj.get("requires-python") or p.python_requires
+        if isinstance(proj.get("name"), str):
+            p.project_name = proj["name"]
         extras += list(proj.get("optional-dependencies", {}) or {})
         p.package_version = proj.get("version") or p.package_version
         p.classifier_pythons += re.findall(r"Python :: (\d\.\d+)", " ".join(proj.get("classifiers", [])))

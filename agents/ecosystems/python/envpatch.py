@@ -49,17 +49,18 @@ class EnvPatch:
             is the candidate's).
         rounds: repair rounds after the first probe (each followed by a probe).
         step_timeout: seconds per command; on_step: the trajectory; helper: memory / LLM repairs.
+        repo: the instance's `owner/name` (the project under test builds from source).
     """
 
     def __init__(self, sandbox: Sandbox, tree: GitTree, profile: RepoProfile, choice: PythonChoice, created,
                  version: str | None, *, rounds: int = 2, step_timeout: float = 900, on_step=None, helper=None,
-                 rule_repairs: bool = True):
+                 rule_repairs: bool = True, repo: str = ""):
         self.sb = sandbox
         self.tree = tree
         self.profile = profile
         self.rounds = rounds
         self.builder = PythonEnvBuilder(sandbox, tree, profile, choice, created, version, step_timeout=step_timeout,
-                                        on_step=on_step, helper=helper, rule_repairs=rule_repairs)
+                                        on_step=on_step, helper=helper, rule_repairs=rule_repairs, repo=repo)
         self.reason = ""
         self.synced = False
         """True when step 1 installed the project with its dependencies."""

@@ -48,7 +48,27 @@ HEAVY_COMPILED = ("numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "h5p
                   "statsmodels", "bottleneck", "numexpr", "zarr", "pyarrow", "grpcio", "psycopg2",
                   "cryptography", "regex", "pyzmq", "gevent", "greenlet", "contourpy", "kiwisolver",
                   "pywavelets", "scikit-image", "astropy", "pyerfa", "cython")
-"""Installed from wheels only (building numpy on 2 cores takes > 10 min): `--only-binary`."""
+"""Installed from wheels only (building numpy on 2 cores takes > 10 min): `--only-binary`.
+Never the project under test itself (`own_names`): /testbed is built from source, with its
+build requirements (Cython, numpy, ...) still from wheels."""
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def own_names(profile: RepoProfile, repo: str = "") -> set[str]:
+    """Normalised names under which the project under test may appear in `--only-binary`: its
+    distribution name (`RepoProfile.project_name`) and its repository's name (`astropy/astropy`
+    -> `astropy`), e.g. {"astropy"}."""
+    names = {profile.project_name or "", repo.rsplit("/", 1)[-1]}
+    return {_norm(n) for n in names if n}
+
+
+def wheels_only(packages: list[str] | tuple[str, ...], own: set[str]) -> list[str]:
+    """`packages` without the project's own names (`own_names`): the dependencies that stay
+    wheels-first."""
+    return [p for p in packages if _norm(p) not in own]
 
 SKIP_TEST_DEPS = {"pre-commit", "tox", "nox", "codecov", "coveralls", "twine", "black", "flake8",
                   "pylint", "mypy", "isort", "sphinx", "pyupgrade", "bandit", "check-manifest",

@@ -7,7 +7,8 @@ rules keyed on uv's and pytest's error text (bounded rounds):
 - no wheel for the interpreter / failed build of a dependency -> move only that package's date
   bound forward (`--exclude-newer-package`), wheels only;
 - a package filtered out by the date (deleted and re-uploaded releases) -> exempt it;
-- the project's own build fails under isolation (old pinned setuptools) -> `--no-build-isolation`;
+- the project's own build fails under isolation (old pinned setuptools) -> `--no-build-isolation`,
+  with its `[build-system] requires` (bar setuptools/wheel) installed into the venv first;
 - optional groups that do not resolve -> per package, skipping the ones that fail;
 - `--collect-only` probe: a crash inside `site-packages/<mod>` -> upgrade that distribution with a
   lifted date; `No module named X` -> install X.
@@ -35,9 +36,10 @@ from agents.ecosystems.python.analysis import RepoProfile, req_name
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, PYTEST_FLOOR, SKIP_TEST_DEPS, VENV, PythonChoice,
-                                           UvOptions, lifted_date, project_target, relax_test_pins, runtime_env,
-                                           test_requirements, toolchain_spec)
+from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, PYTEST_FLOOR, SKIP_TEST_DEPS, TOOLCHAIN_PACKAGES, VENV,
+                                           PythonChoice,
+                                           UvOptions, lifted_date, own_names, project_target, relax_test_pins,
+                                           runtime_env, test_requirements, toolchain_spec, wheels_only)
 from envpool.sandbox import ExecResult, Sandbox
 
 MAX_REPAIRS = 6
@@ -115,12 +117,16 @@ class PythonEnvBuilder:
             `helper(builder, command, output, tried) -> fix key | None`.
         rule_repairs: apply the built-in rules (False under the `llm` policy).
         install_rounds / probe_rounds: attempts of one install / one probe (`mint.repair`).
+        repo: the instance's `owner/name`; with the profile's distribution name it names the
+            project under test, which is never made wheels-only (`plan.own_names`): its own
+            compiled extensions build from source in /testbed (the image has gcc and the
+            interpreter's headers), while its dependencies stay wheels-first.
     """
 
     def __init__(self, sandbox: Sandbox, tree: GitTree, profile: RepoProfile, choice: PythonChoice,
                  created: datetime | None, version: str | None, step_timeout: float = 900,
                  on_step: Callable[[StepRecord], None] | None = None, helper=None, rule_repairs: bool = True,
-                 install_rounds: int = MAX_REPAIRS, probe_rounds: int = PROBE_ROUNDS):
+                 install_rounds: int = MAX_REPAIRS, probe_rounds: int = PROBE_ROUNDS, repo: str = ""):
         self.install_rounds = install_rounds
         self.probe_rounds = probe_rounds
         self.pytest_floor = False
@@ -133,7 +139,10 @@ class PythonEnvBuilder:
         self.created = created
         self.step_timeout = step_timeout
         self.on_step = on_step
+        self.build_requires_done = False
+        self.own = own_names(profile, repo)
         self.uv = UvOptions(exclude_newer=choice.exclude_newer)
+        self.uv.no_build = wheels_only(self.uv.no_build, self.own)
         self.steps: list[StepRecord] = []
         self.commands: list[str] = []
         self.env = {**runtime_env(), "UV_LINK_MODE": "copy", "UV_NO_PROGRESS": "1", "UV_HTTP_TIMEOUT": "120",
@@ -165,6 +174,8 @@ class PythonEnvBuilder:
         r = None
         tried: set[str] = set()
         for _ in range(self.install_rounds):
+            if self.uv.no_build_isolation and not self.build_requires_done:
+                self.install_build_requires()
             cmd = f"uv pip install {self.uv.flags()} {args}"
             r = self.run(cmd, rule)
             if r.ok:
@@ -177,6 +188,19 @@ class PythonEnvBuilder:
             tried.add(fix)
             failed.note = f"repair: {fix}"
         return r  # type: ignore[return-value]
+
+    def install_build_requires(self) -> None:
+        """Once ``--no-build-isolation`` is on, the project's build-system requirements
+        (``[build-system] requires``: Cython, numpy / oldest-supported-numpy, extension-helpers,
+        ...) go into the venv, under the same flags (compiled ones from wheels), since pip/uv no
+        longer install them for the build; the toolchain packages (setuptools, wheel, ...) stay
+        the venv's own date-bounded ones (astropy 5.0's build needs setuptools < 70's
+        `setuptools.dep_util`). Best effort: a failure is recorded, the next install reports."""
+        self.build_requires_done = True
+        reqs = [r for r in self.profile.build_requires
+                if (req_name(r) or "").lower().replace("_", "-") not in {t.replace("_", "-") for t in TOOLCHAIN_PACKAGES}]
+        if reqs:
+            self.uv_install(" ".join(shlex.quote(r) for r in reqs), "install:build-requires")
 
     def _help(self, command: str, output: str, tried: set[str]) -> str | None:
         """The helper's repair (memory, LLM) for a failure no rule fixed; None without a helper."""
@@ -228,7 +252,7 @@ class PythonEnvBuilder:
         """Move `package`'s date bound to where wheels for the interpreter exist; wheels only."""
         pkg = package.lower()
         self.uv.package_dates[pkg] = self.lifted
-        if pkg not in self.uv.no_build:
+        if pkg not in self.uv.no_build and wheels_only([pkg], self.own):
             self.uv.no_build.append(pkg)
 
     def _repair_uv(self, out: str, tried: set[str]) -> str | None:
@@ -259,7 +283,7 @@ class PythonEnvBuilder:
             m = re.search(pat, text)
             if m:
                 pkg = m.group(1).lower()
-                if pkg in ("testbed",) or "/testbed" in text[m.start():m.start() + 200]:
+                if pkg in ("testbed",) or not wheels_only([pkg], self.own) or "/testbed" in text[m.start():m.start() + 200]:
                     if "isolation" not in tried and not self.uv.no_build_isolation:
                         self.uv.no_build_isolation = True
                         return "isolation"

@@ -279,8 +279,48 @@ def test_plan_shape(tmp_path, monkeypatch):
     assert plan.setup_commands[0].startswith("go env -w GOFLAGS=-mod=mod")
     assert "cd /testbed && go mod download" in plan.setup_commands
     assert any("go list -deps -test ." in c for c in plan.setup_commands)
-    assert "go test -json -count=1 -vet=off -run '^TestNew$' ." in plan.test_command
+    # T: the touched package whole (its other tests are the row's PASS_TO_PASS) ...
+    assert "go test -json -count=1 -vet=off ." in plan.test_command and "-run" not in plan.test_command
+    assert plan.test_spec().name == "packages"
+    # ... the touched functions alone are the alternative; a package that does not build before
+    # the fix lists only them as FAIL_TO_PASS
+    assert [a.name for a in plan.test_alternatives] == ["touched"]
+    assert "go test -json -count=1 -vet=off -run '^TestNew$' ." in plan.test_alternatives[0].test_command
+    assert plan.state["absent_scope"] == ["TestNew"]
     assert plan.env["GOTOOLCHAIN"] == "local" and plan.toolchain == "go 1.19.8"
+
+
+def _fake_go(monkeypatch):
+    monkeypatch.setattr(tc, "ensure_image", lambda r, cfg=None, client=None, instance_id=None: ToolchainChoice(
+        language="go", requested=r, version="1.21.13", image="go:test"))
+
+
+GATED = "//go:build integration && !windows\n\npackage calc\n\nimport \"testing\"\n\nfunc TestDB(t *testing.T) {}\n"
+WORKFLOW = ("on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+            "      - run: go test ./...\n      - run: |\n          go test -race \\\n            --tags=integration,sqlite ./...\n")
+
+
+def test_build_tags_of_a_gated_touched_test_that_ci_sets(tmp_path, monkeypatch):
+    """A touched test file behind ``//go:build integration``: CI passes ``--tags=integration``,
+    so every go test (setup compile and T) gets ``-tags=integration``; `sqlite`, which no
+    touched file asks for, and `windows` (negated, a GOOS) are not added."""
+    _fake_go(monkeypatch)
+    files = {"go.mod": "module example.com/calc\n\ngo 1.21\n", "calc.go": "package calc\n",
+             ".github/workflows/ci.yml": WORKFLOW}
+    tree = make_tree(tmp_path, files)
+    assert golang.ci_go_tags(tree) == ["integration", "sqlite"]
+    assert golang.constraint_tags(GATED) == ["integration"]
+    assert golang.constraint_tags("// +build linux,go1.9 e2e\n\npackage x\n") == ["e2e"]
+    test_patch = ("diff --git a/db_test.go b/db_test.go\nnew file mode 100644\n--- /dev/null\n+++ b/db_test.go\n"
+                  f"@@ -0,0 +1,{GATED.count(chr(10))} @@\n" + "".join("+" + ln + "\n" for ln in GATED.splitlines()))
+    plan = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch), ["db_test.go"], ImageConfig())
+    assert "go test -json -count=1 -vet=off -tags=integration ." in plan.test_command
+    assert any("-tags=integration -run '^$'" in c for c in plan.setup_commands)
+    assert any(n.startswith("build tag integration") for n in plan.notes)
+    # the CI does not set the tag: the file stays gated (its tests would need what CI never gives them)
+    bare = make_tree(tmp_path / "b", {k: v for k, v in files.items() if not k.startswith(".github")})
+    plan = ECOSYSTEM.plan(bare, instance(bare, test_patch=test_patch), ["db_test.go"], ImageConfig())
+    assert "-tags" not in plan.test_command
 
 
 def test_detect(tmp_path):

@@ -5,7 +5,8 @@ under network none, graded.
 Two cases: the new test (with subtests named ``case (a.b) one`` and ``two words``) fails at run
 time before the fix while a changed old test stays PASS_TO_PASS; and the new test file calls a
 function the fix adds, so the package does not build before the fix: its tests must be
-FAIL_TO_PASS, never passed before. The minted image then runs ``-run`` with the pattern for one
+FAIL_TO_PASS, never passed before, while the package's untouched test is in neither list. In
+both the whole touched package runs (an untouched test is PASS_TO_PASS). The minted image then runs ``-run`` with the pattern for one
 awkward subtest: exactly that subtest (and its parent) runs.
 """
 
@@ -94,10 +95,15 @@ new file mode 100644
 """
 
 
+OTHER_TEST = "package calc\n\nimport \"testing\"\n\nfunc TestUntouched(t *testing.T) {}\n"
+"""A test of the package the test_patch never touches: the whole package runs, so it is
+PASS_TO_PASS when the package builds on both sides."""
+
+
 @pytest.fixture
 def mint_go(mint_with):
     """mint(test_patch, name) -> InstanceResult of the Go module with PATCH as the fix."""
-    files = {"go.mod": GO_MOD, "calc.go": CALC_BUG, "calc_test.go": CALC_TEST}
+    files = {"go.mod": GO_MOD, "calc.go": CALC_BUG, "calc_test.go": CALC_TEST, "other_test.go": OTHER_TEST}
     return lambda test_patch, name: mint_with(golang.ECOSYSTEM, files, name, language="Go",
                                               created_at="2023-03-01 10:00:00", patch=PATCH, test_patch=test_patch)
 
@@ -107,7 +113,8 @@ def test_runtime_failure_with_awkward_subtests(mint_go, docker_client):
     assert res.outcome == "verified", res.reason
     assert sorted(res.FAIL_TO_PASS) == ["example.com/calc::TestAdd", "example.com/calc::TestAdd/case_(a.b)_one",
                                         "example.com/calc::TestAdd/two_words"]
-    assert res.PASS_TO_PASS == ["example.com/calc::TestZero"]
+    # the touched package runs whole: its untouched test is a regression test of the row
+    assert res.PASS_TO_PASS == ["example.com/calc::TestUntouched", "example.com/calc::TestZero"]
     assert res.interpreter == "go 1.19.8" and res.parser == "go_test_json"
     # the image runs offline, and -run selects exactly one awkward subtest
     pattern = golang.run_pattern(["example.com/calc::TestAdd/case_(a.b)_one"])
@@ -132,4 +139,6 @@ def test_package_that_does_not_build_before_is_fail_to_pass(mint_go):
     res = mint_go(TEST_PATCH_COMPILE, "compile")
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["example.com/calc::TestDouble"]
-    assert res.PASS_TO_PASS == []  # only the new test runs; it could not pass before
+    # the package did not build before: TestUntouched (passing after, absent before) is in
+    # neither list -- only the touched TestDouble is FAIL_TO_PASS (Plan.state["absent_scope"])
+    assert res.PASS_TO_PASS == []

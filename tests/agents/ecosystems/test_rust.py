@@ -148,7 +148,11 @@ def test_new_test_file_runs_but_is_not_compiled_in_setup(tmp_path, fake_image):
     assert "CARGO_NET_OFFLINE=true" in plan.test_command
     assert "CARGO_NET_OFFLINE" not in plan.env  # setup needs the network
     no_run = [c for c in plan.setup_commands if "--no-run" in c]
-    assert no_run and "--test new" not in no_run[0] and "--tests" in no_run[0]
+    # the new file is not there yet: an existing test target stands in for it (lib + dev-deps)
+    assert no_run and "--test new" not in no_run[0] and "--test old" in no_run[0]
+    bare = make_tree(tmp_path / "b", {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "src/lib.rs": ""})
+    plan = rust.ECOSYSTEM.plan(bare, instance(bare), ["tests/new.rs"], None)
+    assert any("--no-run -p demo --tests" in c for c in plan.setup_commands)  # nothing to stand in
     assert plan.parser == "cargo_test"
 
 
@@ -246,3 +250,54 @@ def test_names_from_the_manifest_are_quoted_in_every_command(tmp_path, fake_imag
         assert "it$(id)" not in cmd.replace("'it$(id)'", "") and "/testbed/my crate " not in cmd, cmd
     assert plan.test_command.startswith("cd '/testbed/my crate' && ")
     assert "--test 'it$(id)'" in plan.test_command
+
+
+# ------------------------------------------------------------------ CI features and cfg gates
+
+FEATURED = CRATE + '\n[features]\nfull = ["net"]\nnet = []\nextra = []\n\n[[test]]\nname = "heavy"\npath = "tests/heavy.rs"\n' \
+                   'required-features = ["extra"]\n'
+CI_YML = ("on: push\nenv:\n  RUSTFLAGS: -Dwarnings\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+          "      - run: cargo test --features full\n"
+          "      - run: cargo +nightly nextest run -p demo --all-features\n"
+          "      - run: cargo test -p other --features other-only\n"
+          "      - name: unstable\n        run: cargo test --features 'net,nonexistent'\n"
+          "        env:\n          RUSTFLAGS: --cfg demo_unstable -Dwarnings\n")
+GATED_RS = ('#![warn(rust_2018_idioms)]\n#![cfg(all(feature = "net", demo_unstable, not(feature = "extra"), '
+            'not(miri_only), unix, target_has_atomic = "64"))]\n\n#[test]\nfn gated() {}\n')
+
+
+def test_file_gate_reads_features_and_cfgs_outside_not():
+    gate = rust.file_gate(GATED_RS)
+    assert gate.features == ["net"] and gate.cfgs == ["demo_unstable"]
+    assert rust.file_gate('#[cfg(feature = "x")]\nmod m;\n') == rust.Gate()  # an item's cfg is no file gate
+    assert rust.file_gate('#![cfg(feature = "a b; rm -rf /")]\n').features == []  # not a feature name
+
+
+def test_ci_features_and_cfgs_are_read_from_the_workflows(tmp_path):
+    tree = make_tree(tmp_path, {"Cargo.toml": FEATURED, "src/lib.rs": "", ".github/workflows/ci.yml": CI_YML})
+    ci = rust.cargo_ci(tree)
+    assert ci.features == {"": ["full", "net", "nonexistent"], "other": ["other-only"]}
+    assert ci.all_features and ci.cfgs == ["demo_unstable"]
+
+
+def test_a_gated_new_test_file_gets_the_features_and_cfg_the_ci_enables(tmp_path, fake_image):
+    """The tokio case: a new tests/x.rs behind ``#![cfg(feature = "net")]`` ran 0 tests under a
+    plain ``cargo test --test x``. Now the test command and the setup compile carry the CI's
+    ``--features full`` plus the gate's `net` (`nonexistent`, and `other-only` of another
+    package, are dropped), and the gate's ``demo_unstable`` (set by the CI's RUSTFLAGS) goes
+    into cargo's rustflags."""
+    tree = make_tree(tmp_path, {"Cargo.toml": FEATURED, "Cargo.lock": LOCK_V3, "src/lib.rs": "",
+                                ".github/workflows/ci.yml": CI_YML, "tests/heavy.rs": ""})
+    tp = ("diff --git a/tests/x.rs b/tests/x.rs\nnew file mode 100644\n--- /dev/null\n+++ b/tests/x.rs\n"
+          f"@@ -0,0 +1,{GATED_RS.count(chr(10))} @@\n" + "".join("+" + ln + "\n" for ln in GATED_RS.splitlines()))
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree, test_patch=tp), ["tests/x.rs"], None)
+    assert "cargo test --no-fail-fast -p demo --features full,net --test x" in plan.test_command
+    assert any("--no-run -p demo --features full,net" in c for c in plan.setup_commands)
+    assert '"--cap-lints", "warn", "--cfg", "demo_unstable"' in plan.setup_commands[0]
+    assert "tests/x.rs is gated by feature net" in plan.notes
+    # a [[test]] with required-features gets them; no CI, no gate: no --features at all
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree), ["tests/heavy.rs"], None)
+    assert "-p demo --features full,net,extra --test heavy" in plan.test_command
+    bare = make_tree(tmp_path / "b", {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "src/lib.rs": ""})
+    plan = rust.ECOSYSTEM.plan(bare, instance(bare), ["src/lib.rs"], None)
+    assert "--features" not in plan.test_command and '["--cap-lints", "warn"]' in plan.setup_commands[0]
