@@ -42,7 +42,8 @@ from agents.ecosystems.base import PlanRequest, PolyPlan, Route
 from agents.ecosystems.toolchain import constrained
 from envpool.errors import EnvBuildError
 from agents.ecosystems.debian import apt_install, era_time
-from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_tests, find_drivers, make_build, driver_test_specs
+from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_requirements, driver_tests, find_drivers, \
+    make_build, driver_test_specs
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 
@@ -363,10 +364,14 @@ class CFamily:
             parser, report = "automake_log", None
             notes.append("make check runs every test script (ids: script paths as automake prints them)")
         elif b.system.startswith("driver:"):
-            test_command, parser, alts, more = self._driver_plan(tree, b, touched, instance.instance_id)
+            test_command, parser, alts, more, (needs, ci_packages) = self._driver_plan(tree, b, touched,
+                                                                                       instance.instance_id)
             setup += more
             tests, report = list(alts[0].test_files), None
             notes.append(f"test driver {b.system[7:]}: {alts[0].test_command[:300]}")
+            if needs or ci_packages:
+                notes.append(f"the driver needs {', '.join(n.label for n in needs) or 'nothing named'}; its CI "
+                             f"installs {', '.join(ci_packages) or 'nothing'}")
         else:
             setup.append(f"make -j{JOBS}")
             test_command = f"make -k {b.make_target}"
@@ -380,12 +385,14 @@ class CFamily:
         if b.system.startswith("driver:"):
             plan = plan.with_test(alts[0])
             plan.test_alternatives = alts[1:]
+            plan.needs, plan.ci_packages = needs, ci_packages
         return plan
 
     def _driver_plan(self, tree: GitTree, b: CBuild, touched: list[str], iid: str):
-        """(test command, parser, ranked TestSpecs, setup commands) of a driver route: build with
-        the Makefile that runs the driver (`drivers.make_build`), record the driver's environment
-        from its make target, run it on the touched tests. Raises EnvBuildError when the driver
+        """(test command, parser, ranked TestSpecs, setup commands, (needs, CI packages)) of a
+        driver route: build with the Makefile that runs the driver (`drivers.make_build`), record
+        the driver's environment from its make target, run it on the touched tests; what the
+        driver needs (`drivers.driver_requirements`) goes into the plan. Raises EnvBuildError when the driver
         or its build is gone, or the test patch touches none of its tests."""
         driver = next((d for d in find_drivers(tree, self.name) if d.route == b.system), None)
         build = make_build(tree, driver) if driver else None
@@ -403,7 +410,7 @@ class CFamily:
                   f"if [ -f {ENV_FILE} ]; then . {ENV_FILE}; fi; ")
         alts = driver_test_specs(driver, tests, prefix=prefix)
         setup = [make, *driver_env_setup(build, driver)]
-        return alts[0].test_command, driver.spec.parser, alts, setup
+        return alts[0].test_command, driver.spec.parser, alts, setup, driver_requirements(tree, driver)
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """Install the Debian package of a dependency the configure step reports missing

@@ -12,6 +12,13 @@ ranked by how often CI builds there (`make -C <dir>`), and that recipe's target;
 setup then records the driver's environment from ``make -n <target>`` (`recipes/driver_env.py`:
 the ``NAME=value`` words before the driver on the line that runs it, e.g. the interpreter
 binary a port's Makefile passes).
+
+`driver_requirements(tree, driver)` reads, at analysis time, what the driver needs that an image
+may lack: the messages it prints when a tool is missing (the shared diagnosis rules:
+``You need tcl 8.5 or newer`` -> command tclsh), the literal programs it probes for (``which X``,
+``command -v X``), its ``#!`` interpreter, and the Debian packages the CI jobs that run it
+install (``apt-get install ...`` lines); Execution answers them from Debian's file index before
+round 1 (`Plan.needs`, `Plan.ci_packages`).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.ecosystems.base import TestSpec
 from agents.gitrepo import GitTree
 
-__all__ = ["Driver", "DriverSpec", "MakeBuild", "driver_env_setup", "driver_tests", "find_drivers",
+__all__ = ["Driver", "DriverSpec", "MakeBuild", "driver_env_setup", "driver_requirements", "driver_tests", "find_drivers",
            "make_build", "driver_test_specs", "ENV_FILE"]
 
 RECIPES = Path(__file__).parent / "recipes"
@@ -281,3 +288,88 @@ def driver_env_setup(build: MakeBuild, driver: Driver) -> list[str]:
     return [f"mkdir -p {Path(ENV_HELPER).parent} {Path(ENV_FILE).parent} && echo {helper} | base64 -d > {ENV_HELPER}"
             f" && {{ {make} 2>/dev/null || true; }} | python3 {ENV_HELPER} "
             f"{shlex.quote(PurePosixPath(driver.path).name)} > {ENV_FILE}"]
+
+
+_SHELL_PROBE = re.compile(r"(?:^|[`;&|(!]|\$\(|\bif|\bthen|\bdo)[ \t!]*(?:which|command[ \t]+-v|type[ \t]+-p|hash)[ \t]+"
+                          r"([A-Za-z][\w.+-]*)(?![\w.+$-])", re.M)
+_PY_PROBE = re.compile(r"\bwhich\(\s*['\"]([A-Za-z][\w.+-]*)['\"]\s*\)")
+_SHELLS = frozenset({"sh", "bash", "dash", "ksh", "zsh"})
+_APT = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b((?:[ \t]+[^\s;&|#]+)+)")
+_BASE_PROGRAMS = _SHELLS | {"env", "python", "python3"}
+
+
+def apt_packages(text: str) -> list[str]:
+    """Debian package names of the ``apt-get install`` / ``apt install`` commands in `text`
+    (flags and version pins dropped; names that are not Debian package names left out)."""
+    from agents.debindex import DEBIAN_NAME
+
+    out: list[str] = []
+    for m in _APT.finditer(text.replace("\\\n", " ")):
+        for word in m.group(1).split():
+            name = word.split("=", 1)[0]
+            if not word.startswith("-") and DEBIAN_NAME.fullmatch(name) and name not in out:
+                out.append(name)
+    return out
+
+
+def _ci_jobs(path: str, text: str) -> list[str]:
+    """The jobs of a CI file as texts (a GitHub workflow: one per job; any other file: itself)."""
+    if not path.startswith(".github/workflows/"):
+        return [text]
+    from agents.untrusted_yaml import load_untrusted_yaml
+
+    try:
+        data = load_untrusted_yaml(text)
+    except yaml.YAMLError:
+        return [text]
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    if not isinstance(jobs, dict):
+        return [text]
+
+    def strings(node) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, dict):
+            return [s for v in node.values() for s in strings(v)]
+        if isinstance(node, list):
+            return [s for v in node for s in strings(v)]
+        return []
+
+    return ["\n".join(strings(job)) for job in jobs.values()]
+
+
+def driver_requirements(tree: GitTree, driver: Driver) -> tuple[list, list[str]]:
+    """(needs, CI packages) of `driver` (module docstring): `agents.debindex.Need`s from its own
+    text (messages the diagnosis rules recognise; programs a shell driver probes with ``which``
+    / ``command -v`` / ``type -p`` / ``hash``, a Python one with ``shutil.which("x")``; its ``#!``
+    interpreter unless a shell or Python), and the Debian package names that every CI job running
+    the driver installs (GitHub workflow jobs and other CI files; a job installing nothing with
+    apt is not counted)."""
+    from agents.debindex import Need
+    from agents.diagnosis import needs_in
+
+    text = tree.read(driver.path, limit=400_000) or ""
+    needs = needs_in(text)
+    shell = (driver.interpreter or driver.spec.interpreter) in _SHELLS
+    names = [m.group(1) for m in (_SHELL_PROBE if shell else _PY_PROBE).finditer(text)]
+    if driver.interpreter and driver.interpreter not in _BASE_PROGRAMS:
+        names.insert(0, driver.interpreter)
+    for name in names:
+        try:
+            need = Need(kind="command", name=name)
+        except ValueError:
+            continue
+        if need not in needs:
+            needs.append(need)
+    pat = _mentions(PurePosixPath(driver.path).name)
+    from agents.analysis import layout
+
+    common: list[str] | None = None
+    for path, ci in _ci_texts(tree):
+        if not any(fnmatch.fnmatch(path, g) for g in layout()["ci"]):
+            continue  # a script a CI file runs: its functions serve many jobs
+        for job in _ci_jobs(path, ci):
+            pkgs = apt_packages(job) if pat.search(job) else []
+            if pkgs:
+                common = pkgs if common is None else [p for p in common if p in pkgs]
+    return needs, common or []

@@ -148,11 +148,16 @@ def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifie
         return (0, events({"TestAdd": "pass"})) if patched(sb) else (1, events({"TestAdd": "fail"}))
 
     f.on(r"apt-get install .*\btcl\b", apt)
+    f.on(r"apt-file search --regexp .*tclsh", (0, "tcl8.6-dbg: /usr/bin/tclsh\ntcl: /usr/bin/tclsh\n"))
     f.on(r"go test -json", tests)
     inst, git_dir = instance_on(tmp_path)
     res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
     assert res.outcome == "verified", res.reason
     assert res.round == 2 and res.rounds[0].attribution.startswith("environment")
+    # the package is Debian's index's answer, recorded with its query
+    q = [s for s in steps(res) if s.rule == "debian-index"]
+    assert len(q) == 1 and q[0].command == "apt-file search --regexp '^/(usr/)?s?bin/tclsh$'"
+    assert "tcl: /usr/bin/tclsh" in q[0].output_excerpt and "command tclsh -> tcl " in q[0].note
     assert res.rounds[0].feedback == "amend" and res.rounds[1].source == "amended"
     assert "apt-get install" in res.setup_script and "tcl" in res.setup_script and "RUN " in res.dockerfile
     # the loop's fix is a learnable lesson: a failed feedback step, then its repaired twin

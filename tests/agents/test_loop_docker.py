@@ -162,6 +162,33 @@ def test_a_test_target_needing_tclsh_gets_it_from_debian_and_verifies(tmp_path, 
     assert res.round == 2 and res.rounds[0].attribution.startswith("environment")
     assert res.rounds[1].source == "amended" and "tcl" in res.setup_script
     assert res.FAIL_TO_PASS == ["add"] and res.PASS_TO_PASS == ["zero"]
+    q = [s for s in steps(res) if s.rule == "debian-index"]
+    assert q and q[0].command == "apt-file search --regexp '^/(usr/)?s?bin/tclsh$'" and "-> tcl" in q[0].note
+
+
+DC_MAKEFILE = "all: calc\n\ncalc: calc.c\n\tcc -o calc calc.c\n\ncheck: all\n\tsh tests/run.sh\n"
+RUN_SH = ('check() {\n  want=$(echo "$2 $3 + p" | dc)\n  got=$(./calc "$2" "$3")\n'
+          '  if [ "$got" = "$want" ]; then echo "PASS: $1"; else echo "FAIL: $1"; fi\n}\ncheck zero 0 0\n')
+
+
+def test_a_tool_no_table_names_is_found_by_debians_index_and_installed(tmp_path, mint, docker_client):
+    """`make check` computes the expected values with `dc`, a tool the toolchain image lacks and
+    that no swemint table names: the run's "dc: not found" becomes a need, Debian's own file
+    index (apt-file, in an index image made on the build network) answers `dc`, the query and
+    its answer are in the trajectory, Execution amends the image and round 2 verifies."""
+    repo = Repo(tmp_path, "dccalc")
+    calc = CALC_C.replace(" - ", " * ")
+    repo.commit({"Makefile": DC_MAKEFILE, "calc.c": calc, "tests/run.sh": RUN_SH}, "2023-05-01T00:00:00")
+    inst = repo.instance({"tests/run.sh": RUN_SH + "check add 2 3\n"}, {"calc.c": CALC_C.replace(" - ", " + ")},
+                         "2023-05-02T00:00:00Z", "c")
+    res = mint(inst, repo.git_dir)
+    assert res.outcome == "verified", res.reason
+    assert res.round == 2 and res.rounds[0].attribution.startswith("environment: the image lacks command dc")
+    q = [s for s in steps(res) if s.rule == "debian-index"]
+    assert len(q) == 1 and q[0].command == "apt-file search --regexp '^/(usr/)?s?bin/dc$'"
+    assert "dc: /usr/bin/dc" in q[0].output_excerpt and q[0].note.startswith("index: command dc -> dc")
+    assert res.rounds[1].source == "amended" and "--no-install-recommends dc " in res.setup_script
+    assert res.FAIL_TO_PASS == ["add"] and res.PASS_TO_PASS == ["zero"]
 
 
 GO_MOD = "module example.com/calc\n\ngo 1.19\n"
