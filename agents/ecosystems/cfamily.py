@@ -76,8 +76,9 @@ class CBuild(BaseModel):
     ``cmake_minimum_required`` floor (None when absent). `cxx_std`: the highest C++ standard the
     build files name. `packages`: Debian packages to install at setup. `configure_flags` /
     `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
-    missing submodule would provide). `gtest`: GoogleTest output expected. `notes`: decisions
-    worth recording (missing submodules and their replacements)."""
+    missing submodule would provide). `gtest`: GoogleTest output expected. `sources`: missing
+    submodule path -> the Debian source package whose upstream tarball fills it (its own tests
+    then run). `notes`: decisions worth recording (missing submodules and their replacements)."""
 
     system: str
     cmake_min: str | None = None
@@ -90,6 +91,7 @@ class CBuild(BaseModel):
     make_target: str = "check"
     gtest: bool = False
     missing_submodules: list[str] = Field(default_factory=list)
+    sources: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -228,12 +230,45 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
             b.notes.append(f"git submodule {path} ({url}) is missing from the mirror and no Debian "
                            "replacement is known: the build may fail")
             continue
+        if hit.get("debian_source") and b.system == "autotools" and PLAIN_PATH.fullmatch(path) and ".." not in path:
+            b.sources[path] = hit["debian_source"]
+            _add(b.configure_flags, hit.get("source_configure"))
+            b.notes.append(f"{path} (a git submodule) is missing from the mirror: filled from Debian's source "
+                           f"package {hit['debian_source']} (its own tests run, as in a full clone)")
+            continue
         _add(b.packages, hit.get("packages"))
         _add(b.configure_flags, hit.get("configure"))
         _add(b.cmake_flags, hit.get("cmake"))
         _add(b.make_flags, hit.get("make"))
         b.notes.append(hit["note"])
     return b
+
+
+PLAIN_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}")
+"""A submodule path that may enter a command unquoted (anything else keeps the Debian-library route)."""
+SOURCE_FETCH = (
+    "export DEBIAN_FRONTEND=noninteractive && "
+    "for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do if [ -f \"$f\" ]; then "
+    "sed -n 's/^deb /deb-src /p' \"$f\"; fi; done > /tmp/swemint-src.list && "
+    "mv /tmp/swemint-src.list /etc/apt/sources.list.d/swemint-src.list && "
+    "for f in /etc/apt/sources.list.d/*.sources; do case $f in *-swemint-src.sources) ;; *) if [ -f \"$f\" ]; then "
+    "sed 's/^Types: deb$/Types: deb-src/' \"$f\" > \"${{f%.sources}}-swemint-src.sources\"; fi;; esac; done && "
+    "apt-get update -qq && rm -rf /tmp/swemint-src && mkdir -p /tmp/swemint-src && cd /tmp/swemint-src && "
+    "apt-get source --download-only -qq {package} && mkdir -p /testbed/{path} && "
+    "tar -xf \"$(ls {package}_*.orig.tar.* | head -n 1)\" -C /testbed/{path} --strip-components=1 && "
+    "cd / && rm -rf /tmp/swemint-src /etc/apt/sources.list.d/swemint-src.list /etc/apt/sources.list.d/*-swemint-src.sources "
+    "/var/lib/apt/lists/*")
+"""Fill a missing submodule's folder from the upstream tarball of Debian's source package (deb-src
+lines derived from the image's own apt sources, removed again)."""
+
+
+def source_fetch(path: str, package: str) -> str:
+    """The setup command filling `path` (a missing submodule) from Debian source `package`."""
+    from agents.debindex import DEBIAN_NAME
+
+    if not DEBIAN_NAME.fullmatch(package) or not PLAIN_PATH.fullmatch(path) or ".." in path:
+        raise ValueError(f"not a Debian package name and a plain path: {package!r} {path!r}")
+    return SOURCE_FETCH.format(package=package, path=path)
 
 
 def era_gcc(when: datetime | date | None) -> str:
@@ -339,6 +374,7 @@ class CFamily:
             setup.append(apt_install(b.packages))
         if b.missing_submodules:  # as a clone without `submodule update` has them (automake wants SUBDIRS)
             setup.append("mkdir -p " + " ".join(_q(p) for p in b.missing_submodules))
+        setup += [source_fetch(path, pkg) for path, pkg in b.sources.items()]
         tests = [f for f in touched]
         env = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         if b.system == "cmake":
@@ -408,7 +444,7 @@ class CFamily:
         log = "/tmp/swemint-build.log"
         prefix = (f"{make} > {log} 2>&1 || {{ tail -n 80 {log}; echo 'swemint: the build failed'; exit 2; }}; "
                   f"if [ -f {ENV_FILE} ]; then . {ENV_FILE}; fi; ")
-        alts = driver_test_specs(driver, tests, prefix=prefix)
+        alts = driver_test_specs(driver, tests, prefix=prefix, files=tree.files)
         setup = [make, *driver_env_setup(build, driver)]
         return alts[0].test_command, driver.spec.parser, alts, setup, driver_requirements(tree, driver)
 

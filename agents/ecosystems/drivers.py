@@ -56,6 +56,7 @@ class Selection(BaseModel):
     flag: str = ""
     root: str | None = None
     prefix: str = ""
+    skip: list[str] = Field(default_factory=list)
 
 
 class DriverSpec(BaseModel):
@@ -233,12 +234,43 @@ def _strip_suffix(path: str, suffixes: list[str]) -> str:
     return next((path[: -len(s)] for s in suffixes if path.endswith(s)), path)
 
 
-def _arguments(driver: Driver, sel: Selection, tests: list[str]) -> list[str]:
+def _stem(path: str, suffixes: list[str]) -> str:
+    """A test file's first name word, digits dropped (`basics/try_finally_return.py` -> `try`)."""
+    return re.sub(r"\d+$", "", _strip_suffix(PurePosixPath(path).name, suffixes).split("_")[0]).lower()
+
+
+def related_tests(driver: Driver, sel: Selection, tests: list[str], files: list[str]) -> list[str]:
+    """Every test file (`files`: the tree's) in the touched tests' folders, plus the test files
+    elsewhere under the driver's root whose name has a touched test's first word as a word
+    (`try_finally_return.py` -> `viper_try.py`, `import/try_module.py`): the touched tests'
+    regression neighbours. Folders named in the selection's `skip` are left out; stems shorter
+    than 3 characters add nothing beyond the folders."""
+    spec = driver.spec
+    root = (sel.root or spec.root or driver.folder).rstrip("/")
+    prefix = "" if root in ("", ".") else root + "/"
+    folders = {str(PurePosixPath(t).parent) for t in tests}
+    stems = {st for t in tests if len(st := _stem(t, spec.suffixes)) >= 3}
+    out: list[str] = []
+    for f in files:
+        if not f.startswith(prefix) or f == driver.path or not any(f.endswith(x) for x in spec.suffixes):
+            continue
+        parts = PurePosixPath(f[len(prefix):]).parts
+        if len(parts) < 2 or parts[0] in sel.skip or PurePosixPath(f).name.startswith(("_", ".")):
+            continue
+        words = {re.sub(r"\d+$", "", w).lower() for w in _strip_suffix(parts[-1], spec.suffixes).split("_")}
+        if str(PurePosixPath(f).parent) in folders or stems & words:
+            out.append(f)
+    return sorted(set(out) | set(tests))
+
+
+def _arguments(driver: Driver, sel: Selection, tests: list[str], files: list[str] | None = None) -> list[str]:
     spec = driver.spec
     base = driver.folder
     root = sel.root or spec.root or base
     if sel.kind == "files":
         return [_rel(t, base) for t in tests]
+    if sel.kind == "related":
+        return [_rel(t, base) for t in related_tests(driver, sel, tests, files)] if files else []
     if sel.kind == "dirs":
         dirs = list(dict.fromkeys(str(PurePosixPath(_rel(t, base)).parent) for t in tests))
         return ([sel.flag] if sel.flag else []) + [d for d in dirs if d != "."]
@@ -253,12 +285,14 @@ def _arguments(driver: Driver, sel: Selection, tests: list[str]) -> list[str]:
     raise ValueError(f"driver {spec.id}: unknown selection kind {sel.kind!r}")
 
 
-def driver_test_specs(driver: Driver, tests: list[str], prefix: str = "", interpreter: str = "python3") -> list[TestSpec]:
+def driver_test_specs(driver: Driver, tests: list[str], prefix: str = "", interpreter: str = "python3",
+                      files: list[str] | None = None) -> list[TestSpec]:
     """One TestSpec per selection of the driver (ranked as the data lists them), running it from
     its folder after `prefix` (a build step, an env file). The driver's `run` gets
     ``{interpreter}`` from its ``#!`` line (the spec's default without one), so it runs whether
     or not the tree kept its executable bit; `interpreter` replaces ``python3`` / ``python`` at
-    the start of the command. Every word from the tree is shell-quoted."""
+    the start of the command. `files`: the tree's files (the `related` selection reads them; without
+    them it is left out). Every word from the tree is shell-quoted."""
     spec = driver.spec
     run = shlex.split(spec.run.format(driver=PurePosixPath(driver.path).name,
                                       interpreter=driver.interpreter or spec.interpreter))
@@ -266,7 +300,7 @@ def driver_test_specs(driver: Driver, tests: list[str], prefix: str = "", interp
         run[0] = interpreter
     out: list[TestSpec] = []
     for sel in spec.select:
-        args = _arguments(driver, sel, tests)
+        args = _arguments(driver, sel, tests, files)
         if not [a for a in args if a != sel.flag]:
             continue
         words = " ".join(shlex.quote(w) for w in [*run, *spec.args, *args])
