@@ -39,12 +39,14 @@ class Diagnosis(BaseModel):
     - `packages`: Debian packages (missing_system) or modules (missing_module) to install.
     - `needs`: what the image lacks (missing_system), for the Debian index to answer with
       packages (`agents.debindex.DebianIndex.resolve`).
-    - `rule`: the rule id that found it (`llm` when the model did).
+    - `rule`: the rule id that found it (`llm` when the model did); `evidence`: the output line
+      it matched (what the memory learns the repair under).
     """
 
     model_config = ConfigDict(extra="forbid")
     kind: Kind
     detail: str = ""
+    evidence: str = ""
     toolchain: str | None = None
     packages: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
@@ -121,7 +123,7 @@ def _from_rule(rule: DiagnosisRule, m: re.Match[str], data: DiagnosisData, toolc
             return None
         what = need.label if need else rule.packages[0]
         return Diagnosis(kind="missing_system", detail=f"the image lacks {what}: {line}", packages=list(rule.packages),
-                         needs=[need] if need else [], rule=rule.id)
+                         needs=[need] if need else [], rule=rule.id, evidence=line)
     if rule.kind == "missing_module":
         mod = _group(m, "module")
         return Diagnosis(kind="missing_module", detail=line, packages=[mod] if mod else [], rule=rule.id) \

@@ -358,7 +358,7 @@ class Loop(Planner):
         so the memory learns the loop's fix like a repaired setup step."""
         rule = f"feedback:{self.run.instance.repo}"
         self.run.traj(StepRecord(agent="verification", rule=rule, command=f"attribution {att.kind}", exit_code=1,
-                                 output_excerpt=att.detail[-2000:]))
+                                 output_excerpt=(att.evidence or att.detail)[-2000:]))
         self.pending_evidence = (rule, f"attribution {att.kind}", json.dumps(actions))
 
     def _learned_feedback(self, verdict: Verdict) -> None:

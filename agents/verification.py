@@ -83,6 +83,8 @@ class Attribution(BaseModel):
     needs: list[Need] = Field(default_factory=list)
     toolchain: str | None = None
     rule: str = ""
+    evidence: str = ""
+    """The output line a rule matched (the memory learns the loop's fix under it)."""
 
 
 class Verdict(BaseModel):
@@ -216,7 +218,7 @@ def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan
             return Attribution(kind="toolchain", detail=d.detail, toolchain=d.toolchain, rule=d.rule)
         if d.kind == "missing_system":
             return Attribution(kind="environment", detail=d.detail, packages=d.packages, needs=d.needs,
-                               install="system", rule=d.rule)
+                               install="system", rule=d.rule, evidence=d.evidence)
         if d.kind == "missing_module":
             return Attribution(kind="environment", detail=d.detail, packages=d.packages, install="module", rule=d.rule)
     if outcome == "tests_not_run" or not any(r.statuses for r in after_reps):

@@ -167,6 +167,12 @@ def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifie
 
     lessons, _ = candidates(steps(res), "go", inst.instance_id)
     assert any(a.kind == "apt" and a.packages == ["tcl"] for e, _ in lessons for a in e.actions)
+    # learned as an `apt` action (no shell text from the output) under a generalised signature
+    import re
+
+    [lesson] = [e for e, _ in lessons if any(a.kind == "apt" for a in e.actions)]
+    assert {a.kind for a in lesson.actions} == {"apt"} and not lesson.negative
+    assert re.search(lesson.error_signature, "You need tcl 8.6 or newer in order to run the test suite", re.I)
 
 
 def test_a_reused_environment_that_does_not_verify_falls_back_to_a_full_build(tmp_path, monkeypatch):
