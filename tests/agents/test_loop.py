@@ -175,6 +175,33 @@ def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifie
     assert re.search(lesson.error_signature, "You need tcl 8.6 or newer in order to run the test suite", re.I)
 
 
+def test_a_build_that_gives_up_on_a_missing_header_is_replanned_with_its_debian_package(tmp_path, monkeypatch):
+    """Execution gives up (no repair rounds) on "fatal error: zlib.h"; planning asks Debian's
+    index for the header, the next build installs the answer first, and round 2 verifies."""
+    eco = Toy(versions=("1.19",))
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+
+    def apt(cmd, sb):
+        sb.put_file("/usr/include/zlib.h", b"/* zlib */")
+        return 0, "installed"
+
+    f.on(r"apt-get install .*\bzlib1g-dev\b", apt)
+    f.on(r"apt-file search --regexp .*zlib", (0, "libpoco-dev: /usr/include/Poco/zlib.h\nzlib1g-dev: /usr/include/zlib.h\n"))
+    f.on(r"^fetch-deps$", lambda cmd, sb: (0, "ok") if "/usr/include/zlib.h" in sb.files else
+         (1, "cgo: x.c:1:10: fatal error: zlib.h: No such file or directory\ncompilation terminated.\n"))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    inst, git_dir = instance_on(tmp_path)
+    cfg = config(tmp_path).model_copy(update={"repair": {"rounds": 0}})
+    res = mint_instance(inst, git_dir, MintConfig.model_validate(cfg.model_dump()), factory=f)
+    assert res.outcome == "verified", res.reason
+    assert res.round == 2 and res.rounds[0].feedback == "replan: apt zlib1g-dev (missing-header)"
+    assert eco.requests[-1].apt == ["zlib1g-dev"] and "zlib1g-dev" in res.setup_script
+    q = [s for s in steps(res) if s.rule == "debian-index"]
+    assert q and q[0].command == "apt-file search --regexp '^/usr/include/(.+/)?zlib\\.h$'"
+
+
 def test_a_reused_environment_that_does_not_verify_falls_back_to_a_full_build(tmp_path, monkeypatch):
     eco = Toy(versions=("1.19",))
     force_ecosystem(monkeypatch, eco)
