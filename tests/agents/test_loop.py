@@ -193,8 +193,8 @@ def test_a_build_that_gives_up_on_a_missing_header_is_replanned_with_its_debian_
     f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
          else (1, events({"TestAdd": "fail"})))
     inst, git_dir = instance_on(tmp_path)
-    cfg = config(tmp_path).model_copy(update={"repair": {"rounds": 0}})
-    res = mint_instance(inst, git_dir, MintConfig.model_validate(cfg.model_dump()), factory=f)
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}, repair={"rounds": 0})
+    res = mint_instance(inst, git_dir, cfg, factory=f)
     assert res.outcome == "verified", res.reason
     assert res.round == 2 and res.rounds[0].feedback == "replan: apt zlib1g-dev (missing-header)"
     assert eco.requests[-1].apt == ["zlib1g-dev"] and "zlib1g-dev" in res.setup_script
