@@ -1,7 +1,8 @@
 """Debian's file index as the answer to a missing command, header or library (agents.debindex):
 queries from data, answers captured from `apt-file search` in Debian bookworm, the ranking, the
 trajectory steps, the cache, and what a test driver says it needs (agents.ecosystems.drivers).
-The Docker-backed twin (a real apt-file) is in test_debindex_docker.py."""
+The Docker-backed cases (a real apt-file) are in test_loop_docker.py (tclsh, dc) and
+ecosystems/test_drivers_docker.py (a driver's tclsh before round 1)."""
 
 from __future__ import annotations
 
