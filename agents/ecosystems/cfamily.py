@@ -78,7 +78,7 @@ class CBuild(BaseModel):
     `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
     missing submodule would provide). `gtest`: GoogleTest output expected. `sources`: missing
     submodule path -> the Debian source package whose upstream tarball fills it (its own tests
-    then run). `notes`: decisions worth recording (missing submodules and their replacements)."""
+    then run); `source_flags`: path -> (configure flags when it was filled, flags when not). `notes`: decisions worth recording (missing submodules and their replacements)."""
 
     system: str
     cmake_min: str | None = None
@@ -92,6 +92,7 @@ class CBuild(BaseModel):
     gtest: bool = False
     missing_submodules: list[str] = Field(default_factory=list)
     sources: dict[str, str] = Field(default_factory=dict)
+    source_flags: dict[str, tuple[list[str], list[str]]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -232,9 +233,11 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
             continue
         if hit.get("debian_source") and b.system == "autotools" and PLAIN_PATH.fullmatch(path) and ".." not in path:
             b.sources[path] = hit["debian_source"]
-            _add(b.configure_flags, hit.get("source_configure"))
+            b.source_flags[path] = (list(hit.get("source_configure") or []), list(hit.get("configure") or []))
+            _add(b.packages, hit.get("packages"))  # the fallback when Debian's source cannot be fetched
             b.notes.append(f"{path} (a git submodule) is missing from the mirror: filled from Debian's source "
-                           f"package {hit['debian_source']} (its own tests run, as in a full clone)")
+                           f"package {hit['debian_source']} (its own tests run, as in a full clone); where it "
+                           f"cannot be fetched: {hit['note']}")
             continue
         _add(b.packages, hit.get("packages"))
         _add(b.configure_flags, hit.get("configure"))
@@ -254,12 +257,26 @@ SOURCE_FETCH = (
     "for f in /etc/apt/sources.list.d/*.sources; do case $f in *-swemint-src.sources) ;; *) if [ -f \"$f\" ]; then "
     "sed 's/^Types: deb$/Types: deb-src/' \"$f\" > \"${{f%.sources}}-swemint-src.sources\"; fi;; esac; done && "
     "apt-get update -qq && rm -rf /tmp/swemint-src && mkdir -p /tmp/swemint-src && cd /tmp/swemint-src && "
-    "apt-get source --download-only -qq {package} && mkdir -p /testbed/{path} && "
-    "tar -xf \"$(ls {package}_*.orig.tar.* | head -n 1)\" -C /testbed/{path} --strip-components=1 && "
+    "{{ apt-get source --download-only --tar-only -qq {package} && mkdir -p /testbed/{path} && "
+    "tar -xf \"$(ls {package}_*.orig.tar.* | head -n 1)\" -C /testbed/{path} --strip-components=1 || "
+    "echo 'swemint: Debian source {package} unavailable: the Debian library is used'; }}; "
     "cd / && rm -rf /tmp/swemint-src /etc/apt/sources.list.d/swemint-src.list /etc/apt/sources.list.d/*-swemint-src.sources "
     "/var/lib/apt/lists/*")
 """Fill a missing submodule's folder from the upstream tarball of Debian's source package (deb-src
 lines derived from the image's own apt sources, removed again)."""
+
+
+def configure_command(b: CBuild) -> str:
+    """``./configure`` with `b.configure_flags`; with submodules filled from Debian source, their
+    flags depend on whether the fetch filled them (``configure.ac`` there), so a source Debian
+    no longer serves falls back to the Debian library."""
+    plain = " ".join(["./configure", *b.configure_flags])
+    if not b.source_flags:
+        return plain
+    test = " && ".join(f"[ -f {_q(p + '/configure.ac')} ]" for p in b.source_flags)
+    filled = [f for fl, _ in b.source_flags.values() for f in fl]
+    library = [f for _, fl in b.source_flags.values() for f in fl]
+    return f"if {test}; then {' '.join([plain, *filled])}; else {' '.join([plain, *library])}; fi"
 
 
 def source_fetch(path: str, package: str) -> str:
@@ -393,7 +410,7 @@ class CFamily:
         elif b.system == "autotools":
             if not b.configure_committed:
                 setup.append("autoreconf -fi")
-            setup.append(" ".join(["./configure", *b.configure_flags]))
+            setup.append(configure_command(b))
             setup.append(f"make -j{JOBS}")
             setup.append(f"make -j{JOBS} check TESTS=")
             test_command = f"make -j{JOBS} -k check"

@@ -80,7 +80,8 @@ def test_jq_like_autotools_uses_debian_oniguruma(tmp_path):
     assert b.system == "autotools" and not b.configure_committed
     # the missing submodule is filled from Debian's source package, so its own tests run
     assert b.sources == {"modules/oniguruma": "libonig"}
-    assert "--with-oniguruma=builtin" in b.configure_flags and "--with-oniguruma=yes" not in b.configure_flags
+    assert b.source_flags == {"modules/oniguruma": (["--with-oniguruma=builtin"], ["--with-oniguruma=yes"])}
+    assert "libonig-dev" in b.packages  # the fallback when Debian no longer serves the source
     assert {"--disable-valgrind", "--disable-docs"} <= set(b.configure_flags)
     assert any("oniguruma" in n and "Debian's source package libonig" in n for n in b.notes)
     # a submodule path that is not plain keeps the Debian-library route
@@ -99,11 +100,13 @@ def test_autotools_plan_runs_make_check_with_automake_parser(tmp_path, images):
     # the submodule directory, filled from the upstream tarball of Debian's source package
     assert plan.setup_commands[1] == "mkdir -p modules/oniguruma"
     fetch = plan.setup_commands[2]
-    assert "apt-get source --download-only -qq libonig" in fetch and "-C /testbed/modules/oniguruma" in fetch
-    assert "deb-src" in fetch and fetch.endswith("/var/lib/apt/lists/*")
+    assert "apt-get source --download-only --tar-only -qq libonig" in fetch and "-C /testbed/modules/oniguruma" in fetch
+    assert "deb-src" in fetch and fetch.endswith("/var/lib/apt/lists/*") and "unavailable" in fetch
+    conf = "./configure --disable-valgrind --disable-docs"
     assert plan.setup_commands[3:] == [
         "autoreconf -fi",
-        "./configure --disable-valgrind --disable-docs --with-oniguruma=builtin",
+        f"if [ -f modules/oniguruma/configure.ac ]; then {conf} --with-oniguruma=builtin; "
+        f"else {conf} --with-oniguruma=yes; fi",
         "make -j2", "make -j2 check TESTS="]
     assert plan.test_command == "make -j2 -k check" and plan.parser == "automake_log"
     assert plan.report_path is None
