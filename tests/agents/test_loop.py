@@ -131,23 +131,30 @@ def test_the_first_test_configuration_finds_nothing_the_second_verifies_round_2(
     assert "go test -json -count=1" in res.test_command
 
 
-def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifies(tmp_path, monkeypatch):
-    """The C failure a new user saw ("You need tcl 8.5 or newer"): the test target needs tclsh;
-    Verification names the Debian package, Execution amends the image, round 2 verifies."""
+def debian_toy(monkeypatch, path: str, package: str):
+    """(Toy ecosystem, fake factory) where installing Debian `package` creates `path`."""
     eco = Toy(versions=("1.19",))
     force_ecosystem(monkeypatch, eco)
     f = FakeSandboxFactory(run_id="t")
 
     def apt(cmd, sb):
-        sb.put_file("/usr/bin/tclsh", b"#!tcl")
-        return 0, "installed tcl"
+        sb.put_file(path, b"installed")
+        return 0, f"installed {package}"
+
+    f.on(rf"apt-get install .*\b{package}\b", apt)
+    return eco, f
+
+
+def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifies(tmp_path, monkeypatch):
+    """The C failure a new user saw ("You need tcl 8.5 or newer"): the test target needs tclsh;
+    Verification names the Debian package, Execution amends the image, round 2 verifies."""
+    eco, f = debian_toy(monkeypatch, "/usr/bin/tclsh", "tcl")
 
     def tests(cmd, sb):
         if "/usr/bin/tclsh" not in sb.files:
             return 2, "You need tcl 8.5 or newer in order to run the test suite\n"
         return (0, events({"TestAdd": "pass"})) if patched(sb) else (1, events({"TestAdd": "fail"}))
 
-    f.on(r"apt-get install .*\btcl\b", apt)
     f.on(r"apt-file search --regexp .*tclsh", (0, "tcl8.6-dbg: /usr/bin/tclsh\ntcl: /usr/bin/tclsh\n"))
     f.on(r"go test -json", tests)
     inst, git_dir = instance_on(tmp_path)
@@ -178,15 +185,7 @@ def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifie
 def test_a_build_that_gives_up_on_a_missing_header_is_replanned_with_its_debian_package(tmp_path, monkeypatch):
     """Execution gives up (no repair rounds) on "fatal error: zlib.h"; planning asks Debian's
     index for the header, the next build installs the answer first, and round 2 verifies."""
-    eco = Toy(versions=("1.19",))
-    force_ecosystem(monkeypatch, eco)
-    f = FakeSandboxFactory(run_id="t")
-
-    def apt(cmd, sb):
-        sb.put_file("/usr/include/zlib.h", b"/* zlib */")
-        return 0, "installed"
-
-    f.on(r"apt-get install .*\bzlib1g-dev\b", apt)
+    eco, f = debian_toy(monkeypatch, "/usr/include/zlib.h", "zlib1g-dev")
     f.on(r"apt-file search --regexp .*zlib", (0, "libpoco-dev: /usr/include/Poco/zlib.h\nzlib1g-dev: /usr/include/zlib.h\n"))
     f.on(r"^fetch-deps$", lambda cmd, sb: (0, "ok") if "/usr/include/zlib.h" in sb.files else
          (1, "cgo: x.c:1:10: fatal error: zlib.h: No such file or directory\ncompilation terminated.\n"))
