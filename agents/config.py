@@ -97,6 +97,10 @@ class RepairConfig(BaseModel):
     one date bound lifted per attempt)."""
     probe_rounds: int = Field(default=4, ge=1)
     """Attempts of one probe of the environment (the test runner starts, collection)."""
+    debian_index: bool = True
+    """Answer a missing command, header, library or pkg-config module with the Debian package
+    Debian's file index names (apt-file in an index image made once per base image on the build
+    network; `agents.debindex`). False: such needs go unanswered (the LLM or memory may still fix them)."""
 
 
 class LoopConfig(BaseModel):

@@ -2,10 +2,12 @@
 incremental repair; here also -> the next plan).
 
 `diagnose(text, ecosystem, toolchain)` applies the ecosystem's own `diagnose` hook, then the
-shared rules of `agents/ecosystems/recipes/diagnosis.yaml` (data: a command the image lacks ->
-its Debian package, a standard-library package -> the Go release that added it, version
-phrases in skip reasons, ...). The answer is a `Diagnosis`; None when no rule knows the cause
-(then the LLM may be asked, under `hybrid`).
+shared rules of `agents/ecosystems/recipes/diagnosis.yaml` (data: a command, header, shared or
+link library or pkg-config module the image lacks -> a `Need` that Execution answers from
+Debian's own file index (`agents.debindex`), a standard-library package -> the Go release that
+added it, version phrases in skip reasons, ...). The answer is a `Diagnosis`; None when no rule
+knows the cause (then the LLM may be asked, under `hybrid`). `needs_in(text)` gives every need a
+text names (a repository's test driver read at analysis time).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.debindex import Need, NeedKind
 from agents.ecosystems.base import hook
 
 RULES_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "diagnosis.yaml"
@@ -34,14 +37,19 @@ class Diagnosis(BaseModel):
     - `kind`: see `Kind`; `detail`: one line for the row and the trajectory.
     - `toolchain`: a version constraint for the next plan (`>=1.16`, `<3.12`, `>1.19.8`).
     - `packages`: Debian packages (missing_system) or modules (missing_module) to install.
-    - `rule`: the rule id that found it (`llm` when the model did).
+    - `needs`: what the image lacks (missing_system), for the Debian index to answer with
+      packages (`agents.debindex.DebianIndex.resolve`).
+    - `rule`: the rule id that found it (`llm` when the model did); `evidence`: the output line
+      it matched (what the memory learns the repair under).
     """
 
     model_config = ConfigDict(extra="forbid")
     kind: Kind
     detail: str = ""
+    evidence: str = ""
     toolchain: str | None = None
     packages: list[str] = Field(default_factory=list)
+    needs: list[Need] = Field(default_factory=list)
     rule: str = ""
 
 
@@ -54,17 +62,18 @@ class DiagnosisRule(BaseModel):
     kind: Kind
     ecosystems: list[str] = Field(default_factory=list)
     packages: list[str] = Field(default_factory=list)
+    needs: NeedKind | None = None
+    name: str | None = None
     min: str | None = None
     max: str | None = None
     scope: list[Literal["output", "skip"]] = Field(default_factory=lambda: ["output", "skip"])
 
 
 class DiagnosisData(BaseModel):
-    """The data file: commands and C headers -> Debian packages, rules, Go std packages -> release."""
+    """The data file: the Debian index queries (`agents.debindex`), rules, Go std packages -> release."""
 
     model_config = ConfigDict(extra="forbid")
-    commands: dict[str, str] = Field(default_factory=dict)
-    headers: dict[str, str] = Field(default_factory=dict)
+    index: dict = Field(default_factory=dict)
     rules: list[DiagnosisRule] = Field(default_factory=list)
     go_std_since: dict[str, str] = Field(default_factory=dict)
 
@@ -94,22 +103,27 @@ def _group(m: re.Match[str], *names: str) -> str | None:
     return None
 
 
+def _need(rule: DiagnosisRule, m: re.Match[str]) -> Need | None:
+    """The rule's need: its kind, the `name` group (or the rule's fixed name); None when the name
+    is not a plain token."""
+    name = rule.name or _group(m, "name")
+    if rule.needs is None or not name:
+        return None
+    try:
+        return Need(kind=rule.needs, name=name)
+    except ValueError:
+        return None
+
+
 def _from_rule(rule: DiagnosisRule, m: re.Match[str], data: DiagnosisData, toolchain: str | None) -> Diagnosis | None:
     line = m.group(0).strip()[:200]
     if rule.kind == "missing_system":
-        pkgs = list(rule.packages)
-        cmd = _group(m, "cmd")
-        if not pkgs and cmd:
-            pkg = data.commands.get(cmd) or data.commands.get(cmd.lower())
-            pkgs = [pkg] if pkg else []
-        header = _group(m, "header")
-        if not pkgs and header:
-            pkg = data.headers.get(header)
-            pkgs, cmd = ([pkg] if pkg else []), header
-        if not pkgs:
+        need = _need(rule, m)
+        if need is None and not rule.packages:
             return None
-        return Diagnosis(kind="missing_system", detail=f"the image lacks {cmd or pkgs[0]}: {line}",
-                         packages=pkgs, rule=rule.id)
+        what = need.label if need else rule.packages[0]
+        return Diagnosis(kind="missing_system", detail=f"the image lacks {what}: {line}", packages=list(rule.packages),
+                         needs=[need] if need else [], rule=rule.id, evidence=line)
     if rule.kind == "missing_module":
         mod = _group(m, "module")
         return Diagnosis(kind="missing_module", detail=line, packages=[mod] if mod else [], rule=rule.id) \
@@ -159,3 +173,18 @@ def diagnose(text: str, ecosystem: str, toolchain: str | None = None, *, scope: 
             if found is not None:
                 return found
     return None
+
+
+def needs_in(text: str) -> list[Need]:
+    """Every need the shared `missing_system` rules find in `text` (each once, in order): what a
+    test driver's own messages say it requires (`You need tcl 8.5 or newer` -> command tclsh)."""
+    text = (text or "")[-MAX_TEXT * 5:]
+    out: list[Need] = []
+    for rule in load_rules().rules:
+        if rule.kind != "missing_system" or rule.ecosystems or rule.needs is None:
+            continue
+        for m in _compiled(rule.pattern).finditer(text):
+            need = _need(rule, m)
+            if need is not None and need not in out:
+                out.append(need)
+    return out

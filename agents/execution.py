@@ -2,14 +2,19 @@
 and gives up after a bound *with a diagnosis* that goes back to planning.
 
 The repair chain of a failed step, for every ecosystem, at most `repair.rounds` times per step:
-the ecosystem's rules (`Ecosystem.repair`), then the shared diagnosis rules (a command the image
-lacks -> its Debian package, `agents.diagnosis`), then the experience memory (its actions run by
+the ecosystem's rules (`Ecosystem.repair`), then the shared diagnosis rules (a command, header or
+library the image lacks -> the Debian package that Debian's file index names for it,
+`agents.diagnosis` + `agents.debindex`; the query and its answer are trajectory steps
+`debian-index`), then the experience memory (its actions run by
 `apply_actions`), then the LLM tool loop (policy `hybrid`; under `llm` the model repairs every
 failure and the rules are skipped). Each try is a trajectory step; rules are `recipe:<eco>:<n>`
 for the n-th command and its retries, and each repair's note starts with `repair:`, so
 `agents.memory.learn` sees one attempt chain. When nothing repairs a step, `SetupOutcome.diagnosis`
 says why in terms the loop acts on (a newer toolchain, another route); a memory `toolchain`
 action is such a diagnosis too (it changes the plan, not the running build).
+
+Before the first setup step, what the plan says the tests need (`Plan.needs`, `Plan.ci_packages`:
+read from a test driver and the CI at analysis time) is answered by the index and installed.
 
 `amend_commands` are what the loop adds to a committed environment after Verification found it
 lacking (a Debian package, a module): run in a sandbox of that image and committed again.
@@ -25,6 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.debindex import index_for
 from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Plan, hook
 from agents.ecosystems.debian import apt_install
@@ -52,6 +58,8 @@ class Job:
     language: str
     candidate: object | None = None
     extra: dict = field(default_factory=dict)
+    index: object | None = None
+    """The `agents.debindex.DebianIndex` of the plan's base image (None: no index queries)."""
 
 
 class SetupOutcome(BaseModel):
@@ -121,6 +129,16 @@ def run_setup(job: Job) -> SetupOutcome:
     failed: list[tuple[str, int]] = []
     tried: set[str] = set()
     rules = config.policy != "llm"
+    first = system_packages(job)
+    if first:
+        r = job.sb.exec(first, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup")
+        job.traj(StepRecord(agent="execution", rule=f"recipe:{eco.name}:needs", command=first, exit_code=r.exit_code,
+                            output_excerpt=_tail(r.output), duration=round(r.duration, 2),
+                            note="what the plan's tests need, from Debian's index"))
+        if r.ok:
+            done.append(first)
+        else:
+            failed.append((first, r.exit_code or 0))
     for n, cmd in enumerate(list(plan.setup_commands) + list(plan.post_commands)):
         if time.monotonic() > job.deadline:
             raise SandboxTimeout("instance time limit reached during setup", instance_id=job.instance.instance_id,
@@ -182,9 +200,10 @@ def _next_repair(job: Job, cmd: str, output: str, tried: set[str], rules: bool):
             return fix, {}, json.dumps([{"kind": "shell", "command": f} for f in fix]), f"repair:{eco.name}", None, False
         diag = diagnose(output, eco.name, plan.toolchain, eco=eco)
         if diag is not None and diag.kind == "missing_system":
-            fix = [apt_install(diag.packages)]
-            if "\n".join(fix) + "{}" not in tried:
-                return fix, {}, json.dumps([{"kind": "apt", "packages": diag.packages}]), f"diagnosis:{diag.rule}", \
+            pkgs = resolve_packages(job.index, diag, job.sb)
+            fix = [apt_install(pkgs)] if pkgs else []
+            if fix and "\n".join(fix) + "{}" not in tried:
+                return fix, {}, json.dumps([{"kind": "apt", "packages": pkgs}]), f"diagnosis:{diag.rule}", \
                     None, False
         if diag is not None and diag.kind == "missing_module" and (cmd_ := install_command(eco, diag.packages)):
             fix = [cmd_]
@@ -230,6 +249,28 @@ def _next_repair(job: Job, cmd: str, output: str, tried: set[str], rules: bool):
     return None, {}, "", "", None, False
 
 
+def resolve_packages(index, diag: Diagnosis, sb=None) -> list[str]:
+    """The Debian packages of a `missing_system` diagnosis: its `packages`, then what `index`
+    (a `DebianIndex`, None: none) answers for its `needs` (commands `sb` has are not asked)."""
+    pkgs = list(diag.packages)
+    if diag.needs and index is not None:
+        got, _ = index.resolve(list(diag.needs), sb)
+        pkgs += [p for p in got if p not in pkgs]
+    return pkgs
+
+
+def system_packages(job: Job) -> str | None:
+    """The command installing what `job.plan` says its tests need (`Plan.needs` answered by the
+    index, `Plan.ci_packages` this suite has), or None when nothing is missing."""
+    plan, index = job.plan, job.index
+    if index is None or not (plan.needs or plan.ci_packages):
+        return None
+    pkgs, _ = index.resolve(list(plan.needs), job.sb) if plan.needs else ([], [])
+    if plan.ci_packages:
+        pkgs += [p for p in index.available(list(plan.ci_packages)) if p not in pkgs]
+    return apt_install(pkgs) if pkgs else None
+
+
 def amend_commands(eco: object, kind: str, packages: list[str]) -> list[str]:
     """The commands adding what Verification found missing: Debian `packages` (kind
     `missing_system`) or modules through the ecosystem's installer (`missing_module`)."""
@@ -264,7 +305,8 @@ def build_environment(run, eco, plan: Plan):
     with run.factory.sandbox(spec, run.log_path) as sb:
         lay_out_repository(sb, run.tree, run.instance.base_commit, log_path=run.log_path)
         job = Job(sb=sb, eco=eco, plan=plan, instance=run.instance, tree=run.tree, config=cfg, helper=run.helper,
-                  traj=run.traj, log_path=run.log_path, deadline=run.deadline, language=run.language)
+                  traj=run.traj, log_path=run.log_path, deadline=run.deadline, language=run.language,
+                  index=index_for(run, plan.image) if cfg.repair.debian_index else None)
         build = hook(eco, "build")
         outcome = build(job) if build else run_setup(job)
         setup_script = render_setup_script(outcome.commands, outcome.env, outcome.failed)

@@ -17,7 +17,8 @@ the loop and its bounds and nothing language-specific.
    is this instance's pooled image (`--reverify`), else a reuse candidate adapted by EnvPatch,
    else a full build. Execution giving up with a diagnosis re-plans (another toolchain, the next
    candidate route, an LLM plan under `hybrid`). Verification's attribution goes to whoever can
-   fix it: `environment` -> Execution amends the image (a Debian package, a module);
+   fix it: `environment` -> Execution amends the image (a module, or the Debian package that
+   Debian's file index names for a missing command, header or library: `agents.debindex`);
    `toolchain` -> a plan on another toolchain; `test_config` -> the next test configuration (the
    LLM's under `hybrid` when the rules have none left); a reused environment that does not verify
    -> a full build, unless the result is the task's own (`task`); `genuine` / `flaky` -> final.
@@ -33,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agents.analysis import RepoProfile
+from agents.debindex import index_for
 from agents.config import MintConfig
 from agents.context import Environment, MintRun, Trajectory
 from agents.ecosystems.base import PlanRequest, TestSpec
@@ -293,7 +295,7 @@ class Loop(Planner):
             asked = llm_attribution(self.run.helper, self.run.instance, self.plan, verdict, self.run.traj)
             if asked is not None:
                 att = asked
-        key = f"{att.kind}:{att.rule}:{','.join(att.packages)}:{att.toolchain}"
+        key = f"{att.kind}:{att.rule}:{','.join(att.packages + [n.label for n in att.needs])}:{att.toolchain}"
         if env.source == "reused" and att.kind != "task":
             self.run.traj(StepRecord(agent="flow", rule="reuse:rejected",
                                      note=f"{env.reused_from} does not verify ({verdict.outcome}: {att.kind}); "
@@ -304,6 +306,9 @@ class Loop(Planner):
         self.done.add(key)
         if att.kind == "environment" and att.install == "module":
             att = att.model_copy(update={"packages": [p for p in att.packages if not self._own_module(p)]})
+        if att.kind == "environment" and att.install == "system" and att.needs and self.cfg.repair.debian_index:
+            found, _ = index_for(self.run, self.plan.image).resolve(list(att.needs))
+            att = att.model_copy(update={"packages": list(att.packages) + [p for p in found if p not in att.packages]})
         if att.kind == "environment" and att.packages:
             kind = "missing_system" if att.install == "system" else "missing_module"
             cmds = amend_commands(self.eco, kind, att.packages) if kind == "missing_system" else \
@@ -353,7 +358,7 @@ class Loop(Planner):
         so the memory learns the loop's fix like a repaired setup step."""
         rule = f"feedback:{self.run.instance.repo}"
         self.run.traj(StepRecord(agent="verification", rule=rule, command=f"attribution {att.kind}", exit_code=1,
-                                 output_excerpt=att.detail[-2000:]))
+                                 output_excerpt=(att.evidence or att.detail)[-2000:]))
         self.pending_evidence = (rule, f"attribution {att.kind}", json.dumps(actions))
 
     def _learned_feedback(self, verdict: Verdict) -> None:

@@ -130,9 +130,24 @@ class Planner:
 
     # -- back to planning ---------------------------------------------------------------------
     def on_setup_failure(self, outcome) -> str | None:
-        """The next step after Execution gave up: a plan on another toolchain, the next candidate
-        route, or (hybrid) the LLM's plan; None when nothing is left."""
+        """The next step after Execution gave up: the same plan with the Debian packages a
+        `missing_system` diagnosis needs installed first (Debian's file index answers its needs:
+        ecosystems with their own builder, e.g. Python's, reach them here), a plan on another
+        toolchain, the next candidate route, or (hybrid) the LLM's plan; None when nothing is left."""
         d = outcome.diagnosis
+        if d is not None and d.kind == "missing_system" and (d.needs or d.packages):
+            from agents.debindex import index_for
+            from agents.execution import resolve_packages
+
+            index = index_for(self.run, self.plan.image) if self.cfg.repair.debian_index else None
+            new = [p for p in resolve_packages(index, d) if p not in self.request.apt]
+            key = f"apt:{','.join(new)}"
+            if new and key not in self.done:
+                self.done.add(key)
+                req = self.request.model_copy(update={"apt": list(self.request.apt) + new,
+                                                      "reasons": list(self.request.reasons) + [d.detail[:200]]})
+                if self.replan(req, d.detail):
+                    return f"replan: apt {' '.join(new)} ({d.rule})"
         if d is not None and d.kind.startswith("toolchain") and d.toolchain:
             key = f"toolchain:{d.toolchain}"
             if key not in self.done:

@@ -34,6 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.debindex import Need
 from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Plan, hook, is_pytest
 from agents.models import Instance, StepRecord
@@ -69,7 +70,8 @@ class Attribution(BaseModel):
     """Who can fix a result short of `verified` (see the module docstring).
 
     `packages`: Debian packages (`environment` with `install="system"`) or modules
-    (`install="module"`); `toolchain`: the constraint for the next plan; `rule`: the rule id
+    (`install="module"`); `needs`: what the image lacks, for Debian's file index to answer with
+    packages (`install="system"`, `agents.debindex`); `toolchain`: the constraint for the next plan; `rule`: the rule id
     or `llm`; `detail`: one line of evidence.
     """
 
@@ -78,8 +80,11 @@ class Attribution(BaseModel):
     detail: str = ""
     packages: list[str] = Field(default_factory=list)
     install: Literal["system", "module", ""] = ""
+    needs: list[Need] = Field(default_factory=list)
     toolchain: str | None = None
     rule: str = ""
+    evidence: str = ""
+    """The output line a rule matched (the memory learns the loop's fix under it)."""
 
 
 class Verdict(BaseModel):
@@ -214,7 +219,8 @@ def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan
         if d.kind.startswith("toolchain"):
             return Attribution(kind="toolchain", detail=d.detail, toolchain=d.toolchain, rule=d.rule)
         if d.kind == "missing_system":
-            return Attribution(kind="environment", detail=d.detail, packages=d.packages, install="system", rule=d.rule)
+            return Attribution(kind="environment", detail=d.detail, packages=d.packages, needs=d.needs,
+                               install="system", rule=d.rule, evidence=d.evidence)
         if d.kind == "missing_module":
             return Attribution(kind="environment", detail=d.detail, packages=d.packages, install="module", rule=d.rule)
     if outcome == "tests_not_run" or not any(r.statuses for r in after_reps):

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.debindex import Need
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from envpool.images import ImageConfig
@@ -83,6 +84,11 @@ class Plan(BaseModel):
       `build`: the build route of the candidate plan (`maven`, `cmake`, `uv`, ...).
     - `language`: the row language the plan is for (swemint's vocabulary).
     - `test_alternatives`: further test configurations, tried in order when T finds nothing.
+    - `needs`: what the tests need that the image may lack, read at analysis time (a test
+      driver's `You need tcl 8.5 or newer`: command tclsh); Execution answers them from Debian's
+      file index and installs the packages before the setup commands (`agents.debindex`).
+      `ci_packages`: Debian package names the project's CI installs for those tests, installed
+      with them where this suite has them.
     - `state`: ecosystem-private facts its hooks need later (JSON-able).
     """
 
@@ -104,6 +110,8 @@ class Plan(BaseModel):
     test_files: list[str] = Field(default_factory=list)
     test_alternatives: list[TestSpec] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    needs: list[Need] = Field(default_factory=list)
+    ci_packages: list[str] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
 
     def test_spec(self) -> TestSpec:

@@ -42,7 +42,8 @@ from agents.ecosystems.base import PlanRequest, PolyPlan, Route
 from agents.ecosystems.toolchain import constrained
 from envpool.errors import EnvBuildError
 from agents.ecosystems.debian import apt_install, era_time
-from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_tests, find_drivers, make_build, driver_test_specs
+from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_requirements, driver_tests, find_drivers, \
+    make_build, driver_test_specs
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 
@@ -75,8 +76,9 @@ class CBuild(BaseModel):
     ``cmake_minimum_required`` floor (None when absent). `cxx_std`: the highest C++ standard the
     build files name. `packages`: Debian packages to install at setup. `configure_flags` /
     `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
-    missing submodule would provide). `gtest`: GoogleTest output expected. `notes`: decisions
-    worth recording (missing submodules and their replacements)."""
+    missing submodule would provide). `gtest`: GoogleTest output expected. `sources`: missing
+    submodule path -> the Debian source package whose upstream tarball fills it (its own tests
+    then run); `source_flags`: path -> (configure flags when it was filled, flags when not). `notes`: decisions worth recording (missing submodules and their replacements)."""
 
     system: str
     cmake_min: str | None = None
@@ -89,6 +91,8 @@ class CBuild(BaseModel):
     make_target: str = "check"
     gtest: bool = False
     missing_submodules: list[str] = Field(default_factory=list)
+    sources: dict[str, str] = Field(default_factory=dict)
+    source_flags: dict[str, tuple[list[str], list[str]]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -227,12 +231,61 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
             b.notes.append(f"git submodule {path} ({url}) is missing from the mirror and no Debian "
                            "replacement is known: the build may fail")
             continue
+        if hit.get("debian_source") and b.system == "autotools" and PLAIN_PATH.fullmatch(path) and ".." not in path:
+            b.sources[path] = hit["debian_source"]
+            b.source_flags[path] = (list(hit.get("source_configure") or []), list(hit.get("configure") or []))
+            _add(b.packages, hit.get("packages"))  # the fallback when Debian's source cannot be fetched
+            b.notes.append(f"{path} (a git submodule) is missing from the mirror: filled from Debian's source "
+                           f"package {hit['debian_source']} (its own tests run, as in a full clone); where it "
+                           f"cannot be fetched: {hit['note']}")
+            continue
         _add(b.packages, hit.get("packages"))
         _add(b.configure_flags, hit.get("configure"))
         _add(b.cmake_flags, hit.get("cmake"))
         _add(b.make_flags, hit.get("make"))
         b.notes.append(hit["note"])
     return b
+
+
+PLAIN_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}")
+"""A submodule path that may enter a command unquoted (anything else keeps the Debian-library route)."""
+SOURCE_FETCH = (
+    "export DEBIAN_FRONTEND=noninteractive && "
+    "for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do if [ -f \"$f\" ]; then "
+    "sed -n 's/^deb /deb-src /p' \"$f\"; fi; done > /tmp/swemint-src.list && "
+    "mv /tmp/swemint-src.list /etc/apt/sources.list.d/swemint-src.list && "
+    "for f in /etc/apt/sources.list.d/*.sources; do case $f in *-swemint-src.sources) ;; *) if [ -f \"$f\" ]; then "
+    "sed 's/^Types: deb$/Types: deb-src/' \"$f\" > \"${{f%.sources}}-swemint-src.sources\"; fi;; esac; done && "
+    "apt-get update -qq && rm -rf /tmp/swemint-src && mkdir -p /tmp/swemint-src && cd /tmp/swemint-src && "
+    "{{ apt-get source --download-only --tar-only -qq {package} && mkdir -p /testbed/{path} && "
+    "tar -xf \"$(ls {package}_*.orig.tar.* | head -n 1)\" -C /testbed/{path} --strip-components=1 || "
+    "echo 'swemint: Debian source {package} unavailable: the Debian library is used'; }}; "
+    "cd / && rm -rf /tmp/swemint-src /etc/apt/sources.list.d/swemint-src.list /etc/apt/sources.list.d/*-swemint-src.sources "
+    "/var/lib/apt/lists/*")
+"""Fill a missing submodule's folder from the upstream tarball of Debian's source package (deb-src
+lines derived from the image's own apt sources, removed again)."""
+
+
+def configure_command(b: CBuild) -> str:
+    """``./configure`` with `b.configure_flags`; with submodules filled from Debian source, their
+    flags depend on whether the fetch filled them (``configure.ac`` there), so a source Debian
+    no longer serves falls back to the Debian library."""
+    plain = " ".join(["./configure", *b.configure_flags])
+    if not b.source_flags:
+        return plain
+    test = " && ".join(f"[ -f {_q(p + '/configure.ac')} ]" for p in b.source_flags)
+    filled = [f for fl, _ in b.source_flags.values() for f in fl]
+    library = [f for _, fl in b.source_flags.values() for f in fl]
+    return f"if {test}; then {' '.join([plain, *filled])}; else {' '.join([plain, *library])}; fi"
+
+
+def source_fetch(path: str, package: str) -> str:
+    """The setup command filling `path` (a missing submodule) from Debian source `package`."""
+    from agents.debindex import DEBIAN_NAME
+
+    if not DEBIAN_NAME.fullmatch(package) or not PLAIN_PATH.fullmatch(path) or ".." in path:
+        raise ValueError(f"not a Debian package name and a plain path: {package!r} {path!r}")
+    return SOURCE_FETCH.format(package=package, path=path)
 
 
 def era_gcc(when: datetime | date | None) -> str:
@@ -338,6 +391,7 @@ class CFamily:
             setup.append(apt_install(b.packages))
         if b.missing_submodules:  # as a clone without `submodule update` has them (automake wants SUBDIRS)
             setup.append("mkdir -p " + " ".join(_q(p) for p in b.missing_submodules))
+        setup += [source_fetch(path, pkg) for path, pkg in b.sources.items()]
         tests = [f for f in touched]
         env = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         if b.system == "cmake":
@@ -356,17 +410,21 @@ class CFamily:
         elif b.system == "autotools":
             if not b.configure_committed:
                 setup.append("autoreconf -fi")
-            setup.append(" ".join(["./configure", *b.configure_flags]))
+            setup.append(configure_command(b))
             setup.append(f"make -j{JOBS}")
             setup.append(f"make -j{JOBS} check TESTS=")
             test_command = f"make -j{JOBS} -k check"
             parser, report = "automake_log", None
             notes.append("make check runs every test script (ids: script paths as automake prints them)")
         elif b.system.startswith("driver:"):
-            test_command, parser, alts, more = self._driver_plan(tree, b, touched, instance.instance_id)
+            test_command, parser, alts, more, (needs, ci_packages) = self._driver_plan(tree, b, touched,
+                                                                                       instance.instance_id)
             setup += more
             tests, report = list(alts[0].test_files), None
             notes.append(f"test driver {b.system[7:]}: {alts[0].test_command[:300]}")
+            if needs or ci_packages:
+                notes.append(f"the driver needs {', '.join(n.label for n in needs) or 'nothing named'}; its CI "
+                             f"installs {', '.join(ci_packages) or 'nothing'}")
         else:
             setup.append(f"make -j{JOBS}")
             test_command = f"make -k {b.make_target}"
@@ -380,12 +438,14 @@ class CFamily:
         if b.system.startswith("driver:"):
             plan = plan.with_test(alts[0])
             plan.test_alternatives = alts[1:]
+            plan.needs, plan.ci_packages = needs, ci_packages
         return plan
 
     def _driver_plan(self, tree: GitTree, b: CBuild, touched: list[str], iid: str):
-        """(test command, parser, ranked TestSpecs, setup commands) of a driver route: build with
-        the Makefile that runs the driver (`drivers.make_build`), record the driver's environment
-        from its make target, run it on the touched tests. Raises EnvBuildError when the driver
+        """(test command, parser, ranked TestSpecs, setup commands, (needs, CI packages)) of a
+        driver route: build with the Makefile that runs the driver (`drivers.make_build`), record
+        the driver's environment from its make target, run it on the touched tests; what the
+        driver needs (`drivers.driver_requirements`) goes into the plan. Raises EnvBuildError when the driver
         or its build is gone, or the test patch touches none of its tests."""
         driver = next((d for d in find_drivers(tree, self.name) if d.route == b.system), None)
         build = make_build(tree, driver) if driver else None
@@ -401,9 +461,9 @@ class CFamily:
         log = "/tmp/swemint-build.log"
         prefix = (f"{make} > {log} 2>&1 || {{ tail -n 80 {log}; echo 'swemint: the build failed'; exit 2; }}; "
                   f"if [ -f {ENV_FILE} ]; then . {ENV_FILE}; fi; ")
-        alts = driver_test_specs(driver, tests, prefix=prefix)
+        alts = driver_test_specs(driver, tests, prefix=prefix, files=tree.files)
         setup = [make, *driver_env_setup(build, driver)]
-        return alts[0].test_command, driver.spec.parser, alts, setup
+        return alts[0].test_command, driver.spec.parser, alts, setup, driver_requirements(tree, driver)
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """Install the Debian package of a dependency the configure step reports missing

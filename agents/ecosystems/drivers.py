@@ -12,6 +12,13 @@ ranked by how often CI builds there (`make -C <dir>`), and that recipe's target;
 setup then records the driver's environment from ``make -n <target>`` (`recipes/driver_env.py`:
 the ``NAME=value`` words before the driver on the line that runs it, e.g. the interpreter
 binary a port's Makefile passes).
+
+`driver_requirements(tree, driver)` reads, at analysis time, what the driver needs that an image
+may lack: the messages it prints when a tool is missing (the shared diagnosis rules:
+``You need tcl 8.5 or newer`` -> command tclsh), the literal programs it probes for (``which X``,
+``command -v X``), its ``#!`` interpreter, and the Debian packages the CI jobs that run it
+install (``apt-get install ...`` lines); Execution answers them from Debian's file index before
+round 1 (`Plan.needs`, `Plan.ci_packages`).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.ecosystems.base import TestSpec
 from agents.gitrepo import GitTree
 
-__all__ = ["Driver", "DriverSpec", "MakeBuild", "driver_env_setup", "driver_tests", "find_drivers",
+__all__ = ["Driver", "DriverSpec", "MakeBuild", "driver_env_setup", "driver_requirements", "driver_tests", "find_drivers",
            "make_build", "driver_test_specs", "ENV_FILE"]
 
 RECIPES = Path(__file__).parent / "recipes"
@@ -49,6 +56,7 @@ class Selection(BaseModel):
     flag: str = ""
     root: str | None = None
     prefix: str = ""
+    skip: list[str] = Field(default_factory=list)
 
 
 class DriverSpec(BaseModel):
@@ -226,12 +234,43 @@ def _strip_suffix(path: str, suffixes: list[str]) -> str:
     return next((path[: -len(s)] for s in suffixes if path.endswith(s)), path)
 
 
-def _arguments(driver: Driver, sel: Selection, tests: list[str]) -> list[str]:
+def _stem(path: str, suffixes: list[str]) -> str:
+    """A test file's first name word, digits dropped (`basics/try_finally_return.py` -> `try`)."""
+    return re.sub(r"\d+$", "", _strip_suffix(PurePosixPath(path).name, suffixes).split("_")[0]).lower()
+
+
+def related_tests(driver: Driver, sel: Selection, tests: list[str], files: list[str]) -> list[str]:
+    """Every test file (`files`: the tree's) in the touched tests' folders, plus the test files
+    elsewhere under the driver's root whose name has a touched test's first word as a word
+    (`try_finally_return.py` -> `viper_try.py`, `import/try_module.py`): the touched tests'
+    regression neighbours. Folders named in the selection's `skip` are left out; stems shorter
+    than 3 characters add nothing beyond the folders."""
+    spec = driver.spec
+    root = (sel.root or spec.root or driver.folder).rstrip("/")
+    prefix = "" if root in ("", ".") else root + "/"
+    folders = {str(PurePosixPath(t).parent) for t in tests}
+    stems = {st for t in tests if len(st := _stem(t, spec.suffixes)) >= 3}
+    out: list[str] = []
+    for f in files:
+        if not f.startswith(prefix) or f == driver.path or not any(f.endswith(x) for x in spec.suffixes):
+            continue
+        parts = PurePosixPath(f[len(prefix):]).parts
+        if len(parts) < 2 or parts[0] in sel.skip or PurePosixPath(f).name.startswith(("_", ".")):
+            continue
+        words = {re.sub(r"\d+$", "", w).lower() for w in _strip_suffix(parts[-1], spec.suffixes).split("_")}
+        if str(PurePosixPath(f).parent) in folders or stems & words:
+            out.append(f)
+    return sorted(set(out) | set(tests))
+
+
+def _arguments(driver: Driver, sel: Selection, tests: list[str], files: list[str] | None = None) -> list[str]:
     spec = driver.spec
     base = driver.folder
     root = sel.root or spec.root or base
     if sel.kind == "files":
         return [_rel(t, base) for t in tests]
+    if sel.kind == "related":
+        return [_rel(t, base) for t in related_tests(driver, sel, tests, files)] if files else []
     if sel.kind == "dirs":
         dirs = list(dict.fromkeys(str(PurePosixPath(_rel(t, base)).parent) for t in tests))
         return ([sel.flag] if sel.flag else []) + [d for d in dirs if d != "."]
@@ -246,12 +285,14 @@ def _arguments(driver: Driver, sel: Selection, tests: list[str]) -> list[str]:
     raise ValueError(f"driver {spec.id}: unknown selection kind {sel.kind!r}")
 
 
-def driver_test_specs(driver: Driver, tests: list[str], prefix: str = "", interpreter: str = "python3") -> list[TestSpec]:
+def driver_test_specs(driver: Driver, tests: list[str], prefix: str = "", interpreter: str = "python3",
+                      files: list[str] | None = None) -> list[TestSpec]:
     """One TestSpec per selection of the driver (ranked as the data lists them), running it from
     its folder after `prefix` (a build step, an env file). The driver's `run` gets
     ``{interpreter}`` from its ``#!`` line (the spec's default without one), so it runs whether
     or not the tree kept its executable bit; `interpreter` replaces ``python3`` / ``python`` at
-    the start of the command. Every word from the tree is shell-quoted."""
+    the start of the command. `files`: the tree's files (the `related` selection reads them; without
+    them it is left out). Every word from the tree is shell-quoted."""
     spec = driver.spec
     run = shlex.split(spec.run.format(driver=PurePosixPath(driver.path).name,
                                       interpreter=driver.interpreter or spec.interpreter))
@@ -259,7 +300,7 @@ def driver_test_specs(driver: Driver, tests: list[str], prefix: str = "", interp
         run[0] = interpreter
     out: list[TestSpec] = []
     for sel in spec.select:
-        args = _arguments(driver, sel, tests)
+        args = _arguments(driver, sel, tests, files)
         if not [a for a in args if a != sel.flag]:
             continue
         words = " ".join(shlex.quote(w) for w in [*run, *spec.args, *args])
@@ -281,3 +322,88 @@ def driver_env_setup(build: MakeBuild, driver: Driver) -> list[str]:
     return [f"mkdir -p {Path(ENV_HELPER).parent} {Path(ENV_FILE).parent} && echo {helper} | base64 -d > {ENV_HELPER}"
             f" && {{ {make} 2>/dev/null || true; }} | python3 {ENV_HELPER} "
             f"{shlex.quote(PurePosixPath(driver.path).name)} > {ENV_FILE}"]
+
+
+_SHELL_PROBE = re.compile(r"(?:^|[`;&|(!]|\$\(|\bif|\bthen|\bdo)[ \t!]*(?:which|command[ \t]+-v|type[ \t]+-p|hash)[ \t]+"
+                          r"([A-Za-z][\w.+-]*)(?![\w.+$-])", re.M)
+_PY_PROBE = re.compile(r"\bwhich\(\s*['\"]([A-Za-z][\w.+-]*)['\"]\s*\)")
+_SHELLS = frozenset({"sh", "bash", "dash", "ksh", "zsh"})
+_APT = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b((?:[ \t]+[^\s;&|#]+)+)")
+_BASE_PROGRAMS = _SHELLS | {"env", "python", "python3"}
+
+
+def apt_packages(text: str) -> list[str]:
+    """Debian package names of the ``apt-get install`` / ``apt install`` commands in `text`
+    (flags and version pins dropped; names that are not Debian package names left out)."""
+    from agents.debindex import DEBIAN_NAME
+
+    out: list[str] = []
+    for m in _APT.finditer(text.replace("\\\n", " ")):
+        for word in m.group(1).split():
+            name = word.split("=", 1)[0]
+            if not word.startswith("-") and DEBIAN_NAME.fullmatch(name) and name not in out:
+                out.append(name)
+    return out
+
+
+def _ci_jobs(path: str, text: str) -> list[str]:
+    """The jobs of a CI file as texts (a GitHub workflow: one per job; any other file: itself)."""
+    if not path.startswith(".github/workflows/"):
+        return [text]
+    from agents.untrusted_yaml import load_untrusted_yaml
+
+    try:
+        data = load_untrusted_yaml(text)
+    except yaml.YAMLError:
+        return [text]
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    if not isinstance(jobs, dict):
+        return [text]
+
+    def strings(node) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, dict):
+            return [s for v in node.values() for s in strings(v)]
+        if isinstance(node, list):
+            return [s for v in node for s in strings(v)]
+        return []
+
+    return ["\n".join(strings(job)) for job in jobs.values()]
+
+
+def driver_requirements(tree: GitTree, driver: Driver) -> tuple[list, list[str]]:
+    """(needs, CI packages) of `driver` (module docstring): `agents.debindex.Need`s from its own
+    text (messages the diagnosis rules recognise; programs a shell driver probes with ``which``
+    / ``command -v`` / ``type -p`` / ``hash``, a Python one with ``shutil.which("x")``; its ``#!``
+    interpreter unless a shell or Python), and the Debian package names that every CI job running
+    the driver installs (GitHub workflow jobs and other CI files; a job installing nothing with
+    apt is not counted)."""
+    from agents.debindex import Need
+    from agents.diagnosis import needs_in
+
+    text = tree.read(driver.path, limit=400_000) or ""
+    needs = needs_in(text)
+    shell = (driver.interpreter or driver.spec.interpreter) in _SHELLS
+    names = [m.group(1) for m in (_SHELL_PROBE if shell else _PY_PROBE).finditer(text)]
+    if driver.interpreter and driver.interpreter not in _BASE_PROGRAMS:
+        names.insert(0, driver.interpreter)
+    for name in names:
+        try:
+            need = Need(kind="command", name=name)
+        except ValueError:
+            continue
+        if need not in needs:
+            needs.append(need)
+    pat = _mentions(PurePosixPath(driver.path).name)
+    from agents.analysis import layout
+
+    common: list[str] | None = None
+    for path, ci in _ci_texts(tree):
+        if not any(fnmatch.fnmatch(path, g) for g in layout()["ci"]):
+            continue  # a script a CI file runs: its functions serve many jobs
+        for job in _ci_jobs(path, ci):
+            pkgs = apt_packages(job) if pat.search(job) else []
+            if pkgs:
+                common = pkgs if common is None else [p for p in common if p in pkgs]
+    return needs, common or []

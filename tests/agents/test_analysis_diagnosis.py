@@ -60,9 +60,23 @@ def test_declared_dependencies_of_every_manifest(tmp_path):
 
 
 @pytest.mark.parametrize("text,eco,tool,kind,want", [
-    ("make: tclsh: No such file or directory", "cfamily", None, "missing_system", ["tcl"]),
-    ("You need tcl 8.5 or newer in order to run the Redis test", "cfamily", None, "missing_system", ["tcl"]),
-    ("/bin/sh: 1: xxd: not found", "cfamily", None, "missing_system", ["xxd"]),
+    ("make: tclsh: No such file or directory", "cfamily", None, "missing_system", ["command tclsh"]),
+    ("You need tcl 8.5 or newer in order to run the Redis test", "cfamily", None, "missing_system",
+     ["command tclsh"]),
+    ("/bin/sh: 1: xxd: not found", "cfamily", None, "missing_system", ["command xxd"]),
+    ("src/jv.c:12:10: fatal error: oniguruma.h: No such file or directory", "cfamily", None, "missing_system",
+     ["header oniguruma.h"]),
+    ("x.c:1:10: fatal error: openssl/ssl.h: No such file or directory", "rust", None, "missing_system",
+     ["header openssl/ssl.h"]),
+    ("./jq: error while loading shared libraries: libonig.so.5: cannot open shared object file: No such file",
+     "cfamily", None, "missing_system", ["library libonig.so.5"]),
+    ("/usr/bin/ld: cannot find -lonig: No such file or directory", "cfamily", None, "missing_system",
+     ["link onig"]),
+    ("Package libxml-2.0 was not found in the pkg-config search path.", "python", None, "missing_system",
+     ["pkgconfig libxml-2.0"]),
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'xmllint'", "python", None, "missing_system",
+     ["command xmllint"]),
+    ("Error: spawn chromium ENOENT", "node", None, "missing_system", ["command chromium"]),
     ("calc.go:3:2: package io/fs is not in GOROOT (/usr/local/go/src/io/fs)", "go", "go 1.15.15",
      "toolchain_too_old", ">=1.16"),
     ("go: module x requires go >= 1.21 (running go 1.19.8; GOTOOLCHAIN=local)", "go", "go 1.19.8",
@@ -76,7 +90,10 @@ def test_declared_dependencies_of_every_manifest(tmp_path):
 def test_diagnoses_the_loop_acts_on(text, eco, tool, kind, want):
     d = diagnose(text, eco, tool)
     assert d is not None and d.kind == kind
-    assert (d.packages if isinstance(want, list) else d.toolchain) == want
+    if kind == "missing_system":  # a need for Debian's index, never a package from a table
+        assert [n.label for n in d.needs] == want and d.packages == []
+    else:
+        assert (d.packages if isinstance(want, list) else d.toolchain) == want
 
 
 def test_skip_reasons_name_the_interpreter_they_need_and_nothing_else_does():

@@ -131,28 +131,40 @@ def test_the_first_test_configuration_finds_nothing_the_second_verifies_round_2(
     assert "go test -json -count=1" in res.test_command
 
 
-def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifies(tmp_path, monkeypatch):
-    """The C failure a new user saw ("You need tcl 8.5 or newer"): the test target needs tclsh;
-    Verification names the Debian package, Execution amends the image, round 2 verifies."""
+def debian_toy(monkeypatch, path: str, package: str):
+    """(Toy ecosystem, fake factory) where installing Debian `package` creates `path`."""
     eco = Toy(versions=("1.19",))
     force_ecosystem(monkeypatch, eco)
     f = FakeSandboxFactory(run_id="t")
 
     def apt(cmd, sb):
-        sb.put_file("/usr/bin/tclsh", b"#!tcl")
-        return 0, "installed tcl"
+        sb.put_file(path, b"installed")
+        return 0, f"installed {package}"
+
+    f.on(rf"apt-get install .*\b{package}\b", apt)
+    return eco, f
+
+
+def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifies(tmp_path, monkeypatch):
+    """The C failure a new user saw ("You need tcl 8.5 or newer"): the test target needs tclsh;
+    Verification names the Debian package, Execution amends the image, round 2 verifies."""
+    eco, f = debian_toy(monkeypatch, "/usr/bin/tclsh", "tcl")
 
     def tests(cmd, sb):
         if "/usr/bin/tclsh" not in sb.files:
             return 2, "You need tcl 8.5 or newer in order to run the test suite\n"
         return (0, events({"TestAdd": "pass"})) if patched(sb) else (1, events({"TestAdd": "fail"}))
 
-    f.on(r"apt-get install .*\btcl\b", apt)
+    f.on(r"apt-file search --regexp .*tclsh", (0, "tcl8.6-dbg: /usr/bin/tclsh\ntcl: /usr/bin/tclsh\n"))
     f.on(r"go test -json", tests)
     inst, git_dir = instance_on(tmp_path)
     res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
     assert res.outcome == "verified", res.reason
     assert res.round == 2 and res.rounds[0].attribution.startswith("environment")
+    # the package is Debian's index's answer, recorded with its query
+    q = [s for s in steps(res) if s.rule == "debian-index"]
+    assert len(q) == 1 and q[0].command == "apt-file search --regexp '^/(usr/)?s?bin/tclsh$'"
+    assert "tcl: /usr/bin/tclsh" in q[0].output_excerpt and "command tclsh -> tcl " in q[0].note
     assert res.rounds[0].feedback == "amend" and res.rounds[1].source == "amended"
     assert "apt-get install" in res.setup_script and "tcl" in res.setup_script and "RUN " in res.dockerfile
     # the loop's fix is a learnable lesson: a failed feedback step, then its repaired twin
@@ -162,6 +174,31 @@ def test_a_missing_system_tool_is_installed_from_debian_and_the_instance_verifie
 
     lessons, _ = candidates(steps(res), "go", inst.instance_id)
     assert any(a.kind == "apt" and a.packages == ["tcl"] for e, _ in lessons for a in e.actions)
+    # learned as an `apt` action (no shell text from the output) under a generalised signature
+    import re
+
+    [lesson] = [e for e, _ in lessons if any(a.kind == "apt" for a in e.actions)]
+    assert {a.kind for a in lesson.actions} == {"apt"} and not lesson.negative
+    assert re.search(lesson.error_signature, "You need tcl 8.6 or newer in order to run the test suite", re.I)
+
+
+def test_a_build_that_gives_up_on_a_missing_header_is_replanned_with_its_debian_package(tmp_path, monkeypatch):
+    """Execution gives up (no repair rounds) on "fatal error: zlib.h"; planning asks Debian's
+    index for the header, the next build installs the answer first, and round 2 verifies."""
+    eco, f = debian_toy(monkeypatch, "/usr/include/zlib.h", "zlib1g-dev")
+    f.on(r"apt-file search --regexp .*zlib", (0, "libpoco-dev: /usr/include/Poco/zlib.h\nzlib1g-dev: /usr/include/zlib.h\n"))
+    f.on(r"^fetch-deps$", lambda cmd, sb: (0, "ok") if "/usr/include/zlib.h" in sb.files else
+         (1, "cgo: x.c:1:10: fatal error: zlib.h: No such file or directory\ncompilation terminated.\n"))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    inst, git_dir = instance_on(tmp_path)
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}, repair={"rounds": 0})
+    res = mint_instance(inst, git_dir, cfg, factory=f)
+    assert res.outcome == "verified", res.reason
+    assert res.round == 2 and res.rounds[0].feedback == "replan: apt zlib1g-dev (missing-header)"
+    assert eco.requests[-1].apt == ["zlib1g-dev"] and "zlib1g-dev" in res.setup_script
+    q = [s for s in steps(res) if s.rule == "debian-index"]
+    assert q and q[0].command == "apt-file search --regexp '^/usr/include/(.+/)?zlib\\.h$'"
 
 
 def test_a_reused_environment_that_does_not_verify_falls_back_to_a_full_build(tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
 """The loop's cases on small repositories this test writes, in real Docker: the second test
 configuration verifies in round 2; a touched test skipped on the first interpreter for its
 version verifies on a second plan; a reused environment that collects but does not verify falls
-back to a full build; a test target needing tclsh gets it from Debian; the second instance of a
+back to a full build; a test target needing tclsh or dc gets its package from Debian's file index; the second instance of a
 Go and of a Rust repository reuses the first's environment and verifies."""
 
 from __future__ import annotations
@@ -150,17 +150,33 @@ CALC_C = ('#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) {\
           '  printf("%d\\n", atoi(v[1]) - atoi(v[2]));\n  return 0;\n}\n')
 
 
-def test_a_test_target_needing_tclsh_gets_it_from_debian_and_verifies(tmp_path, mint, docker_client):
-    """A C project whose `make check` runs tclsh, which the toolchain image lacks: Verification
-    names Debian's tcl, Execution amends the image, round 2 verifies."""
-    repo = Repo(tmp_path, "tclcalc")
-    repo.commit({"Makefile": MAKEFILE, "calc.c": CALC_C, "tests/run.tcl": RUN_TCL}, "2023-05-01T00:00:00")
-    inst = repo.instance({"tests/run.tcl": RUN_TCL + "check add 2 3 5\n"}, {"calc.c": CALC_C.replace(" - ", " + ")},
-                         "2023-05-02T00:00:00Z", "c")
+DC_MAKEFILE = "all: calc\n\ncalc: calc.c\n\tcc -o calc calc.c\n\ncheck: all\n\tsh tests/run.sh\n"
+RUN_SH = ('check() {\n  want=$(echo "$2 $3 + p" | dc)\n  got=$(./calc "$2" "$3")\n'
+          '  if [ "$got" = "$want" ]; then echo "PASS: $1"; else echo "FAIL: $1"; fi\n}\ncheck zero 0 0\n')
+
+
+@pytest.mark.parametrize("tool,package,makefile,script,text,added,bug", [
+    ("tclsh", "tcl", MAKEFILE, "tests/run.tcl", RUN_TCL, "check add 2 3 5\n", CALC_C),
+    # dc: a tool no swemint table ever named
+    ("dc", "dc", DC_MAKEFILE, "tests/run.sh", RUN_SH, "check add 2 3\n", CALC_C.replace(" - ", " * ")),
+])
+def test_a_tool_the_test_target_needs_is_found_by_debians_index_and_installed(
+        tmp_path, mint, docker_client, tool, package, makefile, script, text, added, bug):
+    """`make check` runs a tool the toolchain image lacks: the run's output names it ("You need
+    tcl", "dc: not found"), Debian's own file index (apt-file, in an index image made on the
+    build network) answers its package, the query and its answer are in the trajectory,
+    Execution amends the image and round 2 verifies."""
+    repo = Repo(tmp_path, f"{tool}calc")
+    repo.commit({"Makefile": makefile, "calc.c": bug, script: text}, "2023-05-01T00:00:00")
+    inst = repo.instance({script: text + added}, {"calc.c": CALC_C.replace(" - ", " + ")}, "2023-05-02T00:00:00Z", "c")
     res = mint(inst, repo.git_dir)
     assert res.outcome == "verified", res.reason
-    assert res.round == 2 and res.rounds[0].attribution.startswith("environment")
-    assert res.rounds[1].source == "amended" and "tcl" in res.setup_script
+    assert res.round == 2 and res.rounds[0].attribution.startswith(f"environment: the image lacks command {tool}")
+    q = [s for s in steps(res) if s.rule == "debian-index"]
+    assert len(q) == 1 and q[0].command == f"apt-file search --regexp '^/(usr/)?s?bin/{tool}$'"
+    assert f"{package}: /usr/bin/{tool}" in q[0].output_excerpt
+    assert q[0].note.startswith(f"index: command {tool} -> {package}")
+    assert res.rounds[1].source == "amended" and f"--no-install-recommends {package} " in res.setup_script
     assert res.FAIL_TO_PASS == ["add"] and res.PASS_TO_PASS == ["zero"]
 
 

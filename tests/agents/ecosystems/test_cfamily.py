@@ -78,10 +78,17 @@ def test_jq_like_autotools_uses_debian_oniguruma(tmp_path):
                                 "tests/shtest": "#!/bin/sh\n"})
     b = analyze(tree, ["tests/shtest"])
     assert b.system == "autotools" and not b.configure_committed
-    assert b.packages == ["libonig-dev"]
-    assert "--with-oniguruma=yes" in b.configure_flags
+    # the missing submodule is filled from Debian's source package, so its own tests run
+    assert b.sources == {"modules/oniguruma": "libonig"}
+    assert b.source_flags == {"modules/oniguruma": (["--with-oniguruma=builtin"], ["--with-oniguruma=yes"])}
+    assert "libonig-dev" in b.packages  # the fallback when Debian no longer serves the source
     assert {"--disable-valgrind", "--disable-docs"} <= set(b.configure_flags)
-    assert any("oniguruma" in n and "libonig-dev" in n for n in b.notes)
+    assert any("oniguruma" in n and "Debian's source package libonig" in n for n in b.notes)
+    # a submodule path that is not plain keeps the Debian-library route
+    odd = make_tree(tmp_path / "odd", {"configure.ac": JQ_CONFIGURE, "src/main.c": "int main(){}\n",
+                                       ".gitmodules": GITMODULES.replace("modules/oniguruma", "mod ules/oniguruma")})
+    b2 = analyze(odd, [])
+    assert b2.sources == {} and "--with-oniguruma=yes" in b2.configure_flags and "libonig-dev" in b2.packages
 
 
 def test_autotools_plan_runs_make_check_with_automake_parser(tmp_path, images):
@@ -90,12 +97,16 @@ def test_autotools_plan_runs_make_check_with_automake_parser(tmp_path, images):
     plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-12-28 21:21:22"), ["tests/shtest"], ImageConfig())
     assert images == [("10", None)]  # a 2020 PR: bullseye's gcc 10
     assert plan.toolchain.startswith("gcc 10")
-    assert "libonig-dev" in plan.setup_commands[0]
-    # an empty submodule directory, as a clone has it (automake: "required directory ... does not exist")
+    # the submodule directory, filled from the upstream tarball of Debian's source package
     assert plan.setup_commands[1] == "mkdir -p modules/oniguruma"
-    assert plan.setup_commands[2:] == [
+    fetch = plan.setup_commands[2]
+    assert "apt-get source --download-only --tar-only -qq libonig" in fetch and "-C /testbed/modules/oniguruma" in fetch
+    assert "deb-src" in fetch and fetch.endswith("/var/lib/apt/lists/*") and "unavailable" in fetch
+    conf = "./configure --disable-valgrind --disable-docs"
+    assert plan.setup_commands[3:] == [
         "autoreconf -fi",
-        "./configure --disable-valgrind --disable-docs --with-oniguruma=yes",
+        f"if [ -f modules/oniguruma/configure.ac ]; then {conf} --with-oniguruma=builtin; "
+        f"else {conf} --with-oniguruma=yes; fi",
         "make -j2", "make -j2 check TESTS="]
     assert plan.test_command == "make -j2 -k check" and plan.parser == "automake_log"
     assert plan.report_path is None

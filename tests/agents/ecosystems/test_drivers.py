@@ -68,7 +68,7 @@ def test_a_driver_nobody_runs_is_not_a_route(tmp_path):
 def test_cfamily_routes_and_plan_of_a_driver(tmp_path, monkeypatch):
     monkeypatch.setattr(tc, "ensure_image", lambda requested, cfg=None, client=None, *, cmake=None: ToolchainChoice(
         language="c", requested=requested, image="swemint/cfamily:gcc12-x", version="gcc 12, cmake 3.25"))
-    tree = make_tree(tmp_path, {**INTERP_TREE, ".gitmodules":
+    tree = make_tree(tmp_path, {**INTERP_TREE, "tests/float/add_float.py": "", ".gitmodules":
                                 '[submodule "lib/berkeley-db-1.xx"]\n\tpath = lib/berkeley-db-1.xx\n\turl = https://e.org/berkeley-db-1.xx\n'})
     eco = cfamily.ECOSYSTEM
     assert eco.detect(tree, "c") == 6  # no build file at the root: the driver's Makefile claims it
@@ -80,11 +80,27 @@ def test_cfamily_routes_and_plan_of_a_driver(tmp_path, monkeypatch):
     assert "make -C ports/host -n MICROPY_PY_BTREE=0 test" in plan.setup_commands[2]
     assert plan.parser == "script_status_log" and plan.test_files == ["tests/basics/add.py"]
     assert plan.test_command.startswith(make + " > /tmp/swemint-build.log 2>&1 || {")
-    assert plan.test_command.endswith("; fi; cd tests && python3 run-tests.py -d basics")
+    # first the touched test's regression neighbours, then its folders whole, then the test alone
+    assert plan.test_command.endswith("; fi; cd tests && python3 run-tests.py basics/add.py float/add_float.py")
     assert [(t.name, t.test_command.rsplit("&& ", 1)[1]) for t in plan.test_alternatives] == \
-        [("touched", "python3 run-tests.py basics/add.py")]
+        [("folders", "python3 run-tests.py -d basics"), ("touched", "python3 run-tests.py basics/add.py")]
     with pytest.raises(EnvBuildError, match="touches none of its tests"):
         eco.plan(tree, instance(tree), ["ports/host/main.c"], ImageConfig(), PlanRequest(route="driver:run-tests"))
+
+
+def test_related_tests_are_the_folders_and_same_named_tests_elsewhere(tmp_path):
+    from agents.ecosystems.drivers import related_tests
+
+    tree = make_tree(tmp_path, INTERP_TREE)
+    driver = find_drivers(tree, "cfamily")[0]
+    sel = next(s for s in driver.spec.select if s.kind == "related")
+    files = ["tests/basics/try_finally_return.py", "tests/basics/try1.py", "tests/basics/list.py",
+             "tests/micropython/viper_try.py", "tests/micropython/viper_list.py", "tests/import/try_module.py",
+             "tests/perf_bench/try_bench.py", "tests/basics/try1.py.exp", "tests/run-tests.py", "tests/try.py",
+             "tests/feature_check/try_check.py"]
+    got = related_tests(driver, sel, ["tests/basics/try_finally_return.py"], files)
+    assert got == ["tests/basics/list.py", "tests/basics/try1.py", "tests/basics/try_finally_return.py",
+                   "tests/import/try_module.py", "tests/micropython/viper_try.py"]
 
 
 def test_driver_env_from_make_dry_run():
@@ -152,11 +168,11 @@ def test_django_style_runtests_route_in_python(tmp_path, monkeypatch):
     assert [r.name for r in eco.routes(plain, "python")] == ["uv"]
 
 
-def test_missing_header_names_its_debian_package():
+def test_a_missing_header_is_a_need_for_debians_index():
     d = diagnose("modffi.c:40:10: fatal error: ffi.h: No such file or directory\ncompilation terminated.\n",
                  "cfamily")
-    assert (d.kind, d.packages, d.rule) == ("missing_system", ["libffi-dev"], "missing-header")
-    assert diagnose("x.c:1:10: fatal error: vendored/own.h: No such file or directory\n", "cfamily") is None
+    assert (d.kind, [n.label for n in d.needs], d.rule) == ("missing_system", ["header ffi.h"], "missing-header")
+    assert d.packages == []  # Debian's index answers it (agents.debindex), no table
 
 
 def test_shebang_interpreter():

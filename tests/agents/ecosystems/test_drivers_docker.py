@@ -3,9 +3,9 @@
 - an interpreter-style C project with no build file at the root: its port's Makefile builds the
   binary and its `test` target runs ``tests/run-tests.py`` with the binary's path in the
   environment (taken from ``make -n test``); the driver runs the touched test's folder;
-- a server-style C project whose ``runtest`` needs tclsh: the image lacks it, Verification
-  attributes "You need tcl 8.5 or newer" to the environment, Execution installs Debian's tcl, and
-  round 2 verifies with the Tcl helper's test names;
+- a server-style C project whose ``runtest`` needs tclsh: analysis reads "You need tcl 8.5 or
+  newer" in the driver, Execution asks Debian's file index for tclsh and installs its package
+  before the setup, and round 1 verifies with the Tcl helper's test names;
 - a Django-style Python project (``tests/runtests.py``: unittest with a settings module, run by
   tox.ini): ids as unittest prints them.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agents.ecosystems import cfamily, python
+from agents.models import StepRecord
 from tests.agents.ecosystems.conftest import make_patches, make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -99,7 +100,7 @@ UNIT = "test {SUM of zeros} { assert_equal [exec src/server 0 0] 0 }\n"
 SERVER_MAKEFILE = "all: src/server\nsrc/server: src/server.c\n\tcc -O0 -o src/server src/server.c\ntest: src/server\n\t./runtest\n"
 
 
-def test_server_runtest_driver_gets_tcl_from_the_loop(mint_with, git_patches):
+def test_server_runtest_driver_gets_tcl_before_round_1(mint_with, git_patches):
     files = {"Makefile": SERVER_MAKEFILE, "src/server.c": MAIN_BUG, "src/a.h": "", "src/b.h": "",
              "runtest": RUNTEST, "tests/test_helper.tcl": HELPER, "tests/unit/sum.tcl": UNIT}
     test_patch, patch = git_patches(files, {"tests/unit/sum.tcl": UNIT + "test {SUM of two numbers} "
@@ -109,9 +110,15 @@ def test_server_runtest_driver_gets_tcl_from_the_loop(mint_with, git_patches):
                     patch=patch, test_patch=test_patch)
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["SUM of two numbers"] and res.PASS_TO_PASS == ["SUM of zeros"]
-    assert res.round == 2 and res.rounds[0].attribution.startswith("environment: the image lacks tcl")
+    assert res.round == 1 and len(res.rounds) == 1
     assert res.parser == "tcl_helper_log" and "sh runtest --clients 1 --single unit/sum" in res.test_command
-    assert "apt-get install" in res.setup_script and " tcl" in res.setup_script
+    assert "--no-install-recommends tcl " in res.setup_script
+    steps = [StepRecord.model_validate_json(x) for x in Path(res.trajectory_path).read_text().splitlines()]
+    q = [s for s in steps if s.rule == "debian-index"]
+    assert q and q[0].command == "apt-file search --regexp '^/(usr/)?s?bin/tclsh$'" and "-> tcl" in q[0].note
+    first = next(s for s in steps if s.rule == "recipe:cfamily:needs")
+    assert first.exit_code == 0 and steps.index(first) < steps.index(next(s for s in steps
+                                                                           if s.rule == "recipe:cfamily:0"))
 
 
 RUNTESTS = """#!/usr/bin/env python

@@ -1,0 +1,279 @@
+"""Debian's own file index as the answer to "which package provides this?" (apt-file, Debian's
+tool for the question), for every ecosystem.
+
+A `Need` is what a failure (or a repository's test driver) says the image lacks: a command, a C
+header, a shared library (`libX.so.N`), a link library (`-lX`) or a pkg-config module. How each
+kind becomes a path regex of the index is data (`index` in
+`agents/ecosystems/recipes/diagnosis.yaml`); `DebianIndex.resolve` answers needs with Debian
+packages:
+
+1. commands the build sandbox already has (`command -v`) are not needs;
+2. the index image -- the plan's base image plus ``apt-file`` and its ``apt-file update``, made
+   once per base image on the build network and committed as
+   ``<image_repository>:debian-index-<hash>`` -- runs ``apt-file search --regexp <query>`` per
+   need in a throwaway sandbox (the environment image never gets apt-file or its 150 MB index);
+3. the answer (``package: /path`` lines) is ranked (`pick`: fewer penalised words such as
+   ``-dbg`` or ``mingw``, the shallowest path, named like the need, the shorter name) and every
+   query is a trajectory step (`debian-index`: the query as its command, the answer as its
+   output, the choice in its note). Answers are cached per base image under
+   ``WORKDIR/cache/debian-index`` (a cached answer is still recorded, noted as cached).
+
+`available(packages)` asks the same index image which of a list of names Debian has
+(``apt-cache policy``: the candidates a CI file names, e.g. Ubuntu's ``tclx``, are kept only
+when this suite has them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agents.models import StepRecord
+
+RULES_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "diagnosis.yaml"
+NAME_RE = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_.+/-]{0,120}")
+"""A need's name: a plain token (no space, quote, shell syntax, no `..`); anything else is refused."""
+DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9.+-]{0,80}")
+INDEX_SETUP = ("export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
+               "apt-get install -y -qq --no-install-recommends apt-file >/dev/null && apt-file update >/dev/null")
+"""Shell of the index image's one layer (on the build network, at build time)."""
+
+NeedKind = Literal["command", "header", "library", "link", "pkgconfig"]
+
+
+class Need(BaseModel):
+    """Something the image lacks: `kind` and `name` (`command tclsh`, `header openssl/ssl.h`,
+    `library libonig.so.5`, `link onig`, `pkgconfig libxml-2.0`). Raises ValueError for a name
+    that is not a plain token."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: NeedKind
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _plain(cls, v: str) -> str:
+        if not NAME_RE.fullmatch(v) or ".." in v or v.startswith("/"):
+            raise ValueError(f"not a plain file or command name: {v!r}")
+        return v
+
+    @property
+    def label(self) -> str:
+        """`command tclsh` (for notes)."""
+        return f"{self.kind} {self.name}"
+
+
+class IndexAnswer(BaseModel):
+    """One query and its answer: the need, the regex searched, the packages found (ranked, best
+    first), the chosen one (None: Debian has no such file here), and whether it came from the
+    cache."""
+
+    model_config = ConfigDict(extra="forbid")
+    need: Need
+    query: str
+    packages: list[str] = Field(default_factory=list)
+    chosen: str | None = None
+    cached: bool = False
+
+
+@lru_cache(maxsize=1)
+def index_data(path: str = str(RULES_PATH)) -> dict:
+    """The `index` section of the diagnosis data: `queries` (need kind -> regex template with
+    `{name}`, the name regex-escaped) and `penalties` (words that make a package a worse choice)."""
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))["index"]
+
+
+def query_for(need: Need) -> str:
+    """The apt-file regex for `need` (`^/(usr/)?s?bin/tclsh$` for `command tclsh`)."""
+    return index_data()["queries"][need.kind].replace("{name}", re.escape(need.name))
+
+
+def search_command(query: str) -> str:
+    """The shell command searching the index for `query` (quoted)."""
+    return f"apt-file search --regexp {shlex.quote(query)}"
+
+
+def parse_answer(output: str) -> list[tuple[str, str]]:
+    """(package, path) pairs of apt-file's ``package: /path`` lines (others ignored)."""
+    out = []
+    for line in (output or "").splitlines():
+        pkg, sep, path = line.partition(": ")
+        if sep and DEBIAN_NAME.fullmatch(pkg.strip()) and path.strip().startswith("/"):
+            out.append((pkg.strip(), path.strip()))
+    return out
+
+
+def pick(need: Need, pairs: list[tuple[str, str]]) -> list[str]:
+    """The packages of an answer, best first: fewer penalised words (`dbg`, `mingw`, `cross`,
+    ...), the shallowest path (``/usr/include/zlib.h``, where the compiler looks, before
+    ``/usr/include/botan-2/botan/zlib.h``), named like the need (`tcl` for tclsh, `zlib1g-dev`
+    for zlib.h, `libssl-dev` for openssl/ssl.h), the shorter name."""
+    penalties = index_data().get("penalties", [])
+    base = re.sub(r"\.(h|hh|hpp|so.*|a|pc)$", "", need.name.rsplit("/", 1)[-1]).lower()
+    stem = re.sub(r"[\d.]+$", "", re.sub(r"^lib", "", base)) or base
+    depth: dict[str, int] = {}
+    for p, path in pairs:
+        depth[p] = min(depth.get(p, 99), path.count("/"))
+
+    def rank(pkg: str) -> tuple[int, int, int, int, str]:
+        words = [w for w in re.split(r"[-.+]", pkg) if len(w) >= 2]
+        named = pkg.startswith(("lib" + stem, stem)) or any(
+            w.startswith(stem) or stem.startswith(re.sub(r"\d+$", "", w) or w) for w in words)
+        bad = sum(1 for p in penalties if p in words or pkg.endswith("-" + p))
+        return (bad, depth[pkg], 0 if named else 1, len(pkg), pkg)
+
+    return sorted(depth, key=rank)
+
+
+class DebianIndex:
+    """The index of one base image (module docstring).
+
+    Args:
+        run: the `agents.context.MintRun` (factory, config, trajectory, log).
+        base_image: the toolchain image whose Debian suite answers (the plan's `image`).
+    """
+
+    def __init__(self, run, base_image: str):
+        self.run = run
+        self.base_image = base_image
+        from envpool.images import spec_hash
+
+        self.key = spec_hash({"debian-index": base_image})
+        cfg = run.config
+        self.tag = f"debian-index-{self.key}"
+        self.ref = f"{cfg.image_repository}:{self.tag}"
+        self.cache_path = Path(cfg.workdir) / "cache" / "debian-index" / f"{self.key}.json"
+        self._made = False
+
+    # -- the cache ------------------------------------------------------------------------
+    def _cache(self) -> dict[str, list[str]]:
+        try:
+            return json.loads(self.cache_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _store(self, entries: dict[str, list[str]]) -> None:
+        try:
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+            merged = {**self._cache(), **entries}
+            tmp = self.cache_path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(merged, sort_keys=True))
+            os.replace(tmp, self.cache_path)
+        except OSError:
+            pass  # a cache only
+
+    # -- the index image --------------------------------------------------------------------
+    def _image(self) -> str:
+        """The index image's ref, made when the engine lacks it (the trajectory step
+        `debian-index:image`). Raises nothing: on failure the base image is returned and the
+        search sets apt-file up in its own sandbox."""
+        from agents.envimage import image_id
+
+        run = self.run
+        if self._made or image_id(run.factory, self.ref):
+            self._made = True
+            return self.ref
+        t = time.monotonic()
+        with run.factory.sandbox(run.spec(self.base_image, "bridge"), run.log_path) as sb:
+            r = sb.exec(INDEX_SETUP, timeout=run.config.timeouts.setup_step, log_label="debian-index")
+            run.traj(StepRecord(agent="execution", rule="debian-index:image", command=INDEX_SETUP,
+                                exit_code=r.exit_code, output_excerpt=r.output[-1000:],
+                                duration=round(time.monotonic() - t, 2), note=f"index of {self.base_image}"))
+            if not r.ok:
+                return self.base_image
+            sb.commit(run.config.image_repository, self.tag,
+                      labels={"swemint.run": run.config.run_id, "swemint.kind": "debian-index",
+                              "swemint.base": self.base_image[:200]})
+        self._made = True
+        return self.ref
+
+    def _search(self, commands: list[str]) -> list[tuple[int, str, float]]:
+        """(exit code, output, seconds) of each command, run in one sandbox of the index image."""
+        run = self.run
+        image = self._image()
+        prefix = "" if image == self.ref else INDEX_SETUP + " && "
+        out = []
+        with run.factory.sandbox(run.spec(image, "bridge" if prefix else "none"), run.log_path) as sb:
+            for i, cmd in enumerate(commands):
+                r = sb.exec((prefix if i == 0 else "") + cmd, timeout=run.config.timeouts.setup_step,
+                            log_label="debian-index")
+                out.append((r.exit_code if r.exit_code is not None else -1, r.output, r.duration))
+        return out
+
+    # -- questions ----------------------------------------------------------------------------
+    def resolve(self, needs: list[Need], sb=None) -> tuple[list[str], list[IndexAnswer]]:
+        """(Debian packages to install, one answer per need asked) for `needs`; `sb`: the build
+        sandbox, where commands already present are dropped first. Never raises for an answer
+        Debian does not have (its `chosen` is None); an engine failure is an InfraError."""
+        needs = list(dict.fromkeys(needs))
+        if sb is not None:
+            needs = [n for n in needs if n.kind != "command" or not sb.exec(
+                f"command -v {shlex.quote(n.name)} >/dev/null 2>&1", timeout=30, log_label="debian-index").ok]
+        if not needs:
+            return [], []
+        cache = self._cache()
+        queries = [query_for(n) for n in needs]
+        ask = [q for q in queries if q not in cache]
+        fresh: dict[str, list[str]] = {}
+        outputs: dict[str, tuple[int, str, float]] = {}
+        if ask:
+            for q, got in zip(ask, self._search([search_command(q) for q in ask]), strict=True):
+                outputs[q] = got
+                if got[0] in (0, 1):  # 1: nothing found (an answer too)
+                    fresh[q] = [f"{p}: {path}" for p, path in parse_answer(got[1])][:50]
+            self._store(fresh)
+        answers, packages = [], []
+        for need, q in zip(needs, queries, strict=True):
+            lines = cache.get(q, fresh.get(q))
+            code, output, secs = outputs.get(q, (0, "", 0.0))
+            ranked = pick(need, parse_answer("\n".join(lines or [])))
+            ans = IndexAnswer(need=need, query=q, packages=ranked[:10], chosen=ranked[0] if ranked else None,
+                              cached=q in cache)
+            answers.append(ans)
+            if ans.chosen and ans.chosen not in packages:
+                packages.append(ans.chosen)
+            note = f"index: {need.label} -> {ans.chosen or 'no Debian package'}" + \
+                (f" (of {', '.join(ranked[:5])})" if len(ranked) > 1 else "") + (" [cached]" if ans.cached else "")
+            self.run.traj(StepRecord(agent="execution", rule="debian-index", command=search_command(q),
+                                     exit_code=0 if lines is not None else code,
+                                     output_excerpt="\n".join(lines or [])[:2000] if lines is not None
+                                     else output[-1000:], duration=round(secs, 2), note=note))
+        return packages, answers
+
+    def available(self, packages: list[str]) -> list[str]:
+        """The names of `packages` this suite has (``apt-cache policy``: a candidate version),
+        in order; names that are not Debian package names are dropped. The query is the step
+        `debian-index:policy`."""
+        names = [p for p in dict.fromkeys(packages) if DEBIAN_NAME.fullmatch(p)]
+        if not names:
+            return []
+        cmd = "apt-cache policy " + " ".join(shlex.quote(n) for n in names)
+        code, output, secs = self._search([cmd])[0]
+        have, current = [], None
+        for line in output.splitlines():
+            if line and not line.startswith(" ") and line.endswith(":"):
+                current = line[:-1].strip()
+            elif current and line.strip().startswith("Candidate:") and "(none)" not in line:
+                have.append(current)
+        keep = [n for n in names if n in have]
+        self.run.traj(StepRecord(agent="execution", rule="debian-index:policy", command=cmd, exit_code=code,
+                                 output_excerpt=output[-2000:], duration=round(secs, 2),
+                                 note=f"Debian has {keep or 'none'} of {names}"))
+        return keep
+
+
+def index_for(run, base_image: str) -> DebianIndex:
+    """The `DebianIndex` of `base_image` for this run (one per base image and run)."""
+    cache = run.__dict__.setdefault("_debian_index", {})
+    if base_image not in cache:
+        cache[base_image] = DebianIndex(run, base_image)
+    return cache[base_image]

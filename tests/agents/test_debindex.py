@@ -1,0 +1,208 @@
+"""Debian's file index as the answer to a missing command, header or library (agents.debindex):
+queries from data, answers captured from `apt-file search` in Debian bookworm, the ranking, the
+trajectory steps, the cache, and what a test driver says it needs (agents.ecosystems.drivers).
+The Docker-backed cases (a real apt-file) are in test_loop_docker.py (tclsh, dc) and
+ecosystems/test_drivers_docker.py (a driver's tclsh before round 1)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agents.config import MintConfig
+from agents.context import MintRun, Trajectory
+from agents.debindex import DebianIndex, Need, parse_answer, pick, query_for, search_command
+from agents.diagnosis import needs_in
+from agents.ecosystems.drivers import apt_packages, driver_requirements, find_drivers
+from agents.gitrepo import GitTree
+from agents.models import Instance, InstanceResult
+from envpool.fake import FakeSandboxFactory
+
+# captured from `apt-file search --regexp <query>` in swemint/cfamily:gcc12 (Debian bookworm)
+ANSWERS = {
+    ("command", "tclsh"): "tcl: /usr/bin/tclsh\n",
+    ("command", "python"): "python-is-python3: /usr/bin/python\n",
+    ("header", "zlib.h"): ("libbotan-2-dev: /usr/include/botan-2/botan/zlib.h\nlibcrypto++-dev: /usr/include/crypto++/"
+                           "zlib.h\nlibpoco-dev: /usr/include/Poco/zlib.h\nlibtbox-dev: /usr/include/tbox/zip/zlib.h\n"
+                           "zlib1g-dev: /usr/include/zlib.h\n"),
+    ("header", "openssl/ssl.h"): ("android-libboringssl-dev: /usr/include/android/openssl/ssl.h\n"
+                                  "libssl-dev: /usr/include/openssl/ssl.h\n"
+                                  "libwolfssl-dev: /usr/include/cyassl/openssl/ssl.h\n"
+                                  "libwolfssl-dev: /usr/include/wolfssl/openssl/ssl.h\n"),
+    ("library", "libonig.so.5"): "libonig5: /usr/lib/x86_64-linux-gnu/libonig.so.5\n",
+    ("link", "onig"): "libonig-dev: /usr/lib/x86_64-linux-gnu/libonig.so\n",
+    ("pkgconfig", "libxml-2.0"): "libxml2-dev: /usr/lib/x86_64-linux-gnu/pkgconfig/libxml-2.0.pc\n",
+}
+CHOSEN = {("command", "tclsh"): "tcl", ("command", "python"): "python-is-python3", ("header", "zlib.h"): "zlib1g-dev",
+          ("header", "openssl/ssl.h"): "libssl-dev", ("library", "libonig.so.5"): "libonig5",
+          ("link", "onig"): "libonig-dev", ("pkgconfig", "libxml-2.0"): "libxml2-dev"}
+POLICY = """tcl8.6:
+  Installed: (none)
+  Candidate: 8.6.13+dfsg-2
+  Version table:
+     8.6.13+dfsg-2 500
+        500 http://deb.debian.org/debian bookworm/main amd64 Packages
+tclx:
+  Installed: (none)
+  Candidate: (none)
+  Version table:
+"""
+
+
+@pytest.mark.parametrize("key", sorted(ANSWERS))
+def test_captured_answers_choose_the_package_that_provides_the_file(key):
+    need = Need(kind=key[0], name=key[1])
+    assert pick(need, parse_answer(ANSWERS[key]))[0] == CHOSEN[key]
+
+
+def test_queries_come_from_data_and_names_are_escaped_and_validated():
+    assert query_for(Need(kind="command", name="tclsh")) == "^/(usr/)?s?bin/tclsh$"
+    assert query_for(Need(kind="link", name="stdc++")) == r"^/(usr/)?lib/([\w.+-]+-linux-gnu/)?libstdc\+\+\.(so|a)$"
+    assert search_command("^/a b$") == "apt-file search --regexp '^/a b$'"
+    for bad in ("x;rm -rf /", "$(id)", "../etc/passwd", "/usr/bin/x", "a b", "`x`"):
+        with pytest.raises(ValueError):
+            Need(kind="command", name=bad)
+    # a name from the output that is not a plain token gives no need at all
+    assert needs_in("sh: 1: $(id): not found") == []
+
+
+def test_a_penalised_package_loses_to_the_plain_one():
+    pairs = parse_answer("tcl8.6-dbg: /usr/bin/tclsh\ntcl: /usr/bin/tclsh\nnot an answer line\n")
+    assert pick(Need(kind="command", name="tclsh"), pairs) == ["tcl", "tcl8.6-dbg"]
+
+
+def _run(tmp_path, factory) -> MintRun:
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t")
+    inst = Instance(instance_id="o__r-1", repo="o/r", base_commit="0" * 40, patch="p", test_patch="t")
+    idir = tmp_path / "w" / "instances" / "o__r-1"
+    idir.mkdir(parents=True)
+    return MintRun(instance=inst, tree=None, config=cfg, factory=factory,
+                   res=InstanceResult(instance_id="o__r-1", repo="o/r", outcome="infra_error"), idir=idir,
+                   log_path=idir / "run.log", traj=Trajectory(idir / "trajectory.jsonl"), deadline=1e18)
+
+
+def test_resolve_records_each_query_and_answer_and_caches_them(tmp_path):
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-file search --regexp .*tclsh", (0, ANSWERS[("command", "tclsh")]))
+    f.on(r"apt-file search --regexp .*zlib", (0, ANSWERS[("header", "zlib.h")]))
+    f.on(r"apt-file search --regexp .*nosuch", (1, ""))
+    run = _run(tmp_path, f)
+    index = DebianIndex(run, "swemint/cfamily:gcc12")
+    needs = [Need(kind="command", name="tclsh"), Need(kind="header", name="zlib.h"),
+             Need(kind="command", name="nosuchtool")]
+    pkgs, answers = index.resolve(needs)
+    assert pkgs == ["tcl", "zlib1g-dev"] and [a.chosen for a in answers] == ["tcl", "zlib1g-dev", None]
+    steps = [s for s in run.traj.steps if s.rule == "debian-index"]
+    assert [s.command for s in steps] == [search_command(query_for(n)) for n in needs]
+    assert "zlib1g-dev: /usr/include/zlib.h" in steps[1].output_excerpt
+    assert steps[1].note.startswith("index: header zlib.h -> zlib1g-dev (of zlib1g-dev, ")
+    assert steps[2].note == "index: command nosuchtool -> no Debian package"
+    # the index image was made once, on the build network, from the plan's base image
+    made = [s for s in run.traj.steps if s.rule == "debian-index:image"]
+    assert len(made) == 1 and "apt-file update" in made[0].command
+    # asked again (another instance of the same run): answered from the cache, still recorded
+    started = len(f.sandboxes)
+    pkgs2, answers2 = DebianIndex(run, "swemint/cfamily:gcc12").resolve(needs[:2])
+    assert pkgs2 == pkgs and all(a.cached for a in answers2)
+    assert run.traj.steps[-1].note.endswith("[cached]") and len(f.sandboxes) == started
+    assert not f.open_sandboxes
+
+
+def test_commands_the_build_sandbox_has_are_not_asked(tmp_path):
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"command -v tclsh ", (0, ""))
+    f.on(r"command -v xxd ", (1, ""))
+    f.on(r"apt-file search --regexp .*xxd", (0, "xxd: /usr/bin/xxd\n"))
+    run = _run(tmp_path, f)
+    with f.sandbox(run.spec("img", "bridge")) as sb:
+        pkgs, answers = DebianIndex(run, "img").resolve([Need(kind="command", name="tclsh"),
+                                                         Need(kind="command", name="xxd")], sb)
+    assert pkgs == ["xxd"] and [a.need.name for a in answers] == ["xxd"]
+
+
+def test_available_keeps_the_ci_packages_this_suite_has(tmp_path):
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-cache policy", (0, POLICY))
+    run = _run(tmp_path, f)
+    assert DebianIndex(run, "img").available(["tcl8.6", "tclx", "bad name;"]) == ["tcl8.6"]
+    step = run.traj.steps[-1]
+    assert step.rule == "debian-index:policy" and step.command == "apt-cache policy tcl8.6 tclx"
+
+
+# -- what a test driver needs, read at analysis time ---------------------------------------------
+
+RUNTEST = """#!/bin/sh
+TCLSH=""
+for V in 8.5 8.6; do T=`which tclsh$V 2>/dev/null` && TCLSH=$T; done
+if ! command -v xxd >/dev/null; then echo "xxd missing"; fi
+if [ -z "$TCLSH" ]; then echo "You need tcl 8.5 or newer in order to run the test"; exit 1; fi
+$TCLSH tests/test_helper.tcl "$@"
+"""
+WORKFLOW = """on: push
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - run: make
+      - run: sudo apt-get install -y tcl8.6 tclx
+      - run: ./runtest --verbose
+  valgrind:
+    runs-on: ubuntu-latest
+    steps:
+      - run: sudo apt-get update && sudo apt-get install tcl8.6 tclx valgrind -y
+      - run: ./runtest --valgrind
+  build32:
+    runs-on: ubuntu-latest
+    steps:
+      - run: sudo apt-get install libc6-dev-i386 && make 32bit
+"""
+
+
+def _tree(tmp_path, files: dict[str, str]) -> GitTree:
+    repo = tmp_path / "src"
+    repo.mkdir()
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], cwd=repo, check=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    return GitTree(repo / ".git", sha)
+
+
+def test_a_driver_says_what_it_needs_and_ci_says_what_every_job_running_it_installs(tmp_path):
+    tree = _tree(tmp_path, {"runtest": RUNTEST, "tests/test_helper.tcl": "", "Makefile": "all:\n\ttrue\n",
+                            ".github/workflows/ci.yml": WORKFLOW})
+    driver = next(d for d in find_drivers(tree, "cfamily") if d.path == "runtest")
+    needs, packages = driver_requirements(tree, driver)
+    # the message names tclsh; `command -v xxd` is a literal probe; `which tclsh$V` is not literal
+    assert [n.label for n in needs] == ["command tclsh", "command xxd"]
+    # what every job running ./runtest installs (valgrind: one job only; build32 runs no runtest)
+    assert packages == ["tcl8.6", "tclx"]
+
+
+def test_apt_lines_give_debian_names_only():
+    text = "apt-get install -y --no-install-recommends a=1.2 b \\\n  c; apt install d$(x) e && apt-get update"
+    assert apt_packages(text) == ["a", "b", "c", "e"]
+    assert apt_packages("sudo apt-get install -qq 'x;y'") == []
+
+
+def test_a_python_driver_probes_with_shutil_which_only(tmp_path):
+    text = "#!/usr/bin/env python3\n# which may be slow\nimport shutil\nif not shutil.which('qemu-arm'): pass\n"
+    tree = _tree(tmp_path, {"tests/run-tests.py": text, "Makefile": "test:\n\tcd tests && ./run-tests.py\n",
+                            "a.c": "", "b.c": "", "c.c": ""})
+    driver = next(d for d in find_drivers(tree, "cfamily"))
+    assert [n.label for n in driver_requirements(tree, driver)[0]] == ["command qemu-arm"]
+
+
+def test_the_index_answers_are_written_under_the_workdir_cache(tmp_path):
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-file search", (0, "tcl: /usr/bin/tclsh\n"))
+    run = _run(tmp_path, f)
+    index = DebianIndex(run, "img")
+    index.resolve([Need(kind="command", name="tclsh")])
+    assert index.cache_path.parent == Path(run.config.workdir) / "cache" / "debian-index"
+    assert "tcl: /usr/bin/tclsh" in index.cache_path.read_text()
