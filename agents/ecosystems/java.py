@@ -1,4 +1,6 @@
-"""Java: Maven projects (single or multi-module) on a JDK chosen from the project's own files.
+"""Java: Maven projects (single or multi-module) and Ant ones (route ``ant``, planned by
+`JavaEcosystem._ant_plan` from `agents.ecosystems.java_ant`) on a JDK chosen from the project's
+own files.
 
 Analysis (read from the mirror, no checkout):
 - the Maven reactor: the root pom, its ``<modules>`` (profiles included) and the module owning each
@@ -37,7 +39,9 @@ import yaml
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
+from agents.ecosystems import java_ant as ant
 from agents.ecosystems.base import PlanRequest, PolyPlan, Route, shell_args
+from agents.ecosystems.debian import apt_install
 from agents.ecosystems.toolchain import satisfies
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
@@ -453,15 +457,15 @@ GRADLE_FILES = frozenset({"build.gradle", "build.gradle.kts", "settings.gradle",
 
 
 class JavaEcosystem:
-    """Maven projects; Gradle ones are detected and refused with a clear reason."""
+    """Maven projects, Ant ones (`agents.ecosystems.java_ant`); Gradle ones are detected and
+    refused with a clear reason."""
 
     name = "java"
     languages = ("java",)
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10 for a root pom.xml, 9 for a root Gradle build, 6 for a pom.xml one or two folders
-        down when the instance says Java, 5 for a root Ant build.xml (recognised, not buildable:
-        see `routes`), else 0."""
+        down when the instance says Java, 5 for a root Ant build.xml (see `routes`), else 0."""
         files = tree.file_set
         if "pom.xml" in files:
             return 10
@@ -477,8 +481,8 @@ class JavaEcosystem:
     def routes(self, tree: GitTree, language: str | None) -> list[Route]:
         """Maven when a pom.xml is there (at the root or one or two folders down), Gradle when its
         build files are (planned only to refuse it with the reason: its wrapper cannot download
-        here), Ant when a build.xml is: recognised, no route (Ivy and the targets' own downloads
-        need servers this host cannot reach)."""
+        here), Ant when only a root build.xml is (`agents.ecosystems.java_ant`): available when
+        one of its targets runs tests, else recognised with the reason."""
         files = tree.file_set
         out = []
         if "pom.xml" in files or any(f.endswith("/pom.xml") and f.count("/") <= 2 for f in tree.files):
@@ -486,7 +490,13 @@ class JavaEcosystem:
         if files & GRADLE_FILES:
             out.append(Route(name="gradle"))
         if "build.xml" in files and not out:
-            out.append(Route(name="ant", available=False, reason="Ant build (build.xml), no route"))
+            build = ant.ant_build(tree)
+            if build is not None and ant.test_target(build, ant.ci_ant_targets(tree)):
+                out.append(Route(name="ant"))
+            else:
+                out.append(Route(name="ant", available=False,
+                                 reason="Ant build (build.xml): no target runs tests (<junit>, <junitlauncher>, "
+                                        "a <java> test runner)"))
         return out or [Route(name="maven")]
 
     def toolchain(self, requested: str | None, images: ImageConfig):
@@ -502,6 +512,8 @@ class JavaEcosystem:
         tests, or no JDK that fits."""
         req = request or PlanRequest()
         iid = instance.instance_id
+        if req.route == "ant":
+            return self._ant_plan(tree, instance, touched, images, req)
         reactor = maven_reactor(tree, near=touched)
         facts = java_facts(tree, reactor)
         if reactor is None:
@@ -517,13 +529,8 @@ class JavaEcosystem:
             modules.setdefault(mod, [])
             modules[mod] += [c for c in classes if c not in modules[mod]]
         facts.gradle = None  # a Maven build: the Gradle wrapper (if any) is not used
-        jdks = jtc.available_jdks(images)
-        if req.toolchain or req.avoid:
-            jdks = [j for j in jdks if str(j) not in req.avoid and satisfies(str(j), req.toolchain)]
-            if not jdks:
-                raise EnvBuildError(f"java: no JDK here satisfies {req.toolchain!r}", instance_id=iid)
-        major, notes = choose_jdk(facts, jdks)
-        choice = jtc.ensure_image(str(major), images)
+        choice, notes = self._jdk(facts, images, req, iid)
+        major = jdk_major(str(choice.version)) or 0
         env = jtc.java_env(choice.route)
         in_reactor = all(m in reactor.reactor for m in modules)
         classes = sorted({c for cs in modules.values() for c in cs})
@@ -560,6 +567,49 @@ class JavaEcosystem:
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="java_junit", report_path=REPORT,
                         test_files=sorted(tests), notes=[*notes, f"modules {sorted(modules)}, classes {classes}"])
+
+    def _jdk(self, facts: JavaFacts, images: ImageConfig, req: PlanRequest, iid: str):
+        """(ToolchainChoice, notes) of the JDK for `facts` among the JDKs `req` allows."""
+        jdks = jtc.available_jdks(images)
+        if req.toolchain or req.avoid:
+            jdks = [j for j in jdks if str(j) not in req.avoid and satisfies(str(j), req.toolchain)]
+            if not jdks:
+                raise EnvBuildError(f"java: no JDK here satisfies {req.toolchain!r}", instance_id=iid)
+        major, notes = choose_jdk(facts, jdks)
+        return jtc.ensure_image(str(major), images), notes
+
+    def _ant_plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+                  req: PlanRequest) -> PolyPlan:
+        """The Ant route's plan (`agents.ecosystems.java_ant`, whose docstring says what runs).
+        Raises EnvBuildError when build.xml is unreadable or no target runs tests."""
+        iid = instance.instance_id
+        build = ant.ant_build(tree)
+        if build is None:
+            raise EnvBuildError("Ant build: build.xml is not XML", instance_id=iid)
+        ci = ant.ci_ant_targets(tree)
+        found = ant.test_target(build, ci)
+        if found is None:
+            raise EnvBuildError("Ant build (build.xml): no target runs tests", instance_id=iid)
+        target, why = found
+        facts = java_facts(tree, None)
+        choice, notes = self._jdk(facts, images, req, iid)
+        env = {**jtc.java_env(choice.route), "ANT_OPTS": jtc.java_env(choice.route)["MAVEN_OPTS"]}
+        classes = ant.touched_test_classes(touched, recipe()["test_class_patterns"])
+        props = ant.selection(build, target, classes)
+        extra = shell_args(req.test_args)
+        run = ant.ant_command(target, props, build.ivy) + "".join(f" {a}" for a in extra)
+        apt = ["ant", "ant-optional", "junit4", *(["ivy"] if build.ivy else [])]
+        setup = [apt_install(apt), jtc.truststore_command(),
+                 ant.setup_command(ant.ant_command(target, {}, build.ivy) + "".join(f" {a}" for a in extra))]
+        hosts = build.downloads(target)
+        notes += [f"ant target {target} ({why}; CI runs {ci or 'no ant target'})",
+                  f"selection {props or 'none: the target runs in full'}, classes {classes}",
+                  *([f"the build downloads with <get> from {hosts}"] if hosts else [])]
+        return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + ant", image=choice.image,
+                        route=choice.route, build="ant", substitutions=list(choice.substitutions),
+                        setup_commands=setup, env=env, test_command=ant.test_command(run), parser="ant_junit",
+                        report_path=ant.REPORT, test_files=sorted(p for p in touched if p.endswith(".java")),
+                        notes=notes, state={"ant_target": target})
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """An offline (``-o``) step that misses an artifact: run it once online. A TLS failure
