@@ -40,6 +40,7 @@ import yaml
 from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems import java_ant as ant
+from agents.ecosystems import java_maven as mvn_ci
 from agents.ecosystems.base import PlanRequest, PolyPlan, Route, shell_args
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.toolchain import satisfies
@@ -98,6 +99,7 @@ class Pom:
     parent_path: str | None = None
     levels: list[str] = field(default_factory=list)
     """Raw language levels (may hold ``${...}``), from properties and the compiler plugin."""
+    profile_ids: list[str] = field(default_factory=list)
 
 
 def parse_pom(text: str, directory: str) -> Pom | None:
@@ -115,6 +117,8 @@ def parse_pom(text: str, directory: str) -> Pom | None:
         for m in (list(mods) if mods is not None else []):
             if m.tag == "module" and (m.text or "").strip():
                 pom.modules.append(m.text.strip())
+    pom.profile_ids = [(p.findtext("id") or "").strip() for p in root.findall("profiles/profile")
+                       if (p.findtext("id") or "").strip()]
     parent = root.find("parent")
     if parent is not None:
         rel = parent.find("relativePath")
@@ -545,13 +549,25 @@ class JavaEcosystem:
             notes.append(f"module {mod} is not in the reactor of {root or '.'}: built with -f after install")
             sel = f"-f {shlex.quote(posixpath.relpath(mod, root) if root else mod)}/pom.xml "
             prep = [f"{cd}mvn {mvn_flags()} -DskipTests install"]
+        profiles, props, ci_notes = mvn_ci.ci_maven_options(
+            tree, {i for p in reactor.poms.values() for i in p.profile_ids},
+            [posixpath.relpath(m, root) if root else (m or ".") for m in modules], recipe()["ci_property_deny"])
+        ci_args = ([f"-P{','.join(profiles)}"] if profiles else []) + [f"-D{k}={v}" for k, v in props.items()]
+        notes += ci_notes
+        state: dict = {}
+        snap = mvn_ci.snapshot_parent(tree.read(posixpath.join(root, "pom.xml") if root else "pom.xml"), tree, root)
+        if snap:
+            release = mvn_ci.nearest_release(snap[2], mvn_ci.released_versions(snap[0], snap[1]))
+            state["snapshot_parent"] = {"group": snap[0], "artifact": snap[1], "version": snap[2], "release": release}
+            notes.append(f"parent {':'.join(snap)} is a SNAPSHOT outside the tree; Maven Central's nearest "
+                         f"release: {release or 'none found'} (installed in its place if the parent does not resolve)")
         test_filter = (f"-Dtest={shlex.quote(','.join(classes))} " if classes else "")
         tail = ("-fae -DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false "
                 "-Dmaven.test.failure.ignore=true test")
         warm_classes = warm_up_classes(tree, tests, reactor.module_of)
         warm_filter = (f"-Dtest={shlex.quote(','.join(sorted(set(warm_classes))))} " if warm_classes
                        else test_filter)
-        extra = "".join(f"{a} " for a in shell_args(req.test_args)).replace("{", "{{").replace("}", "}}")
+        extra = "".join(f"{a} " for a in shell_args([*ci_args, *req.test_args])).replace("{", "{{").replace("}", "}}")
         run = f"mvn {{o}}{mvn_flags()} {extra}{sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
         test_command = (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
                         f"-prune -exec rm -rf {{}} + ; {cd}{run.format(o='-o ', f=test_filter)}; rc=$?; "
@@ -566,7 +582,8 @@ class JavaEcosystem:
         return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + maven", image=choice.image,
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="java_junit", report_path=REPORT,
-                        test_files=sorted(tests), notes=[*notes, f"modules {sorted(modules)}, classes {classes}"])
+                        test_files=sorted(tests), notes=[*notes, f"modules {sorted(modules)}, classes {classes}"],
+                        state=state)
 
     def _jdk(self, facts: JavaFacts, images: ImageConfig, req: PlanRequest, iid: str):
         """(ToolchainChoice, notes) of the JDK for `facts` among the JDKs `req` allows."""
@@ -616,8 +633,12 @@ class JavaEcosystem:
         (PKIX): remake the truststore. javac refusing the compiler plugin's default level (a pom
         that names none, an old plugin defaulting to 1.5): raise it to 8 for every later Maven
         run through ``.mvn/maven.config`` (read by Maven >= 3.3.1; an untracked file, so the
-        patches still apply). Else None."""
+        patches still apply). A parent POM that does not resolve while the plan found a released
+        stand-in for its SNAPSHOT (`agents.ecosystems.java_maven`): install it. Else None."""
         fixes: list[list[str]] = []
+        snap = (plan.state.get("snapshot_parent") if plan is not None else None) or {}
+        if snap.get("release") and "Non-resolvable parent POM" in output:
+            fixes.append(mvn_ci.stand_in_commands(snap["group"], snap["artifact"], snap["version"], snap["release"]))
         if "PKIX path" in output or "trustAnchors" in output:
             fixes.append([jtc.truststore_command()])
         if _LEVEL_REFUSED.search(output):
