@@ -41,7 +41,7 @@ from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems import java_ant as ant
 from agents.ecosystems import java_maven as mvn_ci
-from agents.ecosystems.base import PlanRequest, PolyPlan, Route, shell_args
+from agents.ecosystems.base import PlanRequest, PolyPlan, Route, TestSpec, shell_args
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.toolchain import satisfies
 from agents.untrusted_yaml import load_untrusted_yaml
@@ -437,6 +437,22 @@ def warm_up_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> li
     return sorted(set(out))
 
 
+FULL_MODULE_MARK = "/var/lib/swemint/java-full-module"
+"""Left in the environment image when the touched modules' full test run built and finished
+offline within the bound at setup; the test command then runs the modules in full."""
+
+
+def full_module_probe(full_run: str, bound: int) -> str:
+    """Setup step: `full_run` (the modules' whole offline test run) under ``timeout `bound```;
+    exit 0 (tests may fail: ``-Dmaven.test.failure.ignore``) leaves `FULL_MODULE_MARK`. Never
+    fails the setup: a run that times out or does not build leaves the touched classes as T."""
+    log = "/tmp/swemint/java-full-module.log"
+    return (f"mkdir -p /tmp/swemint /var/lib/swemint && rm -f {FULL_MODULE_MARK}; "
+            f"timeout {int(bound)} bash -c {shlex.quote(full_run)} > {log} 2>&1; rc=$?; tail -n 40 {log}; "
+            f"if [ $rc -eq 0 ]; then touch {FULL_MODULE_MARK}; echo 'swemint: modules run in full'; "
+            f"else echo \"swemint: full module run exit $rc (124 = over {int(bound)} s): touched classes only\"; fi")
+
+
 def mvn_flags() -> str:
     """Batch mode, no download progress, the recipe's skip properties."""
     return "-B -ntp " + " ".join(f"-D{p}" for p in recipe()["skip_properties"])
@@ -569,21 +585,33 @@ class JavaEcosystem:
                        else test_filter)
         extra = "".join(f"{a} " for a in shell_args([*ci_args, *req.test_args])).replace("{", "{{").replace("}", "}}")
         run = f"mvn {{o}}{mvn_flags()} {extra}{sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
-        test_command = (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
-                        f"-prune -exec rm -rf {{}} + ; {cd}{run.format(o='-o ', f=test_filter)}; rc=$?; "
-                        f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
-                        f"> {REPORT}; exit $rc")
+        touched_run = f"{cd}{run.format(o='-o ', f=test_filter)}"
+        full_run = f"{cd}{run.format(o='-o ', f='')}"
+
+        def with_reports(body: str) -> str:
+            return (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
+                    f"-prune -exec rm -rf {{}} + ; {body}; rc=$?; "
+                    f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
+                    f"> {REPORT}; exit $rc")
+        test_command = with_reports(f"if [ -e {FULL_MODULE_MARK} ]; then {full_run}; else {touched_run}; fi")
+        bound = int(recipe()["full_module_seconds"])
         setup = [jtc.truststore_command(), *prep,
                  f"{cd}{run.format(o='', f=warm_filter)}",
-                 f"{cd}{run.format(o='-o ', f=test_filter)}"]
+                 full_module_probe(full_run, bound),
+                 touched_run]
+        touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
+                                report_path=REPORT, test_files=sorted(tests))
         subs = list(choice.substitutions)
         if facts.levels and min(facts.levels) < major:
             subs.append(f"Java level {min(facts.levels)} compiled by JDK {major}")
         return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + maven", image=choice.image,
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="java_junit", report_path=REPORT,
-                        test_files=sorted(tests), notes=[*notes, f"modules {sorted(modules)}, classes {classes}"],
-                        state=state)
+                        test_files=sorted(tests), test_alternatives=[touched_spec],
+                        notes=[*notes, f"modules {sorted(modules)}, classes {classes}",
+                               f"tests: the modules in full when that builds offline within {bound} s at setup, "
+                               "else the touched classes"],
+                        state={**state, "test_name": "modules"})
 
     def _jdk(self, facts: JavaFacts, images: ImageConfig, req: PlanRequest, iid: str):
         """(ToolchainChoice, notes) of the JDK for `facts` among the JDKs `req` allows."""

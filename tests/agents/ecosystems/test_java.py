@@ -223,7 +223,7 @@ def test_warm_up_runs_an_existing_class_when_the_touched_test_is_new(tmp_path, f
     assert J.warm_up_classes(tree, J.test_classes([new]), rx.module_of) == ["JsonElementReaderTest"]
     plan = J.ECOSYSTEM.plan(tree, instance(new), [new], ImageConfig(route="debootstrap"))
     assert "-Dtest=JsonElementReaderTest " in plan.setup_commands[1]
-    assert "-Dtest=JsonTreeReaderTest " in plan.setup_commands[2] and "-Dtest=JsonTreeReaderTest " in plan.test_command
+    assert "-Dtest=JsonTreeReaderTest " in plan.setup_commands[3] and "-Dtest=JsonTreeReaderTest " in plan.test_command
 
 
 class _AllImagesExist:
@@ -263,3 +263,22 @@ def test_repair_raises_a_refused_default_level_through_maven_config(tmp_path):
     assert (root / ".mvn/maven.config").read_text().split() == ["-Dmaven.compiler.source=8",
                                                                 "-Dmaven.compiler.target=8"]
     assert J.ECOSYSTEM.repair(None, "cd sub && mvn -B test", out, {fix}) is None
+
+
+def test_the_touched_modules_run_in_full_when_the_setup_probe_finished_within_the_bound(tmp_path, fake_image):
+    test = "core/src/test/java/com/acme/CalcTest.java"
+    tree = make_tree(tmp_path, {"pom.xml": pom(modules=["core"], artifact="parent"),
+                                "core/pom.xml": pom(parent=PARENT, artifact="core"), test: ""})
+    plan = J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+    probe = plan.setup_commands[2]
+    bound = J.recipe()["full_module_seconds"]
+    assert probe.startswith("mkdir -p /tmp/swemint /var/lib/swemint") and f"timeout {bound} bash -c" in probe
+    assert "-Dtest=" not in probe and f"touch {J.FULL_MODULE_MARK}" in probe and "-pl core -am" in probe
+    assert f"if [ -e {J.FULL_MODULE_MARK} ]; then mvn -o " in plan.test_command
+    full, touched = plan.test_command.split("; else ")
+    assert "-Dtest=" not in full.split("then ")[1] and "-Dtest=CalcTest " in touched
+    assert plan.state["test_name"] == "modules"
+    (alt,) = plan.test_alternatives
+    assert alt.name == "touched" and "-Dtest=CalcTest " in alt.test_command and J.FULL_MODULE_MARK not in alt.test_command
+    # the probe never fails the setup: its last command is the if/else that echoes
+    assert probe.rstrip().endswith("fi")
