@@ -37,10 +37,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-import yaml
-
+from agents.ecosystems.java_maven import ci_run_texts
 from agents.gitrepo import GitTree
-from agents.untrusted_yaml import load_untrusted_yaml
 
 __all__ = ["AntBuild", "AntTarget", "REPORT", "TEST_RUNNERS", "ant_build", "ant_command", "ci_ant_targets",
            "test_target"]
@@ -200,46 +198,18 @@ def ant_build(tree: GitTree, root: str = "build.xml", max_files: int = 50) -> An
 _ANT_CALL = re.compile(r"(?:^|[;&|\s])(?:xvfb-run\s+)?ant\s+([^\n;&|]*)")
 
 
-def _matrix_first(job: dict) -> dict[str, str]:
-    matrix = ((job or {}).get("strategy") or {}).get("matrix") or {}
-    out = {}
-    if isinstance(matrix, dict):
-        for k, v in matrix.items():
-            if isinstance(v, list) and v and not isinstance(v[0], (dict, list)):
-                out[str(k)] = str(v[0])
-    return out
-
-
 def ci_ant_targets(tree: GitTree) -> list[str]:
     """Target names the CI workflow files (GitHub Actions, Travis) pass to ``ant``, in order of
-    appearance; ``${{ matrix.X }}`` is the matrix's first value, other expressions drop the word."""
-    paths = sorted(p for p in tree.files if p == ".travis.yml" or
-                   (p.startswith(".github/workflows/") and p.endswith((".yml", ".yaml"))))
+    appearance (`java_maven.ci_run_texts`: ``${{ matrix.X }}`` is the matrix's first value);
+    words holding another expression or ``$`` are dropped."""
     out: list[str] = []
-    for p in paths:
-        try:
-            data = load_untrusted_yaml(tree.read(p) or "")
-        except yaml.YAMLError:
-            continue
-        runs: list[tuple[str, dict[str, str]]] = []
-        if isinstance(data, dict):
-            for job in (data.get("jobs") or {}).values() if isinstance(data.get("jobs"), dict) else []:
-                matrix = _matrix_first(job) if isinstance(job, dict) else {}
-                for step in (job.get("steps") or []) if isinstance(job, dict) else []:
-                    if isinstance(step, dict) and isinstance(step.get("run"), str):
-                        runs.append((step["run"], matrix))
-            for key in ("script", "install", "before_script"):
-                val = data.get(key)
-                for line in (val if isinstance(val, list) else [val] if isinstance(val, str) else []):
-                    runs.append((str(line), {}))
-        for text, matrix in runs:
-            text = re.sub(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}", lambda m: matrix.get(m.group(1), "${{}}"), text)
-            for m in _ANT_CALL.finditer(text):
-                for word in m.group(1).split():
-                    if word.startswith("-") or "=" in word or "${" in word or "$" in word:
-                        continue
-                    if word not in out:
-                        out.append(word)
+    for _path, text in ci_run_texts(tree):
+        for m in _ANT_CALL.finditer(text):
+            for word in m.group(1).split():
+                if word.startswith("-") or "=" in word or "$" in word:
+                    continue
+                if word not in out:
+                    out.append(word)
     return out
 
 

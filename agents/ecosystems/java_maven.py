@@ -36,7 +36,7 @@ from agents.gitrepo import GitTree
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.toolchains import version_key
 
-__all__ = ["CENTRAL", "TEST_GOALS", "ci_maven_options", "maven_invocations", "nearest_release",
+__all__ = ["CENTRAL", "TEST_GOALS", "ci_maven_options", "ci_run_texts", "maven_invocations", "nearest_release",
            "released_versions", "snapshot_parent", "stand_in_commands"]
 
 CENTRAL = "https://repo1.maven.org/maven2"
@@ -46,8 +46,10 @@ TEST_GOALS = ("test", "verify", "install", "integration-test", "package", "deplo
 _MVN = re.compile(r"(?:^|[\s;&|(])(?:\./)?(?:mvn|mvnw)(?=\s)([^\n;&|]*)")
 
 
-def _ci_texts(tree: GitTree) -> list[tuple[str, str]]:
-    """(workflow path, shell text) of every CI run step, matrix expressions filled in."""
+def ci_run_texts(tree: GitTree) -> list[tuple[str, str]]:
+    """(CI file, shell text) of every GitHub Actions ``run:`` step (``${{ matrix.X }}`` = the
+    matrix's first value, other matrix names ``$``) and every Travis ``script`` / ``install``
+    line."""
     out: list[tuple[str, str]] = []
     for p in sorted(p for p in tree.files if p == ".travis.yml" or
                     (p.startswith(".github/workflows/") and p.endswith((".yml", ".yaml")))):
@@ -79,7 +81,7 @@ def _ci_texts(tree: GitTree) -> list[tuple[str, str]]:
 def maven_invocations(tree: GitTree) -> list[tuple[str, list[str]]]:
     """(CI file, argument tokens) of every ``mvn``/``mvnw`` call in the CI files."""
     out = []
-    for path, text in _ci_texts(tree):
+    for path, text in ci_run_texts(tree):
         for m in _MVN.finditer(text.replace("\\\n", " ")):
             try:
                 out.append((path, shlex.split(m.group(1))))
