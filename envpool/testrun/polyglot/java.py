@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser
+from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser, to_text
 from envpool.testrun.outcome import TestStatus
 
 
@@ -213,7 +213,7 @@ def parse_ant_junit(raw: bytes) -> Result:
     last: str | None = None
     expected: int | None = None
     seen = 0
-    for line in raw.decode("utf-8", "replace").splitlines():
+    for line in to_text(raw).splitlines():
         line = _ANT_PREFIX.sub("", line, count=1)
         m = _ANT_SUITE.match(line)
         if m:
