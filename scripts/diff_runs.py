@@ -10,6 +10,10 @@ outcomes, the ids only one side has in FAIL_TO_PASS and in PASS_TO_PASS, and -- 
 differs -- the cause as the rows give it: each side's reason, the after side's rounds (round,
 source, attribution, feedback), its anomalies and reuse. Totals: verified before / after, how many
 instances changed outcome (gained, lost, other), how many kept the outcome with different lists.
+With `--times`, also the time cost of the change: per instance both runs finished, `timings.total`
+(seconds, the minter's own clock), then the median and p90 of each side, the after/before ratio
+of the medians, and the median of the per-instance ratios (pairs: robust to which instances the
+load happened to hit). Run both sides at once on one machine ("in one run") to compare them.
 Exit status 0; the table goes to stdout.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -87,6 +92,29 @@ def totals(rows: list[dict]) -> dict:
             "identical": sum(not r["changed"] for r in rows)}
 
 
+def _quantile(xs: list[float], q: float) -> float:
+    """Nearest-rank quantile of a non-empty list (q in [0, 1])."""
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, max(0, int(round(q * len(ys) + 0.5)) - 1))]
+
+
+def times(before: dict, after: dict, ids: list[str]) -> dict:
+    """Seconds per instance on both sides (`timings.total`) over ids both finished with a time:
+    {"pairs": n, "before": {"median", "p90"}, "after": {...}, "ratio_of_medians",
+    "median_of_ratios", "per_instance": [[id, before_s, after_s], ...]}; {"pairs": 0} when none."""
+    pairs = [(i, before[i].timings["total"], after[i].timings["total"]) for i in ids
+             if i in before and i in after and before[i].timings.get("total") and after[i].timings.get("total")]
+    if not pairs:
+        return {"pairs": 0}
+    b, a = [p[1] for p in pairs], [p[2] for p in pairs]
+    mb, ma = statistics.median(b), statistics.median(a)
+    return {"pairs": len(pairs), "before": {"median": round(mb, 1), "p90": round(_quantile(b, 0.9), 1)},
+            "after": {"median": round(ma, 1), "p90": round(_quantile(a, 0.9), 1)},
+            "ratio_of_medians": round(ma / mb, 3),
+            "median_of_ratios": round(statistics.median(y / x for _, x, y in pairs), 3),
+            "per_instance": [[i, round(x, 1), round(y, 1)] for i, x, y in pairs]}
+
+
 def render(rows: list[dict], tot: dict, markdown: bool) -> str:
     """The table (text or markdown) and the totals."""
     lines = []
@@ -128,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ids-file", type=Path, help="one instance id a line (default: every id of both runs)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the rows and totals here")
+    ap.add_argument("--times", action="store_true", help="also the seconds per instance, before against after")
     args = ap.parse_args(argv)
     before, after = rows_of(args.before), rows_of(args.after)
     if args.ids_file:
@@ -137,8 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = compare(before, after, ids)
     tot = totals(rows)
     print(render(rows, tot, args.markdown))
+    tm = times(before, after, ids) if args.times else None
+    if tm is not None:
+        print("\ntimes (s, timings.total): " + ("no instance finished on both sides" if not tm["pairs"] else
+              f"{tm['pairs']} pairs; before median {tm['before']['median']} p90 {tm['before']['p90']}; "
+              f"after median {tm['after']['median']} p90 {tm['after']['p90']}; "
+              f"ratio of medians {tm['ratio_of_medians']}; median of ratios {tm['median_of_ratios']}"))
     if args.json:
-        args.json.write_text(json.dumps({"totals": tot, "rows": rows}, indent=1))
+        args.json.write_text(json.dumps({"totals": tot, "rows": rows, "times": tm}, indent=1))
     return 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from agents.models import InstanceResult, RoundRecord, StepRecord
-from scripts.diff_runs import compare, rows_of, totals
+from scripts.diff_runs import compare, rows_of, times, totals
 from scripts.loop_stats import stats
 
 
@@ -59,3 +59,18 @@ def test_loop_stats_counts_late_verifications_by_feedback_and_the_repairs(tmp_pa
     assert (s["verified"], s["verified_round_ge2"], s["by_feedback"]) == (2, 1, {"replan (toolchain)": 1})
     assert (s["repairs_total"], s["repairs_by_memory"], s["plans_changed_before_planning"], s["reused"]) == (2, 1, 1, 1)
     assert stats(w, {"b-1"})["verified_round_ge2"] == 0
+
+
+def test_times_pair_only_instances_both_sides_finished(tmp_path):
+    before, after = tmp_path / "before", tmp_path / "after"
+    for iid, b, a in (("a-1", 100.0, 150.0), ("b-1", 200.0, 200.0), ("c-1", 300.0, 330.0)):
+        _store(before, InstanceResult(instance_id=iid, repo="o/x", outcome="verified", timings={"total": b}))
+        _store(after, InstanceResult(instance_id=iid, repo="o/x", outcome="verified", timings={"total": a}))
+    _store(before, InstanceResult(instance_id="d-1", repo="o/x", outcome="verified", timings={"total": 9.0}))
+    _store(after, InstanceResult(instance_id="e-1", repo="o/x", outcome="verified"))  # no time
+    tm = times(rows_of(before), rows_of(after), ["a-1", "b-1", "c-1", "d-1", "e-1"])
+    assert tm["pairs"] == 3 and [p[0] for p in tm["per_instance"]] == ["a-1", "b-1", "c-1"]
+    assert tm["before"]["median"] == 200.0 and tm["after"]["median"] == 200.0
+    assert tm["ratio_of_medians"] == 1.0 and tm["median_of_ratios"] == 1.1  # 1.5, 1.0, 1.1
+    assert tm["before"]["p90"] == 300.0
+    assert times(rows_of(before), rows_of(after), ["d-1"]) == {"pairs": 0}
