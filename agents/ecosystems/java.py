@@ -46,6 +46,7 @@ from agents.ecosystems.debian import apt_install
 from agents.ecosystems.toolchain import satisfies
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
+from envpool.patches import changed_lines
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 from envpool.toolchains import java as jtc
@@ -437,6 +438,43 @@ def warm_up_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> li
     return sorted(set(out))
 
 
+_TYPE_DECL = re.compile(r"\b(?:class|interface|enum|record)\s+([A-Z]\w*)")
+_METHOD_DECL = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|protected|private|static|final|abstract|"
+                          r"synchronized|default|native|strictfp)\s+)*(?:<[^>]*>\s*)?([\w.$]+(?:<[^()]*>)?(?:\[\])*)"
+                          r"\s+(\w+)\s*\(")
+_OTHER_DECL = re.compile(r"^\s*([A-Z][A-Z0-9_]{2,})\s*[({,;]|"  # an enum constant
+                         r"\b(?:public|protected|private|static|final)\s+[\w.$<>\[\], ?]+?\s+(\w+)\s*[=;]")  # a field
+_NOT_TYPES = frozenset({"return", "new", "throw", "else", "case", "yield", "assert", "await", "import", "package"})
+
+
+def fix_api_in_tests(patch: str, test_patch: str) -> list[str]:
+    """Names of types, enum constants (used as a word), non-private methods and fields (used as
+    ``.name`` or ``name(``) whose declaration line the patch adds, removes or changes in a
+    Java/Kotlin source and that the test_patch's changed lines use: a sign that the
+    tests need the fix to compile, so the before side of a whole-module run would build nothing
+    and every test of the module would look like FAIL_TO_PASS. Sorted; [] when none."""
+    words: set[str] = set()  # types and enum constants: used as a word
+    members: set[str] = set()  # methods and non-private fields: used as `.name` or `name(`
+    for path, lines in changed_lines(patch).items():
+        if not path.endswith((".java", ".kt")):
+            continue
+        for line in lines:
+            words.update(m.group(1) for m in _TYPE_DECL.finditer(line))
+            m = _METHOD_DECL.match(line)
+            if m and m.group(1) not in _NOT_TYPES and not re.match(r"\s*private\b", line):
+                members.add(m.group(2))
+            m = _OTHER_DECL.search(line)
+            if m and m.group(1):
+                words.add(m.group(1))
+            elif m and not re.search(r"\bprivate\b", line):
+                members.add(m.group(2))
+    used = "\n".join(line for path, lines in changed_lines(test_patch).items() if path.endswith((".java", ".kt"))
+                     for line in lines)
+    hits = {n for n in words if re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", used)}
+    hits |= {n for n in members if re.search(rf"(?:\.|::){re.escape(n)}(?![\w$])|(?<![\w$]){re.escape(n)}\s*\(", used)}
+    return sorted(hits)
+
+
 FULL_MODULE_MARK = "/var/lib/swemint/java-full-module"
 """Left in the environment image when the touched modules' full test run built and finished
 offline within the bound at setup; the test command then runs the modules in full."""
@@ -593,11 +631,19 @@ class JavaEcosystem:
                     f"-prune -exec rm -rf {{}} + ; {body}; rc=$?; "
                     f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
                     f"> {REPORT}; exit $rc")
-        test_command = with_reports(f"if [ -e {FULL_MODULE_MARK} ]; then {full_run}; else {touched_run}; fi")
         bound = int(recipe()["full_module_seconds"])
+        needs_fix = fix_api_in_tests(instance.patch, instance.test_patch)
+        if needs_fix:
+            test_command = with_reports(touched_run)
+            notes.append(f"tests: the touched classes only (the test patch uses {needs_fix[:5]}, which the patch "
+                         "declares: the module would not build before the fix)")
+        else:
+            test_command = with_reports(f"if [ -e {FULL_MODULE_MARK} ]; then {full_run}; else {touched_run}; fi")
+            notes.append(f"tests: the modules in full when that builds offline within {bound} s at setup, "
+                         "else the touched classes")
         setup = [jtc.truststore_command(), *prep,
                  f"{cd}{run.format(o='', f=warm_filter)}",
-                 full_module_probe(full_run, bound),
+                 *([] if needs_fix else [full_module_probe(full_run, bound)]),
                  touched_run]
         touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
                                 report_path=REPORT, test_files=sorted(tests))
@@ -607,11 +653,9 @@ class JavaEcosystem:
         return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + maven", image=choice.image,
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="java_junit", report_path=REPORT,
-                        test_files=sorted(tests), test_alternatives=[touched_spec],
-                        notes=[*notes, f"modules {sorted(modules)}, classes {classes}",
-                               f"tests: the modules in full when that builds offline within {bound} s at setup, "
-                               "else the touched classes"],
-                        state={**state, "test_name": "modules"})
+                        test_files=sorted(tests), test_alternatives=[] if needs_fix else [touched_spec],
+                        notes=[*notes, f"modules {sorted(modules)}, classes {classes}"],
+                        state={**state, "test_name": "touched" if needs_fix else "modules"})
 
     def _jdk(self, facts: JavaFacts, images: ImageConfig, req: PlanRequest, iid: str):
         """(ToolchainChoice, notes) of the JDK for `facts` among the JDKs `req` allows."""
