@@ -16,11 +16,17 @@ commit's era LTS (the date is a ceiling, the language level a floor). Gradle bui
 early (`EnvBuildError`): wrappers cannot download Gradle here and Debian only has 4.4.1.
 
 Plan: setup makes the JKS truststore, runs the selected test classes once online (which resolves
-and compiles everything up to Surefire and its provider, failures ignored), then once offline
-(``-o``) to prove the test run needs no network. The test command is that offline run with the
-module's upstream modules (``-pl M -am``: a patch to another module is recompiled) and the
-Surefire XML reports concatenated into `REPORT` (parser ``java_junit``, ids ``pkg.Class#method``).
-A test class that does not compile leaves no report: its tests are absent (= not passing).
+and compiles everything up to Surefire and its provider, failures ignored), probes the touched
+modules' whole offline test run under ``timeout full_module_seconds`` (recipe; success leaves
+`FULL_MODULE_MARK` in the image), then runs the touched classes offline (``-o``) to prove the test
+run needs no network. The test command runs offline with the module's upstream modules (``-pl M
+-am``: a patch to another module is recompiled): the modules in full when the mark is there, else
+the touched classes (``-Dtest``; also the alternative configuration); only the touched classes
+when the test_patch uses what the patch declares (`fix_api_in_tests`). The profiles and
+properties of the CI's test runs join every Maven run, and a ``-SNAPSHOT`` parent no repository
+serves gets a released stand-in (`agents.ecosystems.java_maven`). The Surefire XML reports are
+concatenated into `REPORT` (parser ``java_junit``, ids ``pkg.Class#method``). A test class that
+does not compile leaves no report: its tests are absent (= not passing).
 """
 
 from __future__ import annotations
