@@ -18,8 +18,9 @@ early (`EnvBuildError`): wrappers cannot download Gradle here and Debian only ha
 Plan: setup makes the JKS truststore, runs the selected test classes once online (which resolves
 and compiles everything up to Surefire and its provider, failures ignored), probes the touched
 modules' whole offline test run under ``timeout full_module_seconds`` (recipe; success leaves
-`FULL_MODULE_MARK` in the image), then runs the touched classes offline (``-o``) to prove the test
-run needs no network. The test command runs offline with the module's upstream modules (``-pl M
+`FULL_MODULE_MARK` in the image), then runs the warm-up classes offline (``-o``) to prove the test
+run needs no network (classes that exist at base: a pom that sets ``failIfNoTests`` fails on a
+selection of new classes). The test command runs offline with the module's upstream modules (``-pl M
 -am``: a patch to another module is recompiled): the modules in full when the mark is there, else
 the touched classes (``-Dtest``; also the alternative configuration); only the touched classes
 when the test_patch uses what the patch declares (`fix_api_in_tests`). The profiles and
@@ -650,7 +651,7 @@ class JavaEcosystem:
         setup = [jtc.truststore_command(), *prep,
                  f"{cd}{run.format(o='', f=warm_filter)}",
                  *([] if needs_fix else [full_module_probe(full_run, bound)]),
-                 touched_run]
+                 f"{cd}{run.format(o='-o ', f=warm_filter)}"]  # offline proof on classes that exist at base
         touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
                                 report_path=REPORT, test_files=sorted(tests))
         subs = list(choice.substitutions)
