@@ -188,7 +188,8 @@ def snapshot_parent(pom_text: str | None, tree: GitTree, directory: str = "") ->
 @lru_cache(maxsize=64)
 def released_versions(group: str, artifact: str, base: str = CENTRAL) -> tuple[str, ...]:
     """Released versions of `group`:`artifact` listed by `base`'s ``maven-metadata.xml``
-    (snapshots dropped); () when it cannot be read (no network, not there)."""
+    (snapshots, and versions that are not plain coordinates, dropped: they enter a shell
+    command); () when it cannot be read (no network, not there)."""
     from envpool.docker_sandbox import host_ca_bundle
 
     url = f"{base}/{group.replace('.', '/')}/{artifact}/maven-metadata.xml"
@@ -201,7 +202,8 @@ def released_versions(group: str, artifact: str, base: str = CENTRAL) -> tuple[s
             root = ET.fromstring(r.read())
     except Exception:
         return ()
-    return tuple(v.text.strip() for v in root.iter("version") if v.text and "SNAPSHOT" not in v.text)
+    return tuple(v.text.strip() for v in root.iter("version")
+                 if v.text and "SNAPSHOT" not in v.text and _COORD.fullmatch(v.text.strip()))
 
 
 def nearest_release(snapshot: str, releases: list[str] | tuple[str, ...]) -> str | None:

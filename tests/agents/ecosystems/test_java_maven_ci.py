@@ -100,3 +100,23 @@ def test_the_stand_in_is_installed_when_the_parent_does_not_resolve(tmp_path, mo
     assert len(fix) == 1 and "-Dartifact=org.acme:acme-parent:2.2:pom" in fix[0]
     assert "install:install-file" in fix[0] and "<version>2.3-SNAPSHOT</version>" in fix[0]
     assert J.ECOSYSTEM.repair(plan, plan.setup_commands[1], out, {"\n".join(fix)}) is None
+
+
+def test_released_versions_come_from_the_metadata_and_never_carry_shell_text(tmp_path):
+    import http.server
+    import threading
+    from functools import partial
+
+    meta = tmp_path / "org" / "acme" / "acme-parent" / "maven-metadata.xml"
+    meta.parent.mkdir(parents=True)
+    meta.write_text("<metadata><versioning><versions><version>2.1</version><version>2.2-SNAPSHOT</version>"
+                    "<version>2.2</version><version>$(touch x)</version></versions></versioning></metadata>")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(http.server.SimpleHTTPRequestHandler,
+                                                                       directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        assert M.released_versions("org.acme", "acme-parent", base) == ("2.1", "2.2")
+        assert M.released_versions("org.acme", "missing", base) == ()
+    finally:
+        server.shutdown()
