@@ -247,12 +247,19 @@ TESTS_RAN = r"Tests run: [0-9]+|Testsuite: |Test [A-Za-z_$][A-Za-z0-9_$.]* FAILE
 """A console line showing the junit task ran tests (so a failing exit is the tests', not the build's)."""
 
 
+CAUSE_LINES = r"^BUILD FAILED|Exception: |Error getting |^/\S+:[0-9]+: "
+"""Lines of a failed Ant run that say why (the failing build file line, an exception such as
+``java.net.UnknownHostException: projectlombok.org``, a failed ``<get>``)."""
+
+
 def setup_command(run: str) -> str:
     """Shell: `run` online; succeeds when ant succeeded or when tests ran (failing tests are not
-    a setup failure; a compile error or a failed download is)."""
+    a setup failure; a compile error or a failed download is). A failed run ends its output with
+    its cause lines (`CAUSE_LINES`), so the row's reason, which keeps the output's tail, names it."""
     log = "/tmp/swemint/ant-setup.log"
     return (f"mkdir -p /tmp/swemint && {{ {run}; }} > {log} 2>&1; rc=$?; cat {log}; "
-            f"[ $rc -eq 0 ] || grep -qE {shlex.quote(TESTS_RAN)} {log}")
+            f"if [ $rc -ne 0 ]; then echo 'swemint: ant failed:'; grep -E {shlex.quote(CAUSE_LINES)} {log} | "
+            f"head -n 5; fi; [ $rc -eq 0 ] || grep -qE {shlex.quote(TESTS_RAN)} {log}")
 
 
 _JAVA_TEST = re.compile(r"(?:^|/)([A-Z][\w$]*)\.java$")

@@ -135,3 +135,19 @@ def test_the_plan_refuses_a_tree_whose_build_xml_is_broken(tmp_path):
                     test_patch="", language="java")
     with pytest.raises(EnvBuildError, match="not XML"):
         J.ECOSYSTEM.plan(tree, inst, ["test/ATest.java"], ImageConfig(), request=J.PlanRequest(route="ant"))
+
+
+def test_a_failed_ant_setup_ends_with_its_cause_and_fails_unless_tests_ran(tmp_path):
+    import subprocess
+
+    log = ("Buildfile: /testbed/build.xml\n-ipp.download:\n      [get] Error getting https://projectlombok.org/x.jar\n"
+           "\nBUILD FAILED\n/testbed/buildScripts/setup.ant.xml:160: java.net.UnknownHostException: projectlombok.org\n"
+           + "\tat java.base/sun.nio.ch.NioSocketImpl.connect(NioSocketImpl.java:572)\n" * 30 + "Total time: 9 seconds\n")
+    (tmp_path / "out.txt").write_text(log)
+    failing = f"cat {tmp_path / 'out.txt'}; false"
+    r = subprocess.run(["bash", "-c", A.setup_command(failing)], capture_output=True, text=True)
+    assert r.returncode != 0
+    tail = r.stdout[-300:]
+    assert "UnknownHostException: projectlombok.org" in tail and "swemint: ant failed:" in tail
+    tests_ran = "echo '    [junit] Tests run: 2, Failures: 1, Errors: 0'; false"
+    assert subprocess.run(["bash", "-c", A.setup_command(tests_ran)], capture_output=True).returncode == 0
