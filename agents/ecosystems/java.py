@@ -1,4 +1,6 @@
-"""Java: Maven projects (single or multi-module) on a JDK chosen from the project's own files.
+"""Java: Maven projects (single or multi-module) and Ant ones (route ``ant``, planned by
+`JavaEcosystem._ant_plan` from `agents.ecosystems.java_ant`) on a JDK chosen from the project's
+own files.
 
 Analysis (read from the mirror, no checkout):
 - the Maven reactor: the root pom, its ``<modules>`` (profiles included) and the module owning each
@@ -14,11 +16,18 @@ commit's era LTS (the date is a ceiling, the language level a floor). Gradle bui
 early (`EnvBuildError`): wrappers cannot download Gradle here and Debian only has 4.4.1.
 
 Plan: setup makes the JKS truststore, runs the selected test classes once online (which resolves
-and compiles everything up to Surefire and its provider, failures ignored), then once offline
-(``-o``) to prove the test run needs no network. The test command is that offline run with the
-module's upstream modules (``-pl M -am``: a patch to another module is recompiled) and the
-Surefire XML reports concatenated into `REPORT` (parser ``java_junit``, ids ``pkg.Class#method``).
-A test class that does not compile leaves no report: its tests are absent (= not passing).
+and compiles everything up to Surefire and its provider, failures ignored), probes the touched
+modules' whole offline test run under ``timeout full_module_seconds`` (recipe; success leaves
+`FULL_MODULE_MARK` in the image), then runs the warm-up classes offline (``-o``) to prove the test
+run needs no network (classes that exist at base: a pom that sets ``failIfNoTests`` fails on a
+selection of new classes). The test command runs offline with the module's upstream modules (``-pl M
+-am``: a patch to another module is recompiled): the modules in full when the mark is there, else
+the touched classes (``-Dtest``; also the alternative configuration); only the touched classes
+when the test_patch uses what the patch declares (`fix_api_in_tests`). The profiles and
+properties of the CI's test runs join every Maven run, and a ``-SNAPSHOT`` parent no repository
+serves gets a released stand-in (`agents.ecosystems.java_maven`). The Surefire XML reports are
+concatenated into `REPORT` (parser ``java_junit``, ids ``pkg.Class#method``). A test class that
+does not compile leaves no report: its tests are absent (= not passing).
 """
 
 from __future__ import annotations
@@ -37,10 +46,14 @@ import yaml
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PlanRequest, PolyPlan, Route, shell_args
+from agents.ecosystems import java_ant as ant
+from agents.ecosystems import java_maven as mvn_ci
+from agents.ecosystems.base import PlanRequest, PolyPlan, Route, TestSpec, shell_args
+from agents.ecosystems.debian import apt_install
 from agents.ecosystems.toolchain import satisfies
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
+from envpool.patches import changed_lines
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 from envpool.toolchains import java as jtc
@@ -94,6 +107,7 @@ class Pom:
     parent_path: str | None = None
     levels: list[str] = field(default_factory=list)
     """Raw language levels (may hold ``${...}``), from properties and the compiler plugin."""
+    profile_ids: list[str] = field(default_factory=list)
 
 
 def parse_pom(text: str, directory: str) -> Pom | None:
@@ -111,6 +125,8 @@ def parse_pom(text: str, directory: str) -> Pom | None:
         for m in (list(mods) if mods is not None else []):
             if m.tag == "module" and (m.text or "").strip():
                 pom.modules.append(m.text.strip())
+    pom.profile_ids = [(p.findtext("id") or "").strip() for p in root.findall("profiles/profile")
+                       if (p.findtext("id") or "").strip()]
     parent = root.find("parent")
     if parent is not None:
         rel = parent.find("relativePath")
@@ -429,6 +445,59 @@ def warm_up_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> li
     return sorted(set(out))
 
 
+_TYPE_DECL = re.compile(r"\b(?:class|interface|enum|record)\s+([A-Z]\w*)")
+_METHOD_DECL = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|protected|private|static|final|abstract|"
+                          r"synchronized|default|native|strictfp)\s+)*(?:<[^>]*>\s*)?([\w.$]+(?:<[^()]*>)?(?:\[\])*)"
+                          r"\s+(\w+)\s*\(")
+_OTHER_DECL = re.compile(r"^\s*([A-Z][A-Z0-9_]{2,})\s*[({,;]|"  # an enum constant
+                         r"\b(?:public|protected|private|static|final)\s+[\w.$<>\[\], ?]+?\s+(\w+)\s*[=;]")  # a field
+_NOT_TYPES = frozenset({"return", "new", "throw", "else", "case", "yield", "assert", "await", "import", "package"})
+
+
+def fix_api_in_tests(patch: str, test_patch: str) -> list[str]:
+    """Names of types, enum constants (used as a word), non-private methods and fields (used as
+    ``.name`` or ``name(``) whose declaration line the patch adds, removes or changes in a
+    Java/Kotlin source and that the test_patch's changed lines use: a sign that the
+    tests need the fix to compile, so the before side of a whole-module run would build nothing
+    and every test of the module would look like FAIL_TO_PASS. Sorted; [] when none."""
+    words: set[str] = set()  # types and enum constants: used as a word
+    members: set[str] = set()  # methods and non-private fields: used as `.name` or `name(`
+    for path, lines in changed_lines(patch).items():
+        if not path.endswith((".java", ".kt")):
+            continue
+        for line in lines:
+            words.update(m.group(1) for m in _TYPE_DECL.finditer(line))
+            m = _METHOD_DECL.match(line)
+            if m and m.group(1) not in _NOT_TYPES and not re.match(r"\s*private\b", line):
+                members.add(m.group(2))
+            m = _OTHER_DECL.search(line)
+            if m and m.group(1):
+                words.add(m.group(1))
+            elif m and not re.search(r"\bprivate\b", line):
+                members.add(m.group(2))
+    used = "\n".join(line for path, lines in changed_lines(test_patch).items() if path.endswith((".java", ".kt"))
+                     for line in lines)
+    hits = {n for n in words if re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", used)}
+    hits |= {n for n in members if re.search(rf"(?:\.|::){re.escape(n)}(?![\w$])|(?<![\w$]){re.escape(n)}\s*\(", used)}
+    return sorted(hits)
+
+
+FULL_MODULE_MARK = "/var/lib/swemint/java-full-module"
+"""Left in the environment image when the touched modules' full test run built and finished
+offline within the bound at setup; the test command then runs the modules in full."""
+
+
+def full_module_probe(full_run: str, bound: int) -> str:
+    """Setup step: `full_run` (the modules' whole offline test run) under ``timeout `bound```;
+    exit 0 (tests may fail: ``-Dmaven.test.failure.ignore``) leaves `FULL_MODULE_MARK`. Never
+    fails the setup: a run that times out or does not build leaves the touched classes as T."""
+    log = "/tmp/swemint/java-full-module.log"
+    return (f"mkdir -p /tmp/swemint /var/lib/swemint && rm -f {FULL_MODULE_MARK}; "
+            f"timeout {int(bound)} bash -c {shlex.quote(full_run)} > {log} 2>&1; rc=$?; tail -n 40 {log}; "
+            f"if [ $rc -eq 0 ]; then touch {FULL_MODULE_MARK}; echo 'swemint: modules run in full'; "
+            f"else echo \"swemint: full module run exit $rc (124 = over {int(bound)} s): touched classes only\"; fi")
+
+
 def mvn_flags() -> str:
     """Batch mode, no download progress, the recipe's skip properties."""
     return "-B -ntp " + " ".join(f"-D{p}" for p in recipe()["skip_properties"])
@@ -453,15 +522,15 @@ GRADLE_FILES = frozenset({"build.gradle", "build.gradle.kts", "settings.gradle",
 
 
 class JavaEcosystem:
-    """Maven projects; Gradle ones are detected and refused with a clear reason."""
+    """Maven projects, Ant ones (`agents.ecosystems.java_ant`); Gradle ones are detected and
+    refused with a clear reason."""
 
     name = "java"
     languages = ("java",)
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10 for a root pom.xml, 9 for a root Gradle build, 6 for a pom.xml one or two folders
-        down when the instance says Java, 5 for a root Ant build.xml (recognised, not buildable:
-        see `routes`), else 0."""
+        down when the instance says Java, 5 for a root Ant build.xml (see `routes`), else 0."""
         files = tree.file_set
         if "pom.xml" in files:
             return 10
@@ -477,8 +546,8 @@ class JavaEcosystem:
     def routes(self, tree: GitTree, language: str | None) -> list[Route]:
         """Maven when a pom.xml is there (at the root or one or two folders down), Gradle when its
         build files are (planned only to refuse it with the reason: its wrapper cannot download
-        here), Ant when a build.xml is: recognised, no route (Ivy and the targets' own downloads
-        need servers this host cannot reach)."""
+        here), Ant when only a root build.xml is (`agents.ecosystems.java_ant`): available when
+        one of its targets runs tests, else recognised with the reason."""
         files = tree.file_set
         out = []
         if "pom.xml" in files or any(f.endswith("/pom.xml") and f.count("/") <= 2 for f in tree.files):
@@ -486,7 +555,13 @@ class JavaEcosystem:
         if files & GRADLE_FILES:
             out.append(Route(name="gradle"))
         if "build.xml" in files and not out:
-            out.append(Route(name="ant", available=False, reason="Ant build (build.xml), no route"))
+            build = ant.ant_build(tree)
+            if build is not None and ant.test_target(build, ant.ci_ant_targets(tree)):
+                out.append(Route(name="ant"))
+            else:
+                out.append(Route(name="ant", available=False,
+                                 reason="Ant build (build.xml): no target runs tests (<junit>, <junitlauncher>, "
+                                        "a <java> test runner)"))
         return out or [Route(name="maven")]
 
     def toolchain(self, requested: str | None, images: ImageConfig):
@@ -502,6 +577,8 @@ class JavaEcosystem:
         tests, or no JDK that fits."""
         req = request or PlanRequest()
         iid = instance.instance_id
+        if req.route == "ant":
+            return self._ant_plan(tree, instance, touched, images, req)
         reactor = maven_reactor(tree, near=touched)
         facts = java_facts(tree, reactor)
         if reactor is None:
@@ -517,13 +594,8 @@ class JavaEcosystem:
             modules.setdefault(mod, [])
             modules[mod] += [c for c in classes if c not in modules[mod]]
         facts.gradle = None  # a Maven build: the Gradle wrapper (if any) is not used
-        jdks = jtc.available_jdks(images)
-        if req.toolchain or req.avoid:
-            jdks = [j for j in jdks if str(j) not in req.avoid and satisfies(str(j), req.toolchain)]
-            if not jdks:
-                raise EnvBuildError(f"java: no JDK here satisfies {req.toolchain!r}", instance_id=iid)
-        major, notes = choose_jdk(facts, jdks)
-        choice = jtc.ensure_image(str(major), images)
+        choice, notes = self._jdk(facts, images, req, iid)
+        major = jdk_major(str(choice.version)) or 0
         env = jtc.java_env(choice.route)
         in_reactor = all(m in reactor.reactor for m in modules)
         classes = sorted({c for cs in modules.values() for c in cs})
@@ -538,36 +610,114 @@ class JavaEcosystem:
             notes.append(f"module {mod} is not in the reactor of {root or '.'}: built with -f after install")
             sel = f"-f {shlex.quote(posixpath.relpath(mod, root) if root else mod)}/pom.xml "
             prep = [f"{cd}mvn {mvn_flags()} -DskipTests install"]
+        profiles, props, ci_notes = mvn_ci.ci_maven_options(
+            tree, {i for p in reactor.poms.values() for i in p.profile_ids},
+            [posixpath.relpath(m, root) if root else (m or ".") for m in modules], recipe()["ci_property_deny"])
+        ci_args = ([f"-P{','.join(profiles)}"] if profiles else []) + [f"-D{k}={v}" for k, v in props.items()]
+        notes += ci_notes
+        state: dict = {}
+        snap = mvn_ci.snapshot_parent(tree.read(posixpath.join(root, "pom.xml") if root else "pom.xml"), tree, root)
+        if snap:
+            release = mvn_ci.nearest_release(snap[2], mvn_ci.released_versions(snap[0], snap[1]))
+            state["snapshot_parent"] = {"group": snap[0], "artifact": snap[1], "version": snap[2], "release": release}
+            notes.append(f"parent {':'.join(snap)} is a SNAPSHOT outside the tree; Maven Central's nearest "
+                         f"release: {release or 'none found'} (installed in its place if the parent does not resolve)")
         test_filter = (f"-Dtest={shlex.quote(','.join(classes))} " if classes else "")
         tail = ("-fae -DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false "
                 "-Dmaven.test.failure.ignore=true test")
         warm_classes = warm_up_classes(tree, tests, reactor.module_of)
         warm_filter = (f"-Dtest={shlex.quote(','.join(sorted(set(warm_classes))))} " if warm_classes
                        else test_filter)
-        extra = "".join(f"{a} " for a in shell_args(req.test_args)).replace("{", "{{").replace("}", "}}")
+        extra = "".join(f"{a} " for a in shell_args([*ci_args, *req.test_args])).replace("{", "{{").replace("}", "}}")
         run = f"mvn {{o}}{mvn_flags()} {extra}{sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
-        test_command = (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
-                        f"-prune -exec rm -rf {{}} + ; {cd}{run.format(o='-o ', f=test_filter)}; rc=$?; "
-                        f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
-                        f"> {REPORT}; exit $rc")
+        touched_run = f"{cd}{run.format(o='-o ', f=test_filter)}"
+        full_run = f"{cd}{run.format(o='-o ', f='')}"
+
+        def with_reports(body: str) -> str:
+            return (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
+                    f"-prune -exec rm -rf {{}} + ; {body}; rc=$?; "
+                    f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
+                    f"> {REPORT}; exit $rc")
+        bound = int(recipe()["full_module_seconds"])
+        needs_fix = fix_api_in_tests(instance.patch, instance.test_patch)
+        if needs_fix:
+            test_command = with_reports(touched_run)
+            notes.append(f"tests: the touched classes only (the test patch uses {needs_fix[:5]}, which the patch "
+                         "declares: the module would not build before the fix)")
+        else:
+            test_command = with_reports(f"if [ -e {FULL_MODULE_MARK} ]; then {full_run}; else {touched_run}; fi")
+            notes.append(f"tests: the modules in full when that builds offline within {bound} s at setup, "
+                         "else the touched classes")
         setup = [jtc.truststore_command(), *prep,
                  f"{cd}{run.format(o='', f=warm_filter)}",
-                 f"{cd}{run.format(o='-o ', f=test_filter)}"]
+                 *([] if needs_fix else [full_module_probe(full_run, bound)]),
+                 f"{cd}{run.format(o='-o ', f=warm_filter)}"]  # offline proof on classes that exist at base
+        touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
+                                report_path=REPORT, test_files=sorted(tests))
         subs = list(choice.substitutions)
         if facts.levels and min(facts.levels) < major:
             subs.append(f"Java level {min(facts.levels)} compiled by JDK {major}")
         return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + maven", image=choice.image,
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="java_junit", report_path=REPORT,
-                        test_files=sorted(tests), notes=[*notes, f"modules {sorted(modules)}, classes {classes}"])
+                        test_files=sorted(tests), test_alternatives=[] if needs_fix else [touched_spec],
+                        notes=[*notes, f"modules {sorted(modules)}, classes {classes}"],
+                        state={**state, "test_name": "touched" if needs_fix else "modules"})
+
+    def _jdk(self, facts: JavaFacts, images: ImageConfig, req: PlanRequest, iid: str):
+        """(ToolchainChoice, notes) of the JDK for `facts` among the JDKs `req` allows."""
+        jdks = jtc.available_jdks(images)
+        if req.toolchain or req.avoid:
+            jdks = [j for j in jdks if str(j) not in req.avoid and satisfies(str(j), req.toolchain)]
+            if not jdks:
+                raise EnvBuildError(f"java: no JDK here satisfies {req.toolchain!r}", instance_id=iid)
+        major, notes = choose_jdk(facts, jdks)
+        return jtc.ensure_image(str(major), images), notes
+
+    def _ant_plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+                  req: PlanRequest) -> PolyPlan:
+        """The Ant route's plan (`agents.ecosystems.java_ant`, whose docstring says what runs).
+        Raises EnvBuildError when build.xml is unreadable or no target runs tests."""
+        iid = instance.instance_id
+        build = ant.ant_build(tree)
+        if build is None:
+            raise EnvBuildError("Ant build: build.xml is not XML", instance_id=iid)
+        ci = ant.ci_ant_targets(tree)
+        found = ant.test_target(build, ci)
+        if found is None:
+            raise EnvBuildError("Ant build (build.xml): no target runs tests", instance_id=iid)
+        target, why = found
+        facts = java_facts(tree, None)
+        choice, notes = self._jdk(facts, images, req, iid)
+        env = {**jtc.java_env(choice.route), "ANT_OPTS": jtc.java_env(choice.route)["MAVEN_OPTS"]}
+        classes = ant.touched_test_classes(touched, recipe()["test_class_patterns"])
+        props = ant.selection(build, target, classes)
+        extra = shell_args(req.test_args)
+        run = ant.ant_command(target, props, build.ivy) + "".join(f" {a}" for a in extra)
+        apt = ["ant", "ant-optional", "junit4", *(["ivy"] if build.ivy else [])]
+        setup = [apt_install(apt), jtc.truststore_command(),
+                 ant.setup_command(ant.ant_command(target, {}, build.ivy) + "".join(f" {a}" for a in extra))]
+        hosts = build.downloads(target)
+        notes += [f"ant target {target} ({why}; CI runs {ci or 'no ant target'})",
+                  f"selection {props or 'none: the target runs in full'}, classes {classes}",
+                  *([f"the build downloads with <get> from {hosts}"] if hosts else [])]
+        return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + ant", image=choice.image,
+                        route=choice.route, build="ant", substitutions=list(choice.substitutions),
+                        setup_commands=setup, env=env, test_command=ant.test_command(run), parser="ant_junit",
+                        report_path=ant.REPORT, test_files=sorted(p for p in touched if p.endswith(".java")),
+                        notes=notes, state={"ant_target": target})
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """An offline (``-o``) step that misses an artifact: run it once online. A TLS failure
         (PKIX): remake the truststore. javac refusing the compiler plugin's default level (a pom
         that names none, an old plugin defaulting to 1.5): raise it to 8 for every later Maven
         run through ``.mvn/maven.config`` (read by Maven >= 3.3.1; an untracked file, so the
-        patches still apply). Else None."""
+        patches still apply). A parent POM that does not resolve while the plan found a released
+        stand-in for its SNAPSHOT (`agents.ecosystems.java_maven`): install it. Else None."""
         fixes: list[list[str]] = []
+        snap = (plan.state.get("snapshot_parent") if plan is not None else None) or {}
+        if snap.get("release") and "Non-resolvable parent POM" in output:
+            fixes.append(mvn_ci.stand_in_commands(snap["group"], snap["artifact"], snap["version"], snap["release"]))
         if "PKIX path" in output or "trustAnchors" in output:
             fixes.append([jtc.truststore_command()])
         if _LEVEL_REFUSED.search(output):

@@ -251,7 +251,7 @@ def test_a_java_row_with_only_an_ant_build_is_env_failed_never_python(tmp_path):
     f = FakeSandboxFactory(run_id="t")
     res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
     assert res.outcome == "env_failed"
-    assert "Ant build (build.xml), no route" in res.reason and res.language == "java"
+    assert "Ant build (build.xml): no target runs tests" in res.reason and res.language == "java"
     assert f.specs == []  # nothing was built, pytest least of all
     assert not any(s.agent == "execution" for s in steps(res))
 

@@ -36,6 +36,7 @@ Contract for the integrator:
 | java_junit     | Surefire / Gradle ``TEST-*.xml`` (concatenable)        | java    |             |
 | gradle_log     | Gradle console with test events logged                 | java    | known       |
 | maven_log      | ``mvn test`` console (per-class fallback)              | java    | known       |
+| ant_junit      | Ant ``<junit>`` ``TEST-*.xml``, else its plain console  | java    |             |
 | phpunit_junit  | ``phpunit --log-junit f``                              | php     |             |
 | rspec_json     | ``rspec --format json [--out f]``                      | ruby    | root, known |
 | minitest_log   | minitest console with ``-v``                           | ruby    | known       |
@@ -73,6 +74,7 @@ POLYGLOT_PARSERS: dict[str, ReportParser] = {
     "java_junit": java.parse_java_junit,
     "gradle_log": java.parse_gradle_log,
     "maven_log": java.parse_maven_log,
+    "ant_junit": java.parse_ant_junit,
     "phpunit_junit": php.parse_phpunit_junit,
     "rspec_json": ruby.parse_rspec_json,
     "minitest_log": ruby.parse_minitest_log,

@@ -1,4 +1,5 @@
-"""Java: Surefire / Gradle JUnit XML, Gradle's console test events, Maven's console per class.
+"""Java: Surefire / Gradle JUnit XML, Gradle's console test events, Maven's console per class,
+Ant's junit reports (XML, else its plain console; ids ``method(pkg.Class)``, `parse_ant_junit`).
 
 Test ids: ``<fully qualified class>#<method>`` (Surefire's ``-Dtest=Class#method`` form and
 SWE-bench Multilingual's gson gold form), e.g. ``com.google.gson.stream.JsonWriterTest#testX``.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser
+from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser, to_text
 from envpool.testrun.outcome import TestStatus
 
 
@@ -176,3 +177,64 @@ def parse_maven_log(text: str, known_tests: Iterable[str] | None = None) -> Resu
 
 def _maven_word(word: str) -> TestStatus:
     return TestStatus.ERROR if word == "ERROR" else TestStatus.FAILED
+
+
+def junit4_id(classname: str, method: str) -> str:
+    """JUnit 4's display name ``method(pkg.Class)`` (the form Ant's junit task and lombok's gold
+    ids use); the bare method when there is no class."""
+    method = method.strip()
+    return f"{method}({classname.strip()})" if classname.strip() else method
+
+
+_ANT_PREFIX = re.compile(r"^\s*\[junit\] ?")
+_ANT_SUITE = re.compile(r"^Testsuite: (\S+)")
+_ANT_CASE = re.compile(r"^Testcase: (.+?)(?:\((\S+)\))? took [\d.,]+ ?sec")
+_ANT_WORDS = {"FAILED": TestStatus.FAILED, "Caused an ERROR": TestStatus.ERROR, "SKIPPED": TestStatus.SKIPPED}
+_ANT_SUITE_COUNTS = re.compile(r"^Tests run: (\d+), Failures: (\d+), Errors: (\d+)")
+
+
+@report_parser(raw=True)
+def parse_ant_junit(raw: bytes) -> Result:
+    """Parse what Ant's ``<junit>`` / ``<junitlauncher>`` left: JUnit XML (``TEST-*.xml`` of the
+    ``xml`` formatter, concatenable; read with `junit_cases`), preferred; else the console of
+    the ``plain`` / ``brief`` formatter (``[junit] Testsuite: pkg.Class``, ``Testcase: m took
+    0.01 sec`` followed by ``FAILED`` / ``Caused an ERROR`` / ``SKIPPED``).
+
+    Ids: ``method(pkg.Class)`` (`junit4_id`, JUnit 4's display name). Console suites are
+    cross-checked against their ``Tests run:`` line. Source: Ant manual, JUnit task, formatters.
+    """
+    if b"<testcase" in raw or b"<testsuite" in raw:
+        res = Result(source="junit")
+        for case in junit_cases(raw):
+            res.add(junit4_id(case.classname or case.suite, case.name), case.status)
+        return res
+    res = Result(source="log")
+    suite = ""
+    last: str | None = None
+    expected: int | None = None
+    seen = 0
+    for line in to_text(raw).splitlines():
+        line = _ANT_PREFIX.sub("", line, count=1)
+        m = _ANT_SUITE.match(line)
+        if m:
+            if expected is not None:
+                count_mismatch(res, f"ant suite {suite}", expected, seen)
+            suite, last, expected, seen = m.group(1), None, None, 0
+            continue
+        m = _ANT_SUITE_COUNTS.match(line)
+        if m and suite and expected is None:
+            expected = int(m.group(1))
+            continue
+        m = _ANT_CASE.match(line)
+        if m:
+            last = junit4_id(m.group(2) or suite, m.group(1))
+            res.add(last, TestStatus.PASSED)
+            seen += 1
+            continue
+        word = line.strip()
+        if last is not None and word in _ANT_WORDS:
+            res.add(last, _ANT_WORDS[word])
+            last = None
+    if expected is not None:
+        count_mismatch(res, f"ant suite {suite}", expected, seen)
+    return res

@@ -223,7 +223,10 @@ def test_warm_up_runs_an_existing_class_when_the_touched_test_is_new(tmp_path, f
     assert J.warm_up_classes(tree, J.test_classes([new]), rx.module_of) == ["JsonElementReaderTest"]
     plan = J.ECOSYSTEM.plan(tree, instance(new), [new], ImageConfig(route="debootstrap"))
     assert "-Dtest=JsonElementReaderTest " in plan.setup_commands[1]
-    assert "-Dtest=JsonTreeReaderTest " in plan.setup_commands[2] and "-Dtest=JsonTreeReaderTest " in plan.test_command
+    assert "-Dtest=JsonTreeReaderTest " in plan.test_command
+    # the offline proof runs the class that exists at base (a pom with failIfNoTests fails on a
+    # selection of new classes only: javaparser__javaparser-4561)
+    assert "mvn -o " in plan.setup_commands[3] and "-Dtest=JsonElementReaderTest " in plan.setup_commands[3]
 
 
 class _AllImagesExist:
@@ -263,3 +266,55 @@ def test_repair_raises_a_refused_default_level_through_maven_config(tmp_path):
     assert (root / ".mvn/maven.config").read_text().split() == ["-Dmaven.compiler.source=8",
                                                                 "-Dmaven.compiler.target=8"]
     assert J.ECOSYSTEM.repair(None, "cd sub && mvn -B test", out, {fix}) is None
+
+
+def test_the_touched_modules_run_in_full_when_the_setup_probe_finished_within_the_bound(tmp_path, fake_image):
+    test = "core/src/test/java/com/acme/CalcTest.java"
+    tree = make_tree(tmp_path, {"pom.xml": pom(modules=["core"], artifact="parent"),
+                                "core/pom.xml": pom(parent=PARENT, artifact="core"), test: ""})
+    plan = J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+    probe = plan.setup_commands[2]
+    bound = J.recipe()["full_module_seconds"]
+    assert probe.startswith("mkdir -p /tmp/swemint /var/lib/swemint") and f"timeout {bound} bash -c" in probe
+    assert "-Dtest=" not in probe and f"touch {J.FULL_MODULE_MARK}" in probe and "-pl core -am" in probe
+    assert f"if [ -e {J.FULL_MODULE_MARK} ]; then mvn -o " in plan.test_command
+    full, touched = plan.test_command.split("; else ")
+    assert "-Dtest=" not in full.split("then ")[1] and "-Dtest=CalcTest " in touched
+    assert plan.state["test_name"] == "modules"
+    (alt,) = plan.test_alternatives
+    assert alt.name == "touched" and "-Dtest=CalcTest " in alt.test_command and J.FULL_MODULE_MARK not in alt.test_command
+    # the probe never fails the setup: its last command is the if/else that echoes
+    assert probe.rstrip().endswith("fi")
+
+
+def _diff(path: str, minus: list[str], plus: list[str]) -> str:
+    body = "".join(f"-{x}\n" for x in minus) + "".join(f"+{x}\n" for x in plus)
+    return (f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+            f"@@ -1,{len(minus)} +1,{len(plus)} @@\n{body}")
+
+
+@pytest.mark.parametrize("fix, test, expected", [
+    (["    public static int mul(int a, int b) { return a * b; }"], ["    assertEquals(6, Calc.mul(2, 3));"], ["mul"]),
+    (["  UPPER_CASE_WITH_UNDERSCORES() {"], ["    policy(FieldNamingPolicy.UPPER_CASE_WITH_UNDERSCORES);"],
+     ["UPPER_CASE_WITH_UNDERSCORES"]),
+    (["public final class Splitter {"], ["    Splitter s = null;"], ["Splitter"]),
+    (["    private final List<Node> nodes = new ArrayList<>();"], ["    List<Node> nodes = root.nodes();"], []),
+    (["        return compute(a);"], ["    compute(1);"], []),  # a call, not a declaration
+    (["    public int add(int a, int b) { return a + b; }"], ["    assertEquals(5, Calc.add(2, 3));"], ["add"]),
+])
+def test_tests_that_use_what_the_patch_declares_keep_the_touched_classes_only(fix, test, expected):
+    patch = _diff("src/main/java/a/Calc.java", [], fix)
+    test_patch = _diff("src/test/java/a/CalcTest.java", [], test)
+    assert J.fix_api_in_tests(patch, test_patch) == expected
+
+
+def test_a_test_patch_needing_the_fix_to_compile_runs_only_the_touched_classes(tmp_path, fake_image):
+    test = "src/test/java/com/acme/CalcTest.java"
+    tree = make_tree(tmp_path, {"pom.xml": pom(), test: ""})
+    inst = instance(test).model_copy(update={
+        "patch": _diff("src/main/java/com/acme/Calc.java", [], ["  public static int mul(int a, int b) { return 0; }"]),
+        "test_patch": _diff(test, [], ["    assertEquals(6, Calc.mul(2, 3));"])})
+    plan = J.ECOSYSTEM.plan(tree, inst, [test], ImageConfig(route="debootstrap"))
+    assert J.FULL_MODULE_MARK not in plan.test_command and "-Dtest=CalcTest " in plan.test_command
+    assert not any(J.FULL_MODULE_MARK in c for c in plan.setup_commands) and plan.test_alternatives == []
+    assert any("['mul']" in n for n in plan.notes)

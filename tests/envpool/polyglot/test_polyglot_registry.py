@@ -17,7 +17,7 @@ GOLDEN_FOR = {
     "mocha_json": "mocha.json", "mocha_spec": "mocha_spec_marks.log", "karma_json": "karma.json",
     "go_test_json": "go_test.json", "go_test_v": "go_test_v.log", "cargo_test": "cargo_test.log",
     "nextest_junit": "nextest_junit.xml", "java_junit": "surefire_reports.xml",
-    "gradle_log": "gradle_console.log", "maven_log": "maven_test.log",
+    "gradle_log": "gradle_console.log", "maven_log": "maven_test.log", "ant_junit": "ant_junit_plain.log",
     "phpunit_junit": "phpunit_junit.xml", "rspec_json": "rspec.json",
     "minitest_log": "minitest_v.log", "ctest_junit": "ctest_junit.xml", "ctest_log": "ctest.log",
     "gtest_log": "gtest.log", "automake_log": "automake_check.log",
@@ -67,7 +67,7 @@ def _colour(text: str) -> str:
 
 
 @pytest.mark.parametrize("name", ["jest_log", "mocha_spec", "go_test_v", "cargo_test",
-                                  "ctest_log", "gtest_log", "gradle_log", "automake_log"])
+                                  "ctest_log", "gtest_log", "gradle_log", "automake_log", "ant_junit"])
 def test_ansi_colours_do_not_change_the_result(golden, name):
     plain = golden(GOLDEN_FOR[name])
     coloured = _colour(plain.decode("utf-8")).encode()
