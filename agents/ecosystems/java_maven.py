@@ -30,10 +30,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from functools import lru_cache
 
-import yaml
-
 from agents.gitrepo import GitTree
-from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.toolchains import version_key
 
 __all__ = ["CENTRAL", "TEST_GOALS", "ci_maven_options", "ci_run_texts", "maven_invocations", "nearest_release",
@@ -49,33 +46,10 @@ _MVN = re.compile(r"(?:^|[\s;&|(])(?:\./)?(?:mvn|mvnw)(?=\s)([^\n;&|]*)")
 def ci_run_texts(tree: GitTree) -> list[tuple[str, str]]:
     """(CI file, shell text) of every GitHub Actions ``run:`` step (``${{ matrix.X }}`` = the
     matrix's first value, other matrix names ``$``) and every Travis ``script`` / ``install``
-    line."""
-    out: list[tuple[str, str]] = []
-    for p in sorted(p for p in tree.files if p == ".travis.yml" or
-                    (p.startswith(".github/workflows/") and p.endswith((".yml", ".yaml")))):
-        try:
-            data = load_untrusted_yaml(tree.read(p) or "")
-        except yaml.YAMLError:
-            continue
-        if not isinstance(data, dict):
-            continue
-        jobs = data.get("jobs") if isinstance(data.get("jobs"), dict) else {}
-        for job in jobs.values():
-            if not isinstance(job, dict):
-                continue
-            matrix = (job.get("strategy") or {}).get("matrix") or {}
-            first = {str(k): str(v[0]) for k, v in matrix.items()
-                     if isinstance(v, list) and v and not isinstance(v[0], (dict, list))} if isinstance(matrix, dict) else {}
-            for step in job.get("steps") or []:
-                if isinstance(step, dict) and isinstance(step.get("run"), str):
-                    text = re.sub(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}", lambda m: first.get(m.group(1), "$"),
-                                  step["run"])
-                    out.append((p, text))
-        for key in ("script", "install"):
-            val = data.get(key)
-            for line in val if isinstance(val, list) else [val] if isinstance(val, str) else []:
-                out.append((p, str(line)))
-    return out
+    line, read by the one CI reader `agents.ecosystems.ci.ci_steps`."""
+    from agents.ecosystems.ci import ci_steps
+
+    return [(st.path, st.resolved()) for st in ci_steps(tree)]
 
 
 def maven_invocations(tree: GitTree) -> list[tuple[str, list[str]]]:
