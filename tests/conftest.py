@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from envpool.errors import InfraError
-from tests.session import ENV_REPOSITORY
+from tests.session import ENV_REPOSITORY, SESSION
 
 
 class Sleeps(list):
@@ -67,8 +67,32 @@ def docker_client():
         client = make_client()
     except InfraError as e:
         _unavailable(f"no Docker engine: {e}")
+    _remove_dead_sessions_containers(client)
     yield client
     _remove_session_images(client)
+
+
+def _remove_dead_sessions_containers(client) -> None:
+    """Remove containers of earlier test sessions whose pytest process is gone (a session killed
+    by a signal runs no finalizer): their run ids carry `tests.session.SESSION` (`<pid>-<hex6>`)."""
+    import re
+
+    for c in client.containers.list(all=True, filters={"label": "swemint.run"}):
+        rid = c.labels.get("swemint.run", "")
+        m = re.match(r"(?:test|pytest)-(?:[a-z-]*?-)?(\d+)-[0-9a-f]{6}(?:-|$)", rid)  # tests' ids only
+        if not m or SESSION in rid:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # that session is still running
+        except ProcessLookupError:
+            pass
+        except (PermissionError, ValueError, OverflowError):
+            continue
+        try:
+            c.remove(force=True)
+        except Exception:  # noqa: BLE001 - gone meanwhile
+            pass
 
 
 def _remove_session_images(client) -> None:

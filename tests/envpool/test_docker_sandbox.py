@@ -17,7 +17,7 @@ from tests.session import SESSION
 
 pytestmark = pytest.mark.docker
 
-RUN_ID = f"pytest-{uuid.uuid4().hex[:10]}"
+RUN_ID = f"pytest-{SESSION}"
 CAP = 4096
 
 

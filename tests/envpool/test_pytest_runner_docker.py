@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.session import SESSION
 from envpool.docker_sandbox import DockerSandboxFactory
 from envpool.errors import InfraError, PatchApplyError
 from envpool.fake import FakeSandbox
@@ -45,7 +46,7 @@ from envpool.testrun.pytest_runner import (
 )
 from envpool.testrun.status import TestStatus
 
-RUN_ID = f"test-runner-{uuid.uuid4().hex[:8]}"
+RUN_ID = f"test-runner-{SESSION}"
 VENV_PY = "/opt/venv/bin/python"
 MODERN_PYTEST = "pytest==8.4.2"
 P, F, E, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.ERROR, TestStatus.SKIPPED
