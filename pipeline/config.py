@@ -1,10 +1,12 @@
-"""Typed pipeline configuration, layered: `configs/default.yaml` < `-c file` < `--set key.sub=value`
-< explicit CLI flags. Every model forbids unknown keys, so a typo is an error.
+"""Typed pipeline configuration, layered: `configs/default.yaml` < `-c file` < env `SWEMINT_SET`
+< `--set key.sub=value` < explicit CLI flags. Every model forbids unknown keys, so a typo is an error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -176,14 +178,22 @@ def run_id_for(workdir: Path) -> str:
 
 def load_config(config_file: Path | None = None, overrides: list[str] | None = None,
                 **flags: Any) -> PipelineConfig:
-    """Build a PipelineConfig: defaults file, then `config_file`, then `overrides`, then `flags`
-    whose value is not None (CLI options given explicitly).
+    """Build a PipelineConfig: defaults file, then `config_file`, then the overrides in env
+    `SWEMINT_SET` (shell-quoted `key.sub=value` items separated by spaces, as `PYTEST_ADDOPTS` does
+    for pytest: one setting for every command a job or a test suite starts), then `overrides`
+    (`--set`), then `flags` whose value is not None (CLI options given explicitly).
 
-    Raises pydantic.ValidationError on unknown keys or bad values, ValueError on a bad override.
+    Raises pydantic.ValidationError on unknown keys or bad values, ValueError on a bad override
+    (one from `SWEMINT_SET` says so).
     """
     data: dict = read_yaml(DEFAULT_CONFIG) if DEFAULT_CONFIG.is_file() else {}
     if config_file is not None:
         data = deep_merge(data, read_yaml(config_file))
+    for item in shlex.split(os.environ.get("SWEMINT_SET", "")):
+        try:
+            data = deep_merge(data, parse_override(item))
+        except ValueError as e:
+            raise ValueError(f"env SWEMINT_SET: {e}") from None
     for item in overrides or []:
         data = deep_merge(data, parse_override(item))
     data = deep_merge(data, {k: v for k, v in flags.items() if v is not None})

@@ -14,6 +14,13 @@ import pytest
 from envpool.errors import InfraError
 from tests.session import ENV_REPOSITORY, SESSION
 
+# The low-disk guard (mint.limits.min_free_disk_bytes, 10 GiB by default) measures the host, not
+# the test: without this, every test that mints (fake or real) turns `infra_error` on a machine
+# with less free space. Set before any test starts a command, so subprocesses inherit it;
+# tests about the guard set the limit themselves with `--set`, which wins over SWEMINT_SET.
+os.environ["SWEMINT_SET"] = " ".join(
+    [os.environ.get("SWEMINT_SET", ""), "mint.limits.min_free_disk_bytes=0"]).strip()
+
 
 class Sleeps(list):
     """A fake `sleep` recording the seconds asked for (no test waits for a back-off)."""

@@ -55,7 +55,8 @@ def test_low_disk_on_a_worker_stops_new_work(tmp_path, demo_input, monkeypatch):
     monkeypatch.setattr(stages, "_docker_root", lambda: [str(fake_root)])
     monkeypatch.setattr(hostfs, "free_bytes", lambda p: 1024 if str(p) == str(fake_root) else real(p))
     calls = []
-    report = run_mint(_cfg(tmp_path, demo_input), mint_fn=lambda *a, **k: calls.append(a) or ok(*a, **k))
+    cfg = _cfg(tmp_path, demo_input, "mint.limits.min_free_disk_bytes=1000000")  # 1 MB: the work dir has it
+    report = run_mint(cfg, mint_fn=lambda *a, **k: calls.append(a) or ok(*a, **k))
     assert calls == []  # the worker refused before building
     reasons = [r.reason for r in report.results]
     assert reasons[0].startswith("low disk: 0.0 GiB free under") and len(reasons) == 4
