@@ -34,7 +34,7 @@ from github.Repository import Repository
 
 from pipeline.sources.config import GitHubConfig
 from pipeline.sources.linking import find_issue_refs, timeline_confirms
-from pipeline.sources.quality import Candidate
+from pipeline.sources.quality import Candidate, only_doc_change
 from pipeline.sources.records import Outcome, Reject, instance_id, iso_utc, make_instance_row
 from pipeline.sources.testpaths import TestPathRules, split_diff
 
@@ -106,6 +106,8 @@ class GitHubSource:
             return reject("no_test_change")
         if not patch:
             return reject("no_code_change")
+        if (doc_only := only_doc_change(patch)) is not None:
+            return reject("no_code_change", doc_only)
 
         issues, problems = self._linked_issues(repo, pr, refs.strong, weak)
         if not issues:

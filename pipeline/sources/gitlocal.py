@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pipeline.sources.config import LocalRepoConfig
 from pipeline.sources.errors import GitMiningError
+from pipeline.sources.quality import only_doc_change
 from pipeline.sources.records import Outcome, Reject, instance_id, iso_utc, make_instance_row
 from pipeline.sources.testpaths import TestPathRules, default_rules, split_diff
 
@@ -124,6 +125,9 @@ def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
             continue
         if not patch:
             yield _reject(out, "no_code_change", sha[:12])
+            continue
+        if (doc_only := only_doc_change(patch)) is not None:
+            yield _reject(out, "no_code_change", f"{sha[:12]}: {doc_only}")
             continue
         out.row = make_instance_row(
             repo=cfg.repo, suffix=out.key.rsplit("-", 1)[1], base_commit=parents[0], patch=patch,

@@ -55,6 +55,21 @@ def _is_doc(path: str) -> bool:
     return p.suffix.lower() in DOC_SUFFIXES or any(d.lower() in DOC_DIRS for d in p.parts[:-1])
 
 
+def only_doc_change(patch: str) -> str | None:
+    """When the non-test `patch` touches files but none besides documentation and text files
+    (`DOC_SUFFIXES`, folders in `DOC_DIRS`: CHANGELOG.md, requirements.txt, docs/...), a
+    one-line detail naming them (at most 5) for a `no_code_change` reject; else None.
+
+    Such a fix cannot turn a test from failing to passing in the environment built at
+    `base_commit` (the sources reject it before minting; SWE-bench likewise keeps only PRs that
+    change code besides tests)."""
+    files = files_in_patch(patch)
+    if not files or any(not _is_doc(f) for f in files):
+        return None
+    return "the non-test patch changes only documentation/text files: " + ", ".join(files[:5]) + (
+        f" (+{len(files) - 5} more)" if len(files) > 5 else "")
+
+
 def check_rules(c: Candidate, cfg: QualityConfig) -> dict[str, bool]:
     """Each rule's verdict for candidate `c` (rule name -> passed)."""
     files = files_in_patch(c.patch)

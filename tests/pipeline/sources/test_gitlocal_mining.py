@@ -139,3 +139,21 @@ def test_a_broken_mirror_is_a_row_in_a_crawl(history, tmp_path):
     (row,) = [json.loads(x) for x in (tmp_path / "crawl" / "rejects.jsonl").read_text().splitlines()
               if "gone" in x]
     assert row["key"] == "repo:acme/gone" and row["reason"] == "infra_error"
+
+
+def test_a_unit_whose_fix_touches_only_docs_is_rejected_naming_them(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, {CALC: "def div(a, b):\n    return a / b\n", TEST: "def test_div():\n    pass\n"},
+            "Initial import", "01T00:00:00")
+    docs = _commit(repo, {"CHANGELOG.md": "- more tests\n", "requirements.txt": "pytest==8\n",
+                          TEST: "def test_div():\n    assert 1\n"}, "Add test for div (#20)", "02T00:00:00")
+    _commit(repo, {CALC: "def div(a, b):\n    return a / b if b else 0\n", "CHANGELOG.md": "- zero\n",
+                   TEST: "def test_div():\n    assert 2\n"}, "Fix div by zero (#21)", "03T00:00:00")
+    outs = {o.key: o for o in mine(LocalRepoConfig(repo="acme/calc", git_dir=repo))}
+    rej = outs["acme__calc-20"].reject
+    assert rej is not None and rej.reason == "no_code_change"
+    assert rej.detail.startswith(docs[:12]) and "CHANGELOG.md, requirements.txt" in rej.detail
+    row = outs["acme__calc-21"].row  # code and a changelog entry: kept, the changelog in `patch`
+    assert row is not None and "src/calc.py" in row["patch"] and "CHANGELOG.md" in row["patch"]

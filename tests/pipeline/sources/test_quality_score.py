@@ -72,3 +72,16 @@ def test_git_units_are_scored_by_the_rules_that_need_no_issue_when_asked():
     assert good.row["quality_score"] == 1.0
     big = on.process(unit("Refactor\n", 5000))  # short message and a 5000-line patch
     assert big.row is None and big.reject.reason == "low_quality" and "patch_size" in big.reject.detail
+
+
+def test_only_doc_change_names_the_files_of_a_docs_only_fix():
+    from pipeline.sources.quality import only_doc_change
+
+    def diff(*paths):
+        return "".join(f"diff --git a/{p} b/{p}\n--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-a\n+b\n" for p in paths)
+
+    assert only_doc_change(diff("CHANGELOG.md", "docs/api/conf.py")) == (
+        "the non-test patch changes only documentation/text files: CHANGELOG.md, docs/api/conf.py")
+    assert only_doc_change(diff("CHANGELOG.md", "src/x.py")) is None
+    assert only_doc_change("") is None
+    assert only_doc_change(diff(*[f"doc/{i}.rst" for i in range(7)])).endswith("doc/4.rst (+2 more)")
