@@ -538,7 +538,7 @@ def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Opti
         raise typer.Exit(2) from None
     table = Table(title=f"environment pool ({cfg.pool_path})")
     table.add_column("instance", no_wrap=True)
-    for col in ("version", "commit date", "interpreter", "image", "MB"):
+    for col in ("version", "base commit date", "interpreter", "image", "MB"):
         table.add_column(col, overflow="fold")
     for r in records:
         when = r.commit_time.date().isoformat() if r.commit_time else "-"
