@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.debindex import Need, NeedKind
 from agents.ecosystems.base import hook
+from envpool.toolchains import version_key
 
 RULES_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "diagnosis.yaml"
 MAX_TEXT = 40_000
@@ -133,6 +134,12 @@ def _from_rule(rule: DiagnosisRule, m: re.Match[str], data: DiagnosisData, toolc
         std = _group(m, "stdpkg")
         if std:
             want = data.go_std_since.get(std)
+        sym = _group(m, "stdsym")
+        if sym:  # a name only counts when the table knows it (else the project's own)
+            member = _group(m, "member")
+            want = data.go_std_since.get(f"{sym}.{member}" if member else sym)
+            if want is None:
+                return None
         classfile = _group(m, "classfile")
         if classfile:  # class file version N -> Java N-44
             want = str(int(classfile) - 44)
@@ -168,11 +175,18 @@ def diagnose(text: str, ecosystem: str, toolchain: str | None = None, *, scope: 
     for rule in data.rules:
         if scope not in rule.scope or (rule.ecosystems and ecosystem not in rule.ecosystems):
             continue
-        for m in _compiled(rule.pattern).finditer(text):
-            found = _from_rule(rule, m, data, toolchain)
-            if found is not None:
-                return found
+        found = [d for m in _compiled(rule.pattern).finditer(text)
+                 if (d := _from_rule(rule, m, data, toolchain)) is not None]
+        if found:
+            return _highest_floor(found) if rule.kind == "toolchain_too_old" else found[0]
     return None
+
+
+def _highest_floor(found: list[Diagnosis]) -> Diagnosis:
+    """Of one rule's `toolchain_too_old` diagnoses, the one asking for the newest toolchain
+    (`>=1.18` over `>=1.16`: one re-plan instead of two); the first when none names a floor."""
+    floors = [(version_key(d.toolchain[2:]), i) for i, d in enumerate(found) if (d.toolchain or "").startswith(">=")]
+    return found[max(floors)[1]] if floors else found[0]
 
 
 def needs_in(text: str) -> list[Need]:

@@ -81,6 +81,12 @@ def test_declared_dependencies_of_every_manifest(tmp_path):
      "toolchain_too_old", ">=1.16"),
     ("go: module x requires go >= 1.21 (running go 1.19.8; GOTOOLCHAIN=local)", "go", "go 1.19.8",
      "toolchain_too_old", ">=1.21"),
+    ("./cobra_test.go:259:9: undefined: os.WriteFile", "go", "go 1.15.15", "toolchain_too_old", ">=1.16"),
+    ("./a_test.go:9:4: t.Setenv undefined (type *testing.T has no field or method Setenv)", "go", "go 1.16.15",
+     "toolchain_too_old", ">=1.17"),
+    # several names: the newest floor, so one re-plan does it
+    ("./a.go:3: undefined: io.ReadAll\n./b.go:7: undefined: strings.Cut\n./c.go:1: undefined: os.ReadFile",
+     "go", "go 1.15.15", "toolchain_too_old", ">=1.18"),
     ("package `foo v1.2.0` cannot be built because it requires rustc 1.70 or newer", "rust", "rust 1.63",
      "toolchain_too_old", ">=1.70"),
     ("has been compiled by a more recent version of the Java Runtime (class file version 55.0)", "java", "jdk 8",
@@ -126,3 +132,9 @@ def test_the_pool_offers_similar_repositories_ranked_by_shared_dependencies(tmp_
     got = pool.find_similar("javascript", {"react", "jest", "lodash"}, exclude_repo="x/self")
     assert [(m.record.repo, m.overlap) for m in got] == [("x/one", 1.0), ("x/two", 0.667)]
     assert pool.find_similar("javascript", set()) == []
+
+
+def test_an_undefined_name_of_the_projects_own_packages_is_not_the_toolchains():
+    assert diagnose("./x_test.go:3:9: undefined: cobra.NewThing", "go", "go 1.15.15") is None
+    assert diagnose("./x_test.go:3:9: undefined: os.Frobnicate", "go", "go 1.15.15") is None  # not in the table
+    assert diagnose("./x_test.go:3:9: undefined: os.WriteFile", "python", "3.9") is None  # Go's rule only
