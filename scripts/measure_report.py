@@ -1,16 +1,16 @@
-"""The generalisation report of issue 10 and the memory-arm numbers of issue 9, from finished
+r"""The generalisation report of issue 10 and the memory-arm numbers of issue 9, from finished
 `swemint bench` work directories (read only: nothing is written into them).
 
     .venv/bin/python scripts/measure_report.py -i ../shared/data/swebench_dev.jsonl \
-        --workdir /work/bench/gen-after/w [--workdir W2 ...] --ids-file data/measurement_ids.txt \
-        [--core-ids ../shared/data/dev_core.txt --compare-to /work/bench/core-base/w] \
+        --workdir work/gen [--workdir W2 ...] --ids-file data/measurement_ids.txt \
+        [--core-ids ../shared/data/dev_core.txt --compare-to work/core-base] \
         [--network-bound data/network_bound.txt] [--no-docker] [--json report.json]
 
     # the memory ablation of issue 9, over the ids every arm finished:
     .venv/bin/python scripts/measure_report.py -i ../shared/data/swebench_dev.jsonl \
         --ids-file data/measurement_ids.txt \
-        --arm before_and_after=/work/bench/gen-after/w --arm off=/work/bench/gen-off/w \
-        --arm after_failure=/work/bench/gen-afterfail/w
+        --arm before_and_after=work/gen --arm off=work/gen-off \
+        --arm after_failure=work/gen-afterfail
 
 Rows are read with `scripts.diff_runs.rows_of` (finished = DONE + result.json; never
 quarantines, unlike `ResultStore.read_result`); with several `--workdir`, an instance's row is
@@ -431,8 +431,9 @@ def render_markdown(rep: dict) -> str:
     """The report dict (`build_report`) as Markdown."""
     L: list[str] = []
     if "rows" in rep:
-        L += [f"# Generalisation report: {rep['set']['instances']} instances "
-              f"({rep['set']['finished']} finished) from {', '.join(rep['workdirs'])}", ""]
+        n_net = sum(bool(r["network_bound"]) for r in rep["rows"])
+        L += [f"# Generalisation report: {rep['set']['instances']} instances ({rep['set']['finished']} finished)"
+              f"{f' and {n_net} network-bound' if n_net else ''}, from {', '.join(rep['workdirs'])}", ""]
         if rep.get("unknown_ids"):
             L += [f"Ids not in the instances file ({len(rep['unknown_ids'])}): {', '.join(rep['unknown_ids'])}", ""]
         L += ["## 1. Per repository", "",
@@ -470,19 +471,20 @@ def render_markdown(rep: dict) -> str:
             L.append(f"| {g['count']} | {g['outcome']} | {g['example']} | {_esc(g['reason'])} |")
         L += ["", f"### Repositories at 0 verified ({len(rep['zero_repositories'])})", ""]
         for z in rep["zero_repositories"]:
-            causes = "; ".join(f"{k} ({n})" for k, n in z["causes"].items()) or "-"
+            causes = "; ".join(f"{k} ({n})" for k, n in z["causes"].items()) or "no finished row"
             L.append(f"- {z['repo']} ({z['language']}, {z['instances']} ids, {z['not_run']} not run): {causes}")
         L += ["", "## 4. PASS_TO_PASS agreement with gold (verified rows whose gold has P2P)", "",
               "| language | rows | mean | min | >= 0.9 |", "|---|---|---|---|---|"]
         verdicts = lt["targets"][next(k for k in lt["targets"] if k.startswith("PASS_TO_PASS"))]["per_language"]
         for lang, p in rep["p2p"].items():
             L.append(f"| {lang} | {p['rows']} | {_f(p['mean'], 3)} | {_f(p['min'], 3)} | {verdicts[lang]} |")
-        L += ["", "## 5. Time per instance (s, timings.total; test share = before + after over total)", "",
+        L += ["", "## 5. Time per instance (s, timings.total, every finished row; test share = before + after over total)",
+              "",
               "| language | n | median | p90 | test-run share |", "|---|---|---|---|---|"]
         for lang, t in rep["times"].items():
             L.append(f"| {lang} | {t['n']} | {_f(t['median_s'], 0)} | {_f(t['p90_s'], 0)} | {_pct(t['test_share'])} |")
         d = rep["disk"]
-        L += ["", "## 6. Disk per verified instance (unique image bytes, MB = 10^6 bytes)", ""]
+        L += ["", "## 6. Disk per verified instance (unique image bytes, `docker system df -v`; MB = 10^6 bytes)", ""]
         if not d["available"]:
             L.append(d["note"])
         else:
