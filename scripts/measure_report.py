@@ -464,12 +464,20 @@ def render_markdown(rep: dict) -> str:
                  f"{_pct(s['share'])} | {_pct(s['share_of_finished'])} | |")
         L += ["", "Targets of issue 10 (ids not run count as not verified):", ""]
         for name, t in lt["targets"].items():
-            val = _pct(t["value"]) if not isinstance(t["value"], dict) else ""
-            L.append(f"- {name}: **{t['verdict']}** {val}".rstrip())
+            if not isinstance(t["value"], dict):
+                val = _pct(t["value"])
+            elif "per_language" in t:
+                val = ", ".join(f"{k} {_f(t['value'][k], 2)}" for k, v in t["per_language"].items()
+                                if v.startswith("not met"))
+            else:
+                val = ", ".join(f"{k} {_pct(v)}" for k, v in t["value"].items() if (v or 0) < TARGET_LANGUAGE)
+            L.append(f"- {name}: **{t['verdict']}**{f' ({val})' if val else ''}")
         L += ["", "## 3. Failures by cause", "", "| n | outcome | example | reason (example's) |", "|---|---|---|---|"]
         for g in rep["failures"]:
             L.append(f"| {g['count']} | {g['outcome']} | {g['example']} | {_esc(g['reason'])} |")
         L += ["", f"### Repositories at 0 verified ({len(rep['zero_repositories'])})", ""]
+        if not rep["zero_repositories"]:
+            L.append("none")
         for z in rep["zero_repositories"]:
             causes = "; ".join(f"{k} ({n})" for k, n in z["causes"].items()) or "no finished row"
             L.append(f"- {z['repo']} ({z['language']}, {z['instances']} ids, {z['not_run']} not run): {causes}")

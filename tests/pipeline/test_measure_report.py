@@ -129,6 +129,8 @@ def test_every_section_of_the_generalisation_report(tmp_path):
         assert heading in md
     assert "- net-1: gold FAIL_TO_PASS tests need httpbin.org" in md and "- py-3 (o/py): running" in md
     assert "| 2 | env_failed | go-1 |" in md
+    assert "every language >= 70%: **not met** (go 0.0%, python 33.3%)" in md
+    assert "per language where gold has any: **not met** (python 0.50)" in md
 
 
 def test_targets_met_when_every_row_verifies_with_gold_lists(tmp_path):
