@@ -263,7 +263,7 @@ def failure_groups(rows: list[dict]) -> list[dict]:
 
 
 def zero_repositories(rows: list[dict]) -> list[dict]:
-    """Repositories with no verified row: [{"repo", "language", "instances", "not_run", "causes":
+    """Repositories with no verified row: [{"repo", "language", "instances", "finished", "not_run", "causes":
     {"<outcome>: <normalised reason>": n}}] (network-bound rows counted as their own cause)."""
     by: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
@@ -279,6 +279,7 @@ def zero_repositories(rows: list[dict]) -> list[dict]:
             elif r["finished"]:
                 causes[f"{r['outcome']}: {normalise_reason(r['reason'], r['instance_id'], r['repo'])[:120]}"] += 1
         out.append({"repo": repo, "language": group[0]["language"], "instances": len(group),
+                    "finished": sum(r["finished"] for r in group),
                     "not_run": sum(not r["finished"] for r in group), "causes": dict(causes.most_common())})
     return out
 
@@ -475,10 +476,14 @@ def render_markdown(rep: dict) -> str:
         L += ["", "## 3. Failures by cause", "", "| n | outcome | example | reason (example's) |", "|---|---|---|---|"]
         for g in rep["failures"]:
             L.append(f"| {g['count']} | {g['outcome']} | {g['example']} | {_esc(g['reason'])} |")
-        L += ["", f"### Repositories at 0 verified ({len(rep['zero_repositories'])})", ""]
-        if not rep["zero_repositories"]:
+        zero = [z for z in rep["zero_repositories"] if z["finished"] or z["causes"]]
+        unrun = [z["repo"] for z in rep["zero_repositories"] if not (z["finished"] or z["causes"])]
+        L += ["", f"### Repositories at 0 verified ({len(zero)} with a finished or network-bound row)", ""]
+        if not zero:
             L.append("none")
-        for z in rep["zero_repositories"]:
+        if unrun:
+            L += [f"No finished row yet ({len(unrun)}): {', '.join(unrun)}", ""]
+        for z in zero:
             causes = "; ".join(f"{k} ({n})" for k, n in z["causes"].items()) or "no finished row"
             L.append(f"- {z['repo']} ({z['language']}, {z['instances']} ids, {z['not_run']} not run): {causes}")
         L += ["", "## 4. PASS_TO_PASS agreement with gold (verified rows whose gold has P2P)", "",

@@ -124,7 +124,7 @@ def test_every_section_of_the_generalisation_report(tmp_path):
 
     md = render_markdown(rep)
     for heading in ("## 1. Per repository", "### Network-bound (1", "### Not run (1)", "## 2. Totals per language",
-                    "## 3. Failures by cause", "### Repositories at 0 verified (2)", "## 4. PASS_TO_PASS",
+                    "## 3. Failures by cause", "### Repositories at 0 verified (2 with a finished or network-bound row)", "## 4. PASS_TO_PASS",
                     "## 5. Time per instance", "## 6. Disk per verified instance"):
         assert heading in md
     assert "- net-1: gold FAIL_TO_PASS tests need httpbin.org" in md and "- py-3 (o/py): running" in md
@@ -202,3 +202,15 @@ def test_cli_writes_markdown_and_the_same_numbers_as_json(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["set"]["both"] == 2 and data["disk"]["available"] is False
     assert "docker unavailable: --no-docker" in md and "| **all** | 6 |" in md
+
+
+def test_a_repository_without_any_finished_row_is_named_not_dropped(tmp_path):
+    a, b = _inst("a-1", "o/a", "python", ["t.py::a"]), _inst("b-1", "o/b", "ruby", ["spec/x_spec.rb"])
+    (tmp_path / "i.jsonl").write_text(a.model_dump_json() + "\n" + b.model_dump_json() + "\n")
+    (tmp_path / "ids.txt").write_text("a-1\nb-1\n")
+    _write(tmp_path / "w", a, InstanceResult(instance_id="a-1", repo="o/a", outcome="verified", FAIL_TO_PASS=["t.py::a"]))
+    rep = build_report(tmp_path / "i.jsonl", [tmp_path / "w"], tmp_path / "ids.txt", df=None)
+    assert rep["languages"]["languages"]["ruby"] == {**rep["languages"]["languages"]["ruby"], "instances": 1,
+                                                     "not_run": 1, "share": 0.0, "target": "not met"}
+    md = render_markdown(rep)
+    assert "- b-1 (o/b): not started" in md and "No finished row yet (1): o/b" in md
