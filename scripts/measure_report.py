@@ -532,7 +532,7 @@ def render_markdown(rep: dict) -> str:
                      f"{_f(s['rounds_per_instance'])} | {_f(s['repairs_per_instance'])} | {s['repairs_median']} | "
                      f"{s['repairs_by_memory']} | {s['plans_changed_before_planning']} | {s['verified_round_ge2']} | "
                      f"{_esc(fb)} |")
-    return "\n".join(L) + "\n"
+    return "\n".join(L).lstrip("\n") + "\n"
 
 
 # ---------------------------------------------------------------- driver
