@@ -15,9 +15,19 @@ from pathlib import Path
 from agents.models import Instance, InstanceResult
 from envpool.grading import score_against_gold
 from envpool.testrun.polyglot.gold import score_against_gold_ids
+from pipeline.instances import instance_language
 
 SCORE_COLUMNS = ("f2p_recall", "f2p_precision", "p2p_agreement")
 """Shown in the bench table; `p2p_agreement` = share of gold P2P that we also list as P2P."""
+
+
+def score_result(res: InstanceResult, inst: Instance) -> dict:
+    """Our lists of `res` against the gold lists of its input row `inst`: the dict of
+    `score_against_gold` (Python rows, `instance_language`) or `score_against_gold_ids` (every
+    other language): `f2p_recall`, `f2p_precision`, `p2p_recall`, ... in [0, 1], 1.0 over an
+    empty list."""
+    score = score_against_gold if instance_language(inst) == "python" else score_against_gold_ids
+    return score(res.FAIL_TO_PASS, res.PASS_TO_PASS, inst.FAIL_TO_PASS, inst.PASS_TO_PASS)
 
 
 def bench(results: Iterable[InstanceResult], instances: dict[str, Instance]) -> dict:
@@ -32,8 +42,7 @@ def bench(results: Iterable[InstanceResult], instances: dict[str, Instance]) -> 
         inst = instances.get(res.instance_id)
         if inst is None:
             continue
-        score = score_against_gold if (inst.language or "python").lower() == "python" else score_against_gold_ids
-        s = score(res.FAIL_TO_PASS, res.PASS_TO_PASS, inst.FAIL_TO_PASS, inst.PASS_TO_PASS)
+        s = score_result(res, inst)
         rows.append({"instance_id": res.instance_id, "outcome": res.outcome, "verified": res.outcome == "verified",
                      **s, "p2p_agreement": s.get("p2p_recall")})
     agg: dict = {"n": len(rows), "verified": sum(r["verified"] for r in rows)}

@@ -39,12 +39,35 @@ def _tokens(res: InstanceResult) -> int:
     return int(total.get("prompt_tokens", 0) or 0) + int(total.get("completion_tokens", 0) or 0)
 
 
+_NORMALISE = (
+    (re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`"), "…"),               # quoted parts
+    (re.compile(r"\b(?:sha256:)?(?=[a-f]*\d)[0-9a-f]{7,64}\b"), "<hash>"),  # commits, image ids
+    (re.compile(r"\S+::\S+"), "<test>"),                                # runner test ids
+    (re.compile(r"(?:[\w.@+~-]*/)+[\w.@+~-]*"), "<path>"),               # paths, image tags, URLs' tails
+    (re.compile(r"\d+"), "N"),                                          # numbers, versions, durations
+    (re.compile(r"\s+"), " "))
+
+
+def normalise_reason(reason: str, instance_id: str = "", repo: str = "") -> str:
+    """`reason` with what differs between like failures replaced, so that they compare equal:
+    the instance's own id and repository (`<id>`, `<repo>`, also in their folder spelling
+    `owner__name`), quoted parts (`…`), hex hashes of 7+ characters with a digit (`<hash>`), runner test ids
+    with `::` (`<test>`), paths and anything with a `/` (`<path>`), numbers (`N`); whitespace
+    collapsed. "" -> "unknown"."""
+    text = reason or ""
+    for name, mark in ((instance_id, "<id>"), (repo, "<repo>"), (repo.replace("/", "__"), "<repo>")):
+        if name:
+            text = text.replace(name, mark)
+    for pattern, mark in _NORMALISE:
+        text = pattern.sub(mark, text)
+    return text.strip() or "unknown"
+
+
 def cause(reason: str) -> str:
-    """A short failure cause from a reason: its first clause, numbers and quoted parts removed."""
+    """A short failure cause from a reason: its first clause, normalised (`normalise_reason`:
+    numbers, quoted parts, hashes, paths removed), at most 80 characters."""
     first = re.split(r"[:;(\n]", reason or "unknown", maxsplit=1)[0].strip()
-    first = re.sub(r"\d+", "N", first)
-    first = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "…", first)
-    return first[:80] or "unknown"
+    return normalise_reason(first)[:80]
 
 
 def _p90(xs: list[float]) -> float:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -92,10 +93,11 @@ def totals(rows: list[dict]) -> dict:
             "identical": sum(not r["changed"] for r in rows)}
 
 
-def _quantile(xs: list[float], q: float) -> float:
-    """Nearest-rank quantile of a non-empty list (q in [0, 1])."""
+def quantile(xs: list[float], q: float) -> float:
+    """Nearest-rank quantile of a non-empty list (q in [0, 1]): the ceil(q * n)-th smallest
+    value (p90 of 10 values is the 9th)."""
     ys = sorted(xs)
-    return ys[min(len(ys) - 1, max(0, int(round(q * len(ys) + 0.5)) - 1))]
+    return ys[min(len(ys) - 1, max(0, math.ceil(q * len(ys) - 1e-9) - 1))]
 
 
 def times(before: dict, after: dict, ids: list[str]) -> dict:
@@ -108,8 +110,8 @@ def times(before: dict, after: dict, ids: list[str]) -> dict:
         return {"pairs": 0}
     b, a = [p[1] for p in pairs], [p[2] for p in pairs]
     mb, ma = statistics.median(b), statistics.median(a)
-    return {"pairs": len(pairs), "before": {"median": round(mb, 1), "p90": round(_quantile(b, 0.9), 1)},
-            "after": {"median": round(ma, 1), "p90": round(_quantile(a, 0.9), 1)},
+    return {"pairs": len(pairs), "before": {"median": round(mb, 1), "p90": round(quantile(b, 0.9), 1)},
+            "after": {"median": round(ma, 1), "p90": round(quantile(a, 0.9), 1)},
             "ratio_of_medians": round(ma / mb, 3),
             "median_of_ratios": round(statistics.median(y / x for _, x, y in pairs), 3),
             "per_instance": [[i, round(x, 1), round(y, 1)] for i, x, y in pairs]}

@@ -54,8 +54,14 @@ def _feedback_key(res) -> str:
 
 
 def stats(workdir: Path, ids: set[str] | None) -> dict:
-    """The numbers of one work directory (module docstring)."""
-    rows = [r for iid, r in rows_of(workdir).items() if ids is None or iid in ids]
+    """The numbers of one work directory (module docstring), over `ids` (None: every row)."""
+    return row_stats([r for iid, r in rows_of(workdir).items() if ids is None or iid in ids], str(workdir))
+
+
+def row_stats(rows: list, workdir: str = "") -> dict:
+    """`stats` over given InstanceResult rows (`workdir`: the label the dict carries): counts,
+    `rounds_total` (loop rounds), `repairs_total` / `repairs_median` (Execution's repairs per
+    instance), `verified_round_ge2` and `by_feedback` ({feedback (attribution kind): n})."""
     verified = [r for r in rows if r.outcome == "verified"]
     late = [r for r in verified if (r.round or 1) >= 2]
     repairs, memory_repairs, before_changes = [], 0, 0
@@ -68,7 +74,7 @@ def stats(workdir: Path, ids: set[str] | None) -> dict:
             if s.get("rule") == "before-plan" and "applied: none" not in str(s.get("note", "")):
                 before_changes += 1
         repairs.append(n)
-    return {"workdir": str(workdir), "instances": len(rows), "verified": len(verified),
+    return {"workdir": workdir, "instances": len(rows), "verified": len(verified),
             "verified_round_ge2": len(late), "by_feedback": dict(Counter(_feedback_key(r) for r in late)),
             "rounds_total": sum(len(r.rounds) for r in rows),
             "outcomes": dict(Counter(r.outcome for r in rows)),

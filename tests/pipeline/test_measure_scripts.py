@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from agents.models import InstanceResult, RoundRecord, StepRecord
-from scripts.diff_runs import compare, rows_of, times, totals
+from scripts.diff_runs import compare, quantile, rows_of, times, totals
 from scripts.loop_stats import stats
 
 
@@ -74,3 +74,8 @@ def test_times_pair_only_instances_both_sides_finished(tmp_path):
     assert tm["ratio_of_medians"] == 1.0 and tm["median_of_ratios"] == 1.1  # 1.5, 1.0, 1.1
     assert tm["before"]["p90"] == 300.0
     assert times(rows_of(before), rows_of(after), ["d-1"]) == {"pairs": 0}
+
+
+def test_quantile_is_nearest_rank():
+    assert quantile(list(range(1, 11)), 0.9) == 9 and quantile(list(range(1, 21)), 0.9) == 18
+    assert quantile([5.0], 0.9) == 5.0 and quantile([1, 2, 3], 0.5) == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Instance, InstanceResult
-from pipeline.report import cause, summarise, write_report
+from pipeline.report import cause, normalise_reason, summarise, write_report
 from pipeline.store import ResultStore
 
 
@@ -31,6 +31,14 @@ def test_summary_counts_phases_yield_reuse_and_causes():
 
 def test_cause_drops_numbers_and_quotes():
     assert cause("Python 3.8 cannot be provided 'x': y") == "Python N.N cannot be provided …"
+
+
+def test_like_reasons_normalise_to_one_text():
+    a = normalise_reason("o__a-1: go build failed (exit 1) at 09a3650c97 in /testbed/x/y.go:12", "o__a-1", "o/a")
+    b = normalise_reason("o__a-22: go build failed (exit 2) at 1234abcdef in /testbed/z.go:9", "o__a-22", "o/a")
+    assert a == b == "<id>: go build failed (exit N) at <hash> in <path>:N"
+    assert normalise_reason("t/test_x.py::TestA::test_b[1] failed; defaced") == "<test> failed; defaced"
+    assert normalise_reason("") == "unknown"
 
 
 def _stored(tmp_path) -> None:
