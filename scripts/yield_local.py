@@ -226,6 +226,32 @@ def explain(res, inst, idir: Path) -> str:
     return " | ".join(parts).replace("\n", " ")
 
 
+def _units(state: Path) -> list[tuple]:
+    """(repo, status, reason) of every decided unit in the crawl state `state`. While a pass
+    runs, its `swemint run` holds DuckDB's write lock, so a second reader cannot open the file:
+    then a copy (with its WAL) in a temporary folder is read instead — the state as of the
+    copy; the running pass is not disturbed."""
+    import shutil
+    import tempfile
+
+    import duckdb
+
+    query = "SELECT repo, status, reason FROM outcomes WHERE kind <> 'repo'"
+    try:
+        with duckdb.connect(str(state), read_only=True) as db:
+            return db.execute(query).fetchall()
+    except duckdb.IOException:
+        pass
+    with tempfile.TemporaryDirectory(prefix="swemint-yield-") as tmp:
+        copy = Path(tmp) / state.name
+        shutil.copy2(state, copy)
+        wal = state.with_name(state.name + ".wal")
+        if wal.is_file():
+            shutil.copy2(wal, copy.with_name(copy.name + ".wal"))
+        with duckdb.connect(str(copy)) as db:  # not read-only: replaying the copied WAL writes
+            return db.execute(query).fetchall()
+
+
 def table(workdir: Path, repos: list[str]) -> tuple[list[dict], list[dict]]:
     """(one row per repository and a TOTAL row, one row per explained outcome); see the module docstring."""
     import duckdb
@@ -233,10 +259,7 @@ def table(workdir: Path, repos: list[str]) -> tuple[list[dict], list[dict]]:
     from pipeline.store import ResultStore
 
     state = workdir / "crawl" / "state.duckdb"
-    units: list[tuple] = []
-    if state.is_file():
-        with duckdb.connect(str(state), read_only=True) as db:
-            units = db.execute("SELECT repo, status, reason FROM outcomes WHERE kind <> 'repo'").fetchall()
+    units = _units(state) if state.is_file() else []
     store = ResultStore(workdir)
     results = [r for r in store.results() if r.repo in repos]
     instances = store.instances()

@@ -111,3 +111,33 @@ def test_background_run_survives_kill_9_and_the_same_command_continues(tmp_path,
         assert after[iid]["finished_at"] == row["finished_at"]
     table = json.loads((work / "yield.json").read_text())
     assert table["passes_done"] == [5] and table["repositories"][0]["minted"] == 4
+
+
+def test_the_table_reads_the_crawl_state_while_a_pass_holds_its_lock(tmp_path):
+    """`--table-only` during a pass: the running `swemint run` holds DuckDB's write lock on the
+    crawl state; the table reads a copy instead of failing with a lock error."""
+    import importlib.util
+
+    import duckdb
+
+    state = tmp_path / "crawl" / "state.duckdb"
+    state.parent.mkdir()
+    with duckdb.connect(str(state)) as db:
+        db.execute("CREATE TABLE outcomes (repo TEXT, kind TEXT, status TEXT, reason TEXT)")
+        db.execute("INSERT INTO outcomes VALUES ('acme/lib', 'commit', 'accepted', NULL), "
+                   "('acme/lib', 'commit', 'rejected', 'not_pr_like'), ('acme/lib', 'repo', 'done', NULL)")
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+                               "print('locked', flush=True); time.sleep(60)", str(state)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(duckdb.IOException):  # what the table met before
+            duckdb.connect(str(state), read_only=True)
+        spec = importlib.util.spec_from_file_location("yield_local", SCRIPT)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        assert sorted(mod._units(state), key=str) == sorted(
+            [("acme/lib", "accepted", None), ("acme/lib", "rejected", "not_pr_like")], key=str)
+    finally:
+        holder.kill()
+        holder.wait()
