@@ -57,6 +57,8 @@ class MintRun:
     deadline: float
     helper: object | None = None
     touched: list[str] = field(default_factory=list)
+    """Paths the test_patch leaves in the tree (`envpool.patches.paths_after`: not a deleted file,
+    not a rename's old name): what test selection may hand a runner."""
     language: str = ""
     made_images: list[str] = field(default_factory=list)
 

@@ -51,7 +51,7 @@ from agents.verification import Attribution, Verdict, llm_attribution, verify
 from envpool.errors import EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError, \
     TestsNotRunError
 from envpool.naming import folder_name
-from envpool.patches import files_in_patch, shared_files_problem
+from envpool.patches import paths_after, shared_files_problem
 from envpool.sandbox import engine_isolation
 from envpool.testrun.trust import infrastructure_flags
 
@@ -124,7 +124,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch)
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
                       log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
-                      touched=files_in_patch(instance.test_patch))
+                      touched=paths_after(instance.test_patch))
         Loop(run, env, list(candidates or []) if config.reuse.enabled else [], profile).go()
     except SwemintError as e:
         res.outcome = next(o for cls, o in OUTCOME_OF_ERROR if isinstance(e, cls))

@@ -78,6 +78,30 @@ def files_in_patch(patch: str) -> list[str]:
     return out
 
 
+def paths_after(patch: str) -> list[str]:
+    """The paths of `files_in_patch` that exist once the diff is applied, in order: added and
+    modified files and the new name of a rename; not a deleted file, not a rename's old name.
+    These are what a runner can be given on a side that has the diff (passing a renamed test
+    file's old name makes pytest stop with "file not found", redis' `runtest --single` with
+    "couldn't read file"). Never raises."""
+    gone: set[str] = set()
+    try:
+        from unidiff import PatchSet
+
+        for pf in PatchSet(patch):
+            src, tgt = _strip_prefix(pf.source_file or ""), _strip_prefix(pf.target_file or "")
+            if pf.is_removed_file:
+                gone.add(src)
+            elif not pf.is_added_file and src != tgt:
+                gone.add(src)
+    except Exception:
+        for section in _file_sections(patch):
+            m = _DIFF_GIT.match(section.splitlines()[0].rstrip("\r")) if section else None
+            if m and (m.group(1) != m.group(2) or re.search(r"^\+\+\+ /dev/null", section, flags=re.M)):
+                gone.add(m.group(1))
+    return [f for f in files_in_patch(patch) if f not in gone]
+
+
 def shared_files(patch: str, test_patch: str) -> list[str]:
     """Paths both `patch` and `test_patch` touch (`files_in_patch` of each), sorted; [] for a
     well-formed SWE-bench row. SWE-bench resets the test_patch's files and applies the test_patch

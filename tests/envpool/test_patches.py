@@ -158,3 +158,20 @@ def test_apply_failure_names_every_method_and_the_instance():
 def test_empty_patch_is_a_no_op():
     sb = fake()
     assert apply_patch(sb, "  \n") == "empty" and sb.commands == []
+
+
+def test_paths_after_leaves_out_deleted_files_and_a_renames_old_name():
+    from envpool.patches import paths_after
+
+    rename = ("diff --git a/tests/unit/replica_migration.tcl b/tests/unit/replica-migration.tcl\n"
+              "similarity index 90%\nrename from tests/unit/replica_migration.tcl\n"
+              "rename to tests/unit/replica-migration.tcl\n--- a/tests/unit/replica_migration.tcl\n"
+              "+++ b/tests/unit/replica-migration.tcl\n@@ -1 +1 @@\n-a\n+b\n")
+    deleted = "diff --git a/t/test_a.py b/t/test_a.py\ndeleted file mode 100644\n--- a/t/test_a.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n"
+    added = "diff --git a/t/test_b.py b/t/test_b.py\nnew file mode 100644\n--- /dev/null\n+++ b/t/test_b.py\n@@ -0,0 +1 @@\n+b\n"
+    modified = "diff --git a/t/test_c.py b/t/test_c.py\n--- a/t/test_c.py\n+++ b/t/test_c.py\n@@ -1 +1 @@\n-a\n+c\n"
+    assert paths_after(rename + deleted + added + modified) == [
+        "tests/unit/replica-migration.tcl", "t/test_b.py", "t/test_c.py"]
+    # a diff unidiff rejects (miscounted hunk) is read from its headers: the same answer
+    bad = rename.replace("@@ -1 +1 @@", "@@ -1,5 +1,5 @@") + deleted.replace("@@ -1 +0,0 @@", "@@ -1,9 +0,0 @@")
+    assert paths_after(bad) == ["tests/unit/replica-migration.tcl"]
