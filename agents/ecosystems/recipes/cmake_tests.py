@@ -12,7 +12,9 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    stale binary from an earlier build can never report results;
 4. run ``ctest`` on the tests whose command runs a picked target's artifact (or named like the
    target); none picked -> every test. ``--junit`` adds ``--output-junit FILE`` (CMake >= 3.21),
-   ``--verbose`` adds ``-V`` (GoogleTest output).
+   ``--verbose`` adds ``-V`` (GoogleTest output). A fixture setup test the selected tests need
+   runs once alone first; when it fails, ``-FS`` keeps it out of the run, so its dependents run
+   instead of being ``Not Run`` (`failed_fixtures`).
 Exit code: ctest's, or 2 when nothing could be selected. Standard library only (python3 >= 3.5).
 """
 
@@ -69,6 +71,44 @@ def ctest_tests(build):
         return []
     data = json.loads(raw.decode("utf-8", "replace"))
     return [(t.get("name"), t.get("command") or []) for t in data.get("tests", [])]
+
+
+def ctest_fixtures(build):
+    """{test name: (fixtures it requires, fixtures it sets up)} from ``ctest --show-only=json-v1``
+    (the FIXTURES_REQUIRED / FIXTURES_SETUP properties); {} when ctest cannot list them."""
+    try:
+        raw = subprocess.check_output(["ctest", "--show-only=json-v1"], cwd=build)
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    out = {}
+    for t in json.loads(raw.decode("utf-8", "replace")).get("tests", []):
+        props = {p.get("name"): p.get("value") for p in t.get("properties", [])}
+        def names(v):
+            return set(v if isinstance(v, list) else ([v] if v else []))
+        out[t.get("name")] = (names(props.get("FIXTURES_REQUIRED")), names(props.get("FIXTURES_SETUP")))
+    return out
+
+
+def failed_fixtures(build, selected, timeout):
+    """Fixtures whose setup test fails, among those the `selected` tests (None = all) require:
+    each setup test runs once on its own first. CTest would otherwise add it to the run and mark
+    every dependent `Not Run` when it fails -- e.g. a setup that clones test data from a host the
+    test run cannot reach (no network), which the touched tests may not even use."""
+    fx = ctest_fixtures(build)
+    wanted = set()
+    for name, (req, _) in fx.items():
+        if selected is None or name in selected:
+            wanted |= req
+    bad = set()
+    for name, (_, sets) in sorted(fx.items()):
+        mine = sets & wanted
+        if not mine or (selected is not None and name in selected):
+            continue
+        pattern = "^" + re.sub(r"([][.+*?^$()|\\])", r"\\\1", name) + "$"
+        if run(["ctest", "--timeout", timeout, "--output-on-failure", "-R", pattern, "-FA", ".*"], cwd=build) != 0:
+            log("fixture setup %s failed: its dependents run without fixture(s) %s" % (name, " ".join(sorted(mine))))
+            bad |= mine
+    return bad
 
 
 def norm(path, src):
@@ -131,6 +171,9 @@ def main(argv):
     elif not tests:
         log("no CTest tests are defined")
         return 2
+    bad = failed_fixtures(build, set(selected) if selected and len(selected) < len(tests) else None, timeout)
+    if bad:
+        cmd += ["-FS", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", f) for f in sorted(bad)) + ")$"]
     return run(cmd, cwd=build)
 
 

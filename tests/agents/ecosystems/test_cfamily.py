@@ -234,3 +234,37 @@ def test_helper_reads_the_codemodel(tmp_path):
     assert model[0][2] == ["test/printf-test.cc", "test/util.cc"]
     assert model[0][3] == [str((tmp_path / "bin/printf-test").resolve())]
     assert _helper().codemodel(str(tmp_path / "none")) == []
+
+
+def test_helper_runs_the_dependents_of_a_fixture_setup_that_fails(tmp_path):
+    """nlohmann/json: `download_test_data` (a FIXTURES_SETUP cloning from GitHub) fails without
+    network and CTest marked the touched test `Not Run`; the helper runs the setup alone first,
+    keeps it out with -FS, and the touched test runs (real cmake/ctest on this host)."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    if not (shutil.which("cmake") and shutil.which("ctest") and shutil.which("cc")):
+        pytest.skip("cmake, ctest and a C compiler are needed on the host")
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "t1.c").write_text("int main(void) { return 0; }\n")
+    (src / "other.c").write_text("int main(void) { return 0; }\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
+        "add_executable(t1 t1.c)\n"
+        'add_test(NAME download_test_data COMMAND sh -c "echo no network; exit 1")\n'
+        "set_tests_properties(download_test_data PROPERTIES FIXTURES_SETUP TEST_DATA)\n"
+        "add_test(NAME t1 COMMAND t1)\nset_tests_properties(t1 PROPERTIES FIXTURES_REQUIRED TEST_DATA)\n"
+        "add_executable(other other.c)\nadd_test(NAME other COMMAND other)\n")
+    (build / ".cmake/api/v1/query").mkdir(parents=True)
+    (build / ".cmake/api/v1/query/codemodel-v2").touch()
+    subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
+    junit = tmp_path / "j.xml"
+    r = subprocess.run([sys.executable, str(cfamily.RECIPES / "cmake_tests.py"), str(build), "--junit", str(junit),
+                        "--", "t1.c"], cwd=src, capture_output=True, text=True, timeout=300)
+    assert "fixture setup download_test_data failed" in r.stdout, r.stdout
+    assert r.returncode == 0, r.stdout + r.stderr
+    cases = {m.group(1): m.group(2) for m in re.finditer(r'<testcase name="([^"]+)"[^>]*status="(\w+)"', junit.read_text())}
+    assert cases == {"t1": "run"}  # the touched test ran; neither the failed setup nor `other`
