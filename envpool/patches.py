@@ -186,17 +186,13 @@ def split_patch(diff: str) -> tuple[str, str]:
 
 def test_files_to_run(test_patch: str) -> list[str]:
     """Python test modules to hand to pytest from a test_patch, in order: `.py` files the patch
-    does not delete that are named like tests (`test_*.py`, `*_test.py`, `tests.py`) or sit in a
+    leaves in the tree (`paths_after`) that are named like tests (`test_*.py`, `*_test.py`, `tests.py`) or sit in a
     test folder (`tests/unittest_x.py`), except conftest.py, __init__.py and data/fixture folders."""
-    deleted = set()
-    for section in _file_sections(test_patch):
-        if re.search(r"^\+\+\+ /dev/null", section, flags=re.M):
-            deleted.update(files_in_patch(section))
     out = []
-    for p in files_in_patch(test_patch):
+    for p in paths_after(test_patch):  # not a deleted file, not a rename's old name
         path = PurePosixPath(p)
         name = path.name
-        if p in deleted or not name.endswith(".py") or name in ("conftest.py", "__init__.py", "setup.py"):
+        if not name.endswith(".py") or name in ("conftest.py", "__init__.py", "setup.py"):
             continue
         named_like_test = name.startswith("test") or name.endswith(("_test.py", "_tests.py"))
         # e.g. astroid's tests/unittest_brain.py: a module in a test folder, outside data/fixtures
