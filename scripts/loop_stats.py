@@ -58,29 +58,49 @@ def stats(workdir: Path, ids: set[str] | None) -> dict:
     return row_stats([r for iid, r in rows_of(workdir).items() if ids is None or iid in ids], str(workdir))
 
 
+def row_facts(res) -> dict:
+    """The loop and memory facts of one InstanceResult row, as plain JSON values (what a
+    results ledger keeps, `scripts/ledger.py`): outcome, round (the verifying or last round),
+    rounds (loop rounds run), repairs (Execution's `repair:` steps), memory_repairs (those of a
+    `memory:<id>` rule), before_changes (`before-plan` steps that changed the plan), feedback
+    (`_feedback_key` for a row verified in round >= 2, else None), reused (verified on another
+    instance's environment)."""
+    repairs = memory_repairs = before_changes = 0
+    for s in _steps(res):
+        if s.get("agent") == "execution" and str(s.get("note", "")).startswith("repair:"):
+            repairs += 1
+            memory_repairs += str(s.get("rule", "")).startswith("memory:")
+        if s.get("rule") == "before-plan" and "applied: none" not in str(s.get("note", "")):
+            before_changes += 1
+    verified = res.outcome == "verified"
+    late = verified and (res.round or 1) >= 2
+    return {"outcome": res.outcome, "round": res.round or 1, "rounds": len(res.rounds),
+            "repairs": repairs, "memory_repairs": memory_repairs, "before_changes": before_changes,
+            "feedback": _feedback_key(res) if late else None,
+            "reused": bool(verified and res.reused_from and res.reused_from != res.instance_id)}
+
+
+def aggregate(facts: list[dict], workdir: str = "") -> dict:
+    """`row_stats` over `row_facts` dicts (from rows or from a ledger's lines)."""
+    verified = [f for f in facts if f["outcome"] == "verified"]
+    late = [f for f in verified if (f.get("round") or 1) >= 2]
+    repairs = [f.get("repairs", 0) for f in facts]
+    return {"workdir": workdir, "instances": len(facts), "verified": len(verified),
+            "verified_round_ge2": len(late),
+            "by_feedback": dict(Counter(f.get("feedback") or "unknown" for f in late)),
+            "rounds_total": sum(f.get("rounds", 0) for f in facts),
+            "outcomes": dict(Counter(f["outcome"] for f in facts)),
+            "repairs_total": sum(repairs), "repairs_median": statistics.median(repairs) if repairs else 0,
+            "repairs_by_memory": sum(f.get("memory_repairs", 0) for f in facts),
+            "plans_changed_before_planning": sum(f.get("before_changes", 0) for f in facts),
+            "reused": sum(1 for f in verified if f.get("reused"))}
+
+
 def row_stats(rows: list, workdir: str = "") -> dict:
     """`stats` over given InstanceResult rows (`workdir`: the label the dict carries): counts,
     `rounds_total` (loop rounds), `repairs_total` / `repairs_median` (Execution's repairs per
     instance), `verified_round_ge2` and `by_feedback` ({feedback (attribution kind): n})."""
-    verified = [r for r in rows if r.outcome == "verified"]
-    late = [r for r in verified if (r.round or 1) >= 2]
-    repairs, memory_repairs, before_changes = [], 0, 0
-    for r in rows:
-        n = 0
-        for s in _steps(r):
-            if s.get("agent") == "execution" and str(s.get("note", "")).startswith("repair:"):
-                n += 1
-                memory_repairs += str(s.get("rule", "")).startswith("memory:")
-            if s.get("rule") == "before-plan" and "applied: none" not in str(s.get("note", "")):
-                before_changes += 1
-        repairs.append(n)
-    return {"workdir": workdir, "instances": len(rows), "verified": len(verified),
-            "verified_round_ge2": len(late), "by_feedback": dict(Counter(_feedback_key(r) for r in late)),
-            "rounds_total": sum(len(r.rounds) for r in rows),
-            "outcomes": dict(Counter(r.outcome for r in rows)),
-            "repairs_total": sum(repairs), "repairs_median": statistics.median(repairs) if repairs else 0,
-            "repairs_by_memory": memory_repairs, "plans_changed_before_planning": before_changes,
-            "reused": sum(1 for r in verified if r.reused_from and r.reused_from != r.instance_id)}
+    return aggregate([row_facts(r) for r in rows], workdir)
 
 
 COLUMNS = ("workdir", "instances", "verified", "verified_round_ge2", "rounds_total", "repairs_total",

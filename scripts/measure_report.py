@@ -43,7 +43,8 @@ same numbers in `--json`:
 7. With `--core-ids`: the core's verified count; with `--compare-to W0` also the per-instance
    comparison with that earlier run (`scripts.diff_runs.compare`), changed rows only.
 8. With `--arm NAME=WORKDIR` (repeated): per arm over the ids every arm finished
-   (`scripts.loop_stats.row_stats`): verified, loop rounds and Execution repairs per instance,
+   (`scripts.loop_stats.aggregate`; an arm's source is a work directory or a ledger file, and
+   an arm named twice takes each id from its first source): verified, loop rounds and Execution repairs per instance,
    repairs by memory, plans changed before planning, verified only in round >= 2 and by which
    feedback.
 """
@@ -65,7 +66,8 @@ from pipeline.instances import instance_language, load_and_select, read_ids_file
 from pipeline.report import normalise_reason  # noqa: E402
 from pipeline.store import ResultStore  # noqa: E402
 from scripts.diff_runs import compare, quantile, render, rows_of, totals  # noqa: E402
-from scripts.loop_stats import row_stats  # noqa: E402
+from scripts.ledger import read_ledger, read_ledgers  # noqa: E402
+from scripts.loop_stats import aggregate, row_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_SET, TARGET_LANGUAGE, TARGET_P2P = 0.85, 0.70, 0.9
@@ -118,20 +120,29 @@ def language_of(inst: Instance, res: InstanceResult | None) -> str:
 
 
 def scored(ids: list[str], gold: dict[str, Instance], rows: dict[str, InstanceResult],
-           network: dict[str, str], workdirs: list[Path]) -> list[dict]:
+           network: dict[str, str], workdirs: list[Path], ledger: dict[str, dict] | None = None) -> list[dict]:
     """One dict per id of `ids` known to `gold`: instance_id, repo, language, finished,
     network_bound (cause or None), and for finished rows outcome, f2p_recall, f2p_precision,
     exact (verified with both 1.0), p2p_agreement (None when gold has no P2P), seconds,
-    test_seconds (before + after), reason, image, image_id; `not_run` (state) otherwise."""
+    test_seconds (before + after), reason, image, image_id; `not_run` (state) otherwise. An id
+    with no row in `rows` but a line in `ledger` (`scripts/ledger.py`) is finished with that
+    line's fields (and its `code`, `recorded`, loop facts and `image_bytes`)."""
     out = []
+    ledger = ledger or {}
     for iid in ids:
         inst = gold.get(iid)
         if inst is None:
             continue
         res = rows.get(iid)
+        line = ledger.get(iid) if res is None else None
         row: dict = {"instance_id": iid, "repo": inst.repo, "language": language_of(inst, res),
-                     "finished": res is not None, "network_bound": network.get(iid),
+                     "finished": res is not None or line is not None, "network_bound": network.get(iid),
                      "gold_has_p2p": bool(inst.PASS_TO_PASS)}
+        if line is not None:
+            row.update({k: v for k, v in line.items() if k not in ("instance_id", "repo", "language")},
+                       from_ledger=True)
+            out.append(row)
+            continue
         if res is None:
             row["not_run"] = not_run_state(workdirs, iid)
             out.append(row)
@@ -360,6 +371,9 @@ def disk_by_language(rows: list[dict], df: dict | None, why: str = "",
             pid, ptag = pool.get(r["instance_id"], ("", ""))
             cands = [r.get("image_id"), tags.get(r.get("image") or ""), pid, tags.get(ptag or "")]
             iid = next((c for c in cands if c and c in sizes and sizes[c] is not None), None)
+            if iid is None and r.get("image_bytes") is not None:  # a ledger line: measured when recorded
+                iid = r.get("image_id") or r["instance_id"]
+                sizes.setdefault(iid, r["image_bytes"])
             if iid is None:
                 missing.append(r["instance_id"])
                 continue
@@ -372,11 +386,13 @@ def disk_by_language(rows: list[dict], df: dict | None, why: str = "",
 
 
 def core_check(ids: list[str], rows: dict[str, InstanceResult], gold: dict[str, Instance],
-               network: dict[str, str], before_dir: Path | None, workdirs: list[Path] = ()) -> dict:
+               network: dict[str, str], before_dir: Path | None, workdirs: list[Path] = (),
+               ledger: dict[str, dict] | None = None) -> dict:
     """The core: {"ids", "finished", "verified", "exact" (verified, recall and precision 1.0),
-    "network_bound", "not_run": [...]}; with `before_dir` also "compare" (diff_runs' `compare`
-    rows that changed) and "compare_totals" (its `totals`)."""
-    sc = scored(ids, gold, rows, network, list(workdirs))
+    "network_bound", "not_run": [...]} (rows, else `ledger` lines); with `before_dir` also
+    "compare" (diff_runs' `compare` of the rows that changed, work directory rows only) and
+    "compare_totals" (its `totals`)."""
+    sc = scored(ids, gold, rows, network, list(workdirs), ledger)
     fin = [r for r in sc if r["finished"]]
     out = {"ids": len(ids), "finished": len(fin), "verified": sum(r["outcome"] == "verified" for r in fin),
            "exact": sum(r["exact"] for r in fin), "network_bound": sorted(i for i in ids if i in network),
@@ -390,16 +406,31 @@ def core_check(ids: list[str], rows: dict[str, InstanceResult], gold: dict[str, 
     return out
 
 
+def arm_facts(source: Path) -> dict[str, dict]:
+    """instance id -> `row_facts` of an arm's source: a ledger file (`*.jsonl`, its lines) or a
+    bench work directory (its finished rows)."""
+    if source.suffix == ".jsonl":
+        return read_ledger(source)
+    return {iid: row_facts(res) for iid, res in rows_of(source).items()}
+
+
 def arms_report(arms: list[tuple[str, Path]], ids: list[str] | None) -> dict:
     """{"ids": how many ids were asked (None: every id some arm finished), "common": the ids
-    every arm finished, "arms": [{"arm", "finished" (of the asked ids), **row_stats over the
-    common ids}]}."""
-    per = {name: rows_of(w) for name, w in arms}
+    every arm finished, "arms": [{"arm", "finished" (of the asked ids), **loop_stats.aggregate
+    over the common ids}]}. An arm named twice (`NAME=WORKDIR` and `NAME=LEDGER`) takes an id
+    from its first source that has it."""
+    per: dict[str, dict[str, dict]] = {}
+    label: dict[str, list[str]] = {}
+    for name, w in arms:
+        facts = per.setdefault(name, {})
+        for iid, f in arm_facts(w).items():
+            facts.setdefault(iid, f)
+        label.setdefault(name, []).append(str(w))
     asked = ids if ids is not None else sorted(set().union(*(set(r) for r in per.values())))
     common = [i for i in asked if all(i in r for r in per.values())]
     out = []
-    for name, w in arms:
-        s = row_stats([per[name][i] for i in common], str(w))
+    for name in per:
+        s = aggregate([per[name][i] for i in common], ", ".join(label[name]))
         n = s["instances"]
         s.update(arm=name, finished=sum(i in per[name] for i in asked),
                  rounds_per_instance=round(s["rounds_total"] / n, 2) if n else None,
@@ -428,13 +459,22 @@ def _esc(s: str) -> str:
     return str(s).replace("|", "\\|")
 
 
+def _sources(rep: dict) -> str:
+    """The report's inputs: work directories, then ledgers with how many rows came from them."""
+    led = rep.get("ledgers") or []
+    parts = list(rep.get("workdirs") or [])
+    if led:
+        parts.append(f"ledger {', '.join(led)} ({rep.get('from_ledger', 0)} rows)")
+    return ", ".join(parts) or "-"
+
+
 def render_markdown(rep: dict) -> str:
     """The report dict (`build_report`) as Markdown."""
     L: list[str] = []
     if "rows" in rep:
         n_net = sum(bool(r["network_bound"]) for r in rep["rows"])
         L += [f"# Generalisation report: {rep['set']['instances']} instances ({rep['set']['finished']} finished)"
-              f"{f' and {n_net} network-bound' if n_net else ''}, from {', '.join(rep['workdirs'])}", ""]
+              f"{f' and {n_net} network-bound' if n_net else ''}, from {_sources(rep)}", ""]
         if rep.get("unknown_ids"):
             L += [f"Ids not in the instances file ({len(rep['unknown_ids'])}): {', '.join(rep['unknown_ids'])}", ""]
         L += ["## 1. Per repository", "",
@@ -540,9 +580,10 @@ def render_markdown(rep: dict) -> str:
 def build_report(instances: Path, workdirs: list[Path], ids_file: Path | None, *,
                  network_file: Path | None = None, core_ids: Path | None = None,
                  compare_to: Path | None = None, arms: list[tuple[str, Path]] | None = None,
-                 df: dict | None = None, df_note: str = "") -> dict:
+                 df: dict | None = None, df_note: str = "", ledgers: list[Path] | None = None) -> dict:
     """Every section's numbers as one dict (module docstring). `df`: a `client.df()` dict (None:
-    no disk numbers, `df_note` says why)."""
+    no disk numbers, `df_note` says why). `ledgers`: results ledgers (`scripts/ledger.py`) whose
+    lines stand for ids no work directory finished."""
     ids = read_ids_file(ids_file) if ids_file else None
     wanted = list(ids or []) + (read_ids_file(core_ids) if core_ids else [])
     loaded = load_and_select(instances, ids=wanted or None)
@@ -550,21 +591,23 @@ def build_report(instances: Path, workdirs: list[Path], ids_file: Path | None, *
     network = read_network_bound(network_file)
     rep: dict = {}
     rows = merged_rows(workdirs) if workdirs else {}
-    if workdirs:
-        set_ids = ids if ids is not None else sorted(i for i in rows if i in gold)
-        sc = scored(set_ids, gold, rows, network, workdirs)
+    ledger = read_ledgers(list(ledgers or []))
+    if workdirs or ledger:
+        set_ids = ids if ids is not None else sorted(i for i in set(rows) | set(ledger) if i in gold)
+        sc = scored(set_ids, gold, rows, network, workdirs, ledger)
         pool, notes = ({}, [])
         if df is not None and any(r["finished"] and r["outcome"] == "verified" and not r.get("image_id")
                                   for r in sc):
             pool, notes = pool_images(workdirs)
         lt = language_totals(sc)
-        rep.update(workdirs=[str(w) for w in workdirs], rows=sc, unknown_ids=[i for i in set_ids if i not in gold],
+        rep.update(workdirs=[str(w) for w in workdirs], ledgers=[str(p) for p in ledgers or []],
+                   from_ledger=sum(1 for r in sc if r.get("from_ledger")), rows=sc, unknown_ids=[i for i in set_ids if i not in gold],
                    repositories=per_repository(sc), languages=lt, set=lt["set"],
                    failures=failure_groups(sc), zero_repositories=zero_repositories(sc),
                    p2p=p2p_by_language(sc), times=times_by_language(sc),
                    disk=disk_by_language(sc, df, df_note, pool), notes=notes)
     if core_ids:
-        rep["core"] = core_check(read_ids_file(core_ids), rows, gold, network, compare_to, workdirs)
+        rep["core"] = core_check(read_ids_file(core_ids), rows, gold, network, compare_to, workdirs, ledger)
     if arms:
         rep["arms"] = arms_report(arms, ids)
     return rep
@@ -581,6 +624,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-i", "--instances", required=True, type=Path, help="SWE-bench-format JSONL with the gold lists")
     ap.add_argument("--workdir", type=Path, action="append", default=[], help="a bench work directory (repeatable)")
+    ap.add_argument("--ledger", type=Path, action="append", default=[],
+                    help="a results ledger (scripts/ledger.py) for ids no work directory finished (repeatable)")
     ap.add_argument("--ids-file", type=Path, help="the set, one id a line (default: every id the work dirs finished)")
     ap.add_argument("--network-bound", type=Path, default=ROOT / "data" / "network_bound.txt",
                     help="ids set apart, `<id> <cause>` a line (default: data/network_bound.txt)")
@@ -590,13 +635,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-docker", action="store_true", help="skip the disk section's engine query")
     ap.add_argument("--json", type=Path, help="also write every number here")
     a = ap.parse_args(argv)
-    if not a.workdir and not a.arm:
-        ap.error("give --workdir (sections 1-7) and/or --arm (section 8)")
+    if not a.workdir and not a.ledger and not a.arm:
+        ap.error("give --workdir / --ledger (sections 1-7) and/or --arm (section 8)")
     if a.compare_to and not a.core_ids:
         ap.error("--compare-to needs --core-ids")
     df, note = (None, "docker unavailable: --no-docker") if a.no_docker or not a.workdir else docker_df()
     rep = build_report(a.instances, a.workdir, a.ids_file, network_file=a.network_bound, core_ids=a.core_ids,
-                       compare_to=a.compare_to, arms=a.arm, df=df, df_note=note)
+                       compare_to=a.compare_to, arms=a.arm, df=df, df_note=note, ledgers=a.ledger)
     sys.stdout.write(render_markdown(rep))
     if a.json:
         a.json.write_text(json.dumps(rep, indent=1, default=str))

@@ -1,0 +1,177 @@
+r"""A results ledger: the scored summary of every finished instance of a long measurement, kept in
+git (`data/results/*.jsonl`) so the measurement accumulates across sessions and machines — a
+bench work directory (images, rows, logs) is lost with its machine, the ledger is not.
+
+    # after (or during) a bench run: add or replace the lines of every finished row
+    .venv/bin/python scripts/ledger.py record -i ../shared/data/swebench_dev.jsonl \
+        --workdir work/gen --ledger data/results/gen-defaults.jsonl [--code REV]
+
+    # on a new machine: the ids of the set the ledger does not have yet, to hand to bench
+    .venv/bin/python scripts/ledger.py remaining --ids-file data/measurement_ids.txt \
+        --ledger data/results/gen-defaults.jsonl > todo.txt
+
+    # the report over ledger and work directory together
+    .venv/bin/python scripts/measure_report.py -i ... --workdir work/gen \
+        --ledger data/results/gen-defaults.jsonl --ids-file data/measurement_ids.txt
+
+A line is one instance, JSON: the fields of `scripts.measure_report.scored` (instance_id, repo,
+language, outcome, f2p_recall, f2p_precision, f2p_missing, f2p_extra (counts), exact,
+p2p_agreement, seconds, test_seconds, reason cut to 300 characters, image, image_id), the loop
+facts of `scripts.loop_stats.row_facts` (round, rounds, repairs, memory_repairs,
+before_changes, feedback, reused), `image_bytes` (the image's unique bytes on the engine at
+record time — the row's image, else the work directory pool's record — None without one),
+`code` (the swemint commit that ran it, `--code`, default this checkout's HEAD) and `recorded`
+(UTC date). No test ids, patches, logs or anything else of the repository: only numbers and
+the minter's one-line reason. Lines are sorted by instance_id; a
+new record of an id replaces the old line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.instances import load_and_select, read_ids_file  # noqa: E402
+from scripts.diff_runs import rows_of  # noqa: E402
+from scripts.loop_stats import row_facts  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+REASON_CHARS = 300
+DROP = ("finished", "not_run", "network_bound", "gold_has_p2p")
+"""`scored` fields a ledger line does not keep: they are facts of the report's inputs, not of
+the run (`finished` is implied, the network-bound list and the gold lists are re-read)."""
+
+
+def read_ledger(path: Path) -> dict[str, dict]:
+    """instance id -> line of a ledger file ({} when it does not exist).
+
+    Raises ValueError naming the file and line number of a line that is not a JSON object with
+    an `instance_id`."""
+    out: dict[str, dict] = {}
+    if not path.is_file():
+        return out
+    for n, text in enumerate(path.read_text().splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except ValueError as e:
+            raise ValueError(f"{path}:{n}: not JSON: {e}") from None
+        if not isinstance(line, dict) or not line.get("instance_id"):
+            raise ValueError(f"{path}:{n}: a ledger line is a JSON object with an instance_id")
+        out[line["instance_id"]] = line
+    return out
+
+
+def read_ledgers(paths: list[Path]) -> dict[str, dict]:
+    """The lines of several ledgers; for an id in more than one, the first file's line."""
+    out: dict[str, dict] = {}
+    for p in paths:
+        for iid, line in read_ledger(p).items():
+            out.setdefault(iid, line)
+    return out
+
+
+def write_ledger(path: Path, lines: dict[str, dict]) -> None:
+    """Write `lines` to `path` sorted by instance id, one compact JSON object a line (atomic:
+    a temporary file renamed over the old one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text("".join(json.dumps(lines[i], sort_keys=True, default=str) + "\n" for i in sorted(lines)))
+    tmp.replace(path)
+
+
+def head_commit() -> str:
+    """This checkout's HEAD commit ("" outside git)."""
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def lines_of(instances: Path, workdir: Path, ids: list[str] | None = None, *, code: str = "",
+             df: dict | None = None, today: str | None = None) -> dict[str, dict]:
+    """instance id -> ledger line for every finished row of `workdir` (only `ids` when given)
+    whose instance is in `instances`. `df`: a `client.df()` dict for `image_bytes` (None: the
+    field is None)."""
+    from scripts.measure_report import pool_images, scored, unique_sizes  # the report's, one definition
+
+    rows = rows_of(workdir)
+    wanted = [i for i in (ids if ids is not None else sorted(rows)) if i in rows]
+    if not wanted:
+        return {}
+    gold = {i.instance_id: i for i in load_and_select(instances, ids=wanted).instances}
+    sizes, tags = unique_sizes(df) if df is not None else ({}, {})
+    pool = pool_images([workdir])[0] if df is not None else {}
+    today = today or dt.datetime.now(dt.timezone.utc).date().isoformat()
+    out = {}
+    for row in scored(wanted, gold, rows, {}, [workdir]):
+        res = rows[row["instance_id"]]
+        line = {k: v for k, v in row.items() if k not in DROP}
+        line["reason"] = (line.get("reason") or "")[:REASON_CHARS]
+        line.update(row_facts(res))
+        pid, ptag = pool.get(row["instance_id"], ("", ""))
+        cands = [line.get("image_id"), tags.get(line.get("image") or ""), pid, tags.get(ptag or "")]
+        line["image_bytes"] = next((sizes[c] for c in cands if c and sizes.get(c) is not None), None)
+        line.update(code=code, recorded=today)
+        out[row["instance_id"]] = line
+    return out
+
+
+def record(instances: Path, workdir: Path, ledger: Path, ids: list[str] | None = None, *,
+           code: str = "", df: dict | None = None) -> tuple[int, int]:
+    """Merge the finished rows of `workdir` into `ledger`; returns (lines written or replaced,
+    lines in the ledger after)."""
+    old = read_ledger(ledger)
+    new = lines_of(instances, workdir, ids, code=code, df=df)
+    old.update(new)
+    write_ledger(ledger, old)
+    return len(new), len(old)
+
+
+def remaining(ids: list[str], ledgers: list[Path]) -> list[str]:
+    """The ids of `ids`, in order, that no ledger has a line for."""
+    have = read_ledgers(ledgers)
+    return [i for i in ids if i not in have]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record", help="merge a work directory's finished rows into a ledger")
+    r.add_argument("-i", "--instances", required=True, type=Path)
+    r.add_argument("--workdir", required=True, type=Path)
+    r.add_argument("--ledger", required=True, type=Path)
+    r.add_argument("--ids-file", type=Path, help="only these ids (default: every finished row)")
+    r.add_argument("--code", default=None, help="the swemint commit that ran (default: this checkout's HEAD)")
+    r.add_argument("--no-docker", action="store_true", help="leave image_bytes empty")
+    m = sub.add_parser("remaining", help="ids of a set that no ledger has")
+    m.add_argument("--ids-file", required=True, type=Path)
+    m.add_argument("--ledger", required=True, type=Path, action="append")
+    a = ap.parse_args(argv)
+    if a.cmd == "remaining":
+        for i in remaining(read_ids_file(a.ids_file), a.ledger):
+            print(i)
+        return 0
+    df = None
+    if not a.no_docker:
+        from scripts.measure_report import docker_df
+
+        df, note = docker_df()
+        if df is None:
+            print(f"ledger: {note}; image_bytes left empty", file=sys.stderr)
+    ids = read_ids_file(a.ids_file) if a.ids_file else None
+    n, total = record(a.instances, a.workdir, a.ledger, ids, code=a.code or head_commit(), df=df)
+    print(f"ledger {a.ledger}: {n} line(s) recorded, {total} in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
