@@ -39,6 +39,16 @@ counts in the trajectory, the minter's reason). Writes `WORKDIR/yield.json` and 
 (and `WORKDIR/spot.md` with `--spot N`: verified rows — title, files of `patch` and `test_patch`,
 FAIL_TO_PASS — for the check by hand that each test_patch tests what its patch changes).
 
+**A ledger across machines.** `--ledger FILE` (e.g. `data/results/yield.jsonl`, kept in git)
+holds one line per decided unit — key, repo, status, reject reason, instance_id, outcome,
+seconds, the explanation of a `no_fail_to_pass` / `tests_not_run` row, the swemint commit and
+the date — and nothing of the repository's code. Every table written records this work
+directory's units into it (a line per unit key, the newer replacing the older). On a new machine
+(a fresh work directory) the passes exclude the units the ledger has with a final outcome
+(`sources.filter.exclude_ids_file` = `WORKDIR/ledger-excluded.txt`: they are `excluded` rejects,
+not minted again; `infra_error` rows are minted again), and the table counts those units by
+their ledger lines, so the measurement accumulates over sessions whose machines do not last.
+
 Default executor: in-process (`--no-ray`; the chain's stages are the same on Ray,
 tests/pipeline/test_flow.py), so a stopped measurement leaves no Ray processes behind; `--ray`
 runs it on a local Ray.
@@ -85,7 +95,8 @@ def passes(args: argparse.Namespace) -> list[int]:
 
 
 def write_config(args: argparse.Namespace, last: int) -> Path:
-    """`WORKDIR/yield-<last>.yaml`: the local source over the repositories' mirrors."""
+    """`WORKDIR/yield-<last>.yaml`: the local source over the repositories' mirrors (with
+    `--ledger`, its finished units excluded: `excluded_ids`)."""
     local = []
     for repo in args.repos:
         git_dir = args.mirrors / repo.replace("/", "+") / "repo"
@@ -95,6 +106,10 @@ def write_config(args: argparse.Namespace, last: int) -> Path:
     cfg = {"workers": args.workers, "use_ray": args.ray, "mirrors": [str(args.mirrors)],
            "repos": {"allow_clone": False}, "sources": {"github": None, "local": local}}
     args.workdir.mkdir(parents=True, exist_ok=True)
+    if args.ledger is not None:
+        excl = args.workdir / "ledger-excluded.txt"
+        excl.write_text("".join(f"{i}\n" for i in excluded_ids(read_ledger(args.ledger), args.workdir)))
+        cfg["sources"]["filter"] = {"exclude_ids_file": str(excl)}
     path = args.workdir / f"yield-{last}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -227,7 +242,7 @@ def explain(res, inst, idir: Path) -> str:
 
 
 def _units(state: Path) -> list[tuple]:
-    """(repo, status, reason) of every decided unit in the crawl state `state`. While a pass
+    """(key, repo, status, reason, row_json) of every decided unit in the crawl state `state`. While a pass
     runs, its `swemint run` holds DuckDB's write lock, so a second reader cannot open the file:
     then a copy (with its WAL) in a temporary folder is read instead — the state as of the
     copy; the running pass is not disturbed."""
@@ -236,7 +251,7 @@ def _units(state: Path) -> list[tuple]:
 
     import duckdb
 
-    query = "SELECT repo, status, reason FROM outcomes WHERE kind <> 'repo'"
+    query = "SELECT key, repo, status, reason, row_json FROM outcomes WHERE kind <> 'repo'"
     try:
         with duckdb.connect(str(state), read_only=True) as db:
             return db.execute(query).fetchall()
@@ -252,52 +267,125 @@ def _units(state: Path) -> list[tuple]:
             return db.execute(query).fetchall()
 
 
-def table(workdir: Path, repos: list[str]) -> tuple[list[dict], list[dict]]:
-    """(one row per repository and a TOTAL row, one row per explained outcome); see the module docstring."""
-    import duckdb
+def _instance_id(row_json: str | None) -> str | None:
+    try:
+        return json.loads(row_json).get("instance_id") if row_json else None
+    except (ValueError, AttributeError):
+        return None
 
+
+def unit_lines(workdir: Path, repos: list[str], *, code: str = "", today: str = "") -> dict[str, dict]:
+    """unit key -> one ledger line per decided unit of this work directory (module docstring):
+    key, repo, status, reason, instance_id, outcome (None: not minted), seconds, explanation
+    (`no_fail_to_pass` / `tests_not_run` rows), code, recorded. Units `excluded` by the ledger
+    are left out (their line is the ledger's). A minted row with no unit in the state (a state
+    from before) gets a line keyed by its instance id."""
     from pipeline.store import ResultStore
 
     state = workdir / "crawl" / "state.duckdb"
     units = _units(state) if state.is_file() else []
     store = ResultStore(workdir)
-    results = [r for r in store.results() if r.repo in repos]
-    instances = store.instances()
-    by_repo: dict[str, list] = defaultdict(list)
-    for r in results:
-        by_repo[r.repo].append(r)
+    results = {r.instance_id: r for r in store.results() if r.repo in repos}
+    instances = store.instances() if any(r.outcome in EXPLAINED for r in results.values()) else {}
+    out: dict[str, dict] = {}
+
+    def line(key: str, repo: str, status: str, reason: str | None, iid: str | None) -> dict:
+        res = results.get(iid) if iid else None
+        why = (explain(res, instances.get(res.instance_id), store.dir(res.instance_id))
+               if res is not None and res.outcome in EXPLAINED else None)
+        return {"key": key, "repo": repo, "status": status, "reason": reason, "instance_id": iid,
+                "outcome": res.outcome if res is not None else None,
+                "seconds": res.timings.get("total") if res is not None else None,
+                "explanation": why, "code": code, "recorded": today}
+
+    seen = set()
+    for key, repo, status, reason, row_json in units:
+        if repo not in repos or reason == "excluded":
+            continue
+        iid = _instance_id(row_json) or (key if status == "accepted" else None)
+        seen.add(iid)
+        out[key] = line(key, repo, status, reason, iid)
+    for iid, res in results.items():
+        if iid not in seen:
+            out[iid] = line(iid, res.repo, "accepted", None, iid)
+    return out
+
+
+def excluded_ids(ledger: dict[str, dict], workdir: Path) -> list[str]:
+    """Instance ids of the ledger's units minted with a final outcome (not `infra_error`) that
+    this work directory has not minted itself: a new machine does not mint them again."""
+    from pipeline.store import ResultStore
+
+    here = {r.instance_id for r in ResultStore(workdir).results()}
+    return sorted(ln["instance_id"] for ln in ledger.values()
+                  if ln.get("instance_id") and ln.get("outcome") not in (None, "infra_error")
+                  and ln["instance_id"] not in here)
+
+
+def read_ledger(path: Path | None) -> dict[str, dict]:
+    """unit key -> ledger line ({} without a ledger or before its first line)."""
+    from scripts.ledger import read_ledger as read
+
+    return read(path) if path is not None else {}
+
+
+def record_ledger(path: Path, workdir: Path, repos: list[str]) -> dict[str, dict]:
+    """Merge this work directory's unit lines into the ledger at `path`; returns the ledger."""
+    import datetime as dt
+
+    from scripts.ledger import head_commit, write_ledger
+
+    led = read_ledger(path)
+    led.update(unit_lines(workdir, repos, code=head_commit(),
+                          today=dt.datetime.now(dt.timezone.utc).date().isoformat()))
+    write_ledger(path, led)
+    return led
+
+
+def table(workdir: Path, repos: list[str], ledger: dict[str, dict] | None = None) -> tuple[list[dict], list[dict]]:
+    """(one row per repository and a TOTAL row, one row per explained outcome); see the module
+    docstring. The units are this work directory's, and the `ledger`'s that it has not decided
+    or that it excluded (units measured on another machine)."""
+    units = dict(ledger or {})
+    units.update(unit_lines(workdir, repos))
+    units = {k: u for k, u in units.items() if u["repo"] in repos}
     out = []
     for repo in repos:
-        mine = [u for u in units if u[0] == repo]
-        rows = by_repo.get(repo, [])
-        outcomes = Counter(r.outcome for r in rows)
-        accepted = sum(1 for u in mine if u[1] == "accepted")
+        mine = [u for u in units.values() if u["repo"] == repo]
+        minted = [u for u in mine if u["outcome"] is not None]
+        outcomes = Counter(u["outcome"] for u in minted)
+        accepted = sum(1 for u in mine if u["status"] == "accepted")
         verified = outcomes["verified"]
-        secs = [r.timings.get("total", 0.0) for r in rows]
-        ver_secs = [r.timings["total"] for r in rows if r.outcome == "verified" and "total" in r.timings]
-        rejected = Counter(u[2] for u in mine if u[1] == "rejected")
+        secs = [u["seconds"] or 0.0 for u in minted]
+        ver_secs = [u["seconds"] for u in minted if u["outcome"] == "verified" and u["seconds"] is not None]
+        rejected = Counter(u["reason"] for u in mine if u["status"] == "rejected")
         out.append({"repo": repo, "mined": len(mine), "pr_like": len(mine) - rejected.get("not_pr_like", 0),
-                    "accepted": accepted, "minted": len(rows), **{o: outcomes[o] for o in OUTCOMES},
+                    "accepted": accepted, "minted": len(minted), **{o: outcomes[o] for o in OUTCOMES},
                     "rejected": dict(rejected),
                     "yield": round(verified / accepted, 3) if accepted else None,
-                    "yield_minted": round(verified / len(rows), 3) if rows else None,
+                    "yield_minted": round(verified / len(minted), 3) if minted else None,
                     "s_per_verified": round(sum(secs) / verified, 1) if verified else None,
                     "median_s_verified": round(statistics.median(ver_secs), 1) if ver_secs else None})
     tot = {k: sum(r[k] for r in out) for k in ("mined", "pr_like", "accepted", "minted", *OUTCOMES)}
-    all_secs = sum(r.timings.get("total", 0.0) for r in results)
-    ver_all = [r.timings["total"] for r in results if r.outcome == "verified" and "total" in r.timings]
+    minted_all = [u for u in units.values() if u["outcome"] is not None]
+    all_secs = sum(u["seconds"] or 0.0 for u in minted_all)
+    ver_all = [u["seconds"] for u in minted_all if u["outcome"] == "verified" and u["seconds"] is not None]
     out.append({"repo": "TOTAL", **tot, "rejected": {},
                 "yield": round(tot["verified"] / tot["accepted"], 3) if tot["accepted"] else None,
                 "yield_minted": round(tot["verified"] / tot["minted"], 3) if tot["minted"] else None,
                 "s_per_verified": round(all_secs / tot["verified"], 1) if tot["verified"] else None,
                 "median_s_verified": round(statistics.median(ver_all), 1) if ver_all else None})
     explained = []
-    for r in results:
-        if r.outcome in EXPLAINED:
-            inst = instances.get(r.instance_id)
-            title = (inst.problem_statement.strip().splitlines() or [""])[0][:90] if inst is not None else ""
-            explained.append({"instance_id": r.instance_id, "outcome": r.outcome, "title": title,
-                              "explanation": explain(r, inst, store.dir(r.instance_id))})
+    if any(u["outcome"] in EXPLAINED for u in minted_all):
+        from pipeline.store import ResultStore
+
+        instances = ResultStore(workdir).instances()
+        for u in sorted(minted_all, key=lambda u: u["key"]):
+            if u["outcome"] in EXPLAINED:
+                inst = instances.get(u["instance_id"])
+                title = (inst.problem_statement.strip().splitlines() or [""])[0][:90] if inst is not None else ""
+                explained.append({"instance_id": u["instance_id"], "outcome": u["outcome"], "title": title,
+                                  "explanation": u.get("explanation") or "", "recorded": u.get("recorded") or ""})
     return out, explained
 
 
@@ -348,7 +436,8 @@ def markdown(rows: list[dict], explained: list[dict]) -> str:
 
 def emit(args: argparse.Namespace) -> None:
     """Write WORKDIR/yield.{json,md} (and spot.md) and print the tables."""
-    rows, explained = table(args.workdir, args.repos)
+    ledger = record_ledger(args.ledger, args.workdir, args.repos) if args.ledger is not None else None
+    rows, explained = table(args.workdir, args.repos, ledger)
     done = read_progress(args.workdir)["passes_done"]
     (args.workdir / "yield.json").write_text(json.dumps({"passes_done": done, "repositories": rows,
                                                          "explained": explained}, indent=1) + "\n")
@@ -374,10 +463,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ray", action=argparse.BooleanOptionalAction, default=False)
     ap.add_argument("--set", action="append", help="extra `swemint run --set` overrides")
     ap.add_argument("--table-only", action="store_true", help="only print the tables of WORKDIR")
+    ap.add_argument("--ledger", type=Path, default=None,
+                    help="a units ledger kept across machines (e.g. data/results/yield.jsonl; module docstring)")
     ap.add_argument("--spot", type=int, default=0, help="also write WORKDIR/spot.md with N verified rows")
     ap.add_argument("--background", action="store_true", help="run detached; again: the table so far")
     args = ap.parse_args(argv)
     args.workdir = args.workdir.absolute()
+    args.ledger = args.ledger.absolute() if args.ledger is not None else None
     if args.table_only:
         emit(args)
         return 0

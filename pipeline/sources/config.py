@@ -215,6 +215,11 @@ class FilterConfig(_Strict):
     prompt_chars: int = Field(default=12000, ge=500)
     """Characters of problem statement + patch + test patch sent to the model at most (each
     part cut proportionally)."""
+    exclude_ids_file: Path | None = None
+    """Instance ids never to mint, one a line (`#` comments): the ids of a dataset one already
+    has (no duplicates of it), or units measured on another machine. A unit whose row's
+    `instance_id` is listed is an `excluded` reject (decided once, like every reject), before any
+    scoring. Null: nothing excluded."""
 
     @model_validator(mode="after")
     def _needs_model(self) -> FilterConfig:

@@ -9,6 +9,8 @@ next run retries. Scorers (`FilterConfig.scorer`):
 - `rules` (default): `quality.score` with `github.quality` on GitHub pairs; git units pass
   unscored (`quality_score` null: they have no issue to score) unless `filter.score_git`, which
   scores them by the rules that need no issue (`quality.GIT_RULES`).
+- first, `filter.exclude_ids_file`: a row whose `instance_id` is listed there is an `excluded`
+  reject, whatever its score.
 - `llm`: MEnvAgent's quality filter (arXiv 2601.22859: each issue scored 0-10 by an LLM, kept
   at >= 5): one structured-output call through the gateway (`agents.llm.LLMGateway`, cached on
   disk, so a rerun asks nothing again) on problem statement, patch and test patch;
@@ -93,6 +95,7 @@ class FilterStage:
         self.config, self.quality, self.cache_dir = config, quality, cache_dir
         self.resources = StageResources(num_cpus=0.25 if config.scorer == "llm" else 0.1)
         self._llm = llm
+        self._excluded: set[str] | None = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -103,6 +106,9 @@ class FilterStage:
         """The decided outcome of `out` (unchanged when it is already a reject)."""
         if out.row is None:
             return out
+        if out.row.get("instance_id") in self.excluded():
+            out.candidate = None
+            return self._reject(out, "excluded", f"{out.row['instance_id']} is listed in {self.config.exclude_ids_file}")
         if self.config.scorer == "llm":
             return self._llm_decide(out)
         cand, out.candidate, rules = out.candidate, None, None
@@ -118,6 +124,17 @@ class FilterStage:
             return self._reject(out, "low_quality", f"score {q.score:.2f} < {self.quality.threshold:.2f}; "
                                                     f"failed: {', '.join(q.failed)}")
         return out
+
+    def excluded(self) -> set[str]:
+        """The ids of `filter.exclude_ids_file` (read once; empty without one).
+
+        Raises OSError when the file is named but cannot be read."""
+        if self._excluded is None:
+            from pipeline.instances import read_ids_file
+
+            path = self.config.exclude_ids_file
+            self._excluded = set(read_ids_file(path)) if path is not None else set()
+        return self._excluded
 
     def _client(self):
         if self._llm is None:

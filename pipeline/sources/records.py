@@ -27,6 +27,7 @@ RejectReason = Literal[
     "not_merged", "outside_window", "no_issue_reference", "issue_not_found",
     "issue_is_pull_request", "issue_not_closed", "issue_not_confirmed", "diff_unavailable",
     "no_test_change", "no_code_change", "low_quality", "not_pr_like",
+    "excluded",  # listed in filter.exclude_ids_file
     # not the item's fault: retried by the next run
     "infra_error",
 ]

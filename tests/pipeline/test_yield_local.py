@@ -68,6 +68,34 @@ def test_passes_table_and_explanations_then_a_rerun_mints_nothing(tmp_path, mirr
     assert run["units"]["seen"] == 0 and run["minted"]["total"] == 0
 
 
+def test_a_ledger_carries_the_measurement_to_a_new_machine(tmp_path, mirror):
+    """Units recorded in the ledger by one work directory are not minted again in a fresh one
+    (they are `excluded` rejects there), and its table counts them from the ledger: the same
+    numbers as on the first machine."""
+    mirrors, _ = mirror
+    ledger = tmp_path / "results" / "yield.jsonl"
+    common = ["--mirrors", str(mirrors), "--repos", "acme/lib", *FAKE, "--ledger", str(ledger)]
+    first = script("--workdir", str(tmp_path / "a"), "--last", "3", *common)
+    assert first.returncode == 0, first.stdout + first.stderr
+    lines = [json.loads(x) for x in ledger.read_text().splitlines()]
+    assert sorted((ln["instance_id"], ln["outcome"]) for ln in lines if ln["outcome"]) == [
+        ("acme__lib-104", "no_fail_to_pass"), ("acme__lib-106", "verified"), ("acme__lib-108", "verified")]
+    assert all(ln["code"] and ln["recorded"] for ln in lines) and "patch" not in lines[0]
+    why = next(ln for ln in lines if ln["outcome"] == "no_fail_to_pass")
+    assert "minter: no test fails before the patch" in why["explanation"]
+    want = json.loads((tmp_path / "a" / "yield.json").read_text())["repositories"]
+    # a new machine: the first work directory is gone, the ledger (in git) is not
+    second = script("--workdir", str(tmp_path / "b"), "--last", "5", *common)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert sorted(results(tmp_path / "b")) == ["acme__lib-102"]  # only the unit the ledger did not have
+    got = json.loads((tmp_path / "b" / "yield.json").read_text())
+    lib = got["repositories"][0]
+    assert (lib["mined"], lib["accepted"], lib["minted"], lib["verified"], lib["no_fail_to_pass"]) == (4, 4, 4, 3, 1)
+    assert lib["rejected"] == {} and want[0]["minted"] == 3
+    assert [e["instance_id"] for e in got["explained"]] == ["acme__lib-104"]
+    assert "acme__lib-104" in (tmp_path / "b" / "ledger-excluded.txt").read_text().split()
+
+
 def _wait(pred, timeout: float = 120.0) -> None:
     end = time.monotonic() + timeout
     while not pred():
@@ -123,9 +151,10 @@ def test_the_table_reads_the_crawl_state_while_a_pass_holds_its_lock(tmp_path):
     state = tmp_path / "crawl" / "state.duckdb"
     state.parent.mkdir()
     with duckdb.connect(str(state)) as db:
-        db.execute("CREATE TABLE outcomes (repo TEXT, kind TEXT, status TEXT, reason TEXT)")
-        db.execute("INSERT INTO outcomes VALUES ('acme/lib', 'commit', 'accepted', NULL), "
-                   "('acme/lib', 'commit', 'rejected', 'not_pr_like'), ('acme/lib', 'repo', 'done', NULL)")
+        db.execute("CREATE TABLE outcomes (key TEXT, repo TEXT, kind TEXT, status TEXT, reason TEXT, row_json TEXT)")
+        db.execute("INSERT INTO outcomes VALUES ('k1', 'acme/lib', 'commit', 'accepted', NULL, NULL), "
+                   "('k2', 'acme/lib', 'commit', 'rejected', 'not_pr_like', NULL), "
+                   "('acme/lib', 'acme/lib', 'repo', 'done', NULL, NULL)")
     holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
                                "print('locked', flush=True); time.sleep(60)", str(state)],
                               stdout=subprocess.PIPE, text=True)
@@ -137,7 +166,7 @@ def test_the_table_reads_the_crawl_state_while_a_pass_holds_its_lock(tmp_path):
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         assert sorted(mod._units(state), key=str) == sorted(
-            [("acme/lib", "accepted", None), ("acme/lib", "rejected", "not_pr_like")], key=str)
+            [("k1", "acme/lib", "accepted", None, None), ("k2", "acme/lib", "rejected", "not_pr_like", None)], key=str)
     finally:
         holder.kill()
         holder.wait()

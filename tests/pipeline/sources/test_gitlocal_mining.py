@@ -157,3 +157,17 @@ def test_a_unit_whose_fix_touches_only_docs_is_rejected_naming_them(tmp_path):
     assert rej.detail.startswith(docs[:12]) and "CHANGELOG.md, requirements.txt" in rej.detail
     row = outs["acme__calc-21"].row  # code and a changelog entry: kept, the changelog in `patch`
     assert row is not None and "src/calc.py" in row["patch"] and "CHANGELOG.md" in row["patch"]
+
+
+def test_an_id_in_the_exclude_file_is_an_excluded_reject_not_a_row(history, tmp_path):
+    _, mirror, _ = history
+    excl = tmp_path / "have.txt"
+    excl.write_text("# already in our dataset\nacme__calc-12\n")
+    cfg = CrawlConfig(github=None, local=[LocalRepoConfig(repo="acme/calc", git_dir=mirror)],
+                      filter={"exclude_ids_file": excl})
+    report = crawl(cfg, tmp_path)
+    rows = [json.loads(x)["instance_id"] for x in (tmp_path / "crawl" / "instances.jsonl").read_text().splitlines()]
+    rejects = [json.loads(x) for x in (tmp_path / "crawl" / "rejects.jsonl").read_text().splitlines()]
+    assert report.accepted == 2 and "acme__calc-12" not in rows
+    (ex,) = [r for r in rejects if r["reason"] == "excluded"]
+    assert ex["key"] == "acme__calc-12" and "have.txt" in ex["detail"]
