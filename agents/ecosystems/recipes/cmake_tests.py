@@ -14,8 +14,15 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    target); none picked -> every test. ``--junit`` adds ``--output-junit FILE`` (CMake >= 3.21),
    ``--verbose`` adds ``-V`` (GoogleTest output). A fixture setup test the selected tests need
    runs once alone first; when it fails, ``-FS`` keeps it out of the run, so its dependents run
-   instead of being ``Not Run`` (`failed_fixtures`).
-Exit code: ctest's, or 2 when nothing could be selected. Standard library only (python3 >= 3.5).
+   instead of being ``Not Run`` (`failed_fixtures`);
+5. when a GoogleTest binary dies inside a test (a crash, an abort, ctest's timeout: a
+   ``[ RUN      ] X`` with no result before its ctest test ends), every later test of that
+   binary is missing from the run; ctest then runs once more with ``GTEST_FILTER=-X`` (up to
+   3 rounds, the dead tests accumulated), and only the last round's output is printed, so the
+   report is one whole run in which X is absent (`aborted_gtests`). The earlier rounds are
+   named in helper lines.
+Exit code: ctest's (of the last round), or 2 when nothing could be selected. Standard library
+only (python3 >= 3.5).
 """
 
 import glob
@@ -24,6 +31,12 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+
+ABORT_ROUNDS = 3
+_GT_RUN = re.compile(r"^(?:(\d+): )?\[ RUN +\] (\S+)")
+_GT_END = re.compile(r"^(?:(\d+): )?\[ +(?:OK|FAILED|SKIPPED) +\] (\S+?)(?:,| |$)")
+_CT_DONE = re.compile(r"^\s*\d+/\d+ +Test +#(\d+): ")
 
 
 def log(msg):
@@ -111,6 +124,71 @@ def failed_fixtures(build, selected, timeout):
     return bad
 
 
+def aborted_gtests(text):
+    """GoogleTest tests that started and never reported a result before their ctest test
+    ended (the binary crashed, aborted or was killed by a timeout), in order. Lines may carry
+    ``ctest -V``'s ``N: `` prefix (N: the ctest test number)."""
+    running, out = {}, []
+    for line in text.splitlines():
+        m = _GT_RUN.match(line)
+        if m:
+            key = m.group(1) or ""
+            if running.get(key):  # a new test started: the previous one never finished
+                out.append(running[key])
+            running[key] = m.group(2)
+            continue
+        m = _GT_END.match(line)
+        if m:
+            key = m.group(1) or ""
+            if running.get(key) == m.group(2):
+                running[key] = None
+            continue
+        m = _CT_DONE.match(line)
+        if m:
+            for key in (m.group(1), ""):
+                if running.get(key):
+                    out.append(running[key])
+                    running[key] = None
+    out += [v for v in running.values() if v]
+    seen = set()
+    return [x for x in out if not (x in seen or seen.add(x))]
+
+
+def with_excluded(flt, names):
+    """A GTEST_FILTER value: `flt` (None: all) with `names` added to its negative part."""
+    neg = ":".join(names)
+    if not flt:
+        return "-" + neg
+    return flt + (":" if "-" in flt else "-") + neg
+
+
+def run_ctest(cmd, build):
+    """Run `cmd` (ctest) in `build`; when GoogleTest binaries die inside a test, run it again
+    without those tests (module docstring, step 5). Prints the last round's output; returns
+    its exit code."""
+    dead, base = [], os.environ.get("GTEST_FILTER")
+    for rnd in range(ABORT_ROUNDS + 1):
+        env = dict(os.environ)
+        if dead:
+            env["GTEST_FILTER"] = with_excluded(base, dead)
+            log("$ GTEST_FILTER=%s %s" % (env["GTEST_FILTER"], " ".join(cmd)))
+        else:
+            log("$ " + " ".join(cmd))
+        with tempfile.TemporaryFile() as f:
+            rc = subprocess.call(cmd, cwd=build, env=env, stdout=f, stderr=subprocess.STDOUT)
+            f.seek(0)
+            text = f.read().decode("utf-8", "replace")
+        new = [t for t in aborted_gtests(text) if t not in dead]
+        if not new or rnd == ABORT_ROUNDS:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return rc
+        log("GoogleTest test(s) died without a result, hiding the rest of their binary: %s; "
+            "running ctest again without them (round %d)" % (" ".join(new), rnd + 2))
+        dead += new
+    return rc
+
+
 def norm(path, src):
     path = path.replace("\\", "/")
     if os.path.isabs(path):
@@ -174,7 +252,7 @@ def main(argv):
     bad = failed_fixtures(build, set(selected) if selected and len(selected) < len(tests) else None, timeout)
     if bad:
         cmd += ["-FS", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", f) for f in sorted(bad)) + ")$"]
-    return run(cmd, cwd=build)
+    return run_ctest(cmd, build)
 
 
 if __name__ == "__main__":
