@@ -329,14 +329,15 @@ def read_ledger(path: Path | None) -> dict[str, dict]:
     return read(path) if path is not None else {}
 
 
-def record_ledger(path: Path, workdir: Path, repos: list[str]) -> dict[str, dict]:
-    """Merge this work directory's unit lines into the ledger at `path`; returns the ledger."""
+def record_ledger(path: Path, workdir: Path, repos: list[str], code: str | None = None) -> dict[str, dict]:
+    """Merge this work directory's unit lines into the ledger at `path` (`code`: the swemint
+    commit that minted them, default this checkout's HEAD); returns the ledger."""
     import datetime as dt
 
     from scripts.ledger import head_commit, write_ledger
 
     led = read_ledger(path)
-    led.update(unit_lines(workdir, repos, code=head_commit(),
+    led.update(unit_lines(workdir, repos, code=code or head_commit(),
                           today=dt.datetime.now(dt.timezone.utc).date().isoformat()))
     write_ledger(path, led)
     return led
@@ -436,7 +437,7 @@ def markdown(rows: list[dict], explained: list[dict]) -> str:
 
 def emit(args: argparse.Namespace) -> None:
     """Write WORKDIR/yield.{json,md} (and spot.md) and print the tables."""
-    ledger = record_ledger(args.ledger, args.workdir, args.repos) if args.ledger is not None else None
+    ledger = record_ledger(args.ledger, args.workdir, args.repos, args.code) if args.ledger is not None else None
     rows, explained = table(args.workdir, args.repos, ledger)
     done = read_progress(args.workdir)["passes_done"]
     (args.workdir / "yield.json").write_text(json.dumps({"passes_done": done, "repositories": rows,
@@ -465,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table-only", action="store_true", help="only print the tables of WORKDIR")
     ap.add_argument("--ledger", type=Path, default=None,
                     help="a units ledger kept across machines (e.g. data/results/yield.jsonl; module docstring)")
+    ap.add_argument("--code", default=None,
+                    help="with --ledger: the swemint commit the units were minted with (default: this checkout's HEAD)")
     ap.add_argument("--spot", type=int, default=0, help="also write WORKDIR/spot.md with N verified rows")
     ap.add_argument("--background", action="store_true", help="run detached; again: the table so far")
     args = ap.parse_args(argv)
