@@ -13,6 +13,13 @@ the instance (`tests_not_run`, final); a side without a trusted run did not run 
 every run timed out; when no run reported any test, the runs' output is still diagnosed, so a
 missing tool or an empty selection goes back to the loop).
 
+A test absent from every before run is FAIL_TO_PASS when it passes after (SWE-bench: the
+test_patch added it, or its file failed to load) -- unless the before runs stopped midway: when
+every before run of a runner other than pytest reports an aborted unit (a collection error,
+e.g. Redis' Tcl helper printing ``[exception]``, which ends the unit's remaining tests), a test
+absent before counts only when the test_patch's changed lines name it (`aborted_before_scope`);
+the others were cut off by the abort and are in neither list, as in gold.
+
 Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when they find none:
 - `environment`: the image lacks a tool, a library or a module (the run's output or a touched
   test's failure names it) -> Execution adds it (`packages`, `install`);
@@ -39,9 +46,9 @@ from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Plan, hook, is_pytest
 from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout
-from envpool.grading import grade
+from envpool.grading import grade, test_name
 from envpool.evalscript import reset_test_files
-from envpool.patches import apply_patch
+from envpool.patches import apply_patch, changed_lines
 from envpool.testrun.status import TestRunReport, TestStatus
 
 MIN_RUN_SECONDS = 30
@@ -177,6 +184,30 @@ def trusted(run: TestRun) -> bool:
 
 def _touched(test_id: str, files: list[str]) -> bool:
     return not files or any(test_id == f or test_id.startswith(f + "::") or f in test_id for f in files)
+
+
+def aborted_before_scope(test_patch: str, before: list[TestRunReport],
+                         after: list[TestRunReport]) -> set[str] | None:
+    """The `absent_scope` (`envpool.grading.grade`) for before runs that stopped midway.
+
+    None (the plain rule) unless every before run reports a collection error and one of them is
+    the file (or other prefix) of no test id -- an abort message, not a file that failed to
+    load -- and unidiff can read the test_patch. Then: the top-level names (`test_name`) of the
+    after runs' tests that occur in a line the test_patch adds or removes, or whose id starts
+    with a collection error (a test file that failed to load before stays FAIL_TO_PASS).
+    redis/redis-9733: the new test raises, the Tcl helper stops, the two tests after it in the
+    file are absent before; gold lists only the new one."""
+    if not before or not all(r.collection_errors for r in before):
+        return None
+    changed = changed_lines(test_patch)
+    if not changed:  # a test_patch unidiff cannot read: keep the plain rule
+        return None
+    text = "\n".join(line for lines in changed.values() for line in lines)
+    errors = {e.rstrip("/") for r in before for e in r.collection_errors if e.strip()}
+    ids = {t for r in after for t in r.statuses}
+    if all(any(t.startswith(e) for t in ids) for e in errors):  # only test files that failed to load
+        return None
+    return {n for t in ids if (n := test_name(t)) and (n in text or any(t.startswith(e) for e in errors))}
 
 
 def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bool,
@@ -317,7 +348,10 @@ def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadli
         return Verdict(outcome="tests_not_run", reason=f"the {side} runs reported no test: {first}",
                        test_command=test_command, anomalies=anomalies, attribution=att)
     scope = plan.state.get("absent_scope")
-    outcome, reason, g = judge([r.report for r in ok["before"]], [r.report for r in ok["after"]],
+    before_reps, after_reps = [r.report for r in ok["before"]], [r.report for r in ok["after"]]
+    if scope is None and not is_pytest(plan.parser):
+        scope = aborted_before_scope(instance.test_patch, before_reps, after_reps)
+    outcome, reason, g = judge(before_reps, after_reps,
                                pytest=is_pytest(plan.parser), absent_scope=set(scope) if scope is not None else None)
     att = attribute(outcome, g, ok["before"], ok["after"], plan, eco)
     return Verdict(outcome=outcome, reason=reason, FAIL_TO_PASS=g.FAIL_TO_PASS if g else [],

@@ -1,0 +1,70 @@
+"""A before run that stopped midway (Redis' Tcl helper: a test raised, `[exception]`, the unit's
+remaining tests never ran): tests cut off by the abort are not FAIL_TO_PASS; the test the
+test_patch adds is (redis/redis-9733, where gold lists only the new test)."""
+
+from __future__ import annotations
+
+from agents.verification import aborted_before_scope, judge
+from envpool.testrun.polyglot.drivers import parse_tcl_helper_log
+
+TEST_PATCH = """diff --git a/tests/unit/introspection-2.tcl b/tests/unit/introspection-2.tcl
+--- a/tests/unit/introspection-2.tcl
++++ b/tests/unit/introspection-2.tcl
+@@ -89,5 +89,9 @@ start_server {tags {"introspection"}} {
+         assert_equal {key} [r command getkeys xgroup create key groupname $]
+     }
+ 
++    test {COMMAND GETKEYS EVAL without keys} {
++        assert_equal {} [r command getkeys eval "return 1" 0]
++    }
++
+     test "COMMAND LIST FILTERBY ACLCAT" {
+         set reply [r command list filterby aclcat hyperloglog]
+"""
+
+BEFORE = """[ok]: COMMAND GETKEYS XGROUP (1 ms)
+[exception]: Executing test client: ERR Invalid arguments specified for command.
+"""
+AFTER = """[ok]: COMMAND GETKEYS XGROUP (1 ms)
+[ok]: COMMAND GETKEYS EVAL without keys (0 ms)
+[ok]: COMMAND LIST FILTERBY ACLCAT (2 ms)
+[ok]: COMMAND LIST FILTERBY PATTERN (1 ms)
+"""
+
+
+def test_tests_cut_off_by_an_aborted_before_run_are_in_neither_list():
+    before, after = [parse_tcl_helper_log(BEFORE)] * 2, [parse_tcl_helper_log(AFTER)] * 3
+    assert all(r.collection_errors for r in before)  # the parser reports the abort
+    scope = aborted_before_scope(TEST_PATCH, before, after)
+    assert scope == {"COMMAND GETKEYS EVAL without keys"}
+    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    assert outcome == "verified"
+    assert g.FAIL_TO_PASS == ["COMMAND GETKEYS EVAL without keys"]
+    assert g.PASS_TO_PASS == ["COMMAND GETKEYS XGROUP"]
+    # without the scope (the old rule) the two cut-off tests were FAIL_TO_PASS as well
+    assert len(judge(before, after, pytest=False)[2].FAIL_TO_PASS) == 3
+
+
+def test_a_complete_before_run_keeps_the_absent_test_rule():
+    whole = "[ok]: COMMAND GETKEYS XGROUP (1 ms)\n[ok]: COMMAND LIST FILTERBY ACLCAT (2 ms)\n"
+    assert aborted_before_scope(TEST_PATCH, [parse_tcl_helper_log(whole)], [parse_tcl_helper_log(AFTER)]) is None
+    assert aborted_before_scope(TEST_PATCH, [], [parse_tcl_helper_log(AFTER)]) is None
+    assert aborted_before_scope("not a diff", [parse_tcl_helper_log(BEFORE)], [parse_tcl_helper_log(AFTER)]) is None
+
+
+def test_a_test_file_that_failed_to_load_before_keeps_its_tests_fail_to_pass():
+    """vitest: the new test imports what the fix adds, so its file fails to load before; its
+    tests are absent before because of their own file, and stay FAIL_TO_PASS."""
+    from envpool.testrun.status import TestRunReport, TestStatus
+
+    tid = "packages/a/__tests__/x.spec.ts > suite > uses the new export"
+    before = [TestRunReport(statuses={"packages/a/__tests__/y.spec.ts > old": TestStatus.PASSED},
+                            collection_errors=["packages/a/__tests__/x.spec.ts"], tests_ran=True)]
+    after = [TestRunReport(statuses={tid: TestStatus.PASSED, "packages/a/__tests__/y.spec.ts > old": TestStatus.PASSED},
+                           tests_ran=True)]
+    patch = ("diff --git a/packages/a/__tests__/x.spec.ts b/packages/a/__tests__/x.spec.ts\n"
+             "--- a/packages/a/__tests__/x.spec.ts\n+++ b/packages/a/__tests__/x.spec.ts\n"
+             "@@ -1,1 +1,2 @@\n import { a } from '../src'\n+import { b } from '../src'\n")
+    scope = aborted_before_scope(patch, before, after)
+    _, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    assert g.FAIL_TO_PASS == [tid]
