@@ -317,8 +317,9 @@ def toolchain_request(project: CargoProject, when: date | datetime | None,
 
     The request is the highest floor (rust-toolchain channel, rust-version, edition, lockfile
     version, sparse index when crates come from crates.io, and with a Cargo.lock the stable Rust
-    at `when`); None (= newest) without a Cargo.lock unless a floor demands more; a nightly or
-    beta channel is passed through (the toolchain module maps it to the newest stable).
+    at `when` -- a preference capped at the newest Rust installable here, where the floors are
+    not); None (= newest) without a Cargo.lock unless a floor demands more; a nightly or beta
+    channel is passed through (the toolchain module maps it to the newest stable).
     """
     recipe = recipe or load_recipe()
     floors: list[tuple[str, str]] = []
@@ -335,8 +336,14 @@ def toolchain_request(project: CargoProject, when: date | datetime | None,
         floors.append((recipe.sparse_index_floor, "crates.io sparse index (the git index is on GitHub)"))
     floor = _vmax(floors)
     if project.has_lock and when is not None:
+        from envpool.toolchains.rust import DEBIAN_RUST
+
         era = stable_rust_at(when)
-        best = _vmax([*([floor] if floor else []), (era, f"stable Rust at the commit date ({era}), locked dependencies")])
+        newest = DEBIAN_RUST[-1].version
+        why = f"stable Rust at the commit date ({era}), locked dependencies"
+        if version_key(era) > version_key(newest):  # a preference, not a floor: the newest there is
+            era, why = newest, f"stable Rust at the commit date ({era}) is not installable here; {newest}, the newest"
+        best = _vmax([*([floor] if floor else []), (era, why)])
         return (best[0], [best[1]]) if best else (None, [])
     if not project.has_lock:
         # newest crates need the newest compiler; a floor only matters when it is newer still

@@ -74,6 +74,20 @@ def test_locked_project_gets_the_toolchain_of_its_era(tmp_path):
     assert rt.pick_debian(request)[0].version == "1.85"
 
 
+def test_a_commit_newer_than_every_installable_rust_gets_the_newest_not_no_plan(tmp_path):
+    """clap-rs/clap-6498 (2026-11, rust-version 1.85): the stable Rust at the commit date (1.98)
+    is a preference, not a floor; the newest installable one is used. A floor above every
+    installable Rust still fails."""
+    tree = make_tree(tmp_path, {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "src/lib.rs": ""})
+    newest = rt.DEBIAN_RUST[-1].version
+    request, why = rust.toolchain_request(rust.analyze(tree), date(2030, 1, 1))
+    assert request == newest and "not installable here" in why[0]
+    assert rt.pick_debian(request)[0].version == newest
+    pinned = make_tree(tmp_path / "p", {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "rust-toolchain": "1.120\n",
+                                        "src/lib.rs": ""})
+    assert rust.toolchain_request(rust.analyze(pinned), date(2030, 1, 1))[0] == "1.120"
+
+
 def test_no_lockfile_gets_newest_toolchain_and_msrv_fallback(tmp_path, fake_image):
     tree = make_tree(tmp_path, {"Cargo.toml": CRATE, "src/lib.rs": ""})
     project = rust.analyze(tree)
