@@ -8,7 +8,7 @@ bench work directory (images, rows, logs) is lost with its machine, the ledger i
 
     # on a new machine: the ids of the set the ledger does not have yet, to hand to bench
     .venv/bin/python scripts/ledger.py remaining --ids-file data/measurement_ids.txt \
-        --ledger data/results/gen-defaults.jsonl > todo.txt
+        --ids-file ../shared/data/dev_core.txt --ledger data/results/gen-defaults.jsonl > todo.txt
 
     # the report over ledger and work directory together
     .venv/bin/python scripts/measure_report.py -i ... --workdir work/gen \
@@ -153,11 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--code", default=None, help="the swemint commit that ran (default: this checkout's HEAD)")
     r.add_argument("--no-docker", action="store_true", help="leave image_bytes empty")
     m = sub.add_parser("remaining", help="ids of a set that no ledger has")
-    m.add_argument("--ids-file", required=True, type=Path)
+    m.add_argument("--ids-file", required=True, type=Path, action="append",
+                   help="the set (repeatable: the union, in order, each id once)")
     m.add_argument("--ledger", required=True, type=Path, action="append")
     a = ap.parse_args(argv)
     if a.cmd == "remaining":
-        for i in remaining(read_ids_file(a.ids_file), a.ledger):
+        ids = list(dict.fromkeys(i for f in a.ids_file for i in read_ids_file(f)))
+        for i in remaining(ids, a.ledger):
             print(i)
         return 0
     df = None
