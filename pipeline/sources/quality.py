@@ -24,8 +24,13 @@ from envpool.patches import files_in_patch
 from pipeline.sources.config import QualityConfig
 from pipeline.sources.testpaths import changed_lines
 
-DOC_SUFFIXES = frozenset({".md", ".rst", ".txt", ".adoc", ".html"})
-DOC_DIRS = frozenset({"docs", "doc", "documentation", "changelog", "changes", "newsfragments"})
+DOC_SUFFIXES = frozenset({".md", ".mdx", ".rst", ".txt", ".adoc", ".html"})
+DOC_DIRS = frozenset({"docs", "doc", "documentation", "changelog", "changes", "newsfragments", ".github"})
+"""Folders of documentation, release notes and repository metadata (`.github`: CI workflows,
+issue templates): nothing a repository's tests exercise."""
+META_FILES = frozenset({".gitignore", ".gitattributes", ".editorconfig", ".mailmap", "codeowners", "license",
+                        "licence", "authors", "contributors", ".npmignore", ".prettierignore", ".dockerignore"})
+"""Repository metadata files (lower-cased names, any folder)."""
 _LINK_ONLY = re.compile(r"^\s*(<?https?://\S+>?\s*)*$")
 
 
@@ -52,12 +57,14 @@ class QualityResult:
 
 def _is_doc(path: str) -> bool:
     p = PurePosixPath(path)
-    return p.suffix.lower() in DOC_SUFFIXES or any(d.lower() in DOC_DIRS for d in p.parts[:-1])
+    return (p.suffix.lower() in DOC_SUFFIXES or p.name.lower() in META_FILES
+            or any(d.lower() in DOC_DIRS for d in p.parts[:-1]))
 
 
 def only_doc_change(patch: str) -> str | None:
-    """When the non-test `patch` touches files but none besides documentation and text files
-    (`DOC_SUFFIXES`, folders in `DOC_DIRS`: CHANGELOG.md, requirements.txt, docs/...), a
+    """When the non-test `patch` touches files but none besides documentation, text and
+    repository metadata files (`DOC_SUFFIXES`, `META_FILES`, folders in `DOC_DIRS`:
+    CHANGELOG.md, requirements.txt, docs/..., .github/workflows/..., .gitignore), a
     one-line detail naming them (at most 5) for a `no_code_change` reject; else None.
 
     Such a fix cannot turn a test from failing to passing in the environment built at

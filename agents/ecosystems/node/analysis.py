@@ -16,7 +16,7 @@ from agents.ecosystems.node.build import BuildStep, build_step
 from agents.ecosystems.node.karma import KarmaSetup, karma_covers, karma_setup
 from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json, recipe
 from agents.ecosystems.node.runner import (fixture_test_files, glob_regex, has_config, mocha_spec_globs, package_dir,
-                                         runner_of, runner_options, select_test_files)
+                                         root_vitest_projects, runner_of, runner_options, select_test_files)
 from agents.ecosystems.node.version import choose_node
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
@@ -112,7 +112,10 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         sub = read_json(tree, f"{d}/package.json")
         r2, s2, c2 = runner_of(sub, tree, d)
         root_configured = runner is not None and (script is not None or has_config(tree, pkg, "", runner))
-        if r2 is not None and (not root_configured or (s2 is not None and has_config(tree, sub, d, r2))):
+        projects = root_vitest_projects(tree) if runner == "vitest" and root_configured else None
+        if projects is not None:
+            notes.append(f"vitest run from the root: {projects} declares its projects")
+        elif r2 is not None and (not root_configured or (s2 is not None and has_config(tree, sub, d, r2))):
             runner, script, cra, runner_dir = r2, s2, c2, d
             notes.append(f"{r2} run from workspace package {d}")
     karma = karma_setup(tree, pkg)

@@ -93,6 +93,26 @@ def has_config(tree, pkg: dict, pkg_dir: str, runner: str) -> bool:
                p[len(prefix):].startswith(_CONFIG.get(runner, ())) for p in tree.files) if _CONFIG.get(runner) else False
 
 
+_VITEST_PROJECTS = re.compile(r"\b(?:projects|workspace)\s*:")
+
+
+def root_vitest_projects(tree) -> str | None:
+    """The root file that makes vitest a workspace of projects -- a ``vitest.workspace.*`` or
+    ``vitest.projects.*`` file, or a root ``vitest.config.*`` / ``vite.config.*`` declaring
+    ``projects:`` (``workspace:`` before vitest 3.2) -- or None. Its project paths are relative
+    to the root, and workspace packages whose config merges the root's inherit them, so such
+    a repository's tests run from the root (colinhacks/zod: from packages/zod, vitest stopped
+    with "Projects definition references a non-existing file")."""
+    for p in sorted(tree.files):
+        if "/" in p:
+            continue
+        if p.startswith(("vitest.workspace.", "vitest.projects.")):
+            return p
+        if p.startswith(("vitest.config.", "vite.config.")) and _VITEST_PROJECTS.search(tree.read(p) or ""):
+            return p
+    return None
+
+
 def select_test_files(touched: list[str]) -> list[str]:
     """The touched paths that are JS/TS test files (under a test directory or named
     ``*.test.*``/``*.spec.*``; never snapshots, fixtures, mocks or build output)."""

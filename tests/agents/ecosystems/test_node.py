@@ -201,6 +201,23 @@ def test_workspace_package_runner_runs_from_its_directory():
     assert "/testbed/node_modules/.bin" in cmd
 
 
+def test_a_root_vitest_config_declaring_projects_keeps_the_run_at_the_root():
+    """colinhacks/zod: the root vitest.config.ts declares `projects: ["packages/*", ...]` and
+    packages/zod/vitest.config.ts merges it; run from packages/zod, vitest stopped at startup
+    ("Projects definition references a non-existing file"), so the tests run from the root."""
+    files = {"package.json": pkg(private=True, workspaces=["packages/*"], scripts={"test": "vitest run"},
+                                 devDependencies={"vitest": "^3"}),
+             "vitest.config.ts": 'export default defineConfig({ test: { projects: ["packages/*"] } })\n',
+             "packages/zod/package.json": pkg(scripts={"test": "vitest run"}, devDependencies={"vitest": "^3"}),
+             "packages/zod/vitest.config.ts": "export default mergeConfig(rootConfig, defineProject({}))\n"}
+    a = analyze(FakeTree(files), inst(), ["packages/zod/src/tests/catch.test.ts"])
+    assert (a.runner, a.runner_dir) == ("vitest", "")
+    assert "packages/zod/src/tests/catch.test.ts" in build_plan(a, choice()).test_command
+    # without the projects declaration the workspace package's own config is used, as before
+    files["vitest.config.ts"] = "export default defineConfig({ test: { globals: true } })\n"
+    assert analyze(FakeTree(files), inst(), ["packages/zod/src/tests/catch.test.ts"]).runner_dir == "packages/zod"
+
+
 def test_select_test_files_skips_snapshots_fixtures_and_sources():
     touched = ["test/a.test.js", "test/fixtures/data.js", "src/__tests__/__snapshots__/a.test.js.snap",
                "src/index.ts", "types/index.d.ts", "packages/x/__tests__/y.spec.tsx", "lib/util.spec.mjs",

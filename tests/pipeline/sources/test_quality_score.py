@@ -85,3 +85,8 @@ def test_only_doc_change_names_the_files_of_a_docs_only_fix():
     assert only_doc_change(diff("CHANGELOG.md", "src/x.py")) is None
     assert only_doc_change("") is None
     assert only_doc_change(diff(*[f"doc/{i}.rst" for i in range(7)])).endswith("doc/4.rst (+2 more)")
+    # colinhacks/zod-6453: a CI workflow and .gitignore only (it ended no_fail_to_pass)
+    assert only_doc_change(diff(".github/workflows/release.yml", ".gitignore")).endswith(
+        ".github/workflows/release.yml, .gitignore")
+    assert only_doc_change(diff("packages/docs/content/basics.mdx", "LICENSE")) is not None
+    assert only_doc_change(diff(".github/workflows/ci.yml", "src/lib.rs")) is None
