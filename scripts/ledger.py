@@ -48,11 +48,12 @@ DROP = ("finished", "not_run", "network_bound", "gold_has_p2p")
 the run (`finished` is implied, the network-bound list and the gold lists are re-read)."""
 
 
-def read_ledger(path: Path) -> dict[str, dict]:
-    """instance id -> line of a ledger file ({} when it does not exist).
+def read_ledger(path: Path, key: str = "instance_id") -> dict[str, dict]:
+    """`key` (default the instance id; the yield ledger's is the unit `key`) -> line of a ledger
+    file ({} when it does not exist).
 
     Raises ValueError naming the file and line number of a line that is not a JSON object with
-    an `instance_id`."""
+    a non-empty `key`."""
     out: dict[str, dict] = {}
     if not path.is_file():
         return out
@@ -63,9 +64,9 @@ def read_ledger(path: Path) -> dict[str, dict]:
             line = json.loads(text)
         except ValueError as e:
             raise ValueError(f"{path}:{n}: not JSON: {e}") from None
-        if not isinstance(line, dict) or not line.get("instance_id"):
-            raise ValueError(f"{path}:{n}: a ledger line is a JSON object with an instance_id")
-        out[line["instance_id"]] = line
+        if not isinstance(line, dict) or not line.get(key):
+            raise ValueError(f"{path}:{n}: a ledger line is a JSON object with a non-empty {key!r}")
+        out[line[key]] = line
     return out
 
 

@@ -326,7 +326,7 @@ def read_ledger(path: Path | None) -> dict[str, dict]:
     """unit key -> ledger line ({} without a ledger or before its first line)."""
     from scripts.ledger import read_ledger as read
 
-    return read(path) if path is not None else {}
+    return read(path, key="key") if path is not None else {}
 
 
 def record_ledger(path: Path, workdir: Path, repos: list[str], code: str | None = None) -> dict[str, dict]:

@@ -73,6 +73,11 @@ def test_a_torn_ledger_line_is_an_error_naming_file_and_line(tmp_path):
     bad.write_text('{"instance_id": "a"}\n{"instance_id": \n')
     with pytest.raises(ValueError, match=r"l\.jsonl:2: not JSON"):
         read_ledger(bad)
+    units = tmp_path / "y.jsonl"  # the yield ledger: keyed by unit, rejected units have no instance id
+    units.write_text('{"key": "o__r-abc1234", "instance_id": null, "status": "rejected"}\n')
+    assert read_ledger(units, key="key")["o__r-abc1234"]["status"] == "rejected"
+    with pytest.raises(ValueError, match="non-empty 'instance_id'"):
+        read_ledger(units)
 
 
 def test_memory_arms_from_ledgers_match_arms_from_work_directories(tmp_path):
