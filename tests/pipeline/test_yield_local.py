@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.flow_support import bare_mirror, make_repo
+from tests.pipeline.flow_support import bare_mirror, git, make_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "yield_local.py"
@@ -73,25 +73,32 @@ def test_a_ledger_carries_the_measurement_to_a_new_machine(tmp_path, mirror):
     (they are `excluded` rejects there), and its table counts them from the ledger: the same
     numbers as on the first machine."""
     mirrors, _ = mirror
+    src = tmp_path / "src" / "lib"  # a docs-only squash on top: a rejected unit, no instance id
+    (src / "README.md").write_text("lib, documented\n")
+    git(src, "commit", "-q", "-am", "Document lib (#200)", date="2024-03-01T00:00:00Z")
+    bare_mirror(src, mirrors, "acme/lib")
     ledger = tmp_path / "results" / "yield.jsonl"
     common = ["--mirrors", str(mirrors), "--repos", "acme/lib", *FAKE, "--ledger", str(ledger)]
-    first = script("--workdir", str(tmp_path / "a"), "--last", "3", *common)
+    first = script("--workdir", str(tmp_path / "a"), "--last", "4", *common)
     assert first.returncode == 0, first.stdout + first.stderr
     lines = [json.loads(x) for x in ledger.read_text().splitlines()]
     assert sorted((ln["instance_id"], ln["outcome"]) for ln in lines if ln["outcome"]) == [
         ("acme__lib-104", "no_fail_to_pass"), ("acme__lib-106", "verified"), ("acme__lib-108", "verified")]
     assert all(ln["code"] and ln["recorded"] for ln in lines) and "patch" not in lines[0]
+    assert [ln["reason"] for ln in lines if ln["status"] == "rejected"] == ["no_test_change"]
     why = next(ln for ln in lines if ln["outcome"] == "no_fail_to_pass")
     assert "minter: no test fails before the patch" in why["explanation"]
     want = json.loads((tmp_path / "a" / "yield.json").read_text())["repositories"]
     # a new machine: the first work directory is gone, the ledger (in git) is not
-    second = script("--workdir", str(tmp_path / "b"), "--last", "5", *common)
+    again = script("--workdir", str(tmp_path / "a"), "--table-only", *common)  # reads the ledger it wrote
+    assert again.returncode == 0, again.stdout + again.stderr
+    second = script("--workdir", str(tmp_path / "b"), "--last", "6", *common)
     assert second.returncode == 0, second.stdout + second.stderr
     assert sorted(results(tmp_path / "b")) == ["acme__lib-102"]  # only the unit the ledger did not have
     got = json.loads((tmp_path / "b" / "yield.json").read_text())
     lib = got["repositories"][0]
-    assert (lib["mined"], lib["accepted"], lib["minted"], lib["verified"], lib["no_fail_to_pass"]) == (4, 4, 4, 3, 1)
-    assert lib["rejected"] == {} and want[0]["minted"] == 3
+    assert (lib["mined"], lib["accepted"], lib["minted"], lib["verified"], lib["no_fail_to_pass"]) == (5, 4, 4, 3, 1)
+    assert lib["rejected"] == {"no_test_change": 1} and want[0]["minted"] == 3
     assert [e["instance_id"] for e in got["explained"]] == ["acme__lib-104"]
     assert "acme__lib-104" in (tmp_path / "b" / "ledger-excluded.txt").read_text().split()
 
