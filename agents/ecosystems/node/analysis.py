@@ -125,8 +125,8 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         runner, runner_dir, cra = "karma", "", None
     if runner is None:
         deps = package_deps(pkg)
-        other = [r for r in ("karma", "ava", "tap", "jasmine", "qunit", "uvu", "tape") if r in deps]
-        raise EnvBuildError("no supported JS test runner (vitest, jest, mocha) in package.json"
+        other = [r for r in ("karma", "tap", "jasmine", "qunit", "uvu", "tape") if r in deps]
+        raise EnvBuildError("no supported JS test runner (vitest, jest, mocha, ava) in package.json"
                             + (f"; found {', '.join(other)}" if other else ""), instance_id=iid)
     opts, env_assign = runner_options(script, runner) if not cra and runner != "karma" else ([], [])
     if runner == "mocha":

@@ -82,6 +82,8 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
         jest = f"{run(a.cra)} test --watchAll=false" if a.cra else run("jest")
         return (f"{prefix}{env}{jest} {opts}--json --outputFile={REPORT_PATH} --runTestsByPath {files}",
                 REPORT_PATH, "jest_json")
+    if a.runner == "ava":
+        return f"{prefix}{env}{run('ava')} {opts}--tap {files}", None, "ava_tap"
     return (f"{prefix}{env}{run('mocha')} {opts}--reporter json {files}", None, "mocha_json")
 
 

@@ -1,4 +1,4 @@
-"""The test runner (vitest, jest, mocha) a project's scripts name, where it runs, the touched
+"""The test runner (vitest, jest, mocha, ava) a project's scripts name, where it runs, the touched
 test files it gets, and the options and environment taken from the project's test script."""
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ _CONFIG = {
     "vitest": ("vitest.config", "vitest.workspace", "vite.config", "vitest.projects"),
     "jest": ("jest.config",),
     "mocha": (".mocharc",),
+    "ava": ("ava.config",),
 }
-_RUNNER_IN_SCRIPT = re.compile(r"(?<![\w@:.-])(vitest|jest|mocha|_mocha|react-scripts test|craco test|"
+_RUNNER_IN_SCRIPT = re.compile(r"(?<![\w@:.-])(vitest|jest|mocha|_mocha|ava|react-scripts test|craco test|"
                                r"react-app-rewired test)(?![\w-])")
 
 
@@ -87,7 +88,7 @@ def has_config(tree, pkg: dict, pkg_dir: str, runner: str) -> bool:
     prefix = f"{pkg_dir}/" if pkg_dir else ""
     if runner == "jest" and isinstance(pkg.get("jest"), dict):
         return True
-    if runner == "mocha" and isinstance(pkg.get("mocha"), dict):
+    if runner in ("mocha", "ava") and isinstance(pkg.get(runner), dict):
         return True
     return any(p.startswith(prefix) and "/" not in p[len(prefix):] and
                p[len(prefix):].startswith(_CONFIG.get(runner, ())) for p in tree.files) if _CONFIG.get(runner) else False
@@ -207,7 +208,7 @@ def mocha_spec_globs(script: str | None) -> list[str]:
 
 
 _RUNNER_BINS = {"mocha": ("mocha", "_mocha"), "jest": ("jest", "jest.js"),
-                "vitest": ("vitest", "vitest.mjs")}
+                "vitest": ("vitest", "vitest.mjs"), "ava": ("ava", "cli.mjs")}
 
 
 def mocha_options(script: str | None) -> tuple[list[str], list[str]]:

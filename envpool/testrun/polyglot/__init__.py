@@ -28,6 +28,7 @@ Contract for the integrator:
 | jest_log       | ``jest --verbose`` console                             | jest    | known       |
 | mocha_json     | ``mocha --reporter json [--reporter-option output=f]`` | mocha   | root, known |
 | mocha_spec     | ``mocha`` (spec reporter) console                      | mocha   | root, known |
+| ava_tap        | ``ava --tap`` console                                  | tap     |             |
 | karma_json     | swemint's karma reporter (browser tests)               | karma   | known       |
 | go_test_json   | ``go test -json ./...``                                | golang  | known       |
 | go_test_v      | ``go test -v ./...`` console (forgeable fallback)      | golang  | known       |
@@ -56,7 +57,7 @@ from __future__ import annotations
 from typing import Any
 
 from envpool.testrun.parsers import Parser, get_parser
-from envpool.testrun.polyglot import cfamily, drivers, golang, java, jest, karma, mocha, php, ruby, rust
+from envpool.testrun.polyglot import cfamily, drivers, golang, java, jest, karma, mocha, php, ruby, rust, tap
 from envpool.testrun.polyglot.common import ReportParser
 from envpool.testrun.polyglot.gold import exact_form_agreement, gold_match
 
@@ -66,6 +67,7 @@ POLYGLOT_PARSERS: dict[str, ReportParser] = {
     "jest_log": jest.parse_jest_log,
     "mocha_json": mocha.parse_mocha_json,
     "mocha_spec": mocha.parse_mocha_spec,
+    "ava_tap": tap.parse_ava_tap,
     "karma_json": karma.parse_karma_json,
     "go_test_json": golang.parse_go_test_json,
     "go_test_v": golang.parse_go_test_v,

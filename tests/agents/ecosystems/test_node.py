@@ -226,6 +226,18 @@ def test_select_test_files_skips_snapshots_fixtures_and_sources():
                                           "lib/util.spec.mjs", "test/unit/http.js"]
 
 
+def test_ava_runs_the_touched_files_with_its_tap_reporter():
+    """sindresorhus/ky, chalk: `"test": "xo && ava"` with an `ava` block in package.json."""
+    tree = FakeTree({"package.json": pkg(scripts={"test": "xo && npm run build && ava --timeout=1m"},
+                                         devDependencies={"ava": "^6", "xo": "^0.59"},
+                                         ava={"extensions": {"ts": "module"}})})
+    a = analyze(tree, inst(), ["test/hooks.ts", "test/fetch.ts"])
+    assert (a.runner, a.runner_dir, a.runner_options) == ("ava", "", ["--timeout=1m"])
+    plan = build_plan(a, choice())
+    assert plan.parser == "ava_tap" and plan.report_path is None
+    assert plan.test_command.endswith("ava --timeout=1m --tap test/hooks.ts test/fetch.ts")
+
+
 def test_no_test_file_or_no_runner_is_a_clear_env_error():
     tree = FakeTree({"package.json": pkg(**MOCHA)})
     with pytest.raises(EnvBuildError, match="no JS/TS test file"):

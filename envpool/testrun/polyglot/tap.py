@@ -1,0 +1,72 @@
+"""AVA's TAP reporter (``ava --tap``): one ``ok`` / ``not ok`` line per test.
+
+Test ids are AVA's titles as its TAP reporter prints them: ``<file> › <title>`` when the run has
+several test files (the file without its extension, relative to the test folder AVA found,
+e.g. ``a › adds`` for ``test/a.js``), the bare ``<title>`` for a run of one file -- the same
+files run on both sides, so both sides use the same form.
+
+| TAP line                                         | TestStatus / meaning            |
+|--------------------------------------------------|---------------------------------|
+| ``ok N - title``                                 | PASSED                          |
+| ``ok N - title # SKIP``                          | SKIPPED                         |
+| ``not ok N - title``                             | FAILED                          |
+| ``not ok N - title # TODO``                      | not a result (``test.todo``)    |
+| ``not ok N - <file> exited with a non-zero ...`` | the file failed: a unit error   |
+| ``not ok N - SomeError: message``                | an uncaught exception: unit error |
+
+``# tests N`` (results without todos and unit errors) is cross-checked; ``1..N`` ends the run.
+Source: AVA's ``lib/reporters/tap.js`` (``supertap``), seen with ava 6.4.
+"""
+
+from __future__ import annotations
+
+import re
+
+from envpool.testrun.outcome import TestStatus
+from envpool.testrun.polyglot.common import Result, count_mismatch, report_parser
+
+_LINE = re.compile(r"^(not )?ok \d+ - (.*?)\s*$")
+_DIRECTIVE = re.compile(r"^(.*?)\s+# (SKIP|TODO)\b.*$", re.I)
+_EXITED = re.compile(r"^(.+?) exited with a non-zero exit code: -?\d+$|^(.+?) exited due to \w+$")
+_UNCAUGHT = re.compile(r"^(?:[A-Z][a-z0-9]*)*(?:Error|Exception): ")
+_TESTS = re.compile(r"^# tests (\d+)\s*$")
+_PLAN = re.compile(r"^1\.\.\d+\s*$")
+
+
+@report_parser()
+def parse_ava_tap(text: str) -> Result:
+    """Parse ``ava --tap`` output (module docstring). A run without the closing ``1..N`` plan
+    (AVA killed midway) is an anomaly."""
+    res = Result(source="log")
+    total: int | None = None
+    parsed, planned = 0, False
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m:
+            failed, title = bool(m.group(1)), m.group(2)
+            d = _DIRECTIVE.match(title)
+            if d and d.group(2).upper() == "TODO":
+                continue
+            if d:
+                res.add(d.group(1), TestStatus.SKIPPED)
+                parsed += 1
+                continue
+            exited = _EXITED.match(title)
+            if failed and exited:
+                res.unit_failed(exited.group(1) or exited.group(2))
+                continue
+            if failed and _UNCAUGHT.match(title):
+                res.unit_failed(f"uncaught: {title[:200]}")
+                continue
+            res.add(title, TestStatus.FAILED if failed else TestStatus.PASSED)
+            parsed += 1
+            continue
+        t = _TESTS.match(line)
+        if t:
+            total = int(t.group(1))
+        elif _PLAN.match(line):
+            planned = True
+    if (parsed or res.collection_errors) and not planned:
+        res.anomalies.append("ava: the TAP stream has no closing plan (1..N): the run was cut short")
+    count_mismatch(res, "ava tests", total, parsed)
+    return res

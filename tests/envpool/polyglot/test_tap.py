@@ -1,0 +1,63 @@
+"""`ava_tap`: AVA's TAP reporter, on output recorded from ava 6.4.1 (`npx ava --tap`)."""
+
+from __future__ import annotations
+
+from envpool.testrun.polyglot import POLYGLOT_PARSERS
+
+P = POLYGLOT_PARSERS["ava_tap"]
+
+MULTI = """TAP version 13
+ok 1 - a › skipped one # SKIP
+not ok 2 - a › later # TODO
+ok 3 - a › adds
+not ok 4 - a › fails
+  ---
+    name: AssertionError
+    assertion: t.is()
+    message: ''
+  ...
+not ok 5 - Error: Cannot find module './nonexistent'
+  ---
+    name: Error
+  ...
+not ok 6 - test/c.js exited with a non-zero exit code: 1
+ok 7 - b › other file
+
+1..5
+# tests 4
+# pass 2
+# skip 1
+# fail 4
+"""
+
+ONE = """TAP version 13
+ok 1 - skipped one # SKIP
+not ok 2 - later # TODO
+ok 3 - adds
+not ok 4 - fails
+  ---
+  ...
+
+1..3
+# tests 3
+# pass 1
+# skip 1
+# fail 2
+"""
+
+
+def test_statuses_unit_errors_and_the_count_check():
+    r = P(MULTI)
+    assert {k: v.value for k, v in r.statuses.items()} == {
+        "a › skipped one": "SKIPPED", "a › adds": "PASSED", "a › fails": "FAILED", "b › other file": "PASSED"}
+    assert r.collection_errors == ["uncaught: Error: Cannot find module './nonexistent'", "test/c.js"]
+    assert P.check(MULTI) == [] and r.tests_ran
+    assert {k: v.value for k, v in P(ONE).statuses.items()} == {"skipped one": "SKIPPED", "adds": "PASSED",
+                                                                "fails": "FAILED"}  # one file: bare titles
+
+
+def test_a_stream_cut_short_or_a_wrong_count_is_an_anomaly():
+    cut = MULTI.split("\n1..5")[0]
+    assert any("no closing plan" in a for a in P.check(cut))
+    assert P.check(ONE.replace("# tests 3", "# tests 9")) == ["ava tests: the runner reports 9, 3 parsed"]
+    assert P.check("") == []  # nothing ran: no report, not a forged one
