@@ -20,7 +20,10 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    binary is missing from the run; ctest then runs once more with ``GTEST_FILTER=-X`` (up to
    3 rounds, the dead tests accumulated), and only the last round's output is printed, so the
    report is one whole run in which X is absent (`aborted_gtests`). The earlier rounds are
-   named in helper lines.
+   named in helper lines;
+6. when a test refuses to run as root (libuv: "The libuv test suite cannot be run as root."),
+   ctest runs again as the unprivileged uid 65534 (`setpriv`; the build folder is handed to it
+   first), and that round is the report (`refuses_root`).
 Exit code: ctest's (of the last round), or 2 when nothing could be selected. Standard library
 only (python3 >= 3.5).
 """
@@ -29,6 +32,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +41,9 @@ ABORT_ROUNDS = 3
 _GT_RUN = re.compile(r"^(?:(\d+): )?\[ RUN +\] (\S+)")
 _GT_END = re.compile(r"^(?:(\d+): )?\[ +(?:OK|FAILED|SKIPPED) +\] (\S+?)(?:,| |$)")
 _CT_DONE = re.compile(r"^\s*\d+/\d+ +Test +#(\d+): ")
+_AS_ROOT = re.compile(r"(?:cannot|can ?not|must not|should not|may not) be run as root|"
+                      r"refus\w* to run as root|do not run (?:\S+ ){0,4}as root", re.I)
+NOBODY = 65534
 
 
 def log(msg):
@@ -162,13 +169,43 @@ def with_excluded(flt, names):
     return flt + (":" if "-" in flt else "-") + neg
 
 
+def refuses_root(text):
+    """Whether a test's output says it will not run as root."""
+    return bool(_AS_ROOT.search(text))
+
+
+def unprivileged(cmd, build):
+    """`cmd` run as uid/gid 65534 through util-linux's `setpriv`, after handing `build` to that
+    uid (and removing the earlier round's ``--output-junit`` file); None when not root or
+    without setpriv."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        return None
+    for root, dirs, files in os.walk(build):
+        for name in dirs + files:
+            try:
+                os.lchown(os.path.join(root, name), NOBODY, NOBODY)
+            except OSError:
+                pass
+    os.chown(build, NOBODY, NOBODY)
+    if "--output-junit" in cmd:  # the root round's report file: the new round must write its own
+        junit = os.path.join(build, cmd[cmd.index("--output-junit") + 1])
+        try:
+            os.remove(junit)
+        except OSError:
+            pass
+    return [setpriv, "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"] + cmd
+
+
 def run_ctest(cmd, build):
     """Run `cmd` (ctest) in `build`; when GoogleTest binaries die inside a test, run it again
-    without those tests (module docstring, step 5). Prints the last round's output; returns
-    its exit code."""
+    without those tests (module docstring, step 5); when a test refuses root, again as an
+    unprivileged uid (step 6). Prints the last round's output; returns its exit code."""
     dead, base = [], os.environ.get("GTEST_FILTER")
-    for rnd in range(ABORT_ROUNDS + 1):
+    for rnd in range(ABORT_ROUNDS + 2):
         env = dict(os.environ)
+        if cmd[0] == shutil.which("setpriv"):
+            env["HOME"] = "/tmp"
         if dead:
             env["GTEST_FILTER"] = with_excluded(base, dead)
             log("$ GTEST_FILTER=%s %s" % (env["GTEST_FILTER"], " ".join(cmd)))
@@ -178,8 +215,14 @@ def run_ctest(cmd, build):
             rc = subprocess.call(cmd, cwd=build, env=env, stdout=f, stderr=subprocess.STDOUT)
             f.seek(0)
             text = f.read().decode("utf-8", "replace")
+        if refuses_root(text) and cmd[0] != shutil.which("setpriv"):
+            as_nobody = unprivileged(cmd, build)
+            if as_nobody is not None:
+                log("a test refuses to run as root: running ctest again as uid %d" % NOBODY)
+                cmd = as_nobody
+                continue
         new = [t for t in aborted_gtests(text) if t not in dead]
-        if not new or rnd == ABORT_ROUNDS:
+        if not new or rnd >= ABORT_ROUNDS:
             sys.stdout.write(text)
             sys.stdout.flush()
             return rc

@@ -318,3 +318,44 @@ def test_helper_reruns_a_gtest_binary_without_the_test_that_killed_it(tmp_path):
     assert {k: v.value for k, v in res.statuses.items()} == {"Fmt.first": "PASSED", "Fmt.later": "PASSED",
                                                             "Fmt.last": "PASSED"}
     assert parse_gtest_log.check(r.stdout) == []  # one whole run: the count check holds
+
+
+def test_helper_reruns_tests_that_refuse_root_as_an_unprivileged_uid(tmp_path):
+    """libuv: "The libuv test suite cannot be run as root." -- every test failed on both sides.
+    The helper runs ctest again as uid 65534 and that round is the report (real cmake/ctest;
+    needs root and util-linux's setpriv on the host)."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    if os.geteuid() != 0 or not (shutil.which("setpriv") and shutil.which("cmake") and shutil.which("cc")):
+        pytest.skip("root, setpriv, cmake and a C compiler are needed on the host")
+    top = Path(tempfile.mkdtemp(prefix="swemint-root-"))  # not under pytest's 0700 tmp: uid 65534 must enter
+    try:
+        top.chmod(0o755)
+        src, build = top / "src", top / "build"
+        src.mkdir()
+        (src / "t.c").write_text('#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n'
+                                 '  if (getuid() == 0) { puts("The suite cannot be run as root."); return 1; }\n'
+                                 '  FILE *f = fopen("scratch.txt", "w"); if (!f) return 2; fclose(f); return 0;\n}\n')
+        (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
+                                            "add_executable(t t.c)\nadd_test(NAME t COMMAND t)\n")
+        (build / ".cmake/api/v1/query").mkdir(parents=True)
+        (build / ".cmake/api/v1/query/codemodel-v2").touch()
+        subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
+        (top / "out").mkdir(mode=0o1777)
+        (top / "out").chmod(0o1777)  # like /tmp, where the minter's report file lives
+        junit = top / "out" / "j.xml"
+        r = subprocess.run([sys.executable, str(cfamily.RECIPES / "cmake_tests.py"), str(build), "--junit",
+                            str(junit), "--", "t.c"], cwd=src, capture_output=True, text=True, timeout=300)
+        assert "refuses to run as root" in r.stdout, r.stdout
+        assert r.returncode == 0, r.stdout + r.stderr
+        cases = {m.group(1): m.group(2) for m in re.finditer(r'<testcase name="([^"]+)"[^>]*status="(\w+)"',
+                                                              junit.read_text())}
+        assert cases == {"t": "run"}  # the unprivileged round's report, not the root round's
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
