@@ -174,20 +174,22 @@ def refuses_root(text):
     return bool(_AS_ROOT.search(text))
 
 
-def unprivileged(cmd, build):
-    """`cmd` run as uid/gid 65534 through util-linux's `setpriv`, after handing `build` to that
-    uid (and removing the earlier round's ``--output-junit`` file); None when not root or
-    without setpriv."""
+def unprivileged(cmd, build, src):
+    """`cmd` run as uid/gid 65534 through util-linux's `setpriv`, after handing the `build`
+    and `src` trees to that uid (tests write into their working directory: libuv's is the
+    source tree; every run is a fresh container) and removing the earlier round's
+    ``--output-junit`` file; None when not root or without setpriv."""
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or not setpriv:
         return None
-    for root, dirs, files in os.walk(build):
-        for name in dirs + files:
-            try:
-                os.lchown(os.path.join(root, name), NOBODY, NOBODY)
-            except OSError:
-                pass
-    os.chown(build, NOBODY, NOBODY)
+    for top in (build, src):
+        for root, dirs, files in os.walk(top):
+            for name in dirs + files:
+                try:
+                    os.lchown(os.path.join(root, name), NOBODY, NOBODY)
+                except OSError:
+                    pass
+        os.chown(top, NOBODY, NOBODY)
     if "--output-junit" in cmd:  # the root round's report file: the new round must write its own
         junit = os.path.join(build, cmd[cmd.index("--output-junit") + 1])
         try:
@@ -197,7 +199,7 @@ def unprivileged(cmd, build):
     return [setpriv, "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"] + cmd
 
 
-def run_ctest(cmd, build):
+def run_ctest(cmd, build, src):
     """Run `cmd` (ctest) in `build`; when GoogleTest binaries die inside a test, run it again
     without those tests (module docstring, step 5); when a test refuses root, again as an
     unprivileged uid (step 6). Prints the last round's output; returns its exit code."""
@@ -216,7 +218,7 @@ def run_ctest(cmd, build):
             f.seek(0)
             text = f.read().decode("utf-8", "replace")
         if refuses_root(text) and cmd[0] != shutil.which("setpriv"):
-            as_nobody = unprivileged(cmd, build)
+            as_nobody = unprivileged(cmd, build, src)
             if as_nobody is not None:
                 log("a test refuses to run as root: running ctest again as uid %d" % NOBODY)
                 cmd = as_nobody
@@ -295,7 +297,7 @@ def main(argv):
     bad = failed_fixtures(build, set(selected) if selected and len(selected) < len(tests) else None, timeout)
     if bad:
         cmd += ["-FS", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", f) for f in sorted(bad)) + ")$"]
-    return run_ctest(cmd, build)
+    return run_ctest(cmd, build, src)
 
 
 if __name__ == "__main__":

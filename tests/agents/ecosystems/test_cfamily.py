@@ -342,8 +342,9 @@ def test_helper_reruns_tests_that_refuse_root_as_an_unprivileged_uid(tmp_path):
         (src / "t.c").write_text('#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n'
                                  '  if (getuid() == 0) { puts("The suite cannot be run as root."); return 1; }\n'
                                  '  FILE *f = fopen("scratch.txt", "w"); if (!f) return 2; fclose(f); return 0;\n}\n')
-        (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
-                                            "add_executable(t t.c)\nadd_test(NAME t COMMAND t)\n")
+        (src / "CMakeLists.txt").write_text(  # like libuv: the tests run in (and write to) the source tree
+            "cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
+            "add_executable(t t.c)\nadd_test(NAME t COMMAND t WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})\n")
         (build / ".cmake/api/v1/query").mkdir(parents=True)
         (build / ".cmake/api/v1/query/codemodel-v2").touch()
         subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
