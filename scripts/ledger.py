@@ -160,8 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "remaining":
         ids = list(dict.fromkeys(i for f in a.ids_file for i in read_ids_file(f)))
-        for i in remaining(ids, a.ledger):
-            print(i)
+        try:
+            for i in remaining(ids, a.ledger):
+                print(i)
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            sys.stderr.close()
         return 0
     df = None
     if not a.no_docker:

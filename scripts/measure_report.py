@@ -354,12 +354,16 @@ def unique_sizes(df: dict) -> tuple[dict[str, int | None], dict[str, str]]:
 
 def disk_by_language(rows: list[dict], df: dict | None, why: str = "",
                      pool: dict[str, tuple[str, str]] | None = None) -> dict:
-    """{"available": bool, "note": why not, "languages": {lang: {"verified", "found",
+    """{"available": bool, "note": why not (or that the bytes are a ledger's, recorded earlier,
+    when there is no engine), "languages": {lang: {"verified", "found",
     "median_bytes", "total_bytes" (distinct images), "missing": [ids whose image this engine
     does not have or whose unique size is unknown]}}} over verified rows."""
-    if df is None:
+    recorded = any(r.get("image_bytes") is not None for r in rows)
+    if df is None and not recorded:
         return {"available": False, "note": why or "docker unavailable", "languages": {}}
-    sizes, tags = unique_sizes(df)
+    if df is None:  # no engine: the bytes ledger lines recorded when an engine answered
+        why = f"{why or 'docker unavailable'}; from the ledger's recorded image bytes"
+    sizes, tags = unique_sizes(df) if df is not None else ({}, {})
     pool = pool or {}
     langs: dict[str, dict] = {}
     for lang in sorted({r["language"] for r in rows}):

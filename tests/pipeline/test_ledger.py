@@ -37,6 +37,10 @@ def test_a_report_from_the_ledger_alone_equals_the_report_from_the_work_director
     assert got["from_ledger"] == 6
     # disk: measured at record time (rs-1's image through the pool of its work directory)
     assert got["disk"] == want["disk"]
+    # a new machine without an engine: the disk numbers are the ones the ledger recorded
+    bare = build_report(inst_file, [], ids, network_file=net, df=None, df_note="docker unavailable: x",
+                        ledgers=[ledger])["disk"]
+    assert bare["languages"] == want["disk"]["languages"] and "recorded image bytes" in bare["note"]
 
 
 def test_a_later_record_replaces_the_line_and_a_work_directory_row_wins_over_the_ledger(tmp_path):
