@@ -230,7 +230,7 @@ def _next_repair(job: Job, cmd: str, output: str, tried: set[str], rules: bool):
         key = "\n".join(commands) + json.dumps(env, sort_keys=True)
         if key in tried and diag is None:
             continue
-        helper.mark_applied(mp)
+        helper.mark_applied(mp, on_step=job.traj)
         if diag is not None:
             diag.detail = f"experience {mp.experience_id}: {diag.detail}"
             return None, {}, "", "", diag, False

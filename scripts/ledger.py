@@ -10,6 +10,11 @@ bench work directory (images, rows, logs) is lost with its machine, the ledger i
     .venv/bin/python scripts/ledger.py remaining --ids-file data/measurement_ids.txt \
         --ids-file ../shared/data/dev_core.txt --ledger data/results/gen-defaults.jsonl > todo.txt
 
+    # a memory arm of issue 9 (off / after_failure): the ids it must run — those where the
+    # defaults arm's memory acted, plus a control sample where it did not (see `arm_todo`)
+    .venv/bin/python scripts/ledger.py arm-todo --arm off --defaults data/results/gen-defaults.jsonl \
+        --arm-ledger data/results/gen-memory-off.jsonl --ids-file data/measurement_ids.txt > off.txt
+
     # the report over ledger and work directory together
     .venv/bin/python scripts/measure_report.py -i ... --workdir work/gen \
         --ledger data/results/gen-defaults.jsonl --ids-file data/measurement_ids.txt
@@ -30,7 +35,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.instances import load_and_select, read_ids_file  # noqa: E402
 from scripts.diff_runs import rows_of  # noqa: E402
-from scripts.loop_stats import row_facts  # noqa: E402
+from scripts.loop_stats import memory_acts, row_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REASON_CHARS = 300
@@ -143,6 +150,41 @@ def remaining(ids: list[str], ledgers: list[Path]) -> list[str]:
     return [i for i in ids if i not in have]
 
 
+def control_sample(ids: list[str], share: float, least: int) -> list[str]:
+    """A deterministic sample of `ids`: the max(`least`, ceil(`share` * len)) ids (at most all)
+    with the smallest SHA-1 of the id, in the order of `ids` (the same ids on every machine, not
+    a prefix of any one repository)."""
+    n = min(len(ids), max(least, math.ceil(share * len(ids))))
+    chosen = set(sorted(ids, key=lambda i: hashlib.sha1(i.encode()).hexdigest())[:n])
+    return [i for i in ids if i in chosen]
+
+
+def arm_todo(ids: list[str], defaults: Path, arm_ledger: Path, arm: str, *, share: float = 0.1,
+             least: int = 5, apart: set[str] | frozenset = frozenset()) -> tuple[list[str], dict]:
+    """The ids memory arm `arm` (`off` / `after_failure`) still has to run, in `ids` order, and
+    counts for the log.
+
+    An arm differs from the defaults arm (memory before and after failure) only where the
+    defaults run used what the arm removes (`scripts.loop_stats.memory_acts` of its ledger line);
+    elsewhere the arm's run takes the same decisions, and the report carries the defaults line
+    (`measure_report.py --carry`). So the arm runs (1) every id where the defaults' memory acted
+    and (2) a control sample of the others (`control_sample`, `share` / `least`), whose measured
+    outcomes check the carry. Ids the defaults ledger lacks are not listed (counted as
+    `no_defaults`: run the defaults arm first); ids the arm ledger has are done; ids in `apart`
+    (network-bound: set apart from every measurement) are skipped."""
+    base = read_ledger(defaults)
+    done = read_ledger(arm_ledger)
+    ids = [i for i in ids if i not in apart]
+    have = [i for i in ids if i in base]
+    acted = [i for i in have if memory_acts(base[i], arm)]
+    quiet = [i for i in have if i not in set(acted)]
+    control = control_sample(quiet, share, least)
+    want = set(acted) | set(control)
+    todo = [i for i in ids if i in want and i not in done]
+    return todo, {"ids": len(ids), "no_defaults": len(ids) - len(have), "acted": len(acted),
+                  "control": len(control), "done": len(want & set(done)), "todo": len(todo)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -157,7 +199,29 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--ids-file", required=True, type=Path, action="append",
                    help="the set (repeatable: the union, in order, each id once)")
     m.add_argument("--ledger", required=True, type=Path, action="append")
+    t = sub.add_parser("arm-todo", help="ids a memory arm must run (where the defaults' memory acted, plus controls)")
+    t.add_argument("--arm", required=True, choices=["off", "after_failure"])
+    t.add_argument("--defaults", required=True, type=Path, help="the defaults arm's ledger")
+    t.add_argument("--arm-ledger", required=True, type=Path, help="the arm's own ledger (ids it has are done)")
+    t.add_argument("--ids-file", required=True, type=Path, action="append", help="the set (repeatable)")
+    t.add_argument("--control-share", type=float, default=0.1, help="share of the quiet ids run as controls")
+    t.add_argument("--control-least", type=int, default=5, help="at least this many controls")
+    t.add_argument("--network-bound", type=Path, default=ROOT / "data" / "network_bound.txt",
+                   help="ids set apart, skipped (default: data/network_bound.txt)")
     a = ap.parse_args(argv)
+    if a.cmd == "arm-todo":
+        ids = list(dict.fromkeys(i for f in a.ids_file for i in read_ids_file(f)))
+        from scripts.measure_report import read_network_bound
+
+        todo, counts = arm_todo(ids, a.defaults, a.arm_ledger, a.arm, share=a.control_share,
+                                least=a.control_least, apart=set(read_network_bound(a.network_bound)))
+        print(f"arm {a.arm}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
+        try:
+            for i in todo:
+                print(i)
+        except BrokenPipeError:
+            sys.stderr.close()
+        return 0
     if a.cmd == "remaining":
         ids = list(dict.fromkeys(i for f in a.ids_file for i in read_ids_file(f)))
         try:

@@ -64,20 +64,45 @@ def row_facts(res) -> dict:
     rounds (loop rounds run), repairs (Execution's `repair:` steps), memory_repairs (those of a
     `memory:<id>` rule), before_changes (`before-plan` steps that changed the plan), feedback
     (`_feedback_key` for a row verified in round >= 2, else None), reused (verified on another
-    instance's environment)."""
-    repairs = memory_repairs = before_changes = 0
+    instance's environment), memory_acted (the memory changed something in this instance: a plan
+    before planning, a repair, or an applied entry whose diagnosis sent the loop to another plan —
+    an `applying experience` step, or a round whose feedback names an experience). Where
+    memory_acted is False, the same instance with the memory off makes the same decisions
+    (`memory_acts`)."""
+    repairs = memory_repairs = before_changes = applied = 0
     for s in _steps(res):
-        if s.get("agent") == "execution" and str(s.get("note", "")).startswith("repair:"):
+        rule, note = str(s.get("rule", "")), str(s.get("note", ""))
+        if s.get("agent") == "execution" and note.startswith("repair:"):
             repairs += 1
-            memory_repairs += str(s.get("rule", "")).startswith("memory:")
-        if s.get("rule") == "before-plan" and "applied: none" not in str(s.get("note", "")):
+            memory_repairs += rule.startswith("memory:")
+        if rule == "before-plan" and "applied: none" not in note:
             before_changes += 1
+        if rule.startswith("memory:") and note.startswith("applying experience"):
+            applied += 1
+    fed = any("experience " in f"{r.feedback} {r.reason}" for r in res.rounds)
     verified = res.outcome == "verified"
     late = verified and (res.round or 1) >= 2
     return {"outcome": res.outcome, "round": res.round or 1, "rounds": len(res.rounds),
             "repairs": repairs, "memory_repairs": memory_repairs, "before_changes": before_changes,
             "feedback": _feedback_key(res) if late else None,
-            "reused": bool(verified and res.reused_from and res.reused_from != res.instance_id)}
+            "reused": bool(verified and res.reused_from and res.reused_from != res.instance_id),
+            "memory_acted": bool(before_changes or memory_repairs or applied or fed)}
+
+
+def memory_acts(facts: dict, arm: str) -> bool:
+    """Whether the memory setting `arm` removes can have changed this instance's run, from its
+    `row_facts` in the defaults arm (before and after): `off` removes everything the memory does,
+    `after_failure` only the plan changes before planning. A ledger line older than the
+    `memory_acted` field counts as acted when it had memory repairs, plan changes or more than
+    one round (a memory diagnosis then shows only in the rounds). Raises ValueError for another
+    arm name."""
+    if arm == "after_failure":
+        return bool(facts.get("before_changes"))
+    if arm == "off":
+        if "memory_acted" in facts:
+            return bool(facts["memory_acted"])
+        return bool(facts.get("memory_repairs") or facts.get("before_changes") or (facts.get("rounds") or 1) > 1)
+    raise ValueError(f"no memory arm {arm!r}: off or after_failure")
 
 
 def aggregate(facts: list[dict], workdir: str = "") -> dict:
@@ -93,6 +118,7 @@ def aggregate(facts: list[dict], workdir: str = "") -> dict:
             "repairs_total": sum(repairs), "repairs_median": statistics.median(repairs) if repairs else 0,
             "repairs_by_memory": sum(f.get("memory_repairs", 0) for f in facts),
             "plans_changed_before_planning": sum(f.get("before_changes", 0) for f in facts),
+            "memory_acted": sum(1 for f in facts if memory_acts(f, "off")),
             "reused": sum(1 for f in verified if f.get("reused"))}
 
 

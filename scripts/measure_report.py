@@ -46,7 +46,10 @@ same numbers in `--json`:
    (`scripts.loop_stats.aggregate`; an arm's source is a work directory or a ledger file, and
    an arm named twice takes each id from its first source): verified, loop rounds and Execution repairs per instance,
    repairs by memory, plans changed before planning, verified only in round >= 2 and by which
-   feedback.
+   feedback. `--carry off=before_and_after` (repeatable): an arm takes the named arm's line for
+   ids it did not run where that arm's memory did nothing the arm removes (`arms_report`; the
+   ids an arm must run come from `ledger.py arm-todo`); the table shows measured / carried
+   counts and the controls that check the carry.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ from pipeline.report import normalise_reason  # noqa: E402
 from pipeline.store import ResultStore  # noqa: E402
 from scripts.diff_runs import compare, quantile, render, rows_of, totals  # noqa: E402
 from scripts.ledger import read_ledger, read_ledgers  # noqa: E402
-from scripts.loop_stats import aggregate, row_facts  # noqa: E402
+from scripts.loop_stats import aggregate, memory_acts, row_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_SET, TARGET_LANGUAGE, TARGET_P2P = 0.85, 0.70, 0.9
@@ -418,29 +421,59 @@ def arm_facts(source: Path) -> dict[str, dict]:
     return {iid: row_facts(res) for iid, res in rows_of(source).items()}
 
 
-def arms_report(arms: list[tuple[str, Path]], ids: list[str] | None) -> dict:
+def arms_report(arms: list[tuple[str, Path]], ids: list[str] | None,
+                carry: dict[str, str] | None = None, apart: set[str] | frozenset = frozenset()) -> dict:
     """{"ids": how many ids were asked (None: every id some arm finished), "common": the ids
-    every arm finished, "arms": [{"arm", "finished" (of the asked ids), **loop_stats.aggregate
-    over the common ids}]}. An arm named twice (`NAME=WORKDIR` and `NAME=LEDGER`) takes an id
-    from its first source that has it."""
+    every arm finished, "arms": [{"arm", "finished" (of the asked ids, carried ones included),
+    "measured", "carried", "controls", "controls_agree", **loop_stats.aggregate over the common
+    ids}]}. An arm named twice (`NAME=WORKDIR` and `NAME=LEDGER`) takes an id from its first
+    source that has it; ids in `apart` (network-bound) are left out.
+
+    `carry` maps an arm (`off` / `after_failure`) to the arm it is carried from (the defaults):
+    an id the arm did not run, whose line in the defaults shows the memory did nothing that the
+    arm removes (`scripts.loop_stats.memory_acts`), takes the defaults' line (`carried`: the
+    arm's run would make the same decisions). `controls`: ids the arm measured although the
+    defaults' memory did nothing there (`ledger.py arm-todo`'s sample); `controls_agree`: of
+    those, the ones with the same outcome as the defaults — the check of the carry. Raises
+    ValueError when a carried arm or its source is not among the arms."""
     per: dict[str, dict[str, dict]] = {}
     label: dict[str, list[str]] = {}
     for name, w in arms:
         facts = per.setdefault(name, {})
         for iid, f in arm_facts(w).items():
-            facts.setdefault(iid, f)
+            if iid not in apart:
+                facts.setdefault(iid, f)
         label.setdefault(name, []).append(str(w))
+    measured = {name: set(f) for name, f in per.items()}
+    checks: dict[str, tuple[int, int, int]] = {}
+    for arm, src in (carry or {}).items():
+        if arm not in per or src not in per:
+            raise ValueError(f"--carry {arm}={src}: both must be arms (--arm NAME=...)")
+        quiet = {i for i, f in per[src].items() if not memory_acts(f, arm)}
+        controls = [i for i in measured[arm] if i in quiet]
+        agree = sum(1 for i in controls if per[arm][i]["outcome"] == per[src][i]["outcome"])
+        n = 0
+        for i in sorted(quiet - measured[arm]):
+            per[arm][i] = per[src][i]
+            n += 1
+        checks[arm] = (n, len(controls), agree)
     asked = ids if ids is not None else sorted(set().union(*(set(r) for r in per.values())))
+    asked = [i for i in asked if i not in apart]
     common = [i for i in asked if all(i in r for r in per.values())]
     out = []
     for name in per:
         s = aggregate([per[name][i] for i in common], ", ".join(label[name]))
         n = s["instances"]
+        carried, controls, agree = checks.get(name, (0, None, None))
         s.update(arm=name, finished=sum(i in per[name] for i in asked),
+                 measured=sum(i in measured[name] for i in common), carried=sum(
+                     i in per[name] and i not in measured[name] for i in common),
+                 controls=controls, controls_agree=agree,
                  rounds_per_instance=round(s["rounds_total"] / n, 2) if n else None,
                  repairs_per_instance=round(s["repairs_total"] / n, 2) if n else None)
         out.append(s)
-    return {"ids": len(ids) if ids is not None else None, "common": common, "arms": out}
+    return {"ids": len(ids) if ids is not None else None, "common": common, "arms": out,
+            "carry": dict(carry or {})}
 
 
 # ---------------------------------------------------------------- rendering
@@ -566,15 +599,25 @@ def render_markdown(rep: dict) -> str:
         a = rep["arms"]
         asked = "every id some arm finished" if a["ids"] is None else f"{a['ids']} ids asked"
         L += ["", "## 8. Memory arms (issue 9)", "",
-              f"Over the {len(a['common'])} ids every arm finished ({asked}).", "",
-              "| arm | finished | instances | verified | rounds / instance | repairs / instance | repairs median | "
-              "repairs by memory | plans changed before planning | verified in round >= 2 | by feedback |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              f"Over the {len(a['common'])} ids every arm finished ({asked})."]
+        if a.get("carry"):
+            L += ["", "Carried: " + "; ".join(f"{k} from {v}" for k, v in a["carry"].items()) +
+                  " — an id the arm did not run, where the memory did nothing in the source arm that the arm "
+                  "removes, takes the source's line (the same decisions); controls are ids measured although "
+                  "the memory did nothing there, agree = same outcome."]
+        L += ["",
+              "| arm | finished | instances | measured | carried | controls (agree) | verified | rounds / instance | "
+              "repairs / instance | repairs median | repairs by memory | plans changed before planning | "
+              "memory acted | verified in round >= 2 | by feedback |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for s in a["arms"]:
             fb = "; ".join(f"{k}: {n}" for k, n in sorted(s["by_feedback"].items(), key=lambda kv: -kv[1])) or "-"
-            L.append(f"| {s['arm']} | {s['finished']} | {s['instances']} | {s['verified']} | "
+            ctl = "-" if s.get("controls") is None else f"{s['controls']} ({s['controls_agree']})"
+            L.append(f"| {s['arm']} | {s['finished']} | {s['instances']} | {s.get('measured', s['instances'])} | "
+                     f"{s.get('carried', 0)} | {ctl} | {s['verified']} | "
                      f"{_f(s['rounds_per_instance'])} | {_f(s['repairs_per_instance'])} | {s['repairs_median']} | "
-                     f"{s['repairs_by_memory']} | {s['plans_changed_before_planning']} | {s['verified_round_ge2']} | "
+                     f"{s['repairs_by_memory']} | {s['plans_changed_before_planning']} | {s.get('memory_acted', '-')} | "
+                     f"{s['verified_round_ge2']} | "
                      f"{_esc(fb)} |")
     return "\n".join(L).lstrip("\n") + "\n"
 
@@ -584,10 +627,12 @@ def render_markdown(rep: dict) -> str:
 def build_report(instances: Path, workdirs: list[Path], ids_file: Path | None, *,
                  network_file: Path | None = None, core_ids: Path | None = None,
                  compare_to: Path | None = None, arms: list[tuple[str, Path]] | None = None,
-                 df: dict | None = None, df_note: str = "", ledgers: list[Path] | None = None) -> dict:
+                 df: dict | None = None, df_note: str = "", ledgers: list[Path] | None = None,
+                 carry: dict[str, str] | None = None) -> dict:
     """Every section's numbers as one dict (module docstring). `df`: a `client.df()` dict (None:
     no disk numbers, `df_note` says why). `ledgers`: results ledgers (`scripts/ledger.py`) whose
-    lines stand for ids no work directory finished."""
+    lines stand for ids no work directory finished. `carry`: arm -> the arm it is carried from
+    (`arms_report`)."""
     ids = read_ids_file(ids_file) if ids_file else None
     wanted = list(ids or []) + (read_ids_file(core_ids) if core_ids else [])
     loaded = load_and_select(instances, ids=wanted or None)
@@ -613,14 +658,14 @@ def build_report(instances: Path, workdirs: list[Path], ids_file: Path | None, *
     if core_ids:
         rep["core"] = core_check(read_ids_file(core_ids), rows, gold, network, compare_to, workdirs, ledger)
     if arms:
-        rep["arms"] = arms_report(arms, ids)
+        rep["arms"] = arms_report(arms, ids, carry, set(network))
     return rep
 
 
 def _arm(text: str) -> tuple[str, Path]:
     name, sep, path = text.partition("=")
     if not sep or not name or not path:
-        raise argparse.ArgumentTypeError(f"--arm wants NAME=WORKDIR, got {text!r}")
+        raise argparse.ArgumentTypeError(f"wants NAME=VALUE, got {text!r}")
     return name, Path(path)
 
 
@@ -636,6 +681,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--core-ids", type=Path, help="the core's ids (section 7)")
     ap.add_argument("--compare-to", type=Path, help="an earlier run's work directory to compare the core with")
     ap.add_argument("--arm", type=_arm, action="append", default=[], help="NAME=WORKDIR of a memory arm (repeatable)")
+    ap.add_argument("--carry", type=_arm, action="append", default=[],
+                    help="ARM=FROM: arm ARM (off / after_failure) takes FROM's line where FROM's memory did not act")
     ap.add_argument("--no-docker", action="store_true", help="skip the disk section's engine query")
     ap.add_argument("--json", type=Path, help="also write every number here")
     a = ap.parse_args(argv)
@@ -645,7 +692,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--compare-to needs --core-ids")
     df, note = (None, "docker unavailable: --no-docker") if a.no_docker or not a.workdir else docker_df()
     rep = build_report(a.instances, a.workdir, a.ids_file, network_file=a.network_bound, core_ids=a.core_ids,
-                       compare_to=a.compare_to, arms=a.arm, df=df, df_note=note, ledgers=a.ledger)
+                       compare_to=a.compare_to, arms=a.arm, df=df, df_note=note, ledgers=a.ledger,
+                       carry={k: str(v) for k, v in a.carry})
     sys.stdout.write(render_markdown(rep))
     if a.json:
         a.json.write_text(json.dumps(rep, indent=1, default=str))
