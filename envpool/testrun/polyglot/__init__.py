@@ -29,7 +29,7 @@ Contract for the integrator:
 | mocha_json     | ``mocha --reporter json [--reporter-option output=f]`` | mocha   | root, known |
 | mocha_spec     | ``mocha`` (spec reporter) console                      | mocha   | root, known |
 | ava_tap        | ``ava --tap`` console (or its console rerun, see tap)  | tap     | known       |
-| ava_console    | AVA's default (verbose) reporter console               | ava_console | known   |
+| ava_console    | AVA's default (verbose) reporter console               | ava_console | known |
 | karma_json     | swemint's karma reporter (browser tests)               | karma   | known       |
 | go_test_json   | ``go test -json ./...``                                | golang  | known       |
 | go_test_v      | ``go test -v ./...`` console (forgeable fallback)      | golang  | known       |

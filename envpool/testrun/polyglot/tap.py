@@ -20,7 +20,7 @@ Source: AVA's ``lib/reporters/tap.js`` (``supertap``), seen with ava 6.4.
 **The reporter's crash.** AVA 6's TAP reporter dies on a timeout (`ava_console.tap_crashed`: no
 plan, a ``lib/reporters/tap.js`` stack frame); the node test command then prints
 `ava_console.RERUN_MARKER` and runs the same tests with AVA's default reporter. Output whose TAP
-part (before the last marker line) crashed is parsed after the marker by
+part (before the first marker line) crashed is parsed after the marker by
 `ava_console.parse_ava_console` (same ids); a marker after a TAP stream that did not crash is an
 anomaly (something printed it).
 """
@@ -48,11 +48,11 @@ def parse_ava_tap(text: str, known_tests: Iterable[str] | None = None) -> Result
     of a crashed TAP run (`known_tests` passed on to `parse_ava_console`). A run without the
     closing ``1..N`` plan (AVA killed midway, or its reporter dead with no rerun) is an anomaly."""
     lines = text.splitlines()
-    marks = [i for i, ln in enumerate(lines) if ln.strip() == RERUN_MARKER]
-    if marks:
-        tap = "\n".join(lines[:marks[-1]])
+    mark = next((i for i, ln in enumerate(lines) if ln.strip() == RERUN_MARKER), None)
+    if mark is not None:  # the first: what a test prints in the console run cannot move it
+        tap = "\n".join(lines[:mark])
         if tap_crashed(tap):
-            return parse_ava_console.core("\n".join(lines[marks[-1] + 1:]), known_tests=known_tests)
+            return parse_ava_console.core("\n".join(lines[mark + 1:]), known_tests=known_tests)
         res = _parse_tap(tap)
         res.anomalies.append("ava: a console-rerun marker after a TAP stream whose reporter did not crash")
         return res

@@ -92,3 +92,9 @@ def test_unit_errors_and_lines_not_at_the_reporters_indent():
     rep = CONSOLE(text)
     assert statuses(rep) == {"a › ok": "PASSED"}
     assert rep.collection_errors == ["test/c.js", "test/d.js"]
+
+
+def test_a_marker_printed_again_in_the_console_run_does_not_move_the_split(golden):
+    crash = golden("ava_tap_crash.log").decode()
+    again = crash.replace("  ✘ Timed out while running tests\n", f"{RERUN_MARKER}\n  ✘ Timed out while running tests\n")
+    assert again != crash and TAP(again) == TAP(crash) and TAP.check(again) == []
