@@ -8,6 +8,7 @@ from pathlib import PurePosixPath
 
 
 from agents.ecosystems.base import PolyPlan
+from agents.ecosystems.node.ava import ava_command
 from agents.ecosystems.node.analysis import NodeAnalysis
 from agents.ecosystems.node.karma import setup_commands as karma_setup, test_command as karma_test
 from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
@@ -83,7 +84,7 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
         return (f"{prefix}{env}{jest} {opts}--json --outputFile={REPORT_PATH} --runTestsByPath {files}",
                 REPORT_PATH, "jest_json")
     if a.runner == "ava":
-        return f"{prefix}{env}{run('ava')} {opts}--tap {files}", None, "ava_tap"
+        return f"{prefix}{ava_command(env + run('ava'), opts + files)}", None, "ava_tap"
     return (f"{prefix}{env}{run('mocha')} {opts}--reporter json {files}", None, "mocha_json")
 
 

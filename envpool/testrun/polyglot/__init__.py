@@ -28,7 +28,8 @@ Contract for the integrator:
 | jest_log       | ``jest --verbose`` console                             | jest    | known       |
 | mocha_json     | ``mocha --reporter json [--reporter-option output=f]`` | mocha   | root, known |
 | mocha_spec     | ``mocha`` (spec reporter) console                      | mocha   | root, known |
-| ava_tap        | ``ava --tap`` console                                  | tap     |             |
+| ava_tap        | ``ava --tap`` console (or its console rerun, see tap)  | tap     | known       |
+| ava_console    | AVA's default (verbose) reporter console               | ava_console | known |
 | karma_json     | swemint's karma reporter (browser tests)               | karma   | known       |
 | go_test_json   | ``go test -json ./...``                                | golang  | known       |
 | go_test_v      | ``go test -v ./...`` console (forgeable fallback)      | golang  | known       |
@@ -57,7 +58,8 @@ from __future__ import annotations
 from typing import Any
 
 from envpool.testrun.parsers import Parser, get_parser
-from envpool.testrun.polyglot import cfamily, drivers, golang, java, jest, karma, mocha, php, ruby, rust, tap
+from envpool.testrun.polyglot import (ava_console, cfamily, drivers, golang, java, jest, karma, mocha, php, ruby,
+                                      rust, tap)
 from envpool.testrun.polyglot.common import ReportParser
 from envpool.testrun.polyglot.gold import exact_form_agreement, gold_match
 
@@ -68,6 +70,7 @@ POLYGLOT_PARSERS: dict[str, ReportParser] = {
     "mocha_json": mocha.parse_mocha_json,
     "mocha_spec": mocha.parse_mocha_spec,
     "ava_tap": tap.parse_ava_tap,
+    "ava_console": ava_console.parse_ava_console,
     "karma_json": karma.parse_karma_json,
     "go_test_json": golang.parse_go_test_json,
     "go_test_v": golang.parse_go_test_v,

@@ -16,13 +16,22 @@ files run on both sides, so both sides use the same form.
 
 ``# tests N`` (results without todos and unit errors) is cross-checked; ``1..N`` ends the run.
 Source: AVA's ``lib/reporters/tap.js`` (``supertap``), seen with ava 6.4.
+
+**The reporter's crash.** AVA 6's TAP reporter dies on a timeout (`ava_console.tap_crashed`: no
+plan, a ``lib/reporters/tap.js`` stack frame); the node test command then prints
+`ava_console.RERUN_MARKER` and runs the same tests with AVA's default reporter. Output whose TAP
+part (before the first marker line) crashed is parsed after the marker by
+`ava_console.parse_ava_console` (same ids); a marker after a TAP stream that did not crash is an
+anomaly (something printed it).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from envpool.testrun.outcome import TestStatus
+from envpool.testrun.polyglot.ava_console import RERUN_MARKER, parse_ava_console, tap_crashed
 from envpool.testrun.polyglot.common import Result, count_mismatch, report_parser
 
 _LINE = re.compile(r"^(not )?ok \d+ - (.*?)\s*$")
@@ -34,9 +43,23 @@ _PLAN = re.compile(r"^1\.\.\d+\s*$")
 
 
 @report_parser()
-def parse_ava_tap(text: str) -> Result:
-    """Parse ``ava --tap`` output (module docstring). A run without the closing ``1..N`` plan
-    (AVA killed midway) is an anomaly."""
+def parse_ava_tap(text: str, known_tests: Iterable[str] | None = None) -> Result:
+    """Parse ``ava --tap`` output (module docstring), or after `RERUN_MARKER` the console rerun
+    of a crashed TAP run (`known_tests` passed on to `parse_ava_console`). A run without the
+    closing ``1..N`` plan (AVA killed midway, or its reporter dead with no rerun) is an anomaly."""
+    lines = text.splitlines()
+    mark = next((i for i, ln in enumerate(lines) if ln.strip() == RERUN_MARKER), None)
+    if mark is not None:  # the first: what a test prints in the console run cannot move it
+        tap = "\n".join(lines[:mark])
+        if tap_crashed(tap):
+            return parse_ava_console.core("\n".join(lines[mark + 1:]), known_tests=known_tests)
+        res = _parse_tap(tap)
+        res.anomalies.append("ava: a console-rerun marker after a TAP stream whose reporter did not crash")
+        return res
+    return _parse_tap(text)
+
+
+def _parse_tap(text: str) -> Result:
     res = Result(source="log")
     total: int | None = None
     parsed, planned = 0, False
@@ -67,6 +90,7 @@ def parse_ava_tap(text: str) -> Result:
         elif _PLAN.match(line):
             planned = True
     if (parsed or res.collection_errors) and not planned:
-        res.anomalies.append("ava: the TAP stream has no closing plan (1..N): the run was cut short")
+        crashed = " (AVA's TAP reporter crashed)" if tap_crashed(text) else ""
+        res.anomalies.append(f"ava: the TAP stream has no closing plan (1..N): the run was cut short{crashed}")
     count_mismatch(res, "ava tests", total, parsed)
     return res

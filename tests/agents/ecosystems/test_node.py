@@ -4,6 +4,8 @@ test files and commands a project gets, and how failed installs are repaired."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from datetime import datetime, timezone
 
 import pytest
@@ -13,10 +15,13 @@ from agents.models import Instance
 from agents.ecosystems import node
 from agents.ecosystems.node import (ECOSYSTEM, added_dependencies, analyze, build_plan, mocha_options,
                                   select_test_files)
+from agents.ecosystems.node.ava import ava_command
 from envpool.errors import EnvBuildError
+from envpool.testrun.polyglot.ava_console import RERUN_MARKER
 from envpool.testrun.polyglot import get_any_parser
 from envpool.testrun.status import TestStatus
 from envpool.toolchains import ToolchainChoice
+from tests.envpool.polyglot.conftest import DATA
 
 
 class FakeTree:
@@ -235,7 +240,53 @@ def test_ava_runs_the_touched_files_with_its_tap_reporter():
     assert (a.runner, a.runner_dir, a.runner_options) == ("ava", "", ["--timeout=1m"])
     plan = build_plan(a, choice())
     assert plan.parser == "ava_tap" and plan.report_path is None
-    assert plan.test_command.endswith("ava --timeout=1m --tap test/hooks.ts test/fetch.ts")
+    assert "{ ava --tap --timeout=1m test/hooks.ts test/fetch.ts; } > /tmp/swemint-node/ava-tap.log" in plan.test_command
+    assert "then echo 'swemint-ava: " in plan.test_command  # the console rerun when the TAP reporter dies
+    assert "; ava --verbose --timeout=1m test/hooks.ts test/fetch.ts 2>&1; else (exit $rc); fi" in plan.test_command
+
+
+FAKE_AVA = """#!/bin/bash
+# prints the recorded TAP run (stderr: the reporter's stack, when it crashed) or console run
+if [ "$1" = --tap ]; then cat "$FAKE_DIR/tap.out"; cat "$FAKE_DIR/tap.err" >&2; exit 1; fi
+echo "args: $*" > "$FAKE_DIR/verbose.args"; cat "$FAKE_DIR/console.out"; exit 1
+"""
+
+
+def _run_ava_command(tmp_path, tap_out: str, tap_err: str, console: str) -> tuple[int, str]:
+    """Run `ava_command` in bash with a fake `ava` printing the given outputs: (exit, output)."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "ava").write_text(FAKE_AVA)
+    (tmp_path / "bin" / "ava").chmod(0o755)
+    for name, text in (("tap.out", tap_out), ("tap.err", tap_err), ("console.out", console)):
+        (tmp_path / name).write_text(text)
+    cmd = ava_command("ava", "--timeout=2s 'test/a b.js'", tap_log=str(tmp_path / "tap.log"))
+    env = {**os.environ, "FAKE_DIR": str(tmp_path), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    r = subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_ava_command_reruns_with_the_default_reporter_when_the_tap_reporter_crashed(tmp_path):
+    """sindresorhus/ky-874: a hung test, AVA's timeout, `TypeError` in reporters/tap.js."""
+    crash = (DATA / "ava_tap_crash.log").read_text()
+    tap, _, console = crash.partition(RERUN_MARKER + "\n")
+    out_part, _, stack = tap.partition("file:///testbed/node_modules/ava/lib/reporters/tap.js:27")
+    rc, out = _run_ava_command(tmp_path, out_part, "file:///testbed/node_modules/ava/lib/reporters/tap.js:27" + stack,
+                               console)
+    assert rc == 1 and RERUN_MARKER in out
+    assert (tmp_path / "verbose.args").read_text() == "args: --verbose --timeout=2s test/a b.js\n"
+    assert get_any_parser("ava_tap")(out) == get_any_parser("ava_tap")(crash)
+    assert get_any_parser("ava_tap")(out).statuses["hang › hangs forever"] is TestStatus.FAILED
+
+
+def test_ava_command_keeps_a_complete_tap_run_and_its_exit_status(tmp_path):
+    tap = (DATA / "ava_same.tap").read_text()
+    (tmp_path / "complete").mkdir()
+    rc, out = _run_ava_command(tmp_path / "complete", tap, "", "  ✔ never printed\n")
+    assert rc == 1 and out == tap and not (tmp_path / "complete" / "verbose.args").exists()
+    cut = tap.split("\n1..13")[0]  # killed midway, no reporter stack: not rerun, an anomaly
+    (tmp_path / "cut").mkdir()
+    rc, out = _run_ava_command(tmp_path / "cut", cut, "", "  ✔ never printed\n")
+    assert out == cut and any("no closing plan" in a for a in get_any_parser("ava_tap").check(out))
 
 
 def test_no_test_file_or_no_runner_is_a_clear_env_error():

@@ -176,3 +176,33 @@ def test_karma_specs_run_in_debians_headless_chromium_and_only_the_touched_one(m
     assert res.FAIL_TO_PASS == ["calc > mul > multiplies"]
     assert res.PASS_TO_PASS == ["calc > adds"]  # test/other.test.js is not selected
     assert res.parser == "karma_json"
+
+
+AVA_BASE = {
+    "package.json": json.dumps({"name": "wait", "version": "1.0.0", "private": True, "type": "module",
+                                "scripts": {"test": "ava --timeout=3s"}, "devDependencies": {"ava": "6.4.1"}},
+                               indent=2) + "\n",
+    ".nvmrc": "20\n",
+    "lib/wait.js": "export const add = (a, b) => a + b;\nexport const settle = () => new Promise(() => {}); // bug\n",
+    "test/add.js": "import test from 'ava';\nimport {add} from '../lib/wait.js';\n\n"
+                   "test('adds', t => {\n\tt.is(add(2, 3), 5);\n});\n",
+    "test/wait.js": "import test from 'ava';\n\ntest('quick', t => {\n\tt.pass();\n});\n",
+}
+AVA_FIX = {"lib/wait.js": "export const add = (a, b) => a + b;\nexport const settle = () => Promise.resolve(42);\n"}
+AVA_TESTS = {
+    "test/add.js": AVA_BASE["test/add.js"] + "\ntest('adds negatives', t => {\n\tt.is(add(-2, 3), 1);\n});\n",
+    "test/wait.js": AVA_BASE["test/wait.js"].replace("import test from 'ava';\n",
+                                                     "import test from 'ava';\nimport {settle} from '../lib/wait.js';\n")
+                    + "\ntest('settles', async t => {\n\tt.is(await settle(), 42);\n});\n",
+}
+
+
+def test_ava_test_hanging_before_the_fix_is_fail_to_pass_through_the_console_rerun(mint_node):
+    """sindresorhus/ky-874: before the fix a test hangs until AVA's timeout and AVA 6's TAP
+    reporter crashes (no closing plan); the same files run again with the default reporter,
+    whose pending test counts as failed, so the instance is graded."""
+    res = mint_node(AVA_BASE, AVA_TESTS, AVA_FIX, "ava", "2025-06-01T00:00:00Z")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["wait › settles"]
+    assert res.PASS_TO_PASS == ["add › adds", "add › adds negatives", "wait › quick"]
+    assert res.parser == "ava_tap" and "--verbose" in res.test_command

@@ -8,6 +8,8 @@
 # Paths of the temp projects are rewritten to /testbed (the checkout path in our sandboxes).
 # Timings and timestamps change on every run; the tests assert ids and statuses only.
 #
+# AVA goldens (ava_console*.log, ava_same.tap, ava_tap_crash*.log): regenerate_ava.sh.
+#
 # Written by hand (no Gradle, PHP, Ruby, automake or cargo-nextest on the host that made them),
 # following each tool's documented output, and NOT touched by this script:
 #   gradle_console.log, gradle_junit.xml, gradle_compile_error.log, maven_surefire2.log,

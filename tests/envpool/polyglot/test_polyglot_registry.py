@@ -15,6 +15,7 @@ from envpool.testrun.status import TestRunReport, TestStatus
 GOLDEN_FOR = {
     "jest_json": "jest.json", "vitest_json": "vitest.json", "jest_log": "jest_verbose.log",
     "mocha_json": "mocha.json", "mocha_spec": "mocha_spec_marks.log", "karma_json": "karma.json", "ava_tap": "ava.tap",
+    "ava_console": "ava_console.log",
     "go_test_json": "go_test.json", "go_test_v": "go_test_v.log", "cargo_test": "cargo_test.log",
     "nextest_junit": "nextest_junit.xml", "java_junit": "surefire_reports.xml",
     "gradle_log": "gradle_console.log", "maven_log": "maven_test.log", "ant_junit": "ant_junit_plain.log",
@@ -63,10 +64,10 @@ def test_junk_never_raises_and_never_reads_as_tests_ran(name, junk):
 
 def _colour(text: str) -> str:
     """Wrap status words and marks in ANSI colours, as the runners do on a terminal."""
-    return re.sub(r"(✓|✔|√|✕|○|PASS|FAIL|ok|FAILED|\bRUN\b)", "\x1b[32m\\1\x1b[39m", text)
+    return re.sub(r"(✓|✔|✘|◌|√|✕|○|PASS|FAIL|ok|FAILED|\bRUN\b)", "\x1b[32m\\1\x1b[39m", text)
 
 
-@pytest.mark.parametrize("name", ["jest_log", "mocha_spec", "go_test_v", "cargo_test",
+@pytest.mark.parametrize("name", ["jest_log", "mocha_spec", "ava_console", "go_test_v", "cargo_test",
                                   "ctest_log", "gtest_log", "gradle_log", "automake_log", "ant_junit"])
 def test_ansi_colours_do_not_change_the_result(golden, name):
     plain = golden(GOLDEN_FOR[name])
