@@ -61,7 +61,10 @@ def _expected(test_id: str, expected: set[str]) -> bool:
 
 def test_name(test_id: str) -> str:
     """The top-level test name of an id: the last `::` part up to its first `/` (Go's
-    ``pkg::TestX/sub`` -> ``TestX``; ``tests/t.py::TestA::test_b`` -> ``test_b``)."""
+    ``pkg::TestX/sub`` -> ``TestX``; ``tests/t.py::TestA::test_b`` -> ``test_b``); an AVA id
+    ``file › title`` is its title (titles may hold ``/``)."""
+    if " › " in test_id and "::" not in test_id:
+        return test_id.rsplit(" › ", 1)[-1]
     return test_id.rsplit("::", 1)[-1].split("/", 1)[0]
 
 

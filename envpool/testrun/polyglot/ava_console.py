@@ -16,8 +16,15 @@ Test ids are the same as ``ava --tap`` prints for the same files (both reporters
 | ``✘ [fail]: title message`` / ``[unexpected pass]``  | FAILED (a failed hook too, as in TAP) |
 | ``- [skip] title``                                   | SKIPPED                               |
 | ``- [todo] title``                                   | not a result (TAP: ``# TODO``)        |
-| ``◌ title`` under ``N tests were pending in FILE``   | FAILED: cut by ``✘ Timed out ...``    |
+| ``◌ title`` under ``N tests were pending in FILE``   | no result: cut by ``✘ Timed out ...`` (the run aborted; see below) |
 | ``✘ FILE exited ...``, ``Uncaught exception in FILE``, ``Failed to exit when running FILE`` | a unit error |
+
+Tests pending at AVA's timeout (the one that hung and those queued behind it) never finished, so
+they have no result; each pending block adds the collection error ``ava: timed out with N
+test(s) pending in FILE`` — an abort message, not a file that failed to load (it is no test id's
+prefix) — so a before run cut off this way grades as one that stopped midway
+(`agents.verification.aborted_before_scope`): a test absent before is FAIL_TO_PASS only when the
+test_patch's changed lines name it, the others are in neither list, as for Redis' Tcl aborts.
 
 A failure line runs the title and the error message together; the title is the one AVA repeats
 as the heading of that failure after the ``─`` line (failures in the same order), else the
@@ -49,7 +56,7 @@ _LINE = "  "  # AVA's line writer indents every report line by two spaces
 _PASS = re.compile(r"^✔ (?:\[expected fail\] )?(.+)$")
 _FAIL = re.compile(r"^[✘✖] \[(?:fail|unexpected pass)\]: (.+)$")
 _SKIP = re.compile(r"^- \[(skip|todo)\] (.+)$")
-_PENDING_HEAD = re.compile(r"^\d+ tests? (?:were|was) pending in .+$")
+_PENDING_HEAD = re.compile(r"^(\d+) tests? (?:were|was) pending in (.+)$")
 _PENDING = re.compile(r"^◌ (.+)$")
 _EXITED = re.compile(r"^[✘✖] (.+?) (?:exited with a non-zero exit code: -?\d+|exited due to .+)$")
 _UNIT = re.compile(r"^(?:Uncaught exception|Unhandled rejection) in (.+)$|^Failed to exit when running (.+)$|"
@@ -108,11 +115,11 @@ def parse_ava_console(text: str, known_tests: Iterable[str] | None = None) -> Re
             if m.group(1) == "skip":
                 res.add(m.group(2), TestStatus.SKIPPED)
                 seen["skipped"] += 1
-        elif _PENDING_HEAD.match(ln):
+        elif m := _PENDING_HEAD.match(ln):
             in_pending = True
-        elif in_pending and (m := _PENDING.match(ln)):
-            res.add(m.group(1), TestStatus.FAILED)
-            seen["pending"] += 1
+            res.unit_failed(f"ava: timed out with {m.group(1)} test(s) pending in {m.group(2)}")
+        elif in_pending and _PENDING.match(ln):
+            seen["pending"] += 1  # never finished: no result (module docstring)
         elif m := _EXITED.match(ln):
             res.unit_failed(m.group(1))
         elif m := _UNIT.match(ln):

@@ -200,7 +200,8 @@ AVA_TESTS = {
 def test_ava_test_hanging_before_the_fix_is_fail_to_pass_through_the_console_rerun(mint_node):
     """sindresorhus/ky-874: before the fix a test hangs until AVA's timeout and AVA 6's TAP
     reporter crashes (no closing plan); the same files run again with the default reporter,
-    whose pending test counts as failed, so the instance is graded."""
+    whose pending test has no result and marks the run as cut off: the test the test_patch adds
+    is FAIL_TO_PASS (it is named in its changed lines), so the instance is graded."""
     res = mint_node(AVA_BASE, AVA_TESTS, AVA_FIX, "ava", "2025-06-01T00:00:00Z")
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["wait › settles"]

@@ -1,6 +1,7 @@
 """`ava_console` and `ava_tap`'s console rerun: AVA's default reporter, on output recorded from
 ava 6.4.1 (tests/data/polyglot/regenerate_ava.sh): the same ids as its TAP reporter, and a test
-cut by AVA's timeout (where the TAP reporter crashes, sindresorhus/ky-874) FAILED, not absent."""
+cut by AVA's timeout (where the TAP reporter crashes, sindresorhus/ky-874) has no result and
+the run reports the abort, so grading treats it as a before run that stopped midway."""
 
 from __future__ import annotations
 
@@ -38,18 +39,40 @@ def test_one_file_has_bare_titles_as_in_tap(golden):
     assert rep.tests_ran
 
 
-def test_tap_reporter_crash_on_timeout_is_graded_from_the_console_rerun_pending_tests_failed(golden):
+def test_tap_reporter_crash_on_timeout_is_graded_from_the_console_rerun_pending_tests_absent(golden):
     raw = golden("ava_tap_crash.log")
     rep = TAP(raw)
     assert TAP.check(raw) == [] and rep.tests_ran
-    assert statuses(rep) == {
+    assert statuses(rep) == {  # "hangs forever" and "waits too" were pending at the timeout: no result
         "hang › quick": "PASSED", "hang › fails before the hang": "FAILED",
-        "hang › hangs forever": "FAILED", "hang › waits too": "FAILED",  # pending at the timeout
         "other › other file": "PASSED", "basic › skipped one": "SKIPPED", "basic › adds": "PASSED",
         "basic › fails": "FAILED", "basic › title with › arrow and [brackets]": "PASSED"}
+    assert rep.collection_errors == ["ava: timed out with 2 test(s) pending in test/hang.js"]
     one = TAP(golden("ava_tap_crash_one.log"))
-    assert statuses(one) == {"quick": "PASSED", "fails before the hang": "FAILED", "hangs forever": "FAILED",
-                             "waits too": "FAILED"} and one.tests_ran
+    assert statuses(one) == {"quick": "PASSED", "fails before the hang": "FAILED"} and one.tests_ran
+    assert any("timed out" in e for e in one.collection_errors)
+
+
+def test_tests_queued_behind_a_hang_are_fail_to_pass_only_when_the_test_patch_names_them(golden):
+    """ky-874's shape: the test the test_patch adds hangs before the fix, the tests queued behind
+    it in the same file never start; after the fix all pass. Only the named one is FAIL_TO_PASS."""
+    from agents.verification import aborted_before_scope, judge
+    from envpool.testrun.status import TestRunReport, TestStatus
+
+    before = [TAP(golden("ava_tap_crash.log"))] * 2
+    after_ids = ["hang › quick", "hang › fails before the hang", "hang › hangs forever", "hang › waits too",
+                 "other › other file", "basic › adds", "basic › fails", "basic › title with › arrow and [brackets]"]
+    after = [TestRunReport(statuses={t: TestStatus.PASSED for t in after_ids}, tests_ran=True)] * 2
+    patch = ("diff --git a/test/hang.js b/test/hang.js\n--- a/test/hang.js\n+++ b/test/hang.js\n"
+             "@@ -1,2 +1,5 @@\n import test from 'ava';\n+test.serial('hangs forever', async t => {\n"
+             "+\tt.pass();\n+});\n test('quick', t => t.pass());\n")
+    scope = aborted_before_scope(patch, before, after)
+    assert scope is not None and "hangs forever" in scope and "waits too" not in scope
+    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    assert outcome == "verified"
+    assert sorted(g.FAIL_TO_PASS) == ["basic › fails", "hang › fails before the hang", "hang › hangs forever"]
+    assert "hang › waits too" not in g.FAIL_TO_PASS + g.PASS_TO_PASS  # cut off: nothing learnt
+    assert "hang › quick" in g.PASS_TO_PASS
 
 
 def test_the_crashed_tap_part_alone_is_an_anomaly_naming_the_crash(golden):
