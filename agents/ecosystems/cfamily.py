@@ -16,7 +16,8 @@ Setup compiles everything, so test runs (network none) only rebuild what the pat
   test command: ``recipes/cmake_tests.py`` (installed at
   /usr/local/libexec/swemint/cmake_tests.py) builds the targets owning the touched files and runs
   their CTest tests; parser ``gtest_log`` (``ctest -V``) for GoogleTest, else ``ctest_junit``
-  (cmake >= 3.21) or ``ctest_log``.
+  (cmake >= 3.21, every test's whole output kept) or ``ctest_log`` (``ctest -V``: every test's
+  output); a CTest test printing a TAP stream is reported as its TAP tests (``uv_test::name``).
 - autotools: ``autoreconf -fi`` (when no configure is committed), ``./configure``, ``make``,
   ``make check TESTS=`` (builds the check programs, runs nothing); test command ``make check``
   (every test script; ids = script paths, ``tests/shtest``), parser ``automake_log``.
@@ -402,7 +403,7 @@ class CFamily:
             setup.append(f"cmake --build {BUILD_DIR} -j{JOBS} -- -k || "
                          "echo 'swemint: some targets do not build at base_commit'")
             junit = not b.gtest and version_key(cmake_version) >= (3, 21)
-            args = f"--junit {JUNIT}" if junit else ("--verbose" if b.gtest else "")
+            args = f"--junit {JUNIT}" if junit else "--verbose"  # -V: a passing test's output (TAP) too
             test_command = (f"python3 {HELPER} {BUILD_DIR} {args} --jobs {JOBS} -- "
                             + " ".join(_q(t) for t in tests))
             parser = "gtest_log" if b.gtest else ("ctest_junit" if junit else "ctest_log")

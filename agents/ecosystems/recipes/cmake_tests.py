@@ -12,9 +12,13 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    stale binary from an earlier build can never report results;
 4. run ``ctest`` on the tests whose command runs a picked target's artifact (or named like the
    target); none picked -> every test. ``--junit`` adds ``--output-junit FILE`` (CMake >= 3.21),
-   ``--verbose`` adds ``-V`` (GoogleTest output). A fixture setup test the selected tests need
-   runs once alone first; when it fails, ``-FS`` keeps it out of the run, so its dependents run
-   instead of being ``Not Run`` (`failed_fixtures`);
+   ``--verbose`` adds ``-V`` (every test's output, each line prefixed ``N: ``). With
+   ``--junit``, ctest keeps each test's whole output in the report (it keeps 1 KiB of a passing
+   test's and 300 KiB of a failing test's by default, so a test program printing a TAP stream
+   of hundreds of tests would be cut): ``--test-output-size-passed/-failed`` (ctest >= 3.24),
+   else the same limits in BUILD_DIR/CTestCustom.cmake (`full_output`). A fixture setup test
+   the selected tests need runs once alone first; when it fails, ``-FS`` keeps it out of the
+   run, so its dependents run instead of being ``Not Run`` (`failed_fixtures`);
 5. when a GoogleTest binary dies inside a test (a crash, an abort, ctest's timeout: a
    ``[ RUN      ] X`` with no result before its ctest test ends), every later test of that
    binary is missing from the run; ctest then runs once more with ``GTEST_FILTER=-X`` (up to
@@ -44,6 +48,8 @@ _CT_DONE = re.compile(r"^\s*\d+/\d+ +Test +#(\d+): ")
 _AS_ROOT = re.compile(r"(?:cannot|can ?not|must not|should not|may not) be run as root|"
                       r"refus\w* to run as root|do not run (?:\S+ ){0,4}as root", re.I)
 NOBODY = 65534
+OUTPUT_LIMIT = 16 * 1024 * 1024  # bytes of one test's output in the JUnit report (the minter reads 64 MiB)
+_CUSTOM_MARK = "# swemint-cmake-tests: keep whole test outputs"
 
 
 def log(msg):
@@ -129,6 +135,38 @@ def failed_fixtures(build, selected, timeout):
             log("fixture setup %s failed: its dependents run without fixture(s) %s" % (name, " ".join(sorted(mine))))
             bad |= mine
     return bad
+
+
+def ctest_version():
+    """(major, minor) of the ``ctest`` on PATH; () when it cannot tell."""
+    try:
+        out = subprocess.check_output(["ctest", "--version"]).decode("utf-8", "replace")
+    except (OSError, subprocess.CalledProcessError):
+        return ()
+    m = re.search(r"(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else ()
+
+
+def full_output(build):
+    """ctest options that keep up to OUTPUT_LIMIT bytes of every test's output in the JUnit
+    report: ``--test-output-size-passed/-failed`` (ctest >= 3.24); older ctest reads
+    CTEST_CUSTOM_MAXIMUM_PASSED/FAILED_TEST_OUTPUT_SIZE from BUILD_DIR/CTestCustom.cmake, so
+    those lines are appended to it once (after the project's own settings, which a re-configure
+    may have rewritten) and [] is returned. Sources: ctest(1), CTEST_CUSTOM_MAXIMUM_*_TEST_OUTPUT_SIZE."""
+    if ctest_version() >= (3, 24):
+        return ["--test-output-size-passed", str(OUTPUT_LIMIT), "--test-output-size-failed", str(OUTPUT_LIMIT)]
+    path = os.path.join(build, "CTestCustom.cmake")
+    try:
+        with open(path) as f:
+            if _CUSTOM_MARK in f.read():
+                return []
+    except OSError:
+        pass
+    with open(path, "a") as f:
+        f.write("\n%s\nset(CTEST_CUSTOM_MAXIMUM_PASSED_TEST_OUTPUT_SIZE %d)\n"
+                "set(CTEST_CUSTOM_MAXIMUM_FAILED_TEST_OUTPUT_SIZE %d)\n" % (_CUSTOM_MARK, OUTPUT_LIMIT, OUTPUT_LIMIT))
+    log("ctest < 3.24: whole test outputs through %s" % path)
+    return []
 
 
 def aborted_gtests(text):
@@ -284,7 +322,7 @@ def main(argv):
                 or any(os.path.realpath(x) in arts for x in c[1:] if os.path.isabs(x))]
     cmd = ["ctest", "--timeout", timeout]
     if junit:
-        cmd += ["--output-junit", junit]
+        cmd += ["--output-junit", junit] + full_output(build)
     if verbose:
         cmd += ["-V"]
     else:

@@ -42,8 +42,8 @@ Contract for the integrator:
 | phpunit_junit  | ``phpunit --log-junit f``                              | php     |             |
 | rspec_json     | ``rspec --format json [--out f]``                      | ruby    | root, known |
 | minitest_log   | minitest console with ``-v``                           | ruby    | known       |
-| ctest_junit    | ``ctest --output-junit f``                             | cfamily |             |
-| ctest_log      | ``ctest`` console                                      | cfamily |             |
+| ctest_junit    | ``ctest --output-junit f`` (TAP outputs: their tests)  | cfamily | known       |
+| ctest_log      | ``ctest [-V]`` console (TAP in ``-V`` outputs)         | cfamily | known       |
 | gtest_log      | GoogleTest console (direct or ``ctest -V``)            | cfamily |             |
 | automake_log   | ``make check`` with automake's harness (jq)            | cfamily |             |
 | script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | drivers |             |

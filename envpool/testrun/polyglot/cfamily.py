@@ -3,6 +3,13 @@
 Test ids:
 - CTest: the test name given to ``add_test`` (``format-test``, ``tests/shtest``). In fmt one
   CTest test is one GoogleTest binary, so gold ids at case level need the GoogleTest parser.
+- A CTest test whose output is a TAP stream (`envpool.testrun.polyglot.tapstream`: a plan
+  ``1..N`` and ``ok`` / ``not ok`` lines; libuv's ``uv_test`` runs ``uv_run_tests``, 513 tests)
+  is replaced by the tests of that stream, ``<ctest test>::<TAP name>``
+  (``uv_test::udp_mmsg``), with the TAP statuses; ctest's own status of it is not a result.
+  The output is read from the JUnit ``<system-out>`` (the helper lifts ctest's size limits on
+  it) or from ``ctest -V``'s ``N: `` lines (``--output-on-failure`` shows only failing tests'
+  output, so its blocks are not read: the two sides would have different ids).
 - GoogleTest: ``Suite.Case`` as GoogleTest prints it, with typed/parameterised prefixes and
   suffixes (``is_string_test/0.is_string``, ``Values/ParamTest.works/1``); SWE-bench
   Multilingual's fmt gold form.
@@ -22,7 +29,14 @@ Status mapping:
 
 automake's XPASS (expected to fail, passed) fails ``make check``, so it is FAILED here.
 Anomalies: CTest's ``N% tests passed, F tests failed out of T``, GoogleTest's ``[==========] N
-tests from M test suites ran`` and automake's ``# TOTAL: N`` differ from the lines parsed.
+tests from M test suites ran`` and automake's ``# TOTAL: N`` differ from the lines parsed; a
+TAP stream's own anomalies (plan versus results: the program was cut short), TAP output that
+ctest cut (its ``[This part of the test output was removed ...]`` marker), and a CTest test
+that failed while its complete TAP stream reports no failure (a crash after the last test, a
+leak check: the inner results do not explain ctest's verdict). With ``known_tests``, a CTest
+test known as a TAP stream from another run that prints none here (its binary did not build)
+is a unit that failed (``<test> [no TAP output]``) and its known TAP ids get its status
+(SKIPPED when ctest skipped it, else FAILED).
 Sources: CTest docs (``--output-junit``), GoogleTest's `PrettyUnitTestResultPrinter`,
 automake manual (Parallel Test Harness, Testsuite summary).
 """
@@ -30,32 +44,70 @@ automake manual (Parallel Test Harness, Testsuite summary).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser
+from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser, to_text
+from envpool.testrun.polyglot.tapstream import read_tap
 from envpool.testrun.outcome import TestStatus
+
+_CUT = "[This part of the test output was removed since it exceeds the threshold"
+_TAP_LINE = re.compile(r"^(?:not )?ok\b", re.M)
+TAP_SEP = "::"
+"""Between a CTest test's name and the name of a TAP test inside it (``uv_test::udp_mmsg``)."""
+
+
+def add_ctest_result(res: Result, name: str, status: TestStatus, output: str,
+                     known_tests: Iterable[str] | None = None) -> None:
+    """Record CTest test `name` with ctest's `status` and its `output` (the test program's
+    stdout/stderr) in `res`: the TAP tests of the output when it is a TAP stream, else `name`
+    itself (module docstring: ids, anomalies, `known_tests`)."""
+    stream = read_tap(output.splitlines()) if output else None
+    if _CUT in output and (stream is not None or _TAP_LINE.search(output)):
+        res.anomalies.append(f"ctest test {name}: ctest cut its output (the test output size limit), "
+                             "so its TAP stream is incomplete")
+    if stream is None:
+        inner = [t for t in known_tests or () if t.startswith(name + TAP_SEP)]
+        if not inner:
+            res.add(name, status)
+            return
+        res.unit_failed(f"{name} [no TAP output]")
+        res.fail_known(inner, TestStatus.SKIPPED if status is TestStatus.SKIPPED else TestStatus.FAILED)
+        return
+    for test, st in stream.results:
+        res.add(name + TAP_SEP + test, st)
+    res.anomalies.extend(f"ctest test {name}: {a}" for a in stream.anomalies)
+    if (status is TestStatus.FAILED and not stream.anomalies
+            and not any(st in (TestStatus.FAILED, TestStatus.ERROR) for _, st in stream.results)):
+        res.anomalies.append(f"ctest test {name} failed, but its TAP stream of {len(stream.results)} "
+                             "tests reports no failure")
+
+
+_XML_ESC = "[NON-XML-CHAR-0x1B]"
+"""How ctest writes an ESC byte into its XML (colour codes are then stripped as in consoles)."""
 
 
 @report_parser(raw=True)
-def parse_ctest_junit(raw: bytes) -> Result:
+def parse_ctest_junit(raw: bytes, known_tests: Iterable[str] | None = None) -> Result:
     """Parse ``ctest --output-junit file.xml`` (CMake >= 3.21).
 
-    Shape: ``<testsuite><testcase name="t" classname="t" status="run|fail|notrun">`` with
-    ``<failure>`` or ``<skipped message=...>``. ``notrun`` with ``Unable to find executable``
-    (its binary did not build) is FAILED; other ``notrun`` (``SKIP_RETURN_CODE``, disabled)
-    SKIPPED.
+    Shape: ``<testcase name="t" classname="t" status="run|fail|notrun">`` with ``<failure>``
+    or ``<skipped message=...>`` and the test's output in ``<system-out>``. ``notrun`` with
+    ``Unable to find executable`` (its binary did not build) is FAILED; other ``notrun``
+    (``SKIP_RETURN_CODE``, disabled) SKIPPED. A test whose ``<system-out>`` is a TAP stream
+    gives its TAP tests instead (`add_ctest_result`).
     """
     res = Result(source="junit")
     for case in junit_cases(raw):
         st = case.status
         if case.attrs.get("status") == "notrun" and "Unable to find executable" in case.message:
             st = TestStatus.FAILED
-        res.add(case.name, st)
+        add_ctest_result(res, case.name, st, to_text(case.output.replace(_XML_ESC, "\x1b")), known_tests)
     return res
 
 
-_CTEST = re.compile(r"^\s*\d+/\d+\s+Test\s+#\d+:\s+(?P<name>.+?)\s+\.+\s*(?P<rest>.*?)\s+"
+_CTEST = re.compile(r"^\s*\d+/\d+\s+Test\s+#(?P<num>\d+):\s+(?P<name>.+?)\s+\.+\s*(?P<rest>.*?)\s+"
                     r"(?P<secs>\d+(?:\.\d+)?) sec\s*$")
+_VERBOSE = re.compile(r"^(\d+): ?(.*)$")
 _CTEST_SUMMARY = re.compile(r"^\d+% tests passed, (\d+) tests? failed out of (\d+)")
 
 
@@ -69,19 +121,28 @@ def _ctest_status(rest: str) -> TestStatus:
 
 
 @report_parser()
-def parse_ctest_log(text: str) -> Result:
+def parse_ctest_log(text: str, known_tests: Iterable[str] | None = None) -> Result:
     """Parse CTest's console lines ``1/27 Test  #1: name ......   Passed    0.01 sec``.
 
-    Cross-checked against ``N% tests passed, F tests failed out of T`` (summed over runs).
+    With ``ctest -V`` a test's output lines, ``N: <line>`` (N: its number, ``Test #N``), come
+    before its result line; a test whose output is a TAP stream gives its TAP tests instead
+    (`add_ctest_result`). Cross-checked against ``N% tests passed, F tests failed out of T``
+    (summed over runs; it counts CTest tests).
     """
     res = Result(source="log")
     parsed = 0
     total: int | None = None
+    output: dict[str, list[str]] = {}
     for line in text.splitlines():
         m = _CTEST.match(line)
         if m:
-            res.add(m.group("name"), _ctest_status(m.group("rest")))
+            add_ctest_result(res, m.group("name"), _ctest_status(m.group("rest")),
+                             "\n".join(output.pop(m.group("num"), [])), known_tests)
             parsed += 1
+            continue
+        v = _VERBOSE.match(line)
+        if v:
+            output.setdefault(v.group(1), []).append(v.group(2))
             continue
         m = _CTEST_SUMMARY.match(line.strip())
         if m:

@@ -189,7 +189,8 @@ def split_xml_documents(raw: bytes) -> list[bytes]:
 @dataclass(frozen=True)
 class JunitCase:
     """One `<testcase>`: attributes, its outcome (FAILED/ERROR/SKIPPED/PASSED), the message of
-    its first result element, and the name of the suite around it."""
+    its first result element, the name of the suite around it, and the text of its
+    `<system-out>` (ctest puts the test's output there)."""
 
     name: str
     classname: str
@@ -197,6 +198,7 @@ class JunitCase:
     status: TestStatus
     suite: str
     message: str = ""
+    output: str = ""
 
 
 def junit_cases(raw: bytes) -> Iterator[JunitCase]:
@@ -215,7 +217,9 @@ def junit_cases(raw: bytes) -> Iterator[JunitCase]:
             results = junit_results(elem)
             st = junit_status(results)
             parent = parents.get(elem)
+            out = elem.find("system-out")
             yield JunitCase(name=elem.get("name") or "", classname=elem.get("classname") or "",
                             attrs=dict(elem.attrib), status=st or TestStatus.PASSED,
                             suite=(parent.get("name") or "") if parent is not None else "",
-                            message=(results[0].get("message") or "") if results else "")
+                            message=(results[0].get("message") or "") if results else "",
+                            output=(out.text or "") if out is not None else "")

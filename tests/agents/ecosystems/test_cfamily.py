@@ -148,6 +148,7 @@ def test_cmake_plan_gtest_and_ctest_parsers(tmp_path, images):
     assert new.parser == "ctest_junit" and new.report_path == cfamily.JUNIT and "--junit" in new.test_command
     old = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-01-10 00:00:00"), ["test/widget-test.cc"], ImageConfig())
     assert old.parser == "ctest_log" and old.report_path is None
+    assert "--verbose" in old.test_command  # -V: passing tests' output (a TAP stream) is shown too
 
 
 def test_helper_is_installed_verbatim(tmp_path, images):

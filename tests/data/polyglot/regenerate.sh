@@ -480,6 +480,39 @@ C="s#$W/cpp#/testbed#g"
 sed "$C" "$W/ctest.xml" > "$OUT/ctest_junit.xml"
 (./build/format-test; ./build/printf-test) 2>&1 | sed "$C" > "$OUT/gtest.log" || true
 (cd build && ctest -V -R printf 2>&1 | sed "$C" > "$OUT/ctest_verbose_gtest.log") || true
+# --- CTest tests that print TAP (libuv's uv_run_tests style), beside a plain one ------------
+mkdir -p "$W/tap" && cd "$W/tap"
+cat > CMakeLists.txt <<'EOF'
+cmake_minimum_required(VERSION 3.16)
+project(tap C)
+enable_testing()
+add_executable(run_tests run_tests.c)
+add_test(NAME uv_test COMMAND run_tests)
+add_test(NAME all_pass COMMAND run_tests pass)
+add_test(NAME plain COMMAND sh -c "echo ok, no TAP here; exit 0")
+EOF
+cat > run_tests.c <<'EOF'
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+  int i, pass = argc > 1 && !strcmp(argv[1], "pass");
+  printf("1..%d\n", pass ? 120 : 6);
+  if (pass) { for (i = 1; i <= 120; i++) printf("ok %d - loop_%d\n", i, i); return 0; }
+  printf("ok 1 - platform_output\n# uv_cpu_info: 4 CPUs\n");
+  printf("not ok 2 - udp_mmsg_single_drain_cb\n# exit code 134\n# Output from process `udp_mmsg_single_drain_cb`:\n");
+  printf("# Assertion failed in test/test-udp-mmsg.c on line 313: `0 == duplicate_terminal_cb`\n");
+  printf("ok 3 - tcp_ping_pong # SKIP no network\nnot ok 4 - fs_todo # TODO not done\n");
+  printf("ok 5 - name with \\# hash\nok 6 - udp_mmsg\n");
+  return 2;
+}
+EOF
+cmake -S . -B build > /dev/null && cmake --build build > /dev/null
+C="s#$W/tap#/testbed#g"
+(cd build && ctest --output-junit "$W/tap.xml" --test-output-size-passed 100000 --test-output-size-failed 100000 \
+  > /dev/null 2>&1) || true
+sed "$C" "$W/tap.xml" > "$OUT/ctest_tap_junit.xml"
+(cd build && ctest -V 2>&1 | sed "$C" > "$OUT/ctest_tap_verbose.log") || true
+
 # Remaining temp paths (node_modules, GOPATH-less stack traces) -> /build.
 for f in "$OUT"/*.log "$OUT"/*.json "$OUT"/*.xml; do sed -i "s#$W#/build#g" "$f"; done
 echo "regenerated into $OUT"
