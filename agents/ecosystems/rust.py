@@ -651,6 +651,78 @@ def _proxy_target(project: CargoProject, pkg: Package, tree: GitTree) -> str:
     return f"--test {shlex.quote(min(sizes)[1])}" if sizes else "--tests"
 
 
+def _write_file(path: str, text: str) -> str:
+    """A setup command writing `text` to /testbed/`path` (base64: no quoting of the content;
+    the repository's path shlex-quoted)."""
+    b64 = base64.b64encode(text.encode()).decode()
+    return f"echo {b64} | base64 -d > {shlex.quote(posixpath.join('/testbed', path))}"
+
+
+def git_fixes(tree: GitTree, project: CargoProject, selected: list[str], when, iid: str) -> tuple[list[str], list[str]]:
+    """(setup commands, substitutions) standing in for `project`'s git dependencies
+    (`agents.ecosystems.cargo_git`): a member the `selected` package folders do not need is
+    excluded from the workspace, any other git dependency becomes the crates.io release
+    `choose_release` picks. Raises EnvBuildError when one cannot be replaced."""
+    from agents.ecosystems import cargo_git as cg
+
+    def fail(why: str) -> EnvBuildError:
+        return EnvBuildError(f"cargo dependencies from git repositories cannot be fetched here (GitHub is "
+                             f"unreachable): {why}", instance_id=iid)
+
+    root_path = _join(project.root, "Cargo.toml")
+    texts: dict[str, str] = {}
+    manifests: dict[str, tuple[str | None, dict]] = {}
+    for p in project.packages:
+        path = _join(project.root, posixpath.join(p.dir, "Cargo.toml"))
+        manifests[path] = (p.dir, p.manifest)
+    top_text = tree.read(root_path) or ""
+    top = _toml(top_text) or {}
+    if root_path not in manifests:
+        manifests[root_path] = (None, top)
+    else:  # the root package's manifest may hold [workspace.dependencies] too
+        manifests[root_path] = ("", top)
+    for (_, m) in list(manifests.values()):
+        if isinstance(m.get("patch"), dict) and any(isinstance(s, dict) and s.get("git") for t in m["patch"].values()
+                                                    if isinstance(t, dict) for s in t.values()):
+            raise fail("a [patch] entry from git (not replaced)")
+    lock_text = tree.read(_join(project.root, "Cargo.lock"))
+    lock = _toml(lock_text) if lock_text else None
+    deps = cg.git_deps(manifests, lock)
+    hidden = cg.lock_only(lock, deps)
+    if hidden:
+        raise fail(f"only Cargo.lock names {', '.join(hidden[:5])} (a dependency of a dependency)")
+    ws = top.get("workspace") if isinstance(top.get("workspace"), dict) else None
+    defaults = [str(d).rstrip("/") for d in (ws or {}).get("default-members") or []]
+    need = cg.needed_members(manifests, selected)
+    subs: list[str] = []
+    for d in deps:
+        if d.member and ws is not None and d.member not in need and not any(
+                fnmatch.fnmatchcase(d.member, pat) for pat in defaults):
+            if d.member in ((_toml(texts.get(root_path, top_text)) or {}).get("workspace") or {}).get("exclude", []):
+                continue
+            try:
+                texts[root_path] = cg.exclude_member(texts.get(root_path, top_text), d.member)
+            except ValueError as e:
+                raise fail(f"{d.crate} ({d.url}): {e}") from e
+            subs.append(f"cargo git dependency {d.crate} ({d.url}) of workspace member {d.member}, which the "
+                        f"tested packages do not build: {d.member} excluded from the workspace")
+            continue
+        rels = cg.crate_releases(d.crate)
+        if rels is None:
+            raise fail(f"{d.crate} ({d.url}); the crates.io index could not be read for a stand-in")
+        if not rels:
+            raise fail(f"{d.crate} ({d.url}) has no release on crates.io (a crate only in git)")
+        pick = cg.choose_release(list(rels), d.locked, when, d.features)
+        if pick is None or not CRATE_VERSION.fullmatch(pick[0]):
+            raise fail(f"{d.crate} ({d.url}): no crates.io release has the features {d.features}")
+        try:
+            texts[d.manifest] = cg.rewrite_dep(texts.get(d.manifest) or tree.read(d.manifest) or "", d.key, d.url, pick[0])
+        except ValueError as e:
+            raise fail(f"{d.crate} ({d.url}): {e}") from e
+        subs.append(f"cargo git dependency {d.crate} ({d.url}) -> crates.io {d.crate} ={pick[0]}: {pick[1]}")
+    return [_write_file(p, t) for p, t in texts.items()], subs
+
+
 class RustEcosystem:
     """`agents.ecosystems.base.Ecosystem` for cargo projects (module doc: the rules)."""
 
@@ -672,20 +744,25 @@ class RustEcosystem:
              request: PlanRequest | None = None) -> PolyPlan:
         """Toolchain image, `cargo fetch` + `cargo test --no-run` setup, and the per-package
         ``cargo test --no-fail-fast`` command. `request.toolchain` constrains the Rust release,
-        `request.test_args` join every `cargo test`. Raises EnvBuildError for git dependencies
-        (GitHub is unreachable) or a toolchain newer than any installable here."""
+        `request.test_args` join every `cargo test`. Git dependencies (GitHub is unreachable) are
+        replaced or their member dropped (`git_fixes`); raises EnvBuildError when that cannot be
+        done or for a toolchain newer than any installable here."""
         from envpool.toolchains.rust import available_versions, ensure_image
 
         recipe = load_recipe()
         added = [p for p in touched if not tree.exists(p)]
         project = analyze(tree, extra_files=added)
         iid = instance.instance_id
-        if project.git_sources and not project.vendored:
-            raise EnvBuildError("cargo dependencies from git repositories cannot be fetched here "
-                                f"(GitHub is unreachable): {', '.join(project.git_sources[:5])}", instance_id=iid)
         if not project.packages:
             raise EnvBuildError("no cargo package found (virtual manifest without members?)", instance_id=iid)
         when = era_time(instance, tree)
+        sels = select_tests(project, touched, tree)
+        if not sels:
+            sels = [Selection(project.packages[0], ["--tests"], ["--tests"])]
+        git_setup: list[str] = []
+        git_subs: list[str] = []
+        if project.git_sources and not project.vendored:
+            git_setup, git_subs = git_fixes(tree, project, [s.package.dir for s in sels], when, iid)
         req = request or PlanRequest()
         request, reasons = toolchain_request(project, when, recipe)
         try:
@@ -699,7 +776,7 @@ class RustEcosystem:
         env = {"CARGO_TERM_COLOR": "never", "CARGO_INCREMENTAL": "0", "CARGO_PROFILE_DEV_DEBUG": "0",
                "CARGO_PROFILE_TEST_DEBUG": "0", "CARGO_NET_RETRY": "5",
                "CARGO_REGISTRIES_CRATES_IO_PROTOCOL": "sparse"}
-        subs = list(choice.substitutions)
+        subs = list(choice.substitutions) + git_subs
         ch = project.toolchain_channel
         if ch and version_key(ch) and version_key(ch)[:2] != version_key(choice.version)[:2]:
             subs.append(f"rust-toolchain pins {ch}; rust {choice.version} used ({reasons[0] if reasons else 'nearest'})")
@@ -709,9 +786,6 @@ class RustEcosystem:
                     or version_key(choice.version) >= version_key(recipe.msrv_fallback_floor)))
         if fallback:
             env["CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS"] = "fallback"
-        sels = select_tests(project, touched, tree)
-        if not sels:
-            sels = [Selection(project.packages[0], ["--tests"], ["--tests"])]
         cd = _cd(project)
         ci = cargo_ci(tree)
         feature_args: dict[str, str] = {}
@@ -727,6 +801,7 @@ class RustEcosystem:
             # --cfg names a touched test's gate needs (CFG_NAME-validated) are the CI's own
             f'mkdir -p "${{CARGO_HOME:-$HOME/.cargo}}" && printf \'[build]\\nrustflags = [{rustflags}]\\n\' '
             '> "${CARGO_HOME:-$HOME/.cargo}/config.toml" && rustc --version && cargo --version',
+            *git_setup,
             f"{cd}cargo fetch",
         ]
         hunks = _manifest_hunks(instance.test_patch, instance.patch)
