@@ -257,7 +257,7 @@ def rewrite_dep(text: str, key: str, url: str, version: str) -> str:
         if h is not None:
             section = h
             out.append(line)
-            if re.search(rf"(^|\.)dependencies\.{_key_re(key)}$", h):
+            if re.search(rf"(^|[.-])dependencies\.{_key_re(key)}$", h):
                 out.append(f'version = "={version}"\n')
             continue
         m = inline.match(line)
@@ -266,7 +266,7 @@ def rewrite_dep(text: str, key: str, url: str, version: str) -> str:
             body = f' version = "={version}"' + (f", {body}" if body else "")
             out.append(f"{m.group(1)}{body} {m.group(3)}")
             continue
-        if section and re.search(rf"(^|\.)dependencies\.{_key_re(key)}$", section) and \
+        if section and re.search(rf"(^|[.-])dependencies\.{_key_re(key)}$", section) and \
                 re.match(rf"\s*(?:{'|'.join(GIT_KEYS)}|version)\s*=", line):
             continue
         out.append(line)
