@@ -87,3 +87,19 @@ def test_target_that_does_not_compile_before_is_fail_to_pass(mint_rust):
     assert res.outcome == "verified", res.reason
     assert sorted(res.FAIL_TO_PASS) == ["doubles", "doubles_zero"]
     assert res.PASS_TO_PASS == []  # only the new target runs; nothing of it passed before
+
+
+GIT_TOML = CARGO_TOML + '\n[dependencies]\nitoa = { git = "https://git.invalid/dtolnay/itoa", tag = "1.0.1" }\n'
+GIT_LOCK = CARGO_LOCK + ('dependencies = [\n "itoa",\n]\n\n[[package]]\nname = "itoa"\nversion = "1.0.1"\n'
+                         'source = "git+https://git.invalid/dtolnay/itoa?tag=1.0.1#0123456789abcdef"\n')
+LIB_ITOA = LIB_BUG + "\npub fn show(a: u8) -> String {\n    itoa::Buffer::new().format(a).to_string()\n}\n"
+
+
+def test_git_dependency_is_replaced_by_its_crates_io_release(mint_with):
+    """`itoa` from an unreachable git URL: the manifest is rewritten to crates.io's itoa =1.0.1
+    (the version Cargo.lock records), the crate builds and the fix verifies."""
+    files = {"Cargo.toml": GIT_TOML, "Cargo.lock": GIT_LOCK, "src/lib.rs": LIB_ITOA, "tests/basic.rs": BASIC}
+    res = mint_with(rust.ECOSYSTEM, files, "gitdep", language="Rust", created_at="2024-01-10 10:00:00",
+                    patch=PATCH, test_patch=TEST_PATCH_RUNTIME)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["adds_two_numbers"] and res.PASS_TO_PASS == ["zero"]
