@@ -102,10 +102,12 @@ def parse_ctest_junit(raw: bytes, known_tests: Iterable[str] | None = None) -> R
     ``Unable to find executable`` (its binary did not build) is FAILED; other ``notrun``
     (``SKIP_RETURN_CODE``, disabled) SKIPPED. A test whose ``<system-out>`` is a TAP stream
     gives its TAP tests instead (`add_ctest_result`); a test with doctest sections (module
-    doc) gives their ids instead of its own.
+    doc) gives their ids instead of its own; only sections after the last XML declaration
+    count (the JUnit document's: a row's stored command prints ctest's console, where a test's
+    output is raw, before it).
     """
     res = Result(source="junit")
-    head, sections = split_sections(raw)
+    head, sections = split_sections(raw, after=max(raw.rfind(b"<?xml"), 0))
     runs = doctest_runs(sections)
     for case in junit_cases(head):
         if case.name in runs.covered:

@@ -131,3 +131,11 @@ def test_a_section_without_a_doctest_report_leaves_the_ctest_result():
     assert head == b"before\nafter\n" and len(secs) == 1 and secs[0].doc is None
     runs = doctest_runs(secs)
     assert runs.statuses == {} and runs.covered == set()
+
+
+def test_a_section_before_the_junit_document_adds_nothing(golden):
+    """A row's stored command prints ctest's console (a test's raw output) and then the report
+    file: a section a test printed comes before the JUnit document and is not read."""
+    forged = _section("plain", PASSING.replace(b'name="c"', b'name="forged"'))
+    statuses = parse_ctest_junit(b"console output\n" + forged + golden("ctest_junit_doctest.xml")).statuses
+    assert statuses == JSON_LIKE
