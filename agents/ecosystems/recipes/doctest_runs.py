@@ -18,7 +18,7 @@ round becomes one section::
     </swemint-doctest>
 
 (doctest's XML without its declaration) appended to the ``--output-junit`` file, or printed to
-stdout after ctest's output; ``envpool/testrun/polyglot/doctest_xml.py`` reads them.
+stdout after ctest's output; ``envpool/testrun/polyglot/doctest_sections.py`` reads them.
 Standard library only (python3 >= 3.5).
 """
 

@@ -14,7 +14,7 @@ Test ids:
   suffixes (``is_string_test/0.is_string``, ``Values/ParamTest.works/1``); SWE-bench
   Multilingual's fmt gold form.
 - doctest: a CTest test whose binary is a doctest binary gets ids per test case and subcase
-  (``basic usage > conversion to json via free-functions``; `doctest_xml`) instead of its
+  (``basic usage > conversion to json via free-functions``; `doctest_xml`, `doctest_sections`) instead of its
   CTest name: ``recipes/cmake_tests.py`` runs it again with doctest's XML reporter and adds
   ``<swemint-doctest>`` sections after ctest's report (in the JUnit file, or after the console
   output: only sections after ctest's last summary line count there, so a test printing one
@@ -53,7 +53,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser, to_text
-from envpool.testrun.polyglot.doctest_xml import DoctestRuns, doctest_runs, split_sections
+from envpool.testrun.polyglot.doctest_sections import DoctestRuns, doctest_runs, split_sections
 from envpool.testrun.polyglot.tapstream import read_tap
 from envpool.testrun.outcome import TestStatus
 

@@ -5,7 +5,8 @@ tests/data/polyglot/regenerate_doctest.sh from test files written for these rule
 from __future__ import annotations
 
 from envpool.testrun.polyglot.cfamily import parse_ctest_junit, parse_ctest_log, parse_gtest_log
-from envpool.testrun.polyglot.doctest_xml import doctest_runs, parse_doctest_xml, read_doctest_xml, split_sections
+from envpool.testrun.polyglot.doctest_sections import doctest_runs, split_sections
+from envpool.testrun.polyglot.doctest_xml import parse_doctest_xml, read_doctest_xml
 from envpool.testrun.polyglot.gold import score_against_gold_ids
 from envpool.testrun.status import TestStatus
 
