@@ -14,8 +14,8 @@ Test ids:
   suffixes (``is_string_test/0.is_string``, ``Values/ParamTest.works/1``); SWE-bench
   Multilingual's fmt gold form.
 - doctest: a CTest test whose binary is a doctest binary gets ids per test case and subcase
-  (``basic usage > conversion to json via free-functions``; `doctest_xml`, `doctest_sections`) instead of its
-  CTest name: ``recipes/cmake_tests.py`` runs it again with doctest's XML reporter and adds
+  (``basic usage > conversion to json via free-functions``; `doctest_xml`, `doctest_sections`)
+  instead of its CTest name: ``recipes/cmake_tests.py`` runs it again with doctest's XML reporter and adds
   ``<swemint-doctest>`` sections after ctest's report (in the JUnit file, or after the console
   output: only sections after ctest's last summary line count there, so a test printing one
   cannot add results). Read by `ctest_junit`, `ctest_log` and `gtest_log`.

@@ -10,7 +10,8 @@
 #                           crashing doctest binary (rerun without the crashed test case) and a
 #                           plain test: ctest's JUnit file with the helper's <swemint-doctest>
 #                           sections appended
-#   ctest_doctest.log       the same helper without --junit: ctest's console, then the sections
+#   ctest_doctest.log       the same helper with --verbose (ctest -V, the plans' console route):
+#                           ctest's console, then the sections
 # Needs: cmake >= 3.21, g++, doctest (Debian doctest-dev, 2.4.9 used), python3.
 # Paths are rewritten to /testbed (source) and /opt/build (build folder); timings change on
 # every run, the tests assert ids and statuses only.
@@ -111,7 +112,7 @@ mkdir -p "$B/.cmake/api/v1/query" && touch "$B/.cmake/api/v1/query/codemodel-v2"
 cmake -S . -B "$B" > /dev/null && cmake --build "$B" -j2 > /dev/null
 R="s#$W/src#/testbed#g; s#$W/build#/opt/build#g; s#/tmp/swemint-doctest-[A-Za-z0-9_]*#/tmp/swemint-doctest-x#g"
 python3 "$HELPER" "$B" --junit "$W/ctest.xml" -- unit-udt.cpp crash.cpp plain.cpp > /dev/null || true
-python3 "$HELPER" "$B" -- unit-udt.cpp crash.cpp plain.cpp > "$W/ctest.log" 2>&1 || true
+python3 "$HELPER" "$B" --verbose -- unit-udt.cpp crash.cpp plain.cpp > "$W/ctest.log" 2>&1 || true
 sed "$R" "$W/edge.xml" > "$OUT/doctest.xml"
 sed "$R" "$W/crash.xml" > "$OUT/doctest_crash.xml"
 sed "$R" "$W/ctest.xml" > "$OUT/ctest_junit_doctest.xml"
