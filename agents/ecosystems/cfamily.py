@@ -14,10 +14,13 @@ the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfami
 Setup compiles everything, so test runs (network none) only rebuild what the patches touched:
 - CMake: configure into /opt/build with the File API codemodel query, build all (``-k``);
   test command: ``recipes/cmake_tests.py`` (installed at
-  /usr/local/libexec/swemint/cmake_tests.py) builds the targets owning the touched files and runs
-  their CTest tests; parser ``gtest_log`` (``ctest -V``) for GoogleTest, else ``ctest_junit``
-  (cmake >= 3.21, every test's whole output kept) or ``ctest_log`` (``ctest -V``: every test's
-  output); a CTest test printing a TAP stream is reported as its TAP tests (``uv_test::name``).
+  /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py`` beside it) builds
+  the targets owning the touched files and runs their CTest tests; parser ``gtest_log``
+  (``ctest -V``) for GoogleTest, else ``ctest_junit`` (cmake >= 3.21, every test's whole output
+  kept) or ``ctest_log`` (``ctest -V``: every test's output); a CTest test printing a TAP stream
+  is reported as its TAP tests (``uv_test::name``). Tests whose binary is a doctest binary run
+  again with doctest's XML reporter, and their ids are its test cases and subcases
+  (``envpool.testrun.polyglot.doctest_xml``).
 - autotools: ``autoreconf -fi`` (when no configure is committed), ``./configure``, ``make``,
   ``make check TESTS=`` (builds the check programs, runs nothing); test command ``make check``
   (every test script; ids = script paths, ``tests/shtest``), parser ``automake_log``.
@@ -53,6 +56,8 @@ __all__ = ["ECOSYSTEM", "CBuild", "CFamily", "analyze", "era_gcc"]
 RECIPES = Path(__file__).parent / "recipes"
 BUILD_DIR = "/opt/build"
 HELPER = "/usr/local/libexec/swemint/cmake_tests.py"
+HELPER_FILES = ("cmake_tests.py", "doctest_runs.py")
+"""`recipes/` files installed beside each other in HELPER's folder (cmake_tests.py imports the other)."""
 JUNIT = "/tmp/swemint-ctest.xml"
 JOBS = 2
 
@@ -289,6 +294,16 @@ def source_fetch(path: str, package: str) -> str:
     return SOURCE_FETCH.format(package=package, path=path)
 
 
+def install_helpers() -> str:
+    """The setup command writing `HELPER_FILES` verbatim (base64) into HELPER's folder."""
+    folder = Path(HELPER).parent
+    parts = [f"mkdir -p {folder}"]
+    for name in HELPER_FILES:
+        data = base64.b64encode((RECIPES / name).read_bytes()).decode()
+        parts.append(f"echo {data} | base64 -d > {folder / name}")
+    return " && ".join(parts + [f"chmod +x {HELPER}"])
+
+
 def era_gcc(when: datetime | date | None) -> str:
     """gcc major of the newest Debian suite released on or before `when` (the oldest when none
     was; None -> the bookworm default "12")."""
@@ -396,8 +411,7 @@ class CFamily:
         tests = [f for f in touched]
         env = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         if b.system == "cmake":
-            helper = base64.b64encode((RECIPES / "cmake_tests.py").read_bytes()).decode()
-            setup.append(f"mkdir -p {Path(HELPER).parent} && echo {helper} | base64 -d > {HELPER} && chmod +x {HELPER}")
+            setup.append(install_helpers())
             setup.append(f"mkdir -p {BUILD_DIR}/.cmake/api/v1/query && touch {BUILD_DIR}/.cmake/api/v1/query/codemodel-v2"
                          f" && cmake -S /testbed -B {BUILD_DIR} -DCMAKE_BUILD_TYPE=None {' '.join(b.cmake_flags)}")
             setup.append(f"cmake --build {BUILD_DIR} -j{JOBS} -- -k || "

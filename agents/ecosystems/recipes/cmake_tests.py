@@ -27,7 +27,11 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    named in helper lines;
 6. when a test refuses to run as root (libuv: "The libuv test suite cannot be run as root."),
    ctest runs again as the unprivileged uid 65534 (`setpriv`; the build folder is handed to it
-   first), and that round is the report (`refuses_root`).
+   first), and that round is the report (`refuses_root`);
+7. the selected tests whose executable is a doctest binary run again with doctest's XML
+   reporter, as the same user, and their reports are added as ``<swemint-doctest>`` sections
+   to the ``--junit`` file (else printed after ctest's output), so their results are per test
+   case and subcase (``doctest_runs.py``, installed beside this file).
 Exit code: ctest's (of the last round), or 2 when nothing could be selected. Standard library
 only (python3 >= 3.5).
 """
@@ -40,6 +44,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import doctest_runs  # noqa: E402  (installed beside this file)
 
 ABORT_ROUNDS = 3
 _GT_RUN = re.compile(r"^(?:(\d+): )?\[ RUN +\] (\S+)")
@@ -240,7 +247,8 @@ def unprivileged(cmd, build, src):
 def run_ctest(cmd, build, src):
     """Run `cmd` (ctest) in `build`; when GoogleTest binaries die inside a test, run it again
     without those tests (module docstring, step 5); when a test refuses root, again as an
-    unprivileged uid (step 6). Prints the last round's output; returns its exit code."""
+    unprivileged uid (step 6). Prints the last round's output; returns (its exit code, its
+    command: `cmd`, or `cmd` behind ``setpriv``)."""
     dead, base = [], os.environ.get("GTEST_FILTER")
     for rnd in range(ABORT_ROUNDS + 2):
         env = dict(os.environ)
@@ -265,11 +273,11 @@ def run_ctest(cmd, build, src):
         if not new or rnd >= ABORT_ROUNDS:
             sys.stdout.write(text)
             sys.stdout.flush()
-            return rc
+            return rc, cmd
         log("GoogleTest test(s) died without a result, hiding the rest of their binary: %s; "
             "running ctest again without them (round %d)" % (" ".join(new), rnd + 2))
         dead += new
-    return rc
+    return rc, cmd
 
 
 def norm(path, src):
@@ -335,7 +343,11 @@ def main(argv):
     bad = failed_fixtures(build, set(selected) if selected and len(selected) < len(tests) else None, timeout)
     if bad:
         cmd += ["-FS", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", f) for f in sorted(bad)) + ")$"]
-    return run_ctest(cmd, build, src)
+    rc, last = run_ctest(cmd, build, src)
+    prefix = last[:-len(cmd)] if len(last) > len(cmd) else []
+    doctest_runs.run_doctests(build, set(selected) if selected and len(selected) < len(tests) else None,
+                              timeout, prefix, os.path.join(build, junit) if junit else None)
+    return rc
 
 
 if __name__ == "__main__":

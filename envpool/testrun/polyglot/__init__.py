@@ -45,6 +45,7 @@ Contract for the integrator:
 | ctest_junit    | ``ctest --output-junit f`` (TAP outputs: their tests)  | cfamily | known       |
 | ctest_log      | ``ctest [-V]`` console (TAP in ``-V`` outputs)         | cfamily | known       |
 | gtest_log      | GoogleTest console (direct or ``ctest -V``)            | cfamily |             |
+| doctest_xml    | doctest ``--reporters=xml`` (also inside the three above) | doctest_xml |          |
 | automake_log   | ``make check`` with automake's harness (jq)            | cfamily |             |
 | script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | drivers |             |
 | tcl_helper_log | ``runtest`` (Tcl ``tests/test_helper.tcl``) console     | drivers |             |
@@ -58,8 +59,8 @@ from __future__ import annotations
 from typing import Any
 
 from envpool.testrun.parsers import Parser, get_parser
-from envpool.testrun.polyglot import (ava_console, cfamily, drivers, golang, java, jest, karma, mocha, php, ruby,
-                                      rust, tap)
+from envpool.testrun.polyglot import (ava_console, cfamily, doctest_xml, drivers, golang, java, jest, karma, mocha,
+                                      php, ruby, rust, tap)
 from envpool.testrun.polyglot.common import ReportParser
 from envpool.testrun.polyglot.gold import exact_form_agreement, gold_match
 
@@ -86,6 +87,7 @@ POLYGLOT_PARSERS: dict[str, ReportParser] = {
     "ctest_junit": cfamily.parse_ctest_junit,
     "ctest_log": cfamily.parse_ctest_log,
     "gtest_log": cfamily.parse_gtest_log,
+    "doctest_xml": doctest_xml.parse_doctest_xml,
     "automake_log": cfamily.parse_automake_log,
     "script_status_log": drivers.parse_script_status_log,
     "tcl_helper_log": drivers.parse_tcl_helper_log,

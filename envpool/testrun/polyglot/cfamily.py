@@ -13,6 +13,12 @@ Test ids:
 - GoogleTest: ``Suite.Case`` as GoogleTest prints it, with typed/parameterised prefixes and
   suffixes (``is_string_test/0.is_string``, ``Values/ParamTest.works/1``); SWE-bench
   Multilingual's fmt gold form.
+- doctest: a CTest test whose binary is a doctest binary gets ids per test case and subcase
+  (``basic usage > conversion to json via free-functions``; `doctest_xml`, `doctest_sections`)
+  instead of its CTest name: ``recipes/cmake_tests.py`` runs it again with doctest's XML reporter and adds
+  ``<swemint-doctest>`` sections after ctest's report (in the JUnit file, or after the console
+  output: only sections after ctest's last summary line count there, so a test printing one
+  cannot add results). Read by `ctest_junit`, `ctest_log` and `gtest_log`.
 - automake (jq's ``make check``): the test script path (``tests/shtest``): a script that runs
   many cases counts as one test. `script_results` does the same for scripts run one by one.
 
@@ -47,6 +53,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser, to_text
+from envpool.testrun.polyglot.doctest_sections import DoctestRuns, doctest_runs, split_sections
 from envpool.testrun.polyglot.tapstream import read_tap
 from envpool.testrun.outcome import TestStatus
 
@@ -94,14 +101,22 @@ def parse_ctest_junit(raw: bytes, known_tests: Iterable[str] | None = None) -> R
     or ``<skipped message=...>`` and the test's output in ``<system-out>``. ``notrun`` with
     ``Unable to find executable`` (its binary did not build) is FAILED; other ``notrun``
     (``SKIP_RETURN_CODE``, disabled) SKIPPED. A test whose ``<system-out>`` is a TAP stream
-    gives its TAP tests instead (`add_ctest_result`).
+    gives its TAP tests instead (`add_ctest_result`); a test with doctest sections (module
+    doc) gives their ids instead of its own; only sections after the last XML declaration
+    count (the JUnit document's: a row's stored command prints ctest's console, where a test's
+    output is raw, before it).
     """
     res = Result(source="junit")
-    for case in junit_cases(raw):
+    head, sections = split_sections(raw, after=max(raw.rfind(b"<?xml"), 0))
+    runs = doctest_runs(sections)
+    for case in junit_cases(head):
+        if case.name in runs.covered:
+            continue
         st = case.status
         if case.attrs.get("status") == "notrun" and "Unable to find executable" in case.message:
             st = TestStatus.FAILED
         add_ctest_result(res, case.name, st, to_text(case.output.replace(_XML_ESC, "\x1b")), known_tests)
+    runs.add_to(res)
     return res
 
 
@@ -109,6 +124,17 @@ _CTEST = re.compile(r"^\s*\d+/\d+\s+Test\s+#(?P<num>\d+):\s+(?P<name>.+?)\s+\.+\
                     r"(?P<secs>\d+(?:\.\d+)?) sec\s*$")
 _VERBOSE = re.compile(r"^(\d+): ?(.*)$")
 _CTEST_SUMMARY = re.compile(r"^\d+% tests passed, (\d+) tests? failed out of (\d+)")
+_CTEST_SUMMARY_ANY = re.compile(r"^\s*\d+% tests passed, \d+ tests? failed out of \d+.*$", re.M)
+
+
+def _console_doctest(text: str) -> tuple[str, DoctestRuns]:
+    """(`text` without its doctest sections, what they give): only sections after ctest's last
+    summary line count (a test's own output, printed before it, cannot add results)."""
+    last = None
+    for last in _CTEST_SUMMARY_ANY.finditer(text):
+        pass
+    head, sections = split_sections(text, after=last.end() if last else len(text))
+    return str(head), doctest_runs(sections)
 
 
 def _ctest_status(rest: str) -> TestStatus:
@@ -126,18 +152,21 @@ def parse_ctest_log(text: str, known_tests: Iterable[str] | None = None) -> Resu
 
     With ``ctest -V`` a test's output lines, ``N: <line>`` (N: its number, ``Test #N``), come
     before its result line; a test whose output is a TAP stream gives its TAP tests instead
-    (`add_ctest_result`). Cross-checked against ``N% tests passed, F tests failed out of T``
-    (summed over runs; it counts CTest tests).
+    (`add_ctest_result`), a test with doctest sections (module doc) their ids. Cross-checked
+    against ``N% tests passed, F tests failed out of T`` (summed over runs; it counts CTest
+    tests).
     """
     res = Result(source="log")
     parsed = 0
     total: int | None = None
     output: dict[str, list[str]] = {}
+    text, runs = _console_doctest(text)
     for line in text.splitlines():
         m = _CTEST.match(line)
         if m:
-            add_ctest_result(res, m.group("name"), _ctest_status(m.group("rest")),
-                             "\n".join(output.pop(m.group("num"), [])), known_tests)
+            out = "\n".join(output.pop(m.group("num"), []))
+            if m.group("name") not in runs.covered:
+                add_ctest_result(res, m.group("name"), _ctest_status(m.group("rest")), out, known_tests)
             parsed += 1
             continue
         v = _VERBOSE.match(line)
@@ -148,6 +177,7 @@ def parse_ctest_log(text: str, known_tests: Iterable[str] | None = None) -> Resu
         if m:
             total = (total or 0) + int(m.group(2))
     count_mismatch(res, "ctest total", total, parsed)
+    runs.add_to(res)
     return res
 
 
@@ -166,12 +196,13 @@ def parse_gtest_log(text: str) -> Result:
     last ``[ RUN      ]`` line (a test printing ``[       OK ] X`` cannot add X). The summary
     lists after ``[==========]`` repeat names and are not read. A test with ``[ RUN ]`` and no
     result (the binary crashed) is FAILED. ``[==========] N tests from M test suites ran`` is
-    cross-checked (summed over binaries).
+    cross-checked (summed over binaries). Doctest sections after ctest's summary add their ids.
     """
     res = Result(source="log")
     running: str | None = None
     parsed = 0
     ran: int | None = None
+    text, runs = _console_doctest(text)
     for line in text.splitlines():
         m = _GTEST_RAN.match(line)
         if m:
@@ -198,6 +229,7 @@ def parse_gtest_log(text: str) -> Result:
         res.add(running, TestStatus.FAILED)
         parsed += 1
     count_mismatch(res, "googletest tests ran", ran, parsed)
+    runs.add_to(res)
     return res
 
 

@@ -157,8 +157,10 @@ def test_helper_is_installed_verbatim(tmp_path, images):
     tree = make_tree(tmp_path, {"CMakeLists.txt": CMAKE_TOP})
     plan = ECOSYSTEM.plan(tree, instance(tree), ["test/x.cc"], ImageConfig())
     cmd = next(c for c in plan.setup_commands if cfamily.HELPER in c)
-    data = re.search(r"echo (\S+) \| base64 -d", cmd).group(1)
-    assert base64.b64decode(data) == (cfamily.RECIPES / "cmake_tests.py").read_bytes()
+    written = {m.group(2).rsplit("/", 1)[-1]: base64.b64decode(m.group(1))
+               for m in re.finditer(r"echo (\S+) \| base64 -d > (\S+)", cmd)}
+    assert written == {n: (cfamily.RECIPES / n).read_bytes() for n in ("cmake_tests.py", "doctest_runs.py")}
+    assert all(f"/usr/local/libexec/swemint/{n}" in cmd for n in written)  # beside each other: one imports the other
 
 
 def test_era_and_standard_choose_gcc(tmp_path, images):
@@ -359,5 +361,114 @@ def test_helper_reruns_tests_that_refuse_root_as_an_unprivileged_uid(tmp_path):
         cases = {m.group(1): m.group(2) for m in re.finditer(r'<testcase name="([^"]+)"[^>]*status="(\w+)"',
                                                               junit.read_text())}
         assert cases == {"t": "run"}  # the unprivileged round's report, not the root round's
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+DOCTEST_MAIN = "#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN\n#include <doctest/doctest.h>\n"
+
+
+def _doctest_project(top, sources: dict[str, str], tests: str):
+    """A CMake project under `top` whose doctest binaries are `sources` (name -> code) and whose
+    CTest tests are `tests` (CMake code), configured into top/build with the File API query.
+    Skips when the host lacks cmake, ctest, a C++ compiler or doctest (Debian doctest-dev)."""
+    import shutil
+    import subprocess
+
+    if not (shutil.which("cmake") and shutil.which("ctest") and shutil.which("c++")):
+        pytest.skip("cmake, ctest and a C++ compiler are needed on the host")
+    src, build = top / "src", top / "build"
+    src.mkdir()
+    (src / "main.cpp").write_text(DOCTEST_MAIN)
+    for name, code in sources.items():
+        (src / name).write_text(code)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.21)\nproject(p CXX)\nenable_testing()\n"
+        "find_path(DOCTEST_INCLUDE doctest/doctest.h)\n"
+        "if(NOT DOCTEST_INCLUDE)\n  message(FATAL_ERROR \"no doctest\")\nendif()\n"
+        "include_directories(${DOCTEST_INCLUDE})\nadd_library(test_main OBJECT main.cpp)\n" + tests)
+    (build / ".cmake/api/v1/query").mkdir(parents=True)
+    (build / ".cmake/api/v1/query/codemodel-v2").touch()
+    if subprocess.run(["cmake", "-S", str(src), "-B", str(build)], capture_output=True).returncode != 0:
+        pytest.skip("doctest is needed on the host (Debian: apt-get install doctest-dev)")
+    return src, build
+
+
+@pytest.mark.slow
+def test_helper_gives_doctest_binaries_case_and_subcase_ids(tmp_path):
+    """nlohmann/json-4237: one CTest test per doctest binary, so our ids were `test-udt_cpp11`
+    while gold lists doctest test cases and subcases. The helper runs the touched doctest
+    binaries again with doctest's XML reporter (a crashed one without the crashed test case);
+    a plain test keeps its CTest id (real cmake, ctest and doctest on this host)."""
+    import subprocess
+    import sys
+
+    from envpool.testrun.polyglot.cfamily import parse_ctest_junit, parse_ctest_log
+
+    udt = ('#include <doctest/doctest.h>\nTEST_CASE("basic usage") {\n'
+           '  SUBCASE("conversion to json") { CHECK(1 == 2); }\n'
+           '  SUBCASE("conversion from json") { SUBCASE("via get") { CHECK(true); } }\n}\n'
+           'TEST_CASE("Issue #924") { CHECK(true); }\n')
+    crash = ('#include <doctest/doctest.h>\n#include <cstdlib>\nTEST_CASE("dies") { std::abort(); }\n'
+             'TEST_CASE("later") { CHECK(true); }\n')
+    src, build = _doctest_project(tmp_path, {"unit-udt.cpp": udt, "crash.cpp": crash, "plain.cpp": "int main() {}\n",
+                                                     "other.cpp": "int main() {}\n"}, (
+        "foreach(std 11 14)\n  add_executable(test-udt_cpp${std} unit-udt.cpp $<TARGET_OBJECTS:test_main>)\n"
+        "  set_target_properties(test-udt_cpp${std} PROPERTIES CXX_STANDARD ${std})\n"
+        "  add_test(NAME test-udt_cpp${std} COMMAND test-udt_cpp${std} --no-skip WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})\n"
+        "endforeach()\nadd_executable(test-crash crash.cpp $<TARGET_OBJECTS:test_main>)\n"
+        "add_test(NAME test-crash COMMAND test-crash)\n"
+        "add_executable(plain plain.cpp)\nadd_test(NAME plain COMMAND plain)\n"
+        "add_executable(other other.cpp)\nadd_test(NAME other COMMAND other)\n"))
+    helper = [sys.executable, str(cfamily.RECIPES / "cmake_tests.py"), str(build)]
+    touched = ["--", "unit-udt.cpp", "crash.cpp", "plain.cpp"]
+    want = {"basic usage > conversion to json": "FAILED", "basic usage > conversion from json": "PASSED",
+            "basic usage > via get": "PASSED", "Issue #924": "PASSED", "dies": "FAILED", "later": "PASSED",
+            "plain": "PASSED"}
+    junit = tmp_path / "j.xml"
+    r = subprocess.run(helper + ["--junit", str(junit)] + touched, cwd=src, capture_output=True, text=True,
+                       timeout=600)
+    assert "doctest: 3 CTest test(s) ran again with doctest's XML reporter" in r.stdout, r.stdout + r.stderr
+    assert "crashed test-crash" in r.stdout and "--test-case-exclude=dies" in r.stdout
+    raw = junit.read_bytes()
+    assert {k: v.value for k, v in parse_ctest_junit(raw).statuses.items()} == want  # not `other`: not touched
+    assert parse_ctest_junit.check(raw) == []
+    r = subprocess.run(helper + touched, cwd=src, capture_output=True, text=True, timeout=600)
+    assert {k: v.value for k, v in parse_ctest_log(r.stdout).statuses.items()} == want
+    assert parse_ctest_log.check(r.stdout) == []
+
+
+@pytest.mark.slow
+def test_helper_runs_doctest_binaries_as_the_uid_ctest_ran_them(tmp_path):
+    """A doctest binary that refuses root: ctest runs again as uid 65534, and so must its XML
+    round, or every id would fail (real cmake/ctest/doctest; needs root and setpriv)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from envpool.testrun.polyglot.cfamily import parse_ctest_junit
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("root and setpriv are needed on the host")
+    top = Path(tempfile.mkdtemp(prefix="swemint-root-"))  # not under pytest's 0700 tmp: uid 65534 must enter
+    try:
+        top.chmod(0o755)
+        code = ('#include <doctest/doctest.h>\n#include <cstdio>\n#include <unistd.h>\n'
+                'TEST_CASE("as nobody") {\n  if (getuid() == 0) std::puts("This suite cannot be run as root.");\n'
+                '  SUBCASE("uid") { CHECK(getuid() != 0); }\n}\n')
+        src, build = _doctest_project(top, {"t.cpp": code}, (
+            "add_executable(t t.cpp $<TARGET_OBJECTS:test_main>)\n"
+            "add_test(NAME t COMMAND t WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})\n"))
+        (top / "out").mkdir(mode=0o1777)
+        (top / "out").chmod(0o1777)
+        junit = top / "out" / "j.xml"
+        r = subprocess.run([sys.executable, str(cfamily.RECIPES / "cmake_tests.py"), str(build), "--junit",
+                            str(junit), "--", "t.cpp"], cwd=src, capture_output=True, text=True, timeout=600)
+        assert "refuses to run as root" in r.stdout and "setpriv --reuid=65534" in r.stdout, r.stdout + r.stderr
+        assert {k: v.value for k, v in parse_ctest_junit(junit.read_bytes()).statuses.items()} == {
+            "as nobody > uid": "PASSED"}
     finally:
         shutil.rmtree(top, ignore_errors=True)

@@ -3,7 +3,8 @@
 #
 # Needs: Go (1.26 used), cargo (1.95), Node 20 + npm (jest 29, vitest 2, mocha 10 from the npm
 # registry), JDK 17 + Maven 3.8 (JUnit 5.10 / Surefire 3.2.5 from Maven Central), cmake >= 3.21,
-# g++ and GoogleTest (Debian libgtest-dev). Usage: tests/data/polyglot/regenerate.sh
+# g++, GoogleTest (Debian libgtest-dev) and doctest (Debian doctest-dev; regenerate_doctest.sh,
+# which also runs alone). Usage: tests/data/polyglot/regenerate.sh
 #
 # Paths of the temp projects are rewritten to /testbed (the checkout path in our sandboxes).
 # Timings and timestamps change on every run; the tests assert ids and statuses only.
@@ -513,6 +514,8 @@ C="s#$W/tap#/testbed#g"
 sed "$C" "$W/tap.xml" > "$OUT/ctest_tap_junit.xml"
 (cd build && ctest -V 2>&1 | sed "$C" > "$OUT/ctest_tap_verbose.log") || true
 
+# doctest (Debian doctest-dev): its XML reports and recipes/cmake_tests.py's sections of them
+bash "$OUT/regenerate_doctest.sh"
 # Remaining temp paths (node_modules, GOPATH-less stack traces) -> /build.
 for f in "$OUT"/*.log "$OUT"/*.json "$OUT"/*.xml; do sed -i "s#$W#/build#g" "$f"; done
 echo "regenerated into $OUT"

@@ -1,0 +1,118 @@
+"""The ``<swemint-doctest>`` sections ``recipes/cmake_tests.py`` adds after a ctest run, and how
+they replace the CTest ids of doctest binaries (`doctest_xml` parses each section's report).
+
+The helper runs each selected CTest test whose executable is a doctest binary again with
+doctest's XML reporter (``recipes/doctest_runs.py``), once more without the test cases that
+crashed it (up to 3 more rounds), and writes one section per run: appended to the
+``--output-junit`` file, or printed after ctest's console output. The ctest parsers
+(`envpool.testrun.polyglot.cfamily`) read them only where a test's own output cannot be:
+after the JUnit document's declaration, or after ctest's last summary line.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from envpool.testrun.outcome import TestStatus
+from envpool.testrun.parsers import worse
+from envpool.testrun.polyglot.common import Result
+from envpool.testrun.polyglot.doctest_xml import DoctestDoc, read_doctest_xml
+
+SECTION = re.compile(rb"<swemint-doctest\b([^>]*)>(.*?)</swemint-doctest>\n?", re.S)
+"""``<swemint-doctest ctest="NAME" round="N" final="true|false" exit="RC">`` + one doctest XML
+document + ``</swemint-doctest>``: what `cmake_tests.py` writes after ctest for each run of a
+doctest binary (appended to the ``--output-junit`` file, else printed after ctest's output).
+doctest escapes ``<`` in its text and attributes, so the end tag cannot occur inside."""
+
+
+@dataclass
+class Section:
+    """One run of the doctest binary of ctest test `ctest`: its `round` (the helper runs a
+    binary again without the test cases that crashed it), whether it is the `final` round,
+    the binary's `exit` code, and its document (None: no doctest XML)."""
+
+    ctest: str
+    round: int
+    final: bool
+    exit: int | None
+    doc: DoctestDoc | None
+
+
+def _attrs(text: bytes) -> dict[str, str]:
+    root = ET.fromstring(b"<s " + text.strip().rstrip(b"/") + b"/>") if text.strip() else None
+    return dict(root.attrib) if root is not None else {}
+
+
+def split_sections(raw: bytes | str, after: int = 0) -> tuple[bytes | str, list[Section]]:
+    """(`raw` without its doctest sections, the sections that start at or after offset
+    `after`; sections before it stay in the text, which the ctest parsers ignore). Malformed
+    section headers are skipped."""
+    data = raw.encode("utf-8", errors="replace") if isinstance(raw, str) else raw
+    if isinstance(raw, str):
+        after = len(raw[:after].encode("utf-8", errors="replace"))
+    out, sections, pos = [], [], 0
+    for m in SECTION.finditer(data, after):
+        try:
+            a = _attrs(m.group(1))
+            sec = Section(ctest=a.get("ctest", ""), round=int(a.get("round", "1")), final=a.get("final") == "true",
+                          exit=int(a["exit"]) if a.get("exit", "").lstrip("-").isdigit() else None,
+                          doc=read_doctest_xml(m.group(2)))
+        except (ET.ParseError, ValueError):
+            continue
+        out.append(data[pos:m.start()])
+        pos = m.end()
+        sections.append(sec)
+    out.append(data[pos:])
+    head = b"".join(out)
+    return (head.decode("utf-8", errors="replace") if isinstance(raw, str) else head), sections
+
+
+@dataclass
+class DoctestRuns:
+    """What the sections of one test run give: `statuses` by doctest id, `covered` (ctest
+    tests whose own id the doctest ids replace), `anomalies`."""
+
+    statuses: dict[str, TestStatus] = field(default_factory=dict)
+    covered: set[str] = field(default_factory=set)
+    anomalies: list[str] = field(default_factory=list)
+
+    def add_to(self, res: Result) -> None:
+        """Add the doctest ids and anomalies to `res`."""
+        for i, st in self.statuses.items():
+            res.add(i, st)
+        res.anomalies += self.anomalies
+
+
+def doctest_runs(sections: list[Section]) -> DoctestRuns:
+    """Combine `sections` (any order). Per ctest test: its final round gives every id; an
+    earlier round only the test cases that crashed in it (later rounds exclude them, and the
+    skipped entry doctest lists for an excluded test case is dropped). A ctest
+    test is `covered` when its final round has a document and its exit code agrees with it (a
+    nonzero exit with no failing id keeps the ctest-level FAILED beside the doctest ids).
+    Anomalies: a final document's (`DoctestDoc.anomalies`)."""
+    out = DoctestRuns()
+    by_test: dict[str, list[Section]] = {}
+    for s in sections:
+        if s.doc is not None:
+            by_test.setdefault(s.ctest, []).append(s)
+    for name, secs in by_test.items():
+        secs.sort(key=lambda s: (s.final, s.round))
+        final = secs[-1]
+        earlier: set[str] = set()
+        for s in secs[:-1]:
+            for case in s.doc.crashed:
+                earlier.add(case)
+                for i, st in s.doc.cases.get(case, {}).items():
+                    out.statuses[i] = worse(out.statuses.get(i), st)
+        for case, ids in final.doc.cases.items():
+            if case in earlier and all(st is TestStatus.SKIPPED for st in ids.values()):
+                continue  # excluded by the helper after it crashed: the earlier round's result stands
+            for i, st in ids.items():
+                out.statuses[i] = worse(out.statuses.get(i), st)
+        out.anomalies += final.doc.anomalies(f"doctest {name}")
+        failing = any(st in (TestStatus.FAILED, TestStatus.ERROR) for st in final.doc.statuses.values())
+        if final.final and not (final.exit not in (0, None) and not failing):
+            out.covered.add(name)
+    return out
