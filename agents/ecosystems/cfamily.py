@@ -6,7 +6,9 @@ floor (``cmake_minimum_required``), the C++ standard (gcc floor), Debian package
 ``find_package`` / ``pkg_check_modules`` / ``PKG_CHECK_MODULES`` / ``AC_CHECK_LIB`` names
 (recipes in ``recipes/cfamily.yaml``), git submodules the mirror lacks (replaced by Debian
 libraries where the recipe knows them, e.g. jq's oniguruma -> libonig-dev,
-``--with-oniguruma=yes``) and whether the tests are GoogleTest.
+``--with-oniguruma=yes``), the ``FetchContent_Declare`` downloads (a configure that fails to
+fetch one from an unreachable host is repaired with Debian's source of that upstream:
+`agents.ecosystems.fetchcontent`) and whether the tests are GoogleTest.
 
 Toolchain: the Debian suite of the commit's era (the newest one released by ``created_at``, else
 the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfamily`).
@@ -48,7 +50,9 @@ from envpool.errors import EnvBuildError
 from agents.ecosystems.debian import apt_install, era_time
 from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_requirements, driver_tests, find_drivers, \
     make_build, driver_test_specs
-from envpool.images import ImageConfig
+from agents.ecosystems import fetchcontent
+from agents.ecosystems.fetchcontent import Declaration
+from envpool.images import DEBIAN_MIRROR, ImageConfig
 from envpool.toolchains import version_key
 
 __all__ = ["ECOSYSTEM", "CBuild", "CFamily", "analyze", "era_gcc"]
@@ -84,7 +88,10 @@ class CBuild(BaseModel):
     `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
     missing submodule would provide). `gtest`: GoogleTest output expected. `sources`: missing
     submodule path -> the Debian source package whose upstream tarball fills it (its own tests
-    then run); `source_flags`: path -> (configure flags when it was filled, flags when not). `notes`: decisions worth recording (missing submodules and their replacements)."""
+    then run); `source_flags`: path -> (configure flags when it was filled, flags when not).
+    `fetchcontent`: the ``FetchContent_Declare`` downloads of the CMake files (a failed one is
+    provided from Debian's source, `agents.ecosystems.fetchcontent`). `notes`: decisions worth
+    recording (missing submodules and their replacements)."""
 
     system: str
     cmake_min: str | None = None
@@ -99,6 +106,7 @@ class CBuild(BaseModel):
     missing_submodules: list[str] = Field(default_factory=list)
     sources: dict[str, str] = Field(default_factory=dict)
     source_flags: dict[str, tuple[list[str], list[str]]] = Field(default_factory=dict)
+    fetchcontent: list[Declaration] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -136,8 +144,11 @@ def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
     b.cmake_min = m.group(1) if m else None
     opts = rec["test_options"]
     stds: list[int] = []
+    fetching: dict[str, str] = {}
     for path in _cmake_files(tree)[:400]:
         text = tree.read(path, limit=400_000) or ""
+        if "fetchcontent_declare" in text.lower():
+            fetching[path] = text
         for name in re.findall(r"find_package\s*\(\s*([\w.+-]+)", text, re.I):
             if name.lower() != project:  # the project's own package (an install test)
                 _add(b.packages, rec["find_package"].get(name.lower()))
@@ -158,6 +169,7 @@ def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
             b.gtest = True
     if "-DBUILD_TESTING=ON" not in b.cmake_flags:
         b.cmake_flags.insert(0, "-DBUILD_TESTING=ON")
+    b.fetchcontent = fetchcontent.declarations(fetching)
     std = [s for s in stds if s < 90]  # 98 / 03 are old standards, not new ones
     b.cxx_std = str(max(std)) if std else None
     if any("gtest" in f.lower() or "googletest" in f.lower() for f in tree.files):
@@ -450,6 +462,11 @@ class CFamily:
                         build=b.system, substitutions=list(choice.substitutions), setup_commands=setup, env=env,
                         test_command=test_command, parser=parser, report_path=report, test_files=tests,
                         notes=notes + [f"build system: {b.system}"])
+        if b.fetchcontent:
+            plan.state["fetchcontent"] = {"declarations": [d.model_dump() for d in b.fetchcontent],
+                                          "mirror": images.debian_mirror}
+            plan.notes.append("FetchContent downloads: "
+                              + ", ".join(f"{d.name} ({d.url})" for d in b.fetchcontent)[:400])
         if b.system.startswith("driver:"):
             plan = plan.with_test(alts[0])
             plan.test_alternatives = alts[1:]
@@ -481,9 +498,15 @@ class CFamily:
         return alts[0].test_command, driver.spec.parser, alts, setup, driver_requirements(tree, driver)
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
-        """Install the Debian package of a dependency the configure step reports missing
-        (CMake ``Could NOT find X`` / ``By not providing "FindX.cmake"``, pkg-config
-        ``No package 'x' found``, autoconf's ``library 'x' is required``); None otherwise."""
+        """A FetchContent download that failed (an unreachable host): its upstream tarball from
+        Debian's source package and the configure again with ``FETCHCONTENT_SOURCE_DIR_<NAME>``
+        (`fetch_repair`). Else install the Debian package of a dependency the configure step
+        reports missing (CMake ``Could NOT find X`` / ``By not providing "FindX.cmake"``,
+        pkg-config ``No package 'x' found``, autoconf's ``library 'x' is required``); None
+        otherwise."""
+        fetched = fetch_repair(plan, command, output, tried=tried)
+        if fetched and not _tried(fetched, tried):
+            return fetched
         rec = recipes()
         pkgs: list[str] = []
         for name in re.findall(r"Could NOT find (\w+)|Could not find a package configuration file provided by \"?(\w+)",
@@ -498,7 +521,34 @@ class CFamily:
         if not pkgs:
             return None
         fix = [apt_install(pkgs)]
-        return None if "\n".join(fix) in tried else fix
+        return None if _tried(fix, tried) else fix
+
+
+def _tried(fix: list[str], tried: set[str]) -> bool:
+    """Whether Execution applied `fix` already (its keys are the commands plus the env as JSON)."""
+    key = "\n".join(fix)
+    return key in tried or key + "{}" in tried
+
+
+def fetch_config() -> fetchcontent.FetchContentConfig:
+    """`recipes/cfamily.yaml` ``fetchcontent``, validated."""
+    return fetchcontent.FetchContentConfig.model_validate(recipes().get("fetchcontent") or {})
+
+
+def fetch_repair(plan: PolyPlan | None, command: str, output: str, sources=None,
+                 tried: set[str] | None = None) -> list[str] | None:
+    """The FetchContent repair of a failed configure `command` (`fetchcontent.repair_commands`
+    with the plan's declarations and Debian's Sources on the plan's mirror; `sources`: a
+    `DebianSources` to use instead; `tried`: the repairs of this build), or None."""
+    if not fetchcontent.failed_fetches(output):
+        return None
+    from agents.ecosystems.debsources import DebianSources
+
+    cfg = fetch_config()
+    state = (plan.state.get("fetchcontent") if plan is not None else None) or {}
+    sources = sources or DebianSources(cfg.sources, state.get("mirror") or DEBIAN_MIRROR)
+    got = fetchcontent.repair_commands(state, command, output, sources, cfg, tried or set())
+    return got[0] if got else None
 
 
 ECOSYSTEM = CFamily()
