@@ -34,6 +34,7 @@ Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when 
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from pathlib import Path
@@ -233,8 +234,21 @@ def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bo
     return "no_fail_to_pass", "no test fails before and passes after the patch", g
 
 
-def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan: Plan, eco) -> Attribution:
-    """The rules' attribution of a verification (module docstring); `unknown` when none fits."""
+def named_in_patch(ids, test_patch: str) -> list[str]:
+    """The ids of `ids` whose `test_name` occurs as a whole word in a line `test_patch` adds or
+    removes (unidiff via `changed_lines`), sorted; [] when none does or the patch cannot be read.
+    For runners whose ids do not name the test file (a ctest test with TAP or Catch2 cases inside:
+    ``uv_test::spawn_exit_code``), these are the tests the test_patch touches."""
+    changed = changed_lines(test_patch) if test_patch else {}
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", "\n".join(x for lines in changed.values() for x in lines)))
+    return sorted(t for t in ids if (n := test_name(t)) and n in words)
+
+
+def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan: Plan, eco,
+              test_patch: str = "") -> Attribution:
+    """The rules' attribution of a verification (module docstring); `unknown` when none fits.
+    The touched tests: ids that name a test file of the plan; else, for runners whose ids name no
+    file, those named in `test_patch`'s changed lines (`named_in_patch`); else every id."""
     if outcome == "verified":
         return Attribution(kind="verified")
     files = list(plan.test_files)
@@ -260,7 +274,8 @@ def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan
         return Attribution(kind="unknown", detail=outcome)
     ids = {t for r in after_reps for t in r.statuses}
     # pytest ids start with the file; other runners' ids (packages, classes) rarely name it
-    touched = [t for t in ids if _touched(t, files)] or ([] if is_pytest(plan.parser) else sorted(ids))
+    touched = [t for t in ids if _touched(t, files)] or \
+        ([] if is_pytest(plan.parser) else (named_in_patch(ids, test_patch) or sorted(ids)))
     if not touched:
         return Attribution(kind="test_config", detail="no test of the touched files ran", rule="no-touched-tests")
     if g.flaky and any(t in g.flaky for t in touched):
@@ -344,7 +359,7 @@ def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadli
                            attribution=Attribution(kind="unknown", detail="untrustworthy reports", rule="untrusted"))
         # no run reported anything: nothing is graded, but the output still says why (a missing
         # tool, a module, an empty selection) and the loop can act on it
-        att = attribute("tests_not_run", None, runs["before"], runs["after"], plan, eco)
+        att = attribute("tests_not_run", None, runs["before"], runs["after"], plan, eco, instance.test_patch)
         return Verdict(outcome="tests_not_run", reason=f"the {side} runs reported no test: {first}",
                        test_command=test_command, anomalies=anomalies, attribution=att)
     scope = plan.state.get("absent_scope")
@@ -353,7 +368,7 @@ def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadli
         scope = aborted_before_scope(instance.test_patch, before_reps, after_reps)
     outcome, reason, g = judge(before_reps, after_reps,
                                pytest=is_pytest(plan.parser), absent_scope=set(scope) if scope is not None else None)
-    att = attribute(outcome, g, ok["before"], ok["after"], plan, eco)
+    att = attribute(outcome, g, ok["before"], ok["after"], plan, eco, instance.test_patch)
     return Verdict(outcome=outcome, reason=reason, FAIL_TO_PASS=g.FAIL_TO_PASS if g else [],
                    PASS_TO_PASS=g.PASS_TO_PASS if g else [], flaky=g.flaky if g else [], test_command=test_command,
                    anomalies=anomalies, attribution=att)

@@ -59,3 +59,36 @@ def test_flaky_candidates_are_flaky():
 def test_verified_is_verified():
     outcome, att = verdict([run({"tests/test_a.py::t": F})], [run({"tests/test_a.py::t": P})])
     assert outcome == "verified" and att.kind == "verified"
+
+
+CTEST = Plan(ecosystem="cfamily", toolchain="gcc", image="i", parser="ctest", test_files=["test/test-spawn.c"])
+SPAWN_PATCH = """diff --git a/test/test-spawn.c b/test/test-spawn.c
+--- a/test/test-spawn.c
++++ b/test/test-spawn.c
+@@ -10,2 +10,5 @@ TEST_IMPL(spawn_exit_code) {
+   return 0;
+ }
++TEST_IMPL(spawn_quoted_path) {
++  return 0;
++}
+"""
+
+
+def test_ids_naming_no_file_are_touched_when_the_test_patch_names_them():
+    # libuv: one ctest test with TAP inside; the test the patch adds passes on both sides while
+    # an unrelated test fails in the sandbox on both: the task's (a Windows-only fix), not genuine
+    ids = {"uv_test::spawn_quoted_path": P, "uv_test::tcp_bind_error": F, "uv_test::spawn_exit_code": P}
+    both = run(ids, {"uv_test::tcp_bind_error": "not ok 2 - tcp_bind_error"})
+    outcome, _, g = judge([both.report], [both.report], pytest=False)
+    eco = by_name("cfamily")
+    assert attribute(outcome, g, [both], [both], CTEST, eco).kind == "genuine"  # every id counts
+    att = attribute(outcome, g, [both], [both], CTEST, eco, SPAWN_PATCH)
+    assert outcome == "no_fail_to_pass" and (att.kind, att.rule) == ("task", "passes-before")
+
+
+def test_named_in_patch_matches_whole_words_of_changed_lines_only():
+    from agents.verification import named_in_patch
+    ids = ["uv_test::spawn_quoted_path", "uv_test::spawn", "uv_test::spawn_exit_code", "uv_test::path"]
+    # spawn_exit_code is only in the hunk header (context), `spawn`/`path` only inside a longer word
+    assert named_in_patch(ids, SPAWN_PATCH) == ["uv_test::spawn_quoted_path"]
+    assert named_in_patch(ids, "") == [] and named_in_patch(ids, "not a diff") == []
