@@ -34,7 +34,6 @@ Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when 
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from pathlib import Path
@@ -49,7 +48,7 @@ from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout
 from envpool.grading import grade, test_name
 from envpool.evalscript import reset_test_files
-from envpool.patches import apply_patch, changed_lines
+from envpool.patches import apply_patch, changed_lines, touched_words
 from envpool.testrun.status import TestRunReport, TestStatus
 
 MIN_RUN_SECONDS = 30
@@ -235,12 +234,11 @@ def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bo
 
 
 def named_in_patch(ids, test_patch: str) -> list[str]:
-    """The ids of `ids` whose `test_name` occurs as a whole word in a line `test_patch` adds or
-    removes (unidiff via `changed_lines`), sorted; [] when none does or the patch cannot be read.
-    For runners whose ids do not name the test file (a ctest test with TAP or Catch2 cases inside:
-    ``uv_test::spawn_exit_code``), these are the tests the test_patch touches."""
-    changed = changed_lines(test_patch) if test_patch else {}
-    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", "\n".join(x for lines in changed.values() for x in lines)))
+    """The ids of `ids` whose `test_name` is a word of `test_patch`'s changed lines or hunk
+    headers (`envpool.patches.touched_words`), sorted; [] when none is or the patch cannot be
+    read. For runners whose ids do not name the test file (a ctest test with TAP or Catch2 cases
+    inside: ``uv_test::spawn_exit_code``), these are the tests the test_patch touches."""
+    words = touched_words(test_patch) if test_patch else set()
     return sorted(t for t in ids if (n := test_name(t)) and n in words)
 
 

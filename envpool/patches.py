@@ -144,6 +144,25 @@ def changed_lines(patch: str) -> dict[str, list[str]]:
         return {}
 
 
+def touched_words(patch: str) -> set[str]:
+    """The identifiers (``[A-Za-z_][A-Za-z0-9_]*``) of the lines `patch` adds or removes and of
+    its hunks' section headers (git's enclosing-function context: ``@@ -3236,9 +3236,16 @@ func
+    TestX(t *testing.T) {`` names TestX, whose body the hunk changes -- git's heuristic, so it may
+    also name the function just before an added one); set() when unidiff cannot read the patch.
+    Never raises."""
+    try:
+        from unidiff import PatchSet
+
+        text = []
+        for pf in PatchSet(patch):
+            for hunk in pf:
+                text.append(hunk.section_header or "")
+                text.extend(line.value for line in hunk if line.is_added or line.is_removed)
+        return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", "\n".join(text)))
+    except Exception:
+        return set()
+
+
 def is_test_path(path: str) -> bool:
     """True when `path` is a test file or lies in a test folder (SWE-bench's split by path).
 

@@ -122,11 +122,25 @@ def language_of(inst: Instance, res: InstanceResult | None) -> str:
     return instance_language(inst)
 
 
+def extra_touched(extra: list[str], test_patch: str) -> list[str]:
+    """The ids of `extra` (our FAIL_TO_PASS ids gold lacks) whose top-level test name
+    (`envpool.grading.test_name`) is a word of the test_patch's changed lines or hunk headers
+    (`envpool.patches.touched_words`): tests the test_patch adds or changes, which failed before
+    and passed after, so FAIL_TO_PASS by SWE-bench's definition although gold leaves them out
+    (gin-1957's added ``TestHeaderBinding`` in another package)."""
+    from envpool.grading import test_name
+    from envpool.patches import touched_words
+
+    words = touched_words(test_patch)
+    return [t for t in extra if test_name(t) in words]
+
+
 def scored(ids: list[str], gold: dict[str, Instance], rows: dict[str, InstanceResult],
            network: dict[str, str], workdirs: list[Path], ledger: dict[str, dict] | None = None) -> list[dict]:
     """One dict per id of `ids` known to `gold`: instance_id, repo, language, finished,
     network_bound (cause or None), and for finished rows outcome, f2p_recall, f2p_precision,
-    exact (verified with both 1.0), p2p_agreement (None when gold has no P2P), seconds,
+    exact (verified with both 1.0), f2p_extra_touched (how many of our extra FAIL_TO_PASS ids are
+    tests the test_patch adds or changes: `extra_touched`), p2p_agreement (None when gold has no P2P), seconds,
     test_seconds (before + after), reason, image, image_id; `not_run` (state) otherwise. An id
     with no row in `rows` but a line in `ledger` (`scripts/ledger.py`) is finished with that
     line's fields (and its `code`, `recorded`, loop facts and `image_bytes`)."""
@@ -155,6 +169,7 @@ def scored(ids: list[str], gold: dict[str, Instance], rows: dict[str, InstanceRe
         test_s = sum(t[k] for k in ("before", "after") if k in t) if ("before" in t or "after" in t) else None
         row.update(outcome=res.outcome, f2p_recall=s["f2p_recall"], f2p_precision=s["f2p_precision"],
                    f2p_missing=len(s["f2p_missing"]), f2p_extra=len(s["f2p_extra"]),
+                   f2p_extra_touched=len(extra_touched(s["f2p_extra"], inst.test_patch)),
                    exact=res.outcome == "verified" and s["f2p_recall"] == 1.0 and s["f2p_precision"] == 1.0,
                    p2p_agreement=s["p2p_recall"] if inst.PASS_TO_PASS else None,
                    seconds=t.get("total"), test_seconds=test_s, reason=res.reason or "",
@@ -264,8 +279,10 @@ def failure_groups(rows: list[dict]) -> list[dict]:
             continue
         if r["outcome"] == "verified":
             short = [n for n, k in (("recall", "f2p_recall"), ("precision", "f2p_precision")) if r[k] < 1.0]
-            key = ("verified (" + " and ".join(f"{s} < 1.0" for s in short) + ")",
-                   f"gold FAIL_TO_PASS: {r['f2p_missing']} missing, {r['f2p_extra']} extra of ours")
+            why = f"gold FAIL_TO_PASS: {r['f2p_missing']} missing, {r['f2p_extra']} extra of ours"
+            if r["f2p_extra"] and r.get("f2p_extra_touched") == r["f2p_extra"]:
+                why += " (every extra a test the test_patch adds or changes: fails before, passes after)"
+            key = ("verified (" + " and ".join(f"{s} < 1.0" for s in short) + ")", why)
             groups[(key[0], normalise_reason(key[1]))].append({**r, "reason": key[1]})
             continue
         key = normalise_reason(r["reason"], r["instance_id"], r["repo"])[:120]

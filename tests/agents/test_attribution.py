@@ -89,6 +89,7 @@ def test_ids_naming_no_file_are_touched_when_the_test_patch_names_them():
 def test_named_in_patch_matches_whole_words_of_changed_lines_only():
     from agents.verification import named_in_patch
     ids = ["uv_test::spawn_quoted_path", "uv_test::spawn", "uv_test::spawn_exit_code", "uv_test::path"]
-    # spawn_exit_code is only in the hunk header (context), `spawn`/`path` only inside a longer word
-    assert named_in_patch(ids, SPAWN_PATCH) == ["uv_test::spawn_quoted_path"]
+    # spawn_exit_code is named by the hunk header (git's enclosing function), `spawn`/`path` only
+    # inside longer words
+    assert named_in_patch(ids, SPAWN_PATCH) == ["uv_test::spawn_exit_code", "uv_test::spawn_quoted_path"]
     assert named_in_patch(ids, "") == [] and named_in_patch(ids, "not a diff") == []

@@ -214,3 +214,29 @@ def test_a_repository_without_any_finished_row_is_named_not_dropped(tmp_path):
                                                      "not_run": 1, "share": 0.0, "target": "not met"}
     md = render_markdown(rep)
     assert "- b-1 (o/b): not started" in md and "No finished row yet (1): o/b" in md
+
+
+def test_extra_fail_to_pass_the_test_patch_adds_is_said_so_in_the_failure_groups(tmp_path):
+    # gin-1957: ours adds binding::TestHeaderBinding (added by the test_patch, fails before:
+    # its package does not build; passes after) to gold's one id; py-2's extra is untouched
+    tp = ("diff --git a/binding/b_test.go b/binding/b_test.go\n--- a/binding/b_test.go\n+++ b/binding/b_test.go\n"
+          "@@ -1,1 +1,3 @@\n package binding\n+func TestHeaderBinding(t *testing.T) {\n+}\n")
+    go = Instance(instance_id="gin-1", repo="o/gin", base_commit="b" * 40, patch="p", test_patch=tp, language="go",
+                  FAIL_TO_PASS=["TestContextBindHeader"])
+    inst_file = tmp_path / "instances.jsonl"
+    inst_file.write_text("".join(i.model_dump_json() + "\n" for i in [*INSTANCES, go]))
+    w = tmp_path / "w"
+    _write(w, go, InstanceResult(instance_id="gin-1", repo="o/gin", outcome="verified", timings={"total": 5.0},
+                                 FAIL_TO_PASS=["TestContextBindHeader", "binding::TestHeaderBinding"]))
+    by = {i.instance_id: i for i in INSTANCES}
+    _write(w, by["py-2"], _res("py-2", "verified", FAIL_TO_PASS=["t.py::b", "t.py::x"], timings={"total": 9.0}))
+    ids = tmp_path / "ids.txt"
+    ids.write_text("gin-1\npy-2\n")
+    rep = build_report(inst_file, [w], ids, network_file=None, df=None)
+    rows = {r["instance_id"]: r for r in rep["rows"]}
+    assert (rows["gin-1"]["f2p_extra"], rows["gin-1"]["f2p_extra_touched"]) == (1, 1)
+    assert (rows["py-2"]["f2p_extra"], rows["py-2"]["f2p_extra_touched"]) == (1, 0)
+    causes = {g["example"]: g["cause"] for g in rep["failures"]}
+    assert "every extra a test the test_patch adds or changes" in causes["gin-1"]
+    assert "test_patch adds" not in causes["py-2"]
+    assert not rows["gin-1"]["exact"]  # still short of gold: counted as such
