@@ -454,3 +454,27 @@ def test_a_replan_whose_build_fails_leaves_the_last_verdict_with_the_reason(tmp_
     res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
     assert [r.outcome for r in res.rounds] == ["tests_not_run", "replan"] and res.round == 1
     assert res.outcome == "tests_not_run" and "round 2: go setup step failed" in res.reason
+
+
+def test_a_file_the_mirror_lacks_that_the_run_names_is_said_in_the_reason(tmp_path, monkeypatch):
+    """astropy-14995: the fetched snapshot has no blob for a large data file; pytest's configure
+    hook tries to download it and no test runs. The checkout leaves the file out and the row's
+    reason names it, so the cause is the mirror's, not the task's."""
+    import subprocess
+
+    force_ecosystem(monkeypatch, Toy())
+    git_dir, sha = make_repo(tmp_path, {"calc.go": "package calc // bug\n", "calc_test.go": "package calc // old\n",
+                                        "data/eopc04.1962-now": "big table\n", "data/other.dat": "never named\n"})
+    for path in ("data/eopc04.1962-now", "data/other.dat"):
+        blob = subprocess.run(["git", "--git-dir", str(git_dir), "rev-parse", f"{sha}:{path}"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        (git_dir / "objects" / blob[:2] / blob[2:]).unlink()  # a partial mirror: the blob is gone
+    inst = make_instance(sha, "go", "2021-06-01T00:00:00Z", instance_id="toy__calc-1", repo="toy/calc",
+                         patch=PATCH, test_patch=TEST_PATCH)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"^fetch-deps", lambda cmd, sb: (0, "ok"))
+    f.on(r"go test -json", lambda cmd, sb: (1, "URLError: Unable to open any source: data/eopc04.1962-now\n"))
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    assert res.outcome != "verified"
+    assert "the mirror lacks 1 file(s) this run names: data/eopc04.1962-now" in res.reason
+    assert "other.dat" not in res.reason
