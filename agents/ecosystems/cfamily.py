@@ -16,13 +16,15 @@ the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfami
 Setup compiles everything, so test runs (network none) only rebuild what the patches touched:
 - CMake: configure into /opt/build with the File API codemodel query, build all (``-k``);
   test command: ``recipes/cmake_tests.py`` (installed at
-  /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py`` beside it) builds
-  the targets owning the touched files and runs their CTest tests; parser ``gtest_log``
-  (``ctest -V``) for GoogleTest, else ``ctest_junit`` (cmake >= 3.21, every test's whole output
-  kept) or ``ctest_log`` (``ctest -V``: every test's output); a CTest test printing a TAP stream
-  is reported as its TAP tests (``uv_test::name``). Tests whose binary is a doctest binary run
-  again with doctest's XML reporter, and their ids are its test cases and subcases
-  (``envpool.testrun.polyglot.doctest_xml``).
+  /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py`` and
+  ``recipes/catch2_runs.py`` beside it) builds the targets owning the touched files and runs
+  their CTest tests; parser ``gtest_log`` (``ctest -V``) for GoogleTest, else ``ctest_junit``
+  (cmake >= 3.21, every test's whole output kept) or ``ctest_log`` (``ctest -V``: every test's
+  output); a CTest test printing a TAP stream is reported as its TAP tests (``uv_test::name``).
+  Tests whose binary is a doctest binary run again with doctest's XML reporter, and their ids
+  are its test cases and subcases (``envpool.testrun.polyglot.doctest_xml``); a Catch2 binary
+  runs again with Catch2's XML reporter, its ids ``<ctest test>::<test case>[ > <section>]``
+  (``envpool.testrun.polyglot.catch2_xml``).
 - autotools: ``autoreconf -fi`` (when no configure is committed), ``./configure``, ``make``,
   ``make check TESTS=`` (builds the check programs, runs nothing); test command ``make check``
   (every test script; ids = script paths, ``tests/shtest``), parser ``automake_log``.
@@ -60,7 +62,7 @@ __all__ = ["ECOSYSTEM", "CBuild", "CFamily", "analyze", "era_gcc"]
 RECIPES = Path(__file__).parent / "recipes"
 BUILD_DIR = "/opt/build"
 HELPER = "/usr/local/libexec/swemint/cmake_tests.py"
-HELPER_FILES = ("cmake_tests.py", "doctest_runs.py")
+HELPER_FILES = ("cmake_tests.py", "doctest_runs.py", "catch2_runs.py")
 """`recipes/` files installed beside each other in HELPER's folder (cmake_tests.py imports the other)."""
 JUNIT = "/tmp/swemint-ctest.xml"
 JOBS = 2

@@ -164,3 +164,17 @@ def test_absent_scope_lists_only_touched_tests_of_a_package_that_did_not_build_b
     g = grade(before, after, absent_scope={"TestNew"})
     assert g.FAIL_TO_PASS == ["m2::TestNew", "m2::TestNew/sub", "m::TestFlaky"] and g.PASS_TO_PASS == []
     assert "m2::TestOld" in grade(before, after).FAIL_TO_PASS
+
+
+def test_test_name_of_a_catch2_id_is_its_test_case():
+    """A CTest test's Catch2 ids (`envpool.testrun.polyglot.catch2_xml`): the test case, which the
+    test_patch names (`agents.verification.aborted_before_scope`)."""
+    from envpool.grading import test_name
+
+    assert test_name("spdlog-utests::pattern formatter > full level") == "pattern formatter"
+    assert test_name("spdlog-utests::fmt::join / ranges > empty") == "fmt::join / ranges"
+    assert test_name("spdlog-utests::to_file_1") == "to_file_1"
+    # other ids keep their rule
+    assert test_name("tests/t.py::test_x[a > b]") == "test_x[a > b]"
+    assert test_name("src/a.test.ts > Foo::bar > works") == "bar > works"
+    assert test_name("pkg::TestX/sub") == "TestX" and test_name("a::b::tests::c") == "c"

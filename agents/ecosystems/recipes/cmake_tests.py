@@ -31,7 +31,10 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
 7. the selected tests whose executable is a doctest binary run again with doctest's XML
    reporter, as the same user, and their reports are added as ``<swemint-doctest>`` sections
    to the ``--junit`` file (else printed after ctest's output), so their results are per test
-   case and subcase (``doctest_runs.py``, installed beside this file).
+   case and subcase (``doctest_runs.py``, installed beside this file);
+8. so do the selected tests whose executable is a Catch2 (v2 or v3) binary, with Catch2's XML
+   reporter, as ``<swemint-catch2>`` sections: per test case and section
+   (``catch2_runs.py``, installed beside this file).
 Exit code: ctest's (of the last round), or 2 when nothing could be selected. Standard library
 only (python3 >= 3.5).
 """
@@ -46,6 +49,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import catch2_runs  # noqa: E402  (installed beside this file)
 import doctest_runs  # noqa: E402  (installed beside this file)
 
 ABORT_ROUNDS = 3
@@ -345,8 +349,10 @@ def main(argv):
         cmd += ["-FS", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", f) for f in sorted(bad)) + ")$"]
     rc, last = run_ctest(cmd, build, src)
     prefix = last[:-len(cmd)] if len(last) > len(cmd) else []
-    doctest_runs.run_doctests(build, set(selected) if selected and len(selected) < len(tests) else None,
-                              timeout, prefix, os.path.join(build, junit) if junit else None)
+    chosen = set(selected) if selected and len(selected) < len(tests) else None
+    report = os.path.join(build, junit) if junit else None
+    doctest_runs.run_doctests(build, chosen, timeout, prefix, report)
+    catch2_runs.run_catch2(build, chosen, timeout, prefix, report)
     return rc
 
 

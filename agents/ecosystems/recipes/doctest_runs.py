@@ -46,8 +46,8 @@ def log(msg):
     print("swemint-cmake-tests: " + msg, flush=True)
 
 
-def has_marker(path):
-    """Whether the file `path` contains doctest's version string (read in chunks)."""
+def has_marker(path, marker=MARKER):
+    """Whether the file `path` contains `marker` (doctest's version string; read in chunks)."""
     try:
         with open(path, "rb") as f:
             tail = b""
@@ -55,9 +55,9 @@ def has_marker(path):
                 chunk = f.read(1 << 20)
                 if not chunk:
                     return False
-                if MARKER in tail + chunk:
+                if marker in tail + chunk:
                     return True
-                tail = chunk[-len(MARKER):]
+                tail = chunk[-len(marker):]
     except (IOError, OSError):
         return False
 
@@ -141,12 +141,13 @@ def run_binary(cmd, cwd, env, timeout):
             return None
 
 
-def section(name, rnd, final, rc, xml):
-    """One ``<swemint-doctest>`` section (bytes) around doctest's XML `xml`."""
+def section(name, rnd, final, rc, xml, tag="doctest"):
+    """One ``<swemint-doctest>`` section (bytes) around doctest's XML `xml` (`tag`: the
+    section's name after ``swemint-``; ``catch2_runs.py`` writes ``catch2`` ones)."""
     body = re.sub(rb"^\s*<\?xml[^>]*\?>\s*", b"", xml)
-    head = "<swemint-doctest ctest=%s round=\"%d\" final=\"%s\" exit=\"%s\">\n" % (
-        quoteattr(name), rnd, "true" if final else "false", "" if rc is None else rc)
-    return head.encode("utf-8") + body.rstrip() + b"\n</swemint-doctest>\n"
+    head = "<swemint-%s ctest=%s round=\"%d\" final=\"%s\" exit=\"%s\">\n" % (
+        tag, quoteattr(name), rnd, "true" if final else "false", "" if rc is None else rc)
+    return head.encode("utf-8") + body.rstrip() + ("\n</swemint-%s>\n" % tag).encode("ascii")
 
 
 def ctest_specs(build, names):

@@ -46,6 +46,7 @@ Contract for the integrator:
 | ctest_log      | ``ctest [-V]`` console (TAP in ``-V`` outputs)         | cfamily | known       |
 | gtest_log      | GoogleTest console (direct or ``ctest -V``)            | cfamily |             |
 | doctest_xml    | doctest ``--reporters=xml`` (also inside the three above) | doctest_xml |          |
+| catch2_xml     | Catch2 v2/v3 ``--reporter xml`` (also inside the ctest ones) | catch2_xml |          |
 | automake_log   | ``make check`` with automake's harness (jq)            | cfamily |             |
 | script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | drivers |             |
 | tcl_helper_log | ``runtest`` (Tcl ``tests/test_helper.tcl``) console     | drivers |             |
@@ -59,8 +60,8 @@ from __future__ import annotations
 from typing import Any
 
 from envpool.testrun.parsers import Parser, get_parser
-from envpool.testrun.polyglot import (ava_console, cfamily, doctest_xml, drivers, golang, java, jest, karma, mocha,
-                                      php, ruby, rust, tap)
+from envpool.testrun.polyglot import (ava_console, catch2_xml, cfamily, doctest_xml, drivers, golang, java, jest,
+                                      karma, mocha, php, ruby, rust, tap)
 from envpool.testrun.polyglot.common import ReportParser
 from envpool.testrun.polyglot.gold import exact_form_agreement, gold_match
 
@@ -88,6 +89,7 @@ POLYGLOT_PARSERS: dict[str, ReportParser] = {
     "ctest_log": cfamily.parse_ctest_log,
     "gtest_log": cfamily.parse_gtest_log,
     "doctest_xml": doctest_xml.parse_doctest_xml,
+    "catch2_xml": catch2_xml.parse_catch2_xml,
     "automake_log": cfamily.parse_automake_log,
     "script_status_log": drivers.parse_script_status_log,
     "tcl_helper_log": drivers.parse_tcl_helper_log,

@@ -19,6 +19,14 @@ Test ids:
   ``<swemint-doctest>`` sections after ctest's report (in the JUnit file, or after the console
   output: only sections after ctest's last summary line count there, so a test printing one
   cannot add results). Read by `ctest_junit`, `ctest_log` and `gtest_log`.
+- Catch2: a CTest test whose binary is a Catch2 (v2 or v3) binary (gabime/spdlog's
+  ``spdlog-utests``) gets ids per test case and section behind its name, in doctest's form,
+  ``<ctest test>::<test case>`` and ``<ctest test>::<test case> > <section>``
+  (``spdlog-utests::pattern formatter``; `catch2_xml`): the helper runs it again with Catch2's
+  XML reporter and adds ``<swemint-catch2>`` sections, read as the doctest ones. A binary that
+  stopped early (a crash inside a test case) keeps its test cases before the stop and its own
+  CTest result, and reports ``<ctest test> [Catch2 run stopped early]`` as a unit that stopped;
+  the ``known_tests`` rule below is not applied to a test with a Catch2 report.
 - automake (jq's ``make check``): the test script path (``tests/shtest``): a script that runs
   many cases counts as one test. `script_results` does the same for scripts run one by one.
 
@@ -52,6 +60,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from envpool.testrun.polyglot.catch2_xml import catch2_runs, split_catch2_sections
 from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser, to_text
 from envpool.testrun.polyglot.doctest_sections import DoctestRuns, doctest_runs, split_sections
 from envpool.testrun.polyglot.tapstream import read_tap
@@ -107,15 +116,15 @@ def parse_ctest_junit(raw: bytes, known_tests: Iterable[str] | None = None) -> R
     output is raw, before it).
     """
     res = Result(source="junit")
-    head, sections = split_sections(raw, after=max(raw.rfind(b"<?xml"), 0))
-    runs = doctest_runs(sections)
+    head, runs = _helper_runs(raw, max(raw.rfind(b"<?xml"), 0))
     for case in junit_cases(head):
         if case.name in runs.covered:
             continue
         st = case.status
         if case.attrs.get("status") == "notrun" and "Unable to find executable" in case.message:
             st = TestStatus.FAILED
-        add_ctest_result(res, case.name, st, to_text(case.output.replace(_XML_ESC, "\x1b")), known_tests)
+        add_ctest_result(res, case.name, st, to_text(case.output.replace(_XML_ESC, "\x1b")),
+                         None if case.name in runs.reported else known_tests)
     runs.add_to(res)
     return res
 
@@ -127,14 +136,29 @@ _CTEST_SUMMARY = re.compile(r"^\d+% tests passed, (\d+) tests? failed out of (\d
 _CTEST_SUMMARY_ANY = re.compile(r"^\s*\d+% tests passed, \d+ tests? failed out of \d+.*$", re.M)
 
 
+def _helper_runs(raw: bytes | str, after: int) -> tuple[bytes | str, DoctestRuns]:
+    """(`raw` without the helper's doctest and Catch2 sections, what the sections from offset
+    `after` on give, combined)."""
+    head, sections = split_sections(raw, after=after)
+    head, catch2 = split_catch2_sections(head, after=after)  # the removed sections lay after `after`
+    runs, more = doctest_runs(sections), catch2_runs(catch2)
+    runs.statuses.update(more.statuses)
+    runs.covered |= more.covered
+    runs.reported |= more.reported
+    runs.anomalies += more.anomalies
+    runs.collection_errors += more.collection_errors
+    return head, runs
+
+
 def _console_doctest(text: str) -> tuple[str, DoctestRuns]:
-    """(`text` without its doctest sections, what they give): only sections after ctest's last
-    summary line count (a test's own output, printed before it, cannot add results)."""
+    """(`text` without its doctest and Catch2 sections, what they give): only sections after
+    ctest's last summary line count (a test's own output, printed before it, cannot add
+    results)."""
     last = None
     for last in _CTEST_SUMMARY_ANY.finditer(text):
         pass
-    head, sections = split_sections(text, after=last.end() if last else len(text))
-    return str(head), doctest_runs(sections)
+    head, runs = _helper_runs(text, last.end() if last else len(text))
+    return str(head), runs
 
 
 def _ctest_status(rest: str) -> TestStatus:
@@ -166,7 +190,8 @@ def parse_ctest_log(text: str, known_tests: Iterable[str] | None = None) -> Resu
         if m:
             out = "\n".join(output.pop(m.group("num"), []))
             if m.group("name") not in runs.covered:
-                add_ctest_result(res, m.group("name"), _ctest_status(m.group("rest")), out, known_tests)
+                add_ctest_result(res, m.group("name"), _ctest_status(m.group("rest")), out,
+                                 None if m.group("name") in runs.reported else known_tests)
             parsed += 1
             continue
         v = _VERBOSE.match(line)

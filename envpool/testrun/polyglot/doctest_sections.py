@@ -1,5 +1,7 @@
 """The ``<swemint-doctest>`` sections ``recipes/cmake_tests.py`` adds after a ctest run, and how
 they replace the CTest ids of doctest binaries (`doctest_xml` parses each section's report).
+`split_sections` also reads the helper's ``<swemint-catch2>`` sections of the same shape
+(`catch2_xml`).
 
 The helper runs each selected CTest test whose executable is a doctest binary again with
 doctest's XML reporter (``recipes/doctest_runs.py``), once more without the test cases that
@@ -13,14 +15,22 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from envpool.testrun.outcome import TestStatus
 from envpool.testrun.parsers import worse
 from envpool.testrun.polyglot.common import Result
-from envpool.testrun.polyglot.doctest_xml import DoctestDoc, read_doctest_xml
+from envpool.testrun.polyglot.doctest_xml import read_doctest_xml
 
-SECTION = re.compile(rb"<swemint-doctest\b([^>]*)>(.*?)</swemint-doctest>\n?", re.S)
+
+def section_pattern(tag: bytes) -> re.Pattern[bytes]:
+    """The helper's ``<swemint-TAG ...>...</swemint-TAG>`` sections."""
+    return re.compile(rb"<swemint-" + tag + rb"\b([^>]*)>(.*?)</swemint-" + tag + rb">\n?", re.S)
+
+
+SECTION = section_pattern(b"doctest")
 """``<swemint-doctest ctest="NAME" round="N" final="true|false" exit="RC">`` + one doctest XML
 document + ``</swemint-doctest>``: what `cmake_tests.py` writes after ctest for each run of a
 doctest binary (appended to the ``--output-junit`` file, else printed after ctest's output).
@@ -37,7 +47,8 @@ class Section:
     round: int
     final: bool
     exit: int | None
-    doc: DoctestDoc | None
+    doc: Any
+    """`DoctestDoc` (a Catch2 section: `catch2_xml.Catch2Doc`) or None."""
 
 
 def _attrs(text: bytes) -> dict[str, str]:
@@ -45,20 +56,22 @@ def _attrs(text: bytes) -> dict[str, str]:
     return dict(root.attrib) if root is not None else {}
 
 
-def split_sections(raw: bytes | str, after: int = 0) -> tuple[bytes | str, list[Section]]:
+def split_sections(raw: bytes | str, after: int = 0, pattern: re.Pattern[bytes] = SECTION,
+                   read: Callable[[bytes], Any] = read_doctest_xml) -> tuple[bytes | str, list[Section]]:
     """(`raw` without its doctest sections, the sections that start at or after offset
     `after`; sections before it stay in the text, which the ctest parsers ignore). Malformed
-    section headers are skipped."""
+    section headers are skipped. `pattern` / `read`: another kind of section and its report
+    reader (Catch2's)."""
     data = raw.encode("utf-8", errors="replace") if isinstance(raw, str) else raw
     if isinstance(raw, str):
         after = len(raw[:after].encode("utf-8", errors="replace"))
     out, sections, pos = [], [], 0
-    for m in SECTION.finditer(data, after):
+    for m in pattern.finditer(data, after):
         try:
             a = _attrs(m.group(1))
             sec = Section(ctest=a.get("ctest", ""), round=int(a.get("round", "1")), final=a.get("final") == "true",
                           exit=int(a["exit"]) if a.get("exit", "").lstrip("-").isdigit() else None,
-                          doc=read_doctest_xml(m.group(2)))
+                          doc=read(m.group(2)))
         except (ET.ParseError, ValueError):
             continue
         out.append(data[pos:m.start()])
@@ -72,17 +85,23 @@ def split_sections(raw: bytes | str, after: int = 0) -> tuple[bytes | str, list[
 @dataclass
 class DoctestRuns:
     """What the sections of one test run give: `statuses` by doctest id, `covered` (ctest
-    tests whose own id the doctest ids replace), `anomalies`."""
+    tests whose own id the doctest ids replace), `anomalies`; for Catch2 sections also
+    `reported` (ctest tests with a report, covered or not) and `collection_errors` (units that
+    stopped early, `catch2_xml.catch2_runs`)."""
 
     statuses: dict[str, TestStatus] = field(default_factory=dict)
     covered: set[str] = field(default_factory=set)
     anomalies: list[str] = field(default_factory=list)
+    reported: set[str] = field(default_factory=set)
+    collection_errors: list[str] = field(default_factory=list)
 
     def add_to(self, res: Result) -> None:
-        """Add the doctest ids and anomalies to `res`."""
+        """Add the ids, anomalies and collection errors to `res`."""
         for i, st in self.statuses.items():
             res.add(i, st)
         res.anomalies += self.anomalies
+        for label in self.collection_errors:
+            res.unit_failed(label)
 
 
 def doctest_runs(sections: list[Section]) -> DoctestRuns:

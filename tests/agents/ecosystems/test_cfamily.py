@@ -159,7 +159,8 @@ def test_helper_is_installed_verbatim(tmp_path, images):
     cmd = next(c for c in plan.setup_commands if cfamily.HELPER in c)
     written = {m.group(2).rsplit("/", 1)[-1]: base64.b64decode(m.group(1))
                for m in re.finditer(r"echo (\S+) \| base64 -d > (\S+)", cmd)}
-    assert written == {n: (cfamily.RECIPES / n).read_bytes() for n in ("cmake_tests.py", "doctest_runs.py")}
+    assert written == {n: (cfamily.RECIPES / n).read_bytes() for n in ("cmake_tests.py", "doctest_runs.py",
+                                                                       "catch2_runs.py")}
     assert all(f"/usr/local/libexec/swemint/{n}" in cmd for n in written)  # beside each other: one imports the other
 
 
@@ -472,3 +473,116 @@ def test_helper_runs_doctest_binaries_as_the_uid_ctest_ran_them(tmp_path):
             "as nobody > uid": "PASSED"}
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def _catch2_runs():
+    """recipes/catch2_runs.py as a module (it imports doctest_runs from its own folder)."""
+    import sys
+
+    sys.path.insert(0, str(cfamily.RECIPES))
+    try:
+        spec = importlib.util.spec_from_file_location("catch2_runs", cfamily.RECIPES / "catch2_runs.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(cfamily.RECIPES))
+
+
+def test_catch2_rerun_command_swaps_the_reporter_and_keeps_the_projects_options():
+    c2 = _catch2_runs()
+    cmd, specs = c2.xml_command(["/b/utests", "-r", "console", "--out=x.txt", "-s", "-a", "-x", "3", "--order",
+                                 "decl", "--reporter=junit::out=j.xml", "-d", "yes", "[unit]", "-w", "NoAssertions"],
+                                "/t/r.xml")  # the reporter, its output, --success and --abort(x) go
+    assert cmd == ["/b/utests", "--order", "decl", "-d", "yes", "[unit]", "-w", "NoAssertions",
+                   "--reporter", "xml", "--out", "/t/r.xml"]
+    assert specs == ["[unit]"] and not c2.names_cases(specs)  # a tag filter: still many test cases
+    # catch_discover_tests / ParseAndAddCatchTests: one CTest test per named test case
+    assert c2.names_cases(c2.xml_command(["/b/utests", "pattern formatter", "--rng-seed", "7"], "r")[1])
+    assert c2.names_cases(["~[slow]", "a*"]) and not c2.names_cases(["~[slow]"])
+
+
+CATCH2_TESTS = """#include <catch2/catch.hpp>
+static int fixed = FIXED;  // 0: the bug, 1: the fix
+TEST_CASE("passes", "[fast]") { CHECK(1 == 1); }
+TEST_CASE("fmt::join / ranges") { CHECK(fixed == 1); }
+TEST_CASE("pattern formatter") {
+  SECTION("short level") { CHECK(true); }
+  SECTION("full level") { CHECK(fixed == 1); }
+}
+"""
+CATCH2_CRASH = """#include <catch2/catch.hpp>
+#include <cstdlib>
+static int fixed = FIXED;
+TEST_CASE("before the crash") { CHECK(true); }
+TEST_CASE("crashes") { if (!fixed) std::abort(); CHECK(true); }
+TEST_CASE("after the crash") { CHECK(true); }
+"""
+
+
+@pytest.mark.slow
+def test_helper_gives_catch2_binaries_case_and_section_ids(tmp_path):
+    """gabime/spdlog: one CTest test (`spdlog-utests`) holds every Catch2 test case, so
+    FAIL_TO_PASS was `spdlog-utests`. The helper runs the touched Catch2 binaries again with
+    Catch2's XML reporter: ids `<ctest test>::<test case>` (`> <section>`), the same on the
+    before and the after side; a binary that crashes keeps the test cases before the crash and
+    its CTest result; a plain test keeps its CTest id (real cmake, ctest and Debian's Catch2 2)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from envpool.grading import grade, test_name
+    from envpool.testrun.polyglot.cfamily import parse_ctest_junit, parse_ctest_log
+
+    if not (shutil.which("cmake") and shutil.which("ctest") and shutil.which("c++")):
+        pytest.skip("cmake, ctest and a C++ compiler are needed on the host")
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "utests.cpp").write_text(CATCH2_TESTS.replace("FIXED", "0"))
+    (src / "crash.cpp").write_text(CATCH2_CRASH.replace("FIXED", "0"))
+    (src / "plain.cpp").write_text("int main() { return 0; }\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.21)\nproject(p CXX)\nenable_testing()\nfind_package(Catch2 2 REQUIRED)\n"
+        "add_executable(spdlog-utests utests.cpp)\n"
+        "target_link_libraries(spdlog-utests PRIVATE Catch2::Catch2WithMain)\n"
+        "add_test(NAME spdlog-utests COMMAND spdlog-utests -r console)\n"
+        "add_executable(crash-utests crash.cpp)\ntarget_link_libraries(crash-utests PRIVATE Catch2::Catch2WithMain)\n"
+        "add_test(NAME crash-utests COMMAND crash-utests)\n"
+        "add_executable(plain plain.cpp)\nadd_test(NAME plain COMMAND plain)\n")
+    (build / ".cmake/api/v1/query").mkdir(parents=True)
+    (build / ".cmake/api/v1/query/codemodel-v2").touch()
+    if subprocess.run(["cmake", "-S", str(src), "-B", str(build)], capture_output=True).returncode != 0:
+        pytest.skip("Catch2 2 is needed on the host (Debian: apt-get install catch2)")
+    helper = [sys.executable, str(cfamily.RECIPES / "cmake_tests.py"), str(build), "--jobs", "1"]
+    touched = ["--", "utests.cpp", "crash.cpp", "plain.cpp"]
+
+    def side(junit):
+        r = subprocess.run(helper + ["--junit", str(junit)] + touched, cwd=src, capture_output=True, text=True,
+                           timeout=600)
+        assert "catch2: 2 CTest test(s) ran again with Catch2's XML reporter" in r.stdout, r.stdout + r.stderr
+        raw = junit.read_bytes()
+        assert parse_ctest_junit.check(raw) == []
+        return parse_ctest_junit(raw)
+
+    before = side(tmp_path / "before.xml")
+    assert {k: v.value for k, v in before.statuses.items()} == {
+        "spdlog-utests::passes": "PASSED", "spdlog-utests::fmt::join / ranges": "FAILED",
+        "spdlog-utests::pattern formatter > short level": "PASSED",
+        "spdlog-utests::pattern formatter > full level": "FAILED",
+        "crash-utests::before the crash": "PASSED", "crash-utests::crashes": "FAILED",
+        "crash-utests": "FAILED",  # the CTest result stands for the test cases the crash hid
+        "plain": "PASSED"}
+    assert before.collection_errors == ["crash-utests [Catch2 run stopped early]"] and before.tests_ran
+    r = subprocess.run(helper + touched, cwd=src, capture_output=True, text=True, timeout=600)  # the console route
+    assert parse_ctest_log(r.stdout).statuses == before.statuses and parse_ctest_log.check(r.stdout) == []
+
+    (src / "utests.cpp").write_text(CATCH2_TESTS.replace("FIXED", "1"))  # the fix: the helper rebuilds
+    (src / "crash.cpp").write_text(CATCH2_CRASH.replace("FIXED", "1"))
+    after = side(tmp_path / "after.xml")
+    assert set(after.statuses) == set(before.statuses) - {"crash-utests"} | {"crash-utests::after the crash"}
+    assert all(st.value == "PASSED" for st in after.statuses.values()) and after.collection_errors == []
+    g = grade([before], [after])
+    assert g.FAIL_TO_PASS == ["crash-utests::after the crash", "crash-utests::crashes",
+                              "spdlog-utests::fmt::join / ranges", "spdlog-utests::pattern formatter > full level"]
+    assert "spdlog-utests::passes" in g.PASS_TO_PASS and "plain" in g.PASS_TO_PASS
+    assert test_name("spdlog-utests::pattern formatter > full level") == "pattern formatter"

@@ -3,8 +3,9 @@
 #
 # Needs: Go (1.26 used), cargo (1.95), Node 20 + npm (jest 29, vitest 2, mocha 10 from the npm
 # registry), JDK 17 + Maven 3.8 (JUnit 5.10 / Surefire 3.2.5 from Maven Central), cmake >= 3.21,
-# g++, GoogleTest (Debian libgtest-dev) and doctest (Debian doctest-dev; regenerate_doctest.sh,
-# which also runs alone). Usage: tests/data/polyglot/regenerate.sh
+# g++, GoogleTest (Debian libgtest-dev), doctest (Debian doctest-dev; regenerate_doctest.sh,
+# which also runs alone) and Catch2 2 (Debian catch2; regenerate_catch2.sh, which also runs alone;
+# CATCH2_V3=<Catch2 v3 extras/> adds its v3 goldens). Usage: tests/data/polyglot/regenerate.sh
 #
 # Paths of the temp projects are rewritten to /testbed (the checkout path in our sandboxes).
 # Timings and timestamps change on every run; the tests assert ids and statuses only.
@@ -516,6 +517,8 @@ sed "$C" "$W/tap.xml" > "$OUT/ctest_tap_junit.xml"
 
 # doctest (Debian doctest-dev): its XML reports and recipes/cmake_tests.py's sections of them
 bash "$OUT/regenerate_doctest.sh"
+# Catch2 (Debian catch2): its XML reports and recipes/cmake_tests.py's sections of them
+bash "$OUT/regenerate_catch2.sh"
 # Remaining temp paths (node_modules, GOPATH-less stack traces) -> /build.
 for f in "$OUT"/*.log "$OUT"/*.json "$OUT"/*.xml; do sed -i "s#$W#/build#g" "$f"; done
 echo "regenerated into $OUT"

@@ -1,0 +1,174 @@
+"""Run the Catch2 binaries of CTest tests with Catch2's XML reporter (inside the container).
+
+Used by ``cmake_tests.py`` (installed beside it, with ``doctest_runs.py``) after its ctest run,
+so that a CTest test that is one Catch2 binary of many test cases (gabime/spdlog's
+``spdlog-utests``) has results per test case and section instead of one CTest result. For each
+selected CTest test whose command's executable is a Catch2 (v2 or v3) binary -- its file holds
+the ``A Catch2 test executable`` / ``A Catch test executable`` string of Catch2's
+``--libidentify`` and ``<exe> --libidentify`` answers ``version: X.Y.Z`` with X >= 2 (the probe
+runs only after the file check, so no other test binary is ever started for it) -- the test's
+command runs again in its WORKING_DIRECTORY with its ENVIRONMENT, its TIMEOUT (else the
+helper's), as the same user as the ctest round, with ``--reporter xml --out FILE`` (the same
+in v2 and v3; the command's own reporter, output, ``--success``, listing and ``--abort`` /
+``--abortx`` options removed, so every test case it selects runs).
+The XML reporter, not JUnit: it streams (Catch2 v2's JUnit reporter writes nothing until the
+run ends), nests sections, and names a crash (``<FatalErrorCondition>``).
+
+A command that already names test cases (a positional test spec that is not a tag expression:
+``catch_discover_tests`` and ``ParseAndAddCatchTests`` add one CTest test per test case) is not
+run again: its CTest id is already one test case. There are no further rounds: a binary that
+dies inside a test case (Catch2 reports the signal, closes the report, and never runs the test
+cases after it) keeps the results of the test cases before the crash, and its CTest result
+stands for the rest (``envpool/testrun/polyglot/catch2_xml.py``). Each run becomes one section::
+
+    <swemint-catch2 ctest="NAME" round="1" final="true" exit="RC">
+    <Catch ...>...</Catch>            (v3: <Catch2TestRun ...>...</Catch2TestRun>)
+    </swemint-catch2>
+
+(Catch2's XML without its declaration) appended to the ``--output-junit`` file, or printed to
+stdout after ctest's output. Standard library only (python3 >= 3.5).
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import doctest_runs  # noqa: E402  (installed beside this file)
+
+MARKERS = (b"A Catch2 test executable", b"A Catch test executable")
+"""Catch2's ``--libidentify`` description (2.10+: "Catch2", 2.0-2.9: "Catch"), in every binary
+that links Catch2's session."""
+_VERSION = re.compile(r"^version:\s*(\d+)\.(\d+)", re.M)
+_DESCRIPTION = re.compile(r"^description:\s*A Catch2? test executable", re.M)
+PROBE_SECONDS = 30
+TAG = "catch2"
+
+_DROP_WITH_VALUE = {"-r", "--reporter", "-o", "--out", "--wait-for-keypress", "-x", "--abortx"}
+_DROP_FLAGS = {"-s", "--success", "-l", "--list-tests", "-t", "--list-tags", "--list-test-names-only",
+               "--list-reporters", "--list-listeners", "--libidentify", "-h", "-?", "--help", "-a", "--abort",
+               "-b", "--break"}
+"""Removed from the command: the reporter and its output, listing, and stopping at the first
+failures (``--abort``: every test case should get a result)."""
+_WITH_VALUE = {"-n", "--name", "-w", "--warn", "-d", "--durations", "-D",
+               "--min-duration", "-f", "--input-file", "-c", "--section", "-v", "--verbosity", "--order",
+               "--rng-seed", "--use-colour", "--colour-mode", "--benchmark-samples", "--benchmark-resamples",
+               "--benchmark-confidence-interval", "--benchmark-warmup-time", "--shard-count", "--shard-index"}
+"""Catch2 v2 and v3 options that take a value (a separate argument unless joined by ``=`` or
+``:``, as Catch2's Clara splits them)."""
+
+
+def catch2_version(exe, cwd, env):
+    """(major, minor) of the Catch2 binary `exe` from ``exe --libidentify``; None when `exe` is
+    not one (no marker in the file, no answer, or the probe fails)."""
+    if not (os.path.isfile(exe) and os.access(exe, os.X_OK) and any(doctest_runs.has_marker(exe, m) for m in MARKERS)):
+        return None
+    try:
+        out = subprocess.check_output([exe, "--libidentify"], cwd=cwd, env=env, stderr=subprocess.STDOUT,
+                                      timeout=PROBE_SECONDS).decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = _VERSION.search(out)
+    return (int(m.group(1)), int(m.group(2))) if m and _DESCRIPTION.search(out) else None
+
+
+def _split(arg):
+    """(option name, joined value or None) of an option argument."""
+    m = re.match(r"^(--?[^=:]+)[=:](.*)$", arg)
+    return (m.group(1), m.group(2)) if m else (arg, None)
+
+
+def xml_command(cmd, out_file):
+    """(`cmd` with Catch2's XML reporter writing to `out_file`, the command's positional test
+    specs)."""
+    args, specs, i = [], [], 1
+    while i < len(cmd):
+        a = cmd[i]
+        i += 1
+        if not a.startswith("-") or a == "-":
+            specs.append(a)
+            args.append(a)
+            continue
+        name, value = _split(a)
+        if name in _DROP_WITH_VALUE:
+            if value is None:
+                i += 1  # its value, a separate argument
+        elif name in _DROP_FLAGS:
+            continue
+        elif name in _WITH_VALUE and value is None and i < len(cmd):
+            args += [a, cmd[i]]
+            i += 1
+        else:
+            args.append(a)
+    return [cmd[0]] + args + ["--reporter", "xml", "--out", out_file], specs
+
+
+def names_cases(specs):
+    """Whether the positional test specs `specs` name test cases (not only tags such as
+    ``[unit]`` or ``~[slow]``)."""
+    return any(s.strip() and not s.strip().lstrip("~").startswith("[") for s in specs)
+
+
+def section(name, rc, xml):
+    """One ``<swemint-catch2>`` section (bytes) around Catch2's XML `xml`."""
+    return doctest_runs.section(name, 1, True, rc, xml, tag=TAG)
+
+
+def run_catch2(build, names, timeout, prefix, junit):
+    """Run the Catch2 binaries of the CTest tests `names` (None: all; module doc) and append
+    their sections to `junit` (None: print them). `prefix`: the command prefix the ctest round
+    ran under (``setpriv ...`` when tests refuse root), `timeout`: seconds per binary unless
+    the test sets TIMEOUT. Returns how many tests were run again."""
+    probed, sections, n = {}, [], 0
+    for name, cmd, cwd, env, tmo in doctest_runs.ctest_specs(build, names):
+        exe = os.path.realpath(cmd[0]) if os.path.isabs(cmd[0]) else shutil.which(cmd[0]) or cmd[0]
+        if exe not in probed:
+            probed[exe] = catch2_version(exe, cwd, env)
+        ver = probed[exe]
+        if ver is None:
+            continue
+        if ver < (2, 0):
+            log("%s: Catch %d.%d is not Catch2: its CTest result stands" % (name, ver[0], ver[1]))
+            continue
+        tmp = tempfile.mkdtemp(prefix="swemint-catch2-")
+        try:
+            report = os.path.join(tmp, "report.xml")
+            full, specs = xml_command(list(cmd), report)
+            if names_cases(specs):
+                log("%s runs named Catch2 test cases (%s): its CTest id is one test case" % (name, " ".join(specs)))
+                continue
+            n += 1
+            if prefix:
+                env = dict(env, HOME="/tmp")
+                os.chmod(tmp, 0o777)
+            log("$ " + " ".join(shlex.quote(a) for a in prefix + full))
+            rc = doctest_runs.run_binary(prefix + full, cwd, env, tmo or float(timeout))
+            try:
+                with open(report, "rb") as f:
+                    xml = f.read()
+            except (IOError, OSError):
+                xml = b""
+            if b"<Catch" not in xml:
+                log("%s wrote no Catch2 XML report (exit %s): its CTest result stands" % (name, rc))
+                continue
+            sections.append(section(name, rc, xml))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if sections:
+        if junit:
+            with open(junit, "ab") as f:
+                f.write(b"\n" + b"".join(sections))
+        else:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(b"".join(sections))
+            sys.stdout.flush()
+    if n:
+        log("catch2: %d CTest test(s) ran again with Catch2's XML reporter" % n)
+    return n
+
+
+def log(msg):
+    doctest_runs.log(msg)
