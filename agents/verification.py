@@ -186,26 +186,43 @@ def _touched(test_id: str, files: list[str]) -> bool:
     return not files or any(test_id == f or test_id.startswith(f + "::") or f in test_id for f in files)
 
 
+def _stopped_units(before: list[TestRunReport], after: list[TestRunReport]) -> set[str]:
+    """Ids that failed as one unit before and hold test ids after: a before id X, not passing,
+    with no before id under it (``X::...``) and some after id under it. A ctest test whose Catch2
+    or doctest binary did not build before the fix (the test_patch uses the fix's API), so its
+    cases are absent before only because the unit stopped."""
+    from envpool.testrun.status import TestStatus as S
+
+    before_ids = {t for r in before for t in r.statuses}
+    failed = {t for r in before for t, st in r.statuses.items() if st not in (S.PASSED, S.XPASS)}
+    under_before = {t.rsplit("::", k)[0] for t in before_ids for k in range(1, t.count("::") + 1)}
+    under_after = {t.rsplit("::", k)[0] for r in after for t in r.statuses for k in range(1, t.count("::") + 1)}
+    return {x for x in failed if x in under_after and x not in under_before}
+
+
 def aborted_before_scope(test_patch: str, before: list[TestRunReport],
                          after: list[TestRunReport]) -> set[str] | None:
     """The `absent_scope` (`envpool.grading.grade`) for before runs that stopped midway.
 
-    None (the plain rule) unless every before run reports a collection error and one of them is
-    the file (or other prefix) of no test id -- an abort message, not a file that failed to
-    load -- and unidiff can read the test_patch. Then: the top-level names (`test_name`) of the
-    after runs' tests that occur in a line the test_patch adds or removes, or whose id starts
-    with a collection error (a test file that failed to load before stays FAIL_TO_PASS).
-    redis/redis-9733: the new test raises, the Tcl helper stops, the two tests after it in the
-    file are absent before; gold lists only the new one."""
-    if not before or not all(r.collection_errors for r in before):
+    None (the plain rule) unless unidiff can read the test_patch and either (1) every before run
+    reports a collection error and one of them is the file (or other prefix) of no test id -- an
+    abort message, not a file that failed to load -- or (2) a unit failed whole before and holds
+    test ids after (`_stopped_units`: a ctest test whose Catch2 binary did not build). Then: the
+    top-level names (`test_name`) of the after runs' tests that occur in a line the test_patch
+    adds or removes, or whose id starts with a collection error (a test file that failed to load
+    before stays FAIL_TO_PASS). redis/redis-9733: the new test raises, the Tcl helper stops, the
+    two tests after it in the file are absent before; gold lists only the new one."""
+    if not before:
         return None
     changed = changed_lines(test_patch)
     if not changed:  # a test_patch unidiff cannot read: keep the plain rule
         return None
     text = "\n".join(line for lines in changed.values() for line in lines)
-    errors = {e.rstrip("/") for r in before for e in r.collection_errors if e.strip()}
     ids = {t for r in after for t in r.statuses}
-    if all(any(t.startswith(e) for t in ids) for e in errors):  # only test files that failed to load
+    errors = {e.rstrip("/") for r in before for e in r.collection_errors if e.strip()}
+    # an abort: every before run has a collection error, and one names no test (not a file that failed to load)
+    aborted = all(r.collection_errors for r in before) and not all(any(t.startswith(e) for t in ids) for e in errors)
+    if not aborted and not _stopped_units(before, after):
         return None
     return {n for t in ids if (n := test_name(t)) and (n in text or any(t.startswith(e) for e in errors))}
 

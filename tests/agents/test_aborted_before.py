@@ -68,3 +68,35 @@ def test_a_test_file_that_failed_to_load_before_keeps_its_tests_fail_to_pass():
     scope = aborted_before_scope(patch, before, after)
     _, _, g = judge(before, after, pytest=False, absent_scope=scope)
     assert g.FAIL_TO_PASS == [tid]
+
+
+CATCH2_PATCH = """diff --git a/tests/test_flush.cpp b/tests/test_flush.cpp
+--- a/tests/test_flush.cpp
++++ b/tests/test_flush.cpp
+@@ -1,1 +1,4 @@
+ #include "includes.h"
++TEST_CASE("flush drops when the queue overflows", "[async]") {
++    REQUIRE(spdlog::overflow_flush());
++}
+"""
+
+
+def test_cases_of_a_ctest_binary_that_did_not_build_before_are_fail_to_pass_only_when_the_patch_names_them():
+    """spdlog: the test_patch's new case uses the fix's API, so `spdlog-utests` does not build
+    before (one failed ctest id); after, the binary gives its Catch2 cases. Only the new case is
+    FAIL_TO_PASS, not the hundreds of old cases that were merely absent before."""
+    from envpool.testrun.status import TestRunReport, TestStatus as S
+
+    before = [TestRunReport(statuses={"spdlog-utests": S.FAILED, "other-unit": S.PASSED}, tests_ran=True)]
+    after = [TestRunReport(statuses={"spdlog-utests::flush drops when the queue overflows": S.PASSED,
+                                     "spdlog-utests::pattern formatter > full level": S.PASSED,
+                                     "spdlog-utests::daily logger": S.PASSED, "other-unit": S.PASSED},
+                           tests_ran=True)]
+    scope = aborted_before_scope(CATCH2_PATCH, before, after)
+    assert scope == {"flush drops when the queue overflows"}
+    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    assert outcome == "verified" and g.FAIL_TO_PASS == ["spdlog-utests::flush drops when the queue overflows"]
+    assert g.PASS_TO_PASS == ["other-unit"]
+    # a binary that ran on both sides: no stopped unit, the plain rule
+    ran = [TestRunReport(statuses={"spdlog-utests::daily logger": S.FAILED}, tests_ran=True)]
+    assert aborted_before_scope(CATCH2_PATCH, ran, after) is None
