@@ -128,7 +128,12 @@ class Php:
                          f"--no-install-recommends {' '.join(pkgs)} >/dev/null && rm -rf /var/lib/apt/lists/*")
         if not vendored:
             loaders = " ".join(shlex.quote(p) for p in pkgs)
-            setup.append("COMPOSER_ALLOW_SUPERUSER=1 COMPOSER_DISABLE_NETWORK=1 composer dump-autoload --no-interaction")
+            # Composer >= 2.4 dumps in the last install's dev mode, and with no install that is
+            # no-dev (autoload-dev, e.g. `Tests\\` -> tests/, left out: Carbon-2813's "Class
+            # Tests\AbstractTestCase not found" on bookworm's 2.5); 2.0 (bullseye) has no --dev
+            # and dumps dev by default
+            setup.append("export COMPOSER_ALLOW_SUPERUSER=1 COMPOSER_DISABLE_NETWORK=1; "
+                         "composer dump-autoload --dev --no-interaction || composer dump-autoload --no-interaction")
             setup.append(
                 f"(echo '<?php'; for p in {loaders or 'none'}; do dpkg -L $p 2>/dev/null | "
                 "grep -E '/autoload[.]php$' | sort | head -n 20 | sed \"s/.*/require_once '&';/\"; done) "
