@@ -7,13 +7,60 @@ and the whole tree is streamed with `git archive` (a tar) into the build contain
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import tarfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from envpool.errors import InstanceInputError
+
+
+@dataclass(frozen=True)
+class GitSubmodule:
+    """One `[submodule "name"]` section of `.gitmodules`: its `name`, `path` (relative to the
+    root) and `url` ("" when the section has none)."""
+
+    name: str
+    path: str
+    url: str = ""
+
+
+_SECTION = re.compile(r'^\[\s*submodule\s+"((?:[^"\\]|\\.)*)"\s*\]')
+
+
+def parse_gitmodules(text: str) -> list[GitSubmodule]:
+    """The submodules a `.gitmodules` text declares (git-config syntax: `[submodule "name"]`
+    sections, `key = value` lines, keys case-insensitive, `#` / `;` comments, double-quoted
+    values), in file order; a section without a `path` is left out, as git ignores it."""
+    out: list[GitSubmodule] = []
+    name: str | None = None
+    keys: dict[str, str] = {}
+
+    def close() -> None:
+        if name is not None and keys.get("path"):
+            out.append(GitSubmodule(name=name, path=keys["path"].strip("/"), url=keys.get("url", "")))
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            close()
+            m = _SECTION.match(line)
+            name, keys = (m.group(1).replace('\\"', '"'), {}) if m else (None, {})
+            continue
+        if name is None or "=" not in line:
+            continue
+        key, value = (part.strip() for part in line.split("=", 1))
+        value = re.sub(r'\s[#;].*$', "", value) if not value.startswith('"') else value
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        keys[key.lower()] = value.strip()
+    close()
+    return out
 
 
 class GitTree:
@@ -51,6 +98,18 @@ class GitTree:
     def file_set(self) -> frozenset[str]:
         """`files` as a set."""
         return frozenset(self.files)
+
+    @cached_property
+    def gitlinks(self) -> frozenset[str]:
+        """Paths of the tree's submodule entries (gitlinks, mode 160000): a mirror holds none of
+        their content, and /testbed gets each as an empty directory (`archive`)."""
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", self.commit).stdout
+        return frozenset(rec.split("\t", 1)[1] for rec in out.split("\0")
+                         if rec and rec.split("\t", 1)[0].split()[1:2] == ["commit"])
+
+    def submodules(self) -> list[GitSubmodule]:
+        """The submodules `.gitmodules` declares (`parse_gitmodules`); [] without one."""
+        return parse_gitmodules(self.read(".gitmodules") or "")
 
     def exists(self, path: str) -> bool:
         """True when `path` is a file in the tree."""

@@ -6,6 +6,8 @@ The sandbox runs the candidate's image with the repository already replaced by t
 tree (`agents.layout.lay_out_repository`). Steps, all through a `PythonEnvBuilder` on that
 sandbox (so the same rules, memory and LLM repairs apply, and every command is a trajectory step):
 
+0. the git submodules the mirror lacks are filled from PyPI as in a full build
+   (`PythonEnvBuilder.fill_submodules`): the replaced /testbed has them empty again;
 1. sync the dependencies: `uv pip install` of the project (editable, compat mode, with its test
    extras, then without them) with the instance's date bound. uv keeps every installed package
    that still satisfies the requirements, so only what this commit declares differently is
@@ -118,7 +120,10 @@ class EnvPatch:
         return " ".join([target] + [shlex.quote(x) for x in reqs]).strip()
 
     def run(self, test_files: list[str], test_patch: str) -> bool:
-        """Re-install, probe, repair within `rounds`; True when the probe passes (`reason` otherwise)."""
+        """Fill the submodules the mirror lacks (the candidate's /testbed was replaced by this
+        tree), re-install, probe, repair within `rounds`; True when the probe passes (`reason`
+        otherwise)."""
+        self.builder.fill_submodules()
         if not self.reinstall():
             return False
         tried: set[str] = set()

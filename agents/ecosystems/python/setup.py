@@ -1,7 +1,9 @@
 """Environment Setup + Execution agents, rule backend, for Python: run the plan, repair, record.
 
 Every command runs in the build sandbox (bridge network, host CA mounted) and is recorded as a
-`StepRecord`; the successful ones become the setup script and the Dockerfile. Repairs are
+`StepRecord`; the successful ones become the setup script and the Dockerfile. Before the project
+installs, each git submodule the mirror lacks (an empty gitlink) whose name is a PyPI
+distribution gets that distribution's sdist as of the date cut (`submodules`). Repairs are
 rules keyed on uv's and pytest's error text (bounded rounds):
 
 - no wheel for the interpreter / failed build of a dependency -> move only that package's date
@@ -40,6 +42,8 @@ from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, PYTEST_FLOOR, SKI
                                            PythonChoice,
                                            UvOptions, lifted_date, own_names, project_target, relax_test_pins,
                                            runtime_env, test_requirements, toolchain_spec, wheels_only)
+from agents.ecosystems.python.submodules import (candidate_names, choose_sdist, empty_submodules, fill_command,
+                                                 probe_command, probe_results)
 from envpool.sandbox import ExecResult, Sandbox
 
 MAX_REPAIRS = 6
@@ -325,6 +329,7 @@ class PythonEnvBuilder:
         # no `--seed`: pip/setuptools/wheel come from the date-bounded toolchain step, so the
         # environment (and its Dockerfile) does not drift with the registry
         self.uv_install(toolchain_spec(self.created) + " pip", "toolchain")
+        self.fill_submodules()
         file_reqs: list[str] = []
         for f in p.requirement_files[:3]:
             file_reqs += requirement_file_lines(self.tree, f)
@@ -369,6 +374,32 @@ class PythonEnvBuilder:
                            installed_packages="".join(line + "\n" for line in freeze.output.splitlines()
                                                       if line and not line.startswith("Using ")) if freeze.ok else "",
                            reason=("optional packages not installed: " + ", ".join(failed)) if failed else "")
+
+    def fill_submodules(self) -> list[str]:
+        """Fill each git submodule the mirror lacks whose name is a PyPI distribution with that
+        distribution's sdist at the newest release up to the date cut (`submodules` module): a
+        probe (`probe:submodule-pypi`, not in the script), then the recorded step
+        `submodule:pypi-sdist`. A submodule PyPI has no sdist for stays empty, as before, and
+        nothing fails. Returns the paths filled."""
+        filled: list[str] = []
+        cut = self.uv.exclude_newer
+        for sub in empty_submodules(self.tree):
+            names = [n for n in candidate_names(sub) if n not in self.own]
+            if not names:
+                continue
+            probe = self.run(probe_command(PY, names), "probe:submodule-pypi", record=False, timeout=300)
+            docs = {d.get("name"): d for d in probe_results(probe.output)}
+            sdist = next((s for n in names if (s := choose_sdist(docs.get(n) or {"name": n}, cut))), None)
+            if sdist is None:
+                self.steps[-1].note = f"{sub.path}: PyPI has no sdist of {' / '.join(names)} up to {cut}: left empty"
+                continue
+            r = self.run(fill_command(PY, sdist, sub.path), "submodule:pypi-sdist")
+            self.steps[-1].note = (f"{sub.path} (git submodule {sub.url or sub.name}, empty in the mirror): "
+                                   f"{sdist.filename} from PyPI ({sdist.name} {sdist.version}, uploaded "
+                                   f"{sdist.uploaded}, date cut {cut})")
+            if r.ok:
+                filled.append(sub.path)
+        return filled
 
     def check(self, cmd: str, rule: str, rounds: int | None = None, ok_codes: tuple[int, ...] = (0,)) -> bool:
         """Run a probe command (not recorded in the script); on failure repair a crash inside

@@ -32,21 +32,28 @@ def git(work: Path, *args: str, when: str | None = None) -> str:
                           capture_output=True, text=True, env=env).stdout
 
 
-def make_repo(root: Path, files: dict[str, str], when: str | None = None) -> tuple[Path, str]:
+def make_repo(root: Path, files: dict[str, str], when: str | None = None,
+              gitlinks: dict[str, str] | None = None) -> tuple[Path, str]:
     """A git repository at ``root/"repo"`` whose one commit ("base", dated `when`, else now)
-    holds `files`. Returns (its .git directory, the commit's sha)."""
+    holds `files` and `gitlinks` (path -> commit sha: submodule entries, mode 160000, whose
+    commits the repository does not have, as in a mirror). Returns (its .git directory, the
+    commit's sha)."""
     work = root / "repo"
     work.mkdir(parents=True, exist_ok=True)
     write_files(work, files)
     git(work, "init", "-q")
     git(work, "add", "-A")
+    for path, sha in (gitlinks or {}).items():  # an empty folder, as a clone leaves an uninitialised submodule
+        (work / path).mkdir(parents=True, exist_ok=True)
+        git(work, "update-index", "--add", "--cacheinfo", f"160000,{sha},{path}")
     git(work, "commit", "-qm", "base", when=when)
     return work / ".git", git(work, "rev-parse", "HEAD").strip()
 
 
-def make_tree(root: Path, files: dict[str, str], when: str | None = None) -> GitTree:
+def make_tree(root: Path, files: dict[str, str], when: str | None = None,
+              gitlinks: dict[str, str] | None = None) -> GitTree:
     """`make_repo` as the GitTree the ecosystems analyse."""
-    return GitTree(*make_repo(root, files, when))
+    return GitTree(*make_repo(root, files, when, gitlinks))
 
 
 def make_patches(git_dir: Path, tests: dict[str, str], fix: dict[str, str]) -> tuple[str, str]:
@@ -81,7 +88,8 @@ def mint_with(tmp_path, docker_client, monkeypatch):
     a one-commit repository, minted (agents.minter.mint_instance, real Docker) with `ecosystem`
     forced, as instance ``acme__calc-<name>`` (`instance_fields` as in `make_instance`; `tests` /
     `fix`: files whose diffs over `files` become the test_patch / patch; `when`: the commit's
-    date). The environment images made are removed afterwards."""
+    date; `gitlinks`: submodule entries, as in `make_repo`). The environment images made are
+    removed afterwards."""
     import agents.minter as minter
     from agents.config import MintConfig
     from tests.session import ENV_REPOSITORY, SESSION
@@ -89,9 +97,10 @@ def mint_with(tmp_path, docker_client, monkeypatch):
     made: list[str] = []
 
     def run(ecosystem, files: dict[str, str], name: str, *, tests: dict[str, str] | None = None,
-            fix: dict[str, str] | None = None, when: str | None = None, **fields):
+            fix: dict[str, str] | None = None, when: str | None = None, gitlinks: dict[str, str] | None = None,
+            **fields):
         force_ecosystem(monkeypatch, ecosystem)
-        git_dir, sha = make_repo(tmp_path / name, files, when=when)
+        git_dir, sha = make_repo(tmp_path / name, files, when=when, gitlinks=gitlinks)
         if tests is not None or fix is not None:  # the patches as diffs over `files`
             fields["test_patch"], fields["patch"] = make_patches(git_dir, tests or {}, fix or {})
         inst = make_instance(sha, instance_id=f"acme__calc-{name}", **fields)
