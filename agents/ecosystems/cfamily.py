@@ -123,20 +123,10 @@ def _cmake_files(tree: GitTree) -> list[str]:
 
 
 def _missing_submodules(tree: GitTree) -> list[tuple[str, str]]:
-    """(path, url) of submodules in .gitmodules whose path has no file in the tree."""
-    text = tree.read(".gitmodules") or ""
-    out, path, url = [], None, ""
-    for line in text.splitlines() + ["[end]"]:
-        s = line.strip()
-        if s.startswith("["):
-            if path is not None and not any(f.startswith(path.rstrip("/") + "/") for f in tree.files):
-                out.append((path, url))
-            path, url = None, ""
-        elif s.startswith("path"):
-            path = s.split("=", 1)[1].strip()
-        elif s.startswith("url"):
-            url = s.split("=", 1)[1].strip()
-    return out
+    """(path, url) of submodules in .gitmodules (`GitTree.submodules`) whose path has no file in
+    the tree."""
+    return [(m.path, m.url) for m in tree.submodules()
+            if not any(f.startswith(m.path.rstrip("/") + "/") for f in tree.files)]
 
 
 def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
