@@ -2,8 +2,9 @@
 Packagist): which suite, which Debian package provides a gem / composer package, and its version.
 
 Data: ``recipes/debian_ruby_php.tsv`` (ruby-*, php-* and a few tools per suite, from
-``apt-cache dumpavail`` of each suite) and ``recipes/rubyphp.yaml`` (name aliases, tooling that
-tests do not need, shims).
+``apt-cache dumpavail`` of each suite), ``recipes/ruby_stdgems.tsv`` (the default and bundled gems
+each suite's Ruby ships, from its libruby package's file list) and ``recipes/rubyphp.yaml`` (name
+aliases, tooling that tests do not need, shims).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["SUITES", "debian_table", "era_suite", "era_time", "first_suite", "provider", "rubyphp_recipes",
+__all__ = ["SUITES", "debian_table", "era_suite", "interpreter_gems", "era_time", "first_suite", "provider", "rubyphp_recipes",
            "satisfies", "suites_from"]
 
 RECIPES = Path(__file__).parent / "recipes"
@@ -26,16 +27,28 @@ SUITES = ("bullseye", "bookworm", "trixie")
 RELEASED = {"bullseye": date(2021, 8, 14), "bookworm": date(2023, 6, 10), "trixie": date(2025, 8, 9)}
 
 
-@lru_cache(maxsize=1)
-def debian_table() -> dict[str, dict[str, str]]:
-    """{debian package: {suite: upstream version}} (absent suites left out)."""
+def _suite_table(fname: str) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
-    for line in (RECIPES / "debian_ruby_php.tsv").read_text().splitlines():
+    for line in (RECIPES / fname).read_text().splitlines():
         if not line or line.startswith("#"):
             continue
         name, *versions = line.split("\t")
         out[name] = {s: v for s, v in zip(SUITES, versions) if v != "-"}
     return out
+
+
+@lru_cache(maxsize=1)
+def debian_table() -> dict[str, dict[str, str]]:
+    """{debian package: {suite: upstream version}} (absent suites left out)."""
+    return _suite_table("debian_ruby_php.tsv")
+
+
+@lru_cache(maxsize=1)
+def interpreter_gems() -> dict[str, dict[str, str]]:
+    """{gem: {suite: version}}: the default and bundled gems the Ruby of each suite ships
+    (``recipes/ruby_stdgems.tsv``); version "lib" for a library of Ruby 2.7's standard library
+    that was not a gem yet (base64, set, drb...)."""
+    return _suite_table("ruby_stdgems.tsv")
 
 
 @lru_cache(maxsize=1)

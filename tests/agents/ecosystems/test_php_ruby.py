@@ -14,6 +14,7 @@ import agents.ecosystems.php as php_mod
 import agents.ecosystems.ruby as ruby_mod
 from agents.gitrepo import GitTree
 from agents.ecosystems.debian import era_suite, satisfies, suites_from
+from agents.ecosystems.base import PlanRequest
 from agents.ecosystems.php import ECOSYSTEM as PHP
 from agents.ecosystems.ruby import ECOSYSTEM as RUBY, gem_dependencies
 from envpool.errors import EnvBuildError
@@ -68,6 +69,11 @@ FAKER_GEMSPEC = """Gem::Specification.new do |spec|
   spec.add_development_dependency('yard', '0.9.27')
 end
 """
+FAKER_2970_GEMSPEC = """Gem::Specification.new do |spec|
+  spec.name = 'faker'
+  spec.add_dependency('i18n', '>= 1.8.11', '< 2')
+end
+"""  # its development pins moved to the Gemfile
 FAKER = {"Gemfile": "source 'https://rubygems.org'\ngemspec\n", "faker.gemspec": FAKER_GEMSPEC,
          "lib/faker.rb": "module Faker; end\n",
          "test/test_helper.rb": "require 'test/unit'\n",
@@ -75,13 +81,193 @@ FAKER = {"Gemfile": "source 'https://rubygems.org'\ngemspec\n", "faker.gemspec":
 
 
 def test_gem_dependencies_from_gemspec_and_gemfile(tmp_path):
-    tree = make_tree(tmp_path, {**FAKER, "Gemfile": "gemspec\ngem 'rack', '~> 2.0'\ngroup :test do\n"
-                                "  gem 'webmock'\nend\ngem 'simplecov', group: :test\n"})
+    tree = make_tree(tmp_path / "a", {**FAKER, "Gemfile": "gem 'rack', '~> 2.0'\ngroup :test do\n"
+                                      "  gem 'webmock'\nend\ngem 'simplecov', group: :test\n"})
     deps = {g.name: (g.kind, g.requirement) for g in gem_dependencies(tree)}
     assert deps["i18n"] == ("runtime", ">= 1.8.11, < 2")
     assert deps["minitest"] == ("dev", "5.18.0")
-    assert deps["rack"] == ("runtime", "~> 2.0")
+    assert deps["rack"] == ("runtime", "~> 2.0")  # an application's Gemfile: its gems are runtime ones
     assert deps["webmock"][0] == "dev" and deps["simplecov"][0] == "dev"
+
+
+def test_gemfile_of_a_gem_is_its_development_bundle(tmp_path):
+    """A Gemfile that loads the gemspec (``gemspec``) lists the gem's development bundle: the
+    runtime dependencies are the gemspec's (faker-2970 pins minitest 5.23.1 there)."""
+    tree = make_tree(tmp_path, {**FAKER, "faker.gemspec": FAKER_2970_GEMSPEC,
+                                "Gemfile": "source 'x'\ngemspec\ngem 'rack', '~> 2.0'\ngem 'minitest', '5.23.1'\n"})
+    deps = {g.name: (g.kind, g.requirement) for g in gem_dependencies(tree)}
+    assert deps["rack"] == ("dev", "~> 2.0") and deps["minitest"] == ("dev", "5.23.1")
+    assert deps["i18n"] == ("runtime", ">= 1.8.11, < 2")
+
+
+def test_array_requirements_are_read(tmp_path):
+    """Regression: ``add_runtime_dependency("msgpack", [">= 1.3.1", "< 2.0.0"])`` (fluentd's
+    form) lost its requirement, so no Debian version was ever checked against it."""
+    spec = ("Gem::Specification.new do |gem|\n  gem.add_runtime_dependency(\"msgpack\", [\">= 1.3.1\", \"< 2.0.0\"])\n"
+            "  gem.add_development_dependency 'rr', ['~> 3.0']\nend\n")
+    tree = make_tree(tmp_path, {"x.gemspec": spec, "Gemfile": "gem 'oj', ['>= 2.14', '< 4']\n"})
+    deps = {g.name: (g.kind, g.requirement) for g in gem_dependencies(tree)}
+    assert deps == {"msgpack": ("runtime", ">= 1.3.1, < 2.0.0"), "rr": ("dev", "~> 3.0"),
+                    "oj": ("runtime", ">= 2.14, < 4")}
+
+
+OTHER_PLATFORMS_GEMFILE = """source 'https://rubygems.org'
+gem 'i18n'
+platforms :mswin, :mingw, :x64_mingw do
+  gem 'win32-process'
+end
+platforms :ruby, :mswin do
+  gem 'yajl-ruby', '~> 1.4'
+end
+platform :jruby do
+  gem 'jruby-openssl'
+end
+gem 'wdm', '>= 0.1.0', platforms: [:mingw, :x64_mingw, :mswin]
+gem 'tzinfo-data', :platforms => [:jruby, :windows]
+gem 'memory_profiler', platform: :mri
+install_if -> { Gem.win_platform? } do
+  gem 'win32-api'
+end
+install_if -> { RUBY_PLATFORM =~ %r!darwin! } do
+  gem 'terminal-notifier'
+end
+gem 'rb-inotify', install_if: -> { RUBY_PLATFORM =~ /linux/ }
+gem 'rb-fsevent', install_if: -> { RUBY_PLATFORM =~ /darwin/ }
+gem 'win32console' if Gem.win_platform?
+group :test do
+  gem 'test-unit' if RUBY_PLATFORM =~ %r!cygwin!
+  gem 'minitest' unless RUBY_ENGINE == 'jruby'
+  if RUBY_ENGINE == "jruby"
+    gem 'jruby-launcher'
+  end
+end
+group :benchmark do
+  if ENV["BENCHMARK"]
+    gem 'stackprof-webnav'
+  end
+end
+"""
+OTHER_PLATFORMS_GEMSPEC = """Gem::Specification.new do |gem|
+  gem.name = 'agent'
+  gem.description = <<~EOS
+    if this heredoc line were code it would open a block
+  EOS
+  gem.add_runtime_dependency("tzinfo", [">= 1.0", "< 3.0"])
+  fake_platform = ENV['GEM_BUILD_FAKE_PLATFORM'].to_s
+  if /mswin|mingw/ =~ fake_platform || (/mswin|mingw/ =~ RUBY_PLATFORM && fake_platform.empty?)
+    gem.add_runtime_dependency("win32-service", ["~> 2.1.5"])
+    gem.add_runtime_dependency("certstore_c", ["~> 0.1.7"])
+  end
+  if Gem.win_platform?
+    gem.add_runtime_dependency("windows-pr")
+  else
+    gem.add_runtime_dependency("sigdump")
+  end
+  unless RUBY_PLATFORM =~ /java/
+    gem.add_runtime_dependency("cool.io")
+  else
+    gem.add_runtime_dependency("jruby-coolio")
+  end
+  gem.add_runtime_dependency("ffi-win32-extensions") if RUBY_PLATFORM =~ /mingw/
+  gem.add_development_dependency("test-unit", ["~> 3.3"])
+end
+"""
+
+
+def test_gems_for_other_platforms_are_not_needed_on_linux(tmp_path):
+    tree = make_tree(tmp_path, {"Gemfile": OTHER_PLATFORMS_GEMFILE, "agent.gemspec": OTHER_PLATFORMS_GEMSPEC})
+    kinds = {g.name: g.kind for g in gem_dependencies(tree)}
+    other = {n for n, k in kinds.items() if k == "other"}
+    assert other == {"win32-process", "jruby-openssl", "wdm", "tzinfo-data", "win32-api", "terminal-notifier",
+                     "rb-fsevent", "win32console", "jruby-launcher", "stackprof-webnav",
+                     "win32-service", "certstore_c", "windows-pr", "jruby-coolio", "ffi-win32-extensions"}
+    assert kinds["test-unit"] == "dev"  # cygwin-only in the Gemfile, but a gemspec development dependency too
+    assert kinds["yajl-ruby"] == "runtime" and kinds["memory_profiler"] == "runtime"  # :ruby / :mri include Linux
+    assert kinds["rb-inotify"] == "runtime" and kinds["minitest"] == "dev"
+    assert kinds["sigdump"] == "runtime" and kinds["cool.io"] == "runtime" and kinds["tzinfo"] == "runtime"
+
+
+def test_other_platform_gems_do_not_block_the_debian_route(tmp_path, built):
+    tree = make_tree(tmp_path, {"Gemfile": OTHER_PLATFORMS_GEMFILE, "agent.gemspec": OTHER_PLATFORMS_GEMSPEC,
+                                "lib/agent.rb": "", "test/test_agent.rb": "class TestAgent; end\n"})
+    plan = RUBY.plan(tree, inst(tree, "ruby"), ["test/test_agent.rb"], ImageConfig())
+    apt = plan.setup_commands[0]
+    assert "ruby-yajl" in apt and "ruby-sigdump" in apt and "win32" not in apt
+    note = next(n for n in plan.notes if n.startswith("gems for other platforms"))
+    assert "win32-service" in note and "jruby-openssl" in note and "stackprof-webnav" in note
+
+
+def test_gems_the_interpreter_ships_need_no_package(tmp_path, built):
+    """benchmark ships with every Ruby here (a default gem of 3.1): no Debian package needed."""
+    gemfile = "source 'x'\ngemspec\ngem 'benchmark'\ngem 'set'\ngem 'bigdecimal', '>= 3.0'\n"
+    tree = make_tree(tmp_path, {**FAKER, "Gemfile": gemfile})
+    plan = RUBY.plan(tree, inst(tree, "ruby", created_at="2024-06-19 17:27:35"),
+                     ["test/faker/default/test_faker_internet.rb"], ImageConfig())
+    assert plan.toolchain == "ruby 3.1"
+    assert "benchmark" not in plan.setup_commands[0] and "bigdecimal" not in plan.setup_commands[0]
+    assert "gems Ruby 3.1 ships, no package needed: benchmark 0.2.0, set 1.0.2, bigdecimal 3.1.1" in plan.notes
+
+
+def test_interpreter_gem_below_the_requirement_moves_the_suite(tmp_path, built):
+    """drb ~> 2.2 and base64 ~> 0.2 (fluentd 1.17): Ruby 3.1 ships 2.1.0 / 0.1.1 and Debian
+    bookworm packages neither, Ruby 3.3 (trixie) ships 2.2.0 / 0.2.0."""
+    spec = ("Gem::Specification.new do |s|\n  s.add_runtime_dependency('drb', ['~> 2.2'])\n"
+            "  s.add_runtime_dependency('base64', '~> 0.2')\nend\n")
+    tree = make_tree(tmp_path, {"x.gemspec": spec, "Gemfile": "gemspec\n", "test/test_x.rb": ""})
+    plan = RUBY.plan(tree, inst(tree, "ruby", created_at="2024-06-19 17:27:35"), ["test/test_x.rb"], ImageConfig())
+    assert plan.toolchain == "ruby 3.3" and built[-1][2] == "trixie"
+    assert any("drb 2.2.0" in n for n in plan.notes)
+    # and the refusal says what the interpreter has
+    with pytest.raises(EnvBuildError) as e:
+        RUBY.plan(tree, inst(tree, "ruby", created_at="2024-06-19 17:27:35"), ["test/test_x.rb"], ImageConfig(),
+                  request=PlanRequest(toolchain="<3.2"))
+    assert "drb ~> 2.2 (Ruby 3.1 ships 2.1.0)" in e.value.message
+    assert "drb ~> 2.2 (Ruby 2.7 has it in its standard library, not as a gem)" in e.value.message
+
+
+def test_interpreter_gems_data():
+    from agents.ecosystems.debian import interpreter_gems
+    gems = interpreter_gems()
+    assert gems["benchmark"] == {"bullseye": "0.1.0", "bookworm": "0.2.0", "trixie": "0.3.0"}
+    assert gems["drb"] == {"bullseye": "lib", "bookworm": "2.1.0", "trixie": "2.2.0"}
+    assert "webrick" not in gems["json"] and gems["webrick"] == {"bullseye": "1.6.1"}  # left Ruby in 3.0
+
+
+def test_development_pins_debian_misses_become_substitutions(tmp_path, built):
+    """faker-2970: the Gemfile of the gem pins minitest 5.23.1, test-unit 3.6.2, timecop 0.9.10:
+    Debian bookworm's versions are used and recorded; a runtime pin stays a hard requirement."""
+    gemfile = ("source 'x'\ngemspec\ngem 'benchmark'\ngem 'minitest', '5.23.1'\ngem 'test-unit', '3.6.2'\n"
+               "gem 'timecop', '0.9.10'\n")
+    tree = make_tree(tmp_path / "gem", {**FAKER, "faker.gemspec": FAKER_2970_GEMSPEC, "Gemfile": gemfile})
+    plan = RUBY.plan(tree, inst(tree, "ruby", created_at="2024-06-19 17:27:35"),
+                     ["test/faker/default/test_faker_internet.rb"], ImageConfig())
+    assert plan.toolchain == "ruby 3.1"
+    assert {"minitest 5.23.1: Debian bookworm has 5.17.0", "test-unit 3.6.2: Debian bookworm has 3.5.7",
+            "timecop 0.9.10: Debian bookworm has 0.9.6"} <= set(plan.substitutions)
+    app = make_tree(tmp_path / "app", {"Gemfile": "source 'x'\ngem 'minitest', '5.23.1'\n", "test/test_a.rb": ""})
+    with pytest.raises(EnvBuildError, match=r"minitest 5\.23\.1 \(Debian: 5\.17\.0\)"):
+        RUBY.plan(app, inst(app, "ruby"), ["test/test_a.rb"], ImageConfig())
+
+
+def test_debian_names_of_gems(tmp_path, built):
+    """parser is Debian's ruby-whitequark-parser, yajl-ruby its ruby-yajl (each ships that
+    gemspec); tzinfo-data's job is done by tzdata (a substitution)."""
+    spec = ("Gem::Specification.new do |s|\n  s.add_dependency('parser', '>= 3.0')\n"
+            "  s.add_dependency('yajl-ruby', '~> 1.0')\n  s.add_dependency('tzinfo-data', '~> 1.0')\n"
+            "  s.add_dependency('unicode-display_width', '>= 1.6')\n  s.add_dependency('regexp_parser', '>= 2.0')\nend\n")
+    tree = make_tree(tmp_path, {"x.gemspec": spec, "test/test_x.rb": ""})
+    plan = RUBY.plan(tree, inst(tree, "ruby", created_at="2024-06-19 17:27:35"), ["test/test_x.rb"], ImageConfig())
+    apt = plan.setup_commands[0].split()
+    assert {"ruby-whitequark-parser", "ruby-yajl", "tzdata", "ruby-unicode-display-width",
+            "ruby-regexp-parser"} <= set(apt)
+    assert any(s.startswith("tzinfo-data ~> 1.0: Debian's tzdata instead") for s in plan.substitutions)
+
+
+def test_aliases_name_real_debian_packages():
+    from agents.ecosystems.debian import debian_table, rubyphp_recipes
+    table = debian_table()
+    for gem, pkg in rubyphp_recipes()["ruby"]["aliases"].items():
+        assert pkg in table, (gem, pkg)
 
 
 def test_faker_like_project_builds_from_debian(tmp_path, built):
