@@ -13,8 +13,9 @@ fetch one from an unreachable host is repaired with Debian's source of that upst
 Toolchain: the Debian suite of the commit's era (the newest one released by ``created_at``, else
 the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfamily`).
 
-Setup compiles everything, so test runs (network none) only rebuild what the patches touched:
-- CMake: configure into /opt/build with the File API codemodel query, build all (``-k``);
+Setup compiles what the test runs use, so they (network none) only rebuild what the patches touched:
+- CMake: configure into /opt/build with the File API codemodel query, build the targets owning
+  the touched files (else every test target: ``cmake_tests.py --build-only``);
   test command: ``recipes/cmake_tests.py`` (installed at
   /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py`` and
   ``recipes/catch2_runs.py`` beside it) builds the targets owning the touched files and runs
@@ -29,7 +30,9 @@ Setup compiles everything, so test runs (network none) only rebuild what the pat
   ``make check TESTS=`` (builds the check programs, runs nothing); test command ``make check``
   (every test script; ids = script paths, ``tests/shtest``), parser ``automake_log``.
 - plain Makefile: ``make``; ``make -k check`` (or ``test``), parser ``automake_log`` (only
-  harnesses printing ``PASS: x`` lines give results; otherwise the run is "no tests").
+  harnesses printing ``PASS: x`` lines give results; otherwise the run is "no tests"). A
+  Makefile beside another build system is a route only when it has a check/test target (json's
+  maintainer Makefile is not).
 """
 
 from __future__ import annotations
@@ -203,7 +206,8 @@ def systems(tree: GitTree) -> list[str]:
         out.append("autotools")
     if top is not None and "cmake" not in out:
         out.append("cmake")
-    if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")):
+    mk = next((m for m in ("Makefile", "makefile", "GNUmakefile") if tree.exists(m)), None)
+    if mk is not None and (not out or re.search(r"^(?:check|test|tests)\s*:", tree.read(mk) or "", re.M)):
         out.append("make")
     return out
 
@@ -418,8 +422,11 @@ class CFamily:
             setup.append(install_helpers())
             setup.append(f"mkdir -p {BUILD_DIR}/.cmake/api/v1/query && touch {BUILD_DIR}/.cmake/api/v1/query/codemodel-v2"
                          f" && cmake -S /testbed -B {BUILD_DIR} -DCMAKE_BUILD_TYPE=None {' '.join(b.cmake_flags)}")
-            setup.append(f"cmake --build {BUILD_DIR} -j{JOBS} -- -k || "
-                         "echo 'swemint: some targets do not build at base_commit'")
+            # only the targets the test run will build (those owning the touched files, else the
+            # test targets): a whole large project (json: hundreds of test binaries) outlasts the
+            # setup step's time on a loaded host
+            setup.append(f"python3 {HELPER} {BUILD_DIR} --build-only --jobs {JOBS} -- "
+                         + " ".join(_q(t) for t in tests) + " || echo 'swemint: some targets do not build at base_commit'")
             junit = not b.gtest and version_key(cmake_version) >= (3, 21)
             args = f"--junit {JUNIT}" if junit else "--verbose"  # -V: a passing test's output (TAP) too
             test_command = (f"python3 {HELPER} {BUILD_DIR} {args} --jobs {JOBS} -- "

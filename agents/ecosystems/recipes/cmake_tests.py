@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build and run the CTest tests of the targets that own some files (run inside the container).
 
-Usage: cmake_tests.py BUILD_DIR [--junit FILE] [--verbose] [--jobs N] [--timeout S] -- FILE...
+Usage: cmake_tests.py BUILD_DIR [--junit FILE] [--verbose] [--jobs N] [--timeout S] [--build-only] -- FILE...
 
 FILE...: repository-relative paths (the files the test patch touches). Steps:
 1. re-run cmake on BUILD_DIR (a patch may have changed CMakeLists.txt);
@@ -35,6 +35,8 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
 8. so do the selected tests whose executable is a Catch2 (v2 or v3) binary, with Catch2's XML
    reporter, as ``<swemint-catch2>`` sections: per test case and section
    (``catch2_runs.py``, installed beside this file).
+``--build-only``: steps 1-3 only (the environment's setup builds what the test run will need,
+not every target of a large project: nlohmann/json has hundreds), exit 0.
 Exit code: ctest's (of the last round), or 2 when nothing could be selected. Standard library
 only (python3 >= 3.5).
 """
@@ -297,6 +299,8 @@ def main(argv):
         return 2
     opts, files = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     build, junit, verbose, jobs, timeout = opts[0], None, False, "2", "600"
+    build_only = "--build-only" in opts
+    opts = [o for o in opts if o != "--build-only"]
     i = 1
     while i < len(opts):
         if opts[i] == "--junit":
@@ -327,6 +331,8 @@ def main(argv):
             for a in arts:
                 if os.path.exists(a):
                     os.remove(a)
+    if build_only:
+        return 0
     names = set(t[0] for t in picked)
     arts = set(a for t in picked for a in t[3])
     selected = [n for n, c in tests

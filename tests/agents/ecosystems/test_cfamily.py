@@ -140,7 +140,10 @@ def test_cmake_plan_gtest_and_ctest_parsers(tmp_path, images):
     assert plan.test_command == (f"python3 {cfamily.HELPER} /opt/build --verbose --jobs 2 -- test/widget-test.cc")
     assert any("codemodel-v2" in c and "cmake -S /testbed -B /opt/build" in c and "-DWIDGET_TEST=ON" in c
                for c in plan.setup_commands)
-    assert any(c.startswith("cmake --build /opt/build") for c in plan.setup_commands)
+    # setup builds the targets the test run needs, not the whole project
+    assert any(c.startswith(f"python3 {cfamily.HELPER} /opt/build --build-only --jobs 2 -- test/widget-test.cc")
+               for c in plan.setup_commands)
+    assert not any(c.startswith("cmake --build /opt/build") for c in plan.setup_commands)
     # plain CTest tests: JUnit from ctest when the cmake is >= 3.21 (bookworm: 3.25), console before
     files["test/widget-test.cc"] = "int main() { return 0; }\n"
     tree = make_tree(tmp_path / "c", {**files, "test/CMakeLists.txt": "add_test(NAME t COMMAND t)\n"})
@@ -586,3 +589,42 @@ def test_helper_gives_catch2_binaries_case_and_section_ids(tmp_path):
                               "spdlog-utests::fmt::join / ranges", "spdlog-utests::pattern formatter > full level"]
     assert "spdlog-utests::passes" in g.PASS_TO_PASS and "plain" in g.PASS_TO_PASS
     assert test_name("spdlog-utests::pattern formatter > full level") == "pattern formatter"
+
+
+def test_a_makefile_beside_cmake_is_a_route_only_with_a_test_target(tmp_path):
+    """nlohmann/json: a maintainer Makefile (amalgamate, pretty) beside CMake; when the CMake
+    build failed, the loop's next route ran `make -k check`: "No rule to make target 'check'"."""
+    cm = "cmake_minimum_required(VERSION 3.1)\nproject(p)\nenable_testing()\n"
+    tree = make_tree(tmp_path / "a", {"CMakeLists.txt": cm, "Makefile": "amalgamate:\n\ttrue\n"})
+    assert cfamily.systems(tree) == ["cmake"]
+    tree = make_tree(tmp_path / "b", {"CMakeLists.txt": cm, "Makefile": "all:\n\ttrue\ncheck: all\n\ttrue\n"})
+    assert cfamily.systems(tree) == ["cmake", "make"]
+    tree = make_tree(tmp_path / "c", {"Makefile": "all:\n\ttrue\n", "a.c": "int main(void){return 0;}\n"})
+    assert cfamily.systems(tree) == ["make"]  # no other build system: the plain Makefile is the route
+
+
+def test_helper_build_only_builds_the_targets_owning_the_touched_files(tmp_path):
+    """The setup's `--build-only`: the target owning the touched file is built, the others are
+    not, and no test runs (real cmake on this host)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if not (shutil.which("cmake") and shutil.which("ctest") and shutil.which("cc")):
+        pytest.skip("cmake, ctest and a C compiler are needed on the host")
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "t1.c").write_text("int main(void) { return 1; }\n")
+    (src / "other.c").write_text("int main(void) { return 0; }\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
+        "add_executable(t1 t1.c)\nadd_test(NAME t1 COMMAND t1)\n"
+        "add_executable(other other.c)\nadd_test(NAME other COMMAND other)\n")
+    (build / ".cmake/api/v1/query").mkdir(parents=True)
+    (build / ".cmake/api/v1/query/codemodel-v2").touch()
+    subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
+    r = subprocess.run([sys.executable, str(cfamily.RECIPES / "cmake_tests.py"), str(build), "--build-only",
+                        "--", "t1.c"], cwd=src, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr  # t1 fails when run: it was not run
+    assert (build / "t1").exists() and not (build / "other").exists()
+    assert "Test #" not in r.stdout
