@@ -17,11 +17,12 @@ Setup compiles what the test runs use, so they (network none) only rebuild what 
 - CMake: configure into /opt/build with the File API codemodel query, build the targets owning
   the touched files (else every test target: ``cmake_tests.py --build-only``);
   test command: ``recipes/cmake_tests.py`` (installed at
-  /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py`` and
-  ``recipes/catch2_runs.py`` beside it) builds the targets owning the touched files and runs
-  their CTest tests; parser ``gtest_log`` (``ctest -V``) for GoogleTest, else ``ctest_junit``
-  (cmake >= 3.21, every test's whole output kept) or ``ctest_log`` (``ctest -V``: every test's
-  output); a CTest test printing a TAP stream is reported as its TAP tests (``uv_test::name``).
+  /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py``,
+  ``recipes/catch2_runs.py`` and ``recipes/ctest_reruns.py`` beside it) builds the targets
+  owning the touched files and runs their CTest tests; parser ``gtest_log`` (``ctest -V``) for
+  GoogleTest, else ``ctest_junit`` (cmake >= 3.21, every test's whole output kept) or
+  ``ctest_log`` (``ctest -V``: every test's output); a CTest test printing a TAP stream is
+  reported as its TAP tests (``uv_test::name``).
   Tests whose binary is a doctest binary run again with doctest's XML reporter, and their ids
   are its test cases and subcases (``envpool.testrun.polyglot.doctest_xml``); a Catch2 binary
   runs again with Catch2's XML reporter, its ids ``<ctest test>::<test case>[ > <section>]``
@@ -65,8 +66,9 @@ __all__ = ["ECOSYSTEM", "CBuild", "CFamily", "analyze", "era_gcc"]
 RECIPES = Path(__file__).parent / "recipes"
 BUILD_DIR = "/opt/build"
 HELPER = "/usr/local/libexec/swemint/cmake_tests.py"
-HELPER_FILES = ("cmake_tests.py", "doctest_runs.py", "catch2_runs.py")
-"""`recipes/` files installed beside each other in HELPER's folder (cmake_tests.py imports the other)."""
+HELPER_FILES = ("cmake_tests.py", "doctest_runs.py", "catch2_runs.py", "ctest_reruns.py")
+"""`recipes/` files installed beside each other in HELPER's folder (cmake_tests.py imports the
+runs modules, which import ctest_reruns.py)."""
 JUNIT = "/tmp/swemint-ctest.xml"
 JOBS = 2
 

@@ -1,8 +1,9 @@
 """Run the Catch2 binaries of CTest tests with Catch2's XML reporter (inside the container).
 
-Used by ``cmake_tests.py`` (installed beside it, with ``doctest_runs.py``) after its ctest run,
-so that a CTest test that is one Catch2 binary of many test cases (gabime/spdlog's
-``spdlog-utests``) has results per test case and section instead of one CTest result. For each
+Used by ``cmake_tests.py`` (installed beside it, with ``doctest_runs.py``; what the two share
+is in ``ctest_reruns.py``) after its ctest run, so that a CTest test that is one Catch2 binary
+of many test cases (gabime/spdlog's ``spdlog-utests``) has results per test case and section
+instead of one CTest result. For each
 selected CTest test whose command's executable is a Catch2 (v2 or v3) binary -- its file holds
 the ``A Catch2 test executable`` / ``A Catch test executable`` string of Catch2's
 ``--libidentify`` and ``<exe> --libidentify`` answers ``version: X.Y.Z`` with X >= 2 (the probe
@@ -31,13 +32,10 @@ stdout after ctest's output. Standard library only (python3 >= 3.5).
 
 import os
 import re
-import shlex
-import shutil
 import subprocess
-import sys
-import tempfile
 
-import doctest_runs  # noqa: E402  (installed beside this file)
+import ctest_reruns  # (installed beside this file)
+from ctest_reruns import log
 
 MARKERS = (b"A Catch2 test executable", b"A Catch test executable")
 """Catch2's ``--libidentify`` description (2.10+: "Catch2", 2.0-2.9: "Catch"), in every binary
@@ -64,7 +62,7 @@ _WITH_VALUE = {"-n", "--name", "-w", "--warn", "-d", "--durations", "-D",
 def catch2_version(exe, cwd, env):
     """(major, minor) of the Catch2 binary `exe` from ``exe --libidentify``; None when `exe` is
     not one (no marker in the file, no answer, or the probe fails)."""
-    if not (os.path.isfile(exe) and os.access(exe, os.X_OK) and any(doctest_runs.has_marker(exe, m) for m in MARKERS)):
+    if not (os.path.isfile(exe) and os.access(exe, os.X_OK) and any(ctest_reruns.has_marker(exe, m) for m in MARKERS)):
         return None
     try:
         out = subprocess.check_output([exe, "--libidentify"], cwd=cwd, env=env, stderr=subprocess.STDOUT,
@@ -114,61 +112,31 @@ def names_cases(specs):
 
 def section(name, rc, xml):
     """One ``<swemint-catch2>`` section (bytes) around Catch2's XML `xml`."""
-    return doctest_runs.section(name, 1, True, rc, xml, tag=TAG)
+    return ctest_reruns.section(TAG, name, 1, True, rc, xml)
 
 
 def run_catch2(build, names, timeout, prefix, junit):
     """Run the Catch2 binaries of the CTest tests `names` (None: all; module doc) and append
-    their sections to `junit` (None: print them). `prefix`: the command prefix the ctest round
-    ran under (``setpriv ...`` when tests refuse root), `timeout`: seconds per binary unless
-    the test sets TIMEOUT. Returns how many tests were run again."""
-    probed, sections, n = {}, [], 0
-    for name, cmd, cwd, env, tmo in doctest_runs.ctest_specs(build, names):
-        exe = os.path.realpath(cmd[0]) if os.path.isabs(cmd[0]) else shutil.which(cmd[0]) or cmd[0]
-        if exe not in probed:
-            probed[exe] = catch2_version(exe, cwd, env)
-        ver = probed[exe]
-        if ver is None:
-            continue
-        if ver < (2, 0):
-            log("%s: Catch %d.%d is not Catch2: its CTest result stands" % (name, ver[0], ver[1]))
-            continue
-        tmp = tempfile.mkdtemp(prefix="swemint-catch2-")
-        try:
+    their sections to `junit` (None: print them); a test whose command already names test cases
+    is not run again. `prefix`: the command prefix the ctest round ran under (``setpriv ...``
+    when tests refuse root), `timeout`: seconds per binary unless the test sets TIMEOUT.
+    Returns how many tests were run again."""
+    sections, n = [], 0
+    for name, cmd, cwd, env, tmo in ctest_reruns.framework_tests(build, names, timeout, catch2_version, (2, 0),
+                                                                 "Catch %d.%d is not Catch2"):
+        with ctest_reruns.report_folder(TAG, prefix) as tmp:
             report = os.path.join(tmp, "report.xml")
-            full, specs = xml_command(list(cmd), report)
+            full, specs = xml_command(cmd, report)
             if names_cases(specs):
                 log("%s runs named Catch2 test cases (%s): its CTest id is one test case" % (name, " ".join(specs)))
                 continue
             n += 1
-            if prefix:
-                env = dict(env, HOME="/tmp")
-                os.chmod(tmp, 0o777)
-            log("$ " + " ".join(shlex.quote(a) for a in prefix + full))
-            rc = doctest_runs.run_binary(prefix + full, cwd, env, tmo or float(timeout))
-            try:
-                with open(report, "rb") as f:
-                    xml = f.read()
-            except (IOError, OSError):
-                xml = b""
+            rc, xml = ctest_reruns.run_for_report(prefix, full, cwd, env, tmo, report)
             if b"<Catch" not in xml:
                 log("%s wrote no Catch2 XML report (exit %s): its CTest result stands" % (name, rc))
                 continue
             sections.append(section(name, rc, xml))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if sections:
-        if junit:
-            with open(junit, "ab") as f:
-                f.write(b"\n" + b"".join(sections))
-        else:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(b"".join(sections))
-            sys.stdout.flush()
+    ctest_reruns.write_sections(sections, junit)
     if n:
         log("catch2: %d CTest test(s) ran again with Catch2's XML reporter" % n)
     return n
-
-
-def log(msg):
-    doctest_runs.log(msg)

@@ -52,13 +52,14 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from envpool.testrun.outcome import TestStatus
 from envpool.testrun.parsers import worse
 from envpool.testrun.polyglot.common import Result, report_parser
-from envpool.testrun.polyglot.doctest_sections import DoctestRuns, Section, section_pattern, split_sections
+from envpool.testrun.polyglot.doctest_sections import DoctestRuns, Section, by_ctest, section_pattern, split_sections
+from envpool.testrun.polyglot.doctest_xml import CaseDoc, parse_documents
 
 SEP = " > "
 """Between a test case and a section (doctest's)."""
@@ -72,27 +73,13 @@ OK_TO_FAIL = ("[!mayfail]", "[!shouldfail]")
 
 
 @dataclass
-class Catch2Doc:
-    """One parsed Catch2 XML document: `cases` (test case name -> {id: status}), `crashed`
-    (test cases with a ``FatalErrorCondition``), `cut` (the test case the document ends
-    inside, None when none), `listed` (complete ``TestCase`` elements), `declared` (the sum of
-    the last ``OverallResultsCases``, None when absent), `complete` (the document ended)."""
+class Catch2Doc(CaseDoc):
+    """One parsed Catch2 XML document (`CaseDoc`): `crashed` holds the test cases with a
+    ``FatalErrorCondition``, `cut` the test case the document ends inside (None when none),
+    `listed` counts complete ``TestCase`` elements, `declared` is the sum of the last
+    ``OverallResultsCases``."""
 
-    cases: dict[str, dict[str, TestStatus]] = field(default_factory=dict)
-    crashed: list[str] = field(default_factory=list)
     cut: str | None = None
-    listed: int = 0
-    declared: int | None = None
-    complete: bool = False
-
-    @property
-    def statuses(self) -> dict[str, TestStatus]:
-        """Every id of the document -> its status (the worse where two test cases share one)."""
-        out: dict[str, TestStatus] = {}
-        for ids in self.cases.values():
-            for i, st in ids.items():
-                out[i] = worse(out.get(i), st)
-        return out
 
     def stop_reasons(self) -> list[str]:
         """Why the binary did not run all its test cases (module doc); [] when it did."""
@@ -226,15 +213,7 @@ def read_catch2_xml(raw: bytes) -> Catch2Doc | None:
 def parse_catch2_xml(raw: bytes) -> Result:
     """Parse Catch2 XML reports (one or several documents one after another; ids without a
     CTest name; module doc). A document that stopped early is an anomaly."""
-    res = Result(source="junit")
-    for part in re.split(rb"(?=<\?xml[\s?])", raw):
-        doc = read_catch2_xml(part)
-        if doc is None:
-            continue
-        for i, st in doc.statuses.items():
-            res.add(i, st)
-        res.anomalies += doc.anomalies()
-    return res
+    return parse_documents(raw, read_catch2_xml)
 
 
 def split_catch2_sections(raw: bytes | str, after: int = 0) -> tuple[bytes | str, list[Section]]:
@@ -252,11 +231,7 @@ def catch2_runs(sections: list[Section]) -> DoctestRuns:
     counts a test absent before only where the test_patch names it,
     `agents.verification.aborted_before_scope`). `reported`: every ctest test with a report."""
     out = DoctestRuns()
-    by_test: dict[str, list[Section]] = {}
-    for s in sections:
-        if s.doc is not None:
-            by_test.setdefault(s.ctest, []).append(s)
-    for name, secs in by_test.items():
+    for name, secs in by_ctest(sections).items():
         out.reported.add(name)
         stopped, failing = False, False
         for s in secs:

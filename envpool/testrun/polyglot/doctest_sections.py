@@ -104,6 +104,16 @@ class DoctestRuns:
             res.unit_failed(label)
 
 
+def by_ctest(sections: list[Section]) -> dict[str, list[Section]]:
+    """The `sections` that have a document, by ctest test (tests in order of first appearance,
+    each test's sections in their order)."""
+    out: dict[str, list[Section]] = {}
+    for s in sections:
+        if s.doc is not None:
+            out.setdefault(s.ctest, []).append(s)
+    return out
+
+
 def doctest_runs(sections: list[Section]) -> DoctestRuns:
     """Combine `sections` (any order). Per ctest test: its final round gives every id; an
     earlier round only the test cases that crashed in it (later rounds exclude them, and the
@@ -112,11 +122,7 @@ def doctest_runs(sections: list[Section]) -> DoctestRuns:
     nonzero exit with no failing id keeps the ctest-level FAILED beside the doctest ids).
     Anomalies: a final document's (`DoctestDoc.anomalies`)."""
     out = DoctestRuns()
-    by_test: dict[str, list[Section]] = {}
-    for s in sections:
-        if s.doc is not None:
-            by_test.setdefault(s.ctest, []).append(s)
-    for name, secs in by_test.items():
+    for name, secs in by_ctest(sections).items():
         secs.sort(key=lambda s: (s.final, s.round))
         final = secs[-1]
         earlier: set[str] = set()

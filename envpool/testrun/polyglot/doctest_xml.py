@@ -1,5 +1,6 @@
 """doctest (doctest/doctest, 2.3+) XML reports: ids per test case and subcase (`doctest_sections`
-reads the helper's runs of them after ctest).
+reads the helper's runs of them after ctest). `CaseDoc` and `parse_documents` serve Catch2's
+reports too (`catch2_xml`).
 
 Source: ``<binary> --reporters=xml --out=FILE`` (doctest's `XmlReporter`). Shape, as doctest
 2.4 writes it (golden files in tests/data/polyglot/doctest*.xml)::
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from envpool.testrun.outcome import TestStatus
@@ -57,11 +59,11 @@ FAILING_MESSAGES = ("ERROR", "FATAL ERROR")
 
 
 @dataclass
-class DoctestDoc:
-    """One parsed doctest XML document: `cases` (test case name -> {id: status}), `crashed`
-    (test case names whose run crashed or was cut off), `listed` (``TestCase`` elements),
-    `declared` (the sum of ``OverallResultsTestCases``, None when absent), `complete` (the
-    document ended)."""
+class CaseDoc:
+    """One parsed XML report of test cases (doctest's `DoctestDoc`, Catch2's
+    `catch2_xml.Catch2Doc`): `cases` (test case name -> {id: status}), `crashed` (test cases
+    whose run crashed, as each kind says), `listed` (``TestCase`` elements), `declared` (the
+    test cases the report's totals count, None when absent), `complete` (the document ended)."""
 
     cases: dict[str, dict[str, TestStatus]] = field(default_factory=dict)
     crashed: list[str] = field(default_factory=list)
@@ -77,6 +79,17 @@ class DoctestDoc:
             for i, st in ids.items():
                 out[i] = worse(out.get(i), st)
         return out
+
+    def anomalies(self) -> list[str]:
+        """Why this document must not be trusted (each kind's own rules and label)."""
+        raise NotImplementedError
+
+
+@dataclass
+class DoctestDoc(CaseDoc):
+    """One parsed doctest XML document (`CaseDoc`): `crashed` holds the test case names whose
+    run crashed or was cut off, `listed` counts ``TestCase`` elements, `declared` is the sum of
+    ``OverallResultsTestCases``."""
 
     def anomalies(self, label: str = "doctest") -> list[str]:
         """Why this document must not be trusted (module doc), each naming `label`."""
@@ -212,12 +225,13 @@ def read_doctest_xml(raw: bytes) -> DoctestDoc | None:
     return doc
 
 
-@report_parser(raw=True)
-def parse_doctest_xml(raw: bytes) -> Result:
-    """Parse doctest XML reports (one or several documents one after another; module doc)."""
+def parse_documents(raw: bytes, read: Callable[[bytes], CaseDoc | None]) -> Result:
+    """The ids and anomalies of the XML reports in `raw` (one or several documents one after
+    another, split before each ``<?xml`` declaration), each part read by `read` (None: not one
+    of its documents, skipped)."""
     res = Result(source="junit")
     for part in re.split(rb"(?=<\?xml[\s?])", raw):
-        doc = read_doctest_xml(part)
+        doc = read(part)
         if doc is None:
             continue
         for i, st in doc.statuses.items():
@@ -225,3 +239,8 @@ def parse_doctest_xml(raw: bytes) -> Result:
         res.anomalies += doc.anomalies()
     return res
 
+
+@report_parser(raw=True)
+def parse_doctest_xml(raw: bytes) -> Result:
+    """Parse doctest XML reports (one or several documents one after another; module doc)."""
+    return parse_documents(raw, read_doctest_xml)

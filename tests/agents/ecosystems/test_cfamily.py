@@ -163,8 +163,8 @@ def test_helper_is_installed_verbatim(tmp_path, images):
     written = {m.group(2).rsplit("/", 1)[-1]: base64.b64decode(m.group(1))
                for m in re.finditer(r"echo (\S+) \| base64 -d > (\S+)", cmd)}
     assert written == {n: (cfamily.RECIPES / n).read_bytes() for n in ("cmake_tests.py", "doctest_runs.py",
-                                                                       "catch2_runs.py")}
-    assert all(f"/usr/local/libexec/swemint/{n}" in cmd for n in written)  # beside each other: one imports the other
+                                                                       "catch2_runs.py", "ctest_reruns.py")}
+    assert all(f"/usr/local/libexec/swemint/{n}" in cmd for n in written)  # beside each other: they import one another
 
 
 def test_era_and_standard_choose_gcc(tmp_path, images):
@@ -479,7 +479,7 @@ def test_helper_runs_doctest_binaries_as_the_uid_ctest_ran_them(tmp_path):
 
 
 def _catch2_runs():
-    """recipes/catch2_runs.py as a module (it imports doctest_runs from its own folder)."""
+    """recipes/catch2_runs.py as a module (it imports ctest_reruns from its own folder)."""
     import sys
 
     sys.path.insert(0, str(cfamily.RECIPES))

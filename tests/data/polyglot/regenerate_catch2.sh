@@ -21,11 +21,7 @@
 # Paths are rewritten to /testbed (source) and /opt/build (build folder); timings and v3's
 # rng-seed change on every run, the tests assert ids and statuses only.
 set -euo pipefail
-OUT="$(cd "$(dirname "$0")" && pwd)"
-HELPER="$OUT/../../../agents/ecosystems/recipes/cmake_tests.py"
-W="$(mktemp -d)"
-trap 'rm -rf "$W"' EXIT
-mkdir -p "$W/src" && cd "$W/src"
+source "$(dirname "$0")/ctest_goldens.sh"  # OUT, HELPER, W; in $W/src; helper_runs, golden
 cat > edge.cpp <<'EOF'
 #ifdef CATCH2_V3
 #include "catch_amalgamated.hpp"
@@ -133,18 +129,13 @@ if [ -n "${CATCH2_V3:-}" ]; then
   rm -f catch_amalgamated.hpp catch_amalgamated.cpp catch3.o edge3 crash3
 fi
 rm -f edge crash
-B="$W/build"
-mkdir -p "$B/.cmake/api/v1/query" && touch "$B/.cmake/api/v1/query/codemodel-v2"
-cmake -S . -B "$B" > /dev/null && nice -n 19 cmake --build "$B" -j2 > /dev/null
-R="s#$W/src#/testbed#g; s#$W/build#/opt/build#g; s#/tmp/swemint-catch2-[A-Za-z0-9_]*#/tmp/swemint-catch2-x#g"
-python3 "$HELPER" "$B" --junit "$W/ctest.xml" -- utests.cpp crash.cpp discovered.cpp plain.cpp > /dev/null || true
-python3 "$HELPER" "$B" --verbose -- utests.cpp crash.cpp discovered.cpp plain.cpp > "$W/ctest.log" 2>&1 || true
-sed "$R" "$W/edge.xml" > "$OUT/catch2.xml"
-sed "$R" "$W/crash.xml" > "$OUT/catch2_crash.xml"
+helper_runs utests.cpp crash.cpp discovered.cpp plain.cpp
+golden catch2 "$W/edge.xml" catch2.xml
+golden catch2 "$W/crash.xml" catch2_crash.xml
 if [ -n "${CATCH2_V3:-}" ]; then
-  sed "$R" "$W/edge3.xml" > "$OUT/catch2_v3.xml"
-  sed "$R" "$W/crash3.xml" > "$OUT/catch2_v3_crash.xml"
+  golden catch2 "$W/edge3.xml" catch2_v3.xml
+  golden catch2 "$W/crash3.xml" catch2_v3_crash.xml
 fi
-sed "$R" "$W/ctest.xml" > "$OUT/ctest_junit_catch2.xml"
-sed "$R" "$W/ctest.log" > "$OUT/ctest_catch2.log"
+golden catch2 "$W/ctest.xml" ctest_junit_catch2.xml
+golden catch2 "$W/ctest.log" ctest_catch2.log
 echo "regenerated the Catch2 goldens into $OUT"

@@ -16,11 +16,7 @@
 # Paths are rewritten to /testbed (source) and /opt/build (build folder); timings change on
 # every run, the tests assert ids and statuses only.
 set -euo pipefail
-OUT="$(cd "$(dirname "$0")" && pwd)"
-HELPER="$OUT/../../../agents/ecosystems/recipes/cmake_tests.py"
-W="$(mktemp -d)"
-trap 'rm -rf "$W"' EXIT
-mkdir -p "$W/src" && cd "$W/src"
+source "$(dirname "$0")/ctest_goldens.sh"  # OUT, HELPER, W; in $W/src; helper_runs, golden
 printf '#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN\n#include <doctest/doctest.h>\n' > main.cpp
 cat > edge.cpp <<'EOF'
 #include <doctest/doctest.h>
@@ -107,14 +103,9 @@ g++ -c main.cpp -o main.o
 g++ edge.cpp main.o -o edge && g++ crash.cpp main.o -o crash
 ./edge --reporters=xml --out="$W/edge.xml" || true
 ./crash --reporters=xml --out="$W/crash.xml" 2>/dev/null || true
-B="$W/build"
-mkdir -p "$B/.cmake/api/v1/query" && touch "$B/.cmake/api/v1/query/codemodel-v2"
-cmake -S . -B "$B" > /dev/null && cmake --build "$B" -j2 > /dev/null
-R="s#$W/src#/testbed#g; s#$W/build#/opt/build#g; s#/tmp/swemint-doctest-[A-Za-z0-9_]*#/tmp/swemint-doctest-x#g"
-python3 "$HELPER" "$B" --junit "$W/ctest.xml" -- unit-udt.cpp crash.cpp plain.cpp > /dev/null || true
-python3 "$HELPER" "$B" --verbose -- unit-udt.cpp crash.cpp plain.cpp > "$W/ctest.log" 2>&1 || true
-sed "$R" "$W/edge.xml" > "$OUT/doctest.xml"
-sed "$R" "$W/crash.xml" > "$OUT/doctest_crash.xml"
-sed "$R" "$W/ctest.xml" > "$OUT/ctest_junit_doctest.xml"
-sed "$R" "$W/ctest.log" > "$OUT/ctest_doctest.log"
+helper_runs unit-udt.cpp crash.cpp plain.cpp
+golden doctest "$W/edge.xml" doctest.xml
+golden doctest "$W/crash.xml" doctest_crash.xml
+golden doctest "$W/ctest.xml" ctest_junit_doctest.xml
+golden doctest "$W/ctest.log" ctest_doctest.log
 echo "regenerated the doctest goldens into $OUT"

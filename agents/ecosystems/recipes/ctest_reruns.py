@@ -1,0 +1,160 @@
+"""What ``doctest_runs.py`` and ``catch2_runs.py`` share (inside the container): running the
+binaries of CTest tests again with a framework's XML reporter, and adding the reports after the
+ctest run as ``<swemint-TAG>`` sections.
+
+Installed beside ``cmake_tests.py`` with them (``agents/ecosystems/cfamily.py``). Each selected
+CTest test (``ctest --show-only=json-v1``: its command, WORKING_DIRECTORY, ENVIRONMENT and
+TIMEOUT) whose executable the framework's probe recognizes at a version new enough (asked once
+per executable) runs again, writing its report into a fresh folder, as the same user as the
+ctest round (its command prefix, ``setpriv ...`` when tests refuse root: then with HOME=/tmp
+and a folder everyone may write); the sections are appended to the ``--output-junit`` file, or
+printed to stdout after ctest's output. Standard library only (python3 >= 3.5).
+"""
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from xml.sax.saxutils import quoteattr
+
+
+def log(msg):
+    print("swemint-cmake-tests: " + msg, flush=True)
+
+
+def has_marker(path, marker):
+    """Whether the file `path` contains `marker` (a framework's string in every binary that
+    links it; read in chunks)."""
+    try:
+        with open(path, "rb") as f:
+            tail = b""
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    return False
+                if marker in tail + chunk:
+                    return True
+                tail = chunk[-len(marker):]
+    except (IOError, OSError):
+        return False
+
+
+def ctest_specs(build, names):
+    """[(name, command, working directory, environment, timeout or None)] of the CTest tests
+    `names` (None: all) from ``ctest --show-only=json-v1``."""
+    try:
+        raw = subprocess.check_output(["ctest", "--show-only=json-v1"], cwd=build)
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    out = []
+    for t in json.loads(raw.decode("utf-8", "replace")).get("tests", []):
+        props = {p.get("name"): p.get("value") for p in t.get("properties", [])}
+        if names is not None and t.get("name") not in names or not t.get("command") or props.get("DISABLED"):
+            continue
+        env = dict(os.environ)
+        for kv in props.get("ENVIRONMENT") or []:
+            k, _, v = kv.partition("=")
+            env[k] = v
+        try:
+            tmo = float(props.get("TIMEOUT")) if props.get("TIMEOUT") else None
+        except (TypeError, ValueError):
+            tmo = None
+        out.append((t.get("name"), t["command"], props.get("WORKING_DIRECTORY") or build, env, tmo))
+    return out
+
+
+def framework_tests(build, names, timeout, probe, floor, too_old):
+    """Yield (name, command (a list), working directory, environment, seconds) for each CTest
+    test `names` (None: all; `ctest_specs`) whose executable `probe(exe, cwd, env)` gives a
+    version (major, minor) of at least `floor` for (asked once per executable, the first time a
+    test runs it). A test whose executable is an older version is logged (`too_old` % version:
+    why its CTest result stands) and skipped. `seconds`: the test's TIMEOUT, else `timeout`."""
+    probed = {}
+    for name, cmd, cwd, env, tmo in ctest_specs(build, names):
+        exe = os.path.realpath(cmd[0]) if os.path.isabs(cmd[0]) else shutil.which(cmd[0]) or cmd[0]
+        if exe not in probed:
+            probed[exe] = probe(exe, cwd, env)
+        ver = probed[exe]
+        if ver is None:
+            continue
+        if ver < floor:
+            log("%s: %s: its CTest result stands" % (name, too_old % ver))
+            continue
+        yield name, list(cmd), cwd, env, tmo or float(timeout)
+
+
+@contextlib.contextmanager
+def report_folder(tag, prefix):
+    """A fresh folder ``swemint-TAG-*`` for a binary's reports, which everyone may write when
+    the runs go under the command prefix `prefix` (the unprivileged user); removed afterwards."""
+    tmp = tempfile.mkdtemp(prefix="swemint-%s-" % tag)
+    try:
+        if prefix:
+            os.chmod(tmp, 0o777)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_binary(cmd, cwd, env, timeout):
+    """Run `cmd`; at `timeout` seconds SIGTERM (doctest and Catch2 then still close their
+    report), SIGKILL 10 s later. Returns its exit code (None when it had to be killed)."""
+    with open(os.devnull, "wb") as null:
+        try:
+            p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=null, stderr=null)
+        except OSError as e:
+            log("cannot run %s: %s" % (cmd[0], e))
+            return 127
+        try:
+            return p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            log("%s timed out after %s s" % (cmd[0], timeout))
+            return None
+
+
+def run_for_report(prefix, cmd, cwd, env, timeout, report):
+    """Log and run `prefix` + `cmd` (`run_binary`; under a prefix with HOME=/tmp). Returns (its
+    exit code, the report file `report` it wrote: bytes, b"" when it wrote none)."""
+    full = prefix + cmd
+    log("$ " + " ".join(shlex.quote(a) for a in full))
+    rc = run_binary(full, cwd, dict(env, HOME="/tmp") if prefix else env, timeout)
+    try:
+        with open(report, "rb") as f:
+            return rc, f.read()
+    except (IOError, OSError):
+        return rc, b""
+
+
+def section(tag, name, rnd, final, rc, xml):
+    """One ``<swemint-TAG ctest="NAME" round="N" final="true|false" exit="RC">`` section (bytes)
+    around the XML report `xml` (without its declaration)."""
+    body = re.sub(rb"^\s*<\?xml[^>]*\?>\s*", b"", xml)
+    head = "<swemint-%s ctest=%s round=\"%d\" final=\"%s\" exit=\"%s\">\n" % (
+        tag, quoteattr(name), rnd, "true" if final else "false", "" if rc is None else rc)
+    return head.encode("utf-8") + body.rstrip() + ("\n</swemint-%s>\n" % tag).encode("ascii")
+
+
+def write_sections(sections, junit):
+    """Append `sections` (bytes; none: nothing) to the file `junit`, after a newline (None:
+    print them to stdout)."""
+    if not sections:
+        return
+    if junit:
+        with open(junit, "ab") as f:
+            f.write(b"\n" + b"".join(sections))
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(b"".join(sections))
+        sys.stdout.flush()
