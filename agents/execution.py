@@ -69,7 +69,8 @@ class SetupOutcome(BaseModel):
     script). `env`: the environment of setup commands (baked into the image); `test_env`: the
     environment of test runs. `failed`: (command, exit code) of attempts that failed and were
     repaired or skipped. `diagnosis`: why it failed (`ok` False). `installed_packages`: a
-    freeze of what was installed, where the ecosystem has one.
+    freeze of what was installed, where the ecosystem has one. `timed_out`: the step that failed
+    ran out of its time (`timeouts.setup_step`), which says nothing of the plan on a loaded host.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -79,6 +80,7 @@ class SetupOutcome(BaseModel):
     test_env: dict[str, str] = Field(default_factory=dict)
     failed: list[tuple[str, int]] = Field(default_factory=list)
     installed_packages: str = ""
+    timed_out: bool = False
     reason: str = ""
     diagnosis: Diagnosis | None = None
 
@@ -185,7 +187,7 @@ def run_setup(job: Job) -> SetupOutcome:
             diag = diagnose(r.output, eco.name, plan.toolchain, eco=eco)
             failed.append((cmd, r.exit_code or 0))
             return SetupOutcome(ok=False, commands=done, env=dict(plan.env), failed=failed, reason=reason,
-                                diagnosis=diag)
+                                diagnosis=diag, timed_out=r.timed_out)
         done.append(cmd)
     return SetupOutcome(ok=True, commands=done, env=dict(plan.env), test_env=dict(plan.env), failed=failed)
 

@@ -202,7 +202,7 @@ class Loop(Planner):
         env: Environment | None = None
         source = "first"
         verdict: Verdict | None = None
-        verdict_round, verdict_env, last_failure = 0, None, ""
+        verdict_round, verdict_env, last_failure, last_timed_out = 0, None, "", False
         for n in range(1, self.cfg.loop.max_rounds + 1):
             if run.remaining() < 30:
                 raise SandboxTimeout("instance time limit reached between rounds", instance_id=run.iid,
@@ -213,6 +213,7 @@ class Loop(Planner):
             record.source = env.source if env else "built"
             if env is None:
                 last_failure = outcome.reason or "setup failed"
+                last_timed_out = bool(getattr(outcome, "timed_out", False))
                 record.outcome, record.reason = "replan", outcome.reason[:300]
                 next_step = self.on_setup_failure(outcome)
                 record.feedback = next_step or ""
@@ -244,6 +245,8 @@ class Loop(Planner):
             else:  # replan / rebuild
                 source = "build"
         if verdict is None:
+            if last_timed_out:  # the last build ran out of time: `timeout`, retried by a rerun, never final
+                raise SandboxTimeout(last_failure, instance_id=run.iid, log_path=run.log_path)
             raise EnvBuildError(last_failure or "no round produced an environment", instance_id=run.iid,
                                 log_path=run.log_path)
         if last_failure and verdict_round < len(run.res.rounds):  # a later round's build failed: say so

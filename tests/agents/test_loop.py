@@ -478,3 +478,22 @@ def test_a_file_the_mirror_lacks_that_the_run_names_is_said_in_the_reason(tmp_pa
     assert res.outcome != "verified"
     assert "the mirror lacks 1 file(s) this run names: data/eopc04.1962-now" in res.reason
     assert "other.dat" not in res.reason
+
+
+def test_a_setup_step_that_runs_out_of_time_ends_timeout_not_env_failed(tmp_path, monkeypatch):
+    """hashicorp/terraform-34580 on a 2-core host at load 13: compiling the test binary outlasted
+    the setup step's time in every round. That says nothing of the plan, so the row is `timeout`
+    (a rerun retries it), not a final `env_failed`; a step that fails on its own stays env_failed."""
+    from envpool.sandbox import ExecResult
+
+    force_ecosystem(monkeypatch, Toy())
+    inst, git_dir = instance_on(tmp_path)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"^fetch-deps", lambda cmd, sb: ExecResult(command=cmd, exit_code=0, output="compiling", duration=10_000.0))
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    assert res.outcome == "timeout", res.reason
+    assert "timed out" in res.reason
+    f2 = FakeSandboxFactory(run_id="t")
+    f2.on(r"^fetch-deps", lambda cmd, sb: (1, "no such module"))
+    res2 = mint_instance(inst, git_dir, config(tmp_path / "2"), factory=f2)
+    assert res2.outcome == "env_failed", res2.reason
