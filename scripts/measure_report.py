@@ -544,7 +544,7 @@ def render_markdown(rep: dict) -> str:
             got = (f"{r['outcome']}, recall {_f(r['f2p_recall'])}, precision {_f(r['f2p_precision'])}"
                    if r["finished"] else f"not run ({r['not_run']})")
             L.append(f"- {r['instance_id']}: {r['network_bound']} — {got}")
-        nr = [r for r in rep["rows"] if not r["finished"]]
+        nr = [r for r in rep["rows"] if not r["finished"] and not r["network_bound"]]  # those are listed apart
         L += ["", f"### Not run ({len(nr)})", ""]
         L += [f"- {r['instance_id']} ({r['repo']}): {r['not_run']}" for r in nr] or ["none"]
         lt = rep["languages"]
