@@ -61,3 +61,36 @@ def test_a_stream_cut_short_or_a_wrong_count_is_an_anomaly():
     assert any("no closing plan" in a for a in P.check(cut))
     assert P.check(ONE.replace("# tests 3", "# tests 9")) == ["ava tests: the runner reports 9, 3 parsed"]
     assert P.check("") == []  # nothing ran: no report, not a forged one
+
+
+LOAD_ERROR = """TAP version 13
+not ok 1 - file:///testbed/test/chalk.js:2
+import chalk, {Chalk, chalkStderr} from '../source/index.js';
+               ^^^^^
+SyntaxError: The requested module '../source/index.js' does not provide an export named 'Chalk'
+  ---
+    name: SyntaxError
+    message: >-
+      The requested module '../source/index.js' does not provide an export named
+      'Chalk'
+    at: ''
+  ...
+not ok 2 - test/chalk.js exited with a non-zero exit code: 1
+ok 3 - visible › works
+
+1..1
+# tests 1
+# pass 1
+# fail 2
+"""
+
+
+def test_an_error_while_a_file_loads_is_a_unit_error_not_a_test():
+    """chalk-432 (ava 6): the test file imports what the fix adds, so it throws while loading;
+    AVA titles that failure by its location and counts it in `# fail`, not in `# tests`. It was
+    parsed as a test, so the count check failed and the run was not graded."""
+    res = P.run(LOAD_ERROR)
+    assert not res.anomalies, res.anomalies
+    rep = res.report()
+    assert list(rep.statuses) == ["visible › works"]
+    assert "test/chalk.js" in rep.collection_errors
