@@ -84,7 +84,10 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
         return (f"{prefix}{env}{jest} {opts}--json --outputFile={REPORT_PATH} --runTestsByPath {files}",
                 REPORT_PATH, "jest_json")
     if a.runner == "ava":
-        return f"{prefix}{ava_command(env + run('ava'), opts + files)}", None, "ava_tap"
+        # AVA treats files named `_*` as helpers, not tests; named on its command line they run as
+        # tests and fail with "No tests found in ..." (chalk-359's test/_fixture.js)
+        ava_files = " ".join(shlex.quote(f) for f in rel if not PurePosixPath(f).name.startswith("_")) or files
+        return f"{prefix}{ava_command(env + run('ava'), opts + ava_files)}", None, "ava_tap"
     return (f"{prefix}{env}{run('mocha')} {opts}--reporter json {files}", None, "mocha_json")
 
 

@@ -14,6 +14,7 @@ files run on both sides, so both sides use the same form.
 | ``not ok N - <file> exited with a non-zero ...`` | the file failed: a unit error   |
 | ``not ok N - SomeError: message``                | an uncaught exception: unit error |
 | ``not ok N - file:///path/x.js:LINE``            | an error while the file loads (AVA 6): unit error |
+| ``not ok N - No tests found in <file>, ...``     | a file with no test: unit error   |
 
 ``# tests N`` (results without todos and unit errors) is cross-checked; ``1..N`` ends the run.
 Source: AVA's ``lib/reporters/tap.js`` (``supertap``), seen with ava 6.4.
@@ -39,6 +40,7 @@ _LINE = re.compile(r"^(not )?ok \d+ - (.*?)\s*$")
 _DIRECTIVE = re.compile(r"^(.*?)\s+# (SKIP|TODO)\b.*$", re.I)
 _EXITED = re.compile(r"^(.+?) exited with a non-zero exit code: -?\d+$|^(.+?) exited due to \w+$")
 _UNCAUGHT = re.compile(r"^(?:[A-Z][a-z0-9]*)*(?:Error|Exception): ")
+_NO_TESTS = re.compile(r"^No tests found in (\S+?),")  # a file that declares no test (an `_` helper named to AVA)
 _AT_LOAD = re.compile(r"^file://\S+:\d+$")  # AVA 6: an error thrown while a file loads, titled by its location
 _TESTS = re.compile(r"^# tests (\d+)\s*$")
 _PLAN = re.compile(r"^1\.\.\d+\s*$")
@@ -79,6 +81,9 @@ def _parse_tap(text: str) -> Result:
             exited = _EXITED.match(title)
             if failed and exited:
                 res.unit_failed(exited.group(1) or exited.group(2))
+                continue
+            if failed and (nt := _NO_TESTS.match(title)):
+                res.unit_failed(nt.group(1))
                 continue
             if failed and (_UNCAUGHT.match(title) or _AT_LOAD.match(title)):
                 res.unit_failed(f"uncaught: {title[:200]}")

@@ -243,6 +243,10 @@ def test_ava_runs_the_touched_files_with_its_tap_reporter():
     assert "{ ava --tap --timeout=1m test/hooks.ts test/fetch.ts; } > /tmp/swemint-node/ava-tap.log" in plan.test_command
     assert "then echo 'swemint-ava: " in plan.test_command  # the console rerun when the TAP reporter dies
     assert "; ava --verbose --timeout=1m test/hooks.ts test/fetch.ts 2>&1; else (exit $rc); fi" in plan.test_command
+    # a helper file (`_*`, not a test for AVA) the test_patch touches is not named to AVA
+    a = analyze(tree, inst(), ["test/_fixture.js", "test/chalk.js"])
+    plan = build_plan(a, choice())
+    assert "{ ava --tap --timeout=1m test/chalk.js; }" in plan.test_command and "_fixture" not in plan.test_command
 
 
 FAKE_AVA = """#!/bin/bash

@@ -42,7 +42,7 @@ not ok 4 - fails
 # tests 3
 # pass 1
 # skip 1
-# fail 2
+# fail 3
 """
 
 
@@ -76,12 +76,13 @@ SyntaxError: The requested module '../source/index.js' does not provide an expor
     at: ''
   ...
 not ok 2 - test/chalk.js exited with a non-zero exit code: 1
-ok 3 - visible › works
+not ok 3 - No tests found in test/_fixture.js, make sure to import "ava" at the top of your test file
+ok 4 - visible › works
 
 1..1
 # tests 1
 # pass 1
-# fail 2
+# fail 3
 """
 
 
@@ -93,4 +94,4 @@ def test_an_error_while_a_file_loads_is_a_unit_error_not_a_test():
     assert not res.anomalies, res.anomalies
     rep = res.report()
     assert list(rep.statuses) == ["visible › works"]
-    assert "test/chalk.js" in rep.collection_errors
+    assert "test/chalk.js" in rep.collection_errors and "test/_fixture.js" in rep.collection_errors
