@@ -591,7 +591,8 @@ def render_markdown(rep: dict) -> str:
         for lang, t in rep["times"].items():
             L.append(f"| {lang} | {t['n']} | {_f(t['median_s'], 0)} | {_f(t['p90_s'], 0)} | {_pct(t['test_share'])} |")
         d = rep["disk"]
-        L += ["", "## 6. Disk per verified instance (unique image bytes, `docker system df -v`; MB = 10^6 bytes)", ""]
+        L += ["", "## 6. Disk per verified instance (unique image bytes: `docker system df -v` now, or at record time for a "
+              "ledger row; MB = 10^6 bytes; 0 when every layer is shared with another image)", ""]
         if not d["available"]:
             L.append(d["note"])
         else:
