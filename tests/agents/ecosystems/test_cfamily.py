@@ -254,20 +254,14 @@ def test_helper_runs_the_dependents_of_a_fixture_setup_that_fails(tmp_path):
 
     if not (shutil.which("cmake") and shutil.which("ctest") and shutil.which("cc")):
         pytest.skip("cmake, ctest and a C compiler are needed on the host")
-    src, build = tmp_path / "src", tmp_path / "build"
-    src.mkdir()
-    (src / "t1.c").write_text("int main(void) { return 0; }\n")
-    (src / "other.c").write_text("int main(void) { return 0; }\n")
-    (src / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
-        "add_executable(t1 t1.c)\n"
-        'add_test(NAME download_test_data COMMAND sh -c "echo no network; exit 1")\n'
-        "set_tests_properties(download_test_data PROPERTIES FIXTURES_SETUP TEST_DATA)\n"
-        "add_test(NAME t1 COMMAND t1)\nset_tests_properties(t1 PROPERTIES FIXTURES_REQUIRED TEST_DATA)\n"
-        "add_executable(other other.c)\nadd_test(NAME other COMMAND other)\n")
-    (build / ".cmake/api/v1/query").mkdir(parents=True)
-    (build / ".cmake/api/v1/query/codemodel-v2").touch()
-    subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
+    src, build = _configured(tmp_path, {
+        "t1.c": "int main(void) { return 0; }\n", "other.c": "int main(void) { return 0; }\n",
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
+                          "add_executable(t1 t1.c)\n"
+                          'add_test(NAME download_test_data COMMAND sh -c "echo no network; exit 1")\n'
+                          "set_tests_properties(download_test_data PROPERTIES FIXTURES_SETUP TEST_DATA)\n"
+                          "add_test(NAME t1 COMMAND t1)\nset_tests_properties(t1 PROPERTIES FIXTURES_REQUIRED TEST_DATA)\n"
+                          "add_executable(other other.c)\nadd_test(NAME other COMMAND other)\n"})
     junit = tmp_path / "j.xml"
     r = subprocess.run([sys.executable, str(cfamily.RECIPES / "cmake_tests.py"), str(build), "--junit", str(junit),
                         "--", "t1.c"], cwd=src, capture_output=True, text=True, timeout=300)
@@ -612,19 +606,28 @@ def test_helper_build_only_builds_the_targets_owning_the_touched_files(tmp_path)
 
     if not (shutil.which("cmake") and shutil.which("ctest") and shutil.which("cc")):
         pytest.skip("cmake, ctest and a C compiler are needed on the host")
-    src, build = tmp_path / "src", tmp_path / "build"
-    src.mkdir()
-    (src / "t1.c").write_text("int main(void) { return 1; }\n")
-    (src / "other.c").write_text("int main(void) { return 0; }\n")
-    (src / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
-        "add_executable(t1 t1.c)\nadd_test(NAME t1 COMMAND t1)\n"
-        "add_executable(other other.c)\nadd_test(NAME other COMMAND other)\n")
-    (build / ".cmake/api/v1/query").mkdir(parents=True)
-    (build / ".cmake/api/v1/query/codemodel-v2").touch()
-    subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
+    src, build = _configured(tmp_path, {
+        "t1.c": "int main(void) { return 1; }\n", "other.c": "int main(void) { return 0; }\n",
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
+                          "add_executable(t1 t1.c)\nadd_test(NAME t1 COMMAND t1)\n"
+                          "add_executable(other other.c)\nadd_test(NAME other COMMAND other)\n"})
     r = subprocess.run([sys.executable, str(cfamily.RECIPES / "cmake_tests.py"), str(build), "--build-only",
                         "--", "t1.c"], cwd=src, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr  # t1 fails when run: it was not run
     assert (build / "t1").exists() and not (build / "other").exists()
     assert "Test #" not in r.stdout
+
+
+def _configured(tmp_path, files: dict[str, str]):
+    """(src, build): `files` written to tmp_path/src and configured by the host's cmake into
+    tmp_path/build with the File API codemodel query the helper reads."""
+    import subprocess
+
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    for name, text in files.items():
+        (src / name).write_text(text)
+    (build / ".cmake/api/v1/query").mkdir(parents=True)
+    (build / ".cmake/api/v1/query/codemodel-v2").touch()
+    subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
+    return src, build
