@@ -46,7 +46,7 @@ from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Plan, hook, is_pytest
 from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout
-from envpool.grading import grade, test_name
+from envpool.grading import grade, in_failed_collector, test_name
 from envpool.evalscript import reset_test_files
 from envpool.patches import apply_patch, changed_lines, touched_words
 from envpool.testrun.status import TestRunReport, TestStatus
@@ -209,8 +209,8 @@ def aborted_before_scope(test_patch: str, before: list[TestRunReport],
     abort message, not a file that failed to load -- or (2) a unit failed whole before and holds
     test ids after (`_stopped_units`: a ctest test whose Catch2 binary did not build). Then: the
     top-level names (`test_name`) of the after runs' tests that occur in a line the test_patch
-    adds or removes, or whose id starts with a collection error (a test file that failed to load
-    before stays FAIL_TO_PASS). redis/redis-9733: the new test raises, the Tcl helper stops, the
+    adds or removes, or whose id lies under a collection error (`envpool.grading.in_failed_collector`,
+    AVA's title prefixes too: a test file that failed to load before stays FAIL_TO_PASS). redis/redis-9733: the new test raises, the Tcl helper stops, the
     two tests after it in the file are absent before; gold lists only the new one."""
     if not before:
         return None
@@ -221,10 +221,13 @@ def aborted_before_scope(test_patch: str, before: list[TestRunReport],
     ids = {t for r in after for t in r.statuses}
     errors = {e.rstrip("/") for r in before for e in r.collection_errors if e.strip()}
     # an abort: every before run has a collection error, and one names no test (not a file that failed to load)
-    aborted = all(r.collection_errors for r in before) and not all(any(t.startswith(e) for t in ids) for e in errors)
+    def under(t: str, e: str) -> bool:  # a plain prefix, or an AVA title prefix of the file
+        return t.startswith(e) or in_failed_collector(t, (e,))
+
+    aborted = all(r.collection_errors for r in before) and not all(any(under(t, e) for t in ids) for e in errors)
     if not aborted and not _stopped_units(before, after):
         return None
-    return {n for t in ids if (n := test_name(t)) and (n in text or any(t.startswith(e) for e in errors))}
+    return {n for t in ids if (n := test_name(t)) and (n in text or any(under(t, e) for e in errors))}
 
 
 def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bool,

@@ -10,6 +10,7 @@ reruns the after side 3 times) expose flaky tests, which are excluded from both 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,13 +37,47 @@ def in_failed_collector(test_id: str, collection_errors: Iterable[str]) -> bool:
     """True when `test_id` lies under a collector that failed to collect.
 
     A collector id is a file (`tests/test_x.py`: its tests), a class (`tests/test_x.py::TestA`)
-    or a folder (`tests/sub`: every test below it).
+    or a folder (`tests/sub`: every test below it); for an AVA id (``file › title``) a file
+    whose `ava_prefixes` start the id (``test/chalk.js`` covers ``chalk › visible``).
     """
+    ava = AVA_SEP in test_id and "::" not in test_id
     for c in collection_errors:
         c = c.rstrip("/")
         if c and (test_id == c or test_id.startswith(c + "::") or test_id.startswith(c + "/")):
             return True
+        if ava and any(test_id.startswith(p + AVA_SEP) for p in ava_prefixes(c)):
+            return True
     return False
+
+
+AVA_SEP = " › "
+"""Between an AVA test's file prefix and its title (AVA's `prefix-title.js`)."""
+
+_AVA_EXT = re.compile(r"\.[cm]?[jt]sx?$")
+
+
+def ava_prefixes(path: str) -> set[str]:
+    """The title prefixes AVA may give the tests of test file `path` (relative, `/`-separated).
+
+    AVA's reporters title a test ``<prefix> › <title>`` where the prefix is the file's path with
+    the common base of the run's files cut from its start, ``.spec``/``.test`` and every ``test-``
+    removed, the extension dropped and the ``__tests__`` parts left out, joined by `` › ``
+    (ava `lib/reporters/prefix-title.js`). The base depends on the other files of the run, so
+    this gives the prefix for every leading directory as base: ``test/chalk.js`` ->
+    ``{"test › chalk", "chalk"}``. A file AVA failed to load is known by its path only; this
+    maps it to the ids its tests have once it loads. Anything but a path with a JavaScript or
+    TypeScript extension and no whitespace gives the empty set."""
+    if not _AVA_EXT.search(path) or any(ch.isspace() for ch in path):
+        return set()  # a message (an abort, "No tests found in ..."), not a test file's path
+    parts = path.strip("/").split("/")
+    out: set[str] = set()
+    for k in range(len(parts)):
+        rest = "/".join(parts[k:])
+        rest = _AVA_EXT.sub("", rest.replace(".spec", "", 1).replace(".test", "", 1).replace("test-", ""))
+        segs = [s for s in rest.split("/") if s and s != "__tests__"]
+        if segs:
+            out.add(AVA_SEP.join(segs))
+    return out
 
 
 def passes_in(run: TestRunReport, test_id: str) -> bool:
@@ -71,8 +106,8 @@ def test_name(test_id: str) -> str:
     ``spdlog-utests::fmt::join / ranges > empty`` -> ``fmt::join / ranges``). A Catch2 test case
     without sections, ``<ctest test>::<test case>``, reads as any ``a::b`` id: its test case when
     that holds no ``::`` or ``/``, else a part of it (still contained in the line that names it)."""
-    if " › " in test_id and "::" not in test_id:
-        return test_id.rsplit(" › ", 1)[-1]
+    if AVA_SEP in test_id and "::" not in test_id:
+        return test_id.rsplit(AVA_SEP, 1)[-1]
     head, sep, rest = test_id.partition("::")
     if sep and CASE_SEP in rest and CASE_SEP not in head:  # not a jest/ruby `a > b` path with `::` in a title
         case = rest.split(CASE_SEP, 1)[0]

@@ -100,3 +100,60 @@ def test_cases_of_a_ctest_binary_that_did_not_build_before_are_fail_to_pass_only
     # a binary that ran on both sides: no stopped unit, the plain rule
     ran = [TestRunReport(statuses={"spdlog-utests::daily logger": S.FAILED}, tests_ran=True)]
     assert aborted_before_scope(CATCH2_PATCH, ran, after) is None
+
+
+CHALK_BEFORE = """TAP version 13
+not ok 1 - file:///testbed/test/chalk.js:1
+  ---
+    name: SyntaxError
+    message: The requested module '../source/index.js' does not provide an export named 'Chalk'
+  ...
+not ok 2 - test/chalk.js exited with a non-zero exit code: 1
+not ok 3 - No tests found in test/_fixture.js, make sure to import "ava" at the top of your test file
+ok 4 - visible › works
+
+1..1
+# tests 1
+# pass 1
+# fail 3
+"""
+
+CHALK_AFTER = """TAP version 13
+ok 1 - chalk › don't add any styling when called as the base function
+ok 2 - chalk › support multiple arguments in base function
+ok 3 - visible › works
+
+1..3
+# tests 3
+# pass 3
+# fail 0
+"""
+
+CHALK_PATCH = """diff --git a/test/chalk.js b/test/chalk.js
+--- a/test/chalk.js
++++ b/test/chalk.js
+@@ -1,3 +1,3 @@
+ import process from 'node:process';
+ import test from 'ava';
+-import chalk, {chalkStderr} from '../source/index.js';
++import chalk, {Chalk, chalkStderr} from '../source/index.js';
+"""
+
+
+def test_tests_of_an_ava_file_that_failed_to_load_before_are_fail_to_pass():
+    """chalk-432 (ava 6): test/chalk.js imports what the fix adds, so it fails to load before and
+    AVA knows it by path only; after, its tests are titled ``chalk › …`` (AVA's prefix: the path
+    without the runs' common base and extension). A stray "No tests found" makes the before run
+    look aborted, and the abort scope kept only tests the patch names: 1 FAIL_TO_PASS of gold's 48.
+    The file's AVA prefix now covers its tests, so all of them are FAIL_TO_PASS."""
+    from envpool.testrun.polyglot import POLYGLOT_PARSERS
+
+    p = POLYGLOT_PARSERS["ava_tap"]
+    before, after = [p.run(CHALK_BEFORE).report()], [p.run(CHALK_AFTER).report()]
+    assert "test/chalk.js" in before[0].collection_errors
+    scope = aborted_before_scope(CHALK_PATCH, before, after)
+    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    assert outcome == "verified"
+    assert g.FAIL_TO_PASS == ["chalk › don't add any styling when called as the base function",
+                              "chalk › support multiple arguments in base function"]
+    assert g.PASS_TO_PASS == ["visible › works"]

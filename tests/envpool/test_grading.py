@@ -178,3 +178,21 @@ def test_test_name_of_a_catch2_id_is_its_test_case():
     assert test_name("tests/t.py::test_x[a > b]") == "test_x[a > b]"
     assert test_name("src/a.test.ts > Foo::bar > works") == "bar > works"
     assert test_name("pkg::TestX/sub") == "TestX" and test_name("a::b::tests::c") == "c"
+
+
+def test_an_ava_file_covers_the_tests_titled_by_its_prefix():
+    """AVA titles ``<file prefix> › <title>`` (ava lib/reporters/prefix-title.js): base cut,
+    .spec/.test/test- removed, extension dropped, __tests__ left out."""
+    from envpool.grading import ava_prefixes
+
+    assert ava_prefixes("test/chalk.js") == {"test › chalk", "chalk"}
+    assert "a › b" in ava_prefixes("test/a/__tests__/b.spec.ts")
+    assert "x" in ava_prefixes("test/test-x.mjs")
+    assert in_failed_collector("chalk › works", ["test/chalk.js"])
+    assert in_failed_collector("test › chalk › works", ["test/chalk.js"])
+    assert not in_failed_collector("chalky › works", ["test/chalk.js"])
+    assert not in_failed_collector("visible › works", ["test/chalk.js"])
+    # not an AVA id: the plain collector rule only
+    assert not in_failed_collector("chalk::works", ["test/chalk.js"])
+    # a collection error that is a message, not a file, covers no AVA test
+    assert not in_failed_collector("hang › quick", ["ava: timed out with 2 test(s) pending in test/hang.js"])
