@@ -315,3 +315,47 @@ def test_test_runs_keep_the_pretend_version_of_the_build():
     env = run_environment({"SETUPTOOLS_SCM_PRETEND_VERSION": "5.0.0", "UV_HTTP_TIMEOUT": "120", **runtime_env()})
     assert env == {**runtime_env(), "SETUPTOOLS_SCM_PRETEND_VERSION": "5.0.0"}
     assert run_environment({"UV_LINK_MODE": "copy"}) == runtime_env()
+
+
+ASTROPY2_BUILD = """error: The build backend returned an error
+  cause: Call to `setuptools.build_meta:__legacy__.get_requires_for_build_editable` failed (exit status: 1)
+
+         [stderr]
+         Traceback (most recent call last):
+           File "/root/.cache/uv/builds-v0/.tmpdnOqcU/lib/python3.9/site-packages/setuptools/build_meta.py", line 320, in run_setup
+             exec(code, locals())
+           File "<string>", line 17, in <module>
+           File "/testbed/astropy/__init__.py", line 116, in <module>
+             _check_numpy()
+           File "/testbed/astropy/__init__.py", line 110, in _check_numpy
+             raise ImportError(msg)
+         ImportError: Numpy version 1.10.0 or later must be installed to use Astropy
+"""
+
+
+def test_a_legacy_setup_py_that_imports_a_module_gets_it_in_the_venv_without_isolation(tmp_path):
+    """astropy-6938 (astropy 2.x, no [build-system]): setup.py imports astropy, which checks
+    numpy, so the build fails in the isolated env uv makes for it. The repair installs numpy into
+    the venv (wheels only, as every dependency) and builds without isolation."""
+    from agents.ecosystems.python.analysis import RepoProfile
+
+    tree = make_tree(tmp_path, {"setup.py": "import astropy\nfrom setuptools import setup\nsetup(name='astropy')\n"})
+    prof = RepoProfile(commit=tree.commit, project_name="astropy")
+    choice = choose_python(prof, utc("2018-02-13T15:14:54"), AVAILABLE)
+    sb = FakeSandbox(SandboxSpec(image="x"))
+    sb.on(r"--no-build-isolation", 0)
+    sb.on(r"-e \.", (1, ASTROPY2_BUILD))
+    b = PythonEnvBuilder(sb, tree, prof, choice, utc("2018-02-13T15:14:54"), None, repo="astropy/astropy")
+    assert b.uv_install("-e . -C editable_mode=compat", "install:project").ok
+    installs = [c for c in sb.commands if c.startswith("uv pip install")]
+    assert len(installs) == 3
+    assert installs[1].endswith(" numpy") and "--no-build-isolation" in installs[1] and "--only-binary numpy" in installs[1]
+    assert installs[2].endswith("-e . -C editable_mode=compat") and "--no-build-isolation" in installs[2]
+    assert b.steps[0].note == "repair: build-module numpy"
+    # `No module named` names the import; the distribution is its PyPI name
+    b2 = PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, prof, choice, utc("2018-02-13T15:14:54"), None,
+                          repo="astropy/astropy")
+    out = ASTROPY2_BUILD.replace("ImportError: Numpy version 1.10.0 or later must be installed to use Astropy",
+                                 "ModuleNotFoundError: No module named 'yaml'")
+    assert b2._repair_uv(out, set()) == "build-module pyyaml" and b2.build_modules == ["pyyaml"]
+    assert b2._repair_uv(out, {"build-module pyyaml"}) is None

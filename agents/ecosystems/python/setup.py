@@ -11,6 +11,9 @@ rules keyed on uv's and pytest's error text (bounded rounds):
 - a package filtered out by the date (deleted and re-uploaded releases) -> exempt it;
 - the project's own build fails under isolation (old pinned setuptools) -> `--no-build-isolation`,
   with its `[build-system] requires` (bar setuptools/wheel) installed into the venv first;
+- a legacy setup.py imports a module the isolated build lacks (`No module named 'numpy'`,
+  astropy 2.x's "Numpy version ... must be installed") -> that distribution into the venv and
+  `--no-build-isolation`;
 - optional groups that do not resolve -> per package, skipping the ones that fail;
 - `--collect-only` probe: a crash inside `site-packages/<mod>` -> upgrade that distribution with a
   lifted date; `No module named X` -> install X.
@@ -59,6 +62,10 @@ IMPORT_TO_DIST = {"yaml": "pyyaml", "PIL": "pillow", "cv2": "opencv-python-headl
 """Import name -> distribution name, where they differ (the rest map to themselves)."""
 
 _PKG = r"([A-Za-z0-9][A-Za-z0-9._-]*)"
+_BUILD_IMPORT = re.compile(r"No module named '([\w.]+)'|ImportError: (\w+) version [\d.]+ or (?:later|newer|higher)"
+                           r" (?:must|is required|needs)", re.I)
+"""A module a setup.py imports at build time: `No module named 'numpy'`, or a project's own check
+(astropy 2.x: ``ImportError: Numpy version 1.10.0 or later must be installed to use Astropy``)."""
 
 
 class SetupResult(BaseModel):
@@ -144,6 +151,7 @@ class PythonEnvBuilder:
         self.step_timeout = step_timeout
         self.on_step = on_step
         self.build_requires_done = False
+        self.build_modules: list[str] = []  # distributions the project's setup.py imports (`_repair_uv`)
         self.own = own_names(profile, repo)
         self.uv = UvOptions(exclude_newer=choice.exclude_newer)
         self.uv.no_build = wheels_only(self.uv.no_build, self.own)
@@ -199,9 +207,10 @@ class PythonEnvBuilder:
         ...) go into the venv, under the same flags (compiled ones from wheels), since pip/uv no
         longer install them for the build; the toolchain packages (setuptools, wheel, ...) stay
         the venv's own date-bounded ones (astropy 5.0's build needs setuptools < 70's
-        `setuptools.dep_util`). Best effort: a failure is recorded, the next install reports."""
+        `setuptools.dep_util`). With them the distributions a legacy setup.py was found to import
+        (`build_modules`). Best effort: a failure is recorded, the next install reports."""
         self.build_requires_done = True
-        reqs = [r for r in self.profile.build_requires
+        reqs = [r for r in [*self.profile.build_requires, *self.build_modules]
                 if (req_name(r) or "").lower().replace("_", "-") not in {t.replace("_", "-") for t in TOOLCHAIN_PACKAGES}]
         if reqs:
             self.uv_install(" ".join(shlex.quote(r) for r in reqs), "install:build-requires")
@@ -299,6 +308,19 @@ class PythonEnvBuilder:
                 if pkg not in self.uv.no_build:
                     self.uv.no_build.append(pkg)
                 return key
+        # a legacy setup.py (no [build-system]) that imports a module the isolated build env lacks
+        # (astropy 2.x: `import astropy` checks numpy): that module into the venv, no isolation
+        if "build backend returned an error" in text and "/testbed/" in text:
+            m = _BUILD_IMPORT.search(text)
+            if m:
+                mod = (m.group(1) or m.group(2)).split(".")[0]
+                dist = IMPORT_TO_DIST.get(mod, mod).lower()
+                key = f"build-module {dist}"
+                if key not in tried and dist not in self.own:
+                    self.uv.no_build_isolation = True
+                    self.build_modules.append(dist)
+                    self.build_requires_done = False
+                    return key
         if re.search(r"Failed to build `?[^\n]*(?:@ file:///testbed|\(/testbed\))", text) or \
                 "Failed to build the project" in text or "editable" in text and "Failed" in text:
             if "isolation" not in tried:
