@@ -73,9 +73,8 @@ def host_ca_bundle() -> Path | None:
     return p if p.is_file() else None
 
 
-USERNS_HINT = ("start dockerd with user-namespace remapping (\"userns-remap\": \"default\" in "
-               "/etc/docker/daemon.json, or SWEMINT_USERNS=1 bash scripts/ensure_docker.sh when it starts the "
-               "engine; a separate image store: base images are bootstrapped again)")
+USERNS_HINT = ("SWEMINT_USERNS=1 bash scripts/setup.sh when it starts the engine; else \"userns-remap\": "
+               "\"default\" in /etc/docker/daemon.json")
 """How to switch remapping on (the warning of an engine without it, and the README)."""
 
 _warned_engines: set[str] = set()
@@ -637,8 +636,8 @@ class DockerSandboxFactory:
         key = str(getattr(getattr(self.client, "api", None), "base_url", id(self.client)))
         if ids is None and info and key not in _warned_engines:
             _warned_engines.add(key)
-            log.warning("the Docker engine does not remap user namespaces: root in build containers is root "
-                        "on the host; to change that, %s", USERNS_HINT)
+            log.warning("Docker does not remap user namespaces (root in containers is root on the host); "
+                        "to remap: %s", USERNS_HINT)
         return ids
 
     def _confinement(self, spec: SandboxSpec) -> dict:

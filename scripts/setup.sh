@@ -22,13 +22,16 @@ fi
 stamp=.venv/.swemint-install.stamp
 want="$(sha256sum pyproject.toml | cut -d' ' -f1) test"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "swemint: setup: installing swemint and its dependencies into .venv ..." >&2
   [ -x .venv/bin/uv ] || .venv/bin/python -m pip install -q --disable-pip-version-check uv
   .venv/bin/uv pip install -q --python .venv/bin/python -e '.[test]'
   echo "$want" > "$stamp"
 fi
+echo "swemint: setup: Python venv ready; Docker engine ..." >&2
 bash scripts/ensure_docker.sh
 # the build network and its host isolation (iptables; envpool/netguard.py); the minter also
 # ensures it before the first build container, and refuses to build without it
 .venv/bin/python -m envpool.netguard --install >/dev/null
+echo "swemint: setup: base toolchain images (${SWEMINT_IMAGES:-3.11 3.9}; the first time debootstrap takes minutes) ..." >&2
 # shellcheck disable=SC2086
 .venv/bin/python -m envpool.images ${SWEMINT_IMAGES:-3.11 3.9} >/dev/null

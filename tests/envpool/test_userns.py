@@ -67,7 +67,7 @@ def test_isolation_and_the_one_warning_of_an_engine_without_remapping(caplog):
             f = DockerSandboxFactory(client=_Client(plain, url))
             assert f.host_mount_owner() is None
     warned = [r.getMessage() for r in caplog.records if "user namespaces" in r.getMessage()]
-    assert len(warned) == 1 and "root in build containers is root on the host" in warned[0]
+    assert len(warned) == 1 and "root in containers is root on the host" in warned[0] and "SWEMINT_USERNS=1 bash scripts/setup.sh" in warned[0]
     assert "userns-remap" in warned[0] and "SWEMINT_USERNS=1" in warned[0]
     assert f.isolation()["user_namespaces"] is False and f.isolation()["root_uid"] == 0
     caplog.clear()
