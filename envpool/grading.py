@@ -94,6 +94,9 @@ def _expected(test_id: str, expected: set[str]) -> bool:
     return test_id in expected or test_id.split("::", 1)[0] in expected
 
 
+_JAVA_ID = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[\w$]+)+#([A-Za-z_$][\w$]*)")
+"""A JUnit id ``pkg.Class#method[...]`` (`envpool.testrun.polyglot.java.java_id`): its method."""
+
 CASE_SEP = " > "
 """Between a Catch2 test case and its section (`envpool.testrun.polyglot.catch2_xml.SEP`)."""
 
@@ -101,13 +104,17 @@ CASE_SEP = " > "
 def test_name(test_id: str) -> str:
     """The top-level test name of an id: the last `::` part up to its first `/` (Go's
     ``pkg::TestX/sub`` -> ``TestX``; ``tests/t.py::TestA::test_b`` -> ``test_b``); an AVA id
-    ``file › title`` is its title (titles may hold ``/``); a CTest test's Catch2 section id
+    ``file › title`` is its title (titles may hold ``/``); a JUnit id ``pkg.Class#method[1]``
+    its method (``method``); a CTest test's Catch2 section id
     ``<ctest test>::<test case> > <section>`` is its test case (which may hold ``::`` and ``/``:
     ``spdlog-utests::fmt::join / ranges > empty`` -> ``fmt::join / ranges``). A Catch2 test case
     without sections, ``<ctest test>::<test case>``, reads as any ``a::b`` id: its test case when
     that holds no ``::`` or ``/``, else a part of it (still contained in the line that names it)."""
     if AVA_SEP in test_id and "::" not in test_id:
         return test_id.rsplit(AVA_SEP, 1)[-1]
+    m = _JAVA_ID.match(test_id)
+    if m:
+        return m.group(1)
     head, sep, rest = test_id.partition("::")
     if sep and CASE_SEP in rest and CASE_SEP not in head:  # not a jest/ruby `a > b` path with `::` in a title
         case = rest.split(CASE_SEP, 1)[0]

@@ -53,6 +53,7 @@ from agents.ecosystems.debian import apt_install
 from agents.ecosystems.toolchain import satisfies
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
+from envpool.testrun.polyglot.java import BUILD_FAILED_MARK
 from envpool.patches import changed_lines
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
@@ -62,6 +63,9 @@ __all__ = ["ECOSYSTEM", "JavaEcosystem", "JavaFacts", "MavenReactor", "choose_jd
            "jdk_major", "maven_reactor", "recipe"]
 
 REPORT = "/tmp/swemint/junit.xml"
+MVN_LOG = "/tmp/swemint/mvn.log"
+"""The Maven console of a test run (read for a compile failure, `BUILD_FAILED_MARK`)."""
+MVN_COMPILE_FAILED = r"^\[ERROR\] (COMPILATION ERROR|Failed to execute goal [^ ]+:(testCompile|compile) )"
 """Where the test command concatenates the Surefire XML reports."""
 
 
@@ -634,10 +638,13 @@ class JavaEcosystem:
         full_run = f"{cd}{run.format(o='-o ', f='')}"
 
         def with_reports(body: str) -> str:
+            # Surefire writes no XML for a module whose sources do not compile: the console's
+            # compile failure becomes a marker line of the report (a unit that failed to build)
             return (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
-                    f"-prune -exec rm -rf {{}} + ; {body}; rc=$?; "
+                    f"-prune -exec rm -rf {{}} + ; {{ {body}; }} 2>&1 | tee {MVN_LOG}; rc=${{PIPESTATUS[0]}}; "
                     f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
-                    f"> {REPORT}; exit $rc")
+                    f"> {REPORT}; if grep -qE {shlex.quote(MVN_COMPILE_FAILED)} {MVN_LOG}; then "
+                    f"echo {shlex.quote(BUILD_FAILED_MARK)} >> {REPORT}; fi; exit $rc")
         bound = int(recipe()["full_module_seconds"])
         needs_fix = fix_api_in_tests(instance.patch, instance.test_patch)
         if needs_fix:

@@ -196,3 +196,11 @@ def test_an_ava_file_covers_the_tests_titled_by_its_prefix():
     assert not in_failed_collector("chalk::works", ["test/chalk.js"])
     # a collection error that is a message, not a file, covers no AVA test
     assert not in_failed_collector("hang › quick", ["ava: timed out with 2 test(s) pending in test/hang.js"])
+
+
+def test_the_test_name_of_a_junit_id_is_its_method():
+    from envpool.grading import test_name
+
+    assert test_name("com.google.gson.FieldNamingTest#testUpper") == "testUpper"
+    assert test_name("a.B#c[1]") == "c" and test_name("a.B#nested > x") == "nested"
+    assert test_name("Foo#bar does x") == "Foo#bar does x"  # an RSpec title, not a JUnit id

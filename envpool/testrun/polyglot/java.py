@@ -40,19 +40,33 @@ def java_id(classname: str, method: str) -> str:
     return f"{classname.strip()}#{method}" if classname.strip() else method
 
 
+BUILD_FAILED_MARK = "<!-- swemint: maven build failed -->"
+"""The line the Maven route's test command appends to the report when Maven's console shows a
+compile or testCompile failure (no Surefire XML is written for that module)."""
+
+
 @report_parser(raw=True)
-def parse_java_junit(raw: bytes) -> Result:
+def parse_java_junit(raw: bytes, known_tests: Iterable[str] | None = None) -> Result:
     """Parse Surefire (``target/surefire-reports/TEST-*.xml``) or Gradle
     (``build/test-results/test/TEST-*.xml``) JUnit XML; several files may be concatenated.
 
     Shape: ``<testsuite name=...><testcase name="method" classname="pkg.Class">`` with
     ``<failure>``/``<error>``/``<skipped>``. The testcase's ``classname`` is used, not the suite
     name (Surefire files a @Nested class's run under one suite name). Surefire reruns
-    (``<flakyFailure>``, ``<rerunFailure>``) do not change the final outcome.
+    (``<flakyFailure>``, ``<rerunFailure>``) do not change the final outcome. A
+    `BUILD_FAILED_MARK` line (the test sources did not compile: google/gson-2024, whose new
+    tests use the fix's enum constant) is a unit that failed to build, ``test sources [build
+    failed]``, and gives every known id without a result FAILED -- as `parse_maven_log` does.
     """
     res = Result(source="junit")
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if BUILD_FAILED_MARK in text:
+        res.unit_failed("test sources [build failed]")
+        raw = text.replace(BUILD_FAILED_MARK, "").encode()
     for case in junit_cases(raw):
         res.add(java_id(case.classname or case.suite, case.name), case.status)
+    if res.collection_errors:
+        res.fail_known(known_tests, TestStatus.FAILED)
     return res
 
 

@@ -109,3 +109,55 @@ def test_empty_or_broken_input_is_not_a_pass():
     for parser in (parse_java_junit, parse_gradle_log, parse_maven_log):
         rep = parser(b"<?xml version='1.0'?><testsuite\xff")
         assert rep.statuses == {} and not rep.tests_ran
+
+
+GSON_AFTER = b"""<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="com.google.gson.functional.FieldNamingTest" tests="2">
+  <testcase name="testUpperCaseWithUnderscores" classname="com.google.gson.functional.FieldNamingTest"/>
+  <testcase name="testLowerCase" classname="com.google.gson.functional.FieldNamingTest"/>
+</testsuite>
+"""
+
+GSON_PATCH = """diff --git a/gson/src/test/java/com/google/gson/functional/FieldNamingTest.java b/gson/src/test/java/com/google/gson/functional/FieldNamingTest.java
+--- a/gson/src/test/java/com/google/gson/functional/FieldNamingTest.java
++++ b/gson/src/test/java/com/google/gson/functional/FieldNamingTest.java
+@@ -55,2 +55,6 @@ public final class FieldNamingTest {
+   }
++  public void testUpperCaseWithUnderscores() {
++    Gson gson = getGsonWithNamingPolicy(UPPER_CASE_WITH_UNDERSCORES);
++  }
++
+   public void testLowerCase() {
+"""
+
+
+def test_a_maven_compile_failure_marker_is_a_unit_that_failed_to_build():
+    """google/gson-2024: the test_patch's tests use the fix's enum constant, so testCompile fails
+    before and Surefire writes no XML; the route appends `BUILD_FAILED_MARK` and the run is a
+    build failure (graded), not an empty report (refused as `tests_not_run`)."""
+    from envpool.testrun.polyglot.java import BUILD_FAILED_MARK
+
+    raw = (BUILD_FAILED_MARK + "\n").encode()
+    known = ["com.google.gson.functional.FieldNamingTest#testLowerCase"]
+    rep = parse_java_junit(raw, known_tests=known)
+    assert rep.collection_errors == ["test sources [build failed]"]
+    assert rep.statuses == {known[0]: TestStatus.FAILED} and not rep.tests_ran
+    # XML of another module and the marker: both kept; the XML parses as before
+    both = parse_java_junit(GSON_AFTER + (BUILD_FAILED_MARK + "\n").encode())
+    assert len(both.statuses) == 2 and both.collection_errors == ["test sources [build failed]"]
+    assert parse_java_junit(GSON_AFTER).collection_errors == []
+
+
+def test_tests_of_a_class_that_did_not_compile_before_are_fail_to_pass_when_the_patch_names_them():
+    """gson-2024's shape: gold lists only the test methods the test_patch adds (3), the other
+    methods of the classes that did not compile before are in neither list."""
+    from agents.verification import aborted_before_scope, judge
+    from envpool.testrun.polyglot.java import BUILD_FAILED_MARK
+
+    before = [parse_java_junit((BUILD_FAILED_MARK + "\n").encode())] * 2
+    after = [parse_java_junit(GSON_AFTER)] * 2
+    scope = aborted_before_scope(GSON_PATCH, before, after)
+    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    assert outcome == "verified"
+    assert g.FAIL_TO_PASS == ["com.google.gson.functional.FieldNamingTest#testUpperCaseWithUnderscores"]
+    assert g.PASS_TO_PASS == []
