@@ -32,6 +32,7 @@ vendor/modules.txt); `go mod download`; modules the test_patch and patch need (a
 scratch copy) downloaded too, so the after side runs offline; `go list -deps -test` of the
 selected packages (strict: every import must resolve); their test binaries compiled once with
 ``-run '^$'`` (lenient: a package that does not build at the base commit is still tested).
+Test runs resolve modules from the download cache setup filled (`OFFLINE_PROXY`), not the proxy.
 GOPATH mode (no go.mod, vendored sources): the repository is linked at
 ``$GOPATH/src/<import path>`` and tested there with GO111MODULE=off. No go.mod and no vendored
 sources: `go mod init` (which converts dep/glide/govendor lock files into requirements at the
@@ -76,6 +77,12 @@ BUILD_FAILED_TO_JSON = (
     r"""sed -u -E 's/^FAIL\t([^ ]+) \[(build|setup) failed\]$/{"Action":"output","Package":"\1","""
     r""""Output":"FAIL\\t\1 [\2 failed]\\n"}\n{"Action":"fail","Package":"\1"}/'""")
 """Filter turning Go < 1.24's plain ``FAIL <pkg> [build failed]`` line into JSON events."""
+OFFLINE_PROXY = ('m=$(go env GOMODCACHE 2>/dev/null); [ -n "$m" ] || m="$(go env GOPATH | cut -d: -f1)/pkg/mod"; '
+                 'export GOPROXY="file://$m/cache/download"; ')
+"""Test runs resolve modules from the module cache setup filled (Go's download cache is a
+GOPROXY tree), never the network: a version query the module graph needs -- a required version
+that go.mod `exclude`s (prometheus-9248: google.golang.org/api), a `@latest` -- is answered by the
+versions setup downloaded, where the default proxy fails offline (``Get .../@v/list: dial tcp``)."""
 MAX_INLINE_PATCH = 90_000
 """Bytes of base64 patch text a setup command may carry (one argv string is capped at 128 KiB)."""
 
@@ -662,7 +669,7 @@ class GoEcosystem:
                     f"/{d}: {' '.join(sorted(n)) if n else 'all'}" for d, n in tests.items()))
             if not recipe.run_touched_tests:
                 notes.append("tests run: every test of the touched packages")
-        test_command = f": > {REPORT_PATH}; " + "; ".join(
+        test_command = f"{OFFLINE_PROXY}: > {REPORT_PATH}; " + "; ".join(
             f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}" for r in runs)
         notes = [*reasons, *notes, "packages: " + "; ".join(f"/{d}: {' '.join(p)}" for d, p in sel.items())]
         alts = []
@@ -672,7 +679,7 @@ class GoEcosystem:
             cmd = "; ".join(f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}"
                             for m, pkgs in sel.items() for r in _module_runs(m, pkgs, other, flags))
             alts.append(TestSpec(name="packages" if recipe.run_touched_tests else "touched",
-                                 test_command=f": > {REPORT_PATH}; {cmd}", parser="go_test_json",
+                                 test_command=f"{OFFLINE_PROXY}: > {REPORT_PATH}; {cmd}", parser="go_test_json",
                                  report_path=REPORT_PATH, test_files=list(touched)))
             if not recipe.run_touched_tests and all(n is not None for n in tests.values()):
                 # a package that does not build before the fix: only its touched tests are F2P

@@ -282,6 +282,10 @@ def test_plan_shape(tmp_path, monkeypatch):
     # T: the touched package whole (its other tests are the row's PASS_TO_PASS) ...
     assert "go test -json -count=1 -vet=off ." in plan.test_command and "-run" not in plan.test_command
     assert plan.test_spec().name == "packages"
+    from agents.ecosystems.golang import OFFLINE_PROXY  # modules from setup's cache, never the network
+
+    assert plan.test_command.startswith(OFFLINE_PROXY)
+    assert plan.test_alternatives[0].test_command.startswith(OFFLINE_PROXY)
     # ... the touched functions alone are the alternative; a package that does not build before
     # the fix lists only them as FAIL_TO_PASS
     assert [a.name for a in plan.test_alternatives] == ["touched"]
@@ -414,3 +418,33 @@ def test_compile_step_stays_lenient_under_set_e():
     assert r.returncode == 0 and "some test binaries do not build" in r.stdout
     r = subprocess.run(["bash", "-c", "set -euo pipefail; " + dep + step], capture_output=True, text=True)
     assert r.returncode == 1 and "a dependency does not build" in r.stdout
+
+
+def test_test_runs_answer_module_queries_from_the_cache_setup_filled(tmp_path):
+    """prometheus-9248: its go.mod `exclude`s a version a dependency requires, so every build
+    asks the proxy for the module's version list (``Get .../@v/list``), which fails in the
+    offline test container. The test command's `OFFLINE_PROXY` points GOPROXY at Go's download
+    cache, which answers that query with the versions setup downloaded. Real `go` on the host:
+    one module downloaded (the Go proxy), then a version-list query through an unreachable proxy
+    fails and through the `OFFLINE_PROXY` prefix succeeds."""
+    import os
+    import shutil
+
+    from agents.ecosystems.golang import OFFLINE_PROXY
+
+    if not shutil.which("go"):
+        pytest.skip("no go on this host")
+    env = {**os.environ, "GOMODCACHE": str(tmp_path / "mod"), "GOPATH": str(tmp_path / "gopath"),
+           "GOFLAGS": "-mod=mod", "GOSUMDB": "off", "GOTOOLCHAIN": "local", "GOENV": "off"}
+    got = subprocess.run(["go", "mod", "download", "-json", "github.com/google/uuid@v1.6.0"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    if got.returncode != 0:
+        pytest.skip(f"the Go module proxy is not reachable here: {got.stdout[-200:]}{got.stderr[-200:]}")
+    query = "go list -m -versions github.com/google/uuid"
+    offline = {**env, "GOPROXY": "http://127.0.0.1:9"}
+    bad = subprocess.run(["bash", "-c", query], env=offline, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "127.0.0.1:9" in bad.stderr
+    good = subprocess.run(["bash", "-c", OFFLINE_PROXY + query], env=offline, capture_output=True, text=True,
+                          timeout=120)
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.split() == ["github.com/google/uuid", "v1.6.0"]
