@@ -29,6 +29,7 @@ import re
 import shlex
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,6 +75,9 @@ class DriverSpec(BaseModel):
     suffixes: list[str] = Field(default_factory=list)
     parser: str
     marker: str | None = None
+    mention: str | None = None
+    from_root: bool = False
+    role: Literal["route", "alternative"] = "route"
 
 
 class Driver(BaseModel):
@@ -143,7 +147,8 @@ def _makefiles(tree: GitTree) -> list[str]:
 
 def find_drivers(tree: GitTree, ecosystem: str) -> list[Driver]:
     """The drivers of `recipes/drivers.yaml` offered by `ecosystem` that `tree` holds and uses
-    (its file name is mentioned by a CI file, a script a CI file runs, tox.ini or a Makefile;
+    (its file name -- or the spec's `mention`, for a generic name such as ``bin/test`` -- is
+    mentioned by a CI file, a script a CI file runs, tox.ini or a Makefile;
     a spec with a `marker` also needs that regex in the driver's own text)."""
     found: list[Driver] = []
     texts: list[tuple[str, str]] | None = None
@@ -157,7 +162,7 @@ def find_drivers(tree: GitTree, ecosystem: str) -> list[Driver]:
             continue
         if texts is None:
             texts = _ci_texts(tree) + [(m, tree.read(m, limit=400_000) or "") for m in _makefiles(tree)]
-        pat = _mentions(PurePosixPath(path).name)
+        pat = _mentions(spec.mention or PurePosixPath(path).name)
         evidence = [f for f, text in texts if f != path and pat.search(text)]
         if evidence:
             found.append(Driver(spec=spec, path=path, evidence=evidence[:5],
@@ -218,8 +223,9 @@ def make_build(tree: GitTree, driver: Driver) -> MakeBuild | None:
 
 
 def driver_tests(driver: Driver, touched: list[str]) -> list[str]:
-    """The touched files that are the driver's tests (under its root, with a test suffix)."""
-    root = (driver.spec.root or driver.folder).rstrip("/")
+    """The touched files that are the driver's tests (under its root -- the repository for a
+    `from_root` driver -- with a test suffix)."""
+    root = (driver.spec.root or ("." if driver.spec.from_root else driver.folder)).rstrip("/")
     prefix = "" if root in ("", ".") else root + "/"
     return [f for f in touched if f.startswith(prefix) and f != driver.path
             and any(f.endswith(s) for s in driver.spec.suffixes)]
@@ -265,7 +271,7 @@ def related_tests(driver: Driver, sel: Selection, tests: list[str], files: list[
 
 def _arguments(driver: Driver, sel: Selection, tests: list[str], files: list[str] | None = None) -> list[str]:
     spec = driver.spec
-    base = driver.folder
+    base = "." if spec.from_root else driver.folder
     root = sel.root or spec.root or base
     if sel.kind == "files":
         return [_rel(t, base) for t in tests]
@@ -288,13 +294,14 @@ def _arguments(driver: Driver, sel: Selection, tests: list[str], files: list[str
 def driver_test_specs(driver: Driver, tests: list[str], prefix: str = "", interpreter: str = "python3",
                       files: list[str] | None = None) -> list[TestSpec]:
     """One TestSpec per selection of the driver (ranked as the data lists them), running it from
-    its folder after `prefix` (a build step, an env file). The driver's `run` gets
+    its folder (from the repository root, paths relative to it, when the spec says `from_root`)
+    after `prefix` (a build step, an env file). The driver's `run` gets
     ``{interpreter}`` from its ``#!`` line (the spec's default without one), so it runs whether
     or not the tree kept its executable bit; `interpreter` replaces ``python3`` / ``python`` at
     the start of the command. `files`: the tree's files (the `related` selection reads them; without
     them it is left out). Every word from the tree is shell-quoted."""
     spec = driver.spec
-    run = shlex.split(spec.run.format(driver=PurePosixPath(driver.path).name,
+    run = shlex.split(spec.run.format(driver=driver.path if spec.from_root else PurePosixPath(driver.path).name,
                                       interpreter=driver.interpreter or spec.interpreter))
     if run and run[0] in ("python", "python3"):
         run[0] = interpreter
@@ -304,7 +311,7 @@ def driver_test_specs(driver: Driver, tests: list[str], prefix: str = "", interp
         if not [a for a in args if a != sel.flag]:
             continue
         words = " ".join(shlex.quote(w) for w in [*run, *spec.args, *args])
-        cd = "" if driver.folder == "." else f"cd {shlex.quote(driver.folder)} && "
+        cd = "" if driver.folder == "." or spec.from_root else f"cd {shlex.quote(driver.folder)} && "
         spec_ = TestSpec(name=sel.name, test_command=f"{prefix}{cd}{words}", parser=spec.parser,
                          test_files=list(tests))
         if all(s.test_command != spec_.test_command for s in out):

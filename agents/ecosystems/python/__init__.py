@@ -10,7 +10,9 @@ to fit another commit). This package holds the Ecosystem:
   was skipped for its version), its toolchain image, T = pytest on the touched test modules
   (alternative: their test folders); on a `driver:<id>` route (a Django-style
   ``tests/runtests.py`` the project's CI or tox.ini runs) T is that driver on the touched test
-  modules (alternative: their packages), parsed by `unittest_log`;
+  modules (alternative: their packages), parsed by `unittest_log`; a driver whose role is an
+  alternative (SymPy's ``bin/test``, parser `sympy_test_log`) is the uv route's second test
+  configuration, tried when pytest runs nothing (old SymPy trees do not import under pytest);
 - hooks: `build` (the uv builder: what it discovers while installing -- lifted date bounds,
   isolation, crashing packages -- needs the installer's state, so it runs the setup itself, with
   the flow's repair helper for what its rules miss), `run_tests` (pytest with swemint's report
@@ -75,7 +77,8 @@ class PythonEcosystem:
         test drivers (`driver:<id>`, e.g. a Django-style ``tests/runtests.py``: unittest with a
         settings module, which pytest cannot run) when the project uses one
         (`agents.ecosystems.drivers.find_drivers`)."""
-        return [Route(name=d.route) for d in find_drivers(tree, self.name)] + [Route(name="uv")]
+        return [Route(name=d.route) for d in find_drivers(tree, self.name) if d.spec.role == "route"] + \
+            [Route(name="uv")]
 
     def plan(self, tree: GitTree, instance: Instance, touched: list[str], images_cfg: ImageConfig,
              request: PlanRequest | None = None) -> Plan:
@@ -108,6 +111,13 @@ class PythonEcosystem:
                            "options": {**request.options, **({"pytest_floor": True} if request.toolchain else {})},
                            "caches": {"uv": "/root/.cache/uv"}})
         if driver is None:
+            # a driver the project uses whose role is an alternative (SymPy's bin/test): tried
+            # right after the first pytest configuration, in the same environment
+            extra = [sp for d in find_drivers(tree, self.name) if d.spec.role == "alternative"
+                     for sp in driver_test_specs(d, driver_tests(d, touched), interpreter=PY)]
+            if extra:
+                plan.test_alternatives = [*extra, *plan.test_alternatives]
+                plan.notes.append("test drivers as alternatives: " + ", ".join(sp.test_command[:80] for sp in extra))
             return plan
         specs = driver_test_specs(driver, driver_tests(driver, touched), interpreter=PY)
         plan = plan.with_test(specs[0])

@@ -94,6 +94,7 @@ POLYGLOT_PARSERS: dict[str, ReportParser] = {
     "script_status_log": drivers.parse_script_status_log,
     "tcl_helper_log": drivers.parse_tcl_helper_log,
     "unittest_log": drivers.parse_unittest_log,
+    "sympy_test_log": drivers.parse_sympy_test_log,
 }
 """Polyglot parser registry: the name stored in a dataset row -> the parser."""
 

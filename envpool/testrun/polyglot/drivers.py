@@ -15,6 +15,13 @@ Test ids are what the driver prints:
   (module.Class)`` as unittest prints it (Python >= 3.11 prints ``name (module.Class.name)``;
   kept as printed). A docstring's first line, printed on the next line, is not part of the id.
   ``Ran N tests`` is cross-checked (summed over runs).
+- `sympy_test_log` (SymPy's ``bin/test --verbose``, `sympy/utilities/runtests.py`
+  `PyTestReporter`): the test function's bare name, ``test_ccode_sinc``, as SWE-bench's sympy
+  log parser gives it. After a file header ``sympy/x/tests/test_y.py[N]`` each test prints
+  ``name <status>`` (``ok``, ``F``, ``E``, ``f`` xfail, ``X`` xpass; skips ``s``/``w`` slow/``T``
+  timeout/``K`` with their message before the letter), the file's last one followed by ``[OK]``
+  or ``[FAIL]``; ``path[?]   Failed to import`` is a file that failed to load; ``tests
+  finished: P passed`` is cross-checked.
 
 Status mapping:
 
@@ -26,10 +33,12 @@ Status mapping:
 | `skip` / `[skip]` / `... skipped`    | SKIPPED    |
 | `... expected failure`               | XFAIL      |
 | `... unexpected success`             | FAILED     |
+| sympy `ok` / `F` / `E` / `f` / `X`    | PASSED / FAILED / ERROR / XFAIL / XPASS |
+| sympy `s` / `w` / `T` / `K`           | SKIPPED    |
 
 Sources: MicroPython's ``tests/run-tests.py`` (``print("pass ", test_file)``), Redis'
 ``tests/test_helper.tcl`` (``send_data_packet`` statuses), CPython's
-``unittest.runner.TextTestResult``.
+``unittest.runner.TextTestResult``, SymPy's ``sympy/utilities/runtests.py`` (``PyTestReporter``).
 """
 
 from __future__ import annotations
@@ -146,4 +155,42 @@ def parse_unittest_log(text: str) -> Result:
                 parsed += 1
             pending = None
     count_mismatch(res, "unittest Ran", total, parsed)
+    return res
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SYMPY_TEST = re.compile(r"^(test_\w*) (.*?)\s*(?:\[(?:OK|FAIL)\])?\s*$")
+_SYMPY_WORD = {"ok": TestStatus.PASSED, "F": TestStatus.FAILED, "E": TestStatus.ERROR, "f": TestStatus.XFAIL,
+               "X": TestStatus.XPASS, "s": TestStatus.SKIPPED, "w": TestStatus.SKIPPED, "T": TestStatus.SKIPPED,
+               "K": TestStatus.SKIPPED}
+_SYMPY_IMPORT = re.compile(r"^(\S+\.py)\[\?\]\s+Failed to import")
+_SYMPY_DONE = re.compile(r"^=*\s*tests finished: (\d+) passed")
+
+
+@report_parser()
+def parse_sympy_test_log(text: str) -> Result:
+    """Parse SymPy's ``bin/test --verbose`` console (module docstring)."""
+    res = Result(source="log")
+    passed = 0
+    total: int | None = None
+    for raw in text.splitlines():
+        line = _ANSI.sub("", raw)
+        m = _SYMPY_IMPORT.match(line)
+        if m:
+            res.unit_failed(m.group(1))
+            continue
+        m = _SYMPY_DONE.match(line)
+        if m:
+            total = (total or 0) + int(m.group(1))
+            continue
+        m = _SYMPY_TEST.match(line)
+        if not m:
+            continue
+        words = m.group(2).split()
+        st = _SYMPY_WORD.get(words[-1]) if words else None
+        if st is None:
+            continue
+        res.add(m.group(1), st)
+        passed += st is TestStatus.PASSED
+    count_mismatch(res, "sympy tests finished", total, passed)
     return res

@@ -181,3 +181,38 @@ def test_shebang_interpreter():
     assert shebang("#!/usr/bin/env python3\nimport x\n") == "python3"
     assert shebang("#!/bin/sh\n") == "sh" and shebang("#!/usr/bin/env -S bash -e\n") == "bash"
     assert shebang("import x\n") == "" and shebang("#!/bin/$(rm -rf /)\n") == ""
+
+
+SYMPY_BIN_TEST = "#!/usr/bin/env python\nfrom sympy.utilities.runtests import test\nimport sys\nsys.exit(not test(*sys.argv[1:]))\n"
+
+
+def test_sympy_bin_test_is_the_uv_routes_second_test_configuration(tmp_path, monkeypatch):
+    """sympy-11400 (2016): its test modules import `raises` from sympy.utilities.pytest, which
+    under pytest does not define it, so pytest collects nothing; SWE-bench runs SymPy with its
+    own `bin/test -C --verbose`. The driver is not a route of its own (pytest works on newer
+    trees, whose rows are exact): it is the uv route's configuration after the first, run from
+    the root with the touched files as given, parsed by `sympy_test_log`."""
+    import envpool.images as images
+
+    monkeypatch.setattr(images, "available_pythons", lambda cfg=None: ["3.11"])
+    monkeypatch.setattr(images, "ensure_python_image", lambda version, cfg=None: f"swemint/python:{version}")
+    files = {"setup.py": "from setuptools import setup\nsetup(name='sympy')\n", "sympy/__init__.py": "",
+             "bin/test": SYMPY_BIN_TEST, "bin/test_travis.sh": "#!/bin/bash\nbin/test --split ${SPLIT}\n",
+             ".travis.yml": "script:\n  - bin/test_travis.sh\n", "sympy/printing/tests/test_ccode.py": ""}
+    tree = make_tree(tmp_path, files)
+    eco = python.ECOSYSTEM
+    assert [r.name for r in eco.routes(tree, "python")] == ["uv"]
+    found = find_drivers(tree, "python")
+    assert [d.spec.id for d in found] == ["sympy-bin-test"] and found[0].evidence == ["bin/test_travis.sh"]
+    inst = make_instance(tree, "python", instance_id="sympy__sympy-1", repo="sympy/sympy")
+    plan = eco.plan(tree, inst, ["sympy/printing/tests/test_ccode.py"], ImageConfig(), PlanRequest(route="uv"))
+    assert plan.parser == "pytest_channel"
+    second = plan.test_alternatives[0]
+    assert second.parser == "sympy_test_log"
+    assert shlex.split(second.test_command) == ["/opt/venv/bin/python", "bin/test", "-C", "--verbose",
+                                                "sympy/printing/tests/test_ccode.py"]
+    # a bin/test nobody's CI names, or one that is not SymPy's, is no driver
+    assert find_drivers(make_tree(tmp_path / "nci", {**files, ".travis.yml": "script: make\n",
+                                                     "bin/test_travis.sh": "make\n"}), "python") == []
+    assert find_drivers(make_tree(tmp_path / "other", {**files, "bin/test": "#!/bin/sh\nexec pytest\n"}),
+                        "python") == []

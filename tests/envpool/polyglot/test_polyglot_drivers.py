@@ -67,3 +67,26 @@ def test_unittest_ran_count_checked():
 
 def test_registered_by_name():
     assert {"script_status_log", "tcl_helper_log", "unittest_log"} <= set(POLYGLOT_PARSERS)
+
+
+def test_sympy_bin_test_lines_bare_names_and_the_finished_count():
+    """SymPy's `bin/test --verbose` (sympy/utilities/runtests.py `PyTestReporter`), in its format
+    with this test's own names: bare function names (SWE-bench's sympy ids), every status letter,
+    a skip's message before its letter, the file's closing [OK]/[FAIL], a file that failed to
+    import as a failed unit, and the finished line's passed count."""
+    from envpool.testrun.polyglot.drivers import parse_sympy_test_log
+
+    raw = (DATA / "sympy_bin_test.log").read_text()
+    res = parse_sympy_test_log.run(raw)
+    assert res.anomalies == []
+    rep = res.report()
+    S = TestStatus
+    assert rep.statuses == {"test_add_ints": S.PASSED, "test_add_floats": S.FAILED, "test_add_strings": S.ERROR,
+                            "test_add_known_bug": S.XFAIL, "test_add_fixed_bug": S.XPASS, "test_add_slow": S.SKIPPED,
+                            "test_sub_ints": S.PASSED, "test_sub_numpy": S.SKIPPED, "test_sub_plain": S.SKIPPED}
+    assert rep.collection_errors == ["pkg/calc/tests/test_mul.py"] and rep.tests_ran
+    # a passed count that disagrees with the lines is an anomaly
+    bad = raw.replace("tests finished: 2 passed", "tests finished: 5 passed")
+    assert parse_sympy_test_log.run(bad).anomalies
+    # the traceback's `File ..., line 7, in test_add_floats` line is not a result
+    assert "in" not in rep.statuses
