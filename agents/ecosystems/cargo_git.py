@@ -17,9 +17,14 @@ Two routes, both recorded in the plan (substitutions):
   git source offline from it: it still clones the git source (checked on cargo 1.78), hence
   the manifest rewrite.
 
+A ``[patch.crates-io]`` entry from git (nushell's ``reedline = { git = ..., branch = "main" }``)
+is dropped when crates.io has the version Cargo.lock records for it, or an older compatible
+release (`released_as_locked`): the dependency's own requirement then resolves from the registry
+(`drop_patch`).
+
 A crate crates.io has no release of (a fork-only crate), a git dependency only Cargo.lock knows
-(a dependency of a dependency), a ``[patch]`` entry from git, or a manifest whose rewrite does
-not parse back as intended: EnvBuildError with that cause.
+(a dependency of a dependency), a git ``[patch]`` whose version crates.io lacks, or a manifest
+whose rewrite does not parse back as intended: EnvBuildError with that cause.
 """
 
 from __future__ import annotations
@@ -36,8 +41,8 @@ from functools import lru_cache
 
 from envpool.toolchains import version_key
 
-__all__ = ["GitDep", "Release", "choose_release", "crate_releases", "exclude_member", "git_deps",
-           "index_path", "rewrite_dep"]
+__all__ = ["GitDep", "GitPatch", "Release", "choose_release", "crate_releases", "drop_patch", "exclude_member",
+           "git_deps", "git_patches", "index_path", "released_as_locked", "rewrite_dep"]
 
 INDEX = "https://index.crates.io"
 DEP_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
@@ -114,10 +119,11 @@ def git_deps(manifests: dict[str, tuple[str | None, dict]], lock: dict | None) -
     return out
 
 
-def lock_only(lock: dict | None, deps: list[GitDep]) -> list[str]:
+def lock_only(lock: dict | None, deps: list, patched: list | None = None) -> list[str]:
     """Git sources of `lock` that no manifest declares ("name (url)"): dependencies of git
-    dependencies, which no manifest rewrite here reaches."""
-    known = {(d.crate, norm_url(d.url)) for d in deps}
+    dependencies, which no manifest rewrite here reaches. `deps` (`GitDep`s) and `patched`
+    (`GitPatch`es) are declared."""
+    known = {(d.crate, norm_url(d.url)) for d in [*deps, *(patched or [])]}
     out = []
     for e in (lock or {}).get("package") or []:
         src = str(e.get("source") or "")
@@ -326,3 +332,83 @@ def needed_members(manifests: dict[str, tuple[str | None, dict]], selected: list
                     x = posixpath.normpath(posixpath.join(d, spec["path"]))
                     todo.append("" if x == "." else x)
     return need
+
+
+@dataclass
+class GitPatch:
+    """A ``[patch.<registry>]`` entry from git: `registry` (``crates-io``), `key`, `crate` (its
+    package name), `url`, `manifest` (repository-relative path), `locked` (the version Cargo.lock
+    records for that git source)."""
+
+    registry: str
+    key: str
+    crate: str
+    url: str
+    manifest: str
+    locked: str | None = None
+
+
+def git_patches(manifests: dict[str, tuple[str | None, dict]], lock: dict | None) -> list[GitPatch]:
+    """The git entries of every manifest's ``[patch.*]`` tables, with their locked versions."""
+    locked: dict[tuple[str, str], str] = {}
+    for e in (lock or {}).get("package") or []:
+        src = str(e.get("source") or "")
+        if src.startswith("git+") and e.get("name") and e.get("version"):
+            locked[(str(e["name"]), norm_url(src[4:]))] = str(e["version"])
+    out = []
+    for path, (_, m) in manifests.items():
+        for registry, table in (m.get("patch") or {}).items():
+            if not isinstance(table, dict):
+                continue
+            for key, spec in table.items():
+                if isinstance(spec, dict) and isinstance(spec.get("git"), str):
+                    crate = str(spec.get("package") or key)
+                    out.append(GitPatch(registry=str(registry), key=key, crate=crate, url=spec["git"], manifest=path,
+                                        locked=locked.get((crate, norm_url(spec["git"])))))
+    return out
+
+
+def released_as_locked(releases: list[Release], locked: str | None) -> str | None:
+    """The unyanked crates.io release a git ``[patch]`` can give way to: the locked version
+    itself, else the newest release caret-compatible with it that is not newer than it (cargo
+    then resolves the dependency's own requirement from the registry). None when neither exists
+    (a git-only version, a pre-release of an unreleased line)."""
+    lv = _semver(locked) if locked else None
+    if not lv:
+        return None
+    ok = [(r.version, s) for r in releases if not r.yanked and (s := _semver(r.version))]
+    if any(s == lv for _, s in ok):
+        return locked
+    older = sorted((v for v, s in ok if not s[3] and s[:3] <= lv[:3] and _compatible(s, lv)), key=version_key)
+    return older[-1] if older else None
+
+
+def drop_patch(text: str, registry: str, key: str) -> str:
+    """`text` (a Cargo.toml) without the ``[patch.<registry>]`` entry `key` (an inline line, or a
+    ``[patch.<registry>.<key>]`` section). Raises ValueError when the result does not parse or
+    still has the entry."""
+    lines = text.splitlines(keepends=True)
+    out, section = [], None
+    reg = re.escape(registry)
+    for line in lines:
+        h = _header(line)
+        if h is not None:
+            section = h
+            if re.fullmatch(rf"""patch\.(?:{reg}|"{reg}")\.{_key_re(key)}""", h):
+                continue
+            out.append(line)
+            continue
+        if section and re.fullmatch(rf"""patch\.(?:{reg}|"{reg}")\.{_key_re(key)}""", section):
+            continue
+        if section and re.fullmatch(rf"""patch\.(?:{reg}|"{reg}")""", section) and \
+                re.match(rf"\s*{_key_re(key)}\s*=", line):
+            continue
+        out.append(line)
+    new = "".join(out)
+    try:
+        parsed = tomllib.loads(new)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"the manifest without the patch does not parse: {e}") from e
+    if key in ((parsed.get("patch") or {}).get(registry) or {}):
+        raise ValueError(f"[patch.{registry}] {key} is still there")
+    return new

@@ -660,7 +660,8 @@ def _write_file(path: str, text: str) -> str:
 
 def git_fixes(tree: GitTree, project: CargoProject, selected: list[str], when, iid: str) -> tuple[list[str], list[str]]:
     """(setup commands, substitutions) standing in for `project`'s git dependencies
-    (`agents.ecosystems.cargo_git`): a member the `selected` package folders do not need is
+    (`agents.ecosystems.cargo_git`): a git ``[patch.crates-io]`` entry whose locked version
+    crates.io releases is dropped, a member the `selected` package folders do not need is
     excluded from the workspace, any other git dependency becomes the crates.io release
     `choose_release` picks. Raises EnvBuildError when one cannot be replaced."""
     from agents.ecosystems import cargo_git as cg
@@ -681,20 +682,32 @@ def git_fixes(tree: GitTree, project: CargoProject, selected: list[str], when, i
         manifests[root_path] = (None, top)
     else:  # the root package's manifest may hold [workspace.dependencies] too
         manifests[root_path] = ("", top)
-    for (_, m) in list(manifests.values()):
-        if isinstance(m.get("patch"), dict) and any(isinstance(s, dict) and s.get("git") for t in m["patch"].values()
-                                                    if isinstance(t, dict) for s in t.values()):
-            raise fail("a [patch] entry from git (not replaced)")
     lock_text = tree.read(_join(project.root, "Cargo.lock"))
     lock = _toml(lock_text) if lock_text else None
+    subs: list[str] = []
+    patches = cg.git_patches(manifests, lock)
+    for gp in patches:
+        rels = cg.crate_releases(gp.crate)
+        if rels is None:
+            raise fail(f"[patch.{gp.registry}] {gp.crate} ({gp.url}); the crates.io index could not be read")
+        version = cg.released_as_locked(list(rels), gp.locked) if gp.registry == "crates-io" else None
+        if version is None:
+            raise fail(f"a [patch.{gp.registry}] entry from git: {gp.crate} ({gp.url}), Cargo.lock "
+                       f"{gp.locked or 'has no version'}, which crates.io does not release")
+        try:
+            texts[gp.manifest] = cg.drop_patch(texts.get(gp.manifest) or tree.read(gp.manifest) or "", gp.registry,
+                                               gp.key)
+        except ValueError as e:
+            raise fail(f"[patch.{gp.registry}] {gp.crate} ({gp.url}): {e}") from e
+        subs.append(f"cargo [patch.{gp.registry}] {gp.crate} from git ({gp.url}) dropped: crates.io has "
+                    f"{gp.crate} {version} (Cargo.lock: {gp.locked}); the dependency resolves from the registry")
     deps = cg.git_deps(manifests, lock)
-    hidden = cg.lock_only(lock, deps)
+    hidden = cg.lock_only(lock, deps, patches)
     if hidden:
         raise fail(f"only Cargo.lock names {', '.join(hidden[:5])} (a dependency of a dependency)")
     ws = top.get("workspace") if isinstance(top.get("workspace"), dict) else None
     defaults = [str(d).rstrip("/") for d in (ws or {}).get("default-members") or []]
     need = cg.needed_members(manifests, selected)
-    subs: list[str] = []
     for d in deps:
         if d.member and ws is not None and d.member not in need and not any(
                 fnmatch.fnmatchcase(d.member, pat) for pat in defaults):

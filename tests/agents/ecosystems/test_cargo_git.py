@@ -159,3 +159,39 @@ def test_unreadable_index_is_a_stated_env_failure(tmp_path, fake_image, monkeypa
     tree = make_tree(tmp_path, _files(lib))
     with pytest.raises(EnvBuildError, match="index could not be read"):
         rust.ECOSYSTEM.plan(tree, instance(tree), ["lib/tests/t.rs"], None)
+
+
+def test_a_git_patch_of_a_released_version_is_dropped(tmp_path, fake_image, monkeypatch):  # noqa: F811
+    """nushell: ``[patch.crates-io] reedline = { git = ..., branch = "main" }`` with Cargo.lock at
+    reedline 0.32.0 from git; crates.io has 0.32.0, so the patch goes and the dependency's own
+    requirement resolves from the registry (the git source in Cargo.lock is not a hidden
+    dependency of a dependency). A locked version crates.io lacks stays a stated env_failed."""
+    lib = LIB + '\n[dependencies]\nitoa = "1.0"\n'
+    ws = WS + '\n[patch.crates-io]\nitoa = { git = "https://github.com/dtolnay/itoa", branch = "main" }\n' \
+              '# other = { git = "https://github.com/x/other" }\n\n[profile.release]\nlto = true\n'
+    lock = ('version = 3\n\n[[package]]\nname = "itoa"\nversion = "1.0.1"\n'
+            'source = "git+https://github.com/dtolnay/itoa?branch=main#0123"\n')
+    files = {**_files(lib), "Cargo.toml": ws, "Cargo.lock": lock}
+    monkeypatch.setattr(cg, "crate_releases", lambda n: (rel("1.0.0", 1), rel("1.0.1", 2)))
+    tree = make_tree(tmp_path, files)
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree), ["lib/tests/t.rs"], None)
+    assert any("[patch.crates-io] itoa from git (https://github.com/dtolnay/itoa) dropped: crates.io has itoa 1.0.1"
+               in s for s in plan.substitutions)
+    cmd = next(c for c in plan.setup_commands if c.endswith("> /testbed/Cargo.toml"))
+    import base64
+    new = tomllib.loads(base64.b64decode(shlex.split(cmd)[1]).decode())
+    assert "itoa" not in new.get("patch", {}).get("crates-io", {}) and new["profile"]["release"]["lto"] is True
+    # a version crates.io does not release (and no older compatible one): env_failed with the cause
+    monkeypatch.setattr(cg, "crate_releases", lambda n: (rel("2.0.0", 1),))
+    with pytest.raises(EnvBuildError, match=r"\[patch.crates-io\] entry from git: itoa .*1.0.1, which crates.io"):
+        rust.ECOSYSTEM.plan(make_tree(tmp_path / "b", files), instance(tree), ["lib/tests/t.rs"], None)
+
+
+def test_released_as_locked_and_drop_patch_sections():
+    assert cg.released_as_locked([rel("0.32.0"), rel("0.33.0")], "0.32.0") == "0.32.0"
+    assert cg.released_as_locked([rel("0.31.0"), rel("0.32.0")], "0.32.5") == "0.32.0"  # older, compatible
+    assert cg.released_as_locked([rel("0.31.0"), rel("0.33.0")], "0.32.5") is None
+    assert cg.released_as_locked([rel("0.32.0", yanked=True)], "0.32.0") is None
+    text = '[patch.crates-io.reedline]\ngit = "https://github.com/nushell/reedline"\nbranch = "main"\n\n[x]\na = 1\n'
+    out = cg.drop_patch(text, "crates-io", "reedline")
+    assert tomllib.loads(out) == {"x": {"a": 1}}
