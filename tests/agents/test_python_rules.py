@@ -359,3 +359,28 @@ def test_a_legacy_setup_py_that_imports_a_module_gets_it_in_the_venv_without_iso
                                  "ModuleNotFoundError: No module named 'yaml'")
     assert b2._repair_uv(out, set()) == "build-module pyyaml" and b2.build_modules == ["pyyaml"]
     assert b2._repair_uv(out, {"build-module pyyaml"}) is None
+
+
+def test_an_interpreter_past_the_eras_gets_the_collections_abc_aliases(tmp_path):
+    """astropy-6938 (2018, Python 3.7 era by our rule, 3.6 in SWE-bench) on 3.9, the oldest interpreter here: its conftest turns
+    every DeprecationWarning into an error, and 3.9 warns on ``collections.MutableSequence``, so
+    no test module imports. The venv gets a .pth giving `collections` the ABC aliases (no warning;
+    on 3.10+ they are gone altogether); an era interpreter gets nothing."""
+    import sys
+
+    from agents.ecosystems.python.plan import ABC_SHIM, PythonChoice, needs_abc_shim
+
+    assert needs_abc_shim(PythonChoice(ideal="3.6", version="3.9", exclude_newer="2018-01-01T00:00:00Z"))
+    assert needs_abc_shim(PythonChoice(ideal="3.7", version="3.9", exclude_newer="2018-01-01T00:00:00Z"))
+    assert needs_abc_shim(PythonChoice(ideal="3.9", version="3.11", exclude_newer="2021-01-01T00:00:00Z"))
+    assert not needs_abc_shim(PythonChoice(ideal="3.8", version="3.9", exclude_newer="2020-01-01T00:00:00Z"))
+    assert not needs_abc_shim(PythonChoice(ideal="3.11", version="3.11", exclude_newer="2024-01-01T00:00:00Z"))
+    code = ABC_SHIM + "\nimport warnings; warnings.simplefilter('error')\nfrom collections import MutableSequence, Mapping\n"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
+    bare = "import warnings; warnings.simplefilter('error')\nfrom collections import Mapping\n"
+    assert subprocess.run([sys.executable, "-c", bare], capture_output=True, timeout=60).returncode != 0
+    b = builder(tmp_path)
+    b.choice = PythonChoice(ideal="3.6", version="3.9", exclude_newer="2018-01-01T00:00:00Z")
+    b.build([])
+    step = next(s for s in b.steps if s.rule == "era:collections-abc")
+    assert "swemint-collections-abc.pth" in step.command and "collections.abc.__all__" in step.command

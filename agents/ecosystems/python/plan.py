@@ -96,6 +96,23 @@ class PythonChoice(BaseModel):
     exclude_newer: str
 
 
+ABC_SHIM_PTH = "swemint-collections-abc.pth"
+ABC_SHIM = ("import collections, collections.abc; collections.__dict__.update({n: getattr(collections.abc, n) "
+            "for n in collections.abc.__all__ if n not in collections.__dict__})")
+"""A .pth line giving `collections` the ABC aliases of Python <= 3.9 without the DeprecationWarning
+3.7-3.9 emit for them (3.10 removed them)."""
+
+
+def needs_abc_shim(choice: "PythonChoice") -> bool:
+    """Whether the venv gets `ABC_SHIM`: the interpreter used is newer than the era's, the era's
+    is 3.7 or older (3.7 started to warn on ``collections.Mapping`` & co.: a project that turns
+    DeprecationWarnings into errors, astropy 2.x, no longer imports on a newer one) or the used
+    one is 3.10+ (which removed them). The
+    era's interpreter is not available here, so the stdlib is given the era's names instead."""
+    used, ideal = _v(choice.version), _v(choice.ideal)
+    return (ideal < (3, 8) and used > ideal and used >= (3, 7)) or (ideal < (3, 10) <= used)
+
+
 def _v(s: str) -> tuple[int, ...]:
     return tuple(int(x) for x in s.split("."))
 

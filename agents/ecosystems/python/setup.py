@@ -1,7 +1,9 @@
 """Environment Setup + Execution agents, rule backend, for Python: run the plan, repair, record.
 
 Every command runs in the build sandbox (bridge network, host CA mounted) and is recorded as a
-`StepRecord`; the successful ones become the setup script and the Dockerfile. Before the project
+`StepRecord`; the successful ones become the setup script and the Dockerfile. An interpreter
+newer than the commit's era past Python 3.7 or 3.10 gets `collections`' old ABC aliases back in
+the venv (`plan.needs_abc_shim`: astropy 2.x turns their DeprecationWarning into an error). Before the project
 installs, each git submodule the mirror lacks (an empty gitlink) whose name is a PyPI
 distribution gets that distribution's sdist as of the date cut (`submodules`). Repairs are
 rules keyed on uv's and pytest's error text (bounded rounds):
@@ -41,7 +43,7 @@ from agents.ecosystems.python.analysis import RepoProfile, req_name
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.ecosystems.python.plan import (HEAVY_COMPILED, PY, PYTEST_FLOOR, SKIP_TEST_DEPS, TOOLCHAIN_PACKAGES, VENV,
+from agents.ecosystems.python.plan import (ABC_SHIM, ABC_SHIM_PTH, HEAVY_COMPILED, PY, needs_abc_shim, PYTEST_FLOOR, SKIP_TEST_DEPS, TOOLCHAIN_PACKAGES, VENV,
                                            PythonChoice,
                                            UvOptions, lifted_date, own_names, project_target, relax_test_pins,
                                            runtime_env, test_requirements, toolchain_spec, wheels_only)
@@ -351,6 +353,9 @@ class PythonEnvBuilder:
         # no `--seed`: pip/setuptools/wheel come from the date-bounded toolchain step, so the
         # environment (and its Dockerfile) does not drift with the registry
         self.uv_install(toolchain_spec(self.created) + " pip", "toolchain")
+        if needs_abc_shim(self.choice):
+            self.run(f"echo {shlex.quote(ABC_SHIM)} > $({PY} -c 'import sysconfig;print(sysconfig.get_paths()[\"purelib\"])')"
+                     f"/{ABC_SHIM_PTH}", "era:collections-abc")
         self.fill_submodules()
         file_reqs: list[str] = []
         for f in p.requirement_files[:3]:
