@@ -375,8 +375,15 @@ def test_an_interpreter_past_the_eras_gets_the_collections_abc_aliases(tmp_path)
     assert needs_abc_shim(PythonChoice(ideal="3.9", version="3.11", exclude_newer="2021-01-01T00:00:00Z"))
     assert not needs_abc_shim(PythonChoice(ideal="3.8", version="3.9", exclude_newer="2020-01-01T00:00:00Z"))
     assert not needs_abc_shim(PythonChoice(ideal="3.11", version="3.11", exclude_newer="2024-01-01T00:00:00Z"))
-    code = ABC_SHIM + "\nimport warnings; warnings.simplefilter('error')\nfrom collections import MutableSequence, Mapping\n"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
+    # as `site` runs it: the line of a .pth in a site dir (exec inside site.addpackage)
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "swemint-collections-abc.pth").write_text(ABC_SHIM + "\n")
+    code = (f"import site; site.addsitedir({str(site_dir)!r})\nimport warnings; warnings.simplefilter('error')\n"
+            "from collections import MutableSequence, Mapping\nimport collections.abc as a\n"
+            "assert Mapping is a.Mapping\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0 and "Error processing" not in got.stderr, got.stderr
     bare = "import warnings; warnings.simplefilter('error')\nfrom collections import Mapping\n"
     assert subprocess.run([sys.executable, "-c", bare], capture_output=True, timeout=60).returncode != 0
     b = builder(tmp_path)

@@ -97,10 +97,11 @@ class PythonChoice(BaseModel):
 
 
 ABC_SHIM_PTH = "swemint-collections-abc.pth"
-ABC_SHIM = ("import collections, collections.abc; collections.__dict__.update({n: getattr(collections.abc, n) "
-            "for n in collections.abc.__all__ if n not in collections.__dict__})")
+ABC_SHIM = ("import collections, collections.abc; collections.__dict__.update(zip(collections.abc.__all__, "
+            "map(collections.abc.__dict__.get, collections.abc.__all__)))")
 """A .pth line giving `collections` the ABC aliases of Python <= 3.9 without the DeprecationWarning
-3.7-3.9 emit for them (3.10 removed them)."""
+3.7-3.9 emit for them (3.10 removed them). No comprehension or lambda: `site` runs the line with
+`exec` inside a function, whose locals a nested scope cannot see."""
 
 
 def needs_abc_shim(choice: "PythonChoice") -> bool:
