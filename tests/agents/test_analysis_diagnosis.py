@@ -89,6 +89,9 @@ def test_declared_dependencies_of_every_manifest(tmp_path):
      "go", "go 1.15.15", "toolchain_too_old", ">=1.18"),
     ("package `foo v1.2.0` cannot be built because it requires rustc 1.70 or newer", "rust", "rust 1.63",
      "toolchain_too_old", ">=1.70"),
+    # nushell's libmimalloc-sys on bullseye's gcc 10: a newer Rust image (newer suite, newer gcc)
+    ("warning: libmimalloc-sys@0.1.37: c_src/mimalloc/include/mimalloc/prim.h:240:21: error: "
+     "'__builtin_thread_pointer' is not supported on this target", "rust", "rust 1.78", "toolchain_too_old", ">1.78"),
     ("has been compiled by a more recent version of the Java Runtime (class file version 55.0)", "java", "jdk 8",
      "toolchain_too_old", ">=11"),
     ("E   ModuleNotFoundError: No module named 'yaml'", "python", "3.9", "missing_module", ["yaml"]),
