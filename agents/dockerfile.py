@@ -62,12 +62,13 @@ def run_line(command: str, build_env: bool = True) -> str:
 
 def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands: list[str],
                       env: dict[str, str], workdir: str = "/testbed",
-                      files: dict[str, bytes] | None = None, **_ignored) -> str:
+                      files: dict[str, bytes] | None = None, restore: list[str] | None = None, **_ignored) -> str:
     """Return Dockerfile text (str) for the environment built from toolchain image `base_image`
     by `commands` (run in `workdir` with `env` set, PATH included). The toolchain is spelled out
     from `envpool.images.recipe(base_image)` when this process resolved it; otherwise the
     Dockerfile starts `FROM base_image` and says so. `files` (absolute path -> content) other
-    than the grading tools (which come from the build context) are written inline."""
+    than the grading tools (which come from the build context) are written inline. `restore`:
+    tracked files set back to base_commit before the setup edits are committed."""
     rec = images.recipe(base_image)
     lines = [f"# swemint environment for {comment(repo)} @ {comment(base_commit)}",
              "# Build context: this file, testbed.tar.gz (the tree of base_commit, no history) and swemint/",
@@ -91,6 +92,8 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
             lines.append(f"RUN mkdir -p {shlex.quote(path.rsplit('/', 1)[0] or '/')} && "
                          f"echo {base64.b64encode(data).decode()} | base64 -d > {shlex.quote(path)}")
     lines += [run_line(c) for c in commands]
+    if restore:  # edited files a row's patch changes go back to base_commit (envimage.restore_conflicting_edits)
+        lines.append(f"RUN cd {workdir} && git checkout HEAD -- {' '.join(shlex.quote(f) for f in restore)}")
     lines.append(f"RUN cd {workdir} && if [ -n \"$(git status --porcelain --untracked-files=no)\" ]; then "
                  f"git {GIT_ID} commit -qam 'swemint: environment setup edits' --no-verify; fi")
     lines.append(run_line(ENSURE_PYTHON3))

@@ -91,6 +91,39 @@ def lay_out_repository(sb, tree: GitTree, base_commit: str, *, replace: bool = F
                             log_path=log_path)
 
 
+def restore_conflicting_edits(sb, patches, traj) -> list[str]:
+    """Tracked files a setup step edited that one of `patches` (the test_patch, the patch) also
+    changes and no longer applies to: each goes back to its base-commit state (``git checkout
+    HEAD -- f``, before the edits are committed), so the row's patches apply to the image as to
+    base_commit -- as the SWE-bench harness applies them. sharkdp/bat-562: cargo rewrote the old
+    Cargo.lock format, and the patch's Cargo.lock hunk failed. Returns the restored paths (the
+    Dockerfile replays the restore); each is noted in the trajectory."""
+    import shlex
+
+    from envpool.patches import files_in_patch
+
+    st = sb.exec("cd /testbed && git status --porcelain --untracked-files=no", timeout=60, log_label="status")
+    changed = [line[3:].strip() for line in st.output.splitlines() if len(line) > 3 and line[:2].strip()]
+    restored: list[str] = []
+    for i, patch in enumerate(p for p in patches if p):
+        files = [f for f in files_in_patch(patch) if f in changed and f not in restored]
+        if not files:
+            continue
+        path = f"/tmp/swemint/edits-check-{i}.diff"
+        sb.put_file(path, patch.encode())
+        for f in files:
+            r = sb.exec(f"cd /testbed && git apply --check --include={shlex.quote(f)} {path}", timeout=60,
+                        log_label="edits-check")
+            if not r.ok:
+                sb.exec(f"cd /testbed && git checkout HEAD -- {shlex.quote(f)}", timeout=60, log_label="edits-restore")
+                restored.append(f)
+    if restored:
+        traj(StepRecord(agent="setup", rule="edits-restored",
+                        note="restored to base_commit (a patch of the row changes them and would not apply to the "
+                             "setup's edit): " + ", ".join(restored)))
+    return restored
+
+
 def commit_tracked_edits(sb, traj) -> None:
     """A setup step that edited tracked files: keep the edit in its own commit so it never leaks
     into a diff against the environment."""

@@ -299,7 +299,8 @@ def build_environment(run, eco, plan: Plan):
     (Environment or None, SetupOutcome). Raises SandboxTimeout at the deadline."""
     from agents.context import Environment
     from agents.dockerfile import render_dockerfile, render_setup_script
-    from agents.envimage import commit_image, commit_tracked_edits, image_tag_for, lay_out_repository
+    from agents.envimage import (commit_image, commit_tracked_edits, image_tag_for, lay_out_repository,
+                                 restore_conflicting_edits)
 
     cfg, res, iid = run.config, run.res, run.iid
     spec = run.spec(plan.image, "bridge", env=plan.env, caches=plan.state.get("caches"))
@@ -311,10 +312,12 @@ def build_environment(run, eco, plan: Plan):
                   index=index_for(run, plan.image) if cfg.repair.debian_index else None)
         build = hook(eco, "build")
         outcome = build(job) if build else run_setup(job)
+        restored = restore_conflicting_edits(sb, [run.instance.test_patch, run.instance.patch], run.traj) \
+            if outcome.ok else []
         setup_script = render_setup_script(outcome.commands, outcome.env, outcome.failed)
         dockerfile = render_dockerfile(base_image=plan.image, repo=run.instance.repo,
                                        base_commit=run.instance.base_commit, commands=outcome.commands,
-                                       env=outcome.env, files=_files_of(eco))
+                                       env=outcome.env, files=_files_of(eco), restore=restored)
         (run.idir / "setup.sh").write_text(setup_script)
         (run.idir / "Dockerfile").write_text(dockerfile)
         res.setup_script, res.dockerfile, res.installed_packages = setup_script, dockerfile, outcome.installed_packages
