@@ -14,7 +14,8 @@ The command (`pytest_command`) is
   `--pdb` ...), options that change *what* runs or how are kept (`-p pytester`,
   `--doctest-modules`, `--strict-markers`, `-m`, `-W` ...). `PYTEST_ADDOPTS` is unset.
 - The cache plugin stays on (conftests and tests may use `config.cache`), but writes outside the
-  repository (`-o cache_dir`); this is our equivalent of `-p no:cacheprovider`.
+  repository (`-o cache_dir`, created before the run: astropy 2.x's plugin reads that ini as its
+  own cache folder and creates `astropy/` inside it); our equivalent of `-p no:cacheprovider`.
 - `--continue-on-collection-errors` (pytest >= 3.0): a test file that fails to import no longer
   stops the whole run, so the other files' tests still report (else they would all be absent
   before and wrongly become FAIL_TO_PASS); the failing file is recorded as a collection error.
@@ -302,7 +303,9 @@ def pytest_script(command: str, paths: PytestPaths, per_test_timeout: float | No
         redirect,
         f"export {exports}",
         f"export PYTHONPATH={PLUGIN_DIR}${{PYTHONPATH:+:$PYTHONPATH}}",
-        f"rm -rf {shlex.quote(paths.run_dir)} && mkdir -p {shlex.quote(paths.run_dir)}",
+        # the cache folder exists before pytest starts: a project plugin that reads the
+        # `cache_dir` ini as its own (astropy 2.x's config plugin) creates a folder inside it
+        f"rm -rf {shlex.quote(paths.run_dir)} && mkdir -p {shlex.quote(paths.run_dir)} {shlex.quote(paths.cache)}",
         f"cd {shlex.quote(workdir)}",
         command,
     ])

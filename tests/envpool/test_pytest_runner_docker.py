@@ -737,3 +737,17 @@ def test_plugin_works_on_old_pytest(old_box):
     assert rep.collection_errors == ["tests/test_bad.py"]
     assert run.timeouts == ["tests/test_old.py::test_hangs"]
     assert rep.exit_code == 1 == run.plugin_exitstatus and run.anomalies == []
+
+
+def test_the_cache_folder_exists_before_pytest_starts(tmp_path):
+    """astropy 2.x's config plugin reads the `cache_dir` ini (ours: `-o cache_dir=<run>/cache`) as
+    its own cache folder and creates `astropy/` in it at every test's setup; pytest creates that
+    folder only lazily, so 525 tests errored (astropy-6938). The script makes it first (run here
+    by bash, with a command that only checks the folder)."""
+    import subprocess
+
+    paths = PytestPaths.new("cachecheck")
+    script = pytest_script(f"test -d {shlex.quote(paths.cache)}", paths, per_test_timeout=30, workdir=str(tmp_path))
+    got = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    subprocess.run(["rm", "-rf", paths.run_dir], check=False)
+    assert got.returncode == 0, got.stdout + got.stderr
