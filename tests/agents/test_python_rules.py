@@ -391,3 +391,33 @@ def test_an_interpreter_past_the_eras_gets_the_collections_abc_aliases(tmp_path)
     b.build([])
     step = next(s for s in b.steps if s.rule == "era:collections-abc")
     assert "swemint-collections-abc.pth" in step.command and "collections.abc.__all__" in step.command
+
+
+def test_an_interpreter_past_the_eras_gets_the_stdlib_distutils_after_the_installs(tmp_path):
+    """astropy-6938 again: pytest-remotedata calls `LooseVersion`, and the venv's setuptools (>= 64
+    for editable installs, far newer than 2018) ships a `distutils` that warns there -- an error
+    under astropy's deprecations-as-exceptions. After every install step the venv gets a .pth,
+    read before setuptools' own, that selects the standard library's `distutils` (3.9 still has
+    it, silent)."""
+    import os
+    import sys
+
+    from agents.ecosystems.python.plan import DISTUTILS_SHIM, PythonChoice, era_distutils
+
+    assert era_distutils(PythonChoice(ideal="3.7", version="3.9", exclude_newer="2018-01-01T00:00:00Z"))
+    assert not era_distutils(PythonChoice(ideal="3.8", version="3.9", exclude_newer="2020-01-01T00:00:00Z"))
+    assert not era_distutils(PythonChoice(ideal="3.9", version="3.12", exclude_newer="2021-01-01T00:00:00Z"))
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "00-swemint-stdlib-distutils.pth").write_text(DISTUTILS_SHIM + "\n")
+    code = (f"import site; site.addsitedir({str(site_dir)!r})\nimport os\n"
+            "print(os.environ.get('SETUPTOOLS_USE_DISTUTILS'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "SETUPTOOLS_USE_DISTUTILS"}
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert got.stdout.strip() == "stdlib", got.stderr
+    b = builder(tmp_path)
+    b.choice = PythonChoice(ideal="3.7", version="3.9", exclude_newer="2018-01-01T00:00:00Z")
+    b.build([])
+    rules = [s.rule for s in b.steps]
+    assert "era:stdlib-distutils" in rules
+    assert all(rules.index("era:stdlib-distutils") > i for i, r in enumerate(rules) if r.startswith("install"))

@@ -114,6 +114,21 @@ def needs_abc_shim(choice: "PythonChoice") -> bool:
     return (ideal < (3, 8) and used > ideal and used >= (3, 7)) or (ideal < (3, 10) <= used)
 
 
+DISTUTILS_SHIM_PTH = "00-swemint-stdlib-distutils.pth"
+DISTUTILS_SHIM = "import os; os.environ.setdefault('SETUPTOOLS_USE_DISTUTILS', 'stdlib')"
+"""A .pth line (sorted before setuptools' ``distutils-precedence.pth``, which reads the variable
+at start-up) making `import distutils` the standard library's, as in the era's environments."""
+
+
+def era_distutils(choice: "PythonChoice") -> bool:
+    """Whether test runs get the standard library's `distutils` (`DISTUTILS_SHIM`, written after
+    every install step): an era that `needs_abc_shim` on an interpreter that still has it (<
+    3.12). The venv's setuptools is newer than the era (PEP 660 editable installs need >= 64)
+    and its `distutils` warns on `LooseVersion` -- an error for a project that turns
+    DeprecationWarnings into errors (astropy 2.x, through pytest-remotedata)."""
+    return needs_abc_shim(choice) and _v(choice.version) < (3, 12)
+
+
 def _v(s: str) -> tuple[int, ...]:
     return tuple(int(x) for x in s.split("."))
 

@@ -3,7 +3,8 @@
 Every command runs in the build sandbox (bridge network, host CA mounted) and is recorded as a
 `StepRecord`; the successful ones become the setup script and the Dockerfile. An interpreter
 newer than the commit's era past Python 3.7 or 3.10 gets `collections`' old ABC aliases back in
-the venv (`plan.needs_abc_shim`: astropy 2.x turns their DeprecationWarning into an error). Before the project
+the venv (`plan.needs_abc_shim`: astropy 2.x turns their DeprecationWarning into an error), and
+then, after every install, the standard library's `distutils` (`plan.era_distutils`). Before the project
 installs, each git submodule the mirror lacks (an empty gitlink) whose name is a PyPI
 distribution gets that distribution's sdist as of the date cut (`submodules`). Repairs are
 rules keyed on uv's and pytest's error text (bounded rounds):
@@ -43,7 +44,8 @@ from agents.ecosystems.python.analysis import RepoProfile, req_name
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.ecosystems.python.plan import (ABC_SHIM, ABC_SHIM_PTH, HEAVY_COMPILED, PY, needs_abc_shim, PYTEST_FLOOR, SKIP_TEST_DEPS, TOOLCHAIN_PACKAGES, VENV,
+from agents.ecosystems.python.plan import (ABC_SHIM, ABC_SHIM_PTH, DISTUTILS_SHIM, DISTUTILS_SHIM_PTH, HEAVY_COMPILED, PY,
+                                           era_distutils, needs_abc_shim, PYTEST_FLOOR, SKIP_TEST_DEPS, TOOLCHAIN_PACKAGES, VENV,
                                            PythonChoice,
                                            UvOptions, lifted_date, own_names, project_target, relax_test_pins,
                                            runtime_env, test_requirements, toolchain_spec, wheels_only)
@@ -396,6 +398,9 @@ class PythonEnvBuilder:
         if files:
             self.check(f"cd /testbed && {PY} -m pytest --collect-only -q -p no:cacheprovider "
                        + " ".join(shlex.quote(f) for f in files), "probe:collect", ok_codes=(0, 5))
+        if era_distutils(self.choice):  # after every install step: the tests' interpreter only
+            self.run(f"echo {shlex.quote(DISTUTILS_SHIM)} > $({PY} -c 'import sysconfig;print(sysconfig.get_paths()"
+                     f"[\"purelib\"])')/{DISTUTILS_SHIM_PTH}", "era:stdlib-distutils")
         freeze = self.run(f"uv pip freeze --python {PY}", "freeze", record=False)
         return SetupResult(ok=True, steps=self.steps, commands=self.commands, env=self.env, uv=self.uv,
                            installed_packages="".join(line + "\n" for line in freeze.output.splitlines()
