@@ -96,14 +96,20 @@ def _tables(manifest: dict):
         yield "workspace.dependencies", ws.get("dependencies") or {}
 
 
-def git_deps(manifests: dict[str, tuple[str | None, dict]], lock: dict | None) -> list[GitDep]:
-    """The git dependencies of `manifests` (path -> (member folder or None for the root without
-    a package, parsed manifest)), with the version `lock` (parsed Cargo.lock) records."""
+def _locked_versions(lock: dict | None) -> dict[tuple[str, str], str]:
+    """(crate, normalised git url) -> the version Cargo.lock records for that git source."""
     locked: dict[tuple[str, str], str] = {}
     for e in (lock or {}).get("package") or []:
         src = str(e.get("source") or "")
         if src.startswith("git+") and e.get("name") and e.get("version"):
             locked[(str(e["name"]), norm_url(src[4:]))] = str(e["version"])
+    return locked
+
+
+def git_deps(manifests: dict[str, tuple[str | None, dict]], lock: dict | None) -> list[GitDep]:
+    """The git dependencies of `manifests` (path -> (member folder or None for the root without
+    a package, parsed manifest)), with the version `lock` (parsed Cargo.lock) records."""
+    locked = _locked_versions(lock)
     out = []
     for path, (member, m) in manifests.items():
         for table, deps in _tables(m):
@@ -350,11 +356,7 @@ class GitPatch:
 
 def git_patches(manifests: dict[str, tuple[str | None, dict]], lock: dict | None) -> list[GitPatch]:
     """The git entries of every manifest's ``[patch.*]`` tables, with their locked versions."""
-    locked: dict[tuple[str, str], str] = {}
-    for e in (lock or {}).get("package") or []:
-        src = str(e.get("source") or "")
-        if src.startswith("git+") and e.get("name") and e.get("version"):
-            locked[(str(e["name"]), norm_url(src[4:]))] = str(e["version"])
+    locked = _locked_versions(lock)
     out = []
     for path, (_, m) in manifests.items():
         for registry, table in (m.get("patch") or {}).items():
