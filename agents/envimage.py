@@ -5,6 +5,7 @@ shared by the full build (`agents.minter`) and reuse (`agents.reuse`).
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 from agents.gitrepo import GitTree
@@ -12,6 +13,7 @@ from agents.models import StepRecord
 from envpool import images
 from envpool.errors import EnvBuildError
 from envpool.hostfs import private_dir, remove_tree, scrub
+from envpool.patches import files_in_patch
 from envpool.evalscript import ENSURE_PYTHON3, grading_tools
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
@@ -98,9 +100,6 @@ def restore_conflicting_edits(sb, patches, traj) -> list[str]:
     base_commit -- as the SWE-bench harness applies them. sharkdp/bat-562: cargo rewrote the old
     Cargo.lock format, and the patch's Cargo.lock hunk failed. Returns the restored paths (the
     Dockerfile replays the restore); each is noted in the trajectory."""
-    import shlex
-
-    from envpool.patches import files_in_patch
 
     st = sb.exec("cd /testbed && git status --porcelain --untracked-files=no", timeout=60, log_label="status")
     changed = [line[3:].strip() for line in st.output.splitlines() if len(line) > 3 and line[:2].strip()]

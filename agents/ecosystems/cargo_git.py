@@ -255,6 +255,15 @@ def _key_re(key: str) -> str:
     return rf"""(?:{re.escape(key)}|"{re.escape(key)}"|'{re.escape(key)}')"""
 
 
+def _reparsed(lines: list[str], what: str) -> tuple[str, dict]:
+    """(text, parsed TOML) of rewritten manifest `lines`; ValueError naming `what` when it does not parse."""
+    new = "".join(lines)
+    try:
+        return new, tomllib.loads(new)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"the {what} does not parse: {e}") from e
+
+
 def rewrite_dep(text: str, key: str, url: str, version: str) -> str:
     """`text` (a Cargo.toml) with every git spec of dependency `key` from `url` turned into
     ``version = "=<version>"`` (git/rev/branch/tag dropped; features, package, optional kept);
@@ -282,11 +291,7 @@ def rewrite_dep(text: str, key: str, url: str, version: str) -> str:
                 re.match(rf"\s*(?:{'|'.join(GIT_KEYS)}|version)\s*=", line):
             continue
         out.append(line)
-    new = "".join(out)
-    try:
-        parsed = tomllib.loads(new)
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"the rewritten manifest does not parse: {e}") from e
+    new, parsed = _reparsed(out, "rewritten manifest")
     for _, deps in _tables(parsed):
         spec = deps.get(key)
         if isinstance(spec, dict) and spec.get("git"):
@@ -312,11 +317,8 @@ def exclude_member(text: str, member: str) -> str:
         if h == "workspace" and not done and "exclude" not in (tomllib.loads(text).get("workspace") or {}):
             out.append(f"exclude = [{quoted}]\n")
             done = True
-    new = "".join(out)
-    try:
-        ws = tomllib.loads(new).get("workspace") or {}
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"the rewritten workspace manifest does not parse: {e}") from e
+    new, parsed = _reparsed(out, "rewritten workspace manifest")
+    ws = parsed.get("workspace") or {}
     if member not in (ws.get("exclude") or []):
         raise ValueError(f"{member} is not excluded after the rewrite")
     return new
@@ -389,28 +391,18 @@ def drop_patch(text: str, registry: str, key: str) -> str:
     """`text` (a Cargo.toml) without the ``[patch.<registry>]`` entry `key` (an inline line, or a
     ``[patch.<registry>.<key>]`` section). Raises ValueError when the result does not parse or
     still has the entry."""
-    lines = text.splitlines(keepends=True)
-    out, section = [], None
     reg = re.escape(registry)
-    for line in lines:
+    table = re.compile(rf"""patch\.(?:{reg}|"{reg}")""")
+    entry = re.compile(rf"""patch\.(?:{reg}|"{reg}")\.{_key_re(key)}""")
+    inline = re.compile(rf"\s*{_key_re(key)}\s*=")
+    out, section = [], None
+    for line in text.splitlines(keepends=True):
         h = _header(line)
-        if h is not None:
-            section = h
-            if re.fullmatch(rf"""patch\.(?:{reg}|"{reg}")\.{_key_re(key)}""", h):
-                continue
-            out.append(line)
-            continue
-        if section and re.fullmatch(rf"""patch\.(?:{reg}|"{reg}")\.{_key_re(key)}""", section):
-            continue
-        if section and re.fullmatch(rf"""patch\.(?:{reg}|"{reg}")""", section) and \
-                re.match(rf"\s*{_key_re(key)}\s*=", line):
+        section = h if h is not None else section
+        if section and (entry.fullmatch(section) or (h is None and table.fullmatch(section) and inline.match(line))):
             continue
         out.append(line)
-    new = "".join(out)
-    try:
-        parsed = tomllib.loads(new)
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"the manifest without the patch does not parse: {e}") from e
+    new, parsed = _reparsed(out, "manifest without the patch")
     if key in ((parsed.get("patch") or {}).get(registry) or {}):
         raise ValueError(f"[patch.{registry}] {key} is still there")
     return new

@@ -53,7 +53,7 @@ from agents.ecosystems.debian import apt_install
 from agents.ecosystems.toolchain import satisfies
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
-from envpool.testrun.polyglot.java import BUILD_FAILED_MARK
+from envpool.testrun.polyglot.java import BUILD_FAILED_MARK, MAVEN_COMPILE_FAILED
 from envpool.patches import changed_lines
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
@@ -65,7 +65,6 @@ __all__ = ["ECOSYSTEM", "JavaEcosystem", "JavaFacts", "MavenReactor", "choose_jd
 REPORT = "/tmp/swemint/junit.xml"
 MVN_LOG = "/tmp/swemint/mvn.log"
 """The Maven console of a test run (read for a compile failure, `BUILD_FAILED_MARK`)."""
-MVN_COMPILE_FAILED = r"^\[ERROR\] (COMPILATION ERROR|Failed to execute goal [^ ]+:(testCompile|compile) )"
 """Where the test command concatenates the Surefire XML reports."""
 
 
@@ -643,7 +642,7 @@ class JavaEcosystem:
             return (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
                     f"-prune -exec rm -rf {{}} + ; {{ {body}; }} 2>&1 | tee {MVN_LOG}; rc=${{PIPESTATUS[0]}}; "
                     f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
-                    f"> {REPORT}; if grep -qE {shlex.quote(MVN_COMPILE_FAILED)} {MVN_LOG}; then "
+                    f"> {REPORT}; if grep -qE {shlex.quote(MAVEN_COMPILE_FAILED)} {MVN_LOG}; then "
                     f"echo {shlex.quote(BUILD_FAILED_MARK)} >> {REPORT}; fi; exit $rc")
         bound = int(recipe()["full_module_seconds"])
         needs_fix = fix_api_in_tests(instance.patch, instance.test_patch)

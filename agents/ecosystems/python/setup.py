@@ -356,8 +356,7 @@ class PythonEnvBuilder:
         # environment (and its Dockerfile) does not drift with the registry
         self.uv_install(toolchain_spec(self.created) + " pip", "toolchain")
         if needs_abc_shim(self.choice):
-            self.run(f"echo {shlex.quote(ABC_SHIM)} > $({PY} -c 'import sysconfig;print(sysconfig.get_paths()[\"purelib\"])')"
-                     f"/{ABC_SHIM_PTH}", "era:collections-abc")
+            self.write_pth(ABC_SHIM_PTH, ABC_SHIM, "era:collections-abc")
         self.fill_submodules()
         file_reqs: list[str] = []
         for f in p.requirement_files[:3]:
@@ -385,8 +384,7 @@ class PythonEnvBuilder:
                     return self._fail(f"the project does not install: {self.steps[-1].output_excerpt[-600:]}")
         else:
             # not a package: put the checkout on sys.path
-            self.run(f"echo /testbed > $({PY} -c 'import sysconfig;print(sysconfig.get_paths()[\"purelib\"])')/swemint-testbed.pth",
-                     "pth")
+            self.write_pth("swemint-testbed.pth", "/testbed", "pth")
         failed = self.install_optional(file_reqs + ([] if installed_project else pytest_req), "install:test-requirements")
         failed += self.install_optional(test_requirements(p), "install:ci-deps")
         if not self.check(f"{PY} -m pytest --version", "check:pytest"):
@@ -399,13 +397,18 @@ class PythonEnvBuilder:
             self.check(f"cd /testbed && {PY} -m pytest --collect-only -q -p no:cacheprovider "
                        + " ".join(shlex.quote(f) for f in files), "probe:collect", ok_codes=(0, 5))
         if era_distutils(self.choice):  # after every install step: the tests' interpreter only
-            self.run(f"echo {shlex.quote(DISTUTILS_SHIM)} > $({PY} -c 'import sysconfig;print(sysconfig.get_paths()"
-                     f"[\"purelib\"])')/{DISTUTILS_SHIM_PTH}", "era:stdlib-distutils")
+            self.write_pth(DISTUTILS_SHIM_PTH, DISTUTILS_SHIM, "era:stdlib-distutils")
         freeze = self.run(f"uv pip freeze --python {PY}", "freeze", record=False)
         return SetupResult(ok=True, steps=self.steps, commands=self.commands, env=self.env, uv=self.uv,
                            installed_packages="".join(line + "\n" for line in freeze.output.splitlines()
                                                       if line and not line.startswith("Using ")) if freeze.ok else "",
                            reason=("optional packages not installed: " + ", ".join(failed)) if failed else "")
+
+    def write_pth(self, name: str, line: str, rule: str) -> ExecResult:
+        """A recorded step writing `line` as the .pth file `name` in the venv's site-packages
+        (read at every start of its interpreter: a path, or an ``import`` line)."""
+        return self.run(f"echo {shlex.quote(line)} > $({PY} -c 'import sysconfig;print(sysconfig.get_paths()"
+                        f"[\"purelib\"])')/{shlex.quote(name)}", rule)
 
     def fill_submodules(self) -> list[str]:
         """Fill each git submodule the mirror lacks whose name is a PyPI distribution with that

@@ -76,8 +76,10 @@ _GRADLE_EVENT = re.compile(r"^(?P<name>[\w$.]+(?: > .+?)+?) (?P<st>PASSED|FAILED
 _GRADLE_NAME = re.compile(r"^(?P<name>[\w$.]+(?: > .+)+?)\s*$")
 _GRADLE_STATUS = re.compile(r"^\s*(PASSED|FAILED|SKIPPED)")
 _GRADLE_TOTALS = re.compile(r"^(\d+) tests? completed(?:, (\d+) failed)?(?:, (\d+) skipped)?")
-_COMPILE_FAILED = re.compile(r"^> Task \S*:compile\w* FAILED|^\[ERROR\] COMPILATION ERROR|"
-                             r"^\[ERROR\] Failed to execute goal \S+:(?:testCompile|compile) ")
+MAVEN_COMPILE_FAILED = r"^\[ERROR\] (COMPILATION ERROR|Failed to execute goal [^ ]+:(testCompile|compile) )"
+"""Maven's console line of a failed (test) compile: a POSIX extended regex (the Maven route's
+test command greps for it, `BUILD_FAILED_MARK`) that is a Python regex too."""
+_COMPILE_FAILED = re.compile(r"^> Task \S*:compile\w* FAILED|" + MAVEN_COMPILE_FAILED)
 
 
 def gradle_id(event_name: str) -> str:

@@ -161,3 +161,17 @@ def test_tests_of_a_class_that_did_not_compile_before_are_fail_to_pass_when_the_
     assert outcome == "verified"
     assert g.FAIL_TO_PASS == ["com.google.gson.functional.FieldNamingTest#testUpperCaseWithUnderscores"]
     assert g.PASS_TO_PASS == []
+
+
+def test_the_maven_compile_failure_pattern_is_one_regex_for_grep_and_python():
+    """The Maven route greps the console with `MAVEN_COMPILE_FAILED` (POSIX ERE); the console
+    parser matches the same pattern in Python."""
+    import re
+    import subprocess
+
+    from envpool.testrun.polyglot.java import MAVEN_COMPILE_FAILED
+
+    hit = "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.8.1:testCompile (x) on project gson\n"
+    for text, want in ((hit, 0), ("[ERROR] COMPILATION ERROR : \n", 0), ("[INFO] BUILD SUCCESS\n", 1)):
+        assert subprocess.run(["grep", "-qE", MAVEN_COMPILE_FAILED], input=text, text=True).returncode == want
+        assert bool(re.match(MAVEN_COMPILE_FAILED, text)) == (want == 0)
