@@ -70,12 +70,24 @@ class DiagnosisRule(BaseModel):
     scope: list[Literal["output", "skip"]] = Field(default_factory=lambda: ["output", "skip"])
 
 
+class UnreachableRule(BaseModel):
+    """One rule of the data file's `unreachable` list: a failure naming a source this host
+    cannot reach (`name`: fixed, else the pattern's `name` group)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    pattern: str
+    name: str | None = None
+
+
 class DiagnosisData(BaseModel):
-    """The data file: the Debian index queries (`agents.debindex`), rules, Go std packages -> release."""
+    """The data file: the Debian index queries (`agents.debindex`), rules, the unreachable-source
+    rules, Go std packages -> release."""
 
     model_config = ConfigDict(extra="forbid")
     index: dict = Field(default_factory=dict)
     rules: list[DiagnosisRule] = Field(default_factory=list)
+    unreachable: list[UnreachableRule] = Field(default_factory=list)
     go_std_since: dict[str, str] = Field(default_factory=dict)
 
 
@@ -187,6 +199,21 @@ def _highest_floor(found: list[Diagnosis]) -> Diagnosis:
     (`>=1.18` over `>=1.16`: one re-plan instead of two); the first when none names a floor."""
     floors = [(version_key(d.toolchain[2:]), i) for i, d in enumerate(found) if (d.toolchain or "").startswith(">=")]
     return found[max(floors)[1]] if floors else found[0]
+
+
+def unreachable_source(text: str) -> str | None:
+    """`"<source>: <matched line>"` when `text` (an `env_failed` row's reason, a failed step's
+    output) names a source this host cannot reach, by the first `unreachable` rule of the data
+    file that matches (`RubyGems (rubygems.org)`, `GitHub` for cargo git dependencies,
+    `projectlombok.org` from ``java.net.UnknownHostException: projectlombok.org``, ...); None
+    otherwise. Only the last `MAX_TEXT` characters are searched."""
+    text = (text or "")[-MAX_TEXT:]
+    for rule in load_rules().unreachable:
+        m = _compiled(rule.pattern).search(text)
+        if m:
+            name = rule.name or _group(m, "name") or rule.id
+            return f"{name}: {m.group(0).strip()[:200]}"
+    return None
 
 
 def needs_in(text: str) -> list[Need]:

@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from agents.analysis import RepoProfile
 from agents.debindex import index_for
+from agents.diagnosis import unreachable_source
 from agents.config import MintConfig
 from agents.context import Environment, MintRun, Trajectory
 from agents.ecosystems.base import PlanRequest, TestSpec
@@ -141,6 +142,8 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     if res.outcome != "verified" and run is not None and (lacking := lacking_blobs(run.tree, log_path)):
         res.reason = (f"{res.reason}; the mirror lacks {len(lacking)} file(s) this run names: "
                       f"{', '.join(lacking[:3])} (blobs a partial mirror does not hold)")
+    if res.outcome == "env_failed":
+        res.unreachable = unreachable_source(res.reason)
     res.timings["total"] = round(time.monotonic() - t0, 2)
     res.finished_at = _now()
     keep = res.image if res.outcome == "verified" else None

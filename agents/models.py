@@ -225,6 +225,10 @@ class InstanceResult(BaseModel):
     env: EnvRecord | None = None
     language: str | None = None
     """The row's language, or the detected ecosystem's when the row has none (vocabulary names)."""
+    unreachable: str | None = None
+    """For an `env_failed` row: the source this host cannot reach that its reason names
+    (`"<source>: <line>"`, `agents.diagnosis.unreachable_source`), else None. Such a row needs
+    the network to be built; measurements set it apart as network-bound."""
     round: int = 0
     """The round of the loop whose verification this row reports (the one that verified, when
     verified); 0 when no round ran."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.analysis import analyze, declared_dependencies
-from agents.diagnosis import diagnose
+from agents.diagnosis import diagnose, unreachable_source
 from agents.ecosystems.toolchain import allowed, constrained, satisfies
 from agents.models import EnvRecord, Instance
 from envpool.pool import EnvPool
@@ -141,3 +141,35 @@ def test_an_undefined_name_of_the_projects_own_packages_is_not_the_toolchains():
     assert diagnose("./x_test.go:3:9: undefined: cobra.NewThing", "go", "go 1.15.15") is None
     assert diagnose("./x_test.go:3:9: undefined: os.Frobnicate", "go", "go 1.15.15") is None  # not in the table
     assert diagnose("./x_test.go:3:9: undefined: os.WriteFile", "python", "3.9") is None  # Go's rule only
+
+
+@pytest.mark.parametrize("text, want", [
+    ("ruby:ruby: RubyGems (rubygems.org) is unreachable and fastlane/fastlane has no vendored dependencies: "
+     "bundle install cannot run", "RubyGems (rubygems.org)"),
+    ("rust:rust: cargo dependencies from git repositories cannot be fetched here (GitHub is unreachable): "
+     "hyper-util (https://github.com/hyperium/hyper-util)", "GitHub"),
+    ("java:gradle: Gradle build (wrapper 7.6.2): the wrapper cannot download its Gradle distribution here "
+     "(that server is unreachable)", "Gradle distribution server (services.gradle.org)"),
+    ("BUILD FAILED\n\tat x\njava.net.UnknownHostException: projectlombok.org\n", "projectlombok.org"),
+    ("curl: (6) Could not resolve host: static.rust-lang.org", "static.rust-lang.org"),
+    ("npm ERR! request to https://x failed, reason: getaddrinfo ENOTFOUND registry.yarnpkg.com",
+     "registry.yarnpkg.com"),
+    ("go: example.com/m@v1: Get \"https://proxy\": dial tcp: lookup proxy.golang.org on 10.0.0.1:53: no such host",
+     "proxy.golang.org"),
+    ("no test fails before and passes after the patch", None),
+    ("error: could not compile `nu` (exit 101)", None),
+])
+def test_a_failure_that_names_an_unreachable_source(text, want):
+    got = unreachable_source(text)
+    assert (got.split(": ", 1)[0] if got else None) == want
+
+
+def test_the_refusals_the_ecosystems_raise_are_read_as_unreachable():
+    """The message agents.ecosystems.debian.from_debian raises (Ruby, PHP) is the text read."""
+    from agents.ecosystems.debian import from_debian
+    from envpool.errors import EnvBuildError
+
+    with pytest.raises(EnvBuildError) as e:
+        from_debian("bookworm", lambda suite: ([], ["surely-not-a-gem"], [], []), registry="RubyGems (rubygems.org)",
+                    installer="bundle install", noun="gems", repo="acme/widget", instance_id="acme__widget-1")
+    assert unreachable_source(e.value.message).startswith("RubyGems (rubygems.org): ")

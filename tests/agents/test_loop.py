@@ -497,3 +497,20 @@ def test_a_setup_step_that_runs_out_of_time_ends_timeout_not_env_failed(tmp_path
     f2.on(r"^fetch-deps", lambda cmd, sb: (1, "no such module"))
     res2 = mint_instance(inst, git_dir, config(tmp_path / "2"), factory=f2)
     assert res2.outcome == "env_failed", res2.reason
+
+
+def test_a_setup_step_refused_by_an_unreachable_host_names_it_in_the_row(tmp_path, monkeypatch):
+    """projectlombok/lombok: its Ant build downloads jars from projectlombok.org, which this host
+    cannot reach. The env_failed row names that source (`unreachable`), so a measurement can set
+    it apart as network-bound; a step that fails for another reason names none."""
+    force_ecosystem(monkeypatch, Toy())
+    inst, git_dir = instance_on(tmp_path)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"^fetch-deps", lambda cmd, sb: (1, "BUILD FAILED\njava.net.UnknownHostException: projectlombok.org\n"))
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    assert res.outcome == "env_failed", res.reason
+    assert res.unreachable == "projectlombok.org: java.net.UnknownHostException: projectlombok.org"
+    f2 = FakeSandboxFactory(run_id="t")
+    f2.on(r"^fetch-deps", lambda cmd, sb: (1, "no such module"))
+    res2 = mint_instance(inst, git_dir, config(tmp_path / "2"), factory=f2)
+    assert res2.outcome == "env_failed" and res2.unreachable is None

@@ -240,3 +240,35 @@ def test_extra_fail_to_pass_the_test_patch_adds_is_said_so_in_the_failure_groups
     assert "every extra a test the test_patch adds or changes" in causes["gin-1"]
     assert "test_patch adds" not in causes["py-2"]
     assert not rows["gin-1"]["exact"]  # still short of gold: counted as such
+
+
+def test_a_build_that_needs_an_unreachable_source_is_network_bound_with_its_cause(tmp_path):
+    # an env_failed row naming Packagist (the row's field), an older ledger line naming RubyGems only
+    # in its reason, and a no_fail_to_pass row whose reason mentions a host: only the first two are
+    # set apart; the whole-set line still counts them as not verified
+    php, rb, py = (_inst("php-1", "o/php", "php", ["T::a"]), _inst("rb-1", "o/rb", "ruby", ["spec/a_spec.rb"]),
+                   _inst("py-9", "o/py9", "python", ["t.py::a"]))
+    inst_file = tmp_path / "i.jsonl"
+    inst_file.write_text("".join(i.model_dump_json() + "\n" for i in (php, rb, py)))
+    (tmp_path / "ids.txt").write_text("php-1\nrb-1\npy-9\n")
+    w = tmp_path / "w"
+    refusal = "Packagist (repo.packagist.org) is unreachable and o/php has no vendored dependencies: composer"
+    _write(w, php, InstanceResult(instance_id="php-1", repo="o/php", outcome="env_failed", reason=f"php:php: {refusal}",
+                                  unreachable=f"Packagist (repo.packagist.org): {refusal}"))
+    _write(w, py, InstanceResult(instance_id="py-9", repo="o/py9", outcome="no_fail_to_pass",
+                                 reason="no test fails before; Could not resolve host: example.org"))
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text(json.dumps({"instance_id": "rb-1", "repo": "o/rb", "outcome": "env_failed", "exact": False,
+                                  "f2p_recall": 0.0, "f2p_precision": 1.0, "seconds": 0.1, "reason":
+                                  "ruby:ruby: RubyGems (rubygems.org) is unreachable and o/rb has no vendored "
+                                  "dependencies: bundle install cannot run"}) + "\n")
+    rep = build_report(inst_file, [w], tmp_path / "ids.txt", network_file=None, df=None, ledgers=[ledger])
+    rows = {r["instance_id"]: r for r in rep["rows"]}
+    assert rows["php-1"]["network_bound"].startswith("the build needs Packagist (repo.packagist.org), which this host")
+    assert rows["rb-1"]["network_bound"].startswith("the build needs RubyGems (rubygems.org)")
+    assert rows["py-9"]["network_bound"] is None
+    lt = rep["languages"]
+    assert set(lt["languages"]) == {"python"} and lt["set"]["instances"] == 1
+    assert lt["set"]["every"] == {"instances": 3, "both": 0, "share": 0.0}
+    md = render_markdown(rep)
+    assert "- php-1: the build needs Packagist" in md and "0 of 3 verified with recall and precision 1.0" in md
