@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 import uuid
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from envpool.errors import PatchApplyError
 from envpool.sandbox import Sandbox
@@ -142,6 +142,27 @@ def changed_lines(patch: str) -> dict[str, list[str]]:
         return out
     except Exception:
         return {}
+
+
+def file_after(patch: str, path: str, before: str) -> str | None:
+    """The text of `path` once `patch` is applied to `before` (its text at the base), by ``git
+    apply`` in a scratch folder (only that file's section is applied); `before` unchanged when
+    the patch does not touch `path`; None when that section does not apply. Never raises."""
+    import subprocess
+    import tempfile
+
+    if path not in files_in_patch(patch):
+        return before
+    with tempfile.TemporaryDirectory(prefix="swemint-after-") as d:
+        target = Path(d) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(before, encoding="utf-8")
+        try:
+            r = subprocess.run(["git", "apply", "--include", path, "-"], cwd=d, input=ensure_final_newline(patch),
+                               text=True, capture_output=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return target.read_text(encoding="utf-8") if r.returncode == 0 else None
 
 
 def touched_words(patch: str) -> set[str]:

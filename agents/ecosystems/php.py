@@ -20,6 +20,7 @@ one path), JUnit reports concatenated into one file (parser ``phpunit_junit``; i
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
 from agents.gitrepo import GitTree
@@ -28,8 +29,9 @@ from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
 from agents.ecosystems.debian import (era_suite, era_time, from_debian, providers, rubyphp_recipes, suites_from,
                                       suites_of_request)
 from envpool.errors import EnvBuildError
+from envpool.patches import file_after
 from envpool.images import ImageConfig
-from envpool.toolchains import apt_script, layer_image
+from envpool.toolchains import apt_script, layer_image, version_key
 
 __all__ = ["ECOSYSTEM", "Php", "composer_dependencies"]
 
@@ -37,11 +39,11 @@ JUNIT = "/tmp/swemint-phpunit.xml"
 DEBIAN_AUTOLOAD = "vendor/swemint-debian-autoload.php"
 
 
-def composer_dependencies(tree: GitTree) -> tuple[dict[str, str], dict[str, str]]:
-    """(require, require-dev) of the root composer.json without platform entries (php,
-    ext-*, lib-*, composer-*). Raises EnvBuildError when composer.json is not JSON."""
+def composer_dependencies(tree: GitTree, text: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(require, require-dev) of the root composer.json (or of `text`, its content) without
+    platform entries (php, ext-*, lib-*, composer-*). Raises EnvBuildError when it is not JSON."""
     try:
-        data = json.loads(tree.read("composer.json") or "{}")
+        data = json.loads((tree.read("composer.json") if text is None else text) or "{}")
     except json.JSONDecodeError as e:
         raise EnvBuildError(f"composer.json is not valid JSON: {e}", instance_id=tree.instance_id) from e
 
@@ -50,6 +52,22 @@ def composer_dependencies(tree: GitTree) -> tuple[dict[str, str], dict[str, str]
                 if "/" in k and not k.startswith(("ext-", "lib-", "composer-"))}
 
     return real(data.get("require")), real(data.get("require-dev"))
+
+
+def patch_requires(tree: GitTree, patch: str, require: dict[str, str]) -> dict[str, str]:
+    """The `require` entries the fix (`patch`) adds to the root composer.json and `require`
+    lacks (briannesbitt/carbon-2813 adds psr/clock, which its after side imports): the
+    environment must hold them for the fixed code to load, as SWE-bench's environments do. {}
+    when the patch leaves composer.json alone or its section does not apply."""
+    before = tree.read("composer.json")
+    after = file_after(patch, "composer.json", before) if before is not None else None
+    if not after or after == before:
+        return {}
+    try:
+        new, _ = composer_dependencies(tree, after)
+    except EnvBuildError:
+        return {}
+    return {k: v for k, v in new.items() if k not in require}
 
 
 def _candidates(package: str) -> list[str]:
@@ -75,7 +93,21 @@ def _resolve(require: dict[str, str], dev: dict[str, str],
         else:
             wanted.append((name, req, False))
     providers(wanted, suite, _candidates, pkgs, missing, versions)
+    php = version_key(rubyphp_recipes()["php"]["interpreters"][suite])
+    for name in [m for m in missing if _provided(m, php)]:
+        missing.remove(name)
+        versions.append(f"{name}: not packaged in Debian {suite}; PHP {'.'.join(map(str, php))} has what it polyfills")
     return pkgs, missing, dropped, versions
+
+
+def _provided(package: str, php: tuple) -> bool:
+    """Whether `package` polyfills what PHP `php` (a version key) itself has: the recipe's
+    `provided` list, or ``symfony/polyfill-phpNN`` with PHP >= N.N."""
+    name = package.lower()
+    if name in rubyphp_recipes()["php"].get("provided", []):
+        return True
+    m = re.fullmatch(r"symfony/polyfill-php(\d)(\d)", name)
+    return bool(m) and php >= (int(m.group(1)), int(m.group(2)))
 
 
 class Php:
@@ -113,6 +145,9 @@ class Php:
             notes.append("vendored dependencies: vendor/autoload.php is used as committed")
         else:
             require, dev = composer_dependencies(tree)
+            if added := patch_requires(tree, instance.patch, require):
+                require = {**require, **added}
+                notes.append(f"dependencies the fix adds to composer.json: {', '.join(sorted(added))}")
             suite, pkgs, found_subs, found_notes = from_debian(
                 era, lambda s: _resolve(require, dev, s), registry="Packagist (repo.packagist.org)",
                 installer="composer install", noun="packages", repo=instance.repo, instance_id=instance.instance_id,

@@ -175,3 +175,14 @@ def test_paths_after_leaves_out_deleted_files_and_a_renames_old_name():
     # a diff unidiff rejects (miscounted hunk) is read from its headers: the same answer
     bad = rename.replace("@@ -1 +1 @@", "@@ -1,5 +1,5 @@") + deleted.replace("@@ -1 +0,0 @@", "@@ -1,9 +0,0 @@")
     assert paths_after(bad) == ["tests/unit/replica-migration.tcl"]
+
+
+def test_file_after_applies_only_that_files_section():
+    from envpool.patches import file_after
+
+    patch = ("diff --git a/a.json b/a.json\n--- a/a.json\n+++ b/a.json\n@@ -1,3 +1,4 @@\n {\n+  \"x\": 1,\n"
+             "   \"y\": 2\n }\n"
+             "diff --git a/b.txt b/b.txt\n--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-old\n+new\n")
+    assert file_after(patch, "a.json", '{\n  "y": 2\n}\n') == '{\n  "x": 1,\n  "y": 2\n}\n'
+    assert file_after(patch, "c.txt", "same\n") == "same\n"  # untouched: as it was
+    assert file_after(patch, "a.json", "something else\n") is None  # its section does not apply

@@ -401,3 +401,29 @@ def test_archive_keeps_export_ignored_tests(tmp_path):
                                 "tests/Carbon/RoundTest.php": "<?php\n"})
     names = tarfile.open(fileobj=io.BytesIO(tree.archive())).getnames()
     assert "tests/Carbon/RoundTest.php" in names and "phpunit.xml.dist" in names
+
+
+def test_a_dependency_the_fix_adds_is_in_the_environment(tmp_path, built):
+    """briannesbitt/carbon-2813: the fix adds psr/clock to composer.json and imports
+    Psr\\Clock\\ClockInterface; only trixie packages it (php-psr-clock), so the plan takes
+    trixie and installs it, and says so; without it the after side cannot load the fixed code.
+    A polyfill trixie does not package is not missing when its PHP has what it fills in."""
+    import difflib
+
+    text = json.dumps(CARBON, indent=4) + "\n"
+    tree = php_tree(tmp_path, {}, {"composer.json": text})
+    after = text.replace('"symfony/polyfill-mbstring": "^1.0",', '"symfony/polyfill-mbstring": "^1.0",\n'
+                                                                 '        "psr/clock": "^1.0",')
+    patch = "diff --git a/composer.json b/composer.json\n" + "".join(difflib.unified_diff(
+        text.splitlines(keepends=True), after.splitlines(keepends=True), "a/composer.json", "b/composer.json"))
+    assert php_mod.patch_requires(tree, patch, php_mod.composer_dependencies(tree)[0]) == {"psr/clock": "^1.0"}
+    plan = PHP.plan(tree, make_instance(tree, "php", "2022-09-02 23:09:21", instance_id="acme__widget-8",
+                                        repo="acme/widget", patch=patch), ["tests/Carbon/RoundTest.php"],
+                    ImageConfig())
+    assert plan.toolchain == "php 8.4" and "php-psr-clock" in plan.setup_commands[0]
+    assert "dependencies the fix adds to composer.json: psr/clock" in plan.notes
+    # trixie packages no mbstring polyfill: PHP 8.4's own mbstring stands in, said as a substitution
+    assert "php-symfony-polyfill-mbstring" not in plan.setup_commands[0]
+    assert any(x.startswith("symfony/polyfill-mbstring: not packaged in Debian trixie") for x in plan.substitutions)
+    assert php_mod._provided("symfony/polyfill-php80", (8, 4)) and not php_mod._provided("symfony/polyfill-php83", (8, 2))
+    assert php_mod.patch_requires(tree, "", {}) == {}
