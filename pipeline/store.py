@@ -98,11 +98,16 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once, at import (umask has no getter)
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a uniquely named temp path next to `path`; when the block ends normally the file
     written there is fsynced and renamed over `path` (then the folder is fsynced). Readers see
-    the old or the new content, never a mix; concurrent writers never share a temp file. On an
+    the old or the new content, never a mix; concurrent writers never share a temp file. The file
+    gets the mode a plain ``open()`` gives (0666 less the umask), not mkstemp's 0600. On an
     exception the temp file is removed and `path` left as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -112,6 +117,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; the file gets a plain open()'s mode
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -120,3 +120,15 @@ def test_report_stats_nearest_rank_p90():
                      skipped=[res("old", "verified")], wall_s=3600.0)
     assert rep.stats() == {"median_s": 5.5, "p90_s": 9.0, "per_hour": 10.0}
     assert rep.counts()["verified"] == (10, 11) and rep.counts()["timeout"] == (0, 0)
+
+
+def test_atomic_files_get_a_plain_files_mode_not_mkstemps(tmp_path):
+    """The dataset (Parquet, card) is written through atomic_path: readable by others as any
+    file the user writes (0666 less the umask), not 0600 (a fresh user's trial found 0600)."""
+    import os
+    import stat
+
+    from pipeline.store import _UMASK, atomic_write
+
+    atomic_write(tmp_path / "card.md", "x")
+    assert stat.S_IMODE(os.stat(tmp_path / "card.md").st_mode) == 0o666 & ~_UMASK
