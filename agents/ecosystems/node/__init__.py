@@ -78,18 +78,22 @@ _UNFROZEN_INSTALL = {"npm": "npm install --no-audit --no-fund", "pnpm": "pnpm in
 
 
 def _unpublished_fix(plan: PolyPlan, output: str) -> list[str] | None:
-    """A locked version the registry answers 404 for (unpublished): override it in the root
-    package.json with the lowest published release above it (`recipes/node-unpublished.js`),
-    then install without the frozen lockfile. None when the output names no such tarball."""
+    """Locked versions the registry answers 404 for (unpublished, or not served by the
+    registry this host reaches): each tarball the output names (every one, in order, each
+    package once: babel-16130's lockfile names ten 8.0.0-alpha.4 packages) is overridden in the
+    root package.json with the lowest published release above it (`recipes/node-unpublished.js`),
+    then one install without the frozen lockfile. None when the output names no such tarball."""
     if not re.search(r"\b404\b", output):
         return None
-    m = _TARBALL_404.search(output)
-    if not m:
+    found: dict[str, str] = {}
+    for m in _TARBALL_404.finditer(output):
+        found.setdefault(m.group("name"), m.group("ver"))
+    if not found:
         return None
     pm = plan.state.get("pm", "npm")
     script = (Path(__file__).parents[1] / "recipes" / "node-unpublished.js").read_text()
-    return [f"node -e {shlex.quote(script)} {shlex.quote(m.group('name'))} {shlex.quote(m.group('ver'))} "
-            f"{shlex.quote(pm)}", _UNFROZEN_INSTALL.get(pm, _UNFROZEN_INSTALL["npm"])]
+    return [*(f"node -e {shlex.quote(script)} {shlex.quote(name)} {shlex.quote(ver)} {shlex.quote(pm)}"
+              for name, ver in found.items()), _UNFROZEN_INSTALL.get(pm, _UNFROZEN_INSTALL["npm"])]
 
 
 class NodeEcosystem:

@@ -621,3 +621,11 @@ def test_a_locked_version_the_registry_no_longer_serves_is_overridden_with_the_n
     fix = ECOSYSTEM.repair(plan_npm, "npm ci", npm, set())
     assert fix[0].endswith(" @scope/pkg 1.2.3 npm") and fix[1] == "npm install --no-audit --no-fund"
     assert ECOSYSTEM.repair(plan_npm, "npm ci", "npm ERR! 404 Not Found - GET https://example.com/x", set()) is None
+    # babel-16130: the lockfile names ten packages the registry does not serve: all overridden in one repair
+    many = "".join(f"➤ YN0035: │ @babel/{n}@npm:8.0.0-alpha.4: Package not found\n➤ YN0035: │   Response Code: 404 "
+                   f"(Not Found)\n➤ YN0035: │   Request URL: https://registry.yarnpkg.com/@babel/{n}/-/{n}-8.0.0-alpha.4.tgz\n"
+                   for n in ("preset-env", "preset-typescript", "preset-env"))
+    fix = ECOSYSTEM.repair(plan, "yarn install --immutable", many, set())
+    assert [f.rsplit(" ", 3)[1:] for f in fix[:-1]] == [["@babel/preset-env", "8.0.0-alpha.4", "yarn-berry"],
+                                                      ["@babel/preset-typescript", "8.0.0-alpha.4", "yarn-berry"]]
+    assert fix[-1] == "yarn install --no-immutable"
