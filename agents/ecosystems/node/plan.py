@@ -4,7 +4,7 @@ a machine-readable report."""
 from __future__ import annotations
 
 import shlex
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 
 from agents.ecosystems.base import PolyPlan
@@ -21,6 +21,15 @@ REPORT_PATH = "/tmp/swemint-node/report.json"
 
 
 # -- plan ---------------------------------------------------------------------------------------
+
+def rebuild_skipped_scripts() -> str:
+    """Shell: when install scripts are off (a repair's `npm config set ignore-scripts true`), the
+    install script of every other installed package, one by one (`recipes/node-rebuild-skipped.js`);
+    nothing otherwise. Never fails."""
+    script = (Path(__file__).parents[1] / "recipes" / "node-rebuild-skipped.js").read_text()
+    return (f"if [ \"$(npm config get ignore-scripts)\" = true ]; then node -e {shlex.quote(script)}; "
+            "else echo 'swemint: install scripts ran'; fi")
+
 
 def _install_commands(a: NodeAnalysis) -> list[str]:
     cmds: list[str] = []
@@ -39,6 +48,8 @@ def _install_commands(a: NodeAnalysis) -> list[str]:
         cmds.append("yarn install --immutable" if a.lockfile else "yarn install")
     else:
         cmds.append("npm ci --no-audit --no-fund" if a.lockfile else "npm install --no-audit --no-fund")
+    if a.pm in ("npm", "yarn"):
+        cmds.append(rebuild_skipped_scripts())
     if a.extra_packages:
         pkgs = " ".join(shlex.quote(p) for p in a.extra_packages)
         if a.pm == "npm":

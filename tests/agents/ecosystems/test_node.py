@@ -13,6 +13,7 @@ import pytest
 import envpool.toolchains.node as tc
 from agents.models import Instance
 from agents.ecosystems import node
+from agents.ecosystems.node.plan import rebuild_skipped_scripts
 from agents.ecosystems.node import (ECOSYSTEM, added_dependencies, analyze, build_plan, mocha_options,
                                   select_test_files)
 from agents.ecosystems.node.ava import ava_command
@@ -135,9 +136,39 @@ def test_install_commands_are_frozen_and_pnpm_is_pinned():
     assert plan.setup_commands[1] == "pnpm install --frozen-lockfile"
     tree = FakeTree({"package.json": pkg(**MOCHA), "yarn.lock": ""})
     assert build_plan(analyze(tree, inst(), TOUCHED), choice()).setup_commands == [
-        "yarn install --frozen-lockfile --non-interactive --network-timeout 600000"]
+        "yarn install --frozen-lockfile --non-interactive --network-timeout 600000", rebuild_skipped_scripts()]
     tree = FakeTree({"package.json": pkg(**MOCHA), "package-lock.json": "{}"})
-    assert build_plan(analyze(tree, inst(), TOUCHED), choice()).setup_commands == ["npm ci --no-audit --no-fund"]
+    assert build_plan(analyze(tree, inst(), TOUCHED), choice()).setup_commands == ["npm ci --no-audit --no-fund",
+                                                                                   rebuild_skipped_scripts()]
+
+
+def test_install_scripts_turned_off_by_a_repair_are_run_for_every_other_package(tmp_path):
+    """preact-3345: iltorb's native build failed, the repair turned install scripts off, and
+    esbuild (whose postinstall places its binary) then failed in every test run. After the
+    install, each package with an install script gets it run (`npm rebuild`); one that fails
+    again is said and left out; nothing runs when scripts were on."""
+    import subprocess
+
+    cmd = rebuild_skipped_scripts()
+    assert cmd.startswith('if [ "$(npm config get ignore-scripts)" = true ]; then node -e ')
+    mods = tmp_path / "node_modules"
+    for name, scripts in (("esbuild", {"postinstall": "node install.js"}), ("iltorb", {"install": "node-gyp rebuild"}),
+                          ("plain", {}), ("@s/x", {"preinstall": "true"})):
+        (mods / name).mkdir(parents=True)
+        (mods / name / "package.json").write_text(json.dumps({"name": name, "scripts": scripts}))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text('#!/bin/sh\nif [ "$1" = config ]; then echo true; exit 0; fi\n'
+                                 'echo "$@" >> "$NPM_LOG"; [ "$3" != iltorb ]\n')
+    (bin_dir / "npm").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "NPM_LOG": str(tmp_path / "npm.log")}
+    out = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert sorted((tmp_path / "npm.log").read_text().split("\n")[:-1]) == [
+        "rebuild --ignore-scripts=false @s/x", "rebuild --ignore-scripts=false esbuild",
+        "rebuild --ignore-scripts=false iltorb"]
+    assert "swemint: ran esbuild's install script" in out.stdout
+    assert "swemint: iltorb's install script failed again; kept without it" in out.stdout
 
 
 def test_browser_downloads_and_git_hooks_are_skipped_and_node_is_on_path():
@@ -544,9 +575,9 @@ def test_karma_specs_no_node_runner_covers_run_in_headless_chromium_with_swemint
     assert a.runner == "karma" and a.karma.config == "karma.conf.js" and a.karma.browser == "ChromeHeadless"
     plan = build_plan(a, choice())
     assert (plan.parser, plan.report_path) == ("karma_json", "/tmp/swemint-node/report.json")
-    assert "apt-get install -y -qq --no-install-recommends chromium" in plan.setup_commands[1]
-    assert plan.setup_commands[2].startswith("mkdir -p /opt/swemint-node && printf %s ")
-    assert "reporter:swemint" in plan.setup_commands[2]
+    assert "apt-get install -y -qq --no-install-recommends chromium" in plan.setup_commands[2]
+    assert plan.setup_commands[3].startswith("mkdir -p /opt/swemint-node && printf %s ")
+    assert "reporter:swemint" in plan.setup_commands[3]
     cmd = plan.test_command
     assert "export BABEL_NO_MODULES=true CHROME_BIN=/usr/bin/chromium" in cmd and "COVERAGE" not in cmd
     assert "SWEMINT_KARMA_FILES='[\"/testbed/test/browser/render.test.js\"]'" in cmd
@@ -566,7 +597,7 @@ def test_karma_firefox_launcher_gets_debians_firefox_esr():
     a = analyze(tree, inst(), ["test/spec/a.spec.js"])
     assert (a.runner, a.karma.browser, a.karma.config) == ("karma", "FirefoxHeadless", "test/karma.conf.js")
     plan = build_plan(a, choice())
-    assert "firefox-esr" in plan.setup_commands[1] and "FIREFOX_BIN=/usr/bin/firefox-esr" in plan.test_command
+    assert "firefox-esr" in plan.setup_commands[2] and "FIREFOX_BIN=/usr/bin/firefox-esr" in plan.test_command
 
 
 def test_karma_report_parser_ids_statuses_and_load_errors():
