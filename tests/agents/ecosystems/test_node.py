@@ -4,6 +4,7 @@ test files and commands a project gets, and how failed installs are repaired."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import os
 import subprocess
 from datetime import datetime, timezone
@@ -660,3 +661,28 @@ def test_a_locked_version_the_registry_no_longer_serves_is_overridden_with_the_n
     assert [f.rsplit(" ", 3)[1:] for f in fix[:-1]] == [["@babel/preset-env", "8.0.0-alpha.4", "yarn-berry"],
                                                       ["@babel/preset-typescript", "8.0.0-alpha.4", "yarn-berry"]]
     assert fix[-1] == "yarn install --no-immutable"
+
+
+def test_the_unpublished_override_takes_the_next_prerelease_and_names_the_missing_version(tmp_path):
+    """babel-16130: the registry here serves 8.0.0-alpha.5 but not the locked 8.0.0-alpha.4; the
+    override is alpha.5 (not 8.0.1, whose API differs) and names only the missing version, so
+    dependents of the package's 7.x releases keep theirs. Runs the script with the host's node."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on this host")
+    script = (Path(__file__).parents[3] / "agents" / "ecosystems" / "recipes" / "node-unpublished.js").read_text()
+    (tmp_path / "package.json").write_text('{"name": "x"}')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text("#!/bin/sh\necho '[\"7.23.0\", \"8.0.0-alpha.0\", \"8.0.0-alpha.5\", \"8.0.0\", \"8.0.1\"]'\n")
+    (bin_dir / "npm").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{Path(node).parent}:/usr/bin:/bin"}
+    for name, ver, pm in (("@babel/preset-env", "8.0.0-alpha.4", "yarn-berry"), ("@babel/core", "7.22.0", "npm")):
+        r = subprocess.run([node, "-e", script, name, ver, pm], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    pkg = json.loads((tmp_path / "package.json").read_text())
+    assert pkg["resolutions"] == {"@babel/preset-env@npm:8.0.0-alpha.4": "8.0.0-alpha.5"}
+    assert pkg["overrides"] == {"@babel/core@7.22.0": "7.23.0"}
