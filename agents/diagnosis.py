@@ -162,6 +162,9 @@ def _from_rule(rule: DiagnosisRule, m: re.Match[str], data: DiagnosisData, toolc
             constraint = f">={floor}" if floor else (f">{current}" if current else None)
         else:
             ceiling = rule.max or (f"{int(level) + 4}" if level and level.isdigit() else None)
+            classmax = _group(m, "classmax")
+            if classmax:  # the compiler reads class files up to version N: Java N-44 at most
+                ceiling = str(int(classmax) - 44 + 1)
             constraint = f"<{ceiling}" if ceiling else (f"<{current}" if current else None)
         if constraint is None:
             return None

@@ -94,6 +94,11 @@ def test_declared_dependencies_of_every_manifest(tmp_path):
      "'__builtin_thread_pointer' is not supported on this target", "rust", "rust 1.78", "toolchain_too_old", ">1.78"),
     ("has been compiled by a more recent version of the Java Runtime (class file version 55.0)", "java", "jdk 8",
      "toolchain_too_old", ">=11"),
+    # square/javapoet: error-prone's bundled javac 9 reads the JDK's own modules: the JDK is too new
+    ("[ERROR]   bad class file: /modules/java.base/java/io/IOException.class\n[ERROR]     class file has wrong "
+     "version 55.0, should be 53.0", "java", "jdk 11", "toolchain_too_new", "<10"),
+    ("error: bad class file: /root/.m2/r/x.jar(Foo.class)\n    class file has wrong version 61.0, should be 55.0",
+     "java", "jdk 11", "toolchain_too_old", ">=17"),
     ("E   ModuleNotFoundError: No module named 'yaml'", "python", "3.9", "missing_module", ["yaml"]),
 ])
 def test_diagnoses_the_loop_acts_on(text, eco, tool, kind, want):
