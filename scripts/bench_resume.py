@@ -4,6 +4,7 @@ lost or doubled, and compare the dataset with an uninterrupted run.
 
     .venv/bin/python scripts/bench_resume.py                       # the demo input, --no-ray
     .venv/bin/python scripts/bench_resume.py --ray --workers 2
+    .venv/bin/python scripts/bench_resume.py --via run                # the whole chain: `swemint run -i`
     .venv/bin/python scripts/bench_resume.py --instances dev.jsonl --mirrors /work/.mirror --ids-file ids.txt
 
 Steps (each `swemint mint` is a subprocess, in its own work directory under --root):
@@ -78,13 +79,16 @@ def alive(pid: int) -> bool:
 
 
 def mint_command(args: argparse.Namespace, workdir: Path, image_repo: str) -> list[str]:
-    """The `swemint mint` command line of one run (the same for the killed run and the rerun)."""
-    cmd = [sys.executable, "-m", "pipeline.cli", "mint", "-i", str(args.instances), "-w", str(workdir),
+    """The `swemint mint` (or, with `--via run`, `swemint run`: the whole chain, the instance
+    file as its source) command line of one run (the same for the killed run and the rerun)."""
+    cmd = [sys.executable, "-m", "pipeline.cli", args.via, "-i", str(args.instances), "-w", str(workdir),
            "--workers", str(args.workers), "--ray" if args.ray else "--no-ray",
            "--set", f"mint.image_repository={image_repo}", "--set", "repos.allow_clone=false"]
     for m in args.mirrors:
         cmd += ["-m", str(m)]
     if args.ids_file:
+        if args.via == "run":
+            raise ValueError("--ids-file is for --via mint (swemint run takes the whole instance file)")
         cmd += ["--ids-file", str(args.ids_file)]
     for s in args.set or []:
         cmd += ["--set", s]
@@ -277,7 +281,7 @@ def run_bench(args: argparse.Namespace) -> dict:
     ref_dir = None if args.no_reference else Path(args.reference or root / "reference")
     resumed = root / "resumed"
     run_ids = [run_id_for(resumed)]
-    report: dict = {"root": str(root), "mode": "ray" if args.ray else "in-process", "workers": args.workers,
+    report: dict = {"root": str(root), "via": args.via, "mode": "ray" if args.ray else "in-process", "workers": args.workers,
                     "kill_after_done": kill_after}
     try:
         if ref_dir is not None and args.reference is None:
@@ -305,6 +309,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--instances", type=Path, help="SWE-bench instance file (default: the demo input)")
     p.add_argument("--mirrors", type=Path, action="append", default=[], help="mirror root (repeatable)")
     p.add_argument("--ids-file", type=Path)
+    p.add_argument("--via", choices=("mint", "run"), default="mint",
+                   help="the command killed and rerun: `swemint mint` or the whole chain, `swemint run`")
     p.add_argument("--ray", action=argparse.BooleanOptionalAction, default=False, help="default: --no-ray")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--kill-at", type=float, default=0.5, help="fraction of instances DONE at the kill")

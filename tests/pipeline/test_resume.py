@@ -143,3 +143,14 @@ def test_kill_9_half_way_then_rerun_loses_nothing_and_doubles_nothing(docker_cli
     assert report["content_equal"] is True, report.get("content_diff")
     assert any("removed 1 container(s)" in line for line in report["sweep"])  # the dead run's container
     assert report["ok"]
+
+
+def test_the_resume_benchmark_can_kill_the_whole_chain():
+    """`bench_resume.py --via run` kills and reruns `swemint run` (the instance file as its source)."""
+    bench = load_script("bench_resume")
+    args = bench.parse_args(["--via", "run", "--instances", "t.jsonl", "--mirrors", "m"])
+    cmd = bench.mint_command(args, Path("w"), "swemint/x")
+    assert cmd[2:9] == ["pipeline.cli", "run", "-i", "t.jsonl", "-w", "w", "--workers"] and cmd[-2:] == ["-m", "m"]
+    args = bench.parse_args(["--via", "run", "--instances", "t.jsonl", "--ids-file", "ids.txt"])
+    with pytest.raises(ValueError, match="--ids-file is for --via mint"):
+        bench.mint_command(args, Path("w"), "swemint/x")
