@@ -12,6 +12,7 @@ import pytest
 import agents.ecosystems as polyglot
 from agents.config import MintConfig
 from agents.ecosystems.node import ECOSYSTEM
+from agents.ecosystems.node.plan import rebuild_skipped_scripts
 from agents.minter import mint_instance
 from agents.models import Instance
 from envpool.testrun.polyglot import get_any_parser
@@ -69,7 +70,7 @@ def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_
         assert res.PASS_TO_PASS == ["calc adds"]
         assert res.parser == "mocha_json" and res.interpreter.startswith("node 18.")
         plan = json.loads((tmp_path / "work").rglob("plan.json").__next__().read_text())
-        assert plan["setup_commands"] == ["npm install --no-audit --no-fund"]
+        assert plan["setup_commands"] == ["npm install --no-audit --no-fund", rebuild_skipped_scripts()]
         # a spec that cannot load (its module is missing): mocha's run dies, no test passes
         broken = "require('../lib/missing');\ndescribe('pow', () => { it('squares', () => {}); });\n"
         cmd = (f"cd /testbed && printf %s {json.dumps(broken)} > test/pow.test.js && "
