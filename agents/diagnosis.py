@@ -88,6 +88,7 @@ class DiagnosisData(BaseModel):
     index: dict = Field(default_factory=dict)
     rules: list[DiagnosisRule] = Field(default_factory=list)
     unreachable: list[UnreachableRule] = Field(default_factory=list)
+    reachable_hosts: list[str] = Field(default_factory=list)
     go_std_since: dict[str, str] = Field(default_factory=dict)
 
 
@@ -209,12 +210,17 @@ def unreachable_source(text: str) -> str | None:
     output) names a source this host cannot reach, by the first `unreachable` rule of the data
     file that matches (`RubyGems (rubygems.org)`, `GitHub` for cargo git dependencies,
     `projectlombok.org` from ``java.net.UnknownHostException: projectlombok.org``, ...); None
-    otherwise. Only the last `MAX_TEXT` characters are searched."""
+    otherwise, and for a host of the data file's `reachable_hosts` (a registry this host reaches:
+    failing to resolve it is the build's fault, not the network's). Only the last `MAX_TEXT`
+    characters are searched."""
     text = (text or "")[-MAX_TEXT:]
-    for rule in load_rules().unreachable:
-        m = _compiled(rule.pattern).search(text)
-        if m:
+    data = load_rules()
+    reachable = {h.lower() for h in data.reachable_hosts}
+    for rule in data.unreachable:
+        for m in _compiled(rule.pattern).finditer(text):
             name = rule.name or _group(m, "name") or rule.id
+            if name.lower() in reachable:  # a registry this host reaches: the build's own fault
+                continue
             return f"{name}: {m.group(0).strip()[:200]}"
     return None
 
