@@ -608,6 +608,18 @@ def features_for(project: CargoProject, sel: Selection, tree: GitTree, test_patc
 
 # -------------------------------------------------------------------------------------- plan
 
+def root_bins_build(project: CargoProject, tested: list[Package]) -> str:
+    """``cargo build -p <root> --bins`` when the cargo root is itself a package with binaries and
+    no tested member is that package; "" otherwise. nushell's nu-command tests exec
+    ``target/debug/nu`` through nu-test-support ("Can't run test ... No such file"), and cargo
+    builds a package's binaries only for that package's own tests. In the test command it runs
+    before the tests (incremental: the after side's patch reaches the binary)."""
+    root = next((p for p in project.packages if p.dir == ""), None)
+    if root is None or not root.bins or any(t.name == root.name for t in tested):
+        return ""
+    return f"cargo build -p {shlex.quote(root.name)} --bins"
+
+
 def _cd_root(root: str) -> str:
     """`cd <the cargo root> && ` (the folder quoted: it comes from the repository)."""
     return f"cd {shlex.quote(posixpath.join('/testbed', root))} && " if root else "cd /testbed && "
@@ -828,10 +840,17 @@ class RustEcosystem:
             flags = " ".join(sel.base_flags) or _proxy_target(project, sel.package, tree)
             setup.append(cd + _budgeted(f"cargo test --no-run -p {shlex.quote(sel.package.name)}"
                                         f"{feature_args[sel.package.name]} {flags}"))
+        bins = root_bins_build(project, [s.package for s in sels])
+        if bins:
+            setup.append(cd + _budgeted(bins))
+            reasons.append("the root package's binaries are built for the tested members' tests (a member's "
+                           "test support may exec target/debug/<bin>; cargo builds a package's bins only for "
+                           "its own tests)")
         extra = "".join(f" {a}" for a in shell_args(req.test_args))
         runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast{extra} -p {shlex.quote(s.package.name)}"
                 f"{feature_args[s.package.name]} {' '.join(s.flags)} 2>&1" for s in sels]
-        test_command = f"{cd}" + "; ".join(runs)
+        rebuild = f"CARGO_NET_OFFLINE=true {bins} 2>&1 | tail -n 3; " if bins else ""
+        test_command = f"{cd}{rebuild}" + "; ".join(runs)
         notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
                  f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
         return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,

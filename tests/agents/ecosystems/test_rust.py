@@ -315,3 +315,16 @@ def test_a_gated_new_test_file_gets_the_features_and_cfg_the_ci_enables(tmp_path
     bare = make_tree(tmp_path / "b", {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "src/lib.rs": ""})
     plan = rust.ECOSYSTEM.plan(bare, instance(bare), ["src/lib.rs"], None)
     assert "--features" not in plan.test_command and '["--cap-lints", "warn"]' in plan.setup_commands[0]
+
+
+def test_a_members_tests_get_the_root_packages_binaries_built(tmp_path, fake_image):
+    """nushell-13605: nu-command's tests exec target/debug/nu (its test support), which cargo
+    builds only for the root package's own tests: setup builds the root's bins, and each test run
+    rebuilds them first (the after side's patch must reach the binary). Testing the root package
+    itself needs nothing extra."""
+    tree = make_tree(tmp_path, RIPGREP_LIKE)
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree), ["crates/printer/src/util.rs"], None)
+    assert any(c.endswith("cargo build -p rg --bins") or "cargo build -p rg --bins;" in c for c in plan.setup_commands)
+    assert plan.test_command.index("cargo build -p rg --bins") < plan.test_command.index("cargo test")
+    root = rust.ECOSYSTEM.plan(tree, instance(tree), ["tests/regression.rs"], None)
+    assert "cargo build -p rg" not in root.test_command and not any("cargo build" in c for c in root.setup_commands)
