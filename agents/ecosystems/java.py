@@ -18,11 +18,13 @@ early (`EnvBuildError`): wrappers cannot download Gradle here and Debian only ha
 Plan: setup makes the JKS truststore, runs the selected test classes once online (which resolves
 and compiles everything up to Surefire and its provider, failures ignored), probes the touched
 modules' whole offline test run under ``timeout full_module_seconds`` (recipe; success leaves
-`FULL_MODULE_MARK` in the image), then runs the warm-up classes offline (``-o``) to prove the test
-run needs no network (classes that exist at base: a pom that sets ``failIfNoTests`` fails on a
-selection of new classes). The test command runs offline with the module's upstream modules (``-pl M
--am``: a patch to another module is recompiled): the modules in full when the mark is there, else
-the touched classes (``-Dtest``; also the alternative configuration); only the touched classes
+`FULL_MODULE_MARK` in the image) and, when that does not fit, the touched packages' test classes
+(`package_classes`) under the same bound (`PACKAGE_MARK`), then runs the warm-up classes offline
+(``-o``) to prove the test run needs no network (classes that exist at base: a pom that sets
+``failIfNoTests`` fails on a selection of new classes). The test command runs offline with the
+module's upstream modules (``-pl M -am``: a patch to another module is recompiled): the modules in
+full when their mark is there, else the touched packages when theirs is, else the touched classes
+(``-Dtest``; also the alternative configuration); only the touched classes
 when the test_patch uses what the patch declares (`fix_api_in_tests`). The profiles and
 properties of the CI's test runs join every Maven run, and a ``-SNAPSHOT`` parent no repository
 serves gets a released stand-in (`agents.ecosystems.java_maven`). The Surefire XML reports are
@@ -448,6 +450,20 @@ def warm_up_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> li
     return sorted(set(out))
 
 
+def package_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> list[str]:
+    """Simple names of the test classes in the touched test files' own packages (the folder of
+    each touched test source, not its subfolders, in the same module) that Surefire's default
+    includes take (`test_classes`, less ``*IT``, which Failsafe runs), plus the touched classes:
+    the middle selection between a module in full and the touched classes, so that a row's
+    PASS_TO_PASS holds the package's other tests. `module_of` as in `warm_up_classes`."""
+    folders: dict[str, set] = {}
+    for path in tests:
+        folders.setdefault(posixpath.dirname(path), set()).add(module_of(path))
+    near = [f for f in tree.files if (mods := folders.get(posixpath.dirname(f))) and module_of(f) in mods]
+    found = {c for cs in test_classes(near).values() for c in cs if not fnmatch.fnmatchcase(c, "*IT")}
+    return sorted(found | {c for cs in tests.values() for c in cs})
+
+
 _TYPE_DECL = re.compile(r"\b(?:class|interface|enum|record)\s+([A-Z]\w*)")
 _METHOD_DECL = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|protected|private|static|final|abstract|"
                           r"synchronized|default|native|strictfp)\s+)*(?:<[^>]*>\s*)?([\w.$]+(?:<[^()]*>)?(?:\[\])*)"
@@ -489,16 +505,22 @@ FULL_MODULE_MARK = "/var/lib/swemint/java-full-module"
 """Left in the environment image when the touched modules' full test run built and finished
 offline within the bound at setup; the test command then runs the modules in full."""
 
+PACKAGE_MARK = "/var/lib/swemint/java-packages"
+"""Left in the environment image when the modules' full run did not fit the bound but the
+touched packages' test classes (`package_classes`) did; the test command then runs those."""
 
-def full_module_probe(full_run: str, bound: int) -> str:
-    """Setup step: `full_run` (the modules' whole offline test run) under ``timeout `bound```;
-    exit 0 (tests may fail: ``-Dmaven.test.failure.ignore``) leaves `FULL_MODULE_MARK`. Never
-    fails the setup: a run that times out or does not build leaves the touched classes as T."""
-    log = "/tmp/swemint/java-full-module.log"
-    return (f"mkdir -p /tmp/swemint /var/lib/swemint && rm -f {FULL_MODULE_MARK}; "
-            f"timeout {int(bound)} bash -c {shlex.quote(full_run)} > {log} 2>&1; rc=$?; tail -n 40 {log}; "
-            f"if [ $rc -eq 0 ]; then touch {FULL_MODULE_MARK}; echo 'swemint: modules run in full'; "
-            f"else echo \"swemint: full module run exit $rc (124 = over {int(bound)} s): touched classes only\"; fi")
+
+def selection_probe(run: str, bound: int, mark: str, what: str, unless: str | None = None) -> str:
+    """Setup step: `run` (an offline test run of `what`) under ``timeout `bound```; exit 0 (tests
+    may fail: ``-Dmaven.test.failure.ignore``) leaves `mark`. Skipped when the file `unless`
+    exists (a wider selection already fits). Never fails the setup: a run that times out or does
+    not build leaves the next narrower selection as T."""
+    log = f"/tmp/swemint/{posixpath.basename(mark)}.log"
+    body = (f"timeout {int(bound)} bash -c {shlex.quote(run)} > {log} 2>&1; rc=$?; tail -n 40 {log}; "
+            f"if [ $rc -eq 0 ]; then touch {mark}; echo {shlex.quote(f'swemint: {what} run')}; "
+            f"else echo \"swemint: {what} run exit $rc (124 = over {int(bound)} s): a narrower selection\"; fi")
+    guard = f"if [ -e {unless} ]; then echo 'swemint: a wider selection fits'; else {body}; fi" if unless else body
+    return f"mkdir -p /tmp/swemint /var/lib/swemint && rm -f {mark}; {guard}"
 
 
 def mvn_flags() -> str:
@@ -646,17 +668,25 @@ class JavaEcosystem:
                     f"echo {shlex.quote(BUILD_FAILED_MARK)} >> {REPORT}; fi; exit $rc")
         bound = int(recipe()["full_module_seconds"])
         needs_fix = fix_api_in_tests(instance.patch, instance.test_patch)
+        test_command = with_reports(touched_run)
         if needs_fix:
-            test_command = with_reports(touched_run)
             notes.append(f"tests: the touched classes only (the test patch uses {needs_fix[:5]}, which the patch "
                          "declares: the module would not build before the fix)")
-        else:
-            test_command = with_reports(f"if [ -e {FULL_MODULE_MARK} ]; then {full_run}; else {touched_run}; fi")
+        # (mark, run, what), widest first: each probe runs when no wider one fitted
+        tiers = [] if needs_fix else [(FULL_MODULE_MARK, full_run, "modules in full")]
+        pkg = package_classes(tree, tests, reactor.module_of) if tiers else []
+        if pkg and set(pkg) != set(classes):
+            tiers.append((PACKAGE_MARK, f"{cd}{run.format(o='-o ', f=f'-Dtest={shlex.quote(chr(44).join(pkg))} ')}",
+                          "touched packages"))
+        probes = [selection_probe(r, bound, mark, what, unless=tiers[i - 1][0] if i else None)
+                  for i, (mark, r, what) in enumerate(tiers)]
+        if tiers:
+            chain = "; el".join(f"if [ -e {mark} ]; then {r}" for mark, r, _ in tiers)
+            test_command = with_reports(f"{chain}; else {touched_run}; fi")
+            middle = f"else the touched packages' {len(pkg)} test classes when they do, " if len(tiers) > 1 else ""
             notes.append(f"tests: the modules in full when that builds offline within {bound} s at setup, "
-                         "else the touched classes")
-        setup = [jtc.truststore_command(), *prep,
-                 f"{cd}{run.format(o='', f=warm_filter)}",
-                 *([] if needs_fix else [full_module_probe(full_run, bound)]),
+                         f"{middle}else the touched classes")
+        setup = [jtc.truststore_command(), *prep, f"{cd}{run.format(o='', f=warm_filter)}", *probes,
                  f"{cd}{run.format(o='-o ', f=warm_filter)}"]  # offline proof on classes that exist at base
         touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
                                 report_path=REPORT, test_files=sorted(tests))

@@ -226,7 +226,7 @@ def test_warm_up_runs_an_existing_class_when_the_touched_test_is_new(tmp_path, f
     assert "-Dtest=JsonTreeReaderTest " in plan.test_command
     # the offline proof runs the class that exists at base (a pom with failIfNoTests fails on a
     # selection of new classes only: javaparser__javaparser-4561)
-    assert "mvn -o " in plan.setup_commands[3] and "-Dtest=JsonElementReaderTest " in plan.setup_commands[3]
+    assert "mvn -o " in plan.setup_commands[-1] and "-Dtest=JsonElementReaderTest " in plan.setup_commands[-1]
 
 
 class _AllImagesExist:
@@ -285,6 +285,46 @@ def test_the_touched_modules_run_in_full_when_the_setup_probe_finished_within_th
     assert alt.name == "touched" and "-Dtest=CalcTest " in alt.test_command and J.FULL_MODULE_MARK not in alt.test_command
     # the probe never fails the setup: its last command is the if/else that echoes
     assert probe.rstrip().endswith("fi")
+
+
+def test_over_the_bound_the_touched_packages_test_classes_are_probed_then_the_touched_classes(tmp_path, fake_image):
+    test = "core/src/test/java/com/acme/CalcTest.java"
+    files = {"pom.xml": pom(modules=["core"], artifact="parent"), "core/pom.xml": pom(parent=PARENT, artifact="core"),
+             test: "", "core/src/test/java/com/acme/NodeTest.java": "",
+             "core/src/test/java/com/acme/Helper.java": "",  # not a test class by Surefire's includes
+             "core/src/test/java/com/acme/ServerIT.java": "",  # Failsafe's, not Surefire's
+             "core/src/test/java/com/acme/deep/DeepTest.java": "",  # a subpackage: not the package
+             "other/src/test/java/com/acme/OtherTest.java": ""}  # same package name, another tree
+    tree = make_tree(tmp_path, files)
+    reactor = J.maven_reactor(tree, near=[test])
+    assert J.package_classes(tree, J.test_classes([test]), reactor.module_of) == ["CalcTest", "NodeTest"]
+    plan = J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+    full, pkg = plan.setup_commands[2:4]
+    assert J.FULL_MODULE_MARK in full and J.PACKAGE_MARK not in full
+    assert f"if [ -e {J.FULL_MODULE_MARK} ]; then echo" in pkg and f"touch {J.PACKAGE_MARK}" in pkg
+    assert "-Dtest=CalcTest,NodeTest " in pkg and f"timeout {J.recipe()['full_module_seconds']} bash -c" in pkg
+    head, rest = plan.test_command.split(f"elif [ -e {J.PACKAGE_MARK} ]; then ")
+    assert "-Dtest=" not in head.split("then ")[1]
+    pkg_run, touched = rest.split("; else ")
+    assert "-Dtest=CalcTest,NodeTest " in pkg_run and "-Dtest=CalcTest " in touched
+    assert any("2 test classes" in n for n in plan.notes)
+
+
+def test_the_package_probe_leaves_its_mark_only_when_the_full_run_did_not(tmp_path):
+    mark, wider = tmp_path / "pkg", tmp_path / "full"
+    probe = J.selection_probe("exit 0", 5, str(mark), "touched packages", unless=str(wider))
+    probe = probe.replace("/tmp/swemint", str(tmp_path / "t")).replace("mkdir -p /var/lib/swemint", "true")
+    probe = probe.replace(" /var/lib/swemint ", " ")
+    wider.touch()
+    subprocess.run(["bash", "-c", probe], check=True, capture_output=True)
+    assert not mark.exists()
+    wider.unlink()
+    subprocess.run(["bash", "-c", probe], check=True, capture_output=True)
+    assert mark.exists()
+    over = J.selection_probe("sleep 5", 1, str(mark), "touched packages")
+    over = over.replace("/tmp/swemint", str(tmp_path / "t")).replace(" /var/lib/swemint ", " ")
+    out = subprocess.run(["bash", "-c", over], check=True, capture_output=True, text=True).stdout
+    assert not mark.exists() and "exit 124" in out
 
 
 def _diff(path: str, minus: list[str], plus: list[str]) -> str:
