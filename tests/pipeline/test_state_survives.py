@@ -203,11 +203,15 @@ def test_in_process_concurrent_exports_use_unique_temp_files(tmp_path, demo_inpu
     assert errors == []
 
 
-def test_a_timed_out_worker_never_overwrites_the_drivers_timeout_row(tmp_path, demo_input):
+def test_a_timed_out_worker_never_overwrites_the_drivers_timeout_row(tmp_path, demo_input, monkeypatch):
     """The real minter, abandoned by the in-process runner's deadline, finishes later: the stored
-    row stays the driver's `timeout`, written once, atomically."""
+    row stays the driver's `timeout`, written once, atomically. No Docker: the plan's base image is
+    a name, the sandboxes are the test double."""
     from agents.minter import mint_instance
+    from envpool import images
     from envpool.fake import FakeSandboxFactory
+
+    monkeypatch.setattr(images, "ensure_python_image", lambda v, cfg=None, client=None: f"py:{v}")
 
     mirrors, instances = demo_input
     row = rows_of(instances)[0]
