@@ -34,7 +34,7 @@ if ! docker info >/dev/null 2>&1; then
     # a daemon.json that sets it already must not get the flag too (dockerd refuses both)
     grep -qs '"userns-remap"' /etc/docker/daemon.json || args+=(--userns-remap=default)
   fi
-  echo "swemint: starting dockerd ${args[*]:-} (log: $log) ..." >&2
+  echo "swemint: starting dockerd${args[*]:+ ${args[*]}} (log: $log) ..." >&2
   nohup dockerd "${args[@]}" >"$log" 2>&1 &
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
 fi
