@@ -647,12 +647,14 @@ class JavaEcosystem:
             state["snapshot_parent"] = {"group": snap[0], "artifact": snap[1], "version": snap[2], "release": release}
             notes.append(f"parent {':'.join(snap)} is a SNAPSHOT outside the tree; Maven Central's nearest "
                          f"release: {release or 'none found'} (installed in its place if the parent does not resolve)")
-        test_filter = (f"-Dtest={shlex.quote(','.join(classes))} " if classes else "")
+        def dtest(names) -> str:  # Surefire's selection of simple class names, "" for none
+            return f"-Dtest={shlex.quote(','.join(names))} " if names else ""
+
+        test_filter = dtest(classes)
         tail = ("-fae -DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false "
                 "-Dmaven.test.failure.ignore=true test")
         warm_classes = warm_up_classes(tree, tests, reactor.module_of)
-        warm_filter = (f"-Dtest={shlex.quote(','.join(sorted(set(warm_classes))))} " if warm_classes
-                       else test_filter)
+        warm_filter = dtest(sorted(set(warm_classes))) or test_filter
         extra = "".join(f"{a} " for a in shell_args([*ci_args, *req.test_args])).replace("{", "{{").replace("}", "}}")
         run = f"mvn {{o}}{mvn_flags()} {extra}{sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
         touched_run = f"{cd}{run.format(o='-o ', f=test_filter)}"
@@ -676,8 +678,7 @@ class JavaEcosystem:
         tiers = [] if needs_fix else [(FULL_MODULE_MARK, full_run, "modules in full")]
         pkg = package_classes(tree, tests, reactor.module_of) if tiers else []
         if pkg and set(pkg) != set(classes):
-            tiers.append((PACKAGE_MARK, f"{cd}{run.format(o='-o ', f=f'-Dtest={shlex.quote(chr(44).join(pkg))} ')}",
-                          "touched packages"))
+            tiers.append((PACKAGE_MARK, f"{cd}{run.format(o='-o ', f=dtest(pkg))}", "touched packages"))
         probes = [selection_probe(r, bound, mark, what, unless=tiers[i - 1][0] if i else None)
                   for i, (mark, r, what) in enumerate(tiers)]
         if tiers:
