@@ -1,64 +1,138 @@
-"""The `swemint` command line: one Typer app, a sub-command per stage (SWE-bench cli.py style)."""
+"""The `swemint` command line: one Typer app, a sub-command per stage (SWE-bench cli.py style).
+
+Every command follows `pipeline.cli_common`'s conventions: `-h`, `-v/-q`, `--json` (a summary on
+stdout), `-w WORKDIR`, one-line errors with a non-zero exit, and help that shows the effective
+default of every option (the value `configs/default.yaml` gives when the option is not passed).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import yaml
 from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 
 from envpool.errors import SwemintError
-from pipeline.config import PipelineConfig, load_config
+from pipeline.cli_common import (MODE, JsonOut, Quiet, Verbose, console, conventions, emit, err_console, fail,
+                                 os_error_line, output_mode, require_workdir, version_callback, warn)
+from pipeline.config import DEFAULT_CONFIG, PipelineConfig, load_config
+from pipeline.configerrors import explain
 
 app = typer.Typer(name="swemint", no_args_is_help=True, rich_markup_mode="rich",
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Turn real repositories into verifiable SWE-bench tasks.\n\n"
-                       "[b]Example:[/b] swemint mint --instances tasks.jsonl --mirrors /work/.mirror "
-                       "--workdir work --workers 2")
-pool_app = typer.Typer(no_args_is_help=True, help="Inspect the environment pool (WORKDIR/pool.duckdb).")
+                       "[b]Example:[/b] swemint mint --instances tasks.jsonl --mirrors mirrors/ "
+                       "--workdir work --workers 2\n\n"
+                       "Every command takes -h, -v/-q and --json (a machine-readable summary on stdout).")
+pool_app = typer.Typer(no_args_is_help=True, help="Inspect the environment pool (WORKDIR/pool.duckdb).",
+                       context_settings={"help_option_names": ["-h", "--help"]})
 app.add_typer(pool_app, name="pool")
-console = Console(width=None if sys.stdout.isatty() else 200)  # logs get whole ids, not `acme__calc…`
-err_console = Console(stderr=True)
 
-Instances = Annotated[Optional[Path], typer.Option("--instances", "-i", help="SWE-bench .jsonl/.json/.parquet")]
-Mirrors = Annotated[Optional[list[Path]], typer.Option("--mirrors", "-m", help="Mirror root (repeatable)")]
-Workdir = Annotated[Optional[Path], typer.Option("--workdir", "-w", help="State, logs, pool, dataset")]
-Limit = Annotated[Optional[int], typer.Option(help="First N instances after the filters")]
-Workers = Annotated[Optional[int], typer.Option(help="Build slots: instances in flight at once")]
-Ids = Annotated[Optional[list[str]], typer.Option("--ids", help="Instance ids (repeatable or comma-separated)")]
-IdsFile = Annotated[Optional[Path], typer.Option("--ids-file", help="File of instance ids, one per line")]
-Language = Annotated[Optional[str], typer.Option(help="Only this language, e.g. python")]
-UseRay = Annotated[Optional[bool], typer.Option("--ray/--no-ray", help="Run on Ray (default) or in-process")]
-ConfigFile = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML config layered on the defaults")]
-Sets = Annotated[Optional[list[str]], typer.Option("--set", "-s", help="Override, e.g. mint.run_id=nightly")]
+
+@app.callback()
+def _global(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True,
+                                                  help="Print swemint's version and exit")] = False,
+            verbose: Verbose = 0, quiet: Quiet = False, json_out: JsonOut = False) -> None:
+    """Turn real repositories into verifiable SWE-bench tasks."""
+    MODE.verbose, MODE.quiet, MODE.json = verbose, quiet, json_out
+
+
+def _defaults() -> dict:
+    try:
+        from pipeline.yamlio import read_yaml
+
+        return read_yaml(DEFAULT_CONFIG) if DEFAULT_CONFIG.is_file() else {}
+    except (OSError, ValueError, yaml.YAMLError):
+        return {}
+
+
+_DEFAULTS = _defaults()
+
+
+def _default(key: str, fallback: str = "none") -> str:
+    """The effective default of a top-level config key (configs/default.yaml), as help shows it."""
+    v = _DEFAULTS.get(key)
+    if key == "use_ray" and isinstance(v, bool):
+        return "--ray" if v else "--no-ray"
+    return fallback if v is None or v == [] else str(v)
+
+
+Instances = Annotated[Optional[Path], typer.Option("--instances", "-i", help="SWE-bench .jsonl/.json/.parquet "
+                                                   "(config: instances)",
+                                                   show_default=_default("instances"))]
+Mirrors = Annotated[Optional[list[Path]], typer.Option("--mirrors", "-m", help="Folder of bare git mirrors "
+                                                       "(owner+name/repo or owner/name.git; repeatable; config: mirrors)",
+                                                       show_default=_default("mirrors"))]
+Workdir = Annotated[Optional[Path], typer.Option("--workdir", "-w", help="State, logs, pool, dataset (config: workdir)",
+                                                 show_default=_default("workdir"))]
+Limit = Annotated[Optional[int], typer.Option(help="First N instances after the filters (config: limit)",
+                                              show_default=_default("limit", "all"))]
+Workers = Annotated[Optional[int], typer.Option(help="Build slots: instances in flight at once (config: workers)",
+                                                show_default=_default("workers"))]
+Ids = Annotated[Optional[list[str]], typer.Option("--ids", help="Instance ids (repeatable or comma-separated)",
+                                                  show_default="all")]
+IdsFile = Annotated[Optional[Path], typer.Option("--ids-file", help="File of instance ids, one per line",
+                                                 show_default="none")]
+Language = Annotated[Optional[str], typer.Option(help="Only this language, e.g. python", show_default="all")]
+UseRay = Annotated[Optional[bool], typer.Option("--ray/--no-ray", help="Run on Ray or in-process (threads) (config: use_ray)",
+                                                show_default=_default("use_ray"))]
+ConfigFile = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML config layered on "
+                                                    "configs/default.yaml", show_default="none")]
+Sets = Annotated[Optional[list[str]], typer.Option("--set", "-s", help="Override, e.g. mint.run_id=nightly "
+                                                   "(repeatable)", show_default="none")]
+LongSets = Annotated[Optional[list[str]], typer.Option("--set", help="Override, e.g. mint.limits.cpus=4 "
+                                                       "(repeatable)", show_default="none")]
 Reverify = Annotated[Optional[bool], typer.Option("--reverify", help="Re-verify verified instances in their "
-                                                  "pooled environments (no setup)")]
+                                                  "pooled environments (no setup)", show_default="off")]
+SUMMARY_FILE = "summary.json"
+"""WORKDIR/summary.json: the `--json` summary of the last `mint` / `demo` / `bench` / `run`."""
+
+
+def _config_error(lines: list[str]) -> None:
+    first, more = lines[0], len(lines) - 1
+    for line in lines[1:]:
+        err_console.print(f"[red]configuration error:[/red] {escape(line)}", soft_wrap=True)
+    fail(first + (f" (and {more} more above)" if more else ""), 2, label="configuration error")
 
 
 def config_from_options(config: Path | None, sets: list[str] | None, **flags) -> PipelineConfig:
-    """`load_config` from CLI options (None / empty = not given); exits with code 2 on an error."""
+    """`load_config` from CLI options (None / empty = not given); exits with code 2 and one line
+    per problem on an error: a missing config or ids file, YAML that does not parse, unknown keys
+    (with the closest known key: "did you mean"), bad values, a missing instance file or mirror
+    folder."""
     if flags.get("ids"):
         flags["ids"] = [x.strip() for v in flags["ids"] for x in v.split(",") if x.strip()]
+    if config is not None and not Path(config).is_file():
+        fail(f"config file not found: {config}", 2, label="configuration error")
+    if flags.get("ids_file") is not None and not Path(flags["ids_file"]).is_file():
+        fail(f"ids file not found: {flags['ids_file']}")
     try:
         cfg = load_config(config, sets or [], **{k: (v or None) if isinstance(v, list) else v
                                                   for k, v in flags.items()})
-    except (ValidationError, ValueError, OSError) as e:
-        err_console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    except ValidationError as e:
+        _config_error(explain(e, PipelineConfig))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        fail(f"{config}{where}: not valid YAML ({getattr(e, 'problem', None) or e})", 2, label="configuration error")
+    except OSError as e:
+        fail(os_error_line(e, "config file"), 2, label="configuration error")
+    except ValueError as e:
+        fail(str(e), 2, label="configuration error")
     if cfg.instances is not None and str(cfg.instances) != "demo" and not Path(cfg.instances).is_file():
-        err_console.print(f"[red]error:[/red] instance file not found: {escape(str(cfg.instances))}", soft_wrap=True)
-        raise typer.Exit(2)
+        fail(f"instance file not found: {cfg.instances}")
     missing = [str(m) for m in cfg.mirrors if not Path(m).is_dir()]
     if missing:
-        err_console.print(f"[red]error:[/red] mirror folder not found: {escape(', '.join(missing))}",
-                      soft_wrap=True)
-        raise typer.Exit(2)
+        fail(f"mirror folder not found: {', '.join(missing)}")
     return cfg
 
 
@@ -66,32 +140,118 @@ def _fmt(v: float | None, unit: str = "s") -> str:
     return "-" if v is None else f"{v:.1f}{unit}"
 
 
-def _run(cfg: PipelineConfig, mint_fn=None):
+class InFlight:
+    """What a progress bar shows beside the count: the instances started and not finished, and
+    the last one that finished (`start(id)`, `end(id, note)`, `text()`)."""
+
+    def __init__(self):
+        self.ids: dict[str, float] = {}
+        self.last = ""
+
+    def start(self, iid: str) -> None:
+        self.ids[iid] = time.monotonic()
+
+    def end(self, iid: str, note: str) -> None:
+        self.ids.pop(iid, None)
+        self.last = f"{iid}: {note}"
+
+    def text(self) -> str:
+        now = time.monotonic()
+        running = sorted(self.ids.items(), key=lambda kv: kv[1])
+        shown = ", ".join(f"{i} {now - t:.0f}s" for i, t in running[:2])
+        more = f" +{len(running) - 2}" if len(running) > 2 else ""
+        flight = f"in flight: {shown}{more}" if running else ""
+        return escape(" | ".join(x for x in (flight, f"last: {self.last}" if self.last else "") if x))
+
+
+def progress_bar(bar: bool = True) -> Progress:
+    """A rich progress display: description, bar, done/total, elapsed, ETA (rich's estimate from
+    the rate so far) and what is in flight; disabled under `-q` and `--json`."""
+    cols = [TextColumn("[bold]{task.description}")]
+    if bar:
+        cols += [BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]
+    else:
+        cols += [TextColumn("{task.completed} minted"), TimeElapsedColumn()]
+    cols.append(TextColumn("{task.fields[flight]}"))
+    return Progress(*cols, console=console, disable=MODE.quiet or MODE.json)
+
+
+def _run(cfg: PipelineConfig, mint_fn=None, command: str = "mint"):
     from pipeline.driver import run_mint
 
     if cfg.instances is None:
-        console.print("[red]error:[/red] no instance file: pass --instances or set `instances` in the config")
-        raise typer.Exit(2)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console) as progress:
-        task = progress.add_task("minting", total=None, last="")
+        fail("no instance file: pass --instances or set `instances` in the config")
+    flight = InFlight()
+    with progress_bar() as progress:
+        task = progress.add_task("minting", total=None, flight="")
 
         def plan(n: int, skipped: int) -> None:
             progress.update(task, total=n, description=f"minting ({skipped} already done)")
 
+        def started(iid: str) -> None:
+            flight.start(iid)
+            progress.update(task, flight=flight.text())
+
         def done(res) -> None:
-            progress.update(task, advance=1, last=escape(f"{res.instance_id}: {res.outcome}"))
+            flight.end(res.instance_id, res.outcome)
+            progress.update(task, advance=1, flight=flight.text())
 
         try:
-            report = run_mint(cfg, mint_fn=mint_fn, on_plan=plan, on_result=done)
-        except (ValueError, OSError, SwemintError) as e:
-            err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-            raise typer.Exit(2) from None
+            report = run_mint(cfg, mint_fn=mint_fn, on_plan=plan, on_result=done, on_start=started)
+        except OSError as e:
+            fail(os_error_line(e) if e.filename else str(e))
+        except (ValueError, SwemintError) as e:
+            fail(str(e))
     print_summary(report)
-    if report.missing_ids or (report.results and all(r.outcome == "infra_error" for r in report.results)):
-        # nothing says anything about the instances: the input or the host needs attention
-        raise typer.Exit(1)
+    summary = mint_summary(report, cfg, command)
+    write_summary(cfg.workdir, summary)
+    code = 1 if report.missing_ids or (report.results and all(r.outcome == "infra_error" for r in report.results)) \
+        else 0
+    if report.missing_ids:
+        err_console.print(f"[red]error:[/red] {len(report.missing_ids)} requested id(s) not in the instance file: "
+                          f"{escape(', '.join(report.missing_ids[:10]))}", soft_wrap=True)
+    elif code:
+        err_console.print("[red]error:[/red] every instance that ran ended infra_error (see the reasons above): "
+                          "the input or the host needs attention", soft_wrap=True)
+    if command == "mint" or command == "demo":
+        emit({**summary, "exit_code": code})
+    if code:
+        raise typer.Exit(code)
     return report
+
+
+def _row_summary(r) -> dict:
+    return {"instance_id": r.instance_id, "outcome": r.outcome, "reason": (r.reason or "").splitlines()[0][:300]
+            if r.reason else "", "FAIL_TO_PASS": len(r.FAIL_TO_PASS), "PASS_TO_PASS": len(r.PASS_TO_PASS),
+            "seconds": r.timings.get("total"), "round": r.round, "image": r.image or None}
+
+
+def mint_summary(report, cfg: PipelineConfig, command: str) -> dict:
+    """The machine-readable summary of a mint (`--json`, WORKDIR/summary.json): counts by
+    outcome (this run, all selected), time statistics, bad rows, missing ids, the dataset's
+    paths and one entry per instance."""
+    counts = report.counts()
+    return {"command": command, "workdir": str(cfg.workdir), "selected": len(report.selected),
+            "ran": len(report.results), "skipped": len(report.skipped),
+            "outcomes": {o: t for o, (_, t) in counts.items() if t},
+            "outcomes_this_run": {o: n for o, (n, _) in counts.items() if n},
+            "bad_rows": len(report.load_errors), "missing_ids": list(report.missing_ids),
+            "wall_seconds": round(report.wall_s, 2), **{k: v for k, v in report.stats().items()},
+            "dataset": {k: str(v) for k, v in report.dataset.items()},
+            "instances": [_row_summary(r) for r in sorted(report.results + report.skipped,
+                                                          key=lambda r: r.instance_id)]}
+
+
+def write_summary(workdir: Path, summary: dict) -> Path | None:
+    """Write `summary` to WORKDIR/summary.json (atomically); None when the folder is gone."""
+    from pipeline.store import atomic_write
+
+    path = Path(workdir) / SUMMARY_FILE
+    try:
+        atomic_write(path, json.dumps(summary, indent=1, sort_keys=True, default=str) + "\n")
+    except OSError:
+        return None
+    return path
 
 
 def print_summary(report) -> None:
@@ -135,20 +295,25 @@ def print_summary(report) -> None:
 
 
 @app.command()
+@conventions
 def mint(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir = None, limit: Limit = None,
          workers: Workers = None, ids: Ids = None, ids_file: IdsFile = None, language: Language = None,
          ray: UseRay = None, config: ConfigFile = None, sets: Sets = None, reverify: Reverify = None) -> None:
     """Mint instances into verified tasks; a rerun skips finished ones (verified are never redone).
 
+    Writes WORKDIR/instances/<id>/, pool.duckdb, dataset/ and summary.json (what --json prints).
+    Exit 0 when the batch ran, 1 when requested ids are missing or every row is infra_error,
+    2 on unusable input.
+
     [b]Examples:[/b]
 
-      swemint mint -i tasks.jsonl -m /work/.mirror -w work --limit 5 --no-ray
+      swemint mint -i tasks.jsonl -m mirrors/ -w work --limit 5 --no-ray
 
-      swemint mint -i tasks.jsonl -m /work/.mirror -w work --workers 4 --ids-file ids.txt
+      swemint mint -i tasks.jsonl -m mirrors/ -w work --workers 4 --ids-file ids.txt
 
       swemint mint -c my.yaml --set mint.run_id=nightly --set mint.timeouts.instance=1800
 
-      swemint mint -i tasks.jsonl -m /work/.mirror -w work --reverify   # warm: tests in pooled images
+      swemint mint -i tasks.jsonl -m mirrors/ -w work --reverify   # warm: tests in pooled images
     """
     cfg = config_from_options(config, sets, instances=instances, mirrors=mirrors, workdir=workdir, limit=limit,
                   workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray, reverify=reverify)
@@ -156,13 +321,14 @@ def mint(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir 
 
 
 @app.command()
+@conventions
 def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir = None, limit: Limit = None,
           workers: Workers = None, ids: Ids = None, ids_file: IdsFile = None, language: Language = None,
           ray: UseRay = None, config: ConfigFile = None, sets: Sets = None, reverify: Reverify = None,
           score_only: Annotated[bool, typer.Option(help="Score stored results, mint nothing")] = False) -> None:
     """Mint (skipping finished instances) and score our F2P/P2P lists against the gold lists.
 
-    Writes WORKDIR/bench.json. [b]Example:[/b] swemint bench -i dev.jsonl -m /work/.mirror -w work --ids-file core.txt
+    Writes WORKDIR/bench.json. [b]Example:[/b] swemint bench -i dev.jsonl -m mirrors/ -w work --ids-file core.txt
     """
     from pipeline.bench import SCORE_COLUMNS, write_bench
     from pipeline.bench import bench as score
@@ -171,14 +337,17 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
 
     cfg = config_from_options(config, sets, instances=instances, mirrors=mirrors, workdir=workdir, limit=limit,
                   workers=workers, ids=ids, ids_file=ids_file, language=language, use_ray=ray, reverify=reverify)
+    if score_only or cfg.instances is None:
+        require_workdir(cfg.workdir, "swemint bench --score-only")
     sel = None
     if cfg.instances is not None:
         try:
             sel = load_and_select(cfg.instances, ids=cfg.ids or None, ids_file=cfg.ids_file, language=cfg.language,
                                   limit=cfg.limit).instances
-        except (ValueError, OSError, SwemintError) as e:
-            err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-            raise typer.Exit(2) from None
+        except OSError as e:
+            fail(os_error_line(e))
+        except (ValueError, SwemintError) as e:
+            fail(str(e))
     store = ResultStore(cfg.workdir)
     gold = store.instances()
     if sel is not None:
@@ -187,7 +356,7 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
     else:
         wanted = set(gold)
     if not score_only:
-        _run(cfg)
+        _run(cfg, command="bench")
     results = [r for r in store.results() if r.instance_id in wanted]
     report = score(results, gold)
     path = write_bench(report, cfg.workdir / "bench.json")
@@ -202,6 +371,8 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
     console.print(table)
     console.print(json.dumps(report["aggregate"], indent=1, default=str))
     console.print(f"bench written to {escape(str(path))}", soft_wrap=True)
+    emit({"command": "bench", "workdir": str(cfg.workdir), "bench": str(path), "aggregate": report["aggregate"],
+          "instances": report["instances"]})
 
 
 def _tree_reader(cfg: PipelineConfig):
@@ -224,11 +395,16 @@ def _ca_bundle() -> bytes | None:
     return ca.read_bytes() if ca else None
 
 
+Formats = ("parquet", "swebench-task-repo")
+
+
 @app.command()
+@conventions
 def export(dest: Annotated[Optional[Path], typer.Argument(help="Task repository folder (= --out)")] = None,
            workdir: Workdir = None, mirrors: Mirrors = None, config: ConfigFile = None, sets: Sets = None,
            fmt: Annotated[str, typer.Option("--format", help="parquet (WORKDIR/dataset) or swebench-task-repo")] = "parquet",
-           out: Annotated[Optional[Path], typer.Option("--out", help="Task repository folder (swebench-task-repo)")] = None,
+           out: Annotated[Optional[Path], typer.Option("--out", help="Task repository folder (swebench-task-repo)",
+                                                       show_default="none")] = None,
            json_strings: Annotated[bool, typer.Option("--json-strings", help="FAIL_TO_PASS / PASS_TO_PASS as JSON "
                                                       "strings, as in the HF copies of SWE-bench")] = False,
            dataset_name: Annotated[str, typer.Option(help="Dataset the task repository publishes")] = "swemint/tasks",
@@ -243,21 +419,26 @@ def export(dest: Annotated[Optional[Path], typer.Argument(help="Task repository 
 
     [b]Examples:[/b] swemint export --workdir work
 
-      swemint export -w work -m /work/.mirror --format swebench-task-repo tasks
+      swemint export -w work -m mirrors/ --format swebench-task-repo tasks
     """
     from pipeline.store import ResultStore, WorkdirLocked, driver_lock
 
     cfg = config_from_options(config, sets, workdir=workdir, mirrors=mirrors)
+    require_workdir(cfg.workdir, "swemint export")
+    if fmt not in Formats:
+        fail(f"unknown format {fmt} ({', '.join(Formats)})")
+    if fmt == "swebench-task-repo" and ((out or dest) is None or not cfg.mirrors):
+        fail("swebench-task-repo needs a folder (DIR or --out) and --mirrors (the base trees)")
     store = ResultStore(cfg.workdir)
     try:
         with driver_lock(cfg.workdir, wait=wait):
-            _export(store, cfg, fmt, out or dest, json_strings, dataset_name, tag_images)
+            summary = _export(store, cfg, fmt, out or dest, json_strings, dataset_name, tag_images)
     except WorkdirLocked as e:
-        err_console.print(f"[red]error:[/red] {escape(str(e))}; it exports the dataset when it ends", soft_wrap=True)
-        raise typer.Exit(1) from None
+        fail(f"{e}; it exports the dataset when it ends", 1)
+    emit({"command": "export", "workdir": str(cfg.workdir), "format": fmt, **summary})
 
 
-def _export(store, cfg, fmt: str, out: Path | None, json_strings: bool, dataset_name: str, tag_images: bool) -> None:
+def _export(store, cfg, fmt: str, out: Path | None, json_strings: bool, dataset_name: str, tag_images: bool) -> dict:
     from pipeline.export import export_dataset
 
     results = store.results()
@@ -267,58 +448,130 @@ def _export(store, cfg, fmt: str, out: Path | None, json_strings: bool, dataset_
         console.print(f"{verified} verified of {len(results)} results", soft_wrap=True)
         for name, path in paths.items():
             console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
-        return
-    if fmt != "swebench-task-repo":
-        err_console.print(f"[red]error:[/red] unknown format {escape(fmt)} (parquet, swebench-task-repo)")
-        raise typer.Exit(2)
-    if out is None or not cfg.mirrors:
-        err_console.print("[red]error:[/red] swebench-task-repo needs a folder (DIR or --out) and --mirrors "
-                          "(the base trees)")
-        raise typer.Exit(2)
+        return {"verified": verified, "results": len(results), "dataset": {k: str(v) for k, v in paths.items()}}
     from pipeline.export import export_task_repo
 
     rep = export_task_repo(store, out, _tree_reader(cfg), dataset=dataset_name, ca_bundle=_ca_bundle(),
                            tag_images=tag_images)
     console.print(f"{rep['tasks']} tasks written to {escape(str(out))}", soft_wrap=True)
     for iid, why in rep["skipped"].items():
-        console.print(f"[yellow]skipped {escape(iid)}:[/yellow] {escape(why)}", soft_wrap=True)
+        warn(f"skipped {iid}: {why}")
+    return {"tasks": rep["tasks"], "out": str(out), "skipped": rep["skipped"]}
 
 
 @app.command("eval")
-def eval_(predictions: Annotated[str, typer.Option("--predictions", "-p", help="JSONL/JSON predictions, or "
-                                                   "`gold` / `empty`")],
-          workdir: Workdir = None, dataset: Annotated[Optional[Path], typer.Option(
-              help="Dataset folder or parquet (default: the rows of WORKDIR's store)")] = None,
-          out: Annotated[Optional[Path], typer.Option("--out", help="Reports (default WORKDIR/evaluations/RUN_ID)")] = None,
-          run_id: Annotated[str, typer.Option(help="Names the reports folder")] = "eval",
-          workers: Workers = None, ids: Ids = None, timeout: Annotated[float, typer.Option(help="Seconds per test run")] = 1800,
-          config: ConfigFile = None, sets: Sets = None) -> None:
+@conventions
+def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
+              metavar="[DATASET]", help="Dataset folder or parquet, as `swebench eval DATASET` takes it "
+                                        "(= --dataset)", show_default=False)] = None,
+          predictions: Annotated[Optional[str], typer.Option(
+              "--predictions", "-p", "--predictions_path", "--predictions-path",
+              help="JSONL/JSON predictions, or `gold` / `empty`", show_default="none")] = None,
+          gold: Annotated[bool, typer.Option("--gold", help="Grade the rows' own patches (= -p gold)")] = False,
+          workdir: Workdir = None,
+          dataset: Annotated[Optional[Path], typer.Option(
+              "--dataset", "-d", "--dataset_name", "--dataset-name",
+              help="Dataset folder or parquet", show_default="the rows of WORKDIR's store")] = None,
+          split: Annotated[str, typer.Option("--split", "-s", help="Split of a dataset folder: verified or "
+                                             "all_outcomes (only verified rows are graded)")] = "verified",
+          out: Annotated[Optional[Path], typer.Option(
+              "--out", "--report-dir", "--report_dir", help="Reports folder",
+              show_default="WORKDIR/evaluations/RUN_ID, or ./evaluations/RUN_ID with a dataset and no -w")] = None,
+          run_id: Annotated[str, typer.Option("--run-id", "--run_id", "-id", help="Names the reports folder")] = "eval",
+          workers: Annotated[Optional[int], typer.Option(
+              "--workers", "-j", "--max_workers", "--max-workers", help="Instances graded at once",
+              show_default=_default("workers"))] = None,
+          ids: Annotated[Optional[list[str]], typer.Option(
+              "--ids", "-i", "--instance", "--instance_ids", "--instance-ids",
+              help="Only these instance ids (repeatable or comma-separated)", show_default="all")] = None,
+          timeout: Annotated[float, typer.Option("--timeout", "-t", help="Seconds per test run")] = 1800,
+          config: ConfigFile = None, sets: LongSets = None,
+          modal: Annotated[Optional[str], typer.Option("--modal", hidden=True)] = None,
+          _ignored: Annotated[Optional[list[str]], typer.Option(
+              "--open_file_limit", "--open-file-limit", "--namespace", "--cache_level", "--cache-level",
+              hidden=True, help="swebench options with no meaning here (ignored)")] = None) -> None:
     """Grade model predictions in the rows' pooled images (no network), SWE-bench's rules;
     resumable (finished instances are kept), parallel (--workers).
+
+    Accepts `swebench eval`'s spellings (DATASET, --gold, -i/--instance, -j, -s, -t, --run-id,
+    --report-dir) and `python -m swebench.harness.run_evaluation`'s (--dataset_name,
+    --predictions_path, --instance_ids, --max_workers, --run_id, --report_dir). Exit 1 when
+    predictions name ids the dataset does not hold (the others are graded), 2 when nothing can
+    be graded (no such ids, no rows, no predictions file).
 
     [b]Examples:[/b] swemint eval -p preds.jsonl -w work --workers 2
 
       swemint eval -p gold -w work --run-id gold-check
+
+      swemint eval work/dataset --gold -j 2 --run-id check      # swebench eval's spelling
     """
     from pipeline.evaluate import dataset_rows, evaluate, load_predictions
 
+    if modal and modal.lower() not in ("false", "0", "no"):
+        fail("--modal: swemint grades on the local Docker engine only")
+    if gold:
+        if predictions not in (None, "gold"):
+            fail("pass either --gold or --predictions, not both")
+        predictions = "gold"
+    if predictions is None:
+        fail("pass --predictions FILE (or gold / empty), or --gold")
+    if dataset_arg is not None and dataset is not None and dataset_arg != dataset:
+        fail(f"two datasets given: {dataset_arg} and --dataset {dataset}")
+    dataset = dataset or dataset_arg
     cfg = config_from_options(config, sets, workdir=workdir, workers=workers, ids=ids)
-    rows = dataset_rows(cfg.workdir, dataset)
+    if dataset is not None:
+        if not dataset.exists():
+            fail(f"dataset not found: {dataset} (a folder written by `swemint export`, or a .parquet file; "
+                 "swemint grades local rows, not Hugging Face ids)")
+    else:
+        require_workdir(cfg.workdir, "swemint eval")
+    try:
+        rows = dataset_rows(cfg.workdir, dataset, split=split)
+    except OSError as e:
+        fail(os_error_line(e, "dataset file"))
+    except ValueError as e:
+        fail(str(e))
+    if not rows:
+        fail(f"no verified row in {dataset or cfg.workdir}: nothing to grade")
     if cfg.ids:
+        unknown_sel = [i for i in cfg.ids if i not in rows]
+        if unknown_sel:
+            fail(f"{len(unknown_sel)} id(s) not in the dataset: {', '.join(unknown_sel[:10])} "
+                 f"({len(rows)} verified rows)")
         rows = {k: v for k, v in rows.items() if k in set(cfg.ids)}
     try:
         preds = load_predictions(predictions, rows)
-    except (ValueError, OSError) as e:
-        err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-        raise typer.Exit(2) from None
-    out = out or cfg.workdir / "evaluations" / run_id
+    except OSError as e:
+        fail(os_error_line(e, "predictions file"))
+    except ValueError as e:
+        fail(str(e))
+    unknown = sorted({p["instance_id"] for p in preds} - set(rows))
+    known = [p for p in preds if p["instance_id"] in rows]
+    if preds and not known:
+        fail(f"no prediction names an instance of the dataset: {', '.join(unknown[:10])}"
+             f"{' ...' if len(unknown) > 10 else ''} ({len(rows)} verified rows)")
+    if not preds:
+        fail(f"no predictions in {predictions}")
+    if unknown:
+        warn(f"{len(unknown)} prediction(s) name ids not in the dataset (not graded): {', '.join(unknown[:10])}"
+             f"{' ...' if len(unknown) > 10 else ''}")
+    if out is None:
+        out = (cfg.workdir if workdir is not None or dataset is None else Path.cwd()) / "evaluations" / run_id
     limits = {"cpus": cfg.mint.limits.cpus, "memory": cfg.mint.limits.memory, "pids": cfg.mint.limits.pids}
-    with Progress(TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[last]}"), console=console) as progress:
-        task = progress.add_task("grading", total=len([p for p in preds if p["instance_id"] in rows]), last="")
+    flight = InFlight()
+    with progress_bar() as progress:
+        task = progress.add_task("grading", total=len(known), flight="")
+
+        def started(iid: str) -> None:
+            flight.start(iid)
+            progress.update(task, flight=flight.text())
+
+        def done(r) -> None:
+            flight.end(r.instance_id, "resolved" if r.resolved else "error" if r.error else "unresolved")
+            progress.update(task, advance=1, flight=flight.text())
+
         report = evaluate(rows, preds, out, workers=cfg.workers, timeout=timeout, run_id=f"{cfg.mint.run_id}-eval",
-                          limits=limits, on_result=lambda r: progress.update(
-                              task, advance=1, last=escape(f"{r.instance_id}: {'resolved' if r.resolved else 'no'}")))
+                          limits=limits, on_result=done, on_start=started)
     table = Table(title=f"swemint eval ({escape(predictions)})")
     for col in ("instance", "resolved", "F2P", "P2P", "seconds", "mint s", "error"):
         table.add_column(col, justify="right" if col in ("F2P", "P2P", "seconds", "mint s") else "left")
@@ -335,9 +588,17 @@ def eval_(predictions: Annotated[str, typer.Option("--predictions", "-p", help="
                   f"of {report['submitted_instances']} predictions ({len(report['unknown_ids'])} unknown ids); "
                   f"{report['graded_now']} graded now in {report['wall_seconds']:.0f}s", soft_wrap=True)
     console.print(f"report: {escape(str(out / 'report.json'))}", soft_wrap=True)
+    code = 1 if unknown else 0
+    emit({"command": "eval", "report": str(out / "report.json"), "exit_code": code,
+          **{k: v for k, v in report.items() if k != "instances"}})
+    if code:
+        err_console.print(f"[red]error:[/red] {len(unknown)} prediction(s) were not graded: their ids are not in "
+                          "the dataset", soft_wrap=True)
+        raise typer.Exit(code)
 
 
 @app.command()
+@conventions
 def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, ids_file: IdsFile = None,
             verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Rerun the before/after grading in "
                                                  "the rebuilt image")] = True,
@@ -347,17 +608,24 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
     before/after grading in the rebuilt image and record whether the labels reproduce
     (WORKDIR/rebuild/<id>.json, the dataset's `rebuild` column).
 
-    [b]Example:[/b] swemint rebuild --verify -w work -m /work/.mirror --ids a,b
+    [b]Example:[/b] swemint rebuild --verify -w work -m mirrors/ --ids a,b
     """
     from envpool.docker_sandbox import DockerSandboxFactory, docker_client
     from envpool.netguard import ensure_build_network
     from pipeline.evaluate import dataset_rows
-    from pipeline.rebuild import rebuild_row, write_summary
+    from pipeline.rebuild import rebuild_row
+    from pipeline.rebuild import write_summary as write_rebuild_summary
     from pipeline.store import ResultStore
 
     cfg = config_from_options(config, sets, workdir=workdir, mirrors=mirrors, ids=ids, ids_file=ids_file)
-    wanted = set(cfg.ids) | (set(Path(cfg.ids_file).read_text().split()) if cfg.ids_file else set())
-    rows = {k: v for k, v in dataset_rows(cfg.workdir).items() if not wanted or k in wanted}
+    require_workdir(cfg.workdir, "swemint rebuild")
+    from pipeline.instances import read_ids_file
+
+    wanted = set(cfg.ids) | (set(read_ids_file(cfg.ids_file)) if cfg.ids_file else set())
+    all_rows = dataset_rows(cfg.workdir)
+    if wanted - set(all_rows):
+        fail(f"not verified rows of {cfg.workdir}: {', '.join(sorted(wanted - set(all_rows))[:10])}")
+    rows = {k: v for k, v in all_rows.items() if not wanted or k in wanted}
     known = ResultStore(cfg.workdir).instances()
     client = docker_client()
     factory = DockerSandboxFactory(run_id=f"{cfg.mint.run_id}-rebuild")
@@ -369,7 +637,7 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
         try:
             tar = tree(known[iid])
         except Exception as e:  # noqa: BLE001 - one row's missing mirror never stops the rest
-            console.print(f"[yellow]{escape(iid)}: base tree unavailable: {escape(str(e))}[/yellow]", soft_wrap=True)
+            warn(f"{iid}: base tree unavailable: {e}")
             continue
         cert = rebuild_row(row, tar, cfg.workdir, client=client, factory=factory,
                            run_id=f"{cfg.mint.run_id}-rebuild", ca_bundle=ca, network=network,
@@ -378,31 +646,47 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
         hist = "ok" if cert.history and all(h.ok for h in cert.history) else "NOT ok"
         console.print(f"  built {cert.built} in {cert.build_seconds:.0f}s, reproduced {cert.reproduced}, "
                       f"history {hist}{', error: ' + escape(cert.error) if cert.error else ''}", soft_wrap=True)
-    path = write_summary(cfg.workdir, certs)
+    path = write_rebuild_summary(cfg.workdir, certs)
     console.print(f"{sum(c.reproduced for c in certs)}/{len(certs)} reproduced; summary {escape(str(path))}",
                   soft_wrap=True)
+    emit({"command": "rebuild", "rows": len(rows), "rebuilt": len(certs), "reproduced": sum(c.reproduced for c in certs),
+          "summary": str(path), "certificates": [c.model_dump(mode="json") for c in certs]})
 
 
 @app.command()
-def report(workdir: Annotated[Path, typer.Argument(help="The work directory")],
-           out: Annotated[Optional[Path], typer.Option("--out", help="HTML file (default WORKDIR/report.html)")] = None) -> None:
+@conventions
+def report(workdir_arg: Annotated[Optional[Path], typer.Argument(
+               metavar="[WORKDIR]", help="Deprecated spelling of -w WORKDIR", show_default=False)] = None,
+           workdir: Workdir = None,
+           out: Annotated[Optional[Path], typer.Option("--out", help="HTML file",
+                                                       show_default="WORKDIR/report.html")] = None) -> None:
     """Write a self-contained HTML report with plots (needs the `report` extra: matplotlib):
-    outcomes per language and repository, time per phase, verified yield against time and
-    tokens, reuse share, failure causes.
+    a per-instance table with links to each log and trajectory, outcomes per language and
+    repository, time per phase, verified yield against time and tokens, reuse share, failure
+    causes, the funnel of `swemint run`, and the results of `swemint eval` and `swemint bench`.
 
-    [b]Example:[/b] swemint report work
+    [b]Example:[/b] swemint report -w work
     """
     from pipeline.report import write_report
 
+    if workdir_arg is not None:
+        if workdir is not None and workdir != workdir_arg:
+            fail(f"two work directories given: {workdir_arg} and -w {workdir}")
+        warn(f"`swemint report WORKDIR` is deprecated: use `swemint report -w {workdir_arg}`")
+    wd = (workdir or workdir_arg or Path(str(_DEFAULTS.get("workdir") or "work"))).expanduser().absolute()
+    require_workdir(wd, "swemint report")
     try:
-        path = write_report(workdir, out)
+        path = write_report(wd, out)
     except ImportError as e:
-        err_console.print(f"[red]error:[/red] {escape(str(e))}: pip install 'swemint[report]'", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(f"{e}: pip install 'swemint[report]'")
+    except OSError as e:
+        fail(os_error_line(e, "output file"))
     console.print(f"report: {escape(str(path))}", soft_wrap=True)
+    emit({"command": "report", "workdir": str(wd), "report": str(path)})
 
 
 @app.command()
+@conventions
 def crawl(config: Annotated[Path, typer.Option("--config", "-c", help="Crawl config YAML, e.g. configs/nightly.yaml")],
           workdir: Annotated[Path, typer.Option("--workdir", "-w", help="Writes WORKDIR/crawl/instances.jsonl")],
           since_last: Annotated[bool, typer.Option("--since-last", help="Only PRs newer than the last run")] = False,
@@ -414,20 +698,31 @@ def crawl(config: Annotated[Path, typer.Option("--config", "-c", help="Crawl con
     """
     from pipeline.sources import crawl as run_crawl
     from pipeline.sources import load_crawl_config
+    from pipeline.sources.config import CrawlConfig
 
+    if not Path(config).is_file():
+        fail(f"config file not found: {config}", 2, label="configuration error")
     try:
         cfg = load_crawl_config(config, sets or [])
-    except (ValidationError, ValueError, OSError) as e:
-        err_console.print(f"[red]configuration error:[/red] {escape(str(e))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    except ValidationError as e:
+        _config_error(explain(e, CrawlConfig))
+    except yaml.YAMLError as e:
+        fail(f"{config}: not valid YAML ({getattr(e, 'problem', None) or e})", 2, label="configuration error")
+    except OSError as e:
+        fail(os_error_line(e, "config file"), 2, label="configuration error")
+    except ValueError as e:
+        fail(str(e), 2, label="configuration error")
     report = run_crawl(cfg, workdir, since_last=since_last)
     console.print(f"accepted {report.accepted}, rejected {report.rejected}, errors {report.errors}; "
                   f"API requests {report.api.get('requests')} ({report.api.get('not_modified')} not modified); "
                   f"{report.total_instances} instances in {escape(str(report.instances_path))}", soft_wrap=True)
     for reason, n in sorted(report.reasons.items(), key=lambda kv: -kv[1])[:15]:
         console.print(f"  reject: {escape(reason)}: {n}", soft_wrap=True)
+    emit({"command": "crawl", "accepted": report.accepted, "rejected": report.rejected, "errors": report.errors,
+          "api": report.api, "instances": str(report.instances_path), "total_instances": report.total_instances,
+          "reasons": report.reasons, "stopped": report.stopped, "exit_code": 1 if report.stopped else 0})
     if report.stopped:
-        console.print(f"[yellow]stopped early:[/yellow] {escape(str(report.stopped))}", soft_wrap=True)
+        warn(f"stopped early: {report.stopped}")
         raise typer.Exit(1)
 
 
@@ -467,62 +762,127 @@ def print_funnel(report) -> None:
 
 
 def run_chain(cfg: PipelineConfig, mint_fn=None):
-    """`pipeline.flow.run_flow` with a progress line per mint row, then the summaries; exits 2
-    on unusable input, 1 when the crawl stopped early or every mint row is `infra_error`."""
+    """`pipeline.flow.run_flow` with a progress line (minted so far, what is in flight), then
+    the summaries; exits 2 on unusable input, 1 when the crawl stopped early or every mint row
+    is `infra_error`."""
     from pipeline.flow import run_flow
 
     gh = cfg.sources.github
     if not (cfg.instances or cfg.sources.local or (gh is not None and (gh.repos or gh.discovery is not None))):
-        console.print("[yellow]no source configured[/yellow] (sources.github, sources.local or --instances): "
-                      "only units accepted by earlier runs are minted", soft_wrap=True)
-    with Progress(TextColumn("[bold]{task.description}"), TextColumn("{task.completed} minted"),
-                  TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console) as progress:
-        task = progress.add_task("sources -> filter -> plan -> build", total=None, last="")
+        warn("no source configured (--repo, --instances, sources.github or sources.local): only units accepted "
+             "by earlier runs are minted")
+    flight = InFlight()
+    with progress_bar(bar=False) as progress:
+        task = progress.add_task("sources -> filter -> plan -> build", total=None, flight="")
+
+        def started(iid: str) -> None:
+            flight.start(iid)
+            progress.update(task, flight=flight.text())
 
         def done(res) -> None:
-            progress.update(task, advance=1, last=escape(f"{res.instance_id}: {res.outcome}"))
+            flight.end(res.instance_id, res.outcome)
+            progress.update(task, advance=1, flight=flight.text())
 
         try:
-            report = run_flow(cfg, mint_fn=mint_fn, on_result=done)
-        except (ValueError, OSError, SwemintError) as e:
-            err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-            raise typer.Exit(2) from None
+            report = run_flow(cfg, mint_fn=mint_fn, on_result=done, on_start=started)
+        except OSError as e:
+            fail(os_error_line(e) if e.filename else str(e))
+        except (ValueError, SwemintError) as e:
+            fail(str(e))
     print_summary(report)
     print_funnel(report)
     console.print(f"report: {escape(str(cfg.workdir / 'report.json'))}", soft_wrap=True)
-    if report.crawl is not None and report.crawl.stopped:
-        console.print(f"[yellow]crawl stopped early:[/yellow] {escape(report.crawl.stopped)}", soft_wrap=True)
-        raise typer.Exit(1)
-    if report.missing_ids or (report.results and all(r.outcome == "infra_error" for r in report.results)):
-        raise typer.Exit(1)
+    summary = {**mint_summary(report, cfg, "run"), "funnel": report.funnel,
+               "report": str(cfg.workdir / "report.json")}
+    stopped = report.crawl.stopped if report.crawl is not None else None
+    code = 1 if stopped or report.missing_ids or (
+        report.results and all(r.outcome == "infra_error" for r in report.results)) else 0
+    summary["exit_code"] = code
+    write_summary(cfg.workdir, summary)
+    emit(summary)
+    if stopped:
+        warn(f"crawl stopped early: {stopped}")
+    if report.missing_ids:
+        err_console.print(f"[red]error:[/red] {len(report.missing_ids)} requested id(s) not in the instance file: "
+                          f"{escape(', '.join(report.missing_ids[:10]))}", soft_wrap=True)
+    if code:
+        raise typer.Exit(code)
     return report
 
 
+def repo_sources(cfg: PipelineConfig, repos: list[str], last: int | None) -> list[str]:
+    """Add `--repo owner/name` sources to `cfg.sources`: the repository's local mirror when one of
+    `cfg.mirrors` holds it (merge and squash units of its history: no GitHub, no token), else
+    GitHub's merged PRs (`sources.github.repos`; token from the variable `api.token_env` names).
+    `last`: at most that many units per repository (commits of a mirror, PRs on GitHub). Returns
+    one line per repository saying which source it got. Exits 2 on a malformed name."""
+    from pipeline.repos import RepoResolver
+    from pipeline.sources.config import GitHubConfig, LocalRepoConfig
+
+    resolver = RepoResolver(cfg.mirrors, cfg.repos.model_copy(update={"allow_clone": False}))
+    lines = []
+    for repo in repos:
+        if repo.count("/") != 1 or not all(repo.split("/")):
+            fail(f"--repo {repo}: not owner/name")
+        try:
+            git_dir = resolver.resolve(repo) if cfg.mirrors else None
+        except SwemintError:
+            git_dir = None
+        if git_dir is not None:
+            cfg.sources.local.append(LocalRepoConfig(repo=repo, git_dir=git_dir, max_commits=last))
+            lines.append(f"{repo}: local mirror {git_dir}")
+            continue
+        if cfg.sources.github is None:
+            cfg.sources.github = GitHubConfig()
+        gh = cfg.sources.github
+        if repo not in gh.repos:
+            gh.repos.append(repo)
+        if last is not None:
+            gh.pairs.max_pulls_per_repo = last
+        lines.append(f"{repo}: GitHub (token from ${gh.api.token_env})")
+    return lines
+
+
 @app.command()
+@conventions
 def run(config: ConfigFile = None, workdir: Workdir = None, instances: Instances = None, mirrors: Mirrors = None,
+        repo: Annotated[Optional[list[str]], typer.Option(
+            "--repo", "-r", help="Repository owner/name to mint from (repeatable): its mirror under --mirrors "
+                                 "if one holds it, else GitHub's PRs ($GITHUB_TOKEN)", show_default="none")] = None,
+        last: Annotated[Optional[int], typer.Option(
+            help="With --repo: at most this many units per repository (the newest)", show_default="all")] = None,
         workers: Workers = None, ray: UseRay = None, sets: Sets = None) -> None:
     """Repositories to a dataset: sources -> filter -> plan -> build -> export, streaming, in one job.
 
-    Sources are the config's `sources` (GitHub: token from $GITHUB_TOKEN; local mirrors) and an
-    instance file (`--instances`). A rerun mints only what is new since the watermarks and
-    retries what `retry_outcomes` names; after a kill -9 it loses and doubles nothing. Writes the
-    funnel to WORKDIR/report.json.
+    Sources are `--repo owner/name` (no YAML needed), an instance file (`--instances`) and the
+    config's `sources` (GitHub: token from $GITHUB_TOKEN; local mirrors). A rerun mints only what
+    is new since the watermarks and retries what `retry_outcomes` names; after a kill -9 it loses
+    and doubles nothing. Writes the funnel to WORKDIR/report.json and the summary to
+    WORKDIR/summary.json.
 
     [b]Examples:[/b]
 
+      swemint run --repo pallets/click -m mirrors/ -w work --last 20     # a local mirror, no token
+
+      GITHUB_TOKEN=... swemint run --repo me/my-project -w work          # GitHub
+
       swemint run -c configs/nightly.yaml -w /data/swemint
 
-      swemint run -c local.yaml -w work --workers 2 --set flow.streaming=false   # crawl, then mint
-
-      swemint run -w work -i tasks.jsonl -m /work/.mirror --no-ray
+      swemint run -w work -i tasks.jsonl -m mirrors/ --no-ray
     """
     cfg = config_from_options(config, sets, workdir=workdir, instances=instances, mirrors=mirrors, workers=workers,
                               use_ray=ray)
+    if last is not None and not repo:
+        fail("--last goes with --repo")
+    for line in repo_sources(cfg, list(repo or []), last):
+        console.print(f"source: {escape(line)}", soft_wrap=True)
     run_chain(cfg)
 
 
 @pool_app.command("list")
-def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Option(help="owner/name")] = None,
+@conventions
+def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Option(help="owner/name",
+                                                                                  show_default="all")] = None,
               config: ConfigFile = None, sets: Sets = None) -> None:
     """List kept environments (read-only). [b]Example:[/b] swemint pool list --workdir work"""
     from envpool.pool import EnvPool
@@ -530,12 +890,12 @@ def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Opti
     import duckdb
 
     cfg = config_from_options(config, sets, workdir=workdir)
+    require_workdir(cfg.workdir, "swemint pool list")
     try:
         records = EnvPool(cfg.pool_path, read_only=True).list(repo)
     except duckdb.Error as e:
-        err_console.print(f"[red]error:[/red] cannot read {escape(str(cfg.pool_path))} ({type(e).__name__}); the "
-                          "next `swemint mint` quarantines it and rebuilds the pool from the stored rows", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(f"cannot read {cfg.pool_path} ({type(e).__name__}); the next `swemint mint` quarantines it and "
+             "rebuilds the pool from the stored rows")
     table = Table(title=f"environment pool ({cfg.pool_path})")
     table.add_column("instance", no_wrap=True)
     for col in ("version", "base commit date", "interpreter", "image", "MB"):
@@ -546,9 +906,14 @@ def pool_list(workdir: Workdir = None, repo: Annotated[Optional[str], typer.Opti
                       escape(r.image_tag), f"{r.size_bytes / 1e6:.0f}")
     console.print(table)
     console.print(f"{len(records)} environments", soft_wrap=True)
+    emit({"command": "pool list", "pool": str(cfg.pool_path),
+          "environments": [{"instance_id": r.instance_id, "repo": r.repo, "version": r.version,
+                            "commit_time": r.commit_time, "interpreter": r.interpreter, "image": r.image_tag,
+                            "image_id": r.image_id, "size_bytes": r.size_bytes} for r in records]})
 
 
 @pool_app.command("refresh-tools")
+@conventions
 def pool_refresh_tools(workdir: Workdir = None, ids: Ids = None, config: ConfigFile = None, sets: Sets = None) -> None:
     """Write the current grading tools (and a python3) into this work directory's verified images,
     so that their rows' eval scripts run: for pools minted before the tools existed.
@@ -561,6 +926,7 @@ def pool_refresh_tools(workdir: Workdir = None, ids: Ids = None, config: ConfigF
     from pipeline.store import ResultStore, WorkdirLocked, driver_lock
 
     cfg = config_from_options(config, sets, workdir=workdir, ids=ids)
+    require_workdir(cfg.workdir, "swemint pool refresh-tools")
     store = ResultStore(cfg.workdir)
     factory = DockerSandboxFactory(run_id=cfg.mint.run_id, build_network=cfg.mint.build_network)
     pool = EnvPool(cfg.pool_path)
@@ -568,9 +934,9 @@ def pool_refresh_tools(workdir: Workdir = None, ids: Ids = None, config: ConfigF
         with driver_lock(cfg.workdir):  # it rewrites rows and the pool: never beside a running driver
             done = _refresh_all(store, pool, factory, cfg, refresh_tools)
     except WorkdirLocked as e:
-        err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        fail(str(e), 1)
     console.print(f"{done} images refreshed", soft_wrap=True)
+    emit({"command": "pool refresh-tools", "refreshed": done})
 
 
 def _refresh_all(store, pool, factory, cfg, refresh_tools) -> int:
@@ -583,7 +949,7 @@ def _refresh_all(store, pool, factory, cfg, refresh_tools) -> int:
         try:
             new_id = refresh_tools(factory, res.image, run_id=cfg.mint.run_id, instance_id=res.instance_id)
         except (SwemintError, ValueError) as e:
-            console.print(f"[yellow]{escape(res.instance_id)}: {escape(str(e))}[/yellow]", soft_wrap=True)
+            warn(f"{res.instance_id}: {e}")
             continue
         update = {"image_id": new_id}
         if res.env is not None:
@@ -596,6 +962,7 @@ def _refresh_all(store, pool, factory, cfg, refresh_tools) -> int:
 
 
 @app.command()
+@conventions
 def demo(workdir: Workdir = None, workers: Workers = None, ray: UseRay = None, config: ConfigFile = None,
          sets: Sets = None) -> None:
     """Create a small demo repository and instance file, then mint them.
@@ -608,12 +975,37 @@ def demo(workdir: Workdir = None, workers: Workers = None, ray: UseRay = None, c
     mirrors, instances = make_demo(cfg.workdir / "demo")
     cfg = config_from_options(config, sets, workdir=workdir, workers=workers, use_ray=ray, mirrors=[mirrors],
                   instances=instances)
-    _run(cfg)
+    _run(cfg, command="demo")
+
+
+EVAL_NARGS = ("--instance_ids", "--instance-ids")
+"""Options of `python -m swebench.harness.run_evaluation` that take several values (argparse
+`nargs="+"`); `expand_nargs` spells them as repeated options for click."""
+
+
+def expand_nargs(argv: list[str]) -> list[str]:
+    """`eval ... --instance_ids a b c --run_id x` -> `eval ... --instance_ids a --instance_ids b
+    --instance_ids c --run_id x` (only after the `eval` command; other words pass unchanged)."""
+    if "eval" not in argv:
+        return argv
+    out, i = [], 0
+    start = argv.index("eval")
+    while i < len(argv):
+        word = argv[i]
+        out.append(word)
+        i += 1
+        if i > start and word in EVAL_NARGS:
+            values = []
+            while i < len(argv) and not argv[i].startswith("-"):
+                values.append(argv[i])
+                i += 1
+            out += [v for n, val in enumerate(values) for v in ((word, val) if n else (val,))]
+    return out
 
 
 def main() -> None:
-    """Entry point of the `swemint` script."""
-    app()
+    """Entry point of the `swemint` script (and of `python -m swemint`)."""
+    app(args=expand_nargs(sys.argv[1:]), prog_name="swemint")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from envpool.errors import InstanceInputError
 from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.pool import EnvPool
 from pipeline.config import PipelineConfig
-from pipeline.instances import load_and_select
+from pipeline.instances import load_and_select, require_usable
 from pipeline.ray_adapter import ABANDONED, Runner, make_runner
 from pipeline.repos import RepoResolver
 from pipeline.stages import (DEFAULT_MINT_FUNCTION, MintFn, MintStage, StageResources, WorkItem, failure_row, now_iso,
@@ -271,30 +271,37 @@ def warn_without_userns(cfg: PipelineConfig) -> None:
 
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
-             on_plan: Callable[[int, int], None] | None = None) -> MintReport:
+             on_plan: Callable[[int, int], None] | None = None,
+             on_start: Callable[[str], None] | None = None) -> MintReport:
     """Mint every selected instance of `cfg.instances` not already finished in `cfg.workdir`.
 
     `mint_fn` replaces `cfg.mint_function`; `runner` replaces `make_runner(cfg)` (closed after);
-    `on_plan(n_to_run, n_skipped)` is called once before running; `on_result(row)` per new row.
-    Raises InstanceInputError when the instance file itself is unreadable, ValueError when no
+    `on_plan(n_to_run, n_skipped)` is called once before running; `on_start(instance_id)` when an
+    instance is handed to the runner (what is in flight: started, no row yet); `on_result(row)`
+    per new row.
+    Raises InstanceInputError when the instance file itself is unreadable or has no usable row
+    (`instances.require_usable`: then no dataset is written), ValueError when no
     instance file is configured, store.WorkdirLocked (an OSError) when another driver is
     running on the same WORKDIR.
     """
     if cfg.instances is None:
         raise ValueError("no instance file: pass --instances or set `instances` in the config")
     with driver_lock(cfg.workdir), _run_log(cfg.workdir):
-        return _run_mint(cfg, mint_fn=mint_fn, runner=runner, on_result=on_result, on_plan=on_plan)
+        return _run_mint(cfg, mint_fn=mint_fn, runner=runner, on_result=on_result, on_plan=on_plan,
+                         on_start=on_start)
 
 
 def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | None,
               on_result: Callable[[InstanceResult], None] | None,
-              on_plan: Callable[[int, int], None] | None) -> MintReport:
+              on_plan: Callable[[int, int], None] | None,
+              on_start: Callable[[str], None] | None = None) -> MintReport:
     t0 = time.monotonic()
     loaded = load_and_select(cfg.instances, ids=cfg.ids or None, ids_file=cfg.ids_file,
                              language=cfg.language, limit=cfg.limit)
     report = MintReport(selected=loaded.instances, load_errors=loaded.errors, missing_ids=loaded.missing_ids)
     store = ResultStore(cfg.workdir, cfg.retry_outcomes)
-    write_input_errors(cfg.workdir, loaded.errors)
+    errors_file = write_input_errors(cfg.workdir, loaded.errors)
+    require_usable(loaded, cfg.instances, errors_file)  # all rows bad: no empty dataset, exit 2
     pool = open_pool(cfg.pool_path, store)
     todo = []
     for inst in loaded.instances:
@@ -346,6 +353,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
         store.mark_running(it.instance)
         if reuse.enabled:
             it.candidates = reuse_candidates(pool, it, reuse.max_candidates, similar=reuse.similar)
+        if on_start:
+            on_start(it.instance.instance_id)
 
     stop: list[str] = []  # why no new work starts (low disk), once it is so
     held: list[WorkItem] = []

@@ -98,10 +98,12 @@ def _safe(name: str) -> str:
 
 def evaluate(rows: dict[str, dict], predictions: Iterable[dict], out: Path, *, workers: int = 1,
              timeout: float = 1800, factory=None, run_id: str = "eval", limits: dict | None = None,
-             on_result: Callable[[EvalReport], None] | None = None) -> dict:
+             on_result: Callable[[EvalReport], None] | None = None,
+             on_start: Callable[[str], None] | None = None) -> dict:
     """Grade every prediction whose instance is in `rows` (id -> row), `workers` at a time,
     writing `out/<model>/<id>.json` per instance (kept ones are reused) and `out/report.json`.
-    Predictions for unknown ids are reported in `unknown_ids`, never run. Returns the report."""
+    Predictions for unknown ids are reported in `unknown_ids`, never run. `on_start(id)` when a
+    grading starts, `on_result(report)` when it ends. Returns the report."""
     out.mkdir(parents=True, exist_ok=True)
     preds = list(predictions)
     todo, reports, unknown = [], {}, []
@@ -118,6 +120,8 @@ def evaluate(rows: dict[str, dict], predictions: Iterable[dict], out: Path, *, w
 
     def one(item) -> EvalReport:
         p, model, path = item
+        if on_start:
+            on_start(p["instance_id"])
         rep = grade(rows[p["instance_id"]], p.get("model_patch"), factory=factory, model=model, timeout=timeout,
                     run_id=run_id, limits=limits, log_path=path.with_suffix(".log"))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,14 +164,30 @@ def run_report(rows: dict[str, dict], preds: list[dict], reports: dict[str, Eval
     }
 
 
-def dataset_rows(workdir: Path | None = None, dataset: Path | None = None) -> dict[str, dict]:
-    """Verified rows by id: from a dataset folder or parquet file (`dataset`), else from the
-    store of `workdir` (rows built as `swemint export` builds them)."""
+def dataset_rows(workdir: Path | None = None, dataset: Path | None = None, split: str = "verified") -> dict[str, dict]:
+    """Verified rows by id: from a dataset folder (its `split`: `verified` or `all_outcomes`, the
+    file `pipeline.export.SPLITS` names) or parquet file (`dataset`), else from the store of
+    `workdir` (rows built as `swemint export` builds them). Raises ValueError for an unknown split
+    or a file that is not a dataset, OSError when the file is missing."""
     if dataset is not None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        path = dataset / "verified.parquet" if dataset.is_dir() else dataset
-        return {r["instance_id"]: r for r in pq.read_table(path).to_pylist() if r.get("outcome", "verified") == "verified"}
+        from pipeline.export import SPLITS
+
+        if dataset.is_dir():
+            if split not in SPLITS:
+                raise ValueError(f"unknown split {split!r} (a swemint dataset has {', '.join(SPLITS)})")
+            path = dataset / SPLITS[split]
+        else:
+            path = dataset
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowInvalid, pa.ArrowException) as e:
+            raise ValueError(f"{path}: not a Parquet dataset ({str(e).splitlines()[0][:200]})") from None
+        if "instance_id" not in table.column_names:
+            raise ValueError(f"{path}: no instance_id column (not a SWE-bench dataset)")
+        return {r["instance_id"]: r for r in table.to_pylist() if r.get("outcome", "verified") == "verified"}
     from pipeline.export import make_row
     from pipeline.store import ResultStore
 

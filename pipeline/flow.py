@@ -43,7 +43,7 @@ from pipeline.export import export_dataset
 from pipeline.flow_sources import KINDS as SOURCE_CALLS
 from pipeline.flow_sources import SourceDriver
 from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
-from pipeline.instances import load_and_select
+from pipeline.instances import load_and_select, require_usable
 from pipeline.ray_adapter import RayExecutor
 from pipeline.repos import RepoResolver, commit_exists
 from pipeline.sources.config import QualityConfig
@@ -90,8 +90,9 @@ class Flow:
     """One run of the chain (see the module docstring); use `run_flow`."""
 
     def __init__(self, cfg: PipelineConfig, executor: LocalExecutor | RayExecutor, *, mint_fn=None, plan_fn=None,
-                 on_result: Callable[[InstanceResult], None] | None = None):
-        self.cfg, self.ex, self.on_result = cfg, executor, on_result
+                 on_result: Callable[[InstanceResult], None] | None = None,
+                 on_start: Callable[[str], None] | None = None):
+        self.cfg, self.ex, self.on_result, self.on_start = cfg, executor, on_result, on_start
         self.t0 = time.monotonic()
         self.cpu0 = _process_cpu()
         self.now = lambda: datetime.now(timezone.utc)  # noqa: E731
@@ -129,7 +130,10 @@ class Flow:
             loaded = load_and_select(self.cfg.instances, ids=self.cfg.ids or None, ids_file=self.cfg.ids_file,
                                      language=self.cfg.language, limit=self.cfg.limit)
             report.load_errors, report.missing_ids = loaded.errors, loaded.missing_ids
-            write_input_errors(self.cfg.workdir, loaded.errors)
+            errors_file = write_input_errors(self.cfg.workdir, loaded.errors)
+            gh = self.cfg.sources.github
+            if not self.cfg.sources.local and not (gh is not None and (gh.repos or gh.discovery is not None)):
+                require_usable(loaded, self.cfg.instances, errors_file)  # the only source: nothing to do
             self.from_file = len(loaded.instances)
             for inst in loaded.instances:
                 self._accept(inst, report)
@@ -193,6 +197,8 @@ class Flow:
             if self.cfg.mint.reuse.enabled:
                 item.candidates = reuse_candidates(self.pool, item, self.cfg.mint.reuse.max_candidates)
             self._submit(self.build, item, ("build", item, now_iso()), self.cfg.timeout_s, count="build")
+            if self.on_start:
+                self.on_start(item.instance.instance_id)
 
     def _handle(self, done: Done, report: FlowReport) -> None:
         kind, payload = done.tag[0], done.tag[1]
@@ -356,21 +362,25 @@ def flow_ray_config(cfg: PipelineConfig):
 
 
 def run_flow(cfg: PipelineConfig, *, executor: LocalExecutor | RayExecutor | None = None, mint_fn=None, plan_fn=None,
-             on_result: Callable[[InstanceResult], None] | None = None) -> FlowReport:
+             on_result: Callable[[InstanceResult], None] | None = None,
+             on_start: Callable[[str], None] | None = None) -> FlowReport:
     """Run sources -> filter -> plan -> build -> export for `cfg` (see the module docstring).
 
     `executor` replaces the one `cfg.use_ray` asks for (closed after); `mint_fn` / `plan_fn`
-    replace `cfg.mint_function` / `cfg.flow.plan_function`; `on_result(row)` per mint row.
+    replace `cfg.mint_function` / `cfg.flow.plan_function`; `on_start(instance_id)` when a build
+    is submitted; `on_result(row)` per mint row.
     Writes `WORKDIR/crawl/` (state, instances.jsonl, rejects.jsonl, report.json),
     `WORKDIR/instances/`, `pool.duckdb`, `dataset/`, `report.json` (the funnel) and appends to
     `runs.jsonl`. Raises store.WorkdirLocked (an OSError) when another driver runs on WORKDIR,
-    InstanceInputError when the instance file is unreadable, duckdb errors when the crawl state
+    InstanceInputError when the instance file is unreadable (or, as the only source, has no
+    usable row: `instances.require_usable`), duckdb errors when the crawl state
     is locked, TransportUnavailable (PyGithub incompatible).
     """
     if executor is None:
         executor = RayExecutor(cfg.workers, flow_ray_config(cfg)) if cfg.use_ray else LocalExecutor()
     with driver_lock(cfg.workdir), _run_log(cfg.workdir):
         try:
-            return Flow(cfg, executor, mint_fn=mint_fn, plan_fn=plan_fn, on_result=on_result).run()
+            return Flow(cfg, executor, mint_fn=mint_fn, plan_fn=plan_fn, on_result=on_result,
+                        on_start=on_start).run()
         finally:
             executor.close()

@@ -245,3 +245,21 @@ def load_and_select(path: Path | str, *, ids: Iterable[str] | None = None, ids_f
         have = {i.instance_id for i in loaded.instances} | {e.instance_id for e in errors}
         missing = [i for i in wanted if i not in have]
     return LoadResult(instances=selected, errors=errors, missing_ids=missing)
+
+
+def require_usable(loaded: LoadResult, path: Path | str, errors_file: Path | str | None = None) -> None:
+    """Raise InstanceInputError when the instance file gave no usable row at all: every row bad
+    (one line naming how many and the first cause; `errors_file` lists them all) or no row.
+    A selection that leaves nothing out of good rows (`--ids`, `--language`, `--limit 0`) is not
+    an error here: requested ids that are missing are reported by the caller."""
+    if loaded.instances:
+        return
+    name = Path(path).name
+    if loaded.errors:
+        where = f"; all listed in {errors_file}" if errors_file else ""
+        n = len(loaded.errors)
+        raise InstanceInputError(f"no usable row in {name}: {n} bad row{'s' * (n != 1)} (first: "
+                                 f"{str(loaded.errors[0])[:300]}){where}")
+    if not loaded.missing_ids and not Path(path).stat().st_size:
+        raise InstanceInputError(f"instance file {name} is empty")
+

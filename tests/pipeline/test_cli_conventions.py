@@ -1,0 +1,220 @@
+"""The CLI's conventions: -h, --version, -v/-q, --json and summary.json, effective defaults in help,
+swebench's spellings for `eval`, `run --repo`, and a non-zero exit with one line for each bad input
+(issue 29). The minter is the fake of test_cli (in-process runner, no Docker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from envpool.evaluation import EvalReport
+from pipeline.cli import app, expand_nargs, repo_sources
+from pipeline.config import PipelineConfig, load_config
+from pipeline.configerrors import explain
+from tests.pipeline.test_cli import mint_args, setup  # noqa: F401 - the fixture
+
+runner = CliRunner()
+
+
+def margs(d: Path, *extra: str) -> list[str]:
+    """test_cli's mint arguments; reuse off (its fake minter takes no reuse candidates)."""
+    return mint_args(d, "--set", "mint.reuse.enabled=false", *extra)
+
+
+def one_line_error(r, code: int, *needles: str) -> None:
+    """The command exited `code` with a one-line error naming every needle, and no traceback."""
+    text = r.stderr + r.stdout
+    assert r.exit_code == code, text
+    assert "Traceback" not in text and "Errno" not in text, text
+    lines = [x for x in r.stderr.splitlines() if "error" in x]
+    assert lines, text
+    for n in needles:
+        assert n in r.stderr, (n, r.stderr)
+
+
+def test_version_and_short_help():
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.stdout.startswith("swemint ")
+    for args in (["-h"], ["mint", "-h"], ["pool", "list", "-h"], ["eval", "-h"], ["report", "-h"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 0 and "Usage" in r.stdout, args
+
+
+def test_help_shows_effective_defaults_and_no_host_paths():
+    r = runner.invoke(app, ["mint", "-h"], terminal_width=200)
+    assert "(config: workers)" in r.stdout and "default: (1)" in r.stdout  # configs/default.yaml's workers
+    assert "default: (--ray)" in r.stdout and "default: (work)" in r.stdout
+    for args in (["-h"], ["mint", "-h"], ["export", "-h"], ["rebuild", "-h"], ["run", "-h"], ["bench", "-h"]):
+        assert "/work/.mirror" not in runner.invoke(app, args, terminal_width=200).stdout
+
+
+def test_json_summary_on_stdout_and_summary_file(setup):
+    d = setup
+    r = runner.invoke(app, margs(d, "--json"))
+    assert r.exit_code == 0, r.stderr
+    summary = json.loads(r.stdout)  # stdout holds the JSON object alone; the tables went to stderr
+    assert summary["ok"] and summary["command"] == "mint" and summary["exit_code"] == 0
+    assert summary["outcomes"] == {"verified": 1, "no_fail_to_pass": 1, "infra_error": 1}
+    assert summary["bad_rows"] == 1 and summary["dataset"]["verified"].endswith("verified.parquet")
+    assert {i["instance_id"]: i["outcome"] for i in summary["instances"]}["octo__proj-1"] == "verified"
+    assert "swemint mint" in r.stderr  # the table, for a person
+    on_disk = json.loads((d / "work" / "summary.json").read_text())
+    assert on_disk["outcomes"] == summary["outcomes"]
+    # the global position works too, and a read-only command gives its own summary
+    r = runner.invoke(app, ["--json", "pool", "list", "-w", str(d / "work")])
+    assert r.exit_code == 0 and [e["instance_id"] for e in json.loads(r.stdout)["environments"]] == ["octo__proj-1"]
+
+
+def test_quiet_and_verbose(setup):
+    d = setup
+    r = runner.invoke(app, margs(d, "-q"))
+    assert r.exit_code == 0 and r.stdout == "", r.stdout
+    assert "octo__proj-4" not in r.stderr  # bad-row notes are for the default mode
+    (d / "work" / "summary.json").unlink()
+    r = runner.invoke(app, ["-v", *margs(d)])  # the rerun: the driver's INFO lines on stderr
+    assert "already finished" in r.stderr and "pipeline.driver INFO" in r.stderr
+    assert (d / "work" / "summary.json").is_file()
+
+
+def test_all_bad_instance_file_exits_2_and_writes_no_dataset(tmp_path):
+    f = tmp_path / "bad.jsonl"
+    f.write_text('{"foo": 1}\n{"instance_id": "x"}\nnot json\n')
+    r = runner.invoke(app, ["mint", "-i", str(f), "-w", str(tmp_path / "w"), "--no-ray"])
+    one_line_error(r, 2, "no usable row in bad.jsonl: 3 bad rows", "input_errors.jsonl")
+    assert not (tmp_path / "w" / "dataset").exists()
+    assert len((tmp_path / "w" / "input_errors.jsonl").read_text().splitlines()) == 3
+    f.write_text("")
+    one_line_error(runner.invoke(app, ["mint", "-i", str(f), "-w", str(tmp_path / "w"), "--no-ray"]), 2,
+                   "bad.jsonl is empty")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["eval", "-p", "gold", "-w", "{tmp}/missing"], "work directory not found"),
+    (["pool", "list", "-w", "{tmp}/missing"], "work directory not found"),
+    (["pool", "list", "-w", "{tmp}/plain"], "not a swemint work directory"),
+    (["export", "-w", "{tmp}/missing"], "work directory not found"),
+    (["export", "-w", "{tmp}/plain"], "not a swemint work directory"),
+    (["report", "-w", "{tmp}/missing"], "work directory not found"),
+    (["report", "{tmp}/missing"], "work directory not found"),
+    (["rebuild", "-w", "{tmp}/plain"], "not a swemint work directory"),
+    (["mint", "-c", "{tmp}/nosuch.yaml"], "config file not found"),
+    (["mint", "-i", "{tmp}/nosuch.jsonl"], "instance file not found"),
+    (["mint", "-i", "{tmp}/plain/t.jsonl", "--ids-file", "{tmp}/nosuch.txt"], "ids file not found"),
+    (["mint", "-i", "{tmp}/plain/t.jsonl", "--set", "mint.timeouts.instanse=5"],
+     "unknown key mint.timeouts.instanse (did you mean mint.timeouts.instance?)"),
+    (["mint", "-c", "{tmp}/typo.yaml", "-i", "{tmp}/plain/t.jsonl"], "unknown key workres (did you mean workers?)"),
+    (["mint", "-c", "{tmp}/broken.yaml", "-i", "{tmp}/plain/t.jsonl"], "not valid YAML"),
+    (["crawl", "-c", "{tmp}/nosuch.yaml", "-w", "{tmp}/w"], "config file not found"),
+])
+def test_bad_input_is_one_line_and_non_zero(tmp_path, args, needle):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "t.jsonl").write_text("")
+    (tmp_path / "typo.yaml").write_text("workres: 2\n")
+    (tmp_path / "broken.yaml").write_text("workers: [1\n")
+    r = runner.invoke(app, [a.format(tmp=tmp_path) for a in args])
+    one_line_error(r, 2, needle)
+    assert not (tmp_path / "missing").exists()  # a read-only command never creates the folder
+    assert not (tmp_path / "plain" / "dataset").exists()
+
+
+def test_config_errors_name_the_closest_key():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as e:
+        load_config(None, ["ray.num_cpu=3", "sources.local=[{repo: a/b, git_dirr: x}]", "workers=x", "mint.zzz=1"])
+    lines = explain(e.value, PipelineConfig)
+    assert "unknown key ray.num_cpu (did you mean ray.num_cpus?)" in lines
+    assert "unknown key sources.local[0].git_dirr (did you mean sources.local[0].git_dir?)" in lines
+    assert "sources.local[0].git_dir: required, not given" in lines
+    assert any(x.startswith("workers: Input should be a valid integer") and "(got 'x')" in x for x in lines)
+    assert any(x.startswith("unknown key mint.zzz (keys here: ") and "timeouts" in x for x in lines)
+
+
+@pytest.fixture()
+def dataset(tmp_path, monkeypatch):
+    """A dataset folder with two verified rows, and `grade` replaced by a stand-in that resolves
+    gold patches (no Docker: these tests are about the command line)."""
+    rows = [{"instance_id": f"o__p-{n}", "repo": "o/p", "patch": f"gold {n}", "outcome": "verified",
+             "total_seconds": 5.0} for n in (1, 2)]
+    (tmp_path / "ds").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "ds" / "verified.parquet")
+    graded = []
+
+    def grade(row, patch, **kw):
+        graded.append(row["instance_id"])
+        ok = patch == row["patch"]
+        return EvalReport(instance_id=row["instance_id"], resolved=ok, reward=float(ok), patch_exists=bool(patch))
+
+    monkeypatch.setattr("pipeline.evaluate.grade", grade)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path, graded
+
+
+def test_eval_takes_swebench_spellings(dataset):
+    d, graded = dataset
+    r = runner.invoke(app, ["eval", str(d / "ds"), "--gold", "-j", "2", "-i", "o__p-1", "--run-id", "g", "--json"])
+    assert r.exit_code == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["resolved_ids"] == ["o__p-1"] and graded == ["o__p-1"]
+    assert (d / "evaluations" / "g" / "report.json").is_file()  # ./evaluations/RUN_ID with a dataset, no -w
+    argv = expand_nargs(["eval", "--dataset_name", str(d / "ds"), "--predictions_path", "gold", "--max_workers", "1",
+                         "--instance_ids", "o__p-1", "o__p-2", "--run_id", "h", "--report_dir", str(d / "rep")])
+    assert argv.count("--instance_ids") == 2
+    r = runner.invoke(app, argv)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads((d / "rep" / "report.json").read_text())["resolved_instances"] == 2
+
+
+def test_eval_unknown_ids(dataset):
+    d, graded = dataset
+    one_line_error(runner.invoke(app, ["eval", "-d", str(d / "ds"), "-p", "gold", "--ids", "nope-1"]), 2,
+                   "not in the dataset: nope-1")
+    preds = d / "p.jsonl"
+    preds.write_text(json.dumps({"instance_id": "nope-1", "model_patch": "x"}) + "\n")
+    one_line_error(runner.invoke(app, ["eval", "-d", str(d / "ds"), "-p", str(preds)]), 2,
+                   "no prediction names an instance of the dataset: nope-1")
+    assert graded == []
+    preds.write_text(json.dumps({"instance_id": "nope-1", "model_patch": "x"}) + "\n"
+                     + json.dumps({"instance_id": "o__p-2", "model_patch": "gold 2"}) + "\n")
+    r = runner.invoke(app, ["eval", "-d", str(d / "ds"), "-p", str(preds), "--run-id", "mixed"])
+    assert r.exit_code == 1 and graded == ["o__p-2"]  # the known one is graded, the run says what was not
+    assert "nope-1" in r.stderr and "not graded" in r.stderr
+    one_line_error(runner.invoke(app, ["eval", "-d", str(d / "ds"), "-p", str(d / "none.jsonl")]), 2,
+                   "predictions file not found")
+    one_line_error(runner.invoke(app, ["eval", "-d", str(d / "nowhere"), "--gold"]), 2, "dataset not found")
+
+
+def test_run_repo_flag_picks_the_mirror_or_github(setup):
+    d = setup
+    cfg = load_config(None, [], mirrors=[d / "mirrors"], workdir=d / "w")
+    lines = repo_sources(cfg, ["octo/proj", "someone/else"], last=20)
+    assert [x.split(":")[0] for x in lines] == ["octo/proj", "someone/else"]
+    assert [(s.repo, s.max_commits) for s in cfg.sources.local] == [("octo/proj", 20)]
+    assert cfg.sources.local[0].git_dir == (d / "mirrors" / "octo+proj" / "repo").absolute()
+    assert cfg.sources.github.repos == ["someone/else"] and cfg.sources.github.pairs.max_pulls_per_repo == 20
+    one_line_error(runner.invoke(app, ["run", "--repo", "nonsense", "-w", str(d / "w"), "--no-ray"]), 2,
+                   "not owner/name")
+
+
+def test_report_takes_w_and_the_old_positional_form_with_a_note(setup):
+    pytest.importorskip("matplotlib")
+    d = setup
+    assert runner.invoke(app, margs(d)).exit_code == 0
+    r = runner.invoke(app, ["report", "-w", str(d / "work")])
+    assert r.exit_code == 0 and (d / "work" / "report.html").is_file() and "deprecated" not in r.stderr
+    r = runner.invoke(app, ["report", str(d / "work"), "--out", str(d / "r.html")])
+    assert r.exit_code == 0 and "deprecated" in r.stderr and (d / "r.html").is_file()
+
+
+def test_python_dash_m_swemint_runs_the_cli():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "swemint", "--version"], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0 and out.stdout.startswith("swemint "), out.stderr
