@@ -31,7 +31,7 @@ def test_wheel_carries_recipes_configs_demo_and_experiences(wheel):
                 "agents/ecosystems/recipes/layout.yaml", "agents/ecosystems/recipes/diagnosis.yaml",
                 "envpool/_bundled/configs/default.yaml", "envpool/_bundled/data/experiences/python.jsonl",
                 "envpool/_bundled/data/experiences/obstacles.yaml", "envpool/_bundled/data/demo/acme__calcy/meta.json",
-                "envpool/testrun/plugins/swemint_pytest_report.py"):
+                "envpool/testrun/plugins/swemint_pytest_report.py", "swemint/__init__.py", "swemint/__main__.py"):
         assert rel in names, rel
     meta = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("METADATA"))
     requires = {line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Requires-Dist:")}
