@@ -20,12 +20,12 @@ from __future__ import annotations
 import base64
 import io
 import json
-import shlex
 import tarfile
 
 from envpool import images
 from envpool.docker_sandbox import CA_ENV_VARS, CA_PATH_IN_CONTAINER
 from envpool.evalscript import ENSURE_PYTHON3, grading_tools
+from envpool.quoting import ansi_c_quote, comment, docker_env_value, env_assignment, env_name, shell_word, shell_words
 
 CONTEXT_TREE = "testbed.tar.gz"
 """The build context's tarball of `base_commit`'s tree."""
@@ -33,31 +33,17 @@ BUILD_ENV = "/opt/swemint/build-env.sh"
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
 
-def docker_env_value(value: str) -> str:
-    """`value` as a Dockerfile ENV value that Docker takes literally (JSON-quoted, `$` escaped:
-    ENV substitutes variables), as the sandbox's exec API passes it."""
-    return json.dumps(value).replace("$", "\\$")
-
-
-def comment(text: str) -> str:
-    """`text` on one line, safe after `# ` in a script (a newline would end the comment)."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
-def ansi_c_quote(text: str) -> str:
-    """`text` as one bash word `$'...'`, newlines kept as `\\n`: a multi-line script (a heredoc,
-    an if-block) fits on one Dockerfile line and runs exactly as written."""
-    body = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return f"$'{body}'"
-
-
 def run_line(command: str, build_env: bool = True) -> str:
-    """A RUN line: `command` after sourcing build-env.sh; a multi-line command runs as
-    `bash -c $'...'` (the legacy builder has no heredocs, and joining lines would change it)."""
+    """A RUN line: `command` after sourcing build-env.sh. A multi-line command, one holding a
+    control character other than a tab, or one ending in a backslash (Docker would join the next
+    line to it) runs as `bash -c $'...'` (`envpool.quoting.ansi_c_quote`: the legacy builder has
+    no heredocs, and joining lines would change it)."""
     prefix = f". {BUILD_ENV} && " if build_env else ""
-    if "\n" in command.strip("\n"):
+    one = command.strip()
+    control = any(c != "\t" and (ord(c) < 0x20 or ord(c) == 0x7f) for c in one)
+    if "\n" in command.strip("\n") or one.endswith("\\") or control:
         return f"RUN {prefix}bash -c {ansi_c_quote(command)}"
-    return f"RUN {prefix}{command.strip()}"
+    return f"RUN {prefix}{one}"
 
 
 def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands: list[str],
@@ -80,20 +66,20 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
         lines.append(f"# The steps that made {rec.from_image} are not known to this build; it is used as is.")
     lines += [f"FROM {rec.from_image}", 'SHELL ["/bin/bash", "-c"]', "COPY swemint/ /opt/swemint/"]
     lines += [run_line(step) for step in rec.steps]
-    lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items())]
+    lines += [f"ENV {env_name(k)}={docker_env_value(v)}" for k, v in sorted(env.items())]
     lines += [f"COPY {CONTEXT_TREE} /tmp/{CONTEXT_TREE}",
               f"RUN mkdir -p {workdir} && tar -xzf /tmp/{CONTEXT_TREE} -C {workdir} && rm /tmp/{CONTEXT_TREE} && "
               f"cd {workdir} && git init -q && git add -A && "
-              f"git {GIT_ID} commit -qm {shlex.quote('base ' + base_commit)} --no-verify",
+              f"git {GIT_ID} commit -qm {shell_word('base ' + base_commit)} --no-verify",
               f"WORKDIR {workdir}"]
     tools = set(grading_tools())
     for path, data in (files or {}).items():
         if path not in tools:
-            lines.append(f"RUN mkdir -p {shlex.quote(path.rsplit('/', 1)[0] or '/')} && "
-                         f"echo {base64.b64encode(data).decode()} | base64 -d > {shlex.quote(path)}")
+            lines.append(f"RUN mkdir -p {shell_word(path.rsplit('/', 1)[0] or '/')} && "
+                         f"echo {base64.b64encode(data).decode()} | base64 -d > {shell_word(path)}")
     lines += [run_line(c) for c in commands]
     if restore:  # edited files a row's patch changes go back to base_commit (envimage.restore_conflicting_edits)
-        lines.append(f"RUN cd {workdir} && git checkout HEAD -- {' '.join(shlex.quote(f) for f in restore)}")
+        lines.append(f"RUN cd {workdir} && git checkout HEAD -- {shell_words(restore)}")
     lines.append(f"RUN cd {workdir} && if [ -n \"$(git status --porcelain --untracked-files=no)\" ]; then "
                  f"git {GIT_ID} commit -qam 'swemint: environment setup edits' --no-verify; fi")
     lines.append(run_line(ENSURE_PYTHON3))
@@ -143,7 +129,7 @@ def render_setup_script(commands: list[str], env: dict[str, str], failed: list[t
     them), then each successful command; failed attempts are kept as one-line comments with
     their exit codes so the record is complete."""
     out = ["#!/usr/bin/env bash", "set -euxo pipefail", "cd /testbed"]
-    out += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+    out += [f"export {env_assignment(k, v)}" for k, v in sorted(env.items())]
     for cmd, code in failed or []:
         out.append(f"# failed (exit {code}), repaired or skipped: {comment(cmd)}")
     out += commands

@@ -4,8 +4,6 @@ shared by the full build (`agents.minter`) and reuse (`agents.reuse`).
 
 from __future__ import annotations
 
-import re
-import shlex
 from pathlib import Path
 
 from agents.gitrepo import GitTree
@@ -15,6 +13,7 @@ from envpool.errors import EnvBuildError
 from envpool.hostfs import private_dir, remove_tree, scrub
 from envpool.patches import files_in_patch
 from envpool.evalscript import ENSURE_PYTHON3, grading_tools
+from envpool.quoting import image_tag, shell_word
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
@@ -24,8 +23,10 @@ def image_tag_for(instance_id: str, spec: dict | None = None, run_id: str = "") 
     built from (base image, setup commands) and of the run that owns it (`swemint.run`, one per
     work directory), so identical builds of one pool share a tag, a changed build never
     overwrites another's image, and two work directories on one engine never touch each other's
-    images (lowercase, [a-z0-9_.-], <= 128 chars)."""
-    base = re.sub(r"[^a-z0-9_.-]", "_", instance_id.lower())[:100]
+    images. The id part is `envpool.quoting.image_tag` (a valid tag, injective: an id it had to
+    alter -- upper case, a character outside `[a-z0-9_.-]` -- ends in a hash of the id, so two ids
+    never share a tag and one instance's rebuild never removes another's image); <= 113 chars."""
+    base = image_tag(instance_id, limit=100)
     return f"{base}-{images.spec_hash({'spec': spec, 'run': run_id})}" if spec is not None else base
 
 
@@ -86,7 +87,7 @@ def lay_out_repository(sb, tree: GitTree, base_commit: str, *, replace: bool = F
     # modification times): every file of the tree is touched now
     fresh = "tar -tf /tmp/swemint/repo.tar | grep -v '/$' | tr '\\n' '\\0' | xargs -0 -r touch -c -- && " if keep else ""
     r = sb.exec(f"{clear}cd /testbed && tar -xf /tmp/swemint/repo.tar && {fresh}rm /tmp/swemint/repo.tar && "
-                f"git init -q && {exclude}git add -A && git {GIT_ID} commit -qm 'base {base_commit}' --no-verify && "
+                f"git init -q && {exclude}git add -A && git {GIT_ID} commit -qm {shell_word('base ' + base_commit)} --no-verify && "
                 "git rev-parse HEAD", timeout=600, log_label="checkout")
     if not r.ok:
         raise EnvBuildError(f"could not lay out the repository: {r.output[-500:]}", instance_id=tree.instance_id,
@@ -111,10 +112,10 @@ def restore_conflicting_edits(sb, patches, traj) -> list[str]:
         path = f"/tmp/swemint/edits-check-{i}.diff"
         sb.put_file(path, patch.encode())
         for f in files:
-            r = sb.exec(f"cd /testbed && git apply --check --include={shlex.quote(f)} {path}", timeout=60,
+            r = sb.exec(f"cd /testbed && git apply --check --include={shell_word(f)} {path}", timeout=60,
                         log_label="edits-check")
             if not r.ok:
-                sb.exec(f"cd /testbed && git checkout HEAD -- {shlex.quote(f)}", timeout=60, log_label="edits-restore")
+                sb.exec(f"cd /testbed && git checkout HEAD -- {shell_word(f)}", timeout=60, log_label="edits-restore")
                 restored.append(f)
     if restored:
         traj(StepRecord(agent="setup", rule="edits-restored",

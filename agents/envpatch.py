@@ -17,12 +17,13 @@ from __future__ import annotations
 import time
 
 from agents.context import Environment, MintRun
-from agents.dockerfile import docker_env_value, render_dockerfile, render_setup_script, run_line
+from agents.dockerfile import render_dockerfile, render_setup_script, run_line
 from agents.ecosystems.base import Plan, hook
 from agents.envimage import commit_image, image_tag_for, lay_out_repository
 from agents.execution import Job, run_setup
 from agents.models import EnvRecord, StepRecord
 from envpool.errors import SandboxTimeout, SwemintError
+from envpool.quoting import comment, docker_env_value, env_name
 
 
 def fits(cand: EnvRecord, plan: Plan, same_repo: bool) -> str:
@@ -40,14 +41,15 @@ def fits(cand: EnvRecord, plan: Plan, same_repo: bool) -> str:
 def _python_scripts(cand: EnvRecord, run: MintRun, increments: list[str], env: dict[str, str]) -> tuple[str, str]:
     """The candidate's setup script and Dockerfile (checked out at this commit) plus the increments."""
     inst = run.instance
-    text = cand.dockerfile.replace(f"@ {cand.base_commit}", f"@ {inst.base_commit} (reusing {cand.instance_id})", 1)
+    text = cand.dockerfile.replace(f"@ {cand.base_commit}",
+                                   f"@ {inst.base_commit} (reusing {comment(cand.instance_id)})", 1)
     text = text.replace(cand.base_commit, inst.base_commit)
-    lines = [text.rstrip("\n"), f"# swemint: incremental commands (EnvPatch) on top of {cand.instance_id}"]
-    lines += [f"ENV {k}={docker_env_value(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
+    lines = [text.rstrip("\n"), f"# swemint: incremental commands (EnvPatch) on top of {comment(cand.instance_id)}"]
+    lines += [f"ENV {env_name(k)}={docker_env_value(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
     lines += [run_line(c) for c in increments]
     tail = render_setup_script(increments, env).split("\n", 3)[3]  # drop shebang, set, cd
-    script = (cand.setup_script.rstrip("\n") + f"\n# --- swemint: environment of {cand.instance_id} reused for "
-              f"{inst.instance_id} @ {inst.base_commit}; incremental commands:\n" + tail)
+    script = (cand.setup_script.rstrip("\n") + f"\n# --- swemint: environment of {comment(cand.instance_id)} reused "
+              f"for {comment(inst.instance_id)} @ {comment(inst.base_commit)}; incremental commands:\n" + tail)
     return script, "\n".join(lines) + "\n"
 
 

@@ -344,7 +344,8 @@ def amend_environment(run, eco, plan: Plan, env, commands: list[str], why: str):
     adding what Verification found missing). Returns the amended Environment, or None when a
     command fails (each command is a trajectory step `amend`)."""
     from agents.context import Environment
-    from agents.dockerfile import comment, run_line
+    from agents.dockerfile import run_line
+    from envpool.quoting import comment
     from agents.envimage import commit_image, image_tag_for
 
     cfg, iid = run.config, run.iid

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from envpool.naming import check_instance_id, check_language, check_repo, check_timestamp, check_version
+from envpool.quoting import one_line, shown
 from envpool.records import EnvRecord
 
 Outcome = Literal["verified", "no_fail_to_pass", "patch_failed", "env_failed", "tests_not_run",
@@ -74,6 +76,14 @@ class Instance(BaseModel):
     `environment_setup_commit` is accepted and ignored. Crawl provenance (`source`,
     `pull_number`, `issue_numbers`, `quality_score`, `commit`, `crawled_at`) has fields of its
     own; any other unknown field is kept as is (pydantic `model_extra`, and in `model_dump`).
+
+    Fields that name things are checked when a row is made (issue 24: instance fields are data),
+    each raising ValueError with a one-line reason that shows the value inert: `instance_id`,
+    `repo`, `version` and `language` against the conservative patterns of `envpool.naming`
+    (`owner__name-N`: letters, digits, `_ . -`, bounded, no `..`), `created_at` and `crawled_at`
+    as ISO 8601 times, `source`, `commit` and `environment_setup_commit` as one printable line of
+    at most 200 characters. The text fields (`patch`, `problem_statement`, ...) are free text:
+    every place they reach a script, a path or a markup goes through `envpool.quoting`.
     """
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -123,12 +133,45 @@ class Instance(BaseModel):
     def _ids(cls, v: Any) -> list[str]:
         return _parse_id_list(v)
 
-    @field_validator("created_at", "version", mode="before")
+    @field_validator("created_at", "version", "crawled_at", mode="before")
     @classmethod
     def _str(cls, v: Any) -> str | None:
         if v is None:
             return None
         return v.isoformat() if isinstance(v, datetime) else str(v)
+
+    @field_validator("instance_id")
+    @classmethod
+    def _instance_id(cls, v: str) -> str:
+        return check_instance_id(v)
+
+    @field_validator("repo")
+    @classmethod
+    def _repo(cls, v: str) -> str:
+        return check_repo(v)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str | None) -> str | None:
+        return check_version(v) if v else v
+
+    @field_validator("language", mode="after")
+    @classmethod
+    def _language_name(cls, v: str | None) -> str | None:
+        return check_language(v) if v is not None else None
+
+    @field_validator("created_at", "crawled_at")
+    @classmethod
+    def _time(cls, v: str | None, info) -> str | None:
+        return check_timestamp(info.field_name, v) if v else v
+
+    @field_validator("source", "commit", "environment_setup_commit")
+    @classmethod
+    def _short_line(cls, v: str | None, info) -> str | None:
+        if v and (len(v) > 200 or one_line(v, 200) != v):
+            raise ValueError(f"{info.field_name} {shown(v)} is not one printable line of at most 200 "
+                             "characters")
+        return v
 
     @property
     def created(self) -> datetime | None:

@@ -40,6 +40,7 @@ from pathlib import Path
 from envpool.errors import InfraError, OutputTooLarge
 from envpool.hostfs import hand_over
 from envpool.netguard import BuildNetworkConfig, ensure_build_network
+from envpool.quoting import image_tag, label_value
 from envpool.sandbox import ExecResult, SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -698,9 +699,8 @@ class DockerSandboxFactory:
             spec = spec.model_copy(update={"run_id": run_id})
         labels = {**spec.labels, "swemint.run": run_id}
         if spec.instance_id:
-            labels["swemint.instance"] = spec.instance_id
-        name = f"swemint-{(spec.instance_id or 'x')[:40].replace('/', '_')}-{uuid.uuid4().hex[:8]}"
-        name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
+            labels["swemint.instance"] = label_value(spec.instance_id)
+        name = f"swemint-{image_tag(spec.instance_id or 'x')[:40]}-{uuid.uuid4().hex[:8]}"
         confine = self._confinement(spec)
         try:  # create + start, not run(): run() would try to pull a missing image
             try:

@@ -10,12 +10,16 @@
     └── TestsNotRunError    the runner never reached the tests, or its report is not trusted
 
 Every error may carry the `instance_id` and the `log_path` of the log to read (idea from
-encode/httpx `_exceptions.py` and SWE-ReX `exceptions.py`).
+encode/httpx `_exceptions.py` and SWE-ReX `exceptions.py`). The message shows the id inert
+(`envpool.quoting.one_line`: control characters escaped, cut to 80), so an error about a row
+whose id holds a newline or an ANSI escape is still one plain line; `instance_id` keeps it as given.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from envpool.quoting import one_line
 
 
 class SwemintError(Exception):
@@ -31,7 +35,7 @@ class SwemintError(Exception):
         self.message = message
         self.instance_id = instance_id
         self.log_path = str(log_path) if log_path else None
-        prefix = f"[{instance_id}] " if instance_id else ""
+        prefix = f"[{one_line(instance_id, 80)}] " if instance_id else ""
         suffix = f" (log: {self.log_path})" if self.log_path else ""
         super().__init__(f"{prefix}{message}{suffix}")
 

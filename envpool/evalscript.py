@@ -32,19 +32,20 @@ past the tool, or replace the interpreter before the tool starts. `swemint eval`
 read the report on a channel the host holds and are not open to that (README "Grading
 integrity").
 
-Everything the script interpolates is quoted with `shlex.quote` or sits in a quoted heredoc whose
-delimiter is checked against the content. `grading_tools()` are the files (the pytest report
+Everything the script interpolates goes through `envpool.quoting`: a `shell_word`, a `comment`
+(the header's instance id), an `env_assignment`, or a quoted `heredoc` whose delimiter no line of
+the content equals (a test_patch holding the delimiter line cannot end it and run what follows). `grading_tools()` are the files (the pytest report
 plugin, the status tool) and `ENSURE_PYTHON3` the step that put them into every image.
 """
 
 from __future__ import annotations
 
-import hashlib
-import shlex
+import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from envpool.patches import files_in_patch
+from envpool.quoting import comment, env_assignment, heredoc, shell_word, shell_words
 from envpool.testrun import statuslines
 from envpool.testrun.pytest_runner import PLUGIN_DIR, PLUGIN_NAME, PLUGIN_SOURCE, UNSET_ENV, pytest_env
 
@@ -93,23 +94,12 @@ class EvalSpec(BaseModel):
     known: list[str] = Field(default_factory=list)
 
 
-def heredoc(path: str, text: str, tag: str) -> str:
-    """`cat > path <<'DELIM'` ... with a delimiter that no line of `text` equals."""
-    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    delim = f"EOF_SWEMINT_{tag}_{digest}"
-    lines = set(text.split("\n"))
-    while delim in lines:
-        delim += "_"
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"cat > {shlex.quote(path)} <<'{delim}'\n{body}{delim}"
-
-
 def reset_test_files(test_patch: str) -> str:
     """Shell: each file `test_patch` touches back to HEAD, or removed when HEAD lacks it."""
     files = files_in_patch(test_patch)
     if not files:
         return ""
-    quoted = " ".join(shlex.quote(f) for f in files)
+    quoted = shell_words(files)
     return (f"for f in {quoted}; do if git cat-file -e \"HEAD:$f\" 2>/dev/null; then "
             "git checkout -q HEAD -- \"$f\"; else rm -rf -- \"$f\"; fi; done")
 
@@ -117,11 +107,11 @@ def reset_test_files(test_patch: str) -> str:
 def apply_test_patch(path: str) -> str:
     """Shell: the patch ladder of `envpool.patches.apply_patch` on the file `path` (without its
     Python-side normalisation), printing swebench's failure marker when nothing applies."""
-    p = shlex.quote(path)
+    p = shell_word(path)
     return (f"git apply -v {p} || git apply -v --recount --ignore-whitespace {p} || "
             f"{{ patch --dry-run -p1 --batch --forward --fuzz=2 -i {p} && "
             f"patch -p1 --batch --forward --fuzz=2 --no-backup-if-mismatch -i {p}; }} || "
-            f"{{ echo {shlex.quote(APPLY_FAILED)}; exit 1; }}")
+            f"{{ echo {shell_word(APPLY_FAILED)}; exit 1; }}")
 
 
 TOOL_EVAL_PATH = f"{EVAL_DIR}/swemint-status.pyz"
@@ -143,30 +133,28 @@ def _tests_section(spec: EvalSpec) -> list[str]:
     # -I -S: no PYTHON* variable, user site or .pth file (which the tests could write) reaches it
     tool = f"\"$SWEMINT_PY\" -I -S {TOOL_EVAL_PATH}"
     known = f"--known-file {EVAL_DIR}/known.txt"
-    run = f"--run {shlex.quote(spec.test_command)}"
+    run = f"--run {shell_word(spec.test_command)}"
     if spec.kind == "pytest":
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in pytest_env().items())
-        files = shlex.quote(",".join(spec.test_files))
+        exports = " ".join(env_assignment(k, v) for k, v in pytest_env().items())
+        files = shell_word(",".join(spec.test_files))
         return [f"unset {' '.join(UNSET_ENV)}", f"export {exports}",
                 f"rm -rf {PYTEST_RUN_DIR} && mkdir -p {PYTEST_RUN_DIR}",
                 f"{tool} pytest {run} --junit {PYTEST_RUN_DIR}/junit.xml --test-files {files} {known}",
                 "SWEMINT_RC=$?",
                 "(exit $SWEMINT_RC)"]
-    report = f" --input {shlex.quote(spec.report_path)}" if spec.report_path else ""
-    import json
-
-    return [f"{tool} poly {run} --parser {shlex.quote(spec.parser)} --options "
-            f"{shlex.quote(json.dumps(spec.parser_options, sort_keys=True))}{report} {known}",
+    report = f" --input {shell_word(spec.report_path)}" if spec.report_path else ""
+    return [f"{tool} poly {run} --parser {shell_word(spec.parser)} --options "
+            f"{shell_word(json.dumps(spec.parser_options, sort_keys=True))}{report} {known}",
             "(exit 0)"]
 
 
 def render_eval_script(spec: EvalSpec) -> str:
     """The row's `eval_script` (bash; SWE-bench v5 runs it as /eval.sh in the row's image after
     applying the model patch). See the module docstring for its steps."""
-    exports = [f"export {k}={shlex.quote(v)}" for k, v in sorted(spec.env.items())]
+    exports = [f"export {env_assignment(k, v)}" for k, v in sorted(spec.env.items())]
     lines = ["#!/bin/bash", "set -uxo pipefail",
              f"# swemint eval script ({statuslines.FORMAT}, log_parser {statuslines.LOG_PARSER}): "
-             f"{spec.instance_id}",
+             f"{comment(spec.instance_id)}",
              *exports,
              "cd /testbed",
              reset_test_files(spec.test_patch),
@@ -179,8 +167,8 @@ def render_eval_script(spec: EvalSpec) -> str:
              # no xtrace from here on: a traced `echo '>>>>> Start ...'` line would put a second
              # start marker in the log, and swebench cuts between the first two
              "{ set +x; } 2>/dev/null",
-             f"echo {shlex.quote(START)}",
+             f"echo {shell_word(START)}",
              *_tests_section(spec),
-             f"echo {shlex.quote(END)}",
+             f"echo {shell_word(END)}",
              reset_test_files(spec.test_patch)]
     return "\n".join(line for line in lines if line) + "\n"

@@ -38,3 +38,73 @@ def folder_name(instance_id: str) -> str:
         digest = hashlib.sha256(instance_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         name = name[:MAX_NAME_BYTES - 17] + "~" + digest
     return name
+
+
+# -- what an instance's fields may hold (checked at load: agents.models.Instance) ---------------
+
+MAX_ID_CHARS = 128
+INSTANCE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+"""An `instance_id`: SWE-bench's `owner__name-N` and SWE-smith's `owner__name.hash.kind__x` fit
+(letters, digits, `_ . -`; first a letter or digit; no `..`; at most `MAX_ID_CHARS`)."""
+REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_.-]{1,100}")
+"""A `repo`: `owner/name` as GitHub spells it (letters, digits, `_ . -`; no `..`; the name not `.`)."""
+VERSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+"""A `version`: `3.0`, `0.12`, `1.2.3-rc1+b2`, or SWE-bench Multilingual's PR number."""
+LANGUAGE_RE = re.compile(r"[a-z0-9][a-z0-9_+#.-]{0,31}")
+"""A `language` once lower-cased and mapped to swemint's vocabulary (`python`, `cpp`, `c#`)."""
+MAX_CREATED_AT_CHARS = 64
+
+
+def _shown(value: object) -> str:
+    from envpool.quoting import shown
+
+    return shown(value) if isinstance(value, str) else type(value).__name__
+
+
+def check_instance_id(value: object) -> str:
+    """`value` when it is a valid `instance_id` (`INSTANCE_ID_RE`, no `..`), else ValueError with
+    a one-line reason showing the value inert (control characters escaped, cut to 60)."""
+    if not isinstance(value, str) or not INSTANCE_ID_RE.fullmatch(value) or ".." in value:
+        raise ValueError(f"instance_id {_shown(value)} is not an id like owner__name-N (letters, digits, '_', '.', "
+                         f"'-', a letter or digit first, no '..', at most {MAX_ID_CHARS} characters)")
+    return value
+
+
+def check_repo(value: object) -> str:
+    """`value` when it is a valid `repo` (`REPO_RE`, no `..`, the name not `.`), else ValueError."""
+    if not isinstance(value, str) or not REPO_RE.fullmatch(value) or ".." in value or value.endswith("/."):
+        raise ValueError(f"repo {_shown(value)} is not 'owner/name' (letters, digits, '_', '.', '-'; no '..')")
+    return value
+
+
+def check_version(value: object) -> str:
+    """`value` when it is a valid `version` (`VERSION_RE`), else ValueError."""
+    if not isinstance(value, str) or not VERSION_RE.fullmatch(value):
+        raise ValueError(f"version {_shown(value)} is not a version (letters, digits, '_', '.', '+', '-'; "
+                         "a letter or digit first; at most 64 characters)")
+    return value
+
+
+def check_language(value: object) -> str:
+    """`value` when it is a valid `language` (`LANGUAGE_RE`, lower case), else ValueError."""
+    if not isinstance(value, str) or not LANGUAGE_RE.fullmatch(value):
+        raise ValueError(f"language {_shown(value)} is not a language name (lower-case letters, digits, "
+                         "'_', '+', '#', '.', '-'; at most 32 characters)")
+    return value
+
+
+def check_timestamp(field: str, value: object) -> str:
+    """`value` when it is an ISO 8601 time (`datetime.fromisoformat` after `Z` -> `+00:00`; a
+    date alone or `YYYY-MM-DD HH:MM:SS` too) of at most 64 characters, else ValueError naming
+    `field` (`created_at`, `crawled_at`)."""
+    from datetime import datetime
+
+    ok = isinstance(value, str) and len(value) <= MAX_CREATED_AT_CHARS and value.strip() == value
+    if ok:
+        try:
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            ok = False
+    if not ok:
+        raise ValueError(f"{field} {_shown(value)} is not an ISO 8601 time (e.g. 2024-03-01T12:00:00Z)")
+    return value

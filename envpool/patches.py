@@ -27,6 +27,7 @@ PATCH_DIR = "/tmp/swemint/patches"
 """Where patch files are written in the sandbox (outside the repository)."""
 
 _DIFF_GIT = re.compile(r"^diff --git a/(.*?) b/(.*)$")
+_RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.*)$")
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 
@@ -100,6 +101,36 @@ def paths_after(patch: str) -> list[str]:
             if m and (m.group(1) != m.group(2) or re.search(r"^\+\+\+ /dev/null", section, flags=re.M)):
                 gone.add(m.group(1))
     return [f for f in files_in_patch(patch) if f not in gone]
+
+
+def unsafe_paths(patch: str) -> list[str]:
+    """Paths of `patch` (`files_in_patch`, and the `rename`/`copy` header lines) that would leave
+    the repository or reach its git folder when applied: absolute, with a `..` or `.git`
+    component, or holding a control character. `git apply` refuses such paths; `patch -p1` (the
+    ladder's last step), the eval script's reset loop and host-side readers would not. Never raises."""
+    paths = list(files_in_patch(patch))
+    for line in patch.splitlines():
+        m = _RENAME.match(line)
+        if m and m.group(1) not in paths:
+            paths.append(m.group(1))
+    bad = []
+    for p in paths:
+        parts = PurePosixPath(p).parts
+        if (p.startswith("/") or any(c == ".." or c.lower() == ".git" for c in parts) or any(ord(c) < 0x20 or ord(c) == 0x7f for c in p)
+                or not parts):
+            bad.append(p)
+    return bad
+
+
+def unsafe_paths_problem(patch: str, field: str = "patch") -> str | None:
+    """One line naming the `unsafe_paths` of `patch` (the row's `field`), or None."""
+    from envpool.quoting import shown
+
+    bad = unsafe_paths(patch)
+    if not bad:
+        return None
+    listed = ", ".join(shown(b, 80) for b in bad[:3]) + (f" (+{len(bad) - 3} more)" if len(bad) > 3 else "")
+    return f"{field} touches a path outside the repository or in its .git folder: {listed}"
 
 
 def shared_files(patch: str, test_patch: str) -> list[str]:

@@ -16,14 +16,13 @@ from typing import Annotated, Optional
 import typer
 import yaml
 from pydantic import ValidationError
-from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 from rich.table import Table
 
 from envpool.errors import SwemintError
-from pipeline.cli_common import (MODE, JsonOut, Quiet, Verbose, console, conventions, emit, err_console, fail,
-                                 os_error_line, output_mode, require_workdir, version_callback, warn)
+from pipeline.cli_common import (MODE, JsonOut, Quiet, Verbose, console, conventions, emit, err_console, escape,
+                                 fail, os_error_line, output_mode, require_workdir, version_callback, warn)
 from pipeline.config import DEFAULT_CONFIG, PipelineConfig, load_config
 from pipeline.configerrors import explain
 
@@ -262,7 +261,7 @@ def print_summary(report) -> None:
         console.print(f"[yellow]... {len(report.load_errors) - 20} more bad rows[/yellow]", soft_wrap=True)
     if report.missing_ids:
         missing = escape(", ".join(report.missing_ids))
-        console.print(f"[yellow]ids not in the instance file:[/yellow] {missing}", soft_wrap=True)
+        console.print(f"[yellow]ids not in the instance file:[/yellow] {escape(str(missing))}", soft_wrap=True)
     rows = sorted(report.results + report.skipped, key=lambda r: r.instance_id)
     if 0 < len(rows) <= 40:
         detail = Table(title="instances")
@@ -271,7 +270,7 @@ def print_summary(report) -> None:
         for r in rows:
             secs = r.timings.get("total")
             note = r.image if r.outcome == "verified" else r.reason.splitlines()[0][:80] if r.reason else ""
-            detail.add_row(r.instance_id, r.outcome, str(len(r.FAIL_TO_PASS)), str(len(r.PASS_TO_PASS)),
+            detail.add_row(escape(r.instance_id), r.outcome, str(len(r.FAIL_TO_PASS)), str(len(r.PASS_TO_PASS)),
                            "-" if secs is None else f"{secs:.0f}", escape(note))
         console.print(detail)
     table = Table(title="swemint mint")
@@ -366,7 +365,7 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
         table.add_column(col)
     for r in report["instances"]:
         cells = [r.get(k) for k in SCORE_COLUMNS]
-        table.add_row(escape(r["instance_id"]), r["outcome"],
+        table.add_row(escape(r["instance_id"]), escape(r["outcome"]),
                       *(f"{c:.2f}" if isinstance(c, float) else escape(str("-" if c is None else c)) for c in cells))
     console.print(table)
     console.print(json.dumps(report["aggregate"], indent=1, default=str))
@@ -525,12 +524,15 @@ def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
                  "swemint grades local rows, not Hugging Face ids)")
     else:
         require_workdir(cfg.workdir, "swemint eval")
+    refused: list[str] = []
     try:
-        rows = dataset_rows(cfg.workdir, dataset, split=split)
+        rows = dataset_rows(cfg.workdir, dataset, split=split, refused=refused)
     except OSError as e:
         fail(os_error_line(e, "dataset file"))
     except ValueError as e:
         fail(str(e))
+    for line in refused:
+        warn(f"skipped bad dataset row: {line}")
     if not rows:
         fail(f"no verified row in {dataset or cfg.workdir}: nothing to grade")
     if cfg.ids:

@@ -31,7 +31,16 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
+
+from envpool.quoting import terminal_text
+
+
+def escape(text: object) -> str:
+    """Text from an instance, a repository or its output, for the console: control characters
+    but newline and tab escaped (`envpool.quoting.terminal_text`: no ANSI or OSC sequence reaches
+    the terminal; Rich passes ESC through), then Rich markup escaped (`[red]` stays text)."""
+    return _markup_escape(terminal_text(text))
 
 console = Console(width=None if sys.stdout.isatty() else 200)  # logs get whole ids, not `acme__calc…`
 """What a person reads: stdout, or stderr under `--json`; silent under `-q`."""

@@ -45,6 +45,7 @@ from agents.reuse import reuse_candidates as agent_reuse_candidates
 from envpool.errors import InstanceInputError
 from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.pool import EnvPool
+from envpool.quoting import LogFormatter
 from pipeline.config import PipelineConfig
 from pipeline.instances import load_and_select, require_usable
 from pipeline.ray_adapter import ABANDONED, Runner, make_runner
@@ -187,7 +188,7 @@ def _run_log(workdir: Path) -> Iterator[None]:
     """Copy the pipeline's INFO lines (this module's, the store's quarantines, ...) to
     `workdir/driver.log` for the block (appending)."""
     handler = logging.FileHandler(workdir / "driver.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(LogFormatter("%(asctime)s %(levelname)s %(message)s"))
     handler.setLevel(logging.INFO)
     root = logging.getLogger("pipeline")
     old = root.level

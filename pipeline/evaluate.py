@@ -164,11 +164,15 @@ def run_report(rows: dict[str, dict], preds: list[dict], reports: dict[str, Eval
     }
 
 
-def dataset_rows(workdir: Path | None = None, dataset: Path | None = None, split: str = "verified") -> dict[str, dict]:
+def dataset_rows(workdir: Path | None = None, dataset: Path | None = None, split: str = "verified",
+                 refused: list[str] | None = None) -> dict[str, dict]:
     """Verified rows by id: from a dataset folder (its `split`: `verified` or `all_outcomes`, the
     file `pipeline.export.SPLITS` names) or parquet file (`dataset`), else from the store of
     `workdir` (rows built as `swemint export` builds them). Raises ValueError for an unknown split
-    or a file that is not a dataset, OSError when the file is missing."""
+    or a file that is not a dataset, OSError when the file is missing. A dataset row whose
+    `instance_id` or `repo` is not valid (`envpool.naming.check_instance_id` / `check_repo`, as at
+    load: the id names files, labels and log lines) is left out; one line per such row, naming it
+    inert, is appended to `refused` when given."""
     if dataset is not None:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -187,7 +191,22 @@ def dataset_rows(workdir: Path | None = None, dataset: Path | None = None, split
             raise ValueError(f"{path}: not a Parquet dataset ({str(e).splitlines()[0][:200]})") from None
         if "instance_id" not in table.column_names:
             raise ValueError(f"{path}: no instance_id column (not a SWE-bench dataset)")
-        return {r["instance_id"]: r for r in table.to_pylist() if r.get("outcome", "verified") == "verified"}
+        from envpool.naming import check_instance_id, check_repo
+
+        out = {}
+        for n, r in enumerate(table.to_pylist(), 1):
+            if r.get("outcome", "verified") != "verified":
+                continue
+            try:
+                check_instance_id(r.get("instance_id"))
+                if r.get("repo") is not None:
+                    check_repo(r["repo"])
+            except ValueError as e:
+                if refused is not None:
+                    refused.append(f"{path.name} row {n}: {e}")
+                continue
+            out[r["instance_id"]] = r
+        return out
     from pipeline.export import make_row
     from pipeline.store import ResultStore
 

@@ -13,12 +13,14 @@ Every row carries what SWE-bench harness v5 needs (`eval_script`, `log_parser`, 
 `image`; see `envpool.evalscript`) plus swemint's columns and the crawl provenance.
 `export_task_repo` writes SWE-bench v5's task-folder layout (`swebench/task/repo.py`, 5.0.2):
 `sweb.yaml`, `tasks/<id>/{task.yaml, tests.json, problem_statement.md, hints.md, gold.patch,
-test.patch, eval.sh, Dockerfile}` plus the Dockerfile's build context (`agents.dockerfile`).
+test.patch, eval.sh, Dockerfile}` plus the Dockerfile's build context (`agents.dockerfile`),
+every path resolved under the destination and refused outside it (`envpool.quoting.path_under`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections import Counter
 from pathlib import Path
@@ -28,8 +30,11 @@ import pyarrow.parquet as pq
 
 from agents.models import Instance, InstanceResult
 from envpool.evalscript import EVAL_TYPE, EvalSpec, render_eval_script
+from envpool.quoting import UnsafePath, markdown_cell, one_line, path_component, path_under, yaml_text
 from envpool.testrun import statuslines
 from pipeline.store import ResultStore, atomic_path, atomic_write
+
+log = logging.getLogger(__name__)
 
 SPLITS = {"verified": "verified.parquet", "all_outcomes": "all.parquet"}
 """Hugging Face split name -> file in WORKDIR/dataset."""
@@ -168,9 +173,10 @@ def relative_log(path: str, workdir: Path) -> str:
 
 
 def file_stem(name: str) -> str:
-    """A file name for `name` (an instance id or model name): the store's folder name for it
-    (characters outside the portable set replaced, never `..`), `/` first made `__`."""
-    return ResultStore(".").dir(name.replace("/", "__")).name
+    """A file name for `name` (an instance id or model name): `envpool.quoting.path_component`
+    (the store's folder name: characters outside the portable set escaped, never `.`, `..` or
+    a `/`), `/` first made `__` (`org/model` -> `org__model`, as earlier runs named them)."""
+    return path_component(name.replace("/", "__"))
 
 
 def read_certificate(workdir: Path, instance_id: str) -> str | None:
@@ -181,9 +187,18 @@ def read_certificate(workdir: Path, instance_id: str) -> str | None:
 
 def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_strings: bool = False,
              client=None) -> dict:
-    """One exported row (a dict keyed like `COLUMNS`)."""
+    """One exported row (a dict keyed like `COLUMNS`). A verified row whose eval script cannot be
+    written (a value no shell encoder takes, e.g. a NUL in a test id: `envpool.quoting`) gets no
+    `eval_script` (logged), like a row without a test command."""
     i = inst.model_dump() if inst else {}
     spec = eval_spec(res, inst, workdir) if res.outcome == "verified" else None
+    script = None
+    if spec is not None:
+        try:
+            script = render_eval_script(spec)
+        except ValueError as e:
+            log.warning("%s: no eval script: %s", one_line(res.instance_id, 80), e)
+            spec = None
     plan = read_plan(workdir, res.instance_id) or {}
     ref = published_reference(res, client) if res.outcome == "verified" else None
     f2p, p2p = list(res.FAIL_TO_PASS), list(res.PASS_TO_PASS)
@@ -197,7 +212,7 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "environment_setup_commit": None, "language": res.language or i.get("language"),
         "image": ref or res.image, "image_name": ref or res.image, "image_local": res.image,
         "image_id": res.image_id,
-        "eval_script": render_eval_script(spec) if spec else None,
+        "eval_script": script,
         "log_parser": statuslines.LOG_PARSER if spec else None,
         "eval_type": EVAL_TYPE if spec else None,
         "status_format": statuslines.FORMAT if spec else None,
@@ -250,8 +265,10 @@ def export_dataset(store: ResultStore, instances=(), json_strings: bool = False,
 
 
 def _table(header: list[str], rows: list[list]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    """A Markdown table; every cell through `envpool.quoting.markdown_cell` (a repository or
+    language name stays one cell of one row)."""
+    out = ["| " + " | ".join(markdown_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -337,13 +354,19 @@ def export_task_repo(store: ResultStore, out: Path, trees, *, dataset: str = "sw
     / `split`: what `sweb.yaml` publishes and every task claims. `tag_images`: also tag each
     local image under the name the harness derives (`expected_image`), so `swebench eval` on
     the repo's parquet finds it without a rebuild. Returns {"tasks": n, "skipped": {id: why}}.
-    """
-    import yaml
 
+    Every path written is resolved under `out` (`envpool.quoting.path_under`: a task folder is
+    `tasks/<path_component(instance_id)>`, the id itself for a valid id; a path that would land
+    outside `out`, e.g. through a link an earlier export left, is refused), YAML goes through
+    `yaml_text`. A row that cannot be written safely is skipped with its reason; the others are
+    written (one bad row never stops the export). Raises UnsafePath only when `out/tasks` itself
+    leaves `out`.
+    """
     from agents.dockerfile import build_context
 
     out = Path(out)
-    tasks_dir = out / "tasks"
+    out.mkdir(parents=True, exist_ok=True)
+    tasks_dir = path_under(out, "tasks")
     tasks_dir.mkdir(parents=True, exist_ok=True)
     known = store.instances()
     written, skipped = 0, {}
@@ -353,40 +376,55 @@ def export_task_repo(store: ResultStore, out: Path, trees, *, dataset: str = "sw
             continue
         row = make_row(res, inst, store.workdir, client=client)
         if not row["eval_script"]:
-            skipped[res.instance_id] = "no eval script (no test command)"
+            skipped[res.instance_id] = "no eval script (no test command, or one that cannot be written safely)"
             continue
         try:
             tree = trees(inst)
         except Exception as e:  # a missing mirror or commit: report, go on
             skipped[res.instance_id] = f"base tree unavailable: {e}"
             continue
-        d = tasks_dir / res.instance_id
-        d.mkdir(parents=True, exist_ok=True)
-        meta = {"instance_id": res.instance_id, "repo": res.repo, "version": row["version"] or "",
-                "base_commit": inst.base_commit, "created_at": inst.created_at or "", "split": split,
-                "datasets": [dataset], "image": expected_image(res.instance_id),
-                "log_parser": row["log_parser"], "eval_type": row["eval_type"],
-                "environment_setup_commit": None, "language": inst.language or "",
-                "swemint": {"image": row["image"], "status_format": row["status_format"], "parser": row["parser"],
-                            "outcome": res.outcome, "source": inst.source, "pull_number": inst.pull_number}}
-        files = {"task.yaml": yaml.safe_dump(meta, sort_keys=True, allow_unicode=True),
-                 "tests.json": json.dumps({"FAIL_TO_PASS": list(res.FAIL_TO_PASS),
-                                           "PASS_TO_PASS": list(res.PASS_TO_PASS)}, indent=2, ensure_ascii=False) + "\n",
-                 "problem_statement.md": inst.problem_statement or "", "gold.patch": inst.patch,
-                 "test.patch": inst.test_patch, "eval.sh": row["eval_script"], "Dockerfile": res.dockerfile}
-        if inst.hints_text:
-            files["hints.md"] = inst.hints_text
-        for name, text in files.items():
-            with open(d / name, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
-        for rel, data in build_context(tree, ca_bundle).items():
-            (d / rel).parent.mkdir(parents=True, exist_ok=True)
-            (d / rel).write_bytes(data)
+        try:
+            _write_task(path_under(tasks_dir, path_component(res.instance_id)), res, inst, row, split, dataset,
+                        build_context(tree, ca_bundle))
+        except (UnsafePath, ValueError, OSError) as e:
+            skipped[res.instance_id] = f"not written: {e}"
+            continue
         if tag_images and res.image:
-            _tag(res.image, expected_image(res.instance_id), client)
+            try:
+                _tag(res.image, expected_image(res.instance_id), client)
+            except Exception as e:  # noqa: BLE001 - a name the engine refuses, a missing image: say so
+                skipped[res.instance_id] = f"written, but not tagged as {expected_image(res.instance_id)}: {e}"
         written += 1
-    (out / "sweb.yaml").write_text(yaml.safe_dump({"datasets": [dataset], "splits": [split]}, sort_keys=True))
+    atomic_write(path_under(out, "sweb.yaml"), yaml_text({"datasets": [dataset], "splits": [split]}))
     return {"tasks": written, "skipped": skipped}
+
+
+def _write_task(d: Path, res: InstanceResult, inst: Instance, row: dict, split: str, dataset: str,
+                context: dict[str, bytes]) -> None:
+    """One task folder `d` (already resolved under the destination): task.yaml, tests.json, the
+    texts, eval.sh, Dockerfile and the build context, each path resolved under `d`."""
+    meta = {"instance_id": res.instance_id, "repo": res.repo, "version": row["version"] or "",
+            "base_commit": inst.base_commit, "created_at": inst.created_at or "", "split": split,
+            "datasets": [dataset], "image": expected_image(res.instance_id),
+            "log_parser": row["log_parser"], "eval_type": row["eval_type"],
+            "environment_setup_commit": None, "language": inst.language or "",
+            "swemint": {"image": row["image"], "status_format": row["status_format"], "parser": row["parser"],
+                        "outcome": res.outcome, "source": inst.source, "pull_number": inst.pull_number}}
+    files = {"task.yaml": yaml_text(meta),
+             "tests.json": json.dumps({"FAIL_TO_PASS": list(res.FAIL_TO_PASS),
+                                       "PASS_TO_PASS": list(res.PASS_TO_PASS)}, indent=2, ensure_ascii=False) + "\n",
+             "problem_statement.md": inst.problem_statement or "", "gold.patch": inst.patch,
+             "test.patch": inst.test_patch, "eval.sh": row["eval_script"], "Dockerfile": res.dockerfile}
+    if inst.hints_text:
+        files["hints.md"] = inst.hints_text
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        with open(path_under(d, name), "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+    for rel, data in context.items():
+        target = path_under(d, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
 
 
 def _tag(image: str, name: str, client=None) -> None:

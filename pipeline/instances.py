@@ -7,8 +7,12 @@ JSON-encoded strings (the HF copies of SWE-bench Lite/Verified); `Instance` acce
 Every unusable row becomes an `InstanceInputError` naming the instance (or, when it has no id,
 the line / item / row number) and the cause, in one line; the loader returns those next to the
 good rows. Text that cannot be written back as UTF-8 (a lone surrogate such as `"\ud800"`, or
-bytes that are not UTF-8 in a `.jsonl` line) fails that row only, naming the field. Two ids whose
-instance folders (`envpool.naming.folder_name`) would coincide are an error naming both rows.
+bytes that are not UTF-8 in a `.jsonl` line) or a NUL character fails that row only, naming the
+field. `instance_id`, `repo`, `version`, `language`, `created_at` must fit the conservative
+patterns `agents.models.Instance` checks (issue 24: an id such as `../x`, `a/b`, one holding a
+newline and a command, an ANSI escape or 10 kB is refused); the error line shows the value inert
+(control characters escaped, cut). Two ids whose instance folders (`envpool.naming.folder_name`)
+would coincide are an error naming both rows.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ from pydantic import ValidationError
 from agents.models import Instance
 from envpool.errors import InstanceInputError
 from envpool.naming import folder_name
-from envpool.patches import shared_files_problem
+from envpool.quoting import one_line
+from envpool.patches import shared_files_problem, unsafe_paths_problem
 
-REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 COMMIT_RE = re.compile(r"^[0-9a-fA-F]{4,64}$")
 DEFAULT_LANGUAGE = "python"
 """Language assumed for rows without a `language` field (SWE-bench, Lite and Verified)."""
@@ -81,7 +85,8 @@ def _describe(e: ValidationError) -> str:
     parts = []
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"]) or "row"
-        parts.append(f"{loc}: {err['msg']}")
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(msg if msg.startswith(loc + " ") else f"{loc}: {msg}")
     return "; ".join(parts)
 
 
@@ -92,12 +97,15 @@ def printable(text: str) -> str:
 
 def bad_text(value: Any, path: str = "") -> str | None:
     """Where in `value` (a parsed row: dicts, lists, strings) text cannot be encoded as UTF-8,
-    e.g. `problem_statement: lone surrogate '\\ud800' at 0`; None when every string encodes."""
+    e.g. `problem_statement: lone surrogate '\\ud800' at 0`, or holds a NUL (no script, file
+    name or git command can carry one: `patch: NUL character at 12`); None when all is well."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as e:
             return f"{path or 'value'}: lone surrogate {printable(value[e.start])!r} at {e.start}"
+        if "\0" in value:
+            return f"{path or 'value'}: NUL character at {value.index(chr(0))}"
         return None
     if isinstance(value, dict):
         items = value.items()
@@ -117,15 +125,18 @@ def parse_row(row: Any, where: str, source: str = "") -> Instance:
     """Validate one raw row into an `Instance`.
 
     Raises `InstanceInputError` (with `instance_id` when the row has one) for a non-object row,
-    text UTF-8 cannot encode (a lone surrogate), a missing/invalid field, a bad `repo` (must be
-    `owner/name`), a `base_commit` that is not 4 to 64 hex digits, or a `patch` touching a file
-    the `test_patch` touches (`envpool.patches.shared_files_problem`).
+    text UTF-8 cannot encode (a lone surrogate) or a NUL, a missing/invalid field (an
+    `instance_id`, `repo`, `version`, `language`, `created_at` outside `agents.models.Instance`'s
+    patterns), a `base_commit` that is not 4 to 64 hex digits, a patch path that leaves the
+    repository (`envpool.patches.unsafe_paths_problem`), or a `patch` touching a file the
+    `test_patch` touches (`envpool.patches.shared_files_problem`). The message is one line; the
+    values it shows are inert (`envpool.quoting.one_line`).
     """
     prefix = f"{source} {where}".strip()
     if not isinstance(row, dict):
         raise InstanceInputError(f"{prefix}: expected a JSON object, got {type(row).__name__}")
     iid = row.get("instance_id")
-    iid = printable(str(iid)) if iid not in (None, "") else None
+    iid = str(iid) if iid not in (None, "") else None
     problem = bad_text(row)
     if problem:
         raise InstanceInputError(f"{prefix}: {problem}", instance_id=iid)
@@ -135,14 +146,13 @@ def parse_row(row: Any, where: str, source: str = "") -> Instance:
         raise InstanceInputError(f"{prefix}: {_describe(e)}", instance_id=iid) from None
     except (ValueError, TypeError) as e:  # e.g. a FAIL_TO_PASS string that is not JSON
         raise InstanceInputError(f"{prefix}: {e}", instance_id=iid) from None
-    if not REPO_RE.match(inst.repo):
-        raise InstanceInputError(f"{prefix}: repo {inst.repo!r} is not 'owner/name'", instance_id=iid)
     if not inst.base_commit.strip():
         raise InstanceInputError(f"{prefix}: empty base_commit", instance_id=iid)
     if not COMMIT_RE.match(inst.base_commit):  # it enters git commands and the row's Dockerfile
         raise InstanceInputError(f"{prefix}: base_commit {inst.base_commit[:80]!r} is not a commit id (4 to 64 hex "
                                  "digits)", instance_id=iid)
-    problem = shared_files_problem(inst.patch, inst.test_patch)
+    problem = unsafe_paths_problem(inst.patch, "patch") or unsafe_paths_problem(inst.test_patch, "test_patch") \
+        or shared_files_problem(inst.patch, inst.test_patch)
     if problem:
         raise InstanceInputError(f"{prefix}: {problem}", instance_id=iid)
     return inst

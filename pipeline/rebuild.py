@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from envpool.evaluation import EvalReport
+from envpool.quoting import image_tag, shell_words
 from pipeline.export import CERTIFICATES, file_stem
 
 _FROM = re.compile(r"^FROM\s+(\S+)", re.M)
@@ -90,7 +90,7 @@ def check_history(factory, image: str, patch: str, test_patch: str = "", run_id:
                 if text.strip():
                     apply_patch(sb, text, label=f"history:{name}")
                     files += [f for f in files_in_patch(text) if f not in files]
-            quoted = " ".join(shlex.quote(f) for f in files)
+            quoted = shell_words(files)
             # a blob counts when the object store has it outside the trees of the reachable
             # commits (a file the fix leaves identical to some file of base_commit is no leak)
             probe = (f"cd /testbed && git rev-list --all --objects | cut -d' ' -f1 | sort -u > /tmp/swemint-reach; "
@@ -195,7 +195,7 @@ def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, facto
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / f"{file_stem(iid)}.log"
     log_path.write_text(f"# swemint rebuild {iid} {cert.at}\n", encoding="utf-8")
-    tag = f"swemint/rebuild:{file_stem(iid).lower()[:100]}-{cert.dockerfile_sha256[:12]}"
+    tag = f"swemint/rebuild:{image_tag(iid, limit=100)}-{cert.dockerfile_sha256[:12]}"
     try:
         cert.from_image, cert.stand_in = ensure_from_image(client, dockerfile)
         t0 = time.monotonic()

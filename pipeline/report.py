@@ -19,7 +19,6 @@ that opens anywhere:
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import re
@@ -28,6 +27,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from agents.models import OUTCOMES, Instance, InstanceResult
+from envpool.quoting import html_text, plot_label
 from pipeline.funnel import REPORT
 from pipeline.store import ResultStore
 
@@ -157,10 +157,11 @@ def _png(fig) -> str:
 
 
 def _stacked(ax, table: dict[str, dict], horizontal: bool = False) -> None:
-    labels = list(table)
+    keys = list(table)
+    labels = [plot_label(k) for k in keys]
     left = [0] * len(labels)
     for outcome in OUTCOMES:
-        vals = [table[k].get(outcome, 0) for k in labels]
+        vals = [table[k].get(outcome, 0) for k in keys]
         if not any(vals):
             continue
         if horizontal:
@@ -209,15 +210,16 @@ def figures(s: dict) -> dict[str, str]:
     if s["reuse"]:
         fig, ax = plt.subplots(figsize=(7, 3))
         names = list(s["reuse"])
-        ax.bar(names, [s["reuse"][n]["verified"] for n in names], label="verified")
-        ax.bar(names, [s["reuse"][n]["reused"] for n in names], label="of which reused")
+        labels = [plot_label(n) for n in names]
+        ax.bar(labels, [s["reuse"][n]["verified"] for n in names], label="verified")
+        ax.bar(labels, [s["reuse"][n]["reused"] for n in names], label="of which reused")
         ax.legend(fontsize=7)
         ax.tick_params(axis="x", rotation=30)
         out["Reuse share"] = _png(fig)
     if s["causes"]:
         fig, ax = plt.subplots(figsize=(8, max(2.5, 0.3 * len(s["causes"]))))
         names = list(s["causes"])[::-1]
-        ax.barh(names, [s["causes"][n] for n in names])
+        ax.barh([plot_label(n) for n in names], [s["causes"][n] for n in names])
         ax.tick_params(axis="y", labelsize=7)
         ax.set_xlabel("instances")
         out["Failure causes"] = _png(fig)
@@ -231,7 +233,7 @@ def _cell(v) -> str:
 def render_html(s: dict, figs: dict[str, str], title: str) -> str:
     """The page: a summary line, every figure, and the numbers as tables (the yield funnel when
     `s["funnel"]` holds a `report.json`)."""
-    esc = html.escape
+    esc = html_text  # every text of the page (a language, a cause, a funnel stage) through one encoder
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
              "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;"
              "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}</style></head><body>",

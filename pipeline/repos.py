@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from envpool.errors import InstanceInputError
+from envpool.naming import check_repo
 
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
 """Never let git wait for a password on a batch host."""
@@ -118,11 +119,14 @@ class RepoResolver:
     def resolve(self, repo: str, instance_id: str | None = None) -> Path:
         """The git dir of `repo` (`owner/name`), cloning into the cache if allowed.
 
-        Raises `InstanceInputError` when `repo` is malformed, or no mirror has it and cloning is
+        Raises `InstanceInputError` when `repo` is malformed (`envpool.naming.check_repo`: `..`
+        or a third `/` would lead out of the mirror roots), or no mirror has it and cloning is
         off or fails (the message lists where it looked and the redacted git error).
         """
-        if repo.count("/") != 1 or not all(repo.split("/")):
-            raise InstanceInputError(f"repo {repo!r} is not 'owner/name'", instance_id=instance_id)
+        try:  # it becomes a path below each mirror root and a clone URL
+            check_repo(repo)
+        except ValueError as e:
+            raise InstanceInputError(str(e), instance_id=instance_id) from None
         with self._lock(repo):
             if repo in self._found:
                 return self._found[repo]

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from envpool.quoting import LogFormatter
 from pipeline.cli import config_from_options, print_summary
 from pipeline.config import PipelineConfig
 
@@ -67,8 +68,9 @@ def job_main(argv: list[str] | None, body: Callable[[PipelineConfig], int], *, d
     instances), then `body(cfg)`; returns its exit code, or 2 on a configuration error."""
     import typer
 
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        stream=sys.stdout)
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(LogFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     logging.getLogger("pipeline").setLevel(logging.INFO)
     a = parse_args(argv, prog, doc)
     try:

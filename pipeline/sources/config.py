@@ -6,7 +6,6 @@ is never part of the configuration: only the *name* of the environment variable 
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -14,16 +13,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agents.llm.config import LLMConfig
+from envpool.naming import check_repo
 from pipeline.yamlio import deep_merge, parse_override, read_yaml
 from pipeline.sources.testpaths import DEFAULT_RULES, TestPathRules
 
-_SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 def _check_slug(value: str) -> str:
-    if not _SLUG.match(value):
-        raise ValueError(f"{value!r} is not owner/name")
-    return value
+    """`value` when it is a `repo` rows may carry (`envpool.naming.check_repo`), else ValueError."""
+    return check_repo(value)
 
 
 class _Strict(BaseModel):
