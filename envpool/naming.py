@@ -14,6 +14,12 @@ escapes the instances folder (`..` used to write into the work directory's root)
   ids collide in 64 bits of SHA-256; `pipeline.instances` refuses such rows anyway.
 
 SWE-bench ids (`owner__name-1234`) map to themselves.
+
+Since issue 24 (instance fields are data) this module also holds what the fields that name
+things may hold, checked when a row is made (`agents.models.Instance`): `check_instance_id`,
+`check_repo`, `check_version`, `check_language`, `check_timestamp`, each raising ValueError with
+a one-line reason that shows the value inert. `folder_name` stays injective for any string: it
+is the second line of defence for ids that never passed the check (an older work directory).
 """
 
 from __future__ import annotations
@@ -50,8 +56,9 @@ REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_.-]{1,100}")
 """A `repo`: `owner/name` as GitHub spells it (letters, digits, `_ . -`; no `..`; the name not `.`)."""
 VERSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 """A `version`: `3.0`, `0.12`, `1.2.3-rc1+b2`, or SWE-bench Multilingual's PR number."""
-LANGUAGE_RE = re.compile(r"[a-z0-9][a-z0-9_+#.-]{0,31}")
-"""A `language` once lower-cased and mapped to swemint's vocabulary (`python`, `cpp`, `c#`)."""
+LANGUAGE_RE = re.compile(r"[a-z0-9](?:[a-z0-9_+#.-]| (?! )){0,31}")
+"""A `language` once lower-cased and mapped to swemint's vocabulary (`python`, `cpp`, `c#`, or
+GitHub's `jupyter notebook`: single spaces inside)."""
 MAX_CREATED_AT_CHARS = 64
 
 
@@ -89,7 +96,7 @@ def check_language(value: object) -> str:
     """`value` when it is a valid `language` (`LANGUAGE_RE`, lower case), else ValueError."""
     if not isinstance(value, str) or not LANGUAGE_RE.fullmatch(value):
         raise ValueError(f"language {_shown(value)} is not a language name (lower-case letters, digits, "
-                         "'_', '+', '#', '.', '-'; at most 32 characters)")
+                         "'_', '+', '#', '.', '-', single spaces; at most 32 characters)")
     return value
 
 

@@ -59,6 +59,7 @@ from agents.ecosystems.toolchain import constrained
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
+from envpool.quoting import shell_word
 from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_id
 from envpool.toolchains import version_key
 
@@ -508,7 +509,7 @@ def _module_runs(mdir: str, pkgs: list[str], tests: dict[str, set[str] | None], 
 
 
 def _cd(module_dir: str) -> str:
-    return f"cd /testbed/{module_dir}" if module_dir else "cd /testbed"
+    return f"cd {shell_word('/testbed/' + module_dir)}" if module_dir else "cd /testbed"
 
 
 TAG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
@@ -702,7 +703,7 @@ class GoEcosystem:
         b64 = base64.b64encode(small.encode()).decode()
         if len(b64) > MAX_INLINE_PATCH:
             return []
-        lists = "; ".join(f"(cd /tmp/swemint-prefetch/{m} && go mod download; go list -e -deps {q} >/dev/null)"
+        lists = "; ".join(f"(cd {shell_word('/tmp/swemint-prefetch/' + m)} && go mod download; go list -e -deps {q} >/dev/null)"
                           for m, q in ((m, " ".join(shlex.quote(p) for p in pkgs)) for m, pkgs in sel.items()))
         return ["rm -rf /tmp/swemint-prefetch && cp -a /testbed /tmp/swemint-prefetch && cd /tmp/swemint-prefetch && "
                 f"echo {b64} | base64 -d | git apply --reject --whitespace=nowarn - ; {lists}; "

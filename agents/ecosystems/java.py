@@ -655,10 +655,13 @@ class JavaEcosystem:
                 "-Dmaven.test.failure.ignore=true test")
         warm_classes = warm_up_classes(tree, tests, reactor.module_of)
         warm_filter = dtest(sorted(set(warm_classes))) or test_filter
-        extra = "".join(f"{a} " for a in shell_args([*ci_args, *req.test_args])).replace("{", "{{").replace("}", "}}")
-        run = f"mvn {{o}}{mvn_flags()} {extra}{sel}{{f}}{tail}"  # -fae: a module that fails to compile hides no other
-        touched_run = f"{cd}{run.format(o='-o ', f=test_filter)}"
-        full_run = f"{cd}{run.format(o='-o ', f='')}"
+        extra = "".join(f"{a} " for a in shell_args([*ci_args, *req.test_args]))
+
+        def mvn(o: str, f: str) -> str:  # o: the offline flag, f: the test filter; -fae: a module that
+            return f"mvn {o}{mvn_flags()} {extra}{sel}{f}{tail}"  # fails to compile hides no other
+
+        touched_run = f"{cd}{mvn(o='-o ', f=test_filter)}"
+        full_run = f"{cd}{mvn(o='-o ', f='')}"
 
         def with_reports(body: str) -> str:
             # Surefire writes no XML for a module whose sources do not compile: the console's
@@ -678,7 +681,7 @@ class JavaEcosystem:
         tiers = [] if needs_fix else [(FULL_MODULE_MARK, full_run, "modules in full")]
         pkg = package_classes(tree, tests, reactor.module_of) if tiers else []
         if pkg and set(pkg) != set(classes):
-            tiers.append((PACKAGE_MARK, f"{cd}{run.format(o='-o ', f=dtest(pkg))}", "touched packages"))
+            tiers.append((PACKAGE_MARK, f"{cd}{mvn(o='-o ', f=dtest(pkg))}", "touched packages"))
         probes = [selection_probe(r, bound, mark, what, unless=tiers[i - 1][0] if i else None)
                   for i, (mark, r, what) in enumerate(tiers)]
         if tiers:
@@ -687,8 +690,8 @@ class JavaEcosystem:
             middle = f"else the touched packages' {len(pkg)} test classes when they do, " if len(tiers) > 1 else ""
             notes.append(f"tests: the modules in full when that builds offline within {bound} s at setup, "
                          f"{middle}else the touched classes")
-        setup = [jtc.truststore_command(), *prep, f"{cd}{run.format(o='', f=warm_filter)}", *probes,
-                 f"{cd}{run.format(o='-o ', f=warm_filter)}"]  # offline proof on classes that exist at base
+        setup = [jtc.truststore_command(), *prep, f"{cd}{mvn(o='', f=warm_filter)}", *probes,
+                 f"{cd}{mvn(o='-o ', f=warm_filter)}"]  # offline proof on classes that exist at base
         touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
                                 report_path=REPORT, test_files=sorted(tests))
         subs = list(choice.substitutions)

@@ -5,7 +5,8 @@ injective in the instance id, and only the driver writes `result.json`.
 Each case builds its own input (a demo instance file, a fake mint function) and fails on the code
 before the change: the surrogate row aborted the batch, a torn result.json or a corrupt
 pool.duckdb made every later `mint` fail, two exports failed 15 of 15 times, `a/b` and `a_b`
-shared a folder, `..` wrote into the work directory's root, and a timed-out worker overwrote the
+shared a folder, `..` wrote into the work directory's root (both ids are refused at load since
+issue 24; the folder rule stays as the second line of defence), and a timed-out worker overwrote the
 driver's `timeout` row.
 """
 
@@ -127,17 +128,20 @@ def test_colliding_ids_are_an_input_error_naming_both_rows_and_dotdot_stays_insi
     rows = rows_of(instances)
     base = rows[0]
     path = write_rows(tmp_path / "in.jsonl", [{**base, "instance_id": "a/b"}, {**base, "instance_id": "a_b"},
-                                             {**base, "instance_id": ".."}, {**base, "instance_id": "."}])
-    # injective folders: no two ids share one, and none escapes WORKDIR/instances
+                                             {**base, "instance_id": ".."}, {**base, "instance_id": "."},
+                                             {**base, "instance_id": "a-b"}])
+    # injective folders: no two ids share one, and none escapes WORKDIR/instances (the store's
+    # second line of defence; since issue 24 such ids are refused at load)
     names = {i: folder_name(i) for i in ("a/b", "a_b", "..", ".", "a%2Fb", "x" * 300, "x" * 301)}
     assert len(set(names.values())) == len(names)
     assert all("/" not in n and n not in (".", "..") and len(n.encode()) <= 200 for n in names.values())
     report = run_mint(config(tmp_path, path, mirrors), mint_fn=fake_mint)
-    assert sorted(r.instance_id for r in report.results) == [".", "..", "a/b", "a_b"]
+    assert sorted(r.instance_id for r in report.results) == ["a-b", "a_b"]
+    assert sorted(e.instance_id for e in report.load_errors) == [".", "..", "a/b"]
     work = tmp_path / "w"
     assert not (work / "result.json").exists() and not (work / "DONE").exists()
-    assert len(list((work / "instances").iterdir())) == 4
-    assert pq.read_table(report.dataset["all"]).num_rows == 4
+    assert len(list((work / "instances").iterdir())) == 2
+    assert pq.read_table(report.dataset["all"]).num_rows == 2
     # a collision the folder rule cannot avoid (it never happens with distinct ids) is an input
     # error naming both rows
     from pipeline import instances as instmod
@@ -148,8 +152,9 @@ def test_colliding_ids_are_an_input_error_naming_both_rows_and_dotdot_stays_insi
         loaded = load_instances(path)
     finally:
         instmod.folder_name = original
-    assert [i.instance_id for i in loaded.instances] == ["a/b"]
-    assert len(loaded.errors) == 3 and all("'a/b'" in str(e) for e in loaded.errors)
+    assert [i.instance_id for i in loaded.instances] == ["a_b"]
+    shared = [e for e in loaded.errors if "share the folder" in str(e)]
+    assert len(shared) == 1 and "'a_b'" in str(shared[0]) and "'a-b'" in str(shared[0])
 
 
 def big_store(workdir: Path, n: int = 300) -> ResultStore:
