@@ -63,9 +63,12 @@ MAX_CREATED_AT_CHARS = 64
 
 
 def _shown(value: object) -> str:
-    from envpool.quoting import shown
-
-    return shown(value) if isinstance(value, str) else type(value).__name__
+    """`value` for a one-line message: `repr` (newline, ESC, NUL, lone surrogates as escapes: every
+    non-printable character), cut to 60 characters."""
+    if not isinstance(value, str):
+        return type(value).__name__
+    r = repr(value)
+    return r if len(r) <= 60 else f"{r[:60]}...({len(value)} chars)"
 
 
 def check_instance_id(value: object) -> str:
