@@ -35,6 +35,7 @@ from typing import Any
 from agents.models import Instance, InstanceResult
 from envpool.errors import InstanceInputError
 from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
+from envpool.quoting import one_line
 from pipeline.config import PipelineConfig
 from pipeline.driver import (MemoryWriter, MintReport, _remove_abandoned, _run_log, _sweep_stale, finished_line,
                              open_pool, record_config, reuse_candidates, write_input_errors)
@@ -150,6 +151,17 @@ class Flow:
             return
         self.to_plan.append(inst)
 
+    def _accept_row(self, row: dict, report: FlowReport) -> None:
+        """`_accept` of a source's row, once it is a valid `Instance`; a row that is not (one an
+        older state file kept, with a field today's checks refuse) is logged in one inert line
+        and left out, never a crash of the run."""
+        try:
+            inst = Instance.model_validate(row)
+        except ValueError as e:  # pydantic's ValidationError
+            log.warning("accepted row %s left out: %s", one_line(row.get("instance_id"), 80), one_line(e, 400))
+            return
+        self._accept(inst, report)
+
     # -- the loop -----------------------------------------------------------------------------
     def backlog(self) -> int:
         """Units undecided, accepted and waiting, or in planning (builds in flight not counted)."""
@@ -213,7 +225,7 @@ class Flow:
             out = m.value if m.error is None and not done.timed_out else _failed(payload, m.error or "timed out")
             self.book.decided(out)
             if out.status == "accepted":
-                self._accept(Instance.model_validate(out.row), report)
+                self._accept_row(out.row, report)
         elif kind == "plan":
             self.inflight["plan"] -= 1
             inst, started = payload, done.tag[2]
@@ -276,7 +288,7 @@ class Flow:
             report = FlowReport(crawl=self.book.report)
             if self.cfg.flow.mint:
                 for row in state.accepted_rows():  # accepted earlier, not finished: first
-                    self._accept(Instance.model_validate(row), report)
+                    self._accept_row(row, report)
             self.sources = SourceDriver(self.cfg, self.ex, self.book, self.out_dir)
             self._read_instance_file(report)
             stale = [i for i in self.to_plan if self.store.started(i.instance_id)]

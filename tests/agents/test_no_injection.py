@@ -9,6 +9,7 @@ became a line of the script, and a YAML alias bomb in a CI file cost the host ex
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 
@@ -74,3 +75,45 @@ def test_ecosystems_survive_an_alias_bomb_in_ci_files(tmp_path):
     assert ci_node_versions(tree) == []
     assert time.monotonic() - t0 < 2.0
     assert json.dumps(load_untrusted_yaml("a: 1"))
+
+
+# -- issue 24 (instance fields are data): tags, RUN lines, environment names, repository folders --
+
+def test_image_tags_of_two_instances_never_coincide():
+    from agents.envimage import image_tag_for
+
+    spec = {"base": "python:3.11", "commands": ["pip install -e ."]}
+    pairs = [("Octo__proj-1", "octo__proj-1"), ("x" * 100 + "-1", "x" * 100 + "-2")]
+    for a, b in pairs:  # same spec, same run: the second commit used to replace (and remove) the first's image
+        ta, tb = image_tag_for(a, spec, "run"), image_tag_for(b, spec, "run")
+        assert ta != tb and all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", t) for t in (ta, tb))
+    assert image_tag_for("octo__proj-1", spec, "run").startswith("octo__proj-1-")  # SWE-bench ids unchanged
+
+
+def test_a_run_line_never_swallows_the_next_dockerfile_line(tmp_path):
+    from agents.dockerfile import run_line
+
+    for cmd in ("echo a \\", "echo a\rtouch PWNED", "printf '%s' x\x0btouch PWNED"):
+        line = run_line(cmd, build_env=False)
+        assert "\n" not in line and "\r" not in line and not line.endswith("\\"), line
+        r = subprocess.run(["bash", "-c", line.removeprefix("RUN ")], capture_output=True, cwd=tmp_path)
+        assert not (tmp_path / "PWNED").exists(), r
+    assert run_line("pip install -e .") == "RUN . /opt/swemint/build-env.sh && pip install -e ."
+
+
+def test_an_environment_name_that_is_not_a_name_is_refused_everywhere_it_is_written():
+    for bad in ("A;touch PWNED", "A\nRUN touch /PWNED", "A B"):
+        with pytest.raises(ValueError, match="environment variable name"):
+            render_setup_script([], {bad: "1"})
+        with pytest.raises(ValueError, match="environment variable name"):
+            render_dockerfile(base_image="b", repo="o/r", base_commit="abc123", commands=[], env={bad: "1"})
+
+
+def test_a_go_module_folder_from_the_repository_is_one_word(tmp_path):
+    from agents.ecosystems.golang import _cd
+
+    assert _cd("sub/mod") == "cd /testbed/sub/mod" and _cd("") == "cd /testbed"  # plans unchanged
+    (tmp_path / "x;touch PWNED").mkdir()
+    line = _cd("x;touch PWNED").replace("/testbed", str(tmp_path))
+    r = subprocess.run(["bash", "-c", f"{line} && pwd"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.stdout.strip().endswith("x;touch PWNED") and not (tmp_path / "PWNED").exists()

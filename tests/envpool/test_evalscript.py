@@ -97,3 +97,14 @@ def test_in_a_real_image_as_the_harness_runs_it(docker_client, python_image, pat
         st = _status(r.output)
         assert st == {"m::TestOld": "PASS", "m::TestNew (x)": expected}, r.output[-3000:]
         assert sb.exec("cd /testbed && git status --porcelain tests/", timeout=60).output.strip() == ""
+
+
+def test_an_instance_id_in_the_header_stays_a_comment(tmp_path):
+    import subprocess
+
+    s = render_eval_script(spec(instance_id="o__r-1\ntouch PWNED\x1b[2J"))
+    header = [line for line in s.splitlines() if line.startswith("# swemint eval script")]
+    assert len(header) == 1 and "\\ntouch PWNED\\x1b[2J" in header[0]
+    assert "\ntouch PWNED" not in s and "\x1b" not in s
+    r = subprocess.run(["bash", "-n"], input=s, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
