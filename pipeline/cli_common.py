@@ -33,7 +33,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape as _markup_escape
 
-from envpool.quoting import terminal_text
+from envpool.quoting import LogFormatter, terminal_text
 
 
 def escape(text: object) -> str:
@@ -105,7 +105,7 @@ def output_mode(verbose: int = 0, quiet: bool = False, json_out: bool = False):
     levels = {name: logging.getLogger(name).level for name in LOGGERS}
     if MODE.verbose or MODE.quiet:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        handler.setFormatter(LogFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         level = logging.ERROR if MODE.quiet and not MODE.verbose else \
             logging.DEBUG if MODE.verbose > 1 else logging.INFO
         handler.setLevel(level)
