@@ -12,7 +12,7 @@ from envpool import images
 from envpool.errors import EnvBuildError
 from envpool.hostfs import private_dir, remove_tree, scrub
 from envpool.patches import files_in_patch
-from envpool.evalscript import ENSURE_PYTHON3, grading_tools
+from envpool.evalscript import ENSURE_PYTHON3, grading_tools, tool_labels
 from envpool.quoting import image_tag, shell_word
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
@@ -136,7 +136,8 @@ def commit_tracked_edits(sb, traj) -> None:
 
 def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
                  env: dict[str, str] | None = None) -> tuple[str, str]:
-    """Write the grading tools (`plugin_files`), give the image a `python3` with its standard library when it has none
+    """Write the grading tools (`plugin_files`; the label `envpool.evalscript.TOOL_LABEL` records
+    the status tool's digest), give the image a `python3` with its standard library when it has none
     (`envpool.evalscript.ENSURE_PYTHON3`, on the sandbox's network: a failure is logged, the
     row's eval script then reports it), commit the sandbox as `repository:tag` (`env` set in the
     image's ENV); returns (ref, image id).
@@ -146,6 +147,7 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
         sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
     sb.exec(ENSURE_PYTHON3, timeout=600, log_label="grading-tools")
     ref = f"{repository}:{tag}"
+    labels = {**labels, **tool_labels()}  # which status tool the image carries (export checks it)
     previous = image_id(factory, ref)
     owner = image_label(factory, ref, "swemint.run")
     new_id = sb.commit(repository, tag, labels=labels, env=env) if env else sb.commit(repository, tag, labels=labels)

@@ -12,8 +12,12 @@ between `>>>>> Start Test Output` and `>>>>> End Test Output`, and grades
    `base_commit`'s tree, see `agents.envimage`), files it adds removed;
 3. the test_patch applied (ladder `git apply -v` -> `--recount --ignore-whitespace` ->
    `patch --fuzz=2`, as `envpool.patches`; `>>>>> Patch Apply Failed` when none works);
-4. the status tool (`envpool.testrun.statuslines`, carried in the script as base64) written to
-   `TOOL_EVAL_PATH`; xtrace off (a traced marker line would be a second marker); start marker;
+4. the status tool (`envpool.testrun.statuslines`): the one every environment image carries at
+   `statuslines.TOOL_PATH` (written when the image is committed, recorded in its label
+   `TOOL_LABEL`), checked to have the `--run` mode (an image older than that prints why and
+   `>>>>> Tests Errored`); with `embed=True` (`swemint export --embed-tool`, for old images)
+   the script carries the tool itself as base64, written to `TOOL_EVAL_PATH` (~110 KB more
+   per row); xtrace off (a traced marker line would be a second marker); start marker;
 5. the tool runs the row's test command itself (`statuslines.Relay`): the runner's output
    reaches the log line by line through `statuslines.neutralise` (a line that could pass for a
    SWE-bench marker or a status line is escaped), the polyglot report file is printed the same
@@ -40,6 +44,8 @@ plugin, the status tool) and `ENSURE_PYTHON3` the step that put them into every 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -115,7 +121,32 @@ def apply_test_patch(path: str) -> str:
 
 
 TOOL_EVAL_PATH = f"{EVAL_DIR}/swemint-status.pyz"
-"""Where the eval script writes the status tool it carries (`statuslines.build_zipapp`)."""
+"""Where an eval script with `embed=True` writes the status tool it carries (`statuslines.build_zipapp`)."""
+TOOL_LABEL = "swemint.status_tool"
+"""Image label: the digest (`tool_digest`) of the status tool an image carries at `statuslines.TOOL_PATH`."""
+
+
+@functools.lru_cache(maxsize=1)
+def tool_digest() -> str:
+    """First 16 hex digits of the SHA-256 of this swemint's status tool (`statuslines.build_zipapp`,
+    deterministic): what an image's `TOOL_LABEL` records."""
+    return hashlib.sha256(statuslines.build_zipapp()).hexdigest()[:16]
+
+
+def tool_labels() -> dict[str, str]:
+    """The labels an image committed with `grading_tools()` gets: {TOOL_LABEL: tool_digest()}."""
+    return {TOOL_LABEL: tool_digest()}
+
+
+def image_tool_check() -> str:
+    """Shell: the image's status tool must exist and have the `--run` mode the script calls;
+    otherwise one line saying so, swebench's `>>>>> Tests Errored` and exit 1 (never a grade)."""
+    tool = shell_word(statuslines.TOOL_PATH)
+    why = shell_word(f"swemint: this image has no status tool with --run at {statuslines.TOOL_PATH} (built "
+                      "before it existed): run `swemint pool refresh-tools` on the work directory, or export "
+                      "with `swemint export --embed-tool`")
+    return (f"if ! \"$SWEMINT_PY\" -I -S {tool} --help 2>/dev/null | grep -q -- '--run'; then "
+            f"echo {why}; echo {shell_word(statuslines.TESTS_ERRORED)}; exit 1; fi")
 
 
 def embed_tool() -> str:
@@ -129,9 +160,9 @@ def embed_tool() -> str:
                       f"base64 -d {EVAL_DIR}/swemint-status.b64 > {TOOL_EVAL_PATH}"])
 
 
-def _tests_section(spec: EvalSpec) -> list[str]:
+def _tests_section(spec: EvalSpec, tool_path: str = TOOL_EVAL_PATH) -> list[str]:
     # -I -S: no PYTHON* variable, user site or .pth file (which the tests could write) reaches it
-    tool = f"\"$SWEMINT_PY\" -I -S {TOOL_EVAL_PATH}"
+    tool = f"\"$SWEMINT_PY\" -I -S {shell_word(tool_path)}"
     known = f"--known-file {EVAL_DIR}/known.txt"
     run = f"--run {shell_word(spec.test_command)}"
     if spec.kind == "pytest":
@@ -148,9 +179,12 @@ def _tests_section(spec: EvalSpec) -> list[str]:
             "(exit 0)"]
 
 
-def render_eval_script(spec: EvalSpec) -> str:
+def render_eval_script(spec: EvalSpec, embed: bool = False) -> str:
     """The row's `eval_script` (bash; SWE-bench v5 runs it as /eval.sh in the row's image after
-    applying the model patch). See the module docstring for its steps."""
+    applying the model patch). See the module docstring for its steps. `embed`: carry the
+    status tool in the script (for images without a current one) instead of calling the
+    image's."""
+    tool_path = TOOL_EVAL_PATH if embed else statuslines.TOOL_PATH
     exports = [f"export {env_assignment(k, v)}" for k, v in sorted(spec.env.items())]
     lines = ["#!/bin/bash", "set -uxo pipefail",
              f"# swemint eval script ({statuslines.FORMAT}, log_parser {statuslines.LOG_PARSER}): "
@@ -162,13 +196,14 @@ def render_eval_script(spec: EvalSpec) -> str:
              heredoc(f"{EVAL_DIR}/test.patch", spec.test_patch, "TEST_PATCH"),
              apply_test_patch(f"{EVAL_DIR}/test.patch"),
              heredoc(f"{EVAL_DIR}/known.txt", "\n".join(spec.known), "KNOWN"),
-             embed_tool(),
+             embed_tool() if embed else "",
              "SWEMINT_PY=$(command -v python3 || command -v python || echo python3)",
+             "" if embed else image_tool_check(),
              # no xtrace from here on: a traced `echo '>>>>> Start ...'` line would put a second
              # start marker in the log, and swebench cuts between the first two
              "{ set +x; } 2>/dev/null",
              f"echo {shell_word(START)}",
-             *_tests_section(spec),
+             *_tests_section(spec, tool_path),
              f"echo {shell_word(END)}",
              reset_test_files(spec.test_patch)]
     return "\n".join(line for line in lines if line) + "\n"

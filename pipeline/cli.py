@@ -236,7 +236,7 @@ def mint_summary(report, cfg: PipelineConfig, command: str) -> dict:
             "outcomes_this_run": {o: n for o, (n, _) in counts.items() if n},
             "bad_rows": len(report.load_errors), "missing_ids": list(report.missing_ids),
             "wall_seconds": round(report.wall_s, 2), **{k: v for k, v in report.stats().items()},
-            "dataset": {k: str(v) for k, v in report.dataset.items()},
+            "dataset": {k: str(v) for k, v in report.dataset.items()}, "notes": list(report.export_notes),
             "instances": [_row_summary(r) for r in sorted(report.results + report.skipped,
                                                           key=lambda r: r.instance_id)]}
 
@@ -291,6 +291,8 @@ def print_summary(report) -> None:
         console.print(userns_line([r.isolation for r in report.results], "rows of this run"), soft_wrap=True)
     for name, path in report.dataset.items():
         console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
+    for note in getattr(report, "export_notes", []):
+        warn(note)
 
 
 @app.command()
@@ -406,6 +408,17 @@ def export(dest: Annotated[Optional[Path], typer.Argument(help="Task repository 
                                                        show_default="none")] = None,
            json_strings: Annotated[bool, typer.Option("--json-strings", help="FAIL_TO_PASS / PASS_TO_PASS as JSON "
                                                       "strings, as in the HF copies of SWE-bench")] = False,
+           license: Annotated[Optional[list[str]], typer.Option(
+               "--license", help="Keep only rows under these SPDX ids (repeatable or comma-separated)",
+               show_default="every row")] = None,
+           permissive: Annotated[bool, typer.Option(help="Keep only rows under a permissive licence "
+                                                    "(pipeline.licenses.PERMISSIVE)")] = False,
+           embed_tool: Annotated[bool, typer.Option(help="Eval scripts carry the status tool (~110 KB a row), for "
+                                                    "images minted before they carried one")] = False,
+           push_to_hub: Annotated[Optional[str], typer.Option(
+               "--push-to-hub", help="Then upload WORKDIR/dataset to this Hugging Face dataset (OWNER/NAME; token "
+                                     "from $HF_TOKEN); refused while a verified row's image is a local tag",
+               show_default="none")] = None,
            dataset_name: Annotated[str, typer.Option(help="Dataset the task repository publishes")] = "swemint/tasks",
            tag_images: Annotated[bool, typer.Option(help="Tag local images under the names swebench derives "
                                                     "for a task repository")] = False,
@@ -413,13 +426,19 @@ def export(dest: Annotated[Optional[Path], typer.Argument(help="Task repository 
     """Write the dataset from the stored results: WORKDIR/dataset/{verified,all}.parquet and its
     card README.md, or (--format swebench-task-repo) SWE-bench v5's task folders.
 
-    Runs under the driver's lock (WORKDIR/driver.lock): it waits for a running `mint` (which
-    exports when it ends) or another export, up to `--wait` seconds.
+    Each row's `license` is read from its repository's licence file at base_commit, in the mirrors
+    (-m, else those the last mint recorded). Runs under the driver's lock (WORKDIR/driver.lock):
+    it waits for a running `mint` (which exports when it ends) or another export, up to `--wait`
+    seconds. Says so when verified rows name local image tags (nobody else can pull them) or
+    images without the status tool their eval scripts call.
 
     [b]Examples:[/b] swemint export --workdir work
 
+      swemint export -w work --permissive --push-to-hub me/my-tasks
+
       swemint export -w work -m mirrors/ --format swebench-task-repo tasks
     """
+    from pipeline.licenses import PERMISSIVE
     from pipeline.store import ResultStore, WorkdirLocked, driver_lock
 
     cfg = config_from_options(config, sets, workdir=workdir, mirrors=mirrors)
@@ -428,30 +447,59 @@ def export(dest: Annotated[Optional[Path], typer.Argument(help="Task repository 
         fail(f"unknown format {fmt} ({', '.join(Formats)})")
     if fmt == "swebench-task-repo" and ((out or dest) is None or not cfg.mirrors):
         fail("swebench-task-repo needs a folder (DIR or --out) and --mirrors (the base trees)")
+    if push_to_hub and fmt != "parquet":
+        fail("--push-to-hub publishes the parquet dataset (--format parquet)")
+    keep = sorted({x.strip() for v in license or [] for x in v.split(",") if x.strip()} |
+                  (set(PERMISSIVE) if permissive else set())) or None
     store = ResultStore(cfg.workdir)
     try:
         with driver_lock(cfg.workdir, wait=wait):
-            summary = _export(store, cfg, fmt, out or dest, json_strings, dataset_name, tag_images)
+            summary = _export(store, cfg, fmt, out or dest, json_strings, dataset_name, tag_images,
+                              mirrors_given=mirrors is not None, licenses=keep, embed_tool=embed_tool)
     except WorkdirLocked as e:
         fail(f"{e}; it exports the dataset when it ends", 1)
+    if push_to_hub:
+        summary["hub"] = _push(cfg.workdir / "dataset", push_to_hub)
     emit({"command": "export", "workdir": str(cfg.workdir), "format": fmt, **summary})
 
 
-def _export(store, cfg, fmt: str, out: Path | None, json_strings: bool, dataset_name: str, tag_images: bool) -> dict:
+def _push(dataset_dir: Path, repo_id: str) -> str:
+    from pipeline.hub import PublishRefused, hand_command, push
+
+    try:
+        url = push(dataset_dir, repo_id)
+    except PublishRefused as e:
+        fail(str(e))
+    except ImportError:
+        fail(f"--push-to-hub needs huggingface_hub (pip install 'swemint[hub]'); or upload by hand: "
+             f"{hand_command(repo_id, dataset_dir)}")
+    except Exception as e:  # noqa: BLE001 - the Hub's own errors (auth, network): one line
+        fail(f"upload to {repo_id} failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}", 1)
+    console.print(f"published: {escape(url)}", soft_wrap=True)
+    return url
+
+
+def _export(store, cfg, fmt: str, out: Path | None, json_strings: bool, dataset_name: str, tag_images: bool, *,
+            mirrors_given: bool = False, licenses: list[str] | None = None, embed_tool: bool = False) -> dict:
     from pipeline.export import export_dataset
 
     results = store.results()
     verified = sum(r.outcome == "verified" for r in results)
     if fmt == "parquet":
-        paths = export_dataset(store, json_strings=json_strings)
+        notes: list[str] = []
+        paths = export_dataset(store, json_strings=json_strings, mirrors=cfg.mirrors if mirrors_given else None,
+                               licenses=licenses, embed_tool=embed_tool, notes=notes)
         console.print(f"{verified} verified of {len(results)} results", soft_wrap=True)
         for name, path in paths.items():
             console.print(f"dataset ({name}): {escape(str(path))}", soft_wrap=True)
-        return {"verified": verified, "results": len(results), "dataset": {k: str(v) for k, v in paths.items()}}
+        for note in notes:
+            warn(note)
+        return {"verified": verified, "results": len(results), "dataset": {k: str(v) for k, v in paths.items()},
+                "notes": notes, "licenses": licenses}
     from pipeline.export import export_task_repo
 
     rep = export_task_repo(store, out, _tree_reader(cfg), dataset=dataset_name, ca_bundle=_ca_bundle(),
-                           tag_images=tag_images)
+                           tag_images=tag_images, embed_tool=embed_tool)
     console.print(f"{rep['tasks']} tasks written to {escape(str(out))}", soft_wrap=True)
     for iid, why in rep["skipped"].items():
         warn(f"skipped {iid}: {why}")

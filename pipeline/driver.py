@@ -72,6 +72,9 @@ class MintReport:
     missing_ids: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     dataset: dict[str, Path] = field(default_factory=dict)
+    export_notes: list[str] = field(default_factory=list)
+    """What the export found that a person must know (local image tags, images without the status
+    tool: `pipeline.export.export_dataset`'s notes)."""
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """outcome -> (this run, all selected incl. skipped); every outcome listed."""
@@ -393,7 +396,9 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
         runner.close()
         report.wall_s = time.monotonic() - t0
     record_config(cfg)
-    report.dataset = export_dataset(store, loaded.instances)
+    report.dataset = export_dataset(store, loaded.instances, mirrors=cfg.mirrors, notes=report.export_notes)
+    for note in report.export_notes:
+        log.info("export: %s", note)
     log.info("run %s finished in %.1fs: %s", cfg.mint.run_id, report.wall_s,
              " ".join(f"{o}={n}/{t}" for o, (n, t) in report.counts().items() if t) or "nothing selected")
     return report

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,8 +29,11 @@ import pyarrow.parquet as pq
 
 from agents.models import Instance, InstanceResult
 from envpool.evalscript import EVAL_TYPE, EvalSpec, render_eval_script
-from envpool.quoting import UnsafePath, markdown_cell, one_line, path_component, path_under, yaml_text
+from envpool.quoting import UnsafePath, one_line, path_component, path_under, yaml_text
 from envpool.testrun import statuslines
+from pipeline.datacard import dataset_card as _card
+from pipeline.datacard import local_images, userns_line  # noqa: F401 - re-exported
+from pipeline.licenses import UNKNOWN, LicenseReader, allowed
 from pipeline.store import ResultStore, atomic_path, atomic_write
 
 log = logging.getLogger(__name__)
@@ -58,12 +60,15 @@ COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("PASS_TO_PASS", _LIST, "tests passing before and after (ours)"),
     ("environment_setup_commit", pa.string(), "always null: swemint does not use it"),
     ("language", pa.string(), "the input's language"),
+    ("license", pa.string(), "SPDX id (or `A OR B`) of the repository's licence file at base_commit; "
+                             "`unknown` when none was recognised (pipeline.licenses)"),
     ("image", pa.string(), "the environment image the harness runs: the published reference "
                            "(registry/repo:tag@sha256:digest) when a registry is set, else the local tag"),
     ("image_name", pa.string(), "the same as `image` (the name agent harnesses read)"),
     ("image_local", pa.string(), "the local tag on the engine that built it"),
     ("image_id", pa.string(), "the image id (sha256) on that engine"),
-    ("eval_script", pa.string(), "bash run as /eval.sh by SWE-bench harness v5 after the model patch"),
+    ("eval_script", pa.string(), "bash run as /eval.sh by SWE-bench harness v5 after the model patch; it calls "
+                                 "the status tool the image carries"),
     ("log_parser", pa.string(), "swebench PARSER_REGISTRY name that reads the eval log"),
     ("eval_type", pa.string(), "swebench EvalType"),
     ("status_format", pa.string(), "the status-line format the eval script prints"),
@@ -185,17 +190,28 @@ def read_certificate(workdir: Path, instance_id: str) -> str | None:
     return p.read_text(encoding="utf-8") if p.is_file() else None
 
 
+def _scrub(text: str | None, workdir: Path) -> str | None:
+    """`text` with the work directory's absolute path written `WORKDIR` (reasons name log files)."""
+    if not text:
+        return text
+    for root in {str(Path(workdir)), str(Path(workdir).resolve())}:
+        text = text.replace(root, "WORKDIR")
+    return text
+
+
 def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_strings: bool = False,
-             client=None) -> dict:
+             client=None, *, license: str | None = None, embed_tool: bool = False) -> dict:
     """One exported row (a dict keyed like `COLUMNS`). A verified row whose eval script cannot be
     written (a value no shell encoder takes, e.g. a NUL in a test id: `envpool.quoting`) gets no
-    `eval_script` (logged), like a row without a test command."""
+    `eval_script` (logged), like a row without a test command. `license`: the repository's
+    licence (`pipeline.licenses`; None: `unknown`); `embed_tool`: the eval script carries the
+    status tool instead of calling the image's (`envpool.evalscript.render_eval_script`)."""
     i = inst.model_dump() if inst else {}
     spec = eval_spec(res, inst, workdir) if res.outcome == "verified" else None
     script = None
     if spec is not None:
         try:
-            script = render_eval_script(spec)
+            script = render_eval_script(spec, embed=embed_tool)
         except ValueError as e:
             log.warning("%s: no eval script: %s", one_line(res.instance_id, 80), e)
             spec = None
@@ -210,6 +226,7 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "FAIL_TO_PASS": json.dumps(f2p) if json_strings else f2p,
         "PASS_TO_PASS": json.dumps(p2p) if json_strings else p2p,
         "environment_setup_commit": None, "language": res.language or i.get("language"),
+        "license": license or UNKNOWN,
         "image": ref or res.image, "image_name": ref or res.image, "image_local": res.image,
         "image_id": res.image_id,
         "eval_script": script,
@@ -220,11 +237,11 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "parser": res.parser, "parser_options": json.dumps(plan.get("parser_options") or {}, sort_keys=True),
         "report_path": plan.get("report_path"), "interpreter": res.interpreter,
         "test_files": list(res.test_files), "flaky_tests": list(res.flaky_tests), "outcome": res.outcome,
-        "reason": res.reason, "log_path": relative_log(res.log_path, workdir),
+        "reason": _scrub(res.reason, workdir), "log_path": relative_log(res.log_path, workdir),
         "timings": json.dumps(res.timings, sort_keys=True), "total_seconds": res.timings.get("total"),
         "reused_from": res.reused_from, "incremental_commands": list(res.incremental_commands),
         "reuse_kind": res.reuse_kind, "reuse_overlap": res.reuse_overlap, "round": res.round,
-        "rounds": json.dumps([r.model_dump() for r in res.rounds]),
+        "rounds": _scrub(json.dumps([r.model_dump() for r in res.rounds]), workdir),
         "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
         "rebuild": read_certificate(workdir, res.instance_id),
         "test_infra_files": list(res.test_infra_files), "anomalies": list(res.anomalies),
@@ -244,98 +261,77 @@ def write_parquet(rows: list[dict], path: Path, json_strings: bool = False) -> i
     return len(rows)
 
 
-def export_dataset(store: ResultStore, instances=(), json_strings: bool = False, client=None) -> dict[str, Path]:
+def recorded_config(workdir: Path) -> dict | None:
+    """The configuration the last `mint`/`run` recorded in WORKDIR/mint_config.json, or None."""
+    path = Path(workdir) / CONFIG_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def export_dataset(store: ResultStore, instances=(), json_strings: bool = False, client=None, *,
+                   mirrors: list[Path] | None = None, licenses: list[str] | None = None, embed_tool: bool = False,
+                   check_tools: bool = True, notes: list[str] | None = None) -> dict[str, Path]:
     """Write WORKDIR/dataset/{verified,all}.parquet and the dataset card README.md from every
     finished result in `store` (`instances` add to the input rows recorded there). Returns
-    {"verified": path, "all": path, "card": path}."""
+    {"verified": path, "all": path, "card": path}.
+
+    `mirrors`: where the rows' licences are read (`pipeline.licenses.LicenseReader`; default the
+    mirrors WORKDIR/mint_config.json recorded, and its `sources.local` git dirs; cached in
+    WORKDIR/cache/licenses.json);
+    `licenses`: keep only rows whose licence is one of these SPDX ids (None: every row);
+    `embed_tool`: eval scripts carry the status tool (old images); `check_tools`: check that
+    verified rows' images carry a status tool the script can call
+    (`pipeline.imagetools.tool_states`). Findings a person must know (local image tags, images
+    without the tool, rows dropped by the licence filter) are appended to `notes` and shown in
+    the card."""
+    notes = notes if notes is not None else []
     known = store.instances()
     known.update({i.instance_id: i for i in instances})
     results = store.results()
-    rows = [make_row(r, known.get(r.instance_id), store.workdir, json_strings, client) for r in results]
+    config = recorded_config(store.workdir)
+    if mirrors is None:
+        mirrors = [Path(m) for m in (config or {}).get("mirrors") or []]
+    local_dirs = {s["repo"]: Path(s["git_dir"]) for s in ((config or {}).get("sources") or {}).get("local") or []
+             if isinstance(s, dict) and s.get("repo") and s.get("git_dir")}
+    reader = LicenseReader(mirrors, store.workdir / "cache" / "licenses.json", git_dirs=local_dirs)
+    rows = []
+    for r in results:
+        inst = known.get(r.instance_id)
+        lic = reader(r.repo, inst.base_commit if inst else None)
+        rows.append(make_row(r, inst, store.workdir, json_strings, client, license=lic, embed_tool=embed_tool))
+    reader.save()
+    if licenses:
+        kept = [r for r in rows if allowed(r["license"], licenses)]
+        if len(kept) < len(rows):
+            notes.append(f"licence filter ({', '.join(sorted(licenses))}): {len(rows) - len(kept)} of {len(rows)} rows "
+                         "left out")
+        rows = kept
+    verified = [r for r in rows if r["outcome"] == "verified"]
+    local = local_images(rows)
+    if local:
+        notes.append(f"{len(local)} of {len(verified)} verified rows name local image tags (e.g. {local[0]}: "
+                     f"{next(r['image'] for r in verified if r['instance_id'] == local[0])}) that nobody else can "
+                     "pull: set `registry` to publish images, or share the rows' Dockerfiles "
+                     "(--format swebench-task-repo)")
+    if check_tools and not embed_tool and verified:
+        from pipeline.imagetools import tool_notes
+
+        notes += tool_notes(verified, store.workdir / "cache" / "status-tool.json", client=client)
     out = store.workdir / "dataset"
     paths = {"verified": out / SPLITS["verified"], "all": out / SPLITS["all_outcomes"], "card": out / "README.md"}
-    write_parquet([r for r in rows if r["outcome"] == "verified"], paths["verified"], json_strings)
+    write_parquet(verified, paths["verified"], json_strings)
     write_parquet(rows, paths["all"], json_strings)
-    config = None
-    cfg_path = store.workdir / CONFIG_FILE
-    if cfg_path.is_file():
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    atomic_write(paths["card"], dataset_card(rows, config, json_strings))
+    atomic_write(paths["card"], dataset_card(rows, config, json_strings, notes=notes, license_filter=licenses))
     return paths
 
 
-def _table(header: list[str], rows: list[list]) -> str:
-    """A Markdown table; every cell through `envpool.quoting.markdown_cell` (a repository or
-    language name stays one cell of one row)."""
-    out = ["| " + " | ".join(markdown_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
-def userns_line(isolations: list[dict], what: str = "rows") -> str:
-    """One sentence on how many rows (their `isolation`, one dict each) were built on an engine
-    that remaps user namespaces, e.g. "Built with user namespaces (root in build containers is not
-    root on the host): 3 of 5 rows; 2 on an engine without them; unknown for 0."."""
-    on = sum(1 for i in isolations if i.get("user_namespaces") is True)
-    off = sum(1 for i in isolations if i.get("user_namespaces") is False)
-    return (f"Built with user namespaces (root in build containers is not root on the host): {on} of "
-            f"{len(isolations)} {what}; {off} on an engine without them; unknown for {len(isolations) - on - off}.")
-
-
-def dataset_card(rows: list[dict], config: dict | None = None, json_strings: bool = False) -> str:
-    """The Hugging Face dataset card (README.md) for exported `rows`."""
-    verified = [r for r in rows if r["outcome"] == "verified"]
-    by_lang = Counter((r["language"] or "unknown") for r in rows)
-    ver_lang = Counter((r["language"] or "unknown") for r in verified)
-    by_repo = Counter(r["repo"] for r in rows)
-    ver_repo = Counter(r["repo"] for r in verified)
-    outcomes = Counter(r["outcome"] for r in rows)
-    front = ["---", "pretty_name: swemint tasks", "tags: [swe-bench, code, software-engineering, swemint]",
-             "configs:", "- config_name: default", "  data_files:"]
-    for split, file in SPLITS.items():
-        front += [f"  - split: {split}", f"    path: {file}"]
-    front += ["---", ""]
-    ids = "JSON strings (as the Hugging Face copies of SWE-bench)" if json_strings else "lists of strings"
-    body = [
-        "# swemint tasks", "",
-        f"SWE-bench-style tasks minted by swemint: {len(verified)} verified of {len(rows)} attempted.", "",
-        "## Splits", "",
-        _table(["split", "file", "rows", "what"], [
-            ["verified", SPLITS["verified"], len(verified), "rows whose fix is proven by Fail-to-Pass"],
-            ["all_outcomes", SPLITS["all_outcomes"], len(rows), "every attempted row, with its outcome and reason "
-             "(`all` is reserved by `datasets`)"]]), "",
-        "## Counts", "",
-        _table(["outcome", "rows"], [[o, n] for o, n in sorted(outcomes.items())]), "",
-        _table(["language", "verified", "attempted"], [[k, ver_lang[k], n] for k, n in sorted(by_lang.items())]), "",
-        _table(["repository", "verified", "attempted"], [[k, ver_repo[k], n] for k, n in sorted(by_repo.items())]), "",
-        "## Schema", "",
-        f"`FAIL_TO_PASS` / `PASS_TO_PASS` are {ids}.", "",
-        _table(["column", "type", "meaning"], [[n, str(t) if not (json_strings and n in ("FAIL_TO_PASS", "PASS_TO_PASS"))
-                                                else "string", d] for n, t, d in COLUMNS]), "",
-        "## Evaluating", "",
-        "With the official harness (SWE-bench 5.x, unchanged), the images present locally or pulled from `image`:", "",
-        "```bash", "swebench eval PATH/TO/dataset --split verified --gold --run-id check", "```", "",
-        "or `swemint eval --predictions preds.jsonl --workdir WORKDIR` (same grading in the pooled image), or "
-        "`pipeline.evaluate.grade(row, patch)` from Python (a report with a float reward).", "",
-        "## Grading caveats", "",
-        f"- `eval_script` prints the runner's report and then one `--- PASS|FAIL|SKIP: <id> (0s)` line per test "
-        f"(`{statuslines.FORMAT}`), which swebench's `{statuslines.LOG_PARSER}` reads back exactly for any id "
-        "without a newline; swebench's pytest parser would cut ids at their first space.",
-        "- Only PASSED / XPASS count as passing; an XFAIL is a FAIL line (swebench would count it as passed). "
-        "A skipped FAIL_TO_PASS test fails; a skipped PASS_TO_PASS test is kept (swebench's rule).",
-        "- Tests run with no network. Tests that need a service (e.g. httpbin.org) are absent from the lists.",
-        "- FAIL_TO_PASS / PASS_TO_PASS are swemint's own, from reruns (flaky tests excluded), in the runner's own "
-        "id form; they can differ from a curated gold list (e.g. Go rows list only the tests the test_patch changes).",
-        "- /testbed in every image is one commit holding `base_commit`'s tree: no later commit is reachable; "
-        "reset test files with `git checkout HEAD -- FILES`.",
-        f"- {userns_line([json.loads(r['isolation']) if r.get('isolation') else {} for r in rows])}",
-        "- `dockerfile` needs a build context: `testbed.tar.gz` (the tree of `base_commit`) and `swemint/` "
-        "(grading tools, `ca.pem`, `build-env.sh`); `swemint export --format swebench-task-repo` writes it.",
-        "",
-        "## Minting configuration", "",
-        "```json", json.dumps(config, indent=1, sort_keys=True, default=str) if config else "(not recorded)", "```", "",
-    ]
-    return "\n".join(front + body)
+def dataset_card(rows: list[dict], config: dict | None = None, json_strings: bool = False, *,
+                 notes: list[str] | None = None, license_filter: list[str] | None = None) -> str:
+    """The Hugging Face dataset card (README.md) for exported `rows` (`pipeline.datacard`)."""
+    return _card(rows, config, json_strings, columns=COLUMNS, splits=SPLITS, notes=notes,
+                 license_filter=license_filter)
 
 
 def expected_image(instance_id: str, namespace: str = "swebench") -> str:
@@ -346,12 +342,13 @@ def expected_image(instance_id: str, namespace: str = "swebench") -> str:
 
 def export_task_repo(store: ResultStore, out: Path, trees, *, dataset: str = "swemint/tasks",
                      split: str = "verified", ca_bundle: bytes | None = None, tag_images: bool = False,
-                     client=None) -> dict:
+                     client=None, embed_tool: bool = False) -> dict:
     """Write the verified rows of `store` as a SWE-bench v5 task repository at `out`.
 
     `trees(instance) -> bytes`: an uncompressed tar of the instance's `base_commit` tree (e.g.
     from its mirror); an instance whose tree cannot be read is skipped and reported. `dataset`
-    / `split`: what `sweb.yaml` publishes and every task claims. `tag_images`: also tag each
+    / `split`: what `sweb.yaml` publishes and every task claims. `embed_tool`: eval scripts carry
+    the status tool (images without one). `tag_images`: also tag each
     local image under the name the harness derives (`expected_image`), so `swebench eval` on
     the repo's parquet finds it without a rebuild. Returns {"tasks": n, "skipped": {id: why}}.
 
@@ -374,7 +371,7 @@ def export_task_repo(store: ResultStore, out: Path, trees, *, dataset: str = "sw
         inst = known.get(res.instance_id)
         if res.outcome != "verified" or inst is None:
             continue
-        row = make_row(res, inst, store.workdir, client=client)
+        row = make_row(res, inst, store.workdir, client=client, embed_tool=embed_tool)
         if not row["eval_script"]:
             skipped[res.instance_id] = "no eval script (no test command, or one that cannot be written safely)"
             continue

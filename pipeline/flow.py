@@ -314,7 +314,7 @@ class Flow:
             crawl = self.book.finish(self.out_dir, self.sources.api(), self.t0)
             report.wall_s = round(time.monotonic() - self.t0, 3)
             record_config(self.cfg)
-            report.dataset = export_dataset(self.store)
+            report.dataset = export_dataset(self.store, mirrors=self.cfg.mirrors, notes=report.export_notes)
             report.funnel = self._funnel(report, crawl)
             _append_run(self.cfg.workdir, report.funnel)
             write_report(self.cfg.workdir, report.funnel,

@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from envpool.evalscript import APPLY_FAILED, END, START, TOOL_EVAL_PATH, EvalSpec, heredoc, render_eval_script
+from envpool.evalscript import (APPLY_FAILED, END, START, TOOL_EVAL_PATH, EvalSpec, heredoc, render_eval_script,
+                                tool_digest)
+from envpool.testrun.statuslines import TESTS_ERRORED, TOOL_PATH
 from tests.session import SESSION
 
 TEST_PATCH = """diff --git a/tests/check.sh b/tests/check.sh
@@ -41,11 +43,20 @@ def spec(**kw) -> EvalSpec:
 def test_script_has_the_markers_the_reset_and_the_tool():
     s = render_eval_script(spec())
     assert s.startswith("#!/bin/bash\nset -uxo pipefail\n")
-    assert s.index("git checkout -q HEAD") < s.index("git apply -v") < s.index(START) < s.rindex(TOOL_EVAL_PATH) < s.index(END)
+    assert s.index("git checkout -q HEAD") < s.index("git apply -v") < s.index(START) < s.rindex(TOOL_PATH) < s.index(END)
+    assert s.index(TOOL_PATH) < s.index(START)  # the image's tool is checked before the graded part
+    assert TOOL_EVAL_PATH not in s and len(s.encode()) < 4096  # the image carries the tool: a few KB a row
     assert "tests/check.sh" in s and APPLY_FAILED in s
     # swebench inserts `SWEBENCH_TEST_EXIT_CODE=$?` before the END line: the line before it is our exit
     lines = s.split("\n")
     assert lines[lines.index(f"echo '{END}'") - 1] == "(exit 0)"
+
+
+def test_embedded_tool_for_old_images():
+    s = render_eval_script(spec(), embed=True)
+    assert s.index(START) < s.rindex(TOOL_EVAL_PATH) < s.index(END) and "base64 -d" in s
+    assert len(s.encode()) > 50_000 and TOOL_PATH not in s
+    assert len(tool_digest()) == 16 and tool_digest() == tool_digest()
 
 
 def test_pytest_script_keeps_the_exit_status_of_pytest():
@@ -72,6 +83,33 @@ def _status(log: str) -> dict[str, str]:
     cut = log.split(START)[1].split(END)[0]
     return {m.group(2): m.group(1) for m in (re.match(r"^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$", line.strip())
                                               for line in cut.split("\n")) if m}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("tools", ["image", "embedded", "none"])
+def test_the_tool_the_script_calls(docker_client, python_image, tools):
+    """The script calls the image's tool; embedded, it carries its own; an image without one
+    gets a line saying so and swebench's `Tests Errored` (never a grade)."""
+    from envpool.docker_sandbox import DockerSandboxFactory
+    from envpool.evalscript import grading_tools
+    from envpool.sandbox import SandboxSpec
+
+    f = DockerSandboxFactory(run_id=f"test-evalscript-{SESSION}", client=docker_client)
+    with f.sandbox(SandboxSpec(image=python_image, run_id=f"test-evalscript-{SESSION}", network="none")) as sb:
+        if tools == "image":
+            for path, data in grading_tools().items():
+                sb.put_file(path, data)
+        sb.put_file("/testbed/src.txt", "fixed\n")
+        sb.put_file("/testbed/tests/check.sh", "echo '{\"Action\":\"pass\",\"Package\":\"m\",\"Test\":\"TestOld\"}'\n")
+        assert sb.exec("cd /testbed && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm base",
+                       timeout=60).ok
+        sb.put_file("/eval.sh", render_eval_script(spec(), embed=tools == "embedded"))
+        r = sb.exec("/bin/bash /eval.sh", timeout=120)
+        if tools == "none":
+            assert r.exit_code == 1 and TESTS_ERRORED in r.output and "refresh-tools" in r.output
+            assert _status(r.output + START + END) == {}
+        else:
+            assert _status(r.output) == {"m::TestOld": "PASS", "m::TestNew (x)": "PASS"}, r.output[-3000:]
 
 
 @pytest.mark.docker
