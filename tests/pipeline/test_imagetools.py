@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from envpool.evalscript import grading_tools
+from envpool.evalscript import TOOL_LABEL, grading_tools, tool_digest
 from envpool.testrun.statuslines import TOOL_PATH
-from pipeline.imagetools import refresh_tools
+from pipeline.imagetools import refresh_tools, tool_states
 
 
 @pytest.mark.docker
@@ -21,11 +21,15 @@ def test_refresh_writes_the_tools_and_a_python3_under_the_same_tag(docker_client
     c.remove(force=True)
     try:
         f = DockerSandboxFactory(run_id="t-refresh", client=docker_client)
+        row = {"instance_id": "i", "image_local": tag}
+        assert tool_states([row], client=docker_client) == {"i": "missing"}  # an old image: probed, no tool
         with pytest.raises(ValueError, match="belongs to run"):
             refresh_tools(f, tag, run_id="someone-else", instance_id="i")
         new_id = refresh_tools(f, tag, run_id="t-refresh", instance_id="i")
         img = docker_client.images.get(tag)
         assert img.id == new_id and img.labels["swemint.instance"] == "i"
+        assert img.labels[TOOL_LABEL] == tool_digest()
+        assert tool_states([{**row, "image_id": new_id}], client=docker_client) == {"i": "labelled"}
         out = docker_client.containers.run(tag, ["bash", "-c", f"python3 {TOOL_PATH} poly --parser go_test_json "
                                                  "--input /dev/null; python3 -c 'import json; print(1)'"],
                                            network_mode="none", remove=True).decode()
