@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from envpool.quoting import markdown_cell
+from envpool.quoting import markdown_cell, yaml_text
 from envpool.testrun import statuslines
 from pipeline.licenses import UNKNOWN, spdx_ids
 
@@ -84,9 +84,7 @@ def front_matter(rows: list[dict], splits: dict[str, str]) -> list[str]:
               "tags": ["swe-bench", "code", "software-engineering", "swemint"],
               "configs": [{"config_name": "default",
                            "data_files": [{"split": s, "path": f} for s, f in splits.items()]}]}
-    import yaml
-
-    return ["---", yaml.safe_dump(header, sort_keys=False, default_flow_style=False).rstrip(), "---", ""]
+    return ["---", yaml_text(header, default_flow_style=False).rstrip(), "---", ""]
 
 
 def dataset_card(rows: list[dict], config: dict | None, json_strings: bool, *, columns, splits: dict[str, str],
