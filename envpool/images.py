@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envpool.docker_sandbox import DockerSandboxFactory, docker_client
 from envpool.errors import InfraError
+from envpool.registry import shared_image
 from envpool.sandbox import SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,16 @@ class ImageConfig(BaseModel):
     route: str = Field(default="auto", pattern="^(auto|official|debootstrap)$")
     debian_mirror: str = DEBIAN_MIRROR
     uv_version: str = UV_VERSION
+    registry: str | None = None
+    """Registry (`host:port[/prefix]`) through which nodes share toolchain images: one node
+    builds and pushes, the others pull by digest (`envpool.registry.shared_image`). Follows the
+    pipeline's `registry` unless set; None = every engine builds its own."""
+    registry_auth: tuple[str, str] | None = None
+    """(username variable, password variable) of the registry's credentials; follows the
+    pipeline's `registry_auth`."""
+    shared_dir: Path | None = None
+    """A folder every node mounts at the same path (default `WORKDIR/images`): cluster-wide
+    build locks and `events.jsonl` (one line per image built, pulled or published)."""
 
 
 class ImageRecipe(BaseModel):
@@ -162,42 +173,60 @@ def debian_base_tag(suite: str, cfg: ImageConfig | None = None) -> str:
 def ensure_debian_base(suite: str, cfg: ImageConfig | None = None, client=None) -> str:
     """Return the tag of a minimal Debian `suite` image, bootstrapping it when needed.
 
-    debootstrap --variant=minbase (25-45 s, ~210 MB) then docker import. Raises InfraError when
-    debootstrap is missing or fails.
+    debootstrap --variant=minbase (25-45 s, ~210 MB) then docker import; with `cfg.registry`,
+    once in the cluster (`envpool.registry.shared_image`: other nodes pull it by digest). Raises
+    InfraError when debootstrap is missing or fails, or the registry fails.
     """
     cfg = cfg or ImageConfig()
     client = client or docker_client()
     tag = debian_base_tag(suite, cfg)
     with _lock(tag):
-        if image_exists(client, tag):
-            return tag
-        if cfg.route in ("auto", "official") and try_pull(client, f"debian:{suite}-slim"):
-            # official slim image + our base packages layered on top
-            return _layer(client, f"debian:{suite}-slim", tag, _apt_script(BASE_PACKAGES, suite),
-                          route="official")
-        if cfg.route == "official":
-            raise InfraError(f"no registry answers for debian:{suite}-slim")
-        if not shutil.which("debootstrap"):
-            raise InfraError("debootstrap is not installed (apt-get install -y debootstrap)")
-        with tempfile.TemporaryDirectory(prefix=f"swemint-{suite}-") as tmp:
-            root = Path(tmp) / "root"
-            cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-                   suite, str(root), cfg.debian_mirror]
-            log.info("bootstrapping %s: %s", tag, " ".join(cmd))
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise InfraError(f"debootstrap {suite} failed: {r.stderr[-2000:] or r.stdout[-2000:]}")
-            # apt in sid/forky needs Check-Valid-Until false (frozen snapshot mirror)
-            (root / "etc/apt/apt.conf.d/99swemint").write_text(
-                'Acquire::Check-Valid-Until "false";\nAPT::Install-Recommends "false";\n')
-            tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-            imp = subprocess.run(["docker", "import", "--change", 'CMD ["bash"]',
-                                  "--change", "LABEL swemint.route=debootstrap swemint.managed=1",
-                                  "-", tag], stdin=tar.stdout, capture_output=True, text=True)
-            tar.wait()
-            if imp.returncode != 0:
-                raise InfraError(f"docker import {tag} failed: {imp.stderr[-2000:]}")
-        return tag
+        return shared_image(client, tag, cfg, lambda: _make_debian_base(suite, tag, cfg, client), kind="base")
+
+
+def _make_debian_base(suite: str, tag: str, cfg: ImageConfig, client) -> None:
+    """Make `tag` on `client`'s engine: the official slim image plus our packages where a
+    registry answers, else debootstrap + docker import."""
+    if cfg.route in ("auto", "official") and try_pull(client, f"debian:{suite}-slim"):
+        # official slim image + our base packages layered on top
+        _layer(client, f"debian:{suite}-slim", tag, _apt_script(BASE_PACKAGES, suite), route="official")
+        return
+    if cfg.route == "official":
+        raise InfraError(f"no registry answers for debian:{suite}-slim")
+    if not shutil.which("debootstrap"):
+        raise InfraError("debootstrap is not installed (apt-get install -y debootstrap)")
+    with tempfile.TemporaryDirectory(prefix=f"swemint-{suite}-") as tmp:
+        root = Path(tmp) / "root"
+        cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+               suite, str(root), cfg.debian_mirror]
+        log.info("bootstrapping %s: %s", tag, " ".join(cmd))
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise InfraError(f"debootstrap {suite} failed: {r.stderr[-2000:] or r.stdout[-2000:]}")
+        # apt in sid/forky needs Check-Valid-Until false (frozen snapshot mirror)
+        (root / "etc/apt/apt.conf.d/99swemint").write_text(
+            'Acquire::Check-Valid-Until "false";\nAPT::Install-Recommends "false";\n')
+        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(["docker", "-H", _engine_host(client), "import", "--change", 'CMD ["bash"]',
+                              "--change", "LABEL swemint.route=debootstrap swemint.managed=1",
+                              "-", tag], stdin=tar.stdout, capture_output=True, text=True)
+        tar.wait()
+        if imp.returncode != 0:
+            raise InfraError(f"docker import {tag} failed: {imp.stderr[-2000:]}")
+
+
+def _engine_host(client) -> str:
+    """The `-H` of the docker CLI for `client`'s engine: its unix socket, else DOCKER_HOST's
+    value, else the default socket."""
+    import os
+
+    base = str(getattr(getattr(client, "api", None), "base_url", "") or "")
+    sock = getattr(getattr(getattr(client, "api", None), "_custom_adapter", None), "socket_path", None)
+    if sock:
+        return f"unix://{sock}"
+    if base.startswith(("tcp://", "https://", "http://")) and "localhost" not in base:
+        return base.replace("http://", "tcp://").replace("https://", "tcp://")
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
 def _apt_script(packages: list[str], suite: str | None = None) -> str:
@@ -237,6 +266,14 @@ def available_pythons(cfg: ImageConfig | None = None) -> list[str]:
     return sorted(DEBIAN_PYTHONS, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
+def python_image_tag(version: str, cfg: ImageConfig | None = None) -> str:
+    """The tag of the Python `version` toolchain image for `cfg` (built or not)."""
+    cfg = cfg or ImageConfig()
+    inputs = {"kind": "python", "version": version, "uv": cfg.uv_version, "pkgs": PYTHON_PACKAGES,
+              "route": cfg.route, "v": 2}
+    return f"swemint/python:{version}-{spec_hash(inputs)}"
+
+
 def ensure_python_image(version: str, cfg: ImageConfig | None = None, client=None) -> str:
     """Return the tag of a Python `version` toolchain image (python3, venv, build tools, uv, git).
 
@@ -246,36 +283,41 @@ def ensure_python_image(version: str, cfg: ImageConfig | None = None, client=Non
     """
     cfg = cfg or ImageConfig()
     client = client or docker_client()
-    inputs = {"kind": "python", "version": version, "uv": cfg.uv_version, "pkgs": PYTHON_PACKAGES,
-              "route": cfg.route, "v": 2}
-    tag = f"swemint/python:{version}-{spec_hash(inputs)}"
+    tag = python_image_tag(version, cfg)
     suite = DEBIAN_PYTHONS.get(version)
-    with _lock(tag):
-        if image_exists(client, tag):
-            if suite and cfg.route != "official" and _label(client, tag, "swemint.route") != "official":
-                note_layer(tag, debian_base_tag(suite, cfg), python_toolchain_script(cfg.uv_version))
-            return tag
+
+    def build() -> None:
         if cfg.route in ("auto", "official"):
             official = f"python:{version}-slim-bookworm"
             if try_pull(client, official):
                 script = (_apt_script(BASE_PACKAGES + ["build-essential", "pkg-config"]) + "; "
                           f"pip install -q 'uv=={cfg.uv_version}' && uv --version && "
                           "ln -sf \"$(command -v python)\" /usr/local/bin/python3 || true")
-                return _layer(client, official, tag, script, route="official")
+                _layer(client, official, tag, script, route="official")
+                return
             if cfg.route == "official":
                 raise InfraError(f"no registry answers for {official}")
-        suite = DEBIAN_PYTHONS.get(version)
         if not suite:
             raise InfraError(f"Python {version} cannot be provided without a registry "
                              f"(Debian suites give {', '.join(DEBIAN_PYTHONS)})")
         base = ensure_debian_base(suite, cfg, client)
-        return _layer(client, base, tag, python_toolchain_script(cfg.uv_version), route="debootstrap")
+        _layer(client, base, tag, python_toolchain_script(cfg.uv_version), route="debootstrap")
+
+    with _lock(tag):
+        shared_image(client, tag, cfg, build)
+        if suite and cfg.route != "official" and _label(client, tag, "swemint.route") != "official":
+            note_layer(tag, debian_base_tag(suite, cfg), python_toolchain_script(cfg.uv_version))
+        return tag
 
 
-if __name__ == "__main__":  # python -m envpool.images [3.11 3.9 ...]: bootstrap toolchain images
+if __name__ == "__main__":  # python -m envpool.images [--tags] [3.11 3.9 ...]: bootstrap toolchain images
     import sys
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if sys.argv[1:2] == ["--tags"]:  # only print the tags (nothing built)
+        for _version in sys.argv[2:] or ["3.11", "3.9"]:
+            print(python_image_tag(_version))
+        sys.exit(0)
     try:
         for _version in sys.argv[1:] or ["3.11", "3.9"]:
             print(ensure_python_image(_version), flush=True)

@@ -242,16 +242,22 @@ def install_rules(cfg: BuildNetworkConfig, interfaces: list[ipaddress.IPv4Interf
     return added
 
 
-def remove_rules(cfg: BuildNetworkConfig) -> None:
-    """Remove what `install_rules` added (jumps, the INPUT drops and the chain); never raises
-    for a rule that is not there."""
-    for binary, chain, rule in (("iptables", "DOCKER-USER", ["-i", cfg.bridge, "-j", CHAIN]),
-                                ("iptables", "INPUT", ["-i", cfg.bridge, "-j", "DROP"]),
-                                ("ip6tables", "INPUT", ["-i", cfg.bridge, "-j", "DROP"]),
-                                ("ip6tables", "FORWARD", ["-i", cfg.bridge, "-j", "DROP"])):
+def remove_bridge_rules(bridge: str) -> None:
+    """Remove the rules `install_rules` added for one bridge interface (its jump to the chain,
+    its INPUT drops); the chain stays, other bridges use it. Never raises for a missing rule."""
+    for binary, chain, rule in (("iptables", "DOCKER-USER", ["-i", bridge, "-j", CHAIN]),
+                                ("iptables", "INPUT", ["-i", bridge, "-j", "DROP"]),
+                                ("ip6tables", "INPUT", ["-i", bridge, "-j", "DROP"]),
+                                ("ip6tables", "FORWARD", ["-i", bridge, "-j", "DROP"])):
         path = shutil.which(binary)
         while path and _iptables(path, "-D", chain, *rule, check=False).returncode == 0:
             pass
+
+
+def remove_rules(cfg: BuildNetworkConfig) -> None:
+    """Remove what `install_rules` added (jumps, the INPUT drops and the chain); never raises
+    for a rule that is not there."""
+    remove_bridge_rules(cfg.bridge)
     path = shutil.which("iptables")
     if path:
         _iptables(path, "-F", CHAIN, check=False)
@@ -271,10 +277,30 @@ RECHECK_S = 300.0
 """Seconds a process trusts its last successful `ensure_build_network` before checking again."""
 
 
+ENGINE_BRIDGE_LABEL = "swemint.build_bridge"
+"""An engine label (`dockerd --label swemint.build_bridge=IFACE`) naming the build network's
+interface on that engine; it wins over `BuildNetworkConfig.bridge`. Interface names are
+host-wide, so several engines on one host (cluster nodes, `envpool.engines`) need one each."""
+
+
+def engine_build_bridge(client) -> str | None:
+    """The engine's `ENGINE_BRIDGE_LABEL`, None when it has none (or `info()` fails)."""
+    try:
+        labels = client.info().get("Labels") or []
+    except Exception:  # noqa: BLE001 - an engine that does not answer fails at the network step
+        return None
+    for label in labels:
+        key, _, value = str(label).partition("=")
+        if key == ENGINE_BRIDGE_LABEL and value:
+            return value
+    return None
+
+
 def ensure_build_network(client, cfg: BuildNetworkConfig) -> str:
     """The Docker network name build containers use, created and guarded when needed.
 
-    With `cfg.enabled`: the bridge network `cfg.name` (interface `cfg.bridge`, inter-container
+    With `cfg.enabled`: the bridge network `cfg.name` (interface `cfg.bridge`, or the engine's
+    `ENGINE_BRIDGE_LABEL` when it declares one, inter-container
     traffic disabled, label `swemint.managed=1`) plus `install_rules(cfg)`, checked again at most
     every RECHECK_S seconds per process. Raises InfraError when the engine is not on this host
     or the rules cannot be installed: build containers are never started unguarded by accident.
@@ -284,6 +310,9 @@ def ensure_build_network(client, cfg: BuildNetworkConfig) -> str:
         log.warning("build network isolation is off: build containers use Docker's default bridge "
                     "and can reach every service of the host")
         return "bridge"
+    bridge = engine_build_bridge(client)
+    if bridge and bridge != cfg.bridge:
+        cfg = cfg.model_copy(update={"bridge": BuildNetworkConfig(bridge=bridge).bridge})
     key = (str(getattr(client.api, "base_url", "")), cfg.name)
     with _lock:
         if time.monotonic() - _ensured.get(key, -1e9) < RECHECK_S:

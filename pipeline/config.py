@@ -44,6 +44,10 @@ class RayConfig(BaseModel):
     on the listening sockets after start. A local Ray always uses token auth (generated token)."""
     log_to_driver: bool = False
     """Stream worker output to the console (it interleaves with the progress bar)."""
+    system_retries: int = Field(default=2, ge=0)
+    """Times Ray runs a stage task again when its worker process or its node died (a node lost
+    mid-run: its instances in flight are redone on another node); a task that raised or timed
+    out is never run again (it is a row)."""
     docker_resource: bool = True
     """Reserve one custom `docker` resource per task (a build slot); a local Ray gets `workers`
     of them, a cluster must declare them on its nodes (else the requirement is dropped)."""
@@ -101,6 +105,8 @@ class PipelineConfig(BaseModel):
     `instance_timeout`: seconds before a running instance is abandoned as `timeout` (None =
     `mint.timeouts.instance` + 300). `mint.workdir` follows `workdir` unless set explicitly, and
     so does `mint.run_id` (the `swemint.run` label on every container and image): `run_id_for(workdir)`,
+    and `mint.images.registry` / `registry_auth` / `shared_dir` follow `registry`, `registry_auth`
+    and `WORKDIR/images` (toolchain images made once per cluster, `envpool.registry`),
     so that a rerun can remove exactly the leftovers of a crashed run on the same WORKDIR and
     nothing of other runs sharing the Docker engine. An explicit `mint.run_id` must then be
     unique per WORKDIR. `workdir` and `mirrors` are made absolute (Ray workers do not share the
@@ -157,6 +163,13 @@ class PipelineConfig(BaseModel):
             self.mint.run_id = run_id_for(self.workdir)
         if self.registry is not None:
             self.registry = self.registry.strip().rstrip("/") or None
+        images = self.mint.images
+        if images.registry is None:  # toolchains travel through the same registry
+            images.registry = self.registry
+        if images.registry_auth is None and self.registry_auth is not None:
+            images.registry_auth = (self.registry_auth.username_env, self.registry_auth.password_env)
+        if images.shared_dir is None:
+            images.shared_dir = self.workdir / "images"
         return self
 
     @property

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import queue
+from collections import Counter
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -46,8 +47,10 @@ class Done:
 class Executor(Protocol):
     """Runs calls and reports them as `Done` (see the module docstring)."""
 
-    def submit(self, stage: Any, item: Any, *, tag: Any = None, timeout: float | None = None) -> int:
-        """Run `stage.process(item)` somewhere; returns the call's key."""
+    def submit(self, stage: Any, item: Any, *, tag: Any = None, timeout: float | None = None,
+               prefer: str | None = None) -> int:
+        """Run `stage.process(item)` somewhere (on node `prefer` when it has room: a hint);
+        returns the call's key."""
         ...
 
     def start_actor(self, cls: type, *args: Any, **kwargs: Any) -> Any:
@@ -66,13 +69,36 @@ class Executor(Protocol):
         """Calls submitted and not yet reported."""
         ...
 
-    def each_node(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
-        """`fn(*args)` once per Docker node."""
+    def each_node(self, fn: Callable[..., Any], *args: Any, nodes: set[str] | None = None) -> list[Any]:
+        """`fn(*args)` once per Docker node (of `nodes`, node ids, when given)."""
+        ...
+
+    def node_ids(self) -> set[str]:
+        """Ids of the Docker nodes alive now."""
         ...
 
     def close(self) -> None:
         """Release what the executor started."""
         ...
+
+
+class Locality:
+    """Where each repository's images and caches are: repository -> the node that last ran a
+    build of one of its instances (MEnvAgent-style reuse works best where the repository's
+    environments already are). Only a hint for `Executor.submit(prefer=...)`: the executor runs
+    the item elsewhere when that node is busy or gone."""
+
+    def __init__(self) -> None:
+        self.by_repo: dict[str, str] = {}
+
+    def prefer(self, repo: str) -> str | None:
+        """The node to prefer for an instance of `repo` (None: no preference)."""
+        return self.by_repo.get(repo)
+
+    def note(self, repo: str, node: str) -> None:
+        """A build of `repo` ran on `node` ("" = unknown: ignored)."""
+        if node:
+            self.by_repo[repo] = node
 
 
 class CallBook:
@@ -123,8 +149,9 @@ class LocalExecutor:
         self._book = CallBook()
         self._done: queue.Queue = queue.Queue()
 
-    def submit(self, stage: Any, item: Any, *, tag: Any = None, timeout: float | None = None) -> int:
-        """See `Executor.submit`."""
+    def submit(self, stage: Any, item: Any, *, tag: Any = None, timeout: float | None = None,
+               prefer: str | None = None) -> int:
+        """See `Executor.submit` (`prefer` is moot: this process is the only node)."""
         handle = object()
         key = self._book.add(handle, tag, timeout)
         threading.Thread(target=lambda: self._done.put((handle, run_measured(stage, item))), daemon=True,
@@ -175,9 +202,13 @@ class LocalExecutor:
         """See `Executor.in_flight`."""
         return len(self._book.pending)
 
-    def each_node(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
-        """`[fn(*args)]`: this process is the only node."""
-        return [fn(*args)]
+    def each_node(self, fn: Callable[..., Any], *args: Any, nodes: set[str] | None = None) -> list[Any]:
+        """`[fn(*args)]`: this process is the only node ("")."""
+        return [fn(*args)] if nodes is None or "" in nodes else []
+
+    def node_ids(self) -> set[str]:
+        """`{""}`: this process is the only node."""
+        return {""}
 
     def close(self) -> None:
         """Nothing to release (threads are daemons)."""
@@ -230,6 +261,9 @@ class MapRunner:
         self.executor = executor
         self.workers = max(1, workers)
         self.timeout = timeout
+        self.locality = Locality()
+        self.nodes: Counter[str] = Counter()
+        """Items finished per node id ("" in-process)."""
 
     def run(self, stage: Stage, items: Iterable[WorkItem],
             on_submit: OnSubmit | None = None) -> Iterator[InstanceResult]:
@@ -243,20 +277,25 @@ class MapRunner:
                     if on_submit:
                         on_submit(item)
                     started = now_iso()
-                    inflight[self.executor.submit(stage, item, tag=(stage.name,), timeout=self.timeout)] = \
-                        (item, started)
+                    key = self.executor.submit(stage, item, tag=(stage.name,), timeout=self.timeout,
+                                               prefer=self.locality.prefer(item.instance.repo))
+                    inflight[key] = (item, started)
                 if not inflight:
                     return
                 for done in self.executor.poll(1.0):
                     item, started = inflight.pop(done.key)
+                    self.locality.note(item.instance.repo, done.result.node)
+                    self.nodes[done.result.node] += 1
                     yield row_of(item, done, self.timeout, started)
         finally:
             if inflight and (cancel := getattr(self.executor, "cancel_all", None)):
                 cancel()
 
-    def each_node(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
+    def each_node(self, fn: Callable[..., Any], *args: Any, nodes: set[str] | None = None) -> list[Any]:
         """See `Executor.each_node`."""
-        return self.executor.each_node(fn, *args)
+        if nodes is None:
+            return self.executor.each_node(fn, *args)
+        return self.executor.each_node(fn, *args, nodes=nodes)
 
     def close(self) -> None:
         """Release what the executor started (a local Ray)."""

@@ -25,7 +25,7 @@ import logging
 import math
 import os
 import time
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -39,12 +39,13 @@ from envpool.quoting import one_line
 from pipeline.config import PipelineConfig
 from pipeline.driver import (MemoryWriter, MintReport, _remove_abandoned, _run_log, _sweep_stale, finished_line,
                              open_pool, record_config, reuse_candidates, write_input_errors)
-from pipeline.executors import ABANDONED, Done, LocalExecutor, row_of
+from pipeline.executors import ABANDONED, Done, LocalExecutor, Locality, row_of
 from pipeline.export import export_dataset
 from pipeline.flow_sources import KINDS as SOURCE_CALLS
 from pipeline.flow_sources import SourceDriver
 from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
 from pipeline.instances import load_and_select, require_usable
+from pipeline.nodes import NodeWatch
 from pipeline.ray_adapter import RayExecutor
 from pipeline.repos import RepoResolver, commit_exists
 from pipeline.sources.config import QualityConfig
@@ -124,6 +125,10 @@ class Flow:
         self.remote_cpu = 0.0
         self.container_cpu = 0.0
         self.from_file = 0
+        self.locality = Locality()
+        self.by_node: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        """Build rows per node id ("" in-process), by outcome."""
+        self.nodes = NodeWatch(cfg, self.ex, self.store, self.pool)
 
     # -- set-up -------------------------------------------------------------------------------
     def _read_instance_file(self, report: FlowReport) -> None:
@@ -182,8 +187,12 @@ class Flow:
                 log.error("%s", e.message)
         return self.stop is None
 
-    def _submit(self, stage: Any, item: Any, tag: tuple, timeout: float | None, count: str) -> None:
-        self.ex.submit(stage, item, tag=tag, timeout=timeout)
+    def _submit(self, stage: Any, item: Any, tag: tuple, timeout: float | None, count: str,
+                prefer: str | None = None) -> None:
+        if prefer:
+            self.ex.submit(stage, item, tag=tag, timeout=timeout, prefer=prefer)
+        else:
+            self.ex.submit(stage, item, tag=tag, timeout=timeout)
         self.inflight[count] += 1
 
     def _pump_stages(self, report: FlowReport) -> None:
@@ -208,7 +217,8 @@ class Flow:
             self.store.mark_running(planned_instance(item.instance, item.plan))
             if self.cfg.mint.reuse.enabled:
                 item.candidates = reuse_candidates(self.pool, item, self.cfg.mint.reuse.max_candidates)
-            self._submit(self.build, item, ("build", item, now_iso()), self.cfg.timeout_s, count="build")
+            self._submit(self.build, item, ("build", item, now_iso()), self.cfg.timeout_s, count="build",
+                         prefer=self.locality.prefer(item.instance.repo))
             if self.on_start:
                 self.on_start(item.instance.instance_id)
 
@@ -245,6 +255,8 @@ class Flow:
             self.inflight["build"] -= 1
             item, started = payload, done.tag[2]
             res = row_of(item, Done(done.key, ("mint",), m, done.timed_out), self.cfg.timeout_s, started)
+            self.locality.note(item.instance.repo, m.node)
+            self.by_node[m.node][res.outcome] += 1
             self._record(res, report)
             if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and self.stop is None:
                 self.stop = res.reason
@@ -298,6 +310,7 @@ class Flow:
                      self.cfg.mint.run_id, len(self.to_plan), len(report.skipped), len(self.sources.crawlers),
                      len(self.sources.git_todo), "" if self.cfg.flow.streaming else " (crawl, then mint)")
             while True:
+                self.nodes.check()
                 self.sources.pump(self._room)
                 self._pump_stages(report)
                 if not self.ex.in_flight() and self.stop is not None:
@@ -311,6 +324,7 @@ class Flow:
                     break
                 for done in self.ex.poll(1.0):
                     self._handle(done, report)
+            self.nodes.sweep_finished()
             crawl = self.book.finish(self.out_dir, self.sources.api(), self.t0)
             report.wall_s = round(time.monotonic() - self.t0, 3)
             record_config(self.cfg)
@@ -339,6 +353,9 @@ class Flow:
                    executor="ray" if isinstance(self.ex, RayExecutor) else "in-process",
                    skipped=len(report.skipped), api=crawl.api, stopped=crawl.stopped,
                    wall_s=report.wall_s, cpu_s=out["cost"]["cpu_s"], tokens=tokens)
+        if len(self.by_node) > 1 or any(self.by_node):
+            names = self.nodes.names()
+            out["nodes"] = {names.get(n, n[:12]) or "local": dict(c) for n, c in sorted(self.by_node.items())}
         return out
 
 

@@ -91,13 +91,34 @@ def shutdown_local_ray() -> None:
 
 
 def _ray_measured(stage: Any, item: Any) -> Measured:
-    """Body of one Ray task (module level so workers import it by reference)."""
-    return run_measured(stage, item)
+    """Body of one Ray task (module level so workers import it by reference): the stage call,
+    measured, with the id of the node it ran on."""
+    import ray
+
+    out = run_measured(stage, item)
+    out.node = ray.get_runtime_context().get_node_id()
+    return out
 
 
 def _ray_call(fn: Callable[..., Any], args: tuple) -> Any:
     """Body of an `each_node` task."""
     return fn(*args)
+
+
+def _node_name() -> tuple[str, str]:
+    """(Ray node id, the name of its Docker engine's node) on the node this runs on."""
+    import ray
+
+    from envpool.registry import engine_node
+
+    name = ""
+    try:
+        from envpool.docker_sandbox import docker_client
+
+        name = engine_node(docker_client())
+    except Exception:  # noqa: BLE001 - no engine on this node
+        pass
+    return ray.get_runtime_context().get_node_id(), name
 
 
 class _ActorHost:
@@ -176,19 +197,36 @@ class RayExecutor:
                 log.warning("Ray metrics unavailable: %s", e)
         return self._metrics
 
-    def each_node(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
-        """Run `fn(*args)` once on every alive node (pinned with a hard node affinity; nodes
-        without the `docker` resource are skipped when the cluster declares it). A node whose
-        call fails is logged and left out of the returned list."""
+    def node_ids(self) -> set[str]:
+        """Ids of the alive nodes that run Docker (every alive node when none declares the
+        `docker` resource)."""
         import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         self._ensure_ray()
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         with_docker = [n for n in nodes if n.get("Resources", {}).get("docker")]
+        return {n["NodeID"] for n in (with_docker or nodes)}
+
+    def node_names(self) -> dict[str, str]:
+        """Ray node id -> the name of the node's Docker engine (`swemint.node` label, else the
+        engine's name; the id's first 12 digits when neither answers), for alive Docker nodes."""
+        names = dict(self.each_node(_node_name))
+        return {nid: names.get(nid) or nid[:12] for nid in names.keys() | self.node_ids()}
+
+    def each_node(self, fn: Callable[..., Any], *args: Any, nodes: set[str] | None = None) -> list[Any]:
+        """Run `fn(*args)` once on every alive node (pinned with a hard node affinity; nodes
+        without the `docker` resource are skipped when the cluster declares it), or on the alive
+        ones of `nodes` (Ray node ids). A node whose call fails is logged and left out of the
+        returned list."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        targets = self.node_ids()
+        if nodes is not None:
+            targets &= set(nodes)
         task = ray.remote(_ray_call)
         refs = {task.options(num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
-            n["NodeID"], soft=False)).remote(fn, args): n["NodeID"] for n in (with_docker or nodes)}
+            nid, soft=False)).remote(fn, args): nid for nid in sorted(targets)}
         out = []
         for ref, node in refs.items():
             try:
@@ -208,12 +246,18 @@ class RayExecutor:
         for name in [n for n in res if n not in have]:
             log.warning("Ray cluster declares no %r resource; tasks will not reserve it", name)
             res.pop(name)
-        return dict(num_cpus=stage.resources.num_cpus, resources=res, max_retries=0, retry_exceptions=False)
+        return dict(num_cpus=stage.resources.num_cpus, resources=res, max_retries=self.ray_config.system_retries,
+                    retry_exceptions=False)
 
-    def submit(self, stage: Any, item: Any, *, tag: Any = None, timeout: float | None = None) -> int:
+    def submit(self, stage: Any, item: Any, *, tag: Any = None, timeout: float | None = None,
+               prefer: str | None = None) -> int:
         """See `Executor.submit`: a Ray task with the stage's resources (one `docker` slot for
-        the build stage); the stage object is put in the object store once."""
+        the build stage); the stage object is put in the object store once. `prefer`: a Ray
+        node id to run on when it is alive and has a free slot, else anywhere (a soft node
+        affinity that spills: locality is a hint, never a wait). A task whose worker or node
+        dies is run again by Ray (`ray.system_retries` times), elsewhere when the node is gone."""
         import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         self._ensure_ray()
         name = getattr(stage, "name", type(stage).__name__)
@@ -222,7 +266,11 @@ class RayExecutor:
         ref_key = id(stage)
         if ref_key not in self._stage_refs:
             self._stage_refs[ref_key] = (stage, ray.put(stage))  # (keeps `stage` alive: ids stay unique)
-        ref = self._remote[name].remote(self._stage_refs[ref_key][1], item)
+        remote = self._remote[name]
+        if prefer:
+            remote = remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+                prefer, soft=True, _spill_on_unavailable=True))
+        ref = remote.remote(self._stage_refs[ref_key][1], item)
         key = self._book.add(ref, (name, tag), timeout)
         if name == BUILD_STAGE and (meter := self._meter()):
             meter.submit(self._count(BUILD_STAGE))

@@ -155,13 +155,15 @@ def load_function(spec: str) -> MintFn:
 class Measured:
     """A stage call's outcome as a runner reports it: `value` (or `error`, the exception
     described), `wall_s`, `cpu_s` (this thread and its waited-for subprocesses) and
-    `container_cpu_s` (the Docker containers of the item, `ContainerCpu`), all seconds."""
+    `container_cpu_s` (the Docker containers of the item, `ContainerCpu`), all seconds; `node`."""
 
     value: Any = None
     error: str | None = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
     container_cpu_s: float = 0.0
+    node: str = ""
+    """The node that ran the call (a Ray node id; "" in-process)."""
 
 
 def run_measured(stage: Any, item: Any) -> Measured:

@@ -4,7 +4,11 @@
 # under WORKDIR, stop the head by its pid.
 #
 #   bash scripts/cluster_demo.sh [--workdir DIR] [--registry] [--config FILE] [--remove-images] [-- JOB ARGS...]
+#   bash scripts/cluster_demo.sh --nodes N [--workdir DIR] [--config FILE] [--seed-images] [--keep] [-- JOB ARGS...]
 #
+#   --nodes N         N Ray nodes (a head and N-1 workers) on this host, each with a Docker engine of
+#                     its own, a registry with credentials between them: scripts/localcluster.py (its
+#                     docstring says what runs where); the other options are passed to it
 #   --workdir DIR     where the job writes (absolute; default: a new temp dir)
 #   --registry        also run Debian's docker-registry on 127.0.0.1 (installed with apt-get when
 #                     missing) and pass `--set registry=127.0.0.1:PORT`: verified images are pushed
@@ -27,6 +31,10 @@
 # Prints `dataset: N rows (V verified) in WORKDIR/dataset/all.parquet` and exits 0 on success.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+for arg in "$@"; do
+  [ "$arg" = "--" ] && break
+  if [ "$arg" = "--nodes" ]; then exec .venv/bin/python scripts/localcluster.py demo "$@"; fi
+done
 REPO=$PWD
 VENV=$REPO/.venv/bin
 CONFIG=configs/cluster.yaml

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envpool.images import (ImageConfig, _apt_script, _layer, _lock, ensure_debian_base, image_exists, note_layer,
+from envpool.images import (ImageConfig, _apt_script, _layer, _lock, debian_base_tag, ensure_debian_base, note_layer,
                             spec_hash)
+from envpool.registry import shared_image
 
 __all__ = ["ToolchainChoice", "apt_script", "layer_image", "version_key"]
 
@@ -63,8 +64,9 @@ def apt_script(packages: list[str]) -> str:
 def layer_image(name: str, version: str, suite: str, script: str, cfg: ImageConfig | None = None,
                 client=None, inputs: dict | None = None) -> str:
     """Tag of `swemint/<name>:<version>-<hash>`: Debian `suite` base + `script` run on the bridge
-    network and committed; built once (per-tag lock), reused after. Raises InfraError when the
-    script fails (its output's tail in the message)."""
+    network and committed; built once (per-tag lock; with `cfg.registry` once in the cluster,
+    pulled by digest on other nodes: `envpool.registry.shared_image`), reused after. Raises
+    InfraError when the script fails (its output's tail in the message) or the registry fails."""
     cfg = cfg or ImageConfig()
     if client is None:
         from envpool.docker_sandbox import docker_client
@@ -72,9 +74,7 @@ def layer_image(name: str, version: str, suite: str, script: str, cfg: ImageConf
     h = spec_hash({"name": name, "version": version, "suite": suite, "script": script,
                    "mirror": cfg.debian_mirror, **(inputs or {})})
     tag = f"swemint/{name}:{version}-{h}"
-    base = ensure_debian_base(suite, cfg, client)
-    note_layer(tag, base, script)  # noted even when the image exists: Dockerfiles spell it out
+    note_layer(tag, debian_base_tag(suite, cfg), script)  # noted even when the image exists: Dockerfiles spell it out
     with _lock(tag):
-        if image_exists(client, tag):
-            return tag
-        return _layer(client, base, tag, script, route="debootstrap")
+        return shared_image(client, tag, cfg, lambda: _layer(client, ensure_debian_base(suite, cfg, client), tag,
+                                                             script, route="debootstrap"))
