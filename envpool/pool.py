@@ -1,7 +1,11 @@
 """The environment pool index: verified environment images in one DuckDB file.
 
 Table `environments`: one row per instance whose image was kept (primary key `instance_id`),
-with every `EnvRecord` field plus `added_at` (UTC). Times are TIMESTAMPTZ (UTC).
+with every `EnvRecord` field plus `added_at` (UTC). Times are TIMESTAMPTZ (UTC). Table `usage`:
+the last use of an environment by another instance or a re-verification (`touch`; `lru` orders
+by it, else by `added_at`). Table `evictions`: every image a size budget or `swemint pool prune`
+removed, where from and how many bytes it freed (`record_eviction`; an environment no copy of
+which remains leaves `environments`, so a later reuse falls back to a build).
 
 **One writer.** DuckDB allows one process to hold a file open for writing; a read-only
 connection from another process fails while the writer holds it. So only the pipeline driver
@@ -109,6 +113,11 @@ class EnvPool:
         cols = ", ".join(f"{c} {_SQL_TYPES.get(c, 'VARCHAR')}" for c in COLUMNS if c != "instance_id")
         con.execute(f"CREATE TABLE IF NOT EXISTS environments (instance_id VARCHAR PRIMARY KEY, {cols}, "
                     "added_at TIMESTAMPTZ)")
+        con.execute("CREATE TABLE IF NOT EXISTS usage (instance_id VARCHAR PRIMARY KEY, last_used_at TIMESTAMPTZ, "
+                    "uses BIGINT)")
+        con.execute("CREATE TABLE IF NOT EXISTS evictions (instance_id VARCHAR, repo VARCHAR, language VARCHAR, "
+                    "image_tag VARCHAR, image_id VARCHAR, location VARCHAR, place VARCHAR, bytes BIGINT, "
+                    "reason VARCHAR, kept_in_pool BOOLEAN, evicted_at TIMESTAMPTZ)")
         have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
                                           "WHERE table_name = 'environments'").fetchall()}
         for c in COLUMNS:  # fields added to EnvRecord later become new columns
@@ -158,6 +167,53 @@ class EnvPool:
             row = con.execute("SELECT count(*) FROM environments WHERE instance_id = ?", [instance_id]).fetchone()
             con.execute("DELETE FROM environments WHERE instance_id = ?", [instance_id])
         return bool(row and row[0])
+
+    def touch(self, instance_id: str, when: datetime | None = None) -> None:
+        """Record a use of `instance_id`'s environment (reused by another instance, re-verified):
+        its `last_used_at` becomes `when` (default now, UTC) and `uses` grows by one."""
+        if self.read_only:
+            raise PermissionError(f"{self.path} is open read-only; only the pipeline driver writes the pool")
+        when = _utc(when) or datetime.now(timezone.utc)
+        with self._connect() as con:
+            con.execute("INSERT INTO usage VALUES (?, ?, 1) ON CONFLICT (instance_id) DO UPDATE SET "
+                        "last_used_at = excluded.last_used_at, uses = usage.uses + 1", [instance_id, when])
+
+    def lru(self) -> builtins.list[tuple[EnvRecord, datetime]]:
+        """Every record with its last use (`last_used_at`, else `added_at`), least recently used
+        first (ties by instance id)."""
+        if not self._exists():
+            return []
+        with self._connect() as con:
+            cur = con.execute("SELECT e.*, coalesce(u.last_used_at, e.added_at) AS last_use FROM environments e "
+                              "LEFT JOIN usage u USING (instance_id) ORDER BY last_use, instance_id")
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return [(self._record(r), _utc(r["last_use"])) for r in rows]
+
+    def record_eviction(self, record: EnvRecord, place: str, nbytes: int, reason: str, kept_in_pool: bool) -> None:
+        """Record that `record`'s image left `place` (a node's engine, or `registry`) freeing
+        `nbytes`; unless `kept_in_pool` (a copy stays reachable: the registry's) its pool row is
+        removed, so reuse no longer offers it and the instance's next reuse builds instead."""
+        if self.read_only:
+            raise PermissionError(f"{self.path} is open read-only; only the pipeline driver writes the pool")
+        with self._connect() as con:
+            con.execute("INSERT INTO evictions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [record.instance_id, record.repo, record.language, record.image_tag, record.image_id,
+                         record.location, place, int(nbytes), reason, kept_in_pool, datetime.now(timezone.utc)])
+            if not kept_in_pool:
+                con.execute("DELETE FROM environments WHERE instance_id = ?", [record.instance_id])
+
+    def evictions(self) -> builtins.list[dict]:
+        """Every recorded eviction, oldest first (dicts with the `evictions` columns)."""
+        if not self._exists():
+            return []
+        with self._connect() as con:
+            try:
+                cur = con.execute("SELECT * FROM evictions ORDER BY evicted_at")
+            except duckdb.CatalogException:  # a pool written before evictions existed
+                return []
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def find(self, repo: str, version: str | None = None, commit_time: datetime | None = None, *,
              before: datetime | None = None, after: datetime | None = None, exclude: str | None = None,

@@ -1053,6 +1053,12 @@ def expand_nargs(argv: list[str]) -> list[str]:
     return out
 
 
+from pipeline import pool_cli  # noqa: E402 - its commands use this module's helpers, imported lazily
+
+pool_app.command("du")(pool_cli.du)
+pool_app.command("prune")(pool_cli.prune)
+
+
 def main() -> None:
     """Entry point of the `swemint` script (and of `python -m swemint`)."""
     app(args=expand_nargs(sys.argv[1:]), prog_name="swemint")

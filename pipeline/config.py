@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.config import MintConfig
 from agents.models import Outcome
+from envpool.eviction import BudgetConfig
 from envpool.resources import resource
 from pipeline.repos import RepoConfig
 from pipeline.sources.config import CrawlConfig
@@ -137,6 +138,8 @@ class PipelineConfig(BaseModel):
     stay on the node that built them (a single host)."""
     registry_auth: RegistryAuthConfig | None = None
     """Credentials for `registry` (environment variable names); None = push and pull anonymously."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """Disk budgets of the pool: each node's engine, the registry (`envpool.eviction`)."""
     repos: RepoConfig = Field(default_factory=RepoConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     mint: MintConfig = Field(default_factory=MintConfig)

@@ -46,6 +46,7 @@ from envpool.errors import InstanceInputError
 from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.pool import EnvPool
 from envpool.quoting import LogFormatter
+from pipeline.budget import BudgetWatch
 from pipeline.config import PipelineConfig
 from pipeline.instances import load_and_select, require_usable
 from pipeline.ray_adapter import ABANDONED, Runner, make_runner
@@ -252,6 +253,23 @@ def _remove_abandoned(cfg: PipelineConfig, pool: EnvPool, runner: Runner, instan
     log.info("%s: abandoned at its deadline; removed %d container(s)", instance_id, n)
 
 
+def note_use(pool: EnvPool, res: InstanceResult) -> None:
+    """A row built from another instance's pooled environment (`reused_from`) is a use of it:
+    `EnvPool.touch` (the budget evicts least recently used environments first). Never raises."""
+    if res.reused_from:
+        try:
+            pool.touch(res.reused_from)
+        except Exception as e:  # noqa: BLE001 - only the eviction order suffers
+            log.warning("could not note the use of %s: %s", res.reused_from, e)
+
+
+def images_in_use(item: WorkItem) -> set[str]:
+    """Image ids a build of `item` may start from (its own pooled environment, its reuse
+    candidates): never evicted while it is in flight."""
+    envs = [*(item.candidates or []), *([item.env] if item.env is not None else [])]
+    return {e.image_id for e in envs if e.image_id}
+
+
 def record_config(cfg: PipelineConfig) -> None:
     """WORKDIR/mint_config.json: the effective configuration of the last run (the dataset card
     shows it); paths as strings, no secrets (the config holds only names of secret variables)."""
@@ -322,6 +340,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     counts: Counter[str] = Counter()
 
     memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
+    in_use: dict[str, set[str]] = {}  # instance in flight -> image ids its build may start from
 
     def record(res: InstanceResult) -> None:
         store.write_result(res)
@@ -332,6 +351,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
                 pool.add(res.env)
             except Exception as e:  # noqa: BLE001 - the row is stored; the index can be rebuilt
                 log.error("could not index environment of %s: %s", res.instance_id, e)
+        note_use(pool, res)
+        in_use.pop(res.instance_id, None)
         report.results.append(res)
         counts[res.outcome] += 1
         log.info("%s", finished_line(res, len(report.results), len(todo), counts))
@@ -357,6 +378,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
         store.mark_running(it.instance)
         if reuse.enabled:
             it.candidates = reuse_candidates(pool, it, reuse.max_candidates, similar=reuse.similar)
+        in_use[it.instance.instance_id] = images_in_use(it)
         if on_start:
             on_start(it.instance.instance_id)
 
@@ -377,6 +399,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
                 continue
             yield it
 
+    budget = BudgetWatch(cfg)
     if items and mint_fn is None and cfg.mint_function == DEFAULT_MINT_FUNCTION:
         warn_without_userns(cfg)
     runner = runner or make_runner(cfg)
@@ -385,6 +408,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
             _sweep_stale(cfg, store, pool, runner, [it.instance for it in items])
             for res in runner.run(stage, feed(), on_submit=submit):
                 record(res)
+                if budget.due():
+                    budget.run(pool, getattr(runner, "each_node", None), store, set().union(*in_use.values()))
                 if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and not stop:
                     stop.append(res.reason)
                     log.error("%s (reported for %s)", res.reason, res.instance_id)
@@ -392,6 +417,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
                     _remove_abandoned(cfg, pool, runner, res.instance_id)
         for it in held:  # a row each: retried by the next run (infra_error), nothing lost
             record_input_error(it.instance, failure_row(it.instance, "infra_error", f"not started: {stop[0]}", now_iso()))
+        if items and budget.active:
+            budget.run(pool, getattr(runner, "each_node", None), store)
     finally:
         runner.close()
         report.wall_s = time.monotonic() - t0

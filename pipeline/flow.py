@@ -37,8 +37,9 @@ from envpool.errors import InstanceInputError
 from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.quoting import one_line
 from pipeline.config import PipelineConfig
+from pipeline.budget import BudgetWatch
 from pipeline.driver import (MemoryWriter, MintReport, _remove_abandoned, _run_log, _sweep_stale, finished_line,
-                             open_pool, record_config, reuse_candidates, write_input_errors)
+                             images_in_use, note_use, open_pool, record_config, reuse_candidates, write_input_errors)
 from pipeline.executors import ABANDONED, Done, LocalExecutor, Locality, row_of
 from pipeline.export import export_dataset
 from pipeline.flow_sources import KINDS as SOURCE_CALLS
@@ -129,6 +130,9 @@ class Flow:
         self.by_node: defaultdict[str, Counter[str]] = defaultdict(Counter)
         """Build rows per node id ("" in-process), by outcome."""
         self.nodes = NodeWatch(cfg, self.ex, self.store, self.pool)
+        self.budget = BudgetWatch(cfg)
+        self.in_use: dict[str, set[str]] = {}
+        """Instance in flight -> image ids its build may start from (never evicted meanwhile)."""
 
     # -- set-up -------------------------------------------------------------------------------
     def _read_instance_file(self, report: FlowReport) -> None:
@@ -217,6 +221,7 @@ class Flow:
             self.store.mark_running(planned_instance(item.instance, item.plan))
             if self.cfg.mint.reuse.enabled:
                 item.candidates = reuse_candidates(self.pool, item, self.cfg.mint.reuse.max_candidates)
+            self.in_use[item.instance.instance_id] = images_in_use(item)
             self._submit(self.build, item, ("build", item, now_iso()), self.cfg.timeout_s, count="build",
                          prefer=self.locality.prefer(item.instance.repo))
             if self.on_start:
@@ -285,6 +290,8 @@ class Flow:
                 self.pool.add(res.env)
             except Exception as e:  # noqa: BLE001 - the row is stored; the index can be rebuilt
                 log.error("could not index environment of %s: %s", res.instance_id, e)
+        note_use(self.pool, res)
+        self.in_use.pop(res.instance_id, None)
         report.results.append(res)
         self.counts[res.outcome] += 1
         if res.outcome == "verified" and report.first_verified_s is None:
@@ -324,7 +331,11 @@ class Flow:
                     break
                 for done in self.ex.poll(1.0):
                     self._handle(done, report)
+                if self.budget.due():
+                    self.budget.run(self.pool, self.ex.each_node, self.store, set().union(*self.in_use.values()))
             self.nodes.sweep_finished()
+            if self.budget.active:
+                self.budget.run(self.pool, self.ex.each_node, self.store)
             crawl = self.book.finish(self.out_dir, self.sources.api(), self.t0)
             report.wall_s = round(time.monotonic() - self.t0, 3)
             record_config(self.cfg)

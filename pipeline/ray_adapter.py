@@ -262,14 +262,19 @@ class RayExecutor:
         self._ensure_ray()
         name = getattr(stage, "name", type(stage).__name__)
         if name not in self._remote:
-            self._remote[name] = ray.remote(_ray_measured).options(**self._options(stage))
+            opts = self._options(stage)
+            self._remote[name] = (ray.remote(_ray_measured).options(**opts), opts)
         ref_key = id(stage)
         if ref_key not in self._stage_refs:
             self._stage_refs[ref_key] = (stage, ray.put(stage))  # (keeps `stage` alive: ids stay unique)
-        remote = self._remote[name]
+        remote, opts = self._remote[name]
         if prefer:
-            remote = remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-                prefer, soft=True, _spill_on_unavailable=True))
+            try:
+                strategy = NodeAffinitySchedulingStrategy(prefer, soft=True, _spill_on_unavailable=True)
+            except ValueError:  # not a node id: a hint never fails a submission
+                strategy = None
+            if strategy is not None:
+                remote = ray.remote(_ray_measured).options(**opts, scheduling_strategy=strategy)
         ref = remote.remote(self._stage_refs[ref_key][1], item)
         key = self._book.add(ref, (name, tag), timeout)
         if name == BUILD_STAGE and (meter := self._meter()):

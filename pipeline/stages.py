@@ -315,6 +315,7 @@ class MintStage:
                             item.instance.instance_id)
         except LowDisk as e:
             return failure_row(item.instance, "infra_error", e.message, now_iso())
+        self._clear_earlier_attempt(item)
         fn = self.mint_fn or load_function(self.mint_function)
         kwargs: dict = {}
         plan = getattr(item, "plan", None)
@@ -339,10 +340,28 @@ class MintStage:
             res = self._publish(res)
         return res
 
+    def _clear_earlier_attempt(self, item: WorkItem) -> None:
+        """Remove what an earlier attempt of this instance left on this node: Ray runs a build
+        again when its worker process or node died (`ray.system_retries`), and the dead attempt's
+        containers (and an image it committed without a result) would stay. Only one attempt of
+        an instance runs at a time, so this never touches a live one; the instance's own pooled
+        image (`item.env`) is kept. Never raises (no engine here: nothing to clear)."""
+        keep = [item.env.image_id] if item.env is not None and item.env.image_id else []
+        try:
+            got = sweep_leftovers(self.config.run_id, [item.instance.instance_id], keep)
+        except Exception as e:  # noqa: BLE001 - no engine (a fake minter's test), or it did not answer
+            log.debug("no earlier attempt cleared for %s: %s", item.instance.instance_id, e)
+            return
+        if got.get("containers") or got.get("images"):
+            log.warning("%s: removed %d container(s) and %d image(s) of an earlier attempt on this node",
+                        item.instance.instance_id, got["containers"], got["images"])
+
     def _local_candidates(self, candidates: list[EnvRecord]) -> list[EnvRecord]:
         """Reuse candidates whose image is (made) present on this node; one that cannot be pulled
         (or whose pulled id is not the pool's) is dropped (reuse is an optimisation: the instance
-        then builds from scratch)."""
+        then builds from scratch). A candidate whose image is not here at all (evicted by a
+        budget; on another node, no registry) fails its sandbox in the minter, which then tries
+        the next one or builds (`agents.envpatch.adapt_environment`)."""
         out = []
         for cand in candidates:
             if cand.location not in ("", "local"):

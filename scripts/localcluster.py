@@ -123,10 +123,12 @@ class LocalCluster:
     folder of engines, registry and logs; `registry`: run one (with credentials)."""
 
     def __init__(self, nodes: int, base: Path | None = None, slots: int = 1, cpus: int = 2, registry: bool = True,
-                 object_store_bytes: int = 256 * 1024**2):
+                 object_store_bytes: int = 256 * 1024**2, docker: bool = True):
         if nodes < 1:
             raise ValueError("nodes must be at least 1")
         self.n, self.slots, self.cpus, self.with_registry = nodes, slots, cpus, registry
+        self.with_engines = docker
+        """False: Ray nodes only (no engines of their own: tests of Ray's side without Docker)."""
         self.object_store_bytes = object_store_bytes
         self.slot = engines.free_slot()
         self.name = f"c{self.slot}-{secrets.token_hex(3)}"
@@ -161,9 +163,13 @@ class LocalCluster:
                "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
                "PATH": f"{VENV}:{os.environ.get('PATH', '')}"}
         env.pop("RAY_ADDRESS", None)
+        # a loaded 2-core host misses Ray's default health checks (a live node marked dead): wait longer
+        env.setdefault("RAY_health_check_period_ms", "5000")
+        env.setdefault("RAY_health_check_timeout_ms", "20000")
+        env.setdefault("RAY_health_check_failure_threshold", "6")
         if self.with_registry:
             env |= {"SWEMINT_REGISTRY_USER": self.user, "SWEMINT_REGISTRY_PASSWORD": self.password}
-        if i is not None:
+        if i is not None and self.with_engines:
             env["DOCKER_HOST"] = self.engines[i].host
         return env
 
@@ -184,7 +190,7 @@ class LocalCluster:
                 fh.write(secrets.token_hex(32))
             if self.with_registry:
                 self.start_registry()
-            for i in range(self.n):
+            for i in range(self.n if self.with_engines else 0):
                 self.start_engine(i)
             self.start_head()
             for i in range(1, self.n):
@@ -267,7 +273,7 @@ class LocalCluster:
                               "--dashboard-host", "127.0.0.1", "--dashboard-port", str(self.dash_port),
                               "--ray-client-server-port", str(free_port()), *self._ray_ports(),
                               "--temp-dir", str(self.tmp / "ray"), "--disable-usage-stats"])
-        for _ in range(120):
+        for _ in range(240):
             req = urllib.request.Request(f"{self.address}/api/version",
                                          headers={"Authorization": f"Bearer {self.token.read_text().strip()}"})
             try:
@@ -294,7 +300,7 @@ class LocalCluster:
                               "--address", f"127.0.0.1:{self.gcs_port}", "--node-ip-address", "127.0.0.1",
                               "--num-cpus", str(self.cpus), "--resources", json.dumps({"docker": self.slots}),
                               *self._ray_ports(), "--disable-usage-stats"])
-        for _ in range(90):
+        for _ in range(240):  # a loaded host needs minutes
             if not alive(pid):
                 raise RuntimeError(f"Ray node {i} died: {self._tail(i)}")
             if "Ray runtime started" in self._tail(i, 20000):
@@ -380,13 +386,14 @@ class LocalCluster:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        epid = engines.kill_engine(self.engines[i])
+        epid = engines.kill_engine(self.engines[i]) if self.with_engines else None
         self.engine_pids.pop(i, None)
         log(f"node {self.engines[i].name}: killed {len(victims)} Ray process(es) and engine {epid}")
 
     def restart_node(self, i: int) -> None:
         """Bring node `i` back: its engine on the same data root, then its Ray node."""
-        self.start_engine(i)
+        if self.with_engines:
+            self.start_engine(i)
         self.start_worker(i)
         self.save()
 
@@ -458,7 +465,7 @@ class LocalCluster:
         if self.reg_pid is not None:
             stop_group(self.reg_pid, grace=10)
             self.reg_pid = None
-        for eng in self.engines:
+        for eng in self.engines if self.with_engines else []:
             engines.stop_engine(eng, remove_data=not keep)
         self.engine_pids.clear()
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -227,3 +227,45 @@ def test_mint_stage_publishes_verified_images_and_records_where(monkeypatch):
     down = MintStage(MintConfig(), mint_fn=mint, registry="down:5000").process(items("ok-3")[0])
     assert down.outcome == "infra_error" and down.env is None and "connection refused" in down.reason
     assert MintStage(MintConfig(), mint_fn=mint).process(items("ok-4")[0]).env.location == "local"
+
+
+class CrashOnce(FakeStage):
+    """Kills its worker process the first time it sees an item (a marker file in `folder`), then
+    succeeds: a build whose worker or node died, run again."""
+
+    name = "crash-once"
+
+    def __init__(self, folder: Path):
+        super().__init__()
+        self.folder = folder
+
+    def process(self, item: WorkItem) -> InstanceResult:
+        marker = self.folder / item.instance.instance_id
+        if not marker.exists():
+            marker.write_text(str(os.getpid()))
+            os._exit(3)
+        return super().process(item)
+
+
+@pytest.mark.slow
+def test_a_task_whose_worker_died_is_run_again_and_ends_as_one_row(local_ray, tmp_path):
+    got = list(RayRunner(workers=2, timeout=120).run(CrashOnce(tmp_path), items("ok-1", "ok-2")))
+    assert sorted((r.instance_id, r.outcome) for r in got) == [("ok-1", "verified"), ("ok-2", "verified")]
+    for r in got:  # the second attempt ran in another worker process than the one that died
+        assert r.reason != f"pid {(tmp_path / r.instance_id).read_text()}"
+
+
+@pytest.mark.slow
+def test_a_preferred_node_is_used_and_reported_and_an_unknown_one_is_only_a_hint(local_ray):
+    from pipeline.ray_adapter import RayExecutor
+
+    ex = RayExecutor(workers=2)
+    (node,) = ex.node_ids()
+    ex.submit(FakeStage(), items("ok-1")[0], tag="a", timeout=60, prefer=node)
+    ex.submit(FakeStage(), items("ok-2")[0], tag="b", timeout=60, prefer="ab" * 28)  # no such node
+    done = []
+    while len(done) < 2:
+        done += ex.poll(5.0)
+    assert {d.tag: (d.result.value.outcome, d.result.node) for d in done} == {"a": ("verified", node),
+                                                                            "b": ("verified", node)}
+    assert set(ex.node_names()) == {node}
