@@ -1053,10 +1053,51 @@ def expand_nargs(argv: list[str]) -> list[str]:
     return out
 
 
-from pipeline import pool_cli  # noqa: E402 - its commands use this module's helpers, imported lazily
+@pool_app.command("du")
+@conventions
+def pool_du(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
+            top: Annotated[int, typer.Option(help="Repositories shown (largest first)")] = 20) -> None:
+    """Bytes of the pool's environments on this node's engine and in the registry, per language
+    and per repository: unique (only its images use them: what evicting it frees) and shared
+    (toolchain and dependency layers, layers of reused environments); `other` = images that are
+    no pooled environment (toolchains). Registry bytes are compressed.
 
-pool_app.command("du")(pool_cli.du)
-pool_app.command("prune")(pool_cli.prune)
+    [b]Example:[/b] swemint pool du --workdir work --set registry=127.0.0.1:5000
+    """
+    from pipeline.pool_cli import du
+
+    cfg = config_from_options(config, sets, workdir=workdir)
+    require_workdir(cfg.workdir, "swemint pool du")
+    du(cfg, top)
+
+
+@pool_app.command("prune")
+@conventions
+def pool_prune(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
+               engine_bytes: Annotated[Optional[str], typer.Option(help="Budget of each node's engine, e.g. 200G",
+                                                                   show_default="budget.engine_bytes")] = None,
+               registry_bytes: Annotated[Optional[str], typer.Option(help="Budget of the registry, e.g. 2T",
+                                                                     show_default="budget.registry_bytes")] = None,
+               evict_published: Annotated[bool, typer.Option("--evict-published", help="Also delete registry "
+                                                             "images that verified rows name by digest")] = False,
+               dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the registry plan; change nothing")] = False,
+               ray: Annotated[bool, typer.Option("--ray/--no-ray", help="Every node of the Ray cluster "
+                                                 "($RAY_ADDRESS), or only this host's engine")] = False,
+               wait: Annotated[float, typer.Option(help="Seconds to wait for a running driver")] = 0.0) -> None:
+    """Apply the pool's disk budgets now. On each node's engine the least recently used
+    environments are untagged until it fits (a registry copy stays pullable; an environment with
+    no copy left leaves the pool, so its next reuse builds); in the registry, manifests no row
+    names go first, published ones only with --evict-published (the bytes come back at the
+    registry's garbage collection). Leftovers of finished instances (containers, unpooled images)
+    are swept first. Every eviction is recorded in the pool (table `evictions`).
+
+    [b]Example:[/b] swemint pool prune --workdir work --engine-bytes 200G --ray
+    """
+    from pipeline.pool_cli import prune
+
+    cfg = config_from_options(config, sets, workdir=workdir)
+    require_workdir(cfg.workdir, "swemint pool prune")
+    prune(cfg, engine_bytes, registry_bytes, evict_published, dry_run, ray, wait)
 
 
 def main() -> None:

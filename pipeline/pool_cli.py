@@ -1,16 +1,13 @@
-"""`swemint pool du` and `swemint pool prune` (registered on `pipeline.cli`'s `pool` app): the pool's
-bytes, and its disk budgets applied by hand (`pipeline.budget`)."""
+"""The bodies of `swemint pool du` and `swemint pool prune` (their Typer commands are in
+`pipeline.cli`): the pool's bytes, and its disk budgets applied by hand (`pipeline.budget`)."""
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
-from typing import Annotated, Optional
 
-import typer
-from rich.markup import escape
 from rich.table import Table
+
+from pipeline.cli_common import escape
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
@@ -33,11 +30,6 @@ def human(n: int | float) -> str:
     return f"{n} TB"
 
 
-Workdir = Annotated[Optional[Path], typer.Option("--workdir", "-w", help="State, logs, pool, dataset")]
-ConfigFile = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML config layered on the defaults")]
-Sets = Annotated[Optional[list[str]], typer.Option("--set", "-s", help="Override, e.g. registry=127.0.0.1:5000")]
-
-
 def _table(title: str, rows: dict[str, dict], limit: int | None = None) -> Table:
     t = Table(title=title)
     for col in ("", "images", "bytes", "unique", "shared"):
@@ -48,29 +40,20 @@ def _table(title: str, rows: dict[str, dict], limit: int | None = None) -> Table
     return t
 
 
-def du(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
-       as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
-       top: Annotated[int, typer.Option(help="Repositories shown (largest first)")] = 20) -> None:
-    """Bytes of the pool's environments on this node's engine and in the registry: per language
-    and per repository, unique (only its images use them: what evicting it frees) and shared
-    (toolchain and dependency layers, layers of reused environments). `other`: images that are
-    no pooled environment (toolchains). Registry bytes are compressed.
-
-    [b]Example:[/b] swemint pool du --workdir work --set registry=127.0.0.1:5000
-    """
-    from pipeline.budget import disk_usage
-    from pipeline.cli import config_from_options, console, err_console
+def du(cfg, top: int = 20) -> None:
+    """`swemint pool du` for `cfg` (see its help in `pipeline.cli`): tables, or under `--json` one
+    summary object (the `disk_usage` dict)."""
     from envpool.errors import SwemintError
     from envpool.pool import EnvPool
+    from pipeline.budget import disk_usage
+    from pipeline.cli_common import MODE, console, emit, fail
 
-    cfg = config_from_options(config, sets, workdir=workdir)
     try:
         got = disk_usage(cfg, EnvPool(cfg.pool_path, read_only=True))
     except SwemintError as e:
-        err_console.print(f"[red]error:[/red] {escape(e.message)}", soft_wrap=True)
-        raise typer.Exit(1) from None
-    if as_json:
-        console.print_json(json.dumps(got))
+        fail(e.message, 1)
+    if MODE.json:
+        emit(got)
         return
     for place in ("engine", "registry"):
         part = got.get(place)
@@ -83,44 +66,25 @@ def du(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
     console.print(f"{got['environments']} pooled environments", soft_wrap=True)
 
 
-def prune(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
-          engine_bytes: Annotated[Optional[str], typer.Option(help="Budget of each node's engine, e.g. 200G "
-                                                              "(default: budget.engine_bytes)")] = None,
-          registry_bytes: Annotated[Optional[str], typer.Option(help="Budget of the registry, e.g. 2T "
-                                                                "(default: budget.registry_bytes)")] = None,
-          evict_published: Annotated[bool, typer.Option("--evict-published", help="Also delete registry images "
-                                                        "verified rows name by digest")] = False,
-          dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the registry plan; change nothing")] = False,
-          ray: Annotated[bool, typer.Option("--ray/--no-ray", help="Every node of the Ray cluster ($RAY_ADDRESS) "
-                                            "or only this host's engine")] = False,
-          wait: Annotated[float, typer.Option(help="Seconds to wait for a running driver")] = 0.0) -> None:
-    """Apply the pool's disk budgets now: on each node's engine the least recently used
-    environments are untagged until it fits (a registry copy stays pullable; an environment
-    with no copy left leaves the pool, so its next reuse builds); in the registry, manifests no
-    row names go first, published ones only with --evict-published (bytes come back at the
-    registry's garbage collection). Leftovers of finished instances (containers, unpooled
-    images) are swept first. Every eviction is recorded in the pool (`evictions` table).
-
-    [b]Example:[/b] swemint pool prune --workdir work --engine-bytes 200G --ray
-    """
+def prune(cfg, engine_bytes: str | None = None, registry_bytes: str | None = None, evict_published: bool = False,
+          dry_run: bool = False, ray: bool = False, wait: float = 0.0) -> None:
+    """`swemint pool prune` for `cfg` (see its help in `pipeline.cli`): sweep leftovers of
+    finished instances, then `pipeline.budget.enforce` under the driver lock; a line per node and
+    per deleted manifest, or under `--json` the summary."""
     from envpool.eviction import BudgetConfig
     from envpool.pool import EnvPool
     from pipeline.budget import enforce
-    from pipeline.cli import config_from_options, console, err_console
+    from pipeline.cli_common import MODE, console, emit, fail
     from pipeline.store import ResultStore, WorkdirLocked, driver_lock
 
-    cfg = config_from_options(config, sets, workdir=workdir)
     try:
         budget = BudgetConfig(engine_bytes=parse_bytes(engine_bytes) if engine_bytes else cfg.budget.engine_bytes,
                               registry_bytes=parse_bytes(registry_bytes) if registry_bytes else cfg.budget.registry_bytes,
                               evict_published=evict_published or cfg.budget.evict_published)
     except ValueError as e:
-        err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(str(e))
     if budget.engine_bytes is None and budget.registry_bytes is None:
-        err_console.print("[red]error:[/red] no budget: give --engine-bytes / --registry-bytes or set budget.*",
-                          soft_wrap=True)
-        raise typer.Exit(2)
+        fail("no budget: give --engine-bytes / --registry-bytes or set budget.engine_bytes / budget.registry_bytes")
     executor = None
     if ray:
         from pipeline.ray_adapter import RayExecutor
@@ -129,16 +93,20 @@ def prune(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
     try:
         with driver_lock(cfg.workdir, wait=wait):
             store, pool = ResultStore(cfg.workdir), EnvPool(cfg.pool_path)
-            if not dry_run:
-                _sweep(cfg, store, pool, executor)
+            swept = {} if dry_run else _sweep(cfg, store, pool, executor)
             got = enforce(cfg, pool, executor.each_node if executor else None, store=store, budget=budget,
                           dry_run=dry_run)
     except WorkdirLocked as e:
-        err_console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        fail(str(e), 1)
     finally:
         if executor is not None:
             executor.close()
+    if MODE.json:
+        emit({**got, "swept": swept})
+        return
+    if swept.get("containers") or swept.get("images"):
+        console.print(f"swept {swept['containers']} container(s) and {swept['images']} image(s) left by finished "
+                      "instances", soft_wrap=True)
     for node in got["engines"]:
         console.print(f"engine {escape(node['node'])}: {human(node['before'])} -> {human(node['after'])}, "
                       f"{len(node['evicted'])} environment(s) evicted", soft_wrap=True)
@@ -157,21 +125,16 @@ def prune(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = None,
                           "published rows (--evict-published)[/yellow]", soft_wrap=True)
 
 
-def _sweep(cfg, store, pool, executor) -> None:
+def _sweep(cfg, store, pool, executor) -> dict[str, int]:
     from pipeline.stages import sweep_leftovers
 
     ids = [r.instance_id for r in store.results()]
     keep = [r.image_id for r in pool.list() if r.image_id]
     if not ids:
-        return
+        return {}
     try:
         got = executor.each_node(sweep_leftovers, cfg.mint.run_id, ids, keep) if executor else \
             [sweep_leftovers(cfg.mint.run_id, ids, keep)]
     except Exception:  # noqa: BLE001 - no engine: nothing to sweep
-        return
-    from pipeline.cli import console
-
-    n = {k: sum(c.get(k, 0) for c in got) for k in ("containers", "images")}
-    if n["containers"] or n["images"]:
-        console.print(f"swept {n['containers']} container(s) and {n['images']} image(s) left by finished instances",
-                      soft_wrap=True)
+        return {}
+    return {k: sum(c.get(k, 0) for c in got) for k in ("containers", "images")}

@@ -152,3 +152,31 @@ def test_du_splits_bytes_by_language_and_repository(tmp_path):
     assert e["by_language"]["python"] == {"images": 2, "bytes": 914 * MB, "unique": 14 * MB, "shared": 900 * MB}
     assert e["by_language"]["go"]["unique"] == 50 * MB and e["by_language"]["other"]["images"] == 2
     assert e["by_repo"]["o/a"]["unique"] == 14 * MB and e["by_repo"]["o/g"]["bytes"] == 1250 * MB
+
+
+def test_pool_prune_on_the_command_line_records_and_prints_the_evictions(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    pool = _pool(tmp_path, _rec("o__a-1"), _rec("o__a-2"))
+    (tmp_path / "instances").mkdir()
+    monkeypatch.setattr("pipeline.stages.sweep_leftovers", lambda run_id, ids, keep: {"containers": 0, "images": 0})
+    asked = {}
+
+    def fake_evict(candidates, budget, protect=()):
+        asked.update(order=[c["instance_id"] for c in candidates], budget=budget)
+        return {"node": "here", "before": 5 * 1024**3, "after": 1024**3, "evicted": [
+            {"instance_id": "o__a-1", "image_tag": "swemint/env:o__a-1", "bytes": 4 * 1024**3}]}
+
+    monkeypatch.setattr(bud, "evict_engine", fake_evict)
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--engine-bytes", "2G", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["ok"] and out["engines"][0]["evicted"][0]["instance_id"] == "o__a-1"
+    assert asked == {"order": ["o__a-1", "o__a-2"], "budget": 2 * 1024**3}
+    assert pool.get("o__a-1") is None and pool.evictions()[0]["place"] == "engine:here"
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path)])
+    assert r.exit_code == 2 and "no budget" in r.output
