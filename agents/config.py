@@ -70,8 +70,9 @@ class VerifyConfig(BaseModel):
 
 class ReuseConfig(BaseModel):
     """Environment reuse (MEnvAgent, arXiv 2601.22859), every language: before a full build, try
-    pooled environments of other instances of the same repository (then of similar
-    repositories), adapted by EnvPatch and accepted only when they verify."""
+    pooled environments of other instances of the same repository, adapted by EnvPatch and
+    accepted only when they verify. Other repositories' environments are never reused; they share
+    only the dependency tier, in which no repository's code ran (`agents.tiers`)."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = True
@@ -81,9 +82,6 @@ class ReuseConfig(BaseModel):
     commit, any); each costs one container start and a probe."""
     patch_rounds: int = Field(default=2, ge=0)
     """EnvPatch rounds per candidate (derive increments -> apply -> probe again)."""
-    similar: bool = True
-    """Also offer environments of other repositories of the same language that declare most of
-    this repository's dependencies (after the same repository's)."""
 
 
 class RepairConfig(BaseModel):

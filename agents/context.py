@@ -88,10 +88,11 @@ class MintRun:
 class Environment(BaseModel):
     """An environment image and how it was made.
 
-    `source`: `built` (full setup), `reused` (a pooled environment of another instance adapted by
-    EnvPatch; `reused_from`), `amended` (commands added after a verification), `pooled` (this
-    instance's own pooled image). `commands`: what ran on top of the base image (the increments
-    for a reused one); `test_env`: the environment of test runs.
+    `source`: `built` (full setup), `reused` (a pooled environment of another instance of the
+    repository adapted by EnvPatch; `reused_from`), `amended` (commands added after a
+    verification), `pooled` (this instance's own pooled image). `commands`: what ran on top of
+    the base image (the increments for a reused one); `test_env`: the environment of test runs.
+    `dependency_key` / `dependency_image_id`: the dependency layer it stands on (`agents.tiers`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -107,4 +108,5 @@ class Environment(BaseModel):
     interpreter: str = ""
     reused_from: str | None = None
     reuse_kind: str | None = None
-    reuse_overlap: float | None = None
+    dependency_key: str | None = None
+    dependency_image_id: str | None = None

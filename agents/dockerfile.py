@@ -8,8 +8,17 @@ so no later commit (the fix) is reachable -- replays the setup commands that suc
 keeps tracked edits in their own commit, and adds `python3` where the image has none (for the
 status tool, `envpool.evalscript`).
 
+The steps come in the tiers the environment was built in (`agents.tiers`): the toolchain, then --
+when the environment stands on a dependency layer -- `# tier: dependencies` (only the manifests
+and lockfiles the layer was given are taken from the tree, the layer's commands run, /testbed is
+emptied again), then `# tier: instance` (the checkout and the setup). A row whose environment
+was reused from another instance of its repository (`render_reused_dockerfile`) is that
+instance's Dockerfile, its tree read from `trees/<commit>.tar.gz`, followed by this commit's
+tree laid over it as the reuse did and the increments: the steps that made the published image.
+
 It needs a build context (`build_context`): `testbed.tar.gz` (the tree of `base_commit`, `git
-archive` of the mirror; GitHub is not cloned), `swemint/` (the grading tools, `ca.pem`: the CA
+archive` of the mirror; GitHub is not cloned), `trees/<commit>.tar.gz` for each earlier tree a
+reused row's Dockerfile names (`earlier_trees`), `swemint/` (the grading tools, `ca.pem`: the CA
 bundle the build trusts, and `build-env.sh`, sourced by every build step, which points the usual
 CA variables at it only during the build). `swemint export --format swebench-task-repo` and
 `swemint rebuild` write it; `DOCKER_BUILDKIT=0 docker build -t TAG DIR` builds it.
@@ -20,6 +29,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import tarfile
 
 from envpool import images
@@ -31,6 +41,8 @@ CONTEXT_TREE = "testbed.tar.gz"
 """The build context's tarball of `base_commit`'s tree."""
 BUILD_ENV = "/opt/swemint/build-env.sh"
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
+EARLIER_TREE = re.compile(r"^COPY trees/([0-9a-f]{7,64})\.tar\.gz ", re.M)
+"""A reused row's Dockerfile line copying an earlier instance's tree (`render_reused_dockerfile`)."""
 
 
 def run_line(command: str, build_env: bool = True) -> str:
@@ -48,13 +60,17 @@ def run_line(command: str, build_env: bool = True) -> str:
 
 def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands: list[str],
                       env: dict[str, str], workdir: str = "/testbed",
-                      files: dict[str, bytes] | None = None, restore: list[str] | None = None, **_ignored) -> str:
+                      files: dict[str, bytes] | None = None, restore: list[str] | None = None,
+                      dependency=None, **_ignored) -> str:
     """Return Dockerfile text (str) for the environment built from toolchain image `base_image`
     by `commands` (run in `workdir` with `env` set, PATH included). The toolchain is spelled out
     from `envpool.images.recipe(base_image)` when this process resolved it; otherwise the
-    Dockerfile starts `FROM base_image` and says so. `files` (absolute path -> content) other
-    than the grading tools (which come from the build context) are written inline. `restore`:
-    tracked files set back to base_commit before the setup edits are committed."""
+    Dockerfile starts `FROM base_image` and says so. `dependency`: the dependency tier the
+    environment stands on (an `agents.tiers.DependencyTier`: `dependency_steps`), between the
+    toolchain and the instance tier.
+    `files` (absolute path -> content) other than the grading tools (which come from the build
+    context) are written inline. `restore`: tracked files set back to base_commit before the
+    setup edits are committed."""
     rec = images.recipe(base_image)
     lines = [f"# swemint environment for {comment(repo)} @ {comment(base_commit)}",
              "# Build context: this file, testbed.tar.gz (the tree of base_commit, no history) and swemint/",
@@ -66,6 +82,9 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
         lines.append(f"# The steps that made {rec.from_image} are not known to this build; it is used as is.")
     lines += [f"FROM {rec.from_image}", 'SHELL ["/bin/bash", "-c"]', "COPY swemint/ /opt/swemint/"]
     lines += [run_line(step) for step in rec.steps]
+    if dependency is not None:
+        lines += dependency_steps(dependency, workdir)
+        lines.append("# tier: instance (the checkout of base_commit and the repository's own setup)")
     lines += [f"ENV {env_name(k)}={docker_env_value(v)}" for k, v in sorted(env.items())]
     lines += [f"COPY {CONTEXT_TREE} /tmp/{CONTEXT_TREE}",
               f"RUN mkdir -p {workdir} && tar -xzf /tmp/{CONTEXT_TREE} -C {workdir} && rm /tmp/{CONTEXT_TREE} && "
@@ -86,6 +105,87 @@ def render_dockerfile(*, base_image: str, repo: str, base_commit: str, commands:
     return "\n".join(lines) + "\n"
 
 
+def dependency_steps(tier, workdir: str = "/testbed") -> list[str]:
+    """Dockerfile lines of a dependency tier (an `agents.tiers.DependencyTier`: its `name`,
+    `key`, `files`, `stubs`, `commands`, `env`): only the manifests and lockfiles
+    it was given are taken from the tree (and its stub paths created empty), its commands run in
+    `workdir` with its environment exported (not ENV: the instance tier runs with its own), and
+    `workdir` is emptied again, as the tier's own sandbox was before its commit."""
+    out = [f"# tier: dependencies ({comment(tier.name)}; key {tier.key}): no code of the repository is present "
+           "or runs here, only the files named below; the image under this key is shared by every environment "
+           "with the same key",
+           f"WORKDIR {workdir}"]
+    if tier.files:
+        out += [f"COPY {CONTEXT_TREE} /tmp/swemint-manifests.tar.gz",
+                f"RUN tar -xzf /tmp/swemint-manifests.tar.gz -C {workdir} -- "
+                + shell_words(tier.files) + " && rm -f /tmp/swemint-manifests.tar.gz"]
+    if tier.stubs:
+        out.append(f"RUN cd {workdir} && for f in {shell_words(tier.stubs)}; do "
+                   'mkdir -p "$(dirname "$f")" && : > "$f"; done')
+    prefix = ("export " + " ".join(env_assignment(k, v) for k, v in sorted(tier.env.items())) + "; ") \
+        if tier.env else ""
+    out += [run_line(prefix + c) for c in tier.commands]
+    out.append(f"RUN find {workdir} -mindepth 1 -delete")
+    return out
+
+
+def layout_command(tar_path: str, base_commit: str, *, replace: bool = False, keep_ignored: bool = False,
+                   workdir: str = "/testbed") -> str:
+    """Shell laying out the tree in `tar_path` (tar, gzip or not) at `workdir` as one commit `base
+    <base_commit>` with no history, as `agents.envimage.lay_out_repository` does. `replace`:
+    the previous tree goes first; `keep_ignored`: except its top-level folders its git ignores
+    (`target/`, `node_modules/`), which stay ignored and every file of the new tree gets the
+    current time (no kept artifact looks newer than a changed source). Ends printing HEAD."""
+    tar = shell_word(tar_path)
+    keep = ""
+    if replace and keep_ignored:
+        keep = (f"cd {workdir} && keep=$(git ls-files --others --ignored --exclude-standard --directory 2>/dev/null "
+                "| grep -E '^[^/]+/$' | tr '\\n' ' ') ; cd / && for f in "
+                f"{workdir}/* {workdir}/.[!.]* {workdir}/..?*; do "
+                f"[ -e \"$f\" ] || continue; n=${{f#{workdir}/}}; case \" $keep \" in *\" $n/ \"*) ;; *) rm -rf \"$f\";; "
+                "esac; done && ")
+        clear = keep
+    else:
+        clear = f"cd / && find {workdir} -mindepth 1 -delete && " if replace else ""
+    exclude = ("for k in $keep; do echo \"/$k\" >> .git/info/exclude; done && " if keep else "")
+    fresh = f"tar -tf {tar} | grep -v '/$' | tr '\\n' '\\0' | xargs -0 -r touch -c -- && " if keep else ""
+    return (f"{clear}mkdir -p {workdir} && cd {workdir} && tar -xf {tar} && {fresh}rm {tar} && "
+            f"git init -q && {exclude}git add -A && git {GIT_ID} commit -qm {shell_word('base ' + base_commit)} "
+            "--no-verify && git rev-parse HEAD")
+
+
+def render_reused_dockerfile(*, candidate_dockerfile: str, candidate_commit: str, reused_from: str, repo: str,
+                             base_commit: str, commands: list[str], env: dict[str, str], keep_ignored: bool,
+                             workdir: str = "/testbed") -> str:
+    """The Dockerfile of an environment reused from another instance of the same repository:
+    that instance's Dockerfile (`candidate_dockerfile`, whose own tree becomes
+    `trees/<candidate_commit>.tar.gz`), then this commit's tree laid over its /testbed as the
+    reuse did (`layout_command` with `replace`, `keep_ignored`), `env` and the increments
+    `commands` (edits they make to tracked files stay uncommitted, as in the reuse's sandbox):
+    every step that made the published image, in order. A chain of reuses nests (each earlier
+    tree keeps its `trees/` name)."""
+    earlier = candidate_dockerfile.rstrip("\n").replace(f"COPY {CONTEXT_TREE} ", f"COPY trees/{candidate_commit}.tar.gz ")
+    lines = [f"# swemint environment for {comment(repo)} @ {comment(base_commit)}: the environment of "
+             f"{comment(reused_from)} (same repository; its steps first, on its own tree "
+             f"trees/{comment(candidate_commit)}.tar.gz), then this commit's tree and the increments",
+             earlier,
+             f"# tier: instance of {comment(base_commit)} on the environment of {comment(reused_from)}: /testbed "
+             "replaced by this commit's tree" + (" (the top-level folders the earlier tree's git ignores kept)"
+                                                 if keep_ignored else ""),
+             f"WORKDIR {workdir}",
+             f"COPY {CONTEXT_TREE} /tmp/{CONTEXT_TREE}",
+             f"RUN {layout_command('/tmp/' + CONTEXT_TREE, base_commit, replace=True, keep_ignored=keep_ignored, workdir=workdir)}"]
+    lines += [f"ENV {env_name(k)}={docker_env_value(v)}" for k, v in sorted(env.items())]
+    lines += [run_line(c) for c in commands]
+    lines.append(run_line(ENSURE_PYTHON3))
+    return "\n".join(lines) + "\n"
+
+
+def earlier_trees(dockerfile: str) -> list[str]:
+    """The commits whose trees a reused row's Dockerfile copies from `trees/` (earliest first)."""
+    return list(dict.fromkeys(EARLIER_TREE.findall(dockerfile or "")))
+
+
 def build_env_script() -> str:
     """`build-env.sh`: the CA variables pointed at /opt/swemint/ca.pem when it is non-empty."""
     exports = " ".join(f"{k}={CA_PATH_IN_CONTAINER}" for k in CA_ENV_VARS)
@@ -93,12 +193,17 @@ def build_env_script() -> str:
             f"if [ -s {CA_PATH_IN_CONTAINER} ]; then export {exports}; fi\n")
 
 
-def build_context(tree_tar: bytes, ca_bundle: bytes | None = None) -> dict[str, bytes]:
+def build_context(tree_tar: bytes, ca_bundle: bytes | None = None,
+                  earlier: dict[str, bytes] | None = None) -> dict[str, bytes]:
     """Relative path -> content of a Dockerfile's build context (the Dockerfile not included):
     `testbed.tar.gz` from `tree_tar` (an uncompressed tar of the tree, e.g.
-    `agents.gitrepo.GitTree.archive()`), the grading tools under `swemint/`, `swemint/ca.pem`
-    (`ca_bundle`, empty when None) and `swemint/build-env.sh`. Deterministic for equal input."""
+    `agents.gitrepo.GitTree.archive()`), `trees/<commit>.tar.gz` for each of `earlier` (commit ->
+    uncompressed tar: the trees a reused row's Dockerfile names, `earlier_trees`), the grading
+    tools under `swemint/`, `swemint/ca.pem` (`ca_bundle`, empty when None) and
+    `swemint/build-env.sh`. Deterministic for equal input."""
     out = {CONTEXT_TREE: _gzip(tree_tar)}
+    for commit, tar in sorted((earlier or {}).items()):
+        out[f"trees/{commit}.tar.gz"] = _gzip(tar)
     for path, data in grading_tools().items():
         out["swemint/" + path.removeprefix("/opt/swemint/")] = data
     out["swemint/ca.pem"] = ca_bundle or b""

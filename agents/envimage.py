@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agents.dockerfile import layout_command
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
 from envpool import images
@@ -73,22 +74,9 @@ def lay_out_repository(sb, tree: GitTree, base_commit: str, *, replace: bool = F
     Raises EnvBuildError (with the output's tail) when it fails.
     """
     sb.put_file("/tmp/swemint/repo.tar", tree.archive())
-    keep = ""
-    if replace and keep_ignored:
-        keep = ("cd /testbed && keep=$(git ls-files --others --ignored --exclude-standard --directory 2>/dev/null "
-                "| grep -E '^[^/]+/$' | tr '\\n' ' ') ; cd / && for f in /testbed/* /testbed/.[!.]* /testbed/..?*; do "
-                "[ -e \"$f\" ] || continue; n=${f#/testbed/}; case \" $keep \" in *\" $n/ \"*) ;; *) rm -rf \"$f\";; "
-                "esac; done && ")
-        clear = keep
-    else:
-        clear = "cd / && find /testbed -mindepth 1 -delete && " if replace else ""
-    exclude = ("for k in $keep; do echo \"/$k\" >> .git/info/exclude; done && " if keep else "")
-    # kept artifacts must never look newer than this tree's sources (make, Maven and cargo go by
-    # modification times): every file of the tree is touched now
-    fresh = "tar -tf /tmp/swemint/repo.tar | grep -v '/$' | tr '\\n' '\\0' | xargs -0 -r touch -c -- && " if keep else ""
-    r = sb.exec(f"{clear}cd /testbed && tar -xf /tmp/swemint/repo.tar && {fresh}rm /tmp/swemint/repo.tar && "
-                f"git init -q && {exclude}git add -A && git {GIT_ID} commit -qm {shell_word('base ' + base_commit)} --no-verify && "
-                "git rev-parse HEAD", timeout=600, log_label="checkout")
+    # the same shell the Dockerfiles replay (agents.dockerfile.layout_command)
+    r = sb.exec(layout_command("/tmp/swemint/repo.tar", base_commit, replace=replace, keep_ignored=keep_ignored),
+                timeout=600, log_label="checkout")
     if not r.ok:
         raise EnvBuildError(f"could not lay out the repository: {r.output[-500:]}", instance_id=tree.instance_id,
                             log_path=log_path)
@@ -147,7 +135,7 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
         sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
     sb.exec(ENSURE_PYTHON3, timeout=600, log_label="grading-tools")
     ref = f"{repository}:{tag}"
-    labels = {**labels, **tool_labels()}  # which status tool the image carries (export checks it)
+    labels = {"swemint.tier": "instance", **labels, **tool_labels()}  # tier: not the dependency image's it would inherit
     previous = image_id(factory, ref)
     owner = image_label(factory, ref, "swemint.run")
     new_id = sb.commit(repository, tag, labels=labels, env=env) if env else sb.commit(repository, tag, labels=labels)

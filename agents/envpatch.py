@@ -1,15 +1,20 @@
-"""EnvPatch agent: make a pooled environment of another instance fit this one (MEnvAgent, arXiv
-2601.22859, "environment reuse"), for every ecosystem. The result is *accepted only when it
-verifies* (the flow grades it like any environment and falls back to a full build otherwise).
+"""EnvPatch agent: make a pooled environment of another instance *of the same repository* fit
+this one (MEnvAgent, arXiv 2601.22859, "environment reuse"), for every ecosystem. The result is
+*accepted only when it verifies* (the flow grades it like any environment and falls back to a
+full build otherwise). An environment of another repository is never a candidate: its instance
+tier holds what that repository's build code wrote; across repositories only the dependency tier
+is shared (`agents.tiers`).
 
 For a candidate whose toolchain fits the plan, a build sandbox is started from its image,
 /testbed is replaced by this instance's tree (top-level folders the old tree's git ignores --
 `target/`, `node_modules/` -- stay, so an incremental build reuses them; caches outside /testbed
 stay anyway), and the ecosystem's `adapt` hook runs (Python: `EnvPatch`, which syncs the project's
-dependencies and probes the tests, its increments on top of the candidate's script); without
-the hook the plan's own setup commands run again on the warm caches (the setup script and
-Dockerfile are then the plan's own, complete from the toolchain image). The sandbox is committed
-as this instance's image, labelled `swemint.reused_from`.
+dependencies and probes the tests); without the hook the plan's own setup commands run again on
+the warm caches. The setup script is the candidate's followed by the increments; the Dockerfile
+is the candidate's followed by this tree's layout and the increments
+(`agents.dockerfile.render_reused_dockerfile`), so it builds what the image holds. The sandbox is
+committed as this instance's image, labelled `swemint.reused_from`; the row keeps the
+candidate's dependency layer (`dependency_key`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import time
 
 from agents.context import Environment, MintRun
-from agents.dockerfile import render_dockerfile, render_setup_script, run_line
+from agents.dockerfile import render_reused_dockerfile, render_setup_script
 from agents.ecosystems.base import Plan, hook
 from agents.envimage import commit_image, image_tag_for, lay_out_repository
 from agents.execution import Job, run_setup
@@ -26,44 +31,42 @@ from envpool.errors import SandboxTimeout, SwemintError
 from envpool.quoting import comment, docker_env_value, env_name
 
 
-def fits(cand: EnvRecord, plan: Plan, same_repo: bool) -> str:
-    """Why `cand` cannot be adapted for `plan` ("" when it can): another language, or (for a
-    candidate of another repository, or outside Python) another toolchain than the plan's."""
+def fits(cand: EnvRecord, plan: Plan, repo: str) -> str:
+    """Why `cand` cannot be adapted for `plan` ("" when it can): another repository (never reused
+    across repositories), another language, or (outside Python) another toolchain than the plan's."""
+    if cand.repo != repo:
+        return f"another repository ({cand.repo}): environments are reused only within their repository"
     if cand.language and plan.language and cand.language != plan.language and \
             {cand.language, plan.language} - {"javascript", "typescript"}:
         return f"language {cand.language} != {plan.language}"
-    if plan.ecosystem != "python" or not same_repo:
-        if cand.interpreter and cand.interpreter != plan.toolchain:
-            return f"toolchain {cand.interpreter} != {plan.toolchain}"
+    if plan.ecosystem != "python" and cand.interpreter and cand.interpreter != plan.toolchain:
+        return f"toolchain {cand.interpreter} != {plan.toolchain}"
     return ""
 
 
-def _python_scripts(cand: EnvRecord, run: MintRun, increments: list[str], env: dict[str, str]) -> tuple[str, str]:
-    """The candidate's setup script and Dockerfile (checked out at this commit) plus the increments."""
+def _scripts(cand: EnvRecord, run: MintRun, commands: list[str], env: dict[str, str], failed,
+             keep_ignored: bool) -> tuple[str, str]:
+    """The setup script (the candidate's, then the increments) and the Dockerfile (the candidate's,
+    then this tree laid over it and the increments) of the adapted environment."""
     inst = run.instance
-    text = cand.dockerfile.replace(f"@ {cand.base_commit}",
-                                   f"@ {inst.base_commit} (reusing {comment(cand.instance_id)})", 1)
-    text = text.replace(cand.base_commit, inst.base_commit)
-    lines = [text.rstrip("\n"), f"# swemint: incremental commands (EnvPatch) on top of {comment(cand.instance_id)}"]
-    lines += [f"ENV {env_name(k)}={docker_env_value(v)}" for k, v in sorted(env.items()) if f"ENV {k}=" not in text]
-    lines += [run_line(c) for c in increments]
-    tail = render_setup_script(increments, env).split("\n", 3)[3]  # drop shebang, set, cd
+    tail = render_setup_script(commands, env, failed).split("\n", 3)[3]  # drop shebang, set, cd
     script = (cand.setup_script.rstrip("\n") + f"\n# --- swemint: environment of {comment(cand.instance_id)} reused "
               f"for {comment(inst.instance_id)} @ {comment(inst.base_commit)}; incremental commands:\n" + tail)
-    return script, "\n".join(lines) + "\n"
+    dockerfile = render_reused_dockerfile(candidate_dockerfile=cand.dockerfile, candidate_commit=cand.base_commit,
+                                          reused_from=cand.instance_id, repo=inst.repo, base_commit=inst.base_commit,
+                                          commands=commands, env=env, keep_ignored=keep_ignored)
+    return script, dockerfile
 
 
-def adapt_environment(run: MintRun, eco, plan: Plan, cand: EnvRecord, kind: str,
-                      overlap: float | None = None) -> Environment | None:
+def adapt_environment(run: MintRun, eco, plan: Plan, cand: EnvRecord) -> Environment | None:
     """Adapt `cand` (module docstring); None when it does not fit or its adaptation fails (a
-    trajectory step `reuse:fallback` says why). `kind`: `same_repo` or `similar_repo`. Raises
-    SandboxTimeout when the instance's time runs out."""
+    trajectory step `reuse:fallback` says why). Raises SandboxTimeout when the instance's time
+    runs out."""
     cfg, iid = run.config, run.iid
     t = time.monotonic()
-    run.traj(StepRecord(agent="envpatch", rule="candidate", note=f"{cand.instance_id} ({kind}"
-                        + (f", overlap {overlap:.2f}" if overlap is not None else "")
-                        + f"; {cand.image_tag}, version {cand.version}, toolchain {cand.interpreter})"))
-    why = fits(cand, plan, kind == "same_repo")
+    run.traj(StepRecord(agent="envpatch", rule="candidate", note=f"{cand.instance_id} (same_repo; {cand.image_tag}, "
+                                                                  f"version {cand.version}, toolchain {cand.interpreter})"))
+    why = fits(cand, plan, run.instance.repo)
     if why:
         run.traj(StepRecord(agent="envpatch", rule="fallback", note=f"{cand.instance_id}: {why}"))
         return None
@@ -81,15 +84,9 @@ def adapt_environment(run: MintRun, eco, plan: Plan, cand: EnvRecord, kind: str,
                 run.traj(StepRecord(agent="envpatch", rule="fallback", duration=round(time.monotonic() - t, 2),
                                     note=f"{cand.instance_id}: {outcome.reason[:500]}"))
                 return None
-            if own is not None:
-                script, dockerfile = _python_scripts(cand, run, outcome.commands, outcome.env)
-                interpreter = cand.interpreter
-            else:
-                script = render_setup_script(outcome.commands, outcome.env, outcome.failed)
-                dockerfile = render_dockerfile(base_image=plan.image, repo=run.instance.repo,
-                                               base_commit=run.instance.base_commit, commands=outcome.commands,
-                                               env=outcome.env, files={})
-                interpreter = plan.toolchain
+            script, dockerfile = _scripts(cand, run, outcome.commands, outcome.env, outcome.failed,
+                                          keep_ignored=own is None)
+            interpreter = cand.interpreter if own is not None else plan.toolchain
             (run.idir / "setup.sh").write_text(script)
             (run.idir / "Dockerfile").write_text(dockerfile)
             tc = time.monotonic()
@@ -111,4 +108,5 @@ def adapt_environment(run: MintRun, eco, plan: Plan, cand: EnvRecord, kind: str,
     return Environment(image=image, image_id=image_id, source="reused", setup_script=script, dockerfile=dockerfile,
                        commands=list(outcome.commands), env=dict(outcome.env),
                        test_env=dict(outcome.test_env or plan.env), installed_packages=outcome.installed_packages,
-                       interpreter=interpreter, reused_from=cand.instance_id, reuse_kind=kind, reuse_overlap=overlap)
+                       interpreter=interpreter, reused_from=cand.instance_id, reuse_kind="same_repo",
+                       dependency_key=cand.dependency_key, dependency_image_id=cand.dependency_image_id)

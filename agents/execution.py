@@ -60,6 +60,9 @@ class Job:
     extra: dict = field(default_factory=dict)
     index: object | None = None
     """The `agents.debindex.DebianIndex` of the plan's base image (None: no index queries)."""
+    dependency: object | None = None
+    """The `agents.tiers.DependencyTier` the build sandbox stands on (None: the toolchain image):
+    its commands already ran, an ecosystem's `build` hook skips what they did."""
 
 
 class SetupOutcome(BaseModel):
@@ -292,32 +295,36 @@ def _files_of(eco) -> dict[str, bytes]:
 
 
 def build_environment(run, eco, plan: Plan):
-    """A full build of `plan` on its toolchain image: a build sandbox (bridge network, the plan's
-    caches mounted), /testbed laid out, the ecosystem's `build` hook or `run_setup`, the setup
-    script and Dockerfile written (also when the build fails), the image committed with the test
-    runs' environment in its ENV (Python's installer settings stay out of it). Returns
-    (Environment or None, SetupOutcome). Raises SandboxTimeout at the deadline."""
+    """A full build of `plan` in tiers (`agents.tiers`): the plan's dependency tier (shared across
+    repositories by key; None: the toolchain image), then the instance tier in a build sandbox of
+    it (bridge network, the plan's caches mounted): /testbed laid out, the ecosystem's `build`
+    hook or `run_setup`, the setup script and Dockerfile written (also when the build fails), the
+    image committed with the test runs' environment in its ENV (Python's installer settings stay
+    out of it). Returns (Environment or None, SetupOutcome). Raises SandboxTimeout at the deadline."""
     from agents.context import Environment
     from agents.dockerfile import render_dockerfile, render_setup_script
     from agents.envimage import (commit_image, commit_tracked_edits, image_tag_for, lay_out_repository,
                                  restore_conflicting_edits)
+    from agents.tiers import dependency_tier
 
     cfg, res, iid = run.config, run.res, run.iid
-    spec = run.spec(plan.image, "bridge", env=plan.env, caches=plan.state.get("caches"))
     t = time.monotonic()
+    tier = dependency_tier(run, eco, plan)
+    spec = run.spec(tier.image if tier else plan.image, "bridge", env=plan.env, caches=plan.state.get("caches"))
     with run.factory.sandbox(spec, run.log_path) as sb:
         lay_out_repository(sb, run.tree, run.instance.base_commit, log_path=run.log_path)
         job = Job(sb=sb, eco=eco, plan=plan, instance=run.instance, tree=run.tree, config=cfg, helper=run.helper,
                   traj=run.traj, log_path=run.log_path, deadline=run.deadline, language=run.language,
-                  index=index_for(run, plan.image) if cfg.repair.debian_index else None)
+                  index=index_for(run, plan.image) if cfg.repair.debian_index else None, dependency=tier)
         build = hook(eco, "build")
         outcome = build(job) if build else run_setup(job)
         restored = restore_conflicting_edits(sb, [run.instance.test_patch, run.instance.patch], run.traj) \
             if outcome.ok else []
-        setup_script = render_setup_script(outcome.commands, outcome.env, outcome.failed)
+        setup_script = render_setup_script((tier.commands if tier else []) + outcome.commands, outcome.env,
+                                           outcome.failed)
         dockerfile = render_dockerfile(base_image=plan.image, repo=run.instance.repo,
                                        base_commit=run.instance.base_commit, commands=outcome.commands,
-                                       env=outcome.env, files=_files_of(eco), restore=restored)
+                                       env=outcome.env, files=_files_of(eco), restore=restored, dependency=tier)
         (run.idir / "setup.sh").write_text(setup_script)
         (run.idir / "Dockerfile").write_text(dockerfile)
         res.setup_script, res.dockerfile, res.installed_packages = setup_script, dockerfile, outcome.installed_packages
@@ -328,7 +335,8 @@ def build_environment(run, eco, plan: Plan):
             raise SandboxTimeout("instance time limit reached during setup", instance_id=iid, log_path=run.log_path)
         commit_tracked_edits(sb, run.traj)
         t = time.monotonic()
-        tag = image_tag_for(iid, {"base": plan.image, "commands": outcome.commands, "env": outcome.env}, cfg.run_id)
+        tag = image_tag_for(iid, {"base": tier.image_id if tier else plan.image, "commands": outcome.commands,
+                                  "env": outcome.env}, cfg.run_id)
         image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
                                        {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=(outcome.test_env or outcome.env) or None)
         run.made_images.append(image)
@@ -336,7 +344,8 @@ def build_environment(run, eco, plan: Plan):
     return Environment(image=image, image_id=image_id, source="built", setup_script=setup_script,
                        dockerfile=dockerfile, commands=list(outcome.commands), env=dict(outcome.env),
                        test_env=dict(outcome.test_env or plan.env), installed_packages=outcome.installed_packages,
-                       interpreter=plan.toolchain), outcome
+                       interpreter=plan.toolchain, dependency_key=tier.key if tier else None,
+                       dependency_image_id=tier.image_id if tier else None), outcome
 
 
 def amend_environment(run, eco, plan: Plan, env, commands: list[str], why: str):

@@ -47,7 +47,7 @@ from agents.memory.before import memory_before_plan
 from agents.models import EnvRecord, Instance, InstanceResult, RoundRecord, StepRecord
 from agents.planner import Planner
 from agents.policy import make_helper
-from agents.reuse import derive_version, overlap
+from agents.reuse import derive_version
 from agents.verification import Attribution, Verdict, llm_attribution, verify
 from envpool.errors import EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError, \
     TestsNotRunError
@@ -76,11 +76,13 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
 
     With `env` (this instance's pooled environment, e.g. on `swemint mint --reverify`) and its
     image present, setup is skipped and the tests run in that image. With `candidates` (pooled
-    environments of *other* instances, best first: the same repository's, then similar
-    repositories') and `config.reuse.enabled`, each is adapted by EnvPatch and accepted only when
-    it verifies (MEnvAgent, arXiv 2601.22859): the row then records `reused_from`, `reuse_kind`
-    and `incremental_commands`. `llm`: an LLMClient for the `llm` / `hybrid` policy (default: a
-    gateway from `config.llm`; tests pass `FakeLLM`). `profile`: the Repository Analysis of
+    environments of *other* instances of the same repository, best first; one of another
+    repository is refused by `agents.envpatch.fits`) and `config.reuse.enabled`, each is adapted
+    by EnvPatch and accepted only when it verifies (MEnvAgent, arXiv 2601.22859): the row then
+    records `reused_from`, `reuse_kind` and `incremental_commands`. A full build stands on the
+    plan's dependency tier when its ecosystem has one (`agents.tiers`): the row records
+    `dependency_key` and `dependency_image_id`. `llm`: an LLMClient for the `llm` / `hybrid`
+    policy (default: a gateway from `config.llm`; tests pass `FakeLLM`). `profile`: the Repository Analysis of
     `base_commit` when a plan stage already made it (`pipeline.stages.PlanStage`); it is used
     only when its `commit` is the instance's, else the analysis runs here.
 
@@ -274,9 +276,7 @@ class Loop(Planner):
             for cand in self.reuse:
                 if run.remaining() < 60:
                     break
-                same = cand.repo == run.instance.repo
-                share = None if same else overlap(set(self.profile.dependencies), cand.dependency_set())
-                env = adapt_environment(run, self.eco, self.plan, cand, "same_repo" if same else "similar_repo", share)
+                env = adapt_environment(run, self.eco, self.plan, cand)
                 if env is not None:
                     run.res.timings["reuse"] = round(time.monotonic() - t, 2)
                     run.res.timings["setup"] = round(run.res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
@@ -299,7 +299,8 @@ class Loop(Planner):
         return Environment(image=rec.image_tag, image_id=rec.image_id, source="pooled", setup_script=rec.setup_script,
                            dockerfile=rec.dockerfile, installed_packages=rec.installed_packages,
                            interpreter=rec.interpreter or self.plan.toolchain, reused_from=rec.instance_id,
-                           test_env=dict(self.plan.env))
+                           test_env=dict(self.plan.env), dependency_key=rec.dependency_key,
+                           dependency_image_id=rec.dependency_image_id)
 
     def verify(self, env: Environment, test: TestSpec) -> Verdict:
         run = self.run
@@ -418,8 +419,9 @@ class Loop(Planner):
         res.interpreter = env.interpreter or plan.toolchain
         if env.source in ("reused", "pooled") or (env.source == "amended" and env.reused_from):
             res.reused_from = env.reused_from
+        res.dependency_key, res.dependency_image_id = env.dependency_key, env.dependency_image_id
         if env.source == "reused" or (env.source == "amended" and env.reuse_kind):
-            res.reuse_kind, res.reuse_overlap = env.reuse_kind, env.reuse_overlap
+            res.reuse_kind = env.reuse_kind
             res.incremental_commands = list(env.commands)
             res.substitutions = [f"environment reused from {env.reused_from}"] + list(res.substitutions)
         if res.outcome == "verified":
@@ -431,4 +433,5 @@ class Loop(Planner):
                                 setup_script=env.setup_script, dockerfile=env.dockerfile,
                                 test_command=res.test_command, parser=res.parser, route=plan.route,
                                 installed_packages=env.installed_packages,
-                                dependencies="\n".join(self.profile.dependencies))
+                                dependencies="\n".join(self.profile.dependencies),
+                                dependency_key=env.dependency_key, dependency_image_id=env.dependency_image_id)

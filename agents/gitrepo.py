@@ -124,6 +124,15 @@ class GitTree:
             return None
         return r.stdout.decode("utf-8", errors="replace")
 
+    def read_bytes(self, path: str, limit: int = 16_000_000) -> bytes | None:
+        """Content of `path` as stored (bytes), None when absent or larger than `limit` bytes."""
+        if path not in self.file_set:
+            return None
+        r = self._git("show", f"{self.commit}:{path}", check=False, text=False)
+        if r.returncode != 0 or len(r.stdout) > limit:
+            return None
+        return r.stdout
+
     def archive(self) -> bytes:
         """The whole tree as an uncompressed tar (bytes).
 

@@ -278,10 +278,16 @@ class InstanceResult(BaseModel):
     rounds: list[RoundRecord] = Field(default_factory=list)
     """Every round, in order (see RoundRecord)."""
     reuse_kind: str | None = None
-    """How `reused_from` was found: `same_repo` (the pool's hierarchy) or `similar_repo` (another
-    repository sharing the toolchain and most declared dependencies; `reuse_overlap` says how
-    many, 0..1)."""
+    """How `reused_from` was found: `same_repo` (the pool's hierarchy: an environment is reused
+    only within its repository; rows of earlier runs may say `similar_repo`, the cross-repository
+    reuse that `agents.tiers` replaced)."""
     reuse_overlap: float | None = None
+    """Rows of earlier runs only (`similar_repo`: the share of declared dependencies); never set now."""
+    dependency_key: str | None = None
+    """Key (sha256 hex) of the dependency layer the environment stands on (`agents.tiers`: the
+    tier shared across repositories), None when it stands on the toolchain image alone."""
+    dependency_image_id: str | None = None
+    """Image id of that dependency layer: rows with the same one share its layers byte for byte."""
     trajectory_path: str = ""
     started_at: str = ""
     finished_at: str = ""

@@ -1,12 +1,12 @@
 """Which pooled environments an instance may reuse (MEnvAgent, arXiv 2601.22859), for every
 language, and the version key of the pool's hierarchy.
 
-`reuse_candidates` is what the pipeline driver asks just before submitting an instance: first
-the hierarchical lookup in the same repository (`EnvPool.find`: same version -> nearest newer
-commit -> any), then -- beyond MEnvAgent, whose reuse is near zero at one instance per
-repository -- environments of *other* repositories of the same language that declare most of
-this repository's dependencies (`EnvPool.find_similar`, ranked by that overlap). The flow
-adapts them in order (`agents.envpatch`) and accepts one only when it verifies.
+`reuse_candidates` is what the pipeline driver asks just before submitting an instance: the
+hierarchical lookup in the same repository (`EnvPool.find`: same version -> nearest newer commit
+-> any). The flow adapts them in order (`agents.envpatch`) and accepts one only when it verifies.
+Environments of *other* repositories are never offered: their instance tier holds what their
+build code wrote outside the checkout; what repositories may share is the dependency tier, in
+which no repository's code ran (`agents.tiers`).
 """
 
 from __future__ import annotations
@@ -15,19 +15,12 @@ import logging
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance
 
-if TYPE_CHECKING:
-    from agents.analysis import RepoProfile
-
 log = logging.getLogger(__name__)
 _XY = re.compile(r"\d+\.\d+")
-
-MIN_OVERLAP = 0.5
-"""Share of this repository's declared dependencies another repository's environment must hold."""
 
 
 def derive_version(instance: Instance, tree: GitTree | None) -> str | None:
@@ -61,42 +54,23 @@ def derive_version(instance: Instance, tree: GitTree | None) -> str | None:
     return m.group(0) if m else None
 
 
-def overlap(mine: set[str], theirs: set[str]) -> float:
-    """Share (0..1) of `mine` that `theirs` holds; 0.0 when `mine` is empty."""
-    return len(mine & theirs) / len(mine) if mine else 0.0
-
-
-def reuse_candidates(pool, instance: Instance, repo_path: Path, max_candidates: int, similar: bool = True, *,
-                     commit_time: datetime | None = None, version: str | None = None,
-                     profile: RepoProfile | None = None) -> list[EnvRecord]:
-    """Pooled environments for `instance`, best first, at most `max_candidates`: the same
-    repository's (hierarchical), then similar repositories' (`similar`). [] on any error (reuse
-    is an optimisation, never a reason to fail).
+def reuse_candidates(pool, instance: Instance, repo_path: Path, max_candidates: int, *,
+                     commit_time: datetime | None = None, version: str | None = None) -> list[EnvRecord]:
+    """Pooled environments of `instance`'s repository, best first (same version -> nearest newer
+    commit -> any), at most `max_candidates`. [] on any error (reuse is an optimisation, never a
+    reason to fail).
 
     What a plan stage already learned is not learned again: with `commit_time` (UTC, of
     `base_commit`) the pool is asked with it and `version` (the version at the commit, None when
-    nothing says) and the tree is not read for them; with `profile` (`agents.analysis.analyze`
-    of the tree) the analysis is not repeated."""
+    nothing says) and the tree is not read for them."""
     if max_candidates <= 0:
         return []
     try:
-        tree = None
         if commit_time is None:
             tree = GitTree(repo_path, instance.base_commit, instance_id=instance.instance_id)
             version, commit_time = derive_version(instance, tree), tree.commit_time
-        out = [m.record for m in pool.find(instance.repo, version, commit_time,
-                                           exclude=instance.instance_id, limit=max_candidates)]
-        if similar and len(out) < max_candidates:
-            if profile is None:
-                from agents.analysis import analyze
-
-                tree = tree or GitTree(repo_path, instance.base_commit, instance_id=instance.instance_id)
-                profile = analyze(tree, instance)
-            if profile.language and profile.dependencies:
-                out += [m.record for m in pool.find_similar(profile.language, set(profile.dependencies),
-                                                            exclude_repo=instance.repo, min_overlap=MIN_OVERLAP,
-                                                            limit=max_candidates - len(out))]
-        return out
+        return [m.record for m in pool.find(instance.repo, version, commit_time, exclude=instance.instance_id,
+                                            limit=max_candidates)]
     except Exception as e:  # noqa: BLE001
         log.warning("no reuse candidates for %s: %s", instance.instance_id, e)
         return []

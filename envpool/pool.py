@@ -15,9 +15,9 @@ Read-only callers retry briefly while a write is in progress.
 
 Reuse order of `find` (hierarchical reuse, after MEnvAgent's environment reuse): the same
 repository and version first, then the same repository at the nearest newer commit, then the
-same repository at any commit (nearest first). `find_similar` offers environments of *other*
-repositories of the same language, ranked by how many of the instance's declared dependencies
-they declare too (`EnvRecord.dependencies`).
+same repository at any commit (nearest first). Environments of other repositories are never
+offered: what repositories share is a dependency layer no repository's code ran in
+(`agents.tiers`), recorded per row as `dependency_key` / `dependency_image_id`.
 
 **Where images live** (`EnvRecord.location`): `"local"` = only on the Docker engine that built
 it; otherwise a registry reference by digest (`127.0.0.1:5000/swemint/env@sha256:...`) written
@@ -61,15 +61,6 @@ class PoolMatch(BaseModel):
     record: EnvRecord
     tier: Tier
     distance_s: float | None = None
-
-
-class SimilarMatch(BaseModel):
-    """A reuse candidate from another repository: the `record` and `overlap`, the share (0..1)
-    of the asking instance's declared dependencies that the record's repository declares."""
-
-    model_config = ConfigDict(extra="forbid")
-    record: EnvRecord
-    overlap: float
 
 
 class EnvPool:
@@ -254,26 +245,6 @@ class EnvPool:
             return (rank[m.tier], m.distance_s is None, older, m.distance_s or 0.0, m.record.instance_id)
 
         out.sort(key=key)
-        return out[:limit] if limit is not None else out
-
-
-    def find_similar(self, language: str, dependencies: set[str], *, exclude_repo: str | None = None,
-                     min_overlap: float = 0.5, limit: int | None = None) -> builtins.list[SimilarMatch]:
-        """Environments of other repositories (not `exclude_repo`) of `language` whose declared
-        dependencies hold at least `min_overlap` of `dependencies`, best overlap first (then the
-        most recently added); one per repository (its newest). [] when `dependencies` is empty."""
-        if not dependencies:
-            return []
-        rows = self._select("WHERE language = ?", [language], order="added_at DESC")
-        best: dict[str, SimilarMatch] = {}
-        for row in rows:
-            rec = self._record(row)
-            if rec.repo == exclude_repo or rec.repo in best:
-                continue
-            share = len(dependencies & rec.dependency_set()) / len(dependencies)
-            if share >= min_overlap:
-                best[rec.repo] = SimilarMatch(record=rec, overlap=round(share, 3))
-        out = sorted(best.values(), key=lambda m: -m.overlap)
         return out[:limit] if limit is not None else out
 
 

@@ -19,8 +19,9 @@ class EnvRecord(BaseModel):
     instance's language in swemint's vocabulary (`python`, `javascript`, `typescript`, `go`,
     `rust`, `java`, `php`, `ruby`, `c`, `cpp`); `interpreter`: the toolchain the image holds
     (`3.11`, `go 1.21.13`, `rust 1.78`, ...). `dependencies`: the names the repository declares
-    at `base_commit` (manifest dependencies; one per line, sorted), which rank environments of
-    other repositories for reuse (`EnvPool.find_similar`).
+    at `base_commit` (manifest dependencies; one per line, sorted; informational: environments are
+    reused only within their repository). `dependency_key` / `dependency_image_id`: the dependency
+    layer the image stands on (`agents.tiers`), None without one.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -43,6 +44,8 @@ class EnvRecord(BaseModel):
     installed_packages: str = ""
     location: str = "local"
     dependencies: str = ""
+    dependency_key: str | None = None
+    dependency_image_id: str | None = None
 
     def dependency_set(self) -> set[str]:
         """`dependencies` as a set of names (empty lines dropped)."""

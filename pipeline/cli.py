@@ -660,6 +660,7 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
 
     [b]Example:[/b] swemint rebuild --verify -w work -m mirrors/ --ids a,b
     """
+    from agents.dockerfile import earlier_trees
     from envpool.docker_sandbox import DockerSandboxFactory, docker_client
     from envpool.netguard import ensure_build_network
     from pipeline.evaluate import dataset_rows
@@ -686,12 +687,14 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
         console.print(f"rebuilding {escape(iid)} ...", soft_wrap=True)
         try:
             tar = tree(known[iid])
+            earlier = {c: tree(known[iid].model_copy(update={"base_commit": c}))
+                       for c in earlier_trees(row.get("dockerfile") or "")}
         except Exception as e:  # noqa: BLE001 - one row's missing mirror never stops the rest
             warn(f"{iid}: base tree unavailable: {e}")
             continue
         cert = rebuild_row(row, tar, cfg.workdir, client=client, factory=factory,
                            run_id=f"{cfg.mint.run_id}-rebuild", ca_bundle=ca, network=network,
-                           keep_image=keep_images, verify=verify)
+                           keep_image=keep_images, verify=verify, earlier=earlier)
         certs.append(cert)
         hist = "ok" if cert.history and all(h.ok for h in cert.history) else "NOT ok"
         console.print(f"  built {cert.built} in {cert.build_seconds:.0f}s, reproduced {cert.reproduced}, "

@@ -106,18 +106,17 @@ def _resolve_items(todo: list[Instance], resolver: RepoResolver,
     return items
 
 
-def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int, similar: bool = True) -> list[EnvRecord]:
+def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int) -> list[EnvRecord]:
     """Pooled environments for the item, best first (at most `max_candidates`): other instances
-    of its repository (same version, nearest newer commit, any), then environments of similar
-    repositories (`agents.reuse.reuse_candidates`); [] when the item re-verifies its own
-    environment or on any error (reuse is an optimisation, never a reason to fail). A planned
-    item (`swemint run`) brings its version, commit time and profile: the tree is not read again."""
+    of its repository only (same version, nearest newer commit, any; `agents.reuse.reuse_candidates`);
+    [] when the item re-verifies its own environment or on any error (reuse is an optimisation,
+    never a reason to fail). A planned item (`swemint run`) brings its version and commit time:
+    the tree is not read again."""
     if item.env is not None:
         return []
     plan = getattr(item, "plan", None)
-    known = {} if plan is None else {"version": plan.version, "commit_time": plan.commit_time,
-                                     "profile": plan.profile}
-    return agent_reuse_candidates(pool, item.instance, item.repo_path, max_candidates, similar=similar, **known)
+    known = {} if plan is None else {"version": plan.version, "commit_time": plan.commit_time}
+    return agent_reuse_candidates(pool, item.instance, item.repo_path, max_candidates, **known)
 
 
 class MemoryWriter:
@@ -377,7 +376,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     def submit(it: WorkItem) -> None:
         store.mark_running(it.instance)
         if reuse.enabled:
-            it.candidates = reuse_candidates(pool, it, reuse.max_candidates, similar=reuse.similar)
+            it.candidates = reuse_candidates(pool, it, reuse.max_candidates)
         in_use[it.instance.instance_id] = images_in_use(it)
         if on_start:
             on_start(it.instance.instance_id)

@@ -88,8 +88,11 @@ COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("total_seconds", pa.float64(), "minting wall time of the instance"),
     ("reused_from", pa.string(), "instance whose pooled environment was adapted"),
     ("incremental_commands", _LIST, "what EnvPatch ran on top of it"),
-    ("reuse_kind", pa.string(), "how the reused environment was found: same_repo or similar_repo, or null"),
-    ("reuse_overlap", pa.float64(), "similar_repo: share of this repository's declared dependencies it holds"),
+    ("reuse_kind", pa.string(), "how the reused environment was found: same_repo (only within a repository), or null"),
+    ("reuse_overlap", pa.float64(), "rows of earlier runs only (similar_repo reuse, since removed); null"),
+    ("dependency_key", pa.string(), "key (sha256) of the dependency layer the image stands on, shared across "
+                                    "repositories with the same key; null: none"),
+    ("dependency_image_id", pa.string(), "image id of that dependency layer (equal ids share its layers)"),
     ("round", pa.int64(), "the round of the loop (plan, environment, verify, feedback) the row reports"),
     ("rounds", pa.string(), "JSON list: every round (environment source, test configuration, outcome, "
                             "attribution, feedback)"),
@@ -241,6 +244,7 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "timings": json.dumps(res.timings, sort_keys=True), "total_seconds": res.timings.get("total"),
         "reused_from": res.reused_from, "incremental_commands": list(res.incremental_commands),
         "reuse_kind": res.reuse_kind, "reuse_overlap": res.reuse_overlap, "round": res.round,
+        "dependency_key": res.dependency_key, "dependency_image_id": res.dependency_image_id,
         "rounds": _scrub(json.dumps([r.model_dump() for r in res.rounds]), workdir),
         "llm_usage": json.dumps(res.llm_usage, sort_keys=True) if res.llm_usage else None,
         "rebuild": read_certificate(workdir, res.instance_id),
@@ -359,7 +363,7 @@ def export_task_repo(store: ResultStore, out: Path, trees, *, dataset: str = "sw
     written (one bad row never stops the export). Raises UnsafePath only when `out/tasks` itself
     leaves `out`.
     """
-    from agents.dockerfile import build_context
+    from agents.dockerfile import build_context, earlier_trees
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -377,12 +381,14 @@ def export_task_repo(store: ResultStore, out: Path, trees, *, dataset: str = "sw
             continue
         try:
             tree = trees(inst)
+            # a reused row's Dockerfile builds the earlier instances' environments on their trees
+            earlier = {c: trees(inst.model_copy(update={"base_commit": c})) for c in earlier_trees(res.dockerfile)}
         except Exception as e:  # a missing mirror or commit: report, go on
             skipped[res.instance_id] = f"base tree unavailable: {e}"
             continue
         try:
             _write_task(path_under(tasks_dir, path_component(res.instance_id)), res, inst, row, split, dataset,
-                        build_context(tree, ca_bundle))
+                        build_context(tree, ca_bundle, earlier))
         except (UnsafePath, ValueError, OSError) as e:
             skipped[res.instance_id] = f"not written: {e}"
             continue

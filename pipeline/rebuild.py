@@ -179,10 +179,11 @@ class _Done(Exception):
 
 def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, factory=None, run_id: str = "rebuild",
                 ca_bundle: bytes | None = None, network: str | None = None, timeout: float = 1800,
-                keep_image: bool = True, verify: bool = True) -> Certificate:
+                keep_image: bool = True, verify: bool = True, earlier: dict[str, bytes] | None = None) -> Certificate:
     """Rebuild one exported row (a dict as `pipeline.export.make_row` gives) from scratch and verify
     its labels there (`verify`; else only the build and the history check); writes and returns the
-    certificate. Never raises for the row's problems."""
+    certificate. `earlier`: commit -> uncompressed tar of each earlier tree a reused row's
+    Dockerfile names (`agents.dockerfile.earlier_trees`). Never raises for the row's problems."""
     from agents.dockerfile import build_context
     from envpool.errors import SwemintError
     from pipeline.evaluate import grade
@@ -199,7 +200,7 @@ def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, facto
     try:
         cert.from_image, cert.stand_in = ensure_from_image(client, dockerfile)
         t0 = time.monotonic()
-        cert.image_id = build_image(client, dockerfile, build_context(tree_tar, ca_bundle), tag,
+        cert.image_id = build_image(client, dockerfile, build_context(tree_tar, ca_bundle, earlier), tag,
                                     {"swemint.run": run_id, "swemint.instance": iid, "swemint.rebuild": "1"},
                                     network, log_path)
         cert.build_seconds = round(time.monotonic() - t0, 1)

@@ -32,6 +32,11 @@ Optional hooks (looked up with `getattr`, so a small ecosystem implements only t
 - `apply_action(plan, action) -> bool` -- memory actions only this ecosystem can apply.
 - `plan_from_spec(spec, tree, instance, images) -> Plan` -- a plan proposed by the LLM
   (`agents.setup.LLMPlanSpec`) on this ecosystem's toolchain.
+- `dependency_layer(plan, tree) -> LayerSpec | None` -- the dependency tier of `plan`'s
+  environment (`agents.tiers`): what installs the project's dependencies from its manifests and
+  lockfiles alone, with no code of the repository present, so the layer may be shared by every
+  repository with the same key. Default (`dependency_layer`): None, no dependency tier (the
+  instance tier is built on the toolchain image, as for C/C++ with no package manager).
 """
 
 from __future__ import annotations
@@ -130,6 +135,39 @@ class Plan(BaseModel):
 
 PolyPlan = Plan
 """The name `Plan` had when only languages other than Python used it."""
+
+
+class LayerSpec(BaseModel):
+    """The dependency tier an ecosystem asks for (hook `dependency_layer`): run in a container of
+    the plan's toolchain image whose /testbed holds only `files` (repository paths, copied with
+    their content from the tree: manifests, lockfiles) and `stubs` (repository paths created
+    empty: a source file a manifest names, e.g. cargo's `src/lib.rs`, so the manifest parses).
+    `commands` run in order in /testbed with `env`; they must leave what they install outside
+    /testbed (caches, a virtualenv): /testbed is emptied before the layer is committed.
+
+    `resolved`: a command printing the resolved dependency set after `commands` (Python:
+    `uv pip freeze`); when given, the layer is keyed by that output instead of by the inputs
+    (`files`, `stubs`, `commands`, `env`), so two instances whose commands differ only in ways
+    that resolve the same (another date bound) share it. `name`: a short label (`go modules`).
+    The instance tier then runs the plan's own setup on top of the layer, unchanged: the
+    commands of a layer must be ones the plan's setup would leave as they are (a module
+    download, a fetch into the cache, a virtualenv with the toolchain packages).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    files: list[str] = Field(default_factory=list)
+    stubs: list[str] = Field(default_factory=list)
+    commands: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    resolved: str | None = None
+
+
+def dependency_layer(eco: object, plan: Plan, tree: GitTree) -> LayerSpec | None:
+    """`eco.dependency_layer(plan, tree)`, or None when the ecosystem declares no dependency tier
+    (the default: no layer is shared across repositories)."""
+    fn = hook(eco, "dependency_layer")
+    return fn(plan, tree) if fn else None
 
 
 class Route(BaseModel):

@@ -153,6 +153,10 @@ def _within(d: str, root: str) -> bool:
     return root == "" or d == root or d.startswith(root + "/")
 
 
+GO_MANIFESTS = frozenset({"go.mod", "go.sum", "go.work", "go.work.sum"})
+"""The files Go's dependency tier is given (`GoEcosystem.dependency_layer`)."""
+
+
 def _skipped(path: str) -> bool:
     parts = path.split("/")
     return any(p in SKIP_PARTS or p.startswith((".", "_")) for p in parts[:-1])
@@ -643,6 +647,7 @@ class GoEcosystem:
             reasons += why
         setup: list[str] = []
         runs: list[str] = []
+        deps_state: list[str] = []
         tests: dict[str, set[str] | None] = {}
         if gopath:
             setup, runs, mode_notes = self._gopath(proj, sel[""], env, flags)
@@ -653,6 +658,8 @@ class GoEcosystem:
             for mdir, pkgs in sel.items():
                 if not vendored:
                     setup.append(f"{_cd(mdir)} && go mod download")
+            if not vendored:  # the dependency tier (`dependency_layer`): what needs only go.mod / go.sum
+                deps_state = list(setup)
             setup += self._prefetch(instance, sel, flags)
             for mdir, pkgs in sel.items():
                 base = [p for p in pkgs if p == "./..." or _abs(mdir, p) in proj.base_go_dirs]
@@ -675,6 +682,8 @@ class GoEcosystem:
         notes = [*reasons, *notes, "packages: " + "; ".join(f"/{d}: {' '.join(p)}" for d, p in sel.items())]
         alts = []
         state: dict = {"test_name": "touched" if recipe.run_touched_tests else "packages"}
+        if deps_state:
+            state["dependency_commands"] = deps_state
         if tests and any(names for names in tests.values()):  # T2: the other selection
             other = {} if recipe.run_touched_tests else tests
             cmd = "; ".join(f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}"
@@ -729,6 +738,22 @@ class GoEcosystem:
                   f"cd /testbed && {compile_step(flags, q)}"]
         runs = [f"(cd /testbed && go test -json {flags} {q})"]
         return setup, runs, [f"no go.mod: synthesised with go mod init {proj.import_path}{conv}"]
+
+    def dependency_layer(self, plan: PolyPlan, tree: GitTree):
+        """Go's dependency tier (`agents.tiers`): the module cache filled by the plan's first
+        commands (`go env -w GOFLAGS=...`, `go mod download` per module), given only the tree's
+        go.mod / go.sum / go.work / go.work.sum files (vendor/ and testdata/ left out): `go mod
+        download` reads the module graph and runs no code. The instance tier runs them again
+        (a no-op on the filled cache). None in GOPATH mode and for vendored modules."""
+        from agents.ecosystems.base import LayerSpec
+
+        commands = plan.state.get("dependency_commands") or []
+        if not commands:
+            return None
+        files = sorted(p for p in tree.files if posixpath.basename(p) in GO_MANIFESTS and not _skipped(p))
+        if not files:
+            return None
+        return LayerSpec(name="go modules", files=files, commands=list(commands), env=dict(plan.env))
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Go image at least as new as `requested` (LLM plans)."""

@@ -670,6 +670,41 @@ def _write_file(path: str, text: str) -> str:
     return f"echo {b64} | base64 -d > {shlex.quote(posixpath.join('/testbed', path))}"
 
 
+_TARGET_PATH = re.compile(r'^\s*path\s*=\s*"([^"]+\.rs)"', re.M)
+
+
+def cargo_stubs(tree: GitTree) -> list[str]:
+    """The source files cargo needs to exist to read the manifests (target discovery: each
+    package's `src/lib.rs`, `src/main.rs`, `build.rs`, `src/bin|tests|examples|benches/*.rs` and
+    `*/main.rs` there, and every `path = "....rs"` a Cargo.toml names) that the tree has: Rust's
+    dependency tier creates them empty (`RustEcosystem.dependency_layer`). Sorted."""
+    dirs = {posixpath.dirname(p) for p in tree.files if posixpath.basename(p) == "Cargo.toml"}
+    named: set[str] = set()
+    for d in dirs:
+        for m in _TARGET_PATH.finditer(tree.read(_join(d, "Cargo.toml")) or ""):
+            named.add(posixpath.normpath(_join(d, m.group(1))))
+    out = []
+    for p in tree.files:
+        if not p.endswith(".rs"):
+            continue
+        if p in named:
+            out.append(p)
+            continue
+        parts = p.split("/")
+        for cut in range(len(parts) - 1, max(len(parts) - 5, -1), -1):
+            d, rest = "/".join(parts[:cut]), parts[cut:]
+            if d not in dirs:
+                continue
+            if rest in (["src", "lib.rs"], ["src", "main.rs"], ["build.rs"]) or \
+                    (len(rest) == 2 and rest[0] in ("tests", "examples", "benches")) or \
+                    (len(rest) == 3 and rest[:2] == ["src", "bin"]) or \
+                    (len(rest) == 3 and rest[0] in ("tests", "examples", "benches") and rest[2] == "main.rs") or \
+                    (len(rest) == 4 and rest[:2] == ["src", "bin"] and rest[3] == "main.rs"):
+                out.append(p)
+            break
+    return sorted(out)
+
+
 def git_fixes(tree: GitTree, project: CargoProject, selected: list[str], when, iid: str) -> tuple[list[str], list[str]]:
     """(setup commands, substitutions) standing in for `project`'s git dependencies
     (`agents.ecosystems.cargo_git`): a git ``[patch.crates-io]`` entry whose locked version
@@ -829,6 +864,8 @@ class RustEcosystem:
             *git_setup,
             f"{cd}cargo fetch",
         ]
+        state = {"dependency_commands": list(setup), "cargo_root": project.root} \
+            if project.registry_deps and not project.vendored else {}
         hunks = _manifest_hunks(instance.test_patch, instance.patch)
         if hunks:  # dependencies the patches add must be in the cache for the offline test runs
             b64 = base64.b64encode(hunks.encode()).decode()
@@ -856,7 +893,26 @@ class RustEcosystem:
         return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="cargo_test", test_files=[
-                            p for p in touched if p.endswith(".rs")], notes=notes)
+                            p for p in touched if p.endswith(".rs")], notes=notes, state=state)
+
+    def dependency_layer(self, plan: PolyPlan, tree: GitTree):
+        """Rust's dependency tier (`agents.tiers`): the registry cache filled by the plan's first
+        commands (cargo's rustflags config, the git-dependency stand-ins, which rewrite manifests
+        only, `cargo fetch`), given only the tree's Cargo.toml files and the root's Cargo.lock,
+        with every source file a manifest needs to parse created empty (`cargo_stubs`): `cargo
+        fetch` resolves and downloads, it compiles nothing and runs no build script. The
+        repository's `.cargo/config*` is left out (a `rustc-wrapper` there would run on the
+        first call to rustc). The instance tier runs the commands again (a no-op on the filled
+        cache). None for vendored sources or a project without registry dependencies."""
+        from agents.ecosystems.base import LayerSpec
+
+        commands = plan.state.get("dependency_commands") or []
+        if not commands:
+            return None
+        lock = _join(plan.state.get("cargo_root") or "", "Cargo.lock")
+        files = sorted(p for p in tree.files if posixpath.basename(p) == "Cargo.toml" or p == lock)
+        return LayerSpec(name="cargo registry", files=files, stubs=cargo_stubs(tree), commands=list(commands),
+                         env=dict(plan.env))
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Rust image at least `requested` (LLM plans)."""

@@ -129,19 +129,6 @@ def test_toolchain_constraints():
         constrained(["1.15.15"], "1.15", ">=1.30")
 
 
-def test_the_pool_offers_similar_repositories_ranked_by_shared_dependencies(tmp_path):
-    pool = EnvPool(tmp_path / "pool.duckdb")
-    for repo, deps in (("x/one", "react\njest\nlodash"), ("x/two", "react\njest"), ("x/three", "vue"),
-                       ("x/self", "react\njest\nlodash")):
-        pool.add(EnvRecord(instance_id=f"{repo.replace('/', '__')}-1", repo=repo, base_commit="0", language="javascript",
-                           interpreter="node 18.20.8", image_tag=f"t:{repo}", dependencies=deps))
-    pool.add(EnvRecord(instance_id="go__x-1", repo="go/x", base_commit="0", language="go", image_tag="t:go",
-                       dependencies="react\njest\nlodash"))
-    got = pool.find_similar("javascript", {"react", "jest", "lodash"}, exclude_repo="x/self")
-    assert [(m.record.repo, m.overlap) for m in got] == [("x/one", 1.0), ("x/two", 0.667)]
-    assert pool.find_similar("javascript", set()) == []
-
-
 def test_an_undefined_name_of_the_projects_own_packages_is_not_the_toolchains():
     assert diagnose("./x_test.go:3:9: undefined: cobra.NewThing", "go", "go 1.15.15") is None
     assert diagnose("./x_test.go:3:9: undefined: os.Frobnicate", "go", "go 1.15.15") is None  # not in the table

@@ -410,7 +410,9 @@ def test_under_the_llm_policy_the_model_leads_the_plan(tmp_path, monkeypatch):
     assert "The rules' plan" in prompt and "go 1.15" in prompt
 
 
-def test_an_environment_of_a_similar_repository_is_offered_and_recorded(tmp_path, monkeypatch):
+def test_an_environment_of_another_repository_is_never_adapted(tmp_path, monkeypatch):
+    """Its instance tier holds what that repository's build wrote (issue 24): even a candidate
+    declaring every dependency of this one is refused, and the instance is built in full."""
     eco = Toy(versions=("1.19",))
     force_ecosystem(monkeypatch, eco)
     f = FakeSandboxFactory(run_id="t")
@@ -425,8 +427,11 @@ def test_an_environment_of_a_similar_repository_is_offered_and_recorded(tmp_path
                       dependencies="github.com/a/x\ngithub.com/b/y\ngithub.com/c/z")
     res = mint_instance(inst, git_dir, config(tmp_path), factory=f, candidates=[other])
     assert res.outcome == "verified", res.reason
-    assert (res.reused_from, res.reuse_kind, res.reuse_overlap) == ("other__lib-3", "similar_repo", 1.0)
-    assert res.env.dependencies == "github.com/a/x\ngithub.com/b/y"
+    assert (res.reused_from, res.reuse_kind) == (None, None)
+    assert [r.source for r in res.rounds] == ["built"]
+    fallback = [s for s in steps(res) if s.rule == "fallback"]
+    assert fallback and "another repository (other/lib)" in fallback[0].note
+    assert "swemint/env:other-3" not in [s.image for s in f.specs]
 
 
 def test_a_candidate_on_another_toolchain_is_not_adapted(tmp_path, monkeypatch):

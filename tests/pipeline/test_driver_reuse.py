@@ -59,9 +59,10 @@ def test_items_carry_pool_candidates_of_other_instances_best_first(tmp_path, dem
     assert got == ["acme__calcy-3", "acme__calcy-2"]  # max_candidates=2: same version, then nearest newer
 
 
-def test_a_lone_instance_is_offered_a_similar_repositorys_environment(tmp_path, demo_input):
-    """Beyond MEnvAgent: no other instance of the repository is pooled, so the environment of
-    another repository of the same language declaring the same dependencies is offered."""
+def test_a_lone_instance_is_offered_no_environment_of_another_repository(tmp_path, demo_input):
+    """No other instance of the repository is pooled: the environment of another repository of
+    the same language declaring the same dependencies is not offered (its instance tier holds what
+    that repository's build wrote; repositories share only the dependency tier, issue 24)."""
     from agents.analysis import declared_dependencies
     from agents.gitrepo import GitTree
     from pipeline.repos import RepoResolver
@@ -81,7 +82,7 @@ def test_a_lone_instance_is_offered_a_similar_repositorys_environment(tmp_path, 
     fn = Recorder()
     run_mint(cfg, mint_fn=fn)
     got = [c.instance_id for c in fn.calls[inst.instance_id].get("candidates", [])]
-    assert deps == ["attrs"] and got == ["acme__other-1"]
+    assert deps == ["attrs"] and got == []
 
     off = load_config(None, ["mint.reuse.enabled=false"], workdir=tmp_path / "w2", instances=demo_input.instances,
                       mirrors=[demo_input.mirrors], use_ray=False, ids=[inst.instance_id])

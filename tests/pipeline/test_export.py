@@ -148,9 +148,10 @@ def test_rows_say_which_round_of_the_loop_verified_and_how_the_environment_was_r
                          rounds=[RoundRecord(round=1, source="reused", outcome="no_fail_to_pass",
                                              attribution="genuine: fails after", feedback="rebuild"),
                                  RoundRecord(round=2, source="built", outcome="verified")],
-                         reused_from="other__lib-3", reuse_kind="similar_repo", reuse_overlap=0.75,
-                         language="go")
+                         reused_from="octo__proj-3", reuse_kind="same_repo", language="go",
+                         dependency_key="ab" * 32, dependency_image_id="sha256:" + "cd" * 32)
     row = make_row(res, inst("octo__proj-9", language=None), tmp_path)
-    assert (row["round"], row["reuse_kind"], row["reuse_overlap"]) == (2, "similar_repo", 0.75)
+    assert (row["round"], row["reuse_kind"], row["reuse_overlap"]) == (2, "same_repo", None)
+    assert (row["dependency_key"], row["dependency_image_id"]) == ("ab" * 32, "sha256:" + "cd" * 32)
     assert [r["feedback"] for r in json.loads(row["rounds"])] == ["rebuild", ""]
     assert row["language"] == "go"  # the detected language of a row without one

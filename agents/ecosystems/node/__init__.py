@@ -149,6 +149,28 @@ class NodeEcosystem:
             raise
         return build_plan(a, choice)
 
+    def dependency_layer(self, plan: PolyPlan, tree):
+        """Node's dependency tier (`agents.tiers`): the package manager's cache filled from the
+        lockfile alone -- ``npm ci --ignore-scripts`` (package-lock.json / npm-shrinkwrap.json) or
+        ``yarn install --frozen-lockfile --ignore-scripts`` (yarn v1) -- given only the root
+        package.json, the workspaces' package.json files, the lockfile and the root .npmrc /
+        .yarnrc: no install script runs, the repository's and its dependencies' alike. Its
+        node_modules go with /testbed; the cache stays, so the instance tier's own install (with
+        its scripts) takes every package from it. None for pnpm and yarn berry (their stores are
+        linked, not copied: nothing would be shared) and without a lockfile (no fixed set)."""
+        from agents.ecosystems.base import LayerSpec
+        from agents.ecosystems.node.build import workspace_manifests
+
+        pm, lock = plan.state.get("pm"), plan.state.get("lockfile") or ""
+        if pm == "npm" and lock in ("package-lock.json", "npm-shrinkwrap.json"):
+            command = "npm ci --ignore-scripts --no-audit --no-fund"
+        elif pm == "yarn" and lock == "yarn.lock":
+            command = "yarn install --frozen-lockfile --ignore-scripts --non-interactive --network-timeout 600000"
+        else:
+            return None
+        files = sorted({*workspace_manifests(tree), lock, *(f for f in (".npmrc", ".yarnrc") if tree.exists(f))})
+        return LayerSpec(name=f"{pm} cache", files=files, commands=[command], env=dict(plan.env))
+
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """Fixes for a failed install step (see the module doc); None when none applies."""
         fix: list[str] | None = None

@@ -91,6 +91,27 @@ def workspace_dirs(tree, globs: list[str]) -> list[str]:
                                    for g in pats)]
 
 
+def workspace_manifests(tree) -> list[str]:
+    """The root package.json and each workspace package's: the manifests a package manager reads
+    to install the project (`workspace_globs`, matched one path segment per glob segment as npm
+    and yarn do, `**` any number of them: a fixture's package.json below a package is not one).
+    [] without a root package.json."""
+    if not tree.exists("package.json"):
+        return []
+    globs = [g.rstrip("/").removeprefix("./").split("/") for g in workspace_globs(tree, read_json(tree, "package.json"))]
+    dirs = sorted({str(PurePosixPath(p).parent) for p in tree.files
+                   if PurePosixPath(p).name == "package.json" and "/" in p and "node_modules/" not in p})
+    return ["package.json", *(f"{d}/package.json" for d in dirs if any(_segments_match(d.split("/"), g) for g in globs))]
+
+
+def _segments_match(parts: list[str], pattern: list[str]) -> bool:
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_segments_match(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch(parts[0], pattern[0]) and _segments_match(parts[1:], pattern[1:])
+
+
 def _entries(pkg: dict) -> list[str]:
     out = [str(pkg[k]) for k in ("main", "module") if isinstance(pkg.get(k), str)]
     exp = pkg.get("exports")

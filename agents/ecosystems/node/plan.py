@@ -111,7 +111,7 @@ def build_plan(a: NodeAnalysis, choice: ToolchainChoice) -> PolyPlan:
     return PolyPlan(ecosystem="node", toolchain=f"node {choice.version}", image=choice.image, route=choice.route,
                     substitutions=[*choice.substitutions, *a.substitutions],
                     setup_commands=_install_commands(a), env=env, test_command=command, parser=parser,
-                    report_path=report, test_files=list(a.test_files), state={"pm": a.pm},
+                    report_path=report, test_files=list(a.test_files), state={"pm": a.pm, "lockfile": a.lockfile},
                     notes=[*a.notes, f"package manager: {pm}" + (f" ({a.lockfile})" if a.lockfile else ""),
                            f"runner: {a.runner}" + (f" in {a.runner_dir}" if a.runner_dir else "")])
 

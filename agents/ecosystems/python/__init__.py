@@ -17,7 +17,14 @@ to fit another commit). This package holds the Ecosystem:
   isolation, crashing packages -- needs the installer's state, so it runs the setup itself, with
   the flow's repair helper for what its rules miss), `run_tests` (pytest with swemint's report
   plugin), `stored_test_command`, `adapt` (EnvPatch), `install_command` (`uv pip install` under
-  the instance's date bound), `plan_from_spec` (an LLM plan's test files and commands).
+  the instance's date bound), `plan_from_spec` (an LLM plan's test files and commands),
+  `dependency_layer` (the virtualenv with its date-bounded toolchain packages, keyed by what it
+  resolved to: `agents.tiers`).
+
+Python's dependency tier holds only what needs nothing of the repository. The project's own
+dependencies are not in it: most projects declare them in code (setup.py) or resolve them with
+the project (`uv pip install -e .[test] -r ...`, one resolution whose versions the tier must not
+change), so they are installed with the project in the instance tier, as before.
 """
 
 from __future__ import annotations
@@ -107,7 +114,8 @@ class PythonEcosystem:
                     state={"profile": profile.model_dump(), "choice": choice.model_dump(),
                            "version": pretend_version(instance, tree, profile.package_version),
                            "lifted": lifted_date(choice.version, instance.created),
-                           "test_args": list(request.test_args),
+                           "test_args": list(request.test_args), "repo": instance.repo,
+                           "created": instance.created.isoformat() if instance.created else None,
                            "options": {**request.options, **({"pytest_floor": True} if request.toolchain else {})},
                            "caches": {"uv": "/root/.cache/uv"}})
         if driver is None:
@@ -173,7 +181,8 @@ class PythonEcosystem:
                                    probe_rounds=cfg.repair.probe_rounds, repo=job.instance.repo)
         options = plan.state.get("options") or {}
         builder.apply_options(options)
-        setup = builder.build([] if plan.state.get("driver") else plan.test_files)  # pytest cannot collect a driver's tests
+        setup = builder.build([] if plan.state.get("driver") else plan.test_files,  # pytest cannot collect a driver's tests
+                              base_ready=job.dependency is not None)
         for req in options.get("install", []) if setup.ok else []:
             builder.uv_install(shlex.quote(req), "memory:before-plan")
         post_ok = True
@@ -188,6 +197,29 @@ class PythonEcosystem:
         return SetupOutcome(ok=False, commands=pre + setup.commands, env=env, failed=failed, reason=reason,
                             diagnosis=diagnose(builder.steps[-1].output_excerpt if builder.steps else "", self.name,
                                                plan.toolchain))
+
+    def dependency_layer(self, plan: Plan, tree: GitTree):
+        """Python's dependency tier (`agents.tiers`): the builder's `base_commands` (the virtualenv,
+        the toolchain packages under the instance's uv flags, the era's ABC shim), keyed by the
+        resolved set (`RESOLVED_COMMAND`: `uv pip freeze` and the .pth files), so instances whose
+        date bounds resolve alike share it. None when the plan runs commands before the builder
+        (`setup_commands`: they came first in the sandbox) or installs build requirements first."""
+        from datetime import datetime
+
+        from agents.ecosystems.base import LayerSpec
+        from agents.ecosystems.python.setup import RESOLVED_COMMAND, PythonEnvBuilder
+
+        if plan.setup_commands or "profile" not in plan.state or "created" not in plan.state:
+            return None
+        profile, choice, _ = self._facts(plan)
+        created = datetime.fromisoformat(plan.state["created"]) if plan.state.get("created") else None
+        builder = PythonEnvBuilder(None, tree, profile, choice, created, None, repo=plan.state.get("repo", ""))
+        builder.apply_options(plan.state.get("options") or {})
+        commands = builder.base_commands()
+        if not commands:
+            return None
+        return LayerSpec(name=f"python {choice.version} virtualenv", commands=commands, env=dict(builder.env),
+                         resolved=RESOLVED_COMMAND)
 
     def run_tests(self, sb, plan: Plan, *, timeout: float, known_tests=None, log_label: str = "tests",
                   per_test_timeout: float | None = None):

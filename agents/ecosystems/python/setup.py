@@ -53,6 +53,13 @@ from agents.ecosystems.python.submodules import (candidate_names, choose_sdist, 
                                                  probe_command, probe_results)
 from envpool.sandbox import ExecResult, Sandbox
 
+VENV_COMMAND = f"uv venv {VENV} --python /usr/bin/python3 -q || uv venv {VENV} --python python3 -q"
+"""The virtualenv every Python environment starts with."""
+RESOLVED_COMMAND = (f"uv pip freeze --python {PY} && for f in $({PY} -c 'import sysconfig;"
+                    "print(sysconfig.get_paths()[\"purelib\"])')/*.pth; do [ -e \"$f\" ] && "
+                    "echo \"== ${f##*/}\" && cat \"$f\"; done; true")
+"""Prints the venv's resolved set (`uv pip freeze`) and its .pth files: the key of Python's
+dependency tier (`agents.tiers`), equal for equal virtualenvs."""
 MAX_REPAIRS = 6
 """Attempts of one `uv pip install` (each failed one repaired by a rule, the memory or the LLM)."""
 PROBE_ROUNDS = 4
@@ -346,17 +353,34 @@ class PythonEnvBuilder:
         return failed
 
     # -- the plan -------------------------------------------------------------------------
-    def build(self, test_files: list[str]) -> SetupResult:
-        """Run the whole setup; `test_files` are probed with `--collect-only` at the end."""
-        p = self.profile
-        r = self.run(f"uv venv {VENV} --python /usr/bin/python3 -q || uv venv {VENV} --python python3 -q", "venv")
-        if not r.ok:
-            return self._fail(f"could not create a virtualenv: {r.output[-300:]}")
-        # no `--seed`: pip/setuptools/wheel come from the date-bounded toolchain step, so the
-        # environment (and its Dockerfile) does not drift with the registry
-        self.uv_install(toolchain_spec(self.created) + " pip", "toolchain")
+    def base_commands(self) -> list[str]:
+        """The first commands of `build`, which need nothing of the repository: the virtualenv,
+        the date-bounded toolchain packages (`toolchain_spec`, under this builder's uv flags) and
+        the era's `collections` ABC shim. They make Python's dependency tier (`agents.tiers`);
+        `build(base_ready=True)` then starts after them. [] when the first install would not be
+        this command alone (`--no-build-isolation` installs the project's build requirements
+        before it)."""
+        if self.uv.no_build_isolation and not self.build_requires_done:
+            return []
+        out = [VENV_COMMAND, f"uv pip install {self.uv.flags()} {toolchain_spec(self.created)} pip"]
         if needs_abc_shim(self.choice):
-            self.write_pth(ABC_SHIM_PTH, ABC_SHIM, "era:collections-abc")
+            out.append(self.pth_command(ABC_SHIM_PTH, ABC_SHIM))
+        return out
+
+    def build(self, test_files: list[str], base_ready: bool = False) -> SetupResult:
+        """Run the whole setup; `test_files` are probed with `--collect-only` at the end.
+        `base_ready`: the sandbox stands on Python's dependency tier, whose `base_commands`
+        already ran: the setup starts after them."""
+        p = self.profile
+        if not base_ready:
+            r = self.run(VENV_COMMAND, "venv")
+            if not r.ok:
+                return self._fail(f"could not create a virtualenv: {r.output[-300:]}")
+            # no `--seed`: pip/setuptools/wheel come from the date-bounded toolchain step, so the
+            # environment (and its Dockerfile) does not drift with the registry
+            self.uv_install(toolchain_spec(self.created) + " pip", "toolchain")
+            if needs_abc_shim(self.choice):
+                self.write_pth(ABC_SHIM_PTH, ABC_SHIM, "era:collections-abc")
         self.fill_submodules()
         file_reqs: list[str] = []
         for f in p.requirement_files[:3]:
@@ -404,11 +428,16 @@ class PythonEnvBuilder:
                                                       if line and not line.startswith("Using ")) if freeze.ok else "",
                            reason=("optional packages not installed: " + ", ".join(failed)) if failed else "")
 
+    @staticmethod
+    def pth_command(name: str, line: str) -> str:
+        """The command writing `line` as the .pth file `name` in the venv's site-packages."""
+        return (f"echo {shlex.quote(line)} > $({PY} -c 'import sysconfig;print(sysconfig.get_paths()"
+                f"[\"purelib\"])')/{shlex.quote(name)}")
+
     def write_pth(self, name: str, line: str, rule: str) -> ExecResult:
         """A recorded step writing `line` as the .pth file `name` in the venv's site-packages
         (read at every start of its interpreter: a path, or an ``import`` line)."""
-        return self.run(f"echo {shlex.quote(line)} > $({PY} -c 'import sysconfig;print(sysconfig.get_paths()"
-                        f"[\"purelib\"])')/{shlex.quote(name)}", rule)
+        return self.run(self.pth_command(name, line), rule)
 
     def fill_submodules(self) -> list[str]:
         """Fill each git submodule the mirror lacks whose name is a PyPI distribution with that

@@ -1,0 +1,185 @@
+"""Environments in tiers without Docker: the dependency layer's key, what each ecosystem gives it
+(manifests and lockfiles only), the Dockerfiles of tiered and reused environments, and the
+refusal of another repository's environment (issue 24). Docker-backed cases:
+`test_tiers_docker.py`."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+from agents.dockerfile import build_context, earlier_trees, layout_command, render_dockerfile, \
+    render_reused_dockerfile
+from agents.ecosystems.base import LayerSpec, Plan, dependency_layer
+from agents.envpatch import fits
+from agents.models import EnvRecord
+from agents.tiers import DependencyTier, layer_key, manifest_tar
+from tests.agents.test_python_rules import make_tree, utc
+
+GO_MOD = "module example.com/a\n\ngo 1.19\n\nrequire github.com/google/go-cmp v0.5.9\n"
+GO_SUM = "github.com/google/go-cmp v0.5.9 h1:x\ngithub.com/google/go-cmp v0.5.9/go.mod h1:y\n"
+
+
+def spec(files: list[str], commands: list[str] | None = None) -> LayerSpec:
+    return LayerSpec(name="go modules", files=files, commands=commands or ["go mod download"], env={"GOFLAGS": "-mod=mod"})
+
+
+def test_equal_lockfiles_give_equal_keys_and_any_changed_byte_another():
+    same = {"go.mod": GO_MOD.encode(), "go.sum": GO_SUM.encode()}
+    a = layer_key("sha256:t", spec(["go.mod", "go.sum"]), same)
+    assert a == layer_key("sha256:t", spec(["go.mod", "go.sum"]), dict(same))  # another repository, same files
+    assert a != layer_key("sha256:t", spec(["go.mod", "go.sum"]), {**same, "go.sum": GO_SUM.encode() + b"\n"})
+    assert a != layer_key("sha256:other-toolchain", spec(["go.mod", "go.sum"]), same)
+    assert a != layer_key("sha256:t", spec(["go.mod", "go.sum"], ["go mod download -x"]), same)
+    # keyed by the resolved set: the commands (a date bound in them) no longer matter
+    py = LayerSpec(name="python", commands=["uv pip install --exclude-newer 2021-01-01 x"], resolved="freeze")
+    later = py.model_copy(update={"commands": ["uv pip install --exclude-newer 2021-02-01 x"]})
+    assert layer_key("sha256:t", py, {}, "x==1\n") == layer_key("sha256:t", later, {}, "x==1\n")
+    assert layer_key("sha256:t", py, {}, "x==1\n") != layer_key("sha256:t", py, {}, "x==2\n")
+
+
+def test_the_manifest_tar_holds_the_files_and_empty_stubs_only_and_is_deterministic():
+    blob = manifest_tar({"Cargo.toml": b"[package]\nname='a'\n"}, ["src/lib.rs"])
+    assert blob == manifest_tar({"Cargo.toml": b"[package]\nname='a'\n"}, ["src/lib.rs"])
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tf:
+        got = {m.name: tf.extractfile(m).read() for m in tf.getmembers()}
+    assert got == {"Cargo.toml": b"[package]\nname='a'\n", "src/lib.rs": b""}
+
+
+def test_go_gives_its_tier_only_the_module_files(tmp_path):
+    from agents.ecosystems.golang import ECOSYSTEM
+
+    tree = make_tree(tmp_path, {"go.mod": GO_MOD, "go.sum": GO_SUM, "calc.go": "package a\n",
+                                "sub/go.mod": "module example.com/a/sub\n", "vendor/x/go.mod": "module x\n",
+                                "testdata/go.mod": "module t\n", "tools/go.work": "go 1.21\n"})
+    plan = Plan(ecosystem="go", toolchain="go 1.19", image="go:1", parser="go_test_json", env={"GOFLAGS": "-mod=mod"},
+                setup_commands=["go env -w GOFLAGS=-mod=mod", "cd /testbed && go mod download", "go build ./..."],
+                state={"dependency_commands": ["go env -w GOFLAGS=-mod=mod", "cd /testbed && go mod download"]})
+    layer = dependency_layer(ECOSYSTEM, plan, tree)
+    assert layer.files == ["go.mod", "go.sum", "sub/go.mod", "tools/go.work"]
+    assert layer.commands == ["go env -w GOFLAGS=-mod=mod", "cd /testbed && go mod download"]  # no build
+    assert dependency_layer(ECOSYSTEM, plan.model_copy(update={"state": {}}), tree) is None  # vendored / GOPATH
+
+
+def test_rust_stubs_the_sources_its_manifests_name_and_nothing_else(tmp_path):
+    from agents.ecosystems.rust import ECOSYSTEM, cargo_stubs
+
+    tree = make_tree(tmp_path, {
+        "Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n', "Cargo.lock": "version = 3\n",
+        "crates/a/Cargo.toml": '[package]\nname = "a"\n[[bin]]\nname = "tool"\npath = "tools/run.rs"\n',
+        "crates/a/src/lib.rs": "pub fn f() {}\n", "crates/a/src/util.rs": "// not a target\n",
+        "crates/a/tools/run.rs": "fn main() {}\n", "crates/a/build.rs": "fn main() {}\n",
+        "crates/a/tests/it.rs": "#[test] fn t() {}\n", "crates/a/tests/common/mod.rs": "// helper\n",
+        "crates/b/Cargo.toml": '[package]\nname = "b"\n', "crates/b/src/main.rs": "fn main() {}\n",
+        "crates/b/src/bin/x/main.rs": "fn main() {}\n", "crates/b/.cargo/config.toml": "[build]\n"})
+    assert cargo_stubs(tree) == ["crates/a/build.rs", "crates/a/src/lib.rs", "crates/a/tests/it.rs",
+                                 "crates/a/tools/run.rs", "crates/b/src/bin/x/main.rs", "crates/b/src/main.rs"]
+    plan = Plan(ecosystem="rust", toolchain="rust 1.78", image="rust:1", parser="cargo_test",
+                state={"dependency_commands": ["cd /testbed && cargo fetch"], "cargo_root": ""})
+    layer = dependency_layer(ECOSYSTEM, plan, tree)
+    assert layer.files == ["Cargo.lock", "Cargo.toml", "crates/a/Cargo.toml", "crates/b/Cargo.toml"]
+    assert layer.stubs == cargo_stubs(tree) and layer.commands == ["cd /testbed && cargo fetch"]
+
+
+def test_node_fills_the_cache_from_the_lockfile_with_no_install_script(tmp_path):
+    from agents.ecosystems.node import ECOSYSTEM
+
+    tree = make_tree(tmp_path, {"package.json": '{"workspaces": ["packages/*"]}', "package-lock.json": "{}",
+                                "packages/a/package.json": "{}", "packages/a/test/fixture/package.json": "{}",
+                                "packages/a/index.js": "module.exports = 1\n", ".npmrc": "legacy-peer-deps=true\n"})
+    plan = Plan(ecosystem="node", toolchain="node 20", image="node:20", parser="jest_json",
+                state={"pm": "npm", "lockfile": "package-lock.json"})
+    layer = dependency_layer(ECOSYSTEM, plan, tree)
+    assert layer.commands == ["npm ci --ignore-scripts --no-audit --no-fund"]
+    assert layer.files == [".npmrc", "package-lock.json", "package.json", "packages/a/package.json"]
+    for pm, lock in (("pnpm", "pnpm-lock.yaml"), ("npm", None), ("yarn-berry", "yarn.lock")):
+        assert dependency_layer(ECOSYSTEM, plan.model_copy(update={"state": {"pm": pm, "lockfile": lock}}), tree) is None
+
+
+def test_pythons_tier_is_the_builders_first_commands_exactly(tmp_path):
+    """The tier runs what the full build ran first (the venv, the date-bounded toolchain packages,
+    the era's shim), so the instance tier's effect is unchanged; keyed by what they resolve to."""
+    from agents.ecosystems.python import ECOSYSTEM
+    from agents.ecosystems.python.analysis import analyze_python
+    from agents.ecosystems.python.plan import choose_python
+    from agents.ecosystems.python.setup import RESOLVED_COMMAND, PythonEnvBuilder
+    from envpool.fake import FakeSandbox
+    from envpool.sandbox import SandboxSpec
+
+    tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='p', packages=['p'])\n",
+                                "p/__init__.py": ""})
+    profile = analyze_python(tree)
+    created = utc("2019-04-13T16:17:45")
+    choice = choose_python(profile, created, ["3.9", "3.11"])
+    plan = Plan(ecosystem="python", toolchain=choice.version, image="py", parser="pytest_channel",
+                state={"profile": profile.model_dump(), "choice": choice.model_dump(), "version": None,
+                       "options": {}, "repo": "acme/p", "created": created.isoformat()})
+    layer = dependency_layer(ECOSYSTEM, plan, tree)
+    assert layer.resolved == RESOLVED_COMMAND and not layer.files
+    full = PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, profile, choice, created, None, repo="acme/p")
+    full.build([])
+    assert full.commands[:len(layer.commands)] == layer.commands
+    assert "uv venv" in layer.commands[0] and "setuptools" in layer.commands[1]
+    assert not any("-e ." in c or "/testbed" in c for c in layer.commands)  # nothing of the project
+    rest = PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, profile, choice, created, None, repo="acme/p")
+    rest.build([], base_ready=True)
+    assert rest.commands == full.commands[len(layer.commands):]
+    # a plan whose commands come before the builder's gets no tier (they ran first)
+    assert dependency_layer(ECOSYSTEM, plan.model_copy(update={"setup_commands": ["apt-get install x"]}), tree) is None
+
+
+def tier() -> DependencyTier:
+    return DependencyTier(key="k" * 64, image="swemint/env:deps-k", image_id="sha256:d", name="go modules",
+                          files=["go.mod", "go.sum"], commands=["cd /testbed && go mod download"],
+                          env={"GOFLAGS": "-mod=mod"})
+
+
+def test_a_tiered_dockerfile_takes_only_the_manifests_then_the_checkout():
+    text = render_dockerfile(base_image="swemint/go:unknown", repo="acme/a", base_commit="c" * 40,
+                             commands=["go build ./..."], env={"GOFLAGS": "-mod=mod"}, dependency=tier())
+    deps, inst = text.index("# tier: dependencies"), text.index("# tier: instance")
+    checkout = text.index("COPY testbed.tar.gz /tmp/testbed.tar.gz")
+    assert deps < inst < checkout < text.index("RUN . /opt/swemint/build-env.sh && go build ./...")
+    section = text[deps:inst]
+    assert "-C /testbed -- go.mod go.sum &&" in section  # only the files the tier was given
+    assert "export GOFLAGS=-mod=mod; cd /testbed && go mod download" in section
+    assert section.rstrip().endswith("RUN find /testbed -mindepth 1 -delete")
+    assert "# tier" not in render_dockerfile(base_image="x", repo="acme/a", base_commit="c" * 40, commands=[], env={})
+
+
+def test_a_reused_rows_dockerfile_is_its_candidates_then_this_tree_and_the_increments():
+    cand = render_dockerfile(base_image="x", repo="acme/a", base_commit="a" * 40, commands=["make"], env={})
+    text = render_reused_dockerfile(candidate_dockerfile=cand, candidate_commit="a" * 40, reused_from="acme__a-1",
+                                    repo="acme/a", base_commit="b" * 40, commands=["make again"], env={"X": "1"},
+                                    keep_ignored=True)
+    assert text.index(f"COPY trees/{'a' * 40}.tar.gz /tmp/testbed.tar.gz") < text.index("RUN . /opt/swemint/build-env.sh && make\n")
+    tail = text[text.index("# tier: instance of"):]
+    assert "COPY testbed.tar.gz /tmp/testbed.tar.gz" in tail and "git ls-files --others --ignored" in tail
+    assert tail.index(layout_command("/tmp/testbed.tar.gz", "b" * 40, replace=True, keep_ignored=True)) < \
+        tail.index("make again")
+    assert earlier_trees(text) == ["a" * 40]
+    # a chain: the earlier tree keeps its name, the new candidate's tree gets one
+    again = render_reused_dockerfile(candidate_dockerfile=text, candidate_commit="b" * 40, reused_from="acme__a-2",
+                                     repo="acme/a", base_commit="c" * 40, commands=[], env={}, keep_ignored=False)
+    assert earlier_trees(again) == ["a" * 40, "b" * 40]
+    ctx = build_context(b"tree", None, {"a" * 40: b"old"})
+    assert set(ctx) >= {"testbed.tar.gz", f"trees/{'a' * 40}.tar.gz"}
+
+
+def test_an_environment_of_another_repository_does_not_fit():
+    plan = Plan(ecosystem="go", toolchain="go 1.19", image="g", parser="go_test_json", language="go")
+    other = EnvRecord(instance_id="o__b-1", repo="o/b", base_commit="0", language="go", interpreter="go 1.19",
+                      image_tag="t")
+    assert "another repository" in fits(other, plan, "acme/a")
+    assert fits(other.model_copy(update={"repo": "acme/a"}), plan, "acme/a") == ""
+
+
+def test_the_layout_the_dockerfile_replays_is_the_sandboxs():
+    """`lay_out_repository` runs `layout_command` itself: what a reused row's Dockerfile replays."""
+    import inspect
+
+    from agents import envimage
+
+    assert "layout_command(" in inspect.getsource(envimage.lay_out_repository)
+    assert Path(envimage.__file__).read_text().count("git init -q") == 0
