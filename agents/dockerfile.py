@@ -115,10 +115,16 @@ def dependency_steps(tier, workdir: str = "/testbed") -> list[str]:
            "or runs here, only the files named below; the image under this key is shared by every environment "
            "with the same key",
            f"WORKDIR {workdir}"]
-    if tier.files:
+    given = getattr(tier, "content", None) or {}
+    taken = [f for f in tier.files if f not in given]
+    if taken:
         out += [f"COPY {CONTEXT_TREE} /tmp/swemint-manifests.tar.gz",
                 f"RUN tar -xzf /tmp/swemint-manifests.tar.gz -C {workdir} -- "
-                + shell_words(tier.files) + " && rm -f /tmp/swemint-manifests.tar.gz"]
+                + shell_words(taken) + " && rm -f /tmp/swemint-manifests.tar.gz"]
+    for path, text in sorted(given.items()):  # the manifest as the tier was given it
+        full = f"{workdir}/{path}"
+        out.append(f"RUN mkdir -p {shell_word(full.rsplit('/', 1)[0])} && echo "
+                   f"{base64.b64encode(text.encode()).decode()} | base64 -d > {shell_word(full)}")
     if tier.stubs:
         out.append(f"RUN cd {workdir} && for f in {shell_words(tier.stubs)}; do "
                    'mkdir -p "$(dirname "$f")" && : > "$f"; done')

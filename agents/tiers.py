@@ -61,7 +61,8 @@ class DependencyTier(BaseModel):
 
     `key`: sha256 hex of its inputs or resolved set (`layer_key`); `image` / `image_id`: its tag
     and id on this engine; `name`: the spec's label; `files` / `stubs`: the repository paths it
-    was given (contents, empty files); `commands` / `env`: what made it (for an image another
+    was given (contents, empty files); `content`: text given in place of the tree's for some of
+    `files` (`LayerSpec.content`); `commands` / `env`: what made it (for an image another
     instance made: that instance's, read from the image's labels); `built`: made by this call
     (False: found under its key)."""
 
@@ -72,6 +73,7 @@ class DependencyTier(BaseModel):
     name: str
     files: list[str] = Field(default_factory=list)
     stubs: list[str] = Field(default_factory=list)
+    content: dict[str, str] = Field(default_factory=dict)
     commands: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     built: bool = False
@@ -166,7 +168,7 @@ def dependency_tier(run, eco, plan: Plan) -> DependencyTier | None:
         return None
     contents: dict[str, bytes] = {}
     for path in spec.files:
-        data = run.tree.read_bytes(path)
+        data = spec.content[path].encode() if path in spec.content else run.tree.read_bytes(path)
         if data is None:
             run.traj(StepRecord(agent="setup", rule="tier:none", note=f"{spec.name}: {path} cannot be read"))
             return None
@@ -212,7 +214,8 @@ def _make(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolchai
 def _tier(spec: LayerSpec, key: str, tag: str, got: tuple[str, dict], built: bool) -> DependencyTier:
     commands, env = _from_labels(got[1], spec) if not built else (list(spec.commands), dict(spec.env))
     return DependencyTier(key=key, image=tag, image_id=got[0], name=spec.name, files=list(spec.files),
-                          stubs=sorted(spec.stubs), commands=commands, env=env, built=built)
+                          stubs=sorted(spec.stubs), content=dict(spec.content), commands=commands, env=env,
+                          built=built)
 
 
 def _build(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolchain: str,
@@ -263,10 +266,13 @@ def _build(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolcha
         labels = {"swemint.run": cfg.run_id, "swemint.instance": f"deps:{key[:16]}", "swemint.tier": "dependencies",
                   "swemint.deps.built_by": run.iid, LABEL_KEY: key,
                   LABEL_COMMANDS: json.dumps({"commands": spec.commands, "env": spec.env})}
-        with _lock(cfg, key, wait=120):
-            got = _found(run, tag)
-            if got is not None:  # another instance resolved the same set first: share its image
-                return _tier(spec, key, tag, got, built=False)
-            repo, _, name = tag.rpartition(":")
+        repo, _, name = tag.rpartition(":")
+        if spec.resolved is None:  # the caller holds the key's lock and found no image
             image_id = sb.commit(repo, name, labels=labels)
+        else:
+            with _lock(cfg, key, wait=120):
+                got = _found(run, tag)
+                if got is not None:  # another instance resolved the same set first: share its image
+                    return _tier(spec, key, tag, got, built=False)
+                image_id = sb.commit(repo, name, labels=labels)
     return _tier(spec, key, tag, (image_id, labels), built=True)

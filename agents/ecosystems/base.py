@@ -145,6 +145,10 @@ class LayerSpec(BaseModel):
     `commands` run in order in /testbed with `env`; they must leave what they install outside
     /testbed (caches, a virtualenv): /testbed is emptied before the layer is committed.
 
+    `content`: text given in place of the tree's for some of `files` (a manifest reduced to what
+    the install reads: Go's go.mod without the repository's own module path), so repositories
+    that differ only there get the same layer; the Dockerfile writes it as given.
+
     `resolved`: a command printing the resolved dependency set after `commands` (Python:
     `uv pip freeze`); when given, the layer is keyed by that output instead of by the inputs
     (`files`, `stubs`, `commands`, `env`), so two instances whose commands differ only in ways
@@ -158,6 +162,7 @@ class LayerSpec(BaseModel):
     name: str
     files: list[str] = Field(default_factory=list)
     stubs: list[str] = Field(default_factory=list)
+    content: dict[str, str] = Field(default_factory=dict)
     commands: list[str]
     env: dict[str, str] = Field(default_factory=dict)
     resolved: str | None = None

@@ -157,6 +157,23 @@ GO_MANIFESTS = frozenset({"go.mod", "go.sum", "go.work", "go.work.sum"})
 """The files Go's dependency tier is given (`GoEcosystem.dependency_layer`)."""
 
 
+DEPS_MODULE = "swemint.invalid/deps"
+"""The module path each go.mod has in Go's dependency tier (`anonymous_go_mods`)."""
+_MODULE_LINE = re.compile(r"^module\s+\S.*$", re.M)
+_LOCAL_REPLACE = re.compile(r"=>\s*\.{1,2}/|=>\s*/", re.M)
+
+
+def anonymous_go_mods(tree: GitTree, files: list[str]) -> dict[str, str]:
+    """path -> text of each go.mod among `files` with its `module` line replaced by
+    `module DEPS_MODULE` (what `go mod download` reads does not name the module itself), or {}
+    when a go.mod replaces a module with a local folder (a module of the tree then has to keep
+    the path it is required by)."""
+    mods = {p: tree.read(p) or "" for p in files if posixpath.basename(p) == "go.mod"}
+    if any(_LOCAL_REPLACE.search(t) for t in mods.values()):
+        return {}
+    return {p: _MODULE_LINE.sub(f"module {DEPS_MODULE}", t, count=1) for p, t in mods.items() if _MODULE_LINE.search(t)}
+
+
 def _skipped(path: str) -> bool:
     parts = path.split("/")
     return any(p in SKIP_PARTS or p.startswith((".", "_")) for p in parts[:-1])
@@ -744,7 +761,9 @@ class GoEcosystem:
         commands (`go env -w GOFLAGS=...`, `go mod download` per module), given only the tree's
         go.mod / go.sum / go.work / go.work.sum files (vendor/ and testdata/ left out): `go mod
         download` reads the module graph and runs no code. The instance tier runs them again
-        (a no-op on the filled cache). None in GOPATH mode and for vendored modules."""
+        (a no-op on the filled cache). Each go.mod's own module path is given as
+        `DEPS_MODULE` (`anonymous_go_mods`): two repositories requiring the same modules with
+        the same go.sum get the same layer. None in GOPATH mode and for vendored modules."""
         from agents.ecosystems.base import LayerSpec
 
         commands = plan.state.get("dependency_commands") or []
@@ -753,7 +772,8 @@ class GoEcosystem:
         files = sorted(p for p in tree.files if posixpath.basename(p) in GO_MANIFESTS and not _skipped(p))
         if not files:
             return None
-        return LayerSpec(name="go modules", files=files, commands=list(commands), env=dict(plan.env))
+        return LayerSpec(name="go modules", files=files, content=anonymous_go_mods(tree, files),
+                         commands=list(commands), env=dict(plan.env))
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Go image at least as new as `requested` (LLM plans)."""

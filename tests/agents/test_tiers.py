@@ -60,6 +60,29 @@ def test_go_gives_its_tier_only_the_module_files(tmp_path):
     assert layer.files == ["go.mod", "go.sum", "sub/go.mod", "tools/go.work"]
     assert layer.commands == ["go env -w GOFLAGS=-mod=mod", "cd /testbed && go mod download"]  # no build
     assert dependency_layer(ECOSYSTEM, plan.model_copy(update={"state": {}}), tree) is None  # vendored / GOPATH
+    # the repository's own module path is not part of the dependency set: given anonymised
+    assert layer.content["go.mod"] == GO_MOD.replace("module example.com/a", "module swemint.invalid/deps")
+
+
+def test_go_repositories_requiring_the_same_modules_get_the_same_key(tmp_path):
+    from agents.ecosystems.golang import ECOSYSTEM
+
+    plan = Plan(ecosystem="go", toolchain="go 1.19", image="go:1", parser="go_test_json",
+                state={"dependency_commands": ["cd /testbed && go mod download"]})
+
+    def key(name: str, gomod: str) -> str:
+        tree = make_tree(tmp_path / name, {"go.mod": gomod, "go.sum": GO_SUM, "x.go": f"package {name}\n"})
+        layer = dependency_layer(ECOSYSTEM, plan, tree)
+        given = {p: layer.content[p].encode() if p in layer.content else tree.read_bytes(p) for p in layer.files}
+        return layer_key("sha256:t", layer, given)
+
+    a = key("a", GO_MOD)
+    assert a == key("b", GO_MOD.replace("example.com/a", "example.org/other/b"))
+    assert a != key("c", GO_MOD.replace("v0.5.9", "v0.6.0"))
+    # a local replace: the module keeps its path (another module of the tree is required by it)
+    local = make_tree(tmp_path / "d", {"go.mod": GO_MOD + "replace example.com/x => ./x\n", "go.sum": GO_SUM,
+                                       "x/go.mod": "module example.com/x\n"})
+    assert dependency_layer(ECOSYSTEM, plan, local).content == {}
 
 
 def test_rust_stubs_the_sources_its_manifests_name_and_nothing_else(tmp_path):
@@ -143,6 +166,9 @@ def test_a_tiered_dockerfile_takes_only_the_manifests_then_the_checkout():
     assert deps < inst < checkout < text.index("RUN . /opt/swemint/build-env.sh && go build ./...")
     section = text[deps:inst]
     assert "-C /testbed -- go.mod go.sum &&" in section  # only the files the tier was given
+    anon = render_dockerfile(base_image="x", repo="acme/a", base_commit="c" * 40, commands=[], env={},
+                             dependency=tier().model_copy(update={"content": {"go.mod": "module d\n"}}))
+    assert "-C /testbed -- go.sum &&" in anon and "| base64 -d > /testbed/go.mod" in anon
     assert "export GOFLAGS=-mod=mod; cd /testbed && go mod download" in section
     assert section.rstrip().endswith("RUN find /testbed -mindepth 1 -delete")
     assert "# tier" not in render_dockerfile(base_image="x", repo="acme/a", base_commit="c" * 40, commands=[], env={})
