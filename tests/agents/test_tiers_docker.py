@@ -214,10 +214,50 @@ def test_two_repositories_with_the_same_lockfile_share_the_dependency_layer(tmp_
     for row in (c, d):
         assert docker_client.images.get(row.image).attrs["RootFS"]["Layers"][:len(dep_layers)] == dep_layers
     # the layer holds the module and no file of either repository
-    listing = image_has(docker_client, c.dependency_image_id, "ls /root/go/pkg/mod/github.com/google/ "
-                                                             "$(go env GOMODCACHE 2>/dev/null)/github.com/google/ "
+    listing = image_has(docker_client, c.dependency_image_id, "find / -xdev -maxdepth 7 -type d -name 'go-cmp@*' "
                                                              "2>/dev/null; ls -A /testbed; true")
     assert "go-cmp@v0.5.9" in listing and "calc.go" not in listing and "go.mod" not in listing
     # the rows' Dockerfiles name the tier and what it was given
     for row in (c, d):
         assert "# tier: dependencies (go modules" in row.dockerfile and "-- go.sum &&" in row.dockerfile
+
+
+def test_a_reused_rows_dockerfile_rebuilds_its_image(tmp_path, python_image, docker_client):
+    """Reuse within a repository stays; the row's Dockerfile is the candidate's steps on the
+    candidate's tree, then this tree and the increments, and `swemint rebuild --verify` on it
+    reproduces the row's labels."""
+    from agents.config import MintConfig
+    from agents.gitrepo import GitTree
+    from agents.minter import mint_instance
+    from agents.models import Instance
+    from envpool.docker_sandbox import DockerSandboxFactory, host_ca_bundle
+    from pipeline.export import make_row
+    from pipeline.rebuild import rebuild_row
+    from tests.agents.test_reuse_docker import version
+
+    made = []
+
+    def mint(data_dir: Path, candidates=None):
+        mirrors = tmp_path / f"mirrors-{data_dir.parent.name}"
+        inst = Instance(**build_repository(data_dir, mirrors))
+        cfg = MintConfig(workdir=tmp_path / "work", run_id=RUN_ID, image_repository=ENV_REPOSITORY)
+        res = mint_instance(inst, mirrors / "acme+reusepkg" / "repo", cfg, candidates=candidates)
+        made.append(res.image)
+        return inst, res, mirrors / "acme+reusepkg" / "repo"
+
+    i1, first, git1 = mint(version(tmp_path / "v1", 1, "0.1", ""))
+    assert first.outcome == "verified", first.reason
+    i2, second, git2 = mint(version(tmp_path / "v2", 2, "0.2", "import six  # noqa\n\n", ", install_requires=['six']",
+                                    created="2024-06-01T00:00:00Z"), candidates=[first.env])
+    assert second.outcome == "verified" and second.reused_from == first.instance_id, second.reason
+    assert second.reuse_kind == "same_repo" and second.dependency_key == first.dependency_key
+    row = make_row(second, i2, tmp_path / "work")
+    assert row["dockerfile"].startswith("# swemint environment for acme/reusepkg @ " + i2.base_commit)
+    assert f"COPY trees/{i1.base_commit}.tar.gz /tmp/testbed.tar.gz" in row["dockerfile"]
+    ca = host_ca_bundle()
+    cert = rebuild_row(row, GitTree(git2, i2.base_commit).archive(), tmp_path / "work", client=docker_client,
+                       factory=DockerSandboxFactory(run_id=f"{RUN_ID}-rebuild"), run_id=f"{RUN_ID}-rebuild",
+                       keep_image=False, ca_bundle=ca.read_bytes() if ca else None,
+                       earlier={i1.base_commit: GitTree(git1, i1.base_commit).archive()})
+    assert cert.reproduced, (cert.error, cert.mismatches)
+    assert all(h.ok for h in cert.history), cert.history
