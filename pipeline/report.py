@@ -1,4 +1,4 @@
-"""`swemint report WORKDIR`: one self-contained HTML page about a minting run.
+"""`swemint report -w WORKDIR`: one self-contained HTML page about a work directory.
 
 Read from the store (every finished `result.json` and its input row); plots are drawn with
 matplotlib (the optional `report` extra) and embedded as base64 PNGs, so the page is one file
@@ -6,14 +6,19 @@ that opens anywhere:
 
 - outcomes per language and per repository (stacked bars);
 - time per phase (median and p90 seconds over instances, from `timings`);
-- verified yield against minting time and against LLM tokens (cumulative, in finishing order);
+- verified yield against minting time, and against LLM tokens when any were used (cumulative,
+  in finishing order);
 - reuse share (verified rows whose environment was adapted from another instance's, by language);
 - failure causes (non-verified outcomes by the first clause of their reason);
 - the yield funnel of `swemint run` (WORKDIR/report.json, `pipeline.funnel`), this run and
-  cumulatively: repositories discovered -> units seen -> rejected per reason -> accepted ->
-  outcomes -> verified, and the cost per verified task.
+  cumulatively: repositories discovered -> units seen -> accepted -> minted -> verified, as a
+  plot and as the table with rejections per reason and the cost per verified task;
+- to drill into (`pipeline.reportdata`): one row per instance (outcome, reason, loop round,
+  seconds, links to its run log and trajectory), every `swemint eval` run of the work directory
+  and the `swemint bench` scores.
 
-`summarise` gives the same numbers as a dict (tested without matplotlib).
+Count axes count in integers; a plot with nothing to show is left out. `summarise` gives the
+numbers as a dict (tested without matplotlib).
 """
 
 from __future__ import annotations
@@ -156,6 +161,28 @@ def _png(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def _integer_axis(ax, which: str) -> None:
+    """Ticks of the `which` ("x" or "y") axis of `ax` at whole numbers only (counts)."""
+    from matplotlib.ticker import MaxNLocator
+
+    (ax.xaxis if which == "x" else ax.yaxis).set_major_locator(MaxNLocator(integer=True))
+
+
+def funnel_stages(report: dict | None) -> list[tuple[str, int, int]]:
+    """(stage, this run, cumulative) of the funnel plot: repositories discovered, units seen,
+    accepted, minted, verified (stages with nothing in either part left out)."""
+    if not report:
+        return []
+    rows = {name: (run, cum) for name, run, cum in funnel_rows(report)}
+    minted = [(r, c) for name, (r, c) in rows.items() if name.startswith("outcome: ")]
+    stages = [("repositories discovered", *rows.get("repositories discovered", (None, None))),
+              ("units seen", *rows.get("units seen", (None, None))),
+              ("accepted", *rows.get("accepted", (None, None))),
+              ("minted", sum(r or 0 for r, _ in minted), sum(c or 0 for _, c in minted)),
+              ("verified", *rows.get("verified", (None, None)))]
+    return [(n, int(r or 0), int(c or 0)) for n, r, c in stages if (r or 0) or (c or 0)]
+
+
 def _stacked(ax, table: dict[str, dict], horizontal: bool = False) -> None:
     keys = list(table)
     labels = [plot_label(k) for k in keys]
@@ -184,11 +211,13 @@ def figures(s: dict) -> dict[str, str]:
         fig, ax = plt.subplots(figsize=(7, 3.2))
         _stacked(ax, s["by_language"])
         ax.set_ylabel("instances")
+        _integer_axis(ax, "y")
         ax.tick_params(axis="x", rotation=30)
         out["Outcomes per language"] = _png(fig)
         fig, ax = plt.subplots(figsize=(7, max(2.5, 0.28 * len(s["by_repository"]))))
         _stacked(ax, s["by_repository"], horizontal=True)
         ax.set_xlabel("instances")
+        _integer_axis(ax, "x")
         out["Outcomes per repository"] = _png(fig)
     if s["phases"]:
         fig, ax = plt.subplots(figsize=(7, 3))
@@ -199,21 +228,30 @@ def figures(s: dict) -> dict[str, str]:
         ax.tick_params(axis="x", rotation=30)
         ax.legend(fontsize=7)
         out["Time per phase"] = _png(fig)
-    if s["curve"]:
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3))
-        a1.plot([p["seconds"] / 3600 for p in s["curve"]], [p["verified"] for p in s["curve"]])
-        a1.set_xlabel("cumulative minting time (hours)")
-        a1.set_ylabel("verified")
-        a2.plot([p["tokens"] for p in s["curve"]], [p["verified"] for p in s["curve"]])
-        a2.set_xlabel("cumulative LLM tokens" + (" (none used)" if not s["tokens"] else ""))
-        out["Verified yield against time and tokens"] = _png(fig)
-    if s["reuse"]:
+    if len(s["curve"]) >= 2:  # one point is no curve
+        with_tokens = bool(s["tokens"])  # without an LLM the token curve is a vertical line: left out
+        fig, axes = plt.subplots(1, 2 if with_tokens else 1, figsize=(9 if with_tokens else 5.5, 3))
+        axes = list(axes) if with_tokens else [axes]
+        scale, unit = (3600, "hours") if s["curve"][-1]["seconds"] >= 7200 else (60, "minutes")
+        curve = [{"seconds": 0.0, "tokens": 0, "verified": 0}, *s["curve"]]  # from the start
+        axes[0].plot([p["seconds"] / scale for p in curve], [p["verified"] for p in curve], drawstyle="steps-post")
+        axes[0].set_xlabel(f"cumulative minting time ({unit})")
+        axes[0].set_ylabel("verified")
+        if with_tokens:
+            axes[1].plot([p["tokens"] for p in curve], [p["verified"] for p in curve], drawstyle="steps-post")
+            axes[1].set_xlabel("cumulative LLM tokens")
+        for a in axes:
+            _integer_axis(a, "y")
+        out["Verified yield against time" + (" and tokens" if with_tokens else "")] = _png(fig)
+    if any(v["verified"] for v in s["reuse"].values()):
         fig, ax = plt.subplots(figsize=(7, 3))
         names = list(s["reuse"])
         labels = [plot_label(n) for n in names]
         ax.bar(labels, [s["reuse"][n]["verified"] for n in names], label="verified")
         ax.bar(labels, [s["reuse"][n]["reused"] for n in names], label="of which reused")
         ax.legend(fontsize=7)
+        ax.set_ylabel("verified instances")
+        _integer_axis(ax, "y")
         ax.tick_params(axis="x", rotation=30)
         out["Reuse share"] = _png(fig)
     if s["causes"]:
@@ -222,7 +260,20 @@ def figures(s: dict) -> dict[str, str]:
         ax.barh([plot_label(n) for n in names], [s["causes"][n] for n in names])
         ax.tick_params(axis="y", labelsize=7)
         ax.set_xlabel("instances")
+        _integer_axis(ax, "x")
         out["Failure causes"] = _png(fig)
+    stages = funnel_stages(s.get("funnel"))
+    if stages:
+        fig, ax = plt.subplots(figsize=(7, 0.45 * len(stages) + 1))
+        names = [n for n, _, _ in stages][::-1]
+        ys = range(len(names))
+        ax.barh([y + 0.2 for y in ys], [c for _, _, c in stages][::-1], height=0.4, label="cumulative")
+        ax.barh([y - 0.2 for y in ys], [r for _, r, _ in stages][::-1], height=0.4, label="this run")
+        ax.set_yticks(list(ys), names)
+        ax.set_xlabel("count")
+        _integer_axis(ax, "x")
+        ax.legend(fontsize=7)
+        out["Yield funnel of swemint run"] = _png(fig)
     return out
 
 
@@ -231,8 +282,9 @@ def _cell(v) -> str:
 
 
 def render_html(s: dict, figs: dict[str, str], title: str) -> str:
-    """The page: a summary line, every figure, and the numbers as tables (the yield funnel when
-    `s["funnel"]` holds a `report.json`)."""
+    """The page: a summary line, every figure, the numbers as tables (the yield funnel when
+    `s["funnel"]` holds a `report.json`), then what to drill into: `s["instances"]` (one row
+    each, with links), `s["evaluations"]` and `s["bench"]` (`pipeline.reportdata`)."""
     esc = html_text  # every text of the page (a language, a cause, a funnel stage) through one encoder
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
              "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;"
@@ -257,10 +309,66 @@ def render_html(s: dict, figs: dict[str, str], title: str) -> str:
         for name, run, cum in funnel_rows(s["funnel"]):
             parts.append(f"<tr><td>{esc(name)}</td><td>{esc(_cell(run))}</td><td>{esc(_cell(cum))}</td></tr>")
         parts.append("</table>")
+    parts += drill_down(s, esc)
     parts.append("<details><summary>raw summary (JSON)</summary><pre>" +
-                 esc(json.dumps({k: v for k, v in s.items() if k != "curve"}, indent=1)) + "</pre></details>")
+                 esc(json.dumps({k: v for k, v in s.items() if k not in ("curve", "instances", "evaluations", "bench")},
+                          indent=1, default=str)) + "</pre></details>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _a(href: str | None, text: str, esc) -> str:
+    return f"<a href='{esc(href)}'>{esc(text)}</a>" if href else "–"
+
+
+def _num(v) -> str:
+    return "–" if v is None else (f"{v:.0f}" if isinstance(v, float) else str(v))
+
+
+def drill_down(s: dict, esc) -> list[str]:
+    """HTML of the per-instance table, the `swemint eval` runs and the `swemint bench` scores."""
+    parts = []
+    rows = s.get("instances") or []
+    if rows:
+        parts.append(f"<h2 id='instances'>Instances ({len(rows)})</h2><table><tr><th>instance</th><th>repository</th>"
+                     "<th>language</th><th>outcome</th><th>reason</th><th>round</th><th>seconds</th><th>F2P</th>"
+                     "<th>P2P</th><th>run log</th><th>trajectory</th></tr>")
+        for r in rows:
+            rnd = f"{r['round']}/{r['rounds']}" if r["rounds"] else _num(r["round"] or None)
+            parts.append(f"<tr id='{esc(r['instance_id'])}'><td>{esc(r['instance_id'])}</td><td>{esc(r['repo'])}</td>"
+                         f"<td>{esc(r['language'])}</td><td>{esc(r['outcome'])}</td><td>{esc(r['reason'])}</td>"
+                         f"<td>{esc(rnd)}</td><td>{_num(r['seconds'])}</td><td>{r['FAIL_TO_PASS']}</td>"
+                         f"<td>{r['PASS_TO_PASS']}</td><td>{_a(r['log'], 'run.log', esc)}</td>"
+                         f"<td>{_a(r['trajectory'], 'trajectory', esc)}</td></tr>")
+        parts.append("</table>")
+    for run in s.get("evaluations") or []:
+        c = run["counts"]
+        unknown = f"; {run['unknown_ids']} unknown ids" if run["unknown_ids"] else ""
+        parts.append(f"<h2>swemint eval: {esc(run['run_id'])}</h2><p>resolved {c['resolved_instances']}, unresolved "
+                     f"{c['unresolved_instances']}, errors {c['error_instances']}, empty patches "
+                     f"{c['empty_patch_instances']} of {c['submitted_instances']} predictions"
+                     f"{unknown}.</p>"
+                     "<table><tr><th>instance</th><th>resolved</th><th>F2P</th><th>P2P</th><th>seconds</th>"
+                     "<th>error</th><th>log</th><th>report</th></tr>")
+        for r in run["instances"]:
+            parts.append(f"<tr><td>{esc(r['instance_id'])}</td><td>{'yes' if r['resolved'] else 'no'}</td>"
+                         f"<td>{esc(r['FAIL_TO_PASS'])}</td><td>{esc(r['PASS_TO_PASS'])}</td><td>{_num(r['seconds'])}"
+                         f"</td><td>{esc(r['error'])}</td><td>{_a(r['log'], 'log', esc)}</td>"
+                         f"<td>{_a(r['report'], 'json', esc)}</td></tr>")
+        parts.append("</table>")
+    bench = s.get("bench")
+    if bench:
+        agg = bench.get("aggregate") or {}
+        parts.append("<h2>swemint bench</h2><p>" + esc(", ".join(
+            f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in agg.items())) + "</p>")
+        cols = ("outcome", "f2p_recall", "f2p_precision", "p2p_agreement")
+        parts.append("<table><tr><th>instance</th>" + "".join(f"<th>{c}</th>" for c in cols) + "</tr>")
+        for r in bench["instances"]:
+            cells = [r.get(c) for c in cols]
+            parts.append(f"<tr><td>{esc(r['instance_id'])}</td>" + "".join(
+                f"<td>{esc(f'{v:.2f}' if isinstance(v, float) else _cell(v))}</td>" for v in cells) + "</tr>")
+        parts.append("</table>")
+    return parts
 
 
 def write_report(workdir: Path | str, out: Path | None = None) -> Path:
@@ -268,9 +376,16 @@ def write_report(workdir: Path | str, out: Path | None = None) -> Path:
     path. Raises ImportError when matplotlib is not installed."""
     import matplotlib  # noqa: F401 - fail early with a clear message
 
+    from pipeline.reportdata import bench_scores, eval_runs, instance_rows
+
     store = ResultStore(workdir)
-    s = summarise(store.results(), store.instances())
+    results, instances = store.results(), store.instances()
+    s = summarise(results, instances)
     s["funnel"] = read_funnel(workdir)
     path = Path(out) if out else Path(workdir) / "report.html"
+    base = path.absolute().parent
+    s["instances"] = instance_rows(store, results, instances, base)
+    s["evaluations"] = eval_runs(Path(workdir), base)
+    s["bench"] = bench_scores(Path(workdir))
     path.write_text(render_html(s, figures(s), f"swemint report: {Path(workdir).resolve().name}"), encoding="utf-8")
     return path

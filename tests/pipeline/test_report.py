@@ -91,3 +91,69 @@ def test_html_shows_the_funnel_when_the_work_directory_has_one(tmp_path):
     assert "<h2>Yield funnel</h2>" in page
     assert "<tr><td>rejected: no_test_change</td><td>4</td><td>6</td></tr>" in page
     assert "<tr><td>CPU-seconds per verified task</td><td>6.0</td><td>12.0</td></tr>" in page
+
+
+def test_funnel_plot_and_its_stages(tmp_path):
+    from pipeline.report import funnel_stages, read_funnel
+
+    _stored(tmp_path)
+    _funnel_report(tmp_path)
+    assert funnel_stages(read_funnel(tmp_path)) == [("repositories discovered", 3, 3), ("units seen", 9, 20),
+                                                    ("accepted", 3, 5), ("minted", 3, 3), ("verified", 2, 2)]
+    assert "Yield funnel of swemint run" in write_report(tmp_path).read_text()
+
+
+def test_count_axes_are_integers_and_empty_plots_are_left_out(monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from pipeline import report
+
+    made = []
+    monkeypatch.setattr(report, "_png", lambda fig: made.append(fig) or "data:")  # keep the figures to look at
+    rows = [(i, r.model_copy(update={"llm_usage": None})) for i, r in _rows()]  # no LLM used
+    figs = report.figures(summarise([r for _, r in rows], {i.instance_id: i for i, _ in rows}))
+    assert "Verified yield against time" in figs and not any("tokens" in t for t in figs)  # no vertical line
+    counted = 0
+    for fig in made:
+        for ax in fig.axes:
+            for label, ticks in ((ax.get_ylabel(), ax.get_yticks()), (ax.get_xlabel(), ax.get_xticks())):
+                if label in ("instances", "verified", "verified instances"):
+                    counted += 1
+                    assert all(float(t).is_integer() for t in ticks), (label, list(ticks))
+        plt.close(fig)
+    assert counted == 5  # per language, per repository, yield, reuse, causes
+    one = [_rows()[2]]  # one failed instance: no yield curve, no reuse plot
+    figs = report.figures(summarise([r for _, r in one], {i.instance_id: i for i, _ in one}))
+    assert set(figs) == {"Outcomes per language", "Outcomes per repository", "Time per phase", "Failure causes"}
+
+
+def test_the_page_drills_into_instances_evaluations_and_bench(tmp_path):
+    import json
+
+    _stored(tmp_path)
+    store = ResultStore(tmp_path)
+    (store.dir("c") / "run.log").write_text("log of c\n")
+    (store.dir("c") / "trajectory.jsonl").write_text("{}\n")
+    ev = tmp_path / "evaluations" / "gold"
+    (ev / "gold").mkdir(parents=True)
+    (ev / "gold" / "a.log").write_text("graded\n")
+    (ev / "report.json").write_text(json.dumps({
+        "resolved_instances": 1, "unresolved_instances": 0, "error_instances": 0, "empty_patch_instances": 0,
+        "submitted_instances": 1, "unknown_ids": [],
+        "instances": {"a": {"model_name_or_path": "gold", "resolved": True, "seconds": 4.0,
+                            "tests_status": {"FAIL_TO_PASS": {"success": ["t1"], "failure": []}}}}}))
+    (tmp_path / "bench.json").write_text(json.dumps({"aggregate": {"n": 1, "mean_f2p_recall": 1.0},
+                                                     "instances": [{"instance_id": "a", "outcome": "verified",
+                                                                    "f2p_recall": 1.0}]}))
+    page = write_report(tmp_path).read_text()
+    row = page[page.index("<tr id='c'>"):].split("</tr>")[0]
+    assert "env_failed" in row and "go setup step failed (exit 1): go mod download" in row
+    assert "<a href='instances/c/run.log'>run.log</a>" in row and "instances/c/trajectory.jsonl" in row
+    assert page.index("<tr id='a'>") < page.index("<tr id='c'>")  # verified first
+    assert "<h2>swemint eval: gold</h2>" in page and "<a href='evaluations/gold/gold/a.log'>log</a>" in page
+    assert "<td>1/1</td>" in page and "<h2>swemint bench</h2>" in page and "mean_f2p_recall 1.000" in page
+    # written elsewhere, the links still lead to the work directory's files
+    other = tmp_path / "out" / "r.html"
+    other.parent.mkdir()
+    assert "<a href='../instances/c/run.log'>" in write_report(tmp_path, other).read_text()
