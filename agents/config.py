@@ -61,11 +61,23 @@ class TimeoutsConfig(BaseModel):
 
 
 class VerifyConfig(BaseModel):
-    """Reruns used to detect flaky tests (SWE-bench-Live reruns the after side 3 times)."""
+    """The test runs of a verification (`agents.adaptive`): how many per side, which, and
+    whether each side is compiled once. Reruns detect flaky tests (SWE-bench-Live reruns the
+    after side 3 times)."""
 
     model_config = ConfigDict(extra="forbid")
     before_runs: int = Field(default=2, ge=1)
     after_runs: int = Field(default=3, ge=1)
+    policy: Literal["fixed", "adaptive"] = "adaptive"
+    """`fixed`: every run of both sides in full, the before side first (the policy before issue
+    26: 2 + 3 full runs). `adaptive`: before#1 and after#1 in full; no FAIL_TO_PASS candidate
+    decides at once; else the reruns target the candidates and the tests whose status differs,
+    and the after side's last run is full (`agents.adaptive`)."""
+    compile_once: bool = True
+    """Build each side once (its patches applied, the ecosystem's `build_command`, no test run),
+    commit it as a snapshot image, and start every run of that side from it in a fresh
+    container. False (or an ecosystem without `build_command`): every run applies the patches
+    and builds in its own container."""
 
 
 class ReuseConfig(BaseModel):

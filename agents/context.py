@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.cost import CostMeter
 from agents.gitrepo import GitTree
 from agents.models import Instance, InstanceResult, StepRecord
 from envpool.sandbox import SandboxSpec
@@ -61,6 +62,8 @@ class MintRun:
     not a rename's old name): what test selection may hand a runner."""
     language: str = ""
     made_images: list[str] = field(default_factory=list)
+    cost: CostMeter = field(default_factory=CostMeter)
+    """Container CPU-seconds by phase and test run (`agents.cost`; attached to `factory`)."""
 
     @property
     def iid(self) -> str:

@@ -38,6 +38,7 @@ from agents.debindex import index_for
 from agents.diagnosis import unreachable_source
 from agents.config import MintConfig
 from agents.context import Environment, MintRun, Trajectory
+from agents.cost import CostMeter, policy_of
 from agents.ecosystems.base import PlanRequest, TestSpec
 from agents.envimage import image_size, release_cache, remove_image
 from agents.envpatch import adapt_environment
@@ -107,6 +108,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
                          version=instance.version, started_at=_now(), trajectory_path=str(idir / "trajectory.jsonl"),
                          language=instance.language)
     t0 = time.monotonic()
+    meter = CostMeter()
     traj = Trajectory(idir / "trajectory.jsonl")
     borrowed = {r.image_tag for r in ([env] if env else []) + list(candidates or [])}
     helper = None
@@ -117,6 +119,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
             factory = DockerSandboxFactory(run_id=config.run_id, build_network=config.build_network,
                                            output_cap=config.limits.output_bytes,
                                            report_cap=config.limits.report_bytes)
+        meter.attach(factory)
         res.isolation = engine_isolation(factory)
         helper = make_helper(config, iid, llm=llm)
         if not instance.test_patch.strip() or not instance.patch.strip():
@@ -127,7 +130,7 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch)
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
                       log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
-                      touched=paths_after(instance.test_patch))
+                      touched=paths_after(instance.test_patch), cost=meter)
         Loop(run, env, list(candidates or []) if config.reuse.enabled else [], profile).go()
     except SwemintError as e:
         res.outcome = next(o for cls, o in OUTCOME_OF_ERROR if isinstance(e, cls))
@@ -152,6 +155,8 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
     for image in (run.made_images if run else []):
         if image != keep and image not in borrowed:
             remove_image(factory, image)
+    meter.detach()
+    res.cost = meter.record(policy_of(config))
     if res.outcome != "verified" and res.image and res.image not in borrowed:
         res.image, res.image_id, res.env = "", "", None
     # result.json is the driver's (pipeline.store, its one writer): a worker abandoned at its
@@ -276,7 +281,8 @@ class Loop(Planner):
             for cand in self.reuse:
                 if run.remaining() < 60:
                     break
-                env = adapt_environment(run, self.eco, self.plan, cand)
+                with run.cost.phase("reuse"):
+                    env = adapt_environment(run, self.eco, self.plan, cand)
                 if env is not None:
                     run.res.timings["reuse"] = round(time.monotonic() - t, 2)
                     run.res.timings["setup"] = round(run.res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
@@ -288,7 +294,8 @@ class Loop(Planner):
             from agents.execution import SetupOutcome
             return None, SetupOutcome(ok=False, reason=f"{self.builds} full builds already (loop.max_builds)")
         self.builds += 1
-        return build_environment(run, self.eco, self.plan)
+        with run.cost.phase("setup"):
+            return build_environment(run, self.eco, self.plan)
 
     def _pooled(self) -> Environment | None:
         rec, run = self.pooled, self.run
@@ -309,7 +316,7 @@ class Loop(Planner):
         spec = run.spec(env.image, "none", env=env.test_env or plan.env)
         return verify(run.factory, spec, run.instance, plan, self.eco, self.cfg, deadline=run.deadline,
                       log_path=run.log_path, traj=run.traj, patch_methods=run.res.patch_methods,
-                      env=env.test_env or plan.env, timings=run.res.timings)
+                      env=env.test_env or plan.env, timings=run.res.timings, cost=run.cost)
 
     # -- feedback -----------------------------------------------------------------------------
     def feedback(self, verdict: Verdict, env: Environment) -> tuple[str | None, Environment | None]:
@@ -344,7 +351,8 @@ class Loop(Planner):
             if cmds:
                 self._evidence(att, [{"kind": "apt" if kind == "missing_system" else "install",
                                       "packages": att.packages}])
-                amended = amend_environment(self.run, self.eco, self.plan, env, cmds, att.detail)
+                with self.run.cost.phase("setup"):
+                    amended = amend_environment(self.run, self.eco, self.plan, env, cmds, att.detail)
                 if amended is not None:
                     return "amend", amended
         if att.kind == "toolchain" and att.toolchain:

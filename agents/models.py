@@ -217,6 +217,56 @@ class RoundRecord(BaseModel):
     feedback: str = ""
 
 
+class RunCost(BaseModel):
+    """One container of the verification: a test run (`kind` `full` or `targeted`: reruns of the
+    candidate FAIL_TO_PASS and the tests whose status differs) or a side's compile-once `build`
+    (`agents.verification`). `label` (`before#1`, `after#2`, `after:build`), `wall_s`, `cpu_s`
+    (the container's cgroup; None when unreadable), `tests` (ids reported)."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str
+    kind: Literal["full", "targeted", "build"] = "full"
+    wall_s: float = 0.0
+    cpu_s: float | None = None
+    tests: int = 0
+
+
+class CostRecord(BaseModel):
+    """What an instance cost (`agents.cost.CostMeter`), beside the wall-clock `timings`.
+
+    - `phase_cpu_s`: phase (`analysis`, `reuse`, `setup`, `before`, `after`, `reruns`, `other`)
+      -> CPU-seconds of the containers that ran in it (cgroup accounting, read as each container
+      is removed: `envpool.cgroup`). `container_cpu_s`: their sum. `engine_cpu_s`: the Docker
+      engine's own CPU during this instance's commits (dockerd + containerd; other work at the
+      same time included), in no phase.
+    - `process_cpu_s`: the minting thread and the subprocesses it waited for (analysis, git).
+    - `cpu_s`: container + engine + process CPU-seconds: the instance's own cost.
+    - `host_cpu_s`: busy CPU-seconds of the whole host over the instance's span (every process,
+      other instances and other work included); `load_start` / `load_end`: 1/5/15-minute load
+      averages; `cores`; `slots`: build slots (instances in flight at once; set by the pipeline).
+    - `runs`: each verification container (`RunCost`); `floor_cpu_s`: dependency install (the
+      `setup` or `reuse` containers) + the first full before run + the first full after run
+      (with their side's build) -- the least any verification could spend.
+    - `policy`: the verification policy and cache settings that ran (`verify.policy`,
+      `verify.compile_once`, `cache.warm`, ...), so arms of a benchmark are told apart.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    phase_cpu_s: dict[str, float] = Field(default_factory=dict)
+    container_cpu_s: float = 0.0
+    engine_cpu_s: float = 0.0
+    process_cpu_s: float = 0.0
+    cpu_s: float = 0.0
+    host_cpu_s: float | None = None
+    load_start: list[float] | None = None
+    load_end: list[float] | None = None
+    cores: int = 0
+    slots: int | None = None
+    runs: list[RunCost] = Field(default_factory=list)
+    floor_cpu_s: float | None = None
+    policy: dict[str, Any] = Field(default_factory=dict)
+
+
 class InstanceResult(BaseModel):
     """The one row every instance ends as, whatever happened.
 
@@ -289,5 +339,8 @@ class InstanceResult(BaseModel):
     dependency_image_id: str | None = None
     """Image id of that dependency layer: rows with the same one share its layers byte for byte."""
     trajectory_path: str = ""
+    cost: CostRecord | None = None
+    """CPU-seconds by phase and container, host load, cores and slots (see CostRecord); None in
+    rows made before it existed or by a runner that produced no row of its own."""
     started_at: str = ""
     finished_at: str = ""

@@ -49,6 +49,7 @@ from envpool.errors import PatchApplyError, SandboxTimeout
 from envpool.grading import grade, in_failed_collector, test_name
 from envpool.evalscript import reset_test_files
 from envpool.patches import apply_patch, changed_lines, touched_words
+from envpool.testrun.limits import DEFAULT_PER_TEST, PER_TEST_ENV, limit_env
 from envpool.testrun.status import TestRunReport, TestStatus
 
 MIN_RUN_SECONDS = 30
@@ -171,7 +172,10 @@ def stored_test_command(plan: Plan, command: str, per_test_timeout: float | None
     `docker run --network none <image> bash -c '<test_command>'` -- the plan's environment
     exported first (the image's ENV has it too) and the report (`plan.report_path`) printed at the
     end, so the parser's input is on stdout."""
-    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(plan.env.items()))
+    env = dict(plan.env)
+    if PER_TEST_ENV in command:  # the runner's per-test limit (`envpool.testrun.limits`)
+        env.update(limit_env(per_test_timeout if per_test_timeout is not None else DEFAULT_PER_TEST))
+    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(env.items()))
     tail = f"; cat {shlex.quote(plan.report_path)}" if plan.report_path else ""
     return f"{exports}{command}{tail}"
 
@@ -312,9 +316,11 @@ def run_once(sb, side: str, i: int, *, plan: Plan, eco, config, timeout: float, 
     or `run_plan_tests`, recorded as a `verification` step `<side>#<i>`."""
     run_tests = hook(eco, "run_tests")
     label = f"{side}#{i}"
+    limit = limit_env(config.timeouts.per_test)  # the runners' per-test limit (`envpool.testrun.limits`)
     run = run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
                     per_test_timeout=config.timeouts.per_test) if run_tests else \
-        run_plan_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label, env=env)
+        run_plan_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
+                       env={**(env if env is not None else plan.env), **limit})
     rep = run.report
     traj(StepRecord(agent="verification", rule=label, command=run.command, exit_code=rep.exit_code,
                     duration=round(rep.duration, 2),
@@ -323,44 +329,203 @@ def run_once(sb, side: str, i: int, *, plan: Plan, eco, config, timeout: float, 
     return run
 
 
+def targeted_plan(eco, plan: Plan, ids: list[str]) -> Plan | None:
+    """`plan` narrowed to the test ids `ids` by the ecosystem's `targeted_plan` hook (None: the
+    ecosystem cannot select single tests, or not these; the rerun is then full)."""
+    fn = hook(eco, "targeted_plan")
+    if fn is None or not ids:
+        return None
+    try:
+        return fn(plan, list(ids))
+    except (ValueError, KeyError):
+        return None
+
+
+def build_command(eco, plan: Plan) -> str | None:
+    """The ecosystem's compile-once command for `plan` (`build_command` hook: compiles what the
+    test command would and runs no test), or None."""
+    fn = hook(eco, "build_command")
+    return fn(plan) if fn is not None else None
+
+
+class _Sides:
+    """The runs of one verification (`verify`): each in a fresh sandbox, of the side's snapshot
+    when it has one (`compile_once`), else of the environment image with the side's patches
+    applied; its cost recorded (`agents.cost`), its anomalies and the row's test command kept."""
+
+    def __init__(self, factory, spec, instance: Instance, plan: Plan, eco, config, *, deadline: float,
+                 log_path: Path, traj, patch_methods: dict[str, str], env: dict[str, str] | None, timings: dict | None,
+                 cost):
+        self.factory, self.spec, self.instance, self.plan, self.eco, self.config = factory, spec, instance, plan, eco, config
+        self.deadline, self.log_path, self.traj, self.methods, self.env = deadline, log_path, traj, patch_methods, env
+        self.timings = timings if timings is not None else {}
+        self.cost = cost
+        self.patches = {side: p for side, p, _ in sides(instance, 1, 1)}
+        self.runs: dict[str, list[TestRun]] = {"before": [], "after": []}
+        self.known: set[str] = set()
+        self.anomalies: list[str] = []
+        self.test_command = ""
+        self.tampered: Verdict | None = None
+        cmd = build_command(eco, plan) if getattr(config.verify, "compile_once", False) else None
+        self.build = cmd
+        self.snapshots: dict[str, str | None] = {}
+
+    def _phase(self, name: str):
+        from contextlib import nullcontext
+
+        return self.cost.phase(name) if self.cost is not None else nullcontext()
+
+    def _time(self, key: str, t: float) -> None:
+        self.timings[key] = round(self.timings.get(key, 0.0) + time.monotonic() - t, 2)
+
+    def snapshot(self, side: str) -> str | None:
+        """The side's snapshot image (built on first use; None without a build command, or when
+        the build timed out: every run then builds for itself). The build runs in a fresh sandbox
+        of the environment image, network none: the side's patches, then `build` (its exit code
+        is not a verdict: a test that does not compile before the fix fails in the runs)."""
+        if side in self.snapshots:
+            return self.snapshots[side]
+        self.snapshots[side] = None
+        if not self.build:
+            return None
+        from agents.envimage import image_tag_for
+
+        iid = self.instance.instance_id
+        timeout = min(self.config.timeouts.test_run, time_left(self.deadline, side, iid, self.log_path))
+        t = time.monotonic()
+        with self.factory.sandbox(self.spec, self.log_path) as sb:
+            apply_side_patches(sb, side, self.patches[side], self.methods, iid, self.log_path)
+            r = sb.exec(f"cd /testbed && {self.build}", timeout=timeout, env=self.env or None,
+                        log_label=f"{side}:build")
+            self.traj(StepRecord(agent="verification", rule=f"{side}:build", command=self.build,
+                                 exit_code=r.exit_code, duration=round(r.duration, 2),
+                                 output_excerpt="" if r.ok else r.output[-1500:]))
+            if not r.timed_out:
+                tag = image_tag_for(f"{iid}-{side}-snapshot", {"image": self.spec.image, "build": self.build},
+                                    self.config.run_id)
+                sb.commit(f"{self.config.image_repository}-snapshot", tag,
+                          labels={"swemint.instance": iid, "swemint.run": self.config.run_id,
+                                  "swemint.snapshot": side})
+                self.snapshots[side] = f"{self.config.image_repository}-snapshot:{tag}"
+        if self.cost is not None:
+            self.cost.run(f"{side}:build", "build", time.monotonic() - t)
+        return self.snapshots[side]
+
+    def remove_snapshots(self) -> None:
+        """Remove the snapshot images (never raises)."""
+        from agents.envimage import remove_image
+
+        for ref in self.snapshots.values():
+            if ref:
+                remove_image(self.factory, ref)
+
+    def run(self, side: str, targets: list[str] | None) -> TestRun | None:
+        """One run of `side` (targeted at `targets`, or full); None once a run was tampered
+        with (`tampered` holds the verdict). Raises SandboxTimeout at the deadline and
+        PatchApplyError for a patch that does not apply."""
+        if self.tampered is not None:
+            return None
+        iid = self.instance.instance_id
+        i = len(self.runs[side]) + 1
+        phase = side if i == 1 else "reruns"
+        plan = self.plan
+        if targets is not None:
+            plan = targeted_plan(self.eco, self.plan, targets)
+            if plan is None:
+                plan, targets = self.plan, None
+        t = time.monotonic()
+        with self._phase(side):
+            image = self.snapshot(side)
+            if i == 1:
+                self._time(side, t)
+        t = time.monotonic()
+        timeout = min(self.config.timeouts.test_run, time_left(self.deadline, side, iid, self.log_path))
+        spec = self.spec if image is None else self.spec.model_copy(update={"image": image})
+        with self._phase(phase):
+            with self.factory.sandbox(spec, self.log_path) as sb:  # every run in a fresh container
+                if image is None:
+                    apply_side_patches(sb, side, self.patches[side], self.methods, iid, self.log_path)
+                run = run_once(sb, side, i, plan=plan, eco=self.eco, config=self.config, timeout=timeout,
+                               traj=self.traj, known=self.known, env=self.env)
+        self._time(phase, t)
+        if targets is not None:
+            run = run.model_copy(update={"report": run.report.model_copy(update={"selected": list(targets)})})
+        if self.cost is not None:
+            self.cost.run(f"{side}#{i}", "targeted" if targets is not None else "full", time.monotonic() - t,
+                          tests=len(run.report.statuses))
+        self.runs[side].append(run)
+        self.anomalies += [f"{side}#{i}: {a}" for a in run.anomalies]
+        if side == "after" and not self.test_command and targets is None:
+            from envpool.testrun.published import published_command
+
+            stored = hook(self.eco, "stored_test_command") or stored_test_command
+            self.test_command = published_command(
+                self.instance.test_patch, self.instance.patch,
+                stored(self.plan, run.command, per_test_timeout=self.config.timeouts.per_test))
+        if run.tampered:
+            self.tampered = Verdict(outcome="tests_not_run", test_command=self.test_command, anomalies=self.anomalies,
+                                    reason=f"grading refused: the {side} run's report was tampered with "
+                                           f"({run.tampered[0]})",
+                                    attribution=Attribution(kind="task", detail=run.tampered[0][:300], rule="tampered"))
+            return None
+        if trusted(run):
+            self.known |= set(run.report.statuses)
+        return run
+
+    def schedule(self) -> None:
+        """The runs of `verify.policy` (`agents.adaptive`)."""
+        from agents import adaptive
+
+        vc = self.config.verify
+        if getattr(vc, "policy", "fixed") != "adaptive":
+            for side, targets in adaptive.fixed(vc.before_runs, vc.after_runs):
+                if self.run(side, targets) is None and self.tampered is not None:
+                    return
+            return
+        b, a = self.run("before", None), self.run("after", None)
+        if self.tampered is not None:
+            return
+        if b is not None and a is not None and trusted(b) and trusted(a):
+            scope = self.plan.state.get("absent_scope")
+            if scope is None and not is_pytest(self.plan.parser):
+                scope = aborted_before_scope(self.instance.test_patch, [b.report], [a.report])
+            cands, differ = adaptive.candidates(b.report, a.report, set(scope) if scope is not None else None)
+            if not cands:
+                self.traj(StepRecord(agent="verification", rule="adaptive:decided",
+                                     note="no FAIL_TO_PASS candidate after before#1 and after#1: no reruns"))
+                return
+            targets = adaptive.targets_of(cands, differ, a.report)
+            self.traj(StepRecord(agent="verification", rule="adaptive:targets",
+                                 note=f"{len(cands)} candidate(s), {len(differ)} differing; reruns "
+                                      + (f"targeted at {len(targets)} id(s)" if targets else "in full")))
+            todo = adaptive.reruns(vc.before_runs, vc.after_runs, targets)
+        else:  # a first run that cannot be graded: the rest in full, as `fixed`
+            todo = adaptive.fixed(vc.before_runs - 1, vc.after_runs - 1)
+        for side, targets in todo:
+            self.run(side, targets)
+            if self.tampered is not None:
+                return
+
+
 def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadline: float, log_path: Path, traj,
-           patch_methods: dict[str, str], env: dict[str, str] | None = None, timings: dict | None = None) -> Verdict:
+           patch_methods: dict[str, str], env: dict[str, str] | None = None, timings: dict | None = None,
+           cost=None) -> Verdict:
     """Before and after runs of `plan`'s T in image `spec.image` (network none, every run in a
-    fresh sandbox), graded and attributed (module docstring). Raises PatchApplyError (a patch
+    fresh sandbox; with `verify.compile_once` from its side's snapshot), scheduled by
+    `verify.policy` (`agents.adaptive`), graded and attributed (module docstring). `timings`:
+    wall seconds added under `before` / `after` (each side's first run and its build) and
+    `reruns`; `cost`: the instance's `agents.cost.CostMeter`. Raises PatchApplyError (a patch
     does not apply) and SandboxTimeout (the instance's time ran out); everything else is a
     Verdict."""
-    from envpool.testrun.published import published_command
-
-    iid = instance.instance_id
-    runs: dict[str, list[TestRun]] = {}
-    known: set[str] = set()
-    anomalies: list[str] = []
-    test_command = ""
-    stored = hook(eco, "stored_test_command") or stored_test_command
-    for side, patches, n in sides(instance, config.verify.before_runs, config.verify.after_runs):
-        t = time.monotonic()
-        every: list[TestRun] = []
-        for i in range(1, n + 1):
-            timeout = min(config.timeouts.test_run, time_left(deadline, side, iid, log_path))
-            with factory.sandbox(spec, log_path) as sb:  # every run in a fresh container
-                apply_side_patches(sb, side, patches, patch_methods, iid, log_path)
-                run = run_once(sb, side, i, plan=plan, eco=eco, config=config, timeout=timeout, traj=traj,
-                               known=known, env=env)
-            every.append(run)
-            anomalies += [f"{side}#{i}: {a}" for a in run.anomalies]
-            if side == "after" and not test_command:
-                test_command = published_command(instance.test_patch, instance.patch,
-                                                 stored(plan, run.command, per_test_timeout=config.timeouts.per_test))
-            if run.tampered:
-                return Verdict(outcome="tests_not_run", test_command=test_command, anomalies=anomalies,
-                               reason=f"grading refused: the {side} run's report was tampered with "
-                                      f"({run.tampered[0]})",
-                               attribution=Attribution(kind="task", detail=run.tampered[0][:300], rule="tampered"))
-            if trusted(run):
-                known |= set(run.report.statuses)
-        runs[side] = every
-        if timings is not None:
-            timings[side] = round(timings.get(side, 0.0) + time.monotonic() - t, 2)
+    s = _Sides(factory, spec, instance, plan, eco, config, deadline=deadline, log_path=log_path, traj=traj,
+               patch_methods=patch_methods, env=env, timings=timings, cost=cost)
+    try:
+        s.schedule()
+    finally:
+        s.remove_snapshots()
+    if s.tampered is not None:
+        return s.tampered
+    runs, anomalies, test_command = s.runs, s.anomalies, s.test_command
     ok = {side: [r for r in every if trusted(r)] for side, every in runs.items()}
     for side in ("before", "after"):
         every = runs[side]
@@ -383,7 +548,8 @@ def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadli
     scope = plan.state.get("absent_scope")
     before_reps, after_reps = [r.report for r in ok["before"]], [r.report for r in ok["after"]]
     if scope is None and not is_pytest(plan.parser):
-        scope = aborted_before_scope(instance.test_patch, before_reps, after_reps)
+        scope = aborted_before_scope(instance.test_patch, [r for r in before_reps if r.selected is None],
+                                     [r for r in after_reps if r.selected is None])
     outcome, reason, g = judge(before_reps, after_reps,
                                pytest=is_pytest(plan.parser), absent_scope=set(scope) if scope is not None else None)
     att = attribute(outcome, g, ok["before"], ok["after"], plan, eco, instance.test_patch)

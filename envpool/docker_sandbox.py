@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from envpool.cgroup import container_cpu_seconds, engine_cpu_seconds
 from envpool.errors import InfraError, OutputTooLarge
 from envpool.hostfs import hand_over
 from envpool.netguard import BuildNetworkConfig, ensure_build_network
@@ -256,8 +257,14 @@ class DockerSandbox:
     def __init__(self, client, container, spec: SandboxSpec, log_path: Path | None,
                  output_cap: int = DEFAULT_OUTPUT_CAP, *, kill_after: float = DEFAULT_KILL_AFTER,
                  ca_mounted: bool | None = None, report_cap: int = DEFAULT_REPORT_CAP,
-                 host_grace: float = HOST_GRACE, tmpfs: tuple[str, ...] = ()):
+                 host_grace: float = HOST_GRACE, tmpfs: tuple[str, ...] = (), on_close=None):
         self.tmpfs = tmpfs
+        self.on_close = on_close
+        """Called with this sandbox once it is closed (its `cpu_seconds` read): a cost meter."""
+        self.cpu_seconds: float | None = None
+        """CPU-seconds the container used (its cgroup, read at `close`; None before, or unreadable)."""
+        self.engine_cpu_seconds = 0.0
+        """CPU-seconds the local engine (dockerd, containerd) spent during this sandbox's commits."""
         """Folders mounted as tmpfs: the engine's archive API cannot see into them, so files
         there are copied through an exec (stdin in, the report channel out)."""
         self.client = client
@@ -549,22 +556,34 @@ class DockerSandbox:
         if env:
             base = dict(e.split("=", 1) for e in (self.container.attrs.get("Config", {}).get("Env") or []) if "=" in e)
             conf["Env"] = [f"{k}={v}" for k, v in {**base, **env}.items()]
+        e0 = engine_cpu_seconds()
         try:
             img = self.container.commit(repository=repository, tag=tag, conf=conf)
         except Exception as e:
             raise InfraError(f"docker commit failed: {e}", instance_id=self.spec.instance_id) from e
+        finally:
+            e1 = engine_cpu_seconds()
+            if e0 is not None and e1 is not None:
+                self.engine_cpu_seconds += max(0.0, e1 - e0)
         return img.id
 
     def close(self) -> None:
-        """Remove the container (force); idempotent, never raises."""
+        """Read the container's CPU-seconds from its cgroup (`cpu_seconds`), remove it (force),
+        then call `on_close(self)`; idempotent, never raises."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+        self.cpu_seconds = container_cpu_seconds(self.container.id)
         try:
             self.container.remove(force=True)
         except Exception as e:  # noqa: BLE001 - close never raises; sweep() catches leftovers
             log.debug("removing container %s failed: %s", self.container.id[:12], e)
+        if self.on_close is not None:
+            try:
+                self.on_close(self)
+            except Exception as e:  # noqa: BLE001 - a meter never breaks a run
+                log.debug("on_close of %s failed: %s", self.container.id[:12], e)
 
 
 class DockerSandboxFactory:
@@ -594,6 +613,9 @@ class DockerSandboxFactory:
         self.build_network = build_network or BuildNetworkConfig()
         self._quota: bool | None = None
         self._engine_info: dict | None = None
+        self.cpu_listener = None
+        """Called with each sandbox this factory started once it is closed (`DockerSandbox.on_close`):
+        the instance's cost meter (`agents.cost.CostMeter`) sets it."""
 
     def disk_quota_supported(self) -> bool:
         """Whether the engine enforces `--storage-opt size` (overlay2 on xfs; pquota is checked
@@ -723,7 +745,8 @@ class DockerSandboxFactory:
             log_path.parent.mkdir(parents=True, exist_ok=True)
         return DockerSandbox(self.client, container, spec, log_path, self.output_cap,
                              kill_after=self.kill_after, ca_mounted=ca_mounted, report_cap=self.report_cap,
-                             host_grace=self.host_grace, tmpfs=tuple(confine.get("tmpfs", {})))
+                             host_grace=self.host_grace, tmpfs=tuple(confine.get("tmpfs", {})),
+                             on_close=self.cpu_listener)
 
     def _create(self, spec: SandboxSpec, name: str, labels: dict, network_mode: str, mounts: list, confine: dict):
         return self.client.containers.create(

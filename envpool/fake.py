@@ -135,6 +135,9 @@ class FakeSandbox:
         self.commits: list[FakeImage] = []
         self.closed = False
         self.close_count = 0
+        self.cpu_seconds: float | None = None
+        """CPU-seconds the \"container\" used, as `DockerSandbox.cpu_seconds` after close: a
+        handler may add to it (`sb.cpu_seconds = (sb.cpu_seconds or 0) + 2.0`) to play a cost."""
         self._script = _Script()
 
     # -- scripting ------------------------------------------------------------------------
@@ -244,9 +247,14 @@ class FakeSandbox:
         return image.id
 
     def close(self) -> None:
-        """Mark closed (idempotent; `close_count` counts the calls)."""
+        """Mark closed (idempotent; `close_count` counts the calls); the first close calls the
+        factory's `cpu_listener` with this sandbox, as `DockerSandbox.close` does."""
         self.close_count += 1
+        first = not self.closed
         self.closed = True
+        listener = getattr(self.factory, "cpu_listener", None) if self.factory else None
+        if first and listener is not None:
+            listener(self)
 
 
 class FakeSandboxFactory:
@@ -283,6 +291,8 @@ class FakeSandboxFactory:
         self.log_paths: list[Path | None] = []
         self.sandboxes: list[FakeSandbox] = []
         self.images: dict[str, FakeImage] = {}
+        self.cpu_listener = None
+        """Called with each sandbox once closed (as `DockerSandboxFactory.cpu_listener`)."""
         self._script = _Script()
 
     def isolation(self) -> dict[str, object]:

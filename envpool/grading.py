@@ -90,6 +90,17 @@ def passes_in(run: TestRunReport, test_id: str) -> bool:
     return passed_like(run.statuses.get(test_id))
 
 
+def observed(run: TestRunReport, test_id: str) -> bool:
+    """Whether `run` says anything about `test_id`: always for a run of the whole configuration;
+    for a targeted rerun (`selected` set) only when the id was targeted and the run reports it or
+    it lies under one of the run's collection errors."""
+    if run.selected is None:
+        return True
+    if test_id not in run.selected:
+        return False
+    return test_id in run.statuses or in_failed_collector(test_id, run.collection_errors)
+
+
 def _expected(test_id: str, expected: set[str]) -> bool:
     return test_id in expected or test_id.split("::", 1)[0] in expected
 
@@ -142,7 +153,8 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
     skipped, absent, or in a file that failed to collect) and passing in every after run;
     PASS_TO_PASS = passing in every before and every after run; `flaky` = ids whose outcome
     differs across the runs of one side (dropped from both lists). Ids come from the after
-    runs' statuses (a test must have run after to be listed). Never raises.
+    runs' statuses (a test must have run after to be listed). A targeted rerun (`selected` set)
+    counts only for the ids it observed (`observed`). Never raises.
     """
     candidates: set[str] = set()
     for run in after:
@@ -151,8 +163,8 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
         candidates = {t for t in candidates if _expected(t, expected_tests)}
     f2p, p2p, flaky = [], [], []
     for test_id in sorted(candidates):
-        pre = [passes_in(r, test_id) for r in before]
-        post = [passes_in(r, test_id) for r in after]
+        pre = [passes_in(r, test_id) for r in before if observed(r, test_id)]
+        post = [passes_in(r, test_id) for r in after if observed(r, test_id)]
         if len(set(pre)) > 1 or len(set(post)) > 1:
             flaky.append(test_id)
             continue
@@ -161,7 +173,7 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
         if pre and pre[0]:
             p2p.append(test_id)
         elif absent_scope is not None and test_name(test_id) not in absent_scope and not any(
-                test_id in r.statuses for r in before):
+                test_id in r.statuses for r in before if observed(r, test_id)):
             continue
         else:
             f2p.append(test_id)

@@ -14,42 +14,20 @@ reports 0, never raises.
 from __future__ import annotations
 
 import logging
-import resource
 import threading
 import time
-from pathlib import Path
 from types import TracebackType
 
+from envpool.cgroup import CGROUP, container_cpu_seconds, process_cpu_now
+
 log = logging.getLogger(__name__)
-CGROUP = Path("/sys/fs/cgroup")
+__all__ = ["CGROUP", "ContainerCpu", "container_cpu_seconds", "cpu_now"]
 
 
 def cpu_now() -> float:
-    """Seconds: this thread's CPU time + the CPU time of this process's waited-for children."""
-    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.thread_time() + ch.ru_utime + ch.ru_stime
-
-
-def container_cpu_seconds(container_id: str, root: Path = CGROUP) -> float | None:
-    """CPU seconds used so far by the container `container_id` (full id), from its cgroup; None
-    when no known cgroup file is readable."""
-    v1 = [root / "cpuacct" / "docker" / container_id / "cpuacct.usage",
-          root / "cpuacct" / "system.slice" / f"docker-{container_id}.scope" / "cpuacct.usage",
-          root / "cpu,cpuacct" / "docker" / container_id / "cpuacct.usage"]
-    for p in v1:
-        try:
-            return int(p.read_text().strip()) / 1e9
-        except (OSError, ValueError):
-            continue
-    for p in (root / "system.slice" / f"docker-{container_id}.scope" / "cpu.stat",
-              root / "docker" / container_id / "cpu.stat"):
-        try:
-            for line in p.read_text().splitlines():
-                if line.startswith("usage_usec "):
-                    return int(line.split()[1]) / 1e6
-        except (OSError, ValueError):
-            continue
-    return None
+    """Seconds: this thread's CPU time + the CPU time of this process's waited-for children
+    (`envpool.cgroup.process_cpu_now`)."""
+    return process_cpu_now()
 
 
 class ContainerCpu:

@@ -370,7 +370,7 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     stage = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
                       resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry,
                       registry_auth=(cfg.registry_auth.username_env, cfg.registry_auth.password_env)
-                      if cfg.registry_auth else None)
+                      if cfg.registry_auth else None, slots=cfg.workers)
     reuse = cfg.mint.reuse
 
     def submit(it: WorkItem) -> None:

@@ -109,7 +109,7 @@ class Flow:
         auth = (cfg.registry_auth.username_env, cfg.registry_auth.password_env) if cfg.registry_auth else None
         self.build = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
                                resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry,
-                               registry_auth=auth)
+                               registry_auth=auth, slots=cfg.workers)
         self.store = ResultStore(cfg.workdir, cfg.retry_outcomes)
         self.pool = open_pool(cfg.pool_path, self.store)
         self.stop: str | None = None

@@ -270,21 +270,26 @@ class MintStage:
             (by digest, its image id checked against the pool's).
         registry_auth: (username variable, password variable): names of the environment
             variables holding the registry's credentials, read on the worker when needed.
+        slots: build slots of the run (`workers`: instances in flight at once), written into
+            each row's `cost.slots`.
     """
 
     name = "mint"
     registry: str | None = None  # class default: stages pickled by older drivers lack the attribute
     registry_auth: tuple[str, str] | None = None
+    slots: int | None = None
 
     def __init__(self, config: MintConfig, mint_fn: MintFn | None = None,
                  mint_function: str = DEFAULT_MINT_FUNCTION, resources: StageResources | None = None,
-                 registry: str | None = None, registry_auth: tuple[str, str] | None = None):
+                 registry: str | None = None, registry_auth: tuple[str, str] | None = None,
+                 slots: int | None = None):
         self.config = config
         self.mint_fn = mint_fn
         self.mint_function = mint_function
         self.resources = resources or StageResources(num_cpus=1.0, resources={"docker": 1.0})
         self.registry = registry
         self.registry_auth = registry_auth
+        self.slots = slots
 
     def _auth(self) -> dict | None:
         """The registry's `auth_config` from the worker's environment (InfraError when unset)."""
@@ -338,6 +343,8 @@ class MintStage:
             res = res.model_copy(update={"version": plan.version})
         if self.registry and isinstance(res, InstanceResult) and res.outcome == "verified" and res.env is not None:
             res = self._publish(res)
+        if isinstance(res, InstanceResult) and res.cost is not None and self.slots is not None:
+            res = res.model_copy(update={"cost": res.cost.model_copy(update={"slots": self.slots})})
         return res
 
     def _clear_earlier_attempt(self, item: WorkItem) -> None:

@@ -52,6 +52,7 @@ from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan, Route
 from agents.ecosystems.toolchain import constrained
+from envpool.testrun.limits import per_test
 from envpool.errors import EnvBuildError
 from agents.ecosystems.debian import apt_install, era_time
 from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_requirements, driver_tests, find_drivers, \
@@ -431,7 +432,8 @@ class CFamily:
                          + " ".join(_q(t) for t in tests) + " || echo 'swemint: some targets do not build at base_commit'")
             junit = not b.gtest and version_key(cmake_version) >= (3, 21)
             args = f"--junit {JUNIT}" if junit else "--verbose"  # -V: a passing test's output (TAP) too
-            test_command = (f"python3 {HELPER} {BUILD_DIR} {args} --jobs {JOBS} -- "
+            # ctest's per-test limit (`envpool.testrun.limits`): a hanging test is that test's timeout
+            test_command = (f"python3 {HELPER} {BUILD_DIR} {args} --jobs {JOBS} --timeout {per_test()} -- "
                             + " ".join(_q(t) for t in tests))
             parser = "gtest_log" if b.gtest else ("ctest_junit" if junit else "ctest_log")
             report = JUNIT if junit else None
@@ -497,6 +499,19 @@ class CFamily:
         alts = driver_test_specs(driver, tests, prefix=prefix, files=tree.files)
         setup = [make, *driver_env_setup(build, driver)]
         return alts[0].test_command, driver.spec.parser, alts, setup, driver_requirements(tree, driver)
+
+    def build_command(self, plan: PolyPlan) -> str | None:
+        """Compile once (`verify.compile_once`): CMake plans build the test command's targets
+        (the helper's ``--build-only``: no ctest); automake's ``make check`` builds its check
+        programs with an empty ``TESTS=`` (no test script runs). None for a plain Makefile or a
+        repository test driver, whose build and tests cannot be told apart."""
+        cmd = plan.test_command
+        helper = f"python3 {HELPER} {BUILD_DIR} "
+        if plan.build == "cmake" and cmd.startswith(helper) and " -- " in cmd:
+            return f"{helper}--build-only --jobs {JOBS} -- {cmd.split(' -- ', 1)[1]}; true"
+        if plan.build == "autotools" and cmd == f"make -j{JOBS} -k check":
+            return f"make -j{JOBS} -k check TESTS=; true"
+        return None
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """A FetchContent download that failed (an unreachable host): its upstream tarball from

@@ -60,6 +60,7 @@ from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.quoting import shell_word
+from envpool.testrun.limits import per_test
 from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_id
 from envpool.toolchains import version_key
 
@@ -658,6 +659,10 @@ class GoEcosystem:
         choice = ensure_image(asked, images, instance_id=iid)
         env = dict(GO_ENV)
         flags = " ".join([*recipe.test_flags, *(a for a in shell_args(req.test_args) if a not in recipe.test_flags)])
+        if not any(a.startswith(("-timeout", "'-timeout")) for a in shell_args(req.test_args)):
+            # Go has no per-test limit: a test binary gets 4 per-test limits, then panics naming
+            # the running test (that test fails, the run goes on; `envpool.testrun.limits`)
+            flags += f" -timeout={per_test(4)}s"
         tags, why = gated_tags(tree, instance.test_patch, touched)
         if tags:  # TAG_NAME-validated
             flags += f" -tags={','.join(tags)}"
@@ -701,6 +706,9 @@ class GoEcosystem:
         state: dict = {"test_name": "touched" if recipe.run_touched_tests else "packages"}
         if deps_state:
             state["dependency_commands"] = deps_state
+        if not gopath:  # module folder -> module path: where a targeted rerun runs a package
+            state["go_modules"] = {m.dir: m.path for m in proj.modules if m.dir in sel}
+        state["go_flags"] = flags
         if tests and any(names for names in tests.values()):  # T2: the other selection
             other = {} if recipe.run_touched_tests else tests
             cmd = "; ".join(f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}"
@@ -774,6 +782,46 @@ class GoEcosystem:
             return None
         return LayerSpec(name="go modules", files=files, content=anonymous_go_mods(tree, files),
                          commands=list(commands), env=dict(plan.env))
+    def targeted_plan(self, plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
+        """`plan` running only the tests `ids` (``pkg::TestX/sub``): one ``go test -json -run``
+        per package, in the folder of the module whose path is the longest prefix of the
+        package's (`state["go_modules"]`), the top-level tests of each package selected
+        (`run_pattern`: their subtests all run; grading reads only the targeted ids). None in
+        GOPATH mode or for an id whose package no module of the plan holds."""
+        modules: dict[str, str] = plan.state.get("go_modules") or {}
+        flags = plan.state.get("go_flags", "")
+        if not modules or not ids:
+            return None
+        by_pkg: dict[str, list[str]] = {}
+        for i in ids:
+            pkg, name = split_go_id(i)
+            if not pkg or not name:
+                return None
+            by_pkg.setdefault(pkg, []).append(i)
+        runs = []
+        for pkg, tests in sorted(by_pkg.items()):
+            owners = [d for d, path in modules.items() if pkg == path or pkg.startswith(path + "/")]
+            if not owners:
+                return None
+            mdir = max(owners, key=lambda d: len(modules[d]))
+            top = sorted({split_go_id(t)[1].split("/", 1)[0] for t in tests})
+            pat = shlex.quote(run_pattern(top))
+            runs.append(f"({_cd(mdir)} && go test -json {flags} -run {pat} {shlex.quote(pkg)}) | "
+                        f"{BUILD_FAILED_TO_JSON} >> {REPORT_PATH}")
+        cmd = f"{OFFLINE_PROXY}: > {REPORT_PATH}; " + "; ".join(runs)
+        return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted", test_command=cmd,
+                                       parser=plan.parser, report_path=plan.report_path,
+                                       parser_options=dict(plan.parser_options), test_files=list(plan.test_files)))
+
+    def build_command(self, plan: PolyPlan) -> str | None:
+        """Compile once (`verify.compile_once`): the plan's test command with every ``go test
+        -json`` made ``go test -exec /bin/true`` -- the same packages and flags compiled and
+        linked into the build cache, each test binary handed to ``true`` instead of run (no test
+        runs); its report file is emptied again. None for a command that runs no ``go test``."""
+        cmd = plan.test_command
+        if "go test -json" not in cmd:
+            return None
+        return cmd.replace("go test -json", "go test -exec /bin/true") + f"; rm -f {REPORT_PATH}; true"
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Go image at least as new as `requested` (LLM plans)."""

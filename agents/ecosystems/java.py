@@ -55,6 +55,7 @@ from agents.ecosystems.debian import apt_install
 from agents.ecosystems.toolchain import satisfies
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
+from envpool.testrun.limits import per_test
 from envpool.testrun.polyglot.java import BUILD_FAILED_MARK, MAVEN_COMPILE_FAILED
 from envpool.patches import changed_lines
 from envpool.images import ImageConfig
@@ -651,8 +652,13 @@ class JavaEcosystem:
             return f"-Dtest={shlex.quote(','.join(names))} " if names else ""
 
         test_filter = dtest(classes)
+        # per-test limits (`envpool.testrun.limits`): JUnit Jupiter's default timeout per test, and
+        # Surefire's fork timeout (5 per-test limits) for JUnit 4, which has none: a hanging test
+        # is its class's failure, not a run killed at the run limit
+        limits = (f"-Dsurefire.timeout={per_test(5)} -Djunit.jupiter.execution.timeout.default={per_test()}s "
+                  .replace("{", "{{").replace("}", "}}"))
         tail = ("-fae -DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false "
-                "-Dmaven.test.failure.ignore=true test")
+                f"{limits}-Dmaven.test.failure.ignore=true test")
         warm_classes = warm_up_classes(tree, tests, reactor.module_of)
         warm_filter = dtest(sorted(set(warm_classes))) or test_filter
         extra = "".join(f"{a} " for a in shell_args([*ci_args, *req.test_args]))

@@ -888,12 +888,20 @@ class RustEcosystem:
                 f"{feature_args[s.package.name]} {' '.join(s.flags)} 2>&1" for s in sels]
         rebuild = f"CARGO_NET_OFFLINE=true {bins} 2>&1 | tail -n 3; " if bins else ""
         test_command = f"{cd}{rebuild}" + "; ".join(runs)
+        # compile once (`build_command`): the same targets with --no-run (doc tests cannot be
+        # compiled ahead; arguments after a `--` belong to the test binaries)
+        bextra = "" if "--" in shell_args(req.test_args) else extra
+        builds = [f"CARGO_NET_OFFLINE=true cargo test --no-run{bextra} -p {shlex.quote(s.package.name)}"
+                  f"{feature_args[s.package.name]} {' '.join(f for f in s.flags if f != '--doc')} 2>&1"
+                  for s in sels if [f for f in s.flags if f != "--doc"] or not s.flags]
+        build_state = {"build_command": f"{cd}{rebuild}" + "; ".join(builds) + "; true",
+                       "build_for": test_command} if builds else {}
         notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
                  f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
         return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
                         test_command=test_command, parser="cargo_test", test_files=[
-                            p for p in touched if p.endswith(".rs")], notes=notes, state=state)
+                            p for p in touched if p.endswith(".rs")], notes=notes, state={**state, **build_state})
 
     def dependency_layer(self, plan: PolyPlan, tree: GitTree):
         """Rust's dependency tier (`agents.tiers`): the registry cache filled by the plan's first
@@ -913,6 +921,14 @@ class RustEcosystem:
         files = sorted(p for p in tree.files if posixpath.basename(p) == "Cargo.toml" or p == lock)
         return LayerSpec(name="cargo registry", files=files, stubs=cargo_stubs(tree), commands=list(commands),
                          env=dict(plan.env))
+
+    def build_command(self, plan: PolyPlan) -> str | None:
+        """Compile once (`verify.compile_once`): the plan's cargo targets with ``--no-run``
+        (every test binary built, none run), made with the plan; None when the plan's test
+        command is no longer the one it was made for."""
+        if plan.state.get("build_for") != plan.test_command:
+            return None
+        return plan.state.get("build_command")
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Rust image at least `requested` (LLM plans)."""

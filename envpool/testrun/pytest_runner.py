@@ -191,8 +191,10 @@ def addopts_from_config(name: str, text: str) -> str | list[str] | None:
 
 def config_dirs(test_files: Iterable[str]) -> list[str]:
     """Folders (relative, "" = the workdir) pytest searches for its config, nearest first:
-    from the common ancestor of the test files' folders up to the workdir."""
-    dirs = [posixpath.dirname(posixpath.normpath(f)) for f in test_files
+    from the common ancestor of the test files' folders up to the workdir. A node id
+    (``tests/t.py::test_x[a/b]``) counts as its file."""
+    files = [f.split("::", 1)[0] for f in test_files]
+    dirs = [posixpath.dirname(posixpath.normpath(f)) for f in files
             if f and not posixpath.isabs(f) and not f.startswith("..")]
     common = posixpath.commonpath(dirs) if dirs else ""
     out = []

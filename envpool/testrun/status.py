@@ -44,6 +44,11 @@ class TestRunReport(BaseModel):
     source: Literal["plugin", "junit", "log", "json", "none"] = "none"
     duration: float = 0.0
     log_path: str | None = None
+    selected: list[str] | None = None
+    """Set on a targeted rerun (`agents.verification`'s adaptive policy): the ids it was asked to
+    run. Grading reads such a run only for those ids that it reports (or that lie under one of its
+    collection errors): a test it was not asked for, or that its selection missed, was not
+    observed, which is not a failure. None: the run ran the whole configuration."""
     reasons: dict[str, str] = Field(default_factory=dict)
     """Test id (or collector id) -> a short excerpt of why it did not pass (skip reason, failure,
     collection error), where the runner's report gives one (pytest's plugin). For diagnosis

@@ -239,6 +239,17 @@ class PythonEcosystem:
         return TestRun(report=run.report, anomalies=list(run.anomalies), tampered=list(run.tampered),
                        command=run.command, output_tail=run.output_tail)
 
+    def targeted_plan(self, plan: Plan, ids: list[str]) -> Plan | None:
+        """`plan` running only the pytest node ids `ids` (a targeted rerun: pytest takes node ids
+        where it takes files). None for a plan whose parser is not pytest's (a test driver) or an
+        id that is not a node id of one of the plan's test files."""
+        if not is_pytest(plan.parser) or not ids:
+            return None
+        files = set(plan.test_files)
+        if any("::" not in i or (files and i.split("::", 1)[0] not in files) for i in ids):
+            return None
+        return plan.model_copy(update={"test_files": sorted(set(ids))}, deep=True)
+
     def stored_test_command(self, plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
         """The pytest part of the row's `test_command` (`envpool.testrun.pytest_runner.row_command`:
         one line, its run folder fixed, the plugin's frames on stdout for `pytest_channel`)."""

@@ -137,7 +137,8 @@ def test_cmake_plan_gtest_and_ctest_parsers(tmp_path, images):
     plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-05-14 14:49:55"), ["test/widget-test.cc"],
                           ImageConfig())
     assert plan.parser == "gtest_log" and plan.report_path is None
-    assert plan.test_command == (f"python3 {cfamily.HELPER} /opt/build --verbose --jobs 2 -- test/widget-test.cc")
+    assert plan.test_command == (f"python3 {cfamily.HELPER} /opt/build --verbose --jobs 2 "
+                                 "--timeout ${SWEMINT_TEST_TIMEOUT:-120} -- test/widget-test.cc")
     assert any("codemodel-v2" in c and "cmake -S /testbed -B /opt/build" in c and "-DWIDGET_TEST=ON" in c
                for c in plan.setup_commands)
     # setup builds the targets the test run needs, not the whole project

@@ -24,6 +24,9 @@ from tests.agents.ecosystems.conftest import make_instance, make_tree
 
 instance = partial(make_instance, language="Go", created_at="2022-05-08 19:33:15")
 
+LIMIT = "-timeout=$((${SWEMINT_TEST_TIMEOUT:-120}*4))s"
+"""A test binary's limit: 4 per-test limits (`envpool.testrun.limits`)."""
+
 
 # --- toolchain -------------------------------------------------------------------------------
 
@@ -280,7 +283,7 @@ def test_plan_shape(tmp_path, monkeypatch):
     assert "cd /testbed && go mod download" in plan.setup_commands
     assert any("go list -deps -test ." in c for c in plan.setup_commands)
     # T: the touched package whole (its other tests are the row's PASS_TO_PASS) ...
-    assert "go test -json -count=1 -vet=off ." in plan.test_command and "-run" not in plan.test_command
+    assert f"go test -json -count=1 -vet=off {LIMIT} ." in plan.test_command and "-run" not in plan.test_command
     assert plan.test_spec().name == "packages"
     from agents.ecosystems.golang import OFFLINE_PROXY  # modules from setup's cache, never the network
 
@@ -289,7 +292,7 @@ def test_plan_shape(tmp_path, monkeypatch):
     # ... the touched functions alone are the alternative; a package that does not build before
     # the fix lists only them as FAIL_TO_PASS
     assert [a.name for a in plan.test_alternatives] == ["touched"]
-    assert "go test -json -count=1 -vet=off -run '^TestNew$' ." in plan.test_alternatives[0].test_command
+    assert f"go test -json -count=1 -vet=off {LIMIT} -run '^TestNew$' ." in plan.test_alternatives[0].test_command
     assert plan.state["absent_scope"] == ["TestNew"]
     assert plan.env["GOTOOLCHAIN"] == "local" and plan.toolchain == "go 1.19.8"
 
@@ -318,7 +321,7 @@ def test_build_tags_of_a_gated_touched_test_that_ci_sets(tmp_path, monkeypatch):
     test_patch = ("diff --git a/db_test.go b/db_test.go\nnew file mode 100644\n--- /dev/null\n+++ b/db_test.go\n"
                   f"@@ -0,0 +1,{GATED.count(chr(10))} @@\n" + "".join("+" + ln + "\n" for ln in GATED.splitlines()))
     plan = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch), ["db_test.go"], ImageConfig())
-    assert "go test -json -count=1 -vet=off -tags=integration ." in plan.test_command
+    assert f"go test -json -count=1 -vet=off {LIMIT} -tags=integration ." in plan.test_command
     assert any("-tags=integration -run '^$'" in c for c in plan.setup_commands)
     assert any(n.startswith("build tag integration") for n in plan.notes)
     # the CI does not set the tag: the file stays gated (its tests would need what CI never gives them)

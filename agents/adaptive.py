@@ -1,0 +1,64 @@
+"""Which test runs a verification makes, and on which tests: the schedule of `verify.policy`.
+
+`fixed` (the policy before issue 26): `before_runs` full runs of the before side, then
+`after_runs` of the after side, whatever they show.
+
+`adaptive` (design sketch 3, "verification that spends CPU where the answer is"): before#1 and
+after#1 run in full first. When both can be graded and no test is a FAIL_TO_PASS candidate, the
+instance is decided at once (`no_fail_to_pass` after two runs). Otherwise the reruns confirm
+what matters: `targets` = the candidate FAIL_TO_PASS tests and every test whose pass/no-pass
+status differs between before#1 and after#1. The before side's other runs and the after side's
+other runs but the last are *targeted* at them (the ecosystem's `targeted_plan` hook; a runner
+without one reruns in full); the after side's last run stays full, so a PASS_TO_PASS test that
+flakes is still seen twice after the patch. A candidate is thus seen as often as under `fixed`
+(2 before, 3 after by default); a PASS_TO_PASS test once before and twice after. When before#1
+or after#1 cannot be graded (an anomaly, a timeout), the remaining runs are full, as `fixed`.
+Targeting is skipped (full reruns) when the targets are more than `MAX_TARGETS` ids or at least
+`MAX_TARGET_SHARE` of the tests after#1 reported: a selection that large saves little and is a
+long command line.
+"""
+
+from __future__ import annotations
+
+from envpool.grading import grade, passes_in
+from envpool.testrun.status import TestRunReport
+
+MAX_TARGETS = 200
+"""Ids a targeted rerun may name at most (else the rerun is full)."""
+MAX_TARGET_SHARE = 0.5
+"""A targeted rerun is full instead when its targets are at least this share of after#1's tests."""
+
+
+def candidates(before: TestRunReport, after: TestRunReport,
+               absent_scope: set[str] | None = None) -> tuple[list[str], list[str]]:
+    """(FAIL_TO_PASS candidates, ids whose status differs) of one before and one after run: the
+    candidates as `envpool.grading.grade` lists them from these two runs alone; the differing ids
+    are the after run's ids that pass on one side and not on the other (failing -> passing and
+    passing -> failing). Both sorted."""
+    g = grade([before], [after], None, absent_scope)
+    differ = sorted(t for t in after.statuses if passes_in(before, t) != passes_in(after, t))
+    return g.FAIL_TO_PASS, differ
+
+
+def targets_of(cands: list[str], differ: list[str], after: TestRunReport) -> list[str] | None:
+    """The ids targeted reruns run (candidates and differing ids, sorted), or None when they
+    should run in full (more than `MAX_TARGETS`, or `MAX_TARGET_SHARE` of after's tests)."""
+    out = sorted(set(cands) | set(differ))
+    if not out or len(out) > MAX_TARGETS or len(out) >= MAX_TARGET_SHARE * max(1, len(after.statuses)):
+        return None
+    return out
+
+
+def reruns(before_runs: int, after_runs: int, targets: list[str] | None) -> list[tuple[str, list[str] | None]]:
+    """The adaptive reruns after before#1 and after#1: (side, targets or None for a full run),
+    in order -- the before side's `before_runs - 1` runs, then the after side's `after_runs - 1`,
+    every one targeted but the after side's last (full, for PASS_TO_PASS stability)."""
+    out: list[tuple[str, list[str] | None]] = [("before", targets) for _ in range(before_runs - 1)]
+    n = after_runs - 1
+    out += [("after", targets if k < n - 1 else None) for k in range(n)]
+    return out
+
+
+def fixed(before_runs: int, after_runs: int) -> list[tuple[str, list[str] | None]]:
+    """The `fixed` schedule: every run full, the before side first."""
+    return [("before", None)] * before_runs + [("after", None)] * after_runs

@@ -1,0 +1,220 @@
+"""Verification that spends CPU where the answer is (issue 26): the adaptive schedule, targeted
+reruns, compile-once snapshots and the row's cost, with a toy ecosystem and the fake sandbox.
+
+The toy ecosystem writes `go test -json`-shaped reports; a targeted run is recognised by the
+`-run` of its command (the hook the toy implements, as Go's does), the snapshot build by
+`build-tests`. Which tests pass depends on the side (the patch applied, or the snapshot built
+from it) and on a script of per-run overrides (a flaky test)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import agents.minter as minter
+from agents import adaptive
+from agents.config import MintConfig
+from agents.ecosystems.base import PolyPlan, TestSpec
+from envpool.fake import FakeSandboxFactory
+from envpool.testrun.status import TestRunReport, TestStatus
+from tests.agents.ecosystems.conftest import force_ecosystem, make_instance, make_repo
+
+PATCH = "diff --git a/calc.go b/calc.go\n--- a/calc.go\n+++ b/calc.go\n@@ -1 +1 @@\n-package calc // bug\n" \
+        "+package calc // fixed\n"
+TEST_PATCH = "diff --git a/calc_test.go b/calc_test.go\n--- a/calc_test.go\n+++ b/calc_test.go\n@@ -1 +1 @@\n" \
+             "-package calc // old test\n+package calc // new test\n"
+PKG = "example.com/calc"
+
+
+def _events(results: dict[str, str]) -> str:
+    lines = []
+    for test, action in results.items():
+        lines.append({"Action": "run", "Package": PKG, "Test": test})
+        lines.append({"Action": action, "Package": PKG, "Test": test, "Elapsed": 0.01})
+    lines.append({"Action": "fail" if "fail" in results.values() else "pass", "Package": PKG, "Elapsed": 0.02})
+    return "\n".join(json.dumps(x) for x in lines) + "\n"
+
+
+class ToyEco:
+    """A Go-like ecosystem with the issue-26 hooks: `targeted_plan` (``-run '^(A|B)$'``) and
+    `build_command` (``build-tests``)."""
+
+    name = "toy"
+    languages = ("go",)
+
+    def __init__(self, build: bool = True, target: bool = True):
+        self.with_build, self.target = build, target
+
+    def detect(self, tree, language):
+        return 10
+
+    def plan(self, tree, instance, touched, images):
+        return PolyPlan(ecosystem="toy", toolchain="toy 1.0", image="toy:1", setup_commands=["fetch-deps"],
+                        test_command="go test -json ./...", parser="go_test_json", test_files=["calc_test.go"])
+
+    def repair(self, plan, command, output, tried):
+        return None
+
+    def targeted_plan(self, plan, ids):
+        if not self.target:
+            return None
+        names = "|".join(sorted(i.split("::", 1)[1] for i in ids))
+        return plan.with_test(TestSpec(name="targeted", test_command=f"go test -json -run '^({names})$' ./...",
+                                       parser=plan.parser))
+
+    def build_command(self, plan):
+        return "build-tests" if self.with_build else None
+
+
+class World:
+    """The fake engine: per side, the tests and how they end; `flips` overrides (side, run
+    number) -> {test: action}; every test run and build is recorded with its sandbox."""
+
+    def __init__(self, before: dict[str, str], after: dict[str, str], flips=None, cpu: float = 2.0):
+        self.before, self.after, self.flips = before, after, flips or {}
+        self.runs: list[tuple[str, str, object]] = []  # (side, command, sandbox)
+        self.builds: list[tuple[str, object]] = []
+        self.factory = f = FakeSandboxFactory(run_id="t")
+        self.cpu = cpu
+
+        def side_of(sb) -> str:
+            patched = any("after_patch" in c or "after:patch" in (k.log_label or "") for c, k in
+                          zip(sb.commands, sb.calls))
+            built = sb.spec.image.rsplit(":", 1)[-1]
+            return "after" if patched or "-after-snapshot" in built else "before"
+
+        def tests(cmd, sb):
+            side = side_of(sb)
+            n = sum(1 for s, _, _ in self.runs if s == side) + 1
+            self.runs.append((side, cmd, sb))
+            sb.cpu_seconds = self.cpu
+            results = dict(self.before if side == "before" else self.after)
+            results.update(self.flips.get((side, n), {}))
+            if "-run '^(" in cmd:
+                wanted = cmd.split("-run '^(", 1)[1].split(")$'", 1)[0].split("|")
+                results = {t: a for t, a in results.items() if t in wanted}
+            return (1 if "fail" in results.values() else 0, _events(results))
+
+        def build(cmd, sb):
+            self.builds.append((side_of(sb), sb))
+            sb.cpu_seconds = 5.0
+            return (0, "built")
+
+        def deps(cmd, sb):
+            sb.cpu_seconds = 10.0
+            return (0, "ok")
+
+        f.on(r"^fetch-deps", deps)
+        f.on(r"build-tests", build)
+        f.on(r"go test -json", tests)
+
+
+@pytest.fixture
+def instance(tmp_path):
+    git_dir, sha = make_repo(tmp_path, {"calc.go": "package calc // bug\n",
+                                        "calc_test.go": "package calc // old test\n"})
+    inst = make_instance(sha, "go", "2024-01-01T00:00:00Z", instance_id="toy__calc-1", repo="toy/calc", patch=PATCH,
+                         test_patch=TEST_PATCH)
+    return inst, git_dir
+
+
+def _mint(tmp_path, instance, monkeypatch, world: World, eco: ToyEco, **verify):
+    inst, git_dir = instance
+    force_ecosystem(monkeypatch, eco)
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", verify=verify)
+    return minter.mint_instance(inst, git_dir, cfg, factory=world.factory)
+
+
+def test_no_candidate_decides_after_two_runs(tmp_path, instance, monkeypatch):
+    """Nothing fails before and passes after: `no_fail_to_pass` after before#1 and after#1."""
+    world = World({"TestAdd": "pass", "TestOld": "pass"}, {"TestAdd": "pass", "TestOld": "pass"})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    assert res.outcome == "no_fail_to_pass", res.reason
+    assert [s for s, _, _ in world.runs] == ["before", "after"]
+    assert [r.label for r in res.cost.runs] == ["before#1", "after#1"]
+    # the fixed policy runs all five whatever they show
+    world = World({"TestAdd": "pass"}, {"TestAdd": "pass"})
+    res = _mint(tmp_path / "f", instance, monkeypatch, world, ToyEco(), compile_once=False, policy="fixed")
+    assert res.outcome == "no_fail_to_pass" and [s for s, _, _ in world.runs] == ["before"] * 2 + ["after"] * 3
+
+
+def test_reruns_target_the_candidates_and_keep_one_full_after_run(tmp_path, instance, monkeypatch):
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == [f"{PKG}::TestAdd"] and len(res.PASS_TO_PASS) == 6 and res.flaky_tests == []
+    kinds = [(r.label, r.kind) for r in res.cost.runs]
+    assert kinds == [("before#1", "full"), ("after#1", "full"), ("before#2", "targeted"), ("after#2", "targeted"),
+                     ("after#3", "full")]
+    assert all("-run '^(TestAdd)$'" in cmd for _, cmd, _ in world.runs[2:4])
+    assert "-run" not in world.runs[4][1]
+    assert set(res.timings) >= {"before", "after", "reruns"}
+
+
+def test_targeted_reruns_still_catch_a_flaky_candidate(tmp_path, instance, monkeypatch):
+    """TestAdd passes after in after#1 but fails in the targeted after#2: flaky, in no list --
+    as the fixed policy's full after#2 finds it."""
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    base = ({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"})
+    for policy in ("adaptive", "fixed"):
+        world = World(*base, flips={("after", 2): {"TestAdd": "fail"}})
+        res = _mint(tmp_path / policy, instance, monkeypatch, world, ToyEco(), compile_once=False, policy=policy)
+        assert res.flaky_tests == [f"{PKG}::TestAdd"], policy
+        assert res.outcome == "no_fail_to_pass" and res.FAIL_TO_PASS == [], policy
+
+
+def test_a_passing_to_passing_test_that_flakes_after_is_caught_by_the_full_after_run(tmp_path, instance, monkeypatch):
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"}, flips={("after", 3): {"TestP2": "fail"}})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    assert res.outcome == "verified" and res.flaky_tests == [f"{PKG}::TestP2"]
+    assert f"{PKG}::TestP2" not in res.PASS_TO_PASS
+
+
+def test_compile_once_builds_each_side_once_and_runs_from_its_snapshot(tmp_path, instance, monkeypatch):
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco())
+    assert res.outcome == "verified" and res.FAIL_TO_PASS == [f"{PKG}::TestAdd"]
+    assert [side for side, _ in world.builds] == ["before", "after"]
+    for side, sb in world.builds:  # the build sandbox: the side's patches, the build, no test run
+        assert not any("go test" in c for c in sb.commands)
+        assert len(sb.commits) == 1 and sb.commits[0].labels["swemint.snapshot"] == side
+    snaps = {sb.commits[0].ref for _, sb in world.builds}
+    for side, _, sb in world.runs:  # every run: a fresh container of its side's snapshot, no patch applied
+        assert sb.spec.image in snaps and f"-{side}-snapshot" in sb.spec.image
+        assert not any("git apply" in c or "patch" in (k.log_label or "") for c, k in zip(sb.commands, sb.calls))
+    assert len({id(sb) for _, _, sb in world.runs}) == len(world.runs) == 5
+    builds = [r for r in res.cost.runs if r.kind == "build"]
+    assert [r.label for r in builds] == ["before:build", "after:build"]
+
+
+def test_the_row_records_cpu_by_phase_and_the_floor(tmp_path, instance, monkeypatch):
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"}, cpu=2.0)
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco())
+    c = res.cost
+    assert c.phase_cpu_s["setup"] == 10.0  # the build container's fake cgroup
+    assert c.phase_cpu_s["before"] == 5.0 + 2.0 and c.phase_cpu_s["after"] == 5.0 + 2.0
+    assert c.phase_cpu_s["reruns"] == 3 * 2.0
+    assert c.container_cpu_s == 10.0 + 14.0 + 6.0
+    assert c.floor_cpu_s == 10.0 + 7.0 + 7.0  # install + first before and after runs with their builds
+    assert c.policy["verify.policy"] == "adaptive" and c.policy["verify.compile_once"] is True
+    assert c.cores >= 1 and c.load_start is not None and c.cpu_s >= c.container_cpu_s
+
+
+def test_the_schedule_functions():
+    b = TestRunReport(statuses={"a": TestStatus.FAILED, "b": TestStatus.PASSED, "c": TestStatus.PASSED},
+                      tests_ran=True)
+    a = TestRunReport(statuses={"a": TestStatus.PASSED, "b": TestStatus.FAILED, "c": TestStatus.PASSED,
+                                "n": TestStatus.PASSED}, tests_ran=True)
+    cands, differ = adaptive.candidates(b, a)
+    assert cands == ["a", "n"] and differ == ["a", "b", "n"]
+    assert adaptive.targets_of(cands, differ, a) is None  # 3 of 4 tests: a full rerun is as cheap
+    big = TestRunReport(statuses={f"t{i}": TestStatus.PASSED for i in range(20)} | dict(a.statuses), tests_ran=True)
+    assert adaptive.targets_of(cands, differ, big) == ["a", "b", "n"]
+    assert adaptive.reruns(2, 3, ["a"]) == [("before", ["a"]), ("after", ["a"]), ("after", None)]
+    assert adaptive.reruns(1, 2, ["a"]) == [("after", None)]
+    assert adaptive.fixed(2, 3) == [("before", None)] * 2 + [("after", None)] * 3
