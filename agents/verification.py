@@ -363,6 +363,7 @@ class _Sides:
         self.patches = {side: p for side, p, _ in sides(instance, 1, 1)}
         self.runs: dict[str, list[TestRun]] = {"before": [], "after": []}
         self.known: set[str] = set()
+        self.known_before: set[str] = set()
         self.anomalies: list[str] = []
         self.test_command = ""
         self.tampered: Verdict | None = None
@@ -445,8 +446,12 @@ class _Sides:
             with self.factory.sandbox(spec, self.log_path) as sb:  # every run in a fresh container
                 if image is None:
                     apply_side_patches(sb, side, self.patches[side], self.methods, iid, self.log_path)
+                # ids known from earlier runs (a unit that fails to build marks them FAILED): for a
+                # before run only the before side's, as when every before run came first -- an id
+                # the after side brought would stop being absent before (`absent_scope`)
+                known = self.known_before if side == "before" else self.known
                 run = run_once(sb, side, i, plan=plan, eco=self.eco, config=self.config, timeout=timeout,
-                               traj=self.traj, known=self.known, env=self.env)
+                               traj=self.traj, known=known, env=self.env)
         self._time(phase, t)
         if targets is not None:
             run = run.model_copy(update={"report": run.report.model_copy(update={"selected": list(targets)})})
@@ -470,6 +475,8 @@ class _Sides:
             return None
         if trusted(run):
             self.known |= set(run.report.statuses)
+            if side == "before":
+                self.known_before |= set(run.report.statuses)
         return run
 
     def schedule(self) -> None:
