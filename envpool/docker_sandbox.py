@@ -241,6 +241,29 @@ class _Bounded:
             self.data.extend(chunk[:room])
 
 
+class _ChunkReader(io.RawIOBase):
+    """A read-only file over an iterator of byte chunks (the engine's archive stream), so
+    `tarfile` can read it in stream mode without holding it whole."""
+
+    def __init__(self, chunks):
+        self.it = iter(chunks)
+        self.rest = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self.rest:
+            try:
+                self.rest = next(self.it)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self.rest))
+        b[:n] = self.rest[:n]
+        self.rest = self.rest[n:]
+        return n
+
+
 class DockerSandbox:
     """A running container. Use through `DockerSandboxFactory.sandbox()` so it is always removed.
 
@@ -526,6 +549,36 @@ class DockerSandbox:
             if f is None:
                 raise FileNotFoundError(path)
             return f.read()
+
+    def stream_file(self, path: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        """The regular file at `path` as a stream of chunks (no size limit: the reader bounds what
+        it keeps; `envpool.testrun.slim`). A file on a tmpfs (which the engine's archive API
+        cannot see) is first copied to /var/tmp inside the container. Raises FileNotFoundError
+        when absent, InfraError when the engine fails."""
+        docker = _docker()
+        src = path
+        if self._on_tmpfs(path):
+            src = f"/var/tmp/swemint-stream-{uuid.uuid4().hex[:8]}"
+            r = self.exec(f"[ -f {shlex.quote(path)} ] || exit 20; mkdir -p /var/tmp && cp -L {shlex.quote(path)} {src}",
+                          timeout=600, workdir="/", log_label="stream-file")
+            if r.exit_code == 20:
+                raise FileNotFoundError(path)
+            if not r.ok:
+                raise InfraError(f"copy out of container failed ({path}): {r.output[-300:]}",
+                                 instance_id=self.spec.instance_id)
+        try:
+            raw, _ = self.container.get_archive(src, chunk_size=chunk_size)
+        except docker.errors.NotFound as e:
+            raise FileNotFoundError(path) from e
+        except Exception as e:
+            raise InfraError(f"copy out of container failed: {e}", instance_id=self.spec.instance_id) from e
+        with tarfile.open(fileobj=_ChunkReader(raw), mode="r|") as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                raise FileNotFoundError(path)
+            f = tar.extractfile(member)
+            while f is not None and (data := f.read(chunk_size)):
+                yield data
 
     def _get_file_by_exec(self, path: str, limit: int) -> bytes:
         q = shlex.quote(path)

@@ -142,7 +142,8 @@ def run_report(sb, command: str, parser: str, *, report_path: str | None = None,
         except (FileNotFoundError, IsADirectoryError):
             raw = b""
         except OutputTooLarge:
-            raw, too_large = b"", True
+            slim = read_slim(sb, report_path, parser)
+            raw, too_large = (slim, False) if slim is not None else (b"", True)
     p = get_any_parser(parser)
     opts = dict(parser_options or {})
     if known_tests and isinstance(p, ReportParser):
@@ -158,6 +159,27 @@ def run_report(sb, command: str, parser: str, *, report_path: str | None = None,
         rep = rep.model_copy(update={"tests_ran": False})
     return ReportRun(rep, found, r.output)
 
+
+def read_slim(sb, report_path: str, parser: str) -> bytes | None:
+    """A report over the sandbox's report limit read as a stream (`envpool.testrun.slim`):
+    every test's status kept, captured output past a bound dropped; None when `parser`'s format
+    cannot be slimmed, the sandbox cannot stream, or what is kept still exceeds the limit (or
+    more than `RAW_REPORT_FACTOR` times it comes in)."""
+    from envpool.testrun.slim import SLIMMABLE, SlimStats, slim_xml
+
+    stream = getattr(sb, "stream_file", None)
+    cap = getattr(sb, "report_cap", None)
+    if parser not in SLIMMABLE or stream is None or not cap:
+        return None
+    stats = SlimStats()
+    try:
+        return slim_xml(stream(report_path), limit=cap, stats=stats, max_read=cap * RAW_REPORT_FACTOR)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+RAW_REPORT_FACTOR = 32
+"""A report streamed for slimming is abandoned past this many times the report limit."""
 
 NO_REPORT = "no report: the runner reported no test and no unit that failed to build"
 """The anomaly of a run whose report holds nothing at all."""

@@ -219,6 +219,16 @@ class FakeSandbox:
                                  instance_id=self.spec.instance_id)
         return self.files[p]
 
+    def stream_file(self, path: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        """Content stored at `path` in chunks of `chunk_size` (no limit, as
+        `DockerSandbox.stream_file`); FileNotFoundError when absent."""
+        p = _abs(path)
+        if p not in self.files:
+            raise FileNotFoundError(path)
+        data = self.files[p]
+        for i in range(0, len(data), chunk_size):
+            yield data[i:i + chunk_size]
+
     def put_dir(self, src: Path, dest: str) -> None:
         """Store every file under host folder `src` below `dest` (modes kept)."""
         base = _abs(dest)

@@ -389,3 +389,18 @@ def test_containers_drop_capabilities_and_gain_no_privileges(box, docker_client)
     assert box.exec("mknod /tmp/dev c 1 3").exit_code != 0
     tmp = box.exec("df -B1 --output=size,fstype /tmp | tail -1").output.split()
     assert tmp[1] == "tmpfs" and int(tmp[0]) <= 2 * 1024**3
+
+
+def test_stream_file_reads_a_file_past_any_limit_in_chunks(box):
+    """`stream_file` (issue 26: reports read as streams): on the tmpfs at /tmp and in the writable
+    layer, the whole content in chunks, whatever the report limit."""
+    import hashlib
+
+    box.exec("head -c 3000000 /dev/urandom > /tmp/big.bin && cp /tmp/big.bin /work/big.bin")
+    want = box.exec("sha256sum /tmp/big.bin | cut -d' ' -f1").output.strip()
+    for path in ("/tmp/big.bin", "/work/big.bin"):
+        parts = list(box.stream_file(path, chunk_size=65536))
+        assert len(parts) > 10 and max(len(p) for p in parts) <= 65536
+        assert hashlib.sha256(b"".join(parts)).hexdigest() == want
+    with pytest.raises(FileNotFoundError):
+        list(box.stream_file("/tmp/missing.bin"))
