@@ -90,10 +90,12 @@ def _helper_script(home: str = JAVA_HOME) -> str:
 def debian_script(major: int) -> str:
     """Shell script installing JDK `major` and Maven on the Debian suite of `DEBIAN_JDKS`.
 
-    The JDK is installed first so that it (not a newer default JDK) is what `JAVA_HOME` names.
+    The JDK is installed first so that it (not a newer default JDK) is what `JAVA_HOME` names;
+    python3 is for the grading tools every environment image carries (installed once here, not
+    at each instance's commit).
     """
     jdk = f"openjdk-{major}-jdk-headless"
-    return (apt_script([jdk]) + "; " + apt_script(["maven"]) + "; "
+    return (apt_script([jdk]) + "; " + apt_script(["maven", "python3"]) + "; "
             f"ln -sfn /usr/lib/jvm/java-{major}-openjdk-amd64 {JAVA_HOME} && {JAVA_HOME}/bin/javac -version && "
             + _helper_script())
 

@@ -57,7 +57,9 @@ DEBIAN_RUST: tuple[DebianRust, ...] = (
 STABLE_SUITES = ("bullseye", "bookworm", "trixie")
 """Suites preferred for "the newest": sid is used only when a project needs its version."""
 
-EXTRA_PACKAGES = ("gcc", "libc6-dev", "make", "pkg-config", "libssl-dev")
+EXTRA_PACKAGES = ("gcc", "libc6-dev", "make", "pkg-config", "libssl-dev", "python3")
+"""Beside rustc and cargo: a C toolchain for build scripts and -sys crates, python3 for the grading
+tools every environment image carries (installed once here, not at each instance's commit)."""
 """Installed beside rustc/cargo: a linker and what `*-sys` build scripts look for first."""
 
 _official_failed: set[str] = set()

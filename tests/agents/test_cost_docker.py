@@ -125,3 +125,20 @@ def test_a_hanging_ctest_test_is_its_timeout(mint):
     assert not any("timed out" in a for a in res.anomalies), res.anomalies
     runs = [r for r in res.cost.runs if r.kind != "build"]
     assert runs and all(r.wall_s < 120 for r in runs), runs
+
+
+def test_go_images_carry_the_compiled_standard_library_and_python3(docker_client):
+    """A cold Go instance compiles no standard-library package (Go >= 1.20 ships none compiled:
+    the image's build cache holds them), and the grading tools' python3 is in the image."""
+    from envpool.toolchains.golang import GO_ENV, ensure_image
+
+    image = ensure_image("1.21").image
+    script = ("set -e; mkdir -p /tmp/m && cd /tmp/m && printf 'module example.com/m\\n\\ngo 1.21\\n' > go.mod && "
+              "printf 'package m\\n\\nimport (\\n\\t\"fmt\"\\n\\t\"net/http\"\\n\\t\"testing\"\\n)\\n\\n"
+              "func TestX(t *testing.T) { fmt.Sprint(http.StatusOK) }\\n' > m_test.go && "
+              "go test -x -count=1 . 2>&1 | grep -E -c -- ' -p (fmt|net/http|testing) ' || true; "
+              "python3 -c 'import json, zipfile; print(\"py ok\")'")
+    out = docker_client.containers.run(image, ["bash", "-c", script], environment=GO_ENV, network_mode="none",
+                                       remove=True).decode()
+    lines = out.strip().splitlines()
+    assert lines[-1] == "py ok" and lines[-2] == "0", out[-2000:]
