@@ -126,7 +126,7 @@ class CostMeter:
 
 def policy_of(config) -> dict[str, Any]:
     """The settings a cost depends on, from a MintConfig: `verify.policy`, `verify.compile_once`,
-    the runs per side, `cache.scope`, `cache.warm` (absent keys left out)."""
+    the runs per side, `cache.scope`, `cache.warm`, `images.warm` (absent keys left out)."""
     out: dict[str, Any] = {}
     verify = getattr(config, "verify", None)
     for key in ("policy", "compile_once", "before_runs", "after_runs"):
@@ -136,4 +136,7 @@ def policy_of(config) -> dict[str, Any]:
     for key in ("scope", "warm"):
         if cache is not None and hasattr(cache, key):
             out[f"cache.{key}"] = getattr(cache, key)
+    images = getattr(config, "images", None)
+    if images is not None and hasattr(images, "warm"):
+        out["images.warm"] = images.warm
     return out

@@ -74,6 +74,11 @@ class ImageConfig(BaseModel):
     shared_dir: Path | None = None
     """A folder every node mounts at the same path (default `WORKDIR/images`): cluster-wide
     build locks and `events.jsonl` (one line per image built, pulled or published)."""
+    warm: bool = True
+    """Toolchain images carry what every instance needs (issue 26): Go's compiled standard
+    library, python3 for the grading tools in Go, Rust and Java images. False: the images as
+    before (each cold Go instance compiles the standard library; python3 is installed at each
+    instance's commit) -- a benchmark's baseline arm."""
 
 
 class ImageRecipe(BaseModel):

@@ -142,14 +142,17 @@ def _go_env_file_fix() -> str:
             "-e 's|^GOPROXY=.*|GOPROXY=https://proxy.golang.org|' /usr/local/go/go.env; fi")
 
 
-def image_script(rel: GoRelease) -> str:
+def image_script(rel: GoRelease, warm: bool = True) -> str:
     """Shell script (run as root in a Debian `rel.suite` base image) that installs `rel` at
-    /usr/local/go plus EXTRA_PACKAGES, makes GOPATH/caches, and prints `go version`."""
+    /usr/local/go plus EXTRA_PACKAGES, makes GOPATH/caches, prints `go version` and (`warm`)
+    compiles the standard library into the build cache (`STD_BUILD`); without `warm`, the
+    script of the images before issue 26 (no python3, no compiled standard library)."""
     steps = []
     if rel.suite.endswith("-backports"):
         steps.append(f"echo 'deb http://deb.debian.org/debian {rel.suite} main' "
                      "> /etc/apt/sources.list.d/backports.list")
-    pkgs = list(EXTRA_PACKAGES) + ([rel.package] if rel.package else ["unzip"])
+    extra = EXTRA_PACKAGES if warm else [p for p in EXTRA_PACKAGES if p != "python3"]
+    pkgs = list(extra) + ([rel.package] if rel.package else ["unzip"])
     steps.append(apt_script(pkgs))
     if rel.route == "debian":
         steps.append(f"ln -sfn /usr/lib/go-{go_minor(rel.version)} /usr/local/go")
@@ -166,21 +169,24 @@ def image_script(rel: GoRelease) -> str:
     steps.append("git config --system user.email swemint@localhost && git config --system user.name swemint "
                  "&& git config --system --add safe.directory '*'")
     steps.append("PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local go version")
-    steps.append(STD_BUILD)
+    if warm:
+        steps.append(STD_BUILD)
     return "set -e; " + "; ".join(steps)
 
 
 def _official(minor: str, requested: str | None, cfg: ImageConfig, client) -> ToolchainChoice | None:
     ref = f"golang:{minor}"
-    inputs = {"kind": "go-official", "ref": ref, "script": _go_env_file_fix(), "std": STD_BUILD, "v": 1}
+    inputs = {"kind": "go-official", "ref": ref, "script": _go_env_file_fix(), "v": 1}
+    if cfg.warm:
+        inputs["std"] = STD_BUILD
     tag = f"swemint/go:{minor}-official-{spec_hash(inputs)}"
     with _lock(tag):
         if not image_exists(client, tag):
             if not try_pull(client, ref):
                 return None
             _layer(client, ref, tag, "set -e; " + _go_env_file_fix()
-                   + f"; git config --system --add safe.directory '*' || true; mkdir -p {GOPATH}/bin; "
-                   + STD_BUILD, route="official")
+                   + f"; git config --system --add safe.directory '*' || true; mkdir -p {GOPATH}/bin"
+                   + (f"; {STD_BUILD}" if cfg.warm else ""), route="official")
     subs = [] if requested and go_minor(requested) == minor else \
         [f"go {requested or '(none)'} requested, {ref} provided"]
     return ToolchainChoice(language="go", requested=requested, version=minor, image=tag, route="official",
@@ -210,7 +216,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
                                 instance_id=instance_id)
     rel = choose_go(requested, cfg, instance_id=instance_id)
     suite = rel.suite.removesuffix("-backports")
-    tag = layer_image("go", rel.version, suite, image_script(rel), cfg, client,
+    tag = layer_image("go", rel.version, suite, image_script(rel, cfg.warm), cfg, client,
                       inputs={"kind": "go", "route": rel.route, "package": rel.package, "v": 1})
     subs = []
     if not requested:

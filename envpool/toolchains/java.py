@@ -87,7 +87,7 @@ def _helper_script(home: str = JAVA_HOME) -> str:
     )
 
 
-def debian_script(major: int) -> str:
+def debian_script(major: int, warm: bool = True) -> str:
     """Shell script installing JDK `major` and Maven on the Debian suite of `DEBIAN_JDKS`.
 
     The JDK is installed first so that it (not a newer default JDK) is what `JAVA_HOME` names;
@@ -95,7 +95,7 @@ def debian_script(major: int) -> str:
     at each instance's commit).
     """
     jdk = f"openjdk-{major}-jdk-headless"
-    return (apt_script([jdk]) + "; " + apt_script(["maven", "python3"]) + "; "
+    return (apt_script([jdk]) + "; " + apt_script(["maven", "python3"] if warm else ["maven"]) + "; "
             f"ln -sfn /usr/lib/jvm/java-{major}-openjdk-amd64 {JAVA_HOME} && {JAVA_HOME}/bin/javac -version && "
             + _helper_script())
 
@@ -158,7 +158,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
     suite = DEBIAN_JDKS.get(major)
     if suite is None:
         raise EnvBuildError(f"JDK {major} has no Debian suite here (have {sorted(DEBIAN_JDKS)})")
-    tag = layer_image("java", str(major), suite, debian_script(major), cfg, client, inputs={"v": 1})
+    tag = layer_image("java", str(major), suite, debian_script(major, cfg.warm), cfg, client, inputs={"v": 1})
     return ToolchainChoice(language="java", requested=requested, version=str(major), image=tag,
                            route="debootstrap", substitutions=subs)
 

@@ -108,9 +108,15 @@ def pick_debian(requested: str | None) -> tuple[DebianRust, list[str]]:
                         f"{DEBIAN_RUST[-1].version} (Debian {DEBIAN_RUST[-1].suite}; rustup cannot download)")
 
 
-def rust_script(d: DebianRust) -> str:
+def extra_packages(warm: bool = True) -> tuple[str, ...]:
+    """EXTRA_PACKAGES, without python3 when not `warm` (`ImageConfig.warm`: the images before
+    issue 26)."""
+    return EXTRA_PACKAGES if warm else tuple(p for p in EXTRA_PACKAGES if p != "python3")
+
+
+def rust_script(d: DebianRust, warm: bool = True) -> str:
     """Shell script installing toolchain `d` (apt over plain http) and printing its versions."""
-    return (apt_script([*d.packages, *EXTRA_PACKAGES])
+    return (apt_script([*d.packages, *extra_packages(warm)])
             + "; rustc --version && cargo --version")
 
 
@@ -147,8 +153,8 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
         if cfg.route == "official":
             raise EnvBuildError(f"no registry answers for the official rust image ({requested or 'latest'})")
     d, subs = pick_debian(requested)
-    tag = layer_image("rust", d.version, d.suite, rust_script(d), cfg, client,
-                      inputs={"packages": list(d.packages), "extra": list(EXTRA_PACKAGES)})
+    tag = layer_image("rust", d.version, d.suite, rust_script(d, cfg.warm), cfg, client,
+                      inputs={"packages": list(d.packages), "extra": list(extra_packages(cfg.warm))})
     if requested is None:
         subs.append(f"no rust version requested: newest stable-suite Debian rust {d.version}")
     return ToolchainChoice(language="rust", requested=requested, version=d.version, image=tag,

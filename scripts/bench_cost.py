@@ -1,0 +1,358 @@
+r"""CPU-seconds per verified instance, today's policy against issue 26's, paired per instance.
+
+    # both arms at once on this host (background-safe, resumable: a rerun skips what finished)
+    nohup .venv/bin/python scripts/bench_cost.py run -i ../shared/data/swebench_dev.jsonl \
+        -m /work/.mirror -o /work/runs/bench-cost > /work/runs/bench-cost.log 2>&1 &
+    # the same with 2 build slots per arm, then `--reverify` of each arm's verified rows (warm)
+    .venv/bin/python scripts/bench_cost.py run ... --slots 2
+    .venv/bin/python scripts/bench_cost.py run ... --reverify
+    # the tables (also OUT/report.json and OUT/report.md); works on partial runs
+    .venv/bin/python scripts/bench_cost.py report -i ../shared/data/swebench_dev.jsonl -o /work/runs/bench-cost
+
+Arms (`ARMS`): `today` sets the policy before issue 26 through configuration
+(`mint.verify.policy=fixed`: 2 + 3 full runs; `mint.verify.compile_once=false`;
+`mint.images.warm=false`: the toolchain images without Go's compiled standard library or
+python3), `new` runs the defaults (adaptive verification, compile once, warm images). Both arms
+run at the same time, each its own `swemint bench --no-ray` process and work directory
+(`OUT/<arm>-s<slots>`, run id `bench-cost-<arm>-s<slots>`), over the same ordered id list
+(default `data/bench_cost_ids.txt`: the 48-instance core set, 10 languages), so host load hits
+both alike. `--reverify` copies each arm's rows and pool into `OUT/<arm>-s<slots>-reverify` and
+re-verifies its verified rows in their pooled images (no setup); ids already re-verified there
+(a row finished after the copy) are skipped on a rerun.
+
+Every row carries its cost (`InstanceResult.cost`, `agents.cost`): container CPU-seconds by
+phase (cgroup accounting), the engine's CPU during commits, the minting process's own, the
+host's busy CPU-seconds, load at start and end, cores, slots, each test run. `report` gives per
+arm and per language: instances, verified, CPU-seconds per verified instance (total CPU of all
+instances / verified, and the median of verified rows), wall seconds beside it, CPU by phase per
+verified instance, the ratio to the floor (dependency install + one before + one after run);
+the `no_fail_to_pass` rows' CPU new/today; and per instance the outcomes, CPU, wall and whether
+FAIL_TO_PASS / PASS_TO_PASS are equal, each difference explained by the flaky lists where they
+explain it (else `unexplained`). With several slot counts: instances and verified instances per
+CPU-hour and per wall-hour (the pass's own wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.instances import load_and_select, read_ids_file  # noqa: E402
+from pipeline.store import DONE, INSTANCE, RESULT  # noqa: E402
+from scripts.diff_runs import rows_of  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+IDS = ROOT / "data" / "bench_cost_ids.txt"
+ARMS: dict[str, list[str]] = {
+    "today": ["mint.verify.policy=fixed", "mint.verify.compile_once=false", "mint.images.warm=false"],
+    "new": [],
+}
+"""Arm -> `--set` overrides of `swemint bench` (the new arm: the defaults)."""
+PHASES = ("analysis", "reuse", "setup", "before", "after", "reruns", "other")
+STATE = "bench_cost_state.json"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def arm_dir(out: Path, arm: str, slots: int, reverify: bool = False) -> Path:
+    """`OUT/<arm>-s<slots>[-reverify]`."""
+    return out / f"{arm}-s{slots}{'-reverify' if reverify else ''}"
+
+
+def _state(out: Path) -> dict:
+    p = out / STATE
+    return json.loads(p.read_text()) if p.is_file() else {}
+
+
+def _save_state(out: Path, state: dict) -> None:
+    (out / STATE).write_text(json.dumps(state, indent=1, sort_keys=True))
+
+
+def bench_command(a, arm: str, workdir: Path, slots: int, ids_file: Path | None = None,
+                  ids: list[str] | None = None, reverify: bool = False) -> list[str]:
+    """The `swemint bench` command of one arm's pass."""
+    cmd = [str(ROOT / ".venv" / "bin" / "swemint"), "bench", "-i", str(a.instances), "-w", str(workdir),
+           "--workers", str(slots), "--no-ray", "--set", f"mint.run_id=bench-cost-{workdir.name}"]
+    for m in a.mirrors:
+        cmd += ["-m", str(m)]
+    for s in ARMS[arm] + list(a.set or []):
+        cmd += ["--set", s]
+    if ids is not None:
+        cmd += ["--ids", ",".join(ids)]
+    elif ids_file is not None:
+        cmd += ["--ids-file", str(ids_file)]
+    if reverify:
+        cmd.append("--reverify")
+    return cmd
+
+
+def run_arms(a, jobs: dict[str, list[str]], out: Path, key: str) -> None:
+    """Start every arm's command at once, wait for all; pass wall times go into the state."""
+    state = _state(out)
+    procs = {}
+    for arm, cmd in jobs.items():
+        log = open(out / f"{key}-{arm}.log", "ab")
+        log.write(f"\n# {_now()} {' '.join(cmd)}\n".encode())
+        log.flush()
+        procs[arm] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT), time.monotonic(), log)
+        print(f"{_now()} {key}: {arm} started (pid {procs[arm][0].pid})", flush=True)
+    for arm, (p, t0, log) in procs.items():
+        rc = p.wait()
+        log.close()
+        wall = round(time.monotonic() - t0, 1)
+        passes = state.setdefault("passes", {}).setdefault(f"{key}:{arm}", [])
+        passes.append({"ended": _now(), "wall_s": wall, "rc": rc})
+        print(f"{_now()} {key}: {arm} finished (exit {rc}, {wall} s)", flush=True)
+    _save_state(out, state)
+
+
+def copy_for_reverify(src: Path, dst: Path) -> None:
+    """Rows (result.json and done markers) and the pool of `src` into a new `dst`."""
+    dst.mkdir(parents=True)
+    for d in (src / "instances").glob("*"):
+        t = dst / "instances" / d.name
+        t.mkdir(parents=True)
+        for f in d.iterdir():
+            if f.is_file() and f.name in (RESULT, DONE, INSTANCE, "plan.json"):
+                shutil.copy2(f, t / f.name)
+    for f in src.glob("pool.duckdb*"):
+        shutil.copy2(f, dst / f.name)
+
+
+def cmd_run(a) -> int:
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    ids_file = Path(a.ids_file).resolve()
+    arms = a.arms.split(",")
+    if not a.reverify:
+        run_arms(a, {arm: bench_command(a, arm, arm_dir(out, arm, a.slots), a.slots, ids_file=ids_file)
+                     for arm in arms}, out, f"s{a.slots}")
+        return 0
+    state = _state(out)
+    jobs = {}
+    for arm in arms:
+        src, dst = arm_dir(out, arm, a.slots), arm_dir(out, arm, a.slots, reverify=True)
+        rows = rows_of(src)
+        verified = [i for i in read_ids_file(ids_file) if i in rows and rows[i].outcome == "verified"]
+        copied = state.setdefault("reverify_copied", {})
+        if not dst.exists():
+            copy_for_reverify(src, dst)
+            copied[dst.name] = _now()
+        since = copied.get(dst.name, "")
+        done = {i for i, r in rows_of(dst).items() if (r.finished_at or "") > since}
+        todo = [i for i in verified if i not in done]
+        if todo:
+            jobs[arm] = bench_command(a, arm, dst, a.slots, ids=todo, reverify=True)
+    _save_state(out, state)
+    if jobs:
+        run_arms(a, jobs, out, f"s{a.slots}-reverify")
+    return 0
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+def _med(xs):
+    xs = [x for x in xs if x is not None]
+    return round(statistics.median(xs), 1) if xs else None
+
+
+def _cpu(r) -> float | None:
+    return r.cost.cpu_s if r.cost is not None else None
+
+
+def summarise(rows: list, lang_of: dict[str, str]) -> dict:
+    """Per-language and overall figures of one arm's rows (see the module docstring)."""
+    groups: dict[str, list] = {"all": rows}
+    for r in rows:
+        groups.setdefault(lang_of.get(r.instance_id, "?"), []).append(r)
+    out = {}
+    for name, rs in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+        costed = [r for r in rs if r.cost is not None]
+        ver = [r for r in costed if r.outcome == "verified"]
+        cpu = sum(_cpu(r) for r in costed)
+        wall = sum(r.timings.get("total", 0.0) for r in costed)
+        floor = sum(r.cost.floor_cpu_s or 0.0 for r in ver)
+        phases = {p: round(sum(r.cost.phase_cpu_s.get(p, 0.0) for r in costed) / len(ver), 1) if ver else None
+                  for p in PHASES}
+        phases["engine"] = round(sum(r.cost.engine_cpu_s for r in costed) / len(ver), 1) if ver else None
+        phases["process"] = round(sum(r.cost.process_cpu_s for r in costed) / len(ver), 1) if ver else None
+        out[name] = {
+            "instances": len(rs), "costed": len(costed), "verified": len(ver),
+            "cpu_total_s": round(cpu, 1), "wall_total_s": round(wall, 1),
+            "cpu_per_verified_s": round(cpu / len(ver), 1) if ver else None,
+            "wall_per_verified_s": round(wall / len(ver), 1) if ver else None,
+            "median_cpu_verified_s": _med([_cpu(r) for r in ver]),
+            "median_wall_verified_s": _med([r.timings.get("total") for r in ver]),
+            "cpu_per_verified_by_phase_s": phases,
+            "ratio_to_floor": round(sum(_cpu(r) for r in ver) / floor, 2) if floor else None,
+            "host_cpu_total_s": round(sum(r.cost.host_cpu_s or 0.0 for r in costed), 1),
+            "median_load_start": _med([r.cost.load_start[0] for r in costed if r.cost.load_start]),
+        }
+    return out
+
+
+def explain(a_res, b_res) -> dict:
+    """FAIL_TO_PASS / PASS_TO_PASS equality of a pair and, for each difference, whether the
+    flaky lists explain it (an id one arm excluded as flaky and the other listed)."""
+    out = {}
+    flaky = set(a_res.flaky_tests) | set(b_res.flaky_tests)
+    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+        x, y = set(getattr(a_res, key)), set(getattr(b_res, key))
+        diff = sorted(x ^ y)
+        out[key] = {"equal": not diff, "only_today": len(x - y), "only_new": len(y - x),
+                    "explained_by_flaky": sum(1 for d in diff if d in flaky),
+                    "unexplained": [d for d in diff if d not in flaky][:10]}
+    return out
+
+
+def pairs(today: dict, new: dict, ids: list[str], lang_of: dict[str, str]) -> list[dict]:
+    """One line per id both arms finished."""
+    rows = []
+    for i in ids:
+        t, n = today.get(i), new.get(i)
+        if t is None or n is None:
+            continue
+        line = {"instance_id": i, "language": lang_of.get(i, "?"), "today": t.outcome, "new": n.outcome,
+                "cpu_today_s": _cpu(t), "cpu_new_s": _cpu(n),
+                "wall_today_s": t.timings.get("total"), "wall_new_s": n.timings.get("total"),
+                "runs_today": len([r for r in (t.cost.runs if t.cost else []) if r.kind != "build"]),
+                "runs_new": len([r for r in (n.cost.runs if n.cost else []) if r.kind != "build"]),
+                "flaky_today": len(t.flaky_tests), "flaky_new": len(n.flaky_tests)}
+        if t.outcome == n.outcome == "verified":
+            line["lists"] = explain(t, n)
+        rows.append(line)
+    return rows
+
+
+def cmd_report(a) -> int:
+    out = Path(a.out).resolve()
+    ids = read_ids_file(Path(a.ids_file))
+    gold = {i.instance_id: i for i in load_and_select(Path(a.instances), ids=ids).instances}
+    lang_of = {i: (g.language or "python") for i, g in gold.items()}
+    state = _state(out)
+    report: dict = {"generated": _now(), "arms": {}, "pairs": {}, "scaling": {}}
+    dirs = sorted(d for d in out.iterdir() if d.is_dir() and (d / "instances").is_dir()) if out.is_dir() else []
+    arm_rows = {d.name: {i: r for i, r in rows_of(d).items() if i in gold} for d in dirs}
+    for name, rows in arm_rows.items():
+        report["arms"][name] = summarise([rows[i] for i in ids if i in rows], lang_of)
+    for suffix in sorted({n.split("-", 1)[1] for n in arm_rows if n.startswith("today-")}):
+        t, n = arm_rows.get(f"today-{suffix}"), arm_rows.get(f"new-{suffix}")
+        if t is None or n is None:
+            continue
+        ps = pairs(t, n, ids, lang_of)
+        both = [p for p in ps if p["cpu_today_s"] is not None and p["cpu_new_s"] is not None]
+        nf = [p for p in both if p["today"] == "no_fail_to_pass"]
+        ver = [p for p in both if p["today"] == p["new"] == "verified"]
+        sums = lambda ks, k: round(sum(p[k] for p in ks), 1)  # noqa: E731
+        tv, nv = sum(p["today"] == "verified" for p in both), sum(p["new"] == "verified" for p in both)
+        report["pairs"][suffix] = {
+            "paired": len(both), "verified_today": tv, "verified_new": nv,
+            "cpu_per_verified_today_s": round(sums(both, "cpu_today_s") / tv, 1) if tv else None,
+            "cpu_per_verified_new_s": round(sums(both, "cpu_new_s") / nv, 1) if nv else None,
+            "cpu_ratio_new_today": round(sums(both, "cpu_new_s") / sums(both, "cpu_today_s"), 3)
+            if both and sums(both, "cpu_today_s") else None,
+            "cpu_ratio_verified_pairs": round(sums(ver, "cpu_new_s") / sums(ver, "cpu_today_s"), 3)
+            if ver and sums(ver, "cpu_today_s") else None,
+            "no_fail_to_pass_cpu_ratio": round(sums(nf, "cpu_new_s") / sums(nf, "cpu_today_s"), 3)
+            if nf and sums(nf, "cpu_today_s") else None,
+            "wall_ratio_new_today": round(sums(both, "wall_new_s") / sums(both, "wall_today_s"), 3)
+            if both and sums(both, "wall_today_s") else None,
+            "outcome_changes": [p for p in both if p["today"] != p["new"]],
+            "list_differences": [p for p in ver if not all(v["equal"] for v in p["lists"].values())],
+            "instances": ps,
+        }
+    for name, rows in arm_rows.items():
+        costed = [r for r in rows.values() if r.cost is not None]
+        cpu_h = sum(_cpu(r) for r in costed) / 3600
+        key = "s" + name.split("-s", 1)[1].split("-", 1)[0] if "-s" in name else name
+        walls = [p["wall_s"] for k, v in state.get("passes", {}).items()
+                 if k.split(":", 1)[1] == name.split("-s", 1)[0] and k.split(":", 1)[0] ==
+                 (key + ("-reverify" if name.endswith("-reverify") else "")) for p in v]
+        wall_h = sum(walls) / 3600 if walls else None
+        report["scaling"][name] = {
+            "instances": len(costed), "verified": sum(r.outcome == "verified" for r in costed),
+            "cpu_hours": round(cpu_h, 3),
+            "instances_per_cpu_hour": round(len(costed) / cpu_h, 2) if cpu_h else None,
+            "verified_per_cpu_hour": round(sum(r.outcome == "verified" for r in costed) / cpu_h, 2) if cpu_h else None,
+            "pass_wall_hours": round(wall_h, 3) if wall_h else None,
+            "instances_per_wall_hour": round(len(costed) / wall_h, 2) if wall_h else None}
+    (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    md = markdown(report)
+    (out / "report.md").write_text(md)
+    print(md)
+    return 0
+
+
+def markdown(report: dict) -> str:
+    """The report's tables as Markdown."""
+    lines = [f"# Cost benchmark ({report['generated']})", ""]
+    for name, langs in report["arms"].items():
+        lines += [f"## {name}", "", "| language | n | verified | CPU s / verified | median CPU s (verified) | "
+                  "wall s / verified | ratio to floor | setup | before | after | reruns | engine | process |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for lang, s in langs.items():
+            ph = s["cpu_per_verified_by_phase_s"]
+            lines.append(f"| {lang} | {s['instances']} | {s['verified']} | {s['cpu_per_verified_s']} | "
+                         f"{s['median_cpu_verified_s']} | {s['wall_per_verified_s']} | {s['ratio_to_floor']} | "
+                         f"{ph['setup']} | {ph['before']} | {ph['after']} | {ph['reruns']} | {ph['engine']} | "
+                         f"{ph['process']} |")
+        lines.append("")
+    for suffix, p in report["pairs"].items():
+        lines += [f"## today vs new ({suffix})", "",
+                  f"paired {p['paired']}; verified today {p['verified_today']}, new {p['verified_new']}; CPU s per "
+                  f"verified today {p['cpu_per_verified_today_s']}, new {p['cpu_per_verified_new_s']}; CPU new/today "
+                  f"{p['cpu_ratio_new_today']} (verified pairs {p['cpu_ratio_verified_pairs']}, no_fail_to_pass "
+                  f"{p['no_fail_to_pass_cpu_ratio']}); wall new/today {p['wall_ratio_new_today']}", "",
+                  "| instance | lang | today | new | CPU today | CPU new | wall today | wall new | runs | F2P | P2P |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for x in p["instances"]:
+            ls = x.get("lists") or {}
+            f2p = ("=" if ls["FAIL_TO_PASS"]["equal"] else f"≠ ({ls['FAIL_TO_PASS']['explained_by_flaky']} flaky, "
+                   f"{len(ls['FAIL_TO_PASS']['unexplained'])} other)") if ls else "-"
+            p2p = ("=" if ls["PASS_TO_PASS"]["equal"] else f"≠ ({ls['PASS_TO_PASS']['explained_by_flaky']} flaky, "
+                   f"{len(ls['PASS_TO_PASS']['unexplained'])} other)") if ls else "-"
+            lines.append(f"| {x['instance_id']} | {x['language']} | {x['today']} | {x['new']} | {x['cpu_today_s']} | "
+                         f"{x['cpu_new_s']} | {x['wall_today_s']} | {x['wall_new_s']} | {x['runs_today']}/"
+                         f"{x['runs_new']} | {f2p} | {p2p} |")
+        lines.append("")
+    if report["scaling"]:
+        lines += ["## throughput", "", "| work dir | instances | verified | CPU h | inst / CPU h | verified / CPU h | "
+                  "pass wall h | inst / wall h |", "|---|---|---|---|---|---|---|---|"]
+        for name, s in report["scaling"].items():
+            lines.append(f"| {name} | {s['instances']} | {s['verified']} | {s['cpu_hours']} | "
+                         f"{s['instances_per_cpu_hour']} | {s['verified_per_cpu_hour']} | {s['pass_wall_hours']} | "
+                         f"{s['instances_per_wall_hour']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("run", "report"):
+        p = sub.add_parser(name)
+        p.add_argument("-i", "--instances", required=True, type=Path)
+        p.add_argument("-o", "--out", required=True, type=Path, help="the benchmark's folder (one work dir per arm)")
+        p.add_argument("--ids-file", type=Path, default=IDS, help=f"ordered id list (default {IDS.relative_to(ROOT)})")
+        if name == "run":
+            p.add_argument("-m", "--mirrors", type=Path, action="append", required=True)
+            p.add_argument("--arms", default="today,new", help="comma-separated arms of ARMS, run at the same time")
+            p.add_argument("--slots", type=int, default=1, help="build slots per arm (swemint --workers)")
+            p.add_argument("--reverify", action="store_true", help="re-verify each arm's verified rows (warm)")
+            p.add_argument("--set", action="append", help="a config override for every arm (repeatable)")
+    a = ap.parse_args(argv)
+    return cmd_run(a) if a.cmd == "run" else cmd_report(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
