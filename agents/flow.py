@@ -22,6 +22,12 @@ the loop and its bounds and nothing language-specific.
    `toolchain` -> a plan on another toolchain; `test_config` -> the next test configuration (the
    LLM's under `hybrid` when the rules have none left); a reused environment that does not verify
    -> a full build, unless the result is the task's own (`task`); `genuine` / `flaky` -> final.
+   A round that gave nothing to grade (no test ran, none of the touched tests ran, a test the
+   test_patch adds never ran: `agents.moves.stalled`) gets the ecosystem's generic next moves
+   once its own configurations are used up, before the LLM's (`agents.moves`: the build that
+   owns the touched path, the CI's command, project options that gate tests, the whole suite,
+   discovery after the test_patch, scripts and make targets graded by exit status); the round
+   a move shapes records it (`RoundRecord.move`, `evidence`, a `move:<kind>` step).
    Every round is a `RoundRecord` in the row and a `flow` step in the trajectory; the row reports
    the round that verified (or the last one).
 """
@@ -46,6 +52,7 @@ from agents.execution import amend_commands, amend_environment, build_environmen
 from agents.gitrepo import GitTree
 from agents.memory.before import memory_before_plan
 from agents.models import EnvRecord, Instance, InstanceResult, RoundRecord, StepRecord
+from agents.moves import Move, MoveContext, candidates, merged_request, stalled
 from agents.planner import Planner
 from agents.policy import make_helper
 from agents.reuse import derive_version
@@ -196,6 +203,8 @@ class Loop(Planner):
         self.builds = 0
         self.pending_evidence: tuple[str, str, str] | None = None
         self.verdict_plan = None
+        self.moves_tried: set[str] = set()
+        self.pending_move: Move | None = None
 
     # -- the loop -----------------------------------------------------------------------------
     def go(self) -> None:
@@ -219,12 +228,15 @@ class Loop(Planner):
                                      log_path=run.log_path)
             record = RoundRecord(round=n, candidate=f"{self.plan.ecosystem}:{self.plan.build}",
                                  toolchain=self.plan.toolchain)
+            if self.pending_move is not None:
+                record.move, record.evidence = self.pending_move.kind, self.pending_move.evidence[:300]
             env, outcome = self.environment(source, env)
             record.source = env.source if env else "built"
             if env is None:
                 last_failure = outcome.reason or "setup failed"
                 last_timed_out = bool(getattr(outcome, "timed_out", False))
                 record.outcome, record.reason = "replan", outcome.reason[:300]
+                self._moved(record)
                 next_step = self.on_setup_failure(outcome)
                 record.feedback = next_step or ""
                 self._record(record)
@@ -238,12 +250,14 @@ class Loop(Planner):
             record.outcome, record.reason = verdict.outcome, verdict.reason[:300]
             record.attribution = f"{verdict.attribution.kind}: {verdict.attribution.detail}"[:300]
             self._learned_feedback(verdict)
+            self._moved(record)
             if verdict.outcome == "verified":
                 self._record(record)
                 self.finish(n, verdict, env)
                 return
             action, env2 = self.feedback(verdict, env)
-            record.feedback = action or ""
+            record.feedback = f"{action}: move {self.pending_move.kind}" if action and self.pending_move else \
+                action or ""
             self._record(record)
             if action is None:
                 self.finish(n, verdict, env)
@@ -337,7 +351,7 @@ class Loop(Planner):
                                           "full build"))
             return "rebuild", None
         if key in self.done:
-            return None, None
+            return self._move(verdict)
         self.done.add(key)
         if att.kind == "environment" and att.install == "module":
             att = att.model_copy(update={"packages": [p for p in att.packages if not self._own_module(p)]})
@@ -359,16 +373,62 @@ class Loop(Planner):
             self._evidence(att, [{"kind": "toolchain", "tool": self.plan.ecosystem, "version": att.toolchain}])
             if self.replan(self._toolchain_request(att.toolchain, att.detail), att.detail):
                 return "replan", None
+        if att.kind == "test_config" and self.ti + 1 < len(self.tests):
+            self.ti += 1
+            return "retest", None
+        moved = self._move(verdict)
+        if moved[0] is not None:
+            return moved
         if att.kind == "test_config":
-            if self.ti + 1 < len(self.tests):
-                self.ti += 1
-                return "retest", None
             spec = self.llm_tests(att.detail)
             if spec is not None:
                 self.tests.append(spec)
                 self.ti = len(self.tests) - 1
                 return "retest", None
         return None, None
+
+    def _move(self, verdict: Verdict) -> tuple[str | None, None]:
+        """The cheapest untried generic move (`agents.moves`) for a stalled round: ("retest",
+        None) with its test configuration appended, ("replan", None) after planning again with
+        its request merged into the current one (a move whose request does not plan is passed
+        over), (None, None) when the round did not stall or no move is left."""
+        run = self.run
+        why = stalled(verdict, self.eco, run.instance.test_patch)
+        if not why:
+            return None, None
+        att = verdict.attribution
+        ctx = MoveContext(tree=run.tree, instance=run.instance, plan=self.verdict_plan or self.plan,
+                          touched=list(run.touched), why=why, outcome=verdict.outcome, reason=verdict.reason,
+                          attribution=f"{att.kind}: {att.detail}", output=verdict.output_tail,
+                          ran=verdict.FAIL_TO_PASS + verdict.PASS_TO_PASS + verdict.flaky,
+                          tried=list(self.tests[:self.ti + 1]))
+        for move in candidates(self.eco, ctx, self.moves_tried):
+            self.moves_tried.add(move.ident())
+            if move.test is not None:
+                self.tests.append(move.test)
+                self.ti = len(self.tests) - 1
+                action = "retest"
+            elif self.replan(merged_request(self.request, move.request, f"move {move.kind}: {move.evidence}"),
+                             move.evidence):
+                action = "replan"
+            else:
+                continue
+            self.pending_move = move
+            run.traj(StepRecord(agent="flow", rule="move", note=f"{why} -> {move.kind} ({move.serves}): "
+                                                                 f"{move.evidence}"[:2000]))
+            return action, None
+        return None, None
+
+    def _moved(self, record: RoundRecord) -> None:
+        """Close the move that shaped this round: a `move:<kind>` step (exit 0 when the round
+        verified, else 1, with the round's reason) the memory can learn from."""
+        move, self.pending_move = self.pending_move, None
+        if move is None:
+            return
+        test = move.test.test_command if move.test is not None else move.request.model_dump_json(exclude_defaults=True)
+        self.run.traj(StepRecord(agent="flow", rule=f"move:{move.kind}", command=test[:2000],
+                                 exit_code=0 if record.outcome == "verified" else 1, note=move.evidence[:2000],
+                                 output_excerpt="" if record.outcome == "verified" else record.reason[-2000:]))
 
     def _own_module(self, name: str) -> bool:
         """Whether `name`'s top-level module is the repository's own (never installed from a registry)."""

@@ -202,7 +202,10 @@ class RoundRecord(BaseModel):
     `round` counts from 1; `source`: where the environment came from (`built`, `reused`,
     `pooled`, `amended`); `candidate`: the ecosystem and build route of the plan; `test`: the
     test configuration's name; `outcome`: the round's outcome (an Outcome, or `replan` when
-    Execution gave up with a diagnosis); `feedback`: what the next round changes and why.
+    Execution gave up with a diagnosis); `feedback`: what the next round changes and why;
+    `move`: the generic next move (`agents.moves`: `status_units`, `test_option`, ...) that shaped
+    this round, with its `evidence` (the line of the tree or of the last round's output that
+    called for it); empty when the round was not shaped by one.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -215,6 +218,8 @@ class RoundRecord(BaseModel):
     reason: str = ""
     attribution: str = ""
     feedback: str = ""
+    move: str = ""
+    evidence: str = ""
 
 
 class RunCost(BaseModel):

@@ -110,6 +110,13 @@ class Verdict(BaseModel):
     test_command: str = ""
     anomalies: list[str] = Field(default_factory=list)
     attribution: Attribution
+    output_tail: str = ""
+    """The tail of the runs' console output (after runs, then before runs): what the knowledge
+    store's signatures are matched against at test time (`agents.flow.Loop.feedback`)."""
+
+
+def _tail_of(runs: dict[str, list[TestRun]]) -> str:
+    return "\n".join(r.output_tail for side in ("after", "before") for r in runs.get(side, []))[-OUTPUT_TAIL:]
 
 
 def sides(instance: Instance, before_runs: int, after_runs: int) -> list[tuple[str, list[tuple[str, str]], int]]:
@@ -551,7 +558,7 @@ def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadli
         # tool, a module, an empty selection) and the loop can act on it
         att = attribute("tests_not_run", None, runs["before"], runs["after"], plan, eco, instance.test_patch)
         return Verdict(outcome="tests_not_run", reason=f"the {side} runs reported no test: {first}",
-                       test_command=test_command, anomalies=anomalies, attribution=att)
+                       test_command=test_command, anomalies=anomalies, attribution=att, output_tail=_tail_of(runs))
     scope = plan.state.get("absent_scope")
     before_reps, after_reps = [r.report for r in ok["before"]], [r.report for r in ok["after"]]
     if scope is None and not is_pytest(plan.parser):
@@ -562,7 +569,7 @@ def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadli
     att = attribute(outcome, g, ok["before"], ok["after"], plan, eco, instance.test_patch)
     return Verdict(outcome=outcome, reason=reason, FAIL_TO_PASS=g.FAIL_TO_PASS if g else [],
                    PASS_TO_PASS=g.PASS_TO_PASS if g else [], flaky=g.flaky if g else [], test_command=test_command,
-                   anomalies=anomalies, attribution=att)
+                   anomalies=anomalies, attribution=att, output_tail=_tail_of(ok) if outcome != "verified" else "")
 
 
 ATTRIBUTION_PROMPT = (
