@@ -175,6 +175,21 @@ def changed_lines(patch: str) -> dict[str, list[str]]:
         return {}
 
 
+def added_lines(patch: str) -> dict[str, list[str]]:
+    """Path -> the lines the patch adds to it (without the `+`), by unidiff; {} when unidiff
+    cannot read the patch. Never raises."""
+    try:
+        from unidiff import PatchSet
+
+        out: dict[str, list[str]] = {}
+        for pf in PatchSet(patch):
+            path = _strip_prefix((pf.source_file if pf.is_removed_file else pf.target_file) or "")
+            out.setdefault(path, []).extend(line.value.rstrip("\n") for hunk in pf for line in hunk if line.is_added)
+        return out
+    except Exception:
+        return {}
+
+
 def file_after(patch: str, path: str, before: str) -> str | None:
     """The text of `path` once `patch` is applied to `before` (its text at the base), by ``git
     apply`` in a scratch folder (only that file's section is applied); `before` unchanged when

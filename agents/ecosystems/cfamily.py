@@ -399,6 +399,8 @@ class CFamily:
 
         req = request or PlanRequest()
         b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1], system=req.route)
+        _add(b.cmake_flags, [f for f in req.options.get("cmake_flags", []) if CMAKE_FLAG.fullmatch(f)])
+        _add(b.configure_flags, [f for f in req.options.get("configure_flags", []) if CONFIGURE_FLAG.fullmatch(f)])
         gcc = era_gcc(era_time(instance, tree))
         floor = CXX_STD_GCC.get(b.cxx_std or "")
         if floor and int(floor) > int(gcc):
@@ -538,6 +540,152 @@ class CFamily:
             return None
         fix = [apt_install(pkgs)]
         return None if _tried(fix, tried) else fix
+
+
+    # -- the loop's generic next moves (agents.moves), fed with C/C++ data --------------------
+    def next_moves(self, ctx) -> list:
+        """Moves for a stalled C/C++ round (`agents.moves`): `test_option` (CMake: the OFF options
+        the helper printed because no CTest test is defined -- those the configure output or the
+        CI's ``cmake -DX=ON`` names first, then those whose name or help says test/check;
+        autotools: the ``--enable-X`` / ``--with-X`` switches of configure.ac that say test/check),
+        `rediscover` (a googletest test the test_patch adds never ran: the touched targets built
+        again from clean, their discovery after the test_patch) and `status_units` (the run gave
+        no per-test report: the scripts and make targets of the touched files graded by exit
+        status, `agents.ecosystems.units`). Each names its evidence."""
+        from agents.moves import Move
+
+        plan, out = ctx.plan, ctx.output or ""
+        moves: list = []
+        if plan.build == "cmake" and re.search(r"no CTest tests are defined|building the 0 test targets", out):
+            moves += _cmake_option_moves(ctx.tree, plan, out)
+        if plan.build == "autotools" and ctx.why.startswith("no test ran"):
+            moves += _configure_option_moves(ctx.tree, plan)
+        if plan.build == "cmake" and ctx.why.startswith("tests the test_patch adds never ran") and \
+                HELPER in plan.test_command and "--rediscover" not in plan.test_command:
+            spec = plan.test_spec().model_copy(update={"name": "rediscover", "test_command": plan.test_command.replace(
+                f"python3 {HELPER} {BUILD_DIR} ", f"python3 {HELPER} {BUILD_DIR} --rediscover ", 1)})
+            moves.append(Move(kind="rediscover", serves="tests discovered at build time", test=spec,
+                              evidence=f"{ctx.why}: the touched targets built again from clean, so what their "
+                                       "build registers is listed after the test_patch"))
+        if ctx.why.startswith("no test ran") and (plan.parser == "automake_log" or plan.build in ("make", "autotools")):
+            moves += _units_moves(ctx.tree, plan, ctx.touched)
+        return moves
+
+    def added_tests(self, test_patch: str) -> list[str]:
+        """The googletest tests (``TEST(Suite, Name)``, ``TEST_F``, ``TYPED_TEST``: ``Suite.Name``)
+        and Catch2 / doctest test cases (``TEST_CASE("name"``) a line the test_patch adds
+        declares (not those a removed line declared too: a test moved or edited in place)."""
+        from envpool.patches import added_lines, changed_lines
+
+        def declared(lines: list[str]) -> list[str]:
+            out = []
+            for line in lines:
+                m = _GTEST_DECL.match(line)
+                name = f"{m.group(2)}.{m.group(3)}" if m else None
+                if name is None and (m := _CASE_DECL.match(line)):
+                    name = m.group(1)
+                if name and name not in out:
+                    out.append(name)
+            return out
+
+        changed = changed_lines(test_patch)
+        names: list[str] = []
+        for path, lines in added_lines(test_patch).items():
+            if path.endswith(C_SUFFIXES):
+                removed = set(declared([x for x in changed.get(path, []) if x not in lines]))
+                names += [n for n in declared(lines) if n not in removed and n not in names]
+        return names
+
+
+_GTEST_DECL = re.compile(r"^\s*(TEST|TEST_F|TEST_P|TYPED_TEST|TYPED_TEST_P)\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+_CASE_DECL = re.compile(r"^\s*(?:TEST_CASE|SCENARIO|TEST_CASE_METHOD\s*\(\s*\w+\s*,)\s*\(?\s*\"([^\"]+)\"")
+CMAKE_FLAG = re.compile(r"-D[A-Za-z_][A-Za-z0-9_]*=(?:ON|OFF|TRUE|FALSE|YES|NO|1|0)", re.I)
+CONFIGURE_FLAG = re.compile(r"--(?:enable|with)-[A-Za-z0-9][A-Za-z0-9_-]*")
+_OPTION_LINE = re.compile(r"^swemint-cmake-tests: option ([A-Za-z_][A-Za-z0-9_]*)=OFF \((.*)\)\s*$", re.M)
+_CONFIGURE_LINE = re.compile(r"^swemint-cmake-tests: configure says: (.*)$", re.M)
+
+
+def _never(name: str) -> bool:
+    up = name.upper()
+    return any(up.endswith(sfx) for sfx in recipes()["test_options"]["never"])
+
+
+def _ci_cmake_options(tree: GitTree) -> dict[str, str]:
+    """NAME -> CI file of each ``-DNAME=ON`` (TRUE / YES / 1) of a ``cmake`` call in the CI's run steps."""
+    from agents.ecosystems.ci import ci_steps, command_lines
+
+    out: dict[str, str] = {}
+    for step in ci_steps(tree):
+        for line in command_lines(step.resolved()):
+            if not re.search(r"(?:^|[\s/])cmake\s", line):
+                continue
+            for name in re.findall(r"-D\s*([A-Za-z_][A-Za-z0-9_]*)(?::BOOL)?=(?:ON|TRUE|YES|1)\b", line, re.I):
+                out.setdefault(name, step.path)
+    return out
+
+
+def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
+    """`test_option` moves of a CMake round that defined no test (`CFamily.next_moves`)."""
+    from agents.moves import Move
+
+    setup = "\n".join(plan.setup_commands)
+    off = {m.group(1): m.group(2) for m in _OPTION_LINE.finditer(output)}
+    said = [line for line in _CONFIGURE_LINE.findall(output)]
+    ci = _ci_cmake_options(tree)
+    strong: list[tuple[str, str]] = []
+    for line in said:
+        for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", line):
+            if (name in off or name in ci) and not _never(name) and all(n != name for n, _ in strong):
+                strong.append((name, f"configure says: {line.strip()[:200]}"))
+    for name, path in ci.items():
+        if name in off and all(n != name for n, _ in strong) and not _never(name):
+            strong.append((name, f"CI {path} configures -D{name}=ON"))
+    weak = [(n, f"option {n} is OFF ({h[:120]})") for n, h in off.items()
+            if not _never(n) and all(n != s for s, _ in strong)]
+    moves = []
+    for group in (strong, weak):
+        flags = [f"-D{n}=ON" for n, _ in group if f"-D{n}=ON" not in setup]
+        if flags:
+            moves.append(Move(kind="test_option", serves="tests behind a project option",
+                              evidence="; ".join(why for _, why in group)[:600],
+                              request=PlanRequest(options={"cmake_flags": flags}), key=" ".join(flags)))
+    return moves
+
+
+def _configure_option_moves(tree: GitTree, plan: PolyPlan) -> list:
+    """`test_option` moves of an autotools round that ran no test: the configure.ac switches
+    (``AC_ARG_ENABLE`` / ``AC_ARG_WITH``) whose name says test/check, not passed yet."""
+    from agents.moves import Move
+
+    ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
+    text = tree.read(ac) or "" if ac else ""
+    setup = "\n".join(plan.setup_commands)
+    flags = []
+    for kind, name in re.findall(r"AC_ARG_(ENABLE|WITH)\s*\(\s*\[?([\w-]+)", text):
+        flag = f"--{kind.lower()}-{name}"
+        if re.search(r"test|check", name, re.I) and flag not in setup and CONFIGURE_FLAG.fullmatch(flag):
+            flags.append(flag)
+    if not flags:
+        return []
+    return [Move(kind="test_option", serves="tests behind a project option", key=" ".join(flags),
+                 evidence=f"{ac} declares {', '.join(flags)}", request=PlanRequest(options={"configure_flags": flags}))]
+
+
+def _units_moves(tree: GitTree, plan: PolyPlan, touched: list[str]) -> list:
+    """A `status_units` move: the touched files' scripts and make targets, graded by exit status."""
+    from agents.ecosystems.base import TestSpec
+    from agents.ecosystems.units import find_units, units_command
+    from agents.moves import Move
+
+    suite = find_units(tree, touched)
+    if not suite.touched:
+        return []
+    spec = TestSpec(name="units", test_command=units_command(suite.all()), parser="script_status_log",
+                    test_files=list(touched))
+    evidence = "; ".join(f"{u.id}: {u.evidence}" for u in suite.touched)
+    if suite.siblings:
+        evidence += f"; PASS_TO_PASS candidates: {', '.join(u.id for u in suite.siblings)}"
+    return [Move(kind="status_units", serves="suites with no per-test report", test=spec, evidence=evidence[:600])]
 
 
 def _tried(fix: list[str], tried: set[str]) -> bool:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build and run the CTest tests of the targets that own some files (run inside the container).
 
-Usage: cmake_tests.py BUILD_DIR [--junit FILE] [--verbose] [--jobs N] [--timeout S] [--build-only] -- FILE...
+Usage: cmake_tests.py BUILD_DIR [--junit FILE] [--verbose] [--jobs N] [--timeout S] [--build-only]
+                      [--rediscover] -- FILE...
 
 FILE...: repository-relative paths (the files the test patch touches). Steps:
 1. re-run cmake on BUILD_DIR (a patch may have changed CMakeLists.txt);
@@ -10,8 +11,13 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    among their sources; none -> every executable target that some CTest test runs;
 3. build each picked target alone; a target that fails to build has its artifacts deleted, so a
    stale binary from an earlier build can never report results;
-4. run ``ctest`` on the tests whose command runs a picked target's artifact (or named like the
-   target); none picked -> every test. ``--junit`` adds ``--output-junit FILE`` (CMake >= 3.21),
+4. list CTest's tests again, now that the picked targets are built (tests a build step
+   registers -- ``gtest_discover_tests`` runs the binary after it links -- exist only from then
+   on: a googletest test the test_patch adds is not in the list read before the build), and run
+   ``ctest`` on the tests whose command runs a picked target's artifact (or named like the
+   target); none picked -> every test. No test defined at all: the cache's OFF options that may
+   gate the tests are printed (`gating_options`: the re-configure's own lines naming one, and
+   those whose name or help says test/check), for the loop's `test_option` move. ``--junit`` adds ``--output-junit FILE`` (CMake >= 3.21),
    ``--verbose`` adds ``-V`` (every test's output, each line prefixed ``N: ``). With
    ``--junit``, ctest keeps each test's whole output in the report (it keeps 1 KiB of a passing
    test's and 300 KiB of a failing test's by default, so a test program printing a TAP stream
@@ -37,6 +43,8 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    (``catch2_runs.py``, installed beside this file).
 ``--build-only``: steps 1-3 only (the environment's setup builds what the test run will need,
 not every target of a large project: nlohmann/json has hundreds), exit 0.
+``--rediscover``: each picked target is built with ``--clean-first``, so whatever its build
+registers (googletest discovery) runs again after the test_patch (the loop's `rediscover` move).
 Exit code: ctest's (of the last round), or 2 when nothing could be selected. Standard library
 only (python3 >= 3.5).
 """
@@ -286,6 +294,54 @@ def run_ctest(cmd, build, src):
     return rc, cmd
 
 
+_TESTISH = re.compile(r"test|check", re.I)
+
+
+def off_options(build):
+    """[(name, help)] of the BOOL cache entries that are off (``cmake -N -LH``: the cache as the
+    last configure left it, advanced entries excluded); [] when cmake cannot list them."""
+    try:
+        raw = subprocess.check_output(["cmake", "-N", "-LH", build], stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    out, helptext = [], ""
+    for line in raw.decode("utf-8", "replace").splitlines():
+        if line.startswith("//"):
+            helptext = (helptext + " " + line[2:].strip()).strip()
+            continue
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*):BOOL=(.*)$", line)
+        if m and m.group(2).strip().upper() in ("OFF", "FALSE", "NO", "0", "N", ""):
+            out.append((m.group(1), helptext))
+        helptext = ""
+    return out
+
+
+def gating_options(build, configure_output):
+    """Lines naming the options that may gate the tests (printed when no CTest test is defined):
+    ``configure says: <line>`` for each line of the re-configure's output naming an OFF option,
+    ``option NAME=OFF (<help>)`` for each OFF option whose name or help says test/check."""
+    options = off_options(build)
+    names = dict(options)
+    lines = []
+    for line in configure_output.splitlines():
+        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", line))
+        if words & set(names) and len(lines) < 10:
+            lines.append("configure says: " + line.strip()[:300])
+    for name, helptext in options:
+        if (_TESTISH.search(name) or _TESTISH.search(helptext)) and len(lines) < 40:
+            lines.append("option %s=OFF (%s)" % (name, helptext[:200]))
+    return lines
+
+
+def reconfigure(build):
+    """Run ``cmake BUILD`` again (a patch may have changed CMakeLists.txt); (exit code, output)."""
+    log("$ cmake " + build)
+    with tempfile.TemporaryFile() as f:
+        rc = subprocess.call(["cmake", build], stdout=f, stderr=subprocess.STDOUT)
+        f.seek(0)
+        return rc, f.read().decode("utf-8", "replace")
+
+
 def norm(path, src):
     path = path.replace("\\", "/")
     if os.path.isabs(path):
@@ -300,7 +356,8 @@ def main(argv):
     opts, files = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     build, junit, verbose, jobs, timeout = opts[0], None, False, "2", "600"
     build_only = "--build-only" in opts
-    opts = [o for o in opts if o != "--build-only"]
+    rediscover = "--rediscover" in opts
+    opts = [o for o in opts if o not in ("--build-only", "--rediscover")]
     i = 1
     while i < len(opts):
         if opts[i] == "--junit":
@@ -312,7 +369,9 @@ def main(argv):
         else:
             verbose, i = verbose or opts[i] == "--verbose", i + 1
     src = os.getcwd()
-    if run(["cmake", build], stdout=subprocess.DEVNULL) != 0:
+    rc, configured = reconfigure(build)
+    if rc != 0:
+        sys.stdout.write("\n".join(configured.splitlines()[-60:]) + "\n")
         log("re-configure failed (the build below shows why)")
     touched = set(norm(f, src) for f in files)
     targets = [t for t in codemodel(build) if t[1] == "EXECUTABLE"]
@@ -326,13 +385,16 @@ def main(argv):
         picked = [t for t in targets if test_exes & set(t[3]) or t[0] in test_names]
         log("no target owns the touched files: building the %d test targets" % len(picked))
     for name, _, _, arts in picked:
-        if run(["cmake", "--build", build, "--target", name, "-j", jobs]) != 0:
+        clean = ["--clean-first"] if rediscover else []
+        if run(["cmake", "--build", build, "--target", name, "-j", jobs] + clean) != 0:
             log("target %s failed to build: its tests cannot run" % name)
             for a in arts:
                 if os.path.exists(a):
                     os.remove(a)
     if build_only:
         return 0
+    if picked:  # what the builds registered (googletest discovery) is in the list only now
+        tests = ctest_tests(build)
     names = set(t[0] for t in picked)
     arts = set(a for t in picked for a in t[3])
     selected = [n for n, c in tests
@@ -349,6 +411,8 @@ def main(argv):
         cmd += ["-R", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", n) for n in selected) + ")$"]
     elif not tests:
         log("no CTest tests are defined")
+        for line in gating_options(build, configured):
+            log(line)
         return 2
     bad = failed_fixtures(build, set(selected) if selected and len(selected) < len(tests) else None, timeout)
     if bad:

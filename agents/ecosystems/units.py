@@ -1,0 +1,292 @@
+"""Script- and target-driven suites as tests (issue 25 item 2): when a suite's runner gives no
+per-test report (``make -k check`` of a project whose harness prints no ``PASS: x`` lines, shell
+scripts run one by one), the tests are the scripts and make targets that the touched files
+belong to, each graded by its exit status, as Multi-SWE-bench names them: the script's path
+(relative to its suite's folder) or the make target (``<folder>/<target>``, the folder of its
+Makefile; a root Makefile's target alone). PASS_TO_PASS is the other such tests of the suite.
+
+`find_units(tree, touched)` reads the tree only (no checkout):
+- a touched *test script* (a script suffix -- ``.sh``, ``.bash``, ``.py``, ``.pl``, ``.tcl``,
+  ``.exp``, ``.bats``, ``.rb`` -- in a test folder or named ``test*``) is a unit run with its
+  ``#!`` interpreter (else the suffix's) from its own folder; its id is its path relative to the
+  suite's folder (the nearest folder at or above it holding a Makefile, a CMakeLists.txt or a
+  ``run*`` script; else the repository);
+- any other touched file belongs to the *test targets* (``test``, ``check``, ``test-x``,
+  ``x-test``, ...) of the Makefiles (at most three folders down) whose prerequisites or recipe
+  name it (its file name or its stem as a word: ``tests/fullbench.c`` -> ``test-fullbench:
+  fullbench``), directly or through one prerequisite whose own rule names it; a target the
+  project's CI runs (``make -C tests test-x``, `agents.ecosystems.ci`) ranks first and its
+  CI file is evidence;
+- the siblings: the other test scripts of the touched scripts' folders, the other test targets
+  an aggregate target of the same Makefile runs (``test: test-a test-b``), at most
+  `MAX_SIBLINGS`, existing at base_commit.
+
+`units_command(units)` is one bash command running every unit in /testbed under ``timeout
+UNIT_SECONDS`` and printing, after the tail of its output (each line behind ``| ``, so a unit
+cannot print a result line), ``pass  <id>`` or ``FAIL  <id>``: the lines the
+`script_status_log` parser reads. Every word from the tree is shell-quoted.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from agents.gitrepo import GitTree
+
+__all__ = ["MAX_SIBLINGS", "MAX_TOUCHED", "UNIT_SECONDS", "Rule", "Unit", "UnitSuite", "find_units",
+           "makefile_rules", "is_test_target", "units_command"]
+
+MAX_TOUCHED = 6
+"""At most this many units for the touched files."""
+MAX_SIBLINGS = 4
+"""At most this many sibling units (the suite's other tests, for PASS_TO_PASS)."""
+UNIT_SECONDS = 600
+"""Seconds one unit may run before `timeout` stops it (a stopped unit is FAIL)."""
+MAKEFILES = ("Makefile", "makefile", "GNUmakefile", "Makefile.am")
+SCRIPT_SUFFIXES = {".sh": "bash", ".bash": "bash", ".py": "python3", ".pl": "perl", ".tcl": "tclsh",
+                   ".exp": "expect", ".bats": "bats", ".rb": "ruby"}
+_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|testing|testsuite|t|checks?|spec)(?:/|$)", re.I)
+_TEST_NAME = re.compile(r"(?:^|[-_.])tests?(?:[-_.]|$)|^test", re.I)
+_TEST_TARGET = re.compile(r"^(?:tests?|check|checks|unittests?|unit-tests?)(?:[-_.][\w.+-]+)?$|"
+                          r"^[\w.+-]+[-_.](?:tests?|check)$", re.I)
+_NOT_TARGET = re.compile(r"^(?:\.|%)|\$|/")
+_RULE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)\s*(.*)$")
+_WORD = re.compile(r"[\w.+/-]+")
+
+
+@dataclass
+class Rule:
+    """One Makefile rule: its prerequisites and recipe lines (variables left as written)."""
+
+    prereqs: list[str] = field(default_factory=list)
+    recipe: list[str] = field(default_factory=list)
+
+    def words(self) -> set[str]:
+        """Every word of its prerequisites and recipe, and each word's file name."""
+        out: set[str] = set()
+        for text in [" ".join(self.prereqs), *self.recipe]:
+            for w in _WORD.findall(text):
+                out.add(w)
+                out.add(PurePosixPath(w).name)
+        return out
+
+
+@dataclass
+class Unit:
+    """One test of a script- or target-driven suite: `id` (as Multi-SWE-bench names it), the
+    `argv` that runs it from /testbed, and the `evidence` that makes it one."""
+
+    id: str
+    argv: list[str]
+    evidence: str
+
+
+@dataclass
+class UnitSuite:
+    """The units of the touched files (`touched`) and their siblings (`siblings`)."""
+
+    touched: list[Unit] = field(default_factory=list)
+    siblings: list[Unit] = field(default_factory=list)
+
+    def all(self) -> list[Unit]:
+        """Touched units first, then siblings."""
+        return self.touched + self.siblings
+
+
+def makefile_rules(text: str) -> dict[str, Rule]:
+    """The explicit rules of a Makefile: target -> Rule (continuation lines joined; pattern
+    rules, special ``.X`` targets, targets holding variables or paths and variable assignments
+    left out; a target listed in several rules gets them merged)."""
+    rules: dict[str, Rule] = {}
+    current: list[Rule] = []
+    for line in text.replace("\\\n", " ").splitlines():
+        if line.startswith("\t"):
+            for r in current:
+                r.recipe.append(line.strip())
+            continue
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _RULE.match(line)
+        if not m or re.match(r"^\s*(?:ifn?eq|ifn?def|else|endif|include|-include|export|define|endef)\b", line):
+            current = []
+            continue
+        prereqs_text, _, inline = m.group(2).partition(";")
+        current = []
+        for target in m.group(1).split():
+            if _NOT_TARGET.search(target):
+                continue
+            rule = rules.setdefault(target, Rule())
+            rule.prereqs += prereqs_text.split()
+            if inline.strip():
+                rule.recipe.append(inline.strip())
+            current.append(rule)
+    return rules
+
+
+def is_test_target(name: str) -> bool:
+    """Whether a make target is named like a test target (``test``, ``check``, ``test-x``,
+    ``x_test``, ``unittest``)."""
+    return bool(_TEST_TARGET.match(name))
+
+
+def _makefiles(tree: GitTree) -> list[str]:
+    return [f for f in tree.files if f.count("/") <= 3 and PurePosixPath(f).name in MAKEFILES][:300]
+
+
+def _folder(path: str) -> str:
+    d = str(PurePosixPath(path).parent)
+    return "" if d == "." else d
+
+
+def _ci_targets(tree: GitTree) -> dict[tuple[str, str], str]:
+    """(folder, target) -> CI file for each ``make [-C dir] target`` of the CI's run steps."""
+    from agents.ecosystems.ci import ci_steps, command_lines, split_words
+
+    out: dict[tuple[str, str], str] = {}
+    for step in ci_steps(tree):
+        for line in command_lines(step.resolved()):
+            words = split_words(line)
+            for i, w in enumerate(words):
+                if PurePosixPath(w).name not in ("make", "gmake"):
+                    continue
+                folder, j = "", i + 1
+                while j < len(words):
+                    a = words[j]
+                    if a == "-C" and j + 1 < len(words):
+                        folder, j = words[j + 1].strip("./") if words[j + 1] not in (".", "./") else "", j + 2
+                        continue
+                    if a.startswith("-") or "=" in a:
+                        j += 1
+                        continue
+                    out.setdefault((folder.rstrip("/"), a), step.path)
+                    j += 1
+    return out
+
+
+def _script(tree: GitTree, path: str) -> bool:
+    p = PurePosixPath(path)
+    return p.suffix in SCRIPT_SUFFIXES and bool(_TEST_DIR.search(path) or _TEST_NAME.search(p.name))
+
+
+def _suite_root(tree: GitTree, path: str) -> str:
+    """The nearest folder at or above `path`'s holding a Makefile, a CMakeLists.txt or a
+    ``run*`` file ("" = the repository)."""
+    d = _folder(path)
+    while d:
+        names = {PurePosixPath(f).name for f in tree.files if _folder(f) == d}
+        if names & {*MAKEFILES, "CMakeLists.txt"} or any(n.startswith(("run.", "run-", "run_")) for n in names):
+            return d
+        d = _folder(d)
+    return ""
+
+
+def _script_unit(tree: GitTree, path: str, why: str) -> Unit:
+    from agents.ecosystems.drivers import shebang
+
+    interp = shebang(tree.read(path, limit=4096) or "") or SCRIPT_SUFFIXES[PurePosixPath(path).suffix]
+    root = _suite_root(tree, path)
+    uid = path[len(root) + 1:] if root else path
+    folder = _folder(path)
+    cd = f"cd {shlex.quote(folder)} && " if folder else ""
+    return Unit(id=uid, argv=["bash", "-c", f"{cd}{shlex.quote(interp)} ./{shlex.quote(PurePosixPath(path).name)}"],
+                evidence=why)
+
+
+def _target_unit(mk: str, target: str, why: str) -> Unit:
+    folder = _folder(mk)
+    return Unit(id=f"{folder}/{target}" if folder else target,
+                argv=["make", *(["-C", folder] if folder else []), target], evidence=why)
+
+
+def _owners(rules: dict[str, Rule], path: str) -> list[tuple[str, str]]:
+    """(test target, why) of the rules naming `path` (its file name, or its stem as a word),
+    directly or through one prerequisite whose rule names it; an aggregate target that runs
+    another of them (``test: test-a test-b``) is left out for it."""
+    name = PurePosixPath(path).name
+    stem = PurePosixPath(path).stem
+    keys = {name, path} | ({stem} if len(stem) >= 3 else set())
+    naming = {t for t, r in rules.items() if keys & r.words() or t in keys}
+    out: list[tuple[str, str]] = []
+    for t in sorted(naming):
+        if is_test_target(t):
+            out.append((t, f"target {t} names {name}"))
+    for t, r in sorted(rules.items()):
+        via = sorted(n for n in naming if n != t and n in r.words())
+        if is_test_target(t) and via and all(t != o for o, _ in out):
+            out.append((t, f"target {t} runs {via[0]}, which names {name}"))
+    found = {t for t, _ in out}  # the most specific: an aggregate of another found target goes
+    return [(t, why) for t, why in out if not found & (set(rules[t].words()) - {t})]
+
+
+def find_units(tree: GitTree, touched: list[str], exists=None) -> UnitSuite:
+    """The units of `touched` and their siblings (module docstring). `exists(path)`: whether a
+    sibling exists at base_commit (default `tree.exists`)."""
+    exists = exists or tree.exists
+    suite = UnitSuite()
+    ci = _ci_targets(tree)
+    makefiles = {mk: makefile_rules(tree.read(mk, limit=400_000) or "") for mk in _makefiles(tree)}
+    seen: set[str] = set()
+    targets: list[tuple[int, str, str, str]] = []  # (rank, makefile, target, why)
+    for path in touched:
+        if _script(tree, path):
+            unit = _script_unit(tree, path, f"{path} is a test script of the test_patch")
+            if unit.id not in seen:
+                seen.add(unit.id)
+                suite.touched.append(unit)
+            continue
+        for mk, rules in makefiles.items():
+            folder = _folder(mk)
+            if folder and not path.startswith(folder + "/") and PurePosixPath(path).name not in \
+                    {w for r in rules.values() for w in r.words()}:
+                continue
+            rel = path[len(folder) + 1:] if folder and path.startswith(folder + "/") else path
+            for target, why in _owners(rules, rel) + ([] if rel == path else _owners(rules, path)):
+                by = ci.get((folder, target))
+                rank = 0 if by else 1
+                targets.append((rank, mk, target, f"{mk}: {why}" + (f"; CI {by} runs it" if by else "")))
+    for _, mk, target, why in sorted(targets, key=lambda x: x[0]):
+        unit = _target_unit(mk, target, why)
+        if unit.id not in seen and len(suite.touched) < MAX_TOUCHED:
+            seen.add(unit.id)
+            suite.touched.append(unit)
+    # siblings: the suite's other tests
+    for unit in list(suite.touched):
+        if len(suite.siblings) >= MAX_SIBLINGS:
+            break
+        if unit.argv and unit.argv[0] == "make":
+            mk_folder = unit.argv[2] if unit.argv[1:2] == ["-C"] else ""
+            target = unit.argv[-1]
+            mk = next((m for m in makefiles if _folder(m) == mk_folder), None)
+            rules = makefiles.get(mk, {}) if mk else {}
+            groups = [r.prereqs for t, r in rules.items() if target in r.prereqs]
+            others = [t for g in groups for t in g if t != target and is_test_target(t) and t in rules]
+            for t in dict.fromkeys(others):
+                sib = _target_unit(mk, t, f"{mk}: {t} runs beside {target}")
+                if sib.id not in seen and len(suite.siblings) < MAX_SIBLINGS:
+                    seen.add(sib.id)
+                    suite.siblings.append(sib)
+        else:
+            path = next((p for p in touched if _script(tree, p) and _script_unit(tree, p, "").id == unit.id), None)
+            if path is None:
+                continue
+            folder, suffix = _folder(path), PurePosixPath(path).suffix
+            for f in sorted(tree.files):
+                if _folder(f) == folder and f not in touched and PurePosixPath(f).suffix == suffix and \
+                        _script(tree, f) and exists(f):
+                    sib = _script_unit(tree, f, f"{f}: a test script beside {path}")
+                    if sib.id not in seen and len(suite.siblings) < MAX_SIBLINGS:
+                        seen.add(sib.id)
+                        suite.siblings.append(sib)
+    return suite
+
+
+def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
+    """One bash command running `units` in order (module docstring)."""
+    fn = ("swemint_unit() { n=$1; shift; timeout " + str(int(seconds)) + " \"$@\" > /tmp/swemint-unit.log 2>&1; "
+          "rc=$?; tail -n 40 /tmp/swemint-unit.log | sed 's/^/| /'; echo \"swemint-unit: $n exit $rc\"; "
+          "if [ $rc -eq 0 ]; then echo \"pass  $n\"; else echo \"FAIL  $n\"; fi; }")
+    runs = "; ".join("swemint_unit " + " ".join(shlex.quote(w) for w in [u.id, *u.argv]) for u in units)
+    return f"{fn}; {runs}"

@@ -1,0 +1,99 @@
+"""Script- and target-driven suites as tests (agents.ecosystems.units, issue 25 item 2) on small
+trees the tests write: the units of the touched files, their siblings, and the command that runs
+them graded by exit status (run with the host's bash and make, parsed by `script_status_log`)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from agents.ecosystems.units import Unit, find_units, makefile_rules, is_test_target, units_command
+from envpool.testrun.polyglot import POLYGLOT_PARSERS
+from tests.agents.ecosystems.conftest import make_tree
+
+TESTS_MAKEFILE = """CC ?= cc
+all: fullbench datagen
+
+fullbench: fullbench.c util.o
+\t$(CC) -o $@ $^
+
+datagen: datagen.c
+\t$(CC) -o $@ $<
+
+%.o: %.c
+\t$(CC) -c $<
+
+.PHONY: test test-fullbench test-datagen test-zip
+test: test-fullbench test-datagen test-zip
+
+test-fullbench: fullbench
+\t./fullbench -i1
+
+test-datagen: datagen
+\t./datagen > /dev/null
+
+test-zip: ; ./zip-tests.sh
+
+clean:
+\trm -f fullbench datagen
+"""
+
+
+def test_makefile_rules_and_test_target_names():
+    rules = makefile_rules(TESTS_MAKEFILE)
+    assert rules["fullbench"].prereqs == ["fullbench.c", "util.o"]
+    assert rules["test-fullbench"].recipe == ["./fullbench -i1"]
+    assert rules["test-zip"].recipe == ["./zip-tests.sh"]
+    assert rules["test"].prereqs == ["test-fullbench", "test-datagen", "test-zip"]
+    assert "%.o" not in rules and ".PHONY" not in rules and "CC" not in rules
+    assert [t for t in rules if is_test_target(t)] == ["test", "test-fullbench", "test-datagen", "test-zip"]
+    assert is_test_target("unit_test") and is_test_target("check") and not is_test_target("testdata.o")
+
+
+def test_a_touched_test_program_belongs_to_the_test_target_that_builds_and_runs_it(tmp_path):
+    ci = "jobs:\n  t:\n    steps:\n      - run: make -C tests test-fullbench\n"
+    tree = make_tree(tmp_path, {"Makefile": "all:\n\t$(MAKE) -C lib\n", "tests/Makefile": TESTS_MAKEFILE,
+                                "tests/fullbench.c": "", "tests/datagen.c": "", ".github/workflows/ci.yml": ci})
+    suite = find_units(tree, ["tests/fullbench.c"])
+    assert [(u.id, u.argv) for u in suite.touched] == [("tests/test-fullbench",
+                                                        ["make", "-C", "tests", "test-fullbench"])]
+    assert "names fullbench" in suite.touched[0].evidence or "runs fullbench" in suite.touched[0].evidence
+    assert "CI .github/workflows/ci.yml runs it" in suite.touched[0].evidence
+    assert [u.id for u in suite.siblings] == ["tests/test-datagen", "tests/test-zip"]
+
+
+def test_a_touched_test_script_is_a_unit_named_from_its_suite_folder(tmp_path):
+    tree = make_tree(tmp_path, {"tests/cli-tests/run.py": "", "tests/cli-tests/decompression/pass-through.sh":
+                                "#!/bin/sh\nexit 0\n", "tests/cli-tests/decompression/golden.sh": "exit 0\n",
+                                "tests/cli-tests/decompression/data.bin": ""})
+    suite = find_units(tree, ["tests/cli-tests/decompression/pass-through.sh"])
+    assert [u.id for u in suite.touched] == ["decompression/pass-through.sh"]
+    assert suite.touched[0].argv == ["bash", "-c", "cd tests/cli-tests/decompression && sh ./pass-through.sh"]
+    assert [u.id for u in suite.siblings] == ["decompression/golden.sh"]
+
+
+def test_data_nothing_names_gives_no_unit(tmp_path):
+    tree = make_tree(tmp_path, {"tests/Makefile": TESTS_MAKEFILE, "README": ""})
+    assert find_units(tree, ["docs/guide.md"]).touched == []
+
+
+@pytest.mark.skipif(not (shutil.which("bash") and shutil.which("make") and shutil.which("timeout")),
+                    reason="bash, make and timeout needed on the host")
+def test_the_units_command_grades_each_unit_by_its_exit_status(tmp_path):
+    """The command as the test run gives it: a unit that fails, one that passes, a script that
+    prints a line shaped like a result (behind `| `, never read as one)."""
+    work = tmp_path / "testbed"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "Makefile").write_text("test-ok:\n\ttrue\ntest-bad:\n\tfalse\n")
+    (work / "tests" / "liar.sh").write_text("echo 'pass  tests/test-bad'\nexit 3\n")
+    tree = make_tree(tmp_path / "t", {"tests/Makefile": "test-ok:\n\ttrue\ntest-bad:\n\tfalse\n",
+                                      "tests/liar.sh": "exit 3\n"})
+    units = find_units(tree, ["tests/liar.sh"]).touched + [Unit(id=f"tests/{t}", argv=["make", "-C", "tests", t],
+                                                                evidence="") for t in ("test-ok", "test-bad")]
+    cmd = units_command(units, seconds=60)
+    out = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=120).stdout
+    res = POLYGLOT_PARSERS["script_status_log"](out)
+    assert {k: v.value for k, v in res.statuses.items()} == {"liar.sh": "FAILED", "tests/test-ok": "PASSED",
+                                                            "tests/test-bad": "FAILED"}, out
