@@ -14,7 +14,9 @@ Makefile; a root Makefile's target alone). PASS_TO_PASS is the other such tests 
 - any other touched file belongs to the *test targets* (``test``, ``check``, ``test-x``,
   ``x-test``, ...) of the Makefiles (at most three folders down) whose prerequisites or recipe
   name it (its file name or its stem as a word: ``tests/fullbench.c`` -> ``test-fullbench:
-  fullbench``), directly or through one prerequisite whose own rule names it; a target the
+  fullbench``), directly or through one prerequisite whose own rule names it -- the program
+  built from the file (``calc_test: calc_test.c``) is not itself a test target; when no target
+  runs it, that program is the unit, built by make and run from its folder; a target the
   project's CI runs (``make -C tests test-x``, `agents.ecosystems.ci`) ranks first and its
   CI file is evidence;
 - the siblings: the other test scripts of the touched scripts' folders, the other test targets
@@ -195,10 +197,13 @@ def _script_unit(tree: GitTree, path: str, why: str) -> Unit:
                 evidence=why)
 
 
-def _target_unit(mk: str, target: str, why: str) -> Unit:
+def _target_unit(mk: str, target: str, why: str, program: bool = False) -> Unit:
     folder = _folder(mk)
-    return Unit(id=f"{folder}/{target}" if folder else target,
-                argv=["make", *(["-C", folder] if folder else []), target], evidence=why)
+    make = ["make", *(["-C", folder] if folder else []), target]
+    if program:  # built by its target, then run from its folder
+        cd = f"cd {shlex.quote(folder)} && " if folder else ""
+        make = ["bash", "-c", f"{' '.join(shlex.quote(w) for w in make)} && {cd}./{shlex.quote(target)}"]
+    return Unit(id=f"{folder}/{target}" if folder else target, argv=make, evidence=why)
 
 
 def _owners(rules: dict[str, Rule], path: str) -> list[tuple[str, str]]:
@@ -209,8 +214,9 @@ def _owners(rules: dict[str, Rule], path: str) -> list[tuple[str, str]]:
     stem = PurePosixPath(path).stem
     keys = {name, path} | ({stem} if len(stem) >= 3 else set())
     naming = {t for t, r in rules.items() if keys & r.words() or t in keys}
+    programs = keys & set(rules)  # the program built from the file (``calc_test: calc_test.c``)
     out: list[tuple[str, str]] = []
-    for t in sorted(naming):
+    for t in sorted(naming - programs):
         if is_test_target(t):
             out.append((t, f"target {t} names {name}"))
     for t, r in sorted(rules.items()):
@@ -218,7 +224,10 @@ def _owners(rules: dict[str, Rule], path: str) -> list[tuple[str, str]]:
         if is_test_target(t) and via and all(t != o for o, _ in out):
             out.append((t, f"target {t} runs {via[0]}, which names {name}"))
     found = {t for t, _ in out}  # the most specific: an aggregate of another found target goes
-    return [(t, why) for t, why in out if not found & (set(rules[t].words()) - {t})]
+    out = [(t, why) for t, why in out if not found & (set(rules[t].words()) - {t})]
+    if not out:  # no target runs it: the test program itself, built and run
+        out = [(t, f"program {t} is built from {name}") for t in sorted(programs) if is_test_target(t)]
+    return out
 
 
 def find_units(tree: GitTree, touched: list[str], exists=None) -> UnitSuite:
@@ -248,7 +257,7 @@ def find_units(tree: GitTree, touched: list[str], exists=None) -> UnitSuite:
                 rank = 0 if by else 1
                 targets.append((rank, mk, target, f"{mk}: {why}" + (f"; CI {by} runs it" if by else "")))
     for _, mk, target, why in sorted(targets, key=lambda x: x[0]):
-        unit = _target_unit(mk, target, why)
+        unit = _target_unit(mk, target, why, program=why.startswith(f"{mk}: program "))
         if unit.id not in seen and len(suite.touched) < MAX_TOUCHED:
             seen.add(unit.id)
             suite.touched.append(unit)
@@ -256,7 +265,7 @@ def find_units(tree: GitTree, touched: list[str], exists=None) -> UnitSuite:
     for unit in list(suite.touched):
         if len(suite.siblings) >= MAX_SIBLINGS:
             break
-        if unit.argv and unit.argv[0] == "make":
+        if unit.argv and unit.argv[0] == "make" and unit.argv[-1] in {t for r in makefiles.values() for t in r}:
             mk_folder = unit.argv[2] if unit.argv[1:2] == ["-C"] else ""
             target = unit.argv[-1]
             mk = next((m for m in makefiles if _folder(m) == mk_folder), None)

@@ -97,3 +97,15 @@ def test_the_units_command_grades_each_unit_by_its_exit_status(tmp_path):
     res = POLYGLOT_PARSERS["script_status_log"](out)
     assert {k: v.value for k, v in res.statuses.items()} == {"liar.sh": "FAILED", "tests/test-ok": "PASSED",
                                                             "tests/test-bad": "FAILED"}, out
+
+
+def test_the_program_built_from_a_touched_file_is_not_its_test_target(tmp_path):
+    """``calc_test: calc_test.c`` builds the program; ``test-calc: calc_test`` runs it: the unit
+    is the runner. With no runner, the program itself is built and run."""
+    mk = "calc_test: calc_test.c\n\t$(CC) -o $@ $^\ntest-calc: calc_test\n\t./calc_test\n"
+    tree = make_tree(tmp_path / "a", {"tests/Makefile": mk})
+    assert [u.id for u in find_units(tree, ["tests/calc_test.c"]).touched] == ["tests/test-calc"]
+    tree = make_tree(tmp_path / "b", {"tests/Makefile": "calc_test: calc_test.c\n\t$(CC) -o $@ $^\n"})
+    units = find_units(tree, ["tests/calc_test.c"]).touched
+    assert [(u.id, u.argv) for u in units] == [("tests/calc_test",
+                                               ["bash", "-c", "make -C tests calc_test && cd tests && ./calc_test"])]
