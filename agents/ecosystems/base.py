@@ -37,7 +37,7 @@ Optional hooks (looked up with `getattr`, so a small ecosystem implements only t
   lockfiles alone, with no code of the repository present, so the layer may be shared by every
   repository with the same key. Default (`dependency_layer`): None, no dependency tier (the
   instance tier is built on the toolchain image, as for C/C++ with no package manager).
-- `next_moves(ctx: agents.moves.MoveContext) -> list[agents.moves.Move]` -- the generic next
+- `next_moves(ctx: agents.ecosystems.moves.MoveContext) -> list[agents.ecosystems.moves.Move]` -- the generic next
   moves this ecosystem can feed with data when a round gave nothing to grade (the build that
   owns the touched path, the CI's command, options that gate tests, the whole suite, discovery
   after the test_patch, scripts and make targets graded by exit status); default: none.

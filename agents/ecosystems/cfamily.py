@@ -552,7 +552,7 @@ class CFamily:
         again from clean, their discovery after the test_patch) and `status_units` (the run gave
         no per-test report: the scripts and make targets of the touched files graded by exit
         status, `agents.ecosystems.units`). Each names its evidence."""
-        from agents.moves import Move
+        from agents.ecosystems.moves import Move
 
         plan, out = ctx.plan, ctx.output or ""
         moves: list = []
@@ -626,7 +626,7 @@ def _ci_cmake_options(tree: GitTree) -> dict[str, str]:
 
 def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
     """`test_option` moves of a CMake round that defined no test (`CFamily.next_moves`)."""
-    from agents.moves import Move
+    from agents.ecosystems.moves import Move
 
     setup = "\n".join(plan.setup_commands)
     off = {m.group(1): m.group(2) for m in _OPTION_LINE.finditer(output)}
@@ -655,7 +655,7 @@ def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
 def _configure_option_moves(tree: GitTree, plan: PolyPlan) -> list:
     """`test_option` moves of an autotools round that ran no test: the configure.ac switches
     (``AC_ARG_ENABLE`` / ``AC_ARG_WITH``) whose name says test/check, not passed yet."""
-    from agents.moves import Move
+    from agents.ecosystems.moves import Move
 
     ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
     text = tree.read(ac) or "" if ac else ""
@@ -675,7 +675,7 @@ def _units_moves(tree: GitTree, plan: PolyPlan, touched: list[str]) -> list:
     """A `status_units` move: the touched files' scripts and make targets, graded by exit status."""
     from agents.ecosystems.base import TestSpec
     from agents.ecosystems.units import find_units, units_command
-    from agents.moves import Move
+    from agents.ecosystems.moves import Move
 
     suite = find_units(tree, touched)
     if not suite.touched:
