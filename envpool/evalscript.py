@@ -33,7 +33,7 @@ What code under test can still do, and no script inside the harness's container 
 runs as root there, so it can open another process's descriptors through `/proc/<pid>/fd` (the
 eval script's own stdout, the harness's log stream) and write a forged block and end marker
 past the tool, or replace the interpreter before the tool starts. `swemint eval` / `grade()`
-read the report on a channel the host holds and are not open to that (README "Grading
+read the report on a channel the host holds and are not open to that (docs/security.md "Grading
 integrity").
 
 Everything the script interpolates goes through `envpool.quoting`: a `shell_word`, a `comment`

@@ -10,7 +10,7 @@ The reward is the same grading as `swemint eval` (`pipeline.evaluate.grade`, whi
 `envpool.evaluation.evaluate_patch`): the episode's diff is applied in *another* fresh container
 of the image, the files the row's `test_patch` touches are reset and the `test_patch` applied (so
 an episode that edits the tests gains nothing), the tests run once with no network, and the
-report is read on the host's authenticated channel and cross-checked (README "Grading
+report is read on the host's authenticated channel and cross-checked (docs/security.md "Grading
 integrity"). 1.0 when every FAIL_TO_PASS and PASS_TO_PASS test succeeds, else 0.0.
 
 `diff()` is what the episode changed under /testbed since `reset()`: git's diff between a tree

@@ -27,7 +27,7 @@ What no check here can catch: code inside the runner's process that changes the 
 any report is written (a `conftest.py` hook rewriting reports, a monkeypatched runner) produces
 consistent evidence everywhere. `infra_files` flags instances whose patches touch
 such files, and the published command (`envpool.testrun.published`) resets them before grading a
-model patch. See README "Grading integrity".
+model patch. See docs/security.md "Grading integrity".
 """
 
 from __future__ import annotations
