@@ -248,8 +248,8 @@ def engine_pid(eng: NodeEngine) -> int | None:
 
 
 def kill_engine(eng: NodeEngine) -> int | None:
-    """SIGKILL the node's dockerd and its containerd (a node lost, for fault tests); the
-    containers' processes die with their shims. Returns the dockerd pid killed (None: none ran)."""
+    """SIGKILL the node's dockerd, its containerd and shims, and every process of its containers
+    (a node lost, for fault tests). Returns the dockerd pid killed (None: none ran)."""
     pid = engine_pid(eng)
     if pid is None:
         return None
@@ -262,12 +262,31 @@ def kill_engine(eng: NodeEngine) -> int | None:
                 continue
             if str(eng.exec_root) in cmdline and int(entry) != pid:
                 victims.append(int(entry))
+    victims += container_processes(eng)  # a lost node loses its builds too (not orphans left running)
     for p in victims:
         try:
             os.kill(p, signal.SIGKILL)
         except ProcessLookupError:
             pass
     return pid
+
+
+def container_processes(eng: NodeEngine, cgroup: Path = Path("/sys/fs/cgroup")) -> list[int]:
+    """Pids in the cgroups of the node's containers (ids from its data root; cgroup v1 `pids`
+    or v2 layout, parent `docker`)."""
+    found: list[int] = []
+    try:
+        ids = [d.name for d in (eng.data_root / "containers").iterdir() if d.is_dir()]
+    except OSError:
+        return found
+    for cid in ids:
+        for procs in (cgroup / "pids" / "docker" / cid / "cgroup.procs", cgroup / "docker" / cid / "cgroup.procs"):
+            try:
+                found += [int(x) for x in procs.read_text().split()]
+                break
+            except (OSError, ValueError):
+                continue
+    return found
 
 
 def stop_engine(eng: NodeEngine, remove_data: bool = False, timeout: float = 60.0) -> None:

@@ -331,9 +331,7 @@ class MintStage:
                 kwargs["profile"] = plan.profile
         if item.env is not None:
             if item.env.location not in ("", "local"):
-                from envpool.pool import ensure_local
-
-                ensure_local(item.env, auth=self._auth())  # InfraError -> run_safely -> infra_error row
+                self._ensure_local(item.env)  # InfraError -> run_safely -> infra_error row
             kwargs["env"] = item.env
         candidates = self._local_candidates(getattr(item, "candidates", None) or [])
         if candidates:
@@ -372,15 +370,26 @@ class MintStage:
         out = []
         for cand in candidates:
             if cand.location not in ("", "local"):
-                from envpool.pool import ensure_local
-
                 try:
-                    ensure_local(cand, auth=self._auth())
+                    self._ensure_local(cand)
                 except InfraError as e:
                     log.info("reuse candidate %s dropped: %s", cand.instance_id, e.message)
                     continue
             out.append(cand)
         return out
+
+    def _ensure_local(self, record: EnvRecord) -> None:
+        """`envpool.pool.ensure_local` on this node; a pull is one `pulled` line of the images'
+        events (`envpool.registry.record_event`)."""
+        from envpool.docker_sandbox import docker_client
+        from envpool.pool import ensure_local
+        from envpool.registry import record_event
+
+        client = docker_client()
+        t0 = time.monotonic()
+        if ensure_local(record, client=client, auth=self._auth()):
+            record_event(self.config.images.shared_dir, client, "pulled", record.image_tag, time.monotonic() - t0,
+                         record.location, kind="environment", instance_id=record.instance_id)
 
     def _publish(self, res: InstanceResult) -> InstanceResult:
         """Push the verified image; `timings["publish"]` (seconds) is added, `total` left as is."""
@@ -392,6 +401,14 @@ class MintStage:
         except InfraError as e:
             return res.model_copy(update={"outcome": "infra_error", "env": None,
                                           "reason": f"verified, but the image was not published: {e.message}"})
+        try:
+            from envpool.docker_sandbox import docker_client
+            from envpool.registry import record_event
+
+            record_event(self.config.images.shared_dir, docker_client(), "published", res.env.image_tag,
+                         time.monotonic() - t0, ref, kind="environment", instance_id=res.instance_id)
+        except Exception as e:  # noqa: BLE001 - a lost count, never a lost row
+            log.debug("publish event not recorded: %s", e)
         timings = {**res.timings, "publish": round(time.monotonic() - t0, 2)}
         return res.model_copy(update={"env": res.env.model_copy(update={"location": ref}), "timings": timings})
 
