@@ -170,8 +170,11 @@ class RepoResolver:
 
     def check_commit(self, git_dir: Path, commit: str, instance_id: str | None = None) -> None:
         """Raise `InstanceInputError` unless `commit` is a commit in `git_dir`."""
-        if not commit_exists(git_dir, commit):
-            raise InstanceInputError(f"base_commit {commit} not found in {git_dir}", instance_id=instance_id)
+        r = git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}")
+        if r.returncode != 0:
+            why = " ".join(r.stderr.split())[-300:]
+            raise InstanceInputError(f"base_commit {commit} not found in {git_dir}" + (f" (git: {why})" if why else ""),
+                                     instance_id=instance_id)
 
     def prepare(self, repo: str, base_commit: str, instance_id: str | None = None) -> Path:
         """`resolve` then `check_commit`; returns the git dir to hand to the minter."""
