@@ -21,8 +21,9 @@ a spec with a `resolved` command, over the resolved dependency set that command 
 so the same image (the same layer digest), which also cuts the unique bytes per instance.
 
 `dependency_tier(run, eco, plan)` returns the tier of a plan (`DependencyTier`): the image this
-run already made under the key's tag (for another instance, another repository), else one built
-now in a sandbox of the toolchain image. None when the ecosystem has no tier for the plan or
+run already made under the key's tag (for another instance, another repository; with
+`mint.images.registry`, on another node: pulled by digest, as toolchains are), else one built now
+in a sandbox of the toolchain image (and pushed to that registry for the other nodes). None when the ecosystem has no tier for the plan or
 building it fails; the instance tier then starts from the toolchain image as before and the
 trajectory (`tier:*` steps) says why. The row records the key and the image id
 (`InstanceResult.dependency_key`, `dependency_image_id`); its Dockerfile spells the tier out
@@ -147,6 +148,42 @@ def _found(run, tag: str) -> tuple[str, dict] | None:
         return None
 
 
+def _published(run, tag: str) -> tuple[str, dict] | None:
+    """(image id, labels) of `tag` pulled by digest from the registry another node published it
+    to (`mint.images.registry`; `envpool.registry.pull_published`), or None: no registry, or it
+    holds no such tag. Raises InfraError when the registry fails (the tier falls back)."""
+    from envpool.registry import pull_published
+
+    client = getattr(run.factory, "client", None)
+    images_cfg = getattr(run.config, "images", None)
+    if client is None or not getattr(images_cfg, "registry", None):
+        return None
+    return _found(run, tag) if pull_published(client, tag, images_cfg) else None
+
+
+def _publish(run, tag: str) -> None:
+    """Push a dependency image this node made to the registry (when one is configured), so other
+    nodes pull it by digest instead of building it; a failed push only warns."""
+    import logging
+
+    from envpool.errors import InfraError
+    from envpool.pool import publish_image, registry_credentials
+    from envpool.registry import record_event
+
+    client = getattr(run.factory, "client", None)
+    images_cfg = getattr(run.config, "images", None)
+    if client is None or not getattr(images_cfg, "registry", None):
+        return
+    t0 = time.monotonic()
+    try:
+        auth = registry_credentials(*images_cfg.registry_auth) if images_cfg.registry_auth else None
+        ref = publish_image(tag, images_cfg.registry, client=client, auth=auth)
+    except InfraError as e:
+        logging.getLogger(__name__).warning("dependency image %s not published: %s", tag, e.message)
+        return
+    record_event(images_cfg.shared_dir, client, "published", tag, time.monotonic() - t0, ref, kind="dependencies")
+
+
 def _from_labels(labels: dict, spec: LayerSpec) -> tuple[list[str], dict[str, str]]:
     try:
         made = json.loads(labels.get(LABEL_COMMANDS, ""))
@@ -204,7 +241,7 @@ def _make(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolchai
     key = layer_key(toolchain, spec, contents) if spec.resolved is None else None
     if key is not None:
         with _lock(cfg, key, wait):
-            got = _found(run, _tag(cfg, key))
+            got = _found(run, _tag(cfg, key)) or _published(run, _tag(cfg, key))
             if got is not None:
                 return _tier(spec, key, _tag(cfg, key), got, built=False)
             return _build(run, plan, spec, contents, toolchain, key)
@@ -269,10 +306,12 @@ def _build(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolcha
         repo, _, name = tag.rpartition(":")
         if spec.resolved is None:  # the caller holds the key's lock and found no image
             image_id = sb.commit(repo, name, labels=labels)
+            _publish(run, tag)
         else:
             with _lock(cfg, key, wait=120):
-                got = _found(run, tag)
-                if got is not None:  # another instance resolved the same set first: share its image
+                got = _found(run, tag) or _published(run, tag)
+                if got is not None:  # another instance (on any node) resolved the same set first: share its image
                     return _tier(spec, key, tag, got, built=False)
                 image_id = sb.commit(repo, name, labels=labels)
+                _publish(run, tag)
     return _tier(spec, key, tag, (image_id, labels), built=True)
