@@ -77,3 +77,46 @@ def test_cluster_demo_submits_the_job_and_the_dataset_lands_under_workdir(docker
         assert "ray_swemint_instances_submitted_total{" in (tmp / "c" / "metrics.txt").read_text()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_three_nodes_with_engines_of_their_own_share_images_through_the_registry(docker_client, python_image,
+                                                                                 registry_binary):
+    """`cluster_demo.sh --nodes 3`: a head and two workers on loopback with token auth, each with a
+    dockerd of its own (own image store, socket, bridges), a registry with credentials between
+    them. The toolchains are put on node 0 and published once (`--seed-images`); every other node
+    pulls what it needs by digest and builds no toolchain; verified images land in the registry
+    by digest; afterwards nothing of the cluster is left."""
+    tags = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "envpool.images", "--tags"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.split()
+    have = [t for t in tags if docker_client.images.list(name=t)]
+    if len(have) < len(tags):
+        pytest.skip(f"toolchain images missing on the main engine: {sorted(set(tags) - set(have))}")
+    tmp = Path(tempfile.mkdtemp(prefix="smc-", dir="/tmp"))
+    workdir = tmp / "work"
+    try:
+        r = subprocess.run(["bash", "scripts/cluster_demo.sh", "--nodes", "3", "--seed-images", "--workdir",
+                            str(workdir), "--base", str(tmp / "nodes")], cwd=ROOT, capture_output=True, text=True,
+                           timeout=2400)
+        out = r.stdout + r.stderr
+        assert r.returncode == 0, out[-6000:]
+        assert "without the token it answers HTTP 401" in out and "credentials required (HTTP 401 without)" in out
+        assert len(re.findall(r"node s\d+n[012]: all \d+ listening sockets of its Ray processes are on loopback",
+                              out)) == 3
+        assert len(set(re.findall(r"engine pid \d+ at (unix://\S+)", out))) == 3  # three engines, three sockets
+        assert re.search(r"dataset: 4 rows \(3 verified\)", out), out[-4000:]
+        pool = re.findall(r"pool: (\S+) at (\S+)", out)
+        assert len(pool) == 3 and all("@sha256:" in loc for _, loc in pool)
+        nodes = {int(n): (int(k), int(b), int(p)) for n, k, b, p in re.findall(
+            r"node s\d+n(\d): instances (\d+) .*?images built (\d+), pulled (\d+)", out)}
+        assert set(nodes) == {0, 1, 2} and sum(k for k, _, _ in nodes.values()) == 4
+        assert all(b == 0 for _, b, _ in nodes.values())  # no toolchain bootstrapped anywhere: seeded once
+        assert all(p >= 1 for k, _, p in (nodes[1], nodes[2]) if k)  # a worker that built pulled its toolchain
+        assert "registry bytes:" in out
+        assert not (tmp / "nodes").exists()  # engines' data roots removed
+        links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+        slot = re.search(r"node s(\d+)n0", out).group(1)
+        assert f"swc{slot}n" not in links and f"swc{slot}b" not in links  # bridges gone
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
