@@ -7,7 +7,8 @@ with faults: a worker node killed mid-run and brought back, the driver killed an
         --mirrors /work/.mirror --ids-file ids.txt --nodes 3 --out /work/runs/bench-cluster
     ... --runs single,cluster,faults        # which runs (default: all three)
 
-Every run starts from fresh engines (nothing pulled or built before), submits
+Every run starts from fresh engines (nothing pulled or built before; the one-node run has no
+registry, as one machine needs none, so its figure is the baseline a cluster is compared with), submits
 `python -m pipeline.jobs.run` with `ray job submit`, and is measured with the same meter:
 
 - **CPU**: every process of the cluster (the Ray nodes' process trees with the job's driver and
@@ -284,7 +285,7 @@ def one_run(name: str, nodes: int, slots: int, args, ids: list[str], faults: boo
     out = args.out / name
     out.mkdir(parents=True, exist_ok=True)
     workdir = out / "work"
-    cluster = LocalCluster(nodes, slots=slots, cpus=args.cpus)
+    cluster = LocalCluster(nodes, slots=slots, cpus=args.cpus, registry=nodes > 1)  # one node: no registry
     cluster.shared_dir = workdir / "images"
     extra = ["--instances", str(args.instances), "--set", f"ids_file={args.ids_file}",
              "--set", f"workers={nodes * slots}", *[a for m in args.mirrors for a in ("--mirrors", str(m))],
