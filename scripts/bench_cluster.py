@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts.localcluster import LocalCluster, group_pids, log  # noqa: E402
+from scripts.localcluster import LocalCluster, group_pids, log, stop_on_signals  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -205,7 +205,8 @@ def running_on(cluster: LocalCluster, i: int, run_id: str) -> set[str]:
 # -- measuring a finished run --------------------------------------------------------------------
 
 def leftovers(cluster: LocalCluster, run_id: str, pooled_ids: set[str]) -> dict[str, dict[str, int]]:
-    """Per node: containers of the run, and images of the run that no pool row names."""
+    """Per node: containers of the run, and images of the run that no pool row names (dependency
+    layers, shared by every instance with their key, are not leftovers)."""
     import docker
 
     out = {}
@@ -214,7 +215,7 @@ def leftovers(cluster: LocalCluster, run_id: str, pooled_ids: set[str]) -> dict[
             client = docker.DockerClient(base_url=eng.host, timeout=60)
             cont = len(client.containers.list(all=True, filters={"label": f"swemint.run={run_id}"}))
             imgs = [i for i in client.images.list(all=True, filters={"label": f"swemint.run={run_id}"})
-                    if i.id not in pooled_ids]
+                    if i.id not in pooled_ids and (i.labels or {}).get("swemint.tier") != "dependencies"]
             out[eng.name] = {"containers": cont, "unpooled_images": len(imgs)}
             client.close()
         except Exception as e:  # noqa: BLE001
@@ -399,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("/work/runs/bench-cluster"))
     ap.add_argument("--runs", default="single,cluster,faults")
     ap.add_argument("--keep", action="store_true", help="keep engines' folders")
+    stop_on_signals()
     args = ap.parse_args(argv)
     args.out, args.instances, args.ids_file = args.out.absolute(), args.instances.absolute(), args.ids_file.absolute()
     args.mirrors = [m.absolute() for m in args.mirrors]

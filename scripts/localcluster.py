@@ -57,6 +57,16 @@ VENV = ROOT / ".venv" / "bin"
 EXCLUDES = [".git/", ".venv/", ".mypy_cache/", ".ruff_cache/", ".pytest_cache/", "work/"]
 
 
+def stop_on_signals() -> None:
+    """SIGTERM and SIGINT raise KeyboardInterrupt, so `finally` stops what was started (a
+    background job from a script ignores SIGINT unless it is given back its handler)."""
+    def _raise(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _raise)
+    signal.signal(signal.SIGINT, _raise)
+
+
 def log(msg: str) -> None:
     """One progress line on stderr."""
     print(f"[localcluster] {msg}", file=sys.stderr, flush=True)
@@ -526,6 +536,7 @@ def _main(argv: list[str] | None = None) -> int:
                          "(no tag: the Python toolchains of `python -m envpool.images --tags`)")
     ap.add_argument("--no-registry", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep engines' folders and logs")
+    stop_on_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
