@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import re
 import tarfile
 

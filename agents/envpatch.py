@@ -28,7 +28,7 @@ from agents.envimage import commit_image, image_tag_for, lay_out_repository
 from agents.execution import Job, run_setup
 from agents.models import EnvRecord, StepRecord
 from envpool.errors import SandboxTimeout, SwemintError
-from envpool.quoting import comment, docker_env_value, env_name
+from envpool.quoting import comment
 
 
 def fits(cand: EnvRecord, plan: Plan, repo: str) -> str:

@@ -177,7 +177,7 @@ class GitTree:
                 info = tarfile.TarInfo(path)
                 info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
                 tar.addfile(info)
-            for mode, sha, path in entries:
+            for mode, _sha, path in entries:
                 nl = data.index(b"\n", pos)
                 header = data[pos:nl].decode()
                 pos = nl + 1

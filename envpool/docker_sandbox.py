@@ -696,6 +696,7 @@ class DockerSandboxFactory:
         `disk_quota`, `security_options` (the engine's, e.g. `name=seccomp,profile=default`)."""
         info = self._info()
         opts = [str(o) for o in (info.get("SecurityOptions") or [])]
+        ids: tuple[int | None, int | None] | None
         try:
             ids = remapped_root(info)
         except InfraError:

@@ -169,7 +169,7 @@ class EnvPool:
             con.execute("INSERT INTO usage VALUES (?, ?, 1) ON CONFLICT (instance_id) DO UPDATE SET "
                         "last_used_at = excluded.last_used_at, uses = usage.uses + 1", [instance_id, when])
 
-    def lru(self) -> builtins.list[tuple[EnvRecord, datetime]]:
+    def lru(self) -> builtins.list[tuple[EnvRecord, datetime | None]]:
         """Every record with its last use (`last_used_at`, else `added_at`), least recently used
         first (ties by instance id)."""
         if not self._exists():

@@ -162,7 +162,7 @@ def disk_usage(cfg: PipelineConfig, pool: EnvPool, client=None, registry: bool =
     (distinct layers), unique (layers no image outside the entry uses: what evicting it frees),
     shared (= bytes - unique: toolchain and dependency layers, layers of reused environments).
     Toolchain and other images count in the totals; registry bytes are compressed."""
-    from envpool.diskuse import engine_layers, usage
+    from envpool.diskuse import engine_layers
 
     records = pool.list()
     out: dict = {"engine": None, "registry": None, "environments": len(records)}
@@ -181,7 +181,7 @@ def disk_usage(cfg: PipelineConfig, pool: EnvPool, client=None, registry: bool =
         by_digest = {r.location.rsplit("@", 1)[1]: r for r in records if "@sha256:" in r.location}
         reg_layers: dict[str, list[tuple[str, int]]] = {}
         reg_recs: dict[str, EnvRecord] = {}
-        for tag, m in api.manifests():
+        for _tag, m in api.manifests():
             key = f"{m.repo}@{m.digest}"
             reg_layers[key] = m.layers
             if m.digest in by_digest:

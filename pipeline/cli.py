@@ -22,7 +22,7 @@ from rich.table import Table
 
 from envpool.errors import SwemintError
 from pipeline.cli_common import (MODE, JsonOut, Quiet, Verbose, console, conventions, emit, err_console, escape,
-                                 fail, os_error_line, output_mode, require_workdir, version_callback, warn)
+                                 fail, os_error_line, require_workdir, version_callback, warn)
 from pipeline.config import DEFAULT_CONFIG, PipelineConfig, load_config
 from pipeline.configerrors import explain
 

@@ -29,7 +29,6 @@ from pydantic import ValidationError
 from agents.models import Instance
 from envpool.errors import InstanceInputError
 from envpool.naming import folder_name
-from envpool.quoting import one_line
 from envpool.patches import shared_files_problem, unsafe_paths_problem
 
 COMMIT_RE = re.compile(r"^[0-9a-fA-F]{4,64}$")

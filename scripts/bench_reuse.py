@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     cols = ["run", "instances", "verified", "median_total_s", "median_setup_s", "had_candidates", "reused",
             "reuse_success"]
     print(" | ".join(cols))
-    for name, s in summaries.items():
+    for s in summaries.values():
         print(" | ".join(str(s[c]) for c in cols))
     if "warm" in summaries:
         print("median time reduction:", summaries["warm"].get("median_time_reduction"),

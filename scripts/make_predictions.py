@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     preds = []
     for n, row in enumerate(rows):
         kind = kinds[n % len(kinds)]
-        patch = {"gold": lambda: row["patch"], "empty": lambda: "", "wrong": lambda: wrong_patch(row, a.mirrors),
+        patch = {"gold": lambda: row["patch"], "empty": lambda: "", "wrong": lambda: wrong_patch(row, a.mirrors),  # noqa: B023
                  "garbage": lambda: GARBAGE}[kind]()
         preds.append({"instance_id": row["instance_id"], "model_patch": patch, "model_name_or_path": kind})
         print(row["instance_id"], kind)

@@ -3,7 +3,9 @@
 # On a fresh Debian machine as root it sets everything up first, idempotently: the Python venv
 # (.venv), swemint with its test extras, a Docker engine, and the base toolchain images.
 # Env: SWEMINT_TEST_TIMEOUT (seconds per test, default 600), SWEMINT_PYTHON (interpreter for
-# the venv, default python3), SWEMINT_IMAGES (toolchain images to bootstrap, default "3.11 3.9").
+# the venv, default python3), SWEMINT_IMAGES (toolchain images to bootstrap, default "3.11 3.9"),
+# SWEMINT_CHECK (scripts/check.sh, ruff and mypy, runs before the whole suite; 0 skips it, 1 runs
+# it before a partial run too).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -17,6 +19,9 @@ paths=(tests)  # default: the whole suite; paths given on the command line repla
 for a in "$@"; do
   case $a in -*) ;; *) if [ -e "${a%%::*}" ]; then paths=(); fi ;; esac
 done
+if [ "${SWEMINT_CHECK:-}" = 1 ] || { [ "${SWEMINT_CHECK:-}" != 0 ] && [ "${paths[*]}" = tests ]; }; then
+  bash scripts/check.sh
+fi
 set +e
 .venv/bin/python -m pytest "${args[@]}" "${paths[@]}" "$@"
 rc=$?

@@ -61,7 +61,7 @@ class RewardService:
         self.workers = max(1, int(workers))
         self._local = init_ray(ray_config or RayConfig(), self.workers)
         actor = ray.remote(num_cpus=num_cpus, resources={"docker": 1.0})(Grader)
-        self._actors = [actor.remote(run_id, timeout, limits) for _ in range(self.workers)]
+        self._actors: list = [actor.remote(run_id, timeout, limits) for _ in range(self.workers)]
         self._pool = ActorPool(self._actors)
 
     def grade(self, jobs: Iterable[tuple[dict, str | None]], model: str = "rollout") -> list[Any]:

@@ -25,7 +25,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from envpool.sandbox import ExecResult, SandboxSpec
+from envpool.sandbox import ExecResult, Sandbox, SandboxSpec
 
 DIFF_EXCLUDE = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", "**/.pytest_cache/**")
 """Glob pathspecs `diff()` leaves out: bytecode and pytest's cache, which running the tests in the
@@ -71,7 +71,7 @@ class TaskEnv:
 
             factory = DockerSandboxFactory(run_id=run_id)
         self.factory = factory
-        self._sb = None
+        self._sb: Sandbox | None = None
         self._base_tree: str | None = None
         self.steps = 0
         """Actions of the current episode (`exec`, `read`, `write`)."""
@@ -90,8 +90,8 @@ class TaskEnv:
             try:
                 client.images.get(local)
             except Exception:  # noqa: BLE001 - not on this engine: the published reference
-                return published
-        return local or published
+                return str(published)
+        return str(local or published)  # __init__ refused a row with neither
 
     def reset(self) -> str:
         """Start a fresh episode: close the running container (if any), start a new one from the

@@ -677,7 +677,7 @@ class GoEcosystem:
         else:
             vendored = all(m.vendored for m in proj.modules if m.dir in sel)
             setup.append(f"go env -w GOFLAGS={'-mod=vendor' if vendored else '-mod=mod'} && go version && go env GOFLAGS")
-            for mdir, pkgs in sel.items():
+            for mdir in sel:
                 if not vendored:
                     setup.append(f"{_cd(mdir)} && go mod download")
             if not vendored:  # the dependency tier (`dependency_layer`): what needs only go.mod / go.sum

@@ -13,7 +13,7 @@ TEST_PATCH = """diff --git a/tests/unit/introspection-2.tcl b/tests/unit/introsp
 @@ -89,5 +89,9 @@ start_server {tags {"introspection"}} {
          assert_equal {key} [r command getkeys xgroup create key groupname $]
      }
- 
+
 +    test {COMMAND GETKEYS EVAL without keys} {
 +        assert_equal {} [r command getkeys eval "return 1" 0]
 +    }

@@ -8,8 +8,7 @@ import pytest
 from agents.analysis import analyze, declared_dependencies
 from agents.diagnosis import diagnose, unreachable_source
 from agents.ecosystems.toolchain import allowed, constrained, satisfies
-from agents.models import EnvRecord, Instance
-from envpool.pool import EnvPool
+from agents.models import Instance
 from tests.agents.ecosystems.conftest import make_tree
 
 

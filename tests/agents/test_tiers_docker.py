@@ -97,7 +97,7 @@ def test_a_repositorys_build_never_reaches_the_next_repositorys_environment(tmp_
     assert rb.outcome == "verified", rb.reason
     assert rb.reused_from is None and rb.reuse_kind is None, (rb.reused_from, rb.reuse_kind)
     assert "tests/test_half.py::test_sees_no_marker" in rb.PASS_TO_PASS, rb.PASS_TO_PASS
-    listing = image_has(docker_client, rb.image, f"ls /opt/venv/lib/python3*/site-packages/ /root/.cache/ 2>&1; true")
+    listing = image_has(docker_client, rb.image, "ls /opt/venv/lib/python3*/site-packages/ /root/.cache/ 2>&1; true")
     assert MARK_SITE not in listing and "marker-from-a" not in listing
     # the tiers: B's image stands on a dependency layer in which no repository's code ran (here
     # the same one as A's: same interpreter, same toolchain packages), never on A's instance layer

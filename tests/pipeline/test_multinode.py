@@ -4,7 +4,6 @@ its builds in flight are redone on the head, each instance ending as exactly one
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path

@@ -14,7 +14,7 @@ from agents.flow import mint_instance
 from agents.models import LANGUAGES, Instance, InstanceResult, canonical_language
 from envpool.fake import FakeSandboxFactory
 from pipeline.sources.records import make_instance_row
-from pipeline.stages import MintPlan, MintStage, PlanStage, WorkItem, plan_instance
+from pipeline.stages import MintStage, PlanStage, WorkItem, plan_instance
 from tests.pipeline.flow_support import git
 
 

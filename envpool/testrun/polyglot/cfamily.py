@@ -155,7 +155,7 @@ def _console_doctest(text: str) -> tuple[str, DoctestRuns]:
     ctest's last summary line count (a test's own output, printed before it, cannot add
     results)."""
     last = None
-    for last in _CTEST_SUMMARY_ANY.finditer(text):
+    for last in _CTEST_SUMMARY_ANY.finditer(text):  # noqa: B007 (the last match is kept)
         pass
     head, runs = _helper_runs(text, last.end() if last else len(text))
     return str(head), runs

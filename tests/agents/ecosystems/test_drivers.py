@@ -9,7 +9,6 @@ import shlex
 import subprocess
 import sys
 from functools import partial
-from pathlib import Path
 
 import pytest
 

@@ -39,7 +39,7 @@ PATCH = """diff --git a/calc.go b/calc.go
 --- a/calc.go
 +++ b/calc.go
 @@ -2,5 +2,10 @@ package calc
- 
+
  // Add returns a+b.
  func Add(a, b int) int {
 -	return a - b
@@ -56,7 +56,7 @@ TEST_PATCH_RUNTIME = """diff --git a/calc_test.go b/calc_test.go
 --- a/calc_test.go
 +++ b/calc_test.go
 @@ -4,6 +4,19 @@ import "testing"
- 
+
  func TestZero(t *testing.T) {
  	if Add(0, 0) != 0 {
 -		t.Fatal("zero")
