@@ -19,12 +19,14 @@ from typing import Any
 
 import yaml
 
+from envpool.errors import SwemintError
+
 MAX_BYTES = 1024 * 1024
 MAX_ALIASES = 1000
 MAX_NODES = 200_000
 
 
-class YamlTooLarge(yaml.YAMLError):
+class YamlTooLarge(SwemintError, yaml.YAMLError):
     """A repository's YAML exceeds a bound of `load_untrusted_yaml` (the message says which)."""
 
 

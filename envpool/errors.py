@@ -1,13 +1,26 @@
-"""The error tree of swemint.
+"""The error tree of swemint: one root, `SwemintError`, for every error raised on purpose.
 
     SwemintError
     ├── InfraError          daemon, disk, registry, OOM of the host: says nothing about the instance
+    │   └── LowDisk         free space under a floor (envpool.hostfs)
     ├── SandboxTimeout      a command or run exceeded its time limit (seconds)
     ├── InstanceInputError  bad instance data (missing field, unknown repository, bad JSON)
     ├── PatchApplyError     `patch` or `test_patch` does not apply, even after normalisation
     ├── EnvBuildError       the environment could not be built (our builder's failure)
     ├── OutputTooLarge      a report file or stream from a sandbox is over its size bound
-    └── TestsNotRunError    the runner never reached the tests, or its report is not trusted
+    ├── TestsNotRunError    the runner never reached the tests, or its report is not trusted
+    ├── LLMError            the LLM gateway's tree (agents.llm.errors)
+    ├── ExperienceMemoryError  the experience memory's tree (agents.memory)
+    ├── YamlTooLarge        a repository's YAML over a bound (agents.untrusted_yaml; a YAMLError)
+    ├── SourceError         the crawl sources' tree (pipeline.sources.errors)
+    ├── PublishRefused      a dataset with rows others cannot run (pipeline.hub; a ValueError)
+    └── WorkdirLocked       another driver holds the work directory (pipeline.store; a BlockingIOError)
+
+Where an error is also a built-in kind (ValueError, KeyError, OSError) it derives from both, so
+callers that catch the built-in keep working. Not in this tree: private control-flow exceptions
+(a retry signal, a size cut-off), the pytest plugin's timeout (it runs inside the sandbox, without
+swemint) and `envpool.quoting.UnsafePath`, a ValueError (this module formats its messages with
+`envpool.quoting`, which therefore cannot import it).
 
 Every error may carry the `instance_id` and the `log_path` of the log to read (idea from
 encode/httpx `_exceptions.py` and SWE-ReX `exceptions.py`). The message shows the id inert

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from envpool.errors import SwemintError
 from pipeline.datacard import local_images
 
 
-class PublishRefused(ValueError):
+class PublishRefused(SwemintError, ValueError):
     """The dataset holds rows others cannot run (their images are local tags)."""
 
 

@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agents.models import Instance, InstanceResult
+from envpool.errors import SwemintError
 from envpool.naming import folder_name
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ RESULT, RUNNING, DONE, INSTANCE = "result.json", "RUNNING", "DONE", "instance.js
 ATTEMPTS, LOCK = "attempts.jsonl", "driver.lock"
 
 
-class WorkdirLocked(BlockingIOError):
+class WorkdirLocked(SwemintError, BlockingIOError):
     """Another live driver holds WORKDIR/driver.lock (its pid is in the message)."""
 
 

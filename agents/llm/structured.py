@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agents.llm.types import Message
+from envpool.errors import SwemintError
 
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
-class ParseFailure(ValueError):
+class ParseFailure(SwemintError, ValueError):
     """The reply holds no valid instance of the response model; `str()` is what the model is told."""
 
 

@@ -17,6 +17,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from envpool.errors import SwemintError
+
 Ecosystem = Literal["python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c", "cpp",
                     "any"]
 ECOSYSTEMS: tuple[str, ...] = ("python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c",
@@ -32,7 +34,7 @@ def family(ecosystem: str) -> tuple[str, ...]:
     return FAMILIES.get(ecosystem, (ecosystem,)) + ("any",)
 
 
-class ExperienceMemoryError(Exception):
+class ExperienceMemoryError(SwemintError):
     """Root of the experience memory's errors."""
 
 

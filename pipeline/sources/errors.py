@@ -12,9 +12,12 @@ those into `infra_error` rows instead of raising. No error message ever contains
 
 from __future__ import annotations
 
+from envpool.errors import SwemintError
 
-class SourceError(Exception):
-    """Root of the source errors. `repo` ("owner/name") and `item` ("pull 12") when known."""
+
+class SourceError(SwemintError):
+    """Root of the source errors (under `envpool.errors.SwemintError`). `repo` ("owner/name")
+    and `item` ("pull 12") when known."""
 
     def __init__(self, message: str, *, repo: str | None = None, item: str | None = None):
         super().__init__(message)
