@@ -16,15 +16,17 @@ from agents.models import Instance
 
 
 def known_parser(name: str) -> str:
-    """`name` when it is a registered report parser (`PYTEST_PARSER` or one of
-    `envpool.testrun.polyglot.POLYGLOT_PARSERS`; the older `pytest_plugin` is read as
+    """`name` when it is a parser a plan can name (`PYTEST_PARSER`, or a parser of
+    `envpool.testrun.registry.PARSERS` that is not pytest's; the older `pytest_plugin` is read as
     `PYTEST_PARSER`); ValueError listing them otherwise."""
-    from envpool.testrun.polyglot import POLYGLOT_PARSERS
+    from envpool.testrun import parsers as pytest_parsers
+    from envpool.testrun.registry import PARSERS
 
     if is_pytest(name):
         return PYTEST_PARSER
-    if name not in POLYGLOT_PARSERS:
-        raise ValueError(f"unknown parser {name!r}; one of {[PYTEST_PARSER, *sorted(POLYGLOT_PARSERS)]}")
+    plannable = sorted(set(PARSERS) - set(pytest_parsers.PARSERS))
+    if name not in plannable:
+        raise ValueError(f"unknown parser {name!r}; one of {[PYTEST_PARSER, *plannable]}")
     return name
 
 

@@ -120,14 +120,14 @@ def run_report(sb, command: str, parser: str, *, report_path: str | None = None,
                timeout: float = 1800, known_tests: set[str] | None = None,
                log_label: str = "tests") -> ReportRun:
     """Run a polyglot test `command` in `sb` (from /testbed) and parse its report with
-    `envpool.testrun.polyglot.get_any_parser(parser)`: the file `report_path` (removed first,
+    `envpool.testrun.registry.get_parser(parser)`: the file `report_path` (removed first,
     so a stale one is never read; a missing file parses as empty) or else the command's output.
     The anomalies are the parser's checks and `envpool.testrun.trust`'s rule (one for every
     runner: exit status, totals, size limits, timeouts, no report at all); a report with
     anomalies has `tests_ran=False` and is never graded. `known_tests`: ids from other runs, so
     a unit that fails to build marks them FAILED. `timeout` seconds."""
-    from envpool.testrun.polyglot import get_any_parser
     from envpool.testrun.polyglot.common import ReportParser
+    from envpool.testrun.registry import get_parser
 
     from envpool.errors import OutputTooLarge
     from envpool.testrun import trust
@@ -144,7 +144,7 @@ def run_report(sb, command: str, parser: str, *, report_path: str | None = None,
         except OutputTooLarge:
             slim = read_slim(sb, report_path, parser)
             raw, too_large = (slim, False) if slim is not None else (b"", True)
-    p = get_any_parser(parser)
+    p = get_parser(parser)
     opts = dict(parser_options or {})
     if known_tests and isinstance(p, ReportParser):
         opts["known_tests"] = sorted(known_tests)

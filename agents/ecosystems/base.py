@@ -65,7 +65,7 @@ class TestSpec(BaseModel):
     - `name`: which rule made it (`touched`, `folders`, `packages`, `llm`, ...).
     - `test_command`: bash run in /testbed under `network=none`; its exit code is not a verdict.
     - `report_path`: a file it writes that the parser reads (None: its combined output).
-    - `parser`: a name in `envpool.testrun.polyglot.POLYGLOT_PARSERS`, or `PYTEST_PARSER` for
+    - `parser`: a name in `envpool.testrun.registry.PARSERS`: `PYTEST_PARSER` for
       pytest (run by the ecosystem's `run_tests` hook; `is_pytest`).
     - `test_files`: the files (or units) it selects, repository relative.
     """

@@ -1,4 +1,6 @@
-"""Pure parsers: a runner's report (str or bytes) -> `TestRunReport`, and a registry by name.
+"""Pure parsers of pytest's reports: a runner's report (str or bytes) -> `TestRunReport`, by name in
+`PARSERS` (collected into the one registry, `envpool.testrun.registry`), and the helpers the other
+runners' parsers share (`strip_ansi`, `worse`, JUnit XML).
 
 Sources for pytest, best first (SWE-bench v5 keeps the parser *name* in each dataset row
 and resolves it through a registry, `swebench/harness/log_parsers/__init__.py`; so do we):
@@ -444,12 +446,4 @@ PARSERS: dict[str, Parser] = {
     "pytest_junit": parse_pytest_junit,
     "pytest_log": parse_pytest_log,
 }
-"""Parser registry: the name stored in a dataset row -> the function."""
-
-
-def get_parser(name: str) -> Parser:
-    """The parser registered under `name`; raises KeyError naming the known parsers."""
-    try:
-        return PARSERS[name]
-    except KeyError:
-        raise KeyError(f"unknown test-log parser {name!r}; known: {', '.join(sorted(PARSERS))}") from None
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

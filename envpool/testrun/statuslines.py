@@ -293,12 +293,12 @@ HELD_OPEN = "tamper: a process kept the test command's output open after the com
 
 def poly_parts(parser: str, raw: bytes, options: dict | None = None, known: Sequence[str] = ()):
     """(statuses, collection errors, anomalies) of polyglot parser `parser` on `raw`."""
-    from envpool.testrun.polyglot import POLYGLOT_PARSERS
+    from envpool.testrun.registry import PARSERS
 
     opts = dict(options or {})
     if known:
         opts["known_tests"] = list(known)
-    res = POLYGLOT_PARSERS[parser].run(raw, **opts)
+    res = PARSERS[parser].run(raw, **opts)
     return res.statuses, res.collection_errors, list(res.anomalies)
 
 
@@ -342,7 +342,7 @@ def _preload() -> None:
     import xml.etree.ElementTree as ET
 
     from envpool.testrun import channel, crosscheck, parsers  # noqa: F401
-    from envpool.testrun.polyglot import POLYGLOT_PARSERS  # noqa: F401
+    from envpool.testrun.registry import PARSERS  # noqa: F401 - every parser module
 
     ET.fromstring(b"<a/>")  # loads pyexpat
 
@@ -358,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="swemint-status", description=__doc__.split("\n\n")[0])
     ap.add_argument("kind", choices=["pytest", "poly"])
     ap.add_argument("--run", help="the test command (bash), run by the tool with its output relayed")
-    ap.add_argument("--parser", default="pytest_plugin", help="parser name (poly: a POLYGLOT_PARSERS key)")
+    ap.add_argument("--parser", default="pytest_plugin", help="parser name (a key of envpool.testrun.registry.PARSERS)")
     ap.add_argument("--options", default="{}", help="parser options as a JSON object")
     ap.add_argument("--input", help="poly: the runner's report file (default: the command's output)")
     ap.add_argument("--report", help="pytest without --run: the plugin's JSON lines")
@@ -417,7 +417,7 @@ def _package_files() -> dict[str, bytes]:
     root = Path(__file__).resolve().parents[2]  # the folder holding envpool/
     names = ["envpool/__init__.py", "envpool/testrun/__init__.py", "envpool/testrun/outcome.py",
              "envpool/testrun/parsers.py", "envpool/testrun/statuslines.py", "envpool/testrun/channel.py",
-             "envpool/testrun/crosscheck.py"]
+             "envpool/testrun/crosscheck.py", "envpool/testrun/registry.py"]
     names += sorted(str(p.relative_to(root)) for p in (root / "envpool/testrun/polyglot").glob("*.py"))
     return {n: (root / n).read_bytes() for n in names}
 

@@ -146,9 +146,9 @@ def test_tests_of_an_ava_file_that_failed_to_load_before_are_fail_to_pass():
     without the runs' common base and extension). A stray "No tests found" makes the before run
     look aborted, and the abort scope kept only tests the patch names: 1 FAIL_TO_PASS of gold's 48.
     The file's AVA prefix now covers its tests, so all of them are FAIL_TO_PASS."""
-    from envpool.testrun.polyglot import POLYGLOT_PARSERS
+    from envpool.testrun.registry import PARSERS
 
-    p = POLYGLOT_PARSERS["ava_tap"]
+    p = PARSERS["ava_tap"]
     before, after = [p.run(CHALK_BEFORE).report()], [p.run(CHALK_AFTER).report()]
     assert "test/chalk.js" in before[0].collection_errors
     scope = aborted_before_scope(CHALK_PATCH, before, after)

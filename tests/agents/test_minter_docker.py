@@ -108,7 +108,7 @@ def test_setuptools_scm_without_tags_installs_with_the_instance_version(tmp_path
     assert res.parser == "pytest_channel" and res.anomalies == [] and res.test_infra_files == []
     out = image_exec(docker_client, res.image, res.test_command + " 2>&1 || true")
     assert "1 passed" in out and "Error importing plugin" not in out
-    from envpool.testrun.parsers import get_parser
+    from envpool.testrun.registry import get_parser
 
     rep = get_parser("pytest_channel")(out)
     assert rep.tests_ran and rep.statuses == {"tests/test_double.py::test_zero_ok": TestStatus.PASSED,

@@ -15,7 +15,6 @@ import pytest
 
 from envpool.testrun.parsers import (
     PARSERS,
-    get_parser,
     junit_case_id,
     parse_pytest_junit,
     parse_pytest_log,
@@ -198,6 +197,8 @@ def test_summary_ids_with_dash_and_brackets_are_split_right():
 
 
 def test_registry_resolves_names():
+    from envpool.testrun.registry import get_parser
+
     assert set(PARSERS) == {"pytest_channel", "pytest_plugin", "pytest_junit", "pytest_log"}
     assert get_parser("pytest_log") is parse_pytest_log
     with pytest.raises(KeyError, match="pytest_plugin"):

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from envpool.evaluation import run_report
 from envpool.fake import FakeSandbox
 from envpool.sandbox import SandboxSpec
-from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.registry import get_parser
 from envpool.testrun.slim import SlimStats, slim_xml
 from envpool.testrun.status import TestStatus
 
@@ -39,7 +39,7 @@ def test_slim_keeps_every_status_and_drops_long_bodies():
     st = SlimStats()
     slim = slim_xml(chunks(data, 7), stats=st)  # tiny chunks: tags and CDATA straddle them
     assert slim is not None and len(slim) < len(data) // 10 and st.read == len(data) and st.dropped >= 30 + 2 + 1
-    parse = get_any_parser("java_junit")
+    parse = get_parser("java_junit")
     full, kept = parse(data), parse(slim)
     assert kept.statuses == full.statuses and len(kept.statuses) == 35
     assert kept.statuses["pkg.ATest#test3"] == TestStatus.FAILED and kept.statuses["pkg.BTest#test1"] == TestStatus.PASSED

@@ -11,7 +11,7 @@ import pytest
 
 from envpool.testrun import parsers
 from envpool.testrun.outcome import TestStatus
-from envpool.testrun.polyglot import POLYGLOT_PARSERS
+from envpool.testrun.registry import PARSERS
 from envpool.testrun.statuslines import FORMAT, TESTS_ERRORED, build_zipapp, read_status_lines, render
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -81,7 +81,7 @@ def _run_tool(tmp_path, *args) -> subprocess.CompletedProcess:
                                           ("gtest_log", "polyglot/gtest.log")])
 def test_zipapp_gives_our_parsers_statuses_without_third_party_packages(tmp_path, name, fixture):
     raw = (DATA / fixture).read_bytes()
-    res = POLYGLOT_PARSERS[name].run(raw)
+    res = PARSERS[name].run(raw)
     proc = _run_tool(tmp_path, "poly", "--parser", name, "--input", str(DATA / fixture))
     if res.anomalies:
         assert proc.returncode == 3 and TESTS_ERRORED in proc.stdout
@@ -120,8 +120,8 @@ def test_zipapp_runs_on_debian_python39(docker_client, tmp_path):
                                                "java_junit --input /h/junit.xml"], network_mode="none", remove=True,
                                        volumes={str(tmp_path): {"bind": "/h", "mode": "ro"}}).decode()
     assert "Python 3.9" in out
-    want = {**POLYGLOT_PARSERS["go_test_json"].run((DATA / "polyglot/go_test.json").read_bytes()).statuses,
-            **POLYGLOT_PARSERS["java_junit"].run((DATA / "polyglot/surefire_reports.xml").read_bytes()).statuses}
+    want = {**PARSERS["go_test_json"].run((DATA / "polyglot/go_test.json").read_bytes()).statuses,
+            **PARSERS["java_junit"].run((DATA / "polyglot/surefire_reports.xml").read_bytes()).statuses}
     assert set(swebench_parse_log_gotest(out)) >= set(want)
 
 

@@ -22,7 +22,7 @@ class TestConfig(BaseModel):
     """How to run an instance's tests.
 
     `test_files`: paths relative to the repository root, in the order the patch lists them.
-    `parser`: the name of the report parser (`envpool.testrun.parsers.PARSERS`).
+    `parser`: the name of the report parser (`envpool.testrun.registry.PARSERS`).
     """
 
     __test__ = False

@@ -144,3 +144,7 @@ def _check_counts(res: Result, counts: dict[str, int], seen: dict[str, int]) -> 
     count_mismatch(res, "ava skipped tests", counts.get("test skipped", 0), seen["skipped"])
     count_mismatch(res, "ava tests pending after the timeout",
                    counts.get("test remained pending after a timeout", 0), seen["pending"])
+
+
+PARSERS = {"ava_console": parse_ava_console}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

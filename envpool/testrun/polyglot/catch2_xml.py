@@ -245,3 +245,7 @@ def catch2_runs(sections: list[Section]) -> DoctestRuns:
         elif not any(s.exit not in (0, None) for s in secs) or failing:
             out.covered.add(name)
     return out
+
+
+PARSERS = {"catch2_xml": parse_catch2_xml}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -298,3 +298,10 @@ def script_results(exit_codes: Mapping[str, int | None], skip_code: int = 77) ->
         res.add(script, TestStatus.PASSED if code == 0 else
                 TestStatus.SKIPPED if code == skip_code else TestStatus.FAILED)
     return res
+
+
+PARSERS = {"ctest_junit": parse_ctest_junit,
+           "ctest_log": parse_ctest_log,
+           "gtest_log": parse_gtest_log,
+           "automake_log": parse_automake_log}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -244,3 +244,7 @@ def parse_documents(raw: bytes, read: Callable[[bytes], CaseDoc | None]) -> Resu
 def parse_doctest_xml(raw: bytes) -> Result:
     """Parse doctest XML reports (one or several documents one after another; module doc)."""
     return parse_documents(raw, read_doctest_xml)
+
+
+PARSERS = {"doctest_xml": parse_doctest_xml}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

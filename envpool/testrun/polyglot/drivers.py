@@ -194,3 +194,10 @@ def parse_sympy_test_log(text: str) -> Result:
         passed += st is TestStatus.PASSED
     count_mismatch(res, "sympy tests finished", total, passed)
     return res
+
+
+PARSERS = {"script_status_log": parse_script_status_log,
+           "tcl_helper_log": parse_tcl_helper_log,
+           "unittest_log": parse_unittest_log,
+           "sympy_test_log": parse_sympy_test_log}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -188,3 +188,7 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
         res.anomalies.append(f"go test -v: {len(runs)} test(s) after the last package line "
                              "(output cut short)")
     return res
+
+
+PARSERS = {"go_test_json": parse_go_test_json, "go_test_v": parse_go_test_v}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

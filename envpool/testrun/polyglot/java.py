@@ -254,3 +254,10 @@ def parse_ant_junit(raw: bytes) -> Result:
     if expected is not None:
         count_mismatch(res, f"ant suite {suite}", expected, seen)
     return res
+
+
+PARSERS = {"java_junit": parse_java_junit,
+           "gradle_log": parse_gradle_log,
+           "maven_log": parse_maven_log,
+           "ant_junit": parse_ant_junit}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -156,3 +156,7 @@ def parse_jest_log(text: str, known_tests: Iterable[str] | None = None) -> Resul
         parsed += 1
     count_mismatch(res, "jest `Tests:` total", total, parsed)
     return res
+
+
+PARSERS = {"jest_json": parse_jest_json, "vitest_json": parse_vitest_json, "jest_log": parse_jest_log}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -67,3 +67,7 @@ def parse_karma_json(text: str, root: str | None = DEFAULT_ROOT,
     if isinstance(summary.get("success"), int) and isinstance(summary.get("failed"), int):
         count_mismatch(res, "karma summary", summary["success"] + summary["failed"], counted)
     return res
+
+
+PARSERS = {"karma_json": parse_karma_json}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -152,3 +152,7 @@ def parse_mocha_spec(text: str, root: str | None = DEFAULT_ROOT,
     for key in counts:
         count_mismatch(res, f"mocha `{key}`", expected.get(key, 0), counts[key])
     return res
+
+
+PARSERS = {"mocha_json": parse_mocha_json, "mocha_spec": parse_mocha_spec}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -95,3 +95,7 @@ def dox_id(test_id: str) -> str | None:
     if not sep or not method.startswith("test") or not (short.endswith("Test") or "\\" in cls):
         return None
     return f"{dox_class(cls)} > {dox_method(method)}"
+
+
+PARSERS = {"phpunit_junit": parse_phpunit_junit}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -119,3 +119,7 @@ def parse_minitest_log(text: str, known_tests: Iterable[str] | None = None) -> R
         res.fail_known(known_tests, TestStatus.ERROR)
     count_mismatch(res, "minitest runs", runs, verbose)
     return res
+
+
+PARSERS = {"rspec_json": parse_rspec_json, "minitest_log": parse_minitest_log}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

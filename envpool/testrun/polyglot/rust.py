@@ -161,3 +161,7 @@ def parse_nextest_junit(raw: bytes) -> Result:
     for case in junit_cases(raw):
         res.add(libtest_name(case.name), case.status)
     return res
+
+
+PARSERS = {"cargo_test": parse_cargo_test, "nextest_junit": parse_nextest_junit}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

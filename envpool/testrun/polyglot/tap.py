@@ -101,3 +101,7 @@ def _parse_tap(text: str) -> Result:
         res.anomalies.append(f"ava: the TAP stream has no closing plan (1..N): the run was cut short{crashed}")
     count_mismatch(res, "ava tests", total, parsed)
     return res
+
+
+PARSERS = {"ava_tap": parse_ava_tap}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

@@ -16,7 +16,7 @@ from agents.ecosystems.golang import (BUILD_FAILED_TO_JSON, ECOSYSTEM, analyze, 
                                     load_recipe, parse_go_mod, run_pattern, select_packages, touched_tests)
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
-from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.registry import get_parser
 from envpool.testrun.status import TestStatus
 from envpool.toolchains import ToolchainChoice
 from envpool.toolchains import golang as tc
@@ -259,7 +259,7 @@ def test_plain_build_failed_line_of_old_go_becomes_failed_tests():
            "FAIL\texample.com/calc [build failed]\n")
     out = subprocess.run(["bash", "-c", BUILD_FAILED_TO_JSON], input=raw, capture_output=True, text=True,
                          check=True).stdout
-    parser = get_any_parser("go_test_json")
+    parser = get_parser("go_test_json")
     known = ["example.com/calc::TestAdd", "example.com/calc::TestZero", "example.com/calc/other::TestOk"]
     rep = parser(out, known_tests=known)
     assert rep.statuses["example.com/calc::TestAdd"] == TestStatus.FAILED

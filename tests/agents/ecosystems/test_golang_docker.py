@@ -17,7 +17,7 @@ import json
 import pytest
 
 from agents.ecosystems import golang
-from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.registry import get_parser
 from envpool.testrun.status import TestStatus
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -130,7 +130,7 @@ def test_runtime_failure_with_awkward_subtests(mint_go, docker_client):
         res.image, ["bash", "-c", f"cd /testbed && git apply <<'EOF'\n{TEST_PATCH_RUNTIME}EOF\n"
                     f"git apply <<'EOF'\n{PATCH}EOF\n{res.test_command}"],
         network_mode="none", remove=True).decode()
-    rep = get_any_parser(res.parser)(out)
+    rep = get_parser(res.parser)(out)
     assert {t: str(rep.statuses.get(t)) for t in res.FAIL_TO_PASS + res.PASS_TO_PASS} == {
         t: str(TestStatus.PASSED) for t in res.FAIL_TO_PASS + res.PASS_TO_PASS}
 

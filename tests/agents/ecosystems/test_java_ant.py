@@ -11,7 +11,7 @@ from agents.models import Instance
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.testrun.outcome import TestStatus
-from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.registry import get_parser
 from envpool.toolchains import ToolchainChoice
 from envpool.toolchains import java as jtc
 from tests.agents.ecosystems.conftest import make_tree
@@ -117,7 +117,7 @@ BUILD SUCCESSFUL
 
 @pytest.mark.parametrize("raw", [XML, CONSOLE.encode()])
 def test_ant_junit_reads_xml_and_the_plain_console_in_junit4_form(raw):
-    rep = get_any_parser("ant_junit")(raw)
+    rep = get_parser("ant_junit")(raw)
     assert rep.statuses == {"testAdd(com.acme.CalcTest)": TestStatus.PASSED,
                             "testNeg(com.acme.CalcTest)": TestStatus.FAILED,
                             "testMul(com.acme.CalcTest)": TestStatus.ERROR}
@@ -126,7 +126,7 @@ def test_ant_junit_reads_xml_and_the_plain_console_in_junit4_form(raw):
 
 def test_ant_console_counts_are_cross_checked():
     text = CONSOLE.replace("Tests run: 3", "Tests run: 4")
-    assert get_any_parser("ant_junit").check(text.encode())
+    assert get_parser("ant_junit").check(text.encode())
 
 
 def test_the_plan_refuses_a_tree_whose_build_xml_is_broken(tmp_path):

@@ -20,7 +20,7 @@ from agents.ecosystems.node import (ECOSYSTEM, added_dependencies, analyze, buil
 from agents.ecosystems.node.ava import ava_command
 from envpool.errors import EnvBuildError
 from envpool.testrun.polyglot.ava_console import RERUN_MARKER
-from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.registry import get_parser
 from envpool.testrun.status import TestStatus
 from envpool.toolchains import ToolchainChoice
 from tests.envpool.polyglot.conftest import DATA
@@ -310,8 +310,8 @@ def test_ava_command_reruns_with_the_default_reporter_when_the_tap_reporter_cras
                                console)
     assert rc == 1 and RERUN_MARKER in out
     assert (tmp_path / "verbose.args").read_text() == "args: --verbose --timeout=2s test/a b.js\n"
-    assert get_any_parser("ava_tap")(out) == get_any_parser("ava_tap")(crash)
-    rep = get_any_parser("ava_tap")(out)
+    assert get_parser("ava_tap")(out) == get_parser("ava_tap")(crash)
+    rep = get_parser("ava_tap")(out)
     assert "hang › hangs forever" not in rep.statuses  # pending at the timeout: no result, the abort noted
     assert rep.statuses["hang › fails before the hang"] is TestStatus.FAILED
     assert any("pending in test/hang.js" in e for e in rep.collection_errors)
@@ -325,7 +325,7 @@ def test_ava_command_keeps_a_complete_tap_run_and_its_exit_status(tmp_path):
     cut = tap.split("\n1..13")[0]  # killed midway, no reporter stack: not rerun, an anomaly
     (tmp_path / "cut").mkdir()
     rc, out = _run_ava_command(tmp_path / "cut", cut, "", "  ✔ never printed\n")
-    assert out == cut and any("no closing plan" in a for a in get_any_parser("ava_tap").check(out))
+    assert out == cut and any("no closing plan" in a for a in get_parser("ava_tap").check(out))
 
 
 def test_no_test_file_or_no_runner_is_a_clear_env_error():
@@ -407,7 +407,7 @@ Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'formdata-node' imported from 
 
 def test_mocha_file_that_fails_to_load_gives_no_passing_tests():
     known = ["suite a", "suite b"]
-    rep = get_any_parser("mocha_json")(MOCHA_LOAD_FAILURE, known_tests=known)
+    rep = get_parser("mocha_json")(MOCHA_LOAD_FAILURE, known_tests=known)
     assert not any(s == TestStatus.PASSED for s in rep.statuses.values())
     assert not rep.tests_ran
 
@@ -416,7 +416,7 @@ def test_vitest_file_that_fails_to_load_marks_its_known_tests_error():
     report = {"numTotalTests": 0, "testResults": [
         {"name": "/testbed/src/a.spec.ts", "status": "failed", "message": "Failed to load url ./missing",
          "assertionResults": []}]}
-    rep = get_any_parser("vitest_json")(json.dumps(report), known_tests=["src/a.spec.ts > s > t"])
+    rep = get_parser("vitest_json")(json.dumps(report), known_tests=["src/a.spec.ts > s > t"])
     assert rep.statuses == {"src/a.spec.ts > s > t": TestStatus.ERROR}
 
 
@@ -607,21 +607,21 @@ def test_karma_report_parser_ids_statuses_and_load_errors():
                           {"suite": ["Lifecycle", "#componentDidMount"], "description": "refs", "success": False},
                           {"suite": ["render()"], "description": "later", "skipped": True}],
               "summary": {"success": 1, "failed": 1, "error": False}}
-    rep = get_any_parser("karma_json")(json.dumps(report))
+    rep = get_parser("karma_json")(json.dumps(report))
     assert rep.statuses == {"render() > should set progress value to 0": TestStatus.PASSED,
                             "Lifecycle > #componentDidMount > refs": TestStatus.FAILED,
                             "render() > later": TestStatus.SKIPPED}
     assert rep.tests_ran
     # a summary that disagrees with the results (a forged result line) is an anomaly
     forged = {**report, "summary": {"success": 5, "failed": 1}}
-    assert get_any_parser("karma_json").check(json.dumps(forged))
+    assert get_parser("karma_json").check(json.dumps(forged))
     # a bundle that fails to compile: no results, a browser error, known ids ERROR
     broken = {"swemint_karma": 1, "results": [], "errors": ["Uncaught Error: Module not found"],
               "summary": {"success": 0, "failed": 0, "error": True}}
-    rep = get_any_parser("karma_json")(json.dumps(broken), known_tests=["render() > a"])
+    rep = get_parser("karma_json")(json.dumps(broken), known_tests=["render() > a"])
     assert not rep.tests_ran and rep.statuses == {"render() > a": TestStatus.ERROR}
     assert rep.collection_errors == ["karma: Uncaught Error: Module not found"]
-    assert not get_any_parser("karma_json")("karma died").tests_ran
+    assert not get_parser("karma_json")("karma died").tests_ran
 
 
 def test_no_build_when_the_runner_maps_packages_to_sources_and_karma_only_for_its_own_globs():

@@ -15,7 +15,7 @@ from agents.ecosystems.node import ECOSYSTEM
 from agents.ecosystems.node.plan import rebuild_skipped_scripts
 from agents.minter import mint_instance
 from agents.models import Instance
-from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.registry import get_parser
 from envpool.testrun.status import TestStatus
 from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo
 from tests.session import SESSION, ENV_REPOSITORY
@@ -79,7 +79,7 @@ def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_
                                            environment=plan["env"], labels={"swemint.run": "test-node"},
                                            stderr=True).decode()
         known = ["calc adds", "calc mul multiplies small numbers", "pow squares"]
-        rep = get_any_parser("mocha_json")(out, known_tests=known)
+        rep = get_parser("mocha_json")(out, known_tests=known)
         assert not rep.tests_ran
         assert not any(s == TestStatus.PASSED for s in rep.statuses.values()), out[-2000:]
     finally:

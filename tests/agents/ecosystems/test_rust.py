@@ -11,7 +11,7 @@ import pytest
 import envpool.toolchains.rust as rt
 from agents.ecosystems import rust
 from envpool.errors import EnvBuildError
-from envpool.testrun.polyglot import get_any_parser
+from envpool.testrun.registry import get_parser
 from envpool.toolchains import ToolchainChoice, version_key
 from tests.agents.ecosystems.conftest import make_instance, make_tree
 
@@ -204,7 +204,7 @@ def test_ids_of_the_test_command_output_match_gold_form():
              "test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n\n")
     before = ("   Compiling rg v0.1.0 (/testbed)\nerror[E0425]: cannot find function `x` in this scope\n"
               "error: could not compile `rg` (test \"integration\") due to 1 previous error\n")
-    parse = get_any_parser("cargo_test")
+    parse = get_parser("cargo_test")
     assert set(parse(after).statuses) == {"regression::r2208", "misc::simple"}
     rep = parse(before)
     assert not rep.statuses and not rep.tests_ran

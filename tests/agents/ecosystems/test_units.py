@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from agents.ecosystems.units import Unit, find_units, makefile_rules, is_test_target, units_command
-from envpool.testrun.polyglot import POLYGLOT_PARSERS
+from envpool.testrun.registry import PARSERS
 from tests.agents.ecosystems.conftest import make_tree
 
 TESTS_MAKEFILE = """CC ?= cc
@@ -94,7 +94,7 @@ def test_the_units_command_grades_each_unit_by_its_exit_status(tmp_path):
                                                                 evidence="") for t in ("test-ok", "test-bad")]
     cmd = units_command(units, seconds=60)
     out = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=120).stdout
-    res = POLYGLOT_PARSERS["script_status_log"](out)
+    res = PARSERS["script_status_log"](out)
     assert {k: v.value for k, v in res.statuses.items()} == {"liar.sh": "FAILED", "tests/test-ok": "PASSED",
                                                             "tests/test-bad": "FAILED"}, out
 

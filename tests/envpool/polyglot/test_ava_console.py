@@ -5,11 +5,11 @@ the run reports the abort, so grading treats it as a before run that stopped mid
 
 from __future__ import annotations
 
-from envpool.testrun.polyglot import POLYGLOT_PARSERS
+from envpool.testrun.registry import PARSERS
 from envpool.testrun.polyglot.ava_console import RERUN_MARKER, tap_crashed
 
-CONSOLE = POLYGLOT_PARSERS["ava_console"]
-TAP = POLYGLOT_PARSERS["ava_tap"]
+CONSOLE = PARSERS["ava_console"]
+TAP = PARSERS["ava_tap"]
 
 
 def statuses(rep) -> dict[str, str]:

@@ -5,7 +5,7 @@ tests/data/polyglot, written for these tests in each driver's format)."""
 from __future__ import annotations
 
 from envpool.testrun.outcome import TestStatus
-from envpool.testrun.polyglot import POLYGLOT_PARSERS, anomalies
+from envpool.testrun.registry import PARSERS, anomalies
 from envpool.testrun.polyglot.drivers import parse_script_status_log, parse_tcl_helper_log, parse_unittest_log
 from tests.envpool.polyglot.conftest import DATA
 
@@ -66,7 +66,7 @@ def test_unittest_ran_count_checked():
 
 
 def test_registered_by_name():
-    assert {"script_status_log", "tcl_helper_log", "unittest_log"} <= set(POLYGLOT_PARSERS)
+    assert {"script_status_log", "tcl_helper_log", "unittest_log"} <= set(PARSERS)
 
 
 def test_sympy_bin_test_lines_bare_names_and_the_finished_count():

@@ -1,5 +1,5 @@
-"""The polyglot registry and what every parser promises: pure, never raising, no "no tests
-ran" that looks like a pass, non-UTF-8 and ANSI colours handled."""
+"""The one parser registry (`envpool.testrun.registry`) and what every runner's parser promises:
+pure, never raising, no "no tests ran" that looks like a pass, non-UTF-8 and ANSI colours handled."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import re
 
 import pytest
 
-from envpool.testrun.parsers import PARSERS, parse_pytest_log
-from envpool.testrun.polyglot import POLYGLOT_PARSERS, anomalies, get_any_parser
+from envpool.testrun import parsers as pytest_parsers
+from envpool.testrun.parsers import parse_pytest_log
+from envpool.testrun.polyglot.common import ReportParser
+from envpool.testrun.registry import PARSERS, anomalies, get_parser, parser_modules
 from envpool.testrun.status import TestRunReport, TestStatus
 
 GOLDEN_FOR = {
@@ -27,24 +29,34 @@ GOLDEN_FOR = {
     "sympy_test_log": "sympy_bin_test.log",
 }
 
+POLYGLOT_PARSERS = {n: p for n, p in PARSERS.items() if n not in pytest_parsers.PARSERS}
+"""The runners' parsers of the registry (pytest's have their own golden tests: test_parsers.py)."""
+
 
 def test_every_registered_parser_has_a_golden_output():
     assert set(GOLDEN_FOR) == set(POLYGLOT_PARSERS)
-    assert not set(POLYGLOT_PARSERS) & set(PARSERS)
+    assert all(isinstance(p, ReportParser) for p in POLYGLOT_PARSERS.values())
+    assert not set(POLYGLOT_PARSERS) & set(pytest_parsers.PARSERS)
+
+
+def test_the_registry_is_the_union_of_the_parser_modules_declarations():
+    declared = [n for m in parser_modules() for n in getattr(m, "PARSERS", {})]
+    assert sorted(declared) == sorted(PARSERS)  # each name declared once
+    assert set(pytest_parsers.PARSERS) <= set(PARSERS)
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_FOR))
 def test_registered_parser_parses_its_golden_output(golden, name):
-    rep = get_any_parser(name)(golden(GOLDEN_FOR[name]))
+    rep = get_parser(name)(golden(GOLDEN_FOR[name]))
     assert isinstance(rep, TestRunReport) and rep.statuses
     assert rep.source in ("json", "junit", "log")
 
 
-def test_get_any_parser_falls_back_to_the_pytest_registry():
-    assert get_any_parser("pytest_log") is parse_pytest_log
+def test_get_parser_resolves_pytest_parsers_in_the_same_registry():
+    assert get_parser("pytest_log") is parse_pytest_log
     assert anomalies("pytest_log", "") == []
     with pytest.raises(KeyError, match="go_test_json.*pytest_log|pytest_log.*go_test_json"):
-        get_any_parser("nope")
+        get_parser("nope")
 
 
 def test_anomalies_by_name(golden):

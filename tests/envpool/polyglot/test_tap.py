@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from envpool.testrun.polyglot import POLYGLOT_PARSERS
+from envpool.testrun.registry import PARSERS
 
-P = POLYGLOT_PARSERS["ava_tap"]
+P = PARSERS["ava_tap"]
 
 MULTI = """TAP version 13
 ok 1 - a › skipped one # SKIP
