@@ -16,25 +16,14 @@ import fnmatch
 import json
 import re
 import tomllib
-from functools import lru_cache
-from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 import agents.ecosystems as registry
 from agents.ecosystems.base import hook, languages_of, routes_of
+from agents.ecosystems.layout import layout
 from agents.gitrepo import GitTree
 from agents.models import Instance, canonical_language
-
-LAYOUT_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "layout.yaml"
-
-
-@lru_cache(maxsize=1)
-def layout() -> dict:
-    """The layout data (manifests, runners, CI files, toolchain hints)."""
-    return yaml.safe_load(LAYOUT_PATH.read_text(encoding="utf-8"))
-
 
 class Candidate(BaseModel):
     """One candidate plan: `ecosystem` (its name) and build `route`, the ecosystem's `score` for

@@ -25,7 +25,8 @@ from agents.context import Environment, MintRun
 from agents.dockerfile import render_reused_dockerfile, render_setup_script
 from agents.ecosystems.base import Plan, hook
 from agents.envimage import commit_image, image_tag_for, lay_out_repository
-from agents.execution import Job, run_setup
+from agents.ecosystems.runs import BuildJob
+from agents.execution import run_setup
 from agents.models import EnvRecord, StepRecord
 from envpool.errors import SandboxTimeout, SwemintError
 from envpool.quoting import comment
@@ -76,9 +77,9 @@ def adapt_environment(run: MintRun, eco, plan: Plan, cand: EnvRecord) -> Environ
         with run.factory.sandbox(spec, run.log_path) as sb:
             lay_out_repository(sb, run.tree, run.instance.base_commit, replace=True, keep_ignored=own is None,
                                log_path=run.log_path)
-            job = Job(sb=sb, eco=eco, plan=plan.model_copy(deep=True), instance=run.instance, tree=run.tree, config=cfg,
-                      helper=run.helper, traj=run.traj, log_path=run.log_path, deadline=run.deadline,
-                      language=run.language, candidate=cand)
+            job = BuildJob(sb=sb, eco=eco, plan=plan.model_copy(deep=True), instance=run.instance, tree=run.tree,
+                           config=cfg, helper=run.helper, traj=run.traj, log_path=run.log_path, deadline=run.deadline,
+                           language=run.language, candidate=cand, run_setup=run_setup)
             outcome = own(job, cand) if own else run_setup(job)
             if not outcome.ok:
                 run.traj(StepRecord(agent="envpatch", rule="fallback", duration=round(time.monotonic() - t, 2),

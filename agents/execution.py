@@ -25,67 +25,14 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from agents.debindex import index_for
 from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Plan, hook
 from agents.ecosystems.debian import apt_install
+from agents.ecosystems.runs import BuildJob, SetupOutcome
 from agents.models import StepRecord
 from envpool.errors import SandboxTimeout
-
-
-@dataclass
-class Job:
-    """What one environment build needs: the build sandbox (repository at /testbed), the
-    ecosystem and its plan, the instance and its tree, the mint config, the repair helper
-    (`agents.repair.RepairHelper` or None), the trajectory callback, the log, the deadline
-    (`time.monotonic()` value) and the row's language."""
-
-    sb: object
-    eco: object
-    plan: Plan
-    instance: object
-    tree: object
-    config: object
-    helper: object | None
-    traj: object
-    log_path: Path
-    deadline: float
-    language: str
-    candidate: object | None = None
-    extra: dict = field(default_factory=dict)
-    index: object | None = None
-    """The `agents.debindex.DebianIndex` of the plan's base image (None: no index queries)."""
-    dependency: object | None = None
-    """The `agents.tiers.DependencyTier` the build sandbox stands on (None: the toolchain image):
-    its commands already ran, an ecosystem's `build` hook skips what they did."""
-
-
-class SetupOutcome(BaseModel):
-    """What Execution (or an ecosystem's `build` / `adapt` hook) made of P.
-
-    `ok`: the environment is ready. `commands`: the commands that made it, in order (the setup
-    script). `env`: the environment of setup commands (baked into the image); `test_env`: the
-    environment of test runs. `failed`: (command, exit code) of attempts that failed and were
-    repaired or skipped. `diagnosis`: why it failed (`ok` False). `installed_packages`: a
-    freeze of what was installed, where the ecosystem has one. `timed_out`: the step that failed
-    ran out of its time (`timeouts.setup_step`), which says nothing of the plan on a loaded host.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    ok: bool
-    commands: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    test_env: dict[str, str] = Field(default_factory=dict)
-    failed: list[tuple[str, int]] = Field(default_factory=list)
-    installed_packages: str = ""
-    timed_out: bool = False
-    reason: str = ""
-    diagnosis: Diagnosis | None = None
 
 
 def _tail(text: str, n: int = 2000) -> str:
@@ -123,7 +70,7 @@ def action_commands(eco: object, action, plan: Plan) -> tuple[list[str], dict[st
     return None
 
 
-def run_setup(job: Job) -> SetupOutcome:
+def run_setup(job: BuildJob) -> SetupOutcome:
     """Run `job.plan.setup_commands` then `job.plan.post_commands` in `job.sb` with the repair
     chain (module docstring); `job.plan.env` is updated in place by memory `env` actions.
     Never raises for a failing step (the outcome carries the diagnosis); raises SandboxTimeout
@@ -195,7 +142,7 @@ def run_setup(job: Job) -> SetupOutcome:
     return SetupOutcome(ok=True, commands=done, env=dict(plan.env), test_env=dict(plan.env), failed=failed)
 
 
-def _next_repair(job: Job, cmd: str, output: str, tried: set[str], rules: bool):
+def _next_repair(job: BuildJob, cmd: str, output: str, tried: set[str], rules: bool):
     """(commands, env, note, source, diagnosis, already run) of the next repair of `cmd`; commands
     None when nothing repairs it; a diagnosis when the plan must change instead."""
     eco, plan = job.eco, job.plan
@@ -264,7 +211,7 @@ def resolve_packages(index, diag: Diagnosis, sb=None) -> list[str]:
     return pkgs
 
 
-def system_packages(job: Job) -> str | None:
+def system_packages(job: BuildJob) -> str | None:
     """The command installing what `job.plan` says its tests need (`Plan.needs` answered by the
     index, `Plan.ci_packages` this suite has), or None when nothing is missing."""
     plan, index = job.plan, job.index
@@ -313,9 +260,10 @@ def build_environment(run, eco, plan: Plan):
     spec = run.spec(tier.image if tier else plan.image, "bridge", env=plan.env, caches=plan.state.get("caches"))
     with run.factory.sandbox(spec, run.log_path) as sb:
         lay_out_repository(sb, run.tree, run.instance.base_commit, log_path=run.log_path)
-        job = Job(sb=sb, eco=eco, plan=plan, instance=run.instance, tree=run.tree, config=cfg, helper=run.helper,
-                  traj=run.traj, log_path=run.log_path, deadline=run.deadline, language=run.language,
-                  index=index_for(run, plan.image) if cfg.repair.debian_index else None, dependency=tier)
+        job = BuildJob(sb=sb, eco=eco, plan=plan, instance=run.instance, tree=run.tree, config=cfg, helper=run.helper,
+                       traj=run.traj, log_path=run.log_path, deadline=run.deadline, language=run.language,
+                       index=index_for(run, plan.image) if cfg.repair.debian_index else None, dependency=tier,
+                       run_setup=run_setup)
         build = hook(eco, "build")
         outcome = build(job) if build else run_setup(job)
         restored = restore_conflicting_edits(sb, [run.instance.test_patch, run.instance.patch], run.traj) \

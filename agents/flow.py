@@ -305,7 +305,7 @@ class Loop(Planner):
                 run.res.timings["reuse"] = round(time.monotonic() - t, 2)
                 run.res.timings["setup"] = round(run.res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
         if self.builds >= self.cfg.loop.max_builds:
-            from agents.execution import SetupOutcome
+            from agents.ecosystems.runs import SetupOutcome
             return None, SetupOutcome(ok=False, reason=f"{self.builds} full builds already (loop.max_builds)")
         self.builds += 1
         with run.cost.phase("setup"):

@@ -34,7 +34,6 @@ Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when 
 
 from __future__ import annotations
 
-import shlex
 import time
 from pathlib import Path
 from typing import Literal
@@ -44,34 +43,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.debindex import Need
 from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Plan, hook, is_pytest
+from agents.ecosystems.runs import OUTPUT_TAIL, TestRun, run_plan_tests, stored_test_command
 from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout
 from envpool.grading import grade, in_failed_collector, test_name
 from envpool.evalscript import reset_test_files
 from envpool.patches import apply_patch, changed_lines, touched_words
-from envpool.testrun.limits import DEFAULT_PER_TEST, PER_TEST_ENV, limit_env
+from envpool.testrun.limits import limit_env
 from envpool.testrun.status import TestRunReport, TestStatus
 
 MIN_RUN_SECONDS = 30
 """A run starts only when at least this many seconds remain before the instance's deadline."""
-OUTPUT_TAIL = 8000
 
 AttributionKind = Literal["verified", "environment", "toolchain", "test_config", "task", "flaky", "genuine",
                           "unknown"]
-
-
-class TestRun(BaseModel):
-    """One run of T: the parsed `report`, its `anomalies` (`envpool.testrun.trust`: a run with
-    any is not graded), `tampered` (the subset only tampering explains), the `command` as run,
-    and the tail of its console output (diagnosis only)."""
-
-    __test__ = False
-    model_config = ConfigDict(extra="forbid")
-    report: TestRunReport
-    anomalies: list[str] = Field(default_factory=list)
-    tampered: list[str] = Field(default_factory=list)
-    command: str = ""
-    output_tail: str = ""
 
 
 class Attribution(BaseModel):
@@ -153,38 +138,6 @@ def time_left(deadline: float, side: str, instance_id: str, log_path: Path | Non
         raise SandboxTimeout(f"instance time limit reached in the {side} runs", instance_id=instance_id,
                              log_path=log_path)
     return remaining
-
-
-def run_plan_tests(sb, plan: Plan, *, timeout: float, known_tests: set[str] | None = None,
-                   log_label: str = "tests", env: dict[str, str] | None = None) -> TestRun:
-    """Run `plan.test_command` once in `sb` (/testbed) and parse its report with `plan.parser`
-    (`envpool.evaluation.run_report`: the report file removed first, read within the sandbox's
-    size limit; the trust rule's anomalies). `known_tests`: ids from other runs, so a unit that
-    fails to build marks them FAILED. `timeout` in seconds. `env`: the run's environment
-    (default `plan.env`)."""
-    from envpool.evaluation import run_report
-
-    pre = f"rm -f {shlex.quote(plan.report_path)}; " if plan.report_path else ""
-    run_env = env if env is not None else plan.env
-    got = run_report(sb, plan.test_command, plan.parser, report_path=plan.report_path,
-                     parser_options=plan.parser_options, env=run_env, timeout=timeout, known_tests=known_tests,
-                     log_label=log_label)
-    return TestRun(report=got.report, anomalies=list(got.anomalies), command=f"cd /testbed && {pre}{plan.test_command}",
-                   output_tail=got.output[-OUTPUT_TAIL:])
-
-
-def stored_test_command(plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
-    """The runner part of the row's `test_command` (`envpool.testrun.published.published_command`
-    puts the test files back first): `command` made to run as is in the environment image with
-    `docker run --network none <image> bash -c '<test_command>'` -- the plan's environment
-    exported first (the image's ENV has it too) and the report (`plan.report_path`) printed at the
-    end, so the parser's input is on stdout."""
-    env = dict(plan.env)
-    if PER_TEST_ENV in command:  # the runner's per-test limit (`envpool.testrun.limits`)
-        env.update(limit_env(per_test_timeout if per_test_timeout is not None else DEFAULT_PER_TEST))
-    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(env.items()))
-    tail = f"; cat {shlex.quote(plan.report_path)}" if plan.report_path else ""
-    return f"{exports}{command}{tail}"
 
 
 def trusted(run: TestRun) -> bool:

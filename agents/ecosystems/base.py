@@ -18,9 +18,10 @@ Optional hooks (looked up with `getattr`, so a small ecosystem implements only t
   Default: one route named after the ecosystem.
 - `language_of(tree) -> str` -- the language of a tree claimed without a row language.
 - `build(job) -> SetupOutcome` -- run the whole setup itself (Python: its uv builder, whose
-  repairs need the installer's state); default: `agents.execution` runs `plan.setup_commands`.
+  repairs need the installer's state); default: `agents.execution` runs `plan.setup_commands`
+  (`job.run_setup`, which a `build` hook may call for the commands it does not own).
 - `run_tests(sb, plan, timeout, known_tests, log_label) -> TestRun` -- run T once (Python: the
-  pytest runner with swemint's report plugin); default `agents.verification.run_plan_tests`.
+  pytest runner with swemint's report plugin); default `agents.ecosystems.runs.run_plan_tests`.
 - `stored_test_command(plan, command, per_test_timeout=None) -> str` -- the runner part of the
   row's `test_command` (the flow puts the test files back first: `envpool.testrun.published`).
 - `adapt(job, candidate) -> SetupOutcome` -- make a pooled environment of another instance fit

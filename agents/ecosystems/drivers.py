@@ -34,6 +34,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.ecosystems.layout import layout
 from agents.ecosystems.base import TestSpec
 from agents.gitrepo import GitTree
 
@@ -125,8 +126,6 @@ def _mentions(name: str) -> re.Pattern[str]:
 
 def _ci_texts(tree: GitTree) -> list[tuple[str, str]]:
     """(path, text) of the CI files near the root and of the tree's scripts they run."""
-    from agents.analysis import layout
-
     ci = [f for f in tree.files if f.count("/") <= 2 and any(fnmatch.fnmatch(f, g) for g in layout()["ci"])]
     out = [(f, tree.read(f, limit=200_000) or "") for f in ci[:40]]
     scripts: list[str] = []
@@ -403,8 +402,6 @@ def driver_requirements(tree: GitTree, driver: Driver) -> tuple[list, list[str]]
         if need not in needs:
             needs.append(need)
     pat = _mentions(PurePosixPath(driver.path).name)
-    from agents.analysis import layout
-
     common: list[str] | None = None
     for path, ci in _ci_texts(tree):
         if not any(fnmatch.fnmatch(path, g) for g in layout()["ci"]):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from agents.ecosystems import by_name
 from agents.ecosystems.base import Plan
-from agents.verification import TestRun, attribute, judge
+from agents.ecosystems.runs import TestRun
+from agents.verification import attribute, judge
 from envpool.testrun.status import TestRunReport, TestStatus
 
 P, F, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.SKIPPED

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 from agents.config import MintConfig
 from agents.ecosystems.base import Plan
-from agents.execution import Job, run_setup
+from agents.ecosystems.runs import BuildJob
+from agents.execution import run_setup
 from agents.memory.api import ActionPlan
 from agents.memory.models import ToolchainAction
 from agents.models import InstanceResult, RoundRecord, StepRecord
@@ -49,9 +50,9 @@ def test_an_applied_entry_whose_diagnosis_replans_is_in_the_trajectory_and_count
                 setup_commands=["go build ./..."])
     sb = FakeSandbox(SandboxSpec(image="i"), default=(1, "package slices is not in GOROOT"))
     steps: list[StepRecord] = []
-    job = Job(sb=sb, eco=eco, plan=plan, instance=SimpleNamespace(instance_id="o__x-1"), tree=None,
-              config=MintConfig(workdir=tmp_path), helper=RepairHelper(memory=_Memory()), traj=steps.append,
-              log_path=tmp_path / "run.log", deadline=time.monotonic() + 60, language="go")
+    job = BuildJob(sb=sb, eco=eco, plan=plan, instance=SimpleNamespace(instance_id="o__x-1"), tree=None,
+                   config=MintConfig(workdir=tmp_path), helper=RepairHelper(memory=_Memory()), traj=steps.append,
+                   log_path=tmp_path / "run.log", deadline=time.monotonic() + 60, language="go")
     out = run_setup(job)
     assert not out.ok and out.diagnosis.toolchain == ">=1.21" and "experience e-go-new" in out.diagnosis.detail
     assert any(s.rule == "memory:e-go-new" and s.note.startswith("applying experience") for s in steps)

@@ -38,6 +38,7 @@ from agents.ecosystems.python.analysis import RepoProfile, analyze_python
 from agents.ecosystems.python.plan import (PY, PythonChoice, choose_python, lifted_date, pretend_version,
                                            runtime_env)
 from agents.ecosystems.python.selection import configure_python_tests, test_folders
+from agents.ecosystems.runs import SetupOutcome, TestRun, run_plan_tests, stored_test_command
 from agents.ecosystems.toolchain import allowed
 from agents.gitrepo import GitTree
 from agents.models import Instance
@@ -161,15 +162,15 @@ class PythonEcosystem:
     def build(self, job):
         """The uv builder in `job.sb` (repository at /testbed): the request's commands first,
         then the venv, toolchain, project and test dependencies with repairs, the collect probe,
-        then the plan's post commands. Returns an `agents.execution.SetupOutcome`."""
+        then the plan's post commands. Returns a `SetupOutcome`; the request's commands run
+        through Execution's generic runner (`job.run_setup`)."""
         from agents.diagnosis import diagnose
         from agents.ecosystems.python.setup import PythonEnvBuilder
-        from agents.execution import SetupOutcome, run_setup
 
         plan = job.plan
         pre: list[str] = []
         if plan.setup_commands:
-            first = run_setup(_only(job, plan.setup_commands))
+            first = job.run_setup(_only(job, plan.setup_commands))
             if not first.ok:
                 return first
             pre = first.commands
@@ -227,8 +228,7 @@ class PythonEcosystem:
         channel (exact node ids), checked against JUnit XML and the `-rA` log of the same run;
         the trust rule's findings are the run's `anomalies` (`tampered`: only tampering explains them).
         A plan whose parser is not pytest's (a repository test driver) runs its command
-        (`agents.verification.run_plan_tests`)."""
-        from agents.verification import TestRun, run_plan_tests
+        (`agents.ecosystems.runs.run_plan_tests`)."""
         from envpool.testrun.pytest_runner import run_pytest_detailed
 
         if not is_pytest(plan.parser):
@@ -253,7 +253,6 @@ class PythonEcosystem:
     def stored_test_command(self, plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
         """The pytest part of the row's `test_command` (`envpool.testrun.pytest_runner.row_command`:
         one line, its run folder fixed, the plugin's frames on stdout for `pytest_channel`)."""
-        from agents.verification import stored_test_command
         from envpool.testrun.pytest_runner import row_command
 
         if not is_pytest(plan.parser):
@@ -271,7 +270,6 @@ class PythonEcosystem:
         this instance's tree: sync the project and its dependencies, probe the tests, repair
         within `reuse.patch_rounds`. The candidate's interpreter is kept."""
         from agents.ecosystems.python.envpatch import EnvPatch
-        from agents.execution import SetupOutcome
 
         profile, _, version = self._facts(job.plan)
         choice = choose_python(profile, job.instance.created, [candidate.interpreter or "3.11"])
