@@ -171,6 +171,22 @@ class NodeEcosystem:
         files = sorted({*workspace_manifests(tree), lock, *(f for f in (".npmrc", ".yarnrc") if tree.exists(f))})
         return LayerSpec(name=f"{pm} cache", files=files, commands=[command], env=dict(plan.env))
 
+    def next_moves(self, ctx) -> list:
+        """A `ci_command` move for a stalled Jest round (`agents.moves`): the runner started
+        through the package's own ``test`` script (`plan.script_command`), whose wrappers, Node
+        flags and environment then apply -- the runner called bare is a class of failure ("Cannot
+        use import statement outside a module" when the script adds ES-module flags)."""
+        from agents.ecosystems.moves import Move
+        from agents.ecosystems.node.plan import script_command
+
+        cmd = script_command(ctx.plan)
+        if cmd is None or any(t.test_command == cmd for t in ctx.tried):
+            return []
+        spec = ctx.plan.test_spec().model_copy(update={"name": "script", "test_command": cmd})
+        return [Move(kind="ci_command", serves="the runner called bare", test=spec,
+                     evidence=f"package.json script {ctx.plan.state.get('script')!r} runs {ctx.plan.state.get('runner')}; "
+                              f"{ctx.why}"[:600])]
+
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """Fixes for a failed install step (see the module doc); None when none applies."""
         fix: list[str] | None = None

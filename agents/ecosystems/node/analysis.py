@@ -15,8 +15,9 @@ from agents.models import Instance
 from agents.ecosystems.node.build import BuildStep, build_step
 from agents.ecosystems.node.karma import KarmaSetup, karma_covers, karma_setup
 from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json, recipe
-from agents.ecosystems.node.runner import (fixture_test_files, glob_regex, has_config, mocha_spec_globs, package_dir,
-                                         root_vitest_projects, runner_of, runner_options, select_test_files)
+from agents.ecosystems.node.runner import (data_test_files, fixture_test_files, glob_regex, has_config, mocha_spec_globs,
+                                         package_dir, root_vitest_projects, runner_launcher, runner_of, runner_options,
+                                         select_test_files, snapshot_test_files)
 from agents.ecosystems.node.version import choose_node
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
@@ -32,7 +33,10 @@ class NodeAnalysis:
     - `node_request`: what to ask `ensure_image` for (a version or major); `node_reason`: why;
     - `runner`: ``vitest`` | ``jest`` | ``mocha``; `runner_dir`: where to run it ("" = root);
       `runner_options`: options taken from the project's script; `runner_env`: ``VAR=value``
-      assignments that script sets; `cra`: jest is run through react-scripts (or craco);
+      assignments that script sets; `launcher`: how the script starts the runner when it runs it
+      through Node with flags (``node --experimental-vm-modules node_modules/jest/bin/jest.js``),
+      used instead of the bare runner; `script_name`: the package script (``test``) that runs the
+      runner, for the loop's `ci_command` move; `cra`: jest is run through react-scripts (or craco);
     - `yarn_path`: yarn berry's vendored release (``.yarnrc.yml`` ``yarnPath``), run by yarn 1;
     - `test_files`: touched test files (repository relative);
     - `extra_packages`: ``name@range`` the patch/test_patch adds to the root package.json;
@@ -52,6 +56,8 @@ class NodeAnalysis:
     test_files: list[str]
     runner_options: list[str] = field(default_factory=list)
     runner_env: list[str] = field(default_factory=list)
+    launcher: list[str] = field(default_factory=list)
+    script_name: str | None = None
     cra: str | None = None
     yarn_path: str | None = None
     extra_packages: list[str] = field(default_factory=list)
@@ -97,10 +103,19 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     request, reason, subs = choose_node(tree, pkg, pm, pm_version, lockfile, _commit_day(tree, instance))
     notes.append(f"node {request}: {reason}")
     files = select_test_files(touched)
+    snapshots = [f for f in snapshot_test_files(tree, touched) if f not in files]
+    if snapshots:  # a test_patch that changes a snapshot: the test file that reads it runs
+        files += snapshots
+        notes.append(f"touched snapshots are read by {', '.join(snapshots[:5])}")
     if not files:
         files = fixture_test_files(tree, touched)
         if files:
             notes.append(f"touched fixtures run by {', '.join(files[:5])}")
+    if not files:  # data the tests read (a baseline, a fixture): the test files that name it
+        named = data_test_files(tree, touched)
+        files = [t for t, _ in named]
+        if files:
+            notes.append("touched data read by " + ", ".join(f"{t} (names {d})" for t, d in named[:5]))
     if not files:
         raise EnvBuildError(f"test_patch touches no JS/TS test file ({', '.join(touched[:5])})", instance_id=iid)
     # the runner: the root's when it has one, else the touched files' workspace package's
@@ -129,6 +144,12 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         raise EnvBuildError("no supported JS test runner (vitest, jest, mocha, ava) in package.json"
                             + (f"; found {', '.join(other)}" if other else ""), instance_id=iid)
     opts, env_assign = runner_options(script, runner) if not cra and runner != "karma" else ([], [])
+    launcher = runner_launcher(script, runner) if not cra and runner != "karma" else []
+    scripts = (read_json(tree, f"{runner_dir}/package.json") if runner_dir else pkg).get("scripts") or {}
+    script_name = "test" if script is not None and isinstance(scripts, dict) and \
+        isinstance(scripts.get("test"), str) and runner in scripts["test"] else None
+    if launcher:
+        notes.append(f"{runner} started as the project's script starts it: {' '.join(launcher)}")
     if runner == "mocha":
         # touched files outside the script's spec globs belong to another runner (karma specs)
         globs = [glob_regex(g) for g in mocha_spec_globs(script)]
@@ -166,7 +187,7 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         yarn_path = str(rc.get("yarnPath")) if isinstance(rc, dict) and rc.get("yarnPath") else None
     return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
                         node_reason=reason, runner=runner, runner_dir=runner_dir, test_files=files,
-                        runner_options=opts, runner_env=env_assign, cra=cra, extra_packages=extra, build=build,
+                        runner_options=opts, runner_env=env_assign, launcher=launcher, script_name=script_name, cra=cra, extra_packages=extra, build=build,
                         karma=karma if runner == "karma" else None,
                         substitutions=subs, notes=notes)
 

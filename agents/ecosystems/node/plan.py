@@ -87,11 +87,12 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
     opts = f"{opts} " if opts else ""
     if a.runner == "karma" and a.karma:
         return f"{prefix}{karma_test(a.karma, a.test_files, REPORT_PATH)}", REPORT_PATH, "karma_json"
+    start = " ".join(shlex.quote(w) for w in a.launcher) if a.launcher else ""
     if a.runner == "vitest":
-        return (f"{prefix}{env}{run('vitest')} run {opts}{files} --reporter=json --outputFile={REPORT_PATH}",
+        return (f"{prefix}{env}{start or run('vitest')} run {opts}{files} --reporter=json --outputFile={REPORT_PATH}",
                 REPORT_PATH, "vitest_json")
     if a.runner == "jest":
-        jest = f"{run(a.cra)} test --watchAll=false" if a.cra else run("jest")
+        jest = f"{run(a.cra)} test --watchAll=false" if a.cra else (start or run("jest"))
         return (f"{prefix}{env}{jest} {opts}--json --outputFile={REPORT_PATH} --runTestsByPath {files}",
                 REPORT_PATH, "jest_json")
     if a.runner == "ava":
@@ -99,7 +100,30 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
         # tests and fail with "No tests found in ..." (chalk-359's test/_fixture.js)
         ava_files = " ".join(shlex.quote(f) for f in rel if not PurePosixPath(f).name.startswith("_")) or files
         return f"{prefix}{ava_command(env + run('ava'), opts + ava_files)}", None, "ava_tap"
-    return (f"{prefix}{env}{run('mocha')} {opts}--reporter json {files}", None, "mocha_json")
+    return (f"{prefix}{env}{start or run('mocha')} {opts}--reporter json {files}", None, "mocha_json")
+
+
+def _start(a: NodeAnalysis) -> str:
+    """The words that start the runner in `test_command` with the options taken from the
+    project's script (``jest --runInBand``, ``yarn vitest``, a launcher)."""
+    start = " ".join(shlex.quote(w) for w in a.launcher) if a.launcher else \
+        (f"yarn {a.runner}" if a.pm == "yarn-berry" else a.runner)
+    opts = " ".join(shlex.quote(o) for o in a.runner_options)
+    return f"{start} {opts}".strip()
+
+
+def script_command(plan: PolyPlan) -> str | None:
+    """`plan`'s test command with its runner started through the package's own test script
+    (``npm run test -- <the runner's arguments>``: wrappers, flags, options and environment the
+    script sets apply, so the options taken from it are not given twice), or None when the plan has no such script (jest only: its arguments follow the
+    script's own)."""
+    st = plan.state
+    start, script = st.get("start"), st.get("script")
+    marker = f"{start} "
+    if not (start and script and st.get("runner") == "jest") or marker not in plan.test_command:
+        return None
+    pm = {"npm": "npm run", "pnpm": "pnpm run", "yarn": "yarn run", "yarn-berry": "yarn run"}.get(st.get("pm"), "npm run")
+    return plan.test_command.replace(marker, f"{pm} {shlex.quote(script)} -- ", 1)
 
 
 def build_plan(a: NodeAnalysis, choice: ToolchainChoice) -> PolyPlan:
@@ -111,7 +135,9 @@ def build_plan(a: NodeAnalysis, choice: ToolchainChoice) -> PolyPlan:
     return PolyPlan(ecosystem="node", toolchain=f"node {choice.version}", image=choice.image, route=choice.route,
                     substitutions=[*choice.substitutions, *a.substitutions],
                     setup_commands=_install_commands(a), env=env, test_command=command, parser=parser,
-                    report_path=report, test_files=list(a.test_files), state={"pm": a.pm, "lockfile": a.lockfile},
+                    report_path=report, test_files=list(a.test_files),
+                    state={"pm": a.pm, "lockfile": a.lockfile, "runner": a.runner, "script": a.script_name,
+                           "start": _start(a)},
                     notes=[*a.notes, f"package manager: {pm}" + (f" ({a.lockfile})" if a.lockfile else ""),
                            f"runner: {a.runner}" + (f" in {a.runner_dir}" if a.runner_dir else "")])
 

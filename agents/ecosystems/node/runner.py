@@ -140,6 +140,52 @@ def fixture_test_files(tree, touched: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+_SNAPSHOT = re.compile(r"^(?P<dir>(?:.*/)?)__snapshots__/(?P<test>[^/]+)\.snap$")
+MENTION_READS = 400
+"""At most this many test files are read when looking for those that name a touched data file."""
+
+
+def snapshot_test_files(tree, touched: list[str]) -> list[str]:
+    """The test files whose snapshots the test_patch changes: Jest's and Vitest's
+    ``<dir>/__snapshots__/<test file>.snap`` is written and read by ``<dir>/<test file>`` (the
+    snapshot's name says which), kept when that file is in the tree or the test_patch adds it."""
+    out: list[str] = []
+    for p in touched:
+        m = _SNAPSHOT.match(p)
+        if m and (owner := m.group("dir") + m.group("test")) not in out and \
+                (tree.exists(owner) or owner in touched) and owner.endswith(TEST_EXTS):
+            out.append(owner)
+    return out
+
+
+def data_test_files(tree, touched: list[str]) -> list[tuple[str, str]]:
+    """(test file, data file) for each touched data file -- a fixture, an approval baseline, a
+    golden output: not code -- and each test file of its package (the nearest package.json)
+    whose text names the data file's file name; at most `MENTION_READS` test files read."""
+    data = [p for p in touched if not p.endswith(TEST_EXTS) and not _SNAPSHOT.match(p)
+            and PurePosixPath(p).name != "package.json"]
+    if not data:
+        return []
+    out: list[tuple[str, str]] = []
+    reads = 0
+    by_pkg: dict[str, list[str]] = {}
+    for p in data:
+        by_pkg.setdefault(package_dir(tree, p), []).append(p)
+    for pkg, paths in by_pkg.items():
+        prefix = f"{pkg}/" if pkg else ""
+        tests = select_test_files([f for f in tree.files if f.startswith(prefix)])
+        for t in tests:
+            if reads >= MENTION_READS:
+                return out
+            reads += 1
+            text = tree.read(t, limit=400_000) or ""
+            for p in paths:
+                if re.search(rf"(?<![\w.-]){re.escape(PurePosixPath(p).name)}(?![\w-])", text) and \
+                        all(t != o for o, _ in out):
+                    out.append((t, p))
+    return out
+
+
 def package_dir(tree, path: str) -> str:
     """The directory of the nearest package.json above `path` ("" = root)."""
     parts = PurePosixPath(path).parts[:-1]
@@ -209,6 +255,35 @@ def mocha_spec_globs(script: str | None) -> list[str]:
 
 _RUNNER_BINS = {"mocha": ("mocha", "_mocha"), "jest": ("jest", "jest.js"),
                 "vitest": ("vitest", "vitest.mjs"), "ava": ("ava", "cli.mjs")}
+
+
+def runner_launcher(script: str | None, runner: str) -> list[str]:
+    """The words that start `runner` in a script that runs it through Node with flags of its own
+    (``node --experimental-vm-modules node_modules/jest/bin/jest.js``: Jest on ES modules), so the
+    test command starts it the same way instead of calling it bare; [] when the script calls the
+    runner without ``node`` flags. The runner's path is kept only when it is a plain relative
+    path (no ``..``, no variables)."""
+    if not script or runner not in _RUNNER_BINS:
+        return []
+    for part in _OPT_SPLIT.split(script):
+        try:
+            toks = shlex.split(part)
+        except ValueError:
+            toks = part.split()
+        idx = next((i for i, t in enumerate(toks) if PurePosixPath(t).name in _RUNNER_BINS[runner]), None)
+        if idx is None:
+            continue
+        before = [t for t in toks[:idx] if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=\S*", t)]
+        if not before or PurePosixPath(before[0]).name != "node" or len(before) < 2:
+            return []
+        flags = before[1:]
+        path = toks[idx]
+        if not all(re.fullmatch(r"--?[A-Za-z][\w.-]*(?:=[\w.,:/@+-]*)?", f) for f in flags) or \
+                not re.fullmatch(r"[\w@.+-]+(?:/[\w@.+-]+)*", path) or ".." in path.split("/") or \
+                PurePosixPath(path).name == path:
+            return []
+        return ["node", *flags, path]
+    return []
 
 
 def mocha_options(script: str | None) -> tuple[list[str], list[str]]:
