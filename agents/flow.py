@@ -156,6 +156,8 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
                       f"{', '.join(lacking[:3])} (blobs a partial mirror does not hold)")
     if res.outcome == "env_failed":
         res.unreachable = unreachable_source(res.reason)
+        if res.unreachable and res.substitutes_tried:  # network-bound only after its substitutes failed
+            res.reason += f"; substitutes tried: {'; '.join(res.substitutes_tried)[:600]}"
     res.timings["total"] = round(time.monotonic() - t0, 2)
     res.finished_at = _now()
     keep = res.image if res.outcome == "verified" else None

@@ -299,6 +299,11 @@ class InstanceResult(BaseModel):
     image_id: str = ""
     interpreter: str = ""
     substitutions: list[str] = Field(default_factory=list)
+    substitutes_tried: list[str] = Field(default_factory=list)
+    """Released substitutes the plan tried for sources this host cannot reach (issue 25: a
+    SNAPSHOT parent or dependency -> the nearest release on the registry, `<source> -> <release>`,
+    or `<source>: no release ...`), from `Plan.state["substitutes_tried"]`; an `env_failed` row
+    that still needs the network names them in its reason."""
     installed_packages: str = ""
     patch_methods: dict[str, str] = Field(default_factory=dict)
     timings: dict[str, float] = Field(default_factory=dict)

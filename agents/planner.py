@@ -112,6 +112,7 @@ class Planner:
         self.ti = 0
         res = self.run.res
         res.interpreter, res.substitutions = plan.toolchain, list(plan.substitutions)
+        res.substitutes_tried = list(plan.state.get("substitutes_tried") or [])
         res.parser, res.test_files = plan.parser, list(plan.test_files)
         self.run.traj(StepRecord(agent="setup", rule=f"plan:{plan.ecosystem}:{plan.build}", note=describe(plan)))
         (self.run.idir / "plan.json").write_text(plan.model_dump_json(indent=2, exclude={"state"}))

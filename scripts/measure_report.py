@@ -179,6 +179,7 @@ def scored(ids: list[str], gold: dict[str, Instance], rows: dict[str, InstanceRe
                    p2p_agreement=s["p2p_recall"] if inst.PASS_TO_PASS else None,
                    seconds=t.get("total"), test_seconds=test_s, reason=res.reason or "",
                    unreachable=unreachable_of(res.outcome, res.unreachable, res.reason),
+                   substitutes_tried=list(res.substitutes_tried),
                    image=res.image or (res.env.image_tag if res.env else ""),
                    image_id=res.image_id or (res.env.image_id if res.env else ""))
         row["network_bound"] = row["network_bound"] or _needs(row["unreachable"])
@@ -570,7 +571,9 @@ def render_markdown(rep: dict) -> str:
         for r in net:
             got = (f"{r['outcome']}, recall {_f(r['f2p_recall'])}, precision {_f(r['f2p_precision'])}"
                    if r["finished"] else f"not run ({r['not_run']})")
-            L.append(f"- {r['instance_id']}: {r['network_bound']} — {got}")
+            tried = r.get("substitutes_tried") or []
+            L.append(f"- {r['instance_id']}: {r['network_bound']} — {got}"
+                     + (f"; substitutes tried: {'; '.join(tried)}" if tried else "; no substitute known"))
         nr = [r for r in rep["rows"] if not r["finished"] and not r["network_bound"]]  # those are listed apart
         L += ["", f"### Not run ({len(nr)})", ""]
         L += [f"- {r['instance_id']} ({r['repo']}): {r['not_run']}" for r in nr] or ["none"]

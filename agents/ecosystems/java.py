@@ -52,6 +52,7 @@ from agents.ecosystems import java_ant as ant
 from agents.ecosystems import java_maven as mvn_ci
 from agents.ecosystems.base import PlanRequest, PolyPlan, Route, TestSpec, shell_args
 from agents.ecosystems.debian import apt_install
+from agents.ecosystems.owners import JVM_BUILD_FILES, owner_build
 from agents.ecosystems.toolchain import satisfies
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
@@ -529,15 +530,17 @@ def mvn_flags() -> str:
     return "-B -ntp " + " ".join(f"-D{p}" for p in recipe()["skip_properties"])
 
 
-def _gradle_refusal(tree: GitTree, facts: JavaFacts, iid: str) -> EnvBuildError:
+def _gradle_refusal(tree: GitTree, facts: JavaFacts, iid: str, owned: str = "") -> EnvBuildError:
+    """The honest end of a Gradle build: its wrapper's distribution is unreachable here (issue 25:
+    never another folder's pom.xml in its place). `owned`: which touched test it owns."""
     try:
         jdk, _ = choose_jdk(facts, jtc.available_jdks())
         on = f"; it would run on JDK {jdk}"
     except EnvBuildError as e:
         on = f"; {e.message}"
-    return EnvBuildError(f"Gradle build (wrapper {facts.gradle or 'none'}){on}: the wrapper cannot download "
-                         "its Gradle distribution here (that server is unreachable) and Debian ships only "
-                         "Gradle 4.4.1; no pom.xml to fall back to", instance_id=iid)
+    return EnvBuildError(f"Gradle build (wrapper {facts.gradle or 'none'}){on}{owned}: Gradle wrapper distribution "
+                         "unreachable (services.gradle.org cannot be reached here) and Debian ships only "
+                         "Gradle 4.4.1; no pom.xml owns the touched tests", instance_id=iid)
 
 
 _LEVEL_REFUSED = re.compile(r"(?:Source|Target) option \S+ is no longer supported|"
@@ -605,13 +608,22 @@ class JavaEcosystem:
         iid = instance.instance_id
         if req.route == "ant":
             return self._ant_plan(tree, instance, touched, images, req)
+        tests = test_classes(touched)
+        owners = {p: owner_build(tree.files, p, JVM_BUILD_FILES) for p in tests}
+        gradle = sorted((o[1], p) for p, o in owners.items() if o is not None and o[0] == "gradle")
+        if req.route == "gradle" or gradle:  # the build that owns the touched tests is Gradle's
+            facts = java_facts(tree, None)
+            owned = f"; {gradle[0][1]} is owned by the Gradle build in {gradle[0][0] or '.'}/" if gradle else ""
+            raise _gradle_refusal(tree, facts, iid, owned)
         reactor = maven_reactor(tree, near=touched)
         facts = java_facts(tree, reactor)
         if reactor is None:
             raise _gradle_refusal(tree, facts, iid)
-        tests = test_classes(touched)
         if not tests:
             raise EnvBuildError("the test patch touches no Java test source (src/test/...)", instance_id=iid)
+        if unowned := sorted(p for p, o in owners.items() if o is None):
+            raise EnvBuildError(f"no build file (pom.xml, Gradle, build.xml) owns the test file {unowned[0]}",
+                                instance_id=iid)
         modules: dict[str, list[str]] = {}
         for path, classes in tests.items():
             mod = reactor.module_of(path)
@@ -648,6 +660,9 @@ class JavaEcosystem:
             state["snapshot_parent"] = {"group": snap[0], "artifact": snap[1], "version": snap[2], "release": release}
             notes.append(f"parent {':'.join(snap)} is a SNAPSHOT outside the tree; Maven Central's nearest "
                          f"release: {release or 'none found'} (installed in its place if the parent does not resolve)")
+        stand_ins, stood, tried = self._stand_ins(tree, reactor)
+        if tried:
+            state["substitutes_tried"] = tried
         def dtest(names) -> str:  # Surefire's selection of simple class names, "" for none
             return f"-Dtest={shlex.quote(','.join(names))} " if names else ""
 
@@ -655,8 +670,8 @@ class JavaEcosystem:
         # per-test limits (`envpool.testrun.limits`): JUnit Jupiter's default timeout per test, and
         # Surefire's fork timeout (5 per-test limits) for JUnit 4, which has none: a hanging test
         # is its class's failure, not a run killed at the run limit
-        limits = (f"-Dsurefire.timeout={per_test(5)} -Djunit.jupiter.execution.timeout.default={per_test()}s "
-                  .replace("{", "{{").replace("}", "}}"))
+        # (plain text in the f-strings below: its ${...} braces are the shell's, never doubled)
+        limits = f"-Dsurefire.timeout={per_test(5)} -Djunit.jupiter.execution.timeout.default={per_test()}s "
         tail = ("-fae -DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false "
                 f"{limits}-Dmaven.test.failure.ignore=true test")
         warm_classes = warm_up_classes(tree, tests, reactor.module_of)
@@ -696,11 +711,11 @@ class JavaEcosystem:
             middle = f"else the touched packages' {len(pkg)} test classes when they do, " if len(tiers) > 1 else ""
             notes.append(f"tests: the modules in full when that builds offline within {bound} s at setup, "
                          f"{middle}else the touched classes")
-        setup = [jtc.truststore_command(), *prep, f"{cd}{mvn(o='', f=warm_filter)}", *probes,
+        setup = [jtc.truststore_command(), *stand_ins, *prep, f"{cd}{mvn(o='', f=warm_filter)}", *probes,
                  f"{cd}{mvn(o='-o ', f=warm_filter)}"]  # offline proof on classes that exist at base
         touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
                                 report_path=REPORT, test_files=sorted(tests))
-        subs = list(choice.substitutions)
+        subs = list(choice.substitutions) + stood
         if facts.levels and min(facts.levels) < major:
             subs.append(f"Java level {min(facts.levels)} compiled by JDK {major}")
         return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + maven", image=choice.image,
@@ -709,6 +724,27 @@ class JavaEcosystem:
                         test_files=sorted(tests), test_alternatives=[] if needs_fix else [touched_spec],
                         notes=[*notes, f"modules {sorted(modules)}, classes {classes}"],
                         state={**state, "test_name": "touched" if needs_fix else "modules"})
+
+    @staticmethod
+    def _stand_ins(tree: GitTree, reactor: MavenReactor) -> tuple[list[str], list[str], list[str]]:
+        """(setup commands, substitutions, substitutes tried) for the out-of-tree SNAPSHOTs of
+        the reactor's poms (`java_maven.snapshot_sources`): each with a release on Maven Central
+        is installed as the snapshot before the first Maven step (a step that never fails the
+        build: a snapshot a reachable repository serves still resolves); each without one is
+        recorded as tried."""
+        texts = {d: tree.read(posixpath.join(d, "pom.xml") if d else "pom.xml") or "" for d in reactor.poms}
+        cmds, subs, tried = [], [], []
+        for g, a, v, kind, what in mvn_ci.snapshot_sources(tree, texts):
+            release = mvn_ci.nearest_release(v, mvn_ci.released_versions(g, a))
+            if release is None:
+                tried.append(f"{g}:{a}:{v} ({what}): no release on Maven Central")
+                continue
+            tried.append(f"{g}:{a}:{v} ({what}) -> Maven Central {release}")
+            subs.append(f"{g}:{a}:{v} ({what}; a SNAPSHOT no reachable repository serves) -> Maven Central's "
+                        f"release {release}, installed as {v}")
+            cmds += [f"{{ {c}; }} || echo {shlex.quote(f'swemint: the stand-in {g}:{a}:{release} was not installed')}"
+                     for c in mvn_ci.stand_in_commands(g, a, v, release, kind)]
+        return cmds, subs, tried
 
     def _jdk(self, facts: JavaFacts, images: ImageConfig, req: PlanRequest, iid: str):
         """(ToolchainChoice, notes) of the JDK for `facts` among the JDKs `req` allows."""

@@ -18,6 +18,15 @@ When a setup step fails with "Non-resolvable parent POM", the Java repair instal
 its own version rewritten to the snapshot's, into the local repository
 (``install:install-file``): the project's files stay untouched, and the repair's command,
 naming the release, is in the trajectory.
+
+Released substitutes before "network-bound" (issue 25 item 3, `snapshot_sources`): every
+``-SNAPSHOT`` the reactor needs from outside the tree -- the parent of any of its poms, a
+dependency or a managed dependency (versions resolved through the in-tree properties) that no
+pom of the tree builds -- gets the nearest release Maven Central lists, installed as the
+snapshot before the first Maven step (`stand_in_commands`, a jar artifact with its pom) and
+recorded in the row as a substitution; one with no release there is recorded as tried
+(`Plan.state["substitutes_tried"]`, the row's `substitutes_tried`), so a row that still needs
+the network says which substitutes it tried.
 """
 
 from __future__ import annotations
@@ -33,8 +42,8 @@ from functools import lru_cache
 from agents.gitrepo import GitTree
 from envpool.toolchains import version_key
 
-__all__ = ["CENTRAL", "TEST_GOALS", "ci_maven_options", "ci_run_texts", "maven_invocations", "nearest_release",
-           "released_versions", "snapshot_parent", "stand_in_commands"]
+__all__ = ["CENTRAL", "TEST_GOALS", "ci_maven_options", "ci_run_texts", "maven_invocations",
+           "nearest_release", "released_versions", "snapshot_parent", "snapshot_sources", "stand_in_commands"]
 
 CENTRAL = "https://repo1.maven.org/maven2"
 TEST_GOALS = ("test", "verify", "install", "integration-test", "package", "deploy")
@@ -191,16 +200,89 @@ def nearest_release(snapshot: str, releases: list[str] | tuple[str, ...]) -> str
     return below[-1] if below else keyed[0]
 
 
-def stand_in_commands(group: str, artifact: str, snapshot: str, release: str) -> list[str]:
-    """Setup commands installing the released parent `release` as `snapshot` in the local
-    repository: fetched with ``dependency:get``, its own ``<version>`` (outside its
-    ``<parent>``) rewritten with perl (Essential in Debian), installed with
-    ``install:install-file``; run outside the project so its pom is not read."""
+def stand_in_commands(group: str, artifact: str, snapshot: str, release: str, packaging: str = "pom") -> list[str]:
+    """Setup commands installing the released `release` as `snapshot` in the local repository:
+    fetched with ``dependency:get`` (`packaging` ``pom`` for a parent, ``jar`` for a dependency:
+    the jar and its pom), the pom's own ``<version>`` (outside its ``<parent>``) rewritten with
+    perl (Essential in Debian), installed with ``install:install-file``; run outside the project
+    so its pom is not read. Coordinates are checked plain (`_COORD`) by their callers."""
     q = shlex.quote
-    path = f"$HOME/.m2/repository/{group.replace('.', '/')}/{artifact}/{release}/{artifact}-{release}.pom"
-    work = "/tmp/swemint/stand-in"
+    base = f"$HOME/.m2/repository/{group.replace('.', '/')}/{artifact}/{release}/{artifact}-{release}"
+    work = f"/tmp/swemint/stand-in/{artifact}"
     perl = ("my $p=\"\"; s{<parent>.*?</parent>}{$p=$&; \"\\x00\"}se; "
             f"s{{<version>\\Q{release}\\E</version>}}{{<version>{snapshot}</version>}}; s{{\\x00}}{{$p}}e")
-    return [f"mkdir -p {work} && cd {work} && mvn -B -ntp dependency:get {q(f'-Dartifact={group}:{artifact}:{release}:pom')} "
-            f"-Dtransitive=false && cp \"{path}\" parent.pom && perl -0pi -e {q(perl)} parent.pom && "
-            f"mvn -B -ntp install:install-file -Dfile=parent.pom -DpomFile=parent.pom -Dpackaging=pom"]
+    if packaging == "pom":
+        return [f"mkdir -p {work} && cd {work} && mvn -B -ntp dependency:get {q(f'-Dartifact={group}:{artifact}:{release}:pom')} "
+                f"-Dtransitive=false && cp \"{base}.pom\" parent.pom && perl -0pi -e {q(perl)} parent.pom && "
+                f"mvn -B -ntp install:install-file -Dfile=parent.pom -DpomFile=parent.pom -Dpackaging=pom"]
+    return [f"mkdir -p {work} && cd {work} && mvn -B -ntp dependency:get "
+            f"{q(f'-Dartifact={group}:{artifact}:{release}:{packaging}')} -Dtransitive=false && "
+            f"cp \"{base}.pom\" stand-in.pom && cp \"{base}.{packaging}\" stand-in.{packaging} && "
+            f"perl -0pi -e {q(perl)} stand-in.pom && mvn -B -ntp install:install-file -Dfile=stand-in.{packaging} "
+            f"-DpomFile=stand-in.pom -Dpackaging={packaging}"]
+
+
+def snapshot_sources(tree: GitTree, poms: dict[str, str]) -> list[tuple[str, str, str, str, str]]:
+    """The out-of-tree ``-SNAPSHOT``s of the poms `poms` (folder -> text; "" = the root): each
+    pom's parent (`snapshot_parent`) and its ``<dependency>`` entries (also under
+    ``<dependencyManagement>``; plain jar or pom types, no classifier) whose version, resolved
+    through the pom's own and its in-tree parents' properties, ends in ``-SNAPSHOT`` and whose
+    groupId:artifactId no pom of `poms` declares. (groupId, artifactId, version, packaging,
+    what), each coordinate once, in folder order; only plain coordinates (`_COORD`)."""
+    parsed: dict[str, ET.Element] = {}
+    for d, text in poms.items():
+        try:
+            root = ET.fromstring((text or "").encode("utf-8"))
+        except ET.ParseError:
+            continue
+        for el in root.iter():
+            if isinstance(el.tag, str) and "}" in el.tag:
+                el.tag = el.tag.split("}", 1)[1]
+        parsed[d] = root
+
+    def own(root: ET.Element) -> tuple[str, str]:
+        g = (root.findtext("groupId") or root.findtext("parent/groupId") or "").strip()
+        return g, (root.findtext("artifactId") or "").strip()
+
+    ours = {own(r) for r in parsed.values()}
+    out: list[tuple[str, str, str, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for d in sorted(parsed):
+        root = parsed[d]
+        pom_path = posixpath.join(d, "pom.xml") if d else "pom.xml"
+        snap = snapshot_parent(poms[d], tree, d)
+        if snap and (snap[0], snap[1]) not in ours and (snap[0], snap[1]) not in seen:
+            seen.add((snap[0], snap[1]))
+            out.append((*snap, "pom", f"parent of {pom_path}"))
+        props: dict[str, str] = {}
+        chain, cur = [], d
+        for _ in range(10):  # this pom's and its in-tree parents' properties (the child's win)
+            r = parsed.get(cur)
+            if r is None:
+                break
+            chain.append(r)
+            rel = r.findtext("parent/relativePath")
+            rel = "../pom.xml" if rel is None and r.find("parent") is not None else (rel or "").strip()
+            if not rel:
+                break
+            target = posixpath.normpath(posixpath.join(cur, rel))
+            cur = posixpath.dirname(target) if target.endswith(".xml") else target
+            cur = "" if cur == "." else cur
+        for r in reversed(chain):
+            props.update({el.tag: (el.text or "").strip() for el in (r.find("properties") or [])
+                          if isinstance(el.tag, str)})
+        g0, _ = own(root)
+        props.setdefault("project.groupId", g0)
+        props.setdefault("project.version", (root.findtext("version") or root.findtext("parent/version") or "").strip())
+        for dep in [*root.findall("dependencies/dependency"), *root.findall("dependencyManagement/dependencies/dependency")]:
+            g, a, v = ((dep.findtext(k) or "").strip() for k in ("groupId", "artifactId", "version"))
+            kind = (dep.findtext("type") or "jar").strip()
+            for _ in range(5):
+                v = re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), v)
+                g = re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), g)
+            if not v.endswith("-SNAPSHOT") or kind not in ("jar", "pom") or dep.findtext("classifier") or \
+                    (g, a) in ours or (g, a) in seen or not all(_COORD.fullmatch(x) for x in (g, a, v)):
+                continue
+            seen.add((g, a))
+            out.append((g, a, v, kind, f"dependency of {pom_path}"))
+    return out
