@@ -203,7 +203,7 @@ def nearest_release(snapshot: str, releases: list[str] | tuple[str, ...]) -> str
 def stand_in_commands(group: str, artifact: str, snapshot: str, release: str, packaging: str = "pom") -> list[str]:
     """Setup commands installing the released `release` as `snapshot` in the local repository:
     fetched with ``dependency:get`` (`packaging` ``pom`` for a parent, ``jar`` for a dependency:
-    the jar and its pom), the pom's own ``<version>`` (outside its ``<parent>``) rewritten with
+    its pom, then the jar -- an old dependency plugin fetches no pom with ``transitive=false``), the pom's own ``<version>`` (outside its ``<parent>``) rewritten with
     perl (Essential in Debian), installed with ``install:install-file``; run outside the project
     so its pom is not read. Coordinates are checked plain (`_COORD`) by their callers."""
     q = shlex.quote
@@ -215,7 +215,8 @@ def stand_in_commands(group: str, artifact: str, snapshot: str, release: str, pa
         return [f"mkdir -p {work} && cd {work} && mvn -B -ntp dependency:get {q(f'-Dartifact={group}:{artifact}:{release}:pom')} "
                 f"-Dtransitive=false && cp \"{base}.pom\" parent.pom && perl -0pi -e {q(perl)} parent.pom && "
                 f"mvn -B -ntp install:install-file -Dfile=parent.pom -DpomFile=parent.pom -Dpackaging=pom"]
-    return [f"mkdir -p {work} && cd {work} && mvn -B -ntp dependency:get "
+    return [f"mkdir -p {work} && cd {work} && mvn -B -ntp dependency:get {q(f'-Dartifact={group}:{artifact}:{release}:pom')} "
+            f"-Dtransitive=false && mvn -B -ntp dependency:get "
             f"{q(f'-Dartifact={group}:{artifact}:{release}:{packaging}')} -Dtransitive=false && "
             f"cp \"{base}.pom\" stand-in.pom && cp \"{base}.{packaging}\" stand-in.{packaging} && "
             f"perl -0pi -e {q(perl)} stand-in.pom && mvn -B -ntp install:install-file -Dfile=stand-in.{packaging} "
