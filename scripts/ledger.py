@@ -25,8 +25,10 @@ p2p_agreement, seconds, test_seconds, reason cut to 300 characters, image, image
 facts of `scripts.loop_stats.row_facts` (round, rounds, repairs, memory_repairs,
 before_changes, feedback, reused), `image_bytes` (the image's unique bytes on the engine at
 record time — the row's image, else the work directory pool's record — None without one),
-`code` (the swemint commit that ran it, `--code`, default this checkout's HEAD) and `recorded`
-(UTC date). No test ids, patches, logs or anything else of the repository: only numbers and
+`code` (the swemint commit that ran it, `--code`, default this checkout's HEAD), `recorded`
+(UTC date) and the row's cost (`cost_facts`: phase timings, container / engine / process / host
+CPU-seconds, CPU by phase, the floor, load at start and end, cores, slots, runs by kind, the
+verification policy). No test ids, patches, logs or anything else of the repository: only numbers and
 the minter's one-line reason. Lines are sorted by instance_id; a
 new record of an id replaces the old line.
 """
@@ -125,11 +127,32 @@ def lines_of(instances: Path, workdir: Path, ids: list[str] | None = None, *, co
         line = {k: v for k, v in row.items() if k not in DROP}
         line["reason"] = (line.get("reason") or "")[:REASON_CHARS]
         line.update(row_facts(res))
+        line.update(cost_facts(res))
         pid, ptag = pool.get(row["instance_id"], ("", ""))
         cands = [line.get("image_id"), tags.get(line.get("image") or ""), pid, tags.get(ptag or "")]
         line["image_bytes"] = next((sizes[c] for c in cands if c and sizes.get(c) is not None), None)
         line.update(code=code, recorded=today)
         out[row["instance_id"]] = line
+    return out
+
+
+def cost_facts(res) -> dict:
+    """A row's cost as ledger fields (issue 26): `phase_s` (wall seconds by phase: the row's
+    `timings`), and from `res.cost` (`agents.models.CostRecord`; None in rows made before it):
+    `cpu_s` (container + engine + process), `container_cpu_s`, `engine_cpu_s`, `process_cpu_s`,
+    `phase_cpu_s`, `floor_cpu_s`, `host_cpu_s`, `load_start`, `load_end`, `cores`, `slots`,
+    `runs` (test runs and builds by kind) and `policy`."""
+    out: dict = {"phase_s": dict(res.timings)}
+    c = getattr(res, "cost", None)
+    keys = ("cpu_s", "container_cpu_s", "engine_cpu_s", "process_cpu_s", "phase_cpu_s", "floor_cpu_s", "host_cpu_s",
+            "load_start", "load_end", "cores", "slots", "policy")
+    if c is None:
+        return {**out, **{k: None for k in keys}, "runs": None}
+    out.update({k: getattr(c, k) for k in keys})
+    kinds: dict[str, int] = {}
+    for r in c.runs:
+        kinds[r.kind] = kinds.get(r.kind, 0) + 1
+    out["runs"] = kinds
     return out
 
 

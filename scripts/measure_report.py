@@ -144,7 +144,7 @@ def scored(ids: list[str], gold: dict[str, Instance], rows: dict[str, InstanceRe
     network_bound (cause or None), and for finished rows outcome, f2p_recall, f2p_precision,
     exact (verified with both 1.0), f2p_extra_touched (how many of our extra FAIL_TO_PASS ids are
     tests the test_patch adds or changes: `extra_touched`), p2p_agreement (None when gold has no P2P), seconds,
-    test_seconds (before + after), reason, image, image_id; `not_run` (state) otherwise. An id
+    test_seconds (before + after + reruns), reason, image, image_id; `not_run` (state) otherwise. An id
     with no row in `rows` but a line in `ledger` (`scripts/ledger.py`) is finished with that
     line's fields (and its `code`, `recorded`, loop facts and `image_bytes`)."""
     out = []
@@ -171,7 +171,8 @@ def scored(ids: list[str], gold: dict[str, Instance], rows: dict[str, InstanceRe
             continue
         s = score_result(res, inst)
         t = res.timings
-        test_s = sum(t[k] for k in ("before", "after") if k in t) if ("before" in t or "after" in t) else None
+        sides = ("before", "after", "reruns")  # reruns: a side's later runs (issue 26's timings)
+        test_s = sum(t[k] for k in sides if k in t) if any(k in t for k in sides) else None
         row.update(outcome=res.outcome, f2p_recall=s["f2p_recall"], f2p_precision=s["f2p_precision"],
                    f2p_missing=len(s["f2p_missing"]), f2p_extra=len(s["f2p_extra"]),
                    f2p_extra_touched=len(extra_touched(s["f2p_extra"], inst.test_patch)),

@@ -111,3 +111,28 @@ def test_memory_arms_from_ledgers_match_arms_from_work_directories(tmp_path):
     from_ledgers = arms({"both": tmp_path / "both.jsonl", "off": tmp_path / "off.jsonl"})
     assert from_dirs == from_ledgers
     assert from_ledgers[0]["by_feedback"] == {"replan (toolchain)": 2} and from_ledgers[1]["verified_round_ge2"] == 0
+
+
+def test_a_ledger_line_records_the_rows_cost(tmp_path):
+    """Issue 26: phase timings, CPU-seconds (containers by phase, engine, process, host), the
+    floor, load, cores, slots, runs by kind and the policy travel into the ledger line."""
+    from agents.models import CostRecord, RunCost
+
+    inst_file, workdirs, ids, net = _world(tmp_path)
+    w = tmp_path / "wc"
+    cost = CostRecord(phase_cpu_s={"setup": 30.0, "before": 5.0, "after": 6.0, "reruns": 4.0}, container_cpu_s=45.0,
+                      engine_cpu_s=1.5, process_cpu_s=2.0, cpu_s=48.5, host_cpu_s=120.0, load_start=[3.0, 2.5, 2.0],
+                      load_end=[4.0, 3.0, 2.1], cores=2, slots=1, floor_cpu_s=41.0,
+                      runs=[RunCost(label="before#1", cpu_s=5.0), RunCost(label="after#1", cpu_s=6.0),
+                            RunCost(label="before#2", kind="targeted", cpu_s=1.0)],
+                      policy={"verify.policy": "adaptive"})
+    _write(w, _inst("go-1", "o/go", "Go", ["TestA"]),
+           InstanceResult(instance_id="go-1", repo="o/go", outcome="verified", FAIL_TO_PASS=["TestA"],
+                          timings={"total": 60.0, "setup": 40.0, "before": 5.0, "after": 6.0, "reruns": 4.0}, cost=cost))
+    ledger = tmp_path / "cost.jsonl"
+    record(inst_file, w, ledger, code="c0ffee")
+    line = read_ledger(ledger)["go-1"]
+    assert line["cpu_s"] == 48.5 and line["phase_cpu_s"]["reruns"] == 4.0 and line["floor_cpu_s"] == 41.0
+    assert line["phase_s"]["reruns"] == 4.0 and line["host_cpu_s"] == 120.0 and line["load_end"] == [4.0, 3.0, 2.1]
+    assert line["cores"] == 2 and line["slots"] == 1 and line["runs"] == {"full": 2, "targeted": 1}
+    assert line["policy"] == {"verify.policy": "adaptive"}
