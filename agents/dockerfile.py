@@ -138,25 +138,56 @@ def layout_command(tar_path: str, base_commit: str, *, replace: bool = False, ke
                    workdir: str = "/testbed") -> str:
     """Shell laying out the tree in `tar_path` (tar, gzip or not) at `workdir` as one commit `base
     <base_commit>` with no history, as `agents.envimage.lay_out_repository` does. `replace`:
-    the previous tree goes first; `keep_ignored`: except its top-level folders its git ignores
-    (`target/`, `node_modules/`), which stay ignored and every file of the new tree gets the
-    current time (no kept artifact looks newer than a changed source). Ends printing HEAD."""
+    the previous tree goes first. `keep_ignored` (a reused environment): the previous tree's
+    top-level folders its git ignores (`target/`, `node_modules/`) stay, still ignored, and
+    only the files that differ between the previous tree and this one are written
+    (`changed_files_update`, issue 26): an unchanged source keeps its time, older than the
+    artifacts built from it, so make, cargo and Maven rebuild what the change reaches and
+    nothing else; a changed or new file gets the current time. Where that update cannot run (no
+    previous commit, a new tracked file where an ignored one is), every file of the new tree is
+    written and gets the current time (no kept artifact looks newer than a changed source).
+    Ends printing HEAD."""
     tar = shell_word(tar_path)
-    keep = ""
-    if replace and keep_ignored:
-        keep = (f"cd {workdir} && keep=$(git ls-files --others --ignored --exclude-standard --directory 2>/dev/null "
-                "| grep -E '^[^/]+/$' | tr '\\n' ' ') ; cd / && for f in "
-                f"{workdir}/* {workdir}/.[!.]* {workdir}/..?*; do "
-                f"[ -e \"$f\" ] || continue; n=${{f#{workdir}/}}; case \" $keep \" in *\" $n/ \"*) ;; *) rm -rf \"$f\";; "
-                "esac; done && ")
-        clear = keep
-    else:
-        clear = f"cd / && find {workdir} -mindepth 1 -delete && " if replace else ""
-    exclude = ("for k in $keep; do echo \"/$k\" >> .git/info/exclude; done && " if keep else "")
-    fresh = f"tar -tf {tar} | grep -v '/$' | tr '\\n' '\\0' | xargs -0 -r touch -c -- && " if keep else ""
-    return (f"{clear}mkdir -p {workdir} && cd {workdir} && tar -xf {tar} && {fresh}rm {tar} && "
-            f"git init -q && {exclude}git add -A && git {GIT_ID} commit -qm {shell_word('base ' + base_commit)} "
+    init = (f"git init -q && {{exclude}}git add -A && git {GIT_ID} commit -qm {shell_word('base ' + base_commit)} "
             "--no-verify && git rev-parse HEAD")
+    if not (replace and keep_ignored):
+        clear = f"cd / && find {workdir} -mindepth 1 -delete && " if replace else ""
+        return f"{clear}mkdir -p {workdir} && cd {workdir} && tar -xf {tar} && rm {tar} && " + init.format(exclude="")
+    keep = (f"cd {workdir} && keep=$(git ls-files --others --ignored --exclude-standard --directory 2>/dev/null "
+            "| grep -E '^[^/]+/$' | tr '\\n' ' ') ; ")
+    full = (f"cd / && for f in {workdir}/* {workdir}/.[!.]* {workdir}/..?*; do "
+            f"[ -e \"$f\" ] || continue; n=${{f#{workdir}/}}; case \" $keep \" in *\" $n/ \"*) ;; *) rm -rf \"$f\";; "
+            f"esac; done && mkdir -p {workdir} && cd {workdir} && tar -xf {tar} && "
+            f"tar -tf {tar} | grep -v '/$' | tr '\\n' '\\0' | xargs -0 -r touch -c -- && rm {tar}")
+    exclude = "for k in $keep; do echo \"/$k\" >> .git/info/exclude; done && "
+    return (f"{keep}if {changed_files_update(tar, workdir)}; then rm -rf .git; else {full}; fi && "
+            f"cd {workdir} && " + init.format(exclude=exclude))
+
+
+LAYOUT_SCRATCH = "/tmp/swemint-layout"
+"""Where `changed_files_update` unpacks the new tree and keeps its index (removed after)."""
+
+
+def changed_files_update(tar: str, workdir: str = "/testbed") -> str:
+    """Shell condition (run in `workdir`, `$keep` set to its kept top-level folders) that turns
+    the previous tree at `workdir` into the one in `tar` writing only the files that differ:
+    the new tree is unpacked apart and written as a tree object into the previous repository
+    (`git add -A -f` with its own index: ignored files of the tree count too), the work tree is
+    reset to the previous HEAD and cleaned of everything untracked but `$keep`, and a two-tree
+    `git read-tree -m -u` updates exactly the paths whose content or mode differs (deleting
+    the removed ones). Prints how many paths differed; false (nothing half-done that the full
+    layout after it does not redo) when any step fails."""
+    g = f"git --git-dir={workdir}/.git"
+    scratch = LAYOUT_SCRATCH
+    return (f"{{ old=$({g} rev-parse -q --verify 'HEAD^{{tree}}' 2>/dev/null) && [ -n \"$old\" ] && "
+            f"rm -rf {scratch} && mkdir -p {scratch}/tree && tar -xf {tar} -C {scratch}/tree && "
+            f"GIT_INDEX_FILE={scratch}/index {g} --work-tree={scratch}/tree -C {scratch}/tree add -A -f . && "
+            f"new=$(GIT_INDEX_FILE={scratch}/index {g} write-tree) && "
+            "{ git update-index -q --refresh >/dev/null; true; } && "  # stat info of a committed image is stale
+            f"git reset -q --hard HEAD && git clean -ffdqx $(for k in $keep; do printf -- '-e /%s ' \"$k\"; done) && "
+            "git read-tree -m -u \"$old\" \"$new\" && "
+            "echo \"swemint: reuse: $(git diff --name-only \"$old\" \"$new\" | wc -l) path(s) differ; only they "
+            f"were written\" && rm -rf {scratch} {tar}; }}")
 
 
 def render_reused_dockerfile(*, candidate_dockerfile: str, candidate_commit: str, reused_from: str, repo: str,
