@@ -159,6 +159,13 @@ class CacheConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     scope: Literal["instance", "repository", "off"] = "instance"
+    warm: bool = True
+    """Download caches shared between instances of one repository (issue 26; `agents.seed`):
+    a dependency tier built for a repository starts from the module cache, local Maven
+    repository or cargo registry of that repository's newest dependency image, and a reuse
+    candidate on another minor version of the toolchain seeds the full build with those folders
+    instead of being rejected outright. The source image is only read. False: every build
+    downloads for itself."""
 
 
 class MintConfig(BaseModel):

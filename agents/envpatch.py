@@ -45,6 +45,13 @@ def fits(cand: EnvRecord, plan: Plan, repo: str) -> str:
     return ""
 
 
+def toolchain_only_misfit(cand: EnvRecord, plan: Plan, repo: str) -> bool:
+    """Whether `cand` misfits `plan` only by its toolchain's version (same repository and
+    language, another toolchain): its download caches can still seed a build (`agents.seed`)."""
+    why = fits(cand, plan, repo)
+    return why.startswith("toolchain ")
+
+
 def _scripts(cand: EnvRecord, run: MintRun, commands: list[str], env: dict[str, str], failed,
              keep_ignored: bool) -> tuple[str, str]:
     """The setup script (the candidate's, then the increments) and the Dockerfile (the candidate's,

@@ -241,13 +241,15 @@ def _files_of(eco) -> dict[str, bytes]:
     return fn() if fn else {}
 
 
-def build_environment(run, eco, plan: Plan):
+def build_environment(run, eco, plan: Plan, seed: tuple[str, list[str]] | None = None):
     """A full build of `plan` in tiers (`agents.tiers`): the plan's dependency tier (shared across
     repositories by key; None: the toolchain image), then the instance tier in a build sandbox of
     it (bridge network, the plan's caches mounted): /testbed laid out, the ecosystem's `build`
     hook or `run_setup`, the setup script and Dockerfile written (also when the build fails), the
     image committed with the test runs' environment in its ENV (Python's installer settings stay
-    out of it). Returns (Environment or None, SetupOutcome). Raises SandboxTimeout at the deadline."""
+    out of it). `seed`: (image, folders) copied into the sandbox before the setup when there is
+    no dependency tier (`agents.seed`: a reuse candidate on another toolchain version). Returns
+    (Environment or None, SetupOutcome). Raises SandboxTimeout at the deadline."""
     from agents.context import Environment
     from agents.dockerfile import render_dockerfile, render_setup_script
     from agents.envimage import (commit_image, commit_tracked_edits, image_tag_for, lay_out_repository,
@@ -259,6 +261,14 @@ def build_environment(run, eco, plan: Plan):
     tier = dependency_tier(run, eco, plan)
     spec = run.spec(tier.image if tier else plan.image, "bridge", env=plan.env, caches=plan.state.get("caches"))
     with run.factory.sandbox(spec, run.log_path) as sb:
+        if seed is not None and tier is None:
+            from agents.seed import seed_paths
+
+            copied = seed_paths(run.factory, sb, seed[0], seed[1])
+            if copied:
+                run.traj(StepRecord(agent="setup", rule="reuse:seeded",
+                                    note=f"{', '.join(copied)} from {seed[0]} (a candidate on another toolchain "
+                                         "version: its downloads, not its build)"))
         lay_out_repository(sb, run.tree, run.instance.base_commit, log_path=run.log_path)
         job = BuildJob(sb=sb, eco=eco, plan=plan, instance=run.instance, tree=run.tree, config=cfg, helper=run.helper,
                        traj=run.traj, log_path=run.log_path, deadline=run.deadline, language=run.language,

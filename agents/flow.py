@@ -311,7 +311,20 @@ class Loop(Planner):
             return None, SetupOutcome(ok=False, reason=f"{self.builds} full builds already (loop.max_builds)")
         self.builds += 1
         with run.cost.phase("setup"):
-            return build_environment(run, self.eco, self.plan)
+            return build_environment(run, self.eco, self.plan, seed=self._seed())
+
+    def _seed(self) -> tuple[str, list[str]] | None:
+        """(image, folders) to seed a full build with (`agents.seed`, `cache.warm`): the first reuse
+        candidate of this repository rejected only for another toolchain version, with the
+        ecosystem's `portable_paths` -- adapted rather than discarded (MEnvAgent's EnvPatch)."""
+        from agents.envpatch import toolchain_only_misfit
+        from agents.seed import portable_paths
+
+        if not getattr(self.cfg.cache, "warm", False):
+            return None
+        paths = portable_paths(self.eco, self.plan)
+        cand = next((c for c in self.reuse if toolchain_only_misfit(c, self.plan, self.run.instance.repo)), None)
+        return (cand.image_tag, paths) if cand is not None and paths else None
 
     def _pooled(self) -> Environment | None:
         rec, run = self.pooled, self.run

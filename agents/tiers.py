@@ -55,6 +55,9 @@ LABEL_COMMANDS = "swemint.deps.commands"
 """Image labels of a dependency image: its key, and (JSON) the commands and environment that made
 it -- a later instance whose resolved set equals it takes those for its Dockerfile."""
 STAGE = "/tmp/swemint/deps.tar"
+LABEL_REPO, LABEL_ECOSYSTEM = "swemint.deps.repo", "swemint.deps.ecosystem"
+"""The repository whose instance built a dependency image and the plan's ecosystem: a later tier
+of that repository is seeded from it (`_seed`, `agents.seed`)."""
 
 
 class DependencyTier(BaseModel):
@@ -248,6 +251,40 @@ def _make(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolchai
     return _build(run, plan, spec, contents, toolchain, None)
 
 
+def _seed(run, sb, plan: Plan) -> None:
+    """With `cache.warm`: copy the ecosystem's `portable_paths` (downloads whose content does not
+    depend on the toolchain's version) from the newest dependency image this run made for the
+    same repository and ecosystem -- another commit's lockfile, or another minor version of the
+    toolchain -- into the tier's sandbox before its commands, so they download only what is
+    new (`agents.seed`); a trajectory step `tier:seeded` names the image."""
+    from agents import seed
+    from agents.ecosystems import by_name
+
+    cfg = run.config
+    if not getattr(cfg.cache, "warm", False):
+        return
+    try:
+        paths = seed.portable_paths(by_name(plan.ecosystem), plan)
+    except (KeyError, ValueError):
+        return
+    client = getattr(run.factory, "client", None)
+    if not paths or client is None:
+        return
+    try:
+        found = client.images.list(filters={"label": [f"swemint.run={cfg.run_id}", "swemint.tier=dependencies",
+                                                      f"{LABEL_REPO}={run.instance.repo}",
+                                                      f"{LABEL_ECOSYSTEM}={plan.ecosystem}"]})
+    except Exception:  # noqa: BLE001 - no seed
+        return
+    if not found:
+        return
+    newest = max(found, key=lambda i: i.attrs.get("Created", ""))
+    copied = seed.seed_paths(run.factory, sb, newest.id, paths)
+    if copied:
+        run.traj(StepRecord(agent="setup", rule="tier:seeded", note=f"{', '.join(copied)} from {newest.id[:19]} "
+                                                                    f"(built by {newest.labels.get('swemint.deps.built_by')})"))
+
+
 def _tier(spec: LayerSpec, key: str, tag: str, got: tuple[str, dict], built: bool) -> DependencyTier:
     commands, env = _from_labels(got[1], spec) if not built else (list(spec.commands), dict(spec.env))
     return DependencyTier(key=key, image=tag, image_id=got[0], name=spec.name, files=list(spec.files),
@@ -272,6 +309,7 @@ def _build(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolcha
                 run.traj(StepRecord(agent="setup", rule="tier:fallback", note=f"{spec.name}: manifests: "
                                                                                f"{r.output[-300:]}"))
                 return None
+        _seed(run, sb, plan)
         for n, cmd in enumerate(spec.commands):
             if run.remaining() < 60:
                 raise SandboxTimeout("instance time limit reached in the dependency tier", instance_id=run.iid,
@@ -301,7 +339,8 @@ def _build(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolcha
         # not the building instance's `swemint.instance` (the container's label would be copied):
         # the image is every instance's with this key, never swept with one of them
         labels = {"swemint.run": cfg.run_id, "swemint.instance": f"deps:{key[:16]}", "swemint.tier": "dependencies",
-                  "swemint.deps.built_by": run.iid, LABEL_KEY: key,
+                  "swemint.deps.built_by": run.iid, LABEL_KEY: key, LABEL_REPO: run.instance.repo,
+                  LABEL_ECOSYSTEM: plan.ecosystem,
                   LABEL_COMMANDS: json.dumps({"commands": spec.commands, "env": spec.env})}
         repo, _, name = tag.rpartition(":")
         if spec.resolved is None:  # the caller holds the key's lock and found no image

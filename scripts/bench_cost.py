@@ -12,7 +12,8 @@ r"""CPU-seconds per verified instance, today's policy against issue 26's, paired
 Arms (`ARMS`): `today` sets the policy before issue 26 through configuration
 (`mint.verify.policy=fixed`: 2 + 3 full runs; `mint.verify.compile_once=false`;
 `mint.images.warm=false`: the toolchain images without Go's compiled standard library or
-python3), `new` runs the defaults (adaptive verification, compile once, warm images). Both arms
+python3; `mint.cache.warm=false`: no download caches carried between a repository's builds),
+`new` runs the defaults (adaptive verification, compile once, warm images and caches). Both arms
 run at the same time, each its own `swemint bench --no-ray` process and work directory
 (`OUT/<arm>-s<slots>`, run id `bench-cost-<arm>-s<slots>`), over the same ordered id list
 (default `data/bench_cost_ids.txt`: the 48-instance core set, 10 languages), so host load hits
@@ -53,7 +54,8 @@ from scripts.diff_runs import rows_of  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 IDS = ROOT / "data" / "bench_cost_ids.txt"
 ARMS: dict[str, list[str]] = {
-    "today": ["mint.verify.policy=fixed", "mint.verify.compile_once=false", "mint.images.warm=false"],
+    "today": ["mint.verify.policy=fixed", "mint.verify.compile_once=false", "mint.images.warm=false",
+              "mint.cache.warm=false"],
     "new": [],
 }
 """Arm -> `--set` overrides of `swemint bench` (the new arm: the defaults)."""

@@ -823,6 +823,11 @@ class GoEcosystem:
             return None
         return cmd.replace("go test -json", "go test -exec /bin/true") + f"; rm -f {REPORT_PATH}; true"
 
+    def portable_paths(self, plan: PolyPlan) -> list[str]:
+        """Folders whose content does not depend on the toolchain's version (`agents.seed`):
+        Go's module cache (downloaded module zips and their extracted trees)."""
+        return ["/go/pkg/mod"]
+
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Go image at least as new as `requested` (LLM plans)."""
         from envpool.toolchains.golang import GO_ENV, ensure_image

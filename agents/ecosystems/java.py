@@ -725,6 +725,11 @@ class JavaEcosystem:
                         notes=[*notes, f"modules {sorted(modules)}, classes {classes}"],
                         state={**state, "test_name": "touched" if needs_fix else "modules"})
 
+    def portable_paths(self, plan: PolyPlan) -> list[str]:
+        """Folders whose content does not depend on the toolchain's version (`agents.seed`):
+        the local Maven repository (downloaded artifacts and plugins)."""
+        return ["/root/.m2/repository"]
+
     @staticmethod
     def _stand_ins(tree: GitTree, reactor: MavenReactor) -> tuple[list[str], list[str], list[str]]:
         """(setup commands, substitutions, substitutes tried) for the out-of-tree SNAPSHOTs of

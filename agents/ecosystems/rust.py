@@ -930,6 +930,11 @@ class RustEcosystem:
             return None
         return plan.state.get("build_command")
 
+    def portable_paths(self, plan: PolyPlan) -> list[str]:
+        """Folders whose content does not depend on the toolchain's version (`agents.seed`):
+        cargo's registry (index, downloaded crates and their sources)."""
+        return ["/root/.cargo/registry"]
+
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Rust image at least `requested` (LLM plans)."""
         from envpool.toolchains.rust import ensure_image
