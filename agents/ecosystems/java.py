@@ -723,7 +723,20 @@ class JavaEcosystem:
                         test_command=test_command, parser="java_junit", report_path=REPORT,
                         test_files=sorted(tests), test_alternatives=[] if needs_fix else [touched_spec],
                         notes=[*notes, f"modules {sorted(modules)}, classes {classes}"],
-                        state={**state, "test_name": "touched" if needs_fix else "modules"})
+                        state={**state, "test_name": "touched" if needs_fix else "modules",
+                               # compile once (`build_command`): the same modules and upstream
+                               # modules compiled with their test sources, no test run
+                               "build_command": f"{cd}mvn -o {mvn_flags()} {extra}{sel}-fae test-compile; true",
+                               "build_for": [test_command, touched_spec.test_command]})
+
+    def build_command(self, plan: PolyPlan) -> str | None:
+        """Compile once (`verify.compile_once`): ``mvn -o ... test-compile`` of the plan's modules
+        (``-pl M -am``, the CI's profiles and properties), made with the plan: every main and test
+        source compiled, no test run; the runs' ``mvn test`` then finds nothing to compile. None
+        when the plan's test command is not one it was made for (an LLM's)."""
+        if plan.test_command not in (plan.state.get("build_for") or []):
+            return None
+        return plan.state.get("build_command")
 
     def portable_paths(self, plan: PolyPlan) -> list[str]:
         """Folders whose content does not depend on the toolchain's version (`agents.seed`):

@@ -167,6 +167,13 @@ def test_multi_module_plan_runs_the_module_offline_with_its_upstream_modules(tmp
     assert "mvn -o " in plan.test_command and "-pl core-testing -am" in plan.test_command
     assert "-Dtest=CalcTest" in plan.test_command and "-Dsurefire.failIfNoSpecifiedTests=false" in plan.test_command
     assert "surefire-reports/TEST-*.xml" in plan.test_command and f"> {J.REPORT}" in plan.test_command
+    # per-test limits as bash expands them (a doubled brace was `bad substitution` in every setup step)
+    assert "-Dsurefire.timeout=$((${SWEMINT_TEST_TIMEOUT:-120}*5)) " in plan.test_command
+    assert "-Djunit.jupiter.execution.timeout.default=${SWEMINT_TEST_TIMEOUT:-120}s " in plan.test_command
+    assert all("{{" not in c for c in [plan.test_command, *plan.setup_commands])
+    # compile once: the same modules with their test sources, offline, no test run
+    assert J.ECOSYSTEM.build_command(plan).startswith("mvn -o ") and "-pl core-testing -am" in \
+        J.ECOSYSTEM.build_command(plan) and " test-compile" in J.ECOSYSTEM.build_command(plan)
     assert plan.setup_commands[0] == jtc.truststore_command()
     assert "mvn -B" in plan.setup_commands[1] and "mvn -o " in plan.setup_commands[2]
     assert "trustStore=" in plan.env["MAVEN_OPTS"] and plan.env["JAVA_HOME"] == jtc.JAVA_HOME
