@@ -47,7 +47,7 @@ INDEX_SETUP = ("export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
                "apt-get install -y -qq --no-install-recommends apt-file >/dev/null && apt-file update >/dev/null")
 """Shell of the index image's one layer (on the build network, at build time)."""
 
-NeedKind = Literal["command", "header", "library", "link", "pkgconfig"]
+NeedKind = Literal["command", "header", "library", "link", "pkgconfig", "cmake"]
 
 
 class Need(BaseModel):
@@ -93,8 +93,10 @@ def index_data(path: str = str(RULES_PATH)) -> dict:
 
 
 def query_for(need: Need) -> str:
-    """The apt-file regex for `need` (`^/(usr/)?s?bin/tclsh$` for `command tclsh`)."""
-    return index_data()["queries"][need.kind].replace("{name}", re.escape(need.name))
+    """The apt-file regex for `need` (`^/(usr/)?s?bin/tclsh$` for `command tclsh`; `{lname}`:
+    the name in lower case, as CMake's ``<name>-config.cmake`` files have it)."""
+    return index_data()["queries"][need.kind].replace("{name}", re.escape(need.name)).replace(
+        "{lname}", re.escape(need.name.lower()))
 
 
 def search_command(query: str) -> str:
@@ -196,11 +198,13 @@ class DebianIndex:
         self._made = True
         return self.ref
 
-    def _search(self, commands: list[str]) -> list[tuple[int, str, float]]:
-        """(exit code, output, seconds) of each command, run in one sandbox of the index image."""
+    def _search(self, commands: list[str], setup: str | None = None) -> list[tuple[int, str, float]]:
+        """(exit code, output, seconds) of each command, run in one sandbox of the index image;
+        without it, after `setup` (default: the index's own set-up, `INDEX_SETUP`) in a sandbox
+        of the base image."""
         run = self.run
         image = self._image()
-        prefix = "" if image == self.ref else INDEX_SETUP + " && "
+        prefix = "" if image == self.ref else (setup if setup is not None else INDEX_SETUP + " && ")
         out = []
         with run.factory.sandbox(run.spec(image, "bridge" if prefix else "none"), run.log_path) as sb:
             for i, cmd in enumerate(commands):
@@ -257,7 +261,9 @@ class DebianIndex:
         if not names:
             return []
         cmd = "apt-cache policy " + " ".join(shlex.quote(n) for n in names)
-        code, output, secs = self._search([cmd])[0]
+        # the package lists are enough: a file index (apt-file's Contents) that failed to
+        # download must not hide which packages the suite has
+        code, output, secs = self._search([cmd], setup=POLICY_SETUP)[0]
         have, current = [], None
         for line in output.splitlines():
             if line and not line.startswith(" ") and line.endswith(":"):
@@ -269,6 +275,11 @@ class DebianIndex:
                                  output_excerpt=output[-2000:], duration=round(secs, 2),
                                  note=f"Debian has {keep or 'none'} of {names}"))
         return keep
+
+
+POLICY_SETUP = "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq >/dev/null 2>&1; "
+"""Before ``apt-cache policy`` in a sandbox of the base image (no index image): the package
+lists only, whatever else fails."""
 
 
 def index_for(run, base_image: str) -> DebianIndex:

@@ -20,7 +20,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.debindex import Need, NeedKind
+from agents.debindex import DEBIAN_NAME, Need, NeedKind
 from agents.ecosystems.base import hook
 from envpool.toolchains import version_key
 
@@ -133,10 +133,12 @@ def _from_rule(rule: DiagnosisRule, m: re.Match[str], data: DiagnosisData, toolc
     line = m.group(0).strip()[:200]
     if rule.kind == "missing_system":
         need = _need(rule, m)
-        if need is None and not rule.packages:
+        named = _group(m, "package")  # a Debian package the output itself names
+        packages = list(rule.packages) + ([named] if named and DEBIAN_NAME.fullmatch(named) else [])
+        if need is None and not packages:
             return None
-        what = need.label if need else rule.packages[0]
-        return Diagnosis(kind="missing_system", detail=f"the image lacks {what}: {line}", packages=list(rule.packages),
+        what = need.label if need else packages[0]
+        return Diagnosis(kind="missing_system", detail=f"the image lacks {what}: {line}", packages=packages,
                          needs=[need] if need else [], rule=rule.id, evidence=line)
     if rule.kind == "missing_module":
         mod = _group(m, "module")

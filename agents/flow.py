@@ -52,7 +52,7 @@ from agents.execution import amend_commands, amend_environment, build_environmen
 from agents.gitrepo import GitTree
 from agents.memory.before import memory_before_plan
 from agents.models import EnvRecord, Instance, InstanceResult, RoundRecord, StepRecord
-from agents.moves import Move, MoveContext, candidates, merged_request, stalled
+from agents.moves import MoveContext, candidates, merged_request, stalled
 from agents.planner import Planner
 from agents.policy import make_helper
 from agents.reuse import derive_version
@@ -205,8 +205,6 @@ class Loop(Planner):
         self.builds = 0
         self.pending_evidence: tuple[str, str, str] | None = None
         self.verdict_plan = None
-        self.moves_tried: set[str] = set()
-        self.pending_move: Move | None = None
 
     # -- the loop -----------------------------------------------------------------------------
     def go(self) -> None:

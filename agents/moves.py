@@ -11,6 +11,7 @@ serving a class of failure seen on repositories nobody tuned for:
 |----------------|------------------------------------------------------------------|---------|
 | owner_build    | the wrong project: the build that owns the touched path (nearest ancestor build file) | rebuild |
 | ci_command     | the runner called bare: the command and options the project's CI or own script uses | either |
+| ci_setup       | a setup that fails for what the project's CI provides: its apt packages, its configure options (``cmake -D``, ``./configure --enable/--disable``) | rebuild |
 | test_option    | tests behind a project option (configure output, ``cmake -LH``, build properties, features, tags) | rebuild |
 | whole_suite    | touched files no finer selection owns: the suite in full         | retest  |
 | rediscover     | tests discovered at build time: discovery again after the test_patch | retest  |
@@ -23,6 +24,11 @@ offers moves through one optional hook (a documented method with a default, as e
 `agents.ecosystems.base`):
 
     next_moves(ctx: MoveContext) -> list[Move]      # default: no move
+
+The loop asks at two points: when a round's verification stalled (`stalled`), and when a
+build failed and Execution's diagnosis and the other candidate routes are used up
+(`agents.planner.Planner.setup_move`: a `MoveContext` whose `why` starts ``setup failed``; only
+rebuild moves apply there).
 
 `candidates` orders what the ecosystem offers by cost (retests before rebuilds, the ecosystem's
 order within one cost) and drops moves already tried. The loop (`agents.flow.Loop`) asks when a

@@ -41,6 +41,8 @@ class Planner:
         self.ti = 0
         self.done: set[str] = set()
         self.llm_planned = False
+        self.moves_tried: set[str] = set()
+        self.pending_move = None  # the agents.moves.Move that shapes the next round
 
     def analyse(self) -> None:
         """The profile: the one given (made by a plan stage for this commit), else `analyze`."""
@@ -163,6 +165,9 @@ class Planner:
                 return f"next candidate: {self.cands[self.ci].label}"
             except EnvBuildError:
                 return None
+        moved = self.setup_move(outcome)
+        if moved:
+            return moved
         if not self.llm_planned and self.run.helper is not None and self.run.helper.llm is not None:
             self.ci = len(self.cands)
             try:
@@ -170,6 +175,31 @@ class Planner:
                 return "llm plan"
             except EnvBuildError:
                 return None
+        return None
+
+    def setup_move(self, outcome) -> str | None:
+        """The cheapest untried rebuild move (`agents.moves`) the ecosystem offers for a build that
+        failed, once the diagnosis and the other candidate routes are used up: its request merged
+        into the current one and planned (`replan: move <kind>`), or None. The move shapes the
+        next round (`pending_move`)."""
+        from agents.moves import MoveContext, candidates, merged_request
+
+        run = self.run
+        failed = next((s for s in reversed(getattr(run.traj, "steps", [])) if s.exit_code not in (0, None)), None)
+        output = "\n".join(x for x in (failed.output_excerpt if failed else "", outcome.reason or "") if x)
+        ctx = MoveContext(tree=run.tree, instance=run.instance, plan=self.plan, touched=list(run.touched),
+                          why=f"setup failed: {(outcome.reason or '')[:200]}", outcome="env_failed",
+                          reason=outcome.reason or "", output=output)
+        for move in candidates(self.eco, ctx, self.moves_tried):
+            self.moves_tried.add(move.ident())
+            if move.request is None:  # a retest needs an environment
+                continue
+            if self.replan(merged_request(self.request, move.request, f"move {move.kind}: {move.evidence}"),
+                           move.evidence):
+                self.pending_move = move
+                run.traj(StepRecord(agent="flow", rule="move", note=f"{ctx.why} -> {move.kind} ({move.serves}): "
+                                                                     f"{move.evidence}"[:2000]))
+                return f"replan: move {move.kind}"
         return None
 
     def _toolchain_request(self, constraint: str, why: str) -> PlanRequest:

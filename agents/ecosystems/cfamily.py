@@ -401,6 +401,9 @@ class CFamily:
         b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1], system=req.route)
         _add(b.cmake_flags, [f for f in req.options.get("cmake_flags", []) if CMAKE_FLAG.fullmatch(f)])
         _add(b.configure_flags, [f for f in req.options.get("configure_flags", []) if CONFIGURE_FLAG.fullmatch(f)])
+        from agents.debindex import DEBIAN_NAME
+
+        ci_asked = [p for p in req.options.get("ci_packages", []) if DEBIAN_NAME.fullmatch(p)]
         gcc = era_gcc(era_time(instance, tree))
         floor = CXX_STD_GCC.get(b.cxx_std or "")
         if floor and int(floor) > int(gcc):
@@ -476,6 +479,7 @@ class CFamily:
             plan = plan.with_test(alts[0])
             plan.test_alternatives = alts[1:]
             plan.needs, plan.ci_packages = needs, ci_packages
+        plan.ci_packages = list(dict.fromkeys([*plan.ci_packages, *ci_asked]))
         return plan
 
     def _driver_plan(self, tree: GitTree, b: CBuild, touched: list[str], iid: str):
@@ -551,11 +555,15 @@ class CFamily:
         `rediscover` (a googletest test the test_patch adds never ran: the touched targets built
         again from clean, their discovery after the test_patch) and `status_units` (the run gave
         no per-test report: the scripts and make targets of the touched files graded by exit
-        status, `agents.ecosystems.units`). Each names its evidence."""
+        status, `agents.ecosystems.units`); after a failed build, `ci_setup` (the CI's apt packages
+        and its configure options: ``cmake -DX=<bool>``, ``./configure --enable/--disable/--with/
+        --without-X``, composite actions included). Each names its evidence."""
         from agents.ecosystems.moves import Move
 
         plan, out = ctx.plan, ctx.output or ""
         moves: list = []
+        if ctx.why.startswith("setup failed"):
+            return _ci_setup_moves(ctx.tree, plan)
         if plan.build == "cmake" and re.search(r"no CTest tests are defined|building the 0 test targets", out):
             moves += _cmake_option_moves(ctx.tree, plan, out)
         if plan.build == "autotools" and ctx.why.startswith("no test ran"):
@@ -600,7 +608,7 @@ class CFamily:
 _GTEST_DECL = re.compile(r"^\s*(TEST|TEST_F|TEST_P|TYPED_TEST|TYPED_TEST_P)\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)")
 _CASE_DECL = re.compile(r"^\s*(?:TEST_CASE|SCENARIO|TEST_CASE_METHOD\s*\(\s*\w+\s*,)\s*\(?\s*\"([^\"]+)\"")
 CMAKE_FLAG = re.compile(r"-D[A-Za-z_][A-Za-z0-9_]*=(?:ON|OFF|TRUE|FALSE|YES|NO|1|0)", re.I)
-CONFIGURE_FLAG = re.compile(r"--(?:enable|with)-[A-Za-z0-9][A-Za-z0-9_-]*")
+CONFIGURE_FLAG = re.compile(r"--(?:enable|disable|with|without)-[A-Za-z0-9][A-Za-z0-9_-]*(?:=(?:yes|no|auto))?")
 _OPTION_LINE = re.compile(r"^swemint-cmake-tests: option ([A-Za-z_][A-Za-z0-9_]*)=OFF \((.*)\)\s*$", re.M)
 _CONFIGURE_LINE = re.compile(r"^swemint-cmake-tests: configure says: (.*)$", re.M)
 
@@ -650,6 +658,50 @@ def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
                               evidence="; ".join(why for _, why in group)[:600],
                               request=PlanRequest(options={"cmake_flags": flags}), key=" ".join(flags)))
     return moves
+
+
+def _ci_configure_flags(tree: GitTree, system: str) -> list[tuple[str, str]]:
+    """(flag, CI file) of the configure options the CI's run steps and composite actions pass:
+    ``cmake ... -DX=<ON|OFF|TRUE|FALSE|YES|NO|0|1>`` for CMake, ``./configure --enable-x`` /
+    ``--disable-x`` / ``--with-x`` / ``--without-x`` for autotools; each flag once."""
+    from agents.ecosystems.ci import action_steps, ci_steps, command_lines, split_words
+
+    out: list[tuple[str, str]] = []
+    for step in ci_steps(tree) + action_steps(tree):
+        for line in command_lines(step.resolved()):
+            words = split_words(line)
+            if system == "cmake" and any(PurePosixPath(w).name == "cmake" for w in words[:3]):
+                flags = [re.sub(r"^-D\s*", "-D", w).replace(":BOOL=", "=") for w in words if w.startswith("-D")]
+                out += [(f, step.path) for f in flags if CMAKE_FLAG.fullmatch(f)]
+            elif system == "autotools" and any(PurePosixPath(w).name == "configure" for w in words[:3]):
+                out += [(w, step.path) for w in words if CONFIGURE_FLAG.fullmatch(w)]
+    seen: set[str] = set()
+    return [(f, p) for f, p in out if not (f in seen or seen.add(f))]
+
+
+def _ci_setup_moves(tree: GitTree, plan: PolyPlan) -> list:
+    """The `ci_setup` move of a failed C/C++ build: the CI's apt packages not asked yet
+    (`agents.ecosystems.ci.ci_apt_packages`; Execution installs those Debian has) and its
+    configure options not in the setup yet (`_ci_configure_flags`), in one rebuild."""
+    from agents.ecosystems.ci import ci_apt_packages
+    from agents.ecosystems.moves import Move
+
+    setup = "\n".join(plan.setup_commands)
+    packages = [p for p in ci_apt_packages(tree) if p not in plan.ci_packages]
+    system = plan.build if plan.build in ("cmake", "autotools") else ""
+    flags = [(f, p) for f, p in _ci_configure_flags(tree, system) if f not in setup] if system else []
+    if not packages and not flags:
+        return []
+    options: dict = {}
+    why: list[str] = []
+    if packages:
+        options["ci_packages"] = packages
+        why.append(f"the CI installs {' '.join(packages[:12])}")
+    if flags:
+        options["cmake_flags" if system == "cmake" else "configure_flags"] = [f for f, _ in flags]
+        why.append("the CI configures with " + ", ".join(f"{f} ({p})" for f, p in flags[:8]))
+    return [Move(kind="ci_setup", serves="a build that needs what the project's CI provides",
+                 evidence="; ".join(why)[:600], request=PlanRequest(options=options))]
 
 
 def _configure_option_moves(tree: GitTree, plan: PolyPlan) -> list:

@@ -21,7 +21,7 @@ import yaml
 
 from agents.untrusted_yaml import load_untrusted_yaml
 
-__all__ = ["CiStep", "ci_steps", "command_lines", "flag_values"]
+__all__ = ["CiStep", "action_steps", "ci_apt_packages", "ci_steps", "command_lines", "flag_values"]
 
 
 @dataclass
@@ -51,6 +51,52 @@ def _env(obj) -> dict[str, str]:
     if not isinstance(obj, dict):
         return {}
     return {str(k): str(v) for k, v in obj.items() if isinstance(v, (str, int, float, bool))}
+
+
+def action_steps(tree) -> list[CiStep]:
+    """The `run:` steps of the repository's own composite actions (``.github/actions/**/action.yml``,
+    ``runs.steps``), which workflows call with ``uses: ./.github/actions/<name>``: a project's
+    configure and install steps often live there. Unreadable files are skipped; never raises."""
+    out: list[CiStep] = []
+    paths = sorted(p for p in tree.files if p.startswith(".github/actions/")
+                   and p.rsplit("/", 1)[-1] in ("action.yml", "action.yaml"))
+    for path in paths[:40]:
+        try:
+            data = load_untrusted_yaml(tree.read(path) or "")
+        except yaml.YAMLError:
+            continue
+        runs = data.get("runs") if isinstance(data, dict) else None
+        for step in (runs.get("steps") or []) if isinstance(runs, dict) else []:
+            if isinstance(step, dict) and isinstance(step.get("run"), str):
+                out.append(CiStep(path=path, run=step["run"], env=_env(step.get("env"))))
+    return out
+
+
+def ci_apt_packages(tree) -> list[str]:
+    """Debian package names the CI installs: ``apt-get install`` / ``apt install`` lines of the
+    workflows' and composite actions' run steps and of ``.travis.yml``, and ``.travis.yml``'s
+    ``addons.apt.packages``; each once, in order (names only: `agents.ecosystems.drivers.apt_packages`)."""
+    from agents.ecosystems.drivers import apt_packages
+    from agents.debindex import DEBIAN_NAME
+
+    out: list[str] = []
+    texts = [st.resolved() for st in ci_steps(tree) + action_steps(tree)]
+    if ".travis.yml" in tree.files:
+        try:
+            travis = load_untrusted_yaml(tree.read(".travis.yml") or "")
+        except yaml.YAMLError:
+            travis = None
+        if isinstance(travis, dict):
+            for key in ("before_install", "install", "before_script"):
+                val = travis.get(key)
+                texts += [str(x) for x in (val if isinstance(val, list) else [val] if isinstance(val, str) else [])]
+            addons = travis.get("addons") if isinstance(travis.get("addons"), dict) else {}
+            apt = addons.get("apt") if isinstance(addons.get("apt"), dict) else {}
+            pkgs = apt.get("packages") if isinstance(apt.get("packages"), list) else []
+            out += [str(p) for p in pkgs if isinstance(p, str) and DEBIAN_NAME.fullmatch(p)]
+    for text in texts:
+        out += apt_packages(text)
+    return list(dict.fromkeys(out))
 
 
 def ci_steps(tree) -> list[CiStep]:

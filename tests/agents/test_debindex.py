@@ -206,3 +206,16 @@ def test_the_index_answers_are_written_under_the_workdir_cache(tmp_path):
     index.resolve([Need(kind="command", name="tclsh")])
     assert index.cache_path.parent == Path(run.config.workdir) / "cache" / "debian-index"
     assert "tcl: /usr/bin/tclsh" in index.cache_path.read_text()
+
+
+def test_available_answers_even_when_the_file_index_cannot_be_made(tmp_path):
+    """A mirror whose Contents file does not match its Release (apt-file update fails: "File has
+    unexpected size ... Mirror sync in progress?") still has package lists: the policy query runs
+    after apt-get update alone and answers."""
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-file update", (100, "E: Failed to fetch .../Contents-amd64.gz  File has unexpected size"))
+    f.on(r"apt-cache policy", (0, POLICY))
+    run = _run(tmp_path, f)
+    assert DebianIndex(run, "img").available(["tcl8.6", "tclx"]) == ["tcl8.6"]
+    policy = [c.command for sb in f.sandboxes for c in sb.calls if "apt-cache policy" in c.command]
+    assert policy and "apt-file" not in policy[-1]

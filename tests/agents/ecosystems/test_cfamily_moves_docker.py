@@ -76,3 +76,46 @@ def test_a_make_suite_with_no_per_test_report_verifies_by_its_targets_exit_statu
     assert res.rounds[0].outcome == "tests_not_run" and res.rounds[1].move == "status_units"
     assert res.FAIL_TO_PASS == ["tests/test-calc"] and res.PASS_TO_PASS == ["tests/test-other"]
     assert res.parser == "script_status_log"
+
+
+GPU_CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(p C)
+option(CALC_ENABLE_GPU "Build the GPU kernels" ON)
+if (CALC_ENABLE_GPU)
+  message(FATAL_ERROR "Failed to find nvcc. Compiler requires the CUDA toolkit.")
+endif ()
+find_program(XXD xxd REQUIRED)
+enable_testing()
+add_library(calc calc.c)
+add_executable(calc_test calc_test.c)
+target_link_libraries(calc_test calc)
+add_test(NAME calc_test COMMAND calc_test)
+"""
+GPU_WORKFLOW = """jobs:
+  build:
+    runs-on: ubuntu-latest
+    steps:
+      - run: sudo apt-get install -y xxd
+      - uses: ./.github/actions/build_cmake
+"""
+GPU_ACTION = """runs:
+  using: composite
+  steps:
+    - run: cmake -B build -DCALC_ENABLE_GPU=OFF . && cmake --build build
+      shell: bash
+"""
+
+
+def test_a_build_that_needs_what_the_ci_provides_verifies_with_its_packages_and_options(mint_with):
+    """Half A's classes S1/S2: the default configure fails (a GPU option on by default, a program
+    only the CI installs); the CI's composite action passes -DCALC_ENABLE_GPU=OFF and its workflow
+    installs the program's package; round 2 builds with both."""
+    files = {"CMakeLists.txt": GPU_CMAKE, "calc.c": CALC_BUG, "calc_test.c": CALC_TEST,
+             ".github/workflows/ci.yml": GPU_WORKFLOW, ".github/actions/build_cmake/action.yml": GPU_ACTION}
+    res = mint_with(cfamily.ECOSYSTEM, files, "gpu", language="c", created_at=WHEN,
+                    tests={"calc_test.c": CALC_TEST_NEW}, fix={"calc.c": CALC_FIXED})
+    assert res.outcome == "verified", res.reason
+    assert res.rounds[0].outcome == "replan" and res.rounds[0].feedback == "replan: move ci_setup"
+    assert res.rounds[1].move == "ci_setup" and "-DCALC_ENABLE_GPU=OFF" in res.rounds[1].evidence
+    assert "-DCALC_ENABLE_GPU=OFF" in res.setup_script and "xxd" in res.setup_script
+    assert res.FAIL_TO_PASS == ["calc_test"]

@@ -1,0 +1,120 @@
+"""Classes half A of issue 25's generalisation set found (data/genset/A-before.md), on inputs the
+tests write: a build that fails for what the project's CI provides (its apt packages -- in
+workflows, composite actions, .travis.yml --, its configure options) gets a `ci_setup` move once
+the diagnosis and the other routes are used up, and the failure forms met there are diagnosed
+(pkg-config's newer wording, CMake's missing package config, a project's "Unable to find 'x'",
+autoconf's "Try to install x package", scikit-build's missing cmake)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.config import MintConfig
+from agents.debindex import Need, query_for
+from agents.diagnosis import diagnose
+from agents.ecosystems import cfamily
+from agents.ecosystems.base import Plan, PlanRequest
+from agents.ecosystems.ci import action_steps, ci_apt_packages
+from agents.ecosystems.moves import Move, MoveContext
+from agents.minter import mint_instance
+from envpool.fake import FakeSandboxFactory
+from tests.agents.ecosystems.conftest import force_ecosystem, make_tree
+from tests.agents.test_loop import events, instance_on, patched, steps
+
+
+@pytest.mark.parametrize("text, rule, packages, needs", [
+    ("configure: error: Leptonica 1.74 or higher is required. Try to install libleptonica-dev package.",
+     "configure-names-its-package", ["libleptonica-dev"], []),
+    ("--   Package 'lept', required by 'virtual:world', not found", "missing-pkgconfig-module", [], ["pkgconfig lept"]),
+    ("CMake Error at CMakeLists.txt:85 (message):\n  Unable to find 'pg_config'", "project-unable-to-find-program", [],
+     ["command pg_config"]),
+    ("Could NOT find Leptonica (missing: Leptonica_DIR)", "cmake-package-not-found", [], ["cmake Leptonica"]),
+    ("scikit_build_core.errors.CMakeNotFoundError: Could not find CMake with version >=3.24.0",
+     "cmake-command-missing", [], ["command cmake"]),
+])
+def test_the_failure_forms_of_half_a_are_diagnosed(text, rule, packages, needs):
+    d = diagnose(text, "cfamily")
+    assert (d.rule, d.packages, [n.label for n in d.needs]) == (rule, packages, needs)
+
+
+def test_a_named_package_that_is_no_debian_name_is_not_taken_and_zlib_is_not_a_config_package():
+    assert diagnose("Try to install Foo;rm package", "cfamily") is None
+    assert diagnose("Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR)", "cfamily") is None
+    assert query_for(Need(kind="cmake", name="Leptonica")) == \
+        r"^/usr/(lib/([\w.+-]+-linux-gnu/)?|share/)cmake/[^/]+/(LeptonicaConfig|leptonica-config)\.cmake$"
+
+
+WORKFLOW = """jobs:
+  build:
+    steps:
+      - uses: ./.github/actions/build_cmake
+      - run: sudo apt-get update && sudo apt-get install -y libleptonica-dev autoconf
+"""
+ACTION = """runs:
+  using: composite
+  steps:
+    - run: |
+        cmake -B build -DCALC_ENABLE_GPU=OFF -DCALC_OPT_LEVEL=${{ inputs.opt }} \\
+          -DBUILD_TESTING=ON -DCMAKE_INSTALL_PREFIX=/opt/x .
+      shell: bash
+"""
+TRAVIS = "addons:\n  apt:\n    packages: [zlib1g-dev, 'bad;name']\nbefore_install:\n  - sudo apt install -y xxd\n"
+
+
+def test_the_ci_packages_and_options_come_from_workflows_actions_and_travis(tmp_path):
+    tree = make_tree(tmp_path, {".github/workflows/ci.yml": WORKFLOW, ".github/actions/build_cmake/action.yml": ACTION,
+                                ".travis.yml": TRAVIS, "CMakeLists.txt": ""})
+    assert [s.path for s in action_steps(tree)] == [".github/actions/build_cmake/action.yml"]
+    assert ci_apt_packages(tree) == ["zlib1g-dev", "libleptonica-dev", "autoconf", "xxd"]
+    plan = Plan(ecosystem="cfamily", toolchain="gcc 12", image="i", build="cmake", parser="ctest_log",
+                setup_commands=["cmake -S /testbed -B /opt/build -DBUILD_TESTING=ON"], ci_packages=["autoconf"])
+    ctx = MoveContext(tree=tree, instance=None, plan=plan, touched=[], why="setup failed: cmake: nvcc")
+    moves = cfamily.ECOSYSTEM.next_moves(ctx)
+    assert [m.kind for m in moves] == ["ci_setup"]
+    assert moves[0].request.options == {"ci_packages": ["zlib1g-dev", "libleptonica-dev", "xxd"],
+                                        "cmake_flags": ["-DCALC_ENABLE_GPU=OFF"]}
+    assert "-DCALC_ENABLE_GPU=OFF (.github/actions/build_cmake/action.yml)" in moves[0].evidence
+
+
+class Failing:
+    """An ecosystem whose build fails until its plan carries the `ci` option a move asks for."""
+
+    name = "go"
+    languages = ("go",)
+
+    def __init__(self):
+        self.contexts: list[MoveContext] = []
+
+    def detect(self, tree, language):
+        return 10
+
+    def plan(self, tree, instance, touched, images, request=None):
+        on = (request or PlanRequest()).options.get("ci", [])
+        return Plan(ecosystem="go", toolchain="go 1.19", image="toy:1.19", setup_commands=[f"build {' '.join(on)}"],
+                    test_command="go test -json ./...", parser="go_test_json", test_files=["calc_test.go"])
+
+    def repair(self, plan, command, output, tried):
+        return None
+
+    def next_moves(self, ctx):
+        self.contexts.append(ctx)
+        return [Move(kind="ci_setup", serves="what the CI provides", evidence="the CI installs libx-dev",
+                     request=PlanRequest(options={"ci": ["libx"]}))]
+
+
+def test_a_failed_build_gets_a_ci_setup_move_and_the_next_round_verifies(tmp_path, monkeypatch):
+    eco = Failing()
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"build libx", (0, "built"))
+    f.on(r"build\s*$", (2, "configure: error: the x library is required\n"))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}),
+                        factory=f)
+    assert res.outcome == "verified", res.reason
+    assert res.rounds[0].outcome == "replan" and res.rounds[0].feedback == "replan: move ci_setup"
+    assert res.rounds[1].move == "ci_setup" and res.rounds[1].evidence == "the CI installs libx-dev"
+    assert eco.contexts[0].why.startswith("setup failed") and "the x library is required" in eco.contexts[0].output
+    assert [(s.rule, s.exit_code) for s in steps(res) if s.rule.startswith("move:")] == [("move:ci_setup", 0)]
