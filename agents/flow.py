@@ -438,9 +438,12 @@ class Loop(Planner):
         move, self.pending_move = self.pending_move, None
         if move is None:
             return
-        test = move.test.test_command if move.test is not None else move.request.model_dump_json(exclude_defaults=True)
-        self.run.traj(StepRecord(agent="flow", rule=f"move:{move.kind}", command=test[:2000],
-                                 exit_code=0 if record.outcome == "verified" else 1, note=move.evidence[:2000],
+        what = move.test.test_command if move.test is not None else move.request.model_dump_json(exclude_defaults=True)
+        # no `command`: the experience memory's attempt chains (`agents.memory.learn`) read executed
+        # steps; a move is scored by the round it shaped, its rule and exit code say which worked
+        self.run.traj(StepRecord(agent="flow", rule=f"move:{move.kind}",
+                                 exit_code=0 if record.outcome == "verified" else 1,
+                                 note=f"{move.evidence} | {what}"[:2000],
                                  output_excerpt="" if record.outcome == "verified" else record.reason[-2000:]))
 
     def _own_module(self, name: str) -> bool:

@@ -176,3 +176,19 @@ def test_merged_request_extends_lists_and_options_and_keeps_the_rest():
     assert got.apt == ["a", "b"] and got.options == {"flags": ["-DX=ON", "-DY=ON"], "k": 1, "j": 2}
     assert got.toolchain == ">=1" and got.test_args == ["-Dz"] and got.reasons == ["memory", "move test_option: e"]
     assert cur.apt == ["a"]  # the current request is not changed
+
+
+def test_a_move_step_is_no_attempt_chain_of_the_experience_memory(tmp_path, monkeypatch):
+    """The memory's learning reads executed steps; a move's step is scored by its round and must
+    not become a negative lesson about the verdict's reason."""
+    from agents.memory.learn import attempt_chains
+
+    unit = TestSpec(name="units", test_command="run-units", parser="go_test_json", test_files=["calc_test.go"])
+    force_ecosystem(monkeypatch, Moving([Move(kind="status_units", serves="s", evidence="e", test=unit)]))
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"go test -json|run-units", (0, "nothing\n"))
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    moves = flow_steps(res, "move:")
+    assert moves and moves[0].note == "e | run-units" and not moves[0].command
+    assert not any(a.step.rule.startswith("move:") for chain in attempt_chains(steps(res)) for a in chain)
