@@ -12,6 +12,7 @@ from agents.models import StepRecord
 from envpool import images
 from envpool.errors import EnvBuildError
 from envpool.hostfs import private_dir, remove_tree, scrub
+from envpool.imagestore import store_of
 from envpool.patches import files_in_patch
 from envpool.evalscript import ENSURE_PYTHON3, grading_tools, tool_labels
 from envpool.quoting import image_tag, shell_word
@@ -145,38 +146,23 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
 
 
 def image_label(factory, ref: str, key: str) -> str | None:
-    """Label `key` of image `ref`, None when absent (or no engine)."""
-    client = getattr(factory, "client", None)
-    try:
-        return (client.images.get(ref).labels or {}).get(key) if client else None
-    except Exception:
-        return None
+    """Label `key` of image `ref` in the factory's image store, None when absent."""
+    img = store_of(factory).get(ref)
+    return img.labels.get(key) if img is not None else None
 
 
 def remove_image(factory, ref: str) -> None:
     """Remove an image by tag or id; never raises (an image in use stays)."""
-    client = getattr(factory, "client", None)
-    if client is None:
-        return
-    try:
-        client.images.remove(ref, force=not ref.startswith("sha256:"))
-    except Exception:
-        pass
+    store_of(factory).remove(ref, force=not ref.startswith("sha256:"))
 
 
 def image_id(factory, tag: str) -> str | None:
-    """The id of image `tag` on the factory's engine, None when absent (or no engine)."""
-    client = getattr(factory, "client", None)
-    try:
-        return client.images.get(tag).id if client else None
-    except Exception:
-        return None
+    """The id of image `tag` in the factory's image store, None when absent."""
+    img = store_of(factory).get(tag)
+    return img.id if img is not None else None
 
 
 def image_size(factory, tag: str) -> int:
-    """Size in bytes of image `tag`, 0 when absent (or no engine)."""
-    client = getattr(factory, "client", None)
-    try:
-        return int(client.images.get(tag).attrs.get("Size", 0)) if client else 0
-    except Exception:
-        return 0
+    """Size in bytes of image `tag`, 0 when absent (or unknown)."""
+    img = store_of(factory).get(tag)
+    return img.size if img is not None else 0

@@ -57,6 +57,7 @@ from agents.planner import Planner
 from agents.policy import make_helper
 from agents.reuse import derive_version
 from agents.verification import Attribution, Verdict, llm_attribution, verify
+from envpool.imagestore import store_of, use_store
 from envpool.errors import EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError, \
     TestsNotRunError
 from envpool.naming import folder_name
@@ -138,7 +139,8 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
                       log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
                       touched=paths_after(instance.test_patch), cost=meter)
-        Loop(run, env, list(candidates or []) if config.reuse.enabled else [], profile).go()
+        with use_store(store_of(factory)):  # toolchain images on the sandboxes' engine (a fake's store in tests)
+            Loop(run, env, list(candidates or []) if config.reuse.enabled else [], profile).go()
     except SwemintError as e:
         res.outcome = next(o for cls, o in OUTCOME_OF_ERROR if isinstance(e, cls))
         res.reason = f"input: {e.message}" if isinstance(e, InstanceInputError) else e.message

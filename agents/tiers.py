@@ -47,6 +47,7 @@ from agents.ecosystems.base import LayerSpec, Plan, dependency_layer
 from agents.models import StepRecord
 from envpool import images
 from envpool.errors import SandboxTimeout, SwemintError
+from envpool.imagestore import store_of
 
 __all__ = ["DependencyTier", "dependency_tier", "layer_key", "manifest_tar"]
 
@@ -140,15 +141,9 @@ def _lock(config, key: str, wait: float):
 
 
 def _found(run, tag: str) -> tuple[str, dict] | None:
-    """(image id, labels) of `tag` on the engine, or None."""
-    client = getattr(run.factory, "client", None)
-    if client is None:
-        return None
-    try:
-        img = client.images.get(tag)
-        return img.id, dict(img.labels or {})
-    except Exception:  # noqa: BLE001 - absent, or an engine error: build it
-        return None
+    """(image id, labels) of `tag` in the image store of the run's engine, or None."""
+    img = store_of(run.factory).get(tag)
+    return (img.id, dict(img.labels)) if img is not None else None
 
 
 def _published(run, tag: str) -> tuple[str, dict] | None:

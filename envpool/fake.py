@@ -24,11 +24,12 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from envpool.docker_sandbox import DEFAULT_OUTPUT_CAP, DEFAULT_REPORT_CAP, cap_output
 from envpool.errors import InfraError, OutputTooLarge
+from envpool.fake_images import FakeImage, FakeImageStore
 from envpool.sandbox import ExecResult, SandboxSpec
 from envpool.testrun.channel import encode_frames
 
@@ -48,18 +49,6 @@ class ExecCall:
     result: ExecResult | None = None
     stdin: bytes | None = None
     channel: bool = False
-
-
-@dataclass
-class FakeImage:
-    """An image made by `FakeSandbox.commit`: its id, labels and a copy of the files."""
-
-    id: str
-    ref: str
-    labels: dict[str, str]
-    files: dict[str, bytes] = field(default_factory=dict)
-    modes: dict[str, int] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
 
 
 class _Script:
@@ -250,7 +239,7 @@ class FakeSandbox:
         digest = hashlib.sha256(f"{ref}:{len(self.commits)}:{sorted(self.files)}".encode())
         image = FakeImage(id=f"sha256:{digest.hexdigest()}", ref=ref,
                           labels={"swemint.managed": "1", **(labels or {})},
-                          files=dict(self.files), modes=dict(self.modes), env=dict(env or {}))
+                          files=dict(self.files), modes=dict(self.modes), env=dict(env or {}), parent=self.spec.image)
         self.commits.append(image)
         if self.factory:
             self.factory.images[ref] = image
@@ -277,17 +266,19 @@ class FakeSandboxFactory:
             like a missing image on a real engine.
         start_error: when set, every `start` raises it (e.g. InfraError for a dead daemon).
         isolation: what `isolation()` returns (default: an engine without user namespaces).
+        pullable: refs the image store's `pull` finds (default: none, as without a registry).
 
     Attributes:
         specs: every SandboxSpec started, in order; `sandboxes`: the sandboxes;
-        images: ref → FakeImage committed through this factory (a sandbox started from one
+        images: the engine's image store (`FakeImageStore`, ref -> FakeImage): images committed
+            through this factory or made by its store's `layer` (a sandbox started from one
             begins with a copy of its files).
     """
 
     def __init__(self, run_id: str = "adhoc", *, strict: bool = False, default: Reply = 0,
                  output_cap: int = DEFAULT_OUTPUT_CAP, known_images: set[str] | None = None,
                  start_error: Exception | None = None, report_cap: int = DEFAULT_REPORT_CAP,
-                 isolation: dict[str, object] | None = None):
+                 isolation: dict[str, object] | None = None, pullable: set[str] | None = None):
         self.run_id = run_id
         self._isolation = dict(isolation) if isolation is not None else {
             "user_namespaces": False, "root_uid": 0, "disk_quota": False, "security_options": []}
@@ -300,7 +291,8 @@ class FakeSandboxFactory:
         self.specs: list[SandboxSpec] = []
         self.log_paths: list[Path | None] = []
         self.sandboxes: list[FakeSandbox] = []
-        self.images: dict[str, FakeImage] = {}
+        self.images = FakeImageStore(pullable=pullable)
+        """The engine's images (`envpool.fake_images.FakeImageStore`): ref -> FakeImage."""
         self.cpu_listener = None
         """Called with each sandbox once closed (as `DockerSandboxFactory.cpu_listener`)."""
         self._script = _Script()
@@ -325,7 +317,7 @@ class FakeSandboxFactory:
             raise self.start_error
         if "run_id" not in spec.model_fields_set:
             spec = spec.model_copy(update={"run_id": self.run_id})
-        image = self.images.get(spec.image)
+        image = self.images.get_image(spec.image)
         if image is None and self.known_images is not None and spec.image not in self.known_images:
             raise InfraError(f"image {spec.image} not found", instance_id=spec.instance_id)
         self.specs.append(spec)

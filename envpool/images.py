@@ -14,18 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import shutil
-import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envpool.docker_sandbox import DockerSandboxFactory, docker_client
 from envpool.errors import InfraError
+from envpool.imagestore import active_store
 from envpool.registry import shared_image
-from envpool.sandbox import SandboxSpec
+from envpool.sandbox import ImageStore
 
 log = logging.getLogger(__name__)
 
@@ -136,30 +133,19 @@ def spec_hash(inputs: dict) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def image_exists(client, ref: str) -> bool:
-    """True when the engine has image `ref`."""
-    try:
-        client.images.get(ref)
-        return True
-    except Exception:
-        return False
+def image_exists(engine, ref: str) -> bool:
+    """True when the engine (an image store, a sandbox factory or a docker client) has `ref`."""
+    return active_store(engine).get(ref) is not None
 
 
-def _label(client, ref: str, key: str) -> str | None:
-    try:
-        return (client.images.get(ref).labels or {}).get(key)
-    except Exception:
-        return None
+def _label(store: ImageStore, ref: str, key: str) -> str | None:
+    img = store.get(ref)
+    return img.labels.get(key) if img is not None else None
 
 
-def try_pull(client, ref: str) -> bool:
-    """Try to pull `ref`; False (never raises) when no registry answers."""
-    try:
-        client.images.pull(ref)
-        return True
-    except Exception as e:
-        log.info("pull %s failed: %s", ref, str(e)[:200])
-        return False
+def try_pull(engine, ref: str) -> bool:
+    """Try to pull `ref` on the engine; False (never raises) when no registry answers."""
+    return active_store(engine).pull(ref)
 
 
 def debian_base_tag(suite: str, cfg: ImageConfig | None = None) -> str:
@@ -175,63 +161,32 @@ def debian_base_tag(suite: str, cfg: ImageConfig | None = None) -> str:
     return tag
 
 
-def ensure_debian_base(suite: str, cfg: ImageConfig | None = None, client=None) -> str:
+def ensure_debian_base(suite: str, cfg: ImageConfig | None = None, engine=None) -> str:
     """Return the tag of a minimal Debian `suite` image, bootstrapping it when needed.
 
-    debootstrap --variant=minbase (25-45 s, ~210 MB) then docker import; with `cfg.registry`,
-    once in the cluster (`envpool.registry.shared_image`: other nodes pull it by digest). Raises
-    InfraError when debootstrap is missing or fails, or the registry fails.
+    On `engine` (an image store, a factory or a docker client; default `active_store()`):
+    the official slim image plus our base packages where a registry answers, else debootstrap
+    (`ImageStore.bootstrap`: 25-45 s, ~210 MB); with `cfg.registry`, once in the cluster
+    (`envpool.registry.shared_image`: other nodes pull it by digest). Raises InfraError when
+    debootstrap is missing or fails, or the registry fails.
     """
     cfg = cfg or ImageConfig()
-    client = client or docker_client()
+    store = active_store(engine)
     tag = debian_base_tag(suite, cfg)
     with _lock(tag):
-        return shared_image(client, tag, cfg, lambda: _make_debian_base(suite, tag, cfg, client), kind="base")
+        return shared_image(store, tag, cfg, lambda: _make_debian_base(suite, tag, cfg, store), kind="base")
 
 
-def _make_debian_base(suite: str, tag: str, cfg: ImageConfig, client) -> None:
-    """Make `tag` on `client`'s engine: the official slim image plus our packages where a
-    registry answers, else debootstrap + docker import."""
-    if cfg.route in ("auto", "official") and try_pull(client, f"debian:{suite}-slim"):
+def _make_debian_base(suite: str, tag: str, cfg: ImageConfig, store: ImageStore) -> None:
+    """Make `tag` in `store`: the official slim image plus our packages where a registry
+    answers, else debootstrap + import."""
+    if cfg.route in ("auto", "official") and store.pull(f"debian:{suite}-slim"):
         # official slim image + our base packages layered on top
-        _layer(client, f"debian:{suite}-slim", tag, _apt_script(BASE_PACKAGES, suite), route="official")
+        _layer(store, f"debian:{suite}-slim", tag, _apt_script(BASE_PACKAGES, suite), route="official")
         return
     if cfg.route == "official":
         raise InfraError(f"no registry answers for debian:{suite}-slim")
-    if not shutil.which("debootstrap"):
-        raise InfraError("debootstrap is not installed (apt-get install -y debootstrap)")
-    with tempfile.TemporaryDirectory(prefix=f"swemint-{suite}-") as tmp:
-        root = Path(tmp) / "root"
-        cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-               suite, str(root), cfg.debian_mirror]
-        log.info("bootstrapping %s: %s", tag, " ".join(cmd))
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise InfraError(f"debootstrap {suite} failed: {r.stderr[-2000:] or r.stdout[-2000:]}")
-        # apt in sid/forky needs Check-Valid-Until false (frozen snapshot mirror)
-        (root / "etc/apt/apt.conf.d/99swemint").write_text(
-            'Acquire::Check-Valid-Until "false";\nAPT::Install-Recommends "false";\n')
-        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        imp = subprocess.run(["docker", "-H", _engine_host(client), "import", "--change", 'CMD ["bash"]',
-                              "--change", "LABEL swemint.route=debootstrap swemint.managed=1",
-                              "-", tag], stdin=tar.stdout, capture_output=True, text=True)
-        tar.wait()
-        if imp.returncode != 0:
-            raise InfraError(f"docker import {tag} failed: {imp.stderr[-2000:]}")
-
-
-def _engine_host(client) -> str:
-    """The `-H` of the docker CLI for `client`'s engine: its unix socket, else DOCKER_HOST's
-    value, else the default socket."""
-    import os
-
-    base = str(getattr(getattr(client, "api", None), "base_url", "") or "")
-    sock = getattr(getattr(getattr(client, "api", None), "_custom_adapter", None), "socket_path", None)
-    if sock:
-        return f"unix://{sock}"
-    if base.startswith(("tcp://", "https://", "http://")) and "localhost" not in base:
-        return base.replace("http://", "tcp://").replace("https://", "tcp://")
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    store.bootstrap(suite, tag, cfg.debian_mirror, BASE_PACKAGES)
 
 
 def _apt_script(packages: list[str], suite: str | None = None) -> str:
@@ -240,17 +195,12 @@ def _apt_script(packages: list[str], suite: str | None = None) -> str:
             "rm -rf /var/lib/apt/lists/*")
 
 
-def _layer(client, parent: str, tag: str, script: str, route: str, timeout: float = 1800) -> str:
+def _layer(engine, parent: str, tag: str, script: str, route: str, timeout: float = 1800) -> str:
+    """Image `tag` = `parent` + `script` on the engine (`ImageStore.layer`), labelled with its
+    route and parent; the recipe noted (`note_layer`)."""
     note_layer(tag, parent, script)
-    factory = DockerSandboxFactory(run_id="image-build", client=client)
-    spec = SandboxSpec(image=parent, run_id="image-build", network="bridge", memory=8 * 1024**3)
-    with factory.sandbox(spec) as sb:
-        r = sb.exec(script, timeout=timeout, log_label="image-layer")
-        if not r.ok:
-            raise InfraError(f"building image {tag} failed (exit {r.exit_code}): {r.output[-3000:]}")
-        repo, _, t = tag.rpartition(":")
-        sb.commit(repo, t, labels={"swemint.route": route, "swemint.parent": parent})
-    return tag
+    return active_store(engine).layer(parent, tag, script, {"swemint.route": route, "swemint.parent": parent},
+                                      timeout=timeout)
 
 
 def python_toolchain_script(uv_version: str) -> str:
@@ -279,7 +229,7 @@ def python_image_tag(version: str, cfg: ImageConfig | None = None) -> str:
     return f"swemint/python:{version}-{spec_hash(inputs)}"
 
 
-def ensure_python_image(version: str, cfg: ImageConfig | None = None, client=None) -> str:
+def ensure_python_image(version: str, cfg: ImageConfig | None = None, engine=None) -> str:
     """Return the tag of a Python `version` toolchain image (python3, venv, build tools, uv, git).
 
     Official route: `python:<version>-slim-bookworm` plus build tools. Debootstrap route: the
@@ -287,30 +237,30 @@ def ensure_python_image(version: str, cfg: ImageConfig | None = None, client=Non
     cannot be provided here (the caller substitutes and records it).
     """
     cfg = cfg or ImageConfig()
-    client = client or docker_client()
+    store = active_store(engine)
     tag = python_image_tag(version, cfg)
     suite = DEBIAN_PYTHONS.get(version)
 
     def build() -> None:
         if cfg.route in ("auto", "official"):
             official = f"python:{version}-slim-bookworm"
-            if try_pull(client, official):
+            if store.pull(official):
                 script = (_apt_script(BASE_PACKAGES + ["build-essential", "pkg-config"]) + "; "
                           f"pip install -q 'uv=={cfg.uv_version}' && uv --version && "
                           "ln -sf \"$(command -v python)\" /usr/local/bin/python3 || true")
-                _layer(client, official, tag, script, route="official")
+                _layer(store, official, tag, script, route="official")
                 return
             if cfg.route == "official":
                 raise InfraError(f"no registry answers for {official}")
         if not suite:
             raise InfraError(f"Python {version} cannot be provided without a registry "
                              f"(Debian suites give {', '.join(DEBIAN_PYTHONS)})")
-        base = ensure_debian_base(suite, cfg, client)
-        _layer(client, base, tag, python_toolchain_script(cfg.uv_version), route="debootstrap")
+        base = ensure_debian_base(suite, cfg, store)
+        _layer(store, base, tag, python_toolchain_script(cfg.uv_version), route="debootstrap")
 
     with _lock(tag):
-        shared_image(client, tag, cfg, build)
-        if suite and cfg.route != "official" and _label(client, tag, "swemint.route") != "official":
+        shared_image(store, tag, cfg, build)
+        if suite and cfg.route != "official" and _label(store, tag, "swemint.route") != "official":
             note_layer(tag, debian_base_tag(suite, cfg), python_toolchain_script(cfg.uv_version))
         return tag
 

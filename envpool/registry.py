@@ -195,27 +195,26 @@ def pull_published(client, tag: str, cfg: SharedImages) -> str | None:
     return by_digest
 
 
-def _exists(client, tag: str) -> bool:
-    try:
-        client.images.get(tag)
-        return True
-    except Exception:  # noqa: BLE001 - ImageNotFound
-        return False
+def shared_image(engine, tag: str, cfg: SharedImages, build: Callable[[], Any], kind: str = "toolchain") -> str:
+    """`tag` present on this engine (an image store, a sandbox factory or a docker client), made
+    once in the cluster (see the module docstring): local, else pulled by digest from the
+    registry, else built (under the cluster lock) and published. `build()` makes `tag` on the
+    engine. Raises what `build` raises, and InfraError when the registry fails (never builds
+    because of it) or a registry is configured for an engine without a Docker API."""
+    from envpool.imagestore import store_of
 
-
-def shared_image(client, tag: str, cfg: SharedImages, build: Callable[[], Any], kind: str = "toolchain") -> str:
-    """`tag` present on this engine, made once in the cluster (see the module docstring):
-    local, else pulled by digest from the registry, else built (under the cluster lock) and
-    published. `build()` makes `tag` on `client`'s engine. Raises what `build` raises, and
-    InfraError when the registry fails (never builds because of it)."""
-    if _exists(client, tag):
+    store = store_of(engine)
+    if store.get(tag) is not None:
         return tag
     registry = getattr(cfg, "registry", None)
     shared_dir = getattr(cfg, "shared_dir", None)
+    client = getattr(store, "client", None)  # the registry's pulls and pushes by digest need the engine's API
+    if registry and client is None:
+        raise InfraError(f"registry {registry}: the image store of this engine cannot pull or push ({tag})")
     if registry and pull_published(client, tag, cfg):
         return tag
     with cluster_lock(shared_dir, tag):
-        if _exists(client, tag):
+        if store.get(tag) is not None:
             return tag
         if registry and pull_published(client, tag, cfg):
             return tag

@@ -1,11 +1,15 @@
-"""The sandbox seam: how the layers above talk to a container (or a test double).
+"""The sandbox seam and the image-store seam beside it: how the layers above talk to a container
+and to the images of its engine (or to test doubles).
 
 Kept apart from *where* the box runs (cf. SWE-ReX `deployment/` vs `runtime/`): `DockerSandbox`
-(envpool.docker_sandbox) and `FakeSandbox` (envpool.fake) both satisfy `Sandbox`.
+(envpool.docker_sandbox) and `FakeSandbox` (envpool.fake) both satisfy `Sandbox`;
+`DockerImageStore` (envpool.imagestore) and `FakeImageStore` (envpool.fake_images) both satisfy
+`ImageStore`.
 """
 
 from __future__ import annotations
 
+import builtins
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -127,11 +131,74 @@ class Sandbox(Protocol):
 
 
 class SandboxFactory(Protocol):
-    """Starts sandboxes; a context manager closes them on every path. A factory may also have
-    `isolation() -> dict` (what its engine gives containers; see `engine_isolation`)."""
+    """Starts sandboxes; a context manager closes them on every path. `images` is the image
+    store of the same engine. A factory may also have `isolation() -> dict` (what its engine
+    gives containers; see `engine_isolation`)."""
+
+    images: ImageStore
 
     def start(self, spec: SandboxSpec, log_path: Path | None = None) -> Sandbox:
         """Start a sandbox from `spec`; its commands' output is appended to `log_path`."""
+        ...
+
+
+class ImageInfo(BaseModel):
+    """One image of an engine: its `id` (`sha256:...`), the `tags` naming it, its `labels`,
+    `size` in bytes (0 when unknown) and `repo_digests` (`repo@sha256:...` once pushed or pulled
+    by digest)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    tags: list[str] = Field(default_factory=list)
+    labels: dict[str, str] = Field(default_factory=dict)
+    size: int = 0
+    repo_digests: list[str] = Field(default_factory=list)
+
+
+@runtime_checkable
+class ImageStore(Protocol):
+    """The images of one engine (or their double), beside the sandboxes it runs: what the
+    toolchain images, the environment images and the pool ask of an engine. A factory's `images`
+    is the store of its engine (`envpool.imagestore.DockerImageStore`, `envpool.fake_images.
+    FakeImageStore`); `envpool.imagestore.active_store()` is the one code without a factory uses.
+
+    Never raises for an absent image (`get` is None, `remove` False); raises
+    `envpool.errors.InfraError` when the engine fails a build (`layer`, `bootstrap`)."""
+
+    def get(self, ref: str) -> ImageInfo | None:
+        """The image `ref` (a tag or an id), None when the engine has none."""
+        ...
+
+    def pull(self, ref: str) -> bool:
+        """Pull `ref` from its registry; False (never raises) when none answers."""
+        ...
+
+    def tag(self, ref: str, repository: str, tag: str) -> None:
+        """Name image `ref` `repository:tag` too."""
+        ...
+
+    def remove(self, ref: str, force: bool = False) -> bool:
+        """Remove image `ref` (a tag: the name; an id: the image); False when absent or in use."""
+        ...
+
+    def list(self, labels: dict[str, str] | None = None) -> builtins.list[ImageInfo]:
+        """The images carrying every label of `labels` (None: all images)."""
+        ...
+
+    def layer(self, parent: str, tag: str, script: str, labels: dict[str, str], timeout: float = 1800) -> str:
+        """Image `tag`: `parent` with `script` run as root on the build network, committed with
+        `labels`; returns `tag`. Raises InfraError when the script fails (its output's tail)."""
+        ...
+
+    def bootstrap(self, suite: str, tag: str, mirror: str, packages: builtins.list[str]) -> None:
+        """Image `tag`: Debian `suite` made by debootstrap from `mirror` with `packages`, imported
+        (the route where no container registry answers). Raises InfraError when it fails."""
+        ...
+
+    def push(self, ref: str, registry: str, auth: dict | None = None) -> str:
+        """Push image `ref` to `registry` (`host:port[/prefix]`; `auth`: the docker API's
+        `auth_config`); returns its reference by digest (`host/repo@sha256:...`). Raises
+        InfraError when the image is missing or the push fails (registry down, credentials)."""
         ...
 
 

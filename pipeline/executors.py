@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import queue
 from collections import Counter
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -154,7 +155,8 @@ class LocalExecutor:
         """See `Executor.submit` (`prefer` is moot: this process is the only node)."""
         handle = object()
         key = self._book.add(handle, tag, timeout)
-        threading.Thread(target=lambda: self._done.put((handle, run_measured(stage, item))), daemon=True,
+        ctx = contextvars.copy_context()  # the driver's context (an active image store) in the worker
+        threading.Thread(target=lambda: self._done.put((handle, ctx.run(run_measured, stage, item))), daemon=True,
                          name=f"swemint-{getattr(stage, 'name', 'stage')}-{key}").start()
         return key
 

@@ -392,12 +392,13 @@ class MintStage:
                          record.location, kind="environment", instance_id=record.instance_id)
 
     def _publish(self, res: InstanceResult) -> InstanceResult:
-        """Push the verified image; `timings["publish"]` (seconds) is added, `total` left as is."""
-        from envpool.pool import publish_image
+        """Push the verified image (through the engine's image store, `envpool.imagestore.
+        active_store`); `timings["publish"]` (seconds) is added, `total` left as is."""
+        from envpool.imagestore import active_store
 
         t0 = time.monotonic()
         try:
-            ref = publish_image(res.env.image_tag, self.registry, auth=self._auth())
+            ref = active_store().push(res.env.image_tag, self.registry, auth=self._auth())
         except InfraError as e:
             return res.model_copy(update={"outcome": "infra_error", "env": None,
                                           "reason": f"verified, but the image was not published: {e.message}"})

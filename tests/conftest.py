@@ -30,6 +30,18 @@ class Sleeps(list):
 
 
 @pytest.fixture
+def image_store():
+    """A `FakeImageStore` as the active image store (`envpool.imagestore.use_store`): toolchain
+    images are made in memory (their scripts recorded in `built`), nothing needs Docker."""
+    from envpool.fake_images import FakeImageStore
+    from envpool.imagestore import use_store
+
+    store = FakeImageStore()
+    with use_store(store):
+        yield store
+
+
+@pytest.fixture
 def sleeps() -> Sleeps:
     """A `Sleeps` to pass where code takes an injectable `sleep` (retries, rate limits)."""
     return Sleeps()
@@ -116,7 +128,7 @@ def debian_image(docker_client) -> str:
     """Tag of the minimal Debian bookworm base image (bash, coreutils, curl, procps, git)."""
     from envpool.images import ensure_debian_base
 
-    return ensure_test_image(docker_client, lambda: ensure_debian_base("bookworm", client=docker_client),
+    return ensure_test_image(docker_client, lambda: ensure_debian_base("bookworm", engine=docker_client),
                              "swemint/debian", "bookworm-")
 
 
@@ -125,5 +137,5 @@ def python_image(docker_client) -> str:
     """Tag of the Python 3.11 toolchain image (python3, pip, venv, uv, git, curl)."""
     from envpool.images import ensure_python_image
 
-    return ensure_test_image(docker_client, lambda: ensure_python_image("3.11", client=docker_client),
+    return ensure_test_image(docker_client, lambda: ensure_python_image("3.11", engine=docker_client),
                              "swemint/python", "3.11-")

@@ -1,7 +1,7 @@
 """Toolchain images for ecosystems other than Python, built without a container registry.
 
 One module per ecosystem (`node`, `golang`, `rust`, `java`, `cfamily`, ...) exposes
-``ensure_image(requested: str | None, cfg: ImageConfig, client=None) -> ToolchainChoice``:
+``ensure_image(requested: str | None, cfg: ImageConfig, engine=None) -> ToolchainChoice``:
 the image tag of a toolchain at least as new as `requested` (a version string taken from the
 project: `.nvmrc`, go.mod's `go` line, `rust-version`, ...), with every substitution recorded.
 Routes (``../shared/notes/platform.md``): the official image where a registry answers
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envpool.imagestore import active_store
 from envpool.images import (ImageConfig, _apt_script, _layer, _lock, debian_base_tag, ensure_debian_base, note_layer,
                             spec_hash)
 from envpool.registry import shared_image
@@ -62,19 +63,17 @@ def apt_script(packages: list[str]) -> str:
 
 
 def layer_image(name: str, version: str, suite: str, script: str, cfg: ImageConfig | None = None,
-                client=None, inputs: dict | None = None) -> str:
+                engine=None, inputs: dict | None = None) -> str:
     """Tag of `swemint/<name>:<version>-<hash>`: Debian `suite` base + `script` run on the bridge
     network and committed; built once (per-tag lock; with `cfg.registry` once in the cluster,
     pulled by digest on other nodes: `envpool.registry.shared_image`), reused after. Raises
     InfraError when the script fails (its output's tail in the message) or the registry fails."""
     cfg = cfg or ImageConfig()
-    if client is None:
-        from envpool.docker_sandbox import docker_client
-        client = docker_client()
+    store = active_store(engine)
     h = spec_hash({"name": name, "version": version, "suite": suite, "script": script,
                    "mirror": cfg.debian_mirror, **(inputs or {})})
     tag = f"swemint/{name}:{version}-{h}"
     note_layer(tag, debian_base_tag(suite, cfg), script)  # noted even when the image exists: Dockerfiles spell it out
     with _lock(tag):
-        return shared_image(client, tag, cfg, lambda: _layer(client, ensure_debian_base(suite, cfg, client), tag,
+        return shared_image(store, tag, cfg, lambda: _layer(store, ensure_debian_base(suite, cfg, store), tag,
                                                              script, route="debootstrap"))

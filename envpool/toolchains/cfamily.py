@@ -17,6 +17,7 @@ cmake release series from PyPI's ``cmake`` wheel (a venv at /opt/cmake, linked i
 
 from __future__ import annotations
 
+from envpool.imagestore import active_store
 from envpool.images import ImageConfig, _layer, _lock, image_exists, spec_hash, try_pull
 from envpool.toolchains import ToolchainChoice, apt_script, layer_image, version_key
 
@@ -66,7 +67,7 @@ def _cmake_script(cmake: str) -> str:
             "cmake --version")
 
 
-def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=None, *,
+def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=None, *,
                  cmake: str | None = None) -> ToolchainChoice:
     """The tag of a C/C++ toolchain image with gcc >= `requested` (a gcc major, None = 12).
 
@@ -86,18 +87,16 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
         subs.append(f"cmake {cmake} required, Debian {suite} has {cm}: PyPI cmake {want}.* installed")
         cm = want
     version = f"gcc {major}, cmake {cm}"
+    store = active_store(engine)
     if cfg.route in ("auto", "official"):
-        if client is None:
-            from envpool.docker_sandbox import docker_client
-            client = docker_client()
         tag = f"swemint/cfamily:gcc{major}-official-{spec_hash({'script': script, 'gcc': major})}"
         with _lock(tag):
-            if image_exists(client, tag) or try_pull(client, f"gcc:{major}"):
-                if not image_exists(client, tag):
-                    _layer(client, f"gcc:{major}", tag, script, route="official")
+            if image_exists(store, tag) or try_pull(store, f"gcc:{major}"):
+                if not image_exists(store, tag):
+                    _layer(store, f"gcc:{major}", tag, script, route="official")
                 return ToolchainChoice(language="c", requested=requested, version=version, image=tag,
                                        route="official", substitutions=subs)
-    tag = layer_image("cfamily", f"gcc{major}", suite, script, cfg, client,
+    tag = layer_image("cfamily", f"gcc{major}", suite, script, cfg, store,
                       inputs={"packages": PACKAGES, "cmake": cm})
     return ToolchainChoice(language="c", requested=requested, version=version, image=tag,
                            route="debootstrap", substitutions=subs)

@@ -25,6 +25,7 @@ import shlex
 
 from pydantic import BaseModel, ConfigDict
 
+from envpool.imagestore import active_store
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig, _layer, _lock, image_exists, spec_hash, try_pull
 from envpool.toolchains import ToolchainChoice, apt_script, layer_image, version_key
@@ -174,17 +175,18 @@ def image_script(rel: GoRelease, warm: bool = True) -> str:
     return "set -e; " + "; ".join(steps)
 
 
-def _official(minor: str, requested: str | None, cfg: ImageConfig, client) -> ToolchainChoice | None:
+def _official(minor: str, requested: str | None, cfg: ImageConfig, engine) -> ToolchainChoice | None:
+    store = active_store(engine)
     ref = f"golang:{minor}"
     inputs = {"kind": "go-official", "ref": ref, "script": _go_env_file_fix(), "v": 1}
     if cfg.warm:
         inputs["std"] = STD_BUILD
     tag = f"swemint/go:{minor}-official-{spec_hash(inputs)}"
     with _lock(tag):
-        if not image_exists(client, tag):
-            if not try_pull(client, ref):
+        if not image_exists(store, tag):
+            if not try_pull(store, ref):
                 return None
-            _layer(client, ref, tag, "set -e; " + _go_env_file_fix()
+            _layer(store, ref, tag, "set -e; " + _go_env_file_fix()
                    + f"; git config --system --add safe.directory '*' || true; mkdir -p {GOPATH}/bin"
                    + (f"; {STD_BUILD}" if cfg.warm else ""), route="official")
     subs = [] if requested and go_minor(requested) == minor else \
@@ -193,7 +195,7 @@ def _official(minor: str, requested: str | None, cfg: ImageConfig, client) -> To
                            substitutions=subs)
 
 
-def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=None,
+def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=None,
                  instance_id: str | None = None) -> ToolchainChoice:
     """A Go image at least as new as `requested` (a go.mod version: "1.17", "1.21.5"; None =
     the oldest available), built once and reused (tag from a hash of its inputs).
@@ -204,11 +206,8 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
     EnvBuildError when no Go is new enough, InfraError when building the image fails.
     """
     cfg = cfg or ImageConfig()
-    if client is None:
-        from envpool.docker_sandbox import docker_client
-        client = docker_client()
     if cfg.route in ("auto", "official") and requested:
-        choice = _official(go_minor(requested), requested, cfg, client)
+        choice = _official(go_minor(requested), requested, cfg, engine)
         if choice:
             return choice
         if cfg.route == "official":
@@ -216,7 +215,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
                                 instance_id=instance_id)
     rel = choose_go(requested, cfg, instance_id=instance_id)
     suite = rel.suite.removesuffix("-backports")
-    tag = layer_image("go", rel.version, suite, image_script(rel, cfg.warm), cfg, client,
+    tag = layer_image("go", rel.version, suite, image_script(rel, cfg.warm), cfg, engine,
                       inputs={"kind": "go", "route": rel.route, "package": rel.package, "v": 1})
     subs = []
     if not requested:

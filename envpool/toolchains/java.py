@@ -14,6 +14,7 @@ setup command (`truststore_command`) and named by `java_env` through ``MAVEN_OPT
 
 from __future__ import annotations
 
+from envpool.imagestore import active_store
 from envpool.errors import InfraError
 from envpool.images import ImageConfig, _layer, _lock, image_exists, spec_hash, try_pull
 from envpool.toolchains import ToolchainChoice, apt_script, layer_image
@@ -123,7 +124,7 @@ def _major(requested: str | None) -> int | None:
     return key[1] if key[0] == 1 and len(key) > 1 else key[0]
 
 
-def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=None) -> ToolchainChoice:
+def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=None) -> ToolchainChoice:
     """The image of a JDK at least as new as `requested` (a JDK major such as ``"8"``,
     ``"1.8"`` or ``"17"``; None = 17) with Maven, built once and reused.
 
@@ -141,16 +142,14 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
                             f"{', '.join(map(str, available_jdks(cfg)))}")
     major = majors[0]
     subs = [] if major == want else [f"JDK {requested} requested, {major} provided (nearest available)"]
-    if client is None:
-        from envpool.docker_sandbox import docker_client
-        client = docker_client()
+    store = active_store(engine)
     if cfg.route in ("auto", "official"):
         official = f"maven:3-eclipse-temurin-{major}"
         tag = f"swemint/java:{major}-official-{spec_hash({'base': official, 'script': official_script()})}"
         with _lock(tag):
-            if image_exists(client, tag) or try_pull(client, official):
-                if not image_exists(client, tag):
-                    _layer(client, official, tag, official_script(), route="official")
+            if image_exists(store, tag) or try_pull(store, official):
+                if not image_exists(store, tag):
+                    _layer(store, official, tag, official_script(), route="official")
                 return ToolchainChoice(language="java", requested=requested, version=str(major), image=tag,
                                        route="official", substitutions=subs)
         if cfg.route == "official":
@@ -158,7 +157,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
     suite = DEBIAN_JDKS.get(major)
     if suite is None:
         raise EnvBuildError(f"JDK {major} has no Debian suite here (have {sorted(DEBIAN_JDKS)})")
-    tag = layer_image("java", str(major), suite, debian_script(major, cfg.warm), cfg, client, inputs={"v": 1})
+    tag = layer_image("java", str(major), suite, debian_script(major, cfg.warm), cfg, store, inputs={"v": 1})
     return ToolchainChoice(language="java", requested=requested, version=str(major), image=tag,
                            route="debootstrap", substitutions=subs)
 

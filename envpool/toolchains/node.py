@@ -31,6 +31,7 @@ import ssl
 import urllib.request
 from functools import lru_cache
 
+from envpool.imagestore import active_store
 from envpool.docker_sandbox import host_ca_bundle
 from envpool.errors import InfraError
 from envpool.images import ImageConfig, _layer, _lock, image_exists, spec_hash, try_pull
@@ -326,7 +327,7 @@ def _official_script(npm_version: str) -> str:
     ])
 
 
-def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=None) -> ToolchainChoice:
+def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=None) -> ToolchainChoice:
     """A Node toolchain image at `requested` (version or npm range, None = newest LTS).
 
     Returns the ToolchainChoice (`version` = the exact Node release, `route`, `substitutions`).
@@ -337,18 +338,16 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
     cfg = cfg or ImageConfig()
     version, subs = resolve_node_version(requested)
     npm_version = _resolve_npm(npm_major_for(version))
-    if client is None:
-        from envpool.docker_sandbox import docker_client
-        client = docker_client()
+    store = active_store(engine)
     if cfg.route in ("auto", "official"):
         tag = f"swemint/node:{version}-official-{spec_hash({'v': version, 'npm': npm_version, 'r': RECIPE_VERSION})}"
         with _lock(tag):
-            if image_exists(client, tag):
+            if image_exists(store, tag):
                 return ToolchainChoice(language="node", requested=requested, version=version, image=tag,
                                        route="official", substitutions=subs)
             official = f"node:{version}-bookworm-slim"
-            if try_pull(client, official):
-                _layer(client, official, tag, _official_script(npm_version), route="official")
+            if try_pull(store, official):
+                _layer(store, official, tag, _official_script(npm_version), route="official")
                 return ToolchainChoice(language="node", requested=requested, version=version, image=tag,
                                        route="official", substitutions=subs)
         if cfg.route == "official":
@@ -359,7 +358,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
     npm_sha = _sha512_hex(npm_meta.get(npm_version, {}).get("dist", {}).get("integrity"))
     script = "; ".join([apt_script(BUILD_PACKAGES),
                         node_script(version, npm_version, node_sha, npm_sha).replace("\n", "; ")])
-    tag = layer_image("node", version, SUITE, script, cfg, client,
+    tag = layer_image("node", version, SUITE, script, cfg, store,
                       inputs={"npm": npm_version, "registry": registry_url(), "v": RECIPE_VERSION})
     return ToolchainChoice(language="node", requested=requested, version=version, image=tag,
                            route="debootstrap", substitutions=subs)

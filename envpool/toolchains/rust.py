@@ -26,6 +26,7 @@ import logging
 import re
 from typing import NamedTuple
 
+from envpool.imagestore import active_store
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig, image_exists, try_pull
 from envpool.toolchains import ToolchainChoice, apt_script, layer_image, version_key
@@ -120,12 +121,12 @@ def rust_script(d: DebianRust, warm: bool = True) -> str:
             + "; rustc --version && cargo --version")
 
 
-def _official(requested: str | None, cfg: ImageConfig, client) -> ToolchainChoice | None:
+def _official(requested: str | None, cfg: ImageConfig, store) -> ToolchainChoice | None:
     floor, nightly = _norm(requested)
     ref = "rust:latest" if floor is None else f"rust:{floor}"
     if ref in _official_failed:
         return None
-    if image_exists(client, ref) or try_pull(client, ref):
+    if image_exists(store, ref) or try_pull(store, ref):
         subs = [f"rust {requested} requested: official {ref} with RUSTC_BOOTSTRAP=1"] if nightly else []
         return ToolchainChoice(language="rust", requested=requested, version=floor or "latest", image=ref,
                                route="official", substitutions=subs)
@@ -133,7 +134,7 @@ def _official(requested: str | None, cfg: ImageConfig, client) -> ToolchainChoic
     return None
 
 
-def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=None) -> ToolchainChoice:
+def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=None) -> ToolchainChoice:
     """A Rust toolchain image at least as new as `requested`.
 
     `requested`: the project's floor (`"1.56"`, `"1.70.0"`; see `pick_debian` for None, stable,
@@ -143,17 +144,15 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, client=N
     when the image build fails.
     """
     cfg = cfg or ImageConfig()
-    if client is None:
-        from envpool.docker_sandbox import docker_client
-        client = docker_client()
+    store = active_store(engine)
     if cfg.route in ("auto", "official"):
-        got = _official(requested, cfg, client)
+        got = _official(requested, cfg, store)
         if got is not None:
             return got
         if cfg.route == "official":
             raise EnvBuildError(f"no registry answers for the official rust image ({requested or 'latest'})")
     d, subs = pick_debian(requested)
-    tag = layer_image("rust", d.version, d.suite, rust_script(d, cfg.warm), cfg, client,
+    tag = layer_image("rust", d.version, d.suite, rust_script(d, cfg.warm), cfg, store,
                       inputs={"packages": list(d.packages), "extra": list(extra_packages(cfg.warm))})
     if requested is None:
         subs.append(f"no rust version requested: newest stable-suite Debian rust {d.version}")

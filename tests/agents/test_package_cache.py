@@ -30,10 +30,7 @@ def demo(tmp_path_factory):
 
 
 def _build_mounts(tmp_path, demo, monkeypatch, scope: str | None = None) -> dict[str, list[str]]:
-    from envpool import images
 
-    monkeypatch.setattr(images, "available_pythons", lambda cfg=None: ["3.11"])
-    monkeypatch.setattr(images, "ensure_python_image", lambda v, cfg=None, client=None: f"py:{v}")
     mirrors, rows = demo
     cfg = MintConfig(workdir=tmp_path / "w", run_id="t", **({"cache": {"scope": scope}} if scope else {}))
     factory = FakeSandboxFactory(run_id="t")

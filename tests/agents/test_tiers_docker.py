@@ -139,7 +139,7 @@ def go_sum(docker_client) -> str:
     from envpool.sandbox import SandboxSpec
     from envpool.toolchains.golang import GO_ENV, ensure_image
 
-    image = ensure_image("1.19", ImageConfig(), client=docker_client).image
+    image = ensure_image("1.19", ImageConfig(), engine=docker_client).image
     with DockerSandboxFactory(run_id=RUN_ID).sandbox(SandboxSpec(image=image, run_id=RUN_ID, network="bridge",
                                                                   env={**GO_ENV, "GOFLAGS": "-mod=mod"})) as sb:
         sb.put_file("/tmp/m/go.mod", GO_MOD.format(name="probe"))

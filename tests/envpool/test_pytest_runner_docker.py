@@ -73,7 +73,7 @@ def _base_image(client, version: str) -> str | None:
     from envpool.images import ensure_python_image
 
     try:
-        return ensure_python_image("3.11", client=client)
+        return ensure_python_image("3.11", engine=client)
     except InfraError:
         return None
 

@@ -111,7 +111,7 @@ def test_zipapp_is_deterministic():
 def test_zipapp_runs_on_debian_python39(docker_client, tmp_path):
     from envpool.images import ensure_python_image
 
-    image = ensure_python_image("3.9", client=docker_client)
+    image = ensure_python_image("3.9", engine=docker_client)
     (tmp_path / "tool.pyz").write_bytes(build_zipapp())
     (tmp_path / "go.json").write_bytes((DATA / "polyglot/go_test.json").read_bytes())
     (tmp_path / "junit.xml").write_bytes((DATA / "polyglot/surefire_reports.xml").read_bytes())

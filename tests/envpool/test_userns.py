@@ -96,14 +96,11 @@ def test_hand_over_reowns_the_tree_but_never_follows_links(tmp_path):
 
 def test_rows_record_the_engines_isolation(tmp_path, monkeypatch):
     import agents.minter as minter
-    from envpool import images
     from envpool.fake import FakeSandboxFactory
     from pipeline.demo import make_demo
     from pipeline.export import make_row, userns_line
     from pipeline.instances import load_instances
 
-    monkeypatch.setattr(images, "available_pythons", lambda cfg=None: ["3.11"])
-    monkeypatch.setattr(images, "ensure_python_image", lambda v, cfg=None, client=None: f"py:{v}")
     mirrors, instances = make_demo(tmp_path / "demo")
     inst = load_instances(instances).instances[0]
     iso = {"user_namespaces": True, "root_uid": 165536, "disk_quota": False, "security_options": ["name=userns"]}

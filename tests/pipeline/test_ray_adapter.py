@@ -198,10 +198,11 @@ def test_ray_each_node_runs_once_per_node_in_a_worker(local_ray):
     assert LocalRunner().each_node(os.getpid) == [os.getpid()]
 
 
-def test_mint_stage_publishes_verified_images_and_records_where(monkeypatch):
+def test_mint_stage_publishes_verified_images_and_records_where():
     from agents.config import MintConfig
     from agents.models import EnvRecord
-    from envpool.errors import InfraError
+    from envpool.fake_images import FakeImageStore
+    from envpool.imagestore import use_store
     from pipeline.stages import MintStage
 
     def mint(instance, repo_path, config, env=None):
@@ -210,23 +211,17 @@ def test_mint_stage_publishes_verified_images_and_records_where(monkeypatch):
                               timings={"total": 2.0}, env=EnvRecord(instance_id=instance.instance_id, repo="o/p",
                                                                     base_commit="c", image_tag="swemint/env:x"))
 
-    pushed = []
-
-    def publish(tag, registry, auth=None):
-        if registry == "down:5000":
-            raise InfraError("connection refused")
-        pushed.append(tag)
-        return f"{registry}/{tag}"
-
-    monkeypatch.setattr("envpool.pool.publish_image", publish)
-    stage = MintStage(MintConfig(), mint_fn=mint, registry="127.0.0.1:5000")
-    ok, nf2p = (stage.process(it) for it in items("ok-1", "nf2p-2"))
-    assert ok.outcome == "verified" and ok.env.location == "127.0.0.1:5000/swemint/env:x"
-    assert ok.timings["total"] == 2.0 and "publish" in ok.timings
-    assert nf2p.env.location == "local" and pushed == ["swemint/env:x"]  # only verified images travel
-    down = MintStage(MintConfig(), mint_fn=mint, registry="down:5000").process(items("ok-3")[0])
-    assert down.outcome == "infra_error" and down.env is None and "connection refused" in down.reason
-    assert MintStage(MintConfig(), mint_fn=mint).process(items("ok-4")[0]).env.location == "local"
+    images = FakeImageStore(["swemint/env:x"], registries_down={"down:5000"})
+    with use_store(images):
+        stage = MintStage(MintConfig(), mint_fn=mint, registry="127.0.0.1:5000")
+        ok, nf2p = (stage.process(it) for it in items("ok-1", "nf2p-2"))
+        assert ok.outcome == "verified" and ok.env.location == "127.0.0.1:5000/swemint/env@" + images["swemint/env:x"].id
+        assert ok.timings["total"] == 2.0 and "publish" in ok.timings
+        # only verified images travel
+        assert nf2p.env.location == "local" and [t for t, _ in images.pushed] == ["swemint/env:x"]
+        down = MintStage(MintConfig(), mint_fn=mint, registry="down:5000").process(items("ok-3")[0])
+        assert down.outcome == "infra_error" and down.env is None and "connection refused" in down.reason
+        assert MintStage(MintConfig(), mint_fn=mint).process(items("ok-4")[0]).env.location == "local"
 
 
 class CrashOnce(FakeStage):

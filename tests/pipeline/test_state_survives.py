@@ -213,10 +213,7 @@ def test_a_timed_out_worker_never_overwrites_the_drivers_timeout_row(tmp_path, d
     row stays the driver's `timeout`, written once, atomically. No Docker: the plan's base image is
     a name, the sandboxes are the test double."""
     from agents.minter import mint_instance
-    from envpool import images
     from envpool.fake import FakeSandboxFactory
-
-    monkeypatch.setattr(images, "ensure_python_image", lambda v, cfg=None, client=None: f"py:{v}")
 
     mirrors, instances = demo_input
     row = rows_of(instances)[0]

@@ -75,6 +75,18 @@ def make_instance(base: GitTree | str, language: str | None = None, created_at: 
                     created_at=created_at, language=language)
 
 
+def toolchain_layers(store, *names: str) -> list[tuple[str, str, str]]:
+    """(name, version, Debian suite) of each toolchain image `swemint/<name>:<version>-<hash>`
+    that `store` (a FakeImageStore) layered on a Debian base, in order; only `names` when given."""
+    out = []
+    for kind, tag, parent, _ in store.built:
+        repo, _, rest = tag.partition(":")
+        name = repo.removeprefix("swemint/")
+        if kind == "layer" and parent.startswith("swemint/debian:") and (not names or name in names):
+            out.append((name, rest.rsplit("-", 1)[0], parent.split(":", 1)[1].rsplit("-", 1)[0]))
+    return out
+
+
 def force_ecosystem(monkeypatch, eco) -> None:
     """Make `eco` the only registered ecosystem (analysis, planning and the flow see just it)."""
     import agents.ecosystems as registry

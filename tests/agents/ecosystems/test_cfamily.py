@@ -4,6 +4,8 @@ parsers per build system, repairs, and the in-container CMake target selection h
 
 from __future__ import annotations
 
+import re
+
 import importlib.util
 import json
 from datetime import date
@@ -15,26 +17,26 @@ import envpool.toolchains.cfamily as tc
 from agents.ecosystems import cfamily
 from agents.ecosystems.cfamily import ECOSYSTEM, analyze, era_gcc
 from envpool.images import ImageConfig
-from envpool.toolchains import ToolchainChoice
 from tests.agents.ecosystems.conftest import make_instance, make_tree
 
 instance = partial(make_instance, language="c", instance_id="acme__widget-1", repo="acme/widget")
 
 
 @pytest.fixture
-def images(monkeypatch):
-    """ensure_image without Docker: records its arguments, answers a ToolchainChoice."""
-    calls = []
+def images(image_store):
+    """The C/C++ toolchain images the plans make, in a fake image store (no Docker)."""
+    return image_store
 
-    def fake(requested, cfg=None, client=None, *, cmake=None):
-        calls.append((requested, cmake))
-        major, subs = tc.pick_gcc(requested)
-        return ToolchainChoice(language="c", requested=requested, image=f"swemint/cfamily:gcc{major}-x",
-                               version=f"gcc {major}, cmake {tc.cmake_of_suite(tc.DEBIAN_GCC[major])}",
-                               substitutions=subs)
 
-    monkeypatch.setattr(tc, "ensure_image", fake)
-    return calls
+def toolchains(store) -> list[tuple[str, str | None]]:
+    """(gcc major, the cmake series installed from PyPI or None) of each C/C++ toolchain image
+    `store` made, in order."""
+    out = []
+    for _, tag, _, script in store.built:
+        if tag.startswith("swemint/cfamily:gcc"):
+            cmake = re.search(r"'cmake==([\d.]+?)(?:\.\*)?'", script)
+            out.append((tag.split(":gcc", 1)[1].split("-", 1)[0], cmake.group(1) if cmake else None))
+    return out
 
 
 JQ_CONFIGURE = """AC_INIT([jq], [1.6])
@@ -95,7 +97,7 @@ def test_autotools_plan_runs_make_check_with_automake_parser(tmp_path, images):
     tree = make_tree(tmp_path, {"configure.ac": JQ_CONFIGURE, ".gitmodules": GITMODULES,
                                 "tests/shtest": "#!/bin/sh\n"})
     plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-12-28 21:21:22"), ["tests/shtest"], ImageConfig())
-    assert images == [("10", None)]  # a 2020 PR: bullseye's gcc 10
+    assert toolchains(images) == [("10", None)]  # a 2020 PR: bullseye's gcc 10
     assert plan.toolchain.startswith("gcc 10")
     # the submodule directory, filled from the upstream tarball of Debian's source package
     assert plan.setup_commands[1] == "mkdir -p modules/oniguruma"
@@ -175,7 +177,7 @@ def test_era_and_standard_choose_gcc(tmp_path, images):
     top = CMAKE_TOP.replace("set(CMAKE_CXX_STANDARD 17)", "target_compile_features(w PUBLIC cxx_std_23)")
     tree = make_tree(tmp_path, {"CMakeLists.txt": top})
     plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-01-01 00:00:00"), [], ImageConfig())
-    assert images[-1][0] == "12" and plan.toolchain.startswith("gcc 12")  # C++23 raises the floor
+    assert toolchains(images)[-1][0] == "12" and plan.toolchain.startswith("gcc 12")  # C++23 raises the floor
 
 
 def test_pick_gcc_records_substitutions():
@@ -186,21 +188,15 @@ def test_pick_gcc_records_substitutions():
     assert major == "14" and "newest available" in subs[0]
 
 
-def test_new_cmake_comes_from_pypi_wheel(monkeypatch):
-    scripts = []
-
-    def fake_layer(name, version, suite, script, cfg=None, client=None, inputs=None):
-        scripts.append((suite, script, inputs))
-        return f"swemint/{name}:{version}-h"
-
-    monkeypatch.setattr(tc, "layer_image", fake_layer)
-    choice = tc.ensure_image("12", ImageConfig(route="debootstrap"), client=object(), cmake="3.28")
-    suite, script, inputs = scripts[-1]
-    assert suite == "bookworm" and "'cmake==3.28.*'" in script and "/opt/cmake/bin/pip install" in script
+def test_new_cmake_comes_from_pypi_wheel(image_store):
+    choice = tc.ensure_image("12", ImageConfig(route="debootstrap"), cmake="3.28")
+    _, tag, parent, script = image_store.built[-1]
+    assert tag == choice.image and parent.startswith("swemint/debian:bookworm-")
+    assert "'cmake==3.28.*'" in script and "/opt/cmake/bin/pip install" in script
     assert choice.version == "gcc 12, cmake 3.28" and choice.route == "debootstrap"
     assert any("cmake 3.28 required" in s for s in choice.substitutions)
-    plain = tc.ensure_image("10", ImageConfig(route="debootstrap"), client=object(), cmake="3.1")
-    assert "pip install" not in scripts[-1][1] and plain.version == "gcc 10, cmake 3.18"
+    plain = tc.ensure_image("10", ImageConfig(route="debootstrap"), cmake="3.1")
+    assert "pip install" not in image_store.built[-1][3] and plain.version == "gcc 10, cmake 3.18"
 
 
 def test_repair_installs_missing_dependency_once():

@@ -12,14 +12,12 @@ from functools import partial
 
 import pytest
 
-import envpool.toolchains.cfamily as tc
 from agents.diagnosis import diagnose
 from agents.ecosystems import cfamily, python
 from agents.ecosystems.base import PlanRequest
 from agents.ecosystems.drivers import RECIPES, driver_tests, find_drivers, make_build, driver_test_specs
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
-from envpool.toolchains import ToolchainChoice
 from tests.agents.ecosystems.conftest import make_instance, make_tree
 
 instance = partial(make_instance, language="c", instance_id="acme__interp-1", repo="acme/interp")
@@ -64,9 +62,7 @@ def test_a_driver_nobody_runs_is_not_a_route(tmp_path):
     assert cfamily.ECOSYSTEM.detect(tree, "c") == 0
 
 
-def test_cfamily_routes_and_plan_of_a_driver(tmp_path, monkeypatch):
-    monkeypatch.setattr(tc, "ensure_image", lambda requested, cfg=None, client=None, *, cmake=None: ToolchainChoice(
-        language="c", requested=requested, image="swemint/cfamily:gcc12-x", version="gcc 12, cmake 3.25"))
+def test_cfamily_routes_and_plan_of_a_driver(tmp_path, image_store):
     tree = make_tree(tmp_path, {**INTERP_TREE, "tests/float/add_float.py": "", ".gitmodules":
                                 '[submodule "lib/berkeley-db-1.xx"]\n\tpath = lib/berkeley-db-1.xx\n\turl = https://e.org/berkeley-db-1.xx\n'})
     eco = cfamily.ECOSYSTEM
@@ -142,11 +138,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "test_sqlite")
 """
 
 
-def test_django_style_runtests_route_in_python(tmp_path, monkeypatch):
-    import envpool.images as images
-
-    monkeypatch.setattr(images, "available_pythons", lambda cfg=None: ["3.11"])
-    monkeypatch.setattr(images, "ensure_python_image", lambda version, cfg=None: f"swemint/python:{version}")
+def test_django_style_runtests_route_in_python(tmp_path, image_store):
     files = {"setup.py": "from setuptools import setup\nsetup(name='minidj')\n", "minidj/__init__.py": "",
              "tests/runtests.py": RUNTESTS, "tests/calc_app/__init__.py": "", "tests/calc_app/tests.py": "",
              "tox.ini": "[testenv]\ncommands = {envpython} runtests.py {posargs}\nchangedir = tests\n"}
@@ -185,16 +177,12 @@ def test_shebang_interpreter():
 SYMPY_BIN_TEST = "#!/usr/bin/env python\nfrom sympy.utilities.runtests import test\nimport sys\nsys.exit(not test(*sys.argv[1:]))\n"
 
 
-def test_sympy_bin_test_is_the_uv_routes_second_test_configuration(tmp_path, monkeypatch):
+def test_sympy_bin_test_is_the_uv_routes_second_test_configuration(tmp_path, image_store):
     """sympy-11400 (2016): its test modules import `raises` from sympy.utilities.pytest, which
     under pytest does not define it, so pytest collects nothing; SWE-bench runs SymPy with its
     own `bin/test -C --verbose`. The driver is not a route of its own (pytest works on newer
     trees, whose rows are exact): it is the uv route's configuration after the first, run from
     the root with the touched files as given, parsed by `sympy_test_log`."""
-    import envpool.images as images
-
-    monkeypatch.setattr(images, "available_pythons", lambda cfg=None: ["3.11"])
-    monkeypatch.setattr(images, "ensure_python_image", lambda version, cfg=None: f"swemint/python:{version}")
     files = {"setup.py": "from setuptools import setup\nsetup(name='sympy')\n", "sympy/__init__.py": "",
              "bin/test": SYMPY_BIN_TEST, "bin/test_travis.sh": "#!/bin/bash\nbin/test --split ${SPLIT}\n",
              ".travis.yml": "script:\n  - bin/test_travis.sh\n", "sympy/printing/tests/test_ccode.py": ""}

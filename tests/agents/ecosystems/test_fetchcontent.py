@@ -153,14 +153,10 @@ def test_configure_with_inserts_after_the_configuring_cmake():
 
 # --- the C/C++ ecosystem ------------------------------------------------------------------------
 
-def test_cfamily_plan_records_declarations_and_repairs_first(tmp_path, monkeypatch, sources):
-    import envpool.toolchains.cfamily as tc
+def test_cfamily_plan_records_declarations_and_repairs_first(tmp_path, image_store, monkeypatch, sources):
     from envpool.images import ImageConfig
-    from envpool.toolchains import ToolchainChoice
     from tests.agents.ecosystems.conftest import make_instance
 
-    monkeypatch.setattr(tc, "ensure_image", lambda *a, **k: ToolchainChoice(
-        language="c", requested="12", image="swemint/cfamily:gcc12-x", version="gcc 12, cmake 3.25"))
     tree = make_tree(tmp_path, {"CMakeLists.txt": "project(s CXX)\nenable_testing()\nadd_subdirectory(tests)\n",
                                 "tests/CMakeLists.txt": SPDLOG_TESTS})
     plan = cfamily.ECOSYSTEM.plan(tree, make_instance(tree, "cpp"), ["tests/t.cpp"], ImageConfig())

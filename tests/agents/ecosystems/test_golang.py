@@ -18,7 +18,6 @@ from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.testrun.registry import get_parser
 from envpool.testrun.status import TestStatus
-from envpool.toolchains import ToolchainChoice
 from envpool.toolchains import golang as tc
 from tests.agents.ecosystems.conftest import make_instance, make_tree
 
@@ -62,7 +61,7 @@ def test_ensure_image_refuses_too_new_go_before_touching_docker():
         def __getattr__(self, name):
             raise AssertionError(f"docker used: {name}")
     with pytest.raises(EnvBuildError, match="1.30"):
-        tc.ensure_image("1.30.1", ImageConfig(route="debootstrap"), client=NoDocker())
+        tc.ensure_image("1.30.1", ImageConfig(route="debootstrap"), engine=NoDocker())
 
 
 def test_image_scripts_never_download_a_toolchain():
@@ -91,14 +90,9 @@ def test_toolchain_line_newer_than_go_line_raises_the_floor(tmp_path):
     assert tc.choose_go(req).version == "1.22.12"
 
 
-def test_plan_with_go_mod_newer_than_any_go_is_env_failed(tmp_path, monkeypatch):
+def test_plan_with_go_mod_newer_than_any_go_is_env_failed(tmp_path, image_store):
     tree = make_tree(tmp_path, {"go.mod": "module m\n\ngo 1.21\n\ntoolchain go1.31.0\n",
                                 "a.go": "package a\n", "a_test.go": "package a\n"})
-
-    def fake_ensure(requested, cfg=None, client=None, instance_id=None):
-        tc.choose_go(requested, cfg, instance_id=instance_id)  # raises
-        raise AssertionError("unreachable")
-    monkeypatch.setattr(tc, "ensure_image", fake_ensure)
     with pytest.raises(EnvBuildError, match="1.31.0.*newer than every Go"):
         ECOSYSTEM.plan(tree, instance(tree), ["a_test.go"], ImageConfig(route="debootstrap"))
 
@@ -131,7 +125,7 @@ VENDOR_JSON = """{"package": [
  {"path": "golang.org/x/net/context", "revision": "d4c55e66d8c3a2f3382d264b08e3e3454a66355a"}]}"""
 
 
-def test_gopath_era_repository_gets_a_floor_and_a_synthesised_module(tmp_path, monkeypatch):
+def test_gopath_era_repository_gets_a_floor_and_a_synthesised_module(tmp_path, image_store):
     tree = make_tree(tmp_path, {"gin.go": 'package gin // import "github.com/gin-gonic/gin"\n',
                                 "gin_test.go": "package gin\n", "vendor/vendor.json": VENDOR_JSON})
     proj = analyze(tree, repo="gin-gonic/gin")
@@ -140,10 +134,9 @@ def test_gopath_era_repository_gets_a_floor_and_a_synthesised_module(tmp_path, m
     # one pin per repository root, at the locked revision (go mod init's own conversion needs GitHub)
     assert proj.pins == ["github.com/golang/protobuf@b4deda0973fb4c70b50d226b1af49f3da59f5265",
                          "golang.org/x/net/context@d4c55e66d8c3a2f3382d264b08e3e3454a66355a"]
-    monkeypatch.setattr(tc, "ensure_image", lambda r, cfg=None, client=None, instance_id=None: ToolchainChoice(
-        language="go", requested=r, version="1.15.15", image="go:test"))
     plan = ECOSYSTEM.plan(tree, instance(tree), ["gin_test.go"], ImageConfig())
-    assert plan.toolchain == "go 1.15.15"
+    assert plan.toolchain == f"go {tc.choose_go(golang.load_recipe().gopath_floor).version}"
+    assert plan.image in image_store and plan.image.startswith("swemint/go:")
     assert any("go mod init github.com/gin-gonic/gin" in c for c in plan.setup_commands)
     assert any("go get -d" in c and "golang.org/x/net/context@d4c55e66" in c for c in plan.setup_commands)
     assert "vendor/vendor.json" in " ".join(plan.notes)
@@ -270,11 +263,9 @@ def test_plain_build_failed_line_of_old_go_becomes_failed_tests():
 
 # --- plan shape, detect, repair --------------------------------------------------------------
 
-def test_plan_shape(tmp_path, monkeypatch):
+def test_plan_shape(tmp_path, image_store):
     tree = make_tree(tmp_path, {"go.mod": "module example.com/calc\n\ngo 1.19\n", "calc.go": "package calc\n",
                                 "calc_test.go": OLD_TEST})
-    monkeypatch.setattr(tc, "ensure_image", lambda r, cfg=None, client=None, instance_id=None: ToolchainChoice(
-        language="go", requested=r, version="1.19.8", image="go:test", substitutions=["go 1.19 -> 1.19.8"]))
     new = OLD_TEST + "\nfunc TestNew(t *testing.T) {}\n"
     test_patch = "\n".join(["diff --git a/calc_test.go b/calc_test.go", *_diff(tmp_path / "d", OLD_TEST, new)]) + "\n"
     plan = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch), ["calc_test.go"], ImageConfig())
@@ -294,12 +285,7 @@ def test_plan_shape(tmp_path, monkeypatch):
     assert [a.name for a in plan.test_alternatives] == ["touched"]
     assert f"go test -json -count=1 -vet=off {LIMIT} -run '^TestNew$' ." in plan.test_alternatives[0].test_command
     assert plan.state["absent_scope"] == ["TestNew"]
-    assert plan.env["GOTOOLCHAIN"] == "local" and plan.toolchain == "go 1.19.8"
-
-
-def _fake_go(monkeypatch):
-    monkeypatch.setattr(tc, "ensure_image", lambda r, cfg=None, client=None, instance_id=None: ToolchainChoice(
-        language="go", requested=r, version="1.21.13", image="go:test"))
+    assert plan.env["GOTOOLCHAIN"] == "local" and plan.toolchain == f"go {tc.choose_go('1.19').version}"
 
 
 GATED = "//go:build integration && !windows\n\npackage calc\n\nimport \"testing\"\n\nfunc TestDB(t *testing.T) {}\n"
@@ -307,11 +293,10 @@ WORKFLOW = ("on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
             "      - run: go test ./...\n      - run: |\n          go test -race \\\n            --tags=integration,sqlite ./...\n")
 
 
-def test_build_tags_of_a_gated_touched_test_that_ci_sets(tmp_path, monkeypatch):
+def test_build_tags_of_a_gated_touched_test_that_ci_sets(tmp_path, image_store):
     """A touched test file behind ``//go:build integration``: CI passes ``--tags=integration``,
     so every go test (setup compile and T) gets ``-tags=integration``; `sqlite`, which no
     touched file asks for, and `windows` (negated, a GOOS) are not added."""
-    _fake_go(monkeypatch)
     files = {"go.mod": "module example.com/calc\n\ngo 1.21\n", "calc.go": "package calc\n",
              ".github/workflows/ci.yml": WORKFLOW}
     tree = make_tree(tmp_path, files)
@@ -383,7 +368,7 @@ def test_compile_step_fails_only_for_dependencies(tmp_path, output, rc):
     assert r.returncode == rc, r.stdout
 
 
-def test_setup_never_carries_the_patches_code_only_their_go_mod_hunks(tmp_path, monkeypatch):
+def test_setup_never_carries_the_patches_code_only_their_go_mod_hunks(tmp_path, image_store):
     """The setup script and Dockerfile are published with the row: the fix and the new tests
     must not be in them (nor compiled into the image's build cache); declared modules may."""
     import base64
@@ -391,8 +376,6 @@ def test_setup_never_carries_the_patches_code_only_their_go_mod_hunks(tmp_path, 
 
     tree = make_tree(tmp_path, {"go.mod": "module example.com/calc\n\ngo 1.19\n", "calc.go": "package calc\n",
                                 "calc_test.go": OLD_TEST})
-    monkeypatch.setattr(tc, "ensure_image", lambda r, cfg=None, client=None, instance_id=None: ToolchainChoice(
-        language="go", requested=r, version="1.19.8", image="go:test"))
     new = OLD_TEST + '\nfunc TestNew(t *testing.T) { _ = "SECRET_TEST" }\n'
     test_patch = "\n".join(["diff --git a/calc_test.go b/calc_test.go", *_diff(tmp_path / "d", OLD_TEST, new)]) + "\n"
     fix = 'package calc\n\nimport "example.com/dep"\n\nvar Fixed = dep.SECRET_FIX\n'

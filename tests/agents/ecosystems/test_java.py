@@ -13,8 +13,8 @@ import pytest
 from agents.models import Instance
 from agents.ecosystems import java as J
 from envpool.errors import EnvBuildError
+from envpool.fake_images import FakeImageStore
 from envpool.images import ImageConfig
-from envpool.toolchains import ToolchainChoice
 from envpool.toolchains import java as jtc
 from tests.agents.ecosystems.conftest import make_tree as _make_tree
 
@@ -133,16 +133,27 @@ def test_touched_test_sources_map_to_surefire_classes():
 
 
 @pytest.fixture
-def fake_image(monkeypatch):
-    asked: list[str | None] = []
+def fake_image(image_store):
+    """The JDK majors of the Java toolchain images the plans make, in a fake image store."""
+    return JdksBuilt(image_store)
 
-    def ensure(requested, cfg=None, client=None):
-        asked.append(requested)
-        return ToolchainChoice(language="java", requested=requested, version=requested or "17",
-                               image=f"swemint/java:{requested}-test")
 
-    monkeypatch.setattr(jtc, "ensure_image", ensure)
-    return asked
+class JdksBuilt:
+    """The JDK majors (strings) of the `swemint/java:<major>-...` images `store` made, in order;
+    compares equal to a list of them."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def majors(self) -> list[str]:
+        return [tag.split(":", 1)[1].split("-", 1)[0] for _, tag, _, _ in self.store.built
+                if tag.startswith("swemint/java:")]
+
+    def __eq__(self, other) -> bool:
+        return self.majors() == other
+
+    def __repr__(self) -> str:
+        return repr(self.majors())
 
 
 def instance(touched: str) -> Instance:
@@ -236,26 +247,17 @@ def test_warm_up_runs_an_existing_class_when_the_touched_test_is_new(tmp_path, f
     assert "mvn -o " in plan.setup_commands[-1] and "-Dtest=JsonElementReaderTest " in plan.setup_commands[-1]
 
 
-class _AllImagesExist:
-    """A docker client stand-in on which every image exists (no build, no pull)."""
-
-    class images:  # noqa: N801 - mirrors docker.DockerClient.images
-        @staticmethod
-        def get(ref):
-            return ref
-
-
 @pytest.mark.parametrize("requested,version,substituted", [("1.8", "8", False), ("9", "11", True),
                                                            ("17", "17", False), (None, "17", False)])
-def test_ensure_image_gives_the_smallest_jdk_at_least_requested(requested, version, substituted):
-    choice = jtc.ensure_image(requested, ImageConfig(route="debootstrap"), client=_AllImagesExist())
+def test_ensure_image_gives_the_smallest_jdk_at_least_requested(requested, version, substituted, image_store):
+    choice = jtc.ensure_image(requested, ImageConfig(route="debootstrap"))
     assert (choice.version, bool(choice.substitutions), choice.route) == (version, substituted, "debootstrap")
     assert choice.image.startswith(f"swemint/java:{version}-")
 
 
 def test_ensure_image_refuses_a_jdk_newer_than_any_here():
     with pytest.raises(EnvBuildError, match="JDK 26 requested"):
-        jtc.ensure_image("26", ImageConfig(route="debootstrap"), client=_AllImagesExist())
+        jtc.ensure_image("26", ImageConfig(route="debootstrap"), engine=FakeImageStore())
 
 
 def test_official_images_keep_their_own_java_home():

@@ -12,7 +12,6 @@ from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.testrun.outcome import TestStatus
 from envpool.testrun.registry import get_parser
-from envpool.toolchains import ToolchainChoice
 from envpool.toolchains import java as jtc
 from tests.agents.ecosystems.conftest import make_tree
 
@@ -76,9 +75,7 @@ def test_a_build_without_a_test_target_is_recognised_with_the_reason(tmp_path):
     assert A.ant_build(make_tree(tmp_path / "b", {"build.xml": "<project"})) is None
 
 
-def test_the_ant_plan_installs_debian_ant_and_selects_the_touched_classes(tmp_path, monkeypatch):
-    monkeypatch.setattr(jtc, "ensure_image", lambda requested, cfg=None, client=None: ToolchainChoice(
-        language="java", requested=requested, version=requested or "17", image="swemint/java:t"))
+def test_the_ant_plan_installs_debian_ant_and_selects_the_touched_classes(tmp_path, image_store, monkeypatch):
     tree = make_tree(tmp_path, {"build.xml": BUILD, "build/tests.xml": TESTS_XML, "src/Calc.java": ""},
                      when="2022-01-01T00:00:00+00:00")
     touched = ["test/com/acme/CalcTest.java", "test/com/acme/Helper.java"]

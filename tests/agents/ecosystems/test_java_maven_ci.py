@@ -9,8 +9,6 @@ from agents.ecosystems import java as J
 from agents.ecosystems import java_maven as M
 from agents.models import Instance
 from envpool.images import ImageConfig
-from envpool.toolchains import ToolchainChoice
-from envpool.toolchains import java as jtc
 from tests.agents.ecosystems.conftest import make_tree
 
 WORKFLOW = """jobs:
@@ -46,9 +44,7 @@ def test_ci_test_runs_give_their_defined_profiles_and_properties(tmp_path):
     assert M.ci_maven_options(tree, set(), ["core"], ["test"])[0] == []  # only profiles the poms define
 
 
-def test_the_maven_plan_applies_the_ci_profile_to_every_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(jtc, "ensure_image", lambda requested, cfg=None, client=None: ToolchainChoice(
-        language="java", requested=requested, version=requested or "17", image="swemint/java:t"))
+def test_the_maven_plan_applies_the_ci_profile_to_every_run(tmp_path, image_store, monkeypatch):
     test = "src/test/java/a/CalcTest.java"
     tree = make_tree(tmp_path, {".github/workflows/ci.yml": WORKFLOW, "pom.xml": POM.replace(
         "<modules><module>core</module></modules>", ""), test: ""})
@@ -85,9 +81,7 @@ def test_the_nearest_release_is_the_newest_not_newer_else_the_oldest_newer(snaps
     assert M.nearest_release(snapshot, releases) == expected
 
 
-def test_the_stand_in_is_installed_when_the_parent_does_not_resolve(tmp_path, monkeypatch):
-    monkeypatch.setattr(jtc, "ensure_image", lambda requested, cfg=None, client=None: ToolchainChoice(
-        language="java", requested=requested, version=requested or "17", image="swemint/java:t"))
+def test_the_stand_in_is_installed_when_the_parent_does_not_resolve(tmp_path, image_store, monkeypatch):
     monkeypatch.setattr(M, "released_versions", lambda g, a, base=M.CENTRAL: ("2.1", "2.2", "2.4"))
     test = "src/test/java/a/CalcTest.java"
     tree = make_tree(tmp_path, {"pom.xml": SNAP, test: ""})

@@ -19,23 +19,35 @@ from agents.ecosystems.php import ECOSYSTEM as PHP
 from agents.ecosystems.ruby import ECOSYSTEM as RUBY, gem_dependencies
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
-from tests.agents.ecosystems.conftest import make_instance, make_tree
+from tests.agents.ecosystems.conftest import make_instance, make_tree, toolchain_layers
 
 inst = partial(make_instance, instance_id="acme__widget-7", repo="acme/widget", created_at="2023-02-10 16:24:10")
 
 
+class Built:
+    """(name, version, suite) of the Ruby and PHP toolchain images a fake image store made, in
+    order; compares and indexes like that list."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def _list(self) -> list[tuple[str, str, str]]:
+        return toolchain_layers(self.store, "ruby", "php")
+
+    def __eq__(self, other) -> bool:
+        return self._list() == other
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __repr__(self) -> str:
+        return repr(self._list())
+
+
 @pytest.fixture
-def built(monkeypatch):
-    """layer_image without Docker, in both modules: records (name, version, suite)."""
-    calls = []
-
-    def fake(name, version, suite, script, cfg=None, client=None, inputs=None):
-        calls.append((name, version, suite))
-        return f"swemint/{name}:{version}-h"
-
-    monkeypatch.setattr(ruby_mod, "layer_image", fake)
-    monkeypatch.setattr(php_mod, "layer_image", fake)
-    return calls
+def built(image_store):
+    """The toolchain images the Ruby and PHP plans make, in a fake image store (no Docker)."""
+    return Built(image_store)
 
 
 # --- shared Debian helpers ---------------------------------------------------------------------

@@ -12,7 +12,7 @@ import envpool.toolchains.rust as rt
 from agents.ecosystems import rust
 from envpool.errors import EnvBuildError
 from envpool.testrun.registry import get_parser
-from envpool.toolchains import ToolchainChoice, version_key
+from envpool.toolchains import version_key
 from tests.agents.ecosystems.conftest import make_instance, make_tree
 
 LOCK_V4 = 'version = 4\n\n[[package]]\nname = "demo"\nversion = "0.1.0"\n\n[[package]]\nname = "itoa"\n' \
@@ -24,13 +24,10 @@ instance = partial(make_instance, language="rust", created_at="2022-05-11 18:30:
 
 
 @pytest.fixture
-def fake_image(monkeypatch):
-    """ensure_image without Docker: the Debian pick for the request."""
-    def fake(requested, cfg=None, client=None):
-        d, subs = rt.pick_debian(requested)
-        return ToolchainChoice(language="rust", requested=requested, version=d.version, image=f"rust-test:{d.version}",
-                               substitutions=subs)
-    monkeypatch.setattr(rt, "ensure_image", fake)
+def fake_image(image_store):
+    """Rust toolchain images made in a fake image store (no Docker): the Debian pick for the
+    request, as without a registry."""
+    return image_store
 
 
 # ------------------------------------------------------------------------------ toolchain

@@ -1,0 +1,175 @@
+"""The image store of a Docker engine (`DockerImageStore`, the `envpool.sandbox.ImageStore` seam)
+and the store code without a sandbox factory at hand uses (`active_store`).
+
+Everything swemint asks of an engine's images goes through a store: the toolchain images
+(`envpool.images`, `envpool.toolchains`), the environment images the minter commits and reuses
+(`agents.envimage`, `agents.tiers`), the pool's and the pipeline's image housekeeping. A test
+gives the code under test `envpool.fake_images.FakeImageStore` through `use_store` (or a
+`FakeSandboxFactory`, whose `images` it is) instead of patching functions.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+
+from envpool.errors import InfraError
+from envpool.sandbox import ImageInfo, ImageStore, SandboxSpec
+
+log = logging.getLogger(__name__)
+
+
+def _info(img) -> ImageInfo:
+    attrs = getattr(img, "attrs", None) or {}
+    return ImageInfo(id=img.id, tags=list(getattr(img, "tags", None) or []), labels=dict(img.labels or {}),
+                     size=int(attrs.get("Size") or 0), repo_digests=list(attrs.get("RepoDigests") or []))
+
+
+class DockerImageStore:
+    """`ImageStore` of the engine `client` (a docker SDK client; default: from the environment).
+    `client` is kept for what only the engine's API does (registry pushes and pulls by digest:
+    `envpool.registry`)."""
+
+    def __init__(self, client=None):
+        if client is None:
+            from envpool.docker_sandbox import docker_client
+
+            client = docker_client()
+        self.client = client
+
+    def get(self, ref: str) -> ImageInfo | None:
+        """The image `ref`, None when absent (or the engine cannot say)."""
+        try:
+            return _info(self.client.images.get(ref))
+        except Exception:  # noqa: BLE001 - docker.errors.ImageNotFound, or an engine hiccup: not here
+            return None
+
+    def pull(self, ref: str) -> bool:
+        """`docker pull ref`; False when no registry answers."""
+        try:
+            self.client.images.pull(ref)
+            return True
+        except Exception as e:  # noqa: BLE001 - no registry here is the normal case
+            log.info("pull %s failed: %s", ref, str(e)[:200])
+            return False
+
+    def tag(self, ref: str, repository: str, tag: str) -> None:
+        """`docker tag ref repository:tag`; raises InfraError when `ref` is absent."""
+        try:
+            self.client.images.get(ref).tag(repository, tag)
+        except Exception as e:  # noqa: BLE001
+            raise InfraError(f"docker tag {ref} {repository}:{tag} failed: {e}") from e
+
+    def remove(self, ref: str, force: bool = False) -> bool:
+        """`docker rmi [-f] ref`; False when absent or in use."""
+        try:
+            self.client.images.remove(ref, force=force)
+            return True
+        except Exception:  # noqa: BLE001 - absent, or a container still uses it
+            return False
+
+    def list(self, labels: dict[str, str] | None = None) -> builtins.list[ImageInfo]:
+        """Images with every label of `labels` (intermediate ones included)."""
+        filters = {"label": [f"{k}={v}" for k, v in labels.items()]} if labels else None
+        return [_info(i) for i in self.client.images.list(all=True, filters=filters)]
+
+    def layer(self, parent: str, tag: str, script: str, labels: dict[str, str], timeout: float = 1800) -> str:
+        """Run `script` in a build container of `parent` (bridge network, 8 GiB) and commit it as
+        `tag` with `labels`."""
+        from envpool.docker_sandbox import DockerSandboxFactory
+
+        factory = DockerSandboxFactory(run_id="image-build", client=self.client)
+        spec = SandboxSpec(image=parent, run_id="image-build", network="bridge", memory=8 * 1024**3)
+        with factory.sandbox(spec) as sb:
+            r = sb.exec(script, timeout=timeout, log_label="image-layer")
+            if not r.ok:
+                raise InfraError(f"building image {tag} failed (exit {r.exit_code}): {r.output[-3000:]}")
+            repo, _, t = tag.rpartition(":")
+            sb.commit(repo, t, labels=labels)
+        return tag
+
+    def push(self, ref: str, registry: str, auth: dict | None = None) -> str:
+        """`envpool.pool.publish_image` on this engine."""
+        from envpool.pool import publish_image
+
+        return publish_image(ref, registry, client=self.client, auth=auth)
+
+    def bootstrap(self, suite: str, tag: str, mirror: str, packages: builtins.list[str]) -> None:
+        """debootstrap --variant=minbase (25-45 s, ~210 MB) then `docker import` with the labels
+        `swemint.route=debootstrap swemint.managed=1`."""
+        if not shutil.which("debootstrap"):
+            raise InfraError("debootstrap is not installed (apt-get install -y debootstrap)")
+        with tempfile.TemporaryDirectory(prefix=f"swemint-{suite}-") as tmp:
+            root = Path(tmp) / "root"
+            cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", suite, str(root), mirror]
+            log.info("bootstrapping %s: %s", tag, " ".join(cmd))
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise InfraError(f"debootstrap {suite} failed: {r.stderr[-2000:] or r.stdout[-2000:]}")
+            # apt in sid/forky needs Check-Valid-Until false (frozen snapshot mirror)
+            (root / "etc/apt/apt.conf.d/99swemint").write_text(
+                'Acquire::Check-Valid-Until "false";\nAPT::Install-Recommends "false";\n')
+            tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+            imp = subprocess.run(["docker", "-H", engine_host(self.client), "import", "--change", 'CMD ["bash"]',
+                                  "--change", "LABEL swemint.route=debootstrap swemint.managed=1",
+                                  "-", tag], stdin=tar.stdout, capture_output=True, text=True)
+            tar.wait()
+            if imp.returncode != 0:
+                raise InfraError(f"docker import {tag} failed: {imp.stderr[-2000:]}")
+
+
+def engine_host(client) -> str:
+    """The `-H` of the docker CLI for `client`'s engine: its unix socket, else DOCKER_HOST's
+    value, else the default socket."""
+    base = str(getattr(getattr(client, "api", None), "base_url", "") or "")
+    sock = getattr(getattr(getattr(client, "api", None), "_custom_adapter", None), "socket_path", None)
+    if sock:
+        return f"unix://{sock}"
+    if base.startswith(("tcp://", "https://", "http://")) and "localhost" not in base:
+        return base.replace("http://", "tcp://").replace("https://", "tcp://")
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+_active: ContextVar[ImageStore | None] = ContextVar("swemint_image_store", default=None)
+
+
+@contextmanager
+def use_store(store: ImageStore) -> Iterator[ImageStore]:
+    """Within the block (this thread or task), `active_store()` is `store`: the minter sets its
+    factory's store for an instance, a test its `FakeImageStore`."""
+    token = _active.set(store)
+    try:
+        yield store
+    finally:
+        _active.reset(token)
+
+
+def active_store(engine=None) -> ImageStore:
+    """The image store to use: `engine`'s (`store_of`) when one is given, else the store
+    `use_store` set, else the engine of the environment (`DOCKER_HOST`). Raises InfraError when
+    that engine does not answer."""
+    if engine is not None:
+        return store_of(engine)
+    store = _active.get()
+    return store if store is not None else DockerImageStore()  # an empty fake store is falsy
+
+
+def store_of(engine) -> ImageStore:
+    """The image store of `engine`: a store as it is; a sandbox factory's `images` (a
+    `FakeSandboxFactory`'s) or the store of its docker `client` (a `DockerSandboxFactory`'s);
+    a docker SDK client wrapped."""
+    if isinstance(engine, ImageStore):
+        return engine
+    own = getattr(engine, "images", None)
+    if isinstance(own, ImageStore):
+        return own
+    client = getattr(engine, "client", None)
+    return DockerImageStore(client if client is not None else engine)
