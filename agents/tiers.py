@@ -262,18 +262,16 @@ def _seed(run, sb, plan: Plan) -> None:
         paths = seed.portable_paths(by_name(plan.ecosystem), plan)
     except (KeyError, ValueError):
         return
-    client = getattr(run.factory, "client", None)
-    if not paths or client is None:
+    if not paths:
         return
     try:
-        found = client.images.list(filters={"label": [f"swemint.run={cfg.run_id}", "swemint.tier=dependencies",
-                                                      f"{LABEL_REPO}={run.instance.repo}",
-                                                      f"{LABEL_ECOSYSTEM}={plan.ecosystem}"]})
+        found = store_of(run.factory).list({"swemint.run": cfg.run_id, "swemint.tier": "dependencies",
+                                            LABEL_REPO: run.instance.repo, LABEL_ECOSYSTEM: plan.ecosystem})
     except Exception:  # noqa: BLE001 - no seed
         return
     if not found:
         return
-    newest = max(found, key=lambda i: i.attrs.get("Created", ""))
+    newest = max(found, key=lambda i: i.created)
     copied = seed.seed_paths(run.factory, sb, newest.id, paths)
     if copied:
         run.traj(StepRecord(agent="setup", rule="tier:seeded", note=f"{', '.join(copied)} from {newest.id[:19]} "

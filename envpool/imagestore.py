@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 def _info(img) -> ImageInfo:
     attrs = getattr(img, "attrs", None) or {}
     return ImageInfo(id=img.id, tags=list(getattr(img, "tags", None) or []), labels=dict(img.labels or {}),
-                     size=int(attrs.get("Size") or 0), repo_digests=list(attrs.get("RepoDigests") or []))
+                     size=int(attrs.get("Size") or 0), repo_digests=list(attrs.get("RepoDigests") or []),
+                     created=str(attrs.get("Created") or ""))
 
 
 class DockerImageStore:

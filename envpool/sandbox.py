@@ -144,8 +144,8 @@ class SandboxFactory(Protocol):
 
 class ImageInfo(BaseModel):
     """One image of an engine: its `id` (`sha256:...`), the `tags` naming it, its `labels`,
-    `size` in bytes (0 when unknown) and `repo_digests` (`repo@sha256:...` once pushed or pulled
-    by digest)."""
+    `size` in bytes (0 when unknown), `repo_digests` (`repo@sha256:...` once pushed or pulled
+    by digest) and `created`."""
 
     model_config = ConfigDict(extra="forbid")
     id: str
@@ -153,6 +153,8 @@ class ImageInfo(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     size: int = 0
     repo_digests: list[str] = Field(default_factory=list)
+    created: str = ""
+    """When it was made (the engine's ISO timestamp; "" when unknown)."""
 
 
 @runtime_checkable

@@ -279,8 +279,8 @@ def snapshot_sources(tree: GitTree, poms: dict[str, str]) -> list[tuple[str, str
             g, a, v = ((dep.findtext(k) or "").strip() for k in ("groupId", "artifactId", "version"))
             kind = (dep.findtext("type") or "jar").strip()
             for _ in range(5):
-                v = re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), v)
-                g = re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), g)
+                v = re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), v)  # noqa: B023 (called here)
+                g = re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), g)  # noqa: B023 (called here)
             if not v.endswith("-SNAPSHOT") or kind not in ("jar", "pom") or dep.findtext("classifier") or \
                     (g, a) in ours or (g, a) in seen or not all(_COORD.fullmatch(x) for x in (g, a, v)):
                 continue
