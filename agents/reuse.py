@@ -31,7 +31,7 @@ def derive_version(instance: Instance, tree: GitTree | None) -> str | None:
     commit (setup.py / setup.cfg / pyproject), else `__version__` in a top-level module, else the
     nearest tag, cut to `X.Y`. None when nothing says.
     """
-    from agents.ecosystems.python.analysis import analyze_python
+    from agents.ecosystems.python.profile import analyze_python
 
     v = (instance.version or "").strip()
     if re.fullmatch(r"\d+\.\d+(\.\d+)*", v):

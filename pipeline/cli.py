@@ -815,10 +815,10 @@ def print_funnel(report) -> None:
 
 
 def run_chain(cfg: PipelineConfig, mint_fn=None):
-    """`pipeline.flow.run_flow` with a progress line (minted so far, what is in flight), then
+    """`pipeline.streaming.run_flow` with a progress line (minted so far, what is in flight), then
     the summaries; exits 2 on unusable input, 1 when the crawl stopped early or every mint row
     is `infra_error`."""
-    from pipeline.flow import run_flow
+    from pipeline.streaming import run_flow
 
     gh = cfg.sources.github
     if not (cfg.instances or cfg.sources.local or (gh is not None and (gh.repos or gh.discovery is not None))):

@@ -55,7 +55,7 @@ class RayConfig(BaseModel):
 
 
 class FlowConfig(BaseModel):
-    """How `swemint run` streams sources -> filter -> plan -> build -> export (`pipeline.flow`).
+    """How `swemint run` streams sources -> filter -> plan -> build -> export (`pipeline.streaming`).
 
     Bounds are counts of units; timeouts are seconds."""
 

@@ -8,7 +8,7 @@ has the Ray executor), and the runner that maps one stage over items on any exec
   is a `Done` with `error`; one past its `timeout` (seconds since submission) is reported
   `timed_out` and its late result dropped. `LocalExecutor`: threads in this process (`--no-ray`,
   tests): a hung call cannot be killed (a Python thread finishes or dies with the process).
-  The scheduling policy (queues, bounds, what runs next) is the caller's: `pipeline.flow`
+  The scheduling policy (queues, bounds, what runs next) is the caller's: `pipeline.streaming`
   streams the chain sources -> filter -> plan -> build over an executor.
 - `MapRunner` (`Runner`) maps one stage over work items for `swemint mint`, yielding one row per
   item in completion order with at most `workers` in flight (backpressure: items are submitted

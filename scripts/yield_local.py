@@ -50,7 +50,7 @@ not minted again; `infra_error` rows are minted again), and the table counts tho
 their ledger lines, so the measurement accumulates over sessions whose machines do not last.
 
 Default executor: in-process (`--no-ray`; the chain's stages are the same on Ray,
-tests/pipeline/test_flow.py), so a stopped measurement leaves no Ray processes behind; `--ray`
+tests/pipeline/test_streaming.py), so a stopped measurement leaves no Ray processes behind; `--ray`
 runs it on a local Ray.
 """
 

@@ -2,7 +2,7 @@
 
 A repair note is what a backend writes on a trajectory step (`StepRecord.note`) when it changes
 something to make a failed step pass: `repair: lift numpy`, `repair: isolation`,
-`repair: install pyyaml` (the rule backend's keys, `agents.ecosystems.python.setup`), the forms below, or a
+`repair: install pyyaml` (the rule backend's keys, `agents.ecosystems.python.builder`), the forms below, or a
 JSON action / list of actions (the LLM backend). Anything else is kept as a shell command.
 """
 

@@ -46,9 +46,9 @@ def context_for(run, profile, plan: Plan) -> RepoContext | None:
     era = created.year if created else run.tree.commit_time.year
     toolchain = version_of(plan.toolchain)
     if plan.ecosystem == "python" and plan.state.get("profile"):
-        from agents.ecosystems.python.analysis import RepoProfile
+        from agents.ecosystems.python.profile import PythonProfile
 
-        return context_from_python_profile(RepoProfile.model_validate(plan.state["profile"]), toolchain, created,
+        return context_from_python_profile(PythonProfile.model_validate(plan.state["profile"]), toolchain, created,
                                            files=profile.manifests + profile.ci)
     flags = [] if any(f.endswith((".lock", "-lock.json", "-lock.yaml", "go.sum")) for f in run.tree.files[:5000]
                       if f.count("/") == 0) else ["no_lockfile"]

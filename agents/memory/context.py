@@ -19,7 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.ecosystems.python.analysis import RepoProfile
+from agents.ecosystems.python.profile import PythonProfile
 from agents.memory.models import Ecosystem, family
 from envpool.resources import resource
 
@@ -167,9 +167,9 @@ def caps_below(spec: str | None, version: str) -> bool:
     return False
 
 
-def context_from_python_profile(profile: RepoProfile, interpreter: str | None = None,
+def context_from_python_profile(profile: PythonProfile, interpreter: str | None = None,
                                 created: datetime | None = None, files: list[str] | None = None) -> RepoContext:
-    """A RepoContext from the analysis agent's Python RepoProfile, the chosen interpreter
+    """A RepoContext from the analysis agent's Python PythonProfile, the chosen interpreter
     ("3.11") and the instance's created_at."""
     declared: dict[str, str] = {}
     for req in profile.tox_deps + profile.conda_deps + profile.ci_pip_packages + profile.build_requires:

@@ -228,7 +228,7 @@ def crawl(config: CrawlConfig | Path | str, workdir: Path | str, *, since_last: 
     """Crawl every configured source into `WORKDIR/crawl/` and return the run's report.
 
     In this process, one step after another (`swemint run` streams the same stages on Ray:
-    `pipeline.flow`). `config`: a CrawlConfig or the path of its YAML. `since_last`: only PRs
+    `pipeline.streaming`). `config`: a CrawlConfig or the path of its YAML. `since_last`: only PRs
     updated after each repository's watermark. `counter`: receives the API counts (also in the
     report). `clock` / `sleep` / `environ`: injectable time and environment (the token is read
     from `environ[api.token_env]`, default `os.environ`). Item-level API failures become

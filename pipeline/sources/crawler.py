@@ -1,6 +1,6 @@
 """Source stages as plain classes (no Ray): a GitHub crawler holding one token's client, and
 mining one local mirror. The Ray adapter runs `GitHubCrawler` as an actor (one per token) and
-`mine_repo` as a task per repository; `crawl.crawl` and `pipeline.flow` call them in turn.
+`mine_repo` as a task per repository; `crawl.crawl` and `pipeline.streaming` call them in turn.
 
 **One token, one crawler.** A `GitHubCrawler` owns the PyGithub client of one token, on one
 `GitHubTransport`: every request of that token goes through it, serially (GitHub asks

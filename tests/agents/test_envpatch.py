@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from agents.ecosystems.python.analysis import analyze_python
+from agents.ecosystems.python.profile import analyze_python
 from agents.ecosystems.python.envpatch import EnvPatch
 from agents.ecosystems.python.plan import choose_python
 from envpool.fake import FakeSandbox

@@ -93,7 +93,7 @@ def test_an_unproven_entry_or_a_satisfied_constraint_changes_nothing(tmp_path):
     ({"kind": "apt", "packages": ["libxml2-dev"]}, lambda r: r.apt == ["libxml2-dev"]),
 ])
 def test_python_plans_take_pins_options_toolchains_and_packages(tmp_path, action, check):
-    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.profile import PythonProfile
 
     mem = ExperienceMemory.open(MemoryConfig(path=None, seed_dir=None))
     mem.store.add(Experience(id="learned-py-x", ecosystem="python", problem="ImportError soft_unicode markupsafe",
@@ -102,6 +102,6 @@ def test_python_plans_take_pins_options_toolchains_and_packages(tmp_path, action
     run, _, _, _ = _run(tmp_path, mem, language="python")
     profile = SimpleNamespace(runners=["pytest"], manifests=["setup.py"], ci=[], dependencies=[])
     plan = Plan(ecosystem="python", toolchain="3.12", image="i", parser="pytest_plugin",
-                state={"profile": RepoProfile(commit="c").model_dump()})
+                state={"profile": PythonProfile(commit="c").model_dump()})
     req = memory_before_plan(run, profile, plan, None, PlanRequest())
     assert check(req), req

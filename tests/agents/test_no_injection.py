@@ -63,7 +63,7 @@ def test_a_yaml_alias_bomb_is_refused_fast():
 def test_ecosystems_survive_an_alias_bomb_in_ci_files(tmp_path):
     """The analysers that read repository YAML (Python conda files, Node and Java CI files, Go's
     glide.lock, yarn's .yarnrc.yml) return within a second and treat the file as unreadable."""
-    from agents.ecosystems.python.analysis import _conda_deps
+    from agents.ecosystems.python.profile import _conda_deps
     from agents.ecosystems.java import _ci_jdks
     from agents.ecosystems.node.version import ci_node_versions
     from tests.agents.ecosystems.conftest import make_tree

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.ecosystems.python.analysis import analyze_python
+from agents.ecosystems.python.profile import analyze_python
 from agents.gitrepo import GitTree
 from agents.ecosystems.python.plan import choose_python, lifted_date
-from agents.ecosystems.python.setup import PythonEnvBuilder, requirement_file_lines
+from agents.ecosystems.python.builder import PythonEnvBuilder, requirement_file_lines
 from agents.ecosystems.python.selection import configure_python_tests
 from envpool.errors import InstanceInputError
 from envpool.fake import FakeSandbox
@@ -76,9 +76,9 @@ def test_profile_reads_python_requires_extras_requirements_and_scm(tmp_path):
     ("2024-11-02", None, ["3.9", "3.10", "3.11"], "3.11", "3.11"),  # classifiers cap the era
 ])
 def test_interpreter_fits_the_commits_era(tmp_path, created, requires, classifiers, expect_version, expect_ideal):
-    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.profile import PythonProfile
 
-    prof = RepoProfile(commit="x", python_requires=requires, classifier_pythons=classifiers)
+    prof = PythonProfile(commit="x", python_requires=requires, classifier_pythons=classifiers)
     c = choose_python(prof, utc(created + "T00:00:00"), AVAILABLE)
     assert (c.version, c.ideal) == (expect_version, expect_ideal)
     assert bool(c.substitutions) == (expect_version != expect_ideal)
@@ -86,9 +86,9 @@ def test_interpreter_fits_the_commits_era(tmp_path, created, requires, classifie
 
 
 def test_very_old_commit_clamps_the_date_to_the_interpreters_release():
-    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.profile import PythonProfile
 
-    c = choose_python(RepoProfile(commit="x"), utc("2014-03-15T00:00:00"), AVAILABLE)
+    c = choose_python(PythonProfile(commit="x"), utc("2014-03-15T00:00:00"), AVAILABLE)
     assert c.version == "3.9"
     assert c.exclude_newer.startswith("2020-11")
     assert any("clamped" in s for s in c.substitutions)
@@ -111,10 +111,10 @@ hint: Wheels are required for `numpy` because building from source is disabled f
 
 
 def builder(tmp_path) -> PythonEnvBuilder:
-    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.profile import PythonProfile
 
     tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='p')\n"})
-    prof = RepoProfile(commit=tree.commit)
+    prof = PythonProfile(commit=tree.commit)
     choice = choose_python(prof, utc("2019-04-13T16:17:45"), AVAILABLE)
     return PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, prof, choice, utc("2019-04-13T16:17:45"), None)
 
@@ -143,13 +143,13 @@ def test_the_project_under_test_is_never_wheels_only_its_dependencies_are(tmp_pa
     """astropy is in HEAVY_COMPILED (wheels only, as a dependency), but minting astropy itself
     builds /testbed from source: neither its distribution name nor its repository name is in
     `--only-binary`, and a repair never puts it back there."""
-    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.profile import PythonProfile
     from agents.ecosystems.python.plan import own_names, wheels_only
 
     tree = make_tree(tmp_path, {"setup.cfg": "[metadata]\nname = astropy\n", "setup.py": "from setuptools import setup\nsetup()\n"})
     prof = analyze_python(tree)
     assert prof.project_name == "astropy"
-    assert own_names(RepoProfile(commit="c", project_name="Py_Erfa"), "liberfa/pyerfa") == {"py-erfa", "pyerfa"}
+    assert own_names(PythonProfile(commit="c", project_name="Py_Erfa"), "liberfa/pyerfa") == {"py-erfa", "pyerfa"}
     assert wheels_only(["numpy", "PyErfa", "astropy"], {"pyerfa", "astropy"}) == ["numpy"]
     choice = choose_python(prof, utc("2022-03-03T15:14:54"), AVAILABLE)
     b = PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, prof, choice, utc("2022-03-03T15:14:54"), None,
@@ -244,10 +244,10 @@ def test_modules_in_a_test_folder_run_even_when_not_named_test_star():
 
 def test_conda_dask_maps_to_pip_dask_with_its_array_and_dataframe_parts():
     # regression: pip's `dask` lacks dask.dataframe, so xarray's test_dask.py skipped as a whole
-    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.profile import PythonProfile
     from agents.ecosystems.python.plan import test_requirements
 
-    assert test_requirements(RepoProfile(commit="x", conda_deps=["dask[array,dataframe]", "numpy"])) == \
+    assert test_requirements(PythonProfile(commit="x", conda_deps=["dask[array,dataframe]", "numpy"])) == \
         ["dask[array,dataframe]", "numpy"]
 
 
@@ -284,10 +284,10 @@ def test_without_build_isolation_the_build_requirements_go_into_the_venv_first(t
     repair turns isolation off, and then its `[build-system] requires` (Cython, numpy,
     extension-helpers: uv no longer installs them) are installed into the venv -- once, with
     the shared flags (numpy wheels only), and without setuptools/wheel, which stay the venv's."""
-    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.profile import PythonProfile
 
     tree = make_tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='astropy')\n"})
-    prof = RepoProfile(commit=tree.commit, project_name="astropy",
+    prof = PythonProfile(commit=tree.commit, project_name="astropy",
                        build_requires=["setuptools", "wheel", "cython==0.29.22", "oldest-supported-numpy",
                                        "extension-helpers"])
     choice = choose_python(prof, utc("2022-03-03T15:14:54"), AVAILABLE)
@@ -337,10 +337,10 @@ def test_a_legacy_setup_py_that_imports_a_module_gets_it_in_the_venv_without_iso
     """astropy-6938 (astropy 2.x, no [build-system]): setup.py imports astropy, which checks
     numpy, so the build fails in the isolated env uv makes for it. The repair installs numpy into
     the venv (wheels only, as every dependency) and builds without isolation."""
-    from agents.ecosystems.python.analysis import RepoProfile
+    from agents.ecosystems.python.profile import PythonProfile
 
     tree = make_tree(tmp_path, {"setup.py": "import astropy\nfrom setuptools import setup\nsetup(name='astropy')\n"})
-    prof = RepoProfile(commit=tree.commit, project_name="astropy")
+    prof = PythonProfile(commit=tree.commit, project_name="astropy")
     choice = choose_python(prof, utc("2018-02-13T15:14:54"), AVAILABLE)
     sb = FakeSandbox(SandboxSpec(image="x"))
     sb.on(r"--no-build-isolation", 0)

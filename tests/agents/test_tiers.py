@@ -124,9 +124,9 @@ def test_pythons_tier_is_the_builders_first_commands_exactly(tmp_path):
     """The tier runs what the full build ran first (the venv, the date-bounded toolchain packages,
     the era's shim), so the instance tier's effect is unchanged; keyed by what they resolve to."""
     from agents.ecosystems.python import ECOSYSTEM
-    from agents.ecosystems.python.analysis import analyze_python
+    from agents.ecosystems.python.profile import analyze_python
     from agents.ecosystems.python.plan import choose_python
-    from agents.ecosystems.python.setup import RESOLVED_COMMAND, PythonEnvBuilder
+    from agents.ecosystems.python.builder import RESOLVED_COMMAND, PythonEnvBuilder
     from envpool.fake import FakeSandbox
     from envpool.sandbox import SandboxSpec
 

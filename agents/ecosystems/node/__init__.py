@@ -52,7 +52,7 @@ from pathlib import Path
 
 from agents.models import Instance
 from agents.ecosystems.base import PlanRequest, PolyPlan
-from agents.ecosystems.node.analysis import NodeAnalysis, analyze
+from agents.ecosystems.node.decisions import NodeAnalysis, analyze
 from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
 from agents.ecosystems.node.plan import REPORT_PATH, build_plan, test_command
 from agents.ecosystems.node.runner import (TEST_EXTS, fixture_test_files, glob_regex, mocha_options, mocha_spec_globs, runner_of,

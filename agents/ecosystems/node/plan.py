@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from agents.ecosystems.base import PolyPlan
 from agents.ecosystems.node.ava import ava_command
-from agents.ecosystems.node.analysis import NodeAnalysis
+from agents.ecosystems.node.decisions import NodeAnalysis
 from agents.ecosystems.node.karma import setup_commands as karma_setup, test_command as karma_test
 from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
 from agents.ecosystems.node.manifest import recipe

@@ -34,7 +34,7 @@ import shlex
 
 from agents.ecosystems.base import PYTEST_PARSER, Plan, PlanRequest, Route, TestSpec, is_pytest
 from agents.ecosystems.drivers import driver_tests, find_drivers, driver_test_specs
-from agents.ecosystems.python.analysis import RepoProfile, analyze_python
+from agents.ecosystems.python.profile import PythonProfile, analyze_python
 from agents.ecosystems.python.plan import (PY, PythonChoice, choose_python, lifted_date, pretend_version,
                                            runtime_env)
 from agents.ecosystems.python.selection import configure_python_tests, test_folders
@@ -155,8 +155,8 @@ class PythonEcosystem:
 
     # -- hooks ------------------------------------------------------------------------------
     @staticmethod
-    def _facts(plan: Plan) -> tuple[RepoProfile, PythonChoice, str | None]:
-        return (RepoProfile.model_validate(plan.state["profile"]), PythonChoice.model_validate(plan.state["choice"]),
+    def _facts(plan: Plan) -> tuple[PythonProfile, PythonChoice, str | None]:
+        return (PythonProfile.model_validate(plan.state["profile"]), PythonChoice.model_validate(plan.state["choice"]),
                 plan.state.get("version"))
 
     def build(self, job):
@@ -165,7 +165,7 @@ class PythonEcosystem:
         then the plan's post commands. Returns a `SetupOutcome`; the request's commands run
         through Execution's generic runner (`job.run_setup`)."""
         from agents.diagnosis import diagnose
-        from agents.ecosystems.python.setup import PythonEnvBuilder
+        from agents.ecosystems.python.builder import PythonEnvBuilder
 
         plan = job.plan
         pre: list[str] = []
@@ -208,7 +208,7 @@ class PythonEcosystem:
         from datetime import datetime
 
         from agents.ecosystems.base import LayerSpec
-        from agents.ecosystems.python.setup import RESOLVED_COMMAND, PythonEnvBuilder
+        from agents.ecosystems.python.builder import RESOLVED_COMMAND, PythonEnvBuilder
 
         if plan.setup_commands or "profile" not in plan.state or "created" not in plan.state:
             return None
@@ -284,7 +284,7 @@ class PythonEcosystem:
     def install_command(self, packages: list[str], plan: Plan | None = None) -> str:
         """`uv pip install` of `packages` into /opt/venv, under the instance's lifted date bound
         when `plan` gives one; an import name (`yaml`, `PIL.Image`) becomes its distribution."""
-        from agents.ecosystems.python.setup import IMPORT_TO_DIST
+        from agents.ecosystems.python.builder import IMPORT_TO_DIST
 
         lifted = plan.state.get("lifted") if plan is not None else None
         bound = f" --exclude-newer {shlex.quote(lifted)}" if lifted else ""

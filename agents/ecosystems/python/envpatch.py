@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import shlex
 
-from agents.ecosystems.python.analysis import RepoProfile
+from agents.ecosystems.python.profile import PythonProfile
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
 from agents.ecosystems.python.plan import PY, PythonChoice, project_target, relax_test_pins
-from agents.ecosystems.python.setup import PythonEnvBuilder, requirement_file_lines
+from agents.ecosystems.python.builder import PythonEnvBuilder, requirement_file_lines
 from envpool.errors import PatchApplyError
 from envpool.patches import apply_patch, files_in_patch
 from envpool.sandbox import Sandbox
@@ -54,7 +54,7 @@ class EnvPatch:
         repo: the instance's `owner/name` (the project under test builds from source).
     """
 
-    def __init__(self, sandbox: Sandbox, tree: GitTree, profile: RepoProfile, choice: PythonChoice, created,
+    def __init__(self, sandbox: Sandbox, tree: GitTree, profile: PythonProfile, choice: PythonChoice, created,
                  version: str | None, *, rounds: int = 2, step_timeout: float = 900, on_step=None, helper=None,
                  rule_repairs: bool = True, repo: str = ""):
         self.sb = sandbox

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.ecosystems.python.analysis import RepoProfile, req_name
+from agents.ecosystems.python.profile import PythonProfile, req_name
 from agents.gitrepo import GitTree
 from agents.models import Instance
 
@@ -57,9 +57,9 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def own_names(profile: RepoProfile, repo: str = "") -> set[str]:
+def own_names(profile: PythonProfile, repo: str = "") -> set[str]:
     """Normalised names under which the project under test may appear in `--only-binary`: its
-    distribution name (`RepoProfile.project_name`) and its repository's name (`astropy/astropy`
+    distribution name (`PythonProfile.project_name`) and its repository's name (`astropy/astropy`
     -> `astropy`), e.g. {"astropy"}."""
     names = {profile.project_name or "", repo.rsplit("/", 1)[-1]}
     return {_norm(n) for n in names if n}
@@ -142,7 +142,7 @@ def _allowed(spec: str | None, version: str) -> bool:
         return True
 
 
-def choose_python(profile: RepoProfile, created: datetime | None, available: list[str]) -> PythonChoice:
+def choose_python(profile: PythonProfile, created: datetime | None, available: list[str]) -> PythonChoice:
     """Choose an interpreter that fits the commit's era, not simply the newest.
 
     The era's version is the newest whose wheels were broadly out at `created`; it is lowered
@@ -217,7 +217,7 @@ def toolchain_spec(created: datetime | None) -> str:
     return "'setuptools>=70' 'wheel' 'setuptools-scm'"
 
 
-def test_requirements(profile: RepoProfile) -> list[str]:
+def test_requirements(profile: PythonProfile) -> list[str]:
     """Extra test dependencies from tox deps and CI conda files (best effort, dev tools dropped)."""
     out: list[str] = []
     seen: set[str] = set()
@@ -236,7 +236,7 @@ def test_requirements(profile: RepoProfile) -> list[str]:
     return out
 
 
-def project_target(profile: RepoProfile) -> str:
+def project_target(profile: PythonProfile) -> str:
     """The editable install target with test extras, e.g. `-e '.[testing]'`."""
     extras = f"[{','.join(profile.test_extras)}]" if profile.test_extras else ""
     return f"-e {shlex.quote('.' + extras)}"

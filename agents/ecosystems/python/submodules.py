@@ -9,7 +9,7 @@ distribution on PyPI gets that distribution's sdist at the newest release upload
 the plan's date cut (`--exclude-newer`), extracted so that the path holds the sdist's single root
 folder's contents (a clone's checkout of the package's repository, as far as the sdist has it).
 
-Two steps (`agents.ecosystems.python.setup.PythonEnvBuilder.fill_submodules`): `probe_command`
+Two steps (`agents.ecosystems.python.builder.PythonEnvBuilder.fill_submodules`): `probe_command`
 (not recorded in the script) asks PyPI's JSON API which sdists each name has, exit 0 even when
 nothing is found; `choose_sdist` picks one on the host; `fill_command` (recorded: the setup script
 and the Dockerfile replay it without swemint) downloads exactly that file, checks its sha256 and

@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from agents.ecosystems.python.analysis import RepoProfile
+from agents.ecosystems.python.profile import PythonProfile
 from agents.ecosystems.python.plan import choose_python
-from agents.ecosystems.python.setup import PythonEnvBuilder
+from agents.ecosystems.python.builder import PythonEnvBuilder
 from agents.ecosystems.python.submodules import (PROBE_PREFIX, Sdist, candidate_names, choose_sdist, empty_submodules,
                                                  fill_command, probe_results)
 from agents.gitrepo import GitSubmodule, parse_gitmodules
@@ -95,7 +95,7 @@ def test_the_newest_release_up_to_the_date_cut_with_a_usable_sdist():
 def astropy_builder(tmp_path, sb, files: dict[str, str] | None = None, gitlinks: dict[str, str] | None = None):
     files = files or {".gitmodules": ASTROPY_GITMODULES, "ah_bootstrap.py": "", "setup.py": "import ah_bootstrap\n"}
     tree = make_tree(tmp_path, files, gitlinks=gitlinks or {"astropy_helpers": SHA})
-    prof = RepoProfile(commit=tree.commit, project_name="astropy", installable=True)
+    prof = PythonProfile(commit=tree.commit, project_name="astropy", installable=True)
     created = datetime(2017, 12, 21, 22, 9, 47, tzinfo=timezone.utc)
     choice = choose_python(prof, created, ["3.11"])
     return PythonEnvBuilder(sb, tree, prof, choice, created, None, repo="astropy/astropy")

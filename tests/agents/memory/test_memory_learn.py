@@ -108,7 +108,7 @@ def test_referenced_experience_outcomes_are_counted(memory: ExperienceMemory, go
 
 
 def test_a_repair_noted_on_an_intermediate_step_is_attributed():
-    # agents.ecosystems.python.setup's probe: the fix runs as its own step and carries the note
+    # agents.ecosystems.python.builder's probe: the fix runs as its own step and carries the note
     traj = [step("check:pytest", 1, "ModuleNotFoundError: No module named 'zzyzx'"),
             step("repair:missing-module", 0, note="repair: install zzyzx"),
             step("check:pytest", 0)]

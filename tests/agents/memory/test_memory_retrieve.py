@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from agents.ecosystems.python.analysis import RepoProfile
+from agents.ecosystems.python.profile import PythonProfile
 from agents.memory.api import ExperienceMemory
 from agents.memory.context import ObstacleRules, RepoContext, caps_below, context_from_python_profile
 from agents.memory.models import Experience, Provenance
@@ -118,7 +118,7 @@ def test_caps_below(spec, version, expected):
 
 
 def test_context_from_the_python_analysis_profile():
-    profile = RepoProfile(commit="abc", has_setup_py=True, tox_deps=["pytest<5", "numpy>=1.13"], compiled=True,
+    profile = PythonProfile(commit="abc", has_setup_py=True, tox_deps=["pytest<5", "numpy>=1.13"], compiled=True,
                           uses_scm_version=True, pytest_plugins=["pytest-cov"], python_requires=">=3.6,<3.10")
     ctx = context_from_python_profile(profile, "3.11", datetime(2019, 5, 1, tzinfo=timezone.utc))
     assert ctx.era == 2019 and ctx.toolchain == "3.11" and "setup.py" in ctx.files

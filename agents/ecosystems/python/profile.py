@@ -1,4 +1,5 @@
-"""Repository Analysis agent (rule backend): a typed profile of a Python repository at a commit.
+"""The Python ecosystem's profile of a repository at a commit (`PythonProfile`; the Repository
+Analysis agent's own, language-blind profile is `agents.analysis.RepoProfile`).
 
 Reads packaging and CI files without running anything: python_requires and classifiers,
 setup.py / setup.cfg / pyproject.toml / requirements files / tox.ini / CI workflows / conda
@@ -35,7 +36,7 @@ _CONDA_SKIP = {"python", "pip", "setuptools", "wheel", "c-compiler", "cxx-compil
                "pint", "nomkl", "ncurses", "readline", "sqlite", "openssl", "zlib", "libgfortran"}
 
 
-class RepoProfile(BaseModel):
+class PythonProfile(BaseModel):
     """What a Python repository needs, read from its files at `commit`.
 
     Version strings are as written by the project (PEP 440 specifiers). Lists of requirements
@@ -126,9 +127,9 @@ def _lines(value: str) -> list[str]:
     return [x.strip() for x in value.replace(";", "\n").splitlines() if x.strip()]
 
 
-def analyze_python(tree: GitTree) -> RepoProfile:
+def analyze_python(tree: GitTree) -> PythonProfile:
     """Profile the Python repository `tree` (a GitTree at the instance's base_commit)."""
-    p = RepoProfile(commit=tree.commit)
+    p = PythonProfile(commit=tree.commit)
     files = tree.file_set
     setup_py = tree.read("setup.py")
     setup_cfg = tree.read("setup.cfg")

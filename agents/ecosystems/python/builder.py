@@ -1,4 +1,5 @@
-"""Environment Setup + Execution agents, rule backend, for Python: run the plan, repair, record.
+"""The Python ecosystem's builder (`PythonEnvBuilder`, the Environment Setup and Execution agents'
+rule backend for Python): run the plan, repair, record.
 
 Every command runs in the build sandbox (bridge network, host CA mounted) and is recorded as a
 `StepRecord`; the successful ones become the setup script and the Dockerfile. An interpreter
@@ -40,7 +41,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.ecosystems.python.analysis import RepoProfile, req_name
+from agents.ecosystems.python.profile import PythonProfile, req_name
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
@@ -129,7 +130,7 @@ class PythonEnvBuilder:
     Args:
         sandbox: the build sandbox (bridge network).
         tree: the repository at base_commit (host side).
-        profile: RepoProfile from the analysis agent.
+        profile: PythonProfile from the analysis agent.
         choice: PythonChoice (interpreter and date bound).
         created: instance created_at (UTC) or None.
         version: package version to pretend for setuptools_scm (e.g. "4.5.0") or None.
@@ -145,7 +146,7 @@ class PythonEnvBuilder:
             interpreter's headers), while its dependencies stay wheels-first.
     """
 
-    def __init__(self, sandbox: Sandbox, tree: GitTree, profile: RepoProfile, choice: PythonChoice,
+    def __init__(self, sandbox: Sandbox, tree: GitTree, profile: PythonProfile, choice: PythonChoice,
                  created: datetime | None, version: str | None, step_timeout: float = 900,
                  on_step: Callable[[StepRecord], None] | None = None, helper=None, rule_repairs: bool = True,
                  install_rounds: int = MAX_REPAIRS, probe_rounds: int = PROBE_ROUNDS, repo: str = ""):

@@ -42,8 +42,8 @@ from pipeline.driver import (MemoryWriter, MintReport, _remove_abandoned, _run_l
                              images_in_use, note_use, open_pool, record_config, reuse_candidates, write_input_errors)
 from pipeline.executors import ABANDONED, Done, LocalExecutor, Locality, row_of
 from pipeline.export import export_dataset
-from pipeline.flow_sources import KINDS as SOURCE_CALLS
-from pipeline.flow_sources import SourceDriver
+from pipeline.streaming_sources import KINDS as SOURCE_CALLS
+from pipeline.streaming_sources import SourceDriver
 from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
 from pipeline.instances import load_and_select, require_usable
 from pipeline.nodes import NodeWatch
