@@ -1,5 +1,11 @@
 """The pipeline driver: load -> select -> skip finished -> resolve repos -> run -> store -> export.
 
+One driver for both commands: `MintBook` owns the per-instance side of a run (what is finished,
+starting an item, recording its row into the store, the pool and the memory, low disk, abandoned
+items, the disk budgets, resume's sweep, the export); `run_mint` (`swemint mint`) feeds it an
+instance file through a `Runner`, `pipeline.streaming.Flow` (`swemint run`) feeds it the units its
+sources accept, planned first.
+
 The driver process is the single writer of the store (`WORKDIR/instances`) and of the pool
 (`WORKDIR/pool.duckdb`); workers only return rows. An instance whose repository or base commit
 cannot be found becomes an `infra_error` row whose reason starts with `input:` (the outcome set
@@ -34,6 +40,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +65,9 @@ from pipeline.store import ResultStore, atomic_write, driver_lock, quarantine
 
 log = logging.getLogger(__name__)
 
+EachNode = Callable[..., list[Any]]
+"""`fn, *args -> [fn(*args) on each Docker node]` (an executor's or runner's `each_node`)."""
+
 
 @dataclass
 class MintReport:
@@ -72,6 +82,8 @@ class MintReport:
     load_errors: list[InstanceInputError] = field(default_factory=list)
     missing_ids: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    first_verified_s: float | None = None
+    """Seconds from the start to the first verified row of this run (None: none)."""
     dataset: dict[str, Path] = field(default_factory=dict)
     export_notes: list[str] = field(default_factory=list)
     """What the export found that a person must know (local image tags, images without the status
@@ -187,7 +199,7 @@ def open_pool(path: Path, store: ResultStore) -> EnvPool:
 
 
 @contextmanager
-def _run_log(workdir: Path) -> Iterator[None]:
+def run_log(workdir: Path) -> Iterator[None]:
     """Copy the pipeline's INFO lines (this module's, the store's quarantines, ...) to
     `workdir/driver.log` for the block (appending)."""
     handler = logging.FileHandler(workdir / "driver.log", encoding="utf-8")
@@ -212,44 +224,6 @@ def finished_line(res: InstanceResult, done: int, total: int, counts: Counter[st
     phases = " ".join(f"{k}={v:.1f}s" for k, v in sorted(res.timings.items(), key=lambda kv: kv[0] != "total"))
     tally = " ".join(f"{o}={counts[o]}" for o in OUTCOMES if counts[o])
     return f"{res.instance_id} {res.outcome} {phases or '-'} | {done}/{total} | {tally}"
-
-
-def _sweep_stale(cfg: PipelineConfig, store: ResultStore, pool: EnvPool, runner: Runner,
-                 todo: list[Instance]) -> None:
-    """Remove a crashed run's containers and unrecorded images of the instances about to be redone."""
-    stale = [i.instance_id for i in todo if store.started(i.instance_id)]
-    if not stale:
-        return
-    keep = [r.image_id for r in (pool.get(i) for i in stale) if r is not None and r.image_id]
-    each_node = getattr(runner, "each_node", None)
-    try:
-        got = each_node(sweep_leftovers, cfg.mint.run_id, stale, keep) if each_node else \
-            [sweep_leftovers(cfg.mint.run_id, stale, keep)]
-    except Exception as e:  # noqa: BLE001 - no engine here (tests, fake minters): nothing to sweep
-        log.warning("could not sweep leftovers of run %s: %s", cfg.mint.run_id, e)
-        return
-    n = Counter()
-    for c in got:
-        n.update(c)
-    log.info("resume: %d instance(s) to redo had started before; removed %d container(s) and %d image(s) "
-             "left by run %s", len(stale), n["containers"], n["images"], cfg.mint.run_id)
-
-
-def _remove_abandoned(cfg: PipelineConfig, pool: EnvPool, runner: Runner, instance_id: str) -> None:
-    """Remove, at once and on every Docker node, the containers (and unpooled images) of an
-    instance the runner abandoned at its deadline: a cancelled Ray task or an abandoned thread
-    leaves its container running otherwise."""
-    rec = pool.get(instance_id) if pool is not None else None
-    keep = [rec.image_id] if rec is not None and rec.image_id else []
-    each_node = getattr(runner, "each_node", None)
-    try:
-        got = each_node(sweep_leftovers, cfg.mint.run_id, [instance_id], keep) if each_node else \
-            [sweep_leftovers(cfg.mint.run_id, [instance_id], keep)]
-    except Exception as e:  # noqa: BLE001 - no engine here (fake minters): nothing to remove
-        log.warning("could not remove the containers of abandoned %s: %s", instance_id, e)
-        return
-    n = sum(c.get("containers", 0) for c in got)
-    log.info("%s: abandoned at its deadline; removed %d container(s)", instance_id, n)
 
 
 def note_use(pool: EnvPool, res: InstanceResult) -> None:
@@ -290,6 +264,146 @@ def warn_without_userns(cfg: PipelineConfig) -> None:
         log.debug("engine isolation not checked: %s", e)
 
 
+class MintBook:
+    """The per-instance side of one driver run, shared by `run_mint` and `pipeline.streaming.Flow`:
+    the result store, the pool (`open_pool`), the memory's writer, the disk budgets and what is in
+    flight. The caller schedules (a `Runner` over an instance file, or the streaming chain); the
+    book decides what is finished, starts items (`start`), records rows (`record`), reacts to a
+    row (`after`: low disk stops new work, an abandoned item's containers go), sweeps a crashed
+    run's leftovers (`sweep_stale`) and exports (`export`). `on_result(row)` per recorded row,
+    `on_start(instance_id)` per started item. Raises what `open_pool` raises."""
+
+    def __init__(self, cfg: PipelineConfig, report: MintReport, *,
+                 on_result: Callable[[InstanceResult], None] | None = None,
+                 on_start: Callable[[str], None] | None = None):
+        self.cfg, self.report, self.on_result, self.on_start = cfg, report, on_result, on_start
+        self.t0 = time.monotonic()
+        self.store = ResultStore(cfg.workdir, cfg.retry_outcomes)
+        self.pool = open_pool(cfg.pool_path, self.store)
+        self.memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
+        self.budget = BudgetWatch(cfg)
+        self.counts: Counter[str] = Counter()
+        self.in_use: dict[str, set[str]] = {}
+        """Instance in flight -> image ids its build may start from (never evicted meanwhile)."""
+        self.stop: str | None = None
+        """Why no new work starts (low disk, here or on a worker), once it is so."""
+
+    def finished(self, inst: Instance, reverify: bool = False) -> InstanceResult | None:
+        """The stored row of `inst` when it needs no run (`ResultStore.needs_run`), else None;
+        with `reverify` a verified row is redone."""
+        prev = self.store.read_result(inst.instance_id)
+        if prev is None or self.store.needs_run(inst.instance_id) or (reverify and prev.outcome == "verified"):
+            return None
+        return prev
+
+    def start(self, item: WorkItem, instance: Instance | None = None) -> None:
+        """Just before `item` is handed to the executor: marked running (as `instance`, default
+        the item's), its reuse candidates picked (`mint.reuse`), their images held."""
+        self.store.mark_running(instance or item.instance)
+        if self.cfg.mint.reuse.enabled:
+            item.candidates = reuse_candidates(self.pool, item, self.cfg.mint.reuse.max_candidates)
+        self.in_use[item.instance.instance_id] = images_in_use(item)
+        if self.on_start:
+            self.on_start(item.instance.instance_id)
+
+    def record(self, res: InstanceResult, total: int) -> None:
+        """Store `res`, teach the memory, pool a verified environment, note a reuse, log one
+        line (`finished_line`, `total`: rows this run expects) and call `on_result`."""
+        self.store.write_result(res)
+        if self.memory is not None:  # under the row's language (the minter's `res.language`)
+            self.memory.learn(res)
+        if res.env is not None and res.outcome == "verified":
+            try:
+                self.pool.add(res.env)
+            except Exception as e:  # noqa: BLE001 - the row is stored; the index can be rebuilt
+                log.error("could not index environment of %s: %s", res.instance_id, e)
+        note_use(self.pool, res)
+        self.in_use.pop(res.instance_id, None)
+        self.report.results.append(res)
+        self.counts[res.outcome] += 1
+        if res.outcome == "verified" and self.report.first_verified_s is None:
+            self.report.first_verified_s = round(time.monotonic() - self.t0, 3)
+        log.info("%s", finished_line(res, len(self.report.results), total, self.counts))
+        if self.on_result:
+            self.on_result(res)
+
+    def record_unstarted(self, inst: Instance, res: InstanceResult, total: int) -> None:
+        """`record` of a row made before `inst` started (input errors, held by low disk)."""
+        self.store.mark_running(inst)
+        self.record(res, total)
+
+    def disk_ok(self) -> bool:
+        """False once the disk runs low (checked before each start; or a worker said so)."""
+        if self.stop is None:
+            try:
+                check_free_disk([self.cfg.workdir], self.cfg.mint.limits.min_free_disk_bytes)
+            except LowDisk as e:
+                self.stop = e.message
+                log.error("%s", e.message)
+        return self.stop is None
+
+    def after(self, res: InstanceResult, each_node: EachNode | None) -> None:
+        """After a build's row: a worker's low disk stops new work; the containers of an item
+        the executor abandoned at its deadline go at once; the budgets are applied when due."""
+        if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and self.stop is None:
+            self.stop = res.reason
+            log.error("%s (reported for %s)", res.reason, res.instance_id)
+        if res.outcome == "timeout" and ABANDONED in res.reason:
+            self.remove_abandoned(each_node, res.instance_id)
+        if self.budget.due():
+            self.budget.run(self.pool, each_node, self.store, set().union(*self.in_use.values()))
+
+    def finish_budget(self, each_node: EachNode | None) -> None:
+        """The budgets once more at the end of a run that applies them."""
+        if self.budget.active:
+            self.budget.run(self.pool, each_node, self.store)
+
+    def _each_node(self, each_node: EachNode | None, instance_ids: list[str], keep: list[str]) -> list[dict]:
+        args = (self.cfg.mint.run_id, instance_ids, keep)
+        return each_node(sweep_leftovers, *args) if each_node else [sweep_leftovers(*args)]
+
+    def sweep_stale(self, each_node: EachNode | None, todo: list[Instance]) -> None:
+        """Remove a crashed run's containers and unrecorded images of the instances about to be
+        redone (those the store saw start), on every node (`each_node`, else this host)."""
+        stale = [i.instance_id for i in todo if self.store.started(i.instance_id)]
+        if not stale:
+            return
+        keep = [r.image_id for r in (self.pool.get(i) for i in stale) if r is not None and r.image_id]
+        try:
+            got = self._each_node(each_node, stale, keep)
+        except Exception as e:  # noqa: BLE001 - no engine here (tests, fake minters): nothing to sweep
+            log.warning("could not sweep leftovers of run %s: %s", self.cfg.mint.run_id, e)
+            return
+        n: Counter[str] = Counter()
+        for c in got:
+            n.update(c)
+        log.info("resume: %d instance(s) to redo had started before; removed %d container(s) and %d image(s) "
+                 "left by run %s", len(stale), n["containers"], n["images"], self.cfg.mint.run_id)
+
+    def remove_abandoned(self, each_node: EachNode | None, instance_id: str) -> None:
+        """Remove, at once and on every Docker node, the containers (and unpooled images) of an
+        instance the executor abandoned at its deadline: a cancelled Ray task or an abandoned
+        thread leaves its container running otherwise."""
+        rec = self.pool.get(instance_id)
+        keep = [rec.image_id] if rec is not None and rec.image_id else []
+        try:
+            got = self._each_node(each_node, [instance_id], keep)
+        except Exception as e:  # noqa: BLE001 - no engine here (fake minters): nothing to remove
+            log.warning("could not remove the containers of abandoned %s: %s", instance_id, e)
+            return
+        n = sum(c.get("containers", 0) for c in got)
+        log.info("%s: abandoned at its deadline; removed %d container(s)", instance_id, n)
+
+    def export(self, instances: list[Instance] = ()) -> None:  # type: ignore[assignment]
+        """Record the effective configuration and export the dataset from the store (all its
+        rows; `instances` add input rows the store lacks) into `report.dataset`, logging the export's notes."""
+        record_config(self.cfg)
+        self.report.dataset = export_dataset(self.store, instances, mirrors=self.cfg.mirrors,
+                                             notes=self.report.export_notes)
+        for note in self.report.export_notes:
+            log.info("export: %s", note)
+
+
 def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runner | None = None,
              on_result: Callable[[InstanceResult], None] | None = None,
              on_plan: Callable[[int, int], None] | None = None,
@@ -307,7 +421,7 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
     """
     if cfg.instances is None:
         raise ValueError("no instance file: pass --instances or set `instances` in the config")
-    with driver_lock(cfg.workdir), _run_log(cfg.workdir):
+    with driver_lock(cfg.workdir), run_log(cfg.workdir):
         return _run_mint(cfg, mint_fn=mint_fn, runner=runner, on_result=on_result, on_plan=on_plan,
                          on_start=on_start)
 
@@ -320,15 +434,13 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
     loaded = load_and_select(cfg.instances, ids=cfg.ids or None, ids_file=cfg.ids_file,
                              language=cfg.language, limit=cfg.limit)
     report = MintReport(selected=loaded.instances, load_errors=loaded.errors, missing_ids=loaded.missing_ids)
-    store = ResultStore(cfg.workdir, cfg.retry_outcomes)
     errors_file = write_input_errors(cfg.workdir, loaded.errors)
     require_usable(loaded, cfg.instances, errors_file)  # all rows bad: no empty dataset, exit 2
-    pool = open_pool(cfg.pool_path, store)
+    book = MintBook(cfg, report, on_result=on_result, on_start=on_start)
     todo = []
     for inst in loaded.instances:
-        prev = store.read_result(inst.instance_id)
-        redo = cfg.reverify and prev is not None and prev.outcome == "verified"
-        if prev is not None and not redo and not store.needs_run(inst.instance_id):
+        prev = book.finished(inst, reverify=cfg.reverify)
+        if prev is not None:
             report.skipped.append(prev)
         else:
             todo.append(inst)
@@ -336,95 +448,45 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
         on_plan(len(todo), len(report.skipped))
     log.info("run %s: %d selected, %d to run, %d already finished, workers=%d, %s", cfg.mint.run_id,
              len(loaded.instances), len(todo), len(report.skipped), cfg.workers, "ray" if cfg.use_ray else "in-process")
-    counts: Counter[str] = Counter()
-
-    memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
-    in_use: dict[str, set[str]] = {}  # instance in flight -> image ids its build may start from
-
-    def record(res: InstanceResult) -> None:
-        store.write_result(res)
-        if memory is not None:
-            memory.learn(res)
-        if res.env is not None and res.outcome == "verified":
-            try:
-                pool.add(res.env)
-            except Exception as e:  # noqa: BLE001 - the row is stored; the index can be rebuilt
-                log.error("could not index environment of %s: %s", res.instance_id, e)
-        note_use(pool, res)
-        in_use.pop(res.instance_id, None)
-        report.results.append(res)
-        counts[res.outcome] += 1
-        log.info("%s", finished_line(res, len(report.results), len(todo), counts))
-        if on_result:
-            on_result(res)
-
-    def record_input_error(inst: Instance, res: InstanceResult) -> None:
-        store.mark_running(inst)
-        record(res)
 
     resolver = RepoResolver(cfg.mirrors, cfg.repos, cache_dir=cfg.repos.cache_dir or cfg.workdir / "repos")
-    items = _resolve_items(todo, resolver, record_input_error)
+    items = _resolve_items(todo, resolver, lambda inst, res: book.record_unstarted(inst, res, len(todo)))
     if cfg.reverify:
         for it in items:
-            it.env = pool.get(it.instance.instance_id)
+            it.env = book.pool.get(it.instance.instance_id)
     stage = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
                       resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry,
                       registry_auth=(cfg.registry_auth.username_env, cfg.registry_auth.password_env)
                       if cfg.registry_auth else None, slots=cfg.workers)
-    reuse = cfg.mint.reuse
-
-    def submit(it: WorkItem) -> None:
-        store.mark_running(it.instance)
-        if reuse.enabled:
-            it.candidates = reuse_candidates(pool, it, reuse.max_candidates)
-        in_use[it.instance.instance_id] = images_in_use(it)
-        if on_start:
-            on_start(it.instance.instance_id)
-
-    stop: list[str] = []  # why no new work starts (low disk), once it is so
     held: list[WorkItem] = []
 
     def feed() -> Iterator[WorkItem]:
         """The items, until the disk runs low (here, or on a worker: a row says so)."""
         for it in items:
-            if not stop:
-                try:
-                    check_free_disk([cfg.workdir], cfg.mint.limits.min_free_disk_bytes)
-                except LowDisk as e:
-                    stop.append(e.message)
-                    log.error("%s", e.message)
-            if stop:
+            if book.disk_ok():
+                yield it
+            else:
                 held.append(it)
-                continue
-            yield it
 
-    budget = BudgetWatch(cfg)
     if items and mint_fn is None and cfg.mint_function == DEFAULT_MINT_FUNCTION:
         warn_without_userns(cfg)
     runner = runner or make_runner(cfg)
+    each_node = getattr(runner, "each_node", None)
     try:
         if items:
-            _sweep_stale(cfg, store, pool, runner, [it.instance for it in items])
-            for res in runner.run(stage, feed(), on_submit=submit):
-                record(res)
-                if budget.due():
-                    budget.run(pool, getattr(runner, "each_node", None), store, set().union(*in_use.values()))
-                if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and not stop:
-                    stop.append(res.reason)
-                    log.error("%s (reported for %s)", res.reason, res.instance_id)
-                if res.outcome == "timeout" and ABANDONED in res.reason:
-                    _remove_abandoned(cfg, pool, runner, res.instance_id)
+            book.sweep_stale(each_node, [it.instance for it in items])
+            for res in runner.run(stage, feed(), on_submit=book.start):
+                book.record(res, len(todo))
+                book.after(res, each_node)
         for it in held:  # a row each: retried by the next run (infra_error), nothing lost
-            record_input_error(it.instance, failure_row(it.instance, "infra_error", f"not started: {stop[0]}", now_iso()))
-        if items and budget.active:
-            budget.run(pool, getattr(runner, "each_node", None), store)
+            book.record_unstarted(it.instance, failure_row(it.instance, "infra_error", f"not started: {book.stop}",
+                                                           now_iso()), len(todo))
+        if items:
+            book.finish_budget(each_node)
     finally:
         runner.close()
         report.wall_s = time.monotonic() - t0
-    record_config(cfg)
-    report.dataset = export_dataset(store, loaded.instances, mirrors=cfg.mirrors, notes=report.export_notes)
-    for note in report.export_notes:
-        log.info("export: %s", note)
+    book.export(loaded.instances)
     log.info("run %s finished in %.1fs: %s", cfg.mint.run_id, report.wall_s,
              " ".join(f"{o}={n}/{t}" for o, (n, t) in report.counts().items() if t) or "nothing selected")
     return report

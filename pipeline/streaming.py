@@ -34,14 +34,10 @@ from typing import Any
 
 from agents.models import Instance, InstanceResult
 from envpool.errors import InstanceInputError
-from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.quoting import one_line
 from pipeline.config import PipelineConfig
-from pipeline.budget import BudgetWatch
-from pipeline.driver import (MemoryWriter, MintReport, _remove_abandoned, _run_log, _sweep_stale, finished_line,
-                             images_in_use, note_use, open_pool, record_config, reuse_candidates, write_input_errors)
-from pipeline.executors import ABANDONED, Done, LocalExecutor, Locality, row_of
-from pipeline.export import export_dataset
+from pipeline.driver import MintBook, MintReport, run_log, write_input_errors
+from pipeline.executors import Done, LocalExecutor, Locality, row_of
 from pipeline.streaming_sources import KINDS as SOURCE_CALLS
 from pipeline.streaming_sources import SourceDriver
 from pipeline.funnel import RUNS, cost_block, cumulative, funnel, llm_tokens, read_runs, write_report
@@ -58,7 +54,7 @@ from pipeline.sources.records import Outcome
 from pipeline.sources.state import CrawlState
 from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, now_iso,
                              planned_instance)
-from pipeline.store import ResultStore, driver_lock
+from pipeline.store import driver_lock
 
 log = logging.getLogger("pipeline.driver")  # one log (and WORKDIR/driver.log) for mint and run
 
@@ -67,11 +63,9 @@ log = logging.getLogger("pipeline.driver")  # one log (and WORKDIR/driver.log) f
 class FlowReport(MintReport):
     """What one `run_flow` did: a `MintReport` (`results`: mint rows of this run in completion
     order; `skipped`: rows of accepted units finished earlier) plus `crawl`, the sources'
-    report; `first_verified_s`: seconds from the start to the first verified row (None: none);
-    `funnel`: the `run` part of `WORKDIR/report.json`."""
+    report; `funnel`: the `run` part of `WORKDIR/report.json`."""
 
     crawl: CrawlReport | None = None
-    first_verified_s: float | None = None
     funnel: dict = field(default_factory=dict)
 
 
@@ -90,12 +84,15 @@ class _Resolver:
 
 
 class Flow:
-    """One run of the chain (see the module docstring); use `run_flow`."""
+    """One run of the chain (see the module docstring); use `run_flow`. The chain schedules;
+    the driver's `MintBook` (`self.book`) does the per-instance work (start, record, resume,
+    low disk, budgets, export) exactly as for `swemint mint`."""
 
     def __init__(self, cfg: PipelineConfig, executor: LocalExecutor | RayExecutor, *, mint_fn=None, plan_fn=None,
                  on_result: Callable[[InstanceResult], None] | None = None,
                  on_start: Callable[[str], None] | None = None):
-        self.cfg, self.ex, self.on_result, self.on_start = cfg, executor, on_result, on_start
+        self.cfg, self.ex = cfg, executor
+        self.report = FlowReport()
         self.t0 = time.monotonic()
         self.cpu0 = _process_cpu()
         self.now = lambda: datetime.now(timezone.utc)  # noqa: E731
@@ -110,11 +107,9 @@ class Flow:
         self.build = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
                                resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry,
                                registry_auth=auth, slots=cfg.workers)
-        self.store = ResultStore(cfg.workdir, cfg.retry_outcomes)
-        self.pool = open_pool(cfg.pool_path, self.store)
-        self.stop: str | None = None
-        """Why no new work starts (low disk, here or on a worker), once it is so."""
-        self.memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
+        self.book = MintBook(cfg, self.report, on_result=on_result, on_start=on_start)
+        self.book.t0 = self.t0
+        self.store, self.pool = self.book.store, self.book.pool
         self.resolver = _Resolver(cfg)
         # queues and calls in flight
         self.to_filter: deque[Outcome] = deque()
@@ -122,7 +117,6 @@ class Flow:
         self.to_build: deque[WorkItem] = deque()
         self.inflight: Counter[str] = Counter()
         self.queued: set[str] = set()
-        self.counts: Counter[str] = Counter()
         self.remote_cpu = 0.0
         self.container_cpu = 0.0
         self.from_file = 0
@@ -130,9 +124,6 @@ class Flow:
         self.by_node: defaultdict[str, Counter[str]] = defaultdict(Counter)
         """Build rows per node id ("" in-process), by outcome."""
         self.nodes = NodeWatch(cfg, self.ex, self.store, self.pool)
-        self.budget = BudgetWatch(cfg)
-        self.in_use: dict[str, set[str]] = {}
-        """Instance in flight -> image ids its build may start from (never evicted meanwhile)."""
 
     # -- set-up -------------------------------------------------------------------------------
     def _read_instance_file(self, report: FlowReport) -> None:
@@ -154,8 +145,8 @@ class Flow:
         if iid in self.queued or not self.cfg.flow.mint:
             return
         self.queued.add(iid)
-        prev = self.store.read_result(iid)
-        if prev is not None and not self.store.needs_run(iid):
+        prev = self.book.finished(inst)
+        if prev is not None:
             report.skipped.append(prev)
             return
         self.to_plan.append(inst)
@@ -179,17 +170,7 @@ class Flow:
 
     def _room(self) -> bool:
         f = self.cfg.flow
-        return self.stop is None and (not f.streaming or not f.mint or self.backlog() < f.queue_size)
-
-    def _disk_ok(self) -> bool:
-        """False once the disk runs low (checked before each build; or a worker said so)."""
-        if self.stop is None:
-            try:
-                check_free_disk([self.cfg.workdir], self.cfg.mint.limits.min_free_disk_bytes)
-            except LowDisk as e:
-                self.stop = e.message
-                log.error("%s", e.message)
-        return self.stop is None
+        return self.book.stop is None and (not f.streaming or not f.mint or self.backlog() < f.queue_size)
 
     def _submit(self, stage: Any, item: Any, tag: tuple, timeout: float | None, count: str,
                 prefer: str | None = None) -> None:
@@ -206,26 +187,21 @@ class Flow:
             self._submit(self.filter, out, ("filter", out), f.filter_timeout, count="filter")
         if not f.mint or (not f.streaming and (self.sources.open() or self.to_filter or self.inflight["filter"])):
             return
-        while self.to_plan and self.inflight["plan"] < f.plan_workers and self.stop is None:
+        while self.to_plan and self.inflight["plan"] < f.plan_workers and self.book.stop is None:
             inst = self.to_plan.popleft()
             try:
                 repo_path = self.resolver.prepare(inst)
             except InstanceInputError as e:
-                self.store.mark_running(inst)
-                self._record(failure_row(inst, "infra_error", f"input: {e.message}", now_iso()), report)
+                self.book.record_unstarted(inst, failure_row(inst, "infra_error", f"input: {e.message}", now_iso()),
+                                           self._total(report))
                 continue
             self._submit(self.plan, WorkItem(inst, repo_path), ("plan", inst, now_iso()), f.plan_timeout,
                          count="plan")
-        while self.to_build and self.inflight["build"] < self.cfg.workers and self._disk_ok():
+        while self.to_build and self.inflight["build"] < self.cfg.workers and self.book.disk_ok():
             item = self.to_build.popleft()
-            self.store.mark_running(planned_instance(item.instance, item.plan))
-            if self.cfg.mint.reuse.enabled:
-                item.candidates = reuse_candidates(self.pool, item, self.cfg.mint.reuse.max_candidates)
-            self.in_use[item.instance.instance_id] = images_in_use(item)
+            self.book.start(item, planned_instance(item.instance, item.plan))
             self._submit(self.build, item, ("build", item, now_iso()), self.cfg.timeout_s, count="build",
                          prefer=self.locality.prefer(item.instance.repo))
-            if self.on_start:
-                self.on_start(item.instance.instance_id)
 
     def _handle(self, done: Done, report: FlowReport) -> None:
         kind, payload = done.tag[0], done.tag[1]
@@ -238,7 +214,7 @@ class Flow:
         elif kind == "filter":
             self.inflight["filter"] -= 1
             out = m.value if m.error is None and not done.timed_out else _failed(payload, m.error or "timed out")
-            self.book.decided(out)
+            self.crawl.decided(out)
             if out.status == "accepted":
                 self._accept_row(out.row, report)
         elif kind == "plan":
@@ -254,65 +230,44 @@ class Flow:
             if isinstance(res, WorkItem):
                 self.to_build.append(res)
             else:
-                self.store.mark_running(inst)
-                self._record(res, report)
+                self.book.record_unstarted(inst, res, self._total(report))
         elif kind == "build":
             self.inflight["build"] -= 1
             item, started = payload, done.tag[2]
             res = row_of(item, Done(done.key, ("mint",), m, done.timed_out), self.cfg.timeout_s, started)
             self.locality.note(item.instance.repo, m.node)
             self.by_node[m.node][res.outcome] += 1
-            self._record(res, report)
-            if res.outcome == "infra_error" and res.reason.startswith(LOW_DISK) and self.stop is None:
-                self.stop = res.reason
-                log.error("%s (reported for %s)", res.reason, res.instance_id)
-            if res.outcome == "timeout" and ABANDONED in res.reason:
-                _remove_abandoned(self.cfg, self.pool, self.ex, res.instance_id)
+            self.book.record(res, self._total(report))
+            self.book.after(res, self.ex.each_node)
 
     def _hold(self, report: FlowReport) -> None:
         """Low disk: every unit accepted and not started gets an `infra_error` row (the next run
         redoes it); undecided units stay undecided (the next run examines them again)."""
         for inst in [*self.to_plan, *(it.instance for it in self.to_build)]:
-            self.store.mark_running(inst)
-            self._record(failure_row(inst, "infra_error", f"not started: {self.stop}", now_iso()), report)
+            self.book.record_unstarted(inst, failure_row(inst, "infra_error", f"not started: {self.book.stop}",
+                                                         now_iso()), self._total(report))
         self.to_plan.clear()
         self.to_build.clear()
         if self.to_filter:
             log.warning("%d undecided unit(s) wait for the next run", len(self.to_filter))
         self.to_filter.clear()
 
-    def _record(self, res: InstanceResult, report: FlowReport) -> None:
-        self.store.write_result(res)
-        if self.memory is not None:  # under the row's language (the minter's `res.language`)
-            self.memory.learn(res)
-        if res.env is not None and res.outcome == "verified":
-            try:
-                self.pool.add(res.env)
-            except Exception as e:  # noqa: BLE001 - the row is stored; the index can be rebuilt
-                log.error("could not index environment of %s: %s", res.instance_id, e)
-        note_use(self.pool, res)
-        self.in_use.pop(res.instance_id, None)
-        report.results.append(res)
-        self.counts[res.outcome] += 1
-        if res.outcome == "verified" and report.first_verified_s is None:
-            report.first_verified_s = round(time.monotonic() - self.t0, 3)
-        log.info("%s", finished_line(res, len(report.results), len(self.queued) - len(report.skipped), self.counts))
-        if self.on_result:
-            self.on_result(res)
+    def _total(self, report: FlowReport) -> int:
+        """Rows this run expects so far (units queued, less those finished earlier)."""
+        return len(self.queued) - len(report.skipped)
 
     def run(self) -> FlowReport:
         """Run the chain to its end; see the module docstring."""
         with CrawlState(self.out_dir / "state.duckdb") as state:
-            self.book = CrawlBook(state, new_report(self.cfg.flow.since_last, self.now), self.now)
-            report = FlowReport(crawl=self.book.report)
+            self.crawl = CrawlBook(state, new_report(self.cfg.flow.since_last, self.now), self.now)
+            report = self.report
+            report.crawl = self.crawl.report
             if self.cfg.flow.mint:
                 for row in state.accepted_rows():  # accepted earlier, not finished: first
                     self._accept_row(row, report)
-            self.sources = SourceDriver(self.cfg, self.ex, self.book, self.out_dir)
+            self.sources = SourceDriver(self.cfg, self.ex, self.crawl, self.out_dir)
             self._read_instance_file(report)
-            stale = [i for i in self.to_plan if self.store.started(i.instance_id)]
-            if stale:
-                _sweep_stale(self.cfg, self.store, self.pool, self.ex, stale)
+            self.book.sweep_stale(self.ex.each_node, list(self.to_plan))
             log.info("run %s: %d accepted earlier to mint, %d finished, sources: %d GitHub token(s), %d mirror(s)%s",
                      self.cfg.mint.run_id, len(self.to_plan), len(report.skipped), len(self.sources.crawlers),
                      len(self.sources.git_todo), "" if self.cfg.flow.streaming else " (crawl, then mint)")
@@ -320,7 +275,7 @@ class Flow:
                 self.nodes.check()
                 self.sources.pump(self._room)
                 self._pump_stages(report)
-                if not self.ex.in_flight() and self.stop is not None:
+                if not self.ex.in_flight() and self.book.stop is not None:
                     self._hold(report)
                     break
                 if not self.ex.in_flight():
@@ -331,25 +286,21 @@ class Flow:
                     break
                 for done in self.ex.poll(1.0):
                     self._handle(done, report)
-                if self.budget.due():
-                    self.budget.run(self.pool, self.ex.each_node, self.store, set().union(*self.in_use.values()))
             self.nodes.sweep_finished()
-            if self.budget.active:
-                self.budget.run(self.pool, self.ex.each_node, self.store)
-            crawl = self.book.finish(self.out_dir, self.sources.api(), self.t0)
+            self.book.finish_budget(self.ex.each_node)
+            crawl = self.crawl.finish(self.out_dir, self.sources.api(), self.t0)
             report.wall_s = round(time.monotonic() - self.t0, 3)
-            record_config(self.cfg)
-            report.dataset = export_dataset(self.store, mirrors=self.cfg.mirrors, notes=report.export_notes)
+            self.book.export()
             report.funnel = self._funnel(report, crawl)
             _append_run(self.cfg.workdir, report.funnel)
             write_report(self.cfg.workdir, report.funnel,
                          cumulative(state, self.store.results(), read_runs(self.cfg.workdir)))
         log.info("run %s finished in %.1fs: %s", self.cfg.mint.run_id, report.wall_s,
-                 " ".join(f"{o}={n}" for o, n in self.counts.items()) or "nothing minted")
+                 " ".join(f"{o}={n}" for o, n in self.book.counts.items()) or "nothing minted")
         return report
 
     def _funnel(self, report: FlowReport, crawl: CrawlReport) -> dict:
-        unit_reasons = {r: n for r, n in self.book.unit_reasons.items() if r != "infra_error"}
+        unit_reasons = {r: n for r, n in self.crawl.unit_reasons.items() if r != "infra_error"}
         out = funnel(repos_listed=len(crawl.repos), repos_rejected=crawl.repos_rejected, seen=crawl.examined,
                      rejected=unit_reasons, errors=crawl.errors, accepted=crawl.accepted, results=report.results)
         out["units"]["from_instances_file"] = self.from_file
@@ -418,7 +369,7 @@ def run_flow(cfg: PipelineConfig, *, executor: LocalExecutor | RayExecutor | Non
     """
     if executor is None:
         executor = RayExecutor(cfg.workers, flow_ray_config(cfg)) if cfg.use_ray else LocalExecutor()
-    with driver_lock(cfg.workdir), _run_log(cfg.workdir):
+    with driver_lock(cfg.workdir), run_log(cfg.workdir):
         try:
             return Flow(cfg, executor, mint_fn=mint_fn, plan_fn=plan_fn, on_result=on_result,
                         on_start=on_start).run()

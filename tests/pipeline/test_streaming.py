@@ -348,14 +348,14 @@ def test_low_disk_stops_new_work_and_the_next_run_mints_what_was_held(tmp_path, 
         if len(checks) > 1:  # room for one build, then the disk is full
             raise LowDisk("low disk: 1 MB free under /work (needs 10240 MB)")
 
-    monkeypatch.setattr("pipeline.streaming.check_free_disk", check)
+    monkeypatch.setattr("pipeline.driver.check_free_disk", check)
     with FakeGitHub(chain.world) as srv:
         cfg = chain.config(srv)
         first = run_flow(load_config(None, [], workdir=tmp_path / "w", **cfg))
         held = [r for r in first.results if r.reason.startswith("not started: low disk")]
         assert len([r for r in first.results if r.outcome != "infra_error"]) == 1 and held
         assert all(r.outcome == "infra_error" for r in held)
-        monkeypatch.setattr("pipeline.streaming.check_free_disk", lambda *a, **k: None)
+        monkeypatch.setattr("pipeline.driver.check_free_disk", lambda *a, **k: None)
         run_flow(load_config(None, [], workdir=tmp_path / "w", **cfg))
     df = pd.read_parquet(tmp_path / "w" / "dataset" / "all.parquet")
     assert sorted(df["instance_id"]) == sorted(chain.ids()) and "infra_error" not in set(df["outcome"])
