@@ -9,8 +9,10 @@
 3. ``patch -p1 --batch --forward --fuzz=2`` on the normalised patch, after a dry run so a
    failure leaves the tree untouched                               -> "patch_fuzz"
 
-Pure helpers (`files_in_patch`, `split_test_files`, `split_patch`, `test_files_to_run`,
-`normalise_patch` and its parts) use unidiff where it parses and plain text otherwise.
+Pure helpers (`files_in_patch`, `file_sections`, `sections_by_path`, `changed_lines`,
+`added_lines`, `changed_line_count`, `split_test_files`, `split_patch`, `test_files_to_run`,
+`normalise_patch` and its parts) use unidiff where it parses and plain text otherwise; they are
+the only diff readers of the code base (the agents, ecosystems and sources call them).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def paths_after(patch: str) -> list[str]:
             elif not pf.is_added_file and src != tgt:
                 gone.add(src)
     except Exception:
-        for section in _file_sections(patch):
+        for section in file_sections(patch):
             m = _DIFF_GIT.match(section.splitlines()[0].rstrip("\r")) if section else None
             if m and (m.group(1) != m.group(2) or re.search(r"^\+\+\+ /dev/null", section, flags=re.M)):
                 gone.add(m.group(1))
@@ -176,8 +178,9 @@ def changed_lines(patch: str) -> dict[str, list[str]]:
 
 
 def added_lines(patch: str) -> dict[str, list[str]]:
-    """Path -> the lines the patch adds to it (without the `+`), by unidiff; {} when unidiff
-    cannot read the patch. Never raises."""
+    """Path -> the lines the patch adds to it (without the `+`), by unidiff; a patch unidiff
+    cannot read (miscounted hunks) is read section by section (`sections_by_path`: its `+`
+    lines outside the `+++` header). Never raises."""
     try:
         from unidiff import PatchSet
 
@@ -187,7 +190,8 @@ def added_lines(patch: str) -> dict[str, list[str]]:
             out.setdefault(path, []).extend(line.value.rstrip("\n") for hunk in pf for line in hunk if line.is_added)
         return out
     except Exception:
-        return {}
+        return {path: [line[1:] for line in section.splitlines() if line.startswith("+") and not line.startswith("+++ ")]
+                for path, section in sections_by_path(patch).items()}
 
 
 def file_after(patch: str, path: str, before: str) -> str | None:
@@ -249,12 +253,39 @@ def split_test_files(paths: list[str]) -> tuple[list[str], list[str]]:
     return tests, [p for p in paths if not is_test_path(p)]
 
 
-def _file_sections(diff: str) -> list[str]:
-    """The per-file sections of a git diff, as exact text (each starts with `diff --git`)."""
+def file_sections(diff: str) -> list[str]:
+    """The per-file sections of a git diff, as exact text (each starts with `diff --git`; a diff
+    without such a line is one section). The one place a diff is cut into files: every other
+    reader asks this module (`sections_by_path`, `files_in_patch`, ...)."""
     starts = [m.start() for m in re.finditer(r"^diff --git ", diff, flags=re.M)]
     if not starts:
         return [diff] if diff.strip() else []
     return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)], strict=True)]
+
+
+def sections_by_path(diff: str) -> dict[str, str]:
+    """Path -> that file's section of a git diff (exact text, `file_sections`), in order: the
+    path the file has once the diff is applied, a deleted file's old path (by `paths_after` /
+    `files_in_patch`, so unidiff reads the headers); a section naming no path is left out.
+    Never raises."""
+    out: dict[str, str] = {}
+    for section in file_sections(diff):
+        paths = paths_after(section) or files_in_patch(section)
+        if paths:
+            out[paths[-1]] = out.get(paths[-1], "") + section
+    return out
+
+
+def changed_line_count(diff: str) -> int:
+    """Added plus removed lines of a unified diff (headers not counted), by unidiff; a diff
+    unidiff cannot read is counted from its `+`/`-` lines outside the `+++`/`---` headers.
+    Never raises."""
+    try:
+        from unidiff import PatchSet
+
+        return sum(pf.added + pf.removed for pf in PatchSet(diff))
+    except Exception:
+        return sum(1 for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++ ", "--- ")))
 
 
 def split_patch(diff: str) -> tuple[str, str]:
@@ -264,7 +295,7 @@ def split_patch(diff: str) -> tuple[str, str]:
     """
     code: list[str] = []
     tests: list[str] = []
-    for section in _file_sections(diff):
+    for section in file_sections(diff):
         paths = files_in_patch(section)
         (tests if paths and any(is_test_path(p) for p in paths) else code).append(section)
     return "".join(code), "".join(tests)

@@ -58,6 +58,7 @@ from agents.ecosystems.base import PlanRequest, PolyPlan, TestSpec, shell_args
 from agents.ecosystems.toolchain import constrained
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
+from envpool.patches import sections_by_path
 from envpool.images import ImageConfig
 from envpool.quoting import shell_word
 from envpool.testrun.limits import per_test
@@ -317,22 +318,7 @@ def go_request(proj: GoProject, module_dirs: list[str], recipe: GoRecipe) -> tup
     return best[0], [best[1]]
 
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _TEST_FUNC = re.compile(r"^func\s+((?:Test|Example|Fuzz)\w*)\s*\(")
-
-
-def _file_blocks(diff: str) -> dict[str, list[str]]:
-    """b/ path -> the lines of its block in a git diff (deleted files keyed by their a/ path)."""
-    out: dict[str, list[str]] = {}
-    cur: list[str] | None = None
-    for line in diff.splitlines():
-        if line.startswith("diff --git "):
-            m = re.match(r"diff --git a/(\S+) b/(\S+)", line)
-            cur = out.setdefault(m.group(2) if m else line, []) if m else None
-            continue
-        if cur is not None:
-            cur.append(line)
-    return out
 
 
 def _header(lines: list[str], i: int) -> int:
@@ -346,39 +332,38 @@ def _header(lines: list[str], i: int) -> int:
     return -1
 
 
-def changed_tests(block: list[str], old_text: str | None) -> tuple[set[str], bool]:
-    """(test functions a test-file diff `block` adds or changes, whether it also changes shared
-    code). A changed line belongs to the declaration above it (`_header`, in the new file for
-    added lines, in the old file for removed ones). Test/Example/Fuzz functions: their name;
+def changed_tests(section: str, old_text: str | None) -> tuple[set[str], bool]:
+    """(test functions a test file's diff `section` adds or changes, whether it also changes
+    shared code). A changed line belongs to the declaration above it (`_header`, in the new file
+    for added lines, in the old file for removed ones). Test/Example/Fuzz functions: their name;
     import blocks, blank and comment lines: nothing; lines under a declaration the diff adds
     (a new helper or type): nothing; anything else (an existing helper, a shared table):
-    shared code, so the whole package must run."""
+    shared code, so the whole package must run (also when unidiff cannot read the section)."""
+    from unidiff import PatchSet
+
     old = (old_text or "").splitlines()
     new: list[str] = []
     added: list[int] = []      # indexes into `new`
     removed: list[int] = []    # indexes into `old`
     o = 0
-    in_hunk = False
-    for line in block:
-        m = _HUNK.match(line)
-        if m:
-            old_start, old_len = int(m.group(1)), int(m.group(2) or 1)
-            start = old_start if old_len == 0 else old_start - 1  # 0-based first old line of the hunk
-            new.extend(old[o:start])
-            o = start
-            in_hunk = True
-            continue
-        if not in_hunk:  # index, mode, ---/+++ lines
-            continue
-        if line.startswith("+"):
-            added.append(len(new))
-            new.append(line[1:])
-        elif line.startswith("-"):
-            removed.append(o)
-            o += 1
-        elif line.startswith(" ") or line == "":
-            new.append(line[1:])
-            o += 1
+    try:
+        files = list(PatchSet(section))
+    except Exception:  # noqa: BLE001 - unreadable: the whole package runs
+        return set(), True
+    for hunk in (h for pf in files for h in pf):
+        start = hunk.source_start if hunk.source_length == 0 else hunk.source_start - 1  # 0-based first old line
+        new.extend(old[o:start])
+        o = start
+        for line in hunk:
+            if line.is_added:
+                added.append(len(new))
+                new.append(line.value.rstrip("\r\n"))
+            elif line.is_removed:
+                removed.append(o)
+                o += 1
+            elif line.is_context:
+                new.append(line.value.rstrip("\r\n"))
+                o += 1
     new.extend(old[o:])
     added_set = set(added)
     names: set[str] = set()
@@ -410,7 +395,7 @@ def touched_tests(test_patch: str, tree: GitTree, proj: GoProject) -> dict[str, 
     """Package folder -> the test functions the test_patch adds or changes there, or None when
     the whole package must run (a non-Go file of it is touched, or shared test code changes)."""
     out: dict[str, set[str] | None] = {}
-    for path, block in _file_blocks(test_patch).items():
+    for path, block in sections_by_path(test_patch).items():
         d = _package_dir(proj, path)
         if d is None:
             continue
@@ -447,20 +432,8 @@ def run_pattern(test_ids: list[str]) -> str:
 
 
 def _patch_blocks(text: str, keep) -> str:
-    """The file blocks of a unified git diff whose b/ path satisfies `keep(path)`."""
-    out, cur, ok = [], [], False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("diff --git "):
-            if ok:
-                out.extend(cur)
-            cur = [line]
-            m = re.match(r"diff --git a/\S+ b/(\S+)", line)
-            ok = bool(m and keep(m.group(1)))
-        else:
-            cur.append(line)
-    if ok:
-        out.extend(cur)
-    return "".join(out)
+    """The file sections of a unified git diff whose path satisfies `keep(path)`."""
+    return "".join(section for path, section in sections_by_path(text).items() if keep(path))
 
 
 DEP_ERROR = re.compile(r"^(?:\S*/)?pkg/mod/(\S+?)@(v[^/\s]+)/(\S+?\.go):\d+:\d+: (.*)$", re.M)

@@ -55,6 +55,7 @@ from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
 from agents.ecosystems.toolchain import constrained
 from agents.ecosystems.debian import era_time
 from envpool.errors import EnvBuildError
+from envpool.patches import sections_by_path
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
 
@@ -641,13 +642,8 @@ def _budgeted(cmd: str) -> str:
 
 def _manifest_hunks(*patches: str) -> str:
     """The parts of unified diffs that touch Cargo.toml / Cargo.lock files."""
-    out = []
-    for patch in patches:
-        for block in re.split(r"(?m)^(?=diff --git )", patch or ""):
-            m = re.match(r"diff --git a/(\S+) b/(\S+)", block)
-            if m and posixpath.basename(m.group(2)) in ("Cargo.toml", "Cargo.lock"):
-                out.append(block)
-    return "".join(out)
+    return "".join(section for patch in patches for path, section in sections_by_path(patch or "").items()
+                   if posixpath.basename(path) in ("Cargo.toml", "Cargo.lock"))
 
 
 def _proxy_target(project: CargoProject, pkg: Package, tree: GitTree) -> str:

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
 
-from envpool.patches import files_in_patch
+from envpool.patches import changed_line_count, files_in_patch
 from pipeline.sources.config import QualityConfig
-from pipeline.sources.testpaths import changed_lines
 
 DOC_SUFFIXES = frozenset({".md", ".mdx", ".rst", ".txt", ".adoc", ".html"})
 DOC_DIRS = frozenset({"docs", "doc", "documentation", "changelog", "changes", "newsfragments", ".github"})
@@ -83,7 +82,7 @@ def check_rules(c: Candidate, cfg: QualityConfig) -> dict[str, bool]:
     return {
         "problem_length": len(c.problem_statement.strip()) >= cfg.min_problem_chars,
         "issue_body": any(b.strip() and not _LINK_ONLY.match(b) for b in c.issue_bodies),
-        "patch_size": 0 < changed_lines(c.patch) <= cfg.max_patch_lines,
+        "patch_size": 0 < changed_line_count(c.patch) <= cfg.max_patch_lines,
         "patch_files": 0 < len(files) <= cfg.max_patch_files,
         "source_change": any(not _is_doc(f) for f in files),
         "few_issues": len(c.issue_bodies) <= cfg.max_issues,

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from envpool.patches import files_in_patch
+from envpool.patches import file_sections, files_in_patch
 
 DEFAULT_RULES: dict[str, dict[str, list[str]]] = {
     "python": {"dirs": ["test", "tests", "testing"],
@@ -121,14 +121,6 @@ def default_rules() -> TestPathRules:
     return TestPathRules()
 
 
-def file_sections(diff: str) -> list[str]:
-    """The per-file sections of a git diff, verbatim, each starting with `diff --git`."""
-    starts = [m.start() for m in re.finditer(r"^diff --git ", diff, flags=re.M)]
-    if not starts:
-        return [diff] if diff.strip() else []
-    return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)], strict=True)]
-
-
 def split_diff(diff: str, rules: TestPathRules | None = None) -> tuple[str, str]:
     """Split a git diff into (patch, test_patch), sections kept verbatim and in order.
 
@@ -142,9 +134,3 @@ def split_diff(diff: str, rules: TestPathRules | None = None) -> tuple[str, str]
         paths = files_in_patch(section)
         (tests if paths and any(rules.is_test(p) for p in paths) else code).append(section)
     return "".join(code), "".join(tests)
-
-
-def changed_lines(diff: str) -> int:
-    """Number of added plus removed lines in a unified diff (headers not counted)."""
-    return sum(1 for line in diff.splitlines()
-               if line[:1] in "+-" and not line.startswith(("+++ ", "--- ")))

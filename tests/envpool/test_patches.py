@@ -186,3 +186,39 @@ def test_file_after_applies_only_that_files_section():
     assert file_after(patch, "a.json", '{\n  "y": 2\n}\n') == '{\n  "x": 1,\n  "y": 2\n}\n'
     assert file_after(patch, "c.txt", "same\n") == "same\n"  # untouched: as it was
     assert file_after(patch, "a.json", "something else\n") is None  # its section does not apply
+
+
+def _two_file_diff() -> str:
+    return ("diff --git a/pkg/Cargo.toml b/pkg/Cargo.toml\nindex 1..2 100644\n--- a/pkg/Cargo.toml\n"
+            "+++ b/pkg/Cargo.toml\n@@ -1,2 +1,3 @@\n [package]\n+edition = \"2021\"\n name = \"x\"\n"
+            "diff --git a/old.txt b/new.txt\nsimilarity index 90%\nrename from old.txt\nrename to new.txt\n"
+            "--- a/old.txt\n+++ b/new.txt\n@@ -1 +1 @@\n-a\n+b\n"
+            "diff --git a/gone.rs b/gone.rs\ndeleted file mode 100644\nindex 1..0\n--- a/gone.rs\n+++ /dev/null\n"
+            "@@ -1 +0,0 @@\n-fn x() {}\n")
+
+
+def test_sections_by_path_keys_each_section_by_its_path_after_and_keeps_the_text():
+    from envpool.patches import file_sections, sections_by_path
+
+    diff = _two_file_diff()
+    got = sections_by_path(diff)
+    assert list(got) == ["pkg/Cargo.toml", "new.txt", "gone.rs"]  # rename: new name; deletion: old name
+    assert "".join(got.values()) == diff == "".join(file_sections(diff))
+    assert got["new.txt"].startswith("diff --git a/old.txt b/new.txt\n")
+
+
+def test_changed_line_count_by_unidiff_and_from_the_text_of_a_miscounted_diff():
+    from envpool.patches import changed_line_count
+
+    assert changed_line_count(_two_file_diff()) == 4
+    miscounted = "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1,9 +1,9 @@\n-x\n+y\n+z\n"
+    assert changed_line_count(miscounted) == 3
+    assert changed_line_count("") == 0
+
+
+def test_added_lines_reads_a_miscounted_diff_section_by_section():
+    from envpool.patches import added_lines
+
+    miscounted = ("diff --git a/package.json b/package.json\n--- a/package.json\n+++ b/package.json\n"
+                  "@@ -89,6 +89,7 @@\n     \"a\": \"1\",\n+    \"b\": \"^2.0.0\",\n")
+    assert added_lines(miscounted) == {"package.json": ['    "b": "^2.0.0",']}

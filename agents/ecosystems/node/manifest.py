@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from envpool.patches import added_lines
 from envpool.toolchains import version_key
 
 
@@ -104,14 +105,8 @@ def added_dependencies(patch_text: str, base_pkg: dict) -> list[str]:
     package.json lacks (version-range values only: scripts and fields are not dependencies)."""
     have = package_deps(base_pkg)
     out: list[str] = []
-    in_root = False
-    for line in patch_text.splitlines():
-        if line.startswith("diff --git "):
-            in_root = line.split()[-1] in ("b/package.json",)
-            continue
-        if not in_root or not line.startswith("+") or line.startswith("+++"):
-            continue
-        m = re.match(r'^\+\s*"(@?[a-z0-9][\w.-]*(?:/[\w.-]+)?)"\s*:\s*"([^"]+)"\s*,?\s*$', line)
+    for line in added_lines(patch_text).get("package.json", []):
+        m = re.match(r'^\s*"(@?[a-z0-9][\w.-]*(?:/[\w.-]+)?)"\s*:\s*"([^"]+)"\s*,?\s*$', line)
         if not m:
             continue
         name, rng = m.group(1), m.group(2).strip()

@@ -171,22 +171,27 @@ def _diff(tmp_path: Path, old: str, new: str, name: str = "calc_test.go") -> lis
         (d / name).write_text(text)
     out = subprocess.run(["git", "diff", "--no-index", f"a/{name}", f"b/{name}"], cwd=tmp_path,
                          capture_output=True, text=True).stdout
-    return out.splitlines()[1:]
+    # headers as a repository's diff spells them (--no-index names the folders: a/a/x, b/b/x)
+    return [re.sub(r"^(---|\+\+\+) (a|b)/\2/", r"\1 \2/", line) for line in out.splitlines()[1:]]
+
+
+def _section(tmp_path: Path, old: str, new: str) -> str:
+    return "\n".join(_diff(tmp_path, old, new)) + "\n"
 
 
 def test_changed_tests_new_and_modified_test_functions(tmp_path):
     new = OLD_TEST.replace('"testing"', '"testing"\n\t"fmt"').replace('t.Fatal("zero")', 't.Fatal(fmt.Sprint(0))')
     new += "\ntype pair struct{ a, b int }\n\nfunc newHelper() pair {\n\treturn pair{1, 2}\n}\n"
     new += "\nfunc TestAdd(t *testing.T) {\n\tt.Run(\"case (a.b) one\", func(t *testing.T) {})\n}\n"
-    names, shared = changed_tests(_diff(tmp_path, OLD_TEST, new), OLD_TEST)
+    names, shared = changed_tests(_section(tmp_path, OLD_TEST, new), OLD_TEST)
     assert names == {"TestZero", "TestAdd"} and not shared
 
 
 def test_changing_a_shared_helper_runs_the_whole_package(tmp_path):
     new = OLD_TEST.replace("return 1", "return 2")
-    assert changed_tests(_diff(tmp_path, OLD_TEST, new), OLD_TEST) == (set(), True)
+    assert changed_tests(_section(tmp_path, OLD_TEST, new), OLD_TEST) == (set(), True)
     new = OLD_TEST.replace("{1, 2}", "{1, 2, 3}")
-    assert changed_tests(_diff(tmp_path, OLD_TEST, new), OLD_TEST)[1] is True
+    assert changed_tests(_section(tmp_path, OLD_TEST, new), OLD_TEST)[1] is True
 
 
 def test_touched_tests_by_package(tmp_path):

@@ -6,7 +6,8 @@ import pytest
 
 from envpool.patches import is_test_path
 from pipeline.sources.config import SplitConfig
-from pipeline.sources.testpaths import TestPathRules, default_rules, file_sections, split_diff
+from envpool.patches import file_sections
+from pipeline.sources.testpaths import TestPathRules, default_rules, split_diff
 
 TESTS = [
     "tests/test_core.py", "pkg/test_utils.py", "pkg/core_test.py", "conftest.py",
