@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.llm.config import LLMConfig
 from envpool.images import ImageConfig
@@ -140,8 +140,16 @@ class MemoryUseConfig(BaseModel):
     toolchain, a pin, an option, a Debian package, an environment variable, a test argument)."""
     before_plan_k: int = Field(default=10, ge=1)
     before_plan_reliability: float = Field(default=0.66, ge=0.0, le=1.0)
-    """Laplace-smoothed success rate an entry needs before it changes a plan unasked (an entry
-    that worked once of once has 2/3; a seed never applied has 0.5)."""
+    """Laplace-smoothed success rate an entry needs before it changes a plan unasked (a learned
+    entry that worked once of once has 2/3; a hand-written entry starts at 0.75: trusted), and
+    only when it is specific to the project (`agents.memory.before.proactive`)."""
+    learn: bool = True
+    """The driver distils each finished instance into the memory and scores the uses its
+    trajectory records (False: the memory is read, never written -- hand-written entries only)."""
+    floor: float = Field(default=0.34, ge=0.0, le=1.0)
+    """An entry scored at least `min_uses` times whose reliability fell below this is dropped:
+    no longer retrieved, applied, or (a rule) consulted."""
+    min_uses: int = Field(default=4, ge=1)
 
 
 class CacheConfig(BaseModel):
@@ -215,6 +223,13 @@ class MintConfig(BaseModel):
         if self.cache.scope == "repository":
             return root / "repos" / folder_name(repo.replace("/", "+"))
         return None
+
+    @model_validator(mode="after")
+    def _policy_needs_llm(self) -> MintConfig:
+        if self.policy != "rules" and (self.llm is None or not self.llm.model.strip()):
+            raise ValueError(f"mint.policy {self.policy} needs a usable `llm` block (mint.llm.model, "
+                             "mint.llm.api_key_env): none is configured")
+        return self
 
     def memory_path(self) -> Path:
         """The experience memory's DuckDB file (`memory.path`, else under `workdir`)."""

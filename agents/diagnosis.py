@@ -13,6 +13,7 @@ text names (a repository's test driver read at analysis time).
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -25,6 +26,9 @@ from agents.ecosystems.base import hook
 from envpool.toolchains import version_key
 
 RULES_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "diagnosis.yaml"
+DROPPED: ContextVar[frozenset[str]] = ContextVar("swemint_dropped_diagnosis_rules", default=frozenset())
+"""Ids of rules whose knowledge-store entry fell below the floor (`agents.memory.knowledge`): the
+loop sets it for its instance from the experience memory; `diagnose` skips them."""
 MAX_TEXT = 40_000
 """Only the last this many characters of a text are searched (regex time is bounded)."""
 
@@ -180,7 +184,8 @@ def diagnose(text: str, ecosystem: str, toolchain: str | None = None, *, scope: 
     """The first diagnosis of `text` (a failed step's output, a run's output, or skip reasons
     when `scope="skip"`) for `ecosystem` (an ecosystem name: `python`, `go`, `node`, ...);
     `toolchain`: the label of the toolchain used (to ask for a newer / older one). `eco`: the
-    ecosystem object, whose `diagnose` hook is asked first. None when nothing matches."""
+    ecosystem object, whose `diagnose` hook is asked first. None when nothing matches. Rules whose
+    entry the memory dropped below its floor (`DROPPED`) are skipped."""
     text = (text or "")[-MAX_TEXT:]
     if not text.strip():
         return None
@@ -190,8 +195,9 @@ def diagnose(text: str, ecosystem: str, toolchain: str | None = None, *, scope: 
         if found is not None:
             return found
     data = load_rules()
+    dropped = DROPPED.get()
     for rule in data.rules:
-        if scope not in rule.scope or (rule.ecosystems and ecosystem not in rule.ecosystems):
+        if scope not in rule.scope or (rule.ecosystems and ecosystem not in rule.ecosystems) or rule.id in dropped:
             continue
         found = [d for m in _compiled(rule.pattern).finditer(text)
                  if (d := _from_rule(rule, m, data, toolchain)) is not None]

@@ -31,6 +31,7 @@ from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Plan, hook
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.runs import BuildJob, SetupOutcome
+from agents.memory.knowledge import diagnosis_rule_ids, rule_entry_id, rule_for_fix
 from agents.models import StepRecord
 from envpool.errors import SandboxTimeout
 
@@ -131,6 +132,9 @@ def run_setup(job: BuildJob) -> SetupOutcome:
             r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup-retry")
             job.traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
                                 output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
+            if entry := rule_entry_of(eco.name, source, fix):  # a hand-written rule's use, scored by the retry
+                job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=0 if r.ok else 1,
+                                    note=json.dumps({"stage": "setup-step", "step": rule})))
         if not r.ok:
             why = "timed out" if r.timed_out else f"exit {r.exit_code}"
             reason = f"{eco.name} setup step failed ({why}): {cmd[:200]} :: {_tail(r.output, 600).strip()}"
@@ -142,12 +146,26 @@ def run_setup(job: BuildJob) -> SetupOutcome:
     return SetupOutcome(ok=True, commands=done, env=dict(plan.env), test_env=dict(plan.env), failed=failed)
 
 
+def rule_entry_of(ecosystem: str, source: str, fix: list[str]) -> str | None:
+    """The knowledge-store entry of a rule repair (`diagnosis:<rule>` of the data file, or an
+    ecosystem's data repair whose commands are `fix`), None for other repairs (the memory's own
+    are scored by their `repair: experience <id>` note, the LLM's are learned)."""
+    if source.startswith("diagnosis:") and source[len("diagnosis:"):] in diagnosis_rule_ids():
+        return rule_entry_id("diagnosis", source[len("diagnosis:"):])
+    if source.startswith("repair:"):
+        return rule_for_fix(ecosystem, fix)
+    return None
+
+
 def _next_repair(job: BuildJob, cmd: str, output: str, tried: set[str], rules: bool):
     """(commands, env, note, source, diagnosis, already run) of the next repair of `cmd`; commands
     None when nothing repairs it; a diagnosis when the plan must change instead."""
     eco, plan = job.eco, job.plan
     if rules:
         fix = eco.repair(plan, cmd, output, tried)
+        entry = rule_for_fix(eco.name, fix) if fix else None
+        if fix and entry is not None and entry in getattr(job.helper, "dropped", ()):
+            fix = None  # a data repair the memory dropped below its floor
         if fix:
             return fix, {}, json.dumps([{"kind": "shell", "command": f} for f in fix]), f"repair:{eco.name}", None, False
         diag = diagnose(output, eco.name, plan.toolchain, eco=eco)

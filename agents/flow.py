@@ -50,7 +50,10 @@ from agents.envimage import image_size, release_cache, remove_image
 from agents.envpatch import adapt_environment
 from agents.execution import amend_commands, amend_environment, build_environment
 from agents.gitrepo import GitTree
+from agents.diagnosis import DROPPED
 from agents.memory.before import memory_before_plan
+from agents.memory.knowledge import diagnosis_entry, diagnosis_rule_ids, rule_entry_id
+from agents.memory.uses import UseLedger
 from agents.models import EnvRecord, Instance, InstanceResult, RoundRecord, StepRecord
 from agents.moves import MoveContext, candidates, merged_request, stalled
 from agents.planner import Planner
@@ -207,9 +210,29 @@ class Loop(Planner):
         self.builds = 0
         self.pending_evidence: tuple[str, str, str] | None = None
         self.verdict_plan = None
+        self.uses = UseLedger(run.traj)
+
+    def go(self) -> None:
+        """The loop (module docstring), with the rules the memory dropped below its floor skipped
+        by the diagnosis engine for this instance (`agents.diagnosis.DROPPED`)."""
+        memory = getattr(self.run.helper, "memory", None)
+        dropped: frozenset[str] = frozenset()
+        if memory is not None:
+            try:
+                dropped = memory.dropped_rules()
+                self.run.helper.dropped = frozenset(e.id for e in memory.dropped_entries())
+            except Exception as e:  # noqa: BLE001 - the memory never fails a build
+                self.run.traj(StepRecord(agent="memory", rule="dropped:error", note=f"{type(e).__name__}: {e}"))
+        if dropped:
+            self.run.traj(StepRecord(agent="memory", rule="dropped", note=", ".join(sorted(dropped))[:2000]))
+        token = DROPPED.set(dropped)
+        try:
+            self._go()
+        finally:
+            DROPPED.reset(token)
 
     # -- the loop -----------------------------------------------------------------------------
-    def go(self) -> None:
+    def _go(self) -> None:
         run = self.run
         self.analyse()
         self.make_plan()
@@ -217,9 +240,13 @@ class Loop(Planner):
             why = f"the {self.plan.ecosystem} rules select no test of the test patch ({', '.join(run.touched[:5])})"
             if self.llm_planned or not self._llm_plan(why):
                 raise TestsNotRunError(why, instance_id=run.iid, log_path=run.log_path)
-        request = memory_before_plan(run, self.profile, self.plan, self.eco, self.request)
+        used: list[str] = []
+        request = memory_before_plan(run, self.profile, self.plan, self.eco, self.request, uses=used)
         if request != self.request and not self.replan(request, "memory"):
             self.request = PlanRequest()
+        elif request != self.request:
+            for eid in used:
+                self.uses.use(eid, "before-plan", "changed the plan")
         env: Environment | None = None
         source = "first"
         verdict: Verdict | None = None
@@ -230,6 +257,7 @@ class Loop(Planner):
                                      log_path=run.log_path)
             record = RoundRecord(round=n, candidate=f"{self.plan.ecosystem}:{self.plan.build}",
                                  toolchain=self.plan.toolchain)
+            self.uses.start_round()
             if self.pending_move is not None:
                 record.move, record.evidence = self.pending_move.kind, self.pending_move.evidence[:300]
             env, outcome = self.environment(source, env)
@@ -240,6 +268,8 @@ class Loop(Planner):
                 record.outcome, record.reason = "replan", outcome.reason[:300]
                 self._moved(record)
                 next_step = self.on_setup_failure(outcome)
+                if next_step and (eid := diagnosis_entry(outcome.diagnosis)):
+                    self.uses.use(eid, "setup", next_step)
                 record.feedback = next_step or ""
                 self._record(record)
                 if not next_step:
@@ -281,6 +311,7 @@ class Loop(Planner):
         self.finish(verdict_round, verdict, verdict_env)
 
     def _record(self, record: RoundRecord) -> None:
+        self.uses.score(record.round, record.outcome, built=record.outcome != "replan")
         self.run.res.rounds.append(record)
         self.run.traj(StepRecord(agent="flow", rule=f"round#{record.round}", note=record.model_dump_json()))
 
@@ -373,6 +404,7 @@ class Loop(Planner):
         if att.kind == "environment" and att.install == "system" and att.needs and self.cfg.repair.debian_index:
             found, _ = index_for(self.run, self.plan.image).resolve(list(att.needs))
             att = att.model_copy(update={"packages": list(att.packages) + [p for p in found if p not in att.packages]})
+        rule_entry = rule_entry_id("diagnosis", att.rule) if att.rule in diagnosis_rule_ids() else None
         if att.kind == "environment" and att.packages:
             kind = "missing_system" if att.install == "system" else "missing_module"
             cmds = amend_commands(self.eco, kind, att.packages) if kind == "missing_system" else \
@@ -383,14 +415,21 @@ class Loop(Planner):
                 with self.run.cost.phase("setup"):
                     amended = amend_environment(self.run, self.eco, self.plan, env, cmds, att.detail)
                 if amended is not None:
+                    if rule_entry:
+                        self.uses.use(rule_entry, "attribution", f"amend: {' '.join(att.packages)}")
                     return "amend", amended
         if att.kind == "toolchain" and att.toolchain:
             self._evidence(att, [{"kind": "toolchain", "tool": self.plan.ecosystem, "version": att.toolchain}])
             if self.replan(self._toolchain_request(att.toolchain, att.detail), att.detail):
+                if rule_entry:
+                    self.uses.use(rule_entry, "attribution", f"toolchain {att.toolchain}")
                 return "replan", None
         if att.kind == "test_config" and self.ti + 1 < len(self.tests):
             self.ti += 1
             return "retest", None
+        acted = self._memory_at_test(verdict, env)
+        if acted[0] is not None:
+            return acted
         moved = self._move(verdict)
         if moved[0] is not None:
             return moved
@@ -400,6 +439,49 @@ class Loop(Planner):
                 self.tests.append(spec)
                 self.ti = len(self.tests) - 1
                 return "retest", None
+        return None, None
+
+    def _memory_at_test(self, verdict: Verdict, env: Environment) -> tuple[str | None, Environment | None]:
+        """The memory consulted where failures happen now, at test time: for a verdict the rules
+        did not act on (an attribution of test configuration, missing tool, toolchain or unknown),
+        the first entry eligible for the project whose signature matches the test run's output
+        and whose actions can act here -- `apt`/`install` amend the environment; `toolchain`,
+        `env`, `test_arg` and the others plan again (`agents.memory.before._apply`). A use of
+        stage `test`, scored by the next round. (None, None) when nothing acted."""
+        from agents.memory.before import _apply
+
+        helper, att = self.run.helper, verdict.attribution
+        if getattr(helper, "memory", None) is None or not getattr(helper, "use_memory_actions", True) \
+                or att.kind in ("genuine", "flaky", "task") or att.rule in ("untrusted", "tampered", "timeout"):
+            return None, None
+        text = verdict.output_tail or verdict.reason
+        lang = self.run.language
+        if not text.strip() or not lang:
+            return None, None
+        plans = helper.memory_plans(text, lang, {"ca_bundle": "/opt/swemint/ca.pem"}, on_step=self.run.traj)
+        for plan in plans:
+            pkgs = [p for a in plan.actions if a.kind in ("apt", "install") for p in a.packages]
+            kind = "missing_system" if any(a.kind == "apt" for a in plan.actions) else "missing_module"
+            if pkgs:
+                cmds = amend_commands(self.eco, kind, pkgs) if kind == "missing_system" else self._install(pkgs)
+                if not cmds:
+                    continue
+                helper.mark_applied(plan, on_step=self.run.traj)
+                with self.run.cost.phase("setup"):
+                    amended = amend_environment(self.run, self.eco, self.plan, env, cmds, f"experience {plan.experience_id}")
+                if amended is not None:
+                    self.uses.use(plan.experience_id, "test", f"amend: {' '.join(pkgs)}")
+                    return "amend", amended
+                continue
+            new = self.request.model_copy(deep=True)
+            changes = [c for a in plan.actions if (c := _apply(a, self.plan, self.eco, new))]
+            if not changes:
+                continue
+            helper.mark_applied(plan, on_step=self.run.traj)
+            new.reasons.append(f"memory {plan.experience_id}")
+            if self.replan(new, f"memory {plan.experience_id}"):
+                self.uses.use(plan.experience_id, "test", ", ".join(changes))
+                return "replan", None
         return None, None
 
     def _move(self, verdict: Verdict) -> tuple[str | None, None]:

@@ -27,18 +27,21 @@ def worker_memory(config: MintConfig):
     from agents.memory.api import ExperienceMemory, MemoryConfig
     from agents.memory.store import ExperienceStore
 
+    from agents.memory.retrieve import RetrievalConfig
+
     path = config.memory_path()
+    retrieval = RetrievalConfig(floor=config.memory.floor, min_uses=config.memory.min_uses)
     try:
         if path.is_file():
             try:
                 with ExperienceStore(path, read_only=True) as src:
                     entries = src.all()
-                mem = ExperienceMemory.open(MemoryConfig(path=None, seed_dir=None))
+                mem = ExperienceMemory.open(MemoryConfig(path=None, seed_dir=None, retrieval=retrieval))
                 mem.store.add_many(entries, keep_counters=False)
                 return mem
             except Exception as e:  # noqa: BLE001 - locked by the driver mid-write: use the seeds
                 log.info("experience memory %s not readable (%s): using the seed set", path, e)
-        return ExperienceMemory.open(MemoryConfig(path=None))
+        return ExperienceMemory.open(MemoryConfig(path=None, retrieval=retrieval))
     except Exception as e:  # noqa: BLE001 - a broken seed set must not stop minting
         log.warning("experience memory unavailable: %s", e)
         return None

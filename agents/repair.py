@@ -34,6 +34,14 @@ SYSTEM_PROMPT = (
 PYTHON_EXTRA = " The virtualenv is /opt/venv (activated; install with `uv pip install`)."
 
 
+def experience_block(helper, text: str, language: str) -> str:
+    """The memory's top entries for a prompt (issue 30: planning, repair and attribution prompts
+    carry the experience): those eligible for the project that match `text`, then the context
+    retrieval's; "" without a memory or entries."""
+    lessons = helper.lessons(text or "", language) if hasattr(helper, "lessons") else ""
+    return f"\nExperience from earlier builds (entries of the memory, best first):\n{lessons}\n" if lessons else ""
+
+
 class RepairHelper:
     """Memory, then LLM, for failures the rules do not repair (see module docstring).
 
@@ -61,6 +69,13 @@ class RepairHelper:
         self.llm_leads = llm_leads
         self.applied: list[str] = []
         """Experience ids applied in this instance, in order (each at most once)."""
+        self.context = None
+        """The project's `agents.memory.RepoContext` once the loop knows it (retrieval is then
+        specific to the project: another repository's lesson only when the contexts match)."""
+        self.dropped: frozenset[str] = frozenset()
+        """Ids of the entries below the memory's floor (rule repairs among them are not run)."""
+        self.context_hits: list = []
+        """The entries the context retrieval ranked before planning (for the LLM's prompts)."""
         self.llm_repairs = 0
         self.llm_calls = 0
         """LLM requests made for this instance by any agent (repairs, plans, attributions)."""
@@ -74,7 +89,7 @@ class RepairHelper:
         if self.memory is None or not self.use_memory_actions:
             return []
         try:
-            plans = self.memory.actions_for(output, language, variables=variables or {}, k=self.k)
+            plans = self.memory.actions_for(output, language, variables=variables or {}, k=self.k, ctx=self.context)
         except Exception as e:  # noqa: BLE001 - a memory problem never fails a build
             if on_step:
                 on_step(StepRecord(agent="execution", rule="memory:error", note=f"{type(e).__name__}: {e}"))
@@ -93,13 +108,17 @@ class RepairHelper:
         return rule
 
     def lessons(self, output: str, language: str, k: int = 5) -> str:
-        """The memory's entries for `output`, formatted for a prompt ("" without a memory)."""
+        """The memory's entries for `output` (those eligible for the project), then the top
+        entries of the context retrieval, formatted for a prompt ("" without a memory)."""
         if self.memory is None:
             return ""
         try:
             from agents.memory.retrieve import format_for_prompt
 
-            return format_for_prompt(self.memory.retrieve_for_error(output, language, k=k), max_chars=3000)
+            hits = self.memory.retrieve_for_error(output, language, k=k, ctx=self.context) if output.strip() else []
+            seen = {h.experience.id for h in hits}
+            hits += [h for h in self.context_hits[:k] if h.experience.id not in seen]
+            return format_for_prompt(hits, max_chars=3000)
         except Exception:  # noqa: BLE001
             return ""
 

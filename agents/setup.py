@@ -110,6 +110,9 @@ def llm_plan(helper, tree: GitTree, instance: Instance, touched: list[str], imag
             f"The test patch touches: {touched}\n\nTest patch (head):\n{instance.test_patch[:3000]}\n"
             + (f"\nThe rules' plan (accept it or improve it):\n{rules_plan.model_dump_json(exclude={'state'})[:3000]}\n"
                if rules_plan is not None else ""))
+    from agents.repair import experience_block
+
+    task += experience_block(helper, why, profile.language or "")
     spec = helper.consult(PLAN_PROMPT, task, LLMPlanSpec, "analysis", "llm:plan", traj)
     if spec is None:
         return None

@@ -74,6 +74,9 @@ def llm_configuration(helper, instance: Instance, plan: Plan, tried: list[TestSp
     task = (f"Repository {instance.repo}, ecosystem {plan.ecosystem} ({plan.toolchain}).\nWhy: {why}\n"
             f"Configurations tried: {[t.model_dump() for t in tried]}\n"
             f"The test patch touches: {files}\nTest patch (head):\n{instance.test_patch[:3000]}")
+    from agents.repair import experience_block
+
+    task += experience_block(helper, why, instance.language or plan.ecosystem)
     spec = helper.consult(TEST_PROMPT, task, LLMTestSpec, "testconfig", "llm:test-config", traj)
     if spec is None or (is_pytest(spec.parser) and not spec.test_files) or \
             (not is_pytest(spec.parser) and not spec.test_command):

@@ -542,5 +542,8 @@ def llm_attribution(helper, instance: Instance, plan: Plan, verdict: Verdict, tr
     task = (f"Repository {instance.repo}, ecosystem {plan.ecosystem} ({plan.toolchain}); tests {plan.test_files}.\n"
             f"Outcome: {verdict.outcome}: {verdict.reason}\nRules' attribution: {verdict.attribution.model_dump()}\n"
             f"Test patch (head):\n{instance.test_patch[:2000]}")
+    from agents.repair import experience_block
+
+    task += experience_block(helper, verdict.output_tail or verdict.reason, instance.language or plan.ecosystem)
     att = helper.consult(ATTRIBUTION_PROMPT, task, Attribution, "verification", "llm:attribution", traj)
     return att.model_copy(update={"rule": "llm"}) if att is not None else None

@@ -8,6 +8,7 @@ default of every option (the value `configs/default.yaml` gives when the option 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -127,6 +128,10 @@ def config_from_options(config: Path | None, sets: list[str] | None, **flags) ->
         fail(os_error_line(e, "config file"), 2, label="configuration error")
     except ValueError as e:
         fail(str(e), 2, label="configuration error")
+    llm = cfg.mint.llm
+    if cfg.mint.policy != "rules" and llm is not None and llm.api_key_env and not os.environ.get(llm.api_key_env):
+        fail(f"mint.policy {cfg.mint.policy} needs the API key in ${llm.api_key_env} (mint.llm.api_key_env), "
+             "which is not set", 2, label="configuration error")
     if cfg.instances is not None and str(cfg.instances) != "demo" and not Path(cfg.instances).is_file():
         fail(f"instance file not found: {cfg.instances}")
     missing = [str(m) for m in cfg.mirrors if not Path(m).is_dir()]

@@ -158,7 +158,7 @@ class MemoryWriter:
             steps = [StepRecord.model_validate_json(line) for line in traj.read_text().splitlines() if line.strip()]
             mem = ExperienceMemory.open(MemoryConfig(path=self.path, seed_dir=None if self._seeded else SEED_DIR))
             try:
-                n = len(mem.learn(steps, ecosystem, res.instance_id))
+                n = len(mem.learn(steps, ecosystem, res.instance_id, repo=res.repo))
             finally:
                 mem.close()
             self._seeded = True
@@ -280,7 +280,8 @@ class MintBook:
         self.t0 = time.monotonic()
         self.store = ResultStore(cfg.workdir, cfg.retry_outcomes)
         self.pool = open_pool(cfg.pool_path, self.store)
-        self.memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled else None
+        self.memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled and cfg.mint.memory.learn \
+            else None
         self.budget = BudgetWatch(cfg)
         self.counts: Counter[str] = Counter()
         self.in_use: dict[str, set[str]] = {}

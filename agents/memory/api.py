@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.memory.actions import bind_actions, error_variables
 from agents.memory.context import RULES_FILE, ObstacleRules, RepoContext
 from agents.memory.learn import DistilConfig, distil
-from agents.memory.models import Action, Experience, actions_key
+from agents.memory.models import Action, Experience, RuleAction, actions_key
 from agents.memory.rank import Embedder
 from agents.memory.retrieve import Hit, RetrievalConfig, Retriever
 from agents.memory.store import SEED_DIR, ExperienceStore
@@ -111,12 +111,25 @@ class ExperienceMemory:
         -> RRF -> top k)."""
         return self.retriever.retrieve(context, k=k, extra_queries=extra_queries)
 
-    def retrieve_for_error(self, error_text: str, ecosystem: str, k: int | None = None) -> list[Hit]:
-        """Entries for a failed step's output (signature matches first, then BM25)."""
-        return self.retriever.retrieve_for_error(error_text, ecosystem, k=k)
+    def retrieve_for_error(self, error_text: str, ecosystem: str, k: int | None = None,
+                           ctx: RepoContext | None = None) -> list[Hit]:
+        """Entries for a failed step's output (signature matches first, then BM25); with `ctx`,
+        only those eligible for that project (`retrieve.eligible`)."""
+        return self.retriever.retrieve_for_error(error_text, ecosystem, k=k, ctx=ctx)
+
+    def dropped_entries(self) -> list[Experience]:
+        """The entries below the floor (`Experience.dropped` with the retrieval's floor and
+        min_uses): never retrieved, applied or consulted."""
+        cfg = self.config.retrieval
+        return [e for e in self.retriever.entries if e.dropped(cfg.floor, cfg.min_uses)]
+
+    def dropped_rules(self, engine: str = "diagnosis") -> frozenset[str]:
+        """The rules of `engine` whose entries fell below the floor (the rule engine skips them)."""
+        return frozenset(a.rule for e in self.dropped_entries() if e.provenance.source == "rule"
+                         for a in e.actions if isinstance(a, RuleAction) and a.engine == engine)
 
     def actions_for(self, error_text: str, ecosystem: str, variables: Mapping[str, str] | None = None,
-                    k: int = 3, signature_only: bool = True) -> list[ActionPlan]:
+                    k: int = 3, signature_only: bool = True, ctx: RepoContext | None = None) -> list[ActionPlan]:
         """Actions to try for a failed step, best first, at most `k` plans.
 
         Only entries whose error_signature matches the text are used unless `signature_only` is
@@ -126,7 +139,8 @@ class ExperienceMemory:
         action, or when matching negative entries with the same actions failed at least as often
         as the entry worked (known not to work here).
         """
-        hits = self.retriever.retrieve_for_error(error_text, ecosystem, k=max(k * 4, 10), include_negative=True)
+        hits = self.retriever.retrieve_for_error(error_text, ecosystem, k=max(k * 4, 10), include_negative=True,
+                                                 ctx=ctx)
         failed: dict[str, int] = {}  # actions -> how often they were seen not to fix this error
         for h in hits:
             if h.experience.negative and h.via == "signature" and h.experience.actions:
@@ -139,7 +153,8 @@ class ExperienceMemory:
             e = h.experience
             if e.negative or (signature_only and h.via != "signature"):
                 continue
-            bound, unbound = bind_actions(e.actions, {**error_variables(e, error_text), **(variables or {})})
+            runnable = [a for a in e.actions if not isinstance(a, RuleAction)]  # rules act through their engine
+            bound, unbound = bind_actions(runnable, {**error_variables(e, error_text), **(variables or {})})
             if not bound or failed.get(actions_key(bound), -1) >= e.times_worked:
                 continue
             plans.append(ActionPlan(experience_id=e.id, actions=bound, solution=e.solution,
@@ -149,18 +164,20 @@ class ExperienceMemory:
                 break
         return plans
 
-    def record_outcome(self, exp_id: str, worked: bool, instance_id: str | None = None) -> Experience:
+    def record_outcome(self, exp_id: str, worked: bool, instance_id: str | None = None, repo: str = "") -> Experience:
         """Count one application of entry `exp_id` (raises UnknownExperience). The retriever is
         updated in place (counters only), not rebuilt."""
         fresh = self._retriever is not None and self._revision == self.store.revision
-        exp = self.store.record_outcome(exp_id, worked, instance_id)
+        exp = self.store.record_outcome(exp_id, worked, instance_id, repo)
         if fresh and self._retriever is not None and self._retriever.replace(exp):
             self._revision = self.store.revision
         return exp
 
-    def learn(self, trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str) -> list[Experience]:
-        """Distil the instance's trajectory into new or reinforced entries (see `learn.distil`)."""
-        return distil(trajectory, ecosystem, instance_id, store=self.store, cfg=self.config.distil)
+    def learn(self, trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
+              repo: str = "") -> list[Experience]:
+        """Distil the instance's trajectory into new or reinforced entries and score the uses it
+        records (see `learn.distil`); `repo` keys its lessons (`EntryContext.repos`)."""
+        return distil(trajectory, ecosystem, instance_id, store=self.store, cfg=self.config.distil, repo=repo)
 
 
 def actions_for(error_text: str, ecosystem: str, memory: ExperienceMemory,

@@ -2,12 +2,15 @@
 build, and proven entries change the plan instead of waiting for the failure they describe.
 
 The repository's context (language, the plan's toolchain, the commit's era, runners, manifests,
-declared dependencies; Python: its packaging profile) gives likely-obstacle queries
-(`data/experiences/obstacles.yaml`), plus one query naming the repository (lessons the loop
-learnt on its earlier instances carry it); each is ranked by BM25 and the lists are fused by RRF
-(`Retriever.retrieve`, top `memory.before_plan_k`). An entry changes the plan only when it is
-positive, its reliability reaches `memory.before_plan_reliability` (a seed never applied does
-not; a lesson that worked does) and its actions mean something before a build:
+build systems, declared dependencies, the plan's commands; Python: its packaging profile) gives
+likely-obstacle queries (`data/experiences/obstacles.yaml`) and the project's own query
+(`RepoContext.profile_query`); each is ranked by BM25 over the entries *eligible* for the project
+(`retrieve.eligible`: another repository's lesson only when the contexts match) and the lists are
+fused by RRF (`Retriever.retrieve`, top `memory.before_plan_k`). The retrieval report (query,
+top-k, scores, why) is a trajectory step. An entry changes the plan only when it is positive,
+its reliability reaches `memory.before_plan_reliability` (hand-written entries start trusted,
+learned ones earn it), it is specific to the project (`proactive`) and its actions mean
+something before a build:
 
 | action      | effect on the plan request                                                     |
 |-------------|--------------------------------------------------------------------------------|
@@ -22,6 +25,8 @@ not; a lesson that worked does) and its actions mean something before a build:
 """
 
 from __future__ import annotations
+
+import json
 
 from agents.diagnosis import version_of
 from agents.ecosystems.base import Plan, PlanRequest, hook
@@ -38,25 +43,30 @@ TOOL_ECOSYSTEM = {"python": "python", "node": "node", "go": "go", "rust": "rust"
 
 def context_for(run, profile, plan: Plan) -> RepoContext | None:
     """The memory's RepoContext of this instance (None when its language is outside the memory's
-    vocabulary)."""
+    vocabulary): the project's profile (manifests, build systems, runners, CI files, declared
+    dependencies), its repository, and the plan's setup and test commands."""
     lang = run.language
     if lang not in ECOSYSTEMS:
         return None
     created = run.instance.created
     era = created.year if created else run.tree.commit_time.year
     toolchain = version_of(plan.toolchain)
+    commands = [c[:300] for c in list(plan.setup_commands)[:8] + [getattr(plan, "test_command", "") or ""] if c]
+    extra = {"repo": run.instance.repo, "build_systems": list(profile.build_systems), "commands": commands}
     if plan.ecosystem == "python" and plan.state.get("profile"):
         from agents.ecosystems.python.profile import PythonProfile
 
-        return context_from_python_profile(PythonProfile.model_validate(plan.state["profile"]), toolchain, created,
-                                           files=profile.manifests + profile.ci)
+        ctx = context_from_python_profile(PythonProfile.model_validate(plan.state["profile"]), toolchain, created,
+                                          files=profile.manifests + profile.ci)
+        declared = {**{d: "" for d in profile.dependencies}, **ctx.declared}
+        return ctx.model_copy(update={**extra, "declared": declared})
     flags = [] if any(f.endswith((".lock", "-lock.json", "-lock.yaml", "go.sum")) for f in run.tree.files[:5000]
                       if f.count("/") == 0) else ["no_lockfile"]
     if any(f.startswith("vendor/") for f in run.tree.files[:5000]):
         flags.append("vendored")
     return RepoContext(ecosystem=lang, toolchain=toolchain, era=era, frameworks=list(profile.runners),
                        files=list(profile.manifests) + list(profile.ci), declared={d: "" for d in profile.dependencies},
-                       flags=flags)
+                       flags=flags, **extra)
 
 
 def _apply(action, plan: Plan, eco, request: PlanRequest) -> str | None:
@@ -109,36 +119,73 @@ def _apply(action, plan: Plan, eco, request: PlanRequest) -> str | None:
     return None
 
 
-def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest) -> PlanRequest:
+def proactive(hit, gate: float) -> bool:
+    """Whether a retrieved entry may change a plan before anything failed: positive, reliability
+    at least `gate`, and specific to this project -- a lesson of the same repository, or an
+    entry whose context matches the project's (`retrieve.context_match`). Another repository's
+    lesson must also have been scored at least once beyond the run that taught it (it earns
+    trust); a hand-written entry must also have been found by a likely-obstacle template whose
+    conditions (era, toolchain, declared bounds) hold for the project."""
+    e = hit.experience
+    if e.negative or e.reliability < gate:
+        return False
+    if hit.why.startswith("same repository"):
+        return True
+    if "context:" not in hit.why:
+        return False
+    if e.provenance.hand_written:  # a template whose conditions hold found it, not the profile's words alone
+        return any(q not in ("profile", "same-repository", "context") for q in hit.queries)
+    return e.times_applied >= 2
+
+
+def retrieval_report(stage: str, ctx: RepoContext | None, hits, rules=(), query: str = "") -> str:
+    """The retrieval report of one consultation (a trajectory step's note, JSON): stage, the
+    templates that held, the project's query, and the top-k with scores and why each was chosen."""
+    return json.dumps({"stage": stage, "repo": ctx.repo if ctx else "", "templates": list(rules),
+                       "query": query[:400], "hits": [h.report() for h in hits]})
+
+
+def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses: list[str] | None = None) -> PlanRequest:
     """`request` with the changes proven memory entries make before planning (module docstring);
-    the same request when the memory is off, empty or has nothing proven. Never raises (a
-    memory problem is a trajectory step)."""
+    the same request when the memory is off, empty or has nothing proven. The project's context
+    (a `memory` `context` step), the retrieval report (`retrieval`) and the hits (for the LLM's
+    prompts: `helper.context_hits`) are recorded whatever the policy; under `llm` nothing is
+    applied. `uses` receives the ids of the entries applied (the loop scores them). Never raises
+    (a memory problem is a trajectory step)."""
     cfg = run.config
     helper = run.helper
     memory = getattr(helper, "memory", None)
-    if memory is None or not cfg.memory.before_plan or not getattr(helper, "use_memory_actions", True):
+    if memory is None or not cfg.memory.before_plan:
         return request
     try:
         ctx = context_for(run, profile, plan)
         if ctx is None:
             return request
-        hits = memory.retrieve(ctx, k=cfg.memory.before_plan_k,
-                               extra_queries=[f"feedback {run.instance.repo.replace('/', ' ')}"])
+        helper.context = ctx
+        run.traj(StepRecord(agent="memory", rule="context", note=ctx.model_dump_json()))
+        hits = memory.retrieve(ctx, k=cfg.memory.before_plan_k)
+        helper.context_hits = hits
+        run.traj(StepRecord(agent="memory", rule="retrieval", note=retrieval_report(
+            "before-plan", ctx, hits, [r.id for r in memory.retriever.rules.queries(ctx)], ctx.profile_query())))
     except Exception as e:  # noqa: BLE001 - the memory never fails a build
         run.traj(StepRecord(agent="memory", rule="before-plan:error", note=f"{type(e).__name__}: {e}"))
+        return request
+    if not getattr(helper, "use_memory_actions", True):
         return request
     new = request.model_copy(deep=True)
     applied: list[str] = []
     variables = {"python_version": version_of(plan.toolchain) or "", "ca_bundle": "/opt/swemint/ca.pem"}
     for h in hits:
         e = h.experience
-        if e.negative or e.reliability < cfg.memory.before_plan_reliability:
+        if not proactive(h, cfg.memory.before_plan_reliability):
             continue
         bound, _ = bind_actions(e.actions, variables)
         changes = [c for a in bound if (c := _apply(a, plan, eco, new))]
         if changes:
             applied.append(f"{e.id}: {', '.join(changes)}")
             new.reasons.append(f"memory {e.id}")
+            if uses is not None:
+                uses.append(e.id)
     run.traj(StepRecord(agent="memory", rule="before-plan",
                         note=f"{len(hits)} entries retrieved ({', '.join(h.experience.id for h in hits[:10])}); "
                              f"applied: {applied or 'none'}"[:2000]))

@@ -43,7 +43,10 @@ class RepoContext(BaseModel):
     `toolchain`: the interpreter/compiler version the build uses ("3.11", "18", "1.21", "17").
     `era`: the commit's year. `declared`: dependency name -> specifier as written ("<5",
     "==1.19.5", "^4.0.0"; "" when unbounded). `files`: notable paths present (globs match them).
-    `flags`: facts such as "compiled", "scm_version", "vendored", "no_lockfile".
+    `flags`: facts such as "compiled", "scm_version", "vendored", "no_lockfile". `repo`: owner/name
+    (learned lessons of the same repository apply without a context match); `build_systems`: the
+    analysis' build systems (`pip`, `maven`, `cmake`, ...); `commands`: the CI's and the plan's
+    commands (setup and test), words of the profile query.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -54,6 +57,20 @@ class RepoContext(BaseModel):
     files: list[str] = Field(default_factory=list)
     declared: dict[str, str] = Field(default_factory=dict)
     flags: list[str] = Field(default_factory=list)
+    repo: str = ""
+    build_systems: list[str] = Field(default_factory=list)
+    commands: list[str] = Field(default_factory=list)
+
+    def dependency_names(self) -> set[str]:
+        """The declared dependencies' names, normalised (`Foo_Bar` -> `foo-bar`)."""
+        return {_norm(d) for d in self.declared}
+
+    def profile_query(self, max_words: int = 200) -> str:
+        """The project's own query (not a template): build systems, test frameworks, manifest
+        and CI file names, declared dependencies and the words of its commands."""
+        words = list(self.build_systems) + list(self.frameworks) + [f.rsplit("/", 1)[-1] for f in self.files]
+        words += sorted(self.declared) + [w for c in self.commands for w in re.findall(r"[A-Za-z][\w.+-]{2,}", c)]
+        return " ".join(list(dict.fromkeys(words))[:max_words])
 
 
 class Condition(BaseModel):

@@ -10,6 +10,17 @@ same error, negative when it does. A chain ending in a failure yields a negative
 last error (no fix known). A note `repair: experience <id>` says the backend applied stored entry
 <id>: its outcome is counted on that entry.
 
+**Every use is scored** (Learn -> Retrieve -> Act -> Evaluate). Besides the repair notes, the loop
+writes a `score:<id>` step (agent `memory`, exit code 0 when the round the use shaped went as
+hoped, see `agents.memory.uses`) for each entry used before planning, on a setup failure's
+diagnosis, or on Verification's attribution; `distil` counts each on its entry.
+
+**Keyed by signature and context, never by a word.** A lesson's tags hold no repository name;
+its `EntryContext` holds the repository (`repos`), the project's build systems (from the
+trajectory's `memory` `context` step) and the dependencies it concerns (the packages its actions
+name, and declared dependencies its error names): `retrieve.eligible` serves it to another
+repository only when those match.
+
 **Generalised, never copied** (`generalise`). A learned `shell` action is replayed in other
 repositories' builds, so its command must not carry text the build printed (a crate named
 `x;cmd` in a compiler error became a command). Each word of the repair command (and each part of
@@ -30,8 +41,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.memory.actions import REPAIR_PREFIX, bind_actions, error_variables, parse_repair
-from agents.memory.models import Action, Experience, Provenance, ShellAction, actions_key
-from agents.memory.store import ExperienceStore
+from agents.memory.context import RepoContext
+from agents.memory.models import Action, EntryContext, Experience, Provenance, ShellAction, actions_key
+from agents.memory.store import ExperienceStore, action_dependencies
 from agents.memory.text import clean, error_excerpt, signature_for, signature_with_captures
 from agents.models import StepRecord
 
@@ -169,8 +181,41 @@ def generalise(actions: list[Action], error_text: str, failed_command: str = "")
     return out, (signature_with_captures(text, captures) if captures else None)
 
 
+SCORE_PREFIX = "score:"
+"""Rule prefix of a use's score step (`score:<entry id>`, agent `memory`)."""
+
+
+def trajectory_context(trajectory: Sequence[StepRecord]) -> RepoContext | None:
+    """The project's context the loop recorded (the last `memory` step of rule `context`), or None."""
+    for s in reversed(trajectory):
+        if s.agent == "memory" and s.rule == "context" and s.note:
+            try:
+                return RepoContext.model_validate_json(s.note)
+            except ValueError:
+                return None
+    return None
+
+
+def lesson_context(actions: list[Action], error_text: str, repo: str, ctx: RepoContext | None) -> EntryContext:
+    """A learned entry's context: its repository, the project's build systems, and the dependencies
+    it concerns (named by its actions, or declared by the project and named in its error)."""
+    deps = action_dependencies(actions)
+    if ctx is not None:
+        low = error_text.lower()
+        deps += [d for d in sorted(ctx.dependency_names())
+                 if len(d) >= 3 and d not in deps and re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", low)]
+    return EntryContext(repos=[repo] if repo else [], build_systems=list(ctx.build_systems) if ctx else [],
+                        dependencies=deps[:12])
+
+
+def scores(trajectory: Sequence[StepRecord]) -> list[tuple[str, bool]]:
+    """(entry id, worked) of every `score:<id>` step of the trajectory, in order."""
+    return [(s.rule[len(SCORE_PREFIX):], s.exit_code == 0) for s in trajectory
+            if s.agent == "memory" and s.rule.startswith(SCORE_PREFIX) and s.exit_code is not None]
+
+
 def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem: str, instance_id: str,
-           negative: bool) -> Experience | None:
+           negative: bool, repo: str = "", ctx: RepoContext | None = None) -> Experience | None:
     text = clean(step.output_excerpt)
     if len(text.strip()) < MIN_ERROR_CHARS:
         return None
@@ -183,18 +228,22 @@ def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem:
         solution = "repair: " + "; ".join(notes)
     return Experience(id=f"learned-{ecosystem}-{digest}", problem=error_excerpt(text) or text[-600:],
                       solution=solution, actions=actions, ecosystem=ecosystem,  # type: ignore[arg-type]
-                      tags=["learned", step.rule] + sorted({a.kind for a in actions}), error_signature=sig,
-                      provenance=Provenance(source="learned", instance_ids=[instance_id]),
+                      tags=["learned", step.rule.split(":")[0]] + sorted({a.kind for a in actions}),
+                      error_signature=sig, provenance=Provenance(source="learned", instance_ids=[instance_id]),
+                      context=lesson_context(actions, text, repo, ctx),
                       times_applied=1, times_worked=0 if negative else 1, negative=negative)
 
 
 def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
-               cfg: DistilConfig | None = None) -> tuple[list[tuple[Experience, str]], list[tuple[str, bool]]]:
+               cfg: DistilConfig | None = None,
+               repo: str = "") -> tuple[list[tuple[Experience, str]], list[tuple[str, bool]]]:
     """The raw lessons of one trajectory, deduplicated among themselves.
 
-    Returns ((entry, error text) pairs, (referenced experience id, worked) pairs).
+    Returns ((entry, error text) pairs, (referenced experience id, worked) pairs: the repair
+    notes' references, then the `score:<id>` steps).
     """
     cfg = cfg or DistilConfig()
+    ctx = trajectory_context(trajectory)
     found: dict[str, tuple[Experience, str]] = {}
     refs: list[tuple[str, bool]] = []
     for chain in attempt_chains(trajectory, cfg):
@@ -207,14 +256,14 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
             refs += [(m.group(1), worked) for n in a.repair_notes if (m := _EXP_REF.match(n))]
             actions = [act for n in plain for act in parse_repair(n)]
             if actions and (success or same_error):
-                exp = _entry(a.step, actions, plain, ecosystem, instance_id, negative=not worked)
+                exp = _entry(a.step, actions, plain, ecosystem, instance_id, negative=not worked, repo=repo, ctx=ctx)
                 if exp:
                     found.setdefault(exp.id, (exp, a.step.output_excerpt))
         if not success:
-            exp = _entry(last, [], [], ecosystem, instance_id, negative=True)
+            exp = _entry(last, [], [], ecosystem, instance_id, negative=True, repo=repo, ctx=ctx)
             if exp:
                 found.setdefault(exp.id, (exp, last.output_excerpt))
-    return list(found.values()), refs
+    return list(found.values()), refs + scores(trajectory)
 
 
 def _same_lesson(existing: Experience, cand: Experience, error_text: str) -> bool:
@@ -229,7 +278,7 @@ def _same_lesson(existing: Experience, cand: Experience, error_text: str) -> boo
 
 
 def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
-           store: ExperienceStore | None = None, cfg: DistilConfig | None = None) -> list[Experience]:
+           store: ExperienceStore | None = None, cfg: DistilConfig | None = None, repo: str = "") -> list[Experience]:
     """Distil one instance's trajectory into experiences.
 
     Without `store`: the new entries (deduplicated within the trajectory). With `store`, each
@@ -242,21 +291,23 @@ def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
         trajectory: the instance's steps (`agents.models.StepRecord`), in order.
         ecosystem: the repository's ecosystem ("python", ...).
         instance_id: recorded in each entry's provenance.
+        repo: the instance's repository (owner/name): the lessons' context.
     """
-    lessons, refs = candidates(trajectory, ecosystem, instance_id, cfg)
+    lessons, refs = candidates(trajectory, ecosystem, instance_id, cfg, repo=repo)
     if store is None:
         return [exp for exp, _ in lessons]
     out: dict[str, Experience] = {}
     for ref, worked in refs:
         if store.get(ref) is not None:
-            out[ref] = store.record_outcome(ref, worked, instance_id)
+            out[ref] = store.record_outcome(ref, worked, instance_id, repo)
     pool = store.all(ecosystem, include_negative=True)
     for cand, error_text in lessons:
         same = [e for e in pool if _same_lesson(e, cand, error_text)]
         target = next((e for e in same if not e.negative), None) if cand.actions else None
         target = target or next((e for e in same if e.negative == cand.negative), None)
         if target is not None:
-            out[target.id] = store.record_outcome(target.id, worked=not cand.negative, instance_id=instance_id)
+            out[target.id] = store.record_outcome(target.id, worked=not cand.negative, instance_id=instance_id,
+                                                  repo=repo)
         else:
             store.add(cand)
             pool.append(cand)

@@ -112,6 +112,17 @@ class UvOptionAction(_Action):
     option: Literal["no_build_isolation", "prerelease_allow"]
 
 
+class RuleAction(_Action):
+    """Let the rule engine that owns entry `rule` act (`agents.diagnosis` for a diagnosis rule:
+    its `Diagnosis` drives the loop; an ecosystem's own repair code for its data-driven repair
+    kinds). Never run by the memory itself: it makes a hand-written rule an entry of the one
+    knowledge store, retrieved, scored and reported like every other entry."""
+
+    kind: Literal["rule"] = "rule"
+    engine: Literal["diagnosis", "ecosystem"]
+    rule: str = Field(min_length=1)
+
+
 class TestArgAction(_Action):
     """Add `arg` to the test command (`-p no:cacheprovider`, `-vet=off`, `-Drat.skip=true`)."""
 
@@ -120,7 +131,7 @@ class TestArgAction(_Action):
 
 
 Action = Annotated[Union[ShellAction, UvLiftAction, PinAction, InstallAction, EnvAction, AptAction,
-                         ToolchainAction, UvOptionAction, TestArgAction], Field(discriminator="kind")]
+                         ToolchainAction, UvOptionAction, TestArgAction, RuleAction], Field(discriminator="kind")]
 """One machine-applicable step of a solution, discriminated by `kind`."""
 
 
@@ -134,13 +145,44 @@ def actions_key(actions: list) -> str:
     return json.dumps([a.model_dump() for a in actions], sort_keys=True, separators=(",", ":"))
 
 
+HAND_WRITTEN: tuple[str, ...] = ("seed", "rule")
+"""Provenance sources written by the team: seed entries and rules that are data."""
+TRUST_PRIOR = 2
+"""Successes a hand-written entry is credited with before any use: it starts trusted
+(reliability (0 + 1 + 2) / (0 + 2 + 2) = 0.75, above the before-plan gate) and keeps acting
+where it acts now; a learned entry has no prior and earns its standing by its uses."""
+
+
 class Provenance(BaseModel):
-    """Where an entry comes from: written by the team (`seed`) or distilled from runs (`learned`),
+    """Where an entry comes from: written by the team (`seed`: data/experiences; `rule`: a rule
+    that is data, e.g. `recipes/diagnosis.yaml`, with `file`) or distilled from runs (`learned`),
     with the instance ids whose trajectories produced or reinforced it."""
 
     model_config = ConfigDict(extra="forbid")
-    source: Literal["seed", "learned"] = "seed"
+    source: Literal["seed", "rule", "learned"] = "seed"
     instance_ids: list[str] = Field(default_factory=list)
+    file: str = ""
+
+    @property
+    def hand_written(self) -> bool:
+        """True for the team's entries (seed, rule)."""
+        return self.source in HAND_WRITTEN
+
+
+class EntryContext(BaseModel):
+    """The projects an entry is about (EnvPilot keys experience by the project's context).
+
+    `repos`: the repositories (owner/name) whose trajectories taught a learned entry; `ecosystems`:
+    ecosystems besides `Experience.ecosystem` (a diagnosis rule listing several); `build_systems`
+    (`pip`, `poetry`, `maven`, `cmake`, `npm`, `cargo`, `go`, ...) and `dependencies` (normalised
+    package names) of those projects, or named by a hand-written entry's actions. Empty lists
+    mean "not specific"."""
+
+    model_config = ConfigDict(extra="forbid")
+    repos: list[str] = Field(default_factory=list)
+    ecosystems: list[str] = Field(default_factory=list)
+    build_systems: list[str] = Field(default_factory=list)
+    dependencies: list[str] = Field(default_factory=list)
 
 
 class Experience(BaseModel):
@@ -165,6 +207,7 @@ class Experience(BaseModel):
     times_applied: int = Field(default=0, ge=0)
     times_worked: int = Field(default=0, ge=0)
     negative: bool = False
+    context: EntryContext = Field(default_factory=EntryContext)
 
     @field_validator("error_signature")
     @classmethod
@@ -188,10 +231,20 @@ class Experience(BaseModel):
 
     @property
     def reliability(self) -> float:
-        """Laplace-smoothed success rate (times_worked + 1) / (times_applied + 2), in [0, 1]."""
-        return (self.times_worked + 1) / (self.times_applied + 2)
+        """Laplace-smoothed success rate (times_worked + 1 + p) / (times_applied + 2 + p), in [0, 1],
+        where p = `TRUST_PRIOR` for hand-written entries (they start trusted) and 0 for learned
+        ones (they earn trust)."""
+        p = TRUST_PRIOR if self.provenance.hand_written else 0
+        return (self.times_worked + 1 + p) / (self.times_applied + 2 + p)
+
+    def dropped(self, floor: float, min_uses: int) -> bool:
+        """Below the floor: at least `min_uses` scored uses and a reliability under `floor`. A
+        dropped entry is no longer retrieved, applied, or (a diagnosis rule) consulted."""
+        return self.times_applied >= min_uses and self.reliability < floor
 
     def search_text(self) -> str:
         """The text BM25 indexes: problem, solution, tags and the signature's literal words."""
         sig_words = re.sub(r"\\[a-zA-Z]|[^A-Za-z0-9_ ]+", " ", self.error_signature)
-        return " ".join([self.problem, self.solution, " ".join(self.tags), sig_words])
+        ctx = self.context
+        return " ".join([self.problem, self.solution, " ".join(self.tags), sig_words, " ".join(ctx.build_systems),
+                         " ".join(ctx.dependencies)])

@@ -42,19 +42,63 @@ class RetrievalConfig(BaseModel):
     """Dense hits below this cosine similarity are dropped."""
     include_negative: bool = False
     """Return negative experiences (failures without a fix) too."""
+    floor: float = Field(default=0.34, ge=0.0, le=1.0)
+    """An entry with at least `min_uses` scored uses and a reliability below this is dropped:
+    never retrieved, applied, or (a diagnosis rule) consulted (`Experience.dropped`)."""
+    min_uses: int = Field(default=4, ge=1)
+    profile_query: bool = True
+    """Add the project's own query (`RepoContext.profile_query`) to the templates' queries."""
+
+
+def context_match(e: Experience, ctx: RepoContext) -> str:
+    """Why `e`'s context matches `ctx` ("build system maven; dependency jackson-core"), or "" when
+    it does not: every context list the entry names must share an element with the project's,
+    and it must name a build system or a dependency (an entry without one is not specific)."""
+    c = e.context
+    builds = sorted(set(c.build_systems) & set(ctx.build_systems))
+    deps = sorted(set(c.dependencies) & ctx.dependency_names())
+    if (c.build_systems and not builds) or (c.dependencies and not deps) or not (builds or deps):
+        return ""
+    return "; ".join(([f"build system {', '.join(builds)}"] if builds else [])
+                     + ([f"dependency {', '.join(deps[:5])}"] if deps else []))
+
+
+def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
+    """Why entry `e` may serve the project `ctx` (the retrieval report's "why"), None when it may
+    not. A learned entry serves its own repositories, and another only when their contexts match
+    (`context_match`); a hand-written entry serves every project of its ecosystems. Without a
+    context (a caller that knows only the error): "signature"."""
+    if ctx is None:
+        return "no context"
+    if e.context.ecosystems and not set(e.context.ecosystems) & set(family(ctx.ecosystem)):
+        return None
+    match = context_match(e, ctx)
+    if e.provenance.source == "learned":
+        if ctx.repo and ctx.repo in e.context.repos:
+            return "same repository" + (f"; {match}" if match else "")
+        return f"context: {match}" if match else None
+    return "hand-written" + (f"; context: {match}" if match else "")
 
 
 class Hit(BaseModel):
     """One retrieved entry. `via`: "signature" (its error_signature matched the error text),
     "bm25" (text ranking only) or "fused" (context retrieval); `score`: higher is better
     (signature hits: 1 + reliability; others: the RRF score); `queries`: the rule ids or query
-    texts that found it."""
+    texts that found it; `why`: why the entry may serve this project (`eligible`)."""
 
     model_config = ConfigDict(extra="forbid")
     experience: Experience
     score: float
     via: Literal["signature", "bm25", "fused"]
     queries: list[str] = Field(default_factory=list)
+    why: str = ""
+
+    def report(self) -> dict:
+        """The retrieval report's line for this hit: id, score, via, reliability, uses, why."""
+        e = self.experience
+        return {"id": e.id, "score": round(self.score, 4), "via": self.via, "reliability": round(e.reliability, 3),
+                "uses": f"{e.times_worked}/{e.times_applied}", "source": e.provenance.source, "why": self.why,
+                "queries": self.queries[:4]}
 
 
 class Retriever:
@@ -77,6 +121,7 @@ class Retriever:
         self.rules = rules if rules is not None else ObstacleRules.load()
         self._eco = np.array([e.ecosystem for e in self.entries], dtype=object)
         self._neg = np.array([e.negative for e in self.entries], dtype=bool)
+        self._drop = np.array([e.dropped(self.config.floor, self.config.min_uses) for e in self.entries], dtype=bool)
         self._bm25 = BM25Index([tokenize(e.search_text()) for e in self.entries],
                                k1=self.config.bm25_k1, b=self.config.bm25_b)
         self._dense: DenseIndex | None = None
@@ -93,13 +138,20 @@ class Retriever:
                 if (old.search_text(), old.ecosystem, old.negative) != (exp.search_text(), exp.ecosystem, exp.negative):
                     raise ValueError(f"entry {exp.id} changed more than its counters: rebuild the Retriever")
                 self.entries[i] = exp
+                self._drop[i] = exp.dropped(self.config.floor, self.config.min_uses)
                 return True
         return False
 
-    def mask(self, ecosystem: str | None, include_negative: bool | None = None) -> np.ndarray:
-        """Bool array: entries of the ecosystem's family (or all when None), negatives only if asked."""
+    def mask(self, ecosystem: str | None, include_negative: bool | None = None,
+             ctx: RepoContext | None = None) -> np.ndarray:
+        """Bool array: entries of the ecosystem's family (or all when None) not dropped below the
+        floor, negatives only if asked, and with `ctx` only those `eligible` for that project."""
         neg_ok = self.config.include_negative if include_negative is None else include_negative
         m = np.ones(len(self.entries), dtype=bool) if not ecosystem else np.isin(self._eco, family(ecosystem))
+        m = m & ~self._drop
+        if ctx is not None:
+            m = m & np.array([bool(m[i]) and eligible(e, ctx) is not None for i, e in enumerate(self.entries)],
+                             dtype=bool)
         return m if neg_ok else m & ~self._neg
 
     def _lists(self, query: str, mask: np.ndarray, min_relative: float = 0.0) -> list[list[int]]:
@@ -120,7 +172,9 @@ class Retriever:
         """Context-aware retrieval: likely-obstacle queries for `ctx` (plus `extra_queries`), one
         ranked list per query, fused by RRF; the top `k` of the context's ecosystem family."""
         queries = [(r.id, r.query, r.weight) for r in self.rules.queries(ctx)] + [(q, q, 1.0) for q in extra_queries]
-        mask = self.mask(ctx.ecosystem, include_negative)
+        if self.config.profile_query and (pq := ctx.profile_query()):
+            queries.append(("profile", pq, 1.0))
+        mask = self.mask(ctx.ecosystem, include_negative, ctx)
         lists: list[list[int]] = []
         weights: list[float] = []
         found_by: dict[int, list[str]] = {}
@@ -132,35 +186,51 @@ class Retriever:
                     found_by.setdefault(i, [])
                     if qid not in found_by[i]:
                         found_by[i].append(qid)
+        # lessons keyed by context, not by words: the project's own repository's, then other
+        # repositories' whose context matches, each list ranked by reliability
+        for key, keep in (("same-repository", lambda why: why.startswith("same repository")),
+                          ("context", lambda why: why.startswith("context:"))):
+            keyed = [i for i, e in enumerate(self.entries) if mask[i] and e.provenance.source == "learned"
+                     and keep(eligible(e, ctx) or "")]
+            keyed.sort(key=lambda i: -self.entries[i].reliability)
+            if keyed:
+                lists.append(keyed[: self.config.depth])
+                weights.append(1.0)
+                for i in keyed[: self.config.depth]:
+                    found_by.setdefault(i, [])
+                    found_by[i].append(key)
         fused = rrf(lists, k=self.config.rrf_k, weights=weights)[: k or self.config.k]
-        return [Hit(experience=self.entries[i], score=s, via="fused", queries=found_by[i]) for i, s in fused]
+        return [Hit(experience=self.entries[i], score=s, via="fused", queries=found_by[i],
+                    why=eligible(self.entries[i], ctx) or "") for i, s in fused]
 
     def signature_matches(self, error_text: str, ecosystem: str | None = None,
-                          include_negative: bool | None = None) -> list[int]:
-        """Indices of the entries (after the ecosystem/negative filter) whose signature matches."""
+                          include_negative: bool | None = None, ctx: RepoContext | None = None) -> list[int]:
+        """Indices of the entries (after the ecosystem/negative/context filter) whose signature matches."""
         text = clean(error_text)[-MAX_ERROR_CHARS:]
-        mask = self.mask(ecosystem, include_negative)
+        mask = self.mask(ecosystem, include_negative, ctx)
         return [i for i, e in enumerate(self.entries) if mask[i] and e.signature_re.search(text)]
 
     def retrieve_for_error(self, error_text: str, ecosystem: str | None = None, k: int | None = None,
-                           include_negative: bool | None = None) -> list[Hit]:
+                           include_negative: bool | None = None, ctx: RepoContext | None = None) -> list[Hit]:
         """Entries for a failed step's output: signature matches first (ordered by reliability,
         then BM25 score, then signature length), then BM25-only hits (RRF of a ranking on the
-        error's key lines and one on the whole text)."""
+        error's key lines and one on the whole text). With `ctx`, only entries `eligible` for
+        that project (another repository's lesson only when the contexts match)."""
         text = clean(error_text)[-MAX_ERROR_CHARS:]
-        mask = self.mask(ecosystem, include_negative)
+        mask = self.mask(ecosystem, include_negative, ctx)
         key_text = "\n".join(key_lines(text, n=6))
         bm = self._bm25.scores(tokenize(key_text))
-        sig = self.signature_matches(text, ecosystem, include_negative)
+        sig = self.signature_matches(text, ecosystem, include_negative, ctx)
         sig.sort(key=lambda i: (-round(self.entries[i].reliability, 2), -float(bm[i]),
                                 -len(self.entries[i].error_signature)))
         hits = [Hit(experience=self.entries[i], score=1.0 + self.entries[i].reliability, via="signature",
-                    queries=["signature"]) for i in sig]
+                    queries=["signature"], why=f"signature; {eligible(self.entries[i], ctx)}") for i in sig]
         lists = self._lists(key_text, mask) + [self._bm25.rank(tokenize(text), mask, self.config.depth)]
         taken = set(sig)
         for i, s in rrf(lists, k=self.config.rrf_k):
             if i not in taken:
-                hits.append(Hit(experience=self.entries[i], score=s, via="bm25", queries=["bm25"]))
+                hits.append(Hit(experience=self.entries[i], score=s, via="bm25", queries=["bm25"],
+                                why=f"error words; {eligible(self.entries[i], ctx)}"))
         return hits[: k or self.config.k]
 
 

@@ -9,6 +9,7 @@ whole entry as JSON (`body`) next to the columns used for filtering and counting
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable
 from datetime import datetime, timezone
@@ -65,8 +66,40 @@ def load_seed_files(directory: Path | str = SEED_DIR) -> list[Experience]:
                 raise SeedError(f"{loc}: id {exp.id!r} already defined at {where[exp.id]}")
             where[exp.id] = loc
             exp.provenance.source = "seed"
+            exp.provenance.file = exp.provenance.file or path.name
+            if not exp.context.dependencies:
+                exp.context.dependencies = action_dependencies(exp.actions)
             out.append(exp)
     return out
+
+
+def _dist(req: str) -> str | None:
+    m = re.match(r"\s*([A-Za-z0-9@][A-Za-z0-9._/@-]*)", req)
+    if not m or "${" in req:
+        return None
+    name = m.group(1)
+    return re.sub(r"[-_.]+", "-", name.split("@")[0] if not name.startswith("@") else name).lower() or None
+
+
+def action_dependencies(actions: list) -> list[str]:
+    """The packages a hand-written entry's `pin`, `install` and `uv_lift` actions name
+    (normalised), the entry's dependency context when it declares none."""
+    names: list[str] = []
+    for a in actions:
+        reqs = [a.requirement] if a.kind == "pin" else list(a.packages) if a.kind == "install" else \
+            [a.package] if a.kind == "uv_lift" else []
+        names += [n for r in reqs if (n := _dist(r)) and n not in names]
+    return names
+
+
+def hand_written(directory: Path | str | None = SEED_DIR) -> list[Experience]:
+    """The team's knowledge as entries: the seed set of `directory` (None: none) and every rule
+    that is data (`agents.memory.knowledge.rule_entries`)."""
+    from agents.memory.knowledge import rule_entries
+
+    seeds = load_seed_files(directory) if directory is not None else []
+    ids = {e.id for e in seeds}
+    return seeds + [e.model_copy(deep=True) for e in rule_entries() if e.id not in ids]
 
 
 class ExperienceStore:
@@ -163,13 +196,16 @@ class ExperienceStore:
         return len(entries)
 
     def load_seed(self, directory: Path | str = SEED_DIR) -> int:
-        """Load (or refresh) the seed set from `directory`, keeping learned counters.
-        Returns the number of seed entries. Raises SeedError on an invalid file."""
-        return self.add_many(load_seed_files(directory), keep_counters=True)
+        """Load (or refresh) the hand-written entries -- the seed set of `directory` and the rules
+        that are data (`hand_written`) -- keeping their counters. Returns the number of entries.
+        Raises SeedError on an invalid file."""
+        return self.add_many(hand_written(directory), keep_counters=True)
 
-    def record_outcome(self, exp_id: str, worked: bool, instance_id: str | None = None) -> Experience:
+    def record_outcome(self, exp_id: str, worked: bool, instance_id: str | None = None,
+                       repo: str = "") -> Experience:
         """Count one application of entry `exp_id` (times_applied += 1, times_worked += worked),
-        remembering `instance_id` in its provenance. Raises UnknownExperience."""
+        remembering `instance_id` in its provenance and, for a learned entry that worked, `repo`
+        among the repositories it serves (`EntryContext.repos`). Raises UnknownExperience."""
         with self._lock:
             exp = self.get(exp_id)
             if exp is None:
@@ -177,8 +213,11 @@ class ExperienceStore:
             ids = exp.provenance.instance_ids
             if instance_id and instance_id not in ids:
                 ids = ids + [instance_id]
+            ctx = exp.context
+            if repo and worked and exp.provenance.source == "learned" and repo not in ctx.repos:
+                ctx = ctx.model_copy(update={"repos": ctx.repos + [repo]})
             exp = exp.model_copy(update={"times_applied": exp.times_applied + 1,
-                                         "times_worked": exp.times_worked + int(worked),
+                                         "times_worked": exp.times_worked + int(worked), "context": ctx,
                                          "provenance": exp.provenance.model_copy(update={"instance_ids": ids})})
             self._write(exp)
             return exp

@@ -50,7 +50,7 @@ def _run(tmp_path, memory, language="go", toolchain="go 1.15.15"):
     steps: list[StepRecord] = []
     run = SimpleNamespace(config=MintConfig(workdir=tmp_path), helper=SimpleNamespace(memory=memory,
                           use_memory_actions=True), language=language, instance=inst, tree=tree, traj=steps.append)
-    profile = SimpleNamespace(runners=["go-test"], manifests=["go.mod"], ci=[], dependencies=[])
+    profile = SimpleNamespace(runners=["go-test"], manifests=["go.mod"], ci=[], dependencies=[], build_systems=["go"])
     plan = Plan(ecosystem="go", toolchain=toolchain, image="i", parser="go_test_json")
     return run, profile, plan, steps
 
@@ -58,7 +58,7 @@ def _run(tmp_path, memory, language="go", toolchain="go 1.15.15"):
 def _learned(**kw) -> Experience:
     return Experience(provenance={"source": "learned", "instance_ids": ["acme__x-1"]}, times_applied=1,
                       times_worked=1, error_signature="package io/fs is not in GOROOT", ecosystem="go",
-                      tags=["learned", "feedback:acme/x"], **kw)
+                      tags=["learned", "feedback"], context={"repos": ["acme/x"]}, **kw)
 
 
 def test_a_proven_lesson_changes_the_plan_before_anything_fails(tmp_path):
@@ -98,9 +98,10 @@ def test_python_plans_take_pins_options_toolchains_and_packages(tmp_path, action
     mem = ExperienceMemory.open(MemoryConfig(path=None, seed_dir=None))
     mem.store.add(Experience(id="learned-py-x", ecosystem="python", problem="ImportError soft_unicode markupsafe",
                              solution="repair: pin", actions=[action], error_signature="soft_unicode",
-                             tags=["learned", "feedback:acme/x"], times_applied=2, times_worked=2))
+                             tags=["learned", "feedback"], times_applied=2, times_worked=2,
+                             provenance={"source": "learned"}, context={"repos": ["acme/x"]}))
     run, _, _, _ = _run(tmp_path, mem, language="python")
-    profile = SimpleNamespace(runners=["pytest"], manifests=["setup.py"], ci=[], dependencies=[])
+    profile = SimpleNamespace(runners=["pytest"], manifests=["setup.py"], ci=[], dependencies=[], build_systems=["pip"])
     plan = Plan(ecosystem="python", toolchain="3.12", image="i", parser="pytest_plugin",
                 state={"profile": PythonProfile(commit="c").model_dump()})
     req = memory_before_plan(run, profile, plan, None, PlanRequest())

@@ -130,7 +130,7 @@ def test_llm_policy_skips_the_rules(tmp_path):
 
 
 def test_policy_needs_a_model_and_rules_need_none(tmp_path):
-    with pytest.raises(ValueError, match="needs an `llm` block"):
+    with pytest.raises(ValueError, match="needs a usable `llm` block"):
         make_helper(MintConfig(policy="hybrid", workdir=tmp_path), "i")
     helper = make_helper(MintConfig(workdir=tmp_path), "i")
     assert helper is not None and helper.llm is None and helper.memory is not None  # seeds in memory

@@ -186,3 +186,18 @@ def test_unknown_language_is_one_line_error_exit_2(setup, command):
     assert r.exit_code == 2, r.output
     assert "no instance of language 'golang'" in r.output and "Traceback" not in r.output
     assert calls(d) == []
+
+
+def test_a_policy_that_needs_a_model_without_one_is_one_configuration_error_before_any_instance(setup, monkeypatch):
+    """Issue 30: `mint.policy: hybrid` without an `llm` block used to load, then end every
+    instance `infra_error` (retried on every rerun)."""
+    r = CliRunner().invoke(app, mint_args(setup, "--set", "mint.policy=hybrid"))
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert "configuration error" in lines[0] and "needs a usable `llm` block" in lines[0]
+    monkeypatch.delenv("SWEMINT_TEST_NO_KEY", raising=False)
+    r = CliRunner().invoke(app, mint_args(setup, "--set", "mint.policy=llm", "--set", "mint.llm.model=openai/x",
+                                          "--set", "mint.llm.api_key_env=SWEMINT_TEST_NO_KEY"))
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "SWEMINT_TEST_NO_KEY" in lines[0], r.output
+    assert calls(setup) == []  # no instance started

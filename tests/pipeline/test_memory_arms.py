@@ -39,7 +39,7 @@ def _row(tmp_path: Path, iid: str, steps: list[StepRecord], rounds: list[RoundRe
 class _Memory:
     """A memory whose only entry answers every failure with a toolchain action."""
 
-    def actions_for(self, output, language, variables=None, k=3):
+    def actions_for(self, output, language, variables=None, k=3, ctx=None):
         return [ActionPlan(experience_id="e-go-new", actions=[ToolchainAction(tool="go", version=">=1.21")],
                            solution="use a newer Go", via="signature", reliability=0.9)]
 

@@ -51,13 +51,15 @@ def test_record_outcome_counts_and_remembers_instances():
 
 
 def test_reloading_seeds_keeps_counters(seeds):
+    from agents.memory.knowledge import rule_entries
+
     store = ExperienceStore()
-    assert store.load_seed() == len(seeds)
+    assert store.load_seed() == len(seeds) + len(rule_entries())
     store.record_outcome(seeds[0].id, worked=True, instance_id="x")
     store.load_seed()
     e = store.get(seeds[0].id)
     assert (e.times_applied, e.times_worked, e.provenance.instance_ids) == (1, 1, ["x"])
-    assert len(store) == len(seeds)
+    assert len(store) == len(seeds) + len(rule_entries())
 
 
 def test_filters_by_family_and_negative():
