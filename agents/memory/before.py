@@ -124,8 +124,9 @@ def proactive(hit, gate: float) -> bool:
     at least `gate`, and specific to this project -- a lesson of the same repository, or an
     entry whose context matches the project's (`retrieve.context_match`). Another repository's
     lesson must also have been scored at least once beyond the run that taught it (it earns
-    trust); a hand-written entry must also have been found by a likely-obstacle template whose
-    conditions (era, toolchain, declared bounds) hold for the project."""
+    trust); a hand-written entry must declare its context itself (not one read off its actions:
+    the seed set keeps its behaviour, it acts after failures) and have been found by a
+    likely-obstacle template whose conditions (era, toolchain, declared bounds) hold."""
     e = hit.experience
     if e.negative or e.reliability < gate:
         return False
@@ -133,8 +134,8 @@ def proactive(hit, gate: float) -> bool:
         return True
     if "context:" not in hit.why:
         return False
-    if e.provenance.hand_written:  # a template whose conditions hold found it, not the profile's words alone
-        return any(q not in ("profile", "same-repository", "context") for q in hit.queries)
+    if e.provenance.hand_written:  # its author's context, and a template whose conditions hold found it
+        return not e.context.derived and any(q not in ("profile", "same-repository", "context") for q in hit.queries)
     return e.times_applied >= 2
 
 

@@ -183,6 +183,9 @@ class EntryContext(BaseModel):
     ecosystems: list[str] = Field(default_factory=list)
     build_systems: list[str] = Field(default_factory=list)
     dependencies: list[str] = Field(default_factory=list)
+    derived: bool = False
+    """`dependencies` were read off a hand-written entry's actions, not declared by its author:
+    they make retrieval specific but never let the entry change a plan before a failure."""
 
 
 class Experience(BaseModel):

@@ -69,6 +69,7 @@ def load_seed_files(directory: Path | str = SEED_DIR) -> list[Experience]:
             exp.provenance.file = exp.provenance.file or path.name
             if not exp.context.dependencies:
                 exp.context.dependencies = action_dependencies(exp.actions)
+                exp.context.derived = bool(exp.context.dependencies)
             out.append(exp)
     return out
 

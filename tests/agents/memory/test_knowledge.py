@@ -65,7 +65,21 @@ def test_hand_written_entries_start_trusted_and_learned_ones_earn_it():
     fresh = lesson("learned-x", "acme/a", times_applied=0, times_worked=0)
     assert fresh.reliability == pytest.approx(0.5)
     pinned = next(e for e in entries if any(a.kind == "pin" for a in e.actions))
-    assert pinned.context.dependencies  # a seed's dependency context: the packages its actions name
+    assert pinned.context.dependencies and pinned.context.derived  # read off its actions
+
+
+def test_seeds_keep_acting_after_failures_only_unless_their_author_declares_a_context():
+    """A seed found for an old project declaring its dependency is reported, not applied unasked;
+    the same entry with a context its author declared changes the plan."""
+    old = RepoContext(ecosystem="python", toolchain="3.11", era=2019, repo="a/b", build_systems=["pip"],
+                      declared={"markupsafe": "", "jinja2": "<3"}, files=["setup.py"], frameworks=["pytest"])
+    mem = memory_with(seeds=True)
+    hits = mem.retrieve(old, k=10)
+    soft = next(h for h in hits if h.experience.id == "py-markupsafe-soft-unicode")
+    assert "context: dependency markupsafe" in soft.why and not proactive(soft, 0.66)
+    declared = soft.experience.model_copy(update={"context": soft.experience.context.model_copy(
+        update={"derived": False})})
+    assert proactive(soft.model_copy(update={"experience": declared}), 0.66)
 
 
 def test_the_store_loads_seeds_and_rules_together_and_keeps_their_counters():
