@@ -20,7 +20,6 @@ import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
 import agents.ecosystems as registry
-from agents.ecosystems.base import hook, languages_of, routes_of
 from agents.ecosystems.layout import layout
 from agents.gitrepo import GitTree
 from agents.models import Instance, canonical_language
@@ -191,14 +190,14 @@ def candidates_for(tree: GitTree, language: str | None) -> tuple[list[Candidate]
     cands: list[Candidate] = []
     serving = []
     for eco in registry.ecosystems():
-        if lang and lang not in languages_of(eco):
+        if lang and lang not in eco.languages:
             continue
         serving.append(eco)
         s = eco.detect(tree, language)
         if s <= 0:
             continue
         scores[eco.name] = s
-        for i, r in enumerate(routes_of(eco, tree, language)):
+        for i, r in enumerate(eco.routes(tree, language)):
             cands.append(Candidate(ecosystem=eco.name, route=r.name, score=s * 100 - i, available=r.available,
                                    reason=r.reason))
     cands.sort(key=lambda c: -c.score)
@@ -227,8 +226,7 @@ def analyze(tree: GitTree, instance: Instance) -> RepoProfile:
     if lang is None and cands:
         best = next((c for c in cands if c.available), cands[0])
         eco = registry.by_name(best.ecosystem)
-        fn = hook(eco, "language_of")
-        lang = fn(tree) if fn else languages_of(eco)[0]
+        lang = eco.language_of(tree) if eco is not None else None
     return RepoProfile(commit=tree.commit, language=lang, language_given=instance.language is not None,
                        ecosystems=scores, manifests=manifests, build_systems=builds, runners=_runners(tree),
                        ci=ci, toolchain_hints=hints, dependencies=declared_dependencies(tree), candidates=cands,

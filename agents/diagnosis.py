@@ -1,7 +1,7 @@
 """Diagnoses: the cause of a failure in terms the loop can act on (MEnvAgent's diagnosis ->
 incremental repair; here also -> the next plan).
 
-`diagnose(text, ecosystem, toolchain)` applies the ecosystem's own `diagnose` hook, then the
+`diagnose(text, ecosystem, toolchain)` asks the ecosystem's own `diagnose` first, then the
 shared rules of `agents/ecosystems/recipes/diagnosis.yaml` (data: a command, header, shared or
 link library or pkg-config module the image lacks -> a `Need` that Execution answers from
 Debian's own file index (`agents.debindex`), a standard-library package -> the Go release that
@@ -16,13 +16,12 @@ import re
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.debindex import DEBIAN_NAME, Need, NeedKind
-from agents.ecosystems.base import hook
 from envpool.toolchains import version_key
 
 RULES_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "diagnosis.yaml"
@@ -180,20 +179,18 @@ def _from_rule(rule: DiagnosisRule, m: re.Match[str], data: DiagnosisData, toolc
 
 
 def diagnose(text: str, ecosystem: str, toolchain: str | None = None, *, scope: str = "output",
-             eco: object | None = None) -> Diagnosis | None:
+             eco: Any = None) -> Diagnosis | None:
     """The first diagnosis of `text` (a failed step's output, a run's output, or skip reasons
     when `scope="skip"`) for `ecosystem` (an ecosystem name: `python`, `go`, `node`, ...);
     `toolchain`: the label of the toolchain used (to ask for a newer / older one). `eco`: the
-    ecosystem object, whose `diagnose` hook is asked first. None when nothing matches. Rules whose
+    ecosystem object (`agents.ecosystems.base.Ecosystem`), whose `diagnose` is asked first. None when nothing matches. Rules whose
     entry the memory dropped below its floor (`DROPPED`) are skipped."""
     text = (text or "")[-MAX_TEXT:]
     if not text.strip():
         return None
-    own = hook(eco, "diagnose") if eco is not None else None
-    if own is not None:
-        found = own(text)
-        if found is not None:
-            return found
+    found = eco.diagnose(text) if eco is not None else None
+    if found is not None:
+        return found
     data = load_rules()
     dropped = DROPPED.get()
     for rule in data.rules:

@@ -8,9 +8,9 @@ is shared (`agents.tiers`).
 For a candidate whose toolchain fits the plan, a build sandbox is started from its image,
 /testbed is replaced by this instance's tree (top-level folders the old tree's git ignores --
 `target/`, `node_modules/` -- stay, so an incremental build reuses them; caches outside /testbed
-stay anyway), and the ecosystem's `adapt` hook runs (Python: `EnvPatch`, which syncs the project's
-dependencies and probes the tests); without the hook the plan's own setup commands run again on
-the warm caches. The setup script is the candidate's followed by the increments; the Dockerfile
+stay anyway), and the ecosystem's `adapt` runs (an ecosystem that `adapts`, Python: `EnvPatch`,
+which syncs the project's dependencies and probes the tests; by default the plan's own setup
+commands run again on the warm caches). The setup script is the candidate's followed by the increments; the Dockerfile
 is the candidate's followed by this tree's layout and the increments
 (`agents.dockerfile.render_reused_dockerfile`), so it builds what the image holds. The sandbox is
 committed as this instance's image, labelled `swemint.reused_from`; the row keeps the
@@ -23,7 +23,7 @@ import time
 
 from agents.context import Environment, MintRun
 from agents.dockerfile import render_reused_dockerfile, render_setup_script
-from agents.ecosystems.base import Plan, hook
+from agents.ecosystems.base import Plan
 from agents.envimage import commit_image, image_tag_for, lay_out_repository
 from agents.ecosystems.runs import BuildJob
 from agents.execution import run_setup
@@ -78,23 +78,23 @@ def adapt_environment(run: MintRun, eco, plan: Plan, cand: EnvRecord) -> Environ
     if why:
         run.traj(StepRecord(agent="envpatch", rule="fallback", note=f"{cand.instance_id}: {why}"))
         return None
-    own = hook(eco, "adapt")
+    own = eco.adapts
     try:
         spec = run.spec(cand.image_tag, "bridge", env=plan.env, caches=plan.state.get("caches"))
         with run.factory.sandbox(spec, run.log_path) as sb:
-            lay_out_repository(sb, run.tree, run.instance.base_commit, replace=True, keep_ignored=own is None,
+            lay_out_repository(sb, run.tree, run.instance.base_commit, replace=True, keep_ignored=not own,
                                log_path=run.log_path)
             job = BuildJob(sb=sb, eco=eco, plan=plan.model_copy(deep=True), instance=run.instance, tree=run.tree,
                            config=cfg, helper=run.helper, traj=run.traj, log_path=run.log_path, deadline=run.deadline,
                            language=run.language, candidate=cand, run_setup=run_setup)
-            outcome = own(job, cand) if own else run_setup(job)
+            outcome = eco.adapt(job, cand)
             if not outcome.ok:
                 run.traj(StepRecord(agent="envpatch", rule="fallback", duration=round(time.monotonic() - t, 2),
                                     note=f"{cand.instance_id}: {outcome.reason[:500]}"))
                 return None
             script, dockerfile = _scripts(cand, run, outcome.commands, outcome.env, outcome.failed,
-                                          keep_ignored=own is None)
-            interpreter = cand.interpreter if own is not None else plan.toolchain
+                                          keep_ignored=not own)
+            interpreter = cand.interpreter if own else plan.toolchain
             (run.idir / "setup.sh").write_text(script)
             (run.idir / "Dockerfile").write_text(dockerfile)
             tc = time.monotonic()

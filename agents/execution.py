@@ -28,7 +28,7 @@ import time
 
 from agents.debindex import index_for
 from agents.diagnosis import Diagnosis, diagnose
-from agents.ecosystems.base import Plan, hook
+from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.runs import BuildJob, SetupOutcome
 from agents.memory.knowledge import diagnosis_rule_ids, rule_entry_id, rule_for_fix
@@ -40,20 +40,19 @@ def _tail(text: str, n: int = 2000) -> str:
     return text[-n:]
 
 
-def install_command(eco: object, packages: list[str]) -> str | None:
-    """The ecosystem's installer for `packages` (its `install_command` hook), or None."""
-    fn = hook(eco, "install_command")
-    return fn(packages) if fn and packages else None
+def install_command(eco: Ecosystem, packages: list[str]) -> str | None:
+    """The ecosystem's installer for `packages` (`Ecosystem.install_command`), or None."""
+    return eco.install_command(packages) if packages else None
 
 
-def action_commands(eco: object, action, plan: Plan) -> tuple[list[str], dict[str, str], Diagnosis | None] | None:
+def action_commands(eco: Ecosystem, action, plan: Plan) -> tuple[list[str], dict[str, str], Diagnosis | None] | None:
     """What one memory action means during a build, for every ecosystem: (commands, env, a
     diagnosis for the planner); None when this ecosystem has no executor for it.
 
     `shell` -> the command; `env` -> the variable; `apt` -> `apt-get install`; `install` / `pin`
     -> the ecosystem's installer; `toolchain` -> a diagnosis asking the next plan for that
-    toolchain; `test_arg` -> a diagnosis asking for the argument; others -> the ecosystem's
-    `apply_action` hook decides (None when it has none).
+    toolchain; others (`test_arg`, an ecosystem's own kinds) -> None: they mean something before
+    planning (`agents.memory.before`) or to the ecosystem's own builder (Python's).
     """
     kind = action.kind
     if kind == "shell":
@@ -213,7 +212,7 @@ def _next_repair(job: BuildJob, cmd: str, output: str, tried: set[str], rules: b
             return r.exit_code, r.output
 
         done, _ = helper.llm_fix(cmd, output, language=job.language, toolchain=plan.toolchain, execute=execute,
-                                 on_step=job.traj)
+                                 on_step=job.traj, hint=eco.repair_hint)
         if done:
             return done, {}, json.dumps([{"kind": "shell", "command": c} for c in done]), "llm", None, True
     return None, {}, "", "", None, False
@@ -254,17 +253,12 @@ def amend_commands(eco: object, kind: str, packages: list[str]) -> list[str]:
 
 # -- environments ---------------------------------------------------------------------------
 
-def _files_of(eco) -> dict[str, bytes]:
-    fn = hook(eco, "dockerfile_files")
-    return fn() if fn else {}
-
-
 def build_environment(run, eco, plan: Plan, seed: tuple[str, list[str]] | None = None):
     """A full build of `plan` in tiers (`agents.tiers`): the plan's dependency tier (shared across
     repositories by key; None: the toolchain image), then the instance tier in a build sandbox of
     it (bridge network, the plan's caches mounted): /testbed laid out, the ecosystem's `build`
-    hook or `run_setup`, the setup script and Dockerfile written (also when the build fails), the
-    image committed with the test runs' environment in its ENV (Python's installer settings stay
+    (by default `run_setup`), the setup script and Dockerfile written (also when the build fails),
+    the image committed with the test runs' environment in its ENV (Python's installer settings stay
     out of it). `seed`: (image, folders) copied into the sandbox before the setup when there is
     no dependency tier (`agents.seed`: a reuse candidate on another toolchain version). Returns
     (Environment or None, SetupOutcome). Raises SandboxTimeout at the deadline."""
@@ -292,15 +286,14 @@ def build_environment(run, eco, plan: Plan, seed: tuple[str, list[str]] | None =
                        traj=run.traj, log_path=run.log_path, deadline=run.deadline, language=run.language,
                        index=index_for(run, plan.image) if cfg.repair.debian_index else None, dependency=tier,
                        run_setup=run_setup)
-        build = hook(eco, "build")
-        outcome = build(job) if build else run_setup(job)
+        outcome = eco.build(job)
         restored = restore_conflicting_edits(sb, [run.instance.test_patch, run.instance.patch], run.traj) \
             if outcome.ok else []
         setup_script = render_setup_script((tier.commands if tier else []) + outcome.commands, outcome.env,
                                            outcome.failed)
         dockerfile = render_dockerfile(base_image=plan.image, repo=run.instance.repo,
                                        base_commit=run.instance.base_commit, commands=outcome.commands,
-                                       env=outcome.env, files=_files_of(eco), restore=restored, dependency=tier)
+                                       env=outcome.env, files=eco.dockerfile_files(), restore=restored, dependency=tier)
         (run.idir / "setup.sh").write_text(setup_script)
         (run.idir / "Dockerfile").write_text(dockerfile)
         res.setup_script, res.dockerfile, res.installed_packages = setup_script, dockerfile, outcome.installed_packages
@@ -360,34 +353,17 @@ def amend_environment(run, eco, plan: Plan, env, commands: list[str], why: str):
 
 # -- who executes a memory action ----------------------------------------------------------------
 
-TEST_ARG_ECOSYSTEMS = frozenset({"python", "go", "rust", "java", "php"})
-"""Ecosystems whose plans have a place for test runner arguments (`PlanRequest.test_args`)."""
-INSTALLER_ECOSYSTEMS = frozenset({"python", "node"})
-"""Ecosystems with an installer for `install` / `pin` actions (`install_command`, Python's uv)."""
-
-
 def executable(language: str, action) -> bool:
     """Whether some executor runs memory `action` for a repository of `language` (vocabulary
     name; `any` = every language), before planning (`agents.memory.before`) or after a failure
-    (`run_setup`, Python's builder): `shell` / `env` / `apt` everywhere; `install` / `pin` where
-    the ecosystem has an installer; `test_arg` where its plans take runner arguments; `toolchain`
-    when the tool is the language's own (`TOOL_ECOSYSTEM`); `uv_lift` / `uv_option` in Python."""
+    (`run_setup`, Python's builder): `shell` / `env` / `apt` everywhere; other kinds where an
+    ecosystem serving `language` executes them (`Ecosystem.executes`: an installer for `install`
+    / `pin`, runner arguments for `test_arg`, its tools for `toolchain`, its own kinds)."""
     import agents.ecosystems as registry
-    from agents.ecosystems.base import languages_of
-    from agents.memory.before import TOOL_ECOSYSTEM
+    from agents.ecosystems.base import SHARED_ACTIONS
 
-    kind = action.kind
-    if kind in ("shell", "env", "apt"):
+    if action.kind in SHARED_ACTIONS:
         return True
     if language == "any":
         return False
-    ecos = [e.name for e in registry.ecosystems() if language in languages_of(e)]
-    if kind in ("install", "pin"):
-        return bool(INSTALLER_ECOSYSTEMS & set(ecos))
-    if kind == "test_arg":
-        return bool(TEST_ARG_ECOSYSTEMS & set(ecos))
-    if kind == "toolchain":
-        return TOOL_ECOSYSTEM.get(action.tool) in ecos
-    if kind in ("uv_lift", "uv_option"):
-        return "python" in ecos
-    return False
+    return any(e.executes(action) for e in registry.serving(language))

@@ -539,15 +539,8 @@ class Loop(Planner):
             any(f.startswith((f"{top}/", f"src/{top}/")) for f in tree.files[:20000])
 
     def _install(self, packages: list[str]) -> list[str]:
-        from agents.ecosystems.base import hook
-
-        fn = hook(self.eco, "install_command")
-        if fn is None:
-            return []
-        try:
-            return [fn(packages, self.plan)]
-        except TypeError:
-            return [fn(packages)]
+        cmd = self.eco.install_command(packages, self.plan)
+        return [cmd] if cmd else []
 
     def _evidence(self, att: Attribution, actions: list[dict]) -> None:
         """A failed `feedback:<repo>` step now and its passing twin once the next round verifies,
@@ -594,7 +587,7 @@ class Loop(Planner):
             res.substitutions = [f"environment reused from {env.reused_from}"] + list(res.substitutions)
         if res.outcome == "verified":
             res.env = EnvRecord(instance_id=run.iid, repo=run.instance.repo,
-                                version=derive_version(run.instance, run.tree), base_commit=run.instance.base_commit,
+                                version=derive_version(run.instance, run.tree, self.eco), base_commit=run.instance.base_commit,
                                 commit_time=run.tree.commit_time, created_at=run.instance.created_at,
                                 language=run.language or "python", interpreter=res.interpreter, image_tag=env.image,
                                 image_id=env.image_id, size_bytes=image_size(run.factory, env.image),

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 
-from agents.ecosystems.base import PlanRequest, hook
+from agents.ecosystems.base import PlanRequest
 from agents.ecosystems.moves import MOVE_KINDS, Move, MoveContext
 
 __all__ = ["MOVE_KINDS", "Move", "MoveContext", "candidates", "merged_request", "never_ran", "stalled"]
@@ -56,11 +56,10 @@ def never_ran(eco, test_patch: str, ran: list[str], output: str) -> list[str]:
     as a googletest ``Suite.Name``; default none) that no graded id ends with or contains and
     that the runs' output never names: tests no run reached (registered too early, filtered
     out by a stale list). [] without the hook or when every one ran."""
-    fn = hook(eco, "added_tests")
-    if fn is None or not test_patch:
+    if not test_patch:
         return []
     out = []
-    for name in fn(test_patch) or []:
+    for name in eco.added_tests(test_patch) or []:
         if any(name in t for t in ran) or re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", output or ""):
             continue
         out.append(name)
@@ -89,10 +88,7 @@ def candidates(eco, ctx: MoveContext, tried: set[str]) -> list[Move]:
     """The ecosystem's moves for `ctx` (its `next_moves` hook; none without it) not yet `tried`
     (`Move.ident`), retests before rebuilds, the ecosystem's order within one cost. A hook that
     raises offers nothing (logged by the caller as no move)."""
-    fn = hook(eco, "next_moves")
-    if fn is None:
-        return []
-    moves = [m for m in (fn(ctx) or []) if m.ident() not in tried]
+    moves = [m for m in (eco.next_moves(ctx) or []) if m.ident() not in tried]
     return sorted(moves, key=lambda m: m.cost)
 
 

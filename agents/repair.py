@@ -31,7 +31,6 @@ SYSTEM_PROMPT = (
     "the failure, then answer with one short sentence without calling a tool. Never edit files "
     "under /testbed that git tracks, never change the tests, and never download anything but "
     "packages from the package registries.{extra}")
-PYTHON_EXTRA = " The virtualenv is /opt/venv (activated; install with `uv pip install`)."
 
 
 def experience_block(helper, text: str, language: str) -> str:
@@ -124,7 +123,7 @@ class RepairHelper:
 
     # -- LLM ------------------------------------------------------------------------------
     def llm_fix(self, command: str, output: str, *, language: str, toolchain: str,
-                execute: Callable[[str], tuple[int, str]], on_step=None) -> tuple[list[str], str]:
+                execute: Callable[[str], tuple[int, str]], on_step=None, hint: str = "") -> tuple[list[str], str]:
         """One LLM repair of a failed `command`: the tool loop runs commands through `execute`
         (which records them); returns (the commands that succeeded, a note). ([], "") without a
         model or once `llm_max_repairs` are spent; an LLM error is a note, never a raise."""
@@ -147,7 +146,7 @@ class RepairHelper:
             return code, out
 
         prompt = SYSTEM_PROMPT.format(language=language, toolchain=toolchain or "its toolchain",
-                                      extra=PYTHON_EXTRA if language == "python" else "")
+                                      extra=f" {hint}" if hint else "")
         try:
             loop = run_tool_loop(self.llm, system_prompt=prompt, task=task, execute=run, agent="execution",
                                  instance_id=self.instance_id, config=ToolLoopConfig(max_steps=self.llm_max_steps))
@@ -200,7 +199,7 @@ class RepairHelper:
             return r.exit_code, r.output
 
         done, _ = self.llm_fix(command, output, language="python", toolchain=f"Python {builder.choice.version}",
-                               execute=execute, on_step=builder.record)
+                               execute=execute, on_step=builder.record, hint=builder.repair_hint)
         return json.dumps([{"kind": "shell", "command": c} for c in done]) if done else None
 
     def usage(self) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Which pooled environments an instance may reuse (MEnvAgent, arXiv 2601.22859), for every
-language, and the version key of the pool's hierarchy.
+language, and the version key of the pool's hierarchy (the ecosystem's `package_version`, else the tag).
 
 `reuse_candidates` is what the pipeline driver asks just before submitting an instance: the
 hierarchical lookup in the same repository (`EnvPool.find`: same version -> nearest newer commit
@@ -16,6 +16,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from agents.ecosystems.base import Ecosystem
 from agents.gitrepo import GitTree
 from agents.models import EnvRecord, Instance
 
@@ -23,33 +24,26 @@ log = logging.getLogger(__name__)
 _XY = re.compile(r"\d+\.\d+")
 
 
-def derive_version(instance: Instance, tree: GitTree | None) -> str | None:
+def derive_version(instance: Instance, tree: GitTree | None, eco: Ecosystem | None = None) -> str | None:
     """The package's major.minor at base_commit, the key of the pool's `same_version` tier.
 
     `instance.version` when it looks like a release (`X.Y`, `X.Y.Z`: SWE-bench); otherwise (a PR
-    number in SWE-bench Multilingual, or none) the version the Python packaging declares at the
-    commit (setup.py / setup.cfg / pyproject), else `__version__` in a top-level module, else the
-    nearest tag, cut to `X.Y`. None when nothing says.
+    number in SWE-bench Multilingual, or none) the version the project's packaging declares at the
+    commit (`Ecosystem.package_version` of `eco`, default the ecosystem `pick_ecosystem` finds for
+    the tree: Python's setup.py / setup.cfg / pyproject or `__version__`), else the nearest tag,
+    cut to `X.Y`. None when nothing says.
     """
-    from agents.ecosystems.python.profile import analyze_python
+    import agents.ecosystems as registry
 
     v = (instance.version or "").strip()
     if re.fullmatch(r"\d+\.\d+(\.\d+)*", v):
         return v
     if tree is None:
         return None
-    found = analyze_python(tree).package_version if tree.file_set & {"setup.py", "setup.cfg", "pyproject.toml"} \
-        else None
+    eco = eco or registry.pick_ecosystem(tree, instance.language)
+    found = eco.package_version(tree) if eco is not None else None
     if not found or not _XY.match(found):
-        for path in sorted(f for f in tree.files if f.count("/") <= 2 and
-                           f.endswith(("__init__.py", "_version.py", "version.py", "__about__.py"))
-                           and "test" not in f)[:20]:
-            m = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", tree.read(path) or "", re.M)
-            if m and _XY.match(m.group(1)):
-                found = m.group(1)
-                break
-        else:
-            found = tree.describe() or None
+        found = tree.describe() or None
     m = _XY.search(found or "")
     return m.group(0) if m else None
 

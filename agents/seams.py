@@ -32,8 +32,9 @@ class RepairBackend(Protocol):
         ...
 
     def llm_fix(self, command: str, output: str, *, language: str, toolchain: str,
-                execute: Callable[[str], tuple[int, str]], on_step=None) -> tuple[list[str], str]:
-        """The LLM tool loop on a failed command: (the commands that succeeded, a note)."""
+                execute: Callable[[str], tuple[int, str]], on_step=None, hint: str = "") -> tuple[list[str], str]:
+        """The LLM tool loop on a failed command: (the commands that succeeded, a note). `hint`:
+        what the ecosystem says a repairer should know (`Ecosystem.repair_hint`)."""
         ...
 
     def consult(self, system: str, task: str, model, agent: str, rule: str, traj):

@@ -19,16 +19,15 @@ import logging
 import posixpath
 import shlex
 
-from agents.ecosystems.base import Plan, hook
+from agents.ecosystems.base import Ecosystem, Plan
 
 log = logging.getLogger(__name__)
 
 
-def portable_paths(eco, plan: Plan) -> list[str]:
-    """The ecosystem's `portable_paths(plan)` (absolute folders), [] without the hook."""
-    fn = hook(eco, "portable_paths")
+def portable_paths(eco: Ecosystem, plan: Plan) -> list[str]:
+    """The ecosystem's `portable_paths(plan)` that are absolute folders without `..`."""
     try:
-        return [p for p in (fn(plan) if fn else []) if p.startswith("/") and ".." not in p.split("/")]
+        return [p for p in eco.portable_paths(plan) if p.startswith("/") and ".." not in p.split("/")]
     except (KeyError, ValueError):
         return []
 

@@ -17,7 +17,7 @@ import json
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents.ecosystems import by_name, ecosystems
-from agents.ecosystems.base import Plan, PlanRequest, hook, plan_with
+from agents.ecosystems.base import Plan, PlanRequest
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.testconfig import known_parser
@@ -44,7 +44,7 @@ def plan_candidate(eco, route: str, tree: GitTree, instance: Instance, touched: 
     """The plan of `eco` on build `route` for `instance`, with `request` applied. Raises
     EnvBuildError (from the ecosystem) when no plan can work here."""
     req = request.model_copy(update={"route": request.route or route})
-    plan = apply_request(plan_with(eco, tree, instance, touched, images, req), request)
+    plan = apply_request(eco.plan(tree, instance, touched, images, req), request)
     return plan.model_copy(update={"build": plan.build or route, "language": plan.language or language or ""})
 
 
@@ -118,28 +118,14 @@ def llm_plan(helper, tree: GitTree, instance: Instance, touched: list[str], imag
         return None
     eco = by_name(spec.ecosystem)
     try:
-        fn = hook(eco, "plan_from_spec")
-        plan = fn(spec, tree, instance, images) if fn else plan_from_spec(eco, spec, tree, instance, images)
+        if eco is None:
+            raise EnvBuildError(f"the LLM named no ecosystem swemint has: {spec.ecosystem!r}",
+                                instance_id=instance.instance_id)
+        plan = eco.plan_from_spec(spec, tree, instance, images)
     except EnvBuildError as e:
         traj(StepRecord(agent="analysis", rule="llm:plan", note=f"the LLM plan cannot be built: {e.message}"))
         return None
     return plan.model_copy(update={"language": profile.language or "", "build": "llm"})
-
-
-def plan_from_spec(eco, spec: LLMPlanSpec, tree: GitTree, instance: Instance, images: ImageConfig) -> Plan:
-    """A Plan from an LLM proposal on `eco`'s toolchain image (its `toolchain` hook:
-    `toolchain(request, images) -> (ToolchainChoice, env)`). Raises EnvBuildError when the
-    ecosystem offers no toolchain hook or none fits."""
-    fn = hook(eco, "toolchain")
-    if fn is None:
-        raise EnvBuildError(f"{eco.name} cannot build a toolchain for an LLM plan", instance_id=instance.instance_id)
-    choice, env = fn(spec.toolchain, images)
-    return Plan(ecosystem=eco.name, toolchain=choice.version if choice.version.startswith(eco.name)
-                else f"{eco.name} {choice.version}", image=choice.image, route=choice.route, build="llm",
-                substitutions=list(choice.substitutions), setup_commands=list(spec.setup_commands), env=dict(env),
-                test_command=spec.test_command, parser=spec.parser, report_path=spec.report_path,
-                test_files=list(spec.test_files), notes=[f"llm plan: {spec.reason[:300]}"],
-                state={"test_name": "llm"})
 
 
 def describe(plan: Plan) -> str:

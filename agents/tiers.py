@@ -43,7 +43,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.ecosystems.base import LayerSpec, Plan, dependency_layer
+from agents.ecosystems.base import LayerSpec, Plan
 from agents.models import StepRecord
 from envpool import images
 from envpool.errors import SandboxTimeout, SwemintError
@@ -195,7 +195,7 @@ def dependency_tier(run, eco, plan: Plan) -> DependencyTier | None:
     instance's deadline; any other failure is a trajectory step and None."""
     t = time.monotonic()
     try:
-        spec = dependency_layer(eco, plan, run.tree)
+        spec = eco.dependency_layer(plan, run.tree)
     except Exception as e:  # noqa: BLE001 - a hook's bug costs the sharing, never the instance
         run.traj(StepRecord(agent="setup", rule="tier:none", note=f"dependency_layer failed: {type(e).__name__}: {e}"))
         return None

@@ -42,8 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.debindex import Need
 from agents.diagnosis import Diagnosis, diagnose
-from agents.ecosystems.base import Plan, hook, is_pytest
-from agents.ecosystems.runs import OUTPUT_TAIL, TestRun, run_plan_tests, stored_test_command
+from agents.ecosystems.base import Plan, is_pytest
+from agents.ecosystems.runs import OUTPUT_TAIL, TestRun
 from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout
 from envpool.grading import grade, in_failed_collector, test_name
@@ -194,11 +194,12 @@ def aborted_before_scope(test_patch: str, before: list[TestRunReport],
     return {n for t in ids if (n := test_name(t)) and (n in text or any(under(t, e) for e in errors))}
 
 
-def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bool,
+def judge(before: list[TestRunReport], after: list[TestRunReport], *, aborted_exits: frozenset[int] = frozenset(),
           absent_scope: set[str] | None = None) -> tuple[str, str, object]:
     """(outcome, reason, Grade or None) from trusted runs: a side whose every run timed out
-    before reporting is `timeout`; no test reached after the patch (or, for pytest, a runner
-    that failed before reaching tests on every before run: exit 3/4) is `tests_not_run`; else
+    before reporting is `timeout`; no test reached after the patch (or a runner that stopped
+    before reaching tests on every before run: an exit of `aborted_exits`, the ecosystem's
+    `aborted_exit_codes`, pytest's 3/4) is `tests_not_run`; else
     `verified` with >= 1 FAIL_TO_PASS, or `no_fail_to_pass`. `absent_scope`: the plan's
     ``state["absent_scope"]`` (`envpool.grading.grade`)."""
     for side, reps in (("before", before), ("after", after)):
@@ -208,7 +209,7 @@ def judge(before: list[TestRunReport], after: list[TestRunReport], *, pytest: bo
         last = after[-1] if after else TestRunReport()
         return "tests_not_run", ("the runner reached no test after the patch (exit "
                                  f"{last.exit_code}; collection errors: {last.collection_errors[:3]})"), None
-    if pytest and not any(r.tests_ran for r in before) and all(r.exit_code in (3, 4) for r in before):
+    if aborted_exits and not any(r.tests_ran for r in before) and all(r.exit_code in aborted_exits for r in before):
         return "tests_not_run", f"the runner failed before reaching tests (exit {before[-1].exit_code})", None
     g = grade(before, after, None, absent_scope)
     if g.FAIL_TO_PASS:
@@ -272,15 +273,13 @@ def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan
 
 def run_once(sb, side: str, i: int, *, plan: Plan, eco, config, timeout: float, traj, known: set[str],
              env: dict[str, str] | None) -> TestRun:
-    """Run `i` (1-based) of `side` in `sb` (patches applied): the ecosystem's `run_tests` hook
-    or `run_plan_tests`, recorded as a `verification` step `<side>#<i>`."""
-    run_tests = hook(eco, "run_tests")
+    """Run `i` (1-based) of `side` in `sb` (patches applied): the ecosystem's `run_tests`
+    (by default `run_plan_tests`), recorded as a `verification` step `<side>#<i>`."""
     label = f"{side}#{i}"
     limit = limit_env(config.timeouts.per_test)  # the runners' per-test limit (`envpool.testrun.limits`)
-    run = run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
-                    per_test_timeout=config.timeouts.per_test) if run_tests else \
-        run_plan_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
-                       env={**(env if env is not None else plan.env), **limit})
+    run = eco.run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
+                        per_test_timeout=config.timeouts.per_test,
+                        env={**(env if env is not None else plan.env), **limit})
     rep = run.report
     traj(StepRecord(agent="verification", rule=label, command=run.command, exit_code=rep.exit_code,
                     duration=round(rep.duration, 2),
@@ -290,22 +289,20 @@ def run_once(sb, side: str, i: int, *, plan: Plan, eco, config, timeout: float, 
 
 
 def targeted_plan(eco, plan: Plan, ids: list[str]) -> Plan | None:
-    """`plan` narrowed to the test ids `ids` by the ecosystem's `targeted_plan` hook (None: the
+    """`plan` narrowed to the test ids `ids` by the ecosystem's `targeted_plan` (None: the
     ecosystem cannot select single tests, or not these; the rerun is then full)."""
-    fn = hook(eco, "targeted_plan")
-    if fn is None or not ids:
+    if not ids:
         return None
     try:
-        return fn(plan, list(ids))
+        return eco.targeted_plan(plan, list(ids))
     except (ValueError, KeyError):
         return None
 
 
 def build_command(eco, plan: Plan) -> str | None:
-    """The ecosystem's compile-once command for `plan` (`build_command` hook: compiles what the
-    test command would and runs no test), or None."""
-    fn = hook(eco, "build_command")
-    return fn(plan) if fn is not None else None
+    """The ecosystem's compile-once command for `plan` (`Ecosystem.build_command`: compiles what
+    the test command would and runs no test), or None."""
+    return eco.build_command(plan)
 
 
 class _Sides:
@@ -423,10 +420,9 @@ class _Sides:
         if side == "after" and not self.test_command and targets is None:
             from envpool.testrun.published import published_command
 
-            stored = hook(self.eco, "stored_test_command") or stored_test_command
             self.test_command = published_command(
                 self.instance.test_patch, self.instance.patch,
-                stored(self.plan, run.command, per_test_timeout=self.config.timeouts.per_test))
+                self.eco.stored_test_command(self.plan, run.command, per_test_timeout=self.config.timeouts.per_test))
         if run.tampered:
             self.tampered = Verdict(outcome="tests_not_run", test_command=self.test_command, anomalies=self.anomalies,
                                     reason=f"grading refused: the {side} run's report was tampered with "
@@ -518,7 +514,8 @@ def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadli
         scope = aborted_before_scope(instance.test_patch, [r for r in before_reps if r.selected is None],
                                      [r for r in after_reps if r.selected is None])
     outcome, reason, g = judge(before_reps, after_reps,
-                               pytest=is_pytest(plan.parser), absent_scope=set(scope) if scope is not None else None)
+                               aborted_exits=eco.aborted_exit_codes(plan),
+                               absent_scope=set(scope) if scope is not None else None)
     att = attribute(outcome, g, ok["before"], ok["after"], plan, eco, instance.test_patch)
     return Verdict(outcome=outcome, reason=reason, FAIL_TO_PASS=g.FAIL_TO_PASS if g else [],
                    PASS_TO_PASS=g.PASS_TO_PASS if g else [], flaky=g.flaky if g else [], test_command=test_command,

@@ -198,6 +198,7 @@ def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> Mi
     profile's language is the detected ecosystem's. Raises InstanceInputError when the commit is
     missing or a patch is empty.
     """
+    import agents.ecosystems as registry
     from agents.analysis import analyze
     from agents.gitrepo import GitTree
     from agents.reuse import derive_version
@@ -213,7 +214,8 @@ def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> Mi
     profile = analyze(tree, instance)
     best = next(iter(profile.available()), None)
     return MintPlan(instance_id=iid, language=profile.language, ecosystem=best.ecosystem if best else None,
-                    version=derive_version(instance, tree), commit_time=tree.commit_time,
+                    version=derive_version(instance, tree, registry.by_name(best.ecosystem) if best else None),
+                    commit_time=tree.commit_time,
                     test_files=files_in_patch(instance.test_patch), profile=profile,
                     seconds=round(time.monotonic() - t0, 3))
 

@@ -1,21 +1,25 @@
-"""Every ecosystem behind one seam (`agents.ecosystems.base.Ecosystem`), Python included.
+"""Every ecosystem behind one contract (`agents.ecosystems.base.Ecosystem`), Python included.
 
-`ECOSYSTEM_MODULES` is the registration: each module (or package) under `agents.ecosystems`
-exposes `ECOSYSTEM`. Adding an ecosystem is one module, its data file in `recipes/` and one name
-here. `pick_ecosystem` returns the one whose `detect` scores highest for a tree among those
-serving the row's language (or all of them without one), or None.
+`ECOSYSTEM_MODULES` is the registration: each package under `agents.ecosystems` exposes
+`ECOSYSTEM`, an instance of an `Ecosystem` subclass. Adding an ecosystem is its package (planning,
+setup, test configuration, repairs, its data file), its toolchain module, its parser module and one
+name here (docs/languages.md, "Adding a language"). `pick_ecosystem` returns the one whose
+`detect` scores highest for a tree among those serving the row's language (or all of them without
+one), or None. The languages they declare are the vocabulary of the experience memory
+(`languages`, `kin`).
 """
 
 from __future__ import annotations
 
 import importlib
+from functools import lru_cache
 
-from agents.ecosystems.base import Ecosystem, Plan, PlanRequest, PolyPlan, Route, TestSpec, languages_of
+from agents.ecosystems.base import Ecosystem, Plan, PlanRequest, PolyPlan, Route, TestSpec
 from agents.gitrepo import GitTree
 from agents.models import canonical_language
 
 ECOSYSTEM_MODULES: tuple[str, ...] = ("python", "node", "golang", "rust", "java", "cfamily", "php", "ruby")
-"""Modules under `agents.ecosystems` providing an `ECOSYSTEM` object, in tie-break order."""
+"""Packages under `agents.ecosystems` providing an `ECOSYSTEM` object, in tie-break order."""
 
 
 def ecosystems() -> list[Ecosystem]:
@@ -28,13 +32,30 @@ def by_name(name: str) -> Ecosystem | None:
     return next((e for e in ecosystems() if e.name == name), None)
 
 
+def serving(language: str) -> list[Ecosystem]:
+    """The registered ecosystems whose `languages` include `language` (vocabulary name)."""
+    return [e for e in ecosystems() if language in e.languages]
+
+
+@lru_cache(maxsize=1)
+def languages() -> tuple[str, ...]:
+    """Every row language a registered ecosystem serves, in registration order."""
+    return tuple(dict.fromkeys(lang for e in ecosystems() for lang in e.languages))
+
+
+def kin(language: str) -> tuple[str, ...]:
+    """`language` and the other languages of the ecosystems serving it (`typescript` ->
+    `typescript`, `javascript`: a TypeScript repository meets npm's problems; `cpp` -> `cpp`, `c`)."""
+    return tuple(dict.fromkeys([language, *(lang for e in serving(language) for lang in e.languages)]))
+
+
 def pick_ecosystem(tree: GitTree, language: str | None) -> Ecosystem | None:
     """The ecosystem for `tree` (the instance's `language` as a constraint: only ecosystems
     serving it compete), or None when none claims it."""
     lang = canonical_language(language)
     best, score = None, 0
     for eco in ecosystems():
-        if lang and lang not in languages_of(eco):
+        if lang and lang not in eco.languages:
             continue
         s = eco.detect(tree, language)
         if s > score:
@@ -43,4 +64,4 @@ def pick_ecosystem(tree: GitTree, language: str | None) -> Ecosystem | None:
 
 
 __all__ = ["ECOSYSTEM_MODULES", "Ecosystem", "Plan", "PlanRequest", "PolyPlan", "Route", "TestSpec", "by_name",
-           "ecosystems", "pick_ecosystem"]
+           "ecosystems", "kin", "languages", "pick_ecosystem", "serving"]

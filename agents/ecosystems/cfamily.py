@@ -50,7 +50,7 @@ from pydantic import BaseModel, Field
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PlanRequest, PolyPlan, Route
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, Route
 from agents.ecosystems.toolchain import constrained
 from envpool.testrun.limits import per_test
 from envpool.errors import EnvBuildError
@@ -346,11 +346,15 @@ def _gcc_major(requested: str | None) -> str | None:
     return m.group(0) if m else None
 
 
-class CFamily:
+class CFamily(Ecosystem):
     """The C/C++ ecosystem (`agents.ecosystems.base.Ecosystem`)."""
 
     name = "cfamily"
     languages = ("c", "cpp")
+    tools = ("gcc", "debian")
+    parsers = ("ctest_junit", "ctest_log", "gtest_log", "automake_log", "script_status_log", "tcl_helper_log",
+               "catch2_xml", "doctest_xml")
+    toolchain_module = "envpool.toolchains.cfamily"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a C/C++-labelled tree with a build file at the root, 10 without the label

@@ -54,7 +54,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PlanRequest, PolyPlan, TestSpec, shell_args
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, TestSpec, shell_args
 from agents.ecosystems.toolchain import constrained
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
@@ -575,11 +575,14 @@ def gated_tags(tree: GitTree, test_patch: str, touched: list[str]) -> tuple[list
     return tags, [f"build tag {t} (CI: go test -tags; gates {', '.join(wanted[t][:3])})" for t in tags]
 
 
-class GoEcosystem:
+class GoEcosystem(Ecosystem):
     """`agents.ecosystems.base.Ecosystem` for Go (module doc: the rules)."""
 
     name = "go"
     languages = ("go",)
+    takes_test_args = True
+    parsers = ("go_test_json",)
+    toolchain_module = "envpool.toolchains.golang"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10: go.mod at the root (or any Go code with language=go); 6: a go.mod below the root;

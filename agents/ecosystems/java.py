@@ -50,7 +50,7 @@ from agents.gitrepo import GitTree
 from agents.models import Instance
 from agents.ecosystems import java_ant as ant
 from agents.ecosystems import java_maven as mvn_ci
-from agents.ecosystems.base import PlanRequest, PolyPlan, Route, TestSpec, shell_args
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, Route, TestSpec, shell_args
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.owners import JVM_BUILD_FILES, owner_build
 from agents.ecosystems.toolchain import satisfies
@@ -550,12 +550,15 @@ _LEVEL_REFUSED = re.compile(r"(?:Source|Target) option \S+ is no longer supporte
 GRADLE_FILES = frozenset({"build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"})
 
 
-class JavaEcosystem:
+class JavaEcosystem(Ecosystem):
     """Maven projects, Ant ones (`agents.ecosystems.java_ant`); Gradle ones are detected and
     refused with a clear reason."""
 
     name = "java"
     languages = ("java",)
+    takes_test_args = True
+    parsers = ("java_junit", "ant_junit")
+    toolchain_module = "envpool.toolchains.java"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10 for a root pom.xml, 9 for a root Gradle build, 6 for a pom.xml one or two folders

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agents.ecosystems.base import Plan, PlanRequest, TestSpec
+from agents.ecosystems.plans import Plan, PlanRequest, TestSpec
 
 __all__ = ["MOVE_KINDS", "Move", "MoveContext"]
 

@@ -25,7 +25,7 @@ import shlex
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, shell_args
 from agents.ecosystems.debian import (era_suite, era_time, from_debian, providers, rubyphp_recipes, suites_from,
                                       suites_of_request)
 from envpool.errors import EnvBuildError
@@ -110,11 +110,14 @@ def _provided(package: str, php: tuple) -> bool:
     return bool(m) and php >= (int(m.group(1)), int(m.group(2)))
 
 
-class Php:
+class Php(Ecosystem):
     """The PHP ecosystem (`agents.ecosystems.base.Ecosystem`)."""
 
     name = "php"
     languages = ("php",)
+    takes_test_args = True
+    parsers = ("phpunit_junit",)
+    toolchain_module = "envpool.toolchains"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a PHP-labelled tree with composer.json at the root, 10 without the label, 0

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PlanRequest, PolyPlan
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan
 from agents.ecosystems.debian import (era_suite, era_time, from_debian, interpreter_gems, provider, providers,
                                       rubyphp_recipes, satisfies, suites_from, suites_of_request)
 from envpool.errors import EnvBuildError
@@ -295,11 +295,13 @@ def _b64_file(content: str, path: str, mode: str = "") -> str:
     return f"mkdir -p {Path(path).parent} && echo {data} | base64 -d > {path}{chmod}"
 
 
-class Ruby:
+class Ruby(Ecosystem):
     """The Ruby ecosystem (`agents.ecosystems.base.Ecosystem`)."""
 
     name = "ruby"
     languages = ("ruby",)
+    parsers = ("rspec_json", "minitest_log")
+    toolchain_module = "envpool.toolchains"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a Ruby-labelled tree with a Gemfile / gemspec at the root, 10 without the label,

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.diagnosis import Diagnosis
-from agents.ecosystems.base import Plan
+from agents.ecosystems.plans import Plan
 from envpool.testrun.limits import DEFAULT_PER_TEST, PER_TEST_ENV, limit_env
 from envpool.testrun.status import TestRunReport
 

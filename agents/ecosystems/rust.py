@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import PlanRequest, PolyPlan, shell_args
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, shell_args
 from agents.ecosystems.toolchain import constrained
 from agents.ecosystems.debian import era_time
 from envpool.errors import EnvBuildError
@@ -779,11 +779,14 @@ def git_fixes(tree: GitTree, project: CargoProject, selected: list[str], when, i
     return [_write_file(p, t) for p, t in texts.items()], subs
 
 
-class RustEcosystem:
+class RustEcosystem(Ecosystem):
     """`agents.ecosystems.base.Ecosystem` for cargo projects (module doc: the rules)."""
 
     name = "rust"
     languages = ("rust",)
+    takes_test_args = True
+    parsers = ("cargo_test",)
+    toolchain_module = "envpool.toolchains.rust"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10: Cargo.toml at the root; 8: one below it with language=rust; 3: below, no hint;

@@ -18,8 +18,8 @@ something before a build:
 | apt         | Debian packages installed before the setup                                     |
 | env         | environment variables                                                          |
 | test_arg    | arguments for the test runner                                                  |
-| pin/install | Python: installed after the project (date bound kept); others: the ecosystem's installer, after the setup |
-| uv_lift / uv_option | Python's uv options                                                   |
+| pin/install | the ecosystem's (`Ecosystem.request_action`): its installer after the setup; Python: after the project, date bound kept |
+| others      | the ecosystem's own kinds (`Ecosystem.memory_actions`: Python's uv_lift / uv_option) |
 
 `shell` actions only run after a failure (a command out of context is not safe to run first).
 """
@@ -29,37 +29,33 @@ from __future__ import annotations
 import json
 
 from agents.diagnosis import version_of
-from agents.ecosystems.base import Plan, PlanRequest, hook
+from agents.ecosystems.base import Ecosystem, Plan, PlanRequest
 from agents.ecosystems.toolchain import satisfies
 from agents.memory.actions import bind_actions
-from agents.memory.context import RepoContext, context_from_python_profile
-from agents.memory.models import ECOSYSTEMS
+from agents.memory.context import RepoContext
+from agents.memory.models import memory_languages
 from agents.models import StepRecord
 
-TOOL_ECOSYSTEM = {"python": "python", "node": "node", "go": "go", "rust": "rust", "java": "java", "php": "php",
-                  "ruby": "ruby", "gcc": "cfamily", "debian": "cfamily"}
-"""A `toolchain` action's tool -> the ecosystem whose plan it constrains."""
-
-
-def context_for(run, profile, plan: Plan) -> RepoContext | None:
+def context_for(run, profile, plan: Plan, eco: Ecosystem | None = None) -> RepoContext | None:
     """The memory's RepoContext of this instance (None when its language is outside the memory's
     vocabulary): the project's profile (manifests, build systems, runners, CI files, declared
-    dependencies), its repository, and the plan's setup and test commands."""
+    dependencies), its repository, and the plan's setup and test commands; what the ecosystem
+    read of the repository (`eco.context_facts`: Python's packaging profile) takes the runners'
+    and flags' place and adds its files and declared bounds when it has anything."""
     lang = run.language
-    if lang not in ECOSYSTEMS:
+    if lang not in memory_languages():
         return None
     created = run.instance.created
     era = created.year if created else run.tree.commit_time.year
     toolchain = version_of(plan.toolchain)
     commands = [c[:300] for c in list(plan.setup_commands)[:8] + [getattr(plan, "test_command", "") or ""] if c]
     extra = {"repo": run.instance.repo, "build_systems": list(profile.build_systems), "commands": commands}
-    if plan.ecosystem == "python" and plan.state.get("profile"):
-        from agents.ecosystems.python.profile import PythonProfile
-
-        ctx = context_from_python_profile(PythonProfile.model_validate(plan.state["profile"]), toolchain, created,
-                                          files=profile.manifests + profile.ci)
-        declared = {**{d: "" for d in profile.dependencies}, **ctx.declared}
-        return ctx.model_copy(update={**extra, "declared": declared})
+    facts = eco.context_facts(plan) if eco is not None else None
+    if facts is not None:
+        return RepoContext(ecosystem=lang, toolchain=toolchain, era=era, frameworks=facts.frameworks,
+                           files=list(dict.fromkeys(list(profile.manifests) + list(profile.ci) + facts.files)),
+                           declared={**{d: "" for d in profile.dependencies}, **facts.declared}, flags=facts.flags,
+                           **extra)
     flags = [] if any(f.endswith((".lock", "-lock.json", "-lock.yaml", "go.sum")) for f in run.tree.files[:5000]
                       if f.count("/") == 0) else ["no_lockfile"]
     if any(f.startswith("vendor/") for f in run.tree.files[:5000]):
@@ -69,12 +65,13 @@ def context_for(run, profile, plan: Plan) -> RepoContext | None:
                        flags=flags, **extra)
 
 
-def _apply(action, plan: Plan, eco, request: PlanRequest) -> str | None:
+def _apply(action, plan: Plan, eco: Ecosystem | None, request: PlanRequest) -> str | None:
     """Change `request` for one bound action; the change as text, or None when it means nothing
-    before a build (or is already so)."""
+    before a build (or is already so). `pin` / `install` and the ecosystem's own kinds are the
+    ecosystem's (`Ecosystem.request_action`)."""
     kind = action.kind
     if kind == "toolchain":
-        if TOOL_ECOSYSTEM.get(action.tool) != plan.ecosystem or request.toolchain:
+        if eco is None or action.tool not in eco.tools or request.toolchain:
             return None
         used = version_of(plan.toolchain)
         if used and satisfies(used, action.version):
@@ -95,27 +92,8 @@ def _apply(action, plan: Plan, eco, request: PlanRequest) -> str | None:
             return None
         request.test_args.append(action.arg)
         return f"test arg {action.arg}"
-    if kind in ("pin", "install"):
-        reqs = [action.requirement] if kind == "pin" else list(action.packages)
-        if plan.ecosystem == "python":
-            request.options.setdefault("install", [])
-            request.options["install"] += [r for r in reqs if r not in request.options["install"]]
-            return f"{kind} {' '.join(reqs)}"
-        fn = hook(eco, "install_command")
-        if fn is None:
-            return None
-        request.post.append(fn(reqs))
-        return f"{kind} {' '.join(reqs)}"
-    if kind in ("uv_lift", "uv_option") and plan.ecosystem == "python":
-        if kind == "uv_lift":
-            request.options.setdefault("uv_lift", [])
-            if action.package in request.options["uv_lift"]:
-                return None
-            request.options["uv_lift"].append(action.package)
-            return f"uv lift {action.package}"
-        if action.option == "no_build_isolation" and not request.options.get("no_build_isolation"):
-            request.options["no_build_isolation"] = True
-            return "uv no_build_isolation"
+    if eco is not None and (kind in ("pin", "install") or kind in eco.memory_actions):
+        return eco.request_action(request, action)
     return None
 
 
@@ -159,7 +137,7 @@ def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses
     if memory is None or not cfg.memory.before_plan:
         return request
     try:
-        ctx = context_for(run, profile, plan)
+        ctx = context_for(run, profile, plan, eco)
         if ctx is None:
             return request
         helper.context = ctx

@@ -15,12 +15,11 @@ from datetime import datetime
 from pathlib import Path
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.ecosystems.python.profile import PythonProfile
-from agents.memory.models import Ecosystem, family
+from agents.ecosystems.python.profile import PythonProfile, memory_facts
+from agents.memory.models import MemoryLanguage, family
 from envpool.resources import resource
 
 RULES_FILE = resource("data/experiences/obstacles.yaml")
@@ -50,7 +49,7 @@ class RepoContext(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    ecosystem: Ecosystem
+    ecosystem: MemoryLanguage
     toolchain: str | None = None
     era: int | None = None
     frameworks: list[str] = Field(default_factory=list)
@@ -98,7 +97,7 @@ class ObstacleRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str
-    ecosystems: list[Ecosystem]
+    ecosystems: list[MemoryLanguage]
     query: str = Field(min_length=3)
     when: Condition = Field(default_factory=Condition)
     weight: float = Field(default=1.0, gt=0)
@@ -186,23 +185,10 @@ def caps_below(spec: str | None, version: str) -> bool:
 
 def context_from_python_profile(profile: PythonProfile, interpreter: str | None = None,
                                 created: datetime | None = None, files: list[str] | None = None) -> RepoContext:
-    """A RepoContext from the analysis agent's Python PythonProfile, the chosen interpreter
-    ("3.11") and the instance's created_at."""
-    declared: dict[str, str] = {}
-    for req in profile.tox_deps + profile.conda_deps + profile.ci_pip_packages + profile.build_requires:
-        try:
-            r = Requirement(req)
-        except InvalidRequirement:
-            continue
-        declared.setdefault(r.name, str(r.specifier))
-    listed = list(files or [])
-    listed += [f for f, present in (("setup.py", profile.has_setup_py), ("pyproject.toml", profile.has_pyproject))
-               if present]
-    listed += profile.requirement_files + ([profile.pytest_config_file] if profile.pytest_config_file else [])
-    flags = [f for f, on in (("compiled", profile.compiled), ("scm_version", profile.uses_scm_version),
-                             ("not_installable", not profile.installable)) if on]
-    if profile.python_requires and "<" in profile.python_requires:
-        flags.append("python_capped")
+    """A RepoContext from the Python ecosystem's packaging profile (its facts:
+    `agents.ecosystems.python.profile.memory_facts`), the chosen interpreter ("3.11"), the
+    instance's created_at and the shared profile's `files` (manifests, CI files)."""
+    facts = memory_facts(profile)
     return RepoContext(ecosystem="python", toolchain=interpreter, era=created.year if created else None,
-                       frameworks=[profile.test_framework] + profile.pytest_plugins,
-                       files=list(dict.fromkeys(listed)), declared=declared, flags=flags)
+                       frameworks=facts.frameworks, files=list(dict.fromkeys(list(files or []) + facts.files)),
+                       declared=facts.declared, flags=facts.flags)

@@ -15,23 +15,35 @@ import re
 from functools import lru_cache
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envpool.errors import SwemintError
 
-Ecosystem = Literal["python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c", "cpp",
-                    "any"]
-ECOSYSTEMS: tuple[str, ...] = ("python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c",
-                               "cpp", "any")
-FAMILIES: dict[str, tuple[str, ...]] = {"javascript": ("javascript", "typescript"),
-                                         "typescript": ("typescript", "javascript"),
-                                         "c": ("c", "cpp"), "cpp": ("cpp", "c")}
-"""Ecosystems whose entries apply to each other (a TS repo meets npm's problems; C++ meets C's)."""
+def memory_languages() -> tuple[str, ...]:
+    """The memory's vocabulary: every language a registered ecosystem serves
+    (`agents.ecosystems.languages`) and `any` (entries for every language)."""
+    import agents.ecosystems as registry
+
+    return (*registry.languages(), "any")
 
 
 def family(ecosystem: str) -> tuple[str, ...]:
-    """The ecosystems whose entries a repository of `ecosystem` can use, `any` included."""
-    return FAMILIES.get(ecosystem, (ecosystem,)) + ("any",)
+    """The languages whose entries a repository of `ecosystem` (a language) can use: its own, the
+    other languages of the ecosystems serving it (`agents.ecosystems.kin`: a TS repository meets
+    npm's problems; C++ meets C's), and `any`."""
+    import agents.ecosystems as registry
+
+    return (*registry.kin(ecosystem), "any")
+
+
+def _in_vocabulary(value: str) -> str:
+    if value not in memory_languages():
+        raise ValueError(f"{value!r} is no language of the memory ({', '.join(memory_languages())})")
+    return value
+
+
+MemoryLanguage = Annotated[str, AfterValidator(_in_vocabulary)]
+"""A field holding a language of the memory's vocabulary (`memory_languages`)."""
 
 
 class ExperienceMemoryError(SwemintError):
@@ -203,7 +215,7 @@ class Experience(BaseModel):
     problem: str = Field(min_length=10)
     solution: str = Field(min_length=5)
     actions: list[Action] = Field(default_factory=list)
-    ecosystem: Ecosystem
+    ecosystem: MemoryLanguage
     tags: list[str] = Field(default_factory=list)
     error_signature: str = Field(min_length=3)
     provenance: Provenance = Field(default_factory=Provenance)

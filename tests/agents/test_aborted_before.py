@@ -37,12 +37,12 @@ def test_tests_cut_off_by_an_aborted_before_run_are_in_neither_list():
     assert all(r.collection_errors for r in before)  # the parser reports the abort
     scope = aborted_before_scope(TEST_PATCH, before, after)
     assert scope == {"COMMAND GETKEYS EVAL without keys"}
-    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    outcome, _, g = judge(before, after, absent_scope=scope)
     assert outcome == "verified"
     assert g.FAIL_TO_PASS == ["COMMAND GETKEYS EVAL without keys"]
     assert g.PASS_TO_PASS == ["COMMAND GETKEYS XGROUP"]
     # without the scope (the old rule) the two cut-off tests were FAIL_TO_PASS as well
-    assert len(judge(before, after, pytest=False)[2].FAIL_TO_PASS) == 3
+    assert len(judge(before, after)[2].FAIL_TO_PASS) == 3
 
 
 def test_a_complete_before_run_keeps_the_absent_test_rule():
@@ -66,7 +66,7 @@ def test_a_test_file_that_failed_to_load_before_keeps_its_tests_fail_to_pass():
              "--- a/packages/a/__tests__/x.spec.ts\n+++ b/packages/a/__tests__/x.spec.ts\n"
              "@@ -1,1 +1,2 @@\n import { a } from '../src'\n+import { b } from '../src'\n")
     scope = aborted_before_scope(patch, before, after)
-    _, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    _, _, g = judge(before, after, absent_scope=scope)
     assert g.FAIL_TO_PASS == [tid]
 
 
@@ -94,7 +94,7 @@ def test_cases_of_a_ctest_binary_that_did_not_build_before_are_fail_to_pass_only
                            tests_ran=True)]
     scope = aborted_before_scope(CATCH2_PATCH, before, after)
     assert scope == {"flush drops when the queue overflows"}
-    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    outcome, _, g = judge(before, after, absent_scope=scope)
     assert outcome == "verified" and g.FAIL_TO_PASS == ["spdlog-utests::flush drops when the queue overflows"]
     assert g.PASS_TO_PASS == ["other-unit"]
     # a binary that ran on both sides: no stopped unit, the plain rule
@@ -152,7 +152,7 @@ def test_tests_of_an_ava_file_that_failed_to_load_before_are_fail_to_pass():
     before, after = [p.run(CHALK_BEFORE).report()], [p.run(CHALK_AFTER).report()]
     assert "test/chalk.js" in before[0].collection_errors
     scope = aborted_before_scope(CHALK_PATCH, before, after)
-    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    outcome, _, g = judge(before, after, absent_scope=scope)
     assert outcome == "verified"
     assert g.FAIL_TO_PASS == ["chalk › don't add any styling when called as the base function",
                               "chalk › support multiple arguments in base function"]

@@ -15,7 +15,7 @@ import pytest
 import agents.minter as minter
 from agents import adaptive
 from agents.config import MintConfig
-from agents.ecosystems.base import PolyPlan, TestSpec
+from agents.ecosystems.base import Ecosystem, PolyPlan, TestSpec
 from envpool.fake import FakeSandboxFactory
 from envpool.testrun.status import TestRunReport, TestStatus
 from tests.agents.ecosystems.conftest import force_ecosystem, make_instance, make_repo
@@ -36,7 +36,7 @@ def _events(results: dict[str, str]) -> str:
     return "\n".join(json.dumps(x) for x in lines) + "\n"
 
 
-class ToyEco:
+class ToyEco(Ecosystem):
     """A Go-like ecosystem with the issue-26 hooks: `targeted_plan` (``-run '^(A|B)$'``) and
     `build_command` (``build-tests``)."""
 
@@ -49,7 +49,7 @@ class ToyEco:
     def detect(self, tree, language):
         return 10
 
-    def plan(self, tree, instance, touched, images):
+    def plan(self, tree, instance, touched, images, request=None):
         return PolyPlan(ecosystem="toy", toolchain="toy 1.0", image="toy:1", setup_commands=["fetch-deps"],
                         test_command="go test -json ./...", parser="go_test_json", test_files=["calc_test.go"])
 

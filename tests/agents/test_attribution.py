@@ -18,7 +18,7 @@ def run(statuses, reasons=None, errors=(), output="") -> TestRun:
 
 
 def verdict(before, after):
-    outcome, _, g = judge([r.report for r in before], [r.report for r in after], pytest=True)
+    outcome, _, g = judge([r.report for r in before], [r.report for r in after], aborted_exits=frozenset({3, 4}))
     return outcome, attribute(outcome, g, before, after, PLAN, by_name("python"))
 
 
@@ -51,7 +51,7 @@ def test_passing_before_the_fix_is_the_tasks_and_failing_after_is_genuine():
 
 def test_flaky_candidates_are_flaky():
     outcome, _, g = judge([run({"tests/test_a.py::t": F}).report],
-                          [run({"tests/test_a.py::t": P}).report, run({"tests/test_a.py::t": F}).report], pytest=True)
+                          [run({"tests/test_a.py::t": P}).report, run({"tests/test_a.py::t": F}).report], aborted_exits=frozenset({3, 4}))
     att = attribute(outcome, g, [run({"tests/test_a.py::t": F})],
                     [run({"tests/test_a.py::t": P}), run({"tests/test_a.py::t": F})], PLAN, by_name("python"))
     assert outcome == "no_fail_to_pass" and att.kind == "flaky"
@@ -80,7 +80,7 @@ def test_ids_naming_no_file_are_touched_when_the_test_patch_names_them():
     # an unrelated test fails in the sandbox on both: the task's (a Windows-only fix), not genuine
     ids = {"uv_test::spawn_quoted_path": P, "uv_test::tcp_bind_error": F, "uv_test::spawn_exit_code": P}
     both = run(ids, {"uv_test::tcp_bind_error": "not ok 2 - tcp_bind_error"})
-    outcome, _, g = judge([both.report], [both.report], pytest=False)
+    outcome, _, g = judge([both.report], [both.report])
     eco = by_name("cfamily")
     assert attribute(outcome, g, [both], [both], CTEST, eco).kind == "genuine"  # every id counts
     att = attribute(outcome, g, [both], [both], CTEST, eco, SPAWN_PATCH)

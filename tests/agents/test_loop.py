@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from agents.config import MintConfig
-from agents.ecosystems.base import Plan, PlanRequest, TestSpec
+from agents.ecosystems.base import Ecosystem, Plan, PlanRequest, TestSpec
 from agents.ecosystems.toolchain import constrained
 from agents.minter import mint_instance
 from agents.models import EnvRecord, StepRecord
@@ -40,7 +40,7 @@ def patched(sb) -> bool:
     return any("after_patch" in c for c in sb.commands)
 
 
-class Toy:
+class Toy(Ecosystem):
     """A Go-like ecosystem with two toolchains and scripted test output."""
 
     name = "go"

@@ -9,11 +9,12 @@ from types import SimpleNamespace
 import pytest
 
 from agents.config import MintConfig
+from agents.ecosystems import by_name
 from agents.ecosystems.base import Plan, PlanRequest
 from agents.execution import executable
 from agents.memory.api import ExperienceMemory, MemoryConfig
 from agents.memory.before import memory_before_plan
-from agents.memory.models import ECOSYSTEMS, Experience
+from agents.memory.models import Experience, memory_languages
 from agents.memory.store import load_seed_files
 from agents.models import LANGUAGES, Instance, StepRecord
 from tests.agents.ecosystems.conftest import make_tree
@@ -25,8 +26,8 @@ def test_every_seed_action_has_an_executor():
 
 
 def test_the_memory_and_the_rows_share_one_vocabulary():
-    assert set(ECOSYSTEMS) - {"any"} == set(LANGUAGES)
-    assert {e.ecosystem for e in load_seed_files()} <= set(ECOSYSTEMS)
+    assert set(memory_languages()) - {"any"} == set(LANGUAGES)
+    assert {e.ecosystem for e in load_seed_files()} <= set(memory_languages())
     assert Instance(instance_id="a__b-1", repo="a/b", base_commit="0", patch="x", test_patch="y",
                     language="C++").language == "cpp"
     assert Instance(instance_id="a__b-1", repo="a/b", base_commit="0", patch="x", test_patch="y",
@@ -41,6 +42,16 @@ def test_executors_refuse_what_nobody_runs():
     assert not executable("go", UvLiftAction(package="numpy"))
     assert executable("cpp", ToolchainAction(tool="debian", version="bookworm"))
     assert executable("typescript", PinAction(requirement="typescript@<5"))
+
+
+def test_the_memory_vocabulary_and_families_come_from_the_registry():
+    from agents.memory.models import family
+
+    assert family("typescript") == ("typescript", "javascript", "any")
+    assert family("c") == ("c", "cpp", "any") and family("python") == ("python", "any")
+    with pytest.raises(ValueError, match="no language of the memory"):
+        Experience(id="x-1", problem="some problem text", solution="a fix", error_signature="err",
+                   ecosystem="kotlin")
 
 
 def _run(tmp_path, memory, language="go", toolchain="go 1.15.15"):
@@ -68,7 +79,7 @@ def test_a_proven_lesson_changes_the_plan_before_anything_fails(tmp_path):
                                                                     "version": ">=1.16"},
                                                                    {"kind": "apt", "packages": ["tcl"]}]))
     run, profile, plan, steps = _run(tmp_path, mem)
-    req = memory_before_plan(run, profile, plan, None, PlanRequest())
+    req = memory_before_plan(run, profile, plan, by_name(plan.ecosystem), PlanRequest())
     assert req.toolchain == ">=1.16" and req.apt == ["tcl"] and req.reasons == ["memory learned-go-iofs"]
     assert any(s.rule == "before-plan" and "learned-go-iofs" in s.note for s in steps)
 
@@ -79,11 +90,11 @@ def test_an_unproven_entry_or_a_satisfied_constraint_changes_nothing(tmp_path):
                  solution="repair: a newer Go", actions=[{"kind": "toolchain", "tool": "go", "version": ">=1.16"}])
     mem.store.add(e.model_copy(update={"times_worked": 0, "times_applied": 1}))
     run, profile, plan, _ = _run(tmp_path, mem)
-    assert memory_before_plan(run, profile, plan, None, PlanRequest()) == PlanRequest()
+    assert memory_before_plan(run, profile, plan, by_name(plan.ecosystem), PlanRequest()) == PlanRequest()
     mem2 = ExperienceMemory.open(MemoryConfig(path=None, seed_dir=None))
     mem2.store.add(e)
     run, profile, plan, _ = _run(tmp_path / "b", mem2, toolchain="go 1.19.8")
-    assert memory_before_plan(run, profile, plan, None, PlanRequest()) == PlanRequest()
+    assert memory_before_plan(run, profile, plan, by_name(plan.ecosystem), PlanRequest()) == PlanRequest()
 
 
 @pytest.mark.parametrize("action,check", [
@@ -104,5 +115,5 @@ def test_python_plans_take_pins_options_toolchains_and_packages(tmp_path, action
     profile = SimpleNamespace(runners=["pytest"], manifests=["setup.py"], ci=[], dependencies=[], build_systems=["pip"])
     plan = Plan(ecosystem="python", toolchain="3.12", image="i", parser="pytest_plugin",
                 state={"profile": PythonProfile(commit="c").model_dump()})
-    req = memory_before_plan(run, profile, plan, None, PlanRequest())
+    req = memory_before_plan(run, profile, plan, by_name(plan.ecosystem), PlanRequest())
     assert check(req), req

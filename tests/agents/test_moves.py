@@ -4,7 +4,7 @@ shapes records the move and its evidence, and a `move:<kind>` step says whether 
 
 from __future__ import annotations
 
-from agents.ecosystems.base import Plan, PlanRequest, TestSpec
+from agents.ecosystems.base import Ecosystem, Plan, PlanRequest, TestSpec
 from agents.minter import mint_instance
 from agents.models import StepRecord
 from agents.moves import Move, MoveContext, merged_request, never_ran, stalled
@@ -14,7 +14,7 @@ from tests.agents.ecosystems.conftest import force_ecosystem
 from tests.agents.test_loop import config, events, instance_on, patched, steps
 
 
-class Moving:
+class Moving(Ecosystem):
     """A Go-like ecosystem whose plan honours a `flags` option and which offers the moves given."""
 
     name = "go"

@@ -10,7 +10,7 @@ import pytest
 
 from agents.envpatch import toolchain_only_misfit
 from agents.models import EnvRecord
-from agents.ecosystems.base import Plan
+from agents.ecosystems.base import Ecosystem, Plan
 from agents.seed import portable_paths, seed_paths
 from envpool.docker_sandbox import DockerSandboxFactory
 from envpool.sandbox import SandboxSpec
@@ -28,7 +28,7 @@ def test_a_candidate_on_another_toolchain_version_seeds_rather_than_nothing():
 
     assert portable_paths(by_name("go"), plan) == ["/go/pkg/mod"]
     assert portable_paths(by_name("java"), plan) == ["/root/.m2/repository"]
-    assert portable_paths(object(), plan) == []
+    assert portable_paths(by_name("php"), plan) == [] and portable_paths(Ecosystem(), plan) == []
 
 
 @pytest.mark.docker

@@ -13,7 +13,7 @@ from agents.config import MintConfig
 from agents.debindex import Need, query_for
 from agents.diagnosis import diagnose
 from agents.ecosystems import cfamily
-from agents.ecosystems.base import Plan, PlanRequest
+from agents.ecosystems.base import Ecosystem, Plan, PlanRequest
 from agents.ecosystems.ci import action_steps, ci_apt_packages
 from agents.ecosystems.moves import Move, MoveContext
 from agents.minter import mint_instance
@@ -76,7 +76,7 @@ def test_the_ci_packages_and_options_come_from_workflows_actions_and_travis(tmp_
     assert "-DCALC_ENABLE_GPU=OFF (.github/actions/build_cmake/action.yml)" in moves[0].evidence
 
 
-class Failing:
+class Failing(Ecosystem):
     """An ecosystem whose build fails until its plan carries the `ci` option a move asks for."""
 
     name = "go"

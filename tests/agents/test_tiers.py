@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agents.dockerfile import build_context, earlier_trees, layout_command, render_dockerfile, \
     render_reused_dockerfile
-from agents.ecosystems.base import LayerSpec, Plan, dependency_layer
+from agents.ecosystems.base import LayerSpec, Plan
 from agents.envpatch import fits
 from agents.models import EnvRecord
 from agents.tiers import DependencyTier, layer_key, manifest_tar
@@ -56,10 +56,10 @@ def test_go_gives_its_tier_only_the_module_files(tmp_path):
     plan = Plan(ecosystem="go", toolchain="go 1.19", image="go:1", parser="go_test_json", env={"GOFLAGS": "-mod=mod"},
                 setup_commands=["go env -w GOFLAGS=-mod=mod", "cd /testbed && go mod download", "go build ./..."],
                 state={"dependency_commands": ["go env -w GOFLAGS=-mod=mod", "cd /testbed && go mod download"]})
-    layer = dependency_layer(ECOSYSTEM, plan, tree)
+    layer = ECOSYSTEM.dependency_layer(plan, tree)
     assert layer.files == ["go.mod", "go.sum", "sub/go.mod", "tools/go.work"]
     assert layer.commands == ["go env -w GOFLAGS=-mod=mod", "cd /testbed && go mod download"]  # no build
-    assert dependency_layer(ECOSYSTEM, plan.model_copy(update={"state": {}}), tree) is None  # vendored / GOPATH
+    assert ECOSYSTEM.dependency_layer(plan.model_copy(update={"state": {}}), tree) is None  # vendored / GOPATH
     # the repository's own module path is not part of the dependency set: given anonymised
     assert layer.content["go.mod"] == GO_MOD.replace("module example.com/a", "module swemint.invalid/deps")
 
@@ -72,7 +72,7 @@ def test_go_repositories_requiring_the_same_modules_get_the_same_key(tmp_path):
 
     def key(name: str, gomod: str) -> str:
         tree = make_tree(tmp_path / name, {"go.mod": gomod, "go.sum": GO_SUM, "x.go": f"package {name}\n"})
-        layer = dependency_layer(ECOSYSTEM, plan, tree)
+        layer = ECOSYSTEM.dependency_layer(plan, tree)
         given = {p: layer.content[p].encode() if p in layer.content else tree.read_bytes(p) for p in layer.files}
         return layer_key("sha256:t", layer, given)
 
@@ -82,7 +82,7 @@ def test_go_repositories_requiring_the_same_modules_get_the_same_key(tmp_path):
     # a local replace: the module keeps its path (another module of the tree is required by it)
     local = make_tree(tmp_path / "d", {"go.mod": GO_MOD + "replace example.com/x => ./x\n", "go.sum": GO_SUM,
                                        "x/go.mod": "module example.com/x\n"})
-    assert dependency_layer(ECOSYSTEM, plan, local).content == {}
+    assert ECOSYSTEM.dependency_layer(plan, local).content == {}
 
 
 def test_rust_stubs_the_sources_its_manifests_name_and_nothing_else(tmp_path):
@@ -100,7 +100,7 @@ def test_rust_stubs_the_sources_its_manifests_name_and_nothing_else(tmp_path):
                                  "crates/a/tools/run.rs", "crates/b/src/bin/x/main.rs", "crates/b/src/main.rs"]
     plan = Plan(ecosystem="rust", toolchain="rust 1.78", image="rust:1", parser="cargo_test",
                 state={"dependency_commands": ["cd /testbed && cargo fetch"], "cargo_root": ""})
-    layer = dependency_layer(ECOSYSTEM, plan, tree)
+    layer = ECOSYSTEM.dependency_layer(plan, tree)
     assert layer.files == ["Cargo.lock", "Cargo.toml", "crates/a/Cargo.toml", "crates/b/Cargo.toml"]
     assert layer.stubs == cargo_stubs(tree) and layer.commands == ["cd /testbed && cargo fetch"]
 
@@ -113,11 +113,11 @@ def test_node_fills_the_cache_from_the_lockfile_with_no_install_script(tmp_path)
                                 "packages/a/index.js": "module.exports = 1\n", ".npmrc": "legacy-peer-deps=true\n"})
     plan = Plan(ecosystem="node", toolchain="node 20", image="node:20", parser="jest_json",
                 state={"pm": "npm", "lockfile": "package-lock.json"})
-    layer = dependency_layer(ECOSYSTEM, plan, tree)
+    layer = ECOSYSTEM.dependency_layer(plan, tree)
     assert layer.commands == ["npm ci --ignore-scripts --no-audit --no-fund"]
     assert layer.files == [".npmrc", "package-lock.json", "package.json", "packages/a/package.json"]
     for pm, lock in (("pnpm", "pnpm-lock.yaml"), ("npm", None), ("yarn-berry", "yarn.lock")):
-        assert dependency_layer(ECOSYSTEM, plan.model_copy(update={"state": {"pm": pm, "lockfile": lock}}), tree) is None
+        assert ECOSYSTEM.dependency_layer(plan.model_copy(update={"state": {"pm": pm, "lockfile": lock}}), tree) is None
 
 
 def test_pythons_tier_is_the_builders_first_commands_exactly(tmp_path):
@@ -138,7 +138,7 @@ def test_pythons_tier_is_the_builders_first_commands_exactly(tmp_path):
     plan = Plan(ecosystem="python", toolchain=choice.version, image="py", parser="pytest_channel",
                 state={"profile": profile.model_dump(), "choice": choice.model_dump(), "version": None,
                        "options": {}, "repo": "acme/p", "created": created.isoformat()})
-    layer = dependency_layer(ECOSYSTEM, plan, tree)
+    layer = ECOSYSTEM.dependency_layer(plan, tree)
     assert layer.resolved == RESOLVED_COMMAND and not layer.files
     full = PythonEnvBuilder(FakeSandbox(SandboxSpec(image="x")), tree, profile, choice, created, None, repo="acme/p")
     full.build([])
@@ -149,7 +149,7 @@ def test_pythons_tier_is_the_builders_first_commands_exactly(tmp_path):
     rest.build([], base_ready=True)
     assert rest.commands == full.commands[len(layer.commands):]
     # a plan whose commands come before the builder's gets no tier (they ran first)
-    assert dependency_layer(ECOSYSTEM, plan.model_copy(update={"setup_commands": ["apt-get install x"]}), tree) is None
+    assert ECOSYSTEM.dependency_layer(plan.model_copy(update={"setup_commands": ["apt-get install x"]}), tree) is None
 
 
 def tier() -> DependencyTier:

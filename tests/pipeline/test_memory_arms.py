@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from agents.config import MintConfig
-from agents.ecosystems.base import Plan
+from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.runs import BuildJob
 from agents.execution import run_setup
 from agents.memory.api import ActionPlan
@@ -45,7 +45,7 @@ class _Memory:
 
 
 def test_an_applied_entry_whose_diagnosis_replans_is_in_the_trajectory_and_counts_as_acted(tmp_path):
-    eco = SimpleNamespace(name="go", repair=lambda plan, cmd, output, tried: None)
+    eco = type("Go", (Ecosystem,), {"name": "go"})()
     plan = Plan(ecosystem="go", toolchain="go 1.19", image="i", parser="go_test_json",
                 setup_commands=["go build ./..."])
     sb = FakeSandbox(SandboxSpec(image="i"), default=(1, "package slices is not in GOROOT"))

@@ -51,7 +51,7 @@ import shlex
 from pathlib import Path
 
 from agents.models import Instance
-from agents.ecosystems.base import PlanRequest, PolyPlan
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan
 from agents.ecosystems.node.decisions import NodeAnalysis, analyze
 from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
 from agents.ecosystems.node.plan import REPORT_PATH, build_plan, test_command
@@ -96,11 +96,14 @@ def _unpublished_fix(plan: PolyPlan, output: str) -> list[str] | None:
               for name, ver in found.items()), _UNFROZEN_INSTALL.get(pm, _UNFROZEN_INSTALL["npm"])]
 
 
-class NodeEcosystem:
+class NodeEcosystem(Ecosystem):
     """`agents.ecosystems.base.Ecosystem` for JavaScript/TypeScript (npm, yarn, pnpm)."""
 
     name = "node"
     languages = ("javascript", "typescript")
+    installer = "npm"
+    parsers = ("jest_json", "vitest_json", "mocha_json", "ava_tap", "ava_console", "karma_json")
+    toolchain_module = "envpool.toolchains.node"
 
     def detect(self, tree, language: str | None) -> int:
         """10 with a root package.json and a JS/TS language hint (or no hint); 6 for a root

@@ -32,10 +32,10 @@ from __future__ import annotations
 import re
 import shlex
 
-from agents.ecosystems.base import PYTEST_PARSER, Plan, PlanRequest, Route, TestSpec, is_pytest
+from agents.ecosystems.base import PYTEST_PARSER, Ecosystem, Plan, PlanRequest, RepoFacts, Route, TestSpec, is_pytest
 from agents.ecosystems.drivers import driver_tests, find_drivers, driver_test_specs
 from agents.ecosystems.python.profile import PythonProfile, analyze_python
-from agents.ecosystems.python.plan import (PY, PythonChoice, choose_python, lifted_date, pretend_version,
+from agents.ecosystems.python.plan import (PY, REPAIR_HINT, PythonChoice, choose_python, lifted_date, pretend_version,
                                            runtime_env)
 from agents.ecosystems.python.selection import configure_python_tests, test_folders
 from agents.ecosystems.runs import SetupOutcome, TestRun, run_plan_tests, stored_test_command
@@ -65,11 +65,18 @@ def run_environment(build_env: dict[str, str]) -> dict[str, str]:
     return {**runtime_env(), **{k: build_env[k] for k in RUNTIME_KEEP if k in build_env}}
 
 
-class PythonEcosystem:
+class PythonEcosystem(Ecosystem):
     """`agents.ecosystems.base.Ecosystem` for pip/uv-installable (or plain) Python repositories."""
 
     name = "python"
     languages = ("python",)
+    installer = "uv"
+    takes_test_args = True
+    memory_actions = frozenset({"uv_lift", "uv_option"})
+    adapts = True
+    parsers = (PYTEST_PARSER, "unittest_log", "sympy_test_log")
+    toolchain_module = "envpool.images"
+    repair_hint = REPAIR_HINT
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """20 with `language: python` or, without a language, a setup.py / setup.cfg /
@@ -223,12 +230,12 @@ class PythonEcosystem:
                          resolved=RESOLVED_COMMAND)
 
     def run_tests(self, sb, plan: Plan, *, timeout: float, known_tests=None, log_label: str = "tests",
-                  per_test_timeout: float | None = None):
+                  per_test_timeout: float | None = None, env: dict[str, str] | None = None) -> TestRun:
         """pytest on `plan.test_files` with swemint's report plugin over the authenticated
         channel (exact node ids), checked against JUnit XML and the `-rA` log of the same run;
         the trust rule's findings are the run's `anomalies` (`tampered`: only tampering explains them).
         A plan whose parser is not pytest's (a repository test driver) runs its command
-        (`agents.ecosystems.runs.run_plan_tests`)."""
+        (`agents.ecosystems.runs.run_plan_tests`) in the plan's environment; `env` is not used."""
         from envpool.testrun.pytest_runner import run_pytest_detailed
 
         if not is_pytest(plan.parser):
@@ -238,6 +245,11 @@ class PythonEcosystem:
                                   log_label=log_label, extra_args=list(plan.state.get("test_args", [])))
         return TestRun(report=run.report, anomalies=list(run.anomalies), tampered=list(run.tampered),
                        command=run.command, output_tail=run.output_tail)
+
+    def aborted_exit_codes(self, plan: Plan) -> frozenset[int]:
+        """pytest's exit 3 (internal error) and 4 (usage error: a plugin or option it does not
+        know) say it reached no test; none for a test driver's plan."""
+        return frozenset({3, 4}) if is_pytest(plan.parser) else frozenset()
 
     def targeted_plan(self, plan: Plan, ids: list[str]) -> Plan | None:
         """`plan` running only the pytest node ids `ids` (a targeted rerun: pytest takes node ids
@@ -291,6 +303,44 @@ class PythonEcosystem:
         dists = [IMPORT_TO_DIST.get(p) or IMPORT_TO_DIST.get(p.split(".")[0]) or
                  (p.split(".")[0].replace("_", "-") if re.fullmatch(r"[A-Za-z_][\w.]*", p) else p) for p in packages]
         return f"uv pip install --python {PY}{bound} " + " ".join(shlex.quote(p) for p in dict.fromkeys(dists))
+
+    def request_action(self, request: PlanRequest, action) -> str | None:
+        """Memory actions before planning: `pin` / `install` -> the builder installs them after the
+        project (`options["install"]`, the date bound kept); `uv_lift` -> the package's date bound
+        lifted; `uv_option` `no_build_isolation` -> uv builds without isolation."""
+        kind = action.kind
+        if kind in ("pin", "install"):
+            reqs = [action.requirement] if kind == "pin" else list(action.packages)
+            request.options.setdefault("install", [])
+            request.options["install"] += [r for r in reqs if r not in request.options["install"]]
+            return f"{kind} {' '.join(reqs)}"
+        if kind == "uv_lift":
+            request.options.setdefault("uv_lift", [])
+            if action.package in request.options["uv_lift"]:
+                return None
+            request.options["uv_lift"].append(action.package)
+            return f"uv lift {action.package}"
+        if kind == "uv_option" and action.option == "no_build_isolation" and \
+                not request.options.get("no_build_isolation"):
+            request.options["no_build_isolation"] = True
+            return "uv no_build_isolation"
+        return None
+
+    def package_version(self, tree: GitTree) -> str | None:
+        """The version setup.py / setup.cfg / pyproject declare at the commit when it reads
+        `X.Y...`, else `__version__` in a top-level module (`package_version_of`)."""
+        from agents.ecosystems.python.profile import package_version_of
+
+        return package_version_of(tree)
+
+    def context_facts(self, plan: Plan) -> RepoFacts | None:
+        """The packaging profile the plan holds (`state["profile"]`) as the memory's facts
+        (`agents.ecosystems.python.profile.memory_facts`); None without one."""
+        from agents.ecosystems.python.profile import memory_facts
+
+        if not plan.state.get("profile"):
+            return None
+        return memory_facts(PythonProfile.model_validate(plan.state["profile"]))
 
     def plan_from_spec(self, spec, tree: GitTree, instance: Instance, images_cfg: ImageConfig) -> Plan:
         """A plan from an LLM proposal: this ecosystem's plan on the proposed interpreter, T =

@@ -23,6 +23,8 @@ from agents.models import Instance
 
 VENV = "/opt/venv"
 PY = f"{VENV}/bin/python"
+REPAIR_HINT = f"The virtualenv is {VENV} (activated; install with `uv pip install`)."
+"""What an LLM repairing a Python environment is told (`Ecosystem.repair_hint`)."""
 
 
 def runtime_env() -> dict[str, str]:

@@ -17,6 +17,7 @@ from pathlib import PurePosixPath
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.ecosystems.plans import RepoFacts
 from agents.gitrepo import GitTree
 from agents.untrusted_yaml import load_untrusted_yaml
 
@@ -283,3 +284,49 @@ def _conda_deps(tree: GitTree) -> list[str]:
         if len(deps) > len(best):
             best = deps
     return best
+
+
+_XY = re.compile(r"\d+\.\d+")
+
+
+def package_version_of(tree: GitTree) -> str | None:
+    """The version the packaging declares at `tree`'s commit (setup.py / setup.cfg / pyproject,
+    `analyze_python`) when it starts `X.Y`; else the first `__version__ = "X.Y..."` of a
+    top-level module (`__init__.py`, `_version.py`, `version.py`, `__about__.py` at most two
+    folders deep, tests excluded, the first 20 by path); None when neither says."""
+    found = analyze_python(tree).package_version if tree.file_set & {"setup.py", "setup.cfg", "pyproject.toml"} \
+        else None
+    if found and _XY.match(found):
+        return found
+    for path in sorted(f for f in tree.files if f.count("/") <= 2 and
+                       f.endswith(("__init__.py", "_version.py", "version.py", "__about__.py"))
+                       and "test" not in f)[:20]:
+        m = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", tree.read(path) or "", re.M)
+        if m and _XY.match(m.group(1)):
+            return m.group(1)
+    return None
+
+
+def memory_facts(profile: PythonProfile) -> RepoFacts:
+    """The facts of `profile` the experience memory's context holds (`Ecosystem.context_facts`):
+    the test framework and pytest plugins, the packaging and requirement files and pytest's
+    configuration file, the dependencies tox / conda / CI / build requirements declare (name ->
+    specifier), and the flags `compiled`, `scm_version`, `not_installable`, `python_capped`."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    declared: dict[str, str] = {}
+    for req in profile.tox_deps + profile.conda_deps + profile.ci_pip_packages + profile.build_requires:
+        try:
+            r = Requirement(req)
+        except InvalidRequirement:
+            continue
+        declared.setdefault(r.name, str(r.specifier))
+    files = [f for f, present in (("setup.py", profile.has_setup_py), ("pyproject.toml", profile.has_pyproject))
+             if present]
+    files += profile.requirement_files + ([profile.pytest_config_file] if profile.pytest_config_file else [])
+    flags = [f for f, on in (("compiled", profile.compiled), ("scm_version", profile.uses_scm_version),
+                             ("not_installable", not profile.installable)) if on]
+    if profile.python_requires and "<" in profile.python_requires:
+        flags.append("python_capped")
+    return RepoFacts(frameworks=[profile.test_framework] + profile.pytest_plugins, files=files, declared=declared,
+                     flags=flags)

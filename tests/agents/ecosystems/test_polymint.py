@@ -12,7 +12,7 @@ import pytest
 import agents.flow as flow
 import agents.minter as minter
 from agents.config import MintConfig
-from agents.ecosystems.base import PolyPlan
+from agents.ecosystems.base import Ecosystem, PolyPlan
 from envpool.fake import FakeSandboxFactory
 from tests.agents.ecosystems.conftest import force_ecosystem, make_instance, make_repo
 
@@ -42,7 +42,7 @@ def _events(results: dict[str, str]) -> str:
     return "\n".join(json.dumps(x) for x in lines) + "\n"
 
 
-class ToyEco:
+class ToyEco(Ecosystem):
     """A Go-like ecosystem whose setup needs one repair and whose test output is scripted."""
 
     name = "toy"
@@ -55,7 +55,7 @@ class ToyEco:
     def detect(self, tree, language):
         return 10
 
-    def plan(self, tree, instance, touched, images):
+    def plan(self, tree, instance, touched, images, request=None):
         assert "calc_test.go" in touched
         return PolyPlan(ecosystem="toy", toolchain="toy 1.0", image="toy:1", setup_commands=["fetch-deps"],
                         env={"GOFLAGS": "-mod=mod"}, test_command="go test -json ./...", parser="go_test_json",
@@ -140,7 +140,7 @@ def test_runs_with_anomalies_are_dropped(tmp_path, instance, monkeypatch):
     inst, git_dir = instance
 
     class Cargo(ToyEco):
-        def plan(self, tree, instance, touched, images):
+        def plan(self, tree, instance, touched, images, request=None):
             return super().plan(tree, instance, touched, images).model_copy(
                 update={"parser": "cargo_test", "test_command": "cargo test"})
 

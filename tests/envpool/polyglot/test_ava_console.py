@@ -68,7 +68,7 @@ def test_tests_queued_behind_a_hang_are_fail_to_pass_only_when_the_test_patch_na
              "+\tt.pass();\n+});\n test('quick', t => t.pass());\n")
     scope = aborted_before_scope(patch, before, after)
     assert scope is not None and "hangs forever" in scope and "waits too" not in scope
-    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    outcome, _, g = judge(before, after, absent_scope=scope)
     assert outcome == "verified"
     assert sorted(g.FAIL_TO_PASS) == ["basic › fails", "hang › fails before the hang", "hang › hangs forever"]
     assert "hang › waits too" not in g.FAIL_TO_PASS + g.PASS_TO_PASS  # cut off: nothing learnt

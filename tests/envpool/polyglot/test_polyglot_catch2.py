@@ -160,6 +160,6 @@ def test_cases_a_before_crash_hid_are_fail_to_pass_only_when_the_test_patch_name
              " TEST_CASE(\"after\") { CHECK(1 == 1); }\n")
     scope = aborted_before_scope(patch, before, after)
     assert "dies" in scope and "after" not in scope
-    _, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    _, _, g = judge(before, after, absent_scope=scope)
     assert "crash-utests::after" not in g.FAIL_TO_PASS + g.PASS_TO_PASS
     assert "crash-utests::dies > aborts" in g.FAIL_TO_PASS and "spdlog-utests::level names" in g.FAIL_TO_PASS

@@ -157,7 +157,7 @@ def test_tests_of_a_class_that_did_not_compile_before_are_fail_to_pass_when_the_
     before = [parse_java_junit((BUILD_FAILED_MARK + "\n").encode())] * 2
     after = [parse_java_junit(GSON_AFTER)] * 2
     scope = aborted_before_scope(GSON_PATCH, before, after)
-    outcome, _, g = judge(before, after, pytest=False, absent_scope=scope)
+    outcome, _, g = judge(before, after, absent_scope=scope)
     assert outcome == "verified"
     assert g.FAIL_TO_PASS == ["com.google.gson.functional.FieldNamingTest#testUpperCaseWithUnderscores"]
     assert g.PASS_TO_PASS == []
