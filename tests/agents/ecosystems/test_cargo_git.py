@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from agents.ecosystems import cargo_git as cg
+from agents.ecosystems.rust import cargo_git as cg
 from agents.ecosystems import rust
 from envpool.errors import EnvBuildError
 from tests.agents.ecosystems.conftest import make_tree
