@@ -37,16 +37,26 @@ def serving(language: str) -> list[Ecosystem]:
     return [e for e in ecosystems() if language in e.languages]
 
 
+_REGISTERED = ECOSYSTEM_MODULES
+"""The registration as written: the vocabulary's source, so a test that narrows `ecosystems()` or
+`ECOSYSTEM_MODULES` to one competitor leaves the memory's vocabulary as it is."""
+
+
 @lru_cache(maxsize=1)
+def _registered_languages() -> tuple[tuple[str, ...], ...]:
+    return tuple(importlib.import_module(f"agents.ecosystems.{m}").ECOSYSTEM.languages for m in _REGISTERED)
+
+
 def languages() -> tuple[str, ...]:
     """Every row language a registered ecosystem serves, in registration order."""
-    return tuple(dict.fromkeys(lang for e in ecosystems() for lang in e.languages))
+    return tuple(dict.fromkeys(lang for served in _registered_languages() for lang in served))
 
 
 def kin(language: str) -> tuple[str, ...]:
-    """`language` and the other languages of the ecosystems serving it (`typescript` ->
+    """`language` and the other languages of the registered ecosystems serving it (`typescript` ->
     `typescript`, `javascript`: a TypeScript repository meets npm's problems; `cpp` -> `cpp`, `c`)."""
-    return tuple(dict.fromkeys([language, *(lang for e in serving(language) for lang in e.languages)]))
+    return tuple(dict.fromkeys([language, *(lang for served in _registered_languages() if language in served
+                                            for lang in served)]))
 
 
 def pick_ecosystem(tree: GitTree, language: str | None) -> Ecosystem | None:

@@ -8,7 +8,7 @@ order, then one per line of `.travis.yml`'s `install` / `script`. `run` and valu
 only what they can validate (a cargo feature name, a Go build tag, a Maven profile). The one CI
 reader of the ecosystems: cargo `--features` / `--all-features` and `RUSTFLAGS=--cfg X`
 (`agents.ecosystems.rust`), `go test -tags` (`agents.ecosystems.golang`), `mvn` calls
-(`agents.ecosystems.java_maven`), Ant targets (`agents.ecosystems.java_ant`).
+(`agents.ecosystems.java.maven_ci`), Ant targets (`agents.ecosystems.java.ant_build`).
 """
 
 from __future__ import annotations

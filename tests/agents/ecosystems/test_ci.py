@@ -4,7 +4,7 @@ lines, and hostile files skipped."""
 from __future__ import annotations
 
 from agents.ecosystems.ci import ci_steps
-from agents.ecosystems.java_maven import ci_run_texts
+from agents.ecosystems.java.maven_ci import ci_run_texts
 from tests.agents.ecosystems.conftest import make_tree
 
 WORKFLOW = """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.ecosystems import java as J
-from agents.ecosystems import java_ant as A
+from agents.ecosystems.java import ant_build as A
 from agents.models import Instance
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.ecosystems import java as J
-from agents.ecosystems import java_maven as M
+from agents.ecosystems.java import maven_ci as M
 from agents.models import Instance
 from envpool.images import ImageConfig
 from tests.agents.ecosystems.conftest import make_tree

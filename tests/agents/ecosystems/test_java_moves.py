@@ -49,7 +49,7 @@ def test_a_maven_module_below_a_gradle_root_is_planned_on_its_own_pom(tmp_path, 
 
 # --- released substitutes before "network-bound" (issue 25 item 3) -----------------------------
 
-from agents.ecosystems import java_maven as M  # noqa: E402
+from agents.ecosystems.java import maven_ci as M  # noqa: E402
 
 ROOT = """<project><modelVersion>4.0.0</modelVersion><groupId>com.acme</groupId><artifactId>root</artifactId>
 <version>1.0</version><packaging>pom</packaging><modules><module>core</module></modules>

@@ -7,7 +7,7 @@ CI (`ci_maven_options`): every ``mvn`` / ``mvnw`` / ``./mvnw`` invocation in a `
 ``-Dmaven.test.skip=true`` -- and whose ``-pl`` / ``--projects`` (when given) names one of the
 touched modules gives its ``-P`` / ``--activate-profiles`` profiles (only ids some reactor pom
 defines; ``!x`` deactivations skipped) and its ``-Dk=v`` properties (not those of
-``recipes/java.yaml`` ``ci_property_deny``, which would change the test selection or skip it;
+``java.yaml`` ``ci_property_deny``, which would change the test selection or skip it;
 none holding ``$``). They join every Maven run of the plan.
 
 SNAPSHOT parent (`snapshot_parent`, `nearest_release`, `stand_in_commands`): a root pom whose

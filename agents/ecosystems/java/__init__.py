@@ -1,5 +1,5 @@
 """Java: Maven projects (single or multi-module) and Ant ones (route ``ant``, planned by
-`JavaEcosystem._ant_plan` from `agents.ecosystems.java_ant`) on a JDK chosen from the project's
+`JavaEcosystem._ant_plan` from `agents.ecosystems.java.ant_build`) on a JDK chosen from the project's
 own files.
 
 Analysis (read from the mirror, no checkout):
@@ -27,507 +27,52 @@ full when their mark is there, else the touched packages when theirs is, else th
 (``-Dtest``; also the alternative configuration); only the touched classes
 when the test_patch uses what the patch declares (`fix_api_in_tests`). The profiles and
 properties of the CI's test runs join every Maven run, and a ``-SNAPSHOT`` parent no repository
-serves gets a released stand-in (`agents.ecosystems.java_maven`). The Surefire XML reports are
+serves gets a released stand-in (`agents.ecosystems.java.maven_ci`). The Surefire XML reports are
 concatenated into `REPORT` (parser ``java_junit``, ids ``pkg.Class#method``). A test class that
 does not compile leaves no report: its tests are absent (= not passing).
+
+Modules: `maven_pom` (the reactor), `java_jdk` (the JDK), `java_tests` (selection),
+`maven_ci` (the CI's Maven options, SNAPSHOT stand-ins), `ant_build` (the Ant route),
+`java_recipe` (the data file `java.yaml`); this package holds the Ecosystem.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
 import shlex
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
-from datetime import date
-from functools import lru_cache
-from pathlib import Path
-
-import yaml
-
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems import java_ant as ant
-from agents.ecosystems import java_maven as mvn_ci
+import agents.ecosystems.java.ant_build as ant
+import agents.ecosystems.java.maven_ci as mvn_ci
 from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, Route, TestSpec, shell_args
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.owners import JVM_BUILD_FILES, owner_build
 from agents.ecosystems.toolchain import satisfies
-from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.errors import EnvBuildError
 from envpool.testrun.limits import per_test
 from envpool.testrun.polyglot.java import BUILD_FAILED_MARK, MAVEN_COMPILE_FAILED
-from envpool.patches import changed_lines
 from envpool.images import ImageConfig
-from envpool.toolchains import version_key
 from envpool.toolchains import java as jtc
+from agents.ecosystems.java.java_recipe import recipe
+from agents.ecosystems.java.maven_pom import MavenReactor, jdk_major, maven_reactor
+from agents.ecosystems.java.java_jdk import JavaFacts, _ci_jdks, choose_jdk, java_facts
+from agents.ecosystems.java.java_tests import (FULL_MODULE_MARK, PACKAGE_MARK, fix_api_in_tests, mvn_flags,
+                                               package_classes, selection_probe, test_classes, warm_up_classes)
 
-__all__ = ["ECOSYSTEM", "JavaEcosystem", "JavaFacts", "MavenReactor", "choose_jdk", "java_facts",
-           "jdk_major", "maven_reactor", "recipe"]
+
+__all__ = ["ECOSYSTEM", "FULL_MODULE_MARK", "JavaEcosystem", "JavaFacts", "MavenReactor", "PACKAGE_MARK",
+           "PlanRequest", "REPORT", "_ci_jdks", "choose_jdk", "fix_api_in_tests", "java_facts", "jdk_major",
+           "maven_reactor", "package_classes", "recipe", "selection_probe", "test_classes", "warm_up_classes"]
 
 REPORT = "/tmp/swemint/junit.xml"
+
+
 MVN_LOG = "/tmp/swemint/mvn.log"
 """The Maven console of a test run (read for a compile failure, `BUILD_FAILED_MARK`)."""
+
+
 """Where the test command concatenates the Surefire XML reports."""
-
-
-@lru_cache(maxsize=1)
-def recipe() -> dict:
-    """The data of ``recipes/java.yaml`` (tables documented there)."""
-    return yaml.safe_load((Path(__file__).parent / "recipes" / "java.yaml").read_text())
-
-
-def jdk_major(text: str | None) -> int | None:
-    """A JDK major or Java level from free text: ``"1.8"`` -> 8, ``"11.0.2-open"`` -> 11,
-    ``"oraclejdk8"`` / ``"temurin-17.0.1"`` -> 8 / 17, ``"17"`` -> 17; None when no number."""
-    if text is None:
-        return None
-    m = re.search(r"(\d+(?:\.\d+)*)", str(text))
-    if not m:
-        return None
-    key = version_key(m.group(1))
-    if not key:
-        return None
-    return key[1] if key[0] == 1 and len(key) > 1 else key[0]
-
-
-# ----------------------------------------------------------------------------- Maven reactor
-
-_PROP = re.compile(r"\$\{([^}]+)\}")
-
-
-def _strip_ns(root: ET.Element) -> ET.Element:
-    for el in root.iter():
-        if isinstance(el.tag, str) and "}" in el.tag:
-            el.tag = el.tag.split("}", 1)[1]
-    return root
-
-
-@dataclass
-class Pom:
-    """The parts of one pom.xml the plan needs. `dir` is repository relative ("" = root)."""
-
-    dir: str
-    properties: dict[str, str] = field(default_factory=dict)
-    modules: list[str] = field(default_factory=list)
-    parent_path: str | None = None
-    levels: list[str] = field(default_factory=list)
-    """Raw language levels (may hold ``${...}``), from properties and the compiler plugin."""
-    profile_ids: list[str] = field(default_factory=list)
-
-
-def parse_pom(text: str, directory: str) -> Pom | None:
-    """A `Pom` from the text of a pom.xml in `directory`; None when it is not XML."""
-    try:
-        root = _strip_ns(ET.fromstring(text.encode("utf-8")))
-    except ET.ParseError:
-        return None
-    pom = Pom(dir=directory)
-    props = root.find("properties")
-    for el in list(props) if props is not None else []:
-        if isinstance(el.tag, str):
-            pom.properties[el.tag] = (el.text or "").strip()
-    for mods in [root.find("modules"), *root.findall("profiles/profile/modules")]:
-        for m in (list(mods) if mods is not None else []):
-            if m.tag == "module" and (m.text or "").strip():
-                pom.modules.append(m.text.strip())
-    pom.profile_ids = [(p.findtext("id") or "").strip() for p in root.findall("profiles/profile")
-                       if (p.findtext("id") or "").strip()]
-    parent = root.find("parent")
-    if parent is not None:
-        rel = parent.find("relativePath")
-        rel_text = "../pom.xml" if rel is None else (rel.text or "").strip()
-        pom.parent_path = rel_text or None
-    for key in ("maven.compiler.release", "maven.compiler.source", "maven.compiler.target"):
-        if pom.properties.get(key):
-            pom.levels.append(pom.properties[key])
-    for plugin in root.iter("plugin"):
-        if (plugin.findtext("artifactId") or "").strip() != "maven-compiler-plugin":
-            continue
-        for conf in plugin.iter("configuration"):
-            for tag in ("release", "source", "target"):
-                v = conf.findtext(tag)
-                if v and v.strip():
-                    pom.levels.append(v.strip())
-    return pom
-
-
-def _norm(path: str) -> str:
-    p = posixpath.normpath(path)
-    return "" if p == "." else p
-
-
-@dataclass
-class MavenReactor:
-    """The Maven build of a tree: `root` (folder of the top pom, "" = repository root), every
-    pom read (folder -> Pom), and `reactor` (folders reachable through ``<modules>``)."""
-
-    root: str
-    poms: dict[str, Pom]
-    reactor: set[str]
-
-    def properties(self, directory: str) -> dict[str, str]:
-        """Properties visible in the pom of `directory`: the in-tree parent chain's, overridden
-        by the child's."""
-        chain: list[Pom] = []
-        d: str | None = directory
-        seen: set[str] = set()
-        while d is not None and d in self.poms and d not in seen:
-            seen.add(d)
-            pom = self.poms[d]
-            chain.append(pom)
-            if pom.parent_path is None:
-                break
-            target = _norm(posixpath.join(d, pom.parent_path))
-            d = _norm(posixpath.dirname(target)) if target.endswith(".xml") else target
-        props: dict[str, str] = {}
-        for pom in reversed(chain):
-            props.update(pom.properties)
-        return props
-
-    def resolve(self, value: str, directory: str) -> str:
-        """`value` with ``${prop}`` replaced (5 rounds; unknown properties stay)."""
-        props = self.properties(directory)
-        for _ in range(5):
-            new = _PROP.sub(lambda m: props.get(m.group(1), m.group(0)), value)
-            if new == value:
-                break
-            value = new
-        return value
-
-    def levels(self) -> list[int]:
-        """Every Java language level the reactor's poms name (resolved), as majors."""
-        out = []
-        for d, pom in self.poms.items():
-            for raw in pom.levels:
-                value = self.resolve(raw, d)
-                major = None if "${" in value else jdk_major(value)
-                if major is not None and 1 <= major <= 40:
-                    out.append(major)
-        return out
-
-    def module_of(self, path: str) -> str | None:
-        """The folder of the nearest pom.xml above `path` inside the project, or None."""
-        d = _norm(posixpath.dirname(path))
-        while True:
-            if d in self.poms:
-                return d
-            if d == self.root or not d:
-                return self.root if self.root in self.poms else None
-            d = _norm(posixpath.dirname(d))
-
-
-def maven_reactor(tree: GitTree, near: list[str] | None = None) -> MavenReactor | None:
-    """The Maven reactor of `tree`: the root pom.xml, else the shallowest pom.xml above one of the
-    `near` paths; every pom reachable through ``<modules>`` plus the poms on the way from the
-    top to each `near` path. None when the tree has no pom.xml at all."""
-    pom_dirs = {_norm(posixpath.dirname(f)) for f in tree.files if posixpath.basename(f) == "pom.xml"}
-    if not pom_dirs:
-        return None
-    root = ""
-    if "" not in pom_dirs:
-        candidates = sorted((d for d in pom_dirs if any(p == d or p.startswith(d + "/") for p in near or [])),
-                            key=lambda d: d.count("/"))
-        if not candidates:
-            candidates = sorted(pom_dirs, key=lambda d: (d.count("/"), d))
-        root = candidates[0]
-    poms: dict[str, Pom] = {}
-    reactor: set[str] = set()
-
-    def load(d: str) -> Pom | None:
-        if d not in poms:
-            text = tree.read(posixpath.join(d, "pom.xml") if d else "pom.xml")
-            pom = parse_pom(text, d) if text else None
-            if pom is None:
-                return None
-            poms[d] = pom
-        return poms[d]
-
-    todo = [root]
-    while todo:
-        d = todo.pop()
-        if d in reactor:
-            continue
-        pom = load(d)
-        if pom is None:
-            continue
-        reactor.add(d)
-        for m in pom.modules:
-            m = m[:-len("/pom.xml")] if m.endswith("/pom.xml") else m
-            todo.append(_norm(posixpath.join(d, m)))
-    for p in near or []:  # poms between the top and each touched file (standalone modules)
-        d = _norm(posixpath.dirname(p))
-        while d.startswith(root) and d != root:
-            if d in pom_dirs:
-                load(d)
-            d = _norm(posixpath.dirname(d))
-    # in-tree parents of what was loaded
-    for d in list(poms):
-        parent = poms[d].parent_path
-        while parent:
-            target = _norm(posixpath.join(d, parent))
-            pd = _norm(posixpath.dirname(target)) if target.endswith(".xml") else target
-            if pd in poms or pd not in pom_dirs:
-                break
-            pom = load(pd)
-            d, parent = pd, pom.parent_path if pom else None
-    return MavenReactor(root=root, poms=poms, reactor=reactor)
-
-
-# ----------------------------------------------------------------------------- JDK choice
-
-@dataclass
-class JavaFacts:
-    """What the tree says about its JDK. Majors are ints; `commit_date` bounds the era."""
-
-    levels: list[int] = field(default_factory=list)
-    gradle: str | None = None
-    pinned: int | None = None
-    pinned_from: str | None = None
-    ci: list[int] = field(default_factory=list)
-    commit_date: date | None = None
-
-
-def _gradle_version(tree: GitTree) -> str | None:
-    text = tree.read("gradle/wrapper/gradle-wrapper.properties")
-    m = re.search(r"gradle-(\d+(?:\.\d+)*)(?:-[\w.]+)?-(?:bin|all)\.zip", text or "")
-    return m.group(1) if m else None
-
-
-def _pinned(tree: GitTree) -> tuple[int | None, str | None]:
-    for path, pattern in ((".sdkmanrc", r"^\s*java\s*=\s*(\S+)"), (".java-version", r"^\s*(\S+)"),
-                          (".tool-versions", r"^\s*java\s+(\S+)")):
-        m = re.search(pattern, tree.read(path) or "", re.M)
-        if m and jdk_major(m.group(1)):
-            return jdk_major(m.group(1)), path
-    return None, None
-
-
-def _ci_values(obj, keys: tuple[str, ...]) -> list[str]:
-    out: list[str] = []
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if str(k) in keys and not isinstance(v, dict):
-                out.extend(str(x) for x in (v if isinstance(v, list) else [v]) if not isinstance(x, (dict, list)))
-            else:
-                out.extend(_ci_values(v, keys))
-    elif isinstance(obj, list):
-        for v in obj:
-            out.extend(_ci_values(v, keys))
-    return out
-
-
-def _ci_jdks(tree: GitTree) -> list[int]:
-    paths = [p for p in tree.files if p == ".travis.yml" or
-             (p.startswith(".github/workflows/") and p.endswith((".yml", ".yaml")))]
-    majors: set[int] = set()
-    for p in paths:
-        try:
-            data = load_untrusted_yaml(tree.read(p) or "")
-        except yaml.YAMLError:
-            continue
-        for v in _ci_values(data, ("jdk", "java", "java-version", "java_version")):
-            if "${{" in v:
-                continue
-            m = jdk_major(v)
-            if m and 5 <= m <= 40:
-                majors.add(m)
-    return sorted(majors)
-
-
-def java_facts(tree: GitTree, reactor: MavenReactor | None) -> JavaFacts:
-    """Collect `JavaFacts` from `tree` (and its Maven reactor when it has one)."""
-    pinned, pinned_from = _pinned(tree)
-    return JavaFacts(levels=reactor.levels() if reactor else [], gradle=_gradle_version(tree), pinned=pinned,
-                     pinned_from=pinned_from, ci=_ci_jdks(tree), commit_date=tree.commit_time.date())
-
-
-def _floor_table(table: dict, major: int) -> int | str | None:
-    keys = sorted(int(k) for k in table if int(k) <= major)
-    return table[keys[-1]] if keys else None
-
-
-def gradle_jdk_range(gradle: str) -> tuple[int, int]:
-    """(lowest, highest) JDK major that Gradle `gradle` runs on (recipe tables)."""
-    g = version_key(gradle)
-    runs = recipe()["gradle_runs_on_jdk"]
-    top = max((int(j) for j, v in runs.items() if version_key(str(v)) <= g), default=8)
-    mins = recipe()["gradle_min_jdk"]
-    low = max((int(j) for v, j in mins.items() if version_key(str(v)) <= g), default=8)
-    return low, top
-
-
-def choose_jdk(facts: JavaFacts, available: list[int]) -> tuple[int, list[str]]:
-    """The JDK major to use among `available`, and notes explaining the choice.
-
-    Feasible: at least every language level, javac still accepts the lowest level
-    (`javac_min_level`), and inside the Gradle wrapper's range. Then: the pinned JDK (the
-    smallest feasible >= the pin), else the newest feasible JDK that CI runs and that is not
-    newer than the era LTS (else the oldest CI one), else the era LTS (the newest feasible not
-    newer than it, else the oldest feasible). Raises EnvBuildError when nothing is feasible.
-    """
-    notes: list[str] = []
-    lo_level, hi_level = (min(facts.levels), max(facts.levels)) if facts.levels else (None, None)
-    feasible = []
-    for j in sorted(available):
-        if hi_level is not None and j < hi_level:
-            continue
-        floor = _floor_table(recipe()["javac_min_level"], j)
-        if lo_level is not None and floor is not None and lo_level < int(floor):
-            continue
-        if facts.gradle:
-            g_lo, g_hi = gradle_jdk_range(facts.gradle)
-            if not g_lo <= j <= g_hi:
-                continue
-        feasible.append(j)
-    why = (f"language levels {sorted(set(facts.levels))}" if facts.levels else "no language level") + \
-          (f", Gradle {facts.gradle} runs on JDK {gradle_jdk_range(facts.gradle)}" if facts.gradle else "")
-    if not feasible:
-        raise EnvBuildError(f"no available JDK ({', '.join(map(str, available))}) fits: {why}")
-    era = None
-    if facts.commit_date:
-        released = [int(j) for j, d in recipe()["lts_released"].items()
-                    if date.fromisoformat(str(d)) <= facts.commit_date]
-        era = max(released) if released else min(int(j) for j in recipe()["lts_released"])
-
-    def newest_not_after(cands: list[int]) -> int:
-        below = [j for j in cands if era is None or j <= era]
-        return max(below) if below else min(cands)
-
-    if facts.pinned:
-        up = [j for j in feasible if j >= facts.pinned]
-        choice = up[0] if up else feasible[-1]
-        notes.append(f"JDK {facts.pinned} pinned by {facts.pinned_from}")
-    elif set(facts.ci) & set(feasible):
-        choice = newest_not_after(sorted(set(facts.ci) & set(feasible)))
-        notes.append(f"CI runs JDK {facts.ci}")
-    else:
-        choice = newest_not_after(feasible)
-        notes.append(f"era LTS JDK {era}")
-    notes.append(f"JDK {choice} chosen from feasible {feasible} ({why})")
-    return choice, notes
-
-
-# ----------------------------------------------------------------------------- plan
-
-_TEST_SOURCE = re.compile(r"(?:^|/)src/(?:test|it|integration-test)\w*/(?:java|kotlin|groovy|scala)/(.+)\."
-                          r"(?:java|kt|groovy|scala)$")
-
-
-def test_classes(touched: list[str]) -> dict[str, list[str]]:
-    """Touched test source files -> {file: [simple class name]}, only classes matching Surefire's
-    default includes (`test_class_patterns`); other test sources (helpers) map to []."""
-    out: dict[str, list[str]] = {}
-    for path in touched:
-        m = _TEST_SOURCE.search(path)
-        if not m:
-            continue
-        name = posixpath.basename(m.group(1))
-        ok = any(fnmatch.fnmatchcase(name, p) for p in recipe()["test_class_patterns"])
-        out[path] = [name] if ok else []
-    return out
-
-
-def warm_up_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> list[str]:
-    """Test classes to run once online at setup so Surefire resolves its provider (it does so
-    only when a test runs): the touched classes that exist at base; for a module with none, one
-    existing test class of that module, the one nearest to the touched files.
-    `module_of(path) -> module folder | None` (`MavenReactor.module_of`)."""
-    out: list[str] = []
-    by_module: dict[str | None, list[str]] = {}
-    for path, classes in tests.items():
-        by_module.setdefault(module_of(path), []).append(path)
-        out += [c for c in classes if tree.exists(path)]
-    for mod, paths in by_module.items():
-        if any(tree.exists(p) and tests[p] for p in paths):
-            continue
-        prefix = f"{mod}/" if mod else ""
-        existing = [f for f, cs in test_classes([f for f in tree.files if f.startswith(prefix)]).items()
-                    if cs and module_of(f) == mod]
-        if existing:
-            near = posixpath.dirname(paths[0])
-            best = max(existing, key=lambda f: (len(posixpath.commonpath([f, near])), f))
-            out += test_classes([best])[best]
-    return sorted(set(out))
-
-
-def package_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> list[str]:
-    """Simple names of the test classes in the touched test files' own packages (the folder of
-    each touched test source, not its subfolders, in the same module) that Surefire's default
-    includes take (`test_classes`, less ``*IT``, which Failsafe runs), plus the touched classes:
-    the middle selection between a module in full and the touched classes, so that a row's
-    PASS_TO_PASS holds the package's other tests. `module_of` as in `warm_up_classes`."""
-    folders: dict[str, set] = {}
-    for path in tests:
-        folders.setdefault(posixpath.dirname(path), set()).add(module_of(path))
-    near = [f for f in tree.files if (mods := folders.get(posixpath.dirname(f))) and module_of(f) in mods]
-    found = {c for cs in test_classes(near).values() for c in cs if not fnmatch.fnmatchcase(c, "*IT")}
-    return sorted(found | {c for cs in tests.values() for c in cs})
-
-
-_TYPE_DECL = re.compile(r"\b(?:class|interface|enum|record)\s+([A-Z]\w*)")
-_METHOD_DECL = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|protected|private|static|final|abstract|"
-                          r"synchronized|default|native|strictfp)\s+)*(?:<[^>]*>\s*)?([\w.$]+(?:<[^()]*>)?(?:\[\])*)"
-                          r"\s+(\w+)\s*\(")
-_OTHER_DECL = re.compile(r"^\s*([A-Z][A-Z0-9_]{2,})\s*[({,;]|"  # an enum constant
-                         r"\b(?:public|protected|private|static|final)\s+[\w.$<>\[\], ?]+?\s+(\w+)\s*[=;]")  # a field
-_NOT_TYPES = frozenset({"return", "new", "throw", "else", "case", "yield", "assert", "await", "import", "package"})
-
-
-def fix_api_in_tests(patch: str, test_patch: str) -> list[str]:
-    """Names of types, enum constants (used as a word), non-private methods and fields (used as
-    ``.name`` or ``name(``) whose declaration line the patch adds, removes or changes in a
-    Java/Kotlin source and that the test_patch's changed lines use: a sign that the
-    tests need the fix to compile, so the before side of a whole-module run would build nothing
-    and every test of the module would look like FAIL_TO_PASS. Sorted; [] when none."""
-    words: set[str] = set()  # types and enum constants: used as a word
-    members: set[str] = set()  # methods and non-private fields: used as `.name` or `name(`
-    for path, lines in changed_lines(patch).items():
-        if not path.endswith((".java", ".kt")):
-            continue
-        for line in lines:
-            words.update(m.group(1) for m in _TYPE_DECL.finditer(line))
-            m = _METHOD_DECL.match(line)
-            if m and m.group(1) not in _NOT_TYPES and not re.match(r"\s*private\b", line):
-                members.add(m.group(2))
-            m = _OTHER_DECL.search(line)
-            if m and m.group(1):
-                words.add(m.group(1))
-            elif m and not re.search(r"\bprivate\b", line):
-                members.add(m.group(2))
-    used = "\n".join(line for path, lines in changed_lines(test_patch).items() if path.endswith((".java", ".kt"))
-                     for line in lines)
-    hits = {n for n in words if re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", used)}
-    hits |= {n for n in members if re.search(rf"(?:\.|::){re.escape(n)}(?![\w$])|(?<![\w$]){re.escape(n)}\s*\(", used)}
-    return sorted(hits)
-
-
-FULL_MODULE_MARK = "/var/lib/swemint/java-full-module"
-"""Left in the environment image when the touched modules' full test run built and finished
-offline within the bound at setup; the test command then runs the modules in full."""
-
-PACKAGE_MARK = "/var/lib/swemint/java-packages"
-"""Left in the environment image when the modules' full run did not fit the bound but the
-touched packages' test classes (`package_classes`) did; the test command then runs those."""
-
-
-def selection_probe(run: str, bound: int, mark: str, what: str, unless: str | None = None) -> str:
-    """Setup step: `run` (an offline test run of `what`) under ``timeout `bound```; exit 0 (tests
-    may fail: ``-Dmaven.test.failure.ignore``) leaves `mark`. Skipped when the file `unless`
-    exists (a wider selection already fits). Never fails the setup: a run that times out or does
-    not build leaves the next narrower selection as T."""
-    log = f"/tmp/swemint/{posixpath.basename(mark)}.log"
-    body = (f"timeout {int(bound)} bash -c {shlex.quote(run)} > {log} 2>&1; rc=$?; tail -n 40 {log}; "
-            f"if [ $rc -eq 0 ]; then touch {mark}; echo {shlex.quote(f'swemint: {what} run')}; "
-            f"else echo \"swemint: {what} run exit $rc (124 = over {int(bound)} s): a narrower selection\"; fi")
-    guard = f"if [ -e {unless} ]; then echo 'swemint: a wider selection fits'; else {body}; fi" if unless else body
-    return f"mkdir -p /tmp/swemint /var/lib/swemint && rm -f {mark}; {guard}"
-
-
-def mvn_flags() -> str:
-    """Batch mode, no download progress, the recipe's skip properties."""
-    return "-B -ntp " + " ".join(f"-D{p}" for p in recipe()["skip_properties"])
 
 
 def _gradle_refusal(tree: GitTree, facts: JavaFacts, iid: str, owned: str = "") -> EnvBuildError:
@@ -551,7 +96,7 @@ GRADLE_FILES = frozenset({"build.gradle", "build.gradle.kts", "settings.gradle",
 
 
 class JavaEcosystem(Ecosystem):
-    """Maven projects, Ant ones (`agents.ecosystems.java_ant`); Gradle ones are detected and
+    """Maven projects, Ant ones (`agents.ecosystems.java.ant_build`); Gradle ones are detected and
     refused with a clear reason."""
 
     name = "java"
@@ -578,7 +123,7 @@ class JavaEcosystem(Ecosystem):
     def routes(self, tree: GitTree, language: str | None) -> list[Route]:
         """Maven when a pom.xml is there (at the root or one or two folders down), Gradle when its
         build files are (planned only to refuse it with the reason: its wrapper cannot download
-        here), Ant when only a root build.xml is (`agents.ecosystems.java_ant`): available when
+        here), Ant when only a root build.xml is (`agents.ecosystems.java.ant_build`): available when
         one of its targets runs tests, else recognised with the reason."""
         files = tree.file_set
         out = []
@@ -749,7 +294,7 @@ class JavaEcosystem(Ecosystem):
     @staticmethod
     def _stand_ins(tree: GitTree, reactor: MavenReactor) -> tuple[list[str], list[str], list[str]]:
         """(setup commands, substitutions, substitutes tried) for the out-of-tree SNAPSHOTs of
-        the reactor's poms (`java_maven.snapshot_sources`): each with a release on Maven Central
+        the reactor's poms (`maven_ci.snapshot_sources`): each with a release on Maven Central
         is installed as the snapshot before the first Maven step (a step that never fails the
         build: a snapshot a reachable repository serves still resolves); each without one is
         recorded as tried."""
@@ -779,7 +324,7 @@ class JavaEcosystem(Ecosystem):
 
     def _ant_plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
                   req: PlanRequest) -> PolyPlan:
-        """The Ant route's plan (`agents.ecosystems.java_ant`, whose docstring says what runs).
+        """The Ant route's plan (`agents.ecosystems.java.ant_build`, whose docstring says what runs).
         Raises EnvBuildError when build.xml is unreadable or no target runs tests."""
         iid = instance.instance_id
         build = ant.ant_build(tree)
@@ -816,7 +361,7 @@ class JavaEcosystem(Ecosystem):
         that names none, an old plugin defaulting to 1.5): raise it to 8 for every later Maven
         run through ``.mvn/maven.config`` (read by Maven >= 3.3.1; an untracked file, so the
         patches still apply). A parent POM that does not resolve while the plan found a released
-        stand-in for its SNAPSHOT (`agents.ecosystems.java_maven`): install it. Else None."""
+        stand-in for its SNAPSHOT (`agents.ecosystems.java.maven_ci`): install it. Else None."""
         fixes: list[list[str]] = []
         snap = (plan.state.get("snapshot_parent") if plan is not None else None) or {}
         if snap.get("release") and "Non-resolvable parent POM" in output:
@@ -839,3 +384,4 @@ class JavaEcosystem(Ecosystem):
 
 ECOSYSTEM = JavaEcosystem()
 """The object `agents.ecosystems` registers (module name ``java``)."""
+

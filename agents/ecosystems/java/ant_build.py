@@ -37,7 +37,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from agents.ecosystems.java_maven import ci_run_texts
+from agents.ecosystems.java.maven_ci import ci_run_texts
 from agents.gitrepo import GitTree
 
 __all__ = ["AntBuild", "AntTarget", "REPORT", "TEST_RUNNERS", "ant_build", "ant_command", "ci_ant_targets",
@@ -200,7 +200,7 @@ _ANT_CALL = re.compile(r"(?:^|[;&|\s])(?:xvfb-run\s+)?ant\s+([^\n;&|]*)")
 
 def ci_ant_targets(tree: GitTree) -> list[str]:
     """Target names the CI workflow files (GitHub Actions, Travis) pass to ``ant``, in order of
-    appearance (`java_maven.ci_run_texts`: ``${{ matrix.X }}`` is the matrix's first value);
+    appearance (`maven_ci.ci_run_texts`: ``${{ matrix.X }}`` is the matrix's first value);
     words holding another expression or ``$`` are dropped."""
     out: list[str] = []
     for _path, text in ci_run_texts(tree):
