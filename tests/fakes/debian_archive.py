@@ -1,5 +1,5 @@
 """A stand-in for Debian's archive: Sources paragraphs (Debian Policy 5.5, the fields
-`agents.ecosystems.debsources` reads) and a `fetch` serving each suite's ``Sources.xz`` from
+`agents.ecosystems.cfamily.debsources` reads) and a `fetch` serving each suite's ``Sources.xz`` from
 memory, for `DebianSources(..., fetch=archive)` without a network.
 
 `paragraph(package, version, files, homepage)` writes one source package (`files`: (name,

@@ -27,7 +27,7 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_wheel_carries_recipes_configs_demo_and_experiences(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for rel in ("agents/ecosystems/rust/rust.yaml", "agents/ecosystems/golang/go.yaml", "agents/ecosystems/recipes/cmake_tests.py",
+    for rel in ("agents/ecosystems/rust/rust.yaml", "agents/ecosystems/golang/go.yaml", "agents/ecosystems/cfamily/cfamily.yaml", "agents/ecosystems/recipes/cmake_tests.py",
                 "agents/ecosystems/recipes/layout.yaml", "agents/ecosystems/recipes/diagnosis.yaml",
                 "envpool/_bundled/configs/default.yaml", "envpool/_bundled/data/experiences/python.jsonl",
                 "envpool/_bundled/data/experiences/obstacles.yaml", "envpool/_bundled/data/demo/acme__calcy/meta.json",

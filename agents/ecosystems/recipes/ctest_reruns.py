@@ -2,7 +2,7 @@
 binaries of CTest tests again with a framework's XML reporter, and adding the reports after the
 ctest run as ``<swemint-TAG>`` sections.
 
-Installed beside ``cmake_tests.py`` with them (``agents/ecosystems/cfamily.py``). Each selected
+Installed beside ``cmake_tests.py`` with them (``agents/ecosystems/cfamily/c_setup.py``). Each selected
 CTest test (``ctest --show-only=json-v1``: its command, WORKING_DIRECTORY, ENVIRONMENT and
 TIMEOUT) whose executable the framework's probe recognizes at a version new enough (asked once
 per executable) runs again, writing its report into a fresh folder, as the same user as the

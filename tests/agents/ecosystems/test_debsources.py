@@ -1,4 +1,4 @@
-"""Debian's Sources indexes as `agents.ecosystems.debsources` reads them (no network: a
+"""Debian's Sources indexes as `agents.ecosystems.cfamily.debsources` reads them (no network: a
 `tests.fakes.debian_archive.FakeArchive`): upstream repository keys of URLs, upstream versions
 of Debian versions, the upstream tarball of a paragraph (unsafe fields refused), the lookups by
 package and by upstream repository (Homepage), and the on-disk cache."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.ecosystems.debsources import DebianSources, SourcesConfig, parse_sources, upstream_key, upstream_version
+from agents.ecosystems.cfamily.debsources import DebianSources, SourcesConfig, parse_sources, upstream_key, upstream_version
 from tests.fakes.debian_archive import FakeArchive, paragraph
 
 MIRROR = "http://deb.example/debian"

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.ecosystems import cfamily, fetchcontent
+from agents.ecosystems import cfamily
+from agents.ecosystems.cfamily import fetchcontent
 from agents.ecosystems.base import PolyPlan
-from agents.ecosystems.debsources import DebianSources, SourcesConfig
-from agents.ecosystems.fetchcontent import Declaration, FetchContentConfig, choose, declarations, failed_fetches
+from agents.ecosystems.cfamily.debsources import DebianSources, SourcesConfig
+from agents.ecosystems.cfamily.fetchcontent import Declaration, FetchContentConfig, choose, declarations, failed_fetches
 from tests.agents.ecosystems.conftest import make_tree
 from tests.fakes.debian_archive import FakeArchive, paragraph
 

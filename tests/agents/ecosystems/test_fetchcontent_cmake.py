@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.ecosystems import fetchcontent
-from agents.ecosystems.debsources import DebianSources, SourcesConfig
-from agents.ecosystems.fetchcontent import FetchContentConfig, declarations
+from agents.ecosystems.cfamily import fetchcontent
+from agents.ecosystems.cfamily.debsources import DebianSources, SourcesConfig
+from agents.ecosystems.cfamily.fetchcontent import FetchContentConfig, declarations
 from tests.fakes.debian_archive import paragraph, sources_xz
 
 pytestmark = pytest.mark.slow

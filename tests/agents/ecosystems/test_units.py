@@ -1,4 +1,4 @@
-"""Script- and target-driven suites as tests (agents.ecosystems.units, issue 25 item 2) on small
+"""Script- and target-driven suites as tests (agents.ecosystems.cfamily.units, issue 25 item 2) on small
 trees the tests write: the units of the touched files, their siblings, and the command that runs
 them graded by exit status (run with the host's bash and make, parsed by `script_status_log`)."""
 
@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from agents.ecosystems.units import Unit, find_units, makefile_rules, is_test_target, units_command
+from agents.ecosystems.cfamily.units import Unit, find_units, makefile_rules, is_test_target, units_command
 from envpool.testrun.registry import PARSERS
 from tests.agents.ecosystems.conftest import make_tree
 

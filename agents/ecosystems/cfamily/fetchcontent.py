@@ -10,7 +10,7 @@ the repair (`repair_commands`) provides that copy from Debian:
 
 1. the failed fetches of the output (`failed_fetches`: URL and content name), plus every other
    declaration of the tree on a host that just failed (it would fail next);
-2. the upstream repository (`agents.ecosystems.debsources.upstream_key`: ``github.com/owner/name``)
+2. the upstream repository (`agents.ecosystems.cfamily.debsources.upstream_key`: ``github.com/owner/name``)
    -> the Debian source package: data (`recipes/debian_upstreams.yaml`), else the source
    packages whose ``Homepage`` / ``Vcs-*`` names that repository (Debian's Sources indexes);
 3. the version of that package nearest to the one requested (`requested`: the ``GIT_TAG``, a
@@ -37,12 +37,12 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.ecosystems.debsources import DebianSources, SourceRecord, SourcesConfig, upstream_key
+from agents.ecosystems.cfamily.debsources import DebianSources, SourceRecord, SourcesConfig, upstream_key
 
 __all__ = ["Declaration", "FailedFetch", "FetchContentConfig", "choose", "declarations", "failed_fetches",
            "provided_in", "repair_commands", "requested", "upstreams"]
 
-RECIPES = Path(__file__).parent / "recipes"
+RECIPES = Path(__file__).parent.parent / "recipes"
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,100}")
 """A FetchContent content name that may become a cache variable and a folder name."""
 _HASH = re.compile(r"[0-9a-f]{7,40}")
@@ -52,7 +52,7 @@ _VERSION = re.compile(r"(?<![A-Za-z0-9.])v?(\d+(?:\.\d+)*)(\.[xX*](?![A-Za-z0-9]
 
 
 class FetchContentConfig(BaseModel):
-    """`recipes/cfamily.yaml` ``fetchcontent``: `root`, the folder of the unpacked sources in
+    """`cfamily/cfamily.yaml` ``fetchcontent``: `root`, the folder of the unpacked sources in
     the build container; `sources`, where Debian's indexes come from."""
 
     model_config = ConfigDict(extra="forbid")

@@ -44,7 +44,7 @@ PACKAGE = re.compile(r"[a-z0-9][a-z0-9.+-]{0,80}")
 
 
 class SourcesConfig(BaseModel):
-    """Where Debian's source indexes come from (`recipes/cfamily.yaml` ``fetchcontent.sources``).
+    """Where Debian's source indexes come from (`cfamily/cfamily.yaml` ``fetchcontent.sources``).
 
     - `suites`: the suites asked, oldest first (bookworm and newer: their tarballs unpack
       anywhere; the build uses the toolchain image's own compiler).

@@ -1,0 +1,362 @@
+"""C/C++ projects: CMake (CTest / GoogleTest), autotools (``make check``) and plain Makefiles.
+
+Analysis (from the tree at base_commit, no checkout): the build system (a root CMakeLists.txt
+with tests wins over configure.ac; configure.ac / configure.in; a plain Makefile), the CMake
+floor (``cmake_minimum_required``), the C++ standard (gcc floor), Debian packages for
+``find_package`` / ``pkg_check_modules`` / ``PKG_CHECK_MODULES`` / ``AC_CHECK_LIB`` names
+(recipes in ``cfamily.yaml``), git submodules the mirror lacks (replaced by Debian
+libraries where the recipe knows them, e.g. jq's oniguruma -> libonig-dev,
+``--with-oniguruma=yes``), the ``FetchContent_Declare`` downloads (a configure that fails to
+fetch one from an unreachable host is repaired with Debian's source of that upstream:
+`agents.ecosystems.cfamily.fetchcontent`) and whether the tests are GoogleTest.
+
+Toolchain: the Debian suite of the commit's era (the newest one released by ``created_at``, else
+the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfamily`).
+
+Setup compiles what the test runs use, so they (network none) only rebuild what the patches touched:
+- CMake: configure into /opt/build with the File API codemodel query, build the targets owning
+  the touched files (else every test target: ``cmake_tests.py --build-only``);
+  test command: ``recipes/cmake_tests.py`` (installed at
+  /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py``,
+  ``recipes/catch2_runs.py`` and ``recipes/ctest_reruns.py`` beside it) builds the targets
+  owning the touched files and runs their CTest tests; parser ``gtest_log`` (``ctest -V``) for
+  GoogleTest, else ``ctest_junit`` (cmake >= 3.21, every test's whole output kept) or
+  ``ctest_log`` (``ctest -V``: every test's output); a CTest test printing a TAP stream is
+  reported as its TAP tests (``uv_test::name``).
+  Tests whose binary is a doctest binary run again with doctest's XML reporter, and their ids
+  are its test cases and subcases (``envpool.testrun.polyglot.doctest_xml``); a Catch2 binary
+  runs again with Catch2's XML reporter, its ids ``<ctest test>::<test case>[ > <section>]``
+  (``envpool.testrun.polyglot.catch2_xml``).
+- autotools: ``autoreconf -fi`` (when no configure is committed), ``./configure``, ``make``,
+  ``make check TESTS=`` (builds the check programs, runs nothing); test command ``make check``
+  (every test script; ids = script paths, ``tests/shtest``), parser ``automake_log``.
+- plain Makefile: ``make``; ``make -k check`` (or ``test``), parser ``automake_log`` (only
+  harnesses printing ``PASS: x`` lines give results; otherwise the run is "no tests"). A
+  Makefile beside another build system is a route only when it has a check/test target (json's
+  maintainer Makefile is not).
+
+Modules: `c_builds` (analysis), `c_compilers` (the gcc), `c_setup` (setup commands),
+`c_moves` (next moves), `fetchcontent` and `debsources` (CMake FetchContent from Debian's
+sources), `units` (a Makefile's test units), `cfamily_recipe` (the data file `cfamily.yaml`);
+this package holds the Ecosystem and its repairs.
+"""
+
+from __future__ import annotations
+
+import re
+from agents.gitrepo import GitTree
+from agents.models import Instance
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, Route
+from agents.ecosystems.toolchain import constrained
+from envpool.testrun.limits import per_test
+from envpool.errors import EnvBuildError
+from agents.ecosystems.debian import apt_install, era_time
+from agents.ecosystems.drivers import ENV_FILE, driver_env_setup, driver_requirements, driver_tests, find_drivers, \
+    make_build, driver_test_specs
+import agents.ecosystems.cfamily.fetchcontent as fetchcontent
+from envpool.images import DEBIAN_MIRROR, ImageConfig
+from envpool.toolchains import version_key
+from agents.ecosystems.cfamily.cfamily_recipe import RECIPES, recipes
+from agents.ecosystems.cfamily.c_setup import (BUILD_DIR, HELPER, JOBS, JUNIT, _q, configure_command,
+                                               install_helpers, source_fetch)
+from agents.ecosystems.cfamily.c_compilers import CXX_STD_GCC, SUITE_GCC, _gcc_major, era_gcc
+from agents.ecosystems.cfamily.c_builds import CBuild, C_SUFFIXES, _add, analyze, systems
+from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _CASE_DECL, _GTEST_DECL, _ci_setup_moves,
+                                               _cmake_option_moves, _configure_option_moves, _units_moves)
+
+
+__all__ = ["CBuild", "CFamily", "ECOSYSTEM", "HELPER", "JUNIT", "RECIPES", "analyze", "era_gcc", "fetch_repair",
+           "systems"]
+
+class CFamily(Ecosystem):
+    """The C/C++ ecosystem (`agents.ecosystems.base.Ecosystem`)."""
+
+    name = "cfamily"
+    languages = ("c", "cpp")
+    tools = ("gcc", "debian")
+    parsers = ("ctest_junit", "ctest_log", "gtest_log", "automake_log", "script_status_log", "tcl_helper_log",
+               "catch2_xml", "doctest_xml")
+    toolchain_module = "envpool.toolchains.cfamily"
+
+    def detect(self, tree: GitTree, language: str | None) -> int:
+        """12 for a C/C++-labelled tree with a build file at the root, 10 without the label
+        (CMakeLists.txt / configure.ac), 6 for a root Makefile over C sources or for a C/C++
+        tree whose own test driver is built by a Makefile below the root
+        (`agents.ecosystems.drivers`), else 0."""
+        lang = (language or "").lower()
+        is_c = lang in ("c", "cpp", "c++", "cxx")
+        if lang and not is_c and lang not in ("", "unknown"):
+            return 0
+        if tree.exists("CMakeLists.txt") or tree.exists("configure.ac") or tree.exists("configure.in"):
+            return 12 if is_c else 10
+        c_sources = is_c or sum(f.endswith(C_SUFFIXES) for f in tree.files[:5000]) >= 3
+        if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")) and c_sources:
+            return 6
+        if c_sources and any(make_build(tree, d) for d in find_drivers(tree, self.name)):
+            return 6
+        return 0
+
+    def routes(self, tree: GitTree, language: str | None) -> list[Route]:
+        """The repository's own test drivers built by a Makefile (`driver:<id>`, first: they
+        select single tests), then the build systems of the tree (`systems`); `make` when none
+        is known."""
+        drivers = [Route(name=d.route) for d in find_drivers(tree, self.name) if make_build(tree, d)]
+        return drivers + ([Route(name=n) for n in systems(tree)] or [Route(name="make")])
+
+    def language_of(self, tree: GitTree) -> str:
+        """`cpp` when C++ sources outnumber C ones, else `c`."""
+        cpp = sum(f.endswith((".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".c++")) for f in tree.files[:20000])
+        c = sum(f.endswith(".c") for f in tree.files[:20000])
+        return "cpp" if cpp > c else "c"
+
+    def toolchain(self, requested: str | None, images: ImageConfig):
+        """(ToolchainChoice, environment) of a gcc image at least `requested` (LLM plans)."""
+        from envpool.toolchains.cfamily import ensure_image
+
+        return ensure_image(_gcc_major(requested), images), {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+
+    def plan(self, tree: GitTree, instance: Instance, touched: list[str], images: ImageConfig,
+             request: PlanRequest | None = None) -> PolyPlan:
+        """The build-and-test plan (module doc). `request.route` picks the build system,
+        `request.toolchain` constrains the gcc major (a suite name such as `bookworm` means its
+        gcc). Raises InfraError when the toolchain image cannot be built, EnvBuildError when no
+        gcc here meets the constraint."""
+        from envpool.toolchains.cfamily import cmake_of_suite, ensure_image, DEBIAN_GCC
+
+        req = request or PlanRequest()
+        b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1], system=req.route)
+        _add(b.cmake_flags, [f for f in req.options.get("cmake_flags", []) if CMAKE_FLAG.fullmatch(f)])
+        _add(b.configure_flags, [f for f in req.options.get("configure_flags", []) if CONFIGURE_FLAG.fullmatch(f)])
+        from agents.debindex import DEBIAN_NAME
+
+        ci_asked = [p for p in req.options.get("ci_packages", []) if DEBIAN_NAME.fullmatch(p)]
+        gcc = era_gcc(era_time(instance, tree))
+        floor = CXX_STD_GCC.get(b.cxx_std or "")
+        if floor and int(floor) > int(gcc):
+            gcc = floor
+        if req.toolchain or req.avoid:
+            try:
+                gcc = constrained(sorted(DEBIAN_GCC, key=int), gcc, _gcc_major(req.toolchain) if
+                                  req.toolchain and req.toolchain in SUITE_GCC else req.toolchain, req.avoid)
+            except ValueError as e:
+                raise EnvBuildError(f"cfamily: {e}", instance_id=instance.instance_id) from e
+        choice = ensure_image(gcc, images, cmake=b.cmake_min if b.system == "cmake" else None)
+        cmake_version = choice.version.rsplit("cmake ", 1)[-1] if "cmake" in choice.version else \
+            cmake_of_suite(DEBIAN_GCC[gcc])
+        notes = list(b.notes)
+        setup: list[str] = []
+        if b.packages:
+            setup.append(apt_install(b.packages))
+        if b.missing_submodules:  # as a clone without `submodule update` has them (automake wants SUBDIRS)
+            setup.append("mkdir -p " + " ".join(_q(p) for p in b.missing_submodules))
+        setup += [source_fetch(path, pkg) for path, pkg in b.sources.items()]
+        tests = [f for f in touched]
+        env = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        if b.system == "cmake":
+            setup.append(install_helpers())
+            setup.append(f"mkdir -p {BUILD_DIR}/.cmake/api/v1/query && touch {BUILD_DIR}/.cmake/api/v1/query/codemodel-v2"
+                         f" && cmake -S /testbed -B {BUILD_DIR} -DCMAKE_BUILD_TYPE=None {' '.join(b.cmake_flags)}")
+            # only the targets the test run will build (those owning the touched files, else the
+            # test targets): a whole large project (json: hundreds of test binaries) outlasts the
+            # setup step's time on a loaded host
+            setup.append(f"python3 {HELPER} {BUILD_DIR} --build-only --jobs {JOBS} -- "
+                         + " ".join(_q(t) for t in tests) + " || echo 'swemint: some targets do not build at base_commit'")
+            junit = not b.gtest and version_key(cmake_version) >= (3, 21)
+            args = f"--junit {JUNIT}" if junit else "--verbose"  # -V: a passing test's output (TAP) too
+            # ctest's per-test limit (`envpool.testrun.limits`): a hanging test is that test's timeout
+            test_command = (f"python3 {HELPER} {BUILD_DIR} {args} --jobs {JOBS} --timeout {per_test()} -- "
+                            + " ".join(_q(t) for t in tests))
+            parser = "gtest_log" if b.gtest else ("ctest_junit" if junit else "ctest_log")
+            report = JUNIT if junit else None
+        elif b.system == "autotools":
+            if not b.configure_committed:
+                setup.append("autoreconf -fi")
+            setup.append(configure_command(b))
+            setup.append(f"make -j{JOBS}")
+            setup.append(f"make -j{JOBS} check TESTS=")
+            test_command = f"make -j{JOBS} -k check"
+            parser, report = "automake_log", None
+            notes.append("make check runs every test script (ids: script paths as automake prints them)")
+        elif b.system.startswith("driver:"):
+            test_command, parser, alts, more, (needs, ci_packages) = self._driver_plan(tree, b, touched,
+                                                                                       instance.instance_id)
+            setup += more
+            tests, report = list(alts[0].test_files), None
+            notes.append(f"test driver {b.system[7:]}: {alts[0].test_command[:300]}")
+            if needs or ci_packages:
+                notes.append(f"the driver needs {', '.join(n.label for n in needs) or 'nothing named'}; its CI "
+                             f"installs {', '.join(ci_packages) or 'nothing'}")
+        else:
+            setup.append(f"make -j{JOBS}")
+            test_command = f"make -k {b.make_target}"
+            parser, report = "automake_log", None
+            notes.append(f"plain Makefile: 'make {b.make_target}' is parsed as automake PASS:/FAIL: "
+                         "lines; a harness printing none gives no results")
+        plan = PolyPlan(ecosystem=self.name, toolchain=choice.version, image=choice.image, route=choice.route,
+                        build=b.system, substitutions=list(choice.substitutions), setup_commands=setup, env=env,
+                        test_command=test_command, parser=parser, report_path=report, test_files=tests,
+                        notes=notes + [f"build system: {b.system}"])
+        if b.fetchcontent:
+            plan.state["fetchcontent"] = {"declarations": [d.model_dump() for d in b.fetchcontent],
+                                          "mirror": images.debian_mirror}
+            plan.notes.append("FetchContent downloads: "
+                              + ", ".join(f"{d.name} ({d.url})" for d in b.fetchcontent)[:400])
+        if b.system.startswith("driver:"):
+            plan = plan.with_test(alts[0])
+            plan.test_alternatives = alts[1:]
+            plan.needs, plan.ci_packages = needs, ci_packages
+        plan.ci_packages = list(dict.fromkeys([*plan.ci_packages, *ci_asked]))
+        return plan
+
+    def _driver_plan(self, tree: GitTree, b: CBuild, touched: list[str], iid: str):
+        """(test command, parser, ranked TestSpecs, setup commands, (needs, CI packages)) of a
+        driver route: build with the Makefile that runs the driver (`drivers.make_build`), record
+        the driver's environment from its make target, run it on the touched tests; what the
+        driver needs (`drivers.driver_requirements`) goes into the plan. Raises EnvBuildError when the driver
+        or its build is gone, or the test patch touches none of its tests."""
+        driver = next((d for d in find_drivers(tree, self.name) if d.route == b.system), None)
+        build = make_build(tree, driver) if driver else None
+        if driver is None or build is None:
+            raise EnvBuildError(f"cfamily: {b.system}: no such driver built by a Makefile here", instance_id=iid)
+        build.flags = list(b.make_flags)
+        tests = driver_tests(driver, touched)
+        if not tests:
+            raise EnvBuildError(f"cfamily: {b.system}: the test patch touches none of its tests "
+                                f"({', '.join(touched[:5])})", instance_id=iid)
+        make = " ".join(_q(w) for w in ["make", *(["-C", build.folder] if build.folder != "." else []),
+                                          f"-j{JOBS}", *build.flags])
+        log = "/tmp/swemint-build.log"
+        prefix = (f"{make} > {log} 2>&1 || {{ tail -n 80 {log}; echo 'swemint: the build failed'; exit 2; }}; "
+                  f"if [ -f {ENV_FILE} ]; then . {ENV_FILE}; fi; ")
+        alts = driver_test_specs(driver, tests, prefix=prefix, files=tree.files)
+        setup = [make, *driver_env_setup(build, driver)]
+        return alts[0].test_command, driver.spec.parser, alts, setup, driver_requirements(tree, driver)
+
+    def build_command(self, plan: PolyPlan) -> str | None:
+        """Compile once (`verify.compile_once`): CMake plans build the test command's targets
+        (the helper's ``--build-only``: no ctest); automake's ``make check`` builds its check
+        programs with an empty ``TESTS=`` (no test script runs). None for a plain Makefile or a
+        repository test driver, whose build and tests cannot be told apart."""
+        cmd = plan.test_command
+        helper = f"python3 {HELPER} {BUILD_DIR} "
+        if plan.build == "cmake" and cmd.startswith(helper) and " -- " in cmd:
+            return f"{helper}--build-only --jobs {JOBS} -- {cmd.split(' -- ', 1)[1]}; true"
+        if plan.build == "autotools" and cmd == f"make -j{JOBS} -k check":
+            return f"make -j{JOBS} -k check TESTS=; true"
+        return None
+
+    def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
+        """A FetchContent download that failed (an unreachable host): its upstream tarball from
+        Debian's source package and the configure again with ``FETCHCONTENT_SOURCE_DIR_<NAME>``
+        (`fetch_repair`). Else install the Debian package of a dependency the configure step
+        reports missing (CMake ``Could NOT find X`` / ``By not providing "FindX.cmake"``,
+        pkg-config ``No package 'x' found``, autoconf's ``library 'x' is required``); None
+        otherwise."""
+        fetched = fetch_repair(plan, command, output, tried=tried)
+        if fetched and not _tried(fetched, tried):
+            return fetched
+        rec = recipes()
+        pkgs: list[str] = []
+        for name in re.findall(r"Could NOT find (\w+)|Could not find a package configuration file provided by \"?(\w+)",
+                                output):
+            _add(pkgs, rec["find_package"].get((name[0] or name[1]).lower()))
+        for mod in re.findall(r"No package '([\w.+-]+)' found", output):
+            _add(pkgs, rec["pkg_config"].get(mod.lower()))
+        for lib in re.findall(r"(?:library|lib)\s*'?([\w.+-]+)'? (?:is required|not found)", output):
+            _add(pkgs, rec["libs"].get(lib.lower()))
+        if re.search(r"(autoreconf|aclocal|libtoolize|autopoint): (command )?not found", output):
+            _add(pkgs, ["autoconf", "automake", "libtool", "autopoint"])
+        if not pkgs:
+            return None
+        fix = [apt_install(pkgs)]
+        return None if _tried(fix, tried) else fix
+
+
+    # -- the loop's generic next moves (agents.moves), fed with C/C++ data --------------------
+    def next_moves(self, ctx) -> list:
+        """Moves for a stalled C/C++ round (`agents.moves`): `test_option` (CMake: the OFF options
+        the helper printed because no CTest test is defined -- those the configure output or the
+        CI's ``cmake -DX=ON`` names first, then those whose name or help says test/check;
+        autotools: the ``--enable-X`` / ``--with-X`` switches of configure.ac that say test/check),
+        `rediscover` (a googletest test the test_patch adds never ran: the touched targets built
+        again from clean, their discovery after the test_patch) and `status_units` (the run gave
+        no per-test report: the scripts and make targets of the touched files graded by exit
+        status, `agents.ecosystems.cfamily.units`); after a failed build, `ci_setup` (the CI's apt packages
+        and its configure options: ``cmake -DX=<bool>``, ``./configure --enable/--disable/--with/
+        --without-X``, composite actions included). Each names its evidence."""
+        from agents.ecosystems.moves import Move
+
+        plan, out = ctx.plan, ctx.output or ""
+        moves: list = []
+        if ctx.why.startswith("setup failed"):
+            return _ci_setup_moves(ctx.tree, plan)
+        if plan.build == "cmake" and re.search(r"no CTest tests are defined|building the 0 test targets", out):
+            moves += _cmake_option_moves(ctx.tree, plan, out)
+        if plan.build == "autotools" and ctx.why.startswith("no test ran"):
+            moves += _configure_option_moves(ctx.tree, plan)
+        if plan.build == "cmake" and ctx.why.startswith("tests the test_patch adds never ran") and \
+                HELPER in plan.test_command and "--rediscover" not in plan.test_command:
+            spec = plan.test_spec().model_copy(update={"name": "rediscover", "test_command": plan.test_command.replace(
+                f"python3 {HELPER} {BUILD_DIR} ", f"python3 {HELPER} {BUILD_DIR} --rediscover ", 1)})
+            moves.append(Move(kind="rediscover", serves="tests discovered at build time", test=spec,
+                              evidence=f"{ctx.why}: the touched targets built again from clean, so what their "
+                                       "build registers is listed after the test_patch"))
+        if ctx.why.startswith("no test ran") and (plan.parser == "automake_log" or plan.build in ("make", "autotools")):
+            moves += _units_moves(ctx.tree, plan, ctx.touched)
+        return moves
+
+    def added_tests(self, test_patch: str) -> list[str]:
+        """The googletest tests (``TEST(Suite, Name)``, ``TEST_F``, ``TYPED_TEST``: ``Suite.Name``)
+        and Catch2 / doctest test cases (``TEST_CASE("name"``) a line the test_patch adds
+        declares (not those a removed line declared too: a test moved or edited in place)."""
+        from envpool.patches import added_lines, changed_lines
+
+        def declared(lines: list[str]) -> list[str]:
+            out = []
+            for line in lines:
+                m = _GTEST_DECL.match(line)
+                name = f"{m.group(2)}.{m.group(3)}" if m else None
+                if name is None and (m := _CASE_DECL.match(line)):
+                    name = m.group(1)
+                if name and name not in out:
+                    out.append(name)
+            return out
+
+        changed = changed_lines(test_patch)
+        names: list[str] = []
+        for path, lines in added_lines(test_patch).items():
+            if path.endswith(C_SUFFIXES):
+                removed = set(declared([x for x in changed.get(path, []) if x not in lines]))
+                names += [n for n in declared(lines) if n not in removed and n not in names]
+        return names
+
+
+def _tried(fix: list[str], tried: set[str]) -> bool:
+    """Whether Execution applied `fix` already (its keys are the commands plus the env as JSON)."""
+    key = "\n".join(fix)
+    return key in tried or key + "{}" in tried
+
+
+def fetch_config() -> fetchcontent.FetchContentConfig:
+    """`cfamily.yaml` ``fetchcontent``, validated."""
+    return fetchcontent.FetchContentConfig.model_validate(recipes().get("fetchcontent") or {})
+
+
+def fetch_repair(plan: PolyPlan | None, command: str, output: str, sources=None,
+                 tried: set[str] | None = None) -> list[str] | None:
+    """The FetchContent repair of a failed configure `command` (`fetchcontent.repair_commands`
+    with the plan's declarations and Debian's Sources on the plan's mirror; `sources`: a
+    `DebianSources` to use instead; `tried`: the repairs of this build), or None."""
+    if not fetchcontent.failed_fetches(output):
+        return None
+    from agents.ecosystems.cfamily.debsources import DebianSources
+
+    cfg = fetch_config()
+    state = (plan.state.get("fetchcontent") if plan is not None else None) or {}
+    sources = sources or DebianSources(cfg.sources, state.get("mirror") or DEBIAN_MIRROR)
+    got = fetchcontent.repair_commands(state, command, output, sources, cfg, tried or set())
+    return got[0] if got else None
+
+
+ECOSYSTEM = CFamily()
+

@@ -1,0 +1,196 @@
+"""The build systems of a C/C++ tree (`analyze`, `systems`): CMake (its project, options, the
+googletest / Catch2 / doctest it uses, submodules the mirror lacks), autotools, a plain
+Makefile."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from pydantic import BaseModel, Field
+from agents.gitrepo import GitTree
+import agents.ecosystems.cfamily.fetchcontent as fetchcontent
+from agents.ecosystems.cfamily.fetchcontent import Declaration
+from agents.ecosystems.cfamily.cfamily_recipe import recipes
+
+
+C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".c++")
+
+
+class CBuild(BaseModel):
+    """What `analyze` found. `system`: cmake | autotools | make | driver:<id>. `cmake_min`: the
+    ``cmake_minimum_required`` floor (None when absent). `cxx_std`: the highest C++ standard the
+    build files name. `packages`: Debian packages to install at setup. `configure_flags` /
+    `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
+    missing submodule would provide). `gtest`: GoogleTest output expected. `sources`: missing
+    submodule path -> the Debian source package whose upstream tarball fills it (its own tests
+    then run); `source_flags`: path -> (configure flags when it was filled, flags when not).
+    `fetchcontent`: the ``FetchContent_Declare`` downloads of the CMake files (a failed one is
+    provided from Debian's source, `agents.ecosystems.cfamily.fetchcontent`). `notes`: decisions worth
+    recording (missing submodules and their replacements)."""
+
+    system: str
+    cmake_min: str | None = None
+    cxx_std: str | None = None
+    packages: list[str] = Field(default_factory=list)
+    configure_flags: list[str] = Field(default_factory=list)
+    cmake_flags: list[str] = Field(default_factory=list)
+    make_flags: list[str] = Field(default_factory=list)
+    configure_committed: bool = False
+    make_target: str = "check"
+    gtest: bool = False
+    missing_submodules: list[str] = Field(default_factory=list)
+    sources: dict[str, str] = Field(default_factory=dict)
+    source_flags: dict[str, tuple[list[str], list[str]]] = Field(default_factory=dict)
+    fetchcontent: list[Declaration] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def _add(out: list[str], items) -> None:
+    for i in items or []:
+        if i not in out:
+            out.append(i)
+
+
+def _cmake_files(tree: GitTree) -> list[str]:
+    return [f for f in tree.files if PurePosixPath(f).name == "CMakeLists.txt" or f.endswith(".cmake")]
+
+
+def _missing_submodules(tree: GitTree) -> list[tuple[str, str]]:
+    """(path, url) of submodules in .gitmodules (`GitTree.submodules`) whose path has no file in
+    the tree."""
+    return [(m.path, m.url) for m in tree.submodules()
+            if not any(f.startswith(m.path.rstrip("/") + "/") for f in tree.files)]
+
+
+def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
+    rec = recipes()
+    top = tree.read("CMakeLists.txt") or ""
+    m = re.search(r"cmake_minimum_required\s*\(\s*VERSION\s+(\d+(?:\.\d+)*)", top, re.I)
+    b.cmake_min = m.group(1) if m else None
+    opts = rec["test_options"]
+    stds: list[int] = []
+    fetching: dict[str, str] = {}
+    for path in _cmake_files(tree)[:400]:
+        text = tree.read(path, limit=400_000) or ""
+        if "fetchcontent_declare" in text.lower():
+            fetching[path] = text
+        for name in re.findall(r"find_package\s*\(\s*([\w.+-]+)", text, re.I):
+            if name.lower() != project:  # the project's own package (an install test)
+                _add(b.packages, rec["find_package"].get(name.lower()))
+        for mods in re.findall(r"pkg_(?:check|search)_modules?\s*\(\s*\w+\s+([^)]*)\)", text, re.I):
+            for mod in re.findall(r"[\w.+-]+", mods):
+                _add(b.packages, rec["pkg_config"].get(re.split(r"[<>=]", mod)[0].lower()))
+        for name in re.findall(r"option\s*\(\s*(\w+)", text, re.I):
+            up = name.upper()
+            if any(up.endswith(s) for s in opts["never"]):
+                continue
+            if up in opts["names"] or any(up.endswith(s) for s in opts["suffixes"]):
+                flag = f"-D{name}=ON"
+                if flag not in b.cmake_flags:
+                    b.cmake_flags.append(flag)
+        stds += [int(s) for s in re.findall(r"CMAKE_CXX_STANDARD\s+(\d+)", text)]
+        stds += [int(s) for s in re.findall(r"cxx_std_(\d+)", text)]
+        if any(mk in text for mk in rec["gtest_markers"]):
+            b.gtest = True
+    if "-DBUILD_TESTING=ON" not in b.cmake_flags:
+        b.cmake_flags.insert(0, "-DBUILD_TESTING=ON")
+    b.fetchcontent = fetchcontent.declarations(fetching)
+    std = [s for s in stds if s < 90]  # 98 / 03 are old standards, not new ones
+    b.cxx_std = str(max(std)) if std else None
+    if any("gtest" in f.lower() or "googletest" in f.lower() for f in tree.files):
+        b.gtest = True
+
+
+def _autotools_analysis(tree: GitTree, b: CBuild, ac: str) -> None:
+    rec = recipes()
+    text = tree.read(ac) or ""
+    for lib in re.findall(r"AC_(?:CHECK_LIB|SEARCH_LIBS)\s*\(\s*\[?([\w.+-]+)", text):
+        _add(b.packages, rec["libs"].get(lib.lower()))
+    for mods in re.findall(r"PKG_CHECK_MODULES\s*\(\s*\[?\w+\]?\s*,\s*\[?([^\],)]*)", text):
+        for mod in re.findall(r"[\w.+-]+", mods):
+            _add(b.packages, rec["pkg_config"].get(re.split(r"[<>=]", mod)[0].lower()))
+    enables = {e.lower() for e in re.findall(r"AC_ARG_ENABLE\s*\(\s*\[?([\w-]+)", text)}
+    for name in rec["configure_disable"]:
+        if name in enables:
+            b.configure_flags.append(f"--disable-{name}")
+    b.configure_committed = tree.exists("configure")
+
+
+def _makefile_target(tree: GitTree) -> str:
+    text = tree.read("Makefile") or tree.read("makefile") or tree.read("GNUmakefile") or ""
+    for target in ("check", "test", "tests"):
+        if re.search(rf"^{target}\s*:", text, re.M):
+            return target
+    return "check"
+
+
+def systems(tree: GitTree) -> list[str]:
+    """The build systems `tree` offers, in the order `analyze` prefers them: cmake (a root
+    CMakeLists.txt with tests wins over configure.ac), autotools, make."""
+    top = tree.read("CMakeLists.txt")
+    ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
+    out = []
+    if top is not None and (ac is None or re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)):
+        out.append("cmake")
+    if ac is not None:
+        out.append("autotools")
+    if top is not None and "cmake" not in out:
+        out.append("cmake")
+    mk = next((m for m in ("Makefile", "makefile", "GNUmakefile") if tree.exists(m)), None)
+    if mk is not None and (not out or re.search(r"^(?:check|test|tests)\s*:", tree.read(mk) or "", re.M)):
+        out.append("make")
+    return out
+
+
+def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | None = None) -> CBuild:
+    """Read the build system of `tree` (see the module doc). `touched`: the test patch's paths
+    (their contents refine the GoogleTest decision); `project`: the repository's name (its own
+    ``find_package`` in install tests is not a dependency); `system`: use this build system
+    (a route the loop chose; `driver:<id>`: the repository's test driver) instead of the
+    preferred one. Raises nothing: an unknown layout is
+    `system="make"`."""
+    rec = recipes()
+    top = tree.read("CMakeLists.txt")
+    ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
+    if system == "cmake" and top is not None or system is None and top is not None and (
+            ac is None or re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)):
+        b = CBuild(system="cmake")
+        _cmake_analysis(tree, b, project.lower())
+    elif ac is not None and system in (None, "autotools"):
+        b = CBuild(system="autotools")
+        _autotools_analysis(tree, b, ac)
+    elif system and system.startswith("driver:"):
+        b = CBuild(system=system)
+    else:
+        b = CBuild(system="make", make_target=_makefile_target(tree))
+    for path in touched:
+        text = tree.read(path, limit=400_000) or ""
+        if path.endswith(C_SUFFIXES) and re.search(r"^\s*(TEST|TEST_F|TEST_P|TYPED_TEST)\s*\(", text, re.M):
+            b.gtest = True
+    for path, url in _missing_submodules(tree):
+        b.missing_submodules.append(path)
+        key = f"{path} {url}".lower()
+        hit = next((v for k, v in rec["submodules"].items() if k in key), None)
+        if hit is None:
+            b.notes.append(f"git submodule {path} ({url}) is missing from the mirror and no Debian "
+                           "replacement is known: the build may fail")
+            continue
+        if hit.get("debian_source") and b.system == "autotools" and PLAIN_PATH.fullmatch(path) and ".." not in path:
+            b.sources[path] = hit["debian_source"]
+            b.source_flags[path] = (list(hit.get("source_configure") or []), list(hit.get("configure") or []))
+            _add(b.packages, hit.get("packages"))  # the fallback when Debian's source cannot be fetched
+            b.notes.append(f"{path} (a git submodule) is missing from the mirror: filled from Debian's source "
+                           f"package {hit['debian_source']} (its own tests run, as in a full clone); where it "
+                           f"cannot be fetched: {hit['note']}")
+            continue
+        _add(b.packages, hit.get("packages"))
+        _add(b.configure_flags, hit.get("configure"))
+        _add(b.cmake_flags, hit.get("cmake"))
+        _add(b.make_flags, hit.get("make"))
+        b.notes.append(hit["note"])
+    return b
+
+
+PLAIN_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}")
+"""A submodule path that may enter a command unquoted (anything else keeps the Debian-library route)."""
+

@@ -1,0 +1,157 @@
+"""The next moves C/C++ feeds with data when a round gave nothing to grade: the CMake options
+and configure flags that gate tests (the CI's first), the CI's setup, the units of a
+Makefile graded by exit status."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from agents.gitrepo import GitTree
+from agents.ecosystems.base import PlanRequest, PolyPlan
+from agents.ecosystems.cfamily.cfamily_recipe import recipes
+
+
+_GTEST_DECL = re.compile(r"^\s*(TEST|TEST_F|TEST_P|TYPED_TEST|TYPED_TEST_P)\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+
+
+_CASE_DECL = re.compile(r"^\s*(?:TEST_CASE|SCENARIO|TEST_CASE_METHOD\s*\(\s*\w+\s*,)\s*\(?\s*\"([^\"]+)\"")
+
+
+CMAKE_FLAG = re.compile(r"-D[A-Za-z_][A-Za-z0-9_]*=(?:ON|OFF|TRUE|FALSE|YES|NO|1|0)", re.I)
+
+
+CONFIGURE_FLAG = re.compile(r"--(?:enable|disable|with|without)-[A-Za-z0-9][A-Za-z0-9_-]*(?:=(?:yes|no|auto))?")
+
+
+_OPTION_LINE = re.compile(r"^swemint-cmake-tests: option ([A-Za-z_][A-Za-z0-9_]*)=OFF \((.*)\)\s*$", re.M)
+
+
+_CONFIGURE_LINE = re.compile(r"^swemint-cmake-tests: configure says: (.*)$", re.M)
+
+
+def _never(name: str) -> bool:
+    up = name.upper()
+    return any(up.endswith(sfx) for sfx in recipes()["test_options"]["never"])
+
+
+def _ci_cmake_options(tree: GitTree) -> dict[str, str]:
+    """NAME -> CI file of each ``-DNAME=ON`` (TRUE / YES / 1) of a ``cmake`` call in the CI's run steps."""
+    from agents.ecosystems.ci import ci_steps, command_lines
+
+    out: dict[str, str] = {}
+    for step in ci_steps(tree):
+        for line in command_lines(step.resolved()):
+            if not re.search(r"(?:^|[\s/])cmake\s", line):
+                continue
+            for name in re.findall(r"-D\s*([A-Za-z_][A-Za-z0-9_]*)(?::BOOL)?=(?:ON|TRUE|YES|1)\b", line, re.I):
+                out.setdefault(name, step.path)
+    return out
+
+
+def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
+    """`test_option` moves of a CMake round that defined no test (`CFamily.next_moves`)."""
+    from agents.ecosystems.moves import Move
+
+    setup = "\n".join(plan.setup_commands)
+    off = {m.group(1): m.group(2) for m in _OPTION_LINE.finditer(output)}
+    said = [line for line in _CONFIGURE_LINE.findall(output)]
+    ci = _ci_cmake_options(tree)
+    strong: list[tuple[str, str]] = []
+    for line in said:
+        for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", line):
+            if (name in off or name in ci) and not _never(name) and all(n != name for n, _ in strong):
+                strong.append((name, f"configure says: {line.strip()[:200]}"))
+    for name, path in ci.items():
+        if name in off and all(n != name for n, _ in strong) and not _never(name):
+            strong.append((name, f"CI {path} configures -D{name}=ON"))
+    weak = [(n, f"option {n} is OFF ({h[:120]})") for n, h in off.items()
+            if not _never(n) and all(n != s for s, _ in strong)]
+    moves = []
+    for group in (strong, weak):
+        flags = [f"-D{n}=ON" for n, _ in group if f"-D{n}=ON" not in setup]
+        if flags:
+            moves.append(Move(kind="test_option", serves="tests behind a project option",
+                              evidence="; ".join(why for _, why in group)[:600],
+                              request=PlanRequest(options={"cmake_flags": flags}), key=" ".join(flags)))
+    return moves
+
+
+def _ci_configure_flags(tree: GitTree, system: str) -> list[tuple[str, str]]:
+    """(flag, CI file) of the configure options the CI's run steps and composite actions pass:
+    ``cmake ... -DX=<ON|OFF|TRUE|FALSE|YES|NO|0|1>`` for CMake, ``./configure --enable-x`` /
+    ``--disable-x`` / ``--with-x`` / ``--without-x`` for autotools; each flag once."""
+    from agents.ecosystems.ci import action_steps, ci_steps, command_lines, split_words
+
+    out: list[tuple[str, str]] = []
+    for step in ci_steps(tree) + action_steps(tree):
+        for line in command_lines(step.resolved()):
+            words = split_words(line)
+            if system == "cmake" and any(PurePosixPath(w).name == "cmake" for w in words[:3]):
+                flags = [re.sub(r"^-D\s*", "-D", w).replace(":BOOL=", "=") for w in words if w.startswith("-D")]
+                out += [(f, step.path) for f in flags if CMAKE_FLAG.fullmatch(f)]
+            elif system == "autotools" and any(PurePosixPath(w).name == "configure" for w in words[:3]):
+                out += [(w, step.path) for w in words if CONFIGURE_FLAG.fullmatch(w)]
+    seen: set[str] = set()
+    return [(f, p) for f, p in out if not (f in seen or seen.add(f))]
+
+
+def _ci_setup_moves(tree: GitTree, plan: PolyPlan) -> list:
+    """The `ci_setup` move of a failed C/C++ build: the CI's apt packages not asked yet
+    (`agents.ecosystems.ci.ci_apt_packages`; Execution installs those Debian has) and its
+    configure options not in the setup yet (`_ci_configure_flags`), in one rebuild."""
+    from agents.ecosystems.ci import ci_apt_packages
+    from agents.ecosystems.moves import Move
+
+    setup = "\n".join(plan.setup_commands)
+    packages = [p for p in ci_apt_packages(tree) if p not in plan.ci_packages]
+    system = plan.build if plan.build in ("cmake", "autotools") else ""
+    flags = [(f, p) for f, p in _ci_configure_flags(tree, system) if f not in setup] if system else []
+    if not packages and not flags:
+        return []
+    options: dict = {}
+    why: list[str] = []
+    if packages:
+        options["ci_packages"] = packages
+        why.append(f"the CI installs {' '.join(packages[:12])}")
+    if flags:
+        options["cmake_flags" if system == "cmake" else "configure_flags"] = [f for f, _ in flags]
+        why.append("the CI configures with " + ", ".join(f"{f} ({p})" for f, p in flags[:8]))
+    return [Move(kind="ci_setup", serves="a build that needs what the project's CI provides",
+                 evidence="; ".join(why)[:600], request=PlanRequest(options=options))]
+
+
+def _configure_option_moves(tree: GitTree, plan: PolyPlan) -> list:
+    """`test_option` moves of an autotools round that ran no test: the configure.ac switches
+    (``AC_ARG_ENABLE`` / ``AC_ARG_WITH``) whose name says test/check, not passed yet."""
+    from agents.ecosystems.moves import Move
+
+    ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
+    text = tree.read(ac) or "" if ac else ""
+    setup = "\n".join(plan.setup_commands)
+    flags = []
+    for kind, name in re.findall(r"AC_ARG_(ENABLE|WITH)\s*\(\s*\[?([\w-]+)", text):
+        flag = f"--{kind.lower()}-{name}"
+        if re.search(r"test|check", name, re.I) and flag not in setup and CONFIGURE_FLAG.fullmatch(flag):
+            flags.append(flag)
+    if not flags:
+        return []
+    return [Move(kind="test_option", serves="tests behind a project option", key=" ".join(flags),
+                 evidence=f"{ac} declares {', '.join(flags)}", request=PlanRequest(options={"configure_flags": flags}))]
+
+
+def _units_moves(tree: GitTree, plan: PolyPlan, touched: list[str]) -> list:
+    """A `status_units` move: the touched files' scripts and make targets, graded by exit status."""
+    from agents.ecosystems.base import TestSpec
+    from agents.ecosystems.cfamily.units import find_units, units_command
+    from agents.ecosystems.moves import Move
+
+    suite = find_units(tree, touched)
+    if not suite.touched:
+        return []
+    spec = TestSpec(name="units", test_command=units_command(suite.all()), parser="script_status_log",
+                    test_files=list(touched))
+    evidence = "; ".join(f"{u.id}: {u.evidence}" for u in suite.touched)
+    if suite.siblings:
+        evidence += f"; PASS_TO_PASS candidates: {', '.join(u.id for u in suite.siblings)}"
+    return [Move(kind="status_units", serves="suites with no per-test report", test=spec, evidence=evidence[:600])]
+

@@ -1,0 +1,82 @@
+"""The setup commands of a C/C++ plan: the configure command, the sources fetched for a
+build's FetchContent declarations, the helper scripts installed, and where the build and its
+reports live."""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from pathlib import Path
+from agents.ecosystems.cfamily.cfamily_recipe import RECIPES
+from agents.ecosystems.cfamily.c_builds import CBuild, PLAIN_PATH
+
+
+BUILD_DIR = "/opt/build"
+
+
+HELPER = "/usr/local/libexec/swemint/cmake_tests.py"
+
+
+HELPER_FILES = ("cmake_tests.py", "doctest_runs.py", "catch2_runs.py", "ctest_reruns.py")
+"""`recipes/` files installed beside each other in HELPER's folder (cmake_tests.py imports the
+runs modules, which import ctest_reruns.py)."""
+
+
+JUNIT = "/tmp/swemint-ctest.xml"
+
+
+JOBS = 2
+
+
+SOURCE_FETCH = (
+    "export DEBIAN_FRONTEND=noninteractive && "
+    "for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do if [ -f \"$f\" ]; then "
+    "sed -n 's/^deb /deb-src /p' \"$f\"; fi; done > /tmp/swemint-src.list && "
+    "mv /tmp/swemint-src.list /etc/apt/sources.list.d/swemint-src.list && "
+    "for f in /etc/apt/sources.list.d/*.sources; do case $f in *-swemint-src.sources) ;; *) if [ -f \"$f\" ]; then "
+    "sed 's/^Types: deb$/Types: deb-src/' \"$f\" > \"${{f%.sources}}-swemint-src.sources\"; fi;; esac; done && "
+    "apt-get update -qq && rm -rf /tmp/swemint-src && mkdir -p /tmp/swemint-src && cd /tmp/swemint-src && "
+    "{{ apt-get source --download-only --tar-only -qq {package} && mkdir -p /testbed/{path} && "
+    "tar -xf \"$(ls {package}_*.orig.tar.* | head -n 1)\" -C /testbed/{path} --strip-components=1 || "
+    "echo 'swemint: Debian source {package} unavailable: the Debian library is used'; }}; "
+    "cd / && rm -rf /tmp/swemint-src /etc/apt/sources.list.d/swemint-src.list /etc/apt/sources.list.d/*-swemint-src.sources "
+    "/var/lib/apt/lists/*")
+"""Fill a missing submodule's folder from the upstream tarball of Debian's source package (deb-src
+lines derived from the image's own apt sources, removed again)."""
+
+
+def configure_command(b: CBuild) -> str:
+    """``./configure`` with `b.configure_flags`; with submodules filled from Debian source, their
+    flags depend on whether the fetch filled them (``configure.ac`` there), so a source Debian
+    no longer serves falls back to the Debian library."""
+    plain = " ".join(["./configure", *b.configure_flags])
+    if not b.source_flags:
+        return plain
+    test = " && ".join(f"[ -f {_q(p + '/configure.ac')} ]" for p in b.source_flags)
+    filled = [f for fl, _ in b.source_flags.values() for f in fl]
+    library = [f for _, fl in b.source_flags.values() for f in fl]
+    return f"if {test}; then {' '.join([plain, *filled])}; else {' '.join([plain, *library])}; fi"
+
+
+def source_fetch(path: str, package: str) -> str:
+    """The setup command filling `path` (a missing submodule) from Debian source `package`."""
+    from agents.debindex import DEBIAN_NAME
+
+    if not DEBIAN_NAME.fullmatch(package) or not PLAIN_PATH.fullmatch(path) or ".." in path:
+        raise ValueError(f"not a Debian package name and a plain path: {package!r} {path!r}")
+    return SOURCE_FETCH.format(package=package, path=path)
+
+
+def install_helpers() -> str:
+    """The setup command writing `HELPER_FILES` verbatim (base64) into HELPER's folder."""
+    folder = Path(HELPER).parent
+    parts = [f"mkdir -p {folder}"]
+    for name in HELPER_FILES:
+        data = base64.b64encode((RECIPES / name).read_bytes()).decode()
+        parts.append(f"echo {data} | base64 -d > {folder / name}")
+    return " && ".join(parts + [f"chmod +x {HELPER}"])
+
+
+def _q(s: str) -> str:
+    return shlex.quote(s)
+
