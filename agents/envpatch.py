@@ -34,13 +34,19 @@ from envpool.quoting import comment
 
 def fits(cand: EnvRecord, plan: Plan, repo: str) -> str:
     """Why `cand` cannot be adapted for `plan` ("" when it can): another repository (never reused
-    across repositories), another language, or (outside Python) another toolchain than the plan's."""
+    across repositories), a language no ecosystem serves together with the plan's
+    (`agents.ecosystems.kin`: JavaScript and TypeScript fit each other), or another toolchain than
+    the plan's where the ecosystem does not adapt an environment itself (`Ecosystem.adapts`:
+    Python's EnvPatch keeps the candidate's interpreter)."""
+    import agents.ecosystems as registry
+
     if cand.repo != repo:
         return f"another repository ({cand.repo}): environments are reused only within their repository"
-    if cand.language and plan.language and cand.language != plan.language and \
-            {cand.language, plan.language} - {"javascript", "typescript"}:
+    if cand.language and plan.language and cand.language not in registry.kin(plan.language):
         return f"language {cand.language} != {plan.language}"
-    if plan.ecosystem != "python" and cand.interpreter and cand.interpreter != plan.toolchain:
+    eco = registry.by_name(plan.ecosystem)
+    adapts = eco is not None and eco.adapts
+    if not adapts and cand.interpreter and cand.interpreter != plan.toolchain:
         return f"toolchain {cand.interpreter} != {plan.toolchain}"
     return ""
 

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.config import MintConfig
 from agents.analysis import RepoProfile
-from agents.models import LANGUAGES, EnvRecord, Instance, InstanceResult, Outcome
+from agents.models import EnvRecord, Instance, InstanceResult, Outcome
 from envpool.errors import InfraError, InstanceInputError
 from pipeline.cpu import ContainerCpu, cpu_now
 
@@ -62,7 +62,7 @@ class MintPlan(BaseModel):
     `profile`: the Repository Analysis of `base_commit` (`agents.analysis.RepoProfile`: the
     ecosystems claiming the tree, manifests, runners, dependencies, the ranked candidate plans);
     the build stage gives it to the minter, which does not analyse again. `language`: the
-    profile's, in the one vocabulary (`agents.models.LANGUAGES`): the row's when it is in the
+    profile's, in the one vocabulary (the languages the registered ecosystems serve): the row's when it is in the
     vocabulary, else the detected ecosystem's (None when no ecosystem claims the tree).
     `ecosystem`: the best buildable candidate's ecosystem (`python`, `node`, `go`, `cfamily`, ...; None
     when none can be built: `profile.no_route` says why). `version`: the package's `X.Y` at
@@ -192,7 +192,7 @@ def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> Mi
     tree at `base_commit`, read from the git directory (no work tree, no Docker), and the
     `version` at that commit (`agents.reuse.derive_version`).
 
-    The row's `language` is honoured when it is in the vocabulary (`agents.models.LANGUAGES`): a
+    The row's `language` is honoured when a registered ecosystem serves it (`agents.ecosystems.languages`): a
     `language: java` row is analysed as Java only. A name outside it (a GitHub display language
     such as `shell` or `jupyter notebook` says nothing about the unit) is dropped, so the
     profile's language is the detected ecosystem's. Raises InstanceInputError when the commit is
@@ -209,7 +209,7 @@ def plan_instance(instance: Instance, repo_path: Path, config: MintConfig) -> Mi
     if not instance.test_patch.strip() or not instance.patch.strip():
         raise InstanceInputError("empty patch or test_patch", instance_id=iid)
     tree = GitTree(repo_path, instance.base_commit, instance_id=iid)
-    if instance.language not in LANGUAGES:
+    if instance.language not in registry.languages():
         instance = instance.model_copy(update={"language": None})
     profile = analyze(tree, instance)
     best = next(iter(profile.available()), None)

@@ -91,3 +91,22 @@ def test_the_agents_ask_no_ecosystem_for_a_hook_by_name():
                 if node.func.id == "hook" or name == "eco":
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
+
+
+def test_which_pooled_environment_fits_follows_the_declarations():
+    """`agents.envpatch.fits`: languages one ecosystem serves together fit each other; another
+    toolchain misfits unless the ecosystem adapts environments itself (Python's EnvPatch)."""
+    from agents.envpatch import fits
+    from agents.models import EnvRecord
+
+    def cand(language, interpreter):
+        return EnvRecord(instance_id="o__r-1", repo="o/r", base_commit="0" * 40, language=language,
+                         interpreter=interpreter, image_tag="t", test_command="t", parser="p")
+
+    def plan(eco, language, toolchain):
+        return Plan(ecosystem=eco, language=language, toolchain=toolchain, image="i", parser="p")
+
+    assert fits(cand("javascript", "node 18"), plan("node", "typescript", "node 18"), "o/r") == ""
+    assert fits(cand("go", "go 1.19"), plan("node", "typescript", "node 18"), "o/r").startswith("language ")
+    assert fits(cand("go", "go 1.19"), plan("go", "go", "go 1.21"), "o/r").startswith("toolchain ")
+    assert fits(cand("python", "3.9"), plan("python", "python", "3.11"), "o/r") == ""
