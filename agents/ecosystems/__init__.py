@@ -43,8 +43,20 @@ _REGISTERED = ECOSYSTEM_MODULES
 
 
 @lru_cache(maxsize=1)
+def _registered() -> dict[str, tuple[str, ...]]:
+    """Ecosystem name -> its languages, for the registration as written."""
+    ecos = [importlib.import_module(f"agents.ecosystems.{m}").ECOSYSTEM for m in _REGISTERED]
+    return {e.name: tuple(e.languages) for e in ecos}
+
+
 def _registered_languages() -> tuple[tuple[str, ...], ...]:
-    return tuple(importlib.import_module(f"agents.ecosystems.{m}").ECOSYSTEM.languages for m in _REGISTERED)
+    return tuple(_registered().values())
+
+
+def languages_of(name: str) -> tuple[str, ...] | None:
+    """The languages the registered ecosystem called `name` serves (`node` -> `javascript`,
+    `typescript`), or None when no registered ecosystem is called so."""
+    return _registered().get(name)
 
 
 def languages() -> tuple[str, ...]:
@@ -74,4 +86,4 @@ def pick_ecosystem(tree: GitTree, language: str | None) -> Ecosystem | None:
 
 
 __all__ = ["ECOSYSTEM_MODULES", "Ecosystem", "Plan", "PlanRequest", "PolyPlan", "Route", "TestSpec", "by_name",
-           "ecosystems", "kin", "languages", "pick_ecosystem", "serving"]
+           "ecosystems", "kin", "languages", "languages_of", "pick_ecosystem", "serving"]

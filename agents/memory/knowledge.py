@@ -8,7 +8,7 @@ Hand-written sources, each entry with provenance `rule` (or `seed`) and the file
 - `agents/ecosystems/recipes/diagnosis.yaml` `rules`: one entry per rule, id `rule-diag-<id>`,
   signature = the rule's pattern, action `rule` (engine `diagnosis`): `agents.diagnosis` applies
   it (its `Diagnosis` drives the loop), skipping the rules whose entry fell below the floor;
-- `recipes/go.yaml` `repairs`: pattern -> shell commands, id `rule-go-repair-<n>`;
+- `golang/go.yaml` `repairs`: pattern -> shell commands, id `rule-go-repair-<n>`;
 - `recipes/node.yaml` `repairs`: pattern lists per repair kind, id `rule-node-<kind>`, action
   `rule` (engine `ecosystem`: the Node ecosystem's code decides what the kind does);
 - `data/experiences/*.jsonl`: the seed set (`store.load_seed_files`).
@@ -29,13 +29,16 @@ import yaml
 from agents.memory.models import Action, EntryContext, Experience, Provenance, RuleAction, ShellAction
 
 RECIPES = Path(__file__).resolve().parents[1] / "ecosystems" / "recipes"
-ECOSYSTEM_NAMES = {"node": "javascript", "cfamily": "c", "java_maven": "java", "java_ant": "java"}
-"""Ecosystem module names (what `diagnose` is called with) -> the memory's vocabulary."""
 
 
 def memory_ecosystem(name: str) -> str:
-    """An ecosystem module's name in the memory's vocabulary (`node` -> `javascript`)."""
-    return ECOSYSTEM_NAMES.get(name, name)
+    """An ecosystem's name (what `diagnose` is called with; a route-qualified `java_maven` counts
+    as `java`) in the memory's vocabulary: the first language the registered ecosystem declares
+    (`node` -> `javascript`, `cfamily` -> `c`); a name no ecosystem has is kept."""
+    import agents.ecosystems as registry
+
+    served = registry.languages_of(name) or registry.languages_of(name.split("_")[0])
+    return served[0] if served else name
 
 
 def _slug(text: str) -> str:
@@ -74,8 +77,11 @@ def diagnosis_entries(path: Path = RECIPES / "diagnosis.yaml") -> list[Experienc
     return out
 
 
-def go_repair_entries(path: Path = RECIPES / "go.yaml") -> list[Experience]:
-    """One entry per `repairs` item of the Go recipe: its commands as shell actions."""
+def go_repair_entries(path: Path | None = None) -> list[Experience]:
+    """One entry per `repairs` item of the Go recipe (default: the Go ecosystem's data file,
+    `agents.ecosystems.golang.go_recipe.RECIPE_PATH`): its commands as shell actions."""
+    if path is None:
+        from agents.ecosystems.golang.go_recipe import RECIPE_PATH as path
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     out = []
     for n, r in enumerate(data.get("repairs", []), start=1):

@@ -110,3 +110,13 @@ def test_which_pooled_environment_fits_follows_the_declarations():
     assert fits(cand("go", "go 1.19"), plan("node", "typescript", "node 18"), "o/r").startswith("language ")
     assert fits(cand("go", "go 1.19"), plan("go", "go", "go 1.21"), "o/r").startswith("toolchain ")
     assert fits(cand("python", "3.9"), plan("python", "python", "3.11"), "o/r") == ""
+
+
+def test_rule_entries_name_the_language_the_ecosystem_declares(monkeypatch):
+    """The knowledge store's rule entries (`agents.memory.knowledge`) take their language from the
+    registration as written, also when a test narrows `ecosystems()` to one double."""
+    from agents.memory.knowledge import memory_ecosystem
+
+    monkeypatch.setattr(registry, "ecosystems", lambda: [])
+    assert [memory_ecosystem(n) for n in ("node", "cfamily", "java_maven", "go", "any")] == \
+        ["javascript", "c", "java", "go", "any"]
