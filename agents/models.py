@@ -22,20 +22,17 @@ OUTCOMES: tuple[str, ...] = ("verified", "no_fail_to_pass", "patch_failed", "env
                              "tests_not_run", "timeout", "infra_error")
 
 
-LANGUAGES: tuple[str, ...] = ("python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c",
-                              "cpp")
-"""swemint's vocabulary of languages: rows, sources, the experience memory and the pool all use
-these names (`cpp`, never `c++`)."""
-
 LANGUAGE_ALIASES: dict[str, str] = {
     "py": "python", "python3": "python", "js": "javascript", "node": "javascript", "nodejs": "javascript",
     "jsx": "javascript", "ts": "typescript", "tsx": "typescript", "golang": "go", "c++": "cpp",
     "cxx": "cpp", "cc": "cpp", "c/c++": "cpp", "rs": "rust", "kotlin": "java"}
-"""Other spellings (GitHub's `C++`, `Golang`, ...) -> the vocabulary's name."""
+"""Other spellings (GitHub's `C++`, `Golang`, ...) -> the vocabulary's name. The vocabulary itself is
+the languages the registered ecosystems declare (`agents.ecosystems.languages`: rows, sources, the
+experience memory and the pool all use these names, `cpp`, never `c++`)."""
 
 
 def canonical_language(value: str | None) -> str | None:
-    """`value` in swemint's vocabulary (`LANGUAGES`): lower-cased, aliases mapped (`C++` ->
+    """`value` in swemint's vocabulary (`agents.ecosystems.languages`): lower-cased, aliases mapped (`C++` ->
     `cpp`, `Go` -> `go`); a language outside the vocabulary is kept lower-cased; None/"" -> None."""
     if value is None or not str(value).strip():
         return None

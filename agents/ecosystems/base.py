@@ -14,7 +14,7 @@ Declared capabilities (class attributes):
 | attribute         | meaning                                                           | default      |
 |-------------------|-------------------------------------------------------------------|--------------|
 | `name`            | stored in plans and trajectories (`recipe:<name>:<n>` steps)      | required     |
-| `languages`       | the row languages it serves (`agents.models.LANGUAGES`)           | `(name,)`    |
+| `languages`       | the row languages it serves (swemint's vocabulary is their union) | `(name,)`    |
 | `test_path_rules` | the test-path rule sets (by language) that say which files are tests | `languages` |
 | `installer`       | its package installer (`uv`, `npm`): `install_command` answers     | None         |
 | `takes_test_args` | its plans have a place for runner arguments (`PlanRequest.test_args`) | False     |

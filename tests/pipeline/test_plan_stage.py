@@ -11,7 +11,8 @@ import pytest
 import agents.planner
 from agents.config import MintConfig
 from agents.flow import mint_instance
-from agents.models import LANGUAGES, Instance, InstanceResult, canonical_language
+from agents.ecosystems import languages
+from agents.models import Instance, InstanceResult, canonical_language
 from envpool.fake import FakeSandboxFactory
 from pipeline.sources.records import make_instance_row
 from pipeline.stages import MintStage, PlanStage, WorkItem, plan_instance
@@ -31,7 +32,7 @@ def test_a_source_row_says_cpp_never_cxx():
     row = make_instance_row(repo="acme/x", suffix=1, base_commit="c" * 40, patch="p", test_patch="t",
                             problem_statement="s", hints_text="", created_at=datetime.now(timezone.utc),
                             language="C++", source="github")
-    assert row["language"] == "cpp" and "cpp" in LANGUAGES and "c#" not in LANGUAGES
+    assert row["language"] == "cpp" and "cpp" in languages() and "c#" not in languages()
 
 
 def repo(tmp_path: Path, files: dict[str, str], tag: str | None = None) -> tuple[Path, str]:
