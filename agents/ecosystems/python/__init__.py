@@ -1,9 +1,10 @@
-"""Python behind the same seam as every other ecosystem.
+"""Python behind the same contract as every other ecosystem (`agents.ecosystems.base.Ecosystem`).
 
-Modules: `analysis` (the packaging profile: python_requires, extras, requirement files, tox, CI
-conda files...), `plan` (interpreter by era, uv options, test pins), `setup` (the uv builder and
-its repair rules), `selection` (which tests pytest runs), `envpatch` (a pooled environment made
-to fit another commit). This package holds the Ecosystem:
+Modules: `profile` (the packaging profile: python_requires, extras, requirement files, tox, CI
+conda files...; the package version and the memory's facts), `plan` (interpreter by era, uv
+options, test pins), `builder` (the uv builder and its repair rules), `selection` (which tests
+pytest runs), `envpatch` (a pooled environment made to fit another commit), `submodules` (git
+submodules the mirror lacks). This package holds the Ecosystem:
 
 - `plan`: the interpreter that fits the commit's era among those this host provides and that
   satisfy the request's constraint (`PlanRequest.toolchain`, e.g. `>=3.11` after a touched test
@@ -16,8 +17,10 @@ to fit another commit). This package holds the Ecosystem:
 - hooks: `build` (the uv builder: what it discovers while installing -- lifted date bounds,
   isolation, crashing packages -- needs the installer's state, so it runs the setup itself, with
   the flow's repair helper for what its rules miss), `run_tests` (pytest with swemint's report
-  plugin), `stored_test_command`, `adapt` (EnvPatch), `install_command` (`uv pip install` under
-  the instance's date bound), `plan_from_spec` (an LLM plan's test files and commands),
+  plugin; `aborted_exit_codes` 3/4), `stored_test_command`, `adapt` (EnvPatch: `adapts`),
+  `install_command` (`uv pip install` under the instance's date bound) and `request_action`
+  (memory pins, `uv_lift`, `uv_option`), `plan_from_spec` (an LLM plan's test files and commands),
+  `package_version` and `context_facts` (from the packaging profile),
   `dependency_layer` (the virtualenv with its date-bounded toolchain packages, keyed by what it
   resolved to: `agents.tiers`).
 
