@@ -51,6 +51,7 @@ from agents.ecosystems.debian import era_time
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.toolchains import version_key
+from agents.ecosystems.rust import cargo_limits
 from agents.ecosystems.rust.rust_recipe import RustRecipe, load_recipe
 from agents.ecosystems.rust.cargo_setup import (CRATE_NAME, CRATE_VERSION, MEMBERS_NOTE, RESUME_MARK, ROOT_NOTE,
                                                 _budgeted, _cd, _cd_root, _manifest_hunks, _proxy_target,
@@ -157,6 +158,12 @@ class RustEcosystem(Ecosystem):
                          f"cd /tmp/swemint-prefetch && echo {b64} | base64 -d | git apply --reject - ; "
                          f"cd {shlex.quote(posixpath.join('/tmp/swemint-prefetch', project.root))} && cargo fetch; rc=$?; "
                          "rm -rf /tmp/swemint-prefetch; exit $rc")
+        # the per-test limit: a watchdog as cargo's test runner (`agents.ecosystems.rust.cargo_limits`)
+        own = cargo_limits.own_runner(tree, project.root)
+        if own is None:
+            setup.append(cargo_limits.install_command())
+        else:
+            reasons.append(f"{own} sets a cargo runner: its tests run without swemint's per-test limit")
         for sel in sels:
             flags = " ".join(sel.base_flags) or _proxy_target(project, sel.package, tree)
             setup.append(cd + _budgeted(f"cargo test --no-run -p {shlex.quote(sel.package.name)}"
@@ -171,7 +178,8 @@ class RustEcosystem(Ecosystem):
         runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast{extra} -p {shlex.quote(s.package.name)}"
                 f"{feature_args[s.package.name]} {' '.join(s.flags)} 2>&1" for s in sels]
         rebuild = f"CARGO_NET_OFFLINE=true {bins} 2>&1 | tail -n 3; " if bins else ""
-        test_command = f"{cd}{rebuild}" + "; ".join(runs)
+        limit = cargo_limits.runner_prefix() if own is None else ""
+        test_command = f"{cd}{limit}{rebuild}" + "; ".join(runs)
         # compile once (`build_command`): the same targets with --no-run (doc tests cannot be
         # compiled ahead; arguments after a `--` belong to the test binaries)
         bextra = "" if "--" in shell_args(req.test_args) else extra
