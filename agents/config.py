@@ -55,7 +55,8 @@ class TimeoutsConfig(BaseModel):
     test_run: float = 900.0
     """One whole test run (the runner is killed after it; partial results are still used)."""
     per_test: float = 120.0
-    """One test (enforced by swemint's pytest plugin; the test is reported FAILED)."""
+    """One test: every run's SWEMINT_TEST_TIMEOUT, read by swemint's pytest plugin and each
+    runner's own limit (`envpool.testrun.limits`); the test is reported FAILED."""
     instance: float = 3600.0
     """The whole instance, all phases."""
 

@@ -6,7 +6,9 @@ each ecosystem writes its runner's own limit from it, so a hanging test ends as 
 failure -- a flake candidate -- instead of a run killed at `timeouts.test_run` with nothing
 graded: CTest ``--timeout`` (per test), Go ``-timeout`` (per test binary: Go has no per-test
 limit; the binary panics naming the running test, which fails), Surefire's fork timeout and
-JUnit Jupiter's default per-test timeout. Commands read it with a default (`per_test`), so a
+JUnit Jupiter's default per-test timeout, cargo's test binaries under swemint's watchdog
+(`agents.ecosystems.cargo_limits`), the JS runners' own timeout options at a quarter of the limit
+(`agents.ecosystems.node.limits`). Commands read it with a default (`per_test`), so a
 command run without it (a setup step) still has a limit. swemint's pytest plugin reads the same
 variable (`envpool.testrun.pytest_runner.pytest_env`).
 """

@@ -3,18 +3,17 @@ packages), pure: it reads the tree only."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from pathlib import PurePosixPath
 
 import yaml
 
 from agents.models import Instance
+from agents.ecosystems.node.limits import FLAGS as LIMIT_FLAGS, own_timeout, takes_option
 from agents.ecosystems.node.build import BuildStep, build_step
 from agents.ecosystems.node.karma import KarmaSetup, karma_covers, karma_setup
-from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json, recipe
+from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json
 from agents.ecosystems.node.runner import (data_test_files, fixture_test_files, glob_regex, has_config, mocha_spec_globs,
                                          package_dir, root_vitest_projects, runner_launcher, runner_of, runner_options,
                                          select_test_files, snapshot_test_files)
@@ -32,7 +31,9 @@ class NodeAnalysis:
       ``8``) or None (the image's npm / yarn v1); `lockfile`: its path or None;
     - `node_request`: what to ask `ensure_image` for (a version or major); `node_reason`: why;
     - `runner`: ``vitest`` | ``jest`` | ``mocha``; `runner_dir`: where to run it ("" = root);
-      `runner_options`: options taken from the project's script; `runner_env`: ``VAR=value``
+      `runner_options`: options taken from the project's script; `per_test_limit`: the runner gets
+      its timeout option at the JS per-test limit (`agents.ecosystems.node.limits`: the project
+      sets none and the runner takes it); `runner_env`: ``VAR=value``
       assignments that script sets; `launcher`: how the script starts the runner when it runs it
       through Node with flags (``node --experimental-vm-modules node_modules/jest/bin/jest.js``),
       used instead of the bare runner; `script_name`: the package script (``test``) that runs the
@@ -55,6 +56,7 @@ class NodeAnalysis:
     runner_dir: str
     test_files: list[str]
     runner_options: list[str] = field(default_factory=list)
+    per_test_limit: bool = False
     runner_env: list[str] = field(default_factory=list)
     launcher: list[str] = field(default_factory=list)
     script_name: str | None = None
@@ -164,12 +166,17 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     extra = list(dict.fromkeys(extra))
     if extra:
         notes.append(f"installed for the patched package.json: {', '.join(extra)}")
-    if runner == "mocha" and not any(o.startswith(("--timeout", "-t")) or o == "--no-timeouts" for o in opts):
-        rc = [p for p in tree.files if PurePosixPath(p).name.startswith(".mocharc")
-              and "/" not in p[len(runner_dir) + 1 if runner_dir else 0:]]
-        has_rc_timeout = any("timeout" in (tree.read(p) or "") for p in rc) or "timeout" in json.dumps(pkg.get("mocha") or {})
-        if not has_rc_timeout:
-            opts += ["--timeout", str(recipe()["mocha_default_timeout"])]
+    runner_pkg = read_json(tree, f"{runner_dir}/package.json") if runner_dir else pkg
+    per_test_limit = False  # the runner's timeout option at the JS per-test limit (`node.limits`)
+    if runner in LIMIT_FLAGS:
+        own = own_timeout(tree, [runner_pkg, pkg], runner, runner_dir, opts)
+        if own:
+            notes.append(f"{runner} keeps the project's own per-test timeout ({own})")
+        elif not takes_option(runner, {**package_deps(pkg), **package_deps(runner_pkg)}, cra):
+            notes.append(f"{runner} keeps its default per-test timeout (no declared version known to take "
+                         f"{LIMIT_FLAGS[runner].split('=')[0].split()[0]})")
+        else:
+            per_test_limit = True
     mocha_spec = package_deps(read_json(tree, f"{runner_dir}/package.json") if runner_dir else pkg).get("mocha") or \
         package_deps(pkg).get("mocha", "")
     mocha_major = version_key(re.sub(r"^[\^~>=<v\s]+", "", mocha_spec))[:1]
@@ -187,7 +194,7 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         yarn_path = str(rc.get("yarnPath")) if isinstance(rc, dict) and rc.get("yarnPath") else None
     return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
                         node_reason=reason, runner=runner, runner_dir=runner_dir, test_files=files,
-                        runner_options=opts, runner_env=env_assign, launcher=launcher, script_name=script_name, cra=cra, extra_packages=extra, build=build,
+                        runner_options=opts, per_test_limit=per_test_limit, runner_env=env_assign, launcher=launcher, script_name=script_name, cra=cra, extra_packages=extra, build=build,
                         karma=karma if runner == "karma" else None,
                         substitutions=subs, notes=notes)
 

@@ -12,6 +12,7 @@ from agents.ecosystems.node.ava import ava_command
 from agents.ecosystems.node.decisions import NodeAnalysis
 from agents.ecosystems.node.karma import setup_commands as karma_setup, test_command as karma_test
 from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
+from agents.ecosystems.node.limits import limit_option
 from agents.ecosystems.node.manifest import recipe
 from envpool.toolchains import ToolchainChoice
 from envpool.toolchains.node import NODE_PATH_ENV
@@ -83,7 +84,8 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
     env = "".join(f"{k}={shlex.quote(v)} " for k, _, v in (e.partition("=") for e in a.runner_env))
     berry = a.pm == "yarn-berry"
     run = (lambda b: f"yarn {b}") if berry else (lambda b: b)
-    opts = " ".join(shlex.quote(o) for o in a.runner_options)
+    opts = " ".join([*(shlex.quote(o) for o in a.runner_options),
+                     *([limit_option(a.runner)] if a.per_test_limit else [])])  # shell text: not quoted
     opts = f"{opts} " if opts else ""
     if a.runner == "karma" and a.karma:
         return f"{prefix}{karma_test(a.karma, a.test_files, REPORT_PATH)}", REPORT_PATH, "karma_json"

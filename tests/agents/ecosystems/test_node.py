@@ -18,12 +18,16 @@ from agents.ecosystems.node.plan import rebuild_skipped_scripts
 from agents.ecosystems.node import (ECOSYSTEM, added_dependencies, analyze, build_plan, mocha_options,
                                   select_test_files)
 from agents.ecosystems.node.ava import ava_command
+from agents.ecosystems.node.limits import limit_option
 from envpool.errors import EnvBuildError
 from envpool.testrun.polyglot.ava_console import RERUN_MARKER
 from envpool.testrun.registry import get_parser
 from envpool.testrun.status import TestStatus
 from envpool.toolchains import ToolchainChoice
 from tests.envpool.polyglot.conftest import DATA
+
+JEST_LIMIT = limit_option("jest")  # --testTimeout=$((${SWEMINT_TEST_TIMEOUT:-120}*250))
+MOCHA_LIMIT = limit_option("mocha")
 
 
 class FakeTree:
@@ -189,7 +193,7 @@ def test_vitest_runs_only_the_touched_files_with_a_json_report():
                "packages/rc/src/watch.ts"]
     plan = build_plan(analyze(tree, inst(), touched), choice())
     assert plan.parser == "vitest_json" and plan.report_path == node.REPORT_PATH
-    assert "vitest run packages/rc/__tests__/apiWatch.spec.ts --reporter=json" in plan.test_command
+    assert f"vitest run {limit_option('vitest')} packages/rc/__tests__/apiWatch.spec.ts --reporter=json" in plan.test_command
     assert f"--outputFile={node.REPORT_PATH}" in plan.test_command
     assert plan.test_files == ["packages/rc/__tests__/apiWatch.spec.ts"]
 
@@ -198,10 +202,10 @@ def test_jest_from_dependencies_and_react_scripts():
     tree = FakeTree({"package.json": pkg(devDependencies={"jest": "^29"})})
     plan = build_plan(analyze(tree, inst(), ["src/__tests__/a.js"]), choice())
     assert plan.parser == "jest_json"
-    assert "jest --json --outputFile=" in plan.test_command and "--runTestsByPath src/__tests__/a.js" in plan.test_command
+    assert f"jest {JEST_LIMIT} --json --outputFile=" in plan.test_command and "--runTestsByPath src/__tests__/a.js" in plan.test_command
     tree = FakeTree({"package.json": pkg(scripts={"test": "react-scripts test"}, dependencies={"react-scripts": "5"})})
     plan = build_plan(analyze(tree, inst(), ["src/App.test.js"]), choice())
-    assert "react-scripts test --watchAll=false --json" in plan.test_command
+    assert f"react-scripts test --watchAll=false {JEST_LIMIT} --json" in plan.test_command
 
 
 def test_mocha_takes_the_scripts_options_through_wrappers_and_reports_json():
@@ -215,11 +219,17 @@ def test_mocha_takes_the_scripts_options_through_wrappers_and_reports_json():
     assert plan.test_command.endswith("mocha --timeout 30000 --exit --reporter json test/unit/adapters/http.js")
 
 
-def test_mocha_gets_a_default_timeout_and_exit_unless_configured():
+def test_mocha_gets_the_per_test_limit_and_exit_unless_configured():
     tree = FakeTree({"package.json": pkg(devDependencies={"mocha": "^8"}), "Gruntfile.js": ""})
-    assert analyze(tree, inst(), TOUCHED).runner_options == ["--timeout", "30000", "--exit"]
+    a = analyze(tree, inst(), TOUCHED)
+    assert (a.runner_options, a.per_test_limit) == (["--exit"], True)
+    assert f"mocha --exit {MOCHA_LIMIT} --reporter json " in build_plan(a, choice()).test_command
+    assert MOCHA_LIMIT == "--timeout $((${SWEMINT_TEST_TIMEOUT:-120}*250))"  # 30 s at the default limit
     tree = FakeTree({"package.json": pkg(devDependencies={"mocha": "^8"}), ".mocharc.yml": "timeout: 5000\n"})
-    assert analyze(tree, inst(), TOUCHED).runner_options == ["--exit"]
+    a = analyze(tree, inst(), TOUCHED)
+    assert (a.runner_options, a.per_test_limit) == (["--exit"], False)
+    assert "--timeout" not in build_plan(a, choice()).test_command
+    assert any(".mocharc.yml sets timeout" in n for n in a.notes)
 
 
 def test_mocha_options_keep_env_assignments():
@@ -477,7 +487,7 @@ def test_yarn_berry_uses_its_vendored_release_or_corepack_from_the_npm_registry(
     assert (a.pm, a.yarn_path, a.node_request) == ("yarn-berry", ".yarn/releases/yarn-3.6.4.cjs", "16")
     plan = build_plan(a, choice())
     assert plan.setup_commands == ["yarn install --immutable"]
-    assert "yarn jest --json" in plan.test_command
+    assert f"yarn jest {JEST_LIMIT} --json" in plan.test_command
     plan = build_plan(analyze(FakeTree(files), inst(), TOUCHED), choice())
     assert "corepack prepare yarn@3.6.4 --activate" in plan.setup_commands[0]
 
@@ -487,12 +497,12 @@ def test_jest_and_vitest_keep_the_scripts_config_and_environment():
                                                           "--coverage --watch"},
                                          devDependencies={"jest": "^29"})})
     cmd = build_plan(analyze(tree, inst(), TOUCHED), choice()).test_command
-    assert "NODE_OPTIONS=--experimental-vm-modules jest -c jest.unit.js --json --outputFile=" in cmd
+    assert f"NODE_OPTIONS=--experimental-vm-modules jest -c jest.unit.js {JEST_LIMIT} --json --outputFile=" in cmd
     assert "--coverage" not in cmd and "--watch" not in cmd
     tree = FakeTree({"package.json": pkg(scripts={"test": "vitest --config vitest.unit.config.ts --reporter=dot"},
                                          devDependencies={"vitest": "^1"})})
     cmd = build_plan(analyze(tree, inst(), TOUCHED), choice()).test_command
-    assert "vitest run --config vitest.unit.config.ts test/a.test.js --reporter=json" in cmd
+    assert "vitest run --config vitest.unit.config.ts --testTimeout=$((${SWEMINT_TEST_TIMEOUT:-120}*250)) test/a.test.js --reporter=json" in cmd
     assert "--reporter=dot" not in cmd
 
 
@@ -533,7 +543,7 @@ def test_workspace_packages_pointing_at_build_output_get_the_repositorys_dev_bui
                             'GIT_INDEX_FILE=/tmp/swemint-node/index git add -A -- . ')
     assert "':(glob,exclude)**/test/**'" in guard and '!= "$(cat /opt/swemint-node/build.status' in guard
     assert "( make build-no-bundle ) > /tmp/swemint-node/build.log 2>&1" in guard
-    assert "yarn jest --json" in rest
+    assert f"yarn jest {JEST_LIMIT} --json" in rest
 
 
 def test_build_step_from_ci_then_build_script_and_none_when_entries_exist():

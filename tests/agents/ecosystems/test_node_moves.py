@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from agents.ecosystems.node import analyze, build_plan
 from agents.ecosystems.node.runner import data_test_files, runner_launcher, snapshot_test_files
-from tests.agents.ecosystems.test_node import FakeTree, choice, inst, pkg
+from tests.agents.ecosystems.test_node import JEST_LIMIT, FakeTree, choice, inst, pkg
 
 JEST = {"scripts": {"test": "jest"}, "devDependencies": {"jest": "^29"}}
 
@@ -53,7 +53,7 @@ def test_jest_started_through_node_flags_by_the_test_script_is_started_the_same_
                      "test/sum.test.js": ""})
     a = analyze(tree, inst(), ["test/sum.test.js"])
     cmd = build_plan(a, choice()).test_command
-    assert "node --experimental-vm-modules --no-warnings node_modules/jest/bin/jest.js --json --outputFile=" in cmd
+    assert f"node --experimental-vm-modules --no-warnings node_modules/jest/bin/jest.js {JEST_LIMIT} --json --outputFile=" in cmd
     # bare runners, env-var flags and other wrappers keep today's command
     assert runner_launcher("jest --ci", "jest") == []
     assert runner_launcher("NODE_OPTIONS=--experimental-vm-modules jest", "jest") == []
@@ -73,7 +73,7 @@ def test_a_stalled_jest_round_gets_the_projects_own_test_script_as_a_move():
                       tried=[plan.test_spec()])
     moves = ECOSYSTEM.next_moves(ctx)
     assert [m.kind for m in moves] == ["ci_command"]
-    assert "npm run test -- --json --outputFile=" in moves[0].test.test_command
+    assert f"npm run test -- {JEST_LIMIT} --json --outputFile=" in moves[0].test.test_command
     assert "--runTestsByPath test/a.test.js" in moves[0].test.test_command
     ctx.tried.append(moves[0].test)
     assert ECOSYSTEM.next_moves(ctx) == []
