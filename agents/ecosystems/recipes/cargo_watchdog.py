@@ -21,7 +21,8 @@ Their ``test <name> ... <status>`` lines and a ``test result:`` line with the bi
 follow, so the parser grades the binary's tests in libtest's own ids and its totals check holds;
 the runner exits 101 (libtest's failing status) and cargo, run with ``--no-fail-fast``, goes on
 with the next binary. A binary whose tests cannot be listed keeps what it printed (the parser
-notes the missing result line). Doc tests do not go through cargo's runner. Standard library
+notes the missing result line). A binary that never prints libtest's ``running N tests`` (a
+custom harness) runs without the limit. Doc tests do not go through cargo's runner. Standard library
 only (python3 >= 3.6).
 """
 
@@ -37,7 +38,9 @@ _TEST = re.compile(r"^test (?P<name>.+?) \.\.\. ?(?P<rest>.*)$")
 _TEST_INSIDE = re.compile(r"(?:^|(?<=\s))test (?P<name>\S.*?) \.\.\. (?P<st>ok|FAILED|ignored)")
 _STATUS = re.compile(r"^(ok|FAILED|ignored(?:, .*)?)$")
 _TAIL = re.compile(r"(ok|FAILED|ignored)$")
-_WARNED = re.compile(r"^test (?P<name>.+) has been running for over \d+ seconds$")
+_WARNED = re.compile(r"^(?:test .+? \.\.\. )?test (?P<name>.+) has been running for over \d+ seconds$")
+"""libtest's warning; multi-threaded, after the test's name: ``test x ... test x has been ...``."""
+_HEADER = re.compile(r'^(?:running \d+ tests?|\{ ?"type": ?"suite", ?"event": ?"started".*)$')
 _LISTED = re.compile(r"^(?P<name>.+): test$")
 _VALUE_OPTIONS = {"--test-threads", "--skip", "--logfile", "--format", "--color", "-Z", "--shuffle-seed"}
 RERUN_BUDGET = 4
@@ -64,6 +67,7 @@ class Tracker:
         self.pending = None
         self.warned = []
         self.skipping = False  # inside the ``failures:`` section (captured output)
+        self.libtest = False  # libtest's header (``running N tests``) seen: the limit applies
 
     def _record(self, name, word):
         word = word.split(",")[0]
@@ -73,6 +77,9 @@ class Tracker:
 
     def feed(self, line):
         """Read one line; True when it reports a test's start or result (activity)."""
+        if _HEADER.match(line):
+            self.libtest = True
+            return True
         if line.startswith("test result:"):
             self.skipping = False
             return True
@@ -123,7 +130,8 @@ def _end(proc):
 def watch(cmd, limit, out, tracker, loose=False):
     """Run `cmd`, copying its stdout to `out` (a binary stream) and feeding `tracker`, until it
     ends or nothing happens for `limit` seconds (no test starts or finishes; with `loose`, no
-    output at all). Returns (exit status or None when ended for hanging, the unfinished partial
+    output at all) once libtest's header has shown it is a libtest binary (a custom harness,
+    ``harness = false``, runs without a limit). Returns (exit status or None when ended for hanging, the unfinished partial
     line)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
     fd = proc.stdout.fileno()
@@ -150,7 +158,7 @@ def watch(cmd, limit, out, tracker, loose=False):
                     announced, last = start, time.monotonic()
             elif proc.poll() is not None:
                 break  # the binary ended; a process it started still holds the pipe
-            if time.monotonic() - last > limit:
+            if tracker.libtest and time.monotonic() - last > limit:
                 _end(proc)
                 return None, buf.decode("utf-8", "replace")
         return proc.wait(), buf.decode("utf-8", "replace")

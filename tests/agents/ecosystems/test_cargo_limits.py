@@ -39,13 +39,20 @@ if "--exact" in args:
         time.sleep(3600)
     out("test %s ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 2 filtered out\n\n" % name)
     sys.exit(0)
+if os.path.exists(os.path.join(here, "CUSTOM")):  # harness = false: its own output, no libtest header
+    out("checking 3 cases\n")
+    time.sleep(3)
+    out("all cases pass\n")
+    sys.exit(0)
 out("\nrunning 3 tests\n")
 if os.path.exists(os.path.join(here, "OK")):
     out("test a::passes ... ok\ntest a::hangs ... ok\ntest b::queued ... FAILED\n\nfailures:\n\n"
         "---- b::queued stdout ----\nboom\n\nfailures:\n    b::queued\n\n"
         "test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n\n")
     sys.exit(101)
-if os.path.exists(os.path.join(here, "THREADS1")):
+if os.path.exists(os.path.join(here, "WARN")):  # libtest's 60 s warning, multi-threaded
+    out("test a::passes ... ok\ntest a::hangs ... test a::hangs has been running for over 60 seconds\n")
+elif os.path.exists(os.path.join(here, "THREADS1")):
     out("test a::passes ... ok\ntest a::hangs ... ")
 else:
     out("test a::passes ... ok\n")
@@ -93,6 +100,17 @@ def test_single_threaded_libtest_names_the_running_test_which_is_not_run_again(f
                                               "--test-threads 1 --exact b::queued"]
 
 
+def test_a_test_libtest_warned_about_is_failed_without_running_again(fake):
+    binary, calls = fake
+    (binary.parent / "WARN").write_text("")
+    run = _watch(binary)
+    rep = parse_cargo_test(HEADER + run.stdout)
+    assert parse_cargo_test.check(HEADER + run.stdout) == [] and rep.statuses == {
+        "a::passes": TestStatus.PASSED, "a::hangs": TestStatus.FAILED, "b::queued": TestStatus.PASSED}
+    assert "over the limit: a::hangs;" in run.stdout
+    assert calls.read_text().splitlines() == ["", "--list", "--exact b::queued"]
+
+
 def test_a_binary_that_ends_passes_through_unchanged(fake):
     binary, calls = fake
     (binary.parent / "OK").write_text("")
@@ -102,6 +120,14 @@ def test_a_binary_that_ends_passes_through_unchanged(fake):
     assert calls.read_text().splitlines() == ["--nocapture"]
     listing = _watch(binary, "--list")
     assert listing.returncode == 0 and listing.stdout.startswith("a::passes: test\n")
+
+
+def test_a_custom_harness_runs_without_the_limit(fake):
+    """A ``harness = false`` binary prints no libtest header: nothing says a test hangs."""
+    binary, calls = fake
+    (binary.parent / "CUSTOM").write_text("")
+    run = _watch(binary, limit="1")
+    assert run.returncode == 0 and run.stdout == "checking 3 cases\nall cases pass\n"
 
 
 def test_terse_output_is_ended_without_names(fake):
