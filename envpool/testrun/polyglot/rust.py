@@ -19,7 +19,9 @@ Anomalies (the report then has `tests_ran=False`): a binary whose ``test result:
 M failed; K ignored`` totals differ from the lines parsed (a test printing ``test x ... ok``
 under ``--nocapture``, a mangled line); a binary with no result line (crashed); cargo stopping
 at the first failing binary (without ``--no-fail-fast`` later binaries never ran, so their tests
-would look absent before and new after). Sources: libtest's `formatters/pretty.rs`, cargo's
+would look absent before and new after): the rerun hint right after a binary that failed or has
+no result line, with no binary after it (cargo before 1.6x prints its one hint of a
+``--no-fail-fast`` run at the very end, after binaries that passed: no anomaly). Sources: libtest's `formatters/pretty.rs`, cargo's
 `ops/cargo_test.rs`, nextest's JUnit docs (nexte.st/docs/machine-readable/junit).
 """
 
@@ -74,6 +76,7 @@ def parse_cargo_test(text: str, known_tests: Iterable[str] | None = None) -> Res
     in_run: bool | str = False  # True: reading results; "failures": skipping captured output
     pending: str | None = None
     last_failed_binary = None
+    binary_failed = False  # the current binary's result line said FAILED
     build_failed = False
     for line in text.splitlines():
         m = _BINARY.match(line)
@@ -81,6 +84,7 @@ def parse_cargo_test(text: str, known_tests: Iterable[str] | None = None) -> Res
             if in_run and binary:
                 res.anomalies.append(f"cargo test: {binary} printed no `test result` line")
             binary, counts, in_run, pending, last_failed_binary = m.group(2), [0, 0, 0], True, None, None
+            binary_failed = False
             continue
         m = _NO_COMPILE.match(line)
         if m:
@@ -89,7 +93,8 @@ def parse_cargo_test(text: str, known_tests: Iterable[str] | None = None) -> Res
             build_failed = True  # known ids are failed at the end: a later cargo run may report them
             continue
         if line.startswith("error: test failed, to rerun pass"):
-            last_failed_binary = binary
+            if binary_failed or in_run:  # else old cargo's summary of an earlier binary, at the end
+                last_failed_binary = binary
             continue
         if re.match(r"^error: \d+ targets? failed", line):
             last_failed_binary = None
@@ -99,6 +104,7 @@ def parse_cargo_test(text: str, known_tests: Iterable[str] | None = None) -> Res
         m = _TOTALS.match(line)
         if m:
             expected = tuple(int(g) for g in m.groups())
+            binary_failed = line.startswith("test result: FAILED")
             if expected != tuple(counts):
                 res.anomalies.append(
                     f"cargo test: {binary}: totals {expected[0]} passed, {expected[1]} failed, "

@@ -70,6 +70,51 @@ def test_stopping_at_the_first_failing_binary_is_an_anomaly(golden):
     assert "regression::r2208" not in parse_cargo_test(raw).statuses
 
 
+OLD_CARGO_NO_FAIL_FAST = """     Running target/debug/deps/calc-cb7d05e3d3498d52
+
+running 1 test
+test tests::unit_bad ... FAILED
+
+failures:
+
+---- tests::unit_bad stdout ----
+thread 'tests::unit_bad' panicked at 'assertion failed', src/lib.rs:8:21
+
+
+failures:
+    tests::unit_bad
+
+test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out
+
+     Running target/debug/deps/basic-fa90ff29c8d6a114
+
+running 1 test
+test zero ... ok
+
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out
+
+   Doc-tests calc
+
+running 1 test
+test src/lib.rs - add (line 1) ... ok
+
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out
+
+error: test failed, to rerun pass '--lib'
+"""
+
+
+def test_old_cargos_one_hint_at_the_end_of_a_no_fail_fast_run_is_no_stop():
+    """cargo 1.46 (Debian's rust 1.48) prints the hint for its one failed target after every
+    binary ran; only a hint right after a failed binary means the run stopped there."""
+    assert parse_cargo_test.check(OLD_CARGO_NO_FAIL_FAST) == []
+    assert parse_cargo_test(OLD_CARGO_NO_FAIL_FAST).statuses == {"tests::unit_bad": F, "zero": P,
+                                                                  "src/lib.rs - add (line 1)": P}
+    stopped = OLD_CARGO_NO_FAIL_FAST.split("     Running target/debug/deps/basic")[0] + \
+        "error: test failed, to rerun pass '--lib'\n"
+    assert any("--no-fail-fast" in a for a in parse_cargo_test.check(stopped))
+
+
 def test_binary_without_result_line_is_an_anomaly():
     log = ("     Running unittests src/lib.rs (target/debug/deps/x-1)\n\nrunning 2 tests\n"
            "test a ... ok\nerror: test failed, to rerun pass `--lib`\n\nCaused by:\n"
