@@ -192,7 +192,8 @@ class RustEcosystem(Ecosystem):
                  f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
         return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,
                         route=choice.route, substitutions=subs, setup_commands=setup, env=env,
-                        test_command=test_command, parser="cargo_test", test_files=[
+                        test_command=test_command, parser="cargo_test", parser_options={"no_fail_fast": True},
+                        test_files=[
                             p for p in touched if p.endswith(".rs")], notes=notes, state={**state, **build_state})
 
     def dependency_layer(self, plan: PolyPlan, tree: GitTree):

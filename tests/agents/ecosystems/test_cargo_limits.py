@@ -150,6 +150,8 @@ def test_the_rust_plan_runs_cargo_test_under_the_watchdog(tmp_path, image_store)
     assert "_RUNNER=python3 /usr/local/libexec/swemint/cargo_watchdog.py ${SWEMINT_TEST_TIMEOUT:-120}" \
         in plan.test_command
     assert plan.test_command.index("_RUNNER=") < plan.test_command.index("cargo test")
+    assert plan.parser_options == {"no_fail_fast": True} and plan.test_command.count("cargo test --no-fail-fast") == \
+        plan.test_command.count("cargo test")
     # a project's own runner is kept, without the limit
     own = make_tree(tmp_path / "b", {"Cargo.toml": crate, "src/lib.rs": "pub fn f() {}\n",
                                      ".cargo/config.toml": '[target.x86_64-unknown-linux-gnu]\nrunner = "qemu"\n'})

@@ -113,6 +113,9 @@ def test_old_cargos_one_hint_at_the_end_of_a_no_fail_fast_run_is_no_stop():
     stopped = OLD_CARGO_NO_FAIL_FAST.split("     Running target/debug/deps/basic")[0] + \
         "error: test failed, to rerun pass '--lib'\n"
     assert any("--no-fail-fast" in a for a in parse_cargo_test.check(stopped))
+    # a command whose every cargo test has --no-fail-fast (parser option) never stopped there
+    assert parse_cargo_test.check(stopped, no_fail_fast=True) == []
+    assert parse_cargo_test(stopped, no_fail_fast=True).statuses == {"tests::unit_bad": F}
 
 
 def test_binary_without_result_line_is_an_anomaly():
