@@ -1,0 +1,58 @@
+"""scripts/bench_memory.py (issue 30's ablation): the id rule is deterministic and keeps out the
+excluded ids and repositories without a mirror; arm c's memory holds the hand-written entries and
+the ledgers' lessons keyed by repository; the report pairs arms on the ids all finished and
+counts the uses of memory with their scores."""
+
+from __future__ import annotations
+
+import json
+
+from agents.memory.store import ExperienceStore
+from agents.models import InstanceResult, RoundRecord, StepRecord
+from scripts.bench_memory import distil_ledgers, report, select
+from tests.pipeline.test_measure_scripts import _store
+
+
+def test_the_id_rule_takes_the_largest_mirrored_repositories_per_language(tmp_path):
+    rows = [{"instance_id": f"o__{r}-{n}", "repo": f"o/{r}", "language": lang}
+            for r, lang, k in (("big", "go", 5), ("mid", "go", 4), ("small", "go", 3), ("nomirror", "go", 9),
+                               ("few", "php", 2), ("p", "php", 3)) for n in range(k)]
+    src = tmp_path / "dev.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    excl = tmp_path / "x.txt"
+    excl.write_text("o__big-0\no__big-1\no__big-2\n")
+    mirrors = tmp_path / "m"
+    for r in ("big", "mid", "small", "few", "p"):
+        (mirrors / f"o+{r}").mkdir(parents=True)
+    ids = select(src, [excl], mirrors, languages=("go", "php"), repos=2, per=3)
+    assert {i.rsplit("-", 1)[0] for i in ids} == {"o__mid", "o__small", "o__p"}  # big has 2 left, few 2
+    assert len(ids) == 9 and not set(ids) & {"o__big-0", "o__big-1", "o__big-2"}
+    assert select(src, [excl], mirrors, languages=("go", "php")) == ids
+
+
+def test_arm_c_starts_from_the_ledgers_lessons_keyed_by_repository(tmp_path):
+    led = tmp_path / "l.jsonl"
+    led.write_text(json.dumps({"instance_id": "o__a-1", "repo": "o/a", "language": "go", "outcome": "env_failed",
+                               "reason": "go: module example.com/x requires go >= 1.99 (running go 1.22)"}) + "\n"
+                   + json.dumps({"instance_id": "o__a-2", "repo": "o/a", "language": "go", "outcome": "verified",
+                                 "reason": "1 FAIL_TO_PASS"}) + "\n")
+    assert distil_ledgers([led], tmp_path / "m.duckdb") == 1
+    with ExperienceStore(tmp_path / "m.duckdb", read_only=True) as s:
+        [e] = [e for e in s.all() if e.provenance.source == "learned"]
+        assert e.negative and e.context.repos == ["o/a"] and any(x.provenance.source == "rule" for x in s.all())
+
+
+def test_the_report_pairs_the_arms_and_scores_the_uses(tmp_path):
+    use = StepRecord(agent="memory", rule="use:rule-diag-missing-header", note=json.dumps({"stage": "setup"}))
+    score = StepRecord(agent="memory", rule="score:rule-diag-missing-header", exit_code=0,
+                       note=json.dumps({"stage": "setup"}))
+    for arm, outcome in (("a", "env_failed"), ("b", "verified"), ("c", "verified")):
+        _store(tmp_path / f"{arm}-pass1", InstanceResult(instance_id="o__a-1", repo="o/a", outcome=outcome,
+                                                         rounds=[RoundRecord(round=1)]),
+               steps=[use, score] if arm != "a" else [])
+    _store(tmp_path / "b-pass1", InstanceResult(instance_id="o__a-2", repo="o/a", outcome="verified"))
+    rep = report(tmp_path, None)["pass1"]
+    assert rep["finished_by_every_arm"] == 1 and rep["b"]["all"]["finished"] == 2
+    assert rep["b"]["common"]["verified"] == 1 and rep["a"]["common"]["verified"] == 0
+    assert rep["b"]["common"]["scores_by_stage_source"] == {"setup/rule": "1/1"}
+    assert rep["differences"] == [{"instance_id": "o__a-1", "a": "env_failed", "b": "verified", "c": "verified"}]
