@@ -209,6 +209,36 @@ def test_a_hanging_jest_test_fails_at_the_js_limit(mint):
     assert "Exceeded timeout of 2000 ms" in Path(res.log_path).read_text(errors="replace")
 
 
+VITEST_TEST = ("import { describe, expect, test } from 'vitest';\nimport { add, mul } from '../src/calc.js';\n\n"
+               "describe('calc', () => {\n  test('adds', () => expect(add(2, 3)).toBe(5));\n"
+               "  test('hangs', () => new Promise(() => {}));\n});\n")
+
+
+def test_a_hanging_vitest_test_fails_at_the_js_limit(mint, tmp_path, docker_client):
+    """The same with Vitest 1: ``--testTimeout`` at 2000 ms (Vitest's own default is 5000 ms);
+    its JSON report (which the run log does not show) read from a run in the minted image."""
+    files = {"package.json": json.dumps({"name": "calc", "version": "1.0.0", "private": True, "type": "module",
+                                         "scripts": {"test": "vitest"}, "devDependencies": {"vitest": "1.6.0"}}) + "\n",
+             ".nvmrc": "18\n", "src/calc.js": "export const add = (a, b) => a + b;\nexport const mul = (a, b) => a + b;\n",
+             "tests/calc.test.js": VITEST_TEST}
+    new = VITEST_TEST.replace("  test('hangs'", "  test('multiplies', () => expect(mul(2, 3)).toBe(6));\n  test('hangs'")
+    res = mint(node.ECOSYSTEM, files, {"tests/calc.test.js": new},
+               {"src/calc.js": "export const add = (a, b) => a + b;\nexport const mul = (a, b) => a * b;\n"}, "vhang",
+               "javascript", timeouts={"per_test": 8, "test_run": 300})
+    assert res.outcome == "verified", res.reason
+    # (Vitest 1's JSON report gives the file's own suite an empty ancestor title: ids as parsed today)
+    assert len(res.FAIL_TO_PASS) == 1 and res.FAIL_TO_PASS[0].endswith(" > calc > multiplies")
+    assert len(res.PASS_TO_PASS) == 1 and res.PASS_TO_PASS[0].endswith(" > calc > adds")
+    assert not any("timed out" in a for a in res.anomalies), res.anomalies
+    assert "--testTimeout=$((${SWEMINT_TEST_TIMEOUT:-120}*250))" in res.test_command
+    plan = json.loads(next((tmp_path / "w").rglob("plan.json")).read_text())
+    out = docker_client.containers.run(res.image, ["bash", "-c", f"cd /testbed && {plan['test_command']}; "
+                                                   "cat /tmp/swemint-node/report.json"],
+                                       environment={**plan["env"], "SWEMINT_TEST_TIMEOUT": "8"}, network_mode="none",
+                                       remove=True, labels={"swemint.run": f"cost-vhang-{SESSION}"}).decode()
+    assert "Test timed out in 2000ms" in out, out[-2000:]
+
+
 def test_go_images_carry_the_compiled_standard_library_and_python3(docker_client):
     """A cold Go instance compiles no standard-library package (Go >= 1.20 ships none compiled:
     the image's build cache holds them), and the grading tools' python3 is in the image."""
