@@ -7,6 +7,7 @@ matches the output first, then BM25 hits on the error text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -61,6 +62,13 @@ def context_match(e: Experience, ctx: RepoContext) -> str:
         return ""
     return "; ".join(([f"build system {', '.join(builds)}"] if builds else [])
                      + ([f"dependency {', '.join(deps[:5])}"] if deps else []))
+
+
+def project_names(ctx: RepoContext) -> set[str]:
+    """The package names a project names: its declared dependencies and the words of its
+    commands (an `apt-get install libonig-dev` of its CI or plan), normalised."""
+    words = {w.lower() for c in ctx.commands for w in re.findall(r"[A-Za-z0-9][\w.+-]*", c)}
+    return ctx.dependency_names() | {re.sub(r"[-_.]+", "-", w) for w in words}
 
 
 def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
@@ -169,12 +177,20 @@ class Retriever:
 
     def retrieve(self, ctx: RepoContext, k: int | None = None, include_negative: bool | None = None,
                  extra_queries: Sequence[str] = ()) -> list[Hit]:
-        """Context-aware retrieval: likely-obstacle queries for `ctx` (plus `extra_queries`), one
-        ranked list per query, fused by RRF; the top `k` of the context's ecosystem family."""
+        """Context-aware retrieval: likely-obstacle queries for `ctx` (plus `extra_queries`) and the
+        project's own query, one ranked list per query, plus its lessons keyed by context, fused
+        by RRF; the top `k` of the entries eligible for the project. A hand-written entry about
+        packages (its actions') the project names nowhere (`project_names`) is left to the error
+        that names them: a C project without ncurses gets no ncurses entry before a failure."""
         queries = [(r.id, r.query, r.weight) for r in self.rules.queries(ctx)] + [(q, q, 1.0) for q in extra_queries]
         if self.config.profile_query and (pq := ctx.profile_query()):
-            queries.append(("profile", pq, 1.0))
+            queries.append(("profile", pq, 0.5))  # half a template: the profile adds, the templates lead
         mask = self.mask(ctx.ecosystem, include_negative, ctx)
+        names = project_names(ctx)
+        for i, e in enumerate(self.entries):  # an entry about packages the project does not name waits for its error
+            if mask[i] and e.provenance.hand_written and e.context.dependencies and \
+                    not set(e.context.dependencies) & names:
+                mask[i] = False
         lists: list[list[int]] = []
         weights: list[float] = []
         found_by: dict[int, list[str]] = {}

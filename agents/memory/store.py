@@ -83,11 +83,11 @@ def _dist(req: str) -> str | None:
 
 
 def action_dependencies(actions: list) -> list[str]:
-    """The packages a hand-written entry's `pin`, `install` and `uv_lift` actions name
+    """The packages a hand-written entry's `pin`, `install`, `apt` and `uv_lift` actions name
     (normalised), the entry's dependency context when it declares none."""
     names: list[str] = []
     for a in actions:
-        reqs = [a.requirement] if a.kind == "pin" else list(a.packages) if a.kind == "install" else \
+        reqs = [a.requirement] if a.kind == "pin" else list(a.packages) if a.kind in ("install", "apt") else \
             [a.package] if a.kind == "uv_lift" else []
         names += [n for r in reqs if (n := _dist(r)) and n not in names]
     return names

@@ -189,3 +189,16 @@ def test_every_use_is_scored_against_the_round_it_shaped_and_counted_by_learning
     assert (mem.store.get("learned-java-a").times_applied, mem.store.get("learned-java-a").times_worked) == (2, 1)
     assert mem.store.get("rule-diag-missing-header").times_worked == 1
     assert mem.store.get("learned-java-b") is None  # an unknown id is skipped
+
+
+def test_a_project_gets_no_entry_about_packages_it_names_nowhere_before_a_failure():
+    """Issue 30: a C project got ncurses, pcre and Qt5 entries."""
+    c = RepoContext(ecosystem="c", toolchain="12", era=2023, repo="acme/tool", build_systems=["autotools"],
+                    files=["configure.ac"], commands=["apt-get install -y libonig-dev", "./configure && make"])
+    mem = memory_with(seeds=True)
+    ids = [h.experience.id for h in mem.retrieve(c, k=10)]
+    assert ids and not {"c-ncurses-header", "c-pcre-header"} & set(ids)
+    with_curses = c.model_copy(update={"commands": c.commands + ["apt-get install -y libncurses-dev"]})
+    assert "c-ncurses-header" in [h.experience.id for h in mem.retrieve(with_curses, k=30)]
+    out = "src/x.c:3:10: fatal error: curses.h: No such file or directory"
+    assert "c-ncurses-header" in [h.experience.id for h in mem.retrieve_for_error(out, "c", ctx=c)]
