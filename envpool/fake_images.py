@@ -50,6 +50,7 @@ class FakeImageStore(dict[str, FakeImage]):
             every other pull fails, as on a host without a container registry.
         layer_error: when set, `layer` raises InfraError with it (a failing image build).
         registries_down: registries whose `push` fails (connection refused).
+        node_name: the node this fake engine serves (`node()`; "" unknown).
 
     Attributes:
         built: (kind, tag, parent or suite, script or packages) of every `layer` / `bootstrap`,
@@ -57,13 +58,14 @@ class FakeImageStore(dict[str, FakeImage]):
     """
 
     def __init__(self, images: dict[str, FakeImage] | list[str] | None = None, *, pullable: set[str] | None = None,
-                 layer_error: str | None = None, registries_down: set[str] | None = None):
+                 layer_error: str | None = None, registries_down: set[str] | None = None, node_name: str = ""):
         super().__init__()
         for ref in images or []:
             self[ref] = images[ref] if isinstance(images, dict) else FakeImage(id=fake_id(ref), ref=ref, labels={})
         self.pullable = set(pullable or ())
         self.layer_error = layer_error
         self.registries_down = set(registries_down or ())
+        self.node_name = node_name
         self.pushed: list[tuple[str, str]] = []
         self.built: list[tuple[str, str, str, str]] = []
         self.pulled: list[str] = []
@@ -145,6 +147,10 @@ class FakeImageStore(dict[str, FakeImage]):
             raise InfraError(f"pushing {ref} to {registry} failed: no such image")
         self.pushed.append((ref, registry))
         return f"{registry}/{ref.rpartition(':')[0]}@{img.id}"
+
+    def node(self) -> str:
+        """`node_name` (a test names the node its fake engine serves; "" by default)."""
+        return self.node_name
 
     def tags_built(self) -> builtins.list[str]:
         """The tags `layer` and `bootstrap` made, in order."""

@@ -26,6 +26,24 @@ from envpool.sandbox import ImageInfo, ImageStore, SandboxSpec
 
 log = logging.getLogger(__name__)
 
+NODE_LABEL = "swemint.node"
+"""Engine label (`dockerd --label swemint.node=NAME`) naming the node an engine serves (image
+events, `EnvRecord.node`)."""
+
+
+def engine_node(client) -> str:
+    """The node an engine serves: its `swemint.node` label, else the engine's name ("" when
+    `info()` fails)."""
+    try:
+        info = client.info()
+    except Exception:  # noqa: BLE001
+        return ""
+    for label in info.get("Labels") or []:
+        key, _, value = str(label).partition("=")
+        if key == NODE_LABEL and value:
+            return value
+    return str(info.get("Name") or "")
+
 
 def _info(img) -> ImageInfo:
     attrs = getattr(img, "attrs", None) or {}
@@ -96,6 +114,11 @@ class DockerImageStore:
             repo, _, t = tag.rpartition(":")
             sb.commit(repo, t, labels=labels)
         return tag
+
+    def node(self) -> str:
+        """The engine's node name (`engine_node`: its `swemint.node` label, else its name; ""
+        when the engine does not answer)."""
+        return engine_node(self.client)
 
     def push(self, ref: str, registry: str, auth: dict | None = None) -> str:
         """`envpool.pool.publish_image` on this engine."""

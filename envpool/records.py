@@ -21,7 +21,10 @@ class EnvRecord(BaseModel):
     (`3.11`, `go 1.21.13`, `rust 1.78`, ...). `dependencies`: the names the repository declares
     at `base_commit` (manifest dependencies; one per line, sorted; informational: environments are
     reused only within their repository). `dependency_key` / `dependency_image_id`: the dependency
-    layer the image stands on (`agents.tiers`), None without one.
+    layer the image stands on (`agents.tiers`), None without one. `node`: the Docker node that
+    verified it (its engine's `swemint.node` label, else the engine's name; "" unknown): where the
+    image, its dependency layer and the repository's caches are, so a later run prefers that node
+    for the repository's instances (`pipeline.executors.Locality`, a hint).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,6 +49,7 @@ class EnvRecord(BaseModel):
     dependencies: str = ""
     dependency_key: str | None = None
     dependency_image_id: str | None = None
+    node: str = ""
 
     def dependency_set(self) -> set[str]:
         """`dependencies` as a set of names (empty lines dropped)."""

@@ -39,14 +39,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from envpool.errors import InfraError
+from envpool.imagestore import NODE_LABEL, engine_node  # noqa: F401 - the node's name, re-exported
 from envpool.pool import publish_image, registry_credentials, registry_reference, split_reference
 
 log = logging.getLogger(__name__)
 
 EVENTS = "events.jsonl"
 """File in the shared folder with one line per image built, pulled or published."""
-NODE_LABEL = "swemint.node"
-"""Engine label (`dockerd --label swemint.node=NAME`) naming the node in events."""
 
 
 class SharedImages(Protocol):
@@ -94,20 +93,6 @@ def cluster_lock(shared_dir: Path | None, key: str, timeout: float = 7200.0):
                 yield
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def engine_node(client) -> str:
-    """The node an engine serves: its `swemint.node` label, else the engine's name ("" when
-    `info()` fails)."""
-    try:
-        info = client.info()
-    except Exception:  # noqa: BLE001
-        return ""
-    for label in info.get("Labels") or []:
-        key, _, value = str(label).partition("=")
-        if key == NODE_LABEL and value:
-            return value
-    return str(info.get("Name") or "")
 
 
 def record_event(shared_dir: Path | None, client, action: str, tag: str, seconds: float = 0.0,

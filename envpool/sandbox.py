@@ -203,6 +203,11 @@ class ImageStore(Protocol):
         InfraError when the image is missing or the push fails (registry down, credentials)."""
         ...
 
+    def node(self) -> str:
+        """The name of the node whose engine holds these images (the engine's `swemint.node`
+        label, else its name; "" when it cannot say). Never raises."""
+        ...
+
 
 def engine_isolation(factory) -> dict[str, object]:
     """`factory.isolation()` (e.g. `{"user_namespaces": bool, "root_uid": int, ...}`) for a row,

@@ -473,6 +473,8 @@ def _run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None, runner: Runner | N
         warn_without_userns(cfg)
     runner = runner or make_runner(cfg)
     each_node = getattr(runner, "each_node", None)
+    if (locality := getattr(runner, "locality", None)) is not None:
+        locality.seed(book.pool.list())  # where earlier runs verified each repository (a hint)
     try:
         if items:
             book.sweep_stale(each_node, [it.instance for it in items])

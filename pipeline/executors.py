@@ -84,20 +84,55 @@ class Executor(Protocol):
 
 
 class Locality:
-    """Where each repository's images and caches are: repository -> the node that last ran a
-    build of one of its instances (MEnvAgent-style reuse works best where the repository's
-    environments already are). Only a hint for `Executor.submit(prefer=...)`: the executor runs
-    the item elsewhere when that node is busy or gone."""
+    """Where each repository's images and caches are, as a hint for `Executor.submit(prefer=...)`
+    (the executor runs the item elsewhere when that node is busy or gone: never a requirement).
+    MEnvAgent-style reuse works best where the repository's environments already are.
 
-    def __init__(self) -> None:
+    - In this run (`note`): repository -> the Ray node id that last ran a build of one of its
+      instances.
+    - From earlier runs (`seed`): repository -> the node name (`EnvRecord.node`: the engine's
+      `swemint.node` label, else its name) of its newest pooled environment, turned into today's
+      Ray node id through `names()` ({node id: node name}, e.g. `RayExecutor.node_names`; a
+      node that comes back gets a new id but its engine keeps its name), asked at most every
+      `refresh_s` seconds and only when such a hint is wanted. A name no alive node has is no
+      hint; a failing `names()` is none either.
+    """
+
+    def __init__(self, names: Callable[[], dict[str, str]] | None = None, refresh_s: float = 60.0) -> None:
         self.by_repo: dict[str, str] = {}
+        self.by_name: dict[str, str] = {}
+        self.names, self.refresh_s = names, refresh_s
+        self._ids: dict[str, str] = {}
+        self._asked: float | None = None
+
+    def seed(self, records: Iterable[Any]) -> int:
+        """Learn each repository's node from pooled environments (records with `repo` and `node`,
+        oldest first as `EnvPool.list()` gives them: the newest wins); returns how many
+        repositories have a node now."""
+        for rec in records:
+            if getattr(rec, "node", ""):
+                self.by_name[rec.repo] = rec.node
+        return len(self.by_name)
+
+    def _id_of(self, name: str) -> str | None:
+        now = time.monotonic()
+        if self.names is not None and (self._asked is None or now - self._asked >= self.refresh_s):
+            self._asked = now
+            try:
+                self._ids = {n: nid for nid, n in self.names().items() if n}
+            except Exception:  # noqa: BLE001 - the cluster did not answer: no hint this time
+                self._ids = {}
+        return self._ids.get(name)
 
     def prefer(self, repo: str) -> str | None:
-        """The node to prefer for an instance of `repo` (None: no preference)."""
-        return self.by_repo.get(repo)
+        """The Ray node id to prefer for an instance of `repo` (None: no preference)."""
+        if repo in self.by_repo:
+            return self.by_repo[repo]
+        name = self.by_name.get(repo)
+        return self._id_of(name) if name else None
 
     def note(self, repo: str, node: str) -> None:
-        """A build of `repo` ran on `node` ("" = unknown: ignored)."""
+        """A build of `repo` ran on `node` (a Ray node id; "" = unknown: ignored)."""
         if node:
             self.by_repo[repo] = node
 
@@ -263,7 +298,7 @@ class MapRunner:
         self.executor = executor
         self.workers = max(1, workers)
         self.timeout = timeout
-        self.locality = Locality()
+        self.locality = Locality(names=getattr(executor, "node_names", None))
         self.nodes: Counter[str] = Counter()
         """Items finished per node id ("" in-process)."""
 

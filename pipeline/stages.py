@@ -310,7 +310,8 @@ class MintStage:
         With `item.plan`: the instance carries the plan's language (its version stays the
         source's: the minter's own choices must not change), the function gets the plan's
         `profile=` when it takes it (the minter then does not analyse again), and a row without
-        a version gets the plan's.
+        a version gets the plan's. A verified row's `env.node` names the node that verified it
+        (`this_node`).
 
         First the free disk of this node is checked (the work directory and Docker's data root,
         `config.limits.min_free_disk_bytes`): below it the row is `infra_error` with a reason
@@ -341,8 +342,10 @@ class MintStage:
         res = fn(instance, item.repo_path, self.config, **kwargs)
         if plan is not None and isinstance(res, InstanceResult) and not res.version and plan.version:
             res = res.model_copy(update={"version": plan.version})
-        if self.registry and isinstance(res, InstanceResult) and res.outcome == "verified" and res.env is not None:
-            res = self._publish(res)
+        if isinstance(res, InstanceResult) and res.outcome == "verified" and res.env is not None:
+            res = res.model_copy(update={"env": res.env.model_copy(update={"node": this_node()})})
+            if self.registry:
+                res = self._publish(res)
         if isinstance(res, InstanceResult) and res.cost is not None and self.slots is not None:
             res = res.model_copy(update={"cost": res.cost.model_copy(update={"slots": self.slots})})
         return res
@@ -414,6 +417,18 @@ class MintStage:
             log.debug("publish event not recorded: %s", e)
         timings = {**res.timings, "publish": round(time.monotonic() - t0, 2)}
         return res.model_copy(update={"env": res.env.model_copy(update={"location": ref}), "timings": timings})
+
+
+def this_node() -> str:
+    """The node whose engine this worker builds on (`envpool.imagestore.active_store().node()`:
+    the engine's `swemint.node` label, else its name), recorded in a verified row's `env.node`;
+    "" when no engine answers (never raises)."""
+    from envpool.imagestore import active_store
+
+    try:
+        return active_store().node()
+    except Exception:  # noqa: BLE001 - no engine here (a fake minter's test): not known
+        return ""
 
 
 def _takes(fn: Callable, name: str) -> bool:

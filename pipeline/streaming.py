@@ -120,7 +120,8 @@ class Flow:
         self.remote_cpu = 0.0
         self.container_cpu = 0.0
         self.from_file = 0
-        self.locality = Locality()
+        self.locality = Locality(names=getattr(self.ex, "node_names", None))
+        self.locality.seed(self.pool.list())  # where earlier runs verified each repository
         self.by_node: defaultdict[str, Counter[str]] = defaultdict(Counter)
         """Build rows per node id ("" in-process), by outcome."""
         self.nodes = NodeWatch(cfg, self.ex, self.store, self.pool)

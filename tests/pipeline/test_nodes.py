@@ -104,3 +104,137 @@ def test_the_runner_passes_the_hint_and_counts_rows_per_node(tmp_path):
     assert [r.instance_id for r in rows] == ["o__a-1", "o__a-2", "o__b-1"]
     assert ex.hints == [("o__a-1", None), ("o__a-2", "node-of-o/a"), ("o__b-1", None)]
     assert runner.nodes == {"node-of-o/a": 2, "node-of-o/b": 1}
+
+
+def test_a_verified_row_names_the_node_that_verified_it():
+    from envpool.fake_images import FakeImageStore
+    from envpool.imagestore import use_store
+    from pipeline.stages import MintStage
+
+    def mint(instance, repo_path, config):
+        outcome = "verified" if instance.instance_id.startswith("ok") else "no_fail_to_pass"
+        return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome=outcome,
+                              env=EnvRecord(instance_id=instance.instance_id, repo=instance.repo, base_commit="c",
+                                            image_tag="swemint/env:x", node="stale"))
+
+    def item(iid):
+        from agents.models import Instance
+
+        return WorkItem(Instance(instance_id=iid, repo="o/r", base_commit="a" * 40, patch="p", test_patch="t"), None)
+
+    with use_store(FakeImageStore(["swemint/env:x"], node_name="engine-b")):
+        stage = MintStage(load_config(None, []).mint, mint_fn=mint)
+        assert stage.process(item("ok-1")).env.node == "engine-b"  # this node, whatever the minter said
+        assert stage.process(item("nf2p-1")).env.node == "stale"  # only verified rows are placed
+
+
+def test_earlier_runs_place_a_repository_on_the_node_that_holds_its_environments():
+    """Seeded from the pool (by node name, newest per repository), resolved to today's Ray node
+    id; what this run learns wins; a node no longer alive, or a cluster that does not answer,
+    gives no hint; the cluster is asked at most once per `refresh_s`."""
+    asked = []
+    alive = {"id-b": "engine-b", "id-c": "engine-c"}
+
+    def names():
+        asked.append(1)
+        if alive is None:
+            raise ConnectionError("no cluster")
+        return dict(alive)
+
+    def rec(iid, repo, node):
+        return EnvRecord(instance_id=iid, repo=repo, base_commit="c", image_tag=f"t:{iid}", node=node)
+
+    loc = Locality(names=names, refresh_s=60)
+    assert loc.seed([rec("a-1", "o/a", "engine-a"), rec("a-2", "o/a", "engine-b"),  # oldest first: newest wins
+                     rec("g-1", "o/gone", "engine-a"), rec("u-1", "o/unknown", "")]) == 2
+    assert loc.prefer("o/a") == "id-b"
+    assert loc.prefer("o/gone") is None and loc.prefer("o/unknown") is None and loc.prefer("o/new") is None
+    assert len(asked) == 1  # one look for all of them
+    loc.note("o/a", "id-c")  # built elsewhere in this run
+    assert loc.prefer("o/a") == "id-c"
+    assert Locality().seed([rec("a-1", "o/a", "engine-a")]) == 1 and Locality().prefer("o/a") is None
+    down = Locality(names=names, refresh_s=0)
+    down.seed([rec("a-1", "o/a", "engine-b")])
+    alive = None
+    assert down.prefer("o/a") is None  # the cluster did not answer: no hint, no error
+
+
+class NamedNodes(FakeExecutor):
+    """A FakeExecutor on a cluster of two named nodes; items run on `runs_on`."""
+
+    def __init__(self, runs_on="id-b"):
+        super().__init__()
+        self.runs_on = runs_on
+
+    def node_names(self):
+        return {"id-a": "engine-a", "id-b": "engine-b"}
+
+    def close(self):
+        pass
+
+    def submit(self, stage, item, *, tag=None, timeout=None, prefer=None):
+        self.hints.append((item.instance.instance_id, prefer))
+        self.keys += 1
+        self.done.append(Done(self.keys, tag, Measured(value=stage.process(item), node=self.runs_on)))
+        return self.keys
+
+
+def test_the_next_run_sends_a_repository_to_the_node_that_verified_it(tmp_path):
+    """Run 1 verifies acme/calcy on engine-b (recorded in the pool); run 2 (the same instance
+    re-verified) submits it with the hint of engine-b's Ray node id from its very first build."""
+    from envpool.fake_images import FakeImageStore
+    from envpool.imagestore import use_store
+    from pipeline.demo import make_demo
+    from pipeline.driver import run_mint
+
+    demo = make_demo(tmp_path / "demo")
+
+    def mint(instance, repo_path, config, **kw):
+        return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome="verified",
+                              env=EnvRecord(instance_id=instance.instance_id, repo=instance.repo, base_commit="c",
+                                            image_tag="swemint/env:x"))
+
+    def cfg(**kw):
+        return load_config(None, [], workdir=tmp_path / "w", instances=demo.instances, mirrors=[demo.mirrors],
+                           use_ray=False, ids=["acme__calcy-7"], **kw)
+
+    with use_store(FakeImageStore(["swemint/env:x"], node_name="engine-b")):
+        first = NamedNodes()
+        run_mint(cfg(), mint_fn=mint, runner=MapRunner(first, workers=1))
+        assert first.hints == [("acme__calcy-7", None)]  # nothing known yet
+        assert EnvPool(tmp_path / "w" / "pool.duckdb").get("acme__calcy-7").node == "engine-b"
+        second = NamedNodes(runs_on="id-a")
+        run_mint(cfg(reverify=True), mint_fn=mint, runner=MapRunner(second, workers=1))
+        assert second.hints == [("acme__calcy-7", "id-b")]
+
+
+def test_swemint_run_seeds_the_hint_from_the_pool_too(tmp_path):
+    """The streaming chain (`swemint run`, the Ray job) prefers the node an earlier run verified
+    the repository on, from its first build."""
+    from pipeline.demo import make_demo
+    from pipeline.ray_adapter import LocalExecutor
+    from pipeline.streaming import run_flow
+
+    class Named(LocalExecutor):
+        def __init__(self):
+            super().__init__()
+            self.hints = []
+
+        def node_names(self):
+            return {"id-b": "engine-b"}
+
+        def submit(self, stage, item, *, tag=None, timeout=None, prefer=None):
+            if stage.name == "mint":
+                self.hints.append((item.instance.instance_id, prefer))
+            return super().submit(stage, item, tag=tag, timeout=timeout, prefer=prefer)
+
+    def mint(instance, repo_path, config, **kw):
+        return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome="no_fail_to_pass")
+
+    demo = make_demo(tmp_path / "demo")
+    EnvPool(tmp_path / "w" / "pool.duckdb").add(EnvRecord(instance_id="acme__calcy-1", repo="acme/calcy",
+                                                          base_commit="c", image_tag="t:1", node="engine-b"))
+    ex = Named()
+    run_flow(load_config(None, [], workdir=tmp_path / "w", instances=demo.instances, mirrors=[demo.mirrors],
+                         use_ray=False, ids=["acme__calcy-7", "acme__textkit-12"]), executor=ex, mint_fn=mint)
+    assert sorted(ex.hints) == [("acme__calcy-7", "id-b"), ("acme__textkit-12", None)]
