@@ -50,7 +50,7 @@ from pipeline.sources.crawl import CrawlBook, CrawlReport, new_report
 from pipeline.sources.crawler import infra_outcome
 from pipeline.sources.filter import FilterStage
 from pipeline.sources.gitlocal import resolve_git_dir
-from pipeline.sources.records import Outcome
+from pipeline.sources.records import UnitOutcome
 from pipeline.sources.state import CrawlState
 from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, now_iso,
                              planned_instance)
@@ -112,7 +112,7 @@ class Flow:
         self.store, self.pool = self.book.store, self.book.pool
         self.resolver = _Resolver(cfg)
         # queues and calls in flight
-        self.to_filter: deque[Outcome] = deque()
+        self.to_filter: deque[UnitOutcome] = deque()
         self.to_plan: deque[Instance] = deque()
         self.to_build: deque[WorkItem] = deque()
         self.inflight: Counter[str] = Counter()
@@ -327,7 +327,7 @@ def _process_cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def _failed(out: Outcome, why: str) -> Outcome:
+def _failed(out: UnitOutcome, why: str) -> UnitOutcome:
     """A candidate whose filter call failed, as an `infra_error` outcome (retried next run)."""
     return infra_outcome(out.key, out.repo, out.kind, out.number, RuntimeError(why), out.created_at, out.updated_at)
 

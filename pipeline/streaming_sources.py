@@ -23,7 +23,7 @@ from pipeline.executors import Done
 from pipeline.sources.config import LocalRepoConfig, SplitConfig
 from pipeline.sources.crawl import CrawlBook, http_cache_dir
 from pipeline.sources.crawler import Batch, GitHubCrawler, infra_outcome, mine_repo
-from pipeline.sources.records import Outcome
+from pipeline.sources.records import UnitOutcome
 from pipeline.stages import StageResources
 
 log = logging.getLogger("pipeline.driver")
@@ -59,7 +59,7 @@ class _Crawler:
     api: dict = field(default_factory=dict)
 
 
-def repo_error(repo: str, why: str, source: str) -> Outcome:
+def repo_error(repo: str, why: str, source: str) -> UnitOutcome:
     """An `infra_error` outcome of a whole repository (retried by the next run)."""
     out = infra_outcome(f"repo:{repo}", repo, "repo", None, RuntimeError(why))
     out.source = source
@@ -131,7 +131,7 @@ class SourceDriver:
             c.busy = True
             self.inflight["github"] += 1
 
-    def handle(self, done: Done) -> list[Outcome]:
+    def handle(self, done: Done) -> list[UnitOutcome]:
         """Record a finished source call; returns its candidates (rows for the filter stage)."""
         kind, payload = done.tag[0], done.tag[1]
         m = done.result
@@ -155,7 +155,7 @@ class SourceDriver:
             return []
         batch: Batch = m.value
         c.api = batch.api
-        candidates: list[Outcome] = []
+        candidates: list[UnitOutcome] = []
         if kind == "discover":
             for name in self.book.take_discovery(batch):
                 self.seen_repos.add(name.lower())

@@ -49,7 +49,7 @@ MAX_SCANNED = 300
 """At most this many Makefiles / CI scripts are read for evidence."""
 
 
-class Selection(BaseModel):
+class DriverSelection(BaseModel):
     """How touched test files become arguments (see `recipes/drivers.yaml`)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -71,7 +71,7 @@ class DriverSpec(BaseModel):
     run: str
     interpreter: str = "sh"
     args: list[str] = Field(default_factory=list)
-    select: list[Selection]
+    select: list[DriverSelection]
     root: str | None = None
     suffixes: list[str] = Field(default_factory=list)
     parser: str
@@ -244,7 +244,7 @@ def _stem(path: str, suffixes: list[str]) -> str:
     return re.sub(r"\d+$", "", _strip_suffix(PurePosixPath(path).name, suffixes).split("_")[0]).lower()
 
 
-def related_tests(driver: Driver, sel: Selection, tests: list[str], files: list[str]) -> list[str]:
+def related_tests(driver: Driver, sel: DriverSelection, tests: list[str], files: list[str]) -> list[str]:
     """Every test file (`files`: the tree's) in the touched tests' folders, plus the test files
     elsewhere under the driver's root whose name has a touched test's first word as a word
     (`try_finally_return.py` -> `viper_try.py`, `import/try_module.py`): the touched tests'
@@ -268,7 +268,7 @@ def related_tests(driver: Driver, sel: Selection, tests: list[str], files: list[
     return sorted(set(out) | set(tests))
 
 
-def _arguments(driver: Driver, sel: Selection, tests: list[str], files: list[str] | None = None) -> list[str]:
+def _arguments(driver: Driver, sel: DriverSelection, tests: list[str], files: list[str] | None = None) -> list[str]:
     spec = driver.spec
     base = "." if spec.from_root else driver.folder
     root = sel.root or spec.root or base

@@ -11,7 +11,7 @@ from agents.llm.config import CostOverride, LLMConfig
 from agents.llm.errors import (
     LLMConfigError, LLMContextOverflowError, LLMError, LLMOutputError, LLMRequestError, LLMUnavailableError,
 )
-from agents.llm.fake import FakeLLM, tool_reply
+from agents.llm.fake_llm import FakeLLM, tool_reply
 from agents.llm.gateway import LLMGateway
 from agents.llm.toolloop import RUN_SHELL, ToolLoopConfig, ToolLoopResult, ToolStep, run_tool_loop, truncate
 from agents.llm.types import LLMClient, LLMResult, Message, Reply, Tool, ToolCall

@@ -35,7 +35,7 @@ from pipeline.sources.config import ApiConfig, CrawlConfig, GitHubConfig, Qualit
 from pipeline.sources.crawler import Batch, GitHubCrawler, mine_repo
 from pipeline.sources.errors import RateLimitExhausted
 from pipeline.sources.filter import FilterStage
-from pipeline.sources.records import Outcome
+from pipeline.sources.records import UnitOutcome
 from pipeline.sources.state import CrawlState
 from pipeline.sources.transport import ApiCounter
 
@@ -97,7 +97,7 @@ class CrawlBook:
         """Reasons of this run's unit rejects (repositories left out)."""
         self.progress: dict[str, RepoProgress] = {}
 
-    def record(self, out: Outcome) -> None:
+    def record(self, out: UnitOutcome) -> None:
         """Store the verdict of one decided item and count it."""
         self.state.record(out, self.report.run_id, self.now())
         if out.kind != "repo":
@@ -115,7 +115,7 @@ class CrawlBook:
         if prog is not None and status == "error" and out.updated_at is not None:
             prog.oldest_error = min(prog.oldest_error or out.updated_at, out.updated_at)
 
-    def take(self, batch: Batch, *, github: bool = True) -> list[Outcome]:
+    def take(self, batch: Batch, *, github: bool = True) -> list[UnitOutcome]:
         """Record `batch`'s decided outcomes; returns its candidates (rows for the filter stage),
         counted as pending until `decided`. `github`: the batch is a repository's listing step."""
         if batch.stopped:
@@ -146,7 +146,7 @@ class CrawlBook:
             self.record(out)
         return batch.repos
 
-    def decided(self, out: Outcome) -> None:
+    def decided(self, out: UnitOutcome) -> None:
         """Record a candidate the filter stage decided (and move its repository's watermark
         when it was the last one pending)."""
         self.record(out)

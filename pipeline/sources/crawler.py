@@ -6,7 +6,7 @@ mining one local mirror. The Ray adapter runs `GitHubCrawler` as an actor (one p
 `GitHubTransport`: every request of that token goes through it, serially (GitHub asks
 integrators for serial, paced requests), so the token's rate-limit budget (`X-RateLimit-*`, the
 wait until the reset, `Retry-After`) is tracked in one place. The conditional-request cache is a
-directory (`ResponseCache`, atomic files), shared by every crawler of the run, whatever token
+directory (`HttpCache`, atomic files), shared by every crawler of the run, whatever token
 or node. The driver hands out work in small steps so the crawl streams: `discover(k)` returns
 the next `k` repositories of the search, `crawl_step(repo, since, skip, n)` examines the next
 `n` pull requests of one repository. Nothing here writes state: the driver records every
@@ -26,24 +26,24 @@ import requests
 from github import GithubException
 from github.Repository import Repository
 
-from pipeline.sources.cache import ResponseCache
+from pipeline.sources.httpcache import HttpCache
 from pipeline.sources.client import make_github
 from pipeline.sources.config import ApiConfig, GitHubConfig, LocalRepoConfig, SplitConfig
 from pipeline.sources.discovery import discover
 from pipeline.sources.errors import GitMiningError, RateLimitExhausted, SourceError
 from pipeline.sources.github import GitHubSource, last_update
 from pipeline.sources.gitlocal import mine
-from pipeline.sources.records import Outcome, Reject, instance_id
+from pipeline.sources.records import UnitOutcome, Reject, instance_id
 from pipeline.sources.transport import ApiCounter, GitHubTransport
 
 log = logging.getLogger(__name__)
 
 
 def infra_outcome(key: str, repo: str, kind: str, number: int | None, exc: BaseException,
-                  created: datetime | None = None, updated: datetime | None = None) -> Outcome:
+                  created: datetime | None = None, updated: datetime | None = None) -> UnitOutcome:
     """An `infra_error` outcome for an item whose examination failed (retried by the next run)."""
     detail = f"{type(exc).__name__}: {getattr(exc, 'status', '') or ''} {str(exc)[:300]}".strip()
-    return Outcome(key=key, repo=repo, kind=kind, number=number, created_at=created,
+    return UnitOutcome(key=key, repo=repo, kind=kind, number=number, created_at=created,
                    updated_at=updated, reject=Reject(key=key, repo=repo, kind=kind,  # type: ignore[arg-type]
                                                      reason="infra_error", detail=detail, number=number))
 
@@ -61,7 +61,7 @@ class Batch:
     """
 
     repo: str
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[UnitOutcome] = field(default_factory=list)
     done: bool = False
     listed: bool = False
     newest: datetime | None = None
@@ -94,7 +94,7 @@ class GitHubCrawler:
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
                  counter: ApiCounter | None = None):
         api: ApiConfig = cfg.api if token_env is None else cfg.api.model_copy(update={"token_env": token_env})
-        cache = ResponseCache(cache_dir) if cfg.api.cache and cache_dir is not None else None
+        cache = HttpCache(cache_dir) if cfg.api.cache and cache_dir is not None else None
         self.counter = counter or ApiCounter()
         self.transport = GitHubTransport(api, cache, self.counter, clock=clock, sleep=sleep)
         self.gh = make_github(api, self.transport, environ)
@@ -128,7 +128,7 @@ class GitHubCrawler:
                 if repo.full_name.lower() in skip:
                     continue
                 if verdict is not None:
-                    out.outcomes.append(Outcome(key=verdict.key, repo=verdict.repo, kind="repo", number=None,
+                    out.outcomes.append(UnitOutcome(key=verdict.key, repo=verdict.repo, kind="repo", number=None,
                                                 created_at=None, reject=verdict))
                     continue
                 self._repos[repo.full_name] = repo
@@ -206,7 +206,7 @@ class GitHubCrawler:
                 out.outcomes.append(self._examine(repo, pr, key, updated))
             out.newest = max(out.newest or updated, updated)
 
-    def _examine(self, repo: Repository, pr, key: str, updated: datetime) -> Outcome:
+    def _examine(self, repo: Repository, pr, key: str, updated: datetime) -> UnitOutcome:
         try:
             return self.src.examine(repo, pr)
         except RateLimitExhausted:

@@ -1,6 +1,6 @@
 """The filter stage: decide a source's undecided unit by its quality score (a plain class, no Ray).
 
-A source hands over an `Outcome` whose `row` is set and whose `candidate` holds the quality
+A source hands over an `UnitOutcome` whose `row` is set and whose `candidate` holds the quality
 inputs (GitHub pairs), or has none (units mined from git). `FilterStage.process` returns the
 decided outcome: the row kept with its `quality_score`, or a `low_quality` reject naming the
 score and why; a scorer failure (the model unreachable) is an `infra_error` reject, which the
@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.sources.config import FilterConfig, QualityConfig
-from pipeline.sources.quality import GIT_RULES, Candidate, score
-from pipeline.sources.records import Outcome, Reject, iso_utc
+from pipeline.sources.quality import GIT_RULES, PairTexts, score
+from pipeline.sources.records import UnitOutcome, Reject, iso_utc
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class FilterStage:
         state["_llm"] = None  # a gateway holds locks and a ledger: each worker builds its own
         return state
 
-    def process(self, out: Outcome) -> Outcome:
+    def process(self, out: UnitOutcome) -> UnitOutcome:
         """The decided outcome of `out` (unchanged when it is already a reject)."""
         if out.row is None:
             return out
@@ -116,7 +116,7 @@ class FilterStage:
             if not (self.config.score_git and out.source == "git"):
                 return out
             row = out.row
-            cand = Candidate(row["problem_statement"], (), row["patch"], row["test_patch"], (), None)
+            cand = PairTexts(row["problem_statement"], (), row["patch"], row["test_patch"], (), None)
             rules = GIT_RULES
         q = score(cand, self.quality, rules)
         out.row["quality_score"] = q.score
@@ -146,7 +146,7 @@ class FilterStage:
             self._llm = LLMGateway(cfg)
         return self._llm
 
-    def _llm_decide(self, out: Outcome) -> Outcome:
+    def _llm_decide(self, out: UnitOutcome) -> UnitOutcome:
         from agents.llm.errors import LLMError
 
         out.candidate = None
@@ -165,7 +165,7 @@ class FilterStage:
         return out
 
     @staticmethod
-    def _reject(out: Outcome, reason: str, detail: str) -> Outcome:
+    def _reject(out: UnitOutcome, reason: str, detail: str) -> UnitOutcome:
         kind = "pull" if out.kind == "pull" else "commit"
         out.row = None
         out.reject = Reject(key=out.key, repo=out.repo, kind=kind, reason=reason,  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ cheapest checks first so a rejected PR costs as few calls as possible:
 5. hints: the issues' comments made before the PR's first commit          (0-2 calls: none
    when the issues have no comments)
 6. the quality score is the filter stage's (`filter.py`): `examine` returns the row with its
-   quality inputs (`Outcome.candidate`), undecided                        (0 calls)
+   quality inputs (`UnitOutcome.candidate`), undecided                        (0 calls)
 
 Row fields: `base_commit` = PR base sha, `problem_statement` = each issue's title + "\n" +
 body + "\n", `hints_text` = those comments' bodies joined by "\n", `created_at` = PR creation,
@@ -34,8 +34,8 @@ from github.Repository import Repository
 
 from pipeline.sources.config import GitHubConfig
 from pipeline.sources.linking import find_issue_refs, timeline_confirms
-from pipeline.sources.quality import Candidate, only_doc_change
-from pipeline.sources.records import Outcome, Reject, instance_id, iso_utc, make_instance_row
+from pipeline.sources.quality import PairTexts, only_doc_change
+from pipeline.sources.records import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
 from pipeline.sources.testpaths import TestPathRules, split_diff
 
 log = logging.getLogger(__name__)
@@ -73,14 +73,14 @@ class GitHubSource:
             yield pr
 
     # -- one pull request -------------------------------------------------------------------
-    def examine(self, repo: Repository, pr: PullRequest) -> Outcome:
+    def examine(self, repo: Repository, pr: PullRequest) -> UnitOutcome:
         """The outcome of one PR from the listing (see the module docstring for the checks).
         Raises github.GithubException / requests exceptions on API failures."""
         full = repo.full_name
-        out = Outcome(key=instance_id(full, pr.number), repo=full, kind="pull",
+        out = UnitOutcome(key=instance_id(full, pr.number), repo=full, kind="pull",
                       number=pr.number, created_at=pr.created_at, updated_at=last_update(pr))
 
-        def reject(reason: str, detail: str = "") -> Outcome:
+        def reject(reason: str, detail: str = "") -> UnitOutcome:
             out.reject = Reject(key=out.key, repo=full, kind="pull", number=pr.number,
                                 reason=reason, detail=detail,  # type: ignore[arg-type]
                                 created_at=iso_utc(pr.created_at) if pr.created_at else None)
@@ -116,7 +116,7 @@ class GitHubSource:
 
         hints = self._hints(pr, issues)
         problem = "".join(f"{i.title}\n{i.body or ''}\n" for i in issues)
-        out.candidate = Candidate(problem, tuple(i.body or "" for i in issues), patch, test_patch,
+        out.candidate = PairTexts(problem, tuple(i.body or "" for i in issues), patch, test_patch,
                                   tuple(i.created_at for i in issues), pr.created_at)
         out.row = make_instance_row(
             repo=full, suffix=pr.number, base_commit=pr.base.sha, patch=patch,

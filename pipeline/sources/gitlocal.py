@@ -27,7 +27,7 @@ from pathlib import Path
 from pipeline.sources.config import LocalRepoConfig
 from pipeline.sources.errors import GitMiningError
 from pipeline.sources.quality import only_doc_change
-from pipeline.sources.records import Outcome, Reject, instance_id, iso_utc, make_instance_row
+from pipeline.sources.records import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
 from pipeline.sources.testpaths import TestPathRules, default_rules, split_diff
 
 _MERGE_PR = re.compile(r"^Merge pull request #(\d+) from \S+")
@@ -84,7 +84,7 @@ def classify(parents: list[str], message: str, sha: str, single_commits: bool) -
     return sha[:7] if single_commits else None
 
 
-def _reject(out: Outcome, reason: str, detail: str) -> Outcome:
+def _reject(out: UnitOutcome, reason: str, detail: str) -> UnitOutcome:
     out.reject = Reject(key=out.key, repo=out.repo, kind="commit", reason=reason,  # type: ignore[arg-type]
                         detail=detail, number=out.number, source="git",
                         created_at=iso_utc(out.created_at) if out.created_at else None)
@@ -92,7 +92,7 @@ def _reject(out: Outcome, reason: str, detail: str) -> Outcome:
 
 
 def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
-         skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Outcome]:
+         skip: set[str] | frozenset[str] = frozenset()) -> Iterator[UnitOutcome]:
     """Outcomes (instance rows and rejects) of the mirror `cfg.git_dir`, newest first.
 
     `skip`: instance ids already decided (not diffed again). Root commits are skipped. A PR
@@ -107,7 +107,7 @@ def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
             continue
         suffix = classify(parents, message, sha, cfg.single_commits)
         key = instance_id(cfg.repo, suffix if suffix is not None else sha[:7])
-        out = Outcome(key=key, repo=cfg.repo, kind="commit", created_at=when, updated_at=when,
+        out = UnitOutcome(key=key, repo=cfg.repo, kind="commit", created_at=when, updated_at=when,
                       number=suffix if isinstance(suffix, int) else None, source="git")
         if key in skip:
             continue

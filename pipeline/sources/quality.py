@@ -34,7 +34,7 @@ _LINK_ONLY = re.compile(r"^\s*(<?https?://\S+>?\s*)*$")
 
 
 @dataclass(frozen=True)
-class Candidate:
+class PairTexts:
     """What the score looks at: the texts and diffs of one issue-PR pair."""
 
     problem_statement: str
@@ -76,7 +76,7 @@ def only_doc_change(patch: str) -> str | None:
         f" (+{len(files) - 5} more)" if len(files) > 5 else "")
 
 
-def check_rules(c: Candidate, cfg: QualityConfig) -> dict[str, bool]:
+def check_rules(c: PairTexts, cfg: QualityConfig) -> dict[str, bool]:
     """Each rule's verdict for candidate `c` (rule name -> passed)."""
     files = files_in_patch(c.patch)
     return {
@@ -95,7 +95,7 @@ GIT_RULES = ("problem_length", "patch_size", "patch_files", "source_change")
 statement) can be scored by."""
 
 
-def score(c: Candidate, cfg: QualityConfig, rules: tuple[str, ...] | None = None) -> QualityResult:
+def score(c: PairTexts, cfg: QualityConfig, rules: tuple[str, ...] | None = None) -> QualityResult:
     """The weighted score of `c` under `cfg` (all weights 0 -> score 1.0); `rules`: only these
     (e.g. `GIT_RULES`), None = all."""
     verdicts = check_rules(c, cfg)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agents.models import Instance
-from pipeline.sources.quality import Candidate
+from pipeline.sources.quality import PairTexts
 
 RejectReason = Literal[
     # repositories (discovery)
@@ -65,7 +65,7 @@ class Reject(BaseModel):
 
 
 @dataclass
-class Outcome:
+class UnitOutcome:
     """What examining one item gave: an instance `row` (status accepted), a `reject`
     (rejected, or error when its reason is `infra_error`). `updated_at` orders watermarks."""
 
@@ -78,7 +78,7 @@ class Outcome:
     row: dict[str, Any] | None = None
     reject: Reject | None = None
     source: str = "github"
-    candidate: Candidate | None = None
+    candidate: PairTexts | None = None
     tokens: int = 0
     """LLM tokens spent deciding this unit (the LLM quality filter)."""
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from pipeline.sources.records import Outcome
+from pipeline.sources.records import UnitOutcome
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS watermarks (
@@ -82,7 +82,7 @@ class CrawlState:
                                [repo]).fetchall()
         return {r[0] for r in rows}
 
-    def record(self, outcome: Outcome, run_id: str, now: datetime) -> None:
+    def record(self, outcome: UnitOutcome, run_id: str, now: datetime) -> None:
         """Upsert the verdict of one item."""
         rej = outcome.reject
         self.db.execute(

@@ -6,7 +6,7 @@ wait for real), and its throttle (`seconds_between_requests`) cannot be faked ei
 `requests.adapters.HTTPAdapter` sees every request PyGithub sends, so one class here adds:
 
 - **conditional requests**: a GET with a cached 200 carries `If-None-Match` (or
-  `If-Modified-Since`); a 304 is answered from `ResponseCache` as a 200, so PyGithub never
+  `If-Modified-Since`); a 304 is answered from `HttpCache` as a 200, so PyGithub never
   notices. GitHub does not charge authenticated 304s against the primary rate limit.
 - **retries** (tenacity, an allowlist): 500/502/503/504 and connection errors/timeouts, with
   exponential backoff; when attempts run out the last response goes back to PyGithub (which
@@ -39,7 +39,7 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import get_encoding_from_headers
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from pipeline.sources.cache import CachedResponse, ResponseCache
+from pipeline.sources.httpcache import CachedResponse, HttpCache
 from pipeline.sources.config import ApiConfig
 from pipeline.sources.errors import RateLimitExhausted
 
@@ -121,7 +121,7 @@ class GitHubTransport(HTTPAdapter):
     `api.max_rate_limit_wait`.
     """
 
-    def __init__(self, api: ApiConfig, cache: ResponseCache | None = None,
+    def __init__(self, api: ApiConfig, cache: HttpCache | None = None,
                  counter: ApiCounter | None = None, *, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep):
         super().__init__(pool_connections=4, pool_maxsize=8, max_retries=0)
@@ -137,7 +137,7 @@ class GitHubTransport(HTTPAdapter):
         kw = dict(stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
         if request.method != "GET" or self.cache is None:
             return self._send(request, kw)
-        key = ResponseCache.key("GET", request.url, request.headers.get("Accept"))
+        key = HttpCache.key("GET", request.url, request.headers.get("Accept"))
         entry = self.cache.get(key)
         if entry is not None:
             request = request.copy()

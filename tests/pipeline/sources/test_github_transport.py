@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from pipeline.sources.cache import ResponseCache
+from pipeline.sources.httpcache import HttpCache
 from pipeline.sources.config import ApiConfig
 from pipeline.sources.errors import RateLimitExhausted
 from pipeline.sources.transport import GitHubTransport
@@ -13,7 +13,7 @@ from pipeline.sources.transport import GitHubTransport
 
 def _session(srv, tmp_path, sleeps, cache=True, **api):
     t = GitHubTransport(ApiConfig(base_url=srv.base_url, backoff_initial=0.25, **api),
-                        ResponseCache(tmp_path / "cache") if cache else None, sleep=sleeps)
+                        HttpCache(tmp_path / "cache") if cache else None, sleep=sleeps)
     s = requests.Session()
     s.mount("http://", t)
     return s, t

@@ -7,18 +7,18 @@ from datetime import datetime, timezone
 import pytest
 
 from pipeline.sources.config import QualityConfig
-from pipeline.sources.quality import Candidate, score
+from pipeline.sources.quality import PairTexts, score
 
 T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
 PATCH = "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-x\n+y\n"
 DOCS = "diff --git a/docs/a.md b/docs/a.md\n--- a/docs/a.md\n+++ b/docs/a.md\n@@ -1 +1 @@\n-x\n+y\n"
 
 
-def _cand(**kw) -> Candidate:
+def _cand(**kw) -> PairTexts:
     base = dict(problem_statement="Crash when the input is empty\nCalling f('') raises ValueError.\n",
                 issue_bodies=("Calling f('') raises ValueError.",), patch=PATCH, test_patch="t",
                 issue_created=(T0,), pr_created=T0.replace(day=2))
-    return Candidate(**{**base, **kw})
+    return PairTexts(**{**base, **kw})
 
 
 def test_a_good_candidate_passes_every_rule():
@@ -55,13 +55,13 @@ def test_git_units_are_scored_by_the_rules_that_need_no_issue_when_asked():
 
     from pipeline.sources.config import FilterConfig, QualityConfig
     from pipeline.sources.filter import FilterStage
-    from pipeline.sources.records import Outcome
+    from pipeline.sources.records import UnitOutcome
 
-    def unit(message: str, lines: int) -> Outcome:
+    def unit(message: str, lines: int) -> UnitOutcome:
         patch = "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n" + \
             "".join(f"+x{i}\n" for i in range(lines))
         row = {"problem_statement": message, "patch": patch, "test_patch": "diff --git a/tests/t.py b/tests/t.py\n"}
-        return Outcome(key="acme__x-1", repo="acme/x", kind="commit", number=1, source="git",
+        return UnitOutcome(key="acme__x-1", repo="acme/x", kind="commit", number=1, source="git",
                        created_at=datetime(2024, 1, 1, tzinfo=timezone.utc), row=dict(row))
 
     quality = QualityConfig()

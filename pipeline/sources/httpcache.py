@@ -44,7 +44,7 @@ class CachedResponse:
         return self.headers.get("last-modified")
 
 
-class ResponseCache:
+class HttpCache:
     """The cache directory `root` (created on first write)."""
 
     def __init__(self, root: Path | str):
