@@ -4,6 +4,8 @@ the node that built it before (a hint)."""
 
 from __future__ import annotations
 
+import pytest
+
 from agents.models import InstanceResult
 from envpool.pool import EnvPool
 from envpool.records import EnvRecord
@@ -11,6 +13,7 @@ from pipeline.config import load_config
 from pipeline.executors import Done, Locality, MapRunner
 from pipeline.nodes import NodeWatch
 from pipeline.stages import Measured, WorkItem
+from tests.envpool.test_pool import registry  # noqa: F401 - the fixture: Debian's docker-registry with htpasswd
 
 
 class FakeCluster:
@@ -238,3 +241,63 @@ def test_swemint_run_seeds_the_hint_from_the_pool_too(tmp_path):
     run_flow(load_config(None, [], workdir=tmp_path / "w", instances=demo.instances, mirrors=[demo.mirrors],
                          use_ray=False, ids=["acme__calcy-7", "acme__textkit-12"]), executor=ex, mint_fn=mint)
     assert sorted(ex.hints) == [("acme__calcy-7", "id-b"), ("acme__textkit-12", None)]
+
+
+@pytest.mark.docker
+def test_a_reuse_candidate_verified_on_another_node_is_pulled_by_digest_and_checked(registry, docker_client,
+                                                                                   debian_image, tmp_path,
+                                                                                   monkeypatch):
+    """Issue 27 item 2: a build offered environments of its repository that this node lacks gets
+    them pulled by the digest the pool records, each checked against the pool's image id; one
+    whose pulled image is not the pool's is dropped (the instance builds without it), and the
+    pull is an image event of this node."""
+    import uuid
+
+    from envpool.pool import publish_image
+    from envpool.registry import read_events
+    from pipeline.stages import MintStage
+
+    monkeypatch.setenv("T_REG_USER", "swemint")
+    monkeypatch.setenv("T_REG_PASS", "s3cret")
+    name = f"swemint-test/reuse-{uuid.uuid4().hex[:8]}"
+    c = docker_client.containers.run(debian_image, ["sh", "-c", "echo ours > /marker"], detach=True,
+                                     labels={"swemint.run": "test-reuse-pull"})
+    c.wait()
+    ours = c.commit(repository=name, tag="good").id
+    c.remove()
+    try:
+        loc = publish_image(f"{name}:good", registry, client=docker_client,
+                            auth={"username": "swemint", "password": "s3cret"})
+        docker_client.images.remove(f"{name}:good")  # built on another node: not here
+        good = EnvRecord(instance_id="o__r-1", repo="o/r", base_commit="c", image_tag=f"{name}:good",
+                         image_id=ours, location=loc)
+        replaced = good.model_copy(update={"instance_id": "o__r-2", "image_tag": f"{name}:bad",
+                                           "image_id": "sha256:" + "0" * 64})
+        seen = {}
+
+        def mint(instance, repo_path, config, candidates=None):
+            seen["candidates"] = [x.instance_id for x in candidates or []]
+            seen["here"] = docker_client.images.get(f"{name}:good").id
+            return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome="no_fail_to_pass")
+
+        cfg = load_config(None, [f"registry={registry}", "registry_auth.username_env=T_REG_USER",
+                                 "registry_auth.password_env=T_REG_PASS"], workdir=tmp_path)
+        from agents.models import Instance
+
+        it = WorkItem(Instance(instance_id="o__r-3", repo="o/r", base_commit="a" * 40, patch="p", test_patch="t"),
+                      tmp_path)
+        it.candidates = [replaced, good]
+        stage = MintStage(cfg.mint, mint_fn=mint, registry=registry, registry_auth=("T_REG_USER", "T_REG_PASS"))
+        assert stage.process(it).outcome == "no_fail_to_pass"
+        assert seen == {"candidates": ["o__r-1"], "here": ours}  # pulled and checked; the replaced one dropped
+        assert not docker_client.images.list(name=f"{name}:bad")
+        pulls = [e for e in read_events(cfg.mint.images.shared_dir) if e["action"] == "pulled"]
+        assert [(e["kind"], e["ref"], e["instance_id"]) for e in pulls] == [("environment", loc, "o__r-1")]
+    finally:
+        for img in docker_client.images.list(name=name):
+            for ref in img.tags:
+                docker_client.images.remove(ref, force=True)
+        try:
+            docker_client.images.remove(ours, force=True)
+        except Exception:  # noqa: BLE001 - gone already
+            pass
