@@ -301,3 +301,46 @@ def test_a_reuse_candidate_verified_on_another_node_is_pulled_by_digest_and_chec
             docker_client.images.remove(ours, force=True)
         except Exception:  # noqa: BLE001 - gone already
             pass
+
+
+class ThreeNodes(NamedNodes):
+    """NamedNodes whose `each_node` runs nothing: it records the call and answers for three nodes."""
+
+    def __init__(self):
+        super().__init__()
+        self.each = []
+
+    def node_ids(self):
+        return {"id-a", "id-b", "id-c"}
+
+    def each_node(self, fn, *args, nodes=None):
+        self.each.append((fn.__name__, args))
+        return [{"containers": 1, "images": 0, "errors": 0} for _ in (nodes or self.node_ids())]
+
+
+def test_a_resumed_driver_sweeps_what_the_killed_one_started_on_every_node(tmp_path):
+    """Issue 27 item 3, the driver killed: the rerun removes the leftovers of the instances the
+    dead driver had started on every node of the cluster (not only the driver's host), then
+    redoes only those."""
+    from pipeline.demo import make_demo
+    from pipeline.driver import run_mint
+    from pipeline.instances import load_and_select
+    from pipeline.store import ResultStore
+
+    demo = make_demo(tmp_path / "demo")
+    cfg = load_config(None, [], workdir=tmp_path / "w", instances=demo.instances, mirrors=[demo.mirrors],
+                      use_ray=False, ids=["acme__calcy-7", "acme__textkit-12"])
+    rows = {i.instance_id: i for i in load_and_select(demo.instances).instances}
+    store = ResultStore(cfg.workdir)
+    store.mark_running(rows["acme__textkit-12"])
+    store.write_result(InstanceResult(instance_id="acme__textkit-12", repo="acme/textkit", outcome="no_fail_to_pass"))
+    store.mark_running(rows["acme__calcy-7"])  # in flight when the driver was killed
+
+    def mint(instance, repo_path, config, **kw):
+        return InstanceResult(instance_id=instance.instance_id, repo=instance.repo, outcome="no_fail_to_pass")
+
+    ex = ThreeNodes()
+    report = run_mint(cfg, mint_fn=mint, runner=MapRunner(ex, workers=1))
+    assert ex.each == [("sweep_leftovers", (cfg.mint.run_id, ["acme__calcy-7"], []))]
+    assert [r.instance_id for r in report.results] == ["acme__calcy-7"]
+    assert "removed 3 container(s)" in (cfg.workdir / "driver.log").read_text()
