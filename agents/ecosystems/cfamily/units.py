@@ -16,7 +16,11 @@ Makefile; a root Makefile's target alone). PASS_TO_PASS is the other such tests 
   name it (its file name or its stem as a word: ``tests/fullbench.c`` -> ``test-fullbench:
   fullbench``), directly or through one prerequisite whose own rule names it -- the program
   built from the file (``calc_test: calc_test.c``) is not itself a test target; when no target
-  runs it, that program is the unit, built by make and run from its folder; a target the
+  runs it, that program is the unit, built by make and run from its folder; a recipe or
+  prerequisite word that is a glob (``cram -v tests/*.t``, ``prove t/*.t``, ``bats test/*.bats``:
+  the class of suites whose test files are data a tool reads, not programs) names every file
+  it matches, component by component (a ``*`` never crosses a ``/``; a leading ``./`` or
+  ``$(srcdir)/`` is dropped); a target the
   project's CI runs (``make -C tests test-x``, `agents.ecosystems.ci`) ranks first and its
   CI file is evidence;
 - the siblings: the other test scripts of the touched scripts' folders, the other test targets
@@ -57,6 +61,8 @@ _TEST_TARGET = re.compile(r"^(?:tests?|check|checks|unittests?|unit-tests?)(?:[-
 _NOT_TARGET = re.compile(r"^(?:\.|%)|\$|/")
 _RULE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)\s*(.*)$")
 _WORD = re.compile(r"[\w.+/-]+")
+_GLOB_WORD = re.compile(r"""[^\s'"`;|&<>()]*[*?][^\s'"`;|&<>()]*""")
+_VAR_DIR = re.compile(r"\$[({][\w.]+[)}]/")
 
 
 @dataclass
@@ -74,6 +80,27 @@ class Rule:
                 out.add(w)
                 out.add(PurePosixPath(w).name)
         return out
+
+    def globs(self) -> list[str]:
+        """The glob words of its prerequisites and recipe (``tests/*.t``), a leading ``./`` or
+        ``$(var)/`` dropped; words holding other variables, and bare wildcards (``*``), are left
+        out."""
+        out: list[str] = []
+        for text in [" ".join(self.prereqs), *self.recipe]:
+            for w in _GLOB_WORD.findall(_VAR_DIR.sub("", text)):
+                w = w.removeprefix("./")
+                if re.search(r"\w", re.sub(r"[*?]", "", w)) and "$" not in w and w not in out:
+                    out.append(w)
+        return out
+
+
+def glob_names(pattern: str, path: str) -> bool:
+    """Whether the glob `pattern` (relative, as a recipe writes it) matches the relative `path`
+    component by component (``tests/*.t`` matches ``tests/a.t``, not ``tests/big/a.t``)."""
+    from fnmatch import fnmatchcase
+
+    pp, fp = pattern.strip("/").split("/"), path.split("/")
+    return len(pp) == len(fp) and all(fnmatchcase(f, p) for p, f in zip(pp, fp))
 
 
 @dataclass
@@ -213,12 +240,15 @@ def _owners(rules: dict[str, Rule], path: str) -> list[tuple[str, str]]:
     name = PurePosixPath(path).name
     stem = PurePosixPath(path).stem
     keys = {name, path} | ({stem} if len(stem) >= 3 else set())
-    naming = {t for t, r in rules.items() if keys & r.words() or t in keys}
+    naming = {t for t, r in rules.items() if keys & r.words() or t in keys or
+              any(glob_names(g, path) for g in r.globs())}
     programs = keys & set(rules)  # the program built from the file (``calc_test: calc_test.c``)
     out: list[tuple[str, str]] = []
     for t in sorted(naming - programs):
         if is_test_target(t):
-            out.append((t, f"target {t} names {name}"))
+            glob = next((g for g in rules[t].globs() if glob_names(g, path)), None)
+            out.append((t, f"target {t} runs {glob}, which matches {name}" if glob and not keys & rules[t].words()
+                        else f"target {t} names {name}"))
     for t, r in sorted(rules.items()):
         via = sorted(n for n in naming if n != t and n in r.words())
         if is_test_target(t) and via and all(t != o for o, _ in out):

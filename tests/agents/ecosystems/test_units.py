@@ -109,3 +109,43 @@ def test_the_program_built_from_a_touched_file_is_not_its_test_target(tmp_path):
     units = find_units(tree, ["tests/calc_test.c"]).touched
     assert [(u.id, u.argv) for u in units] == [("tests/calc_test",
                                                ["bash", "-c", "make -C tests calc_test && cd tests && ./calc_test"])]
+
+
+CRAM_MAKEFILE_AM = """bin_PROGRAMS = prog
+prog_SOURCES = src/main.c
+
+test: prog
+\tcram -v tests/*.t
+
+test_big: prog
+\tcram -v $(srcdir)/tests/big/*.t
+
+clean-local:
+\trm -f *
+"""
+
+
+def test_a_touched_data_test_file_belongs_to_the_target_whose_recipe_globs_it(tmp_path):
+    # the class: suites whose test files are data a tool reads (cram transcripts, TAP scripts run by
+    # prove, bats files) and whose test target runs the tool over a glob of them
+    ci = "script:\n  - ./build.sh && make test\n"
+    tree = make_tree(tmp_path, {"Makefile.am": CRAM_MAKEFILE_AM, "tests/empty.t": "  $ prog\n",
+                                "tests/big/huge.t": "", "src/main.c": "", ".travis.yml": ci})
+    suite = find_units(tree, ["tests/empty.t"])
+    assert [(u.id, u.argv) for u in suite.touched] == [("test", ["make", "test"])]
+    assert "runs tests/*.t, which matches empty.t" in suite.touched[0].evidence
+    # a glob one folder down does not match; a bare wildcard names nothing
+    big = find_units(tree, ["tests/big/huge.t"])
+    assert [u.id for u in big.touched] == ["test_big"]
+    assert find_units(tree, ["notes.txt"]).touched == []
+
+
+def test_glob_words_of_a_rule():
+    from agents.ecosystems.cfamily.units import glob_names
+
+    rules = makefile_rules(CRAM_MAKEFILE_AM)
+    assert rules["test"].globs() == ["tests/*.t"]
+    assert rules["test_big"].globs() == ["tests/big/*.t"]
+    assert rules["clean-local"].globs() == []
+    assert glob_names("tests/*.t", "tests/a.t") and not glob_names("tests/*.t", "tests/big/a.t")
+    assert glob_names("t/??-*.sh", "t/01-basic.sh") and not glob_names("t/*.sh", "t/a.t")
