@@ -18,7 +18,7 @@ from agents.ecosystems.base import Ecosystem, Plan, PlanRequest, PolyPlan, Route
 from agents.gitrepo import GitTree
 from agents.models import canonical_language
 
-ECOSYSTEM_MODULES: tuple[str, ...] = ("python", "node", "golang", "rust", "java", "cfamily", "php", "ruby")
+ECOSYSTEM_MODULES: tuple[str, ...] = ("python", "node", "golang", "rust", "java", "cfamily", "php", "ruby", "lua")
 """Packages under `agents.ecosystems` providing an `ECOSYSTEM` object, in tie-break order."""
 
 

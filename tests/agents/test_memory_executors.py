@@ -26,7 +26,8 @@ def test_every_seed_action_has_an_executor():
 
 
 def test_the_memory_and_the_rows_share_one_vocabulary():
-    assert set(memory_languages()) - {"any"} == {"python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c", "cpp"}
+    assert set(memory_languages()) - {"any"} == {"python", "javascript", "typescript", "go", "rust", "java", "php", "ruby", "c", "cpp",
+                                                   "lua"}
     assert {e.ecosystem for e in load_seed_files()} <= set(memory_languages())
     assert Instance(instance_id="a__b-1", repo="a/b", base_commit="0", patch="x", test_patch="y",
                     language="C++").language == "cpp"

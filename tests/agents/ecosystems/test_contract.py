@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_every_registered_ecosystem_declares_the_contract():
     ecos = registry.ecosystems()
-    assert [e.name for e in ecos] == ["python", "node", "go", "rust", "java", "cfamily", "php", "ruby"]
+    assert [e.name for e in ecos] == ["python", "node", "go", "rust", "java", "cfamily", "php", "ruby", "lua"]
     for eco in ecos:
         assert isinstance(eco, Ecosystem) and eco.languages and eco.tools and eco.test_path_rules, eco.name
         assert set(eco.parsers) <= set(PARSERS), (eco.name, set(eco.parsers) - set(PARSERS))
