@@ -17,8 +17,9 @@ registry, as one machine needs none, so its figure is the baseline a cluster is 
   job measures from their cgroups (`report.json` cost.cpu_parts.containers). So the figure is
   paired: the same meter, the same instances, whatever else the host runs.
 - **Per node** (`report.json` nodes, `WORKDIR/images/events.jsonl`, each engine's events):
-  instances, images built / pulled / published (toolchains and environments apart), toolchain
-  bootstraps.
+  instances, images built / pulled / published (toolchains, dependency layers and environments
+  apart), toolchain bootstraps, and the repositories of the environments it published (with a
+  registry: where each repository's verified instances ran, the locality hint at work).
 - **Registry**: bytes stored and bytes served (its log).
 - **Faults**: rows lost (selected, no dataset row), rows doubled, pool rows doubled, registry
   tags per instance > 1, containers of the run left on any engine, unpooled images of finished
@@ -249,6 +250,7 @@ def measure(cluster: LocalCluster, workdir: Path, ids: list[str], cpu_s: float, 
     for i, eng in enumerate(cluster.engines):
         mine = [e for e in events if e.get("node") == eng.name]
         tool = [e for e in mine if e.get("kind") in ("toolchain", "base")]
+        deps = [e for e in mine if e.get("kind") == "dependencies"]
         envs = [e for e in mine if e.get("kind") == "environment"]
         try:
             ev = cluster.engine_events(i)
@@ -258,10 +260,14 @@ def measure(cluster: LocalCluster, workdir: Path, ids: list[str], cpu_s: float, 
             "instances": sum((run.get("nodes") or {}).get(eng.name, {}).values()),
             "outcomes": (run.get("nodes") or {}).get(eng.name, {}),
             "toolchains_built": sum(e["action"] == "built" for e in tool),
-            "toolchains_pulled": sum(e["action"] == "pulled" for e in mine if e.get("kind") != "environment"),
+            "toolchains_pulled": sum(e["action"] == "pulled" for e in tool),
             "toolchains_published": sum(e["action"] == "published" for e in tool),
+            "dependencies_built": sum(e["action"] == "built" for e in deps),
+            "dependencies_pulled": sum(e["action"] == "pulled" for e in deps),
             "environments_published": sum(e["action"] == "published" for e in envs),
             "environments_pulled": sum(e["action"] == "pulled" for e in envs),
+            "repositories": dict(Counter(str(e.get("instance_id", "")).rsplit("-", 1)[0] for e in envs
+                                         if e["action"] == "published")),
             "engine_events": {k: v for k, v in ev.items() if k in ("image.pull", "image.push", "image.import",
                                                                    "container.commit")}}
     return {
