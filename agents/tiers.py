@@ -148,9 +148,9 @@ def _found(run, tag: str) -> tuple[str, dict] | None:
 
 def _published(run, tag: str) -> tuple[str, dict] | None:
     """(image id, labels) of `tag` pulled by digest from the registry another node published it
-    to (`mint.images.registry`; `envpool.registry.pull_published`), or None: no registry, or it
+    to (`mint.images.registry`; `envpool.image_registry.pull_published`), or None: no registry, or it
     holds no such tag. Raises InfraError when the registry fails (the tier falls back)."""
-    from envpool.registry import pull_published
+    from envpool.image_registry import pull_published
 
     client = getattr(run.factory, "client", None)
     images_cfg = getattr(run.config, "images", None)
@@ -166,7 +166,7 @@ def _publish(run, tag: str) -> None:
 
     from envpool.errors import InfraError
     from envpool.pool import publish_image, registry_credentials
-    from envpool.registry import record_event
+    from envpool.image_registry import record_event
 
     client = getattr(run.factory, "client", None)
     images_cfg = getattr(run.config, "images", None)

@@ -61,7 +61,7 @@ def evict_engine(candidates: list[dict], budget: int, protect: Iterable[str] = (
     "after" (bytes), "evicted": [{"instance_id", "image_tag", "bytes"}]}` (`bytes`: what removing
     it freed as counted by layer before the removal). Never raises for one image.
     """
-    from envpool.registry import engine_node
+    from envpool.image_registry import engine_node
 
     if client is None:
         from envpool.docker_sandbox import docker_client

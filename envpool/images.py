@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envpool.errors import InfraError
 from envpool.imagestore import active_store
-from envpool.registry import shared_image
+from envpool.image_registry import shared_image
 from envpool.sandbox import ImageStore
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class ImageConfig(BaseModel):
     uv_version: str = UV_VERSION
     registry: str | None = None
     """Registry (`host:port[/prefix]`) through which nodes share toolchain images: one node
-    builds and pushes, the others pull by digest (`envpool.registry.shared_image`). Follows the
+    builds and pushes, the others pull by digest (`envpool.image_registry.shared_image`). Follows the
     pipeline's `registry` unless set; None = every engine builds its own."""
     registry_auth: tuple[str, str] | None = None
     """(username variable, password variable) of the registry's credentials; follows the
@@ -167,7 +167,7 @@ def ensure_debian_base(suite: str, cfg: ImageConfig | None = None, engine=None) 
     On `engine` (an image store, a factory or a docker client; default `active_store()`):
     the official slim image plus our base packages where a registry answers, else debootstrap
     (`ImageStore.bootstrap`: 25-45 s, ~210 MB); with `cfg.registry`, once in the cluster
-    (`envpool.registry.shared_image`: other nodes pull it by digest). Raises InfraError when
+    (`envpool.image_registry.shared_image`: other nodes pull it by digest). Raises InfraError when
     debootstrap is missing or fails, or the registry fails.
     """
     cfg = cfg or ImageConfig()

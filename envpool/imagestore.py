@@ -55,7 +55,7 @@ def _info(img) -> ImageInfo:
 class DockerImageStore:
     """`ImageStore` of the engine `client` (a docker SDK client; default: from the environment).
     `client` is kept for what only the engine's API does (registry pushes and pulls by digest:
-    `envpool.registry`)."""
+    `envpool.image_registry`)."""
 
     def __init__(self, client=None):
         if client is None:

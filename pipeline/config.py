@@ -107,7 +107,7 @@ class PipelineConfig(BaseModel):
     `mint.timeouts.instance` + 300). `mint.workdir` follows `workdir` unless set explicitly, and
     so does `mint.run_id` (the `swemint.run` label on every container and image): `run_id_for(workdir)`,
     and `mint.images.registry` / `registry_auth` / `shared_dir` follow `registry`, `registry_auth`
-    and `WORKDIR/images` (toolchain images made once per cluster, `envpool.registry`),
+    and `WORKDIR/images` (toolchain images made once per cluster, `envpool.image_registry`),
     so that a rerun can remove exactly the leftovers of a crashed run on the same WORKDIR and
     nothing of other runs sharing the Docker engine. An explicit `mint.run_id` must then be
     unique per WORKDIR. `workdir` and `mirrors` are made absolute (Ray workers do not share the

@@ -109,7 +109,7 @@ def _node_name() -> tuple[str, str]:
     """(Ray node id, the name of its Docker engine's node) on the node this runs on."""
     import ray
 
-    from envpool.registry import engine_node
+    from envpool.image_registry import engine_node
 
     name = ""
     try:

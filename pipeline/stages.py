@@ -385,10 +385,10 @@ class MintStage:
 
     def _ensure_local(self, record: EnvRecord) -> None:
         """`envpool.pool.ensure_local` on this node; a pull is one `pulled` line of the images'
-        events (`envpool.registry.record_event`)."""
+        events (`envpool.image_registry.record_event`)."""
         from envpool.docker_sandbox import docker_client
         from envpool.pool import ensure_local
-        from envpool.registry import record_event
+        from envpool.image_registry import record_event
 
         client = docker_client()
         t0 = time.monotonic()
@@ -409,7 +409,7 @@ class MintStage:
                                           "reason": f"verified, but the image was not published: {e.message}"})
         try:
             from envpool.docker_sandbox import docker_client
-            from envpool.registry import record_event
+            from envpool.image_registry import record_event
 
             record_event(self.config.images.shared_dir, docker_client(), "published", res.env.image_tag,
                          time.monotonic() - t0, ref, kind="environment", instance_id=res.instance_id)

@@ -229,7 +229,7 @@ def measure(cluster: LocalCluster, workdir: Path, ids: list[str], cpu_s: float, 
     import duckdb
     import pandas as pd
 
-    from envpool.registry import read_events
+    from envpool.image_registry import read_events
     from pipeline.config import run_id_for
 
     report = json.loads((workdir / "report.json").read_text()) if (workdir / "report.json").exists() else {}

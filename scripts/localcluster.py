@@ -366,7 +366,7 @@ class LocalCluster:
         import docker
 
         from envpool.pool import publish_image
-        from envpool.registry import record_event
+        from envpool.image_registry import record_event
 
         client = docker.DockerClient(base_url=self.engines[i].host, timeout=900)
         for tag in tags:
@@ -490,7 +490,7 @@ def summary(cluster: LocalCluster, workdir: Path) -> int:
     import duckdb
     import pandas as pd
 
-    from envpool.registry import read_events
+    from envpool.image_registry import read_events
 
     path = workdir / "dataset" / "all.parquet"
     if not path.is_file():

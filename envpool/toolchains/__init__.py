@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from envpool.imagestore import active_store
 from envpool.images import (ImageConfig, _apt_script, _layer, _lock, debian_base_tag, ensure_debian_base, note_layer,
                             spec_hash)
-from envpool.registry import shared_image
+from envpool.image_registry import shared_image
 
 __all__ = ["ToolchainChoice", "apt_script", "layer_image", "version_key"]
 
@@ -66,7 +66,7 @@ def layer_image(name: str, version: str, suite: str, script: str, cfg: ImageConf
                 engine=None, inputs: dict | None = None) -> str:
     """Tag of `swemint/<name>:<version>-<hash>`: Debian `suite` base + `script` run on the bridge
     network and committed; built once (per-tag lock; with `cfg.registry` once in the cluster,
-    pulled by digest on other nodes: `envpool.registry.shared_image`), reused after. Raises
+    pulled by digest on other nodes: `envpool.image_registry.shared_image`), reused after. Raises
     InfraError when the script fails (its output's tail in the message) or the registry fails."""
     cfg = cfg or ImageConfig()
     store = active_store(engine)

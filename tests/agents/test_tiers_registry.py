@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from agents import tiers
 from agents.config import MintConfig
 from agents.ecosystems.base import LayerSpec
-from envpool.registry import read_events
+from envpool.image_registry import read_events
 from tests.envpool.test_shared_images import FakeEngine, FakeRegistry
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envpool import registry as reg
+from envpool import image_registry as reg
 from envpool.errors import InfraError
 from envpool.images import ImageConfig
 

@@ -254,7 +254,7 @@ def test_a_reuse_candidate_verified_on_another_node_is_pulled_by_digest_and_chec
     import uuid
 
     from envpool.pool import publish_image
-    from envpool.registry import read_events
+    from envpool.image_registry import read_events
     from pipeline.stages import MintStage
 
     monkeypatch.setenv("T_REG_USER", "swemint")
