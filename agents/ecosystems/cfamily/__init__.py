@@ -155,7 +155,7 @@ class CFamily(Ecosystem):
         if b.system == "cmake":
             setup.append(install_helpers())
             setup.append(f"mkdir -p {BUILD_DIR}/.cmake/api/v1/query && touch {BUILD_DIR}/.cmake/api/v1/query/codemodel-v2"
-                         f" && cmake -S /testbed -B {BUILD_DIR} -DCMAKE_BUILD_TYPE=None {' '.join(b.cmake_flags)}")
+                         f" && cmake -S /testbed -B {BUILD_DIR} -DCMAKE_BUILD_TYPE={_q(b.build_type)} {' '.join(b.cmake_flags)}")
             # only the targets the test run will build (those owning the touched files, else the
             # test targets): a whole large project (json: hundreds of test binaries) outlasts the
             # setup step's time on a loaded host

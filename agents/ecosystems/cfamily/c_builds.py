@@ -25,8 +25,10 @@ class CBuild(BaseModel):
     submodule path -> the Debian source package whose upstream tarball fills it (its own tests
     then run); `source_flags`: path -> (configure flags when it was filled, flags when not).
     `fetchcontent`: the ``FetchContent_Declare`` downloads of the CMake files (a failed one is
-    provided from Debian's source, `agents.ecosystems.cfamily.fetchcontent`). `notes`: decisions worth
-    recording (missing submodules and their replacements)."""
+    provided from Debian's source, `agents.ecosystems.cfamily.fetchcontent`). `build_type`: the
+    ``CMAKE_BUILD_TYPE`` to configure with (``None``: no optimisation flags, the cheapest compile;
+    a project that accepts only a list of build types gets one of its list, `build_type`).
+    `notes`: decisions worth recording (missing submodules and their replacements)."""
 
     system: str
     cmake_min: str | None = None
@@ -42,6 +44,7 @@ class CBuild(BaseModel):
     sources: dict[str, str] = Field(default_factory=dict)
     source_flags: dict[str, tuple[list[str], list[str]]] = Field(default_factory=dict)
     fetchcontent: list[Declaration] = Field(default_factory=list)
+    build_type: str = "None"
     notes: list[str] = Field(default_factory=list)
 
 
@@ -62,9 +65,34 @@ def _missing_submodules(tree: GitTree) -> list[tuple[str, str]]:
             if not any(f.startswith(m.path.rstrip("/") + "/") for f in tree.files)]
 
 
+STANDARD_BUILD_TYPES = ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
+_BUILD_TYPE_GATE = re.compile(r"if\s*\(\s*NOT\s+\"?(?:\$\{)?CMAKE_BUILD_TYPE\}?\"?\s+IN_LIST\s+\"?(?:\$\{)?(\w+)", re.I)
+
+
+def build_type(text: str) -> str | None:
+    """The build type to configure a project with whose top-level CMake file `text` refuses any
+    ``CMAKE_BUILD_TYPE`` outside a list (``if(NOT CMAKE_BUILD_TYPE IN_LIST SUPPORTED_BUILD_TYPES)``
+    then a ``FATAL_ERROR``: ``None`` is "Bad CMAKE_BUILD_TYPE"), or None when it accepts any.
+    The class: projects that validate the build type. From the list (``set(VAR Debug Release
+    ...)``): ``None`` when listed, else ``Debug`` (no optimisation: the cheapest compile, and
+    the assertions tests expect), else its first entry; a list not found: ``Debug``."""
+    m = _BUILD_TYPE_GATE.search(text)
+    if not m:
+        return None
+    listed = re.search(rf"set\s*\(\s*{re.escape(m.group(1))}\s+([^)]*)\)", text, re.I)
+    types = [w.strip('"') for w in listed.group(1).split()] if listed else []
+    types = [t for t in types if re.fullmatch(r"\w+", t)]
+    if "None" in types:
+        return None
+    return "Debug" if "Debug" in types or not types else types[0]
+
+
 def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
     rec = recipes()
     top = tree.read("CMakeLists.txt") or ""
+    if (bt := build_type(top)) is not None:
+        b.build_type = bt
+        b.notes.append(f"CMakeLists.txt refuses build types outside a list: CMAKE_BUILD_TYPE={bt}")
     m = re.search(r"cmake_minimum_required\s*\(\s*VERSION\s+(\d+(?:\.\d+)*)", top, re.I)
     b.cmake_min = m.group(1) if m else None
     opts = rec["test_options"]

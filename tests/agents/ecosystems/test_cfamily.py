@@ -628,3 +628,36 @@ def _configured(tmp_path, files: dict[str, str]):
     (build / ".cmake/api/v1/query/codemodel-v2").touch()
     subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
     return src, build
+
+
+GATED_TOP = """cmake_minimum_required(VERSION 3.15)
+project(gadget LANGUAGES C)
+if(NOT CMAKE_BUILD_TYPE)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Choose the type of build" FORCE)
+endif()
+set(SUPPORTED_BUILD_TYPES Debug Release RelWithDebInfo MinSizeRel)
+if(NOT CMAKE_BUILD_TYPE IN_LIST SUPPORTED_BUILD_TYPES)
+  message(FATAL_ERROR "Bad CMAKE_BUILD_TYPE. Expected one of ${SUPPORTED_BUILD_TYPES}")
+endif()
+enable_testing()
+add_executable(gadget_test test/gadget_test.c)
+add_test(NAME gadget_test COMMAND gadget_test)
+"""
+
+
+def test_a_project_that_validates_its_build_type_is_configured_with_one_it_accepts(tmp_path, images):
+    # the class: CMake projects that refuse a CMAKE_BUILD_TYPE outside their list (None is "Bad
+    # CMAKE_BUILD_TYPE" there); the others keep None, the cheapest compile
+    from agents.ecosystems.cfamily.c_builds import build_type
+
+    tree = make_tree(tmp_path / "g", {"CMakeLists.txt": GATED_TOP, "test/gadget_test.c": "int main(void){return 0;}\n"})
+    b = analyze(tree, ["test/gadget_test.c"], project="gadget")
+    assert b.build_type == "Debug"
+    plan = ECOSYSTEM.plan(tree, instance(tree), ["test/gadget_test.c"], ImageConfig())
+    assert any("cmake -S /testbed -B /opt/build -DCMAKE_BUILD_TYPE=Debug " in c for c in plan.setup_commands)
+    assert build_type(GATED_TOP.replace("Debug Release", "Release")) == "Release"
+    assert build_type(GATED_TOP.replace("Debug Release", "None Debug Release")) is None
+    assert build_type('if (NOT "${CMAKE_BUILD_TYPE}" IN_LIST ALLOWED)\n') == "Debug"
+    plain = make_tree(tmp_path / "p", {"CMakeLists.txt": CMAKE_TOP, "test/CMakeLists.txt": CMAKE_TEST,
+                                       "test/widget-test.cc": "TEST(Widget, Works) {}\n"})
+    assert analyze(plain, ["test/widget-test.cc"], project="widget").build_type == "None"
