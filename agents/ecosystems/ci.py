@@ -27,17 +27,30 @@ __all__ = ["CiStep", "action_steps", "ci_apt_packages", "ci_steps", "command_lin
 @dataclass
 class CiStep:
     """One `run:` step: `path` (the workflow file), `run` (its script text), `env` (merged),
-    `matrix` (the job's matrix: name -> its first scalar value)."""
+    `matrix` (the job's matrix: name -> its first scalar value), `runs_on` (the job's
+    ``runs-on``, matrix filled in; "" when not said) and `shell` (the step's ``shell:``)."""
 
     path: str
     run: str
     env: dict[str, str] = field(default_factory=dict)
     matrix: dict[str, str] = field(default_factory=dict)
+    runs_on: str = ""
+    shell: str = ""
+
+    def foreign(self) -> bool:
+        """Whether the step runs on another operating system than a Linux build container (a
+        macOS or Windows runner, a PowerShell or cmd shell): its configure options and commands
+        are that platform's (Metal, MSVC generators), not this one's."""
+        return bool(_FOREIGN_RUNNER.search(self.runs_on) or _FOREIGN_SHELL.fullmatch(self.shell.strip()))
 
     def resolved(self) -> str:
         """`run` with each ``${{ matrix.X }}`` replaced by X's first value (``$`` when the matrix
         has none: a word no validator accepts)."""
         return re.sub(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}", lambda m: self.matrix.get(m.group(1), "$"), self.run)
+
+
+_FOREIGN_RUNNER = re.compile(r"windows|macos|mac-|osx|darwin", re.I)
+_FOREIGN_SHELL = re.compile(r"pwsh|powershell|cmd", re.I)
 
 
 def _first_values(matrix) -> dict[str, str]:
@@ -68,7 +81,8 @@ def action_steps(tree) -> list[CiStep]:
         runs = data.get("runs") if isinstance(data, dict) else None
         for step in (runs.get("steps") or []) if isinstance(runs, dict) else []:
             if isinstance(step, dict) and isinstance(step.get("run"), str):
-                out.append(CiStep(path=path, run=step["run"], env=_env(step.get("env"))))
+                out.append(CiStep(path=path, run=step["run"], env=_env(step.get("env")),
+                                  shell=str(step.get("shell") or "")))
     return out
 
 
@@ -126,10 +140,13 @@ def ci_steps(tree) -> list[CiStep]:
                 continue
             job_env = {**top, **_env(job.get("env"))}
             matrix = _first_values((job.get("strategy") or {}).get("matrix") if isinstance(job.get("strategy"), dict) else {})
+            runs_on = job.get("runs-on")
+            runs_on = " ".join(map(str, runs_on)) if isinstance(runs_on, list) else str(runs_on or "")
+            runs_on = CiStep(path=path, run=runs_on, matrix=matrix).resolved().replace("$", "")
             for step in job.get("steps") or []:
                 if isinstance(step, dict) and isinstance(step.get("run"), str):
                     out.append(CiStep(path=path, run=step["run"], env={**job_env, **_env(step.get("env"))},
-                                      matrix=matrix))
+                                      matrix=matrix, runs_on=runs_on, shell=str(step.get("shell") or "")))
     return out
 
 

@@ -118,3 +118,57 @@ def test_a_failed_build_gets_a_ci_setup_move_and_the_next_round_verifies(tmp_pat
     assert res.rounds[1].move == "ci_setup" and res.rounds[1].evidence == "the CI installs libx-dev"
     assert eco.contexts[0].why.startswith("setup failed") and "the x library is required" in eco.contexts[0].output
     assert [(s.rule, s.exit_code) for s in steps(res) if s.rule.startswith("move:")] == [("move:ci_setup", 0)]
+
+
+ALTERNATIVE_JOBS = """jobs:
+  linux:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cmake -B build -DBUILD_TESTING=ON -DCALC_ENABLE_C_API=OFF -DCALC_ENABLE_GPU=OFF .
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cmake -B build -DCALC_WARNINGS_AS_ERRORS=ON -DCALC_LINTER=ON -DCALC_FUZZING=1 -DCALC_ASSERTIONS=ON .
+  linux-gpu:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cmake -B build -DCALC_ENABLE_GPU=ON -DCALC_ENABLE_C_API=ON -DCALC_WITH_ZSTD=ON .
+  mac:
+    runs-on: ${{ matrix.os }}
+    strategy:
+      matrix:
+        os: [macos-14]
+    steps:
+      - run: cmake -B build -DCALC_ENABLE_METAL=ON -DCALC_ENABLE_PYTHON=ON .
+  win:
+    runs-on: ubuntu-latest
+    steps:
+      - shell: pwsh
+        run: cmake -B build -G "Visual Studio 17 2022" -DCALC_ENABLE_PYTHON=ON .
+"""
+CUDA_ONLY_ACTION = """runs:
+  using: composite
+  steps:
+    - shell: bash
+      run: cmake -B build -DCALC_USE_CUDA=1 -DCALC_USE_ROCM=OFF .
+"""
+
+
+def test_the_ci_options_are_one_builds_not_the_union_of_alternative_jobs(tmp_path):
+    # the class: a CI whose jobs are alternatives (a CPU job, a lint job, a GPU job, a macOS/Metal
+    # job, a Windows job): each option once with its first value, another platform's steps left
+    # out, a hardware backend or a lint/fuzz build never switched on
+    tree = make_tree(tmp_path, {".github/workflows/ci.yml": ALTERNATIVE_JOBS, "CMakeLists.txt": "",
+                                ".github/actions/cuda/action.yml": CUDA_ONLY_ACTION})
+    plan = Plan(ecosystem="cfamily", toolchain="gcc 12", image="i", build="cmake", parser="ctest_log",
+                setup_commands=["cmake -S /testbed -B /opt/build -DBUILD_TESTING=ON"])
+    ctx = MoveContext(tree=tree, instance=None, plan=plan, touched=[], why="setup failed: cmake")
+    moves = cfamily.ECOSYSTEM.next_moves(ctx)
+    assert moves[0].request.options["cmake_flags"] == ["-DCALC_ENABLE_C_API=OFF", "-DCALC_ENABLE_GPU=OFF",
+                                                       "-DCALC_ASSERTIONS=ON", "-DCALC_WITH_ZSTD=ON",
+                                                       "-DCALC_USE_ROCM=OFF"]
+    from agents.ecosystems.ci import ci_steps
+    steps = ci_steps(tree)
+    assert [(s.runs_on, s.foreign()) for s in steps] == [("ubuntu-latest", False), ("ubuntu-latest", False),
+                                                         ("ubuntu-latest", False), ("macos-14", True),
+                                                         ("ubuntu-latest", True)]

@@ -76,14 +76,29 @@ def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
     return moves
 
 
+HARDWARE_OPTION = re.compile(r"(?:^|_)(?:GPU|CUDA|CUVS|METAL|MPS|ROCM|HIP|SYCL|OPENCL|VULKAN|TPU|NPU)(?:_|$)", re.I)
+"""Options that switch on a hardware backend a build container has no toolkit or device for."""
+STRICT_OPTION = re.compile(r"WERROR|WARNINGS?_AS_ERRORS?|LINTER|CLANG_TIDY|CPPCHECK|SANITI[SZ]E|FUZZ|COVERAGE",
+                           re.I)
+"""Options of a lint, fuzz or coverage job: they make the build stricter than its compiler here
+allows (warnings as errors under a newer compiler) or instrument it; not what tests need."""
+
+
 def _ci_configure_flags(tree: GitTree, system: str) -> list[tuple[str, str]]:
     """(flag, CI file) of the configure options the CI's run steps and composite actions pass:
     ``cmake ... -DX=<ON|OFF|TRUE|FALSE|YES|NO|0|1>`` for CMake, ``./configure --enable-x`` /
-    ``--disable-x`` / ``--with-x`` / ``--without-x`` for autotools; each flag once."""
+    ``--disable-x`` / ``--with-x`` / ``--without-x`` for autotools. The CI's jobs are
+    alternatives, not one build, so: steps of another platform (`CiStep.foreign`: macOS,
+    Windows, PowerShell) are left out; each option once, with the first value met (not ON from
+    one job and OFF from another, the last silently winning); an option that switches a
+    hardware backend on (`HARDWARE_OPTION`: GPU, CUDA, Metal, ROCm, ...) or a lint, fuzz or
+    coverage build on (`STRICT_OPTION`: warnings as errors, linters, sanitizers) is left out."""
     from agents.ecosystems.ci import action_steps, ci_steps, command_lines, split_words
 
     out: list[tuple[str, str]] = []
     for step in ci_steps(tree) + action_steps(tree):
+        if step.foreign():
+            continue
         for line in command_lines(step.resolved()):
             words = split_words(line)
             if system == "cmake" and any(PurePosixPath(w).name == "cmake" for w in words[:3]):
@@ -92,7 +107,26 @@ def _ci_configure_flags(tree: GitTree, system: str) -> list[tuple[str, str]]:
             elif system == "autotools" and any(PurePosixPath(w).name == "configure" for w in words[:3]):
                 out += [(w, step.path) for w in words if CONFIGURE_FLAG.fullmatch(w)]
     seen: set[str] = set()
-    return [(f, p) for f, p in out if not (f in seen or seen.add(f))]
+    kept: list[tuple[str, str]] = []
+    for f, p in out:
+        name, on = _option(f)
+        if name in seen or (on and (HARDWARE_OPTION.search(name) or STRICT_OPTION.search(name))):
+            continue
+        seen.add(name)
+        kept.append((f, p))
+    return kept
+
+
+def _option(flag: str) -> tuple[str, bool]:
+    """(option name, whether the flag turns it on) of ``-DX=<bool>`` or ``--enable-x`` /
+    ``--disable-x`` / ``--with-x`` / ``--without-x`` (``--with-x=v`` counts as on)."""
+    if flag.startswith("-D"):
+        name, _, value = flag[2:].partition("=")
+        return name, value.upper() in ("ON", "TRUE", "YES", "1", "Y")
+    m = re.match(r"--(enable|disable|with|without)-([\w.+-]+)", flag)
+    if not m:
+        return flag, False
+    return m.group(2), m.group(1) in ("enable", "with")
 
 
 def _ci_setup_moves(tree: GitTree, plan: PolyPlan) -> list:
