@@ -99,6 +99,21 @@ def query_for(need: Need) -> str:
         "{lname}", re.escape(need.name.lower()))
 
 
+def library_guesses(need: Need) -> list[str]:
+    """Debian's names for the development package of a library need (``cmake Leptonica``,
+    ``pkgconfig lept``, ``link z``): ``lib<name>-dev``, ``<name>-dev`` (lower case, a leading
+    ``lib`` and a version suffix dropped); [] for commands, headers and runtime libraries, whose
+    names say nothing of their package. Debian's policy names -dev packages after the library,
+    so the guess is only a fallback when the file index cannot answer, and only a name the
+    suite has is taken (`DebianIndex.available`)."""
+    if need.kind not in ("cmake", "pkgconfig", "link"):
+        return []
+    base = re.sub(r"[-_.]?\d+(?:\.\d+)*$", "", need.name.lower()).removeprefix("lib").replace("_", "-")
+    if not DEBIAN_NAME.fullmatch(base) or len(base) < 2:
+        return []
+    return [f"lib{base}-dev", f"{base}-dev"]
+
+
 def search_command(query: str) -> str:
     """The shell command searching the index for `query` (quoted)."""
     return f"apt-file search --regexp {shlex.quote(query)}"
@@ -236,10 +251,15 @@ class DebianIndex:
                     fresh[q] = [f"{p}: {path}" for p, path in parse_answer(got[1])][:50]
             self._store(fresh)
         answers, packages = [], []
+        failed = [n for n, q in zip(needs, queries, strict=True) if cache.get(q, fresh.get(q)) is None]
+        guessed = self._guessed(failed)
         for need, q in zip(needs, queries, strict=True):
             lines = cache.get(q, fresh.get(q))
             code, output, secs = outputs.get(q, (0, "", 0.0))
             ranked = pick(need, parse_answer("\n".join(lines or [])))
+            if lines is None and guessed.get(need):
+                ranked = guessed[need]
+                output = f"the file index did not answer; Debian has {ranked[0]} (named like the library)\n" + output
             ans = IndexAnswer(need=need, query=q, packages=ranked[:10], chosen=ranked[0] if ranked else None,
                               cached=q in cache)
             answers.append(ans)
@@ -252,6 +272,18 @@ class DebianIndex:
                                      output_excerpt="\n".join(lines or [])[:2000] if lines is not None
                                      else output[-1000:], duration=round(secs, 2), note=note))
         return packages, answers
+
+    def _guessed(self, needs: list[Need]) -> dict[Need, list[str]]:
+        """For library needs the file index could not answer (apt-file's Contents out of sync
+        with the mirror), the development package named like the library that this suite has
+        (`library_guesses`, confirmed by `available`): need -> [package] (one policy query for
+        all of them)."""
+        names = {n: library_guesses(n) for n in needs}
+        names = {n: g for n, g in names.items() if g}
+        if not names:
+            return {}
+        have = set(self.available([g for gs in names.values() for g in gs]))
+        return {n: [next(g for g in gs if g in have)] for n, gs in names.items() if have & set(gs)}
 
     def available(self, packages: list[str]) -> list[str]:
         """The names of `packages` this suite has (``apt-cache policy``: a candidate version),

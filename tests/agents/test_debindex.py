@@ -219,3 +219,34 @@ def test_available_answers_even_when_the_file_index_cannot_be_made(tmp_path):
     assert DebianIndex(run, "img").available(["tcl8.6", "tclx"]) == ["tcl8.6"]
     policy = [c.command for sb in f.sandboxes for c in sb.calls if "apt-cache policy" in c.command]
     assert policy and "apt-file" not in policy[-1]
+
+
+GUESS_POLICY = """libwidget-dev:
+  Installed: (none)
+  Candidate: 1.2-1
+  Version table:
+widget-dev:
+  Installed: (none)
+  Candidate: (none)
+  Version table:
+"""
+
+
+def test_a_library_need_the_file_index_cannot_answer_gets_the_dev_package_named_like_it(tmp_path):
+    """The class: a mirror whose Contents is out of sync (apt-file cannot answer) while a
+    project names a missing library ("Cannot find required library Widget", a CMake package, a
+    pkg-config module): Debian's -dev package named after the library, when the suite has it;
+    a command gets no guess."""
+    from agents.debindex import library_guesses
+
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-file update", (100, "E: Failed to fetch .../Contents-amd64.gz  File has unexpected size"))
+    f.on(r"apt-cache policy", (0, GUESS_POLICY))
+    run = _run(tmp_path, f)
+    pkgs, answers = DebianIndex(run, "img").resolve([Need(kind="cmake", name="Widget"),
+                                                     Need(kind="command", name="widgetc")])
+    assert pkgs == ["libwidget-dev"] and [a.chosen for a in answers] == ["libwidget-dev", None]
+    policy = [c.command for sb in f.sandboxes for c in sb.calls if "apt-cache policy" in c.command]
+    assert policy and "libwidget-dev widget-dev" in policy[-1]
+    assert library_guesses(Need(kind="pkgconfig", name="libfoo-1.0")) == ["libfoo-dev", "foo-dev"]
+    assert library_guesses(Need(kind="header", name="foo.h")) == []

@@ -29,6 +29,8 @@ from tests.agents.test_loop import events, instance_on, patched, steps
     ("CMake Error at CMakeLists.txt:85 (message):\n  Unable to find 'pg_config'", "project-unable-to-find-program", [],
      ["command pg_config"]),
     ("Could NOT find Leptonica (missing: Leptonica_DIR)", "cmake-package-not-found", [], ["cmake Leptonica"]),
+    ("CMake Error at CMakeLists.txt:451 (message):\n  Cannot find required library Leptonica.  Quitting!",
+     "project-cannot-find-library", [], ["cmake Leptonica"]),
     ("scikit_build_core.errors.CMakeNotFoundError: Could not find CMake with version >=3.24.0",
      "cmake-command-missing", [], ["command cmake"]),
 ])
