@@ -16,6 +16,7 @@ from envpool.imagestore import store_of
 from envpool.patches import files_in_patch
 from envpool.evalscript import ENSURE_PYTHON3, grading_tools, tool_labels
 from envpool.quoting import image_tag, shell_word
+from envpool.testpaths import STAMP
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
@@ -129,12 +130,16 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
     the status tool's digest), give the image a `python3` with its standard library when it has none
     (`envpool.evalscript.ENSURE_PYTHON3`, on the sandbox's network: a failure is logged, the
     row's eval script then reports it), commit the sandbox as `repository:tag` (`env` set in the
-    image's ENV); returns (ref, image id).
+    image's ENV); returns (ref, image id). The image's /testbed carries `envpool.testpaths.STAMP`,
+    written last, whose time tells a patch's untracked test files from the build's.
     A previous image under the same tag (same spec rebuilt by the same run) is removed; one
     that carries another run's `swemint.run` label is never touched."""
     for path, data in plugin_files().items():  # the stored test_command runs in the image as is
         sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
     sb.exec(ENSURE_PYTHON3, timeout=600, log_label="grading-tools")
+    # when the image was made: untracked test paths newer than this came from a patch (the reset
+    # before grading removes them), older ones from the build (envpool.testpaths.STAMP)
+    sb.put_file(f"/testbed/{STAMP}", b"swemint image stamp\n")
     ref = f"{repository}:{tag}"
     labels = {"swemint.tier": "instance", **labels, **tool_labels()}  # tier: not the dependency image's it would inherit
     previous = image_id(factory, ref)

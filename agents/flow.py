@@ -61,17 +61,18 @@ from agents.policy import make_helper
 from agents.reuse import derive_version
 from agents.verification import Attribution, Verdict, llm_attribution, verify
 from envpool.imagestore import store_of, use_store
-from envpool.errors import EnvBuildError, InstanceInputError, PatchApplyError, SandboxTimeout, SwemintError, \
-    TestsNotRunError
+from envpool.errors import EnvBuildError, InstanceInputError, InvalidTaskError, PatchApplyError, SandboxTimeout, \
+    SwemintError, TestsNotRunError
 from envpool.naming import folder_name
-from envpool.patches import paths_after, shared_files_problem
+from envpool.patches import grading_paths_problem, paths_after, shared_files_problem
 from envpool.sandbox import engine_isolation
 from envpool.testrun.trust import infrastructure_flags
 
 __all__ = ["OUTCOME_OF_ERROR", "mint_instance"]
 
 OUTCOME_OF_ERROR: tuple[tuple[type[SwemintError], str], ...] = (
-    (PatchApplyError, "patch_failed"), (EnvBuildError, "env_failed"), (TestsNotRunError, "tests_not_run"),
+    (InvalidTaskError, "invalid_task"), (PatchApplyError, "patch_failed"), (EnvBuildError, "env_failed"),
+    (TestsNotRunError, "tests_not_run"),
     (SandboxTimeout, "timeout"), (SwemintError, "infra_error"))
 """Error class -> outcome, first match wins. InfraError and InstanceInputError (a missing mirror
 or commit says nothing about the instance, as in the pipeline driver) end as `infra_error`."""
@@ -135,10 +136,12 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         helper = make_helper(config, iid, llm=llm)
         if not instance.test_patch.strip() or not instance.patch.strip():
             raise InstanceInputError("empty patch or test_patch", instance_id=iid)
+        res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch, instance.language)
+        if invalid := grading_paths_problem(instance.patch, instance.language):  # the fix may not touch what grades it
+            raise InvalidTaskError(invalid, instance_id=iid)
         if shared := shared_files_problem(instance.patch, instance.test_patch):
             raise InstanceInputError(shared, instance_id=iid)
         tree = GitTree(Path(repo_path), instance.base_commit, instance_id=iid)
-        res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch)
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
                       log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
                       touched=paths_after(instance.test_patch), cost=meter)

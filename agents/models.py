@@ -16,10 +16,13 @@ from envpool.naming import check_instance_id, check_language, check_repo, check_
 from envpool.quoting import one_line, shown
 from envpool.records import EnvRecord
 
-Outcome = Literal["verified", "no_fail_to_pass", "patch_failed", "env_failed", "tests_not_run",
-                  "timeout", "infra_error"]
-OUTCOMES: tuple[str, ...] = ("verified", "no_fail_to_pass", "patch_failed", "env_failed",
+Outcome = Literal["verified", "no_fail_to_pass", "patch_failed", "invalid_task", "env_failed",
+                  "tests_not_run", "timeout", "infra_error"]
+OUTCOMES: tuple[str, ...] = ("verified", "no_fail_to_pass", "patch_failed", "invalid_task", "env_failed",
                              "tests_not_run", "timeout", "infra_error")
+"""Every row ends as one of these. `invalid_task`: the row's `patch` (the fix) changes test code
+or test infrastructure (`envpool.patches.grading_paths`), so it would grade itself; refused
+before any container, the reason naming the paths."""
 
 
 LANGUAGE_ALIASES: dict[str, str] = {
@@ -71,8 +74,8 @@ class Instance(BaseModel):
     Gold `FAIL_TO_PASS` / `PASS_TO_PASS` (lists, or JSON-encoded strings as in the HF copies)
     are kept for scoring only: nothing in swemint chooses tests, commands or versions by them.
     `environment_setup_commit` is accepted and ignored. Crawl provenance (`source`,
-    `pull_number`, `issue_numbers`, `quality_score`, `commit`, `crawled_at`) has fields of its
-    own; any other unknown field is kept as is (pydantic `model_extra`, and in `model_dump`).
+    `pull_number`, `issue_numbers`, `quality_score`, `commit`, `crawled_at`,
+    `moved_to_test_patch`) has fields of its own; any other unknown field is kept as is (pydantic `model_extra`, and in `model_dump`).
 
     Fields that name things are checked when a row is made (issue 24: instance fields are data),
     each raising ValueError with a one-line reason that shows the value inert: `instance_id`,
@@ -105,6 +108,9 @@ class Instance(BaseModel):
     commit: str | None = None
     """The merge or squash commit of the PR (crawled rows)."""
     crawled_at: str | None = None
+    moved_to_test_patch: list[str] = Field(default_factory=list)
+    """Crawled rows: test infrastructure of the PR's diff (conftest.py, runner configuration,
+    `envpool.patches.Split.moved`) the source's split put in the test_patch rather than the fix."""
 
     @field_validator("issue_numbers", mode="before")
     @classmethod

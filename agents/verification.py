@@ -45,9 +45,9 @@ from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Plan, is_pytest
 from agents.ecosystems.runs import OUTPUT_TAIL, TestRun
 from agents.models import Instance, StepRecord
-from envpool.errors import PatchApplyError, SandboxTimeout
+from envpool.errors import PatchApplyError, SandboxTimeout, TestsNotRunError
 from envpool.grading import grade, in_failed_collector, test_name
-from envpool.evalscript import reset_test_files
+from envpool.evalscript import reset_in_sandbox, reset_test_files
 from envpool.patches import apply_patch, changed_lines, touched_words
 from envpool.testrun.limits import limit_env
 from envpool.testrun.status import TestRunReport, TestStatus
@@ -113,16 +113,24 @@ def sides(instance: Instance, before_runs: int, after_runs: int) -> list[tuple[s
 
 
 def apply_side_patches(sb, side: str, patches: list[tuple[str, str]], methods: dict[str, str], instance_id: str,
-                       log_path: Path | None) -> None:
+                       log_path: Path | None, language: str | None = None) -> None:
     """Apply `patches` (name, diff text) in order in sandbox `sb`, recording in `methods[name]`
     how each applied (`envpool.patches.apply_patch`'s answer). A test_patch after another patch
-    is applied as SWE-bench does: its files reset to HEAD first (`envpool.evalscript.
-    reset_test_files`). Raises PatchApplyError ("<name> does not apply (<side>): ...") for the
-    first that does not apply."""
+    is applied as SWE-bench does, its files reset to HEAD first (`envpool.evalscript.
+    reset_test_files`) -- and before that every test path of the one rule set the earlier patch
+    changed or added goes back to the base tree (`envpool.evalscript.reset_in_sandbox`, the groups of
+    `language`): a test edit hidden in the fix cannot make a FAIL_TO_PASS. Raises PatchApplyError
+    ("<name> does not apply (<side>): ...") for the first that does not apply, TestsNotRunError
+    when the reset fails."""
     for n, (name, text) in enumerate(patches):
-        reset = reset_test_files(text) if name == "test_patch" and n else ""
-        if reset:
-            sb.exec(reset, timeout=120, log_label=f"{side}:reset-tests")
+        if name == "test_patch" and n:
+            r = reset_in_sandbox(sb, language, label=f"{side}:reset-test-paths")
+            if not r.ok:
+                raise TestsNotRunError(f"the test paths could not be reset to the base tree ({side}): "
+                                       f"{r.output.strip()[-500:]}", instance_id=instance_id, log_path=log_path)
+            reset = reset_test_files(text)
+            if reset:
+                sb.exec(reset, timeout=120, log_label=f"{side}:reset-tests")
         try:
             methods[name] = apply_patch(sb, text, label=f"{side}:{name}")
         except PatchApplyError as e:
@@ -352,7 +360,8 @@ class _Sides:
         timeout = min(self.config.timeouts.test_run, time_left(self.deadline, side, iid, self.log_path))
         t = time.monotonic()
         with self.factory.sandbox(self.spec, self.log_path) as sb:
-            apply_side_patches(sb, side, self.patches[side], self.methods, iid, self.log_path)
+            apply_side_patches(sb, side, self.patches[side], self.methods, iid, self.log_path,
+                               self.instance.language)
             r = sb.exec(f"cd /testbed && {self.build}", timeout=timeout, env=self.env or None,
                         log_label=f"{side}:build")
             self.traj(StepRecord(agent="verification", rule=f"{side}:build", command=self.build,
@@ -402,7 +411,8 @@ class _Sides:
         with self._phase(phase):
             with self.factory.sandbox(spec, self.log_path) as sb:  # every run in a fresh container
                 if image is None:
-                    apply_side_patches(sb, side, self.patches[side], self.methods, iid, self.log_path)
+                    apply_side_patches(sb, side, self.patches[side], self.methods, iid, self.log_path,
+                               self.instance.language)
                 # ids known from earlier runs (a unit that fails to build marks them FAILED): for a
                 # before run only the before side's, as when every before run came first -- an id
                 # the after side brought would stop being absent before (`absent_scope`)
@@ -422,7 +432,8 @@ class _Sides:
 
             self.test_command = published_command(
                 self.instance.test_patch, self.instance.patch,
-                self.eco.stored_test_command(self.plan, run.command, per_test_timeout=self.config.timeouts.per_test))
+                self.eco.stored_test_command(self.plan, run.command, per_test_timeout=self.config.timeouts.per_test),
+                self.instance.language)
         if run.tampered:
             self.tampered = Verdict(outcome="tests_not_run", test_command=self.test_command, anomalies=self.anomalies,
                                     reason=f"grading refused: the {side} run's report was tampered with "

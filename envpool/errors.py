@@ -5,6 +5,7 @@
     │   └── LowDisk         free space under a floor (envpool.hostfs)
     ├── SandboxTimeout      a command or run exceeded its time limit (seconds)
     ├── InstanceInputError  bad instance data (missing field, unknown repository, bad JSON)
+    ├── InvalidTaskError    the fix edits test code or test infrastructure (outcome invalid_task)
     ├── PatchApplyError     `patch` or `test_patch` does not apply, even after normalisation
     ├── EnvBuildError       the environment could not be built (our builder's failure)
     ├── OutputTooLarge      a report file or stream from a sandbox is over its size bound
@@ -63,6 +64,12 @@ class SandboxTimeout(SwemintError):
 
 class InstanceInputError(SwemintError):
     """The instance's own data is unusable (missing field, repository not found)."""
+
+
+class InvalidTaskError(SwemintError):
+    """The instance is no valid task: its `patch` (the fix) changes test code or test
+    infrastructure, the things that grade it (`envpool.patches.grading_paths_problem`); outcome
+    `invalid_task`."""
 
 
 class PatchApplyError(SwemintError):

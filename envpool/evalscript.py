@@ -8,7 +8,10 @@ between `>>>>> Start Test Output` and `>>>>> End Test Output`, and grades
 `pass_and_fail`). `render_eval_script` writes that script for one row:
 
 1. `cd /testbed`, the row's environment exported (the image's ENV may lack it);
-2. every file the test_patch touches reset to HEAD (the image's /testbed is one commit holding
+2. every test path (`envpool.testpaths`: test files, test folders, conftest/helpers/fixtures,
+   runner configuration) the model patch changed reset to HEAD and those it added removed
+   (`reset_test_paths`; the official harness resets only the test_patch's files), then every
+   file the test_patch touches reset to HEAD (the image's /testbed is one commit holding
    `base_commit`'s tree, see `agents.envimage`), files it adds removed;
 3. the test_patch applied (ladder `git apply -v` -> `--recount --ignore-whitespace` ->
    `patch --fuzz=2`, as `envpool.patches`; `>>>>> Patch Apply Failed` when none works);
@@ -85,6 +88,7 @@ class EvalSpec(BaseModel):
     `report_path` the file it writes or None for its console output, read by `parser` with
     `parser_options`). `env`: exported first. `known`: the ids the row grades (FAIL_TO_PASS +
     PASS_TO_PASS), each given a status line. `test_files`: pytest's files (JUnit id repair).
+    `language`: the row's, choosing the groups of the test-path rule set (`envpool.testpaths`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -98,6 +102,7 @@ class EvalSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     test_files: list[str] = Field(default_factory=list)
     known: list[str] = Field(default_factory=list)
+    language: str | None = None
 
 
 def reset_test_files(test_patch: str) -> str:
@@ -108,6 +113,40 @@ def reset_test_files(test_patch: str) -> str:
     quoted = shell_words(files)
     return (f"for f in {quoted}; do if git cat-file -e \"HEAD:$f\" 2>/dev/null; then "
             "git checkout -q HEAD -- \"$f\"; else rm -rf -- \"$f\"; fi; done")
+
+
+def reset_test_paths(language: str | None, keep=(), *, tool: str = statuslines.TOOL_PATH, python: str = "python3",
+                     root: str | None = None) -> str:
+    """Shell: the status tool's `reset-tests` mode (`envpool.testpaths.reset_main`): every test
+    path of the one rule set (the groups of `language`) that differs from HEAD goes back to HEAD --
+    test files, helpers, fixtures and runner configuration a candidate patch changed or removed
+    are checked out, test paths it added are removed -- except `keep`. Exit status nonzero when
+    the reset fails. SWE-bench's harness resets only the test_patch's files: a patch editing a
+    helper or adding a conftest.py hook would grade itself. `python`: a shell word or a path;
+    `root`: the work tree (None: the tool's default, /testbed)."""
+    lang = f" --language {shell_word(language)}" if language else ""
+    kept = f" --keep {shell_word(json.dumps(sorted(set(keep))))}" if keep else ""
+    where = f" --root {shell_word(root)}" if root else ""
+    return f"{python} -I -S {shell_word(tool)} reset-tests{lang}{kept}{where}"
+
+
+RESET_TOOL_PATH = "/tmp/swemint/reset/swemint-status.pyz"
+"""Where `reset_in_sandbox` puts this swemint's status tool (an image's own may be older)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _zipapp() -> bytes:
+    return statuslines.build_zipapp()
+
+
+def reset_in_sandbox(sb, language: str | None, *, label: str = "reset-test-paths", timeout: float = 120):
+    """Run `reset_test_paths(language)` in sandbox `sb` (/testbed) with this swemint's status tool
+    (written to `RESET_TOOL_PATH` first) on the image's python3; returns the ExecResult (not ok:
+    the tree could not be reset, the caller must not grade)."""
+    sb.put_file(RESET_TOOL_PATH, _zipapp(), mode=0o755)
+    py = "\"$(command -v python3 || command -v python || echo python3)\""
+    return sb.exec(f"cd /testbed && {reset_test_paths(language, tool=RESET_TOOL_PATH, python=py)}",
+                   timeout=timeout, log_label=label)
 
 
 def apply_test_patch(path: str) -> str:
@@ -139,13 +178,14 @@ def tool_labels() -> dict[str, str]:
 
 
 def image_tool_check() -> str:
-    """Shell: the image's status tool must exist and have the `--run` mode the script calls;
+    """Shell: the image's status tool must exist and have the `reset-tests` mode (and `--run`,
+    older) the script calls;
     otherwise one line saying so, swebench's `>>>>> Tests Errored` and exit 1 (never a grade)."""
     tool = shell_word(statuslines.TOOL_PATH)
-    why = shell_word(f"swemint: this image has no status tool with --run at {statuslines.TOOL_PATH} (built "
+    why = shell_word(f"swemint: this image has no status tool with reset-tests at {statuslines.TOOL_PATH} (built "
                       "before it existed): run `swemint pool refresh-tools` on the work directory, or export "
                       "with `swemint export --embed-tool`")
-    return (f"if ! \"$SWEMINT_PY\" -I -S {tool} --help 2>/dev/null | grep -q -- '--run'; then "
+    return (f"if ! \"$SWEMINT_PY\" -I -S {tool} --help 2>/dev/null | grep -q -- 'reset-tests'; then "
             f"echo {why}; echo {shell_word(statuslines.TESTS_ERRORED)}; exit 1; fi")
 
 
@@ -185,20 +225,23 @@ def render_eval_script(spec: EvalSpec, embed: bool = False) -> str:
     status tool in the script (for images without a current one) instead of calling the
     image's."""
     tool_path = TOOL_EVAL_PATH if embed else statuslines.TOOL_PATH
+    py = '"$SWEMINT_PY"'
     exports = [f"export {env_assignment(k, v)}" for k, v in sorted(spec.env.items())]
     lines = ["#!/bin/bash", "set -uxo pipefail",
              f"# swemint eval script ({statuslines.FORMAT}, log_parser {statuslines.LOG_PARSER}): "
              f"{comment(spec.instance_id)}",
              *exports,
              "cd /testbed",
-             reset_test_files(spec.test_patch),
              f"mkdir -p {EVAL_DIR}",
-             heredoc(f"{EVAL_DIR}/test.patch", spec.test_patch, "TEST_PATCH"),
-             apply_test_patch(f"{EVAL_DIR}/test.patch"),
-             heredoc(f"{EVAL_DIR}/known.txt", "\n".join(spec.known), "KNOWN"),
              embed_tool() if embed else "",
              "SWEMINT_PY=$(command -v python3 || command -v python || echo python3)",
              "" if embed else image_tool_check(),
+             f"{reset_test_paths(spec.language, tool=tool_path, python=py)} || "
+             f"{{ echo {shell_word(statuslines.TESTS_ERRORED)}; exit 1; }}",
+             reset_test_files(spec.test_patch),
+             heredoc(f"{EVAL_DIR}/test.patch", spec.test_patch, "TEST_PATCH"),
+             apply_test_patch(f"{EVAL_DIR}/test.patch"),
+             heredoc(f"{EVAL_DIR}/known.txt", "\n".join(spec.known), "KNOWN"),
              # no xtrace from here on: a traced `echo '>>>>> Start ...'` line would put a second
              # start marker in the log, and swebench cuts between the first two
              "{ set +x; } 2>/dev/null",

@@ -9,9 +9,11 @@ pytest cross-checks of `envpool.testrun.pytest_runner`, the polyglot parsers' an
 reached) is an error, never a grade.
 
 `evaluate_patch` does one candidate in a fresh sandbox of the image with no network: the
-candidate patch first (`envpool.patches.apply_patch`, the minter's ladder), then the files the
-test_patch touches reset to HEAD and the test_patch applied (so a candidate's edits to those test
-files do not count, as in SWE-bench), then one run of the row's tests.
+candidate patch first (`envpool.patches.apply_patch`, the minter's ladder), then every test path
+the candidate changed or added back to the base tree (`envpool.testpaths`: test files, helpers,
+fixtures, conftest files, runner configuration -- wider than SWE-bench, which resets only the
+test_patch's files), the files the test_patch touches reset to HEAD and the test_patch applied,
+then one run of the row's tests.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from envpool.errors import PatchApplyError, SwemintError
-from envpool.evalscript import reset_test_files
+from envpool.evalscript import reset_in_sandbox, reset_test_files
 from envpool.grading import in_failed_collector
 from envpool.patches import apply_patch
 from envpool.sandbox import SandboxSpec
@@ -226,11 +228,16 @@ def run_tests(sb, spec: TestsSpec, *, timeout: float, known: set[str]) -> tuple[
 
 def evaluate_patch(factory, image: str, spec: TestsSpec, *, instance_id: str, test_patch: str, patch: str | None,
                    fail_to_pass: list[str], pass_to_pass: list[str], model: str = "", timeout: float = 1800,
-                   run_id: str = "eval", log_path: Path | None = None, limits: dict | None = None) -> EvalReport:
+                   run_id: str = "eval", log_path: Path | None = None, limits: dict | None = None,
+                   language: str | None = None) -> EvalReport:
     """Grade candidate `patch` (None: SWE-bench's `patch_is_None`) on one row in a fresh
-    sandbox of `image` (`factory.sandbox`, network none). Never raises for the candidate's or
-    the row's problems: they end in `error` (and `resolved=False`); an engine failure
-    (InfraError) is reported the same way, with its message."""
+    sandbox of `image` (`factory.sandbox`, network none). After the candidate, every test path
+    it changed or added goes back to the base tree (`envpool.evalscript.reset_in_sandbox` with the
+    rules of the row's `language`: test files, helpers, conftest files, runner configuration),
+    then the test_patch's files, then the test_patch is applied: a candidate that edits what
+    grades it gets no reward for it. Never raises for the candidate's or the row's problems:
+    they end in `error` (and `resolved=False`); an engine failure (InfraError) is reported the
+    same way, with its message."""
     rep = EvalReport(instance_id=instance_id, model_name_or_path=model)
     t0 = time.monotonic()
     if patch is None:
@@ -247,6 +254,10 @@ def evaluate_patch(factory, image: str, spec: TestsSpec, *, instance_id: str, te
                 rep.error = f"patch does not apply: {e.message[:1500]}"
                 return rep
             rep.patch_successfully_applied = True
+            r = reset_in_sandbox(sb, language)
+            if not r.ok:
+                rep.error = f"the test paths could not be reset to the base tree: {r.output.strip()[-500:]}"
+                return rep
             reset = reset_test_files(test_patch)
             if reset:
                 sb.exec(reset, timeout=120, log_label="reset-tests")

@@ -10,9 +10,10 @@
    failure leaves the tree untouched                               -> "patch_fuzz"
 
 Pure helpers (`files_in_patch`, `file_sections`, `sections_by_path`, `changed_lines`,
-`added_lines`, `changed_line_count`, `split_test_files`, `split_patch`, `test_files_to_run`,
-`normalise_patch` and its parts) use unidiff where it parses and plain text otherwise; they are
-the only diff readers of the code base (the agents, ecosystems and sources call them).
+`added_lines`, `changed_line_count`, `split_test_files`, `split_by_rules`, `grading_paths`, `split_patch`,
+`test_files_to_run`, `normalise_patch` and its parts) use unidiff where it parses and plain text
+otherwise; they are the only diff readers of the code base (the agents, ecosystems and sources call
+them). Which paths are tests is the one rule set of `envpool.testpaths`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import re
 import shlex
 import uuid
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from envpool.errors import PatchApplyError
 from envpool.sandbox import Sandbox
+from envpool.testpaths import TestPathRules, rules_for
 
 PATCH_DIR = "/tmp/swemint/patches"
 """Where patch files are written in the sandbox (outside the repository)."""
@@ -155,12 +158,6 @@ def shared_files_problem(patch: str, test_patch: str) -> str | None:
             "the patch, so the patch must not change them")
 
 
-_TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "e2e", "it"}
-_TEST_NAME = re.compile(
-    r"(^test_.*\.py$|.*_tests?\.py$|^tests?\.py$|^conftest\.py$|.*_test\.go$|"
-    r".*\.(test|spec)\.[cm]?[jt]sx?$|.*Tests?\.(java|kt|scala|cs)$|.*_spec\.rb$|.*_test\.rb$)")
-
-
 def changed_lines(patch: str) -> dict[str, list[str]]:
     """Path -> the lines the patch adds or removes in it (without the `+`/`-`), by unidiff; {}
     when unidiff cannot read the patch. Never raises."""
@@ -234,23 +231,19 @@ def touched_words(patch: str) -> set[str]:
         return set()
 
 
-def is_test_path(path: str) -> bool:
-    """True when `path` is a test file or lies in a test folder (SWE-bench's split by path).
-
-    Folders named test/tests/testing/__tests__/spec(s)/e2e, `src/test/...` (Maven), and names
-    like `test_*.py`, `*_test.py`, `conftest.py`, `*_test.go`, `*.spec.ts`, `*.test.js`,
-    `FooTest.java`, `*_spec.rb`. Test fixtures/data under those folders count as test files.
-    """
-    parts = PurePosixPath(path).parts
-    if any(p.lower() in _TEST_DIRS for p in parts[:-1]):
-        return True
-    return bool(parts) and bool(_TEST_NAME.match(parts[-1]))
+def is_test_path(path: str, language: str | None = None) -> bool:
+    """True when `path` is test code, test data or test infrastructure by its path alone, under
+    the one rule set (`envpool.testpaths`, the groups of `language`; None: every group): a test
+    folder (tests/, __tests__/, spec/, testdata/, src/test/...), a test module's name
+    (`test_*.py`, `*_test.go`, `FooTest.java`, `*.spec.ts`...), a runner's file (conftest.py,
+    pytest.ini, jest.config.js...)."""
+    return rules_for(language).is_test(path)
 
 
-def split_test_files(paths: list[str]) -> tuple[list[str], list[str]]:
+def split_test_files(paths: list[str], language: str | None = None) -> tuple[list[str], list[str]]:
     """Split paths into (test files, other files) with `is_test_path`, keeping order."""
-    tests = [p for p in paths if is_test_path(p)]
-    return tests, [p for p in paths if not is_test_path(p)]
+    tests = [p for p in paths if is_test_path(p, language)]
+    return tests, [p for p in paths if not is_test_path(p, language)]
 
 
 def file_sections(diff: str) -> list[str]:
@@ -288,17 +281,105 @@ def changed_line_count(diff: str) -> int:
         return sum(1 for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++ ", "--- ")))
 
 
-def split_patch(diff: str) -> tuple[str, str]:
-    """Split a PR's git diff into (patch, test_patch) by path, file sections kept verbatim.
+def file_changes(patch: str) -> dict[str, list[tuple[list[str], list[str]]]]:
+    """Path -> its changes as `TestPathRules.config_hit` reads them: (the hunk's section header
+    and the old-side lines of the hunk above the change, nearest last; the changed lines), by
+    unidiff; {} when unidiff cannot read the patch. Never raises."""
+    try:
+        from unidiff import PatchSet
 
-    A section is a test section when any path it names is a test path (`is_test_path`).
-    """
+        out: dict[str, list[tuple[list[str], list[str]]]] = {}
+        for pf in PatchSet(patch):
+            path = _strip_prefix((pf.source_file if pf.is_removed_file else pf.target_file) or "")
+            changes = out.setdefault(path, [])
+            for hunk in pf:
+                above = [hunk.section_header] if hunk.section_header else []
+                run: list[str] = []
+                for line in hunk:
+                    text = line.value.rstrip("\n")
+                    if line.is_added or line.is_removed:
+                        if not run:
+                            changes.append((list(above), run))
+                        run.append(text)
+                        if line.is_removed:
+                            above.append(text)
+                    else:
+                        run = []
+                        above.append(text)
+        return out
+    except Exception:
+        return {}
+
+
+def grading_paths(patch: str, rules: TestPathRules | None = None) -> list[str]:
+    """The paths of `patch` (`files_in_patch`) that are test code or test infrastructure under
+    `rules` (default: every group of `envpool.testpaths`): test paths (`TestPathRules.is_test`)
+    and shared configuration files whose changes touch runner configuration (a `[tool:pytest]`
+    section, a package.json `"jest"` key, a CMake `add_test`, a Makefile `test:` target). A patch
+    unidiff cannot read counts every such configuration file it names. Never raises."""
+    rules = rules or rules_for(None)
+    changes = None
+    out = []
+    for p in files_in_patch(patch):
+        kind = rules.kind(p)
+        if kind == "config":
+            if changes is None:
+                changes = file_changes(patch)
+            if p in changes and not rules.config_hit(p, changes[p]):
+                continue
+        if kind is not None:
+            out.append(p)
+    return out
+
+
+def grading_paths_problem(patch: str, language: str | None = None) -> str | None:
+    """Why a row whose `patch` (the fix) changes test code or test infrastructure is no valid
+    task (`grading_paths` under the rules of `language`), naming the paths; None when it does
+    not. SWE-bench's collection puts every such file in the test_patch: a fix that edits what
+    grades it proves nothing, and rewards any model patch making the same edit."""
+    paths = grading_paths(patch, rules_for(language))
+    if not paths:
+        return None
+    shown = ", ".join(paths[:8]) + (f" (+{len(paths) - 8} more)" if len(paths) > 8 else "")
+    return f"the patch changes test code or test infrastructure: {shown}"
+
+
+class Split(NamedTuple):
+    """A PR diff split by the rule set: `patch` (the fix), `test_patch` (test code and test
+    infrastructure) and `moved`: the test_patch's paths that are not tests themselves but test
+    infrastructure or runner configuration (conftest.py, pytest.ini, a package.json whose
+    `"jest"` key changed) -- what a split by test folders and names alone would have left in
+    the fix."""
+
+    patch: str
+    test_patch: str
+    moved: list[str]
+
+
+def split_by_rules(diff: str, rules: TestPathRules | None = None) -> Split:
+    """Split a PR's git diff into `Split(patch, test_patch, moved)` by `grading_paths`, file
+    sections kept verbatim and in order: a section any of whose paths (old or new name) is test
+    code or test infrastructure goes to the test_patch, whole (a file cannot be in both: the
+    test files are reset before the test_patch is applied)."""
+    rules = rules or rules_for(None)
     code: list[str] = []
     tests: list[str] = []
+    moved: list[str] = []
     for section in file_sections(diff):
-        paths = files_in_patch(section)
-        (tests if paths and any(is_test_path(p) for p in paths) else code).append(section)
-    return "".join(code), "".join(tests)
+        hits = grading_paths(section, rules)
+        if hits:
+            tests.append(section)
+            moved += [p for p in hits if rules.kind(p) in ("support", "config") and p not in moved]
+        else:
+            code.append(section)
+    return Split("".join(code), "".join(tests), moved)
+
+
+def split_patch(diff: str, rules: TestPathRules | None = None) -> tuple[str, str]:
+    """Split a PR's git diff into (patch, test_patch) by path, file sections kept verbatim
+    (`split_by_rules`)."""
+    split = split_by_rules(diff, rules)
+    return split.patch, split.test_patch
 
 
 def test_files_to_run(test_patch: str) -> list[str]:

@@ -87,7 +87,7 @@ def grade(row: dict, patch: str | None, *, factory=None, model: str = "", timeou
     return evaluate_patch(factory, image, tests_spec(row), instance_id=row["instance_id"],
                           test_patch=row["test_patch"], patch=patch, fail_to_pass=_ids(row["FAIL_TO_PASS"]),
                           pass_to_pass=_ids(row["PASS_TO_PASS"]), model=model, timeout=timeout, run_id=run_id,
-                          log_path=log_path, limits=limits)
+                          log_path=log_path, limits=limits, language=row.get("language"))
 
 
 def _safe(name: str) -> str:

@@ -81,7 +81,8 @@ COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("interpreter", pa.string(), "interpreter or toolchain"),
     ("test_files", _LIST, "test files (or units) the test command selects"),
     ("flaky_tests", _LIST, "tests whose outcome changed between reruns (excluded)"),
-    ("outcome", pa.string(), "verified, no_fail_to_pass, patch_failed, env_failed, tests_not_run, timeout, infra_error"),
+    ("outcome", pa.string(), "verified, no_fail_to_pass, patch_failed, invalid_task, env_failed, tests_not_run, "
+                                   "timeout, infra_error"),
     ("reason", pa.string(), "why"),
     ("log_path", pa.string(), "the instance's log, relative to the work directory"),
     ("timings", pa.string(), "JSON object: phase -> seconds"),
@@ -109,6 +110,8 @@ COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("quality_score", pa.float64(), "crawl provenance: quality score"),
     ("commit", pa.string(), "crawl provenance: the merge or squash commit"),
     ("crawled_at", pa.string(), "crawl provenance: crawl time"),
+    ("moved_to_test_patch", _LIST, "crawl provenance: test infrastructure of the PR (conftest, runner "
+                                   "configuration) the source's split put in the test_patch, not the fix"),
 ]
 """Export columns: name, Arrow type, meaning (SWE-bench's first, then swemint's)."""
 
@@ -141,11 +144,12 @@ def eval_spec(res: InstanceResult, inst: Instance | None, workdir: Path) -> Eval
 
         return EvalSpec(instance_id=res.instance_id, test_patch=inst.test_patch, kind="pytest",
                         test_command=res.test_command, parser=res.parser, env=runtime_env(),
-                        test_files=list(res.test_files), known=known)
+                        test_files=list(res.test_files), known=known, language=res.language or inst.language)
     return EvalSpec(instance_id=res.instance_id, test_patch=inst.test_patch, kind="poly",
                     test_command=plan["test_command"], parser=plan["parser"],
                     parser_options=plan.get("parser_options") or {}, report_path=plan.get("report_path"),
-                    env=plan.get("env") or {}, test_files=plan.get("test_files") or [], known=known)
+                    env=plan.get("env") or {}, test_files=plan.get("test_files") or [], known=known,
+                    language=res.language or inst.language)
 
 
 def published_reference(res: InstanceResult, client=None) -> str | None:
@@ -253,6 +257,7 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
         "source": i.get("source"), "pull_number": i.get("pull_number"),
         "issue_numbers": list(i.get("issue_numbers") or []), "quality_score": i.get("quality_score"),
         "commit": i.get("commit"), "crawled_at": i.get("crawled_at"),
+        "moved_to_test_patch": list(i.get("moved_to_test_patch") or []),
     }
 
 

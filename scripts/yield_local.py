@@ -75,7 +75,8 @@ sys.path.insert(0, str(ROOT))
 REPOS = ("pallets/click", "encode/httpx", "spf13/cobra", "go-chi/chi", "clap-rs/clap", "dtolnay/anyhow",
          "chalk/chalk", "colinhacks/zod", "square/javapoet", "libuv/libuv", "gabime/spdlog", "sindresorhus/ky")
 """The 12 repositories of the yield measurement (none is in swebench_dev.jsonl)."""
-OUTCOMES = ("verified", "no_fail_to_pass", "patch_failed", "env_failed", "tests_not_run", "timeout", "infra_error")
+OUTCOMES = ("verified", "no_fail_to_pass", "patch_failed", "invalid_task", "env_failed", "tests_not_run", "timeout",
+            "infra_error")
 EXPLAINED = ("no_fail_to_pass", "tests_not_run")
 DEFAULT_WORKDIR = Path("/work/bench/yield")
 PROGRESS = "yield.progress.json"

@@ -356,7 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command's (pytest) or 0 (poly). Without `--run` it reads the files given (older scripts).
     An untrusted run prints `render_untrusted` (and, without `--run`, exits 3)."""
     ap = argparse.ArgumentParser(prog="swemint-status", description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=["pytest", "poly"])
+    ap.add_argument("kind", choices=["pytest", "poly", "reset-tests"],
+                    help="reset-tests: every test path of the tree that differs from HEAD back to HEAD "
+                         "(envpool.testpaths.reset_main), before a test_patch is applied")
     ap.add_argument("--run", help="the test command (bash), run by the tool with its output relayed")
     ap.add_argument("--parser", default="pytest_plugin", help="parser name (a key of envpool.testrun.registry.PARSERS)")
     ap.add_argument("--options", default="{}", help="parser options as a JSON object")
@@ -367,7 +369,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--test-files", default="", help="pytest: test files, comma-separated")
     ap.add_argument("--known-file", help="ids graded by the row, one per line")
     ap.add_argument("--report-cap", type=int, default=64 << 20, help="bytes of a report file read at most")
+    ap.add_argument("--language", default="", help="reset-tests: the row's language (its rule groups; none: all)")
+    ap.add_argument("--keep", default="[]", help="reset-tests: paths left as they are (a JSON list)")
+    ap.add_argument("--root", default="/testbed", help="reset-tests: the git work tree")
     a = ap.parse_args(argv)
+    if a.kind == "reset-tests":
+        from envpool.testpaths import reset_main
+
+        return reset_main(a.language or None, json.loads(a.keep), a.root)
     known = [k for k in _read(a.known_file).decode("utf-8", "replace").split("\n") if k.strip()]
     files = [f for f in a.test_files.split(",") if f]
     out = sys.stdout.buffer
@@ -413,13 +422,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _package_files() -> dict[str, bytes]:
-    """Archive name -> source of every module the tool imports (envpool's parsers)."""
+    """Archive name -> source of every module the tool imports (envpool's parsers, the test-path
+    rules and their reader `envpool.testpaths`, with the rules as JSON)."""
     root = Path(__file__).resolve().parents[2]  # the folder holding envpool/
     names = ["envpool/__init__.py", "envpool/testrun/__init__.py", "envpool/testrun/outcome.py",
              "envpool/testrun/parsers.py", "envpool/testrun/statuslines.py", "envpool/testrun/channel.py",
-             "envpool/testrun/crosscheck.py", "envpool/testrun/registry.py"]
+             "envpool/testrun/crosscheck.py", "envpool/testrun/registry.py", "envpool/testpaths.py"]
     names += sorted(str(p.relative_to(root)) for p in (root / "envpool/testrun/polyglot").glob("*.py"))
-    return {n: (root / n).read_bytes() for n in names}
+    from envpool.testpaths import RULES_JSON, packaged_rules
+
+    files = {n: (root / n).read_bytes() for n in names}
+    files[f"envpool/{RULES_JSON}"] = json.dumps(packaged_rules(), sort_keys=True).encode()  # no YAML reader there
+    return files
 
 
 def build_zipapp() -> bytes:

@@ -25,19 +25,18 @@ The checks, each a thing a forger must get right *consistently*:
 
 What no check here can catch: code inside the runner's process that changes the outcomes before
 any report is written (a `conftest.py` hook rewriting reports, a monkeypatched runner) produces
-consistent evidence everywhere. `infra_files` flags instances whose patches touch
-such files, and the published command (`envpool.testrun.published`) resets them before grading a
-model patch. See docs/security.md "Grading integrity".
+consistent evidence everywhere. Such files are test infrastructure under the one rule set
+(`envpool.testpaths`): a fix that touches them is no valid task (`invalid_task`), `infra_files`
+flags a test_patch that does, and every graded side resets them to the base tree before the
+test_patch is applied (`envpool.evalscript.reset_test_paths`). See docs/security.md "Grading integrity".
 """
 
 from __future__ import annotations
 
-import fnmatch
-import posixpath
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from envpool.patches import changed_lines, files_in_patch
+from envpool.patches import grading_paths
+from envpool.testpaths import rules_for
 from envpool.testrun import crosscheck
 from envpool.testrun.status import TestRunReport
 
@@ -101,48 +100,20 @@ def tampering(found: list[Anomaly]) -> list[Anomaly]:
 
 # -- test infrastructure ------------------------------------------------------------------------
 
-INFRA_NAMES = (
-    # pytest: plugins, configuration, interpreter start-up hooks
-    "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "sitecustomize.py",
-    "usercustomize.py", "*.pth", "pytest_*.py", "*_pytest_plugin.py",
-    # JavaScript / TypeScript runners
-    "jest.config.*", "jest.setup.*", "jest-setup.*", "setupTests.*", "setup-tests.*", "vitest.config.*",
-    "vitest.setup.*", "vitest.workspace.*", ".mocharc*", "mocha.opts", "karma.conf.*",
-    # others: JUnit platform, PHPUnit, RSpec/minitest helpers, cargo configuration
-    "junit-platform.properties", "phpunit.xml*", "bootstrap.php", ".rspec", "spec_helper.rb",
-    "rails_helper.rb", "test_helper.rb",
-)
-"""File names (fnmatch) that change how a runner runs or reports, wherever they are."""
-INFRA_PATHS = (".cargo/config*", "*/.cargo/config*", "src/test/resources/META-INF/services/*",
-               "*/src/test/resources/META-INF/services/*")
-"""Repository paths (fnmatch) of the same kind."""
-INFRA_CONFIG_FILES = {"setup.cfg": ("[tool:pytest", "pytest", "addopts"), "tox.ini": ("[pytest", "addopts"),
-                      "pyproject.toml": ("pytest", "addopts", "pytest11"), "setup.py": ("pytest11",),
-                      "package.json": ('"jest"', '"mocha"', '"vitest"', "setupFiles", "testEnvironment")}
-"""Shared configuration files that count when a changed line mentions one of the words."""
+def infra_files(patch: str, language: str | None = None) -> list[str]:
+    """Files `patch` touches that configure or extend the test runner, sorted: test
+    infrastructure by name (conftest files, plugins, start-up hooks, jest/mocha/karma set-up,
+    phpunit.xml, spec_helper.rb...) and shared configuration files whose changes touch the
+    runner (a `[tool:pytest]` section, a package.json `"jest"` key, CMake `add_test`) -- the
+    `support` and `config` kinds of the one rule set (`envpool.testpaths`, the groups of
+    `language`; None: all). Never raises."""
+    rules = rules_for(language)
+    return sorted(p for p in grading_paths(patch, rules) if rules.is_support(p) or rules.kind(p) == "config")
 
 
-def infra_files(patch: str) -> list[str]:
-    """Files `patch` touches that configure or extend the test runner (plugins, conftest files,
-    start-up hooks, runner configuration; `INFRA_NAMES`, `INFRA_PATHS`, and `INFRA_CONFIG_FILES`
-    when a changed line mentions the runner), sorted. Never raises."""
-    files = files_in_patch(patch)
-    lines = changed_lines(patch)
-    out = set()
-    for f in files:
-        name = posixpath.basename(f)
-        if any(fnmatch.fnmatch(name, pat) for pat in INFRA_NAMES) or any(fnmatch.fnmatch(f, p) for p in INFRA_PATHS):
-            out.add(f)
-        elif name in INFRA_CONFIG_FILES:
-            words = INFRA_CONFIG_FILES[name]
-            if any(w in line for line in lines.get(f, []) for w in words):
-                out.add(f)
-    return sorted(out)
-
-
-def infrastructure_flags(patch: str, test_patch: str) -> list[str]:
+def infrastructure_flags(patch: str, test_patch: str, language: str | None = None) -> list[str]:
     """The row's flag: `patch:<file>` and `test_patch:<file>` for every test-infrastructure file
     each patch touches (the test_patch adding fixtures to a `conftest.py` is common and benign;
     the fix touching one is worth a look)."""
-    return [f"patch:{f}" for f in infra_files(patch)] + \
-        [f"test_patch:{f}" for f in infra_files(test_patch)]
+    return [f"patch:{f}" for f in infra_files(patch, language)] + \
+        [f"test_patch:{f}" for f in infra_files(test_patch, language)]

@@ -16,6 +16,7 @@ from agents.llm.config import LLMConfig
 from envpool.naming import check_repo
 from pipeline.yamlio import deep_merge, parse_override, read_yaml
 from pipeline.sources.testpaths import DEFAULT_RULES, TestPathRules
+from pipeline.sources.testpaths import rules as split_rules
 
 
 
@@ -133,10 +134,11 @@ class QualityConfig(_Strict):
 
 
 class SplitConfig(_Strict):
-    """The test/code split of diffs (`testpaths.DEFAULT_RULES` plus these)."""
+    """The test/code split of diffs (the one rule set, `envpool/testpaths.yaml`, plus these)."""
 
     ecosystems: list[str] | None = None
-    """Ecosystems whose rules apply (None = all)."""
+    """Ecosystems (languages or rule groups, `pipeline.sources.testpaths.DEFAULT_RULES`) whose
+    rules apply (None = all)."""
     extra_dirs: list[str] = Field(default_factory=list)
     extra_names: list[str] = Field(default_factory=list)
     extra_paths: list[str] = Field(default_factory=list)
@@ -151,8 +153,8 @@ class SplitConfig(_Strict):
 
     def rules(self) -> TestPathRules:
         """The compiled rules."""
-        return TestPathRules(None, self.ecosystems, extra_dirs=self.extra_dirs,
-                             extra_names=self.extra_names, extra_paths=self.extra_paths)
+        return split_rules(self.ecosystems, extra_dirs=self.extra_dirs, extra_names=self.extra_names,
+                           extra_paths=self.extra_paths)
 
 
 class GitHubConfig(_Strict):

@@ -36,7 +36,7 @@ from pipeline.sources.config import GitHubConfig
 from pipeline.sources.linking import find_issue_refs, timeline_confirms
 from pipeline.sources.quality import PairTexts, only_doc_change
 from pipeline.sources.records import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
-from pipeline.sources.testpaths import TestPathRules, split_diff
+from pipeline.sources.testpaths import TestPathRules, split
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class GitHubSource:
         diff = self._diff(pr)
         if diff is None:
             return reject("diff_unavailable", "GitHub returned no diff (too large or missing)")
-        patch, test_patch = split_diff(diff, self.rules)
+        patch, test_patch, moved = split(diff, self.rules)
         if not test_patch:
             return reject("no_test_change")
         if not patch:
@@ -123,7 +123,7 @@ class GitHubSource:
             test_patch=test_patch, problem_statement=problem, hints_text=hints,
             created_at=created, language=repo.language, source="github",
             pull_number=pr.number, issue_numbers=[i.number for i in issues],
-            commit=pr.merge_commit_sha)
+            commit=pr.merge_commit_sha, moved_to_test_patch=moved)
         return out
 
     def _diff(self, pr: PullRequest) -> str | None:

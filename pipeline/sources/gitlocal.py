@@ -28,7 +28,7 @@ from pipeline.sources.config import LocalRepoConfig
 from pipeline.sources.errors import GitMiningError
 from pipeline.sources.quality import only_doc_change
 from pipeline.sources.records import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
-from pipeline.sources.testpaths import TestPathRules, default_rules, split_diff
+from pipeline.sources.testpaths import TestPathRules, default_rules, split
 
 _MERGE_PR = re.compile(r"^Merge pull request #(\d+) from \S+")
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
@@ -119,7 +119,7 @@ def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
             yield _reject(out, "not_pr_like", f"{sha[:12]}: {subject[:120]}")
             continue
         diff = git(git_dir, "diff", "--no-ext-diff", "--no-textconv", "-M", parents[0], sha, "--")
-        patch, test_patch = split_diff(diff, rules)
+        patch, test_patch, moved = split(diff, rules)
         if not test_patch:
             yield _reject(out, "no_test_change", sha[:12])
             continue
@@ -132,5 +132,5 @@ def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
         out.row = make_instance_row(
             repo=cfg.repo, suffix=out.key.rsplit("-", 1)[1], base_commit=parents[0], patch=patch,
             test_patch=test_patch, problem_statement=message, hints_text="", created_at=when,
-            language=None, source="git", commit=sha, pull_number=out.number)
+            language=None, source="git", commit=sha, pull_number=out.number, moved_to_test_patch=moved)
         yield out

@@ -32,6 +32,9 @@ def test_the_after_side_applies_the_patch_then_resets_the_test_files_and_applies
     assert any(lb.startswith("after:patch") for lb in labels[:reset]), labels
     assert any(lb.startswith("after:test_patch") for lb in labels[reset + 1:]), labels
     assert "tests/test_new.py" in sb.calls[reset].command and set(methods) == {"patch", "test_patch"}
+    # before that, every test path the patch changed goes back to the base tree (issue 24)
+    paths = labels.index("after:reset-test-paths")
+    assert paths < reset and "reset-tests" in sb.calls[paths].command
     sb = FakeSandbox(SandboxSpec(image="img", run_id="t"))  # the before side resets nothing
     apply_side_patches(sb, "before", b_patches, {}, inst.instance_id, None)
     assert "before:reset-tests" not in [c.log_label for c in sb.calls]
@@ -55,5 +58,5 @@ def test_mint_instance_refuses_a_patch_that_edits_a_file_of_the_test_patch(tmp_p
     bare = tmp_path / "bare"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
     res = mint_instance(inst, bare, MintConfig(workdir=tmp_path / "work", run_id="t-sides"), factory=object())
-    assert res.outcome != "verified" and res.FAIL_TO_PASS == []
-    assert res.reason.startswith("input: ") and "tests/test_new.py" in res.reason and "both touch" in res.reason
+    assert res.outcome == "invalid_task" and res.FAIL_TO_PASS == []  # the fix edits test code (issue 24)
+    assert "tests/test_new.py" in res.reason and "test code or test infrastructure" in res.reason

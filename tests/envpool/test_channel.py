@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from envpool.fake import pytest_session
-from envpool.testrun import trust
+from envpool.testrun import statuslines, trust
 from envpool.testrun.channel import PREFIX, encode_frames, new_key, read_channel, record_mac
 from envpool.testrun.parsers import parse_pytest_channel, parse_pytest_records
 from envpool.testrun.published import reset_and_apply
@@ -154,7 +154,9 @@ def test_the_published_command_resets_tests_and_infrastructure_then_applies_the_
     (repo / "vendor" / "symfony" / "polyfill" / "bootstrap.php").write_text("<?php\n")
     (repo / "web" / "node_modules" / "pkg").mkdir(parents=True)
     (repo / "web" / "node_modules" / "pkg" / "jest.config.js").write_text("module.exports = {}\n")
-    script = reset_and_apply(test_patch, keep=["keep/conftest.py", "src.py"])
+    tool = tmp_path / "swemint-status.pyz"  # the status tool, as every image carries it
+    tool.write_bytes(statuslines.build_zipapp())
+    script = reset_and_apply(test_patch, keep=["keep/conftest.py", "src.py"], tool=str(tool))
     r = subprocess.run(["bash", "-c", script], cwd=repo, capture_output=True, text=True, env={**os.environ})
     assert r.returncode == 0, r.stderr
     assert (repo / "tests" / "test_x.py").read_text() == "def test_x():\n    assert True\n"

@@ -12,7 +12,11 @@ from agents.gitrepo import GitTree
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.toolchains import version_key
 from agents.ecosystems.golang.go_recipe import GoRecipe
+from envpool.testpaths import TestPathRules
 
+
+_RULES = TestPathRules(None, ["go"])
+"""The Go group of the one test-path rule set (`envpool.testpaths`): `*_test.go` files by name."""
 
 SKIP_PARTS = ("vendor", "testdata")
 
@@ -129,7 +133,7 @@ def analyze(tree: GitTree, extra_files: list[str] | None = None, repo: str = "")
         proj.go_dirs.add(d)
         if p in tree.file_set:
             proj.base_go_dirs.add(d)
-        if p.endswith("_test.go"):
+        if _RULES.is_test_file(p):
             proj.test_dirs.add(d)
     if not any(m.dir == "" for m in proj.modules):
         proj.import_path = _import_path(tree, repo)

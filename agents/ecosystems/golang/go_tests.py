@@ -9,7 +9,8 @@ import re
 from agents.gitrepo import GitTree
 from envpool.patches import sections_by_path
 from envpool.testrun.polyglot.golang import go_run_regex, quote_meta, split_go_id
-from agents.ecosystems.golang.go_modules import GoProject, SKIP_PARTS, _skipped
+from agents.ecosystems.golang.go_modules import _RULES, GoProject, SKIP_PARTS, _skipped
+
 
 
 REPORT_PATH = "/tmp/swemint-go-test.json"
@@ -138,7 +139,7 @@ def touched_tests(test_patch: str, tree: GitTree, proj: GoProject) -> dict[str, 
         d = _package_dir(proj, path)
         if d is None:
             continue
-        if not path.endswith("_test.go") or _skipped(path):
+        if not _RULES.is_test_file(path) or _skipped(path):
             out[d] = None
             continue
         names, shared = changed_tests(block, tree.read(path))
@@ -230,7 +231,7 @@ def gated_tags(tree: GitTree, test_patch: str, touched: list[str]) -> tuple[list
     wanted: dict[str, list[str]] = {}
     added = None
     for path in touched:
-        if not path.endswith("_test.go"):
+        if not _RULES.is_test_file(path):
             continue
         text = tree.read(path)
         if text is None:

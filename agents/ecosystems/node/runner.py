@@ -9,12 +9,14 @@ from pathlib import PurePosixPath
 
 
 from agents.ecosystems.node.manifest import package_deps, package_scripts, recipe
+from envpool.testpaths import TestPathRules
 
 TEST_EXTS = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts", ".coffee")
 _NOT_TESTS = re.compile(r"(^|/)(__snapshots__|__fixtures__|fixtures?|__mocks__|node_modules|dist|"
                         r"build|coverage)(/|$)")
 _TEST_DIR = re.compile(r"(^|/)(__tests__|tests?|specs?|__test__)(/|$)")
-_TEST_NAME = re.compile(r"[._-](test|spec)s?\.[cm]?[jt]sx?$|\.(test|spec)\.coffee$")
+_RULES = TestPathRules(None, ["js"])
+"""The JS/TS group of the one test-path rule set (`envpool.testpaths`): its test-file names."""
 _CONFIG = {
     "vitest": ("vitest.config", "vitest.workspace", "vite.config", "vitest.projects"),
     "jest": ("jest.config",),
@@ -115,13 +117,14 @@ def root_vitest_projects(tree) -> str | None:
 
 
 def select_test_files(touched: list[str]) -> list[str]:
-    """The touched paths that are JS/TS test files (under a test directory or named
-    ``*.test.*``/``*.spec.*``; never snapshots, fixtures, mocks or build output)."""
+    """The touched paths that are JS/TS test files (under a test directory or named like a test
+    file by the rule set's JS/TS group, ``*.test.*``/``*-spec.*``...; never snapshots, fixtures,
+    mocks or build output)."""
     out = []
     for p in touched:
         if not p.endswith(TEST_EXTS) or p.endswith(".d.ts") or _NOT_TESTS.search(p):
             continue
-        if _TEST_NAME.search(p) or _TEST_DIR.search(p):
+        if _RULES.is_test_file(p) or _TEST_DIR.search(p):
             out.append(p)
     return out
 

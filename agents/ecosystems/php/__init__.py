@@ -29,11 +29,15 @@ from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, shell_args
 from agents.ecosystems.debian import era_suite, era_time, from_debian, rubyphp_recipes, suites_from, suites_of_request
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
+from envpool.testpaths import TestPathRules
 from envpool.toolchains import apt_script, layer_image
 from agents.ecosystems.php.composer_deps import _provided, _resolve, composer_dependencies, patch_requires
 
 
 __all__ = ["DEBIAN_AUTOLOAD", "ECOSYSTEM", "JUNIT", "Php", "_provided", "composer_dependencies", "patch_requires"]
+
+_RULES = TestPathRules(None, ["php"])
+"""The PHP group of the one test-path rule set (`envpool.testpaths`): PHPUnit test files by name."""
 
 JUNIT = "/tmp/swemint-phpunit.xml"
 
@@ -66,7 +70,7 @@ class Php(Ecosystem):
         would be needed or the test patch touches no PHPUnit test file."""
         rec = rubyphp_recipes()["php"]
         only = suites_of_request("php", rec["interpreters"], request, instance.instance_id)
-        tests = [f for f in touched if f.endswith("Test.php")]
+        tests = [f for f in touched if _RULES.is_test_file(f)]  # *Test.php, the rule set's PHP names
         if not tests:
             raise EnvBuildError(f"the test patch of {instance.instance_id} touches no PHPUnit *Test.php file "
                                 f"({', '.join(touched[:5])})", instance_id=instance.instance_id)

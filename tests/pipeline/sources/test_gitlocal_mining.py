@@ -171,3 +171,24 @@ def test_an_id_in_the_exclude_file_is_an_excluded_reject_not_a_row(history, tmp_
     assert report.accepted == 2 and "acme__calc-12" not in rows
     (ex,) = [r for r in rejects if r["reason"] == "excluded"]
     assert ex["key"] == "acme__calc-12" and "have.txt" in ex["detail"]
+
+
+def test_a_pr_that_changes_test_infrastructure_puts_it_in_the_test_patch(tmp_path):
+    """Issue 24: conftest hooks, helpers under tests/ and runner configuration are split into the
+    test_patch with the tests (as SWE-bench's collection does), the moved infrastructure named."""
+    repo = tmp_path / "geo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, {"geo/area.py": "def area(r):\n    return 3 * r * r\n", "tests/helpers.py": "TOL = 1e-9\n",
+                   "tests/test_area.py": "def test_zero():\n    pass\n",
+                   "setup.cfg": "[metadata]\nname = geo\n[tool:pytest]\naddopts = -q\n"}, "Initial", "01T00:00:00")
+    _commit(repo, {"geo/area.py": "import math\ndef area(r):\n    return math.pi * r * r\n",
+                   "tests/helpers.py": "TOL = 1e-6\n", "conftest.py": "collect_ignore = []\n",
+                   "setup.cfg": "[metadata]\nname = geo\n[tool:pytest]\naddopts = -q -x\n",
+                   "tests/test_area.py": "def test_zero():\n    pass\ndef test_one():\n    pass\n"},
+            "Use pi (#3)", "02T00:00:00")
+    [row] = [o.row for o in mine(LocalRepoConfig(repo="acme/geo", git_dir=repo)) if o.row]
+    assert "geo/area.py" in row["patch"]
+    for path in ("conftest.py", "setup.cfg", "tests/helpers.py", "tests/test_area.py"):
+        assert f"b/{path}" in row["test_patch"] and f"b/{path}" not in row["patch"]
+    assert row["moved_to_test_patch"] == ["conftest.py", "setup.cfg"]

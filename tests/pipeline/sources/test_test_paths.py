@@ -7,7 +7,7 @@ import pytest
 from envpool.patches import is_test_path
 from pipeline.sources.config import SplitConfig
 from envpool.patches import file_sections
-from pipeline.sources.testpaths import TestPathRules, default_rules, split_diff
+from pipeline.sources.testpaths import default_rules, rules, split_diff
 
 TESTS = [
     "tests/test_core.py", "pkg/test_utils.py", "pkg/core_test.py", "conftest.py",
@@ -75,5 +75,5 @@ def test_a_rename_out_of_tests_is_a_test_section():
 
 def test_split_uses_the_given_rules():
     diff = _section("pkg/x_test.go") + _section("src/x.spec.ts")
-    patch, test_patch = split_diff(diff, TestPathRules(ecosystems=["go"]))
+    patch, test_patch = split_diff(diff, rules(["go"]))
     assert "x_test.go" in test_patch and "x.spec.ts" in patch

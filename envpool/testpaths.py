@@ -1,0 +1,397 @@
+"""Which repository paths are test code or test infrastructure: the one rule set and its reader.
+
+The rules are data, `envpool/testpaths.yaml` (its header says what each key means): per group
+(`common`, `python`, `go`, `rust`, `java`, `js`, `cfamily`, `php`, `ruby`, ...) test folders
+(`dirs`), whole-path globs (`paths`), test-module names (`names`), test-infrastructure names
+(`support`: runner configuration, plugins, set-up files) and shared configuration files whose
+runner sections count (`config`). A row's language picks its groups (`languages`; no language:
+every group). Everything that asks "is this a test path?" reads these rules:
+
+- the sources' split of a PR diff into `patch` / `test_patch` (`envpool.patches.split_by_rules`,
+  as SWE-bench's collection puts every test file, helpers and fixtures included, in the
+  test_patch);
+- the minter's refusal of a `patch` that edits test code or test infrastructure (outcome
+  `invalid_task`, `envpool.patches.test_paths_in`);
+- the reset of every test path to the base tree before the test_patch is applied on the graded
+  side (`reset_tree`, run in the sandbox by the status tool: the minter's after side, `swemint
+  eval`, a row's test_command and exported eval script), the SWE-bench harness's reset of the
+  test files generalised to every test path;
+- the ecosystems' choice of test files (`is_test_file`, `in_test_dir`).
+
+This module is stdlib only: the status tool every environment image carries
+(`envpool.testrun.statuslines`, `python3 -I -S` >= 3.9) packs it with the rules as JSON and runs
+the reset there (`swemint-status.pyz reset-tests`, `reset_main`), classifying paths with the same
+code as the host. Reading the YAML (`rule_data`) needs PyYAML, host only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import PurePosixPath
+
+RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(globals().get("__file__", "."))), "testpaths.yaml")
+"""The rule set (YAML). (`globals().get`: inside a sandbox this source runs without a file.)"""
+
+KINDS = ("dirs", "paths", "names", "support", "config")
+"""The keys a group may have."""
+
+DEPENDENCY_DIRS = ("node_modules", "vendor", "bower_components", ".bundle", "target", ".gradle", ".venv",
+                   "venv", "__pycache__", ".tox", ".nox", ".git")
+"""Folders of installed dependencies and build output: untracked files there came with the
+environment image (a package's own `test/` folder under node_modules), not from a patch; the
+reset never removes them."""
+
+STAMP = ".git/swemint-image-stamp"
+"""A file (relative to /testbed) whose modification time is when the environment image was
+committed (`agents.envimage.commit_image` touches it): an untracked file newer than it came
+after the image (a patch), an older one with the image (the build)."""
+
+
+STAMP_MARGIN_NS = 2_000_000_000
+"""An untracked file counts as newer than the `STAMP` only past this margin (ns): the stamp's time
+has whole seconds (a tar member's), a build output of the same second is the image's."""
+
+
+class RuleSetError(ValueError):
+    """The rule data is malformed (an unknown key, group or language, a bad pattern)."""
+
+
+def rule_data(path: str | None = None) -> dict:
+    """The rule set as a dict {"languages": {language: [group]}, "groups": {group: {kind: ...}}},
+    read from `path` (default `RULES_FILE`) and checked (`check_rule_data`). Raises RuleSetError
+    for a malformed file, OSError when it cannot be read. Needs PyYAML."""
+    import yaml
+
+    with open(path or RULES_FILE, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    check_rule_data(data)
+    return data
+
+
+def check_rule_data(data: object) -> None:
+    """Raise RuleSetError unless `data` has the shape `rule_data` documents: known kinds, lists
+    of strings, config entries with `files` and regexes that compile, languages naming groups."""
+    if not isinstance(data, dict) or not isinstance(data.get("groups"), dict):
+        raise RuleSetError("the test-path rules need a `groups` mapping")
+    for name, group in data["groups"].items():
+        if not isinstance(group, dict) or set(group) - set(KINDS):
+            raise RuleSetError(f"group {name!r}: unknown keys {sorted(set(group or {}) - set(KINDS))}")
+        for kind in ("dirs", "paths", "names", "support"):
+            if not all(isinstance(x, str) and x for x in group.get(kind, [])):
+                raise RuleSetError(f"group {name!r}: {kind} must be a list of non-empty strings")
+        for entry in group.get("config", []):
+            if not isinstance(entry, dict) or not entry.get("files") or \
+                    set(entry) - {"files", "lines", "sections", "headers"} or entry.get("headers", "ini") not in HEADERS:
+                raise RuleSetError(f"group {name!r}: a config entry needs `files`, and only `lines`, `sections`, "
+                                   f"`headers` ({sorted(HEADERS)})")
+            for rx in entry.get("lines", []) + entry.get("sections", []):
+                try:
+                    re.compile(rx)
+                except re.error as e:
+                    raise RuleSetError(f"group {name!r}: bad regex {rx!r}: {e}") from e
+    for lang, groups in (data.get("languages") or {}).items():
+        unknown = [g for g in groups if g not in data["groups"]]
+        if unknown:
+            raise RuleSetError(f"language {lang!r} names unknown groups {unknown}")
+
+
+def _glob_regex(glob: str) -> str:
+    """A path glob as a regex: `**/` any folders (or none), `**` anything, `*` and `?` within one
+    path component, `[...]` as in fnmatch."""
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return "".join(out)
+
+
+def _any_regex(patterns) -> re.Pattern:
+    return re.compile("|".join(f"(?:{p})" for p in sorted(patterns)) or "(?!)")
+
+
+HEADERS = {
+    "ini": re.compile(r"^\s*\[[^\]]+\]\s*$"),
+    "make": re.compile(r"^[^\s#=:][^=:]*::?(?!=)"),
+}
+"""Section headers by a config entry's `headers` style: INI/TOML `[name]` lines (default), or
+Makefile target lines (`name: deps`, not `X := y`)."""
+
+
+class ConfigRule:
+    """One `config` entry: which files (`files`, name globs) and what in their changes counts
+    (`lines`: a changed line matches; `sections`: the change lies below a section header --
+    `headers` style, `HEADERS` -- that matches)."""
+
+    def __init__(self, files, lines=(), sections=(), headers="ini"):
+        self.files = list(files)
+        self.lines = _any_regex(lines) if lines else None
+        self.sections = _any_regex(sections) if sections else None
+        self.header = HEADERS[headers]
+
+    def applies(self, name: str) -> bool:
+        """True when a file named `name` is one of this entry's files."""
+        return any(fnmatch.fnmatchcase(name, g) for g in self.files)
+
+    def section(self, above) -> str:
+        """The nearest section header among `above` (lines before a change, nearest last), or ""."""
+        for line in reversed(above):
+            if self.header.match(line):
+                return line
+        return ""
+
+    def hit(self, changes) -> bool:
+        """True when any change (lines above it, nearest last; its changed lines) changes runner
+        configuration."""
+        for above, lines in changes:
+            if self.lines is not None and any(self.lines.search(x) for x in lines):
+                return True
+            if self.sections is not None and self.sections.search(self.section(above)):
+                return True
+        return False
+
+
+class TestPathRules:
+    """The compiled rules of some groups of the rule set.
+
+    Args:
+        data: the rule set (`rule_data()`'s shape; default the packaged one).
+        groups: the groups to use (None: every group). Raises KeyError for an unknown group.
+        extra_dirs / extra_names / extra_paths: added test folders, names and path globs
+            (`pipeline.sources.config.SplitConfig`).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, data: dict | None = None, groups=None, *, extra_dirs=(), extra_names=(), extra_paths=()):
+        data = data if data is not None else packaged_rules()
+        chosen = list(data["groups"]) if groups is None else list(groups)
+        dirs, names, paths, support = set(extra_dirs), set(extra_names), set(extra_paths), set()
+        self.config: list[ConfigRule] = []
+        for g in chosen:
+            rule = data["groups"][g]
+            dirs.update(rule.get("dirs", []))
+            names.update(rule.get("names", []))
+            paths.update(rule.get("paths", []))
+            support.update(rule.get("support", []))
+            self.config += [ConfigRule(c["files"], c.get("lines", []), c.get("sections", []),
+                                       c.get("headers", "ini")) for c in rule.get("config", [])]
+        self.groups = chosen
+        self._dir_exact = {d.lower() for d in dirs if not any(c in d for c in "*?[")}
+        self._dir_globs = sorted(d.lower() for d in dirs if d.lower() not in self._dir_exact)
+        self._names = sorted(names)
+        self._support = sorted(support)
+        self._paths = _any_regex(_glob_regex(p) for p in paths)
+
+    def in_test_dir(self, path: str) -> bool:
+        """True when a folder of `path` is a test folder (`dirs`) or the path matches `paths`."""
+        parts = PurePosixPath(path).parts
+        for d in (p.lower() for p in parts[:-1]):
+            if d in self._dir_exact or any(fnmatch.fnmatchcase(d, g) for g in self._dir_globs):
+                return True
+        return bool(self._paths.fullmatch(path))
+
+    def is_test_file(self, path: str) -> bool:
+        """True when the file name of `path` is a test module's (`names`: `test_*.py`,
+        `*_test.go`, `FooTest.java`, `*.spec.ts`...)."""
+        name = PurePosixPath(path).name
+        return bool(name) and any(fnmatch.fnmatchcase(name, n) for n in self._names)
+
+    def is_support(self, path: str) -> bool:
+        """True when `path` is test infrastructure by its name (`support`: conftest.py,
+        pytest.ini, jest.config.js, phpunit.xml, spec_helper.rb...)."""
+        name = PurePosixPath(path).name
+        return bool(name) and any(fnmatch.fnmatchcase(name, n) for n in self._support)
+
+    def is_test(self, path: str) -> bool:
+        """True when `path` (relative, `/`-separated) is test code, test data or test
+        infrastructure by its path alone (`in_test_dir`, `is_test_file`, `is_support`)."""
+        return bool(PurePosixPath(path).parts) and (
+            self.in_test_dir(path) or self.is_test_file(path) or self.is_support(path))
+
+    def config_rules(self, path: str) -> list[ConfigRule]:
+        """The `config` entries that apply to `path` ([] for most files)."""
+        name = PurePosixPath(path).name
+        return [c for c in self.config if c.applies(name)]
+
+    def config_hit(self, path: str, changes) -> bool:
+        """True when changes of shared configuration file `path` touch runner configuration.
+        `changes`: (lines above the change, nearest last; changed lines) per change, as
+        `line_changes` or `envpool.patches.file_changes` make them."""
+        return any(c.hit(changes) for c in self.config_rules(path))
+
+    def kind(self, path: str) -> str | None:
+        """"test" (a test module or anything in a test folder), "support" (test infrastructure
+        by name), "config" (a shared configuration file with runner sections: only its changes
+        decide) or None."""
+        if self.in_test_dir(path) or self.is_test_file(path):
+            return "test"
+        if self.is_support(path):
+            return "support"
+        return "config" if self.config_rules(path) else None
+
+
+@functools.lru_cache(maxsize=1)
+def packaged_rules() -> dict:
+    """The packaged rule set (`rule_data()`), read once."""
+    return rule_data()
+
+
+def groups_for(language: str | None, data: dict | None = None) -> list[str] | None:
+    """The groups of `language` (swemint's vocabulary, `agents.models.LANGUAGES`): `common` plus
+    those `languages` lists; None (every group) for no language or one the rules do not know."""
+    data = data if data is not None else packaged_rules()
+    groups = (data.get("languages") or {}).get((language or "").lower())
+    if not groups:
+        return None
+    return ["common", *[g for g in groups if g != "common"]] if "common" in data["groups"] else list(groups)
+
+
+@functools.lru_cache(maxsize=64)
+def rules_for(language: str | None = None) -> TestPathRules:
+    """The packaged rules for `language` (`groups_for`; None: every group), shared."""
+    return TestPathRules(None, groups_for(language))
+
+
+# -- changes of a configuration file from its two texts (in the sandbox: no diff to parse) -------
+
+def line_changes(old: str, new: str) -> list[tuple[list[str], list[str]]]:
+    """(lines of `old` above the change, changed lines) for every change from `old` to `new`
+    (difflib's opcodes); for `TestPathRules.config_hit`."""
+    a, b = old.splitlines(), new.splitlines()
+    return [(a[:i1], a[i1:i2] + b[j1:j2])
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+            if tag != "equal"]
+
+
+# -- the reset, run inside a sandbox ----------------------------------------------------------------
+
+def _git(root: str, *args: str) -> bytes:
+    return subprocess.run(["git", "--literal-pathspecs", *args], cwd=root, check=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+
+
+def _listed(out: bytes) -> list[str]:
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def _in_dependency_dir(path: str) -> bool:
+    return any(part in DEPENDENCY_DIRS for part in PurePosixPath(path).parts[:-1])
+
+
+def _read(root: str, path: str) -> str:
+    try:
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list[str]]:
+    """(tracked, untracked): the test paths of the git work tree at `root` that differ from its
+    HEAD -- tracked files changed or deleted (`git diff HEAD`, by content) that are test paths or
+    configuration files whose changes touch runner configuration; untracked files (ignored ones
+    included, not in `DEPENDENCY_DIRS`) that are test paths or such configuration and came after
+    the image (newer than its `STAMP`; an image without one: every untracked one git does not
+    ignore, and ignored test infrastructure by name). Raises subprocess.CalledProcessError when
+    git fails."""
+    tracked = []
+    for f in _listed(_git(root, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-only", "-z",
+                          "HEAD", "--")):
+        kind = rules.kind(f)
+        if kind in ("test", "support"):
+            tracked.append(f)
+        elif kind == "config":
+            old = _git(root, "show", f"HEAD:{f}").decode("utf-8", "replace")
+            if rules.config_hit(f, line_changes(old, _read(root, f))):
+                tracked.append(f)
+    stamp = os.path.join(root, STAMP)
+    since = os.stat(stamp).st_mtime_ns if os.path.exists(stamp) else None
+    visible = None if since is not None else set(_listed(_git(root, "ls-files", "-z", "-o", "--exclude-standard")))
+    untracked = []
+    for f in _listed(_git(root, "ls-files", "-z", "-o")):
+        kind = rules.kind(f)
+        if kind is None or _in_dependency_dir(f):
+            continue
+        if kind == "config" and not rules.config_hit(f, line_changes("", _read(root, f))):
+            continue
+        try:
+            mtime = os.lstat(os.path.join(root, f)).st_mtime_ns
+        except OSError:
+            continue
+        if (mtime > since + STAMP_MARGIN_NS) if since is not None else (f in visible or kind == "support"):
+            untracked.append(f)
+    return tracked, untracked
+
+
+def reset_tree(root: str, rules: TestPathRules, keep=()) -> list[str]:
+    """Put every changed test path of the work tree at `root` back as HEAD has it
+    (`changed_test_paths`: tracked ones checked out, untracked ones removed), except the paths in
+    `keep`; the paths reset, sorted."""
+    tracked, untracked = changed_test_paths(root, rules)
+    keep = set(keep)
+    tracked = [f for f in tracked if f not in keep]
+    untracked = [f for f in untracked if f not in keep]
+    for i in range(0, len(tracked), 200):
+        _git(root, "checkout", "-q", "HEAD", "--", *tracked[i:i + 200])
+    for f in untracked:
+        full = os.path.join(root, f)
+        if os.path.islink(full) or not os.path.isdir(full):
+            os.unlink(full)
+    return sorted(tracked + untracked)
+
+
+RESET_MARK = "swemint: test paths reset to the base tree:"
+"""How the reset's output line starts (it names the paths, a JSON list)."""
+
+RULES_JSON = "testpaths.json"
+"""The rule set as JSON inside the status tool's zipapp (`envpool.testrun.statuslines`), which
+cannot read YAML: the package resource `envpool/testpaths.json`."""
+
+
+def tool_rules() -> dict:
+    """The rule set where this module runs: the zipapp's `RULES_JSON` when it is there, else the
+    packaged YAML (`packaged_rules`)."""
+    import pkgutil
+
+    try:
+        raw = pkgutil.get_data("envpool", RULES_JSON)
+    except OSError:
+        raw = None
+    return json.loads(raw) if raw else packaged_rules()
+
+
+def reset_main(language: str | None, keep=(), root: str = "/testbed", data: dict | None = None) -> int:
+    """`reset_tree(root)` with the rules of `language` (`groups_for`; `data`: the rule set,
+    default `tool_rules()`), keeping `keep`; prints one line naming what it reset. Returns 0, or
+    1 (the reason on stderr) when git fails or the rules cannot be read: the caller must not
+    grade then. The status tool's `reset-tests` mode."""
+    try:
+        data = data if data is not None else tool_rules()
+        done = reset_tree(root, TestPathRules(data, groups_for(language, data)), keep)
+    except (subprocess.CalledProcessError, OSError, ValueError, KeyError) as e:
+        print(f"swemint: the test-path reset failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if done:
+        print(RESET_MARK, json.dumps(done[:50]) + (f" (+{len(done) - 50} more)" if len(done) > 50 else ""))
+    sys.stdout.flush()
+    return 0

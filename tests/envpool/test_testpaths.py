@@ -1,0 +1,235 @@
+"""The one test-path rule set (envpool/testpaths.yaml): classification per ecosystem, runner
+configuration in shared files, the PR split with what it moved, the refusal of a fix that edits
+what grades it, and the reset of a work tree's test paths (issue 24 item 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from envpool.patches import grading_paths, grading_paths_problem, split_by_rules
+from envpool.testpaths import (RESET_MARK, STAMP, RuleSetError, TestPathRules, check_rule_data, groups_for,
+                               line_changes, packaged_rules, reset_tree, rules_for)
+from envpool.testrun import statuslines
+
+# (language, path, expected kind): test code/data, test infrastructure, or neither
+CASES = [
+    ("python", "tests/test_core.py", "test"), ("python", "pkg/core_test.py", "test"),
+    ("python", "tests/helpers.py", "test"), ("python", "testing/fixtures/data.json", "test"),
+    ("python", "conftest.py", "support"), ("python", "src/pkg/conftest.py", "support"),
+    ("python", "pytest.ini", "support"), ("python", "src/sitecustomize.py", "support"),
+    ("python", "setup.cfg", "config"), ("python", "pyproject.toml", "config"), ("python", "tox.ini", "config"),
+    ("python", "src/pkg/core.py", None), ("python", "src/contest.py", None), ("python", "docs/testing.md", None),
+    ("go", "pkg/server/handler_test.go", "test"), ("go", "pkg/parse/testdata/input.txt", "test"),
+    ("go", "internal/testing/mock.go", "test"), ("go", "pkg/server/handler.go", None),
+    ("go", "pkg/attest/sign.go", None),
+    ("rust", "tests/integration.rs", "test"), ("rust", "crates/a/tests/it.rs", "test"),
+    ("rust", ".cargo/config.toml", "test"), ("rust", "Cargo.toml", "config"), ("rust", "src/lib.rs", None),
+    ("java", "core/src/test/java/org/x/ParserTest.java", "test"), ("java", "src/test/resources/cfg.xml", "test"),
+    ("java", "src/main/java/FooIT.java", "test"), ("java", "src/main/java/org/x/Parser.java", None),
+    ("java", "src/main/java/org/x/query/spec/Spec.java", None),  # `spec/` is no Java test folder
+    ("java", "pom.xml", "config"), ("java", "build.gradle.kts", "config"),
+    ("javascript", "src/__tests__/a.js", "test"), ("javascript", "lib/util.test.js", "test"),
+    ("javascript", "src/__mocks__/fs.js", "test"), ("javascript", "jest.config.js", "support"),
+    ("javascript", "packages/ui/vitest.config.mts", "support"), ("javascript", ".mocharc.yml", "support"),
+    ("javascript", "karma.conf.js", "support"), ("javascript", "package.json", "config"),
+    ("javascript", "lib/util.js", None), ("javascript", "locales/it/messages.json", None),
+    ("typescript", "src/app.spec.ts", "test"), ("typescript", "src/components/Button.test.tsx", "test"),
+    ("typescript", "src/app.ts", None),
+    ("c", "tests/test_parse.c", "test"), ("c", "src/parse_test.c", "test"), ("c", "CTestTestfile.cmake", "support"),
+    ("c", "CMakeLists.txt", "config"), ("c", "Makefile", "config"), ("c", "src/parse.c", None),
+    ("cpp", "test/unit/vector_test.cpp", "test"), ("cpp", "src/base/str_unittest.cc", "test"),
+    ("cpp", "src/vector.cpp", None),
+    ("php", "tests/Unit/UserTest.php", "test"), ("php", "src/FooTest.php", "test"),
+    ("php", "phpunit.xml.dist", "support"), ("php", "composer.json", "config"), ("php", "src/User.php", None),
+    ("ruby", "spec/models/user_spec.rb", "test"), ("ruby", "test/unit/test_user.rb", "test"),
+    ("ruby", "spec/spec_helper.rb", "test"), ("ruby", ".rspec", "support"), ("ruby", "Rakefile", "config"),
+    ("ruby", "app/models/user.rb", None),
+]
+
+
+@pytest.mark.parametrize("language,path,kind", CASES)
+def test_the_rule_set_classifies_paths_per_ecosystem(language, path, kind):
+    rules = rules_for(language)
+    assert rules.kind(path) == kind
+    assert rules.is_test(path) == (kind in ("test", "support"))
+    if kind in ("test", "support"):
+        assert rules_for(None).is_test(path)  # every group: a superset
+
+
+def test_each_language_reads_its_groups_and_common():
+    assert groups_for("python") == ["common", "python"]
+    assert groups_for("cpp") == ["common", "cfamily"] and groups_for("typescript") == ["common", "js"]
+    assert groups_for(None) is None and groups_for("cobol") is None  # unknown: every group
+    # a language's groups decide: `spec/` is a test folder for Ruby and JavaScript, not for Java
+    assert rules_for("ruby").is_test("lib/spec/x.rb") and not rules_for("java").is_test("src/main/java/spec/X.java")
+
+
+def test_test_file_names_are_the_ecosystems_own():
+    assert rules_for("go").is_test_file("a/b_test.go") and not rules_for("go").is_test_file("a/b.go")
+    assert rules_for("php").is_test_file("src/FooTest.php") and rules_for("ruby").is_test_file("x/a_spec.rb")
+    assert rules_for("python").is_test_file("pkg/test_x.py") and not rules_for("python").is_test_file("tests/helpers.py")
+    assert rules_for("python").in_test_dir("tests/helpers.py")
+
+
+@pytest.mark.parametrize("path,old,new,hit", [
+    ("setup.cfg", "[metadata]\nname = a\n[tool:pytest]\naddopts = -q\n",
+     "[metadata]\nname = a\n[tool:pytest]\naddopts = -q -p evil\n", True),
+    ("setup.cfg", "[metadata]\nname = a\n[tool:pytest]\naddopts = -q\n",
+     "[metadata]\nname = b\n[tool:pytest]\naddopts = -q\n", False),
+    ("pyproject.toml", "[project]\nname = 'a'\n[tool.pytest.ini_options]\nxfail_strict = true\n",
+     "[project]\nname = 'a'\n[tool.pytest.ini_options]\nxfail_strict = false\n", True),
+    ("pyproject.toml", "[project]\ndependencies = ['pytest-cov']\n", "[project]\ndependencies = ['pytest-cov>=4']\n",
+     False),
+    ("package.json", '{\n  "scripts": {\n    "test": "jest"\n  }\n}\n',
+     '{\n  "scripts": {\n    "test": "jest --passWithNoTests"\n  }\n}\n', True),
+    ("package.json", '{\n  "dependencies": {\n    "left-pad": "1"\n  }\n}\n',
+     '{\n  "dependencies": {\n    "left-pad": "2"\n  }\n}\n', False),
+    ("CMakeLists.txt", "add_library(a a.c)\n", "add_library(a a.c)\nadd_test(NAME t COMMAND true)\n", True),
+    ("CMakeLists.txt", "add_library(a a.c)\n", "add_library(a a.c b.c)\n", False),
+    ("Makefile", "all:\n\tcc a.c\ntest: all\n\t./run-tests\n", "all:\n\tcc a.c\ntest: all\n\ttrue\n", True),
+    ("Makefile", "all:\n\tcc a.c\ntest: all\n\t./run-tests\n", "all:\n\tcc a.c b.c\ntest: all\n\t./run-tests\n",
+     False),
+    ("pom.xml", "<project>\n</project>\n",
+     "<project>\n<plugin><artifactId>maven-surefire-plugin</artifactId></plugin>\n</project>\n", True),
+])
+def test_shared_configuration_counts_only_where_it_configures_the_runner(path, old, new, hit):
+    rules = rules_for(None)
+    assert rules.config_hit(path, line_changes(old, new)) is hit
+    diff = _diff_of(path, old, new)
+    assert (path in grading_paths(diff)) is hit  # the same answer from the diff (unidiff's hunks)
+
+
+def test_malformed_rule_data_is_refused_with_the_reason():
+    good = packaged_rules()
+    check_rule_data(good)
+    with pytest.raises(RuleSetError, match="unknown keys"):
+        check_rule_data({"groups": {"x": {"folders": ["t"]}}})
+    with pytest.raises(RuleSetError, match="bad regex"):
+        check_rule_data({"groups": {"x": {"config": [{"files": ["a"], "lines": ["("]}]}}})
+    with pytest.raises(RuleSetError, match="unknown groups"):
+        check_rule_data({"groups": {"x": {}}, "languages": {"go": ["y"]}})
+
+
+def _diff_of(path: str, old: str, new: str) -> str:
+    import difflib
+
+    body = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}"))
+    return f"diff --git a/{path} b/{path}\n{body}"
+
+
+def _section(path: str, text: str = "x = 1\n") -> str:
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(text.splitlines())} @@\n" + "".join(f"+{line}\n" for line in text.splitlines()))
+
+
+def test_a_pr_diff_is_split_by_the_rule_set_and_the_moved_infrastructure_recorded():
+    setup_cfg = _diff_of("setup.cfg", "[tool:pytest]\naddopts = -q\n", "[tool:pytest]\naddopts = -q -x\n")
+    diff = (_section("src/pkg/core.py") + _section("tests/test_core.py") + _section("conftest.py")
+            + _section("tests/helpers.py") + setup_cfg + _section("README.md"))
+    s = split_by_rules(diff, rules_for("python"))
+    assert s.patch == _section("src/pkg/core.py") + _section("README.md")
+    assert s.test_patch == (_section("tests/test_core.py") + _section("conftest.py") + _section("tests/helpers.py")
+                            + setup_cfg)
+    assert s.moved == ["conftest.py", "setup.cfg"]  # infrastructure, not tests by folder or name
+
+
+def test_a_fix_touching_test_code_or_infrastructure_is_named():
+    assert grading_paths_problem(_section("src/a.py"), "python") is None
+    why = grading_paths_problem(_section("src/a.py") + _section("conftest.py") + _section("tests/helpers.py"),
+                                "python")
+    assert why and "conftest.py" in why and "tests/helpers.py" in why and "src/a.py" not in why
+    assert "x_test.go" in grading_paths_problem(_section("x_test.go"), "go")
+
+
+def _git(cwd, *args) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A committed work tree as an environment image holds it: tests with a helper, a pytest
+    section in setup.cfg, installed dependencies (untracked, ignored), a build output under
+    tests/ (untracked, older than the image's stamp)."""
+    repo = tmp_path / "testbed"
+    files = {"tests/helpers.py": "TOL = 1e-9\n", "tests/test_x.py": "def test_x():\n    pass\n",
+             "src/calc.py": "X = 1\n", "setup.cfg": "[metadata]\nname = a\n[tool:pytest]\naddopts = -q\n",
+             ".gitignore": "node_modules/\nbuild/\n"}
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    (repo / "node_modules" / "pkg" / "test").mkdir(parents=True)
+    (repo / "node_modules" / "pkg" / "test" / "index.js").write_text("//\n")
+    (repo / "tests" / "test_ext.so").write_text("built\n")
+    old = time.time() - 60
+    os.utime(repo / "tests" / "test_ext.so", (old, old))
+    (repo / STAMP).write_text("stamp\n")
+    stamp = time.time() - 30
+    os.utime(repo / STAMP, (stamp, stamp))
+    return repo
+
+
+def _what_a_patch_did(repo):
+    (repo / "tests" / "helpers.py").write_text("TOL = 1.0\n")  # loosened
+    (repo / "tests" / "conftest.py").write_text("def pytest_runtest_makereport(): pass\n")  # added
+    (repo / "conftest.py").write_text("import os\n")
+    (repo / "tests" / "test_x.py").unlink()  # removed
+    (repo / "setup.cfg").write_text("[metadata]\nname = b\n[tool:pytest]\naddopts = -q -p evil\n")
+    (repo / "src" / "calc.py").write_text("X = 2\n")  # the fix itself
+
+
+def test_reset_puts_every_test_path_back_and_leaves_the_fix_and_the_image(tree):
+    _what_a_patch_did(tree)
+    done = reset_tree(str(tree), rules_for("python"))
+    assert done == ["conftest.py", "setup.cfg", "tests/conftest.py", "tests/helpers.py", "tests/test_x.py"]
+    assert (tree / "tests" / "helpers.py").read_text() == "TOL = 1e-9\n"
+    assert not (tree / "tests" / "conftest.py").exists() and not (tree / "conftest.py").exists()
+    assert (tree / "tests" / "test_x.py").exists()
+    assert (tree / "setup.cfg").read_text() == "[metadata]\nname = a\n[tool:pytest]\naddopts = -q\n"
+    assert (tree / "src" / "calc.py").read_text() == "X = 2\n"
+    assert (tree / "tests" / "test_ext.so").exists()  # the build's, older than the image's stamp
+    assert (tree / "node_modules" / "pkg" / "test" / "index.js").exists()  # an installed dependency
+    assert reset_tree(str(tree), rules_for("python")) == []  # nothing left to reset
+
+
+def test_reset_keeps_what_it_is_told_to_keep(tree):
+    _what_a_patch_did(tree)
+    reset_tree(str(tree), rules_for("python"), keep=["conftest.py"])
+    assert (tree / "conftest.py").exists() and not (tree / "tests" / "conftest.py").exists()
+
+
+def test_the_status_tool_resets_with_the_rules_it_carries(tree, tmp_path):
+    """What every image runs: `swemint-status.pyz reset-tests` (stdlib only, the rules as JSON)."""
+    tool = tmp_path / "swemint-status.pyz"
+    tool.write_bytes(statuslines.build_zipapp())
+    _what_a_patch_did(tree)
+    r = subprocess.run(["python3", "-I", "-S", str(tool), "reset-tests", "--language", "python", "--root", str(tree)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith(RESET_MARK))
+    assert json.loads(line[len(RESET_MARK):]) == ["conftest.py", "setup.cfg", "tests/conftest.py",
+                                                  "tests/helpers.py", "tests/test_x.py"]
+    assert (tree / "tests" / "helpers.py").read_text() == "TOL = 1e-9\n"
+    # not a git work tree: it fails, and says so (the caller then never grades)
+    r = subprocess.run(["python3", "-I", "-S", str(tool), "reset-tests", "--root", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "reset failed" in r.stderr
+
+
+def test_an_image_without_a_stamp_removes_only_what_git_does_not_ignore(tree):
+    (tree / STAMP).unlink()
+    (tree / "build" / "tests").mkdir(parents=True)
+    (tree / "build" / "tests" / "out.txt").write_text("built\n")  # ignored build output: stays
+    (tree / "build" / "conftest.py").write_text("import evil\n")  # ignored, but test infrastructure: goes
+    (tree / "tests" / "test_new.py").write_text("def test_n():\n    pass\n")  # not ignored: goes
+    done = reset_tree(str(tree), TestPathRules(None, groups_for("python")))
+    assert "build/conftest.py" in done and "tests/test_new.py" in done
+    assert (tree / "build" / "tests" / "out.txt").exists()
