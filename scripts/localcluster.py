@@ -304,23 +304,49 @@ class LocalCluster:
         log(f"node {self.engines[0].name}: Ray head pid {pid}, job API {self.address}; "
             f"without the token it answers HTTP {code}")
 
-    def start_worker(self, i: int) -> None:
-        """A worker node joining the head on loopback (`pipeline.raynode`)."""
-        pid = self._spawn(i, [str(VENV / "python"), "-m", "pipeline.raynode", "start", "--block",
-                              "--address", f"127.0.0.1:{self.gcs_port}", "--node-ip-address", "127.0.0.1",
-                              "--num-cpus", str(self.cpus), "--resources", json.dumps({"docker": self.slots}),
-                              *self._ray_ports(), "--disable-usage-stats"])
-        for _ in range(240):  # a loaded host needs minutes
-            if not alive(pid):
-                raise RuntimeError(f"Ray node {i} died: {self._tail(i)}")
-            if "Ray runtime started" in self._tail(i, 20000):
+    def start_worker(self, i: int, attempts: int = 3) -> None:
+        """A worker node joining the head on loopback (`pipeline.raynode`). Only what the node's
+        log gained since this start counts (a restarted node's log holds the first start's "Ray
+        runtime started"); a start that dies or does not come up (on a loaded host a raylet gives
+        up after 15 s without its dashboard agent: "Timed out waiting for file
+        .../dashboard_agent_listen_port_...") is stopped by its process group and tried again,
+        `attempts` times in all. Raises RuntimeError with the log's tail after the last one."""
+        log_path = self.base / f"ray-{self.engines[i].name}.log"
+        for attempt in range(1, attempts + 1):
+            offset = log_path.stat().st_size if log_path.exists() else 0
+            pid = self._spawn(i, [str(VENV / "python"), "-m", "pipeline.raynode", "start", "--block",
+                                  "--address", f"127.0.0.1:{self.gcs_port}", "--node-ip-address", "127.0.0.1",
+                                  "--num-cpus", str(self.cpus), "--resources", json.dumps({"docker": self.slots}),
+                                  *self._ray_ports(), "--disable-usage-stats"])
+            why = self._wait_started(i, pid, log_path, offset)
+            if not why:
                 break
-            time.sleep(1)
-        else:
-            raise RuntimeError(f"Ray node {i} did not start: {self._tail(i)}")
+            for p in group_pids(pid):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            if attempt == attempts:
+                raise RuntimeError(why)
+            log(f"node {self.engines[i].name}: start {attempt} failed, trying again ({why.splitlines()[-1][:160]})")
+            time.sleep(5)
         time.sleep(3)  # the agents bind after the raylet
         self._check_loopback(i)
         log(f"node {self.engines[i].name}: Ray worker pid {pid}")
+
+    @staticmethod
+    def _wait_started(i: int, pid: int, log_path: Path, offset: int) -> str:
+        """"" once node `i`'s start (process `pid`) logged "Ray runtime started" after byte
+        `offset` of its log; else why not (it died, or 240 s passed)."""
+        new = ""
+        for _ in range(240):  # a loaded host needs minutes
+            new = log_path.read_text(errors="replace")[offset:] if log_path.exists() else ""
+            if "Ray runtime started" in new:
+                return ""
+            if not alive(pid):
+                return f"Ray node {i} died: {new[-2000:]}"
+            time.sleep(1)
+        return f"Ray node {i} did not start: {new[-2000:]}"
 
     def _tail(self, i: int, n: int = 2000) -> str:
         try:

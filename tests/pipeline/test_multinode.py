@@ -121,4 +121,10 @@ def test_a_worker_node_killed_mid_run_has_its_builds_redone_elsewhere_one_row_ea
     time.sleep(1)
     watch.check(now=1e9)
     assert watch.lost == [worker]
+    # back: restart_node returns once this start (not the first one, still in the node's log) is up
+    cluster.restart_node(1)
+    assert (cluster.base / f"ray-{cluster.engines[1].name}.log").read_text().count("Ray runtime started") == 2
+    cluster.wait_nodes(2)
+    watch.check(now=2e9)
+    assert len(watch.joined) == 1 and watch.joined[0] not in (worker, head)  # a new Ray node id
     runner.close()
