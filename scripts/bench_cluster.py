@@ -12,10 +12,12 @@ registry, as one machine needs none, so its figure is the baseline a cluster is 
 `python -m pipeline.jobs.run` with `ray job submit`, and is measured with the same meter:
 
 - **CPU**: every process of the cluster (the Ray nodes' process trees with the job's driver and
-  workers, the engines' dockerd/containerd/shims, the registry), sampled from /proc every 2 s
-  (`utime+stime+cutime+cstime`, each process's last value), plus the build containers' CPU the
-  job measures from their cgroups (`report.json` cost.cpu_parts.containers). So the figure is
-  paired: the same meter, the same instances, whatever else the host runs.
+  workers, the engines' dockerd/containerd and their shims with everything under them -- the
+  build containers' processes too --, the registry), sampled from /proc every 2 s
+  (`utime+stime+cutime+cstime`, each process's last value). The build containers' CPU the job
+  measures from their cgroups (`report.json` cost.cpu_parts.containers, the last job's only) is
+  shown beside it, not added: it is already inside the meter. So the figure is paired: the same
+  meter, the same instances, whatever else the host runs.
 - **Per node** (`report.json` nodes, `WORKDIR/images/events.jsonl`, each engine's events):
   instances, images built / pulled / published (toolchains, dependency layers and environments
   apart), toolchain bootstraps, and the repositories of the environments it published (with a
@@ -243,7 +245,7 @@ def measure(cluster: LocalCluster, workdir: Path, ids: list[str], cpu_s: float, 
     tags = Counter(loc.split("@")[0] + "#" + iid for iid, _, loc in pool if "@" in loc)
     events = read_events(workdir / "images")
     containers_cpu = float(((run.get("cost") or {}).get("cpu_parts") or {}).get("containers") or 0.0)
-    total_cpu = cpu_s + containers_cpu
+    total_cpu = cpu_s  # the meter walks the engines' shims: the containers' processes are in it
     finished = int(len(ds))
     verified = int((ds.outcome == "verified").sum()) if len(ds) else 0
     nodes = {}
@@ -273,7 +275,7 @@ def measure(cluster: LocalCluster, workdir: Path, ids: list[str], cpu_s: float, 
     return {
         "instances": len(ids), "finished": finished, "verified": verified,
         "outcomes": dict(Counter(ds.outcome)), "wall_s": round(wall_s, 1),
-        "cpu_s": {"cluster_processes": cpu_s, "containers": round(containers_cpu, 1), "total": round(total_cpu, 1)},
+        "cpu_s": {"cluster_processes": cpu_s, "containers_in_it": round(containers_cpu, 1), "total": round(total_cpu, 1)},
         "instances_per_cpu_hour": round(finished / (total_cpu / 3600), 2) if total_cpu else None,
         "verified_per_cpu_hour": round(verified / (total_cpu / 3600), 2) if total_cpu else None,
         "nodes": nodes, "registry": cluster.registry_bytes() if cluster.with_registry else None,
