@@ -405,18 +405,25 @@ class Loop(Planner):
         if att.kind == "environment" and att.install == "module":
             att = att.model_copy(update={"packages": [p for p in att.packages if not self._own_module(p)]})
         if att.kind == "environment" and att.install == "system" and att.needs and self.cfg.repair.debian_index:
-            found, _ = index_for(self.run, self.plan.image).resolve(list(att.needs))
+            found, answers = index_for(self.run, self.plan.image).resolve(list(att.needs))
             att = att.model_copy(update={"packages": list(att.packages) + [p for p in found if p not in att.packages]})
+            pip_names, pip_cmds = self._ci_pip([a.need.name for a in answers
+                                                if a.chosen is None and a.need.kind == "command"])
+        else:
+            pip_names, pip_cmds = [], []
         rule_entry = rule_entry_id("diagnosis", att.rule) if att.rule in diagnosis_rule_ids() else None
-        if att.kind == "environment" and att.packages:
+        if att.kind == "environment" and (att.packages or pip_cmds):
             kind = "missing_system" if att.install == "system" else "missing_module"
             cmds = amend_commands(self.eco, kind, att.packages) if kind == "missing_system" else \
                 self._install(att.packages)
+            cmds = cmds + pip_cmds
             if cmds:
-                self._evidence(att, [{"kind": "apt" if kind == "missing_system" else "install",
-                                      "packages": att.packages}])
+                self._evidence(att, ([{"kind": "apt" if kind == "missing_system" else "install",
+                                       "packages": att.packages}] if att.packages else []) +
+                               ([{"kind": "install", "packages": pip_names}] if pip_names else []))
+                why = att.detail + (f"; the CI installs {' '.join(pip_names)} from PyPI" if pip_names else "")
                 with self.run.cost.phase("setup"):
-                    amended = amend_environment(self.run, self.eco, self.plan, env, cmds, att.detail)
+                    amended = amend_environment(self.run, self.eco, self.plan, env, cmds, why)
                 if amended is not None:
                     if rule_entry:
                         self.uses.use(rule_entry, "attribution", f"amend: {' '.join(att.packages)}")
@@ -486,6 +493,18 @@ class Loop(Planner):
                 self.uses.use(plan.experience_id, "test", ", ".join(changes))
                 return "replan", None
         return None, None
+
+    def _ci_pip(self, commands: list[str]) -> tuple[list[str], list[str]]:
+        """(PyPI names, install commands) for the commands the image lacks and Debian has no
+        package for that the project's CI installs from PyPI under the same name (``pip install
+        --user cram``: `agents.ecosystems.ci.pip_tool_commands`): Execution amends the image
+        with them beside the Debian packages. ([], []) when there is none. The class: test tools
+        of non-Python projects that only PyPI has."""
+        from agents.ecosystems.ci import pip_tool_commands
+
+        if not commands or self.run.tree is None:
+            return [], []
+        return pip_tool_commands(self.run.tree, commands)
 
     def _move(self, verdict: Verdict) -> tuple[str | None, None]:
         """The cheapest untried generic move (`agents.moves`) for a stalled round: ("retest",

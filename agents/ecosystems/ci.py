@@ -21,7 +21,8 @@ import yaml
 
 from agents.untrusted_yaml import load_untrusted_yaml
 
-__all__ = ["CiStep", "action_steps", "ci_apt_packages", "ci_steps", "command_lines", "flag_values"]
+__all__ = ["CiStep", "action_steps", "ci_apt_packages", "ci_pip_tools", "ci_steps", "command_lines", "flag_values",
+           "pip_tool_commands"]
 
 
 @dataclass
@@ -111,6 +112,63 @@ def ci_apt_packages(tree) -> list[str]:
     for text in texts:
         out += apt_packages(text)
     return list(dict.fromkeys(out))
+
+
+_PIP = re.compile(r"(?:^|[\s;&|(])(?:python3?(?:\.\d+)?\s+-m\s+pip|pip3?|pipx)\s+install\s+([^;&|\n]*)")
+PYPI_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
+
+
+def ci_pip_tools(tree) -> list[str]:
+    """PyPI names the CI installs with ``pip install`` / ``pip3 install`` / ``python -m pip
+    install`` / ``pipx install`` (workflows, composite actions, ``.travis.yml``'s install
+    lines): options, requirement files and version pins dropped, each once, in order. The
+    class: test tools a C or other non-Python project's CI takes from PyPI (cram, lit, meson)."""
+    texts = [st.resolved() for st in ci_steps(tree) + action_steps(tree)]
+    if ".travis.yml" in tree.files:
+        try:
+            travis = load_untrusted_yaml(tree.read(".travis.yml") or "")
+        except yaml.YAMLError:
+            travis = None
+        if isinstance(travis, dict):
+            for key in ("before_install", "install", "before_script"):
+                val = travis.get(key)
+                texts += [str(x) for x in (val if isinstance(val, list) else [val] if isinstance(val, str) else [])]
+    out: list[str] = []
+    for text in texts:
+        for m in _PIP.finditer(text.replace("\\\n", " ")):
+            words = m.group(1).split()
+            skip = False
+            for w in words:
+                if skip:
+                    skip = False
+                    continue
+                if w in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+                         "--extra-index-url", "--target", "-t", "--prefix", "--root"):
+                    skip = True
+                    continue
+                name = re.split(r"[<>=!~\[;]", w.strip("'\""), maxsplit=1)[0]
+                if w.startswith("-") or "/" in w or "$" in w or not PYPI_NAME.fullmatch(name) or name in out:
+                    continue
+                out.append(name)
+    return out
+
+
+def pip_tool_commands(tree, commands: list[str]) -> tuple[list[str], list[str]]:
+    """(commands of `commands` the CI installs from PyPI under the same name, the shell
+    commands installing them into the image: Debian's pip, then ``pip install`` with the
+    system's interpreter). For a command Debian's index has no package for. ([], []) when the
+    CI installs none of them."""
+    import shlex
+
+    pip = {n.lower(): n for n in ci_pip_tools(tree)}
+    names = [pip[c.lower()] for c in commands if c.lower() in pip]
+    if not names:
+        return [], []
+    from agents.ecosystems.debian import apt_install
+
+    return names, [apt_install(["python3-pip"]),
+                   "python3 -m pip install --no-cache-dir --break-system-packages "
+                   + " ".join(shlex.quote(n) for n in names)]
 
 
 def ci_steps(tree) -> list[CiStep]:

@@ -519,3 +519,35 @@ def test_a_setup_step_refused_by_an_unreachable_host_names_it_in_the_row(tmp_pat
     f2.on(r"^fetch-deps", lambda cmd, sb: (1, "no such module"))
     res2 = mint_instance(inst, git_dir, config(tmp_path / "2"), factory=f2)
     assert res2.outcome == "env_failed" and res2.unreachable is None
+
+
+def test_a_tool_only_pypi_has_that_the_ci_pip_installs_is_installed_and_the_instance_verifies(tmp_path, monkeypatch):
+    """The class: a non-Python project's test tool that Debian does not package and the CI takes
+    from PyPI (``pip install --user cram`` in .travis.yml): Debian's index has no answer for the
+    command, the loop amends the image with Debian's pip and ``pip install <tool>``, round 2
+    verifies. A command the CI does not pip-install gets no such guess."""
+    eco = Toy(versions=("1.19",))
+    force_ecosystem(monkeypatch, eco)
+    f = FakeSandboxFactory(run_id="t")
+
+    def pip(cmd, sb):
+        sb.put_file("/usr/local/bin/cram", b"installed")
+        return 0, "Successfully installed cram-0.7"
+
+    def tests(cmd, sb):
+        if "/usr/local/bin/cram" not in sb.files:
+            return 2, "/bin/bash: line 1: cram: command not found\n"
+        return (0, events({"TestAdd": "pass"})) if patched(sb) else (1, events({"TestAdd": "fail"}))
+
+    f.on(r"apt-file search --regexp .*cram", (1, ""))
+    f.on(r"pip install --no-cache-dir --break-system-packages cram", pip)
+    f.on(r"go test -json", tests)
+    git_dir, sha = make_repo(tmp_path, {"calc.go": "package calc // bug\n", "calc_test.go": "package calc // old\n",
+                                        ".travis.yml": "install:\n  - pip install --user cram\nscript:\n  - make test\n"})
+    inst = make_instance(sha, "go", "2021-06-01T00:00:00Z", instance_id="toy__calc-1", repo="toy/calc",
+                         patch=PATCH, test_patch=TEST_PATCH)
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    assert res.outcome == "verified", res.reason
+    assert res.round == 2 and res.rounds[0].feedback == "amend" and res.rounds[1].source == "amended"
+    assert "python3-pip" in res.setup_script and "pip install --no-cache-dir --break-system-packages cram" in \
+        res.setup_script

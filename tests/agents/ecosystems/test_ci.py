@@ -36,3 +36,18 @@ def test_steps_carry_env_and_matrix_and_travis_lines_follow(tmp_path):
     assert first.resolved() == "mvn -P17-ci test -Dx=$"  # a non-scalar matrix value is no value
     assert [s.run for s in steps[1:]] == ["npm ci", "make check", "./mvnw verify"]
     assert ci_run_texts(tree)[0] == (".github/workflows/ci.yml", "mvn -P17-ci test -Dx=$")
+
+
+def test_the_tools_the_ci_installs_from_pypi(tmp_path):
+    from agents.ecosystems.ci import ci_pip_tools, pip_tool_commands
+    from tests.agents.ecosystems.conftest import make_tree
+
+    wf = ("jobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n"
+          "      - run: python -m pip install -U 'lit>=15' -r requirements.txt meson==1.2 ./local\n"
+          "      - run: pipx install $TOOL; pip3 install --user -e . codespell\n")
+    tree = make_tree(tmp_path, {".github/workflows/ci.yml": wf, ".travis.yml": "install:\n  - pip install --user cram\n"})
+    assert ci_pip_tools(tree) == ["lit", "meson", "codespell", "cram"]
+    names, cmds = pip_tool_commands(tree, ["cram", "bash", "Meson"])
+    assert names == ["cram", "meson"] and cmds[-1].endswith("pip install --no-cache-dir --break-system-packages cram meson")
+    assert "python3-pip" in cmds[0]
+    assert pip_tool_commands(tree, ["valgrind"]) == ([], [])
