@@ -14,6 +14,8 @@ Steps (each `swemint mint` is a subprocess, in its own work directory under --ro
    command again, to the end.
 3. Measures: instances lost (selected, no dataset row), instances with two dataset rows, with
    two pool rows, with two Docker images (label `swemint.run` of the run + `swemint.instance`),
+   dependency keys whose rows name two dependency images (the rerun built a layer anew instead
+   of reusing the one the killed run made under its key: `agents.tiers`),
    containers of the run still present, instances started more than once that were not in
    flight at the kill, and whether the dataset equals the reference (rows sorted by
    instance_id, ignoring timings, log paths, image ids, the image repository and WORKDIR).
@@ -42,8 +44,12 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-IGNORED_COLUMNS = ("timings", "total_seconds", "log_path", "image_id")
-"""Dataset columns that legitimately differ between two runs of the same input."""
+IGNORED_COLUMNS = ("timings", "total_seconds", "log_path", "image_id", "dependency_image_id")
+"""Dataset columns that legitimately differ between two runs of the same input: each run commits
+its own environment and dependency images (under its own repository, tags carrying its run), and
+an image id hashes the image's config, creation time included. The dependency layer's
+content-addressed `dependency_key` is compared; within the resumed run one image per key is
+checked apart (`two_dependency_images`)."""
 
 IMAGE_COLUMNS = ("image", "image_name", "image_local")
 """Columns naming an environment image: compared by tag, without the run's repository and hash."""
@@ -233,6 +239,8 @@ def measure(workdir: Path, selected: list[str], in_flight: list[str], reference:
     with duckdb.connect(str(workdir / "pool.duckdb"), read_only=True) as con:
         pool = Counter(r[0] for r in con.execute("SELECT instance_id FROM environments").fetchall())
     images, containers = docker_state(run_id_for(workdir))
+    deps = Counter() if "dependency_key" not in df else Counter(
+        k for k, _ in df[["dependency_key", "dependency_image_id"]].dropna().drop_duplicates().itertuples(index=False))
     attempts = ResultStore(workdir).attempts()
     out = {
         "selected": len(selected),
@@ -240,6 +248,7 @@ def measure(workdir: Path, selected: list[str], in_flight: list[str], reference:
         "two_dataset_rows": sorted(i for i, n in rows.items() if n > 1),
         "two_pool_rows": sorted(i for i, n in pool.items() if n > 1),
         "two_pool_images": sorted(i for i, n in images.items() if n > 1),
+        "two_dependency_images": sorted(k for k, n in deps.items() if n > 1),
         "containers_left": containers,
         "rebuilt": sorted(i for i, n in attempts.items() if n > 1),
         "rebuilt_not_in_flight": sorted(i for i, n in attempts.items() if n > 1 and i not in in_flight),
@@ -298,7 +307,8 @@ def run_bench(args: argparse.Namespace) -> dict:
         if not args.keep:
             report["images_removed"] = cleanup(run_ids)
     report["ok"] = (not report.get("lost") and not report.get("two_dataset_rows") and not report.get("two_pool_rows")
-                    and not report.get("two_pool_images") and report.get("containers_left") == 0
+                    and not report.get("two_pool_images") and not report.get("two_dependency_images")
+                    and report.get("containers_left") == 0
                     and not report.get("rebuilt_not_in_flight") and report.get("content_equal") is not False)
     return report
 
@@ -339,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"instances with two dataset rows: {len(report['two_dataset_rows'])} {report['two_dataset_rows'] or ''}")
     print(f"instances with two pool images:  {len(report['two_pool_images'])} {report['two_pool_images'] or ''} "
           f"(pool rows: {len(report['two_pool_rows'])})")
+    print(f"dependency keys with two images: {len(report['two_dependency_images'])} "
+          f"{report['two_dependency_images'] or ''}")
     print(f"containers left by the runs:     {report['containers_left']}")
     print(f"rebuilt (in flight at the kill): {report['rebuilt'] or '-'}; rebuilt otherwise: "
           f"{report['rebuilt_not_in_flight'] or 0}")

@@ -138,6 +138,7 @@ def test_kill_9_half_way_then_rerun_loses_nothing_and_doubles_nothing(docker_cli
     assert report["killed"]["done_at_kill"] == 2 and len(report["killed"]["in_flight_at_kill"]) == 1
     assert report["lost"] == [] and report["two_dataset_rows"] == [] and report["two_pool_rows"] == []
     assert report["two_pool_images"] == [] and report["containers_left"] == 0
+    assert report["two_dependency_images"] == []  # the rerun reused the layer the killed run made under its key
     assert report["rebuilt"] == report["killed"]["in_flight_at_kill"]  # caught mid-build: rebuilt once
     assert report["rebuilt_not_in_flight"] == []
     assert report["content_equal"] is True, report.get("content_diff")
