@@ -21,6 +21,12 @@ What `LocalCluster.up()` starts, everything under one folder (`--base`, default
   (`python -m pipeline.raynode start --block --address ...`), all with
   `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`, token auth (`RAY_AUTH_TOKEN_PATH`, a fresh 0600 token),
   free loopback ports, `DOCKER_HOST` of their own engine and `--resources '{"docker": SLOTS}'`.
+  Each node has a Ray temp dir of its own (`<tmp>/ray`, `<tmp>/ray1`, ...): a worker node
+  started without `--temp-dir` shares the head's session folder, and so its
+  `runtime_resources`, and each node's runtime-env agent unpacks the job's working_dir there
+  with overwrite (rmtree, then unzip) -- on one host that deletes, under the running job
+  driver and the other nodes' workers, the folder that is their cwd (every later `git` of the
+  driver then fails: "Unable to read current working directory").
   After each start every listening socket of the node's processes is checked to be on
   loopback (`pipeline.raysec.assert_loopback_only`); a node beyond loopback stops the cluster.
 
@@ -177,6 +183,9 @@ class LocalCluster:
         env.setdefault("RAY_health_check_period_ms", "5000")
         env.setdefault("RAY_health_check_timeout_ms", "20000")
         env.setdefault("RAY_health_check_failure_threshold", "6")
+        # ... and a raylet waits only 15 s for its dashboard agent's port file (the agent's imports
+        # took 16 s there: "Timed out waiting for file .../dashboard_agent_listen_port_...")
+        env.setdefault("RAY_agent_register_timeout_ms", "120000")
         if self.with_registry:
             env |= {"SWEMINT_REGISTRY_USER": self.user, "SWEMINT_REGISTRY_PASSWORD": self.password}
         if i is not None and self.with_engines:
@@ -305,8 +314,9 @@ class LocalCluster:
             f"without the token it answers HTTP {code}")
 
     def start_worker(self, i: int, attempts: int = 3) -> None:
-        """A worker node joining the head on loopback (`pipeline.raynode`). Only what the node's
-        log gained since this start counts (a restarted node's log holds the first start's "Ray
+        """A worker node joining the head on loopback (`pipeline.raynode`), with a Ray temp dir of
+        its own (`<tmp>/ray<i>`: its own runtime_resources; see the module docstring). Only what
+        the node's log gained since this start counts (a restarted node's log holds the first start's "Ray
         runtime started"); a start that dies or does not come up (on a loaded host a raylet gives
         up after 15 s without its dashboard agent: "Timed out waiting for file
         .../dashboard_agent_listen_port_...") is stopped by its process group and tried again,
@@ -317,7 +327,8 @@ class LocalCluster:
             pid = self._spawn(i, [str(VENV / "python"), "-m", "pipeline.raynode", "start", "--block",
                                   "--address", f"127.0.0.1:{self.gcs_port}", "--node-ip-address", "127.0.0.1",
                                   "--num-cpus", str(self.cpus), "--resources", json.dumps({"docker": self.slots}),
-                                  *self._ray_ports(), "--disable-usage-stats"])
+                                  "--temp-dir", str(self.tmp / f"ray{i}"), *self._ray_ports(),
+                                  "--disable-usage-stats"])
             why = self._wait_started(i, pid, log_path, offset)
             if not why:
                 break
