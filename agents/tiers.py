@@ -16,9 +16,9 @@ outside its checkout (a `.pth` file, a sitecustomize, a patched library, a cache
 layer in which no repository's code ran may be shared across repositories. A shared layer is
 content-addressed: its key is sha256 over the toolchain image's id and the layer's inputs (the
 manifest and lockfile bytes by path, the stub paths, the commands, their environment) -- or, for
-a spec with a `resolved` command, over the resolved dependency set that command prints (Python:
-`uv pip freeze` of the virtualenv). Two repositories with the same lockfile get the same key and
-so the same image (the same layer digest), which also cuts the unique bytes per instance.
+a spec with a `resolved` command, over the resolved dependency set that command prints on stdout
+(Python: `uv pip freeze` of the virtualenv; its stderr is not part of it). Two repositories with
+the same lockfile get the same key and so the same image (the same layer digest), which also cuts the unique bytes per instance.
 
 `dependency_tier(run, eco, plan)` returns the tier of a plan (`DependencyTier`): the image this
 run already made under the key's tag (for another instance, another repository; with
@@ -317,10 +317,13 @@ def _build(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolcha
                 return None
         resolved = None
         if spec.resolved is not None:
-            r = sb.exec(spec.resolved, timeout=300, env=env or None, log_label="tier:resolved")
+            # stdout only (stderr kept apart in `channel`): stdout and stderr interleaved differ from
+            # run to run (uv's "Using Python ... environment at" line landed before or after the
+            # set), and the key must not (a rerun missed the layer a killed run made)
+            r = sb.exec(spec.resolved, timeout=300, env=env or None, log_label="tier:resolved", channel=True)
             if not r.ok:
                 run.traj(StepRecord(agent="setup", rule="tier:fallback", note=f"{spec.name}: the resolved set "
-                                                                               f"cannot be read: {r.output[-300:]}"))
+                                                                               f"cannot be read: {(r.output + r.channel.decode(errors='replace'))[-300:]}"))
                 return None
             resolved = r.output
             key = layer_key(toolchain, spec, contents, resolved)

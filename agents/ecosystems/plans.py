@@ -115,7 +115,7 @@ class LayerSpec(BaseModel):
     that differ only there get the same layer; the Dockerfile writes it as given.
 
     `resolved`: a command printing the resolved dependency set after `commands` (Python:
-    `uv pip freeze`); when given, the layer is keyed by that output instead of by the inputs
+    `uv pip freeze`); when given, the layer is keyed by its stdout instead of by the inputs
     (`files`, `stubs`, `commands`, `env`), so two instances whose commands differ only in ways
     that resolve the same (another date bound) share it. `name`: a short label (`go modules`).
     The instance tier then runs the plan's own setup on top of the layer, unchanged: the

@@ -209,3 +209,39 @@ def test_the_layout_the_dockerfile_replays_is_the_sandboxs():
 
     assert "layout_command(" in inspect.getsource(envimage.lay_out_repository)
     assert Path(envimage.__file__).read_text().count("git init -q") == 0
+
+
+def test_a_resolved_sets_key_ignores_what_the_command_writes_to_stderr(tmp_path):
+    """A sandbox interleaves stdout and stderr as they come (uv prints "Using Python ... environment
+    at" on stderr, before or after the set): the second build of the same resolved set, whose
+    stderr landed elsewhere, must find the first one's layer under the same key."""
+    from types import SimpleNamespace
+
+    from agents import tiers
+    from agents.config import MintConfig
+    from envpool.fake import FakeSandboxFactory
+    from envpool.sandbox import ExecResult, SandboxSpec
+
+    factory = FakeSandboxFactory(run_id="r1")
+    builds = iter(["noise\npkg==1.0\n", "pkg==1.0\nnoise\n"])  # the same set, stderr before then after it
+
+    def freeze(command, sb):
+        merged = next(builds)
+        if sb.calls[-1].channel:  # stdout kept apart from stderr, as DockerSandbox does
+            return ExecResult(command=command, exit_code=0, output="pkg==1.0\n", channel=b"noise\n")
+        return merged
+
+    factory.on(r"^freeze$", freeze)
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="r1", cache={"warm": False})
+    steps: list = []
+    run = SimpleNamespace(config=cfg, factory=factory, traj=steps.append, log_path=tmp_path / "run.log",
+                          iid="acme__x-1", instance=SimpleNamespace(repo="acme/x"), remaining=lambda: 3600.0,
+                          spec=lambda image, network, env=None, caches=None: SandboxSpec(image=image, run_id="r1",
+                                                                                          network=network))
+    plan = SimpleNamespace(image="py", state={}, ecosystem="python")
+    layer = LayerSpec(name="python", commands=["uv pip install x"], resolved="freeze")
+    first = tiers._make(run, plan, layer, {}, "sha256:tool")
+    second = tiers._make(run, plan, layer, {}, "sha256:tool")
+    assert first is not None and first.built and first.key == layer_key("sha256:tool", layer, {}, "pkg==1.0\n")
+    assert second is not None and not second.built  # shared, not a second image
+    assert (second.key, second.image_id) == (first.key, first.image_id)
