@@ -127,19 +127,33 @@ def _comm(pid: int) -> str:
         return "?"
 
 
+def has_container(run_id: str, folders: list[str]) -> bool:
+    """True when this engine has a container of run `run_id` (label `swemint.run`) for an
+    instance whose folder is in `folders` (label `swemint.instance`)."""
+    from envpool.docker_sandbox import docker_client
+    from envpool.naming import folder_name
+
+    containers = docker_client().containers.list(all=True, filters={"label": f"swemint.run={run_id}"})
+    labels = [(c.labels or {}).get("swemint.instance") for c in containers]
+    return any(folder_name(iid) in folders for iid in labels if iid)
+
+
 def run_and_kill(cmd: list[str], log: Path, workdir: Path, kill_after_done: int, limit_s: float,
-                 delay_s: float = 2.0, survivor_wait_s: float = 15.0) -> dict:
+                 delay_s: float = 2.0, survivor_wait_s: float = 15.0, run_id: str | None = None) -> dict:
     """Start `cmd`; once `kill_after_done` DONE markers exist and the next instance is in flight,
-    wait `delay_s` seconds (into its build) and SIGKILL the driver, give what it started
-    `survivor_wait_s` seconds to exit and SIGKILL by pid what is still alive. Returns {seconds,
-    done_at_kill, in_flight_at_kill, survivors_killed, survivors (process names)}. Raises
-    RuntimeError when the run ends before the kill or takes longer than `limit_s`."""
+    wait `delay_s` seconds (into its build) -- with `run_id`, then also until that instance has a
+    container of the run (so the kill leaves one for the rerun to sweep, however slow the host is)
+    -- and SIGKILL the driver, give what it started `survivor_wait_s` seconds to exit and SIGKILL
+    by pid what is still alive. Returns {seconds, done_at_kill, in_flight_at_kill,
+    survivors_killed, survivors (process names)}. Raises RuntimeError when the run ends before
+    the kill or takes longer than `limit_s`."""
     t0 = time.monotonic()
     with log.open("a") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
     try:
         armed = None
-        while armed is None or time.monotonic() < armed + delay_s:
+        while (armed is None or time.monotonic() < armed + delay_s
+               or (run_id is not None and not has_container(run_id, in_flight(workdir)))):
             if armed is None and done_count(workdir) >= kill_after_done and in_flight(workdir):
                 armed = time.monotonic()
             if proc.poll() is not None:
@@ -298,7 +312,8 @@ def run_bench(args: argparse.Namespace) -> dict:
             report["reference_s"] = round(run_to_end(mint_command(args, ref_dir, f"swemint/bench-resume-ref-{token}"),
                                                      root / "reference.log"), 1)
         cmd = mint_command(args, resumed, f"swemint/bench-resume-{token}")
-        report["killed"] = run_and_kill(cmd, root / "resumed.log", resumed, kill_after, args.limit_s, args.kill_delay)
+        report["killed"] = run_and_kill(cmd, root / "resumed.log", resumed, kill_after, args.limit_s, args.kill_delay,
+                                        run_id=run_id_for(resumed))
         report["rerun_s"] = round(run_to_end(cmd, root / "resumed.log"), 1)
         report.update(measure(resumed, selected, report["killed"]["in_flight_at_kill"], ref_dir))
         report["sweep"] = [line.split(" INFO ", 1)[-1] for line in
