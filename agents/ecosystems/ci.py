@@ -156,7 +156,7 @@ def ci_pip_tools(tree) -> list[str]:
 def pip_tool_commands(tree, commands: list[str]) -> tuple[list[str], list[str]]:
     """(commands of `commands` the CI installs from PyPI under the same name, the shell
     commands installing them into the image: Debian's pip, then ``pip install`` with the
-    system's interpreter). For a command Debian's index has no package for. ([], []) when the
+    system's interpreter, PIP_BREAK_SYSTEM_PACKAGES set for the pips that guard it). For a command Debian's index has no package for. ([], []) when the
     CI installs none of them."""
     import shlex
 
@@ -167,7 +167,9 @@ def pip_tool_commands(tree, commands: list[str]) -> tuple[list[str], list[str]]:
     from agents.ecosystems.debian import apt_install
 
     return names, [apt_install(["python3-pip"]),
-                   "python3 -m pip install --no-cache-dir --break-system-packages "
+                   # the variable, not the flag: pip before 23 (bullseye's) has no --break-system-packages
+                   # and ignores an environment variable it does not know
+                   "PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir "
                    + " ".join(shlex.quote(n) for n in names)]
 
 

@@ -540,7 +540,7 @@ def test_a_tool_only_pypi_has_that_the_ci_pip_installs_is_installed_and_the_inst
         return (0, events({"TestAdd": "pass"})) if patched(sb) else (1, events({"TestAdd": "fail"}))
 
     f.on(r"apt-file search --regexp .*cram", (1, ""))
-    f.on(r"pip install --no-cache-dir --break-system-packages cram", pip)
+    f.on(r"PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir cram", pip)
     f.on(r"go test -json", tests)
     git_dir, sha = make_repo(tmp_path, {"calc.go": "package calc // bug\n", "calc_test.go": "package calc // old\n",
                                         ".travis.yml": "install:\n  - pip install --user cram\nscript:\n  - make test\n"})
@@ -549,5 +549,5 @@ def test_a_tool_only_pypi_has_that_the_ci_pip_installs_is_installed_and_the_inst
     res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
     assert res.outcome == "verified", res.reason
     assert res.round == 2 and res.rounds[0].feedback == "amend" and res.rounds[1].source == "amended"
-    assert "python3-pip" in res.setup_script and "pip install --no-cache-dir --break-system-packages cram" in \
+    assert "python3-pip" in res.setup_script and "PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir cram" in \
         res.setup_script

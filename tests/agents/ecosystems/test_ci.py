@@ -48,6 +48,6 @@ def test_the_tools_the_ci_installs_from_pypi(tmp_path):
     tree = make_tree(tmp_path, {".github/workflows/ci.yml": wf, ".travis.yml": "install:\n  - pip install --user cram\n"})
     assert ci_pip_tools(tree) == ["lit", "meson", "codespell", "cram"]
     names, cmds = pip_tool_commands(tree, ["cram", "bash", "Meson"])
-    assert names == ["cram", "meson"] and cmds[-1].endswith("pip install --no-cache-dir --break-system-packages cram meson")
+    assert names == ["cram", "meson"] and cmds[-1] == "PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir cram meson"
     assert "python3-pip" in cmds[0]
     assert pip_tool_commands(tree, ["valgrind"]) == ([], [])
