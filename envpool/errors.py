@@ -20,7 +20,8 @@
 Where an error is also a built-in kind (ValueError, KeyError, OSError) it derives from both, so
 callers that catch the built-in keep working. Not in this tree: private control-flow exceptions
 (a retry signal, a size cut-off), the pytest plugin's timeout (it runs inside the sandbox, without
-swemint) and `envpool.quoting.UnsafePath`, a ValueError (this module formats its messages with
+swemint), `envpool.testpaths.RuleSetError` (a ValueError of a stdlib-only module that the status
+tool runs inside every image) and `envpool.quoting.UnsafePath`, a ValueError (this module formats its messages with
 `envpool.quoting`, which therefore cannot import it).
 
 Every error may carry the `instance_id` and the `log_path` of the log to read (idea from

@@ -11,9 +11,11 @@ from envpool.errors import SwemintError
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE = {"envpool.quoting.UnsafePath", "envpool.testrun.slim.TooLarge",
-           "envpool.testrun.plugins.swemint_pytest_report.SwemintTestTimeout"}
+           "envpool.testrun.plugins.swemint_pytest_report.SwemintTestTimeout",
+           "envpool.testpaths.RuleSetError"}
 """Named in `envpool.errors`' docstring: a ValueError quoting cannot root (it formats the root's
-messages), a private size cut-off, the plugin that runs inside the sandbox without swemint."""
+messages), a private size cut-off, the plugin that runs inside the sandbox without swemint, and
+the test-path rules' error (envpool.testpaths is stdlib only: the status tool in every image runs it)."""
 
 
 def exception_classes():
