@@ -105,8 +105,10 @@ class DockerImageStore:
         `tag` with `labels`."""
         from envpool.docker_sandbox import DockerSandboxFactory
 
-        factory = DockerSandboxFactory(run_id="image-build", client=self.client)
-        spec = SandboxSpec(image=parent, run_id="image-build", network="bridge", memory=8 * 1024**3)
+        _sweep_dead_builds(self.client)
+        run_id = f"{BUILD_RUN}-{os.getpid()}"  # the owner's pid: a killed owner's container is swept
+        factory = DockerSandboxFactory(run_id=run_id, client=self.client)
+        spec = SandboxSpec(image=parent, run_id=run_id, network="bridge", memory=8 * 1024**3)
         with factory.sandbox(spec) as sb:
             r = sb.exec(script, timeout=timeout, log_label="image-layer")
             if not r.ok:
@@ -148,6 +150,48 @@ class DockerImageStore:
             tar.wait()
             if imp.returncode != 0:
                 raise InfraError(f"docker import {tag} failed: {imp.stderr[-2000:]}")
+
+
+BUILD_RUN = "image-build"
+"""Run id prefix of image-layer build containers (`DockerImageStore.layer`): `image-build-<pid>`."""
+
+
+def _sweep_dead_builds(client) -> int:
+    """Remove build containers whose owning process (the pid in `image-build-<pid>`) is gone from
+    this host -- a layer build killed mid-way (SIGTERM/SIGKILL skip the sandbox's own removal) --
+    and old-style `image-build` ones; returns how many. Failures are logged, never raised."""
+    removed = 0
+    try:
+        for c in client.containers.list(all=True, filters={"label": "swemint.run"}):
+            run = (c.labels or {}).get("swemint.run", "")
+            if run != BUILD_RUN and not run.startswith(BUILD_RUN + "-"):
+                continue
+            pid = run[len(BUILD_RUN) + 1:]
+            if pid.isdigit() and Path(f"/proc/{pid}").exists():
+                continue  # its builder is alive (this process or another build in progress)
+            if not pid and not _older_than(c, OLD_STYLE_AGE):
+                continue  # an old-style one (no pid) may still be building: only past any build's limit
+            c.remove(force=True)
+            removed += 1
+    except Exception as e:  # noqa: BLE001 - a sweep never fails the build
+        log.warning("sweeping dead image-build containers failed: %s", e)
+    return removed
+
+
+OLD_STYLE_AGE = 4 * 3600
+"""Seconds after which a build container without an owner pid is surely abandoned (layer timeout 1800)."""
+
+
+def _older_than(container, seconds: float) -> bool:
+    """Whether the container was created more than `seconds` ago (False when unknown)."""
+    from datetime import datetime, timezone
+
+    created = (getattr(container, "attrs", None) or {}).get("Created", "")
+    try:
+        when = datetime.fromisoformat(created[:26].rstrip("Z") + "+00:00")
+    except ValueError:
+        return False
+    return (datetime.now(timezone.utc) - when).total_seconds() > seconds
 
 
 def engine_host(client) -> str:
