@@ -47,6 +47,7 @@ from agents.ecosystems.base import LayerSpec, Plan
 from agents.models import StepRecord
 from envpool import images
 from envpool.errors import SandboxTimeout, SwemintError
+from envpool.hostfs import flock_wait
 from envpool.imagestore import store_of
 
 __all__ = ["DependencyTier", "dependency_tier", "layer_key", "manifest_tar"]
@@ -122,15 +123,7 @@ def _lock(config, key: str, wait: float):
     d = Path(config.workdir) / "deps"
     d.mkdir(parents=True, exist_ok=True)
     with open(d / f"{key[:40]}.lock", "w") as fh:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(1.0)
+        flock_wait(fh, wait)  # False: the wait ran out, go on without the lock
         try:
             yield
         finally:

@@ -123,3 +123,21 @@ def check_free_disk(paths: Iterable[Path | str], min_bytes: int, instance_id: st
         if free is not None and free < min_bytes:
             raise LowDisk(f"{LOW_DISK}: {free / 1024**3:.1f} GiB free under {p}, {min_bytes / 1024**3:.1f} GiB "
                           "needed (mint.limits.min_free_disk_bytes); no new instance starts", instance_id=instance_id)
+
+
+def flock_wait(fh, seconds: float, poll: float = 1.0) -> bool:
+    """Take an exclusive `fcntl.flock` on the open file `fh`, polling every `poll` seconds for at
+    most `seconds`; True when held, False when the wait ran out (the caller decides: raise, or go
+    on without the lock). One cross-process build lock for the image registry and the tiers."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(poll)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from envpool.errors import InfraError
+from envpool.hostfs import flock_wait
 from envpool.imagestore import NODE_LABEL, engine_node  # noqa: F401 - the node's name, re-exported
 from envpool.pool import publish_image, registry_credentials, registry_reference, split_reference
 
@@ -80,15 +81,8 @@ def cluster_lock(shared_dir: Path | None, key: str, timeout: float = 7200.0):
         folder.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key)[:180]
         with open(folder / f"{safe}.lock", "a+") as fh:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise InfraError(f"waited {timeout:.0f} s for the build lock of {key}") from None
-                    time.sleep(1.0)
+            if not flock_wait(fh, timeout):
+                raise InfraError(f"waited {timeout:.0f} s for the build lock of {key}")
             try:
                 yield
             finally:
