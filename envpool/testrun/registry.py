@@ -36,7 +36,7 @@ pytest's parsers (`envpool.testrun.parsers`: `pytest_channel`, `pytest_plugin`, 
 | mocha_spec     | ``mocha`` (spec reporter) console                      | mocha   | root, known |
 | ava_tap        | ``ava --tap`` console (or its console rerun, see tap)  | tap     | known       |
 | ava_console    | AVA's default (verbose) reporter console               | ava_console | known |
-| karma_json     | swemint's karma reporter (browser tests)               | karma   | known       |
+| karma_json     | swemint's karma reporter (browser tests)               | karma_json | known    |
 | go_test_json   | ``go test -json ./...``                                | golang  | known       |
 | go_test_v      | ``go test -v ./...`` console (forgeable fallback)      | golang  | known       |
 | cargo_test     | ``cargo test --no-fail-fast`` console                  | rust    | known       |
@@ -54,9 +54,9 @@ pytest's parsers (`envpool.testrun.parsers`: `pytest_channel`, `pytest_plugin`, 
 | doctest_xml    | doctest ``--reporters=xml`` (also inside the three above) | doctest_xml |          |
 | catch2_xml     | Catch2 v2/v3 ``--reporter xml`` (also inside the ctest ones) | catch2_xml |          |
 | automake_log   | ``make check`` with automake's harness (jq)            | cfamily |             |
-| script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | drivers |             |
-| tcl_helper_log | ``runtest`` (Tcl ``tests/test_helper.tcl``) console     | drivers |             |
-| unittest_log   | ``unittest -v`` / Django ``runtests.py -v 2`` console    | drivers |             |
+| script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | driver_logs |         |
+| tcl_helper_log | ``runtest`` (Tcl ``tests/test_helper.tcl``) console     | driver_logs |         |
+| unittest_log   | ``unittest -v`` / Django ``runtests.py -v 2`` console    | driver_logs |         |
 """
 
 from __future__ import annotations

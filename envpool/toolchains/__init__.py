@@ -1,6 +1,6 @@
 """Toolchain images for ecosystems other than Python, built without a container registry.
 
-One module per ecosystem (`node`, `golang`, `rust`, `java`, `cfamily`, ...) exposes
+One module per ecosystem (`node_image`, `golang_image`, `rust_image`, `java_image`, `cfamily_image`, ...) exposes
 ``ensure_image(requested: str | None, cfg: ImageConfig, engine=None) -> ToolchainChoice``:
 the image tag of a toolchain at least as new as `requested` (a version string taken from the
 project: `.nvmrc`, go.mod's `go` line, `rust-version`, ...), with every substitution recorded.

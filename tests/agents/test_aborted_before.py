@@ -5,7 +5,7 @@ test_patch adds is (redis/redis-9733, where gold lists only the new test)."""
 from __future__ import annotations
 
 from agents.verification import aborted_before_scope, judge
-from envpool.testrun.polyglot.drivers import parse_tcl_helper_log
+from envpool.testrun.polyglot.driver_logs import parse_tcl_helper_log
 
 TEST_PATCH = """diff --git a/tests/unit/introspection-2.tcl b/tests/unit/introspection-2.tcl
 --- a/tests/unit/introspection-2.tcl

@@ -242,7 +242,7 @@ def test_a_hanging_vitest_test_fails_at_the_js_limit(mint, tmp_path, docker_clie
 def test_go_images_carry_the_compiled_standard_library_and_python3(docker_client):
     """A cold Go instance compiles no standard-library package (Go >= 1.20 ships none compiled:
     the image's build cache holds them), and the grading tools' python3 is in the image."""
-    from envpool.toolchains.golang import GO_ENV, ensure_image
+    from envpool.toolchains.golang_image import GO_ENV, ensure_image
 
     image = ensure_image("1.21").image
     script = ("set -e; mkdir -p /tmp/m && cd /tmp/m && printf 'module example.com/m\\n\\ngo 1.21\\n' > go.mod && "

@@ -137,7 +137,7 @@ def go_sum(docker_client) -> str:
     from envpool.docker_sandbox import DockerSandboxFactory
     from envpool.images import ImageConfig
     from envpool.sandbox import SandboxSpec
-    from envpool.toolchains.golang import GO_ENV, ensure_image
+    from envpool.toolchains.golang_image import GO_ENV, ensure_image
 
     image = ensure_image("1.19", ImageConfig(), engine=docker_client).image
     with DockerSandboxFactory(run_id=RUN_ID).sandbox(SandboxSpec(image=image, run_id=RUN_ID, network="bridge",

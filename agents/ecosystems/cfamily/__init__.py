@@ -11,7 +11,7 @@ fetch one from an unreachable host is repaired with Debian's source of that upst
 `agents.ecosystems.cfamily.fetchcontent`) and whether the tests are GoogleTest.
 
 Toolchain: the Debian suite of the commit's era (the newest one released by ``created_at``, else
-the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfamily`).
+the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfamily_image`).
 
 Setup compiles what the test runs use, so they (network none) only rebuild what the patches touched:
 - CMake: configure into /opt/build with the File API codemodel query, build the targets owning
@@ -76,7 +76,7 @@ class CFamily(Ecosystem):
     tools = ("gcc", "debian")
     parsers = ("ctest_junit", "ctest_log", "gtest_log", "automake_log", "script_status_log", "tcl_helper_log",
                "catch2_xml", "doctest_xml")
-    toolchain_module = "envpool.toolchains.cfamily"
+    toolchain_module = "envpool.toolchains.cfamily_image"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a C/C++-labelled tree with a build file at the root, 10 without the label
@@ -111,7 +111,7 @@ class CFamily(Ecosystem):
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a gcc image at least `requested` (LLM plans)."""
-        from envpool.toolchains.cfamily import ensure_image
+        from envpool.toolchains.cfamily_image import ensure_image
 
         return ensure_image(_gcc_major(requested), images), {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
@@ -121,7 +121,7 @@ class CFamily(Ecosystem):
         `request.toolchain` constrains the gcc major (a suite name such as `bookworm` means its
         gcc). Raises InfraError when the toolchain image cannot be built, EnvBuildError when no
         gcc here meets the constraint."""
-        from envpool.toolchains.cfamily import cmake_of_suite, ensure_image, DEBIAN_GCC
+        from envpool.toolchains.cfamily_image import cmake_of_suite, ensure_image, DEBIAN_GCC
 
         req = request or PlanRequest()
         b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1], system=req.route)

@@ -7,7 +7,7 @@ a go.mod (GOPATH era) the import path (the `// import "..."` comment of a root f
 `github.com/<owner>/<name>`), vendored sources and dep/glide/govendor lock files.
 
 Toolchain (`go_request`): the newest of the `go` and `toolchain` lines of the modules whose
-packages are tested; `envpool.toolchains.golang.ensure_image` picks the oldest Go at least
+packages are tested; `envpool.toolchains.golang_image.ensure_image` picks the oldest Go at least
 that new (a request newer than any Go here is an EnvBuildError naming it; GOTOOLCHAIN=local:
 never a download). No go.mod: the recipe's `gopath_floor` (1.15).
 
@@ -80,7 +80,7 @@ class GoEcosystem(Ecosystem):
     languages = ("go",)
     takes_test_args = True
     parsers = ("go_test_json",)
-    toolchain_module = "envpool.toolchains.golang"
+    toolchain_module = "envpool.toolchains.golang_image"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10: go.mod at the root (or any Go code with language=go); 6: a go.mod below the root;
@@ -103,7 +103,7 @@ class GoEcosystem(Ecosystem):
         an older Go), `request.test_args` join the `go test` flags. Raises EnvBuildError when no
         Go here is new enough for go.mod (or the constraint), or when the test_patch touches no
         Go package and the repository has no module to fall back on."""
-        from envpool.toolchains.golang import GO_ENV, available_gos, ensure_image
+        from envpool.toolchains.golang_image import GO_ENV, available_gos, ensure_image
 
         recipe = load_recipe()
         iid = instance.instance_id
@@ -304,7 +304,7 @@ class GoEcosystem(Ecosystem):
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Go image at least as new as `requested` (LLM plans)."""
-        from envpool.toolchains.golang import GO_ENV, ensure_image
+        from envpool.toolchains.golang_image import GO_ENV, ensure_image
 
         return ensure_image(requested, images), dict(GO_ENV)
 

@@ -53,7 +53,7 @@ from envpool.errors import EnvBuildError
 from envpool.testrun.limits import per_test
 from envpool.testrun.polyglot.java import BUILD_FAILED_MARK, MAVEN_COMPILE_FAILED
 from envpool.images import ImageConfig
-from envpool.toolchains import java as jtc
+from envpool.toolchains import java_image as jtc
 from agents.ecosystems.java.java_recipe import recipe
 from agents.ecosystems.java.maven_pom import MavenReactor, jdk_major, maven_reactor
 from agents.ecosystems.java.java_jdk import JavaFacts, _ci_jdks, choose_jdk, java_facts
@@ -103,7 +103,7 @@ class JavaEcosystem(Ecosystem):
     languages = ("java",)
     takes_test_args = True
     parsers = ("java_junit", "ant_junit")
-    toolchain_module = "envpool.toolchains.java"
+    toolchain_module = "envpool.toolchains.java_image"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10 for a root pom.xml, 9 for a root Gradle build, 6 for a pom.xml one or two folders

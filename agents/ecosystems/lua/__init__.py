@@ -7,10 +7,10 @@ files (``*_spec.lua``). Planning (before any container is built):
   (`rockspec.lua_version`);
 - **the rocks**: every other dependency as Debian's ``lua-<name>``, installed by the setup (a
   rock Debian lacks fails there, naming the package);
-- **the image**: `envpool.toolchains.lua.ensure_image` (``lua<version>`` + ``lua-busted``).
+- **the image**: `envpool.toolchains.lua_image.ensure_image` (``lua<version>`` + ``lua-busted``).
 
 Tests: busted on the ``*_spec.lua`` files the test patch touches, its JSON report (swemint's
-handler, `envpool.toolchains.lua.HANDLER`) written to `REPORT` (parser ``busted_json``; ids ``<spec file>::<full name>``). Modules: `rockspec` (the
+handler, `envpool.toolchains.lua_image.HANDLER`) written to `REPORT` (parser ``busted_json``; ids ``<spec file>::<full name>``). Modules: `rockspec` (the
 rockspec's versions and rocks); this package holds the Ecosystem.
 """
 
@@ -42,7 +42,7 @@ class Lua(Ecosystem):
     languages = ("lua",)
     takes_test_args = True
     parsers = ("busted_json",)
-    toolchain_module = "envpool.toolchains.lua"
+    toolchain_module = "envpool.toolchains.lua_image"
     repair_hint = "rocks come from Debian (lua-<name>); luarocks.org is unreachable"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
@@ -66,7 +66,7 @@ class Lua(Ecosystem):
         spec = rockspec_path(tree)
         deps = dependencies(tree.read(spec) or "") if spec else []
         version = lua_version(deps)
-        from envpool.toolchains.lua import HANDLER, ensure_image
+        from envpool.toolchains.lua_image import HANDLER, ensure_image
 
         image = ensure_image(version, images)
         rocks = debian_packages(deps)

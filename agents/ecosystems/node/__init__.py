@@ -21,7 +21,7 @@ Analysis (`analyze`, pure: reads the tree only):
 - dependencies the patch or test_patch *adds* to the root package.json (tests run offline, so
   the after side's new packages are installed at setup without touching package.json).
 
-Plan: toolchain image from `envpool.toolchains.node.ensure_image`; setup = the package manager
+Plan: toolchain image from `envpool.toolchains.node_image.ensure_image`; setup = the package manager
 (pnpm at its pinned version), a frozen install (``npm ci``, ``yarn install --frozen-lockfile``,
 ``pnpm install --frozen-lockfile``), the added packages; test command = only the touched test
 files with a machine-readable report (vitest/jest JSON file, mocha JSON on stdout, karma:
@@ -103,7 +103,7 @@ class NodeEcosystem(Ecosystem):
     languages = ("javascript", "typescript")
     installer = "npm"
     parsers = ("jest_json", "vitest_json", "mocha_json", "ava_tap", "ava_console", "karma_json")
-    toolchain_module = "envpool.toolchains.node"
+    toolchain_module = "envpool.toolchains.node_image"
 
     def detect(self, tree, language: str | None) -> int:
         """10 with a root package.json and a JS/TS language hint (or no hint); 6 for a root
@@ -130,7 +130,7 @@ class NodeEcosystem(Ecosystem):
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Node image for `requested` (LLM plans)."""
-        from envpool.toolchains.node import ensure_image
+        from envpool.toolchains.node_image import ensure_image
 
         return ensure_image(requested, images), {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
@@ -141,7 +141,7 @@ class NodeEcosystem(Ecosystem):
         error of an older Node). Raises EnvBuildError (no package.json/test file/runner; no Node
         build fits)."""
         from envpool.errors import InfraError
-        from envpool.toolchains.node import ensure_image
+        from envpool.toolchains.node_image import ensure_image
         a = analyze(tree, instance, touched)
         req = request or PlanRequest()
         try:

@@ -10,7 +10,7 @@ Run: setup installs the browser (apt) and writes swemint's wrapper config
 (`recipes/karma-swemint.conf.js`) into the image; the test command runs ``karma start
 <wrapper> --single-run`` which loads the project's config and then sets one headless browser
 (Chrome with ``--no-sandbox``: the container runs as root), ``singleRun``, and swemint's
-reporter, a JSON file per run (parser ``karma_json``: `envpool.testrun.polyglot.karma`). Which
+reporter, a JSON file per run (parser ``karma_json``: `envpool.testrun.polyglot.karma_json`). Which
 tests run: the project's ``files`` entries whose pattern matches a touched spec are replaced by
 the touched specs (other entries -- polyfills, setup files -- stay); when no entry matches, the
 whole configured suite runs. Environment assignments of the project's karma script

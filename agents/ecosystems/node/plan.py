@@ -15,7 +15,7 @@ from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_
 from agents.ecosystems.node.limits import limit_option
 from agents.ecosystems.node.manifest import recipe
 from envpool.toolchains import ToolchainChoice
-from envpool.toolchains.node import NODE_PATH_ENV
+from envpool.toolchains.node_image import NODE_PATH_ENV
 
 REPORT_PATH = "/tmp/swemint-node/report.json"
 """Where vitest/jest write their JSON report (inside the test container)."""

@@ -12,7 +12,7 @@ import yaml
 from agents.ecosystems.node.manifest import read_json, recipe
 from agents.untrusted_yaml import load_untrusted_yaml
 from envpool.toolchains import version_key
-from envpool.toolchains.node import LTS_CODENAMES, NodeRange
+from envpool.toolchains.node_image import LTS_CODENAMES, NodeRange
 
 
 def _lts_of(day: date | None) -> int:

@@ -72,7 +72,7 @@ class RustEcosystem(Ecosystem):
     languages = ("rust",)
     takes_test_args = True
     parsers = ("cargo_test",)
-    toolchain_module = "envpool.toolchains.rust"
+    toolchain_module = "envpool.toolchains.rust_image"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """10: Cargo.toml at the root; 8: one below it with language=rust; 3: below, no hint;
@@ -92,7 +92,7 @@ class RustEcosystem(Ecosystem):
         `request.test_args` join every `cargo test`. Git dependencies (GitHub is unreachable) are
         replaced or their member dropped (`git_fixes`); raises EnvBuildError when that cannot be
         done or for a toolchain newer than any installable here."""
-        from envpool.toolchains.rust import available_versions, ensure_image
+        from envpool.toolchains.rust_image import available_versions, ensure_image
 
         recipe = load_recipe()
         added = [p for p in touched if not tree.exists(p)]
@@ -230,7 +230,7 @@ class RustEcosystem(Ecosystem):
 
     def toolchain(self, requested: str | None, images: ImageConfig):
         """(ToolchainChoice, environment) of a Rust image at least `requested` (LLM plans)."""
-        from envpool.toolchains.rust import ensure_image
+        from envpool.toolchains.rust_image import ensure_image
 
         return ensure_image(requested, images), {"CARGO_TERM_COLOR": "never", "CARGO_NET_RETRY": "5"}
 

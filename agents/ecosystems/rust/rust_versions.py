@@ -28,7 +28,7 @@ def _vmax(versions: list[tuple[str, str]]) -> tuple[str, str] | None:
 
 def toolchain_request(project: CargoProject, when: date | datetime | None,
                       recipe: RustRecipe | None = None) -> tuple[str | None, list[str]]:
-    """(version request for `envpool.toolchains.rust.ensure_image`, reasons).
+    """(version request for `envpool.toolchains.rust_image.ensure_image`, reasons).
 
     The request is the highest floor (rust-toolchain channel, rust-version, edition, lockfile
     version, sparse index when crates come from crates.io, and with a Cargo.lock the stable Rust
@@ -51,7 +51,7 @@ def toolchain_request(project: CargoProject, when: date | datetime | None,
         floors.append((recipe.sparse_index_floor, "crates.io sparse index (the git index is on GitHub)"))
     floor = _vmax(floors)
     if project.has_lock and when is not None:
-        from envpool.toolchains.rust import DEBIAN_RUST
+        from envpool.toolchains.rust_image import DEBIAN_RUST
 
         era = stable_rust_at(when)
         newest = DEBIAN_RUST[-1].version
@@ -62,7 +62,7 @@ def toolchain_request(project: CargoProject, when: date | datetime | None,
         return (best[0], [best[1]]) if best else (None, [])
     if not project.has_lock:
         # newest crates need the newest compiler; a floor only matters when it is newer still
-        from envpool.toolchains.rust import DEBIAN_RUST, STABLE_SUITES
+        from envpool.toolchains.rust_image import DEBIAN_RUST, STABLE_SUITES
         newest = [d.version for d in DEBIAN_RUST if d.suite in STABLE_SUITES][-1]
         if floor and version_key(floor[0]) > version_key(newest):
             return floor[0], [floor[1]]

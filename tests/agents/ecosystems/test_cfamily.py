@@ -13,7 +13,7 @@ from functools import partial
 
 import pytest
 
-import envpool.toolchains.cfamily as tc
+import envpool.toolchains.cfamily_image as tc
 from agents.ecosystems import cfamily
 from agents.ecosystems.cfamily import ECOSYSTEM, analyze, era_gcc
 from envpool.images import ImageConfig

@@ -18,7 +18,7 @@ from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.testrun.registry import get_parser
 from envpool.testrun.status import TestStatus
-from envpool.toolchains import golang as tc
+from envpool.toolchains import golang_image as tc
 from tests.agents.ecosystems.conftest import make_instance, make_tree
 
 instance = partial(make_instance, language="Go", created_at="2022-05-08 19:33:15")

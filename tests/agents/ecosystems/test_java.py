@@ -15,7 +15,7 @@ from agents.ecosystems import java as J
 from envpool.errors import EnvBuildError
 from envpool.fake_images import FakeImageStore
 from envpool.images import ImageConfig
-from envpool.toolchains import java as jtc
+from envpool.toolchains import java_image as jtc
 from tests.agents.ecosystems.conftest import make_tree as _make_tree
 
 make_tree = partial(_make_tree, when="2022-03-01T12:00:00+00:00")  # the commit date the JDK era reads

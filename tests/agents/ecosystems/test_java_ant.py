@@ -12,7 +12,7 @@ from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from envpool.testrun.outcome import TestStatus
 from envpool.testrun.registry import get_parser
-from envpool.toolchains import java as jtc
+from envpool.toolchains import java_image as jtc
 from tests.agents.ecosystems.conftest import make_tree
 
 BUILD = """<project name="calc" default="dist" xmlns:ivy="antlib:org.apache.ivy.ant">

@@ -15,7 +15,7 @@ from agents.ecosystems.lua.rockspec import debian_packages, dependencies, lua_ve
 from agents.ecosystems.base import PlanRequest
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
-from envpool.toolchains.lua import HANDLER
+from envpool.toolchains.lua_image import HANDLER
 from tests.agents.ecosystems.conftest import make_instance, make_tree, toolchain_layers
 
 inst = partial(make_instance, instance_id="acme__strings-3", repo="acme/strings", created_at="2023-02-10 16:24:10")

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-import envpool.toolchains.node as tc
+import envpool.toolchains.node_image as tc
 from agents.models import Instance
 from agents.ecosystems import node
 from agents.ecosystems.node.plan import rebuild_skipped_scripts

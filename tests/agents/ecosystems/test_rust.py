@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-import envpool.toolchains.rust as rt
+import envpool.toolchains.rust_image as rt
 from agents.ecosystems import rust
 from envpool.errors import EnvBuildError
 from envpool.testrun.registry import get_parser

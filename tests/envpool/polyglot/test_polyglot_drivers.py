@@ -1,4 +1,4 @@
-"""Parsers of repositories' own test drivers (envpool.testrun.polyglot.drivers): ids as each driver
+"""Parsers of repositories' own test drivers (envpool.testrun.polyglot.driver_logs): ids as each driver
 prints them, statuses, and the counts they are cross-checked against (golden outputs in
 tests/data/polyglot, written for these tests in each driver's format)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from envpool.testrun.outcome import TestStatus
 from envpool.testrun.registry import PARSERS, anomalies
-from envpool.testrun.polyglot.drivers import parse_script_status_log, parse_tcl_helper_log, parse_unittest_log
+from envpool.testrun.polyglot.driver_logs import parse_script_status_log, parse_tcl_helper_log, parse_unittest_log
 from tests.envpool.polyglot.conftest import DATA
 
 SCRIPTS = (DATA / "script_status.log").read_text()
@@ -74,7 +74,7 @@ def test_sympy_bin_test_lines_bare_names_and_the_finished_count():
     with this test's own names: bare function names (SWE-bench's sympy ids), every status letter,
     a skip's message before its letter, the file's closing [OK]/[FAIL], a file that failed to
     import as a failed unit, and the finished line's passed count."""
-    from envpool.testrun.polyglot.drivers import parse_sympy_test_log
+    from envpool.testrun.polyglot.driver_logs import parse_sympy_test_log
 
     raw = (DATA / "sympy_bin_test.log").read_text()
     res = parse_sympy_test_log.run(raw)

@@ -364,7 +364,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=N
                            route="debootstrap", substitutions=subs)
 
 
-if __name__ == "__main__":  # python -m envpool.toolchains.node [18 ...]: build toolchain images
+if __name__ == "__main__":  # python -m envpool.toolchains.node_image [18 ...]: build toolchain images
     import sys
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")

@@ -231,7 +231,7 @@ def describe(choice: ToolchainChoice) -> str:
     return f"go {choice.version} ({choice.route})"
 
 
-if __name__ == "__main__":  # python -m envpool.toolchains.golang [1.15 1.19 ...]: build images
+if __name__ == "__main__":  # python -m envpool.toolchains.golang_image [1.15 1.19 ...]: build images
     import logging
     import sys
 
