@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agents.llm.config import LLMConfig
+from agents.llm.llm_config import LLMConfig
 from envpool.images import ImageConfig
 from envpool.naming import folder_name
 from envpool.netguard import BuildNetworkConfig

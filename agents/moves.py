@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 
 from agents.ecosystems.base import PlanRequest
-from agents.ecosystems.moves import MOVE_KINDS, Move, MoveContext
+from agents.ecosystems.move_types import MOVE_KINDS, Move, MoveContext
 
 __all__ = ["MOVE_KINDS", "Move", "MoveContext", "candidates", "merged_request", "never_ran", "stalled"]
 

@@ -25,7 +25,7 @@ def worker_memory(config: MintConfig):
     if not config.memory.enabled:
         return None
     from agents.memory.api import ExperienceMemory, MemoryConfig
-    from agents.memory.store import ExperienceStore
+    from agents.memory.experience_store import ExperienceStore
 
     from agents.memory.retrieve import RetrievalConfig
 

@@ -130,7 +130,7 @@ class RepairHelper:
         if self.llm is None or self.llm_repairs >= self.llm_max_repairs:
             return [], ""
         from agents.llm import ToolLoopConfig, run_tool_loop
-        from agents.llm.errors import LLMError
+        from agents.llm.llm_errors import LLMError
 
         self.llm_repairs += 1
         lessons = self.lessons(output, language)
@@ -165,7 +165,7 @@ class RepairHelper:
         `model` validates the answer. Returns (parsed model or None, tokens, note); never raises."""
         if self.llm is None:
             return None, 0, "no model"
-        from agents.llm.errors import LLMError
+        from agents.llm.llm_errors import LLMError
 
         try:
             r = self.llm.complete(messages, response_model=model, agent=agent, instance_id=self.instance_id)

@@ -10,7 +10,7 @@
     ├── EnvBuildError       the environment could not be built (our builder's failure)
     ├── OutputTooLarge      a report file or stream from a sandbox is over its size bound
     ├── TestsNotRunError    the runner never reached the tests, or its report is not trusted
-    ├── LLMError            the LLM gateway's tree (agents.llm.errors)
+    ├── LLMError            the LLM gateway's tree (agents.llm.llm_errors)
     ├── ExperienceMemoryError  the experience memory's tree (agents.memory)
     ├── YamlTooLarge        a repository's YAML over a bound (agents.untrusted_yaml; a YAMLError)
     ├── SourceError         the crawl sources' tree (pipeline.sources.errors)

@@ -152,7 +152,7 @@ class MemoryWriter:
         if traj is None or not traj.is_file():
             return 0
         from agents.memory.api import ExperienceMemory, MemoryConfig
-        from agents.memory.store import SEED_DIR
+        from agents.memory.experience_store import SEED_DIR
 
         try:
             steps = [StepRecord.model_validate_json(line) for line in traj.read_text().splitlines() if line.strip()]

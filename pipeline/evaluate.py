@@ -51,7 +51,7 @@ def load_predictions(source: str | Path, rows: dict[str, dict] | None = None) ->
 def tests_spec(row: dict) -> TestsSpec:
     """How a dataset row's tests run (`envpool.evaluation.TestsSpec`)."""
     if (row.get("parser") or "").startswith("pytest"):
-        from agents.ecosystems.python.plan import runtime_env
+        from agents.ecosystems.python.python_plan import runtime_env
 
         return TestsSpec(kind="pytest", test_files=list(row.get("test_files") or []),
                          python=python_of(row.get("test_command") or ""), env=runtime_env())

@@ -140,7 +140,7 @@ def eval_spec(res: InstanceResult, inst: Instance | None, workdir: Path) -> Eval
     known = sorted(set(res.FAIL_TO_PASS) | set(res.PASS_TO_PASS))
     plan = read_plan(workdir, res.instance_id)
     if plan is None or res.parser.startswith("pytest"):
-        from agents.ecosystems.python.plan import runtime_env
+        from agents.ecosystems.python.python_plan import runtime_env
 
         return EvalSpec(instance_id=res.instance_id, test_patch=inst.test_patch, kind="pytest",
                         test_command=res.test_command, parser=res.parser, env=runtime_env(),

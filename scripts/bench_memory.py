@@ -80,8 +80,8 @@ def distil_ledgers(ledgers: list[Path], path: Path) -> int:
     """Arm c's starting memory at `path`: the hand-written entries, and per (repository,
     failure signature) of the ledgers' unverified lines a negative learned entry keyed by that
     repository. Returns the number of learned entries."""
-    from agents.memory.models import EntryContext, Experience, Provenance
-    from agents.memory.store import ExperienceStore
+    from agents.memory.experience import EntryContext, Experience, Provenance
+    from agents.memory.experience_store import ExperienceStore
     from agents.memory.text import signature_for
 
     found: dict[str, Experience] = {}

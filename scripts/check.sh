@@ -14,7 +14,7 @@ TYPED=(
   agents/config.py pipeline/config.py pipeline/sources/records.py
   # seams and their test doubles
   agents/seams.py envpool/sandbox.py envpool/fake.py envpool/docker_sandbox.py envpool/images.py
-  envpool/pool.py envpool/imagestore.py envpool/fake_images.py agents/ecosystems/base.py agents/ecosystems/moves.py
+  envpool/pool.py envpool/imagestore.py envpool/fake_images.py agents/ecosystems/base.py agents/ecosystems/move_types.py
   agents/ecosystems/runs.py agents/llm/fake_llm.py
   # helpers every layer calls with repository data
   envpool/patches.py envpool/quoting.py

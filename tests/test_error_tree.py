@@ -45,7 +45,7 @@ def test_every_public_exception_derives_from_the_one_root():
 
 
 def test_errors_that_are_also_builtin_kinds_stay_catchable_as_those():
-    from agents.memory.store import UnknownExperience
+    from agents.memory.experience_store import UnknownExperience
     from pipeline.sources.errors import SourceError
     from pipeline.store import WorkdirLocked
 

@@ -54,7 +54,7 @@ from envpool.images import ImageConfig
 
 if TYPE_CHECKING:
     from agents.diagnosis import Diagnosis
-    from agents.ecosystems.moves import Move, MoveContext
+    from agents.ecosystems.move_types import Move, MoveContext
     from agents.ecosystems.runs import BuildJob, SetupOutcome, TestRun
 
 __all__ = ["PYTEST_PARSER", "Ecosystem", "LayerSpec", "Plan", "PlanRequest", "PolyPlan", "RepoFacts", "Route",
@@ -276,7 +276,7 @@ class Ecosystem:
         """The generic next moves this ecosystem can feed with data when a round gave nothing to
         grade (the build that owns the touched path, the CI's command, options that gate tests,
         the whole suite, discovery after the test_patch, scripts and make targets graded by exit
-        status; `agents.ecosystems.moves`). Default: none."""
+        status; `agents.ecosystems.move_types`). Default: none."""
         return []
 
     # -- memory ---------------------------------------------------------------------------------

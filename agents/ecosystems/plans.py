@@ -176,7 +176,7 @@ class PlanRequest(BaseModel):
 
 class RepoFacts(BaseModel):
     """What an ecosystem knows of a repository beyond the shared profile, for the experience
-    memory's context (`agents.memory.context.RepoContext`; hook `Ecosystem.context_facts`):
+    memory's context (`agents.memory.repo_context.RepoContext`; hook `Ecosystem.context_facts`):
     `frameworks` (test framework and plugins), `files` (manifests and configuration files it
     read), `declared` (dependency name -> specifier), `flags` (`compiled`, `python_capped`, ...)."""
 

@@ -1,14 +1,14 @@
 """The LLM side of the agents: one gateway (the only litellm user), a scripted fake, and a
 tool-using loop. Importing this package does not import litellm (it loads on the first request).
 
-Modules: `types` (the `LLMClient` protocol, `LLMResult`, `ToolCall`), `config` (`LLMConfig`),
-`errors`, `usage` (per-instance / per-agent ledger), `cache`, `structured` (JSON extraction and
+Modules: `types` (the `LLMClient` protocol, `LLMResult`, `ToolCall`), `llm_config` (`LLMConfig`),
+`llm_errors`, `usage` (per-instance / per-agent ledger), `cache`, `structured` (JSON extraction and
 the repair message), `retry` (Retry-After), `core` (shared `complete()`), `gateway` (litellm),
-`fake` (`FakeLLM`), `toolloop` (`run_tool_loop`).
+`fake_llm` (`FakeLLM`), `toolloop` (`run_tool_loop`).
 """
 
-from agents.llm.config import CostOverride, LLMConfig
-from agents.llm.errors import (
+from agents.llm.llm_config import CostOverride, LLMConfig
+from agents.llm.llm_errors import (
     LLMConfigError, LLMContextOverflowError, LLMError, LLMOutputError, LLMRequestError, LLMUnavailableError,
 )
 from agents.llm.fake_llm import FakeLLM, tool_reply

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agents.llm.config import CostOverride, LLMConfig
-from agents.llm.errors import LLMError
+from agents.llm.llm_config import CostOverride, LLMConfig
+from agents.llm.llm_errors import LLMError
 from agents.llm.gateway import LLMGateway
 
 

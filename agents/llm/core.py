@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agents.llm.cache import ResponseCache, cache_key
-from agents.llm.errors import LLMError, LLMOutputError
+from agents.llm.llm_errors import LLMError, LLMOutputError
 from agents.llm.structured import ParseFailure, parse_reply, repair_messages, schema_message
 from agents.llm.types import LLMResult, Message, Reply, Tool
 from agents.llm.usage import Usage, UsageLedger

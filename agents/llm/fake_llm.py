@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agents.llm.core import BaseChatModel
-from agents.llm.errors import LLMError, LLMRequestError
+from agents.llm.llm_errors import LLMError, LLMRequestError
 from agents.llm.types import Message, Reply, Tool, ToolCall
 from agents.llm.usage import UsageLedger
 

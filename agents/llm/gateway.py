@@ -30,9 +30,9 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from agents.llm.config import LLMConfig
+from agents.llm.llm_config import LLMConfig
 from agents.llm.core import BaseChatModel
-from agents.llm.errors import LLMConfigError, LLMContextOverflowError, LLMError, LLMRequestError, LLMUnavailableError
+from agents.llm.llm_errors import LLMConfigError, LLMContextOverflowError, LLMError, LLMRequestError, LLMUnavailableError
 from agents.llm.retry import WaitRetryAfter
 from agents.llm.types import Message, Reply, Tool, ToolCall
 from agents.llm.usage import UsageLedger

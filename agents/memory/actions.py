@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
-from agents.memory.models import (
+from agents.memory.experience import (
     Action,
     AptAction,
     EnvAction,

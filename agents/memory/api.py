@@ -21,12 +21,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.memory.actions import bind_actions, error_variables
-from agents.memory.context import RULES_FILE, ObstacleRules, RepoContext
+from agents.memory.repo_context import RULES_FILE, ObstacleRules, RepoContext
 from agents.memory.learn import DistilConfig, distil
-from agents.memory.models import Action, Experience, RuleAction, actions_key
+from agents.memory.experience import Action, Experience, RuleAction, actions_key
 from agents.memory.rank import Embedder
 from agents.memory.retrieve import Hit, RetrievalConfig, Retriever
-from agents.memory.store import SEED_DIR, ExperienceStore
+from agents.memory.experience_store import SEED_DIR, ExperienceStore
 from agents.models import StepRecord
 
 

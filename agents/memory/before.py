@@ -32,8 +32,8 @@ from agents.diagnosis import version_of
 from agents.ecosystems.base import Ecosystem, Plan, PlanRequest
 from agents.ecosystems.toolchain import satisfies
 from agents.memory.actions import bind_actions
-from agents.memory.context import RepoContext
-from agents.memory.models import memory_languages
+from agents.memory.repo_context import RepoContext
+from agents.memory.experience import memory_languages
 from agents.models import StepRecord
 
 def context_for(run, profile, plan: Plan, eco: Ecosystem | None = None) -> RepoContext | None:

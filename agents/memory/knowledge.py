@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from agents.memory.models import Action, EntryContext, Experience, Provenance, RuleAction, ShellAction
+from agents.memory.experience import Action, EntryContext, Experience, Provenance, RuleAction, ShellAction
 
 RECIPES = Path(__file__).resolve().parents[1] / "ecosystems" / "recipes"
 

@@ -41,9 +41,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.memory.actions import REPAIR_PREFIX, bind_actions, error_variables, parse_repair
-from agents.memory.context import RepoContext
-from agents.memory.models import Action, EntryContext, Experience, Provenance, ShellAction, actions_key
-from agents.memory.store import ExperienceStore, action_dependencies
+from agents.memory.repo_context import RepoContext
+from agents.memory.experience import Action, EntryContext, Experience, Provenance, ShellAction, actions_key
+from agents.memory.experience_store import ExperienceStore, action_dependencies
 from agents.memory.text import clean, error_excerpt, signature_for, signature_with_captures
 from agents.models import StepRecord
 

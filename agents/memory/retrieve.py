@@ -14,8 +14,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.memory.context import ObstacleRules, RepoContext
-from agents.memory.models import Experience, family
+from agents.memory.repo_context import ObstacleRules, RepoContext
+from agents.memory.experience import Experience, family
 from agents.memory.rank import RRF_K, BM25Index, DenseIndex, Embedder, rrf
 from agents.memory.text import clean, key_lines, tokenize
 

@@ -8,7 +8,7 @@ graded: CTest ``--timeout`` (per test), Go ``-timeout`` (per test binary: Go has
 limit; the binary panics naming the running test, which fails), Surefire's fork timeout and
 JUnit Jupiter's default per-test timeout, cargo's test binaries under swemint's watchdog
 (`agents.ecosystems.cargo_limits`), the JS runners' own timeout options at a quarter of the limit
-(`agents.ecosystems.node.limits`). Commands read it with a default (`per_test`), so a
+(`agents.ecosystems.node.runner_timeouts`). Commands read it with a default (`per_test`), so a
 command run without it (a setup step) still has a limit. swemint's pytest plugin reads the same
 variable (`envpool.testrun.pytest_runner.pytest_env`).
 """

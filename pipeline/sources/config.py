@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agents.llm.config import LLMConfig
+from agents.llm.llm_config import LLMConfig
 from envpool.naming import check_repo
 from pipeline.yamlio import deep_merge, parse_override, read_yaml
 from pipeline.sources.testpaths import DEFAULT_RULES, TestPathRules

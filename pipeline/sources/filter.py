@@ -147,7 +147,7 @@ class FilterStage:
         return self._llm
 
     def _llm_decide(self, out: UnitOutcome) -> UnitOutcome:
-        from agents.llm.errors import LLMError
+        from agents.llm.llm_errors import LLMError
 
         out.candidate = None
         try:

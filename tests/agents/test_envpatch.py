@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from agents.ecosystems.python.profile import analyze_python
-from agents.ecosystems.python.envpatch import EnvPatch
-from agents.ecosystems.python.plan import choose_python
+from agents.ecosystems.python.python_envpatch import EnvPatch
+from agents.ecosystems.python.python_plan import choose_python
 from envpool.fake import FakeSandbox
 from envpool.sandbox import SandboxSpec
 from tests.agents.test_python_rules import make_tree, utc

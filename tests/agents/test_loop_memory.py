@@ -8,9 +8,9 @@ import json
 
 from agents.config import MintConfig
 from agents.memory.knowledge import rule_entry_id
-from agents.memory.store import ExperienceStore
+from agents.memory.experience_store import ExperienceStore
 from agents.minter import mint_instance
-from agents.memory.models import Experience
+from agents.memory.experience import Experience
 from envpool.fake import FakeSandboxFactory
 from pipeline.driver import MemoryWriter
 from tests.agents.ecosystems.conftest import force_ecosystem

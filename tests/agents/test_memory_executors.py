@@ -14,8 +14,8 @@ from agents.ecosystems.base import Plan, PlanRequest
 from agents.execution import executable
 from agents.memory.api import ExperienceMemory, MemoryConfig
 from agents.memory.before import memory_before_plan
-from agents.memory.models import Experience, memory_languages
-from agents.memory.store import load_seed_files
+from agents.memory.experience import Experience, memory_languages
+from agents.memory.experience_store import load_seed_files
 from agents.models import Instance, StepRecord
 from tests.agents.ecosystems.conftest import make_tree
 
@@ -36,7 +36,7 @@ def test_the_memory_and_the_rows_share_one_vocabulary():
 
 
 def test_executors_refuse_what_nobody_runs():
-    from agents.memory.models import PinAction, ToolchainAction, UvLiftAction
+    from agents.memory.experience import PinAction, ToolchainAction, UvLiftAction
 
     assert not executable("java", ToolchainAction(tool="maven", version="3.6"))
     assert not executable("ruby", PinAction(requirement="rake < 12"))
@@ -46,7 +46,7 @@ def test_executors_refuse_what_nobody_runs():
 
 
 def test_the_memory_vocabulary_and_families_come_from_the_registry():
-    from agents.memory.models import family
+    from agents.memory.experience import family
 
     assert family("typescript") == ("typescript", "javascript", "any")
     assert family("c") == ("c", "cpp", "any") and family("python") == ("python", "any")

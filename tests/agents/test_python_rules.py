@@ -10,7 +10,7 @@ import pytest
 
 from agents.ecosystems.python.profile import analyze_python
 from agents.gitrepo import GitTree
-from agents.ecosystems.python.plan import choose_python, lifted_date
+from agents.ecosystems.python.python_plan import choose_python, lifted_date
 from agents.ecosystems.python.builder import PythonEnvBuilder, requirement_file_lines
 from agents.ecosystems.python.selection import configure_python_tests
 from envpool.errors import InstanceInputError
@@ -144,7 +144,7 @@ def test_the_project_under_test_is_never_wheels_only_its_dependencies_are(tmp_pa
     builds /testbed from source: neither its distribution name nor its repository name is in
     `--only-binary`, and a repair never puts it back there."""
     from agents.ecosystems.python.profile import PythonProfile
-    from agents.ecosystems.python.plan import own_names, wheels_only
+    from agents.ecosystems.python.python_plan import own_names, wheels_only
 
     tree = make_tree(tmp_path, {"setup.cfg": "[metadata]\nname = astropy\n", "setup.py": "from setuptools import setup\nsetup()\n"})
     prof = analyze_python(tree)
@@ -224,7 +224,7 @@ def test_sparse_archive_leaves_out_blobs_the_mirror_lacks(tmp_path):
 
 
 def test_pytest_pins_too_old_for_the_interpreter_are_raised_to_a_floor():
-    from agents.ecosystems.python.plan import relax_test_pins
+    from agents.ecosystems.python.python_plan import relax_test_pins
 
     reqs, notes = relax_test_pins(["pytest==2.3.4", "pytest~=7.1", "pytest<5", "requests==2.0"], "3.9")
     assert reqs == ["pytest>=4.6", "pytest~=7.1", "pytest<5", "requests==2.0"]  # psf/requests pins 2.3.4
@@ -245,7 +245,7 @@ def test_modules_in_a_test_folder_run_even_when_not_named_test_star():
 def test_conda_dask_maps_to_pip_dask_with_its_array_and_dataframe_parts():
     # regression: pip's `dask` lacks dask.dataframe, so xarray's test_dask.py skipped as a whole
     from agents.ecosystems.python.profile import PythonProfile
-    from agents.ecosystems.python.plan import test_requirements
+    from agents.ecosystems.python.python_plan import test_requirements
 
     assert test_requirements(PythonProfile(commit="x", conda_deps=["dask[array,dataframe]", "numpy"])) == \
         ["dask[array,dataframe]", "numpy"]
@@ -310,7 +310,7 @@ def test_test_runs_keep_the_pretend_version_of_the_build():
     SETUPTOOLS_SCM_PRETEND_VERSION the tests saw 0.0.0 and pytest-astropy-header imported
     `astropy.tests.pytest_plugins` (astropy < 3), so no test ran."""
     from agents.ecosystems.python import run_environment
-    from agents.ecosystems.python.plan import runtime_env
+    from agents.ecosystems.python.python_plan import runtime_env
 
     env = run_environment({"SETUPTOOLS_SCM_PRETEND_VERSION": "5.0.0", "UV_HTTP_TIMEOUT": "120", **runtime_env()})
     assert env == {**runtime_env(), "SETUPTOOLS_SCM_PRETEND_VERSION": "5.0.0"}
@@ -368,7 +368,7 @@ def test_an_interpreter_past_the_eras_gets_the_collections_abc_aliases(tmp_path)
     on 3.10+ they are gone altogether); an era interpreter gets nothing."""
     import sys
 
-    from agents.ecosystems.python.plan import ABC_SHIM, PythonChoice, needs_abc_shim
+    from agents.ecosystems.python.python_plan import ABC_SHIM, PythonChoice, needs_abc_shim
 
     assert needs_abc_shim(PythonChoice(ideal="3.6", version="3.9", exclude_newer="2018-01-01T00:00:00Z"))
     assert needs_abc_shim(PythonChoice(ideal="3.7", version="3.9", exclude_newer="2018-01-01T00:00:00Z"))
@@ -402,7 +402,7 @@ def test_an_interpreter_past_the_eras_gets_the_stdlib_distutils_after_the_instal
     import os
     import sys
 
-    from agents.ecosystems.python.plan import DISTUTILS_SHIM, PythonChoice, era_distutils
+    from agents.ecosystems.python.python_plan import DISTUTILS_SHIM, PythonChoice, era_distutils
 
     assert era_distutils(PythonChoice(ideal="3.7", version="3.9", exclude_newer="2018-01-01T00:00:00Z"))
     assert not era_distutils(PythonChoice(ideal="3.8", version="3.9", exclude_newer="2020-01-01T00:00:00Z"))

@@ -11,9 +11,9 @@ from agents.ecosystems.python.profile import analyze_python
 from agents.config import MintConfig
 from agents.llm import FakeLLM, LLMConfig, tool_reply
 from agents.memory.api import ExperienceMemory, MemoryConfig
-from agents.memory.models import Experience, PinAction
+from agents.memory.experience import Experience, PinAction
 from agents.policy import make_helper, worker_memory
-from agents.ecosystems.python.plan import choose_python
+from agents.ecosystems.python.python_plan import choose_python
 from agents.ecosystems.python.builder import PythonEnvBuilder
 from agents.repair import RepairHelper
 from envpool.fake import FakeSandbox
@@ -149,7 +149,7 @@ def test_worker_memory_copies_the_drivers_file(tmp_path):
 
 def test_memory_plan_that_only_redoes_a_rule_repair_is_skipped():
     """requests-1963: a seed entry lifted `pexpect-u` again after the rule had lifted it."""
-    from agents.memory.models import UvLiftAction, UvOptionAction
+    from agents.memory.experience import UvLiftAction, UvOptionAction
     from agents.ecosystems.python.builder import repeats_rule
 
     assert repeats_rule([UvLiftAction(package="pexpect-u")], {"lift pexpect-u"})

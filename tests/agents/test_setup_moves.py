@@ -15,7 +15,7 @@ from agents.diagnosis import diagnose
 from agents.ecosystems import cfamily
 from agents.ecosystems.base import Ecosystem, Plan, PlanRequest
 from agents.ecosystems.ci import action_steps, ci_apt_packages
-from agents.ecosystems.moves import Move, MoveContext
+from agents.ecosystems.move_types import Move, MoveContext
 from agents.minter import mint_instance
 from envpool.fake import FakeSandboxFactory
 from tests.agents.ecosystems.conftest import force_ecosystem, make_tree

@@ -125,7 +125,7 @@ def test_pythons_tier_is_the_builders_first_commands_exactly(tmp_path):
     the era's shim), so the instance tier's effect is unchanged; keyed by what they resolve to."""
     from agents.ecosystems.python import ECOSYSTEM
     from agents.ecosystems.python.profile import analyze_python
-    from agents.ecosystems.python.plan import choose_python
+    from agents.ecosystems.python.python_plan import choose_python
     from agents.ecosystems.python.builder import RESOLVED_COMMAND, PythonEnvBuilder
     from envpool.fake import FakeSandbox
     from envpool.sandbox import SandboxSpec

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from agents.memory.store import ExperienceStore
+from agents.memory.experience_store import ExperienceStore
 from agents.models import InstanceResult, RoundRecord, StepRecord
 from scripts.bench_memory import distil_ledgers, report, select
 from tests.pipeline.test_measure_scripts import _store

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.memory.store import ExperienceStore
+from agents.memory.experience_store import ExperienceStore
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from envpool.pool import EnvPool
 from pipeline.config import load_config

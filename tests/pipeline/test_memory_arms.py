@@ -16,7 +16,7 @@ from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.runs import BuildJob
 from agents.execution import run_setup
 from agents.memory.api import ActionPlan
-from agents.memory.models import ToolchainAction
+from agents.memory.experience import ToolchainAction
 from agents.models import InstanceResult, RoundRecord, StepRecord
 from agents.repair import RepairHelper
 from envpool.fake import FakeSandbox

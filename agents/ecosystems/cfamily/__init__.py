@@ -284,7 +284,7 @@ class CFamily(Ecosystem):
         status, `agents.ecosystems.cfamily.units`); after a failed build, `ci_setup` (the CI's apt packages
         and its configure options: ``cmake -DX=<bool>``, ``./configure --enable/--disable/--with/
         --without-X``, composite actions included). Each names its evidence."""
-        from agents.ecosystems.moves import Move
+        from agents.ecosystems.move_types import Move
 
         plan, out = ctx.plan, ctx.output or ""
         moves: list = []

@@ -50,7 +50,7 @@ def _ci_cmake_options(tree: GitTree) -> dict[str, str]:
 
 def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
     """`test_option` moves of a CMake round that defined no test (`CFamily.next_moves`)."""
-    from agents.ecosystems.moves import Move
+    from agents.ecosystems.move_types import Move
 
     setup = "\n".join(plan.setup_commands)
     off = {m.group(1): m.group(2) for m in _OPTION_LINE.finditer(output)}
@@ -134,7 +134,7 @@ def _ci_setup_moves(tree: GitTree, plan: PolyPlan) -> list:
     (`agents.ecosystems.ci.ci_apt_packages`; Execution installs those Debian has) and its
     configure options not in the setup yet (`_ci_configure_flags`), in one rebuild."""
     from agents.ecosystems.ci import ci_apt_packages
-    from agents.ecosystems.moves import Move
+    from agents.ecosystems.move_types import Move
 
     setup = "\n".join(plan.setup_commands)
     packages = [p for p in ci_apt_packages(tree) if p not in plan.ci_packages]
@@ -157,7 +157,7 @@ def _ci_setup_moves(tree: GitTree, plan: PolyPlan) -> list:
 def _configure_option_moves(tree: GitTree, plan: PolyPlan) -> list:
     """`test_option` moves of an autotools round that ran no test: the configure.ac switches
     (``AC_ARG_ENABLE`` / ``AC_ARG_WITH``) whose name says test/check, not passed yet."""
-    from agents.ecosystems.moves import Move
+    from agents.ecosystems.move_types import Move
 
     ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
     text = tree.read(ac) or "" if ac else ""
@@ -177,7 +177,7 @@ def _units_moves(tree: GitTree, plan: PolyPlan, touched: list[str]) -> list:
     """A `status_units` move: the touched files' scripts and make targets, graded by exit status."""
     from agents.ecosystems.base import TestSpec
     from agents.ecosystems.cfamily.units import find_units, units_command
-    from agents.ecosystems.moves import Move
+    from agents.ecosystems.move_types import Move
 
     suite = find_units(tree, touched)
     if not suite.touched:

@@ -40,8 +40,8 @@ registry no longer serves (404) with an override to the next published release.
 
 Modules: `manifest` (package.json, package manager, added dependencies, the recipe), `version`
 (the Node choice), `runner` (runner, test files, script options), `build` (the workspace build
-step), `karma` (the browser route), `analysis` (`analyze`), `plan` (`build_plan`,
-`test_command`); this package holds the Ecosystem (detect / plan / repair).
+step), `runner_timeouts` (the runners' per-test time limit), `karma` (the browser route),
+`analysis` (`analyze`), `node_plan` (`build_plan`, `test_command`); this package holds the Ecosystem (detect / plan / repair).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from agents.models import Instance
 from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan
 from agents.ecosystems.node.decisions import NodeAnalysis, analyze
 from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
-from agents.ecosystems.node.plan import REPORT_PATH, build_plan, test_command
+from agents.ecosystems.node.node_plan import REPORT_PATH, build_plan, test_command
 from agents.ecosystems.node.runner import (TEST_EXTS, fixture_test_files, glob_regex, mocha_options, mocha_spec_globs, runner_of,
                                          runner_options, select_test_files)
 from agents.ecosystems.node.version import choose_node, ci_node_versions
@@ -179,8 +179,8 @@ class NodeEcosystem(Ecosystem):
         through the package's own ``test`` script (`plan.script_command`), whose wrappers, Node
         flags and environment then apply -- the runner called bare is a class of failure ("Cannot
         use import statement outside a module" when the script adds ES-module flags)."""
-        from agents.ecosystems.moves import Move
-        from agents.ecosystems.node.plan import script_command
+        from agents.ecosystems.move_types import Move
+        from agents.ecosystems.node.node_plan import script_command
 
         cmd = script_command(ctx.plan)
         if cmd is None or any(t.test_command == cmd for t in ctx.tried):

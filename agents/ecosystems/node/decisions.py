@@ -10,7 +10,7 @@ from datetime import date, datetime
 import yaml
 
 from agents.models import Instance
-from agents.ecosystems.node.limits import FLAGS as LIMIT_FLAGS, own_timeout, takes_option
+from agents.ecosystems.node.runner_timeouts import FLAGS as LIMIT_FLAGS, own_timeout, takes_option
 from agents.ecosystems.node.build import BuildStep, build_step
 from agents.ecosystems.node.karma import KarmaSetup, karma_covers, karma_setup
 from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json
@@ -32,7 +32,7 @@ class NodeAnalysis:
     - `node_request`: what to ask `ensure_image` for (a version or major); `node_reason`: why;
     - `runner`: ``vitest`` | ``jest`` | ``mocha``; `runner_dir`: where to run it ("" = root);
       `runner_options`: options taken from the project's script; `per_test_limit`: the runner gets
-      its timeout option at the JS per-test limit (`agents.ecosystems.node.limits`: the project
+      its timeout option at the JS per-test limit (`agents.ecosystems.node.runner_timeouts`: the project
       sets none and the runner takes it); `runner_env`: ``VAR=value``
       assignments that script sets; `launcher`: how the script starts the runner when it runs it
       through Node with flags (``node --experimental-vm-modules node_modules/jest/bin/jest.js``),

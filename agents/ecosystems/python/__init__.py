@@ -1,9 +1,9 @@
 """Python behind the same contract as every other ecosystem (`agents.ecosystems.base.Ecosystem`).
 
 Modules: `profile` (the packaging profile: python_requires, extras, requirement files, tox, CI
-conda files...; the package version and the memory's facts), `plan` (interpreter by era, uv
+conda files...; the package version and the memory's facts), `python_plan` (interpreter by era, uv
 options, test pins), `builder` (the uv builder and its repair rules), `selection` (which tests
-pytest runs), `envpatch` (a pooled environment made to fit another commit), `submodules` (git
+pytest runs), `python_envpatch` (a pooled environment made to fit another commit), `submodules` (git
 submodules the mirror lacks). This package holds the Ecosystem:
 
 - `plan`: the interpreter that fits the commit's era among those this host provides and that
@@ -38,7 +38,7 @@ import shlex
 from agents.ecosystems.base import PYTEST_PARSER, Ecosystem, Plan, PlanRequest, RepoFacts, Route, TestSpec, is_pytest
 from agents.ecosystems.drivers import driver_tests, find_drivers, driver_test_specs
 from agents.ecosystems.python.profile import PythonProfile, analyze_python
-from agents.ecosystems.python.plan import (PY, REPAIR_HINT, PythonChoice, choose_python, lifted_date, pretend_version,
+from agents.ecosystems.python.python_plan import (PY, REPAIR_HINT, PythonChoice, choose_python, lifted_date, pretend_version,
                                            runtime_env)
 from agents.ecosystems.python.selection import configure_python_tests, test_folders
 from agents.ecosystems.runs import SetupOutcome, TestRun, run_plan_tests, stored_test_command
@@ -284,7 +284,7 @@ class PythonEcosystem(Ecosystem):
         """EnvPatch (`envpatch.EnvPatch`) in a sandbox of `candidate`'s image whose /testbed holds
         this instance's tree: sync the project and its dependencies, probe the tests, repair
         within `reuse.patch_rounds`. The candidate's interpreter is kept."""
-        from agents.ecosystems.python.envpatch import EnvPatch
+        from agents.ecosystems.python.python_envpatch import EnvPatch
 
         profile, _, version = self._facts(job.plan)
         choice = choose_python(profile, job.instance.created, [candidate.interpreter or "3.11"])

@@ -45,7 +45,7 @@ from agents.ecosystems.python.profile import PythonProfile, req_name
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.ecosystems.python.plan import (REPAIR_HINT, ABC_SHIM, ABC_SHIM_PTH, DISTUTILS_SHIM, DISTUTILS_SHIM_PTH, HEAVY_COMPILED, PY,
+from agents.ecosystems.python.python_plan import (REPAIR_HINT, ABC_SHIM, ABC_SHIM_PTH, DISTUTILS_SHIM, DISTUTILS_SHIM_PTH, HEAVY_COMPILED, PY,
                                            era_distutils, needs_abc_shim, PYTEST_FLOOR, SKIP_TEST_DEPS, TOOLCHAIN_PACKAGES, VENV,
                                            PythonChoice,
                                            UvOptions, lifted_date, own_names, project_target, relax_test_pins,

@@ -1,4 +1,4 @@
-// swemint (agents/ecosystems/node/plan.py, after the install): when a repair turned install
+// swemint (agents/ecosystems/node/node_plan.py, after the install): when a repair turned install
 // scripts off (`npm config set ignore-scripts true`: one native module failed to build, e.g.
 // preact-3345's iltorb under node-gyp), every other installed package with an install script
 // gets it run now, one by one (`npm rebuild --ignore-scripts=false <name>`), so packages such as

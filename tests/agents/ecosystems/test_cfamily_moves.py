@@ -93,7 +93,7 @@ def test_with_no_test_defined_the_helper_names_the_options_that_may_gate_them(tm
 # --- the C/C++ ecosystem's moves (agents.moves), from a run's output and the tree ---------------
 
 from agents.ecosystems.base import Plan  # noqa: E402
-from agents.ecosystems.moves import MoveContext  # noqa: E402
+from agents.ecosystems.move_types import MoveContext  # noqa: E402
 from tests.agents.ecosystems.conftest import make_tree  # noqa: E402
 
 

@@ -14,8 +14,8 @@ import pytest
 import agents.ecosystems as registry
 from agents.ecosystems.base import Ecosystem, Plan, PlanRequest
 from agents.execution import executable
-from agents.memory import models as mm
-from agents.memory.models import InstallAction, PinAction, ToolchainAction, UvLiftAction
+from agents.memory import experience as mm
+from agents.memory.experience import InstallAction, PinAction, ToolchainAction, UvLiftAction
 from envpool.testrun.registry import PARSERS
 
 ROOT = Path(__file__).resolve().parents[3]

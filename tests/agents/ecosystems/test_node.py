@@ -14,11 +14,11 @@ import pytest
 import envpool.toolchains.node_image as tc
 from agents.models import Instance
 from agents.ecosystems import node
-from agents.ecosystems.node.plan import rebuild_skipped_scripts
+from agents.ecosystems.node.node_plan import rebuild_skipped_scripts
 from agents.ecosystems.node import (ECOSYSTEM, added_dependencies, analyze, build_plan, mocha_options,
                                   select_test_files)
 from agents.ecosystems.node.ava import ava_command
-from agents.ecosystems.node.limits import limit_option
+from agents.ecosystems.node.runner_timeouts import limit_option
 from envpool.errors import EnvBuildError
 from envpool.testrun.polyglot.ava_console import RERUN_MARKER
 from envpool.testrun.registry import get_parser

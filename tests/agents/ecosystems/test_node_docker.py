@@ -12,7 +12,7 @@ import pytest
 import agents.ecosystems as polyglot
 from agents.config import MintConfig
 from agents.ecosystems.node import ECOSYSTEM
-from agents.ecosystems.node.plan import rebuild_skipped_scripts
+from agents.ecosystems.node.node_plan import rebuild_skipped_scripts
 from agents.minter import mint_instance
 from agents.models import Instance
 from envpool.testrun.registry import get_parser

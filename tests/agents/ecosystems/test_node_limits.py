@@ -1,4 +1,4 @@
-"""The JS runners' per-test limit without Docker (`agents.ecosystems.node.limits`): each runner's
+"""The JS runners' per-test limit without Docker (`agents.ecosystems.node.runner_timeouts`): each runner's
 timeout option follows the run's per-test limit, unless the project sets a timeout of its own or
 its declared Jest predates the option; the option reaches the test command unquoted."""
 
@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from agents.ecosystems.node import analyze, build_plan
-from agents.ecosystems.node.limits import limit_option, own_timeout, takes_option
+from agents.ecosystems.node.runner_timeouts import limit_option, own_timeout, takes_option
 from tests.agents.ecosystems.test_node import FakeTree, choice, inst, pkg
 
 

@@ -63,7 +63,7 @@ def test_jest_started_through_node_flags_by_the_test_script_is_started_the_same_
 
 
 def test_a_stalled_jest_round_gets_the_projects_own_test_script_as_a_move():
-    from agents.ecosystems.moves import MoveContext
+    from agents.ecosystems.move_types import MoveContext
     from agents.ecosystems.node import ECOSYSTEM
 
     tree = FakeTree({"package.json": pkg(scripts={"test": "cross-env TZ=UTC jest --runInBand"},

@@ -177,7 +177,7 @@ def test_memory_repairs_what_the_rules_do_not_and_learning_counts_it(tmp_path, i
     """EnvPilot's loop outside Python: a stored Go experience fixes the failing setup step, and
     distilling the trajectory credits that experience (times_worked)."""
     from agents.memory.api import ExperienceMemory, MemoryConfig
-    from agents.memory.models import Experience
+    from agents.memory.experience import Experience
     from agents.models import StepRecord
     from agents.repair import RepairHelper
 

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 import pytest
 
 from agents.ecosystems.python.profile import PythonProfile
-from agents.ecosystems.python.plan import choose_python
+from agents.ecosystems.python.python_plan import choose_python
 from agents.ecosystems.python.builder import PythonEnvBuilder
 from agents.ecosystems.python.submodules import (PROBE_PREFIX, Sdist, candidate_names, choose_sdist, empty_submodules,
                                                  fill_command, probe_results)

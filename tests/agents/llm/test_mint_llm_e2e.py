@@ -19,7 +19,7 @@ import pytest
 
 from agents.config import MintConfig
 from agents.llm import LLMConfig
-from agents.llm.config import CostOverride
+from agents.llm.llm_config import CostOverride
 from agents.minter import mint_instance
 from agents.models import Instance, StepRecord
 from pipeline.demo import build_repository

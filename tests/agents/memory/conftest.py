@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agents.memory.api import ExperienceMemory, MemoryConfig
-from agents.memory.models import Experience
-from agents.memory.store import load_seed_files
+from agents.memory.experience import Experience
+from agents.memory.experience_store import load_seed_files
 
 DATA = Path(__file__).parent / "data"
 

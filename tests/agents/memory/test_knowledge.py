@@ -11,12 +11,12 @@ import pytest
 from agents.diagnosis import DROPPED, diagnose, load_rules
 from agents.memory.api import ExperienceMemory, MemoryConfig
 from agents.memory.before import proactive
-from agents.memory.context import RepoContext
+from agents.memory.repo_context import RepoContext
 from agents.memory.knowledge import diagnosis_entry, rule_entries, rule_entry_id, rule_for_fix
 from agents.memory.learn import distil
-from agents.memory.models import Experience, RuleAction
+from agents.memory.experience import Experience, RuleAction
 from agents.memory.retrieve import eligible
-from agents.memory.store import hand_written
+from agents.memory.experience_store import hand_written
 from agents.memory.uses import UseLedger
 from agents.models import StepRecord
 

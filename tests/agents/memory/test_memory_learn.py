@@ -161,7 +161,7 @@ def test_a_copied_crate_name_becomes_a_placeholder_bound_from_the_next_error(mem
 
 def test_bound_values_into_shell_commands_are_plain_tokens():
     from agents.memory.actions import bind_actions
-    from agents.memory.models import EnvAction, ShellAction
+    from agents.memory.experience import EnvAction, ShellAction
 
     acts = [ShellAction(command="pip install ${pkg}"), EnvAction(name="X", value="${pkg}")]
     bound, unbound = bind_actions(acts, {"pkg": "ok-1.2"})

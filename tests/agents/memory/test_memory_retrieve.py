@@ -9,8 +9,8 @@ import pytest
 
 from agents.ecosystems.python.profile import PythonProfile
 from agents.memory.api import ExperienceMemory
-from agents.memory.context import ObstacleRules, RepoContext, caps_below, context_from_python_profile
-from agents.memory.models import Experience, Provenance
+from agents.memory.repo_context import ObstacleRules, RepoContext, caps_below, context_from_python_profile
+from agents.memory.experience import Experience, Provenance
 from agents.memory.retrieve import RetrievalConfig, Retriever, format_for_prompt
 from agents.memory.text import error_excerpt
 

@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 
 from agents.memory.actions import _PH, bind_actions, error_variables
-from agents.memory.context import ObstacleRules, RepoContext
-from agents.memory.models import SeedError, memory_languages
+from agents.memory.repo_context import ObstacleRules, RepoContext
+from agents.memory.experience import SeedError, memory_languages
 from agents.memory.retrieve import Retriever
-from agents.memory.store import load_seed_files
+from agents.memory.experience_store import load_seed_files
 
 CALLER_VARIABLES = {"site_package", "missing_module", "project_version", "ca_bundle", "commit_date", "import_path",
                     "django_settings", "node_for_node_sass", "jest_major", "goproxy", "go_tags", "msrv",

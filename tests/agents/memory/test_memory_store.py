@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agents.memory.api import ExperienceMemory, MemoryConfig
-from agents.memory.models import Experience, Provenance
-from agents.memory.store import DuplicateExperience, ExperienceStore, UnknownExperience
+from agents.memory.experience import Experience, Provenance
+from agents.memory.experience_store import DuplicateExperience, ExperienceStore, UnknownExperience
 
 
 def entry(id: str, eco: str = "python", negative: bool = False) -> Experience:

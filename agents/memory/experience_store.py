@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 from pydantic import ValidationError
 
-from agents.memory.models import Experience, ExperienceMemoryError, SeedError, family
+from agents.memory.experience import Experience, ExperienceMemoryError, SeedError, family
 from envpool.resources import resource
 
 SEED_DIR = resource("data/experiences")

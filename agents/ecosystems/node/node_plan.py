@@ -12,7 +12,7 @@ from agents.ecosystems.node.ava import ava_command
 from agents.ecosystems.node.decisions import NodeAnalysis
 from agents.ecosystems.node.karma import setup_commands as karma_setup, test_command as karma_test
 from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
-from agents.ecosystems.node.limits import limit_option
+from agents.ecosystems.node.runner_timeouts import limit_option
 from agents.ecosystems.node.manifest import recipe
 from envpool.toolchains import ToolchainChoice
 from envpool.toolchains.node_image import NODE_PATH_ENV

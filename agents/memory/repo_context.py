@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.ecosystems.python.profile import PythonProfile, memory_facts
-from agents.memory.models import MemoryLanguage, family
+from agents.memory.experience import MemoryLanguage, family
 from envpool.resources import resource
 
 RULES_FILE = resource("data/experiences/obstacles.yaml")

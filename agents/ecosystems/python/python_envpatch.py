@@ -35,7 +35,7 @@ import shlex
 from agents.ecosystems.python.profile import PythonProfile
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.ecosystems.python.plan import PY, PythonChoice, project_target, relax_test_pins
+from agents.ecosystems.python.python_plan import PY, PythonChoice, project_target, relax_test_pins
 from agents.ecosystems.python.builder import PythonEnvBuilder, requirement_file_lines
 from envpool.errors import PatchApplyError
 from envpool.patches import apply_patch, files_in_patch
