@@ -57,6 +57,7 @@ pytest's parsers (`envpool.testrun.parsers`: `pytest_channel`, `pytest_plugin`, 
 | script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | driver_logs |         |
 | tcl_helper_log | ``runtest`` (Tcl ``tests/test_helper.tcl``) console     | driver_logs |         |
 | unittest_log   | ``unittest -v`` / Django ``runtests.py -v 2`` console    | driver_logs |         |
+| unit_report_log | swemint's units runner: per file (cram/prove/automake) else exit status | units_log | |
 """
 
 from __future__ import annotations

@@ -74,8 +74,8 @@ class CFamily(Ecosystem):
     name = "cfamily"
     languages = ("c", "cpp")
     tools = ("gcc", "debian")
-    parsers = ("ctest_junit", "ctest_log", "gtest_log", "automake_log", "script_status_log", "tcl_helper_log",
-               "catch2_xml", "doctest_xml")
+    parsers = ("ctest_junit", "ctest_log", "gtest_log", "automake_log", "script_status_log", "unit_report_log",
+               "tcl_helper_log", "catch2_xml", "doctest_xml")
     toolchain_module = "envpool.toolchains.cfamily_image"
 
     def detect(self, tree: GitTree, language: str | None) -> int:

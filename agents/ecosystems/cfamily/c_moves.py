@@ -174,7 +174,8 @@ def _configure_option_moves(tree: GitTree, plan: PolyPlan) -> list:
 
 
 def _units_moves(tree: GitTree, plan: PolyPlan, touched: list[str]) -> list:
-    """A `status_units` move: the touched files' scripts and make targets, graded by exit status."""
+    """A `status_units` move: the touched files' scripts and make targets, graded per file where their
+    tool reports each file (`unit_report_log`), else by exit status."""
     from agents.ecosystems.base import TestSpec
     from agents.ecosystems.cfamily.units import find_units, units_command
     from agents.ecosystems.move_types import Move
@@ -182,7 +183,7 @@ def _units_moves(tree: GitTree, plan: PolyPlan, touched: list[str]) -> list:
     suite = find_units(tree, touched)
     if not suite.touched:
         return []
-    spec = TestSpec(name="units", test_command=units_command(suite.all()), parser="script_status_log",
+    spec = TestSpec(name="units", test_command=units_command(suite.all()), parser="unit_report_log",
                     test_files=list(touched))
     evidence = "; ".join(f"{u.id}: {u.evidence}" for u in suite.touched)
     if suite.siblings:

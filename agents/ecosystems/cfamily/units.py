@@ -29,8 +29,13 @@ Makefile; a root Makefile's target alone). PASS_TO_PASS is the other such tests 
 
 `units_command(units)` is one bash command running every unit in /testbed under ``timeout
 UNIT_SECONDS`` and printing, after the tail of its output (each line behind ``| ``, so a unit
-cannot print a result line), ``pass  <id>`` or ``FAIL  <id>``: the lines the
-`script_status_log` parser reads. Every word from the tree is shell-quoted.
+cannot print a result line), its per-file report lines behind ``|: `` and ``pass  <id>`` or
+``FAIL  <id>``. The `unit_report_log` parser (`envpool.testrun.polyglot.units_log`) grades a
+unit whose tool reported each file (``cram -v``: ``tests/x.t: passed``; ``prove``: ``t/x.t ..
+ok``; automake's ``PASS: x``) per file -- ids as the tool prints them -- so one unrelated
+failing file no longer hides the fix (issue 25, S13: ``make test`` running 43 cram files, one
+failing on both sides, was one FAILED unit on both sides); a unit with no such report stays
+graded by its exit status. Every word from the tree is shell-quoted.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from pathlib import PurePosixPath
 from agents.gitrepo import GitTree
 
 __all__ = ["MAX_SIBLINGS", "MAX_TOUCHED", "UNIT_SECONDS", "Rule", "Unit", "UnitSuite", "find_units",
-           "makefile_rules", "is_test_target", "units_command"]
+           "makefile_rules", "is_test_target", "units_command", "REPORT_ENV"]
 
 MAX_TOUCHED = 6
 """At most this many units for the touched files."""
@@ -322,10 +327,30 @@ def find_units(tree: GitTree, touched: list[str], exists=None) -> UnitSuite:
     return suite
 
 
+REPORT_ENV = {"CRAM": "-v"}
+"""Environment asking a unit's tool for its per-file report when the recipe did not (cram reads
+extra options from ``CRAM``: ``cram tests/*.t`` prints ``.!.`` without it, ``tests/a.t: passed``
+with it); a value the environment already holds is kept. prove prints one line per file
+without being asked."""
+REPORT_LINES = 5000
+"""At most this many report lines per unit."""
+
+
 def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
-    """One bash command running `units` in order (module docstring)."""
-    fn = ("swemint_unit() { n=$1; shift; timeout " + str(int(seconds)) + " \"$@\" > /tmp/swemint-unit.log 2>&1; "
-          "rc=$?; tail -n 40 /tmp/swemint-unit.log | sed 's/^/| /'; echo \"swemint-unit: $n exit $rc\"; "
+    """One bash command running `units` in order (module docstring): per unit, the tail of its
+    output behind ``| ``, the lines of its whole output that may be per-file report lines
+    (`envpool.testrun.polyglot.units_log.REPORT_LINE_ERE`, at most `REPORT_LINES`) behind ``|: ``,
+    ``swemint-unit: <id> exit <rc>`` and ``pass|FAIL  <id>``. Read by `unit_report_log` (per
+    file where the tool reported files, else by exit status); `script_status_log` reads the
+    ``pass|FAIL`` lines (exit status only)."""
+    from envpool.testrun.polyglot.units_log import REPORT_LINE_ERE
+
+    env = " ".join(f'{k}="${{{k}:-{v}}}"' for k, v in REPORT_ENV.items())
+    fn = ("swemint_unit() { n=$1; shift; " + env + " timeout " + str(int(seconds)) +
+          " \"$@\" > /tmp/swemint-unit.log 2>&1; "
+          "rc=$?; tail -n 40 /tmp/swemint-unit.log | sed 's/^/| /'; "
+          f"grep -aE {shlex.quote(REPORT_LINE_ERE)} /tmp/swemint-unit.log | head -n {REPORT_LINES} | sed 's/^/|: /'; "
+          "echo \"swemint-unit: $n exit $rc\"; "
           "if [ $rc -eq 0 ]; then echo \"pass  $n\"; else echo \"FAIL  $n\"; fi; }")
     runs = "; ".join("swemint_unit " + " ".join(shlex.quote(w) for w in [u.id, *u.argv]) for u in units)
     return f"{fn}; {runs}"

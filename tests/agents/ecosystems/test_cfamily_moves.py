@@ -180,7 +180,7 @@ def test_a_make_suite_with_no_per_test_report_gets_the_status_units_move(tmp_pat
                 setup_commands=["make -j2"], test_command="make -k check")
     moves = cfamily.ECOSYSTEM.next_moves(ctx(tree, plan, touched=["tests/datagen.c"]))
     assert [m.kind for m in moves] == ["status_units"]
-    assert moves[0].test.parser == "script_status_log" and moves[0].test.name == "units"
+    assert moves[0].test.parser == "unit_report_log" and moves[0].test.name == "units"
     assert "swemint_unit tests/test-datagen make -C tests test-datagen" in moves[0].test.test_command
     assert "PASS_TO_PASS candidates: tests/test-fullbench, tests/test-zip" in moves[0].evidence
     assert cfamily.ECOSYSTEM.next_moves(ctx(tree, plan, why="every touched test passes before", touched=["x"])) == []

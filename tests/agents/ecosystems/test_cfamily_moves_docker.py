@@ -75,7 +75,35 @@ def test_a_make_suite_with_no_per_test_report_verifies_by_its_targets_exit_statu
     assert res.outcome == "verified", res.reason
     assert res.rounds[0].outcome == "tests_not_run" and res.rounds[1].move == "status_units"
     assert res.FAIL_TO_PASS == ["tests/test-calc"] and res.PASS_TO_PASS == ["tests/test-other"]
-    assert res.parser == "script_status_log"
+    assert res.parser == "unit_report_log"
+
+
+PROVE_MAKEFILE = """all: calc
+calc: calc.c
+\t$(CC) -o $@ $^
+test: calc
+\tprove t/*.t
+"""
+CALC_CLI = ("#include <stdio.h>\n#include <stdlib.h>\nint calc(int a, int b) { return a - b; }\n"
+            "int main(int c, char **v) { printf(\"%d\\n\", calc(atoi(v[1]), atoi(v[2]))); return 0; }\n")
+
+
+def _tap(args: str, want: str) -> str:
+    return f'my $o = `./calc {args}`; print "1..1\\n", ($o eq "{want}\\n" ? "ok" : "not ok"), " 1 - calc {args}\\n";\n'
+
+
+def test_a_target_whose_tool_reports_each_file_verifies_per_file_despite_an_unrelated_failure(mint_with):
+    """S13: `make test` runs prove over t/*.t; t/broken.t fails on both sides (unrelated to the
+    fix), so the target fails on both sides. Graded per file (prove's line for each), the
+    touched t/calc.t is FAIL_TO_PASS and t/other.t PASS_TO_PASS."""
+    files = {"Makefile": PROVE_MAKEFILE, "calc.c": CALC_CLI, "t/calc.t": _tap("1 0", "1"),
+             "t/other.t": _tap("0 0", "0"), "t/broken.t": 'print "1..1\\nnot ok 1 - unrelated\\n";\n'}
+    res = mint_with(cfamily.ECOSYSTEM, files, "prove", language="c", created_at=WHEN,
+                    tests={"t/calc.t": _tap("2 3", "5")}, fix={"calc.c": CALC_CLI.replace("a - b", "a + b")})
+    assert res.outcome == "verified", res.reason
+    assert res.rounds[-1].move == "status_units" and "target test" in res.rounds[-1].evidence
+    assert res.FAIL_TO_PASS == ["t/calc.t"] and res.PASS_TO_PASS == ["t/other.t"]
+    assert res.parser == "unit_report_log"
 
 
 GPU_CMAKE = """cmake_minimum_required(VERSION 3.16)

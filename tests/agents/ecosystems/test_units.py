@@ -149,3 +149,26 @@ def test_glob_words_of_a_rule():
     assert rules["clean-local"].globs() == []
     assert glob_names("tests/*.t", "tests/a.t") and not glob_names("tests/*.t", "tests/big/a.t")
     assert glob_names("t/??-*.sh", "t/01-basic.sh") and not glob_names("t/*.sh", "t/a.t")
+
+
+@pytest.mark.skipif(not (shutil.which("bash") and shutil.which("make") and shutil.which("prove")),
+                    reason="bash, make and prove needed on the host")
+def test_a_target_whose_tool_reports_each_file_is_graded_per_file(tmp_path):
+    """S13: `make test` runs prove over t/*.t; one file fails (unrelated), one passes, one is the
+    touched file. By exit status `test` is one FAILED unit; `unit_report_log` reads prove's line
+    per file instead. A unit printing no per-file report keeps its exit status."""
+    work = tmp_path / "testbed"
+    (work / "t").mkdir(parents=True)
+    (work / "t" / "touched.t").write_text('print "1..1\\nok 1 - adds\\n";\n')
+    (work / "t" / "other.t").write_text('print "1..1\\nok 1 - fine\\n";\n')
+    (work / "t" / "broken.t").write_text('print "1..1\\nnot ok 1 - unrelated\\n";\n')
+    (work / "Makefile").write_text("test:\n\tprove t/*.t\nlint:\n\ttrue\n")
+    cmd = units_command([Unit(id="test", argv=["make", "test"], evidence=""),
+                         Unit(id="lint", argv=["make", "lint"], evidence="")], seconds=60)
+    out = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=120).stdout
+    res = PARSERS["unit_report_log"](out)
+    assert {k: v.value for k, v in res.statuses.items()} == {
+        "t/touched.t": "PASSED", "t/other.t": "PASSED", "t/broken.t": "FAILED", "lint": "PASSED"}, out
+    assert res.tests_ran
+    # the same output read by exit status: one FAILED unit
+    assert PARSERS["script_status_log"](out).statuses["test"].value == "FAILED"

@@ -519,6 +519,8 @@ sed "$C" "$W/tap.xml" > "$OUT/ctest_tap_junit.xml"
 bash "$OUT/regenerate_doctest.sh"
 # Catch2 (Debian catch2): its XML reports and recipes/cmake_tests.py's sections of them
 bash "$OUT/regenerate_catch2.sh"
+# swemint's units runner over cram and prove suites (needs cram from PyPI and prove)
+bash "$OUT/regenerate_units.sh"
 # Remaining temp paths (node_modules, GOPATH-less stack traces) -> /build.
 for f in "$OUT"/*.log "$OUT"/*.json "$OUT"/*.xml; do sed -i "s#$W#/build#g" "$f"; done
 echo "regenerated into $OUT"

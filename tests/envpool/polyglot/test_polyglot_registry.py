@@ -26,7 +26,7 @@ GOLDEN_FOR = {
     "gtest_log": "gtest.log", "doctest_xml": "doctest.xml", "catch2_xml": "catch2.xml",
     "automake_log": "automake_check.log",
     "script_status_log": "script_status.log", "tcl_helper_log": "tcl_helper.log", "unittest_log": "unittest_verbose.log",
-    "sympy_test_log": "sympy_bin_test.log", "busted_json": "busted.json",
+    "sympy_test_log": "sympy_bin_test.log", "busted_json": "busted.json", "unit_report_log": "unit_report.log",
 }
 
 POLYGLOT_PARSERS = {n: p for n, p in PARSERS.items() if n not in pytest_parsers.PARSERS}

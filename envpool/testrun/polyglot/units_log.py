@@ -1,0 +1,163 @@
+"""swemint's units runner (`agents.ecosystems.cfamily.units.units_command`): one block per unit
+(a make target or a script of a suite with no per-test report of its own), each graded by the
+per-file report its tool printed when there is one, else by the unit's exit status.
+
+The class (issue 25, S13): a test target that runs a tool over many test files (``make test``
+-> ``cram -v tests/*.t``, ``prove t/*.t``, automake's harness) fails as a whole when any one
+file fails, so one unrelated failing file hides the fix when the target is graded as one test.
+The tool reports each file; those lines are the results.
+
+Input, per unit (what `units_command` prints): the tail of its output behind ``| `` (never read
+here), its report lines -- the lines of its whole output that `REPORT_LINE_ERE` selects --
+behind ``|: ``, then ``swemint-unit: <id> exit <rc>`` and ``pass|FAIL  <id>`` (the latter for
+`script_status_log`, not read here).
+
+Test ids: the file as the tool prints it (relative to the folder the tool ran in: ``make test``
+at the root -> ``tests/empty.t``); a unit without a per-file report is its own id (the
+Multi-SWE-bench name `units_command` gives it: ``tests/test-calc``, ``test``).
+
+| report line (behind ``|: ``)                                   | tool         | TestStatus |
+|----------------------------------------------------------------|--------------|------------|
+| ``<file>: passed``                                             | cram ``-v``  | PASSED     |
+| ``<file>: failed``                                             | cram ``-v``  | FAILED     |
+| ``<file>: skipped`` / ``<file>: empty``                        | cram ``-v``  | SKIPPED    |
+| ``<file> ..... ok`` (or ``ok`` on a later line, ``prove -v``)  | prove        | PASSED     |
+| ``<file> ..... skipped: why``                                  | prove        | SKIPPED    |
+| ``Failed N/M subtests`` / ``Dubious, ...`` / ``No subtests run`` after ``<file> ..`` | prove | FAILED |
+| ``PASS:`` / ``FAIL:`` / ``SKIP:`` / ``XFAIL:`` / ``XPASS:`` / ``ERROR:`` ``<test>`` | automake harness | as `automake_log` |
+
+A unit with report lines: its files are the results, and the unit itself is one more FAILED
+result only when it exited non-zero with no file failing (the target failed outside its files:
+a build step, a count the tool could not reach). A prove file still open when the unit ended
+(no status line: the tool was stopped) is FAILED. Cross-checks, per unit: cram's ``# Ran N
+tests`` against its file lines, prove's ``Files=N`` against its files, automake's ``# TOTAL: N``
+against its lines; a mismatch is an anomaly (the report was cut).
+
+Sources: cram's ``tests/cram.t`` (verbose mode, ``# Ran 8 tests, 2 skipped, 1 failed.``; the
+``CRAM`` environment variable holds extra options, so ``CRAM=-v`` asks any cram call for the
+verbose report), TAP::Harness 3.44's console formatter (``prove`` and ``prove -v`` as run on a
+tiny suite), automake's parallel harness (`cfamily.parse_automake_log`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from envpool.testrun.outcome import TestStatus
+from envpool.testrun.polyglot.cfamily import _AM_TOTAL, _AM_WORD, _AUTOMAKE
+from envpool.testrun.parsers import worse
+from envpool.testrun.polyglot.common import Result, report_parser
+
+__all__ = ["REPORT_LINE_ERE", "parse_unit_report_log", "per_file_report"]
+
+REPORT_LINE_ERE = ("^[^ ]+\\.[A-Za-z0-9_]+: (passed|failed|skipped|empty) *$|^# Ran [0-9]+ tests"
+                   "|^(\\[[0-9:]+\\] )?[^ ]+ \\.\\.+( |$)"
+                   "|^(ok( *$| +[0-9.]+ ?ms)|skipped|Failed [0-9]+/[0-9]+ subtests|Dubious, |No subtests run|"
+                   "All [0-9]+ subtests passed)"
+                   "|^Files=[0-9]+, Tests=|^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): |^# TOTAL: ")
+"""POSIX ERE (``grep -E``) selecting the lines of a unit's output that may be per-file report
+lines; the parser reads them precisely. Loose on purpose: a line it selects that is not a report
+line is ignored."""
+
+_CRAM = re.compile(r"^(\S+\.\w+): (passed|failed|skipped|empty)\s*$")
+_CRAM_WORD = {"passed": TestStatus.PASSED, "failed": TestStatus.FAILED, "skipped": TestStatus.SKIPPED,
+              "empty": TestStatus.SKIPPED}
+_CRAM_RAN = re.compile(r"^# Ran (\d+) tests\b")
+_PROVE_HEAD = re.compile(r"^(?:\[[\d:]+\] )?(\S*(?:/|\.\w+)\S*) \.{2,}(?: (.*?))?\s*$")
+_PROVE_PASS = re.compile(r"^ok(?:\s+\d+(?:\.\d+)?\s*ms\b.*)?\s*$")
+_PROVE_SKIP = re.compile(r"^skipped\b")
+_PROVE_FAIL = re.compile(r"^(?:Failed \d+/\d+ subtests|Dubious, |No subtests run)")
+_PROVE_OK_AFTER = re.compile(r"^All \d+ subtests passed")
+_PROVE_FILES = re.compile(r"^Files=(\d+), Tests=\d+")
+_UNIT_END = re.compile(r"^swemint-unit: (\S+) exit (\d+)\s*$")
+
+
+def _prove_status(text: str) -> TestStatus | None:
+    if _PROVE_PASS.match(text) or _PROVE_OK_AFTER.match(text):
+        return TestStatus.PASSED
+    if _PROVE_SKIP.match(text):
+        return TestStatus.SKIPPED
+    if _PROVE_FAIL.match(text):
+        return TestStatus.FAILED
+    return None
+
+
+def per_file_report(lines: list[str]) -> tuple[dict[str, TestStatus], list[str]]:
+    """The per-file results of one unit's report lines (module docstring): ``{file: status}``
+    (several statuses for one file combine to the worst) and the anomalies (counts the tools
+    printed that the lines do not reach). Lines that are no report line are ignored."""
+    out: dict[str, TestStatus] = {}
+    anomalies: list[str] = []
+    counted = {"cram # Ran": 0, "prove Files=": 0, "automake # TOTAL": 0}
+    totals: dict[str, int] = {}
+    opened: list[str] = []  # prove files whose header came without a status yet
+    current: str | None = None  # the prove file whose status lines follow
+
+    def put(name: str, st: TestStatus) -> None:
+        out[name] = worse(out.get(name), st)
+
+    def total(what: str, n: str) -> None:
+        totals[what] = totals.get(what, 0) + int(n)
+
+    for line in lines:
+        if m := _CRAM.match(line):
+            put(m.group(1), _CRAM_WORD[m.group(2)])
+            counted["cram # Ran"] += 1
+        elif m := _CRAM_RAN.match(line):
+            total("cram # Ran", m.group(1))
+        elif m := _PROVE_FILES.match(line):
+            total("prove Files=", m.group(1))
+            current = None
+        elif m := _AM_TOTAL.match(line):
+            total("automake # TOTAL", m.group(1))
+        elif m := _AUTOMAKE.match(line):
+            put(m.group(2), _AM_WORD[m.group(1)])
+            counted["automake # TOTAL"] += 1
+        elif m := _PROVE_HEAD.match(line):
+            current = m.group(1)
+            counted["prove Files="] += 1
+            st = _prove_status(m.group(2) or "")
+            if st is None:
+                opened.append(current)
+            else:
+                put(current, st)
+        elif current is not None and (st := _prove_status(line)) is not None:
+            if current in opened:
+                opened.remove(current)
+            put(current, st)
+    for name in opened:  # no status line: the tool was stopped while it ran
+        put(name, TestStatus.FAILED)
+    for what, n in totals.items():
+        if n != counted[what]:
+            anomalies.append(f"{what}: the runner reports {n}, {counted[what]} parsed")
+    return out, anomalies
+
+
+@report_parser()
+def parse_unit_report_log(text: str) -> Result:
+    """Parse `units_command`'s output (module docstring): per unit its per-file report, else
+    its exit status."""
+    res = Result(source="log")
+    block: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("|: "):
+            block.append(line[3:])
+            continue
+        m = _UNIT_END.match(line)
+        if not m:
+            continue
+        unit, rc = m.group(1), int(m.group(2))
+        files, anomalies = per_file_report(block)
+        block = []
+        res.anomalies += [f"{unit}: {a}" for a in anomalies]
+        for name, st in files.items():
+            res.add(name, st)
+        if not files:
+            res.add(unit, TestStatus.PASSED if rc == 0 else TestStatus.FAILED)
+        elif rc != 0 and not any(st in (TestStatus.FAILED, TestStatus.ERROR) for st in files.values()):
+            res.add(unit, TestStatus.FAILED)
+    return res
+
+
+PARSERS = {"unit_report_log": parse_unit_report_log}
+"""This module's parsers by the name a row stores (collected by `envpool.testrun.registry`)."""

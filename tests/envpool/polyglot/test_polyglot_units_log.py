@@ -1,0 +1,58 @@
+"""swemint's units runner output (`unit_report_log`, envpool.testrun.polyglot.units_log): a unit
+whose tool reports each file (cram -v, prove, automake's harness) is graded per file; a unit with
+no such report by its exit status. The golden is a real run (tests/data/polyglot/regenerate_units.sh:
+cram 0.7, prove 3.44, make)."""
+
+from __future__ import annotations
+
+from envpool.grading import grade
+from envpool.testrun.polyglot.units_log import parse_unit_report_log, per_file_report
+from envpool.testrun.registry import anomalies
+
+
+def _st(rep) -> dict[str, str]:
+    return {k: v.value for k, v in rep.statuses.items()}
+
+
+def test_each_file_of_a_reporting_unit_is_a_result_and_a_silent_unit_is_one(golden):
+    text = golden("unit_report.log").decode()
+    rep = parse_unit_report_log(text)
+    assert rep.tests_ran and not anomalies("unit_report_log", text)
+    assert _st(rep) == {
+        "tests/a.t": "PASSED", "tests/b.t": "FAILED", "tests/s.t": "SKIPPED",   # cram, asked for -v
+        "t/a.t": "PASSED", "t/b.t": "FAILED", "t/c.t": "SKIPPED", "t/d.t": "FAILED",  # prove and prove -v
+        "plain": "FAILED"}  # no per-file report: its exit status
+    assert "test" not in rep.statuses and "prove" not in rep.statuses  # the units themselves are not results
+
+
+def test_a_cut_report_is_an_anomaly_and_an_open_prove_file_failed():
+    cut = ["tests/a.t: passed", "# Ran 2 tests, 0 skipped, 0 failed."]
+    assert per_file_report(cut)[1] == ["cram # Ran: the runner reports 2, 1 parsed"]
+    stopped = ["t/a.t .. ok", "t/b.t .. "]  # prove killed while t/b.t ran
+    assert {k: v.value for k, v in per_file_report(stopped)[0].items()} == {"t/a.t": "PASSED", "t/b.t": "FAILED"}
+    # lines the shell's loose filter lets through that are no report line are ignored
+    assert per_file_report(["checking for gcc... gcc", "ok 1 - inner TAP", "make: ok"]) == ({}, [])
+
+
+def test_a_unit_that_fails_outside_its_files_is_one_more_failed_result():
+    text = "|: tests/a.t: passed\n|: # Ran 1 tests, 0 skipped, 0 failed.\nswemint-unit: test exit 2\nFAIL  test\n"
+    assert _st(parse_unit_report_log(text)) == {"tests/a.t": "PASSED", "test": "FAILED"}
+
+
+def _side(*files: tuple[str, str]) -> str:
+    lines = [f"|: {f}: {s}" for f, s in files]
+    failed = sum(s == "failed" for _, s in files)
+    return "\n".join([*lines, f"|: # Ran {len(files)} tests, 0 skipped, {failed} failed.",
+                      f"swemint-unit: test exit {2 if failed else 0}", ""])
+
+
+def test_one_unrelated_failing_file_no_longer_hides_the_fix():
+    """S13 (the_silver_searcher-1389's shape): `make test` runs every cram file; an unrelated file
+    fails on both sides. By exit status `test` is FAILED on both sides (no FAIL_TO_PASS); per file
+    the touched file is FAIL_TO_PASS and the passing others PASS_TO_PASS."""
+    before = parse_unit_report_log(_side(("tests/touched.t", "failed"), ("tests/other.t", "passed"),
+                                         ("tests/broken.t", "failed")))
+    after = parse_unit_report_log(_side(("tests/touched.t", "passed"), ("tests/other.t", "passed"),
+                                        ("tests/broken.t", "failed")))
+    g = grade([before], [after])
+    assert g.FAIL_TO_PASS == ["tests/touched.t"] and g.PASS_TO_PASS == ["tests/other.t"]
