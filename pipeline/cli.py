@@ -22,8 +22,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
 from rich.table import Table
 
 from envpool.errors import SwemintError
-from pipeline.cli_common import (MODE, JsonOut, Quiet, Verbose, console, conventions, emit, err_console, escape,
-                                 fail, os_error_line, require_workdir, version_callback, warn)
+from pipeline.cli_common import (MODE, JsonOut, Quiet, Verbose, console, conventions, dataset_workdir, emit,
+                                 err_console, escape, fail, os_error_line, require_workdir, version_callback, warn)
 from pipeline.config import DEFAULT_CONFIG, PipelineConfig, load_config
 from pipeline.configerrors import explain
 
@@ -528,7 +528,8 @@ def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
                                              "all_outcomes (only verified rows are graded)")] = "verified",
           out: Annotated[Optional[Path], typer.Option(
               "--out", "--report-dir", "--report_dir", help="Reports folder",
-              show_default="WORKDIR/evaluations/RUN_ID, or ./evaluations/RUN_ID with a dataset and no -w")] = None,
+              show_default="WORKDIR/evaluations/RUN_ID; with a DATASET and no -w: the evaluations/RUN_ID of the "
+                           "work directory holding it, else ./evaluations/RUN_ID")] = None,
           run_id: Annotated[str, typer.Option("--run-id", "--run_id", "-id", help="Names the reports folder")] = "eval",
           workers: Annotated[Optional[int], typer.Option(
               "--workers", "-j", "--max_workers", "--max-workers", help="Instances graded at once",
@@ -610,8 +611,9 @@ def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
     if unknown:
         warn(f"{len(unknown)} prediction(s) name ids not in the dataset (not graded): {', '.join(unknown[:10])}"
              f"{' ...' if len(unknown) > 10 else ''}")
-    if out is None:
-        out = (cfg.workdir if workdir is not None or dataset is None else Path.cwd()) / "evaluations" / run_id
+    if out is None:  # next to the work directory's other reports when there is one (`swemint report` shows them)
+        home = cfg.workdir if workdir is not None or dataset is None else dataset_workdir(dataset) or Path.cwd()
+        out = home / "evaluations" / run_id
     limits = {"cpus": cfg.mint.limits.cpus, "memory": cfg.mint.limits.memory, "pids": cfg.mint.limits.pids}
     flight = InFlight()
     with progress_bar() as progress:

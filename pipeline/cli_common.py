@@ -196,6 +196,16 @@ def is_workdir(path: Path) -> bool:
     return path.is_dir() and any((path / m).exists() for m in WORKDIR_MARKERS)
 
 
+def dataset_workdir(dataset: Path) -> Path | None:
+    """The work directory a dataset lies in, or None: `dataset` is a dataset folder (or a parquet
+    file in one) whose parent is a work directory by a marker other than the dataset folder itself
+    (`WORKDIR/dataset` as `swemint mint` and `export` write it). A folder merely holding a
+    `dataset` folder (a copy someone downloaded) is not one."""
+    folder = dataset if dataset.is_dir() else dataset.parent
+    parent = folder.absolute().parent
+    return parent if any((parent / m).exists() for m in WORKDIR_MARKERS if m != "dataset") else None
+
+
 def require_workdir(path: Path, command: str) -> Path:
     """`path` when it is a work directory; else exit 2 with one line: missing, not a folder, or
     a folder swemint never wrote to (a mistyped path). Read-only commands call it so that they

@@ -170,6 +170,31 @@ def test_eval_takes_swebench_spellings(dataset):
     assert json.loads((d / "rep" / "report.json").read_text())["resolved_instances"] == 2
 
 
+def test_eval_of_a_work_directorys_dataset_reports_into_that_work_directory(dataset, monkeypatch):
+    """`swemint eval WORKDIR/dataset --gold` with no -w: the reports go to WORKDIR/evaluations/RUN_ID
+    (beside the other runs, which `swemint report` shows), not into the current folder; a folder that
+    merely holds a `dataset` folder is not a work directory (./evaluations/RUN_ID as before)."""
+    d, graded = dataset
+    work = d / "work"
+    (work / "instances").mkdir(parents=True)
+    (d / "ds").rename(work / "dataset")
+    here = d / "elsewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    r = runner.invoke(app, ["eval", str(work / "dataset"), "--gold", "--run-id", "g", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["report"] == str(work / "evaluations" / "g" / "report.json")
+    assert (work / "evaluations" / "g" / "report.json").is_file() and not (here / "evaluations").exists()
+    r = runner.invoke(app, ["eval", str(work / "dataset" / "verified.parquet"), "--gold", "--run-id", "p"])
+    assert r.exit_code == 0 and (work / "evaluations" / "p" / "report.json").is_file()
+    copy = d / "download"
+    copy.mkdir()
+    (work / "dataset").rename(copy / "dataset")
+    r = runner.invoke(app, ["eval", str(copy / "dataset"), "--gold", "--run-id", "c"])
+    assert r.exit_code == 0, r.stderr
+    assert (here / "evaluations" / "c" / "report.json").is_file() and not (copy / "evaluations").exists()
+
+
 def test_eval_unknown_ids(dataset):
     d, graded = dataset
     one_line_error(runner.invoke(app, ["eval", "-d", str(d / "ds"), "-p", "gold", "--ids", "nope-1"]), 2,
