@@ -180,6 +180,19 @@ def progress_bar(bar: bool = True) -> Progress:
     return Progress(*cols, console=console, disable=MODE.quiet or MODE.json)
 
 
+def finished_line(progress: Progress, task, iid: str, note: str) -> None:
+    """After `progress` advanced: when its console is not a terminal (output sent to a file or a
+    pipe, where rich draws the display only once, when it stops), print one plain line per finished
+    instance, `<done>/<total> <iid>: <note> (<elapsed>s)`, so that a log shows the run as it goes.
+    Nothing on a terminal (the live display is there) or when the display is off (-q, --json)."""
+    if progress.disable or progress.console.is_terminal:
+        return
+    t = next(t for t in progress.tasks if t.id == task)
+    total = "?" if t.total is None else f"{t.total:.0f}"
+    progress.console.print(f"{t.completed:.0f}/{total} {escape(iid)}: {escape(note)} ({t.elapsed or 0:.0f}s)",
+                           soft_wrap=True, highlight=False)
+
+
 def _run(cfg: PipelineConfig, mint_fn=None, command: str = "mint"):
     from pipeline.driver import run_mint
 
@@ -199,6 +212,7 @@ def _run(cfg: PipelineConfig, mint_fn=None, command: str = "mint"):
         def done(res) -> None:
             flight.end(res.instance_id, res.outcome)
             progress.update(task, advance=1, flight=flight.text())
+            finished_line(progress, task, res.instance_id, res.outcome)
 
         try:
             report = run_mint(cfg, mint_fn=mint_fn, on_plan=plan, on_result=done, on_start=started)
@@ -624,8 +638,10 @@ def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
             progress.update(task, flight=flight.text())
 
         def done(r) -> None:
-            flight.end(r.instance_id, "resolved" if r.resolved else "error" if r.error else "unresolved")
+            note = "resolved" if r.resolved else "error" if r.error else "unresolved"
+            flight.end(r.instance_id, note)
             progress.update(task, advance=1, flight=flight.text())
+            finished_line(progress, task, r.instance_id, note)
 
         report = evaluate(rows, preds, out, workers=cfg.workers, timeout=timeout, run_id=f"{cfg.mint.run_id}-eval",
                           limits=limits, on_result=done, on_start=started)
@@ -842,6 +858,7 @@ def run_chain(cfg: PipelineConfig, mint_fn=None):
         def done(res) -> None:
             flight.end(res.instance_id, res.outcome)
             progress.update(task, advance=1, flight=flight.text())
+            finished_line(progress, task, res.instance_id, res.outcome)
 
         try:
             report = run_flow(cfg, mint_fn=mint_fn, on_result=done, on_start=started)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import types
@@ -136,6 +137,23 @@ def test_demo_mints_what_make_demo_made(setup, monkeypatch):
                                  "mint_function=fake_minter:mint_instance"])
     assert r.exit_code == 0, r.output
     assert made == [d / "w2" / "demo"] and (d / "w2" / "dataset" / "verified.parquet").exists()
+
+
+def test_output_to_a_file_shows_each_finished_instance_as_it_goes(setup):
+    """Output not on a terminal (CliRunner's, like `run.sh > log`): rich draws its display only when
+    it stops, so each finished instance gets one plain line, before the summary table; -q prints none."""
+    d = setup
+    r = CliRunner().invoke(app, mint_args(d))
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    done = [n for n, x in enumerate(lines) if re.match(r"[123]/3 octo__proj-[123]: [a-z_]+ \(\d+s\)$", x)]
+    assert sorted(lines[n].split(" ")[1] for n in done) == ["octo__proj-1:", "octo__proj-2:", "octo__proj-3:"]
+    assert "1/3 " in lines[done[0]] and "3/3 " in lines[done[-1]]
+    assert "octo__proj-1: verified" in r.output and "octo__proj-3: infra_error" in r.output
+    assert done[-1] < next(n for n, x in enumerate(lines) if "instance_id" in x and "outcome" in x)  # the table
+    r = CliRunner().invoke(app, mint_args(d, "-q"))  # the infra_error rows run again
+    assert "infra_error" in json.loads((d / "work" / "summary.json").read_text())["outcomes_this_run"]
+    assert not re.search(r"^\d/\d octo__proj", r.output, re.M)
 
 
 def test_help_has_examples_and_bad_config_exits_2(setup):

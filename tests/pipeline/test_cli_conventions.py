@@ -5,6 +5,7 @@ swebench's spellings for `eval`, `run --repo`, and a non-zero exit with one line
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -187,6 +188,7 @@ def test_eval_of_a_work_directorys_dataset_reports_into_that_work_directory(data
     assert (work / "evaluations" / "g" / "report.json").is_file() and not (here / "evaluations").exists()
     r = runner.invoke(app, ["eval", str(work / "dataset" / "verified.parquet"), "--gold", "--run-id", "p"])
     assert r.exit_code == 0 and (work / "evaluations" / "p" / "report.json").is_file()
+    assert re.search(r"^2/2 o__p-[12]: resolved \(\d+s\)$", r.stdout, re.M)  # a line per graded row (not a tty)
     copy = d / "download"
     copy.mkdir()
     (work / "dataset").rename(copy / "dataset")
