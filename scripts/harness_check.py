@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="verified")
     ap.add_argument("--ids", default="", help="comma-separated instance ids (default: every row)")
     ap.add_argument("--kinds", default="gold,empty,noop")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", "-j", type=int, default=2, help="instances at once (swebench eval's -j)")
     ap.add_argument("--timeout", type=int, default=1800)
     a = ap.parse_args(argv)
     rows = pq.read_table(a.dataset / f"{a.split}.parquet").to_pylist()
