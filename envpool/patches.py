@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from envpool.errors import PatchApplyError
 from envpool.sandbox import Sandbox
-from envpool.testpaths import TestPathRules, rules_for
+from envpool.testpaths import TestPathRules, role, rules_for
 
 PATCH_DIR = "/tmp/swemint/patches"
 """Where patch files are written in the sandbox (outside the repository)."""
@@ -383,22 +383,12 @@ def split_patch(diff: str, rules: TestPathRules | None = None) -> tuple[str, str
 
 
 def test_files_to_run(test_patch: str) -> list[str]:
-    """Python test modules to hand to pytest from a test_patch, in order: `.py` files the patch
-    leaves in the tree (`paths_after`) that are named like tests (`test_*.py`, `*_test.py`, `tests.py`) or sit in a
-    test folder (`tests/unittest_x.py`), except conftest.py, __init__.py and data/fixture folders."""
-    out = []
-    for p in paths_after(test_patch):  # not a deleted file, not a rename's old name
-        path = PurePosixPath(p)
-        name = path.name
-        if not name.endswith(".py") or name in ("conftest.py", "__init__.py", "setup.py"):
-            continue
-        named_like_test = name.startswith("test") or name.endswith(("_test.py", "_tests.py"))
-        # e.g. astroid's tests/unittest_brain.py: a module in a test folder, outside data/fixtures
-        in_test_dir = any(part.lower() in ("test", "tests", "testing") for part in path.parts[:-1]) and \
-            not any(part.lower() in ("data", "fixtures", "testdata", "helpers") for part in path.parts[:-1])
-        if named_like_test or in_test_dir:
-            out.append(p)
-    return out
+    """Python test modules to hand to pytest from a test_patch, in order: the files the patch
+    leaves in the tree (`paths_after`) in the Python group's `run` role of the one rule set
+    (`envpool.testpaths.role`): `.py` files named like tests (`test*.py`, `*_test.py`,
+    `*_tests.py`) or in a test folder (`tests/unittest_x.py`) outside its data/fixture/helper
+    folders; never conftest.py, __init__.py or setup.py."""
+    return role("python", "run").select(paths_after(test_patch))  # not a deleted file, not a rename's old name
 
 
 test_files_to_run.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

@@ -16,7 +16,10 @@ every group). Everything that asks "is this a test path?" reads these rules:
   side (`reset_tree`, run in the sandbox by the status tool: the minter's after side, `swemint
   eval`, a row's test_command and exported eval script), the SWE-bench harness's reset of the
   test files generalised to every test path;
-- the ecosystems' choice of test files (`is_test_file`, `in_test_dir`).
+- the ecosystems' choice of test files (`is_test_file`, `in_test_dir`), and where an ecosystem
+  means something narrower than "a test path" -- the test modules pytest is handed, the classes
+  Surefire runs, the scripts a C project's test units run -- a named `role` of its group
+  (`role(group, name)`, `Role`): ordered include/exclude entries in the same file.
 
 This module is stdlib only: the status tool every environment image carries
 (`envpool.testrun.statuslines`, `python3 -I -S` >= 3.9) packs it with the rules as JSON and runs
@@ -39,8 +42,11 @@ from pathlib import PurePosixPath
 RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(globals().get("__file__", "."))), "testpaths.yaml")
 """The rule set (YAML). (`globals().get`: inside a sandbox this source runs without a file.)"""
 
-KINDS = ("dirs", "paths", "names", "support", "config")
+KINDS = ("dirs", "paths", "names", "support", "config", "roles")
 """The keys a group may have."""
+
+MATCHERS = ("dirs", "paths", "names", "stems", "suffixes")
+"""The keys of a role entry's matcher (`Role`)."""
 
 DEPENDENCY_DIRS = ("node_modules", "vendor", "bower_components", ".bundle", "target", ".gradle", ".venv",
                    "venv", "__pycache__", ".tox", ".nox", ".git")
@@ -96,10 +102,31 @@ def check_rule_data(data: object) -> None:
                     re.compile(rx)
                 except re.error as e:
                     raise RuleSetError(f"group {name!r}: bad regex {rx!r}: {e}") from e
+        roles = group.get("roles", {})
+        if not isinstance(roles, dict):
+            raise RuleSetError(f"group {name!r}: roles must map a role name to its entries")
+        for rname, entries in roles.items():
+            _check_role(f"group {name!r} role {rname!r}", entries)
     for lang, groups in (data.get("languages") or {}).items():
         unknown = [g for g in groups if g not in data["groups"]]
         if unknown:
             raise RuleSetError(f"language {lang!r} names unknown groups {unknown}")
+
+
+def _check_role(where: str, entries: object) -> None:
+    """Raise RuleSetError unless `entries` is a non-empty list of {include|exclude: matcher},
+    each matcher a non-empty mapping of `MATCHERS` keys to lists of non-empty strings."""
+    if not isinstance(entries, list) or not entries:
+        raise RuleSetError(f"{where}: a role is a non-empty list of include/exclude entries")
+    for entry in entries:
+        if not isinstance(entry, dict) or len(entry) != 1 or next(iter(entry)) not in ("include", "exclude"):
+            raise RuleSetError(f"{where}: each entry is one `include:` or `exclude:` mapping, not {entry!r}")
+        matcher = next(iter(entry.values()))
+        if not isinstance(matcher, dict) or not matcher or set(matcher) - set(MATCHERS):
+            raise RuleSetError(f"{where}: a matcher has some of the keys {list(MATCHERS)}, not {matcher!r}")
+        for key, values in matcher.items():
+            if not isinstance(values, list) or not values or not all(isinstance(x, str) and x for x in values):
+                raise RuleSetError(f"{where}: {key} must be a non-empty list of non-empty strings")
 
 
 def _glob_regex(glob: str) -> str:
@@ -248,6 +275,95 @@ class TestPathRules:
         if self.is_support(path):
             return "support"
         return "config" if self.config_rules(path) else None
+
+
+class Role:
+    """A named subset of paths one ecosystem asks for (a group's `roles` in the rule set): an
+    ordered list of entries, each `include` or `exclude` with a matcher; the first entry whose
+    matcher matches decides, a path no entry matches is not in the role. A matcher matches when
+    every key it has matches (keys and their lists as in the groups):
+
+    - `dirs`: a folder of the path (any level, case-insensitive, globs allowed) is one of these;
+    - `paths`: the whole path matches one of these globs (`**` spans folders; case-sensitive);
+    - `names`: the file name matches one of these globs (case-sensitive);
+    - `stems`: the file name without its last extension (`FooTest` of `FooTest.java`) does;
+    - `suffixes`: the path ends with one of these strings.
+
+    Args:
+        name: for messages, `group.role`.
+        entries: the role's entries (`check_rule_data` has checked their shape).
+    """
+
+    def __init__(self, name: str, entries: list):
+        self.name = name
+        self.entries = [(kind == "include", _Matcher(m)) for e in entries for kind, m in e.items()]
+
+    def matches(self, path: str) -> bool:
+        """True when `path` (relative, `/`-separated) is in the role."""
+        for include, matcher in self.entries:
+            if matcher.matches(path):
+                return include
+        return False
+
+    def select(self, paths) -> list[str]:
+        """The paths of `paths` in the role, in their order."""
+        return [p for p in paths if self.matches(p)]
+
+    def pathspec_globs(self) -> list[str]:
+        """The role as path globs for git's `:(glob)` pathspecs (same `**` meaning): only a role
+        made of `include` entries with `paths` alone can be. Raises ValueError otherwise."""
+        if not all(include and set(m.keys) == {"paths"} for include, m in self.entries):
+            raise ValueError(f"test-path role {self.name}: only include entries with `paths` alone are git globs")
+        return [g for _, m in self.entries for g in m.globs]
+
+
+class _Matcher:
+    """One role entry's matcher (`Role`'s keys)."""
+
+    def __init__(self, spec: dict):
+        self.keys = sorted(spec)
+        dirs = [d.lower() for d in spec.get("dirs", [])]
+        self.dir_exact = {d for d in dirs if not any(c in d for c in "*?[")}
+        self.dir_globs = [d for d in dirs if d not in self.dir_exact]
+        self.globs = list(spec.get("paths", []))
+        self.paths = _any_regex(_glob_regex(p) for p in self.globs) if "paths" in spec else None
+        self.names = spec.get("names")
+        self.stems = spec.get("stems")
+        self.suffixes = tuple(spec["suffixes"]) if "suffixes" in spec else None
+
+    def matches(self, path: str) -> bool:
+        p = PurePosixPath(path)
+        if self.suffixes is not None and not path.endswith(self.suffixes):
+            return False
+        if self.names is not None and not any(fnmatch.fnmatchcase(p.name, g) for g in self.names):
+            return False
+        if self.stems is not None and not any(fnmatch.fnmatchcase(p.stem, g) for g in self.stems):
+            return False
+        if self.paths is not None and not self.paths.fullmatch(path):
+            return False
+        if self.dir_exact or self.dir_globs:
+            folders = [d.lower() for d in p.parts[:-1]]
+            if not any(d in self.dir_exact or any(fnmatch.fnmatchcase(d, g) for g in self.dir_globs)
+                       for d in folders):
+                return False
+        return True
+
+
+def role(group: str, name: str, data: dict | None = None) -> Role:
+    """The role `name` of `group` in the rule set (`data`; default the packaged one, compiled
+    once). Raises KeyError naming the group and role when the rule set has no such role."""
+    if data is None:
+        return _packaged_role(group, name)
+    try:
+        entries = data["groups"][group]["roles"][name]
+    except KeyError:
+        raise KeyError(f"the test-path rules have no role {name!r} in group {group!r}") from None
+    return Role(f"{group}.{name}", entries)
+
+
+@functools.lru_cache(maxsize=64)
+def _packaged_role(group: str, name: str) -> Role:
+    return role(group, name, packaged_rules())
 
 
 @functools.lru_cache(maxsize=1)

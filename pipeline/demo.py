@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from envpool.patches import is_test_path
 from envpool.resources import resource
 
 DEMO_SOURCE = resource("data/demo")
@@ -78,10 +79,9 @@ def _commit(work: Path, message: str, date: int) -> str:
 
 
 def _is_test_path(rel: str) -> bool:
-    parts = rel.split("/")
-    name = parts[-1]
-    return ("tests" in parts[:-1] or "test" in parts[:-1] or name.startswith("test_")
-            or name.endswith("_test.py") or name == "conftest.py")
+    """A test path of a (Python) demo repository by the one test-path rule set, as the sources'
+    split of its PR into patch / test_patch decides (`envpool.patches.is_test_path`)."""
+    return is_test_path(rel, "python")
 
 
 def demo_repositories(source: Path | None = None) -> list[Path]:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from agents.gitrepo import GitTree
+from envpool.testpaths import role
 
 __all__ = ["MAX_SIBLINGS", "MAX_TOUCHED", "UNIT_SECONDS", "Rule", "Unit", "UnitSuite", "find_units",
            "makefile_rules", "is_test_target", "units_command", "REPORT_ENV"]
@@ -59,8 +60,6 @@ UNIT_SECONDS = 600
 MAKEFILES = ("Makefile", "makefile", "GNUmakefile", "Makefile.am")
 SCRIPT_SUFFIXES = {".sh": "bash", ".bash": "bash", ".py": "python3", ".pl": "perl", ".tcl": "tclsh",
                    ".exp": "expect", ".bats": "bats", ".rb": "ruby"}
-_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|testing|testsuite|t|checks?|spec)(?:/|$)", re.I)
-_TEST_NAME = re.compile(r"(?:^|[-_.])tests?(?:[-_.]|$)|^test", re.I)
 _TEST_TARGET = re.compile(r"^(?:tests?|check|checks|unittests?|unit-tests?)(?:[-_.][\w.+-]+)?$|"
                           r"^[\w.+-]+[-_.](?:tests?|check)$", re.I)
 _NOT_TARGET = re.compile(r"^(?:\.|%)|\$|/")
@@ -201,8 +200,9 @@ def _ci_targets(tree: GitTree) -> dict[tuple[str, str], str]:
 
 
 def _script(tree: GitTree, path: str) -> bool:
-    p = PurePosixPath(path)
-    return p.suffix in SCRIPT_SUFFIXES and bool(_TEST_DIR.search(path) or _TEST_NAME.search(p.name))
+    """A test script: a script (`SCRIPT_SUFFIXES`) in the C-family group's `script` role of the
+    one test-path rule set (`envpool.testpaths`: in a test folder or named like a test)."""
+    return PurePosixPath(path).suffix in SCRIPT_SUFFIXES and role("cfamily", "script").matches(path)
 
 
 def _suite_root(tree: GitTree, path: str) -> str:

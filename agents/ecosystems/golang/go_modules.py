@@ -178,7 +178,7 @@ def lock_pins(tree: GitTree) -> list[str]:
 
 def _import_path(tree: GitTree, repo: str) -> str:
     for p in tree.files:
-        if "/" not in p and p.endswith(".go") and not p.endswith("_test.go"):
+        if "/" not in p and p.endswith(".go") and not _RULES.is_test_file(p):
             m = _IMPORT_COMMENT.search(tree.read(p, limit=200_000) or "")
             if m:
                 return m.group(1)

@@ -338,7 +338,7 @@ class JavaEcosystem(Ecosystem):
         facts = java_facts(tree, None)
         choice, notes = self._jdk(facts, images, req, iid)
         env = {**jtc.java_env(choice.route), "ANT_OPTS": jtc.java_env(choice.route)["MAVEN_OPTS"]}
-        classes = ant.touched_test_classes(touched, recipe()["test_class_patterns"])
+        classes = ant.touched_test_classes(touched)
         props = ant.selection(build, target, classes)
         extra = shell_args(req.test_args)
         run = ant.ant_command(target, props, build.ivy) + "".join(f" {a}" for a in extra)

@@ -39,6 +39,7 @@ from urllib.parse import urlparse
 
 from agents.ecosystems.java.maven_ci import ci_run_texts
 from agents.gitrepo import GitTree
+from envpool.testpaths import role
 
 __all__ = ["AntBuild", "AntTarget", "REPORT", "TEST_RUNNERS", "ant_build", "ant_command", "ci_ant_targets",
            "test_target"]
@@ -262,20 +263,16 @@ def setup_command(run: str) -> str:
             f"head -n 5; fi; [ $rc -eq 0 ] || grep -qE {shlex.quote(TESTS_RAN)} {log}")
 
 
-_JAVA_TEST = re.compile(r"(?:^|/)([A-Z][\w$]*)\.java$")
+_JAVA_CLASS = re.compile(r"(?:^|/)([A-Z][\w$]*)\.java$")
+"""A Java source file whose name is a class name (``Foo.java``, not ``package-info.java``)."""
 
 
-def touched_test_classes(touched: list[str], patterns: list[str]) -> list[str]:
-    """Simple names of the touched ``.java`` files whose name matches one of `patterns`
-    (fnmatch, the Surefire-style test class patterns of the recipe), sorted."""
-    import fnmatch
-
-    out = set()
-    for p in touched:
-        m = _JAVA_TEST.search(p)
-        if m and any(fnmatch.fnmatchcase(m.group(1), pat) for pat in patterns):
-            out.add(m.group(1))
-    return sorted(out)
+def touched_test_classes(touched: list[str]) -> list[str]:
+    """Simple names of the touched ``.java`` class files that are test classes the runners
+    take by default (the Java group's `class` role of the one test-path rule set,
+    `envpool.testpaths`: ``Test*``, ``*Test``, ``*Tests``, ``*TestCase``, ``*IT``), sorted."""
+    runnable = role("java", "class")
+    return sorted({m.group(1) for p in touched if (m := _JAVA_CLASS.search(p)) and runnable.matches(p)})
 
 
 def selection(build: AntBuild, target: str, classes: list[str]) -> dict[str, str]:

@@ -4,31 +4,25 @@ selection, Maven's flags, and test sources fixed for an API the patch changes.""
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
 import shlex
+from pathlib import PurePosixPath
+
 from agents.gitrepo import GitTree
 from envpool.patches import changed_lines
 from agents.ecosystems.java.java_recipe import recipe
-
-
-_TEST_SOURCE = re.compile(r"(?:^|/)src/(?:test|it|integration-test)\w*/(?:java|kotlin|groovy|scala)/(.+)\."
-                          r"(?:java|kt|groovy|scala)$")
+from envpool.testpaths import role
 
 
 def test_classes(touched: list[str]) -> dict[str, list[str]]:
-    """Touched test source files -> {file: [simple class name]}, only classes matching Surefire's
-    default includes (`test_class_patterns`); other test sources (helpers) map to []."""
-    out: dict[str, list[str]] = {}
-    for path in touched:
-        m = _TEST_SOURCE.search(path)
-        if not m:
-            continue
-        name = posixpath.basename(m.group(1))
-        ok = any(fnmatch.fnmatchcase(name, p) for p in recipe()["test_class_patterns"])
-        out[path] = [name] if ok else []
-    return out
+    """Touched test source files -> {file: [simple class name]}: the files in the Java group's
+    `source` role of the one test-path rule set (`envpool.testpaths`: a JVM source under a
+    Maven/Gradle test source set, ``src/test*/java/...``); a class the runners take by default
+    (the `class` role: Surefire's includes and Failsafe's ``*IT``) maps to its name, other test
+    sources (helpers) to []."""
+    source, runnable = role("java", "source"), role("java", "class")
+    return {p: [PurePosixPath(p).stem] if runnable.matches(p) else [] for p in touched if source.matches(p)}
 
 
 def warm_up_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> list[str]:
@@ -64,7 +58,8 @@ def package_classes(tree: GitTree, tests: dict[str, list[str]], module_of) -> li
     for path in tests:
         folders.setdefault(posixpath.dirname(path), set()).add(module_of(path))
     near = [f for f in tree.files if (mods := folders.get(posixpath.dirname(f))) and module_of(f) in mods]
-    found = {c for cs in test_classes(near).values() for c in cs if not fnmatch.fnmatchcase(c, "*IT")}
+    integration = role("java", "integration")
+    found = {c for p, cs in test_classes(near).items() for c in cs if not integration.matches(p)}
     return sorted(found | {c for cs in tests.values() for c in cs})
 
 

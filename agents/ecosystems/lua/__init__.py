@@ -24,6 +24,7 @@ from agents.gitrepo import GitTree
 from agents.models import Instance
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
+from envpool.testpaths import role
 
 __all__ = ["ECOSYSTEM", "REPORT", "Lua"]
 
@@ -32,7 +33,9 @@ REPORT = "/tmp/swemint-busted.json"
 
 
 def _spec_files(paths: list[str]) -> list[str]:
-    return [p for p in paths if p.endswith("_spec.lua")]
+    """The busted spec files of `paths` (the Lua group's `run` role of the one test-path rule
+    set, `envpool.testpaths`: ``*_spec.lua``), in order."""
+    return role("lua", "run").select(paths)
 
 
 class Lua(Ecosystem):

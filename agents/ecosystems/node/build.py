@@ -22,7 +22,8 @@ not null means the tests import sources (vuejs/core), and no build is run.
 The step runs at setup (after the install, with the network) and again before every test run
 where the side's patches changed non-test files (`rebuild_guard`): the sources under test are
 compiled after the patch, as the project's CI builds before it tests. Which files count as test
-files: ``build.test_pathspecs`` (git pathspecs). The tree the setup build saw (a git tree id of
+files: the JS/TS group's `not_built` role of the one test-path rule set (`envpool.testpaths`), as
+git pathspecs. The tree the setup build saw (a git tree id of
 the working tree's non-test files, `tree_id`) is recorded in the image (`STATUS_FILE`) and
 compared, so build outputs that are not git-ignored, and setup's own edits (committed after
 setup), never force a rebuild on the before side.
@@ -40,6 +41,7 @@ import yaml
 
 from agents.ecosystems.node.manifest import package_scripts, read_json, recipe
 from agents.untrusted_yaml import load_untrusted_yaml
+from envpool.testpaths import role
 
 STATUS_FILE = "/opt/swemint-node/build.status"
 """The git tree id of /testbed's non-test files right after the setup build (`tree_id`)."""
@@ -203,7 +205,7 @@ def build_step(tree, pkg: dict, pm: str, runner: str = "") -> BuildStep | None:
 
 
 def _specs() -> str:
-    return " ".join(shlex.quote(f":(glob,exclude){p}") for p in recipe()["build"]["test_pathspecs"])
+    return " ".join(shlex.quote(f":(glob,exclude){p}") for p in role("js", "not_built").pathspec_globs())
 
 
 def tree_id() -> str:

@@ -9,14 +9,9 @@ from pathlib import PurePosixPath
 
 
 from agents.ecosystems.node.manifest import package_deps, package_scripts, recipe
-from envpool.testpaths import TestPathRules
+from envpool.testpaths import role
 
 TEST_EXTS = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts", ".coffee")
-_NOT_TESTS = re.compile(r"(^|/)(__snapshots__|__fixtures__|fixtures?|__mocks__|node_modules|dist|"
-                        r"build|coverage)(/|$)")
-_TEST_DIR = re.compile(r"(^|/)(__tests__|tests?|specs?|__test__)(/|$)")
-_RULES = TestPathRules(None, ["js"])
-"""The JS/TS group of the one test-path rule set (`envpool.testpaths`): its test-file names."""
 _CONFIG = {
     "vitest": ("vitest.config", "vitest.workspace", "vite.config", "vitest.projects"),
     "jest": ("jest.config",),
@@ -117,16 +112,12 @@ def root_vitest_projects(tree) -> str | None:
 
 
 def select_test_files(touched: list[str]) -> list[str]:
-    """The touched paths that are JS/TS test files (under a test directory or named like a test
-    file by the rule set's JS/TS group, ``*.test.*``/``*-spec.*``...; never snapshots, fixtures,
-    mocks or build output)."""
-    out = []
-    for p in touched:
-        if not p.endswith(TEST_EXTS) or p.endswith(".d.ts") or _NOT_TESTS.search(p):
-            continue
-        if _RULES.is_test_file(p) or _TEST_DIR.search(p):
-            out.append(p)
-    return out
+    """The touched paths that are JS/TS test files: sources (`TEST_EXTS`) in the JS/TS group's
+    `run` role of the one test-path rule set (`envpool.testpaths`: named like a test file,
+    ``*.test.*``/``*-spec.*``..., or under a test directory; never declarations, snapshots,
+    fixtures, mocks, dependencies or build output), in touched order."""
+    run = role("js", "run")
+    return [p for p in touched if p.endswith(TEST_EXTS) and run.matches(p)]
 
 
 _FIXTURES = re.compile(r"^(?P<test>(?:.*/)?(?:__tests__|tests?|specs?))/(?:__fixtures__|fixtures?)/")

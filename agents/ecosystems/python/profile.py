@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.ecosystems.plans import RepoFacts
 from agents.gitrepo import GitTree
 from agents.untrusted_yaml import load_untrusted_yaml
+from envpool.testpaths import role
 
 TEST_EXTRA_NAMES = ("test", "tests", "testing", "test-all", "tests-all", "dev", "develop", "all",
                     "full", "optional")
@@ -250,8 +251,7 @@ def analyze_python(tree: GitTree) -> PythonProfile:
     for f in p.requirement_files[:4]:
         allreq += " " + (tree.read(f) or "")
     p.pytest_plugins = sorted(set(re.findall(r"\b(pytest-[a-z0-9-]+)", allreq.lower())))
-    if not any(f.endswith(".py") and (PurePosixPath(f).name.startswith("test") or f.endswith("_test.py"))
-               for f in files):
+    if not any(map(role("python", "collect").matches, files)):  # pytest's default python_files
         p.notes.append("no pytest-style test files found")
     return p
 

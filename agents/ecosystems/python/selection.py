@@ -10,12 +10,12 @@ holds pytest-style test modules.
 from __future__ import annotations
 
 import posixpath
-from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.gitrepo import GitTree
 from envpool.patches import files_in_patch, test_files_to_run
+from envpool.testpaths import role
 
 
 class TestConfig(BaseModel):
@@ -38,18 +38,15 @@ def configure_python_tests(test_patch: str) -> TestConfig:
     return TestConfig(test_files=list(dict.fromkeys(test_files_to_run(test_patch))))
 
 
-def _is_test_module(path: str) -> bool:
-    name = PurePosixPath(path).name
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
-
-
 def test_folders(tree: GitTree, test_patch: str) -> list[str]:
     """The folders (repository relative, in first-touched order) to run when no touched file is a
     test module: for each path the test_patch touches, the nearest folder at or above it that holds
-    pytest-style test modules (`test_*.py`, `*_test.py`) at the base commit or in the patch; the
-    repository root is never chosen (that is the whole suite)."""
+    pytest-style test modules (pytest's default `python_files`, `test_*.py` and `*_test.py`: the
+    Python group's `collect` role of the one rule set, `envpool.testpaths`) at the base commit or
+    in the patch; the repository root is never chosen (that is the whole suite)."""
     touched = files_in_patch(test_patch)
-    modules = {f for f in tree.files if _is_test_module(f)} | {f for f in touched if _is_test_module(f)}
+    collect = role("python", "collect")
+    modules = set(collect.select(tree.files)) | set(collect.select(touched))
     dirs_with_tests = {posixpath.dirname(f) for f in modules}
     out: list[str] = []
     for path in touched:

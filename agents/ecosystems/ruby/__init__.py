@@ -31,7 +31,6 @@ with PHP through `agents.ecosystems.debian`; the test helper `recipes/ruby_tests
 from __future__ import annotations
 
 import base64
-import re
 import shlex
 from pathlib import Path
 from agents.gitrepo import GitTree
@@ -39,13 +38,14 @@ from agents.models import Instance
 from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan
 from agents.ecosystems.debian import era_suite, era_time, from_debian, rubyphp_recipes, suites_from, suites_of_request
 from envpool.errors import EnvBuildError
+from envpool.testpaths import role
 from envpool.images import ImageConfig
 from envpool.toolchains import apt_script, layer_image
 from agents.ecosystems.ruby.gemfile import Gem, gem_dependencies
 from agents.ecosystems.ruby.gem_packages import _from_interpreter, _resolve
 
 
-__all__ = ["ECOSYSTEM", "Gem", "HELPER", "RSPEC_JSON", "Ruby", "SHIMS", "gem_dependencies"]
+__all__ = ["ECOSYSTEM", "Gem", "HELPER", "RSPEC_JSON", "Ruby", "SHIMS", "gem_dependencies", "test_files"]
 
 HELPER = "/usr/local/libexec/swemint/ruby_tests.rb"
 
@@ -57,6 +57,15 @@ RSPEC_JSON = "/tmp/swemint-rspec.json"
 
 
 RECIPES = Path(__file__).parent.parent / "recipes"
+
+
+def test_files(touched: list[str]) -> tuple[list[str], list[str]]:
+    """(tests, specs): the touched files the plan runs -- the Ruby group's `run` role of the one
+    test-path rule set (`envpool.testpaths`: ``*_spec.rb``/``*_test.rb`` files and Ruby files in
+    test/spec folders, not helpers, support or fixture files) -- and those of them RSpec runs
+    (its `rspec` role, ``*_spec.rb``; with none, minitest runs every test), in touched order."""
+    tests = role("ruby", "run").select(touched)
+    return tests, role("ruby", "rspec").select(tests)
 
 
 def _ensure_image(suite: str, images: ImageConfig) -> str:
@@ -119,8 +128,7 @@ class Ruby(Ecosystem):
         if elsewhere:
             notes.append("gems for other platforms or behind an environment variable, not installed: "
                          + ", ".join(elsewhere))
-        tests = [f for f in touched if f.endswith(".rb") and re.search(r"(^|/)(test|spec)s?/|_test\.rb$|_spec\.rb$", f)
-                 and not re.search(r"(^|/)(test|spec)_helper\.rb$|/support/|/fixtures?/", f)]
+        tests, specs = test_files(touched)
         if not tests:
             raise EnvBuildError(f"the test patch of {instance.instance_id} touches no Ruby test file "
                                 f"({', '.join(touched[:5])})", instance_id=instance.instance_id)
@@ -137,7 +145,6 @@ class Ruby(Ecosystem):
                 setup.append(_b64_file(code, f"{SHIMS}/{fname}"))
             env["RUBYLIB"] = SHIMS
             notes.append(f"no-op shims for coverage gems Debian lacks: {', '.join(rec['shims'])}")
-        specs = [f for f in tests if f.endswith("_spec.rb")]
         bundle = "bundle exec " if vendored else ""
         if specs:
             test_command = (f"{bundle}rspec --format progress --format json --out {RSPEC_JSON} "
