@@ -120,15 +120,25 @@ def select_test_files(touched: list[str]) -> list[str]:
     return [p for p in touched if p.endswith(TEST_EXTS) and run.matches(p)]
 
 
-_FIXTURES = re.compile(r"^(?P<test>(?:.*/)?(?:__tests__|tests?|specs?))/(?:__fixtures__|fixtures?)/")
+def _fixture_suite(path: str) -> str | None:
+    """The test folder whose fixture folder holds `path` (the JS/TS group's `fixture_folder`
+    role: ``<dir>/test/fixtures/...``; the deepest such pair), or None."""
+    parts = path.split("/")
+    folder = role("js", "fixture_folder")
+    for k in range(len(parts) - 1, 1, -1):
+        if folder.matches("/".join(parts[:k])):
+            return "/".join(parts[:k - 1])
+    return None
 
 
 def fixture_test_files(tree, touched: list[str]) -> list[str]:
     """The test files that run touched fixtures: for ``<dir>/test/fixtures/...`` (also
-    ``tests``, ``__tests__``, ``__fixtures__``), the JS/TS files directly in ``<dir>/test/`` --
-    fixture-driven suites (babel's ``test/index.js`` runs every ``test/fixtures/*/*`` case)."""
+    ``tests``, ``__tests__``, ``spec(s)``; ``fixture``, ``__fixtures__``: `_fixture_suite`), the
+    JS/TS files directly in ``<dir>/test/`` -- fixture-driven suites (babel's ``test/index.js``
+    runs every ``test/fixtures/*/*`` case)."""
     out: list[str] = []
-    for d in dict.fromkeys(m.group("test") for p in touched if (m := _FIXTURES.match(p))):
+    suites = [s for p in touched if (s := _fixture_suite(p)) is not None]
+    for d in dict.fromkeys(suites):
         out += [f for f in tree.files if f.startswith(d + "/") and "/" not in f[len(d) + 1:]
                 and f.endswith(TEST_EXTS) and not f.endswith(".d.ts")]
     return list(dict.fromkeys(out))

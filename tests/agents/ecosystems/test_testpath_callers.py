@@ -20,7 +20,7 @@ from agents.ecosystems.cfamily import units
 from agents.ecosystems.java import ant_build, java_tests
 from agents.ecosystems.lua import _spec_files
 from agents.ecosystems.node import build as node_build
-from agents.ecosystems.node.runner import TEST_EXTS, select_test_files
+from agents.ecosystems.node.runner import TEST_EXTS, fixture_test_files, select_test_files
 from agents.ecosystems.python.selection import test_folders
 from agents.ecosystems.ruby import test_files as ruby_test_files
 from envpool.patches import test_files_to_run
@@ -203,6 +203,30 @@ def test_node_hands_its_runner_the_same_test_files():
         ["src/a.test.ts", "test/helpers/setup.js", "lib/a.spec.coffee"]
     got = select_test_files(GRID)
     assert got == node_before(GRID) and len(got) > 20
+
+
+_FIXTURES = re.compile(r"^(?P<test>(?:.*/)?(?:__tests__|tests?|specs?))/(?:__fixtures__|fixtures?)/")
+
+
+def fixtures_before(tree, touched):
+    out = []
+    for d in dict.fromkeys(m.group("test") for p in touched if (m := _FIXTURES.match(p))):
+        out += [f for f in tree.files if f.startswith(d + "/") and "/" not in f[len(d) + 1:]
+                and f.endswith(TEST_EXTS) and not f.endswith(".d.ts")]
+    return list(dict.fromkeys(out))
+
+
+def test_touched_fixtures_run_the_same_test_folder_files():
+    tree = _Tree(["pkg/test/index.js", "pkg/test/util.ts", "pkg/test/types.d.ts", "pkg/test/fixtures/a/in.js",
+                  "pkg/test/sub/deep.js", "spec/run.js", "x/test/fixtures/y/test/fixtures/z.txt", "x/test/fixtures/y/test/t.js",
+                  "x/test/top.js", "Test/fixtures/q.txt", "Test/a.js"])
+    assert fixture_test_files(tree, ["pkg/test/fixtures/a/out.txt", "spec/fixture/b.json",
+                                     "x/test/fixtures/y/test/fixtures/z.txt", "Test/fixtures/q.txt"]) == \
+        ["pkg/test/index.js", "pkg/test/util.ts", "spec/run.js", "x/test/fixtures/y/test/t.js"]  # the deepest pair
+    grid = _Tree(GRID + [f + "t.js" for f in FOLDERS])
+    touched = [f + "fixtures/x/in.txt" for f in FOLDERS] + [f + "__fixtures__/in.txt" for f in FOLDERS] + GRID
+    got = fixture_test_files(grid, touched)
+    assert got == fixtures_before(grid, touched) and len(got) > 10
 
 
 def test_the_rebuild_guard_leaves_out_the_same_test_paths():
