@@ -51,7 +51,14 @@ class TimeoutsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     setup_step: float = 900.0
-    """One setup command (an install step)."""
+    """One setup command (an install step). A build step that keeps printing past it goes on
+    (`setup_step_idle`)."""
+    setup_step_idle: float | None = Field(default=300.0, gt=0)
+    """A setup command past `setup_step` goes on while it printed output within this many
+    seconds, up to `setup_step_ceiling` (`envpool.sandbox.StepProgress`: a full library build
+    on a loaded host is slow, not hung); None: stopped at `setup_step`."""
+    setup_step_ceiling: float = Field(default=2700.0, gt=0)
+    """The latest a printing setup command is stopped (also never past the instance's deadline)."""
     test_run: float = 900.0
     """One whole test run (the runner is killed after it; partial results are still used)."""
     per_test: float = 120.0

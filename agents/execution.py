@@ -34,6 +34,7 @@ from agents.ecosystems.runs import BuildJob, SetupOutcome
 from agents.memory.knowledge import diagnosis_rule_ids, rule_entry_id, rule_for_fix
 from agents.models import StepRecord
 from envpool.errors import SandboxTimeout
+from envpool.sandbox import StepProgress
 
 
 def _tail(text: str, n: int = 2000) -> str:
@@ -70,6 +71,18 @@ def action_commands(eco: Ecosystem, action, plan: Plan) -> tuple[list[str], dict
     return None
 
 
+def step_progress(job: BuildJob) -> StepProgress | None:
+    """The progress-scaled limit of a setup step (issue 25, S11; `envpool.sandbox.StepProgress`):
+    past `timeouts.setup_step` a step goes on while it printed within `timeouts.setup_step_idle`
+    seconds, up to `timeouts.setup_step_ceiling` and never past the instance's deadline (at
+    least `setup_step`). None when `setup_step_idle` is None."""
+    t = job.config.timeouts
+    if t.setup_step_idle is None:
+        return None
+    left = job.deadline - time.monotonic()
+    return StepProgress(idle=t.setup_step_idle, ceiling=max(t.setup_step, min(t.setup_step_ceiling, left)))
+
+
 def run_setup(job: BuildJob) -> SetupOutcome:
     """Run `job.plan.setup_commands` then `job.plan.post_commands` in `job.sb` with the repair
     chain (module docstring); `job.plan.env` is updated in place by memory `env` actions.
@@ -96,7 +109,8 @@ def run_setup(job: BuildJob) -> SetupOutcome:
             raise SandboxTimeout("instance time limit reached during setup", instance_id=job.instance.instance_id,
                                  log_path=job.log_path)
         rule = f"recipe:{eco.name}:{n}"
-        r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup")
+        r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup",
+                        progress=step_progress(job))
         job.traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
                             output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
         used = 0
@@ -128,7 +142,8 @@ def run_setup(job: BuildJob) -> SetupOutcome:
                                 exit_code=next((c for c in codes if c), 0), note=f"repair: {note}",
                                 output_excerpt=json.dumps({"commands": fix, "env": env})[:2000]))
             failed.append((cmd, r.exit_code or 0))
-            r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup-retry")
+            r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup-retry",
+                            progress=step_progress(job))
             job.traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
                                 output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
             if entry := rule_entry_of(eco.name, source, fix):  # a hand-written rule's use, scored by the retry

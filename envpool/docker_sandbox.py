@@ -42,7 +42,7 @@ from envpool.errors import InfraError, OutputTooLarge
 from envpool.hostfs import hand_over
 from envpool.netguard import BuildNetworkConfig, ensure_build_network
 from envpool.quoting import image_tag, label_value
-from envpool.sandbox import ExecResult, SandboxSpec
+from envpool.sandbox import ExecResult, SandboxSpec, StepProgress
 
 log = logging.getLogger(__name__)
 
@@ -323,12 +323,16 @@ class DockerSandbox:
 
     def exec(self, command: str, *, timeout: float = 600, env: dict[str, str] | None = None,
              workdir: str | None = None, log_label: str | None = None, stdin: bytes | None = None,
-             channel: bool = False) -> ExecResult:
+             channel: bool = False, progress: StepProgress | None = None) -> ExecResult:
         """Run `command` under `bash -c` (not a login shell: PATH from `env` is kept).
 
         `timeout` in seconds (rounded up to whole seconds, at least 1): at the deadline the
         command's process group gets SIGTERM, `kill_after` seconds later SIGKILL; the result is
-        then exit code 124 with `timed_out`. The host stops waiting `host_grace` seconds after
+        then exit code 124 with `timed_out`. With `progress` (`envpool.sandbox.StepProgress`)
+        the command outlives `timeout` while it keeps printing: the in-container deadline is
+        `progress.ceiling`, and the host stops it (SIGKILL of its process groups, exit 124,
+        `timed_out`) once it is past `timeout` and has printed nothing for `progress.idle`
+        seconds -- a command silent from the start still ends at `timeout`. The host stops waiting `host_grace` seconds after
         that (a command that stopped its own watchdog), kills what it can of the exec, and
         returns the same; it also stops `LINGER_GRACE` seconds after the command exited when a
         process it left keeps the output open (`lingering`). `stdin`: bytes written to the
@@ -339,11 +343,14 @@ class DockerSandbox:
         command; raises InfraError when the engine fails.
         """
         t = max(1, int(-(-timeout // 1)))
+        hard = max(t, int(-(-progress.ceiling // 1))) if progress else t
         kill = max(1, int(-(-self.kill_after // 1)))
         marker = f"swemint-exec-{uuid.uuid4().hex[:12]}"  # $0 of the command's shell
-        argv = ["timeout", "-k", str(kill), str(t), "bash", "-c", command, marker]
+        argv = ["timeout", "-k", str(kill), str(hard), "bash", "-c", command, marker]
         start = time.monotonic()
-        host_deadline = start + t + kill + self.host_grace
+        host_deadline = start + hard + kill + self.host_grace
+        last_output = start
+        silent = False  # stopped by the host: past `timeout` and silent for `progress.idle`
         api = self.client.api
         capture = _Capture(self.output_cap)
         report = _Bounded(self.report_cap)
@@ -379,6 +386,7 @@ class DockerSandbox:
                         raise item
                     if item:
                         stream, data = item
+                        last_output = time.monotonic()
                         if channel and stream == 2:
                             report.feed(data)
                         else:
@@ -396,12 +404,16 @@ class DockerSandbox:
                     if now > host_deadline:
                         host_timeout = True
                         break
+                    if progress and exited_at is None and now > start + t and now - last_output > progress.idle:
+                        silent = host_timeout = True
+                        break
                 if code is None and not host_timeout:
                     code = self._exit_code(ex["Id"])
                 dur = time.monotonic() - start
                 tee.close()
                 if logf:
-                    extra = (" (host deadline)" if host_timeout else "") + (" (output held open)" if lingering else "")
+                    extra = (f" (silent for {progress.idle:.0f} s past its {t} s limit)" if silent and progress else
+                             " (host deadline)" if host_timeout else "") + (" (output held open)" if lingering else "")
                     if channel:
                         extra += f" (report channel: {len(report.data)} bytes{', cut' if report.truncated else ''})"
                     logf.write(f"\n[exit {code}, {dur:.1f} s{extra}]\n".encode())

@@ -10,7 +10,8 @@ Idea from SWE-ReX `runtime/dummy.py`: commands are answered from a script instea
 
 A reply may be an `ExecResult`, an `int` (exit code), a `str` (output, exit 0) or a tuple
 `(exit_code, output)`. A reply whose `duration` exceeds the exec's timeout becomes a timeout
-(exit 124, `timed_out`). Every call is recorded in `calls` (and `commands`), with the bytes
+(exit 124, `timed_out`); with a `progress` limit (`StepProgress`), a reply with output counts
+as a command that kept printing, so its limit is the ceiling. Every call is recorded in `calls` (and `commands`), with the bytes
 given on stdin. As `DockerSandbox`, the output is capped at `output_cap` in the result and in the
 log file (head, marker, tail), and with `channel=True` the reply's `channel` bytes are the
 command's report stream, capped at `report_cap` (`channel_truncated`).
@@ -30,7 +31,7 @@ from pathlib import Path
 from envpool.docker_sandbox import DEFAULT_OUTPUT_CAP, DEFAULT_REPORT_CAP, cap_output
 from envpool.errors import InfraError, OutputTooLarge
 from envpool.fake_images import FakeImage, FakeImageStore
-from envpool.sandbox import ExecResult, SandboxSpec
+from envpool.sandbox import ExecResult, SandboxSpec, StepProgress
 from envpool.testrun.channel import encode_frames
 
 Reply = ExecResult | int | str | tuple
@@ -49,6 +50,7 @@ class ExecCall:
     result: ExecResult | None = None
     stdin: bytes | None = None
     channel: bool = False
+    progress: StepProgress | None = None
 
 
 class _Script:
@@ -162,14 +164,16 @@ class FakeSandbox:
     # -- the Sandbox protocol -------------------------------------------------------------
     def exec(self, command: str, *, timeout: float = 600, env: dict[str, str] | None = None,
              workdir: str | None = None, log_label: str | None = None, stdin: bytes | None = None,
-             channel: bool = False) -> ExecResult:
+             channel: bool = False, progress: StepProgress | None = None) -> ExecResult:
         """Answer `command` from the script (see module doc); raises InfraError once closed."""
         if self.closed:
             raise InfraError("exec on a closed sandbox", instance_id=self.spec.instance_id)
         call = ExecCall(command, timeout, dict(env) if env else None, workdir or self.spec.workdir,
-                        log_label, stdin=stdin, channel=channel)
+                        log_label, stdin=stdin, channel=channel, progress=progress)
         self.calls.append(call)
         result = _normalise(command, self._answer(command))
+        if progress and result.output and not result.timed_out:  # it printed: it ran on, up to the ceiling
+            timeout = max(timeout, progress.ceiling)
         if result.duration > timeout and not result.timed_out:
             result = result.model_copy(update={"exit_code": 124, "timed_out": True,
                                                "duration": float(timeout)})

@@ -48,6 +48,26 @@ class ExecResult(BaseModel):
         return self.exit_code == 0 and not self.timed_out
 
 
+class StepProgress(BaseModel):
+    """A step limit that scales with measured progress (issue 25, S11): a command past its
+    `timeout` goes on while it keeps printing, and is stopped once it has printed nothing for
+    `idle` seconds, or at `ceiling` seconds from its start at the latest.
+
+    Why output: a build that is working says so on its console -- make echoes every recipe,
+    automake's silent rules still print ``CC  x.lo`` per object, CMake prints ``[ 42%] Building``,
+    Maven a line per module and plugin, cargo ``Compiling x`` -- whatever the build system, so one
+    rule serves autotools libraries and Java reactors alike; a hung step (a prompt, a lock wait, a
+    deadlock) prints nothing. The alternative, building only what the touched tests need, needs
+    each build system's target graph (CMake's helper has it; an autotools library's tests link the
+    whole library, so its full build is what they need anyway) and does not shorten a reactor's
+    compile of the modules the touched one depends on. A step that prints without progressing
+    (a retry loop) ends at `ceiling`. Seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+    idle: float = Field(gt=0)
+    ceiling: float = Field(gt=0)
+
+
 class SandboxSpec(BaseModel):
     """How to start a sandbox.
 
@@ -100,10 +120,11 @@ class Sandbox(Protocol):
 
     def exec(self, command: str, *, timeout: float = 600, env: dict[str, str] | None = None,
              workdir: str | None = None, log_label: str | None = None, stdin: bytes | None = None,
-             channel: bool = False) -> ExecResult:
+             channel: bool = False, progress: StepProgress | None = None) -> ExecResult:
         """Run `command` with `bash -c` (timeout in seconds, enforced inside and by a host-side
         deadline); never raises on a nonzero exit. `stdin`: bytes fed to the command's stdin,
-        then closed. `channel`: keep the command's stderr apart (`ExecResult.channel`)."""
+        then closed. `channel`: keep the command's stderr apart (`ExecResult.channel`).
+        `progress`: past `timeout`, go on while the command prints (`StepProgress`)."""
         ...
 
     def put_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
