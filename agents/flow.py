@@ -42,7 +42,7 @@ from pathlib import Path, PurePosixPath
 from agents.analysis import RepoProfile
 from agents.debindex import index_for
 from agents.diagnosis import unreachable_source
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.context import Environment, MintRun, Trajectory
 from agents.cost import CostMeter, policy_of
 from agents.ecosystems.base import PlanRequest, TestSpec

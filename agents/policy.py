@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.repair import RepairHelper
 
 log = logging.getLogger(__name__)

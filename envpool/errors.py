@@ -13,7 +13,7 @@
     ├── LLMError            the LLM gateway's tree (agents.llm.llm_errors)
     ├── ExperienceMemoryError  the experience memory's tree (agents.memory)
     ├── YamlTooLarge        a repository's YAML over a bound (agents.untrusted_yaml; a YAMLError)
-    ├── SourceError         the crawl sources' tree (pipeline.sources.errors)
+    ├── SourceError         the crawl sources' tree (pipeline.sources.source_errors)
     ├── PublishRefused      a dataset with rows others cannot run (pipeline.hub; a ValueError)
     └── WorkdirLocked       another driver holds the work directory (pipeline.store; a BlockingIOError)
 

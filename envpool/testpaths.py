@@ -204,7 +204,7 @@ class TestPathRules:
         data: the rule set (`rule_data()`'s shape; default the packaged one).
         groups: the groups to use (None: every group). Raises KeyError for an unknown group.
         extra_dirs / extra_names / extra_paths: added test folders, names and path globs
-            (`pipeline.sources.config.SplitConfig`).
+            (`pipeline.sources.crawl_config.SplitConfig`).
     """
 
     __test__ = False  # not a pytest test class

@@ -20,7 +20,7 @@ from envpool.eviction import (BudgetConfig, engine_candidates, evict_engine, pla
                               registry_bytes)
 from envpool.pool import EnvPool, registry_credentials
 from envpool.records import EnvRecord
-from pipeline.config import PipelineConfig
+from pipeline.pipeline_config import PipelineConfig
 
 log = logging.getLogger("pipeline.driver")
 

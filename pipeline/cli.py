@@ -24,7 +24,7 @@ from rich.table import Table
 from envpool.errors import SwemintError
 from pipeline.cli_common import (MODE, JsonOut, Quiet, Verbose, console, conventions, dataset_workdir, emit,
                                  err_console, escape, fail, os_error_line, require_workdir, version_callback, warn)
-from pipeline.config import DEFAULT_CONFIG, PipelineConfig, load_config
+from pipeline.pipeline_config import DEFAULT_CONFIG, PipelineConfig, load_config
 from pipeline.configerrors import explain
 
 app = typer.Typer(name="swemint", no_args_is_help=True, rich_markup_mode="rich",
@@ -774,7 +774,7 @@ def crawl(config: Annotated[Path, typer.Option("--config", "-c", help="Crawl con
     """
     from pipeline.sources import crawl as run_crawl
     from pipeline.sources import load_crawl_config
-    from pipeline.sources.config import CrawlConfig
+    from pipeline.sources.crawl_config import CrawlConfig
 
     if not Path(config).is_file():
         fail(f"config file not found: {config}", 2, label="configuration error")
@@ -894,7 +894,7 @@ def repo_sources(cfg: PipelineConfig, repos: list[str], last: int | None) -> lis
     `last`: at most that many units per repository (commits of a mirror, PRs on GitHub). Returns
     one line per repository saying which source it got. Exits 2 on a malformed name."""
     from pipeline.repos import RepoResolver
-    from pipeline.sources.config import GitHubConfig, LocalRepoConfig
+    from pipeline.sources.crawl_config import GitHubConfig, LocalRepoConfig
 
     resolver = RepoResolver(cfg.mirrors, cfg.repos.model_copy(update={"allow_clone": False}))
     lines = []

@@ -54,7 +54,7 @@ from envpool.hostfs import LOW_DISK, LowDisk, check_free_disk
 from envpool.pool import EnvPool
 from envpool.quoting import LogFormatter
 from pipeline.budget import BudgetWatch
-from pipeline.config import PipelineConfig
+from pipeline.pipeline_config import PipelineConfig
 from pipeline.instances import load_and_select, require_usable
 from pipeline.ray_adapter import ABANDONED, Runner, make_runner
 from pipeline.repos import RepoResolver

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from pipeline.config import PipelineConfig
+from pipeline.pipeline_config import PipelineConfig
 from pipeline.stages import sweep_leftovers
 
 log = logging.getLogger("pipeline.driver")

@@ -23,7 +23,7 @@ from typing import Any
 
 from agents.models import InstanceResult
 from envpool.errors import InfraError
-from pipeline.config import PipelineConfig, RayConfig
+from pipeline.pipeline_config import PipelineConfig, RayConfig
 from pipeline.executors import (ABANDONED, CallBook, Done, Executor, LocalExecutor, LocalRunner, MapRunner, Runner,
                                 call_method, row_of)
 from pipeline.raysec import assert_loopback_only, ensure_local_token, force_loopback, release_local_token

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.analysis import RepoProfile
 from agents.models import EnvRecord, Instance, InstanceResult, Outcome
 from envpool.errors import InfraError, InstanceInputError

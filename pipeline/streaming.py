@@ -35,7 +35,7 @@ from typing import Any
 from agents.models import Instance, InstanceResult
 from envpool.errors import InstanceInputError
 from envpool.quoting import one_line
-from pipeline.config import PipelineConfig
+from pipeline.pipeline_config import PipelineConfig
 from pipeline.driver import MintBook, MintReport, run_log, write_input_errors
 from pipeline.executors import Done, LocalExecutor, Locality, row_of
 from pipeline.streaming_sources import KINDS as SOURCE_CALLS
@@ -45,12 +45,12 @@ from pipeline.instances import load_and_select, require_usable
 from pipeline.nodes import NodeWatch
 from pipeline.ray_adapter import RayExecutor
 from pipeline.repos import RepoResolver, commit_exists
-from pipeline.sources.config import QualityConfig
+from pipeline.sources.crawl_config import QualityConfig
 from pipeline.sources.crawl import CrawlBook, CrawlReport, new_report
 from pipeline.sources.crawler import infra_outcome
 from pipeline.sources.filter import FilterStage
 from pipeline.sources.gitlocal import resolve_git_dir
-from pipeline.sources.records import UnitOutcome
+from pipeline.sources.source_rows import UnitOutcome
 from pipeline.sources.state import CrawlState
 from pipeline.stages import (MintStage, PlanStage, StageResources, WorkItem, failure_row, now_iso,
                              planned_instance)

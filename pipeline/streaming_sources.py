@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import PipelineConfig
+from pipeline.pipeline_config import PipelineConfig
 from pipeline.executors import Done
-from pipeline.sources.config import LocalRepoConfig, SplitConfig
+from pipeline.sources.crawl_config import LocalRepoConfig, SplitConfig
 from pipeline.sources.crawl import CrawlBook, http_cache_dir
 from pipeline.sources.crawler import Batch, GitHubCrawler, infra_outcome, mine_repo
-from pipeline.sources.records import UnitOutcome
+from pipeline.sources.source_rows import UnitOutcome
 from pipeline.stages import StageResources
 
 log = logging.getLogger("pipeline.driver")

@@ -1,6 +1,6 @@
 """YAML configuration helpers shared by every config loader: read a mapping, merge layers,
-parse `key.sub=value` overrides (kept apart from `pipeline.config` so that section models such as
-`pipeline.sources.config` can use them without an import cycle)."""
+parse `key.sub=value` overrides (kept apart from `pipeline.pipeline_config` so that section models such as
+`pipeline.sources.crawl_config` can use them without an import cycle)."""
 
 from __future__ import annotations
 

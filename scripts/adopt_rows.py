@@ -19,7 +19,7 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     from envpool.docker_sandbox import DockerSandboxFactory
-    from pipeline.config import load_config
+    from pipeline.pipeline_config import load_config
     from pipeline.imagetools import refresh_tools
     from pipeline.store import ResultStore
 

@@ -232,7 +232,7 @@ def measure(cluster: LocalCluster, workdir: Path, ids: list[str], cpu_s: float, 
     import pandas as pd
 
     from envpool.image_registry import read_events
-    from pipeline.config import run_id_for
+    from pipeline.pipeline_config import run_id_for
 
     report = json.loads((workdir / "report.json").read_text()) if (workdir / "report.json").exists() else {}
     run = report.get("run") or report
@@ -322,7 +322,7 @@ def one_run(name: str, nodes: int, slots: int, args, ids: list[str], faults: boo
 def run_faults(cluster: LocalCluster, workdir: Path, extra: list[str], out: Path, ids: list[str]) -> dict:
     """Kill a busy worker node after the first row, bring it back 20 s later, kill -9 the driver
     at half the rows and submit the same job again."""
-    from pipeline.config import run_id_for
+    from pipeline.pipeline_config import run_id_for
 
     run_id = run_id_for(workdir)
     f: dict = {}

@@ -96,7 +96,7 @@ def cleanup(workdirs: list[str]) -> int:
     """Remove the images and containers of the runs (label `swemint.run` of each WORKDIR)."""
     from bench_resume import cleanup as remove_labelled  # scripts/bench_resume.py
 
-    from pipeline.config import run_id_for
+    from pipeline.pipeline_config import run_id_for
 
     return remove_labelled([run_id_for(Path(w)) for w in workdirs])
 

@@ -245,7 +245,7 @@ def measure(workdir: Path, selected: list[str], in_flight: list[str], reference:
     import duckdb
     import pandas as pd
 
-    from pipeline.config import run_id_for
+    from pipeline.pipeline_config import run_id_for
     from pipeline.store import ResultStore
 
     df = pd.read_parquet(workdir / "dataset" / "all.parquet")
@@ -299,7 +299,7 @@ def run_bench(args: argparse.Namespace) -> dict:
     kill_after = max(1, math.ceil(args.kill_at * len(selected)))
     if kill_after >= len(selected):
         raise ValueError(f"{len(selected)} instance(s): too few to kill a run half-way")
-    from pipeline.config import run_id_for
+    from pipeline.pipeline_config import run_id_for
 
     ref_dir = None if args.no_reference else Path(args.reference or root / "reference")
     resumed = root / "resumed"

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.config import load_config  # noqa: E402
+from pipeline.pipeline_config import load_config  # noqa: E402
 from pipeline.demo import make_demo  # noqa: E402
 from pipeline.driver import run_mint  # noqa: E402
 

@@ -76,7 +76,7 @@ def mint(args: argparse.Namespace, workdir: Path, mode: str, slots: int, image_r
 def remove_images(workdirs: list[Path]) -> int:
     """Remove the images labelled with the run ids of `workdirs`; returns how many."""
     from envpool.docker_sandbox import docker_client
-    from pipeline.config import run_id_for
+    from pipeline.pipeline_config import run_id_for
 
     client, n = docker_client(), 0
     for wd in workdirs:

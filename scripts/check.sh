@@ -11,7 +11,7 @@ PY=.venv/bin/python
 TYPED=(
   # records
   agents/models.py envpool/records.py envpool/testrun/outcome.py envpool/errors.py agents/llm/types.py
-  agents/config.py pipeline/config.py pipeline/sources/records.py
+  agents/mint_config.py pipeline/pipeline_config.py pipeline/sources/source_rows.py
   # seams and their test doubles
   agents/seams.py envpool/sandbox.py envpool/fake.py envpool/docker_sandbox.py envpool/images.py
   envpool/pool.py envpool/imagestore.py envpool/fake_images.py agents/ecosystems/base.py agents/ecosystems/move_types.py

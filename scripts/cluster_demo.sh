@@ -215,7 +215,7 @@ if [ "$REMOVE_IMAGES" = 1 ]; then
 import sys
 from pathlib import Path
 from envpool.docker_sandbox import docker_client
-from pipeline.config import run_id_for
+from pipeline.pipeline_config import run_id_for
 client, rid = docker_client(), run_id_for(Path(sys.argv[1]))
 gone = 0
 for img in client.images.list(all=True, filters={"label": f"swemint.run={rid}"}):

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.sources.config import LocalRepoConfig  # noqa: E402
+from pipeline.sources.crawl_config import LocalRepoConfig  # noqa: E402
 from pipeline.sources.gitlocal import mine  # noqa: E402
 
 RANKING_COMMIT = "1f3e1701525143b5ac563105153e380610d1ad53"

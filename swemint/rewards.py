@@ -44,7 +44,7 @@ class RewardService:
         timeout: seconds a test run may take.
         run_id: the `swemint.run` label of every grading container.
         limits: `cpus`, `memory` (bytes), `pids` of the grading containers.
-        ray_config: `pipeline.config.RayConfig` for a local Ray (default: loopback, token auth).
+        ray_config: `pipeline.pipeline_config.RayConfig` for a local Ray (default: loopback, token auth).
 
     Use as a context manager, or call `close()`: it kills the actors and shuts down a local Ray
     this service started.
@@ -55,7 +55,7 @@ class RewardService:
         import ray
         from ray.util import ActorPool
 
-        from pipeline.config import RayConfig
+        from pipeline.pipeline_config import RayConfig
         from pipeline.ray_adapter import init_ray
 
         self.workers = max(1, int(workers))

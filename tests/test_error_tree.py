@@ -46,7 +46,7 @@ def test_every_public_exception_derives_from_the_one_root():
 
 def test_errors_that_are_also_builtin_kinds_stay_catchable_as_those():
     from agents.memory.experience_store import UnknownExperience
-    from pipeline.sources.errors import SourceError
+    from pipeline.sources.source_errors import SourceError
     from pipeline.store import WorkdirLocked
 
     assert issubclass(WorkdirLocked, BlockingIOError) and issubclass(UnknownExperience, KeyError)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 PER_TEST_ENV = "SWEMINT_TEST_TIMEOUT"
 DEFAULT_PER_TEST = 120
-"""Seconds, when the variable is unset (`agents.config.TimeoutsConfig.per_test`'s default)."""
+"""Seconds, when the variable is unset (`agents.mint_config.TimeoutsConfig.per_test`'s default)."""
 
 
 def per_test(multiple: int = 1) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from envpool.quoting import LogFormatter
 from pipeline.cli import config_from_options, print_summary
-from pipeline.config import PipelineConfig
+from pipeline.pipeline_config import PipelineConfig
 
 DEMO = Path("demo")
 """`instances: demo` (or no `instances`) asks for the embedded demo input."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 
 from pipeline.cli import run_chain
-from pipeline.config import PipelineConfig
+from pipeline.pipeline_config import PipelineConfig
 from pipeline.jobs.mint import job_main
 
 

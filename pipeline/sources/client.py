@@ -21,8 +21,8 @@ import github
 from github import Github
 from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass, Requester
 
-from pipeline.sources.config import ApiConfig
-from pipeline.sources.errors import TransportUnavailable
+from pipeline.sources.crawl_config import ApiConfig
+from pipeline.sources.source_errors import TransportUnavailable
 from pipeline.sources.transport import GitHubTransport
 
 USER_AGENT = "swemint-crawler"

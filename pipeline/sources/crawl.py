@@ -31,11 +31,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipeline.sources.config import ApiConfig, CrawlConfig, GitHubConfig, QualityConfig, load_crawl_config
+from pipeline.sources.crawl_config import ApiConfig, CrawlConfig, GitHubConfig, QualityConfig, load_crawl_config
 from pipeline.sources.crawler import Batch, GitHubCrawler, mine_repo
-from pipeline.sources.errors import RateLimitExhausted
+from pipeline.sources.source_errors import RateLimitExhausted
 from pipeline.sources.filter import FilterStage
-from pipeline.sources.records import UnitOutcome
+from pipeline.sources.source_rows import UnitOutcome
 from pipeline.sources.state import CrawlState
 from pipeline.sources.transport import ApiCounter
 

@@ -28,12 +28,12 @@ from github.Repository import Repository
 
 from pipeline.sources.httpcache import HttpCache
 from pipeline.sources.client import make_github
-from pipeline.sources.config import ApiConfig, GitHubConfig, LocalRepoConfig, SplitConfig
+from pipeline.sources.crawl_config import ApiConfig, GitHubConfig, LocalRepoConfig, SplitConfig
 from pipeline.sources.discovery import discover
-from pipeline.sources.errors import GitMiningError, RateLimitExhausted, SourceError
+from pipeline.sources.source_errors import GitMiningError, RateLimitExhausted, SourceError
 from pipeline.sources.github import GitHubSource, last_update
 from pipeline.sources.gitlocal import mine
-from pipeline.sources.records import UnitOutcome, Reject, instance_id
+from pipeline.sources.source_rows import UnitOutcome, Reject, instance_id
 from pipeline.sources.transport import ApiCounter, GitHubTransport
 
 log = logging.getLogger(__name__)

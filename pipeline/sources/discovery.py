@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from github import Github
 from github.Repository import Repository
 
-from pipeline.sources.config import DiscoveryConfig
-from pipeline.sources.records import Reject
+from pipeline.sources.crawl_config import DiscoveryConfig
+from pipeline.sources.source_rows import Reject
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.sources.config import FilterConfig, QualityConfig
+from pipeline.sources.crawl_config import FilterConfig, QualityConfig
 from pipeline.sources.quality import GIT_RULES, PairTexts, score
-from pipeline.sources.records import UnitOutcome, Reject, iso_utc
+from pipeline.sources.source_rows import UnitOutcome, Reject, iso_utc
 
 log = logging.getLogger(__name__)
 

@@ -32,11 +32,11 @@ from github.Issue import Issue
 from github.PullRequest import PullRequest
 from github.Repository import Repository
 
-from pipeline.sources.config import GitHubConfig
+from pipeline.sources.crawl_config import GitHubConfig
 from pipeline.sources.linking import find_issue_refs, timeline_confirms
 from pipeline.sources.quality import PairTexts, only_doc_change
-from pipeline.sources.records import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
-from pipeline.sources.testpaths import TestPathRules, split
+from pipeline.sources.source_rows import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
+from pipeline.sources.diff_split import TestPathRules, split
 
 log = logging.getLogger(__name__)
 

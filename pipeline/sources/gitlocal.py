@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.sources.config import LocalRepoConfig
-from pipeline.sources.errors import GitMiningError
+from pipeline.sources.crawl_config import LocalRepoConfig
+from pipeline.sources.source_errors import GitMiningError
 from pipeline.sources.quality import only_doc_change
-from pipeline.sources.records import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
-from pipeline.sources.testpaths import TestPathRules, default_rules, split
+from pipeline.sources.source_rows import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
+from pipeline.sources.diff_split import TestPathRules, default_rules, split
 
 _MERGE_PR = re.compile(r"^Merge pull request #(\d+) from \S+")
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")

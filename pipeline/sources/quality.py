@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 
 from envpool.patches import changed_line_count, files_in_patch
-from pipeline.sources.config import QualityConfig
+from pipeline.sources.crawl_config import QualityConfig
 
 DOC_SUFFIXES = frozenset({".md", ".mdx", ".rst", ".txt", ".adoc", ".html"})
 DOC_DIRS = frozenset({"docs", "doc", "documentation", "changelog", "changes", "newsfragments", ".github"})

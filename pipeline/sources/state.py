@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from pipeline.sources.records import UnitOutcome
+from pipeline.sources.source_rows import UnitOutcome
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS watermarks (

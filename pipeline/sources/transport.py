@@ -40,8 +40,8 @@ from requests.utils import get_encoding_from_headers
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from pipeline.sources.httpcache import CachedResponse, HttpCache
-from pipeline.sources.config import ApiConfig
-from pipeline.sources.errors import RateLimitExhausted
+from pipeline.sources.crawl_config import ApiConfig
+from pipeline.sources.source_errors import RateLimitExhausted
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import pytest
 
 import agents.minter as minter
 from agents import adaptive
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems.base import Ecosystem, PolyPlan, TestSpec
 from envpool.fake import FakeSandboxFactory
 from envpool.testrun.status import TestRunReport, TestStatus

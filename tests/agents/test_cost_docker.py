@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import agents.minter as minter
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems import cfamily, golang, node, rust
 from tests.agents.ecosystems.conftest import force_ecosystem, make_instance, make_patches, make_repo
 from tests.session import ENV_REPOSITORY, SESSION

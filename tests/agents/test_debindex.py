@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.context import MintRun, Trajectory
 from agents.debindex import DebianIndex, Need, parse_answer, pick, query_for, search_command
 from agents.diagnosis import needs_in

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems.base import Ecosystem, Plan, PlanRequest, TestSpec
 from agents.ecosystems.toolchain import constrained
 from agents.minter import mint_instance

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.memory.knowledge import rule_entry_id
 from agents.memory.experience_store import ExperienceStore
 from agents.minter import mint_instance

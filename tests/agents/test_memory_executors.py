@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems import by_name
 from agents.ecosystems.base import Plan, PlanRequest
 from agents.execution import executable

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.minter import mint_instance
 from agents.models import Instance
 from envpool.testrun.status import TestStatus

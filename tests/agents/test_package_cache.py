@@ -14,7 +14,7 @@ import stat
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.minter import mint_instance
 from envpool.fake import FakeSandboxFactory
 from envpool.hostfs import scrub

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from agents.ecosystems.python.profile import analyze_python
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.llm import FakeLLM, LLMConfig, tool_reply
 from agents.memory.api import ExperienceMemory, MemoryConfig
 from agents.memory.experience import Experience, PinAction

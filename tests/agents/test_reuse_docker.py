@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import MintConfig, ReuseConfig
+from agents.mint_config import MintConfig, ReuseConfig
 from agents.minter import mint_instance
 from agents.models import Instance
 from pipeline.demo import build_repository

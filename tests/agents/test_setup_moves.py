@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.debindex import Need, query_for
 from agents.diagnosis import diagnose
 from agents.ecosystems import cfamily

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.config import MintConfig, VerifyConfig
+from agents.mint_config import MintConfig, VerifyConfig
 from agents.minter import mint_instance
 from agents.models import Instance
 from agents.verification import apply_side_patches, sides

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.runs import BuildJob
 from agents.execution import run_setup, step_progress

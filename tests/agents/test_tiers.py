@@ -218,7 +218,7 @@ def test_a_resolved_sets_key_ignores_what_the_command_writes_to_stderr(tmp_path)
     from types import SimpleNamespace
 
     from agents import tiers
-    from agents.config import MintConfig
+    from agents.mint_config import MintConfig
     from envpool.fake import FakeSandboxFactory
     from envpool.sandbox import ExecResult, SandboxSpec
 

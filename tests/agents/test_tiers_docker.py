@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agents.models import InstanceResult
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.demo import build_repository
 from pipeline.driver import run_mint
 from pipeline.store import ResultStore
@@ -226,7 +226,7 @@ def test_a_reused_rows_dockerfile_rebuilds_its_image(tmp_path, python_image, doc
     """Reuse within a repository stays; the row's Dockerfile is the candidate's steps on the
     candidate's tree, then this tree and the increments, and `swemint rebuild --verify` on it
     reproduces the row's labels."""
-    from agents.config import MintConfig
+    from agents.mint_config import MintConfig
     from agents.gitrepo import GitTree
     from agents.minter import mint_instance
     from agents.models import Instance

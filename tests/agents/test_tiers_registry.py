@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from agents import tiers
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems.base import LayerSpec
 from envpool.image_registry import read_events
 from tests.envpool.test_shared_images import FakeEngine, FakeRegistry

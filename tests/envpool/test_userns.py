@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.envimage import cache_mounts, release_cache
 from envpool.docker_sandbox import DockerSandboxFactory, remapped_root
 from envpool.errors import InfraError

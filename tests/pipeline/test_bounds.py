@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from agents.models import InstanceResult
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.demo import make_demo
 from pipeline.driver import run_mint
 from pipeline.store import ResultStore

@@ -10,7 +10,7 @@ from envpool.pool import EnvPool
 from envpool.records import EnvRecord
 from envpool.registry_http import Manifest
 from pipeline import budget as bud
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.pool_cli import human, parse_bytes
 
 MB = 1_000_000

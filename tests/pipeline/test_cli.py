@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.config import load_config, parse_override
+from pipeline.pipeline_config import load_config, parse_override
 
 FAKE_MINTER = '''
 import json, os

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from envpool.evaluation import EvalReport
 from pipeline.cli import app, expand_nargs, repo_sources
-from pipeline.config import PipelineConfig, load_config
+from pipeline.pipeline_config import PipelineConfig, load_config
 from pipeline.configerrors import explain
 from tests.pipeline.test_cli import mint_args, setup  # noqa: F401 - the fixture
 

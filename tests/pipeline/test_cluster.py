@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.jobs.mint import with_demo_input
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 
 
 def test_env_overrides_sit_between_the_file_and_set(tmp_path, monkeypatch):

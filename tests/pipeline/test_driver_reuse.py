@@ -13,7 +13,7 @@ import pytest
 from agents.memory.experience_store import ExperienceStore
 from agents.models import EnvRecord, Instance, InstanceResult, StepRecord
 from envpool.pool import EnvPool
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.demo import make_demo
 from pipeline.driver import run_mint
 

@@ -22,15 +22,15 @@ from agents.dockerfile import render_dockerfile, render_setup_script
 from agents.models import EnvRecord, Instance, InstanceResult
 from envpool.errors import InstanceInputError
 from envpool.naming import INSTANCE_ID_RE, check_instance_id
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.demo import make_demo
 from pipeline.driver import run_mint
 from pipeline.evaluate import dataset_rows
 from pipeline.export import export_task_repo
 from pipeline.instances import load_instances, parse_row
 from pipeline.repos import RepoResolver
-from pipeline.sources.records import instance_id as source_id
-from pipeline.sources.records import make_instance_row
+from pipeline.sources.source_rows import instance_id as source_id
+from pipeline.sources.source_rows import make_instance_row
 from pipeline.store import ResultStore
 
 PATCH = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.gitrepo import GitTree
 from agents.minter import mint_instance
 from pipeline.demo import build_repository

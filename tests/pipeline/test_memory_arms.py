@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.runs import BuildJob
 from agents.execution import run_setup

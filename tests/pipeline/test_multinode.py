@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.models import Instance, InstanceResult
-from pipeline.config import RayConfig
+from pipeline.pipeline_config import RayConfig
 from pipeline.stages import StageResources, WorkItem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ def test_a_worker_node_killed_mid_run_has_its_builds_redone_elsewhere_one_row_ea
 
     import ray
 
-    from pipeline.config import load_config
+    from pipeline.pipeline_config import load_config
     from pipeline.nodes import NodeWatch
     from pipeline.ray_adapter import RayRunner
 

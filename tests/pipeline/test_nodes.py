@@ -9,7 +9,7 @@ import pytest
 from agents.models import InstanceResult
 from envpool.pool import EnvPool
 from envpool.records import EnvRecord
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.executors import Done, Locality, MapRunner
 from pipeline.nodes import NodeWatch
 from pipeline.stages import Measured, WorkItem

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 import agents.planner
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.flow import mint_instance
 from agents.ecosystems import languages
 from agents.models import Instance, InstanceResult, canonical_language
 from envpool.fake import FakeSandboxFactory
-from pipeline.sources.records import make_instance_row
+from pipeline.sources.source_rows import make_instance_row
 from pipeline.stages import MintStage, PlanStage, WorkItem, plan_instance
 from tests.pipeline.flow_support import git
 

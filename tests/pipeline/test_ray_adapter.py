@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.models import Instance, InstanceResult
-from pipeline.config import RayConfig
+from pipeline.pipeline_config import RayConfig
 from pipeline.ray_adapter import LocalRunner, RayRunner, init_ray, shutdown_local_ray
 from pipeline.stages import StageResources, WorkItem
 
@@ -199,7 +199,7 @@ def test_ray_each_node_runs_once_per_node_in_a_worker(local_ray):
 
 
 def test_mint_stage_publishes_verified_images_and_records_where():
-    from agents.config import MintConfig
+    from agents.mint_config import MintConfig
     from agents.models import EnvRecord
     from envpool.fake_images import FakeImageStore
     from envpool.imagestore import use_store

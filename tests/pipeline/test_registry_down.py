@@ -9,7 +9,7 @@ import pytest
 from agents.models import EnvRecord, InstanceResult
 from envpool.fake_images import FakeImage, FakeImageStore
 from envpool.imagestore import use_store
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.demo import make_demo
 from pipeline.driver import run_mint
 

@@ -15,7 +15,7 @@ import pytest
 
 from agents.models import EnvRecord, InstanceResult
 from envpool.pool import EnvPool
-from pipeline.config import load_config, run_id_for
+from pipeline.pipeline_config import load_config, run_id_for
 from pipeline.demo import expected_outcomes, make_demo
 from pipeline.driver import run_mint
 from pipeline.store import ResultStore, WorkdirLocked, driver_lock

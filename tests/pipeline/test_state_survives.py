@@ -25,7 +25,7 @@ import pytest
 from agents.models import EnvRecord, Instance, InstanceResult
 from envpool.naming import folder_name
 from envpool.pool import EnvPool
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.demo import make_demo
 from pipeline.driver import run_mint
 from pipeline.instances import load_instances

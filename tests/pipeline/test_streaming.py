@@ -20,7 +20,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.streaming import run_flow
 from pipeline.ray_adapter import LocalExecutor
 from pipeline.store import ResultStore

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import swemint
-from pipeline.config import load_config
+from pipeline.pipeline_config import load_config
 from pipeline.demo import make_demo
 from pipeline.driver import run_mint
 from tests.session import ENV_REPOSITORY, SESSION

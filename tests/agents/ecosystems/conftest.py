@@ -103,7 +103,7 @@ def mint_with(tmp_path, docker_client, monkeypatch):
     date; `gitlinks`: submodule entries, as in `make_repo`). The environment images made are
     removed afterwards."""
     import agents.minter as minter
-    from agents.config import MintConfig
+    from agents.mint_config import MintConfig
     from tests.session import ENV_REPOSITORY, SESSION
 
     made: list[str] = []

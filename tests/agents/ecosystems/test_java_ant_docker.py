@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import agents.ecosystems as polyglot
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.minter import mint_instance
 from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo
 from tests.session import ENV_REPOSITORY, SESSION

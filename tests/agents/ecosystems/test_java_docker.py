@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import agents.ecosystems as polyglot
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.minter import mint_instance
 from agents.models import Instance
 from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo

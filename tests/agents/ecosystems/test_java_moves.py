@@ -95,7 +95,7 @@ def test_the_plan_installs_each_release_first_and_records_what_it_tried(tmp_path
 
 
 def test_an_env_failed_row_that_needs_the_network_names_the_substitutes_it_tried(tmp_path, monkeypatch):
-    from agents.config import MintConfig
+    from agents.mint_config import MintConfig
     from agents.minter import mint_instance
     from envpool.fake import FakeSandboxFactory
     from tests.agents.ecosystems.conftest import force_ecosystem

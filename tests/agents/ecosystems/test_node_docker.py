@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import agents.ecosystems as polyglot
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems.node import ECOSYSTEM
 from agents.ecosystems.node.node_plan import rebuild_skipped_scripts
 from agents.minter import mint_instance

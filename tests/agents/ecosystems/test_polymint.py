@@ -11,7 +11,7 @@ import pytest
 
 import agents.flow as flow
 import agents.minter as minter
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.ecosystems.base import Ecosystem, PolyPlan
 from envpool.fake import FakeSandboxFactory
 from tests.agents.ecosystems.conftest import force_ecosystem, make_instance, make_repo

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.llm import LLMConfig
 from agents.minter import mint_instance
 from agents.models import StepRecord

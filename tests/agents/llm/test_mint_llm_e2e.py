@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.llm import LLMConfig
 from agents.llm.llm_config import CostOverride
 from agents.minter import mint_instance

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.config import deep_merge
-from pipeline.sources.config import CrawlConfig
+from pipeline.pipeline_config import deep_merge
+from pipeline.sources.crawl_config import CrawlConfig
 from tests.fakes.github_server import FakeGitHub
 
 TOKEN = "ghp_SECRETtoken0123456789abcdefABCDEF"

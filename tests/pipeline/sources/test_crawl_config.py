@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pipeline.sources.config import CrawlConfig, load_crawl_config
+from pipeline.sources.crawl_config import CrawlConfig, load_crawl_config
 
 NIGHTLY = Path(__file__).resolve().parents[3] / "configs" / "nightly.yaml"
 

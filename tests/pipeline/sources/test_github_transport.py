@@ -6,8 +6,8 @@ import pytest
 import requests
 
 from pipeline.sources.httpcache import HttpCache
-from pipeline.sources.config import ApiConfig
-from pipeline.sources.errors import RateLimitExhausted
+from pipeline.sources.crawl_config import ApiConfig
+from pipeline.sources.source_errors import RateLimitExhausted
 from pipeline.sources.transport import GitHubTransport
 
 
@@ -116,7 +116,7 @@ def test_client_installs_the_transport_for_https_and_reads_the_token():
     from github.Requester import HTTPSRequestsConnectionClass
 
     from pipeline.sources.client import install_transport, make_github, read_token
-    from pipeline.sources.errors import TransportUnavailable
+    from pipeline.sources.source_errors import TransportUnavailable
 
     api = ApiConfig()
     t = GitHubTransport(api)

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from pipeline.sources import CrawlConfig, crawl
-from pipeline.sources.config import LocalRepoConfig
-from pipeline.sources.errors import GitMiningError
+from pipeline.sources.crawl_config import LocalRepoConfig
+from pipeline.sources.source_errors import GitMiningError
 from pipeline.sources.gitlocal import classify, mine
 
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pipeline.sources.config import QualityConfig
+from pipeline.sources.crawl_config import QualityConfig
 from pipeline.sources.quality import PairTexts, score
 
 T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
@@ -53,9 +53,9 @@ def test_patch_limits_and_threshold_from_config():
 def test_git_units_are_scored_by_the_rules_that_need_no_issue_when_asked():
     from datetime import datetime, timezone
 
-    from pipeline.sources.config import FilterConfig, QualityConfig
+    from pipeline.sources.crawl_config import FilterConfig, QualityConfig
     from pipeline.sources.filter import FilterStage
-    from pipeline.sources.records import UnitOutcome
+    from pipeline.sources.source_rows import UnitOutcome
 
     def unit(message: str, lines: int) -> UnitOutcome:
         patch = "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n" + \

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from envpool.patches import is_test_path
-from pipeline.sources.config import SplitConfig
+from pipeline.sources.crawl_config import SplitConfig
 from envpool.patches import file_sections
-from pipeline.sources.testpaths import default_rules, rules, split_diff
+from pipeline.sources.diff_split import default_rules, rules, split_diff
 
 TESTS = [
     "tests/test_core.py", "pkg/test_utils.py", "pkg/core_test.py", "conftest.py",

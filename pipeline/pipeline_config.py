@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agents.config import MintConfig
+from agents.mint_config import MintConfig
 from agents.models import Outcome
 from envpool.eviction import BudgetConfig
 from envpool.resources import resource
 from pipeline.repos import RepoConfig
-from pipeline.sources.config import CrawlConfig
+from pipeline.sources.crawl_config import CrawlConfig
 from pipeline.yamlio import deep_merge, parse_override, read_yaml  # noqa: F401 - re-exported
 
 DEFAULT_CONFIG = resource("configs/default.yaml")
@@ -144,7 +144,7 @@ class PipelineConfig(BaseModel):
     ray: RayConfig = Field(default_factory=RayConfig)
     mint: MintConfig = Field(default_factory=MintConfig)
     sources: CrawlConfig = Field(default_factory=lambda: CrawlConfig(github=None))
-    """Where `swemint run` finds units: GitHub, local mirrors, the filter (`pipeline.sources.config`).
+    """Where `swemint run` finds units: GitHub, local mirrors, the filter (`pipeline.sources.crawl_config`).
     `instances` (a SWE-bench file) is a source too."""
     flow: FlowConfig = Field(default_factory=FlowConfig)
 

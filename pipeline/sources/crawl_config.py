@@ -1,6 +1,6 @@
 """Typed configuration of `crawl` (YAML: `configs/nightly.yaml`); every model forbids unknown keys.
 
-Layering as in `pipeline.config`: the YAML file, then `key.sub=value` overrides. The GitHub token
+Layering as in `pipeline.pipeline_config`: the YAML file, then `key.sub=value` overrides. The GitHub token
 is never part of the configuration: only the *name* of the environment variable holding it.
 """
 
@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agents.llm.llm_config import LLMConfig
 from envpool.naming import check_repo
 from pipeline.yamlio import deep_merge, parse_override, read_yaml
-from pipeline.sources.testpaths import DEFAULT_RULES, TestPathRules
-from pipeline.sources.testpaths import rules as split_rules
+from pipeline.sources.diff_split import DEFAULT_RULES, TestPathRules
+from pipeline.sources.diff_split import rules as split_rules
 
 
 
@@ -137,7 +137,7 @@ class SplitConfig(_Strict):
     """The test/code split of diffs (the one rule set, `envpool/testpaths.yaml`, plus these)."""
 
     ecosystems: list[str] | None = None
-    """Ecosystems (languages or rule groups, `pipeline.sources.testpaths.DEFAULT_RULES`) whose
+    """Ecosystems (languages or rule groups, `pipeline.sources.diff_split.DEFAULT_RULES`) whose
     rules apply (None = all)."""
     extra_dirs: list[str] = Field(default_factory=list)
     extra_names: list[str] = Field(default_factory=list)
