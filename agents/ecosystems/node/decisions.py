@@ -167,7 +167,7 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     if extra:
         notes.append(f"installed for the patched package.json: {', '.join(extra)}")
     runner_pkg = read_json(tree, f"{runner_dir}/package.json") if runner_dir else pkg
-    per_test_limit = False  # the runner's timeout option at the JS per-test limit (`node.limits`)
+    per_test_limit = False  # the runner's timeout option at the JS per-test limit (`node.runner_timeouts`)
     if runner in LIMIT_FLAGS:
         own = own_timeout(tree, [runner_pkg, pkg], runner, runner_dir, opts)
         if own:
