@@ -57,6 +57,7 @@ from envpool.toolchains import java_image as jtc
 from agents.ecosystems.java.java_recipe import recipe
 from agents.ecosystems.java.maven_pom import MavenReactor, jdk_major, maven_reactor
 from agents.ecosystems.java.java_jdk import JavaFacts, _ci_jdks, choose_jdk, java_facts
+from agents.ecosystems.java.maven_new_module import MODULE_MISSING, new_module_owners, pom_sections, prefetch_command
 from agents.ecosystems.java.java_tests import (FULL_MODULE_MARK, PACKAGE_MARK, fix_api_in_tests, mvn_flags,
                                                package_classes, selection_probe, test_classes, warm_up_classes)
 
@@ -173,8 +174,9 @@ class JavaEcosystem(Ecosystem):
             raise EnvBuildError(f"no build file (pom.xml, Gradle, build.xml) owns the test file {unowned[0]}",
                                 instance_id=iid)
         modules: dict[str, list[str]] = {}
+        fresh = new_module_owners(tree, sorted(tests), instance.patch, instance.test_patch)
         for path, classes in tests.items():
-            mod = reactor.module_of(path)
+            mod = fresh.get(path) or reactor.module_of(path)
             if mod is None:
                 raise EnvBuildError(f"no pom.xml above the test file {path}", instance_id=iid)
             modules.setdefault(mod, [])
@@ -183,7 +185,7 @@ class JavaEcosystem(Ecosystem):
         choice, notes = self._jdk(facts, images, req, iid)
         major = jdk_major(str(choice.version)) or 0
         env = jtc.java_env(choice.route)
-        in_reactor = all(m in reactor.reactor for m in modules)
+        in_reactor = all(m in reactor.reactor or m in fresh.values() for m in modules)
         classes = sorted({c for cs in modules.values() for c in cs})
         root = reactor.root
         cd = f"cd {shlex.quote(root)} && " if root else ""
@@ -232,17 +234,23 @@ class JavaEcosystem(Ecosystem):
         touched_run = f"{cd}{mvn(o='-o ', f=test_filter)}"
         full_run = f"{cd}{mvn(o='-o ', f='')}"
 
-        def with_reports(body: str) -> str:
+        def with_reports(body: str, failed: str = MAVEN_COMPILE_FAILED) -> str:
             # Surefire writes no XML for a module whose sources do not compile: the console's
-            # compile failure becomes a marker line of the report (a unit that failed to build)
+            # compile failure (`failed`) becomes a marker line of the report (a unit that failed to build)
             return (f"mkdir -p /tmp/swemint && find . -type d -name surefire-reports -path '*/target/*' "
                     f"-prune -exec rm -rf {{}} + ; {{ {body}; }} 2>&1 | tee {MVN_LOG}; rc=${{PIPESTATUS[0]}}; "
                     f"cd /testbed && find . -path '*/target/surefire-reports/TEST-*.xml' -exec cat {{}} + "
-                    f"> {REPORT}; if grep -qE {shlex.quote(MAVEN_COMPILE_FAILED)} {MVN_LOG}; then "
+                    f"> {REPORT}; if grep -qE {shlex.quote(failed)} {MVN_LOG}; then "
                     f"echo {shlex.quote(BUILD_FAILED_MARK)} >> {REPORT}; fi; exit $rc")
         bound = int(recipe()["full_module_seconds"])
         needs_fix = fix_api_in_tests(instance.patch, instance.test_patch)
         test_command = with_reports(touched_run)
+        if fresh:  # a module the patch creates: fetched in a scratch copy, its touched classes run; before
+            # the fix Maven cannot select it: the module's unit failed to build (its tests absent)
+            return self._new_module_plan(instance, choice, facts, env, notes, state, stand_ins, stood, fresh, root,
+                                         classes, tests, with_reports(touched_run, f"{MAVEN_COMPILE_FAILED}|{MODULE_MISSING}"),
+                                         mvn,
+                                         build=f"{cd}mvn -o {mvn_flags()} {extra}{sel}-fae test-compile; true")
         if needs_fix:
             notes.append(f"tests: the touched classes only (the test patch uses {needs_fix[:5]}, which the patch "
                          "declares: the module would not build before the fix)")
@@ -276,6 +284,36 @@ class JavaEcosystem(Ecosystem):
                                # modules compiled with their test sources, no test run
                                "build_command": f"{cd}mvn -o {mvn_flags()} {extra}{sel}-fae test-compile; true",
                                "build_for": [test_command, touched_spec.test_command]})
+
+    def _new_module_plan(self, instance, choice, facts, env, notes, state, stand_ins, stood, fresh, root,
+                         classes, tests, test_command, mvn, build: str) -> PolyPlan:
+        """The plan of touched tests in a module the patch creates (`maven_new_module`): setup is
+        the truststore, the SNAPSHOT stand-ins and the scratch-copy prefetch of the module
+        (``-pl M -am`` online, then offline); the runs are the touched classes with ``-pl M -am``
+        (absent before: the module does not exist). Raises EnvBuildError when the patches' pom
+        sections are too large to carry."""
+        module = sorted(set(fresh.values()))[0]
+        rel = posixpath.relpath(module, root) if root else module
+        prefetch = prefetch_command(pom_sections(instance.patch, instance.test_patch), rel, root,
+                                    mvn(o="", f=""), mvn(o="-o ", f=""))
+        if prefetch is None:
+            raise EnvBuildError(f"module {module} is new in the patch and its pom.xml sections are too large "
+                                "to prefetch its dependencies", instance_id=instance.instance_id)
+        notes.append(f"module {module} is new in the patch (its pom.xml is added): selected with -pl {rel} -am, "
+                     "its dependencies fetched in a scratch copy with the patches' pom.xml sections; its tests "
+                     "are absent before the fix")
+        major = jdk_major(str(choice.version)) or 0
+        subs = list(choice.substitutions) + stood
+        if facts.levels and min(facts.levels) < major:
+            subs.append(f"Java level {min(facts.levels)} compiled by JDK {major}")
+        return PolyPlan(ecosystem=self.name, toolchain=f"jdk {choice.version} + maven", image=choice.image,
+                        route=choice.route, substitutions=subs,
+                        setup_commands=[jtc.truststore_command(), *stand_ins, prefetch], env=env,
+                        test_command=test_command, parser="java_junit", report_path=REPORT,
+                        test_files=sorted(tests), test_alternatives=[],
+                        notes=[*notes, f"modules [{module!r}] (new), classes {classes}"],
+                        state={**state, "test_name": "touched", "new_module": module,
+                               "build_command": build, "build_for": [test_command]})
 
     def build_command(self, plan: PolyPlan) -> str | None:
         """Compile once (`verify.compile_once`): ``mvn -o ... test-compile`` of the plan's modules

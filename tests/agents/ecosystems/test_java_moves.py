@@ -11,7 +11,7 @@ from agents.ecosystems.owners import JVM_BUILD_FILES, owner_build
 from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig
 from tests.agents.ecosystems.conftest import make_tree
-from tests.agents.ecosystems.test_java import fake_image, instance, pom  # noqa: F401 (a fixture)
+from tests.agents.ecosystems.test_java import PARENT, fake_image, instance, pom  # noqa: F401 (a fixture)
 
 
 def test_the_owner_is_the_nearest_ancestor_build_file():
@@ -127,3 +127,48 @@ def test_the_per_test_limits_reach_maven_as_shell_expansions(tmp_path, fake_imag
     for cmd in [*plan.setup_commands[1:], plan.test_command]:
         assert "{{" not in cmd and "}}" not in cmd.replace("{} +", "")
     assert "-Djunit.jupiter.execution.timeout.default=${SWEMINT_TEST_TIMEOUT:-120}s" in plan.test_command
+
+
+# --- a module new in the patch (issue 25, A-after: the owner of the touched tests is added) ------
+
+def _new_module_tree(tmp_path):
+    from agents.gitrepo import GitTree
+    from tests.agents.ecosystems.conftest import make_patches, make_repo
+
+    root = pom(modules=["core"], artifact="parent")
+    git_dir, _ = make_repo(tmp_path, {"pom.xml": root, "core/pom.xml": pom(parent=PARENT, artifact="core"),
+                                      "core/src/test/java/com/acme/CoreTest.java": ""},
+                           when="2024-08-20T08:00:00+00:00")
+    tree = GitTree(git_dir, "HEAD")
+    test = "extra/src/test/java/com/acme/ExtraTest.java"
+    test_patch, patch = make_patches(git_dir, {test: "class ExtraTest {}\n"},
+                                     {"pom.xml": pom(modules=["core", "extra"], artifact="parent"),
+                                      "extra/pom.xml": pom(parent=PARENT, artifact="extra"),
+                                      "extra/src/main/java/com/acme/Extra.java": "class Extra {}\n"})
+    return tree, test, test_patch, patch
+
+
+def test_a_module_the_patch_creates_is_selected_and_prefetched_from_the_patches_poms(tmp_path, fake_image):
+    from agents.ecosystems.java.maven_new_module import WARM_UP_CLASS, new_module_owners
+    from tests.agents.ecosystems.conftest import make_instance
+
+    tree, test, test_patch, patch = _new_module_tree(tmp_path)
+    assert new_module_owners(tree, [test], patch, test_patch) == {test: "extra"}
+    assert new_module_owners(tree, ["core/src/test/java/com/acme/CoreTest.java"], patch, test_patch) == {}
+    inst = make_instance(tree, "java", patch=patch, test_patch=test_patch)
+    plan = J.ECOSYSTEM.plan(tree, inst, [test], ImageConfig(route="debootstrap"))
+    # not the whole reactor: the new module and its upstream modules, its touched classes
+    assert "-pl extra -am " in plan.test_command and "-Dtest=ExtraTest" in plan.test_command
+    assert plan.state["new_module"] == "extra" and "-pl extra -am" in plan.state["build_command"]
+    assert "Could not find the selected project" in plan.test_command  # before the fix: a unit that failed to build
+    prefetch = plan.setup_commands[-1]
+    assert "cp -a /testbed /tmp/swemint-prefetch" in prefetch and f"-Dtest={WARM_UP_CLASS}" in prefetch
+    assert prefetch.count("-pl extra -am") == 2 and " -o " in prefetch  # online, then proved offline
+    # only the pom.xml sections travel in the setup script, never the patch's code or tests
+    import base64
+    import re
+    carried = base64.b64decode(re.search(r"echo (\S+) \| base64 -d", prefetch).group(1)).decode()
+    assert "extra/pom.xml" in carried and "a/pom.xml" in carried
+    assert "Extra.java" not in carried and "ExtraTest" not in carried
+    assert not any("-Dtest=ExtraTest" in c for c in plan.setup_commands)
+    assert any("new in the patch" in n for n in plan.notes)
