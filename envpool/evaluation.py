@@ -226,25 +226,41 @@ def run_tests(sb, spec: TestsSpec, *, timeout: float, known: set[str]) -> tuple[
     return rep, found
 
 
-def evaluate_patch(factory, image: str, spec: TestsSpec, *, instance_id: str, test_patch: str, patch: str | None,
-                   fail_to_pass: list[str], pass_to_pass: list[str], model: str = "", timeout: float = 1800,
-                   run_id: str = "eval", log_path: Path | None = None, limits: dict | None = None,
-                   language: str | None = None) -> EvalReport:
-    """Grade candidate `patch` (None: SWE-bench's `patch_is_None`) on one row in a fresh
-    sandbox of `image` (`factory.sandbox`, network none). After the candidate, every test path
+class GradedRow(BaseModel):
+    """What grading reads of one dataset row: `instance_id`, the environment `image` (a tag the
+    engine has or pulls), how its tests run (`tests`), its `test_patch`, the `FAIL_TO_PASS` /
+    `PASS_TO_PASS` test ids (the runner's own form) and `language` (which test-path rules reset
+    the candidate's test edits; None: every group's)."""
+
+    model_config = ConfigDict(extra="forbid")
+    instance_id: str
+    image: str
+    tests: TestsSpec
+    test_patch: str
+    FAIL_TO_PASS: list[str]
+    PASS_TO_PASS: list[str]
+    language: str | None = None
+
+
+def evaluate_patch(factory, row: GradedRow, patch: str | None, *, model: str = "", timeout: float = 1800,
+                   run_id: str = "eval", log_path: Path | None = None, limits: dict | None = None) -> EvalReport:
+    """Grade candidate `patch` (None: SWE-bench's `patch_is_None`) on one `row` in a fresh
+    sandbox of `row.image` (`factory.sandbox`, network none). After the candidate, every test path
     it changed or added goes back to the base tree (`envpool.evalscript.reset_in_sandbox` with the
     rules of the row's `language`: test files, helpers, conftest files, runner configuration),
     then the test_patch's files, then the test_patch is applied: a candidate that edits what
     grades it gets no reward for it. Never raises for the candidate's or the row's problems:
     they end in `error` (and `resolved=False`); an engine failure (InfraError) is reported the
     same way, with its message."""
+    instance_id, spec = row.instance_id, row.tests
+    fail_to_pass, pass_to_pass = row.FAIL_TO_PASS, row.PASS_TO_PASS
     rep = EvalReport(instance_id=instance_id, model_name_or_path=model)
     t0 = time.monotonic()
     if patch is None:
         rep.patch_is_None = True
         return rep
     rep.patch_exists = True
-    sandbox_spec = SandboxSpec(image=image, run_id=run_id, instance_id=instance_id, network="none",
+    sandbox_spec = SandboxSpec(image=row.image, run_id=run_id, instance_id=instance_id, network="none",
                                env=dict(spec.env), **(limits or {}))
     try:
         with factory.sandbox(sandbox_spec, log_path) as sb:
@@ -254,15 +270,15 @@ def evaluate_patch(factory, image: str, spec: TestsSpec, *, instance_id: str, te
                 rep.error = f"patch does not apply: {e.message[:1500]}"
                 return rep
             rep.patch_successfully_applied = True
-            r = reset_in_sandbox(sb, language)
+            r = reset_in_sandbox(sb, row.language)
             if not r.ok:
                 rep.error = f"the test paths could not be reset to the base tree: {r.output.strip()[-500:]}"
                 return rep
-            reset = reset_test_files(test_patch)
+            reset = reset_test_files(row.test_patch)
             if reset:
                 sb.exec(reset, timeout=120, log_label="reset-tests")
             try:
-                apply_patch(sb, test_patch, label="test_patch", instance_id=instance_id)
+                apply_patch(sb, row.test_patch, label="test_patch", instance_id=instance_id)
             except PatchApplyError as e:
                 rep.error = f"test_patch does not apply after the candidate: {e.message[:1500]}"
                 return rep

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from envpool.evaluation import EvalReport, TestsSpec, evaluate_patch, python_of
+from envpool.evaluation import EvalReport, GradedRow, TestsSpec, evaluate_patch, python_of
 
 SHORTCUTS = ("gold", "empty")
 
@@ -84,10 +84,11 @@ def grade(row: dict, patch: str | None, *, factory=None, model: str = "", timeou
             client.images.get(image)
         except Exception:
             image = row["image"]
-    return evaluate_patch(factory, image, tests_spec(row), instance_id=row["instance_id"],
-                          test_patch=row["test_patch"], patch=patch, fail_to_pass=_ids(row["FAIL_TO_PASS"]),
-                          pass_to_pass=_ids(row["PASS_TO_PASS"]), model=model, timeout=timeout, run_id=run_id,
-                          log_path=log_path, limits=limits, language=row.get("language"))
+    graded = GradedRow(instance_id=row["instance_id"], image=image, tests=tests_spec(row), test_patch=row["test_patch"],
+                       FAIL_TO_PASS=_ids(row["FAIL_TO_PASS"]), PASS_TO_PASS=_ids(row["PASS_TO_PASS"]),
+                       language=row.get("language"))
+    return evaluate_patch(factory, graded, patch, model=model, timeout=timeout, run_id=run_id, log_path=log_path,
+                          limits=limits)
 
 
 def _safe(name: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from envpool.evaluation import TestsSpec, evaluate_patch, judge, python_of
+from envpool.evaluation import GradedRow, TestsSpec, evaluate_patch, judge, python_of
 from envpool.fake import FakeSandboxFactory
 from envpool.testrun.status import TestRunReport, TestStatus
 
@@ -40,6 +40,10 @@ SPEC = TestsSpec(kind="poly", test_command="go test -json ./... > /tmp/r.json", 
                  report_path="/tmp/r.json")
 
 
+def _row(f2p: list[str], p2p: list[str], test_patch: str = "", tests: TestsSpec = SPEC) -> GradedRow:
+    return GradedRow(instance_id="i", image="img", tests=tests, test_patch=test_patch, FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p)
+
+
 def _factory(report: str) -> FakeSandboxFactory:
     f = FakeSandboxFactory(run_id="t")
     f.on(r"go test", lambda cmd, sb: (sb.put_file("/tmp/r.json", report), 0)[1])
@@ -48,8 +52,8 @@ def _factory(report: str) -> FakeSandboxFactory:
 
 def test_candidate_then_reset_then_test_patch_then_one_run():
     f = _factory(GO_PASS)
-    r = evaluate_patch(f, "img", SPEC, instance_id="i", test_patch="diff --git a/x_test.go b/x_test.go\n",
-                       patch="diff --git a/x.go b/x.go\n", fail_to_pass=["m::TestA"], pass_to_pass=["m::TestB"])
+    r = evaluate_patch(f, _row(["m::TestA"], ["m::TestB"], "diff --git a/x_test.go b/x_test.go\n"),
+                       "diff --git a/x.go b/x.go\n")
     assert r.resolved and r.reward == 1.0 and r.f2p_rate == 1.0 and r.error is None
     sb = f.sandboxes[-1]
     cmds = sb.commands
@@ -63,24 +67,20 @@ def test_candidate_then_reset_then_test_patch_then_one_run():
 def test_a_patch_that_does_not_apply_is_an_error_not_a_grade():
     f = _factory(GO_PASS)
     f.on(r"git apply|patch ", 1)
-    r = evaluate_patch(f, "img", SPEC, instance_id="i", test_patch="diff --git a/t b/t\n", patch="diff --git a/x b/x\n",
-                       fail_to_pass=["m::TestA"], pass_to_pass=[])
+    r = evaluate_patch(f, _row(["m::TestA"], [], "diff --git a/t b/t\n"), "diff --git a/x b/x\n")
     assert not r.resolved and r.reward == 0.0 and r.patch_exists and not r.patch_successfully_applied
     assert r.error.startswith("patch does not apply")
 
 
 def test_none_patch_and_a_report_without_tests():
-    assert evaluate_patch(_factory(GO_PASS), "img", SPEC, instance_id="i", test_patch="", patch=None,
-                          fail_to_pass=["x"], pass_to_pass=[]).patch_is_None
-    r = evaluate_patch(_factory(""), "img", SPEC, instance_id="i", test_patch="", patch="",
-                       fail_to_pass=["m::TestA"], pass_to_pass=[])
+    assert evaluate_patch(_factory(GO_PASS), _row(["x"], []), None).patch_is_None
+    r = evaluate_patch(_factory(""), _row(["m::TestA"], []), "")
     assert not r.resolved and "no test" in r.error
 
 
 def test_failing_fail_to_pass_is_unresolved_with_lists():
     failing = GO_PASS.replace('"Action": "pass", "Package": "m", "Test": "TestA"', '"Action": "fail", "Package": "m", "Test": "TestA"')
-    r = evaluate_patch(_factory(failing), "img", SPEC, instance_id="i", test_patch="", patch="",
-                       fail_to_pass=["m::TestA"], pass_to_pass=["m::TestB"])
+    r = evaluate_patch(_factory(failing), _row(["m::TestA"], ["m::TestB"]), "")
     assert not r.resolved and r.error is None and r.tests_status["FAIL_TO_PASS"].failure == ["m::TestA"]
     assert r.tests_status["PASS_TO_PASS"].success == ["m::TestB"] and r.f2p_rate == 0.0
 
@@ -106,7 +106,7 @@ def test_a_pytest_run_whose_junit_file_was_rewritten_is_named_as_tampering():
     f = FakeSandboxFactory(run_id="t")
     f.on(r"-m pytest", pytest_run)
     spec = TestsSpec(kind="pytest", test_files=["t.py"])
-    r = evaluate_patch(f, "img", spec, instance_id="i", test_patch="diff --git a/t.py b/t.py\n",
-                       patch="diff --git a/x.py b/x.py\n", fail_to_pass=["t.py::test_a"], pass_to_pass=[])
+    r = evaluate_patch(f, _row(["t.py::test_a"], [], "diff --git a/t.py b/t.py\n", tests=spec),
+                       "diff --git a/x.py b/x.py\n")
     assert not r.resolved and r.reward == 0.0
     assert "tampered" in r.error and "junit report disagrees" in r.error and "reached no test" not in r.error

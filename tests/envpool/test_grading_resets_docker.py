@@ -15,7 +15,7 @@ import re
 import pytest
 
 from envpool.evalscript import EvalSpec, grading_tools, render_eval_script
-from envpool.evaluation import TestsSpec, evaluate_patch
+from envpool.evaluation import GradedRow, TestsSpec, evaluate_patch
 from tests.session import ENV_REPOSITORY, SESSION
 
 pytestmark = [pytest.mark.docker]
@@ -102,10 +102,10 @@ def test_swemint_eval_gives_no_reward_for_editing_the_tests(docker_client, image
     from envpool.docker_sandbox import DockerSandboxFactory
 
     f = DockerSandboxFactory(run_id=RUN, client=docker_client)
-    rep = evaluate_patch(f, image, TestsSpec(kind="poly", test_command=COMMAND, parser="go_test_json",
-                                             report_path="/tmp/r.json"),
-                         instance_id="acme__geo-1", test_patch=TEST_PATCH, patch=patch or "\n",
-                         fail_to_pass=["m::TestNew"], pass_to_pass=["m::TestOld"], timeout=120, language="c")
+    row = GradedRow(instance_id="acme__geo-1", image=image,
+                    tests=TestsSpec(kind="poly", test_command=COMMAND, parser="go_test_json", report_path="/tmp/r.json"),
+                    test_patch=TEST_PATCH, FAIL_TO_PASS=["m::TestNew"], PASS_TO_PASS=["m::TestOld"], language="c")
+    rep = evaluate_patch(f, row, patch or "\n", timeout=120)
     if patch:
         assert rep.error is None, rep.error
         assert rep.reward == reward and rep.resolved is (reward == 1.0), rep
