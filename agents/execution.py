@@ -281,6 +281,7 @@ def build_environment(run, eco, plan: Plan, seed: tuple[str, list[str]] | None =
     from agents.dockerfile import render_dockerfile, render_setup_script
     from agents.envimage import (commit_image, commit_tracked_edits, image_tag_for, lay_out_repository,
                                  restore_conflicting_edits)
+    from agents.ecosystems.service_provision import service_env
     from agents.tiers import dependency_tier
 
     cfg, res, iid = run.config, run.res, run.iid
@@ -321,13 +322,15 @@ def build_environment(run, eco, plan: Plan, seed: tuple[str, list[str]] | None =
         t = time.monotonic()
         tag = image_tag_for(iid, {"base": tier.image_id if tier else plan.image, "commands": outcome.commands,
                                   "env": outcome.env}, cfg.run_id)
+        svc = service_env(plan.services)  # where the CI's servers are, also for runners whose test env is their own
         image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
-                                       {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=(outcome.test_env or outcome.env) or None)
+                                       {"swemint.instance": iid, "swemint.run": cfg.run_id},
+                                       env={**svc, **(outcome.test_env or outcome.env)} or None)
         run.made_images.append(image)
         res.timings["commit"] = round(res.timings.get("commit", 0.0) + time.monotonic() - t, 2)
     return Environment(image=image, image_id=image_id, source="built", setup_script=setup_script,
                        dockerfile=dockerfile, commands=list(outcome.commands), env=dict(outcome.env),
-                       test_env=dict(outcome.test_env or plan.env), installed_packages=outcome.installed_packages,
+                       test_env={**svc, **(outcome.test_env or plan.env)}, installed_packages=outcome.installed_packages,
                        interpreter=plan.toolchain, dependency_key=tier.key if tier else None,
                        dependency_image_id=tier.image_id if tier else None), outcome
 

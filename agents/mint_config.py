@@ -205,6 +205,12 @@ class MintConfig(BaseModel):
     memory: MemoryUseConfig = Field(default_factory=MemoryUseConfig)
     repair: RepairConfig = Field(default_factory=RepairConfig)
     loop: LoopConfig = Field(default_factory=LoopConfig)
+    ci_services: bool = True
+    """Provide the servers the project's CI provides for its tests (a job's ``services:``, a
+    step or action that starts PostgreSQL, MySQL/MariaDB or Redis, a compose file it brings up;
+    `agents.ecosystems.ci_services`) inside the test container: the Debian server installed at
+    setup, started on loopback before each test run (`agents.ecosystems.service_provision`).
+    False: the tests get no server."""
     policy: Literal["rules", "llm", "hybrid"] = "rules"
     """Policy of every agent: `rules` (rules, then the memory; no network besides the package
     registries), `hybrid` (rules and memory first; the LLM when they have nothing: an unknown

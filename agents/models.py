@@ -308,6 +308,10 @@ class InstanceResult(BaseModel):
     or `<source>: no release ...`), from `Plan.state["substitutes_tried"]`; an `env_failed` row
     that still needs the network names them in its reason."""
     installed_packages: str = ""
+    services: list[str] = Field(default_factory=list)
+    """The servers the CI provides for the tests that the environment provides (`kind version
+    on port N (where the CI says so)`; `agents.ecosystems.ci_services`): installed at setup,
+    started before each test run (the row's `test_command` starts them too)."""
     patch_methods: dict[str, str] = Field(default_factory=dict)
     timings: dict[str, float] = Field(default_factory=dict)
     version: str | None = None

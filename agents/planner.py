@@ -43,6 +43,7 @@ class Planner:
         self.llm_planned = False
         self.moves_tried: set[str] = set()
         self.pending_move = None  # the agents.moves.Move that shapes the next round
+        self.services: list | None = None  # the servers the CI provides for the tests (read once)
 
     def analyse(self) -> None:
         """The profile: the one given (made by a plan stage for this commit), else `analyze`."""
@@ -108,7 +109,27 @@ class Planner:
         timings = self.run.res.timings
         timings["checkout+analysis"] = round(timings.get("checkout+analysis", 0.0) + time.monotonic() - t, 2)
 
+    def _services(self, plan: Plan) -> Plan:
+        """`plan` providing the servers the CI provides for the tests (`mint.ci_services`;
+        `agents.ecosystems.service_provision.with_services`); read from the CI once, recorded
+        as a trajectory step `services` and in the result's `services`."""
+        from agents.ecosystems.ci_services import service_needs
+        from agents.ecosystems.service_provision import with_services
+
+        if not self.cfg.ci_services:
+            return plan
+        if self.services is None:
+            self.services = service_needs(self.run.tree)
+            if self.services:
+                self.run.traj(StepRecord(agent="setup", rule="services",
+                                         note="the CI provides for the tests: " +
+                                              "; ".join(n.label() for n in self.services)
+                                              + " -- installed at setup, started before each test run"))
+        self.run.res.services = [n.label() for n in self.services]
+        return with_services(plan, self.services)
+
     def _use(self, eco, plan: Plan) -> None:
+        plan = self._services(plan)
         self.eco, self.plan = eco, plan
         self.tests = configurations(plan)
         self.ti = 0

@@ -296,6 +296,27 @@ def run_once(sb, side: str, i: int, *, plan: Plan, eco, config, timeout: float, 
     return run
 
 
+SERVICES_START_TIMEOUT = 180.0
+"""Seconds the servers of `Plan.services` get to start before a test run (PostgreSQL waits up
+to 60 s for itself, MariaDB 60 s, Redis 30 s)."""
+
+
+def start_services(sb, plan: Plan, label: str, env: dict[str, str] | None, traj) -> None:
+    """Start the servers the CI provides for the tests (`Plan.services`;
+    `agents.ecosystems.service_provision`) in the run's sandbox `sb`, recorded as a
+    `verification` step `<label>:services`. A start that fails is recorded and the run goes
+    on (its tests then fail: the report says so); nothing for a plan without services."""
+    if not plan.services:
+        return
+    from agents.ecosystems.service_provision import start_command
+
+    cmd = start_command()
+    r = sb.exec(cmd, timeout=SERVICES_START_TIMEOUT, env=env or None, log_label=f"{label}:services")
+    traj(StepRecord(agent="verification", rule=f"{label}:services", command=cmd, exit_code=r.exit_code,
+                    duration=round(r.duration, 2), output_excerpt=r.output[-1500:],
+                    note="started " + "; ".join(n.label() for n in plan.services)))
+
+
 def targeted_plan(eco, plan: Plan, ids: list[str]) -> Plan | None:
     """`plan` narrowed to the test ids `ids` by the ecosystem's `targeted_plan` (None: the
     ecosystem cannot select single tests, or not these; the rerun is then full)."""
@@ -417,6 +438,7 @@ class _Sides:
                 # before run only the before side's, as when every before run came first -- an id
                 # the after side brought would stop being absent before (`absent_scope`)
                 known = self.known_before if side == "before" else self.known
+                start_services(sb, plan, f"{side}#{i}", self.env, self.traj)
                 run = run_once(sb, side, i, plan=plan, eco=self.eco, config=self.config, timeout=timeout,
                                traj=self.traj, known=known, env=self.env)
         self._time(phase, t)
@@ -430,10 +452,13 @@ class _Sides:
         if side == "after" and not self.test_command and targets is None:
             from envpool.testrun.published import published_command
 
-            self.test_command = published_command(
-                self.instance.test_patch, self.instance.patch,
-                self.eco.stored_test_command(self.plan, run.command, per_test_timeout=self.config.timeouts.per_test),
-                self.instance.language)
+            body = self.eco.stored_test_command(self.plan, run.command, per_test_timeout=self.config.timeouts.per_test)
+            if self.plan.services:
+                from agents.ecosystems.service_provision import stored_command
+
+                body = stored_command(body)
+            self.test_command = published_command(self.instance.test_patch, self.instance.patch, body,
+                                                  self.instance.language)
         if run.tampered:
             self.tampered = Verdict(outcome="tests_not_run", test_command=self.test_command, anomalies=self.anomalies,
                                     reason=f"grading refused: the {side} run's report was tampered with "

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.debindex import Need
+from agents.ecosystems.service_need import ServiceNeed
 
 
 class TestSpec(BaseModel):
@@ -59,6 +60,9 @@ class Plan(BaseModel):
       file index and installs the packages before the setup commands (`agents.debindex`).
       `ci_packages`: Debian package names the project's CI installs for those tests, installed
       with them where this suite has them.
+    - `services`: the servers the CI provides for the tests (a database, a cache;
+      `agents.ecosystems.ci_services`), provided in the test container
+      (`agents.ecosystems.service_provision`: installed at setup, started before each test run).
     - `state`: ecosystem-private facts its hooks need later (JSON-able).
     """
 
@@ -82,6 +86,7 @@ class Plan(BaseModel):
     notes: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
     ci_packages: list[str] = Field(default_factory=list)
+    services: list[ServiceNeed] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
 
     def test_spec(self) -> TestSpec:

@@ -100,8 +100,8 @@ def mint_with(tmp_path, docker_client, monkeypatch):
     a one-commit repository, minted (agents.minter.mint_instance, real Docker) with `ecosystem`
     forced, as instance ``acme__calc-<name>`` (`instance_fields` as in `make_instance`; `tests` /
     `fix`: files whose diffs over `files` become the test_patch / patch; `when`: the commit's
-    date; `gitlinks`: submodule entries, as in `make_repo`). The environment images made are
-    removed afterwards."""
+    date; `gitlinks`: submodule entries, as in `make_repo`; `mint`: MintConfig fields). The
+    environment images made are removed afterwards."""
     import agents.minter as minter
     from agents.mint_config import MintConfig
     from tests.session import ENV_REPOSITORY, SESSION
@@ -110,14 +110,14 @@ def mint_with(tmp_path, docker_client, monkeypatch):
 
     def run(ecosystem, files: dict[str, str], name: str, *, tests: dict[str, str] | None = None,
             fix: dict[str, str] | None = None, when: str | None = None, gitlinks: dict[str, str] | None = None,
-            **fields):
+            mint: dict | None = None, **fields):
         force_ecosystem(monkeypatch, ecosystem)
         git_dir, sha = make_repo(tmp_path / name, files, when=when, gitlinks=gitlinks)
         if tests is not None or fix is not None:  # the patches as diffs over `files`
             fields["test_patch"], fields["patch"] = make_patches(git_dir, tests or {}, fix or {})
         inst = make_instance(sha, instance_id=f"acme__calc-{name}", **fields)
         cfg = MintConfig(workdir=tmp_path / "w", run_id=f"{ecosystem.name}-docker-{name}-{SESSION}",
-                         image_repository=ENV_REPOSITORY)
+                         image_repository=ENV_REPOSITORY, **(mint or {}))
         res = minter.mint_instance(inst, git_dir, cfg)
         if res.image:
             made.append(res.image)
