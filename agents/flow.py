@@ -377,9 +377,7 @@ class Loop(Planner):
         plan = self.verdict_plan = self.plan.with_test(test)
         run.res.test_files, run.res.parser = list(plan.test_files), plan.parser
         spec = run.spec(env.image, "none", env=env.test_env or plan.env)
-        return verify(run.factory, spec, run.instance, plan, self.eco, self.cfg, deadline=run.deadline,
-                      log_path=run.log_path, traj=run.traj, patch_methods=run.res.patch_methods,
-                      env=env.test_env or plan.env, timings=run.res.timings, cost=run.cost)
+        return verify(run, spec, plan, self.eco, self.cfg, env=env.test_env or plan.env)
 
     # -- feedback -----------------------------------------------------------------------------
     def feedback(self, verdict: Verdict, env: Environment) -> tuple[str | None, Environment | None]:

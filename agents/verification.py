@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.debindex import Need
 from agents.diagnosis import Diagnosis, diagnose
+from agents.context import MintRun
 from agents.ecosystems.base import Plan, is_pytest
 from agents.ecosystems.runs import OUTPUT_TAIL, TestRun
 from agents.models import Instance, StepRecord
@@ -339,14 +340,12 @@ class _Sides:
     when it has one (`compile_once`), else of the environment image with the side's patches
     applied; its cost recorded (`agents.cost`), its anomalies and the row's test command kept."""
 
-    def __init__(self, factory, spec, instance: Instance, plan: Plan, eco, config, *, deadline: float,
-                 log_path: Path, traj, patch_methods: dict[str, str], env: dict[str, str] | None, timings: dict | None,
-                 cost):
-        self.factory, self.spec, self.instance, self.plan, self.eco, self.config = factory, spec, instance, plan, eco, config
-        self.deadline, self.log_path, self.traj, self.methods, self.env = deadline, log_path, traj, patch_methods, env
-        self.timings = timings if timings is not None else {}
-        self.cost = cost
-        self.patches = {side: p for side, p, _ in sides(instance, 1, 1)}
+    def __init__(self, run: MintRun, spec, plan: Plan, eco, config, env: dict[str, str] | None):
+        self.factory, self.spec, self.instance, self.plan, self.eco, self.config = (run.factory, spec, run.instance,
+                                                                                   plan, eco, config)
+        self.deadline, self.log_path, self.traj, self.env = run.deadline, run.log_path, run.traj, env
+        self.methods, self.timings, self.cost = run.res.patch_methods, run.res.timings, run.cost
+        self.patches = {side: p for side, p, _ in sides(self.instance, 1, 1)}
         self.runs: dict[str, list[TestRun]] = {"before": [], "after": []}
         self.known: set[str] = set()
         self.known_before: set[str] = set()
@@ -506,18 +505,16 @@ class _Sides:
                 return
 
 
-def verify(factory, spec, instance: Instance, plan: Plan, eco, config, *, deadline: float, log_path: Path, traj,
-           patch_methods: dict[str, str], env: dict[str, str] | None = None, timings: dict | None = None,
-           cost=None) -> Verdict:
+def verify(run: MintRun, spec, plan: Plan, eco, config, *, env: dict[str, str] | None = None) -> Verdict:
     """Before and after runs of `plan`'s T in image `spec.image` (network none, every run in a
-    fresh sandbox; with `verify.compile_once` from its side's snapshot), scheduled by
-    `verify.policy` (`agents.adaptive`), graded and attributed (module docstring). `timings`:
-    wall seconds added under `before` / `after` (each side's first run and its build) and
-    `reruns`; `cost`: the instance's `agents.cost.CostMeter`. Raises PatchApplyError (a patch
-    does not apply) and SandboxTimeout (the instance's time ran out); everything else is a
-    Verdict."""
-    s = _Sides(factory, spec, instance, plan, eco, config, deadline=deadline, log_path=log_path, traj=traj,
-               patch_methods=patch_methods, env=env, timings=timings, cost=cost)
+    fresh sandbox of `run.factory`; with `verify.compile_once` from its side's snapshot) for
+    `run.instance`, scheduled by `verify.policy` (`agents.adaptive`), graded and attributed (module
+    docstring), within `run.deadline`, each step in `run.traj`. Into `run.res`: the patch methods
+    applied and `timings`, wall seconds added under `before` / `after` (each side's first run and
+    its build) and `reruns`; container CPU into `run.cost` (`agents.cost.CostMeter`). `env`: the
+    test runs' environment (None: the plan's). Raises PatchApplyError (a patch does not apply)
+    and SandboxTimeout (the instance's time ran out); everything else is a Verdict."""
+    instance, s = run.instance, _Sides(run, spec, plan, eco, config, env)
     try:
         s.schedule()
     finally:
