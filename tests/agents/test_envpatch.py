@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from agents.ecosystems.python.builder import PythonEnvBuilder
 from agents.ecosystems.python.profile import analyze_python
 from agents.ecosystems.python.python_envpatch import EnvPatch
 from agents.ecosystems.python.python_plan import choose_python
@@ -32,7 +33,7 @@ def envpatch(tmp_path, sb: FakeSandbox, rounds: int = 2) -> EnvPatch:
     tree = make_tree(tmp_path, FILES)
     profile = analyze_python(tree)
     choice = choose_python(profile, utc("2019-06-01T00:00:00"), ["3.11"])  # the candidate's interpreter
-    return EnvPatch(sb, tree, profile, choice, utc("2019-06-01T00:00:00"), "4.5", rounds=rounds)
+    return EnvPatch(PythonEnvBuilder(sb, tree, profile, choice, utc("2019-06-01T00:00:00"), "4.5"), rounds=rounds)
 
 
 def fake_env(sync_resolves: bool = True, extras_resolve: bool = True,

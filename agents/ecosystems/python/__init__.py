@@ -284,14 +284,16 @@ class PythonEcosystem(Ecosystem):
         """EnvPatch (`envpatch.EnvPatch`) in a sandbox of `candidate`'s image whose /testbed holds
         this instance's tree: sync the project and its dependencies, probe the tests, repair
         within `reuse.patch_rounds`. The candidate's interpreter is kept."""
+        from agents.ecosystems.python.builder import PythonEnvBuilder
         from agents.ecosystems.python.python_envpatch import EnvPatch
 
         profile, _, version = self._facts(job.plan)
         choice = choose_python(profile, job.instance.created, [candidate.interpreter or "3.11"])
         cfg = job.config
-        patch = EnvPatch(job.sb, job.tree, profile, choice, job.instance.created, version,
-                         rounds=cfg.reuse.patch_rounds, step_timeout=cfg.timeouts.setup_step, on_step=job.traj,
-                         helper=job.helper, rule_repairs=cfg.policy != "llm", repo=job.instance.repo)
+        builder = PythonEnvBuilder(job.sb, job.tree, profile, choice, job.instance.created, version,
+                                   step_timeout=cfg.timeouts.setup_step, on_step=job.traj, helper=job.helper,
+                                   rule_repairs=cfg.policy != "llm", repo=job.instance.repo)
+        patch = EnvPatch(builder, rounds=cfg.reuse.patch_rounds)
         ok = patch.run(job.plan.test_files, job.instance.test_patch)
         return SetupOutcome(ok=ok, commands=list(patch.commands), env=dict(patch.builder.env),
                             test_env=run_environment(patch.builder.env), reason=patch.reason)

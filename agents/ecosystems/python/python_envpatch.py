@@ -32,37 +32,29 @@ from __future__ import annotations
 
 import shlex
 
-from agents.ecosystems.python.profile import PythonProfile
-from agents.gitrepo import GitTree
 from agents.models import StepRecord
-from agents.ecosystems.python.python_plan import PY, PythonChoice, project_target, relax_test_pins
+from agents.ecosystems.python.python_plan import PY, project_target, relax_test_pins
 from agents.ecosystems.python.builder import PythonEnvBuilder, requirement_file_lines
 from envpool.errors import PatchApplyError
 from envpool.patches import apply_patch, files_in_patch
-from envpool.sandbox import Sandbox
 
 
 class EnvPatch:
     """Incremental repair of a reused environment (see module docstring).
 
     Args:
-        sandbox: started from the candidate's image, repository replaced (bridge network).
-        tree / profile / choice / created / version: as for `PythonEnvBuilder` (choice's interpreter
-            is the candidate's).
+        builder: the `PythonEnvBuilder` of this instance (its tree, profile, era, repairs and
+            trajectory) on a sandbox started from the candidate's image, repository replaced
+            (bridge network), with the candidate's interpreter as its choice.
         rounds: repair rounds after the first probe (each followed by a probe).
-        step_timeout: seconds per command; on_step: the trajectory; helper: memory / LLM repairs.
-        repo: the instance's `owner/name` (the project under test builds from source).
     """
 
-    def __init__(self, sandbox: Sandbox, tree: GitTree, profile: PythonProfile, choice: PythonChoice, created,
-                 version: str | None, *, rounds: int = 2, step_timeout: float = 900, on_step=None, helper=None,
-                 rule_repairs: bool = True, repo: str = ""):
-        self.sb = sandbox
-        self.tree = tree
-        self.profile = profile
+    def __init__(self, builder: PythonEnvBuilder, *, rounds: int = 2):
+        self.sb = builder.sb
+        self.tree = builder.tree
+        self.profile = builder.profile
         self.rounds = rounds
-        self.builder = PythonEnvBuilder(sandbox, tree, profile, choice, created, version, step_timeout=step_timeout,
-                                        on_step=on_step, helper=helper, rule_repairs=rule_repairs, repo=repo)
+        self.builder = builder
         self.reason = ""
         self.synced = False
         """True when step 1 installed the project with its dependencies."""
