@@ -25,15 +25,26 @@ Multi-SWE-bench name `units_command` gives it: ``tests/test-calc``, ``test``).
 | ``<file> ..... skipped: why``                                  | prove        | SKIPPED    |
 | ``Failed N/M subtests`` / ``Dubious, ...`` / ``No subtests run`` after ``<file> ..`` | prove | FAILED |
 | ``PASS:`` / ``FAIL:`` / ``SKIP:`` / ``XFAIL:`` / ``XPASS:`` / ``ERROR:`` ``<test>`` | automake harness | as `automake_log` |
+| ``test <name> ... ok`` / ``     <name> ... FAILED`` (a parallel group's member) | pg_regress up to 15 | PASSED / FAILED |
+| ``ok N - <name>  12 ms`` / ``not ok N + <name>  12 ms`` (``+``: a parallel group's member) | pg_regress 16+ (TAP) | PASSED / FAILED |
+| ``... failed (ignored)`` / ``# (ignored)`` / ``# SKIP``                        | pg_regress   | SKIPPED    |
 
 A unit with report lines: its files are the results, and the unit itself is one more FAILED
 result only when it exited non-zero with no file failing (the target failed outside its files:
 a build step, a count the tool could not reach). A prove file still open when the unit ended
 (no status line: the tool was stopped) is FAILED. Cross-checks, per unit: cram's ``# Ran N
 tests`` against its file lines, prove's ``Files=N`` against its files, automake's ``# TOTAL: N``
-against its lines; a mismatch is an anomaly (the report was cut).
+against its lines, pg_regress's ``N of M tests failed`` / ``All M tests passed`` against its
+tests; a mismatch is an anomaly (the report was cut).
 
-Sources: cram's ``tests/cram.t`` (verbose mode, ``# Ran 8 tests, 2 skipped, 1 failed.``; the
+pg_regress (PostgreSQL's regression driver: ``make check`` / ``make installcheck`` of PostgreSQL
+itself and of its extensions, PGXS's ``REGRESS``; issue 25, class S12) runs many SQL tests
+(``sql/<name>.sql`` against ``expected/<name>.out``) in one call and fails as a whole when one
+differs; its test names are the results. Its TAP lines are told apart from other TAP streams (a
+``prove -v`` file's ``ok 1 - adds``) by the run time in ms that pg_regress always prints.
+
+Sources: pg_regress 15 and 17 (Debian bookworm's and trixie's) on a tiny suite, serial and
+with a parallel schedule (tests/data/polyglot/regenerate_pg_regress.sh), cram's ``tests/cram.t`` (verbose mode, ``# Ran 8 tests, 2 skipped, 1 failed.``; the
 ``CRAM`` environment variable holds extra options, so ``CRAM=-v`` asks any cram call for the
 verbose report), TAP::Harness 3.44's console formatter (``prove`` and ``prove -v`` as run on a
 tiny suite), automake's parallel harness (`cfamily.parse_automake_log`).
@@ -54,7 +65,9 @@ REPORT_LINE_ERE = ("^[^ ]+\\.[A-Za-z0-9_]+: (passed|failed|skipped|empty) *$|^# 
                    "|^(\\[[0-9:]+\\] )?[^ ]+ \\.\\.+( |$)"
                    "|^(ok( *$| +[0-9.]+ ?ms)|skipped|Failed [0-9]+/[0-9]+ subtests|Dubious, |No subtests run|"
                    "All [0-9]+ subtests passed)"
-                   "|^Files=[0-9]+, Tests=|^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): |^# TOTAL: ")
+                   "|^Files=[0-9]+, Tests=|^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): |^# TOTAL: "
+                   "|^(test +| +)[^ ]+ +\\.\\.\\. |^(not )?ok +[0-9]+ +[-+] +[^ ]+ +[0-9.]+ ms"
+                   "|^(# )? *(All [0-9]+ tests passed|[0-9]+ of [0-9]+ tests (failed|passed))")
 """POSIX ERE (``grep -E``) selecting the lines of a unit's output that may be per-file report
 lines; the parser reads them precisely. Loose on purpose: a line it selects that is not a report
 line is ignored."""
@@ -69,6 +82,9 @@ _PROVE_SKIP = re.compile(r"^skipped\b")
 _PROVE_FAIL = re.compile(r"^(?:Failed \d+/\d+ subtests|Dubious, |No subtests run)")
 _PROVE_OK_AFTER = re.compile(r"^All \d+ subtests passed")
 _PROVE_FILES = re.compile(r"^Files=(\d+), Tests=\d+")
+_PGR_OLD = re.compile(r"^(?:test\s+|\s+)(\S+)\s+\.\.\.\s+(ok|FAILED|failed \(ignored\)|ignored)(?=\s|$)")
+_PGR_TAP = re.compile(r"^(not )?ok\s+\d+\s+[-+]\s+(\S+)\s+\d+(?:\.\d+)?\s*ms\b\s*(#.*)?$")
+_PGR_TOTAL = re.compile(r"^(?:#\s*)?\s*(?:All (\d+) tests passed|\d+ of (\d+) tests (?:failed|passed))")
 _UNIT_END = re.compile(r"^swemint-unit: (\S+) exit (\d+)\s*$")
 
 
@@ -88,7 +104,7 @@ def per_file_report(lines: list[str]) -> tuple[dict[str, TestStatus], list[str]]
     printed that the lines do not reach). Lines that are no report line are ignored."""
     out: dict[str, TestStatus] = {}
     anomalies: list[str] = []
-    counted = {"cram # Ran": 0, "prove Files=": 0, "automake # TOTAL": 0}
+    counted = {"cram # Ran": 0, "prove Files=": 0, "automake # TOTAL": 0, "pg_regress tests": 0}
     totals: dict[str, int] = {}
     opened: list[str] = []  # prove files whose header came without a status yet
     current: str | None = None  # the prove file whose status lines follow
@@ -100,7 +116,19 @@ def per_file_report(lines: list[str]) -> tuple[dict[str, TestStatus], list[str]]
         totals[what] = totals.get(what, 0) + int(n)
 
     for line in lines:
-        if m := _CRAM.match(line):
+        if m := _PGR_TAP.match(line):
+            ignored = bool(m.group(3)) and re.search(r"\bSKIP\b|ignored", m.group(3)) is not None
+            put(m.group(2), TestStatus.SKIPPED if ignored else
+                TestStatus.FAILED if m.group(1) else TestStatus.PASSED)
+            counted["pg_regress tests"] += 1
+        elif m := _PGR_OLD.match(line):
+            word = m.group(2)
+            put(m.group(1), TestStatus.PASSED if word == "ok" else TestStatus.FAILED if word == "FAILED"
+                else TestStatus.SKIPPED)
+            counted["pg_regress tests"] += 1
+        elif m := _PGR_TOTAL.match(line):
+            total("pg_regress tests", m.group(1) or m.group(2))
+        elif m := _CRAM.match(line):
             put(m.group(1), _CRAM_WORD[m.group(2)])
             counted["cram # Ran"] += 1
         elif m := _CRAM_RAN.match(line):

@@ -56,3 +56,43 @@ def test_one_unrelated_failing_file_no_longer_hides_the_fix():
                                         ("tests/broken.t", "failed")))
     g = grade([before], [after])
     assert g.FAIL_TO_PASS == ["tests/touched.t"] and g.PASS_TO_PASS == ["tests/other.t"]
+
+
+def _blocks(text: str) -> dict[str, str]:
+    """The units runner's output split per unit (id -> its block, ending at its status lines)."""
+    out, cur = {}, []
+    for line in text.splitlines():
+        cur.append(line)
+        if line.startswith("swemint-unit: "):
+            out[line.split()[1]] = "\n".join(cur) + "\n"
+            cur = []
+    return out
+
+
+def test_pg_regress_suites_are_graded_per_test_name(golden):
+    """S12's SQL suites: pg_regress (15: ``test add ... ok``, 17: TAP ``ok 1 - add  12 ms``; serial
+    and a parallel group) runs many SQL tests in one make target and fails as a whole; each test
+    name is a result. Golden: real runs (tests/data/polyglot/regenerate_pg_regress.sh)."""
+    text = golden("pg_regress_units.log").decode()
+    blocks = _blocks(text)
+    assert set(blocks) == {"pg15-serial", "pg15-parallel", "pg17-serial", "pg17-parallel"}
+    for unit, block in blocks.items():
+        rep = parse_unit_report_log(block)
+        assert _st(rep) == {"add": "PASSED", "sub": "FAILED", "mul": "PASSED"}, unit
+        assert not anomalies("unit_report_log", block), unit  # "1 of 3 tests failed" matches the three lines
+    assert _st(parse_unit_report_log(text)) == {"add": "PASSED", "sub": "FAILED", "mul": "PASSED"}
+
+
+def test_pg_regress_fix_is_fail_to_pass_and_cut_or_ignored_reports():
+    before = parse_unit_report_log("|: ok 1         - add   5 ms\n|: not ok 2     + sub   9 ms\n"
+                                   "|: ok 3         + mul   4 ms\n|: # 1 of 3 tests failed.\nswemint-unit: check exit 2\n")
+    after = parse_unit_report_log("|: test add     ... ok   5 ms\n|:      sub     ... ok   9 ms\n"
+                                  "|:      mul     ... ok   4 ms\n|:  All 3 tests passed. \nswemint-unit: check exit 0\n")
+    g = grade([before], [after])
+    assert g.FAIL_TO_PASS == ["sub"] and sorted(g.PASS_TO_PASS) == ["add", "mul"]
+    # a report cut short (the count says 3) is an anomaly; an ignored failure is no result either way
+    assert per_file_report(["test add ... ok 5 ms", " 1 of 3 tests failed. "])[1] == \
+        ["pg_regress tests: the runner reports 3, 1 parsed"]
+    got = per_file_report(["test a ... failed (ignored)    5 ms", "not ok 2 - b   3 ms # (ignored)",
+                           "ok 1 - inner TAP of a prove -v file"])[0]
+    assert {k: v.value for k, v in got.items()} == {"a": "SKIPPED", "b": "SKIPPED"}
