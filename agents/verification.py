@@ -280,23 +280,6 @@ def attribute(outcome: str, g, before: list[TestRun], after: list[TestRun], plan
     return Attribution(kind="genuine", detail="touched tests fail after the fix", rule="fails-after")
 
 
-def run_once(sb, side: str, i: int, *, plan: Plan, eco, config, timeout: float, traj, known: set[str],
-             env: dict[str, str] | None) -> TestRun:
-    """Run `i` (1-based) of `side` in `sb` (patches applied): the ecosystem's `run_tests`
-    (by default `run_plan_tests`), recorded as a `verification` step `<side>#<i>`."""
-    label = f"{side}#{i}"
-    limit = limit_env(config.timeouts.per_test)  # the runners' per-test limit (`envpool.testrun.limits`)
-    run = eco.run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
-                        per_test_timeout=config.timeouts.per_test,
-                        env={**(env if env is not None else plan.env), **limit})
-    rep = run.report
-    traj(StepRecord(agent="verification", rule=label, command=run.command, exit_code=rep.exit_code,
-                    duration=round(rep.duration, 2),
-                    note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
-                         f"collection_errors={rep.collection_errors[:5]}"))
-    return run
-
-
 SERVICES_START_TIMEOUT = 180.0
 """Seconds the servers of `Plan.services` get to start before a test run (PostgreSQL waits up
 to 60 s for itself, MariaDB 60 s, Redis 30 s)."""
@@ -355,6 +338,24 @@ class _Sides:
         cmd = build_command(eco, plan) if getattr(config.verify, "compile_once", False) else None
         self.build = cmd
         self.snapshots: dict[str, str | None] = {}
+
+    def run_once(self, sb, side: str, i: int, plan: Plan, timeout: float, known: set[str]) -> TestRun:
+        """Run `i` (1-based) of `side` in `sb` (patches applied) of `plan` (the full one or a
+        targeted one) with the verification's environment: the ecosystem's `run_tests` (by default
+        `run_plan_tests`), recorded as a `verification` step `<side>#<i>`. `known`: ids of earlier
+        runs; `timeout` seconds."""
+        eco, config, traj, env = self.eco, self.config, self.traj, self.env
+        label = f"{side}#{i}"
+        limit = limit_env(config.timeouts.per_test)  # the runners' per-test limit (`envpool.testrun.limits`)
+        run = eco.run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
+                            per_test_timeout=config.timeouts.per_test,
+                            env={**(env if env is not None else plan.env), **limit})
+        rep = run.report
+        traj(StepRecord(agent="verification", rule=label, command=run.command, exit_code=rep.exit_code,
+                        duration=round(rep.duration, 2),
+                        note=f"{len(rep.statuses)} tests, source={rep.source}, anomalies={run.anomalies[:3]}, "
+                             f"collection_errors={rep.collection_errors[:5]}"))
+        return run
 
     def _phase(self, name: str):
         from contextlib import nullcontext
@@ -438,8 +439,7 @@ class _Sides:
                 # the after side brought would stop being absent before (`absent_scope`)
                 known = self.known_before if side == "before" else self.known
                 start_services(sb, plan, f"{side}#{i}", self.env, self.traj)
-                run = run_once(sb, side, i, plan=plan, eco=self.eco, config=self.config, timeout=timeout,
-                               traj=self.traj, known=known, env=self.env)
+                run = self.run_once(sb, side, i, plan, timeout, known)
         self._time(phase, t)
         if targets is not None:
             run = run.model_copy(update={"report": run.report.model_copy(update={"selected": list(targets)})})

@@ -1,7 +1,7 @@
 """The per-test time limit of runners other than pytest, as shell text their commands carry.
 
 Every run of a test command gets `PER_TEST_ENV` (whole seconds, `timeouts.per_test`) in its
-environment (`agents.verification.run_once`; a row's published `test_command` exports it), and
+environment (`agents.verification`, each run of a side; a row's published `test_command` exports it), and
 each ecosystem writes its runner's own limit from it, so a hanging test ends as that test's
 failure -- a flake candidate -- instead of a run killed at `timeouts.test_run` with nothing
 graded: CTest ``--timeout`` (per test), Go ``-timeout`` (per test binary: Go has no per-test
