@@ -843,7 +843,8 @@ class DockerSandboxFactory:
         """
         n = 0
         rid = run_id or self.run_id
-        for c in self.client.containers.list(all=True, filters={"label": f"swemint.run={rid}"}):
+        for c in self.client.containers.list(all=True, filters={"label": f"swemint.run={rid}"},
+                                             ignore_removed=True):
             try:
                 c.remove(force=True)
                 n += 1

@@ -162,7 +162,7 @@ def _sweep_dead_builds(client) -> int:
     and old-style `image-build` ones; returns how many. Failures are logged, never raised."""
     removed = 0
     try:
-        for c in client.containers.list(all=True, filters={"label": "swemint.run"}):
+        for c in client.containers.list(all=True, filters={"label": "swemint.run"}, ignore_removed=True):
             run = (c.labels or {}).get("swemint.run", "")
             if run != BUILD_RUN and not run.startswith(BUILD_RUN + "-"):
                 continue

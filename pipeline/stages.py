@@ -478,7 +478,7 @@ def sweep_leftovers(run_id: str, instance_ids: Collection[str], keep_image_ids: 
         return out
     client = docker_client()
     label = {"label": f"swemint.run={run_id}"}
-    for c in client.containers.list(all=True, filters=label):
+    for c in client.containers.list(all=True, filters=label, ignore_removed=True):
         if c.labels.get("swemint.instance") in wanted:
             try:
                 c.remove(force=True)

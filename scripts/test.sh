@@ -5,13 +5,14 @@
 # Env: SWEMINT_TEST_TIMEOUT (seconds per test, default 600), SWEMINT_PYTHON (interpreter for
 # the venv, default python3), SWEMINT_IMAGES (toolchain images to bootstrap, default "3.11 3.9"),
 # SWEMINT_CHECK (scripts/check.sh, ruff and mypy, runs before the whole suite; 0 skips it, 1 runs
-# it before a partial run too).
+# it before a partial run too). Every run lists its 30 slowest tests (pytest --durations; a later
+# --durations=N on the command line wins).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 source scripts/setup.sh
 
-args=(-q)
+args=(-q --durations=30)
 if .venv/bin/python -c 'import pytest_timeout' 2>/dev/null; then
   args+=("--timeout=${SWEMINT_TEST_TIMEOUT:-600}")
 fi

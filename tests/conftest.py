@@ -96,7 +96,7 @@ def _remove_dead_sessions_containers(client) -> None:
     by a signal runs no finalizer): their run ids carry `tests.session.SESSION` (`<pid>-<hex6>`)."""
     import re
 
-    for c in client.containers.list(all=True, filters={"label": "swemint.run"}):
+    for c in client.containers.list(all=True, filters={"label": "swemint.run"}, ignore_removed=True):
         rid = c.labels.get("swemint.run", "")
         m = re.match(r"(?:test|pytest)-(?:[a-z-]*?-)?(\d+)-[0-9a-f]{6}(?:-|$)", rid)  # tests' ids only
         if not m or SESSION in rid:

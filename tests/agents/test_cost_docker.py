@@ -14,6 +14,7 @@ import agents.minter as minter
 from agents.mint_config import MintConfig
 from agents.ecosystems import cfamily, golang, node, rust
 from tests.agents.ecosystems.conftest import force_ecosystem, make_instance, make_patches, make_repo
+from tests.dockerrun import run_output
 from tests.session import ENV_REPOSITORY, SESSION
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -232,10 +233,10 @@ def test_a_hanging_vitest_test_fails_at_the_js_limit(mint, tmp_path, docker_clie
     assert not any("timed out" in a for a in res.anomalies), res.anomalies
     assert "--testTimeout=$((${SWEMINT_TEST_TIMEOUT:-120}*250))" in res.test_command
     plan = json.loads(next((tmp_path / "w").rglob("plan.json")).read_text())
-    out = docker_client.containers.run(res.image, ["bash", "-c", f"cd /testbed && {plan['test_command']}; "
-                                                   "cat /tmp/swemint-node/report.json"],
-                                       environment={**plan["env"], "SWEMINT_TEST_TIMEOUT": "8"}, network_mode="none",
-                                       remove=True, labels={"swemint.run": f"cost-vhang-{SESSION}"}).decode()
+    out = run_output(docker_client, res.image, ["bash", "-c", f"cd /testbed && {plan['test_command']}; "
+                                                "cat /tmp/swemint-node/report.json"],
+                     environment={**plan["env"], "SWEMINT_TEST_TIMEOUT": "8"}, network_mode="none",
+                     labels={"swemint.run": f"cost-vhang-{SESSION}"})
     assert "Test timed out in 2000ms" in out, out[-2000:]
 
 

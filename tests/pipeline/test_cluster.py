@@ -57,18 +57,23 @@ def test_cluster_demo_submits_the_job_and_the_dataset_lands_under_workdir(docker
     tmp = Path(tempfile.mkdtemp(prefix="smc-", dir="/tmp"))  # short: Ray's socket paths are length-limited
     workdir = tmp / "work"
     try:
+        # two of the demo's four instances, one that verifies and one that does not (the fewest that
+        # show both kinds of row); the job's selection (`ids`) reaches the chain
         r = subprocess.run(["bash", "scripts/cluster_demo.sh", "--workdir", str(workdir), "--registry",
-                            "--remove-images"], cwd=ROOT, env={**os.environ, "SWEMINT_CLUSTER_TMP": str(tmp / "c")},
+                            "--remove-images", "--", "--set", "ids=[acme__calcy-7, acme__inireader-5]"], cwd=ROOT,
+                           env={**os.environ, "SWEMINT_CLUSTER_TMP": str(tmp / "c")},
                            capture_output=True, text=True, timeout=900)
         out = r.stdout + r.stderr
         assert r.returncode == 0, out[-4000:]
         assert "job API without the token answers HTTP 401" in out  # token auth is on
-        assert re.search(r"dataset: 4 rows \(3 verified\) in " + re.escape(str(workdir)), out)
+        assert re.search(r"dataset: 2 rows \(1 verified\) in " + re.escape(str(workdir)), out)
         pool = re.findall(r"pool: (\S+) at (\S+)", out)
-        assert len(pool) == 3 and all(re.fullmatch(r"127\.0\.0\.1:\d+/swemint/cluster-demo@sha256:[0-9a-f]{64}", loc)
-                                      for _, loc in pool)  # recorded by digest
+        assert [iid for iid, _ in pool] == ["acme__calcy-7"]
+        assert all(re.fullmatch(r"127\.0\.0\.1:\d+/swemint/cluster-demo@sha256:[0-9a-f]{64}", loc)
+                   for _, loc in pool)  # recorded by digest
         assert "registry catalog: ['swemint/cluster-demo']" in out
-        assert re.search(r"acme__\S+ verified total=[\d.]+s .*\| \d/4 \|", out)  # per-instance log lines
+        assert re.search(r"acme__calcy-7 verified total=[\d.]+s .*\| \d/2 \|", out)  # per-instance log lines
+        assert re.search(r"acme__inireader-5 no_fail_to_pass total=[\d.]+s .*\| \d/2 \|", out)
         # everything the script started is gone: the head's processes and the registry
         pids = [int(p) for f in ("head.pids", "registry.pids") for p in (tmp / "c" / f).read_text().split()]
         assert pids and not [p for p in pids if _alive(p)]

@@ -131,11 +131,16 @@ def test_sweep_leftovers_removes_a_dead_runs_containers_and_unrecorded_images(do
 @pytest.mark.slow
 @pytest.mark.docker
 def test_kill_9_half_way_then_rerun_loses_nothing_and_doubles_nothing(docker_client, python_image, tmp_path):
-    """The whole scenario on the demo input, in-process runner: reference run, killed run, rerun."""
+    """The whole scenario on two demo instances (the fewest a run can be killed half-way through:
+    one done, one in flight), in-process runner: reference run, killed run, rerun."""
     bench = load_script("bench_resume")
     fast = ["--set", "mint.verify.before_runs=1", "--set", "mint.verify.after_runs=1"]  # both runs alike
-    report = bench.run_bench(bench.parse_args(["--root", str(tmp_path), "--no-ray", "--kill-delay", "1", *fast]))
-    assert report["killed"]["done_at_kill"] == 2 and len(report["killed"]["in_flight_at_kill"]) == 1
+    ids = tmp_path / "ids.txt"
+    ids.write_text("acme__calcy-7\nacme__dateparse-31\n")
+    report = bench.run_bench(bench.parse_args(["--root", str(tmp_path), "--no-ray", "--kill-delay", "1",
+                                               "--ids-file", str(ids), *fast]))
+    assert report["selected"] == 2
+    assert report["killed"]["done_at_kill"] == 1 and len(report["killed"]["in_flight_at_kill"]) == 1
     assert report["lost"] == [] and report["two_dataset_rows"] == [] and report["two_pool_rows"] == []
     assert report["two_pool_images"] == [] and report["containers_left"] == 0
     assert report["two_dependency_images"] == []  # the rerun reused the layer the killed run made under its key

@@ -18,6 +18,7 @@ from agents.models import Instance
 from envpool.testrun.registry import get_parser
 from envpool.testrun.status import TestStatus
 from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo
+from tests.dockerrun import run_output
 from tests.session import SESSION, ENV_REPOSITORY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -75,9 +76,8 @@ def test_npm_mocha_project_mints_and_a_file_that_fails_to_load_never_passes(tmp_
         broken = "require('../lib/missing');\ndescribe('pow', () => { it('squares', () => {}); });\n"
         cmd = (f"cd /testbed && printf %s {json.dumps(broken)} > test/pow.test.js && "
                f"{plan['test_command'].replace('test/add.test.js', 'test/add.test.js test/pow.test.js')}; true")
-        out = docker_client.containers.run(res.image, ["bash", "-c", cmd], remove=True, network_mode="none",
-                                           environment=plan["env"], labels={"swemint.run": "test-node"},
-                                           stderr=True).decode()
+        out = run_output(docker_client, res.image, ["bash", "-c", cmd], network_mode="none",
+                         environment=plan["env"], labels={"swemint.run": "test-node"}, stderr=True)
         known = ["calc adds", "calc mul multiplies small numbers", "pow squares"]
         rep = get_parser("mocha_json")(out, known_tests=known)
         assert not rep.tests_ran
