@@ -59,8 +59,12 @@ def kind_of_image(image: str, env: dict[str, str] | None = None) -> str | None:
     return None
 
 
-_CLIENT_NAME = re.compile(r"(?:^|_)(?:PG[A-Z]*|POSTGRES\w*|POSTGRESQL\w*|MYSQL\w*|MARIADB\w*|REDIS\w*|VALKEY\w*|"
-                          r"DATABASE\w*|DB|DSN)(?:_|$)", re.I)
+_CLIENT_NAME = re.compile(r"^PG(?:HOST|HOSTADDR|PORT|USER|PASSWORD|DATABASE|SSLMODE|OPTIONS|APPNAME|SERVICE|"
+                          r"PASSFILE|CONNECT_TIMEOUT)$|(?:^|_)(?:POSTGRES|POSTGRESQL|MYSQL|MARIADB|REDIS|VALKEY|"
+                          r"DATABASE|DB|DSN)(?:_|$)", re.I)
+"""libpq's connection variables, and names holding a server's or a database's word."""
+_NOT_CLIENT = re.compile(r"_(?:DIR|PATH|SRC|VERSION|IMAGE|TAG)$", re.I)
+"""Build settings that share those words (``PG_SRC_DIR``, ``POSTGRES_VERSION``)."""
 _CLIENT_URL = re.compile(r"^(?:postgres(?:ql)?|mysql|mariadb|rediss?)(?:\+\w+)?://", re.I)
 _PORT_EXPR = re.compile(r"\$\{\{\s*job\.services\.([\w-]+)\.ports\[\s*['\"]?(\d+)['\"]?\s*\]\s*\}\}")
 _MATRIX_EXPR = re.compile(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
@@ -78,13 +82,13 @@ def _fill(value: str, matrix: dict[str, str], ports: dict[str, int] | None = Non
 def client_env_of(env: dict[str, str], matrix: dict[str, str] | None = None,
                   ports: dict[str, int] | None = None) -> dict[str, str]:
     """The variables of a job's `env` that tell its tests where a server is: a name of the
-    client's (``PGHOST``, ``PGPASSWORD``, ``DATABASE_URL``, ``REDIS_URL``, ``DB_HOST``) or a
-    value that is a server URL (``postgres://...``), expressions filled in (`_fill`; values with
+    client's (libpq's ``PGHOST``, ``PGPASSWORD``; ``DATABASE_URL``, ``REDIS_URL``, ``DB_HOST``;
+    not a build setting such as ``PG_SRC_DIR`` or ``MYSQL_VERSION``) or a value that is a server URL (``postgres://...``), expressions filled in (`_fill`; values with
     another expression left out). `ports`: service name -> the port it listens on."""
     out: dict[str, str] = {}
     for k, v in env.items():
         filled = _fill(str(v), matrix or {}, ports or {})
-        if filled is not None and (_CLIENT_NAME.search(k) or _CLIENT_URL.match(filled)):
+        if filled is not None and not _NOT_CLIENT.search(k) and (_CLIENT_NAME.search(k) or _CLIENT_URL.match(filled)):
             out[k] = filled
     return out
 

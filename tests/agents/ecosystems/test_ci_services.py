@@ -105,8 +105,9 @@ def test_no_services_and_unknown_images(tmp_path):
     assert service_needs(make_tree(tmp_path, files)) == []
     assert kind_of_image("acme/db:1", {"POSTGRES_PASSWORD": "x"}) == "postgres"  # said by its environment
     assert kind_of_image("ghcr.io/x/valkey:8") == "redis" and kind_of_image("alpine:3") is None
-    assert client_env_of({"HOME": "/root", "MY_DSN": "x", "URL": "mysql://u@h/d", "T": "${{ secrets.T }}"}) == \
-        {"MY_DSN": "x", "URL": "mysql://u@h/d"}
+    assert client_env_of({"HOME": "/root", "MY_DSN": "x", "URL": "mysql://u@h/d", "T": "${{ secrets.T }}",
+                          "PG_SRC_DIR": "pgbuild", "PGPORT": "5433", "POSTGRES_VERSION": "16", "PGX": "1"}) == \
+        {"MY_DSN": "x", "URL": "mysql://u@h/d", "PGPORT": "5433"}
 
 
 def test_provision_script_quotes_and_runs_as_bash(tmp_path):
