@@ -25,6 +25,26 @@ or test infrastructure (`envpool.patches.grading_paths`), so it would grade itse
 before any container, the reason naming the paths."""
 
 
+def _swemint_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("swemint")
+    except PackageNotFoundError:  # a checkout without an install
+        return "unknown"
+
+
+SWEMINT_VERSION = _swemint_version()
+"""The installed swemint's version (package metadata), stamped into every stored row."""
+
+RESULT_SCHEMA = 2
+"""The shape of `InstanceResult` (with its nested records and OUTCOMES), stamped into every stored
+row as `result_schema`. Bump it whenever a field or an outcome is added (or a field's type
+changes): a swemint reading a row with a higher number refuses it (`pipeline.store`) rather than
+moving it aside. 1: rows written before the stamp existed; 2: the stamp.
+tests/pipeline/test_store_skew.py pins the shape of each number."""
+
+
 LANGUAGE_ALIASES: dict[str, str] = {
     "py": "python", "python3": "python", "js": "javascript", "node": "javascript", "nodejs": "javascript",
     "jsx": "javascript", "ts": "typescript", "tsx": "typescript", "golang": "go", "c++": "cpp",
@@ -361,3 +381,9 @@ class InstanceResult(BaseModel):
     rows made before it existed or by a runner that produced no row of its own."""
     started_at: str = ""
     finished_at: str = ""
+    swemint_version: str = Field(default_factory=lambda: SWEMINT_VERSION)
+    """The swemint that wrote the row (`pipeline.store.ResultStore.write_result` stamps its own);
+    rows written before the stamp read as the current one."""
+    result_schema: int = RESULT_SCHEMA
+    """The row's shape (`RESULT_SCHEMA` of the swemint that wrote it): a reader whose own is
+    lower refuses the row instead of guessing (`pipeline.store`)."""

@@ -15,7 +15,9 @@
     ├── YamlTooLarge        a repository's YAML over a bound (agents.untrusted_yaml; a YAMLError)
     ├── SourceError         the crawl sources' tree (pipeline.sources.source_errors)
     ├── PublishRefused      a dataset with rows others cannot run (pipeline.hub; a ValueError)
-    └── WorkdirLocked       another driver holds the work directory (pipeline.store; a BlockingIOError)
+    ├── WorkdirLocked       another driver holds the work directory (pipeline.store; a BlockingIOError)
+    ├── NewerRow            a stored row a newer swemint wrote (pipeline.store; a ValueError)
+    └── ReadOnlyStore       a write on a store opened read-only (pipeline.store; a PermissionError)
 
 Where an error is also a built-in kind (ValueError, KeyError, OSError) it derives from both, so
 callers that catch the built-in keep working. Not in this tree: private control-flow exceptions

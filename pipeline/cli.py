@@ -368,7 +368,7 @@ def bench(instances: Instances = None, mirrors: Mirrors = None, workdir: Workdir
             fail(os_error_line(e))
         except (ValueError, SwemintError) as e:
             fail(str(e))
-    store = ResultStore(cfg.workdir)
+    store = ResultStore(cfg.workdir, read_only=True)  # the mint below is the driver, with its own store
     gold = store.instances()
     if sel is not None:
         gold.update({i.instance_id: i for i in sel})
@@ -470,7 +470,7 @@ def export(dest: Annotated[Optional[Path], typer.Argument(help="Task repository 
         fail("--push-to-hub publishes the parquet dataset (--format parquet)")
     keep = sorted({x.strip() for v in license or [] for x in v.split(",") if x.strip()} |
                   (set(PERMISSIVE) if permissive else set())) or None
-    store = ResultStore(cfg.workdir)
+    store = ResultStore(cfg.workdir, read_only=True)  # the lock orders it with a driver; it moves no row
     try:
         with driver_lock(cfg.workdir, wait=wait):
             summary = _export(store, cfg, fmt, out or dest, json_strings, dataset_name, tag_images,
@@ -700,7 +700,7 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
     if wanted - set(all_rows):
         fail(f"not verified rows of {cfg.workdir}: {', '.join(sorted(wanted - set(all_rows))[:10])}")
     rows = {k: v for k, v in all_rows.items() if not wanted or k in wanted}
-    known = ResultStore(cfg.workdir).instances()
+    known = ResultStore(cfg.workdir, read_only=True).instances()
     client = docker_client()
     factory = DockerSandboxFactory(run_id=f"{cfg.mint.run_id}-rebuild")
     network = ensure_build_network(client, cfg.mint.build_network) if cfg.mint.build_network.enabled else None

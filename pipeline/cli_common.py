@@ -146,7 +146,14 @@ def conventions(fn):
     @functools.wraps(fn)
     def wrapper(*args, verbose: int = 0, quiet: bool = False, json_out: bool = False, **kwargs):
         with output_mode(verbose, quiet, json_out):
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except ValueError as e:  # a row a newer swemint wrote: one line, exit 2, every command
+                from pipeline.store import NewerRow
+
+                if isinstance(e, NewerRow):
+                    fail(str(e))
+                raise
 
     wrapper.__signature__ = sig.replace(parameters=[*params, *extra])  # type: ignore[attr-defined]
     wrapper.__annotations__ = {}  # typer reads the signature's (evaluated) annotations

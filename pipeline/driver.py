@@ -271,7 +271,8 @@ class MintBook:
     book decides what is finished, starts items (`start`), records rows (`record`), reacts to a
     row (`after`: low disk stops new work, an abandoned item's containers go), sweeps a crashed
     run's leftovers (`sweep_stale`) and exports (`export`). `on_result(row)` per recorded row,
-    `on_start(instance_id)` per started item. Raises what `open_pool` raises."""
+    `on_start(instance_id)` per started item. Raises what `open_pool` raises, and store.NewerRow
+    when a stored row was written by a newer swemint (checked first: nothing starts)."""
 
     def __init__(self, cfg: PipelineConfig, report: MintReport, *,
                  on_result: Callable[[InstanceResult], None] | None = None,
@@ -279,6 +280,7 @@ class MintBook:
         self.cfg, self.report, self.on_result, self.on_start = cfg, report, on_result, on_start
         self.t0 = time.monotonic()
         self.store = ResultStore(cfg.workdir, cfg.retry_outcomes)
+        self.store.results()  # a row a newer swemint wrote: NewerRow now, before any work (store.py)
         self.pool = open_pool(cfg.pool_path, self.store)
         self.memory = MemoryWriter(cfg.mint.memory_path()) if cfg.mint.memory.enabled and cfg.mint.memory.learn \
             else None
@@ -418,7 +420,8 @@ def run_mint(cfg: PipelineConfig, *, mint_fn: MintFn | None = None, runner: Runn
     Raises InstanceInputError when the instance file itself is unreadable or has no usable row
     (`instances.require_usable`: then no dataset is written), ValueError when no
     instance file is configured, store.WorkdirLocked (an OSError) when another driver is
-    running on the same WORKDIR.
+    running on the same WORKDIR, store.NewerRow (a ValueError) when a stored row was written by a
+    newer swemint (before any instance starts; nothing is moved).
     """
     if cfg.instances is None:
         raise ValueError("no instance file: pass --instances or set `instances` in the config")

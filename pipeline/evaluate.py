@@ -211,7 +211,7 @@ def dataset_rows(workdir: Path | None = None, dataset: Path | None = None, split
     from pipeline.export import make_row
     from pipeline.store import ResultStore
 
-    store = ResultStore(workdir)
+    store = ResultStore(workdir, read_only=True)
     known = store.instances()
     return {r.instance_id: make_row(r, known.get(r.instance_id), store.workdir)
             for r in store.results() if r.outcome == "verified" and r.instance_id in known}

@@ -92,7 +92,7 @@ def prune(cfg, engine_bytes: str | None = None, registry_bytes: str | None = Non
         executor = RayExecutor(1, cfg.ray)
     try:
         with driver_lock(cfg.workdir, wait=wait):
-            store, pool = ResultStore(cfg.workdir), EnvPool(cfg.pool_path)
+            store, pool = ResultStore(cfg.workdir, read_only=True), EnvPool(cfg.pool_path)
             swept = {} if dry_run else _sweep(cfg, store, pool, executor)
             got = enforce(cfg, pool, executor.each_node if executor else None, store=store, budget=budget,
                           dry_run=dry_run)

@@ -378,7 +378,7 @@ def write_report(workdir: Path | str, out: Path | None = None) -> Path:
 
     from pipeline.reportdata import bench_scores, eval_runs, instance_rows
 
-    store = ResultStore(workdir)
+    store = ResultStore(workdir, read_only=True)
     results, instances = store.results(), store.instances()
     s = summarise(results, instances)
     s["funnel"] = read_funnel(workdir)

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ids", required=True)
     a = ap.parse_args(argv)
     cfg = load_config(None, [], workdir=a.workdir)
-    src, dst = ResultStore(a.source), ResultStore(a.workdir)
+    src, dst = ResultStore(a.source, read_only=True), ResultStore(a.workdir)
     factory = DockerSandboxFactory(run_id=cfg.mint.run_id, build_network=cfg.mint.build_network)
     for iid in [x for x in a.ids.split(",") if x]:
         res = src.read_result(iid)

@@ -67,7 +67,7 @@ def _stored(cfg) -> list:
     from pipeline.store import ResultStore
 
     want = {i.instance_id for i in load_and_select(cfg.instances, ids_file=cfg.ids_file).instances}
-    return [r for r in ResultStore(cfg.workdir).results() if r.instance_id in want]
+    return [r for r in ResultStore(cfg.workdir, read_only=True).results() if r.instance_id in want]
 
 
 def main(argv: list[str] | None = None) -> int:

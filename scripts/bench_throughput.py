@@ -65,7 +65,7 @@ def mint(args: argparse.Namespace, workdir: Path, mode: str, slots: int, image_r
     wall = time.monotonic() - t0
     from pipeline.store import ResultStore
 
-    results = ResultStore(workdir).results()
+    results = ResultStore(workdir, read_only=True).results()
     totals = sorted(r.timings.get("total", 0.0) for r in results)
     m = re.search(r"finished in ([\d.]+)s", (workdir / "driver.log").read_text())
     return {"mode": mode, "slots": slots, "wall_s": round(wall, 1), "driver_s": float(m.group(1)) if m else None,

@@ -223,7 +223,7 @@ def report(a) -> dict:
     from pipeline.store import ResultStore
 
     ids = [i.instance_id for i in load_and_select(a.instances, ids_file=a.ids_file).instances]
-    rows = {arm: {r.instance_id: r for r in ResultStore(a.root / arm).results() if r.instance_id in ids}
+    rows = {arm: {r.instance_id: r for r in ResultStore(a.root / arm, read_only=True).results() if r.instance_id in ids}
             for arm in ARMS if (a.root / arm).exists()}
     cpu = {arm: per_instance_cpu(a.root / arm) for arm in rows}
     verified = {arm: {i: r.image for i, r in rs.items() if r.outcome == "verified" and r.image}

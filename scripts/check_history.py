@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, required=True)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
-    store = ResultStore(a.workdir)
+    store = ResultStore(a.workdir, read_only=True)
     known = store.instances()
     factory = DockerSandboxFactory(run_id="history-check")
     out = {}

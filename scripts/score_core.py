@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the rows and totals here")
     args = ap.parse_args()
     gold = {i.instance_id: i for i in load_and_select(args.instances, ids_file=args.ids_file).instances}
-    store = ResultStore(args.workdir)
+    store = ResultStore(args.workdir, read_only=True)
     rows = []
     for iid, inst in sorted(gold.items()):
         res = store.read_result(iid)

@@ -46,7 +46,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the rows and totals here")
     args = ap.parse_args()
     gold = {i.instance_id: i for i in load_and_select(args.instances, ids_file=args.ids_file).instances}
-    stores = [ResultStore(w) for w in args.workdir]
+    stores = [ResultStore(w, read_only=True) for w in args.workdir]
     rows = []
     for iid, inst in sorted(gold.items(), key=lambda kv: ((kv[1].language or ""), kv[0])):
         res = next((r for s in stores if (r := s.read_result(iid)) is not None), None)

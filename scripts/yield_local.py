@@ -285,7 +285,7 @@ def unit_lines(workdir: Path, repos: list[str], *, code: str = "", today: str = 
 
     state = workdir / "crawl" / "state.duckdb"
     units = _units(state) if state.is_file() else []
-    store = ResultStore(workdir)
+    store = ResultStore(workdir, read_only=True)
     results = {r.instance_id: r for r in store.results() if r.repo in repos}
     instances = store.instances() if any(r.outcome in EXPLAINED for r in results.values()) else {}
     out: dict[str, dict] = {}
@@ -317,7 +317,7 @@ def excluded_ids(ledger: dict[str, dict], workdir: Path) -> list[str]:
     this work directory has not minted itself: a new machine does not mint them again."""
     from pipeline.store import ResultStore
 
-    here = {r.instance_id for r in ResultStore(workdir).results()}
+    here = {r.instance_id for r in ResultStore(workdir, read_only=True).results()}
     return sorted(ln["instance_id"] for ln in ledger.values()
                   if ln.get("instance_id") and ln.get("outcome") not in (None, "infra_error")
                   and ln["instance_id"] not in here)
@@ -381,7 +381,7 @@ def table(workdir: Path, repos: list[str], ledger: dict[str, dict] | None = None
     if any(u["outcome"] in EXPLAINED for u in minted_all):
         from pipeline.store import ResultStore
 
-        instances = ResultStore(workdir).instances()
+        instances = ResultStore(workdir, read_only=True).instances()
         for u in sorted(minted_all, key=lambda u: u["key"]):
             if u["outcome"] in EXPLAINED:
                 inst = instances.get(u["instance_id"])
@@ -397,7 +397,7 @@ def spot(workdir: Path, repos: list[str], n: int) -> str:
     from envpool.patches import files_in_patch
     from pipeline.store import ResultStore
 
-    store = ResultStore(workdir)
+    store = ResultStore(workdir, read_only=True)
     instances = store.instances()
     per: dict[str, list] = defaultdict(list)
     for r in store.results():
