@@ -32,7 +32,7 @@ from tests.pipeline.test_cli import calls, mint_args, setup  # noqa: F401 - `set
 
 VERIFIED = "octo__proj-1"
 
-SHAPES = {2: "2502615d47ca9fe6923fb8cd6ad2e646dd64d9a1776313a2dd46388ba6f1588b"}
+SHAPES = {2: "779028e8c2fbcb688243f82aea23caaab92d68029b7343907b838de9dfc5a69a"}
 """sha256 of `shape()` for each RESULT_SCHEMA (see test_the_schema_number_follows_the_row_shape)."""
 
 
