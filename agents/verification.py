@@ -376,7 +376,7 @@ class _Sides:
         if not self.build:
             return None
         from agents.envimage import image_tag_for
-        from envpool.mtimes import whole_second_mtimes
+        from envpool.mtimes import snapshot_ready
 
         iid = self.instance.instance_id
         timeout = min(self.config.timeouts.test_run, time_left(self.deadline, side, iid, self.log_path))
@@ -384,8 +384,9 @@ class _Sides:
         with self.factory.sandbox(self.spec, self.log_path) as sb:
             apply_side_patches(sb, side, self.patches[side], self.methods, iid, self.log_path,
                                self.instance.language)
-            # the build records the modification times the snapshot will keep (`envpool.mtimes`)
-            sb.exec(whole_second_mtimes(self.spec.workdir), timeout=min(300.0, timeout), log_label=f"{side}:mtimes")
+            # the build records the modification times the snapshot keeps and finds git's index
+            # fresh (`envpool.mtimes`)
+            sb.exec(snapshot_ready(self.spec.workdir), timeout=min(300.0, timeout), log_label=f"{side}:settle")
             r = sb.exec(f"cd /testbed && {self.build}", timeout=timeout, env=self.env or None,
                         log_label=f"{side}:build")
             self.traj(StepRecord(agent="verification", rule=f"{side}:build", command=self.build,
