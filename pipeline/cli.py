@@ -687,7 +687,7 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
     from envpool.docker_sandbox import DockerSandboxFactory, docker_client
     from envpool.netguard import ensure_build_network
     from pipeline.evaluate import dataset_rows
-    from pipeline.rebuild import rebuild_row
+    from pipeline.rebuild import RebuildOptions, rebuild_row
     from pipeline.rebuild import write_summary as write_rebuild_summary
     from pipeline.store import ResultStore
 
@@ -705,6 +705,8 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
     factory = DockerSandboxFactory(run_id=f"{cfg.mint.run_id}-rebuild")
     network = ensure_build_network(client, cfg.mint.build_network) if cfg.mint.build_network.enabled else None
     tree, ca = _tree_reader(cfg), _ca_bundle()
+    options = RebuildOptions(run_id=f"{cfg.mint.run_id}-rebuild", network=network, keep_image=keep_images,
+                             verify=verify)
     certs = []
     for iid, row in sorted(rows.items()):
         console.print(f"rebuilding {escape(iid)} ...", soft_wrap=True)
@@ -715,9 +717,8 @@ def rebuild(workdir: Workdir = None, mirrors: Mirrors = None, ids: Ids = None, i
         except Exception as e:  # noqa: BLE001 - one row's missing mirror never stops the rest
             warn(f"{iid}: base tree unavailable: {e}")
             continue
-        cert = rebuild_row(row, tar, cfg.workdir, client=client, factory=factory,
-                           run_id=f"{cfg.mint.run_id}-rebuild", ca_bundle=ca, network=network,
-                           keep_image=keep_images, verify=verify, earlier=earlier)
+        cert = rebuild_row(row, tar, cfg.workdir, client=client, factory=factory, options=options, ca_bundle=ca,
+                           earlier=earlier)
         certs.append(cert)
         hist = "ok" if cert.history and all(h.ok for h in cert.history) else "NOT ok"
         console.print(f"  built {cert.built} in {cert.build_seconds:.0f}s, reproduced {cert.reproduced}, "

@@ -177,13 +177,30 @@ class _Done(Exception):
     """Internal: stop after the build (no --verify)."""
 
 
-def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, factory=None, run_id: str = "rebuild",
-                ca_bundle: bytes | None = None, network: str | None = None, timeout: float = 1800,
-                keep_image: bool = True, verify: bool = True, earlier: dict[str, bytes] | None = None) -> Certificate:
+class RebuildOptions(BaseModel):
+    """How `rebuild_row` runs: `run_id` (the `swemint.run` label of its image and sandboxes),
+    `network` (the build network's name; None: the engine's default), `timeout` (seconds per
+    grading run), `keep_image` (False: the rebuilt image is removed after the checks), `verify`
+    (False: only the build and the history check, no grading)."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = "rebuild"
+    network: str | None = None
+    timeout: float = 1800
+    keep_image: bool = True
+    verify: bool = True
+
+
+def rebuild_row(row: dict, tree_tar: bytes, workdir: Path, *, client=None, factory=None,
+                options: RebuildOptions | None = None, ca_bundle: bytes | None = None,
+                earlier: dict[str, bytes] | None = None) -> Certificate:
     """Rebuild one exported row (a dict as `pipeline.export.make_row` gives) from scratch and verify
-    its labels there (`verify`; else only the build and the history check); writes and returns the
-    certificate. `earlier`: commit -> uncompressed tar of each earlier tree a reused row's
-    Dockerfile names (`agents.dockerfile.earlier_trees`). Never raises for the row's problems."""
+    its labels there (`options.verify`; else only the build and the history check); writes and
+    returns the certificate. `ca_bundle`: the host's CA certificates for the build (PEM bytes);
+    `earlier`: commit -> uncompressed tar of each earlier tree a reused row's Dockerfile names
+    (`agents.dockerfile.earlier_trees`). Never raises for the row's problems."""
+    opts = options or RebuildOptions()
+    run_id, network, timeout, keep_image, verify = opts.run_id, opts.network, opts.timeout, opts.keep_image, opts.verify
     from agents.dockerfile import build_context
     from envpool.errors import SwemintError
     from pipeline.evaluate import grade

@@ -109,7 +109,7 @@ def test_a_repositorys_build_never_reaches_the_next_repositorys_environment(tmp_
     assert layers_b[len(dep_layers)] not in layers_a  # B's instance tier is B's own
     # B's Dockerfile rebuilds B's published image: the tiers it names reproduce B's labels
     from pipeline.evaluate import dataset_rows
-    from pipeline.rebuild import rebuild_row
+    from pipeline.rebuild import RebuildOptions, rebuild_row
     from envpool.docker_sandbox import DockerSandboxFactory, host_ca_bundle
     from agents.gitrepo import GitTree
 
@@ -118,7 +118,7 @@ def test_a_repositorys_build_never_reaches_the_next_repositorys_environment(tmp_
     tree = GitTree(tmp_path / "mirrors" / "acme+markb" / "repo", row["base_commit"]).archive()
     ca = host_ca_bundle()
     cert = rebuild_row(row, tree, tmp_path / "work", client=docker_client, factory=DockerSandboxFactory(
-        run_id=f"{RUN_ID}-rebuild"), run_id=f"{RUN_ID}-rebuild", keep_image=False,
+        run_id=f"{RUN_ID}-rebuild"), options=RebuildOptions(run_id=f"{RUN_ID}-rebuild", keep_image=False),
                        ca_bundle=ca.read_bytes() if ca else None)
     assert cert.reproduced, (cert.error, cert.mismatches)
 
@@ -232,7 +232,7 @@ def test_a_reused_rows_dockerfile_rebuilds_its_image(tmp_path, python_image, doc
     from agents.models import Instance
     from envpool.docker_sandbox import DockerSandboxFactory, host_ca_bundle
     from pipeline.export import make_row
-    from pipeline.rebuild import rebuild_row
+    from pipeline.rebuild import RebuildOptions, rebuild_row
     from tests.agents.test_reuse_docker import version
 
     made = []
@@ -256,8 +256,9 @@ def test_a_reused_rows_dockerfile_rebuilds_its_image(tmp_path, python_image, doc
     assert f"COPY trees/{i1.base_commit}.tar.gz /tmp/testbed.tar.gz" in row["dockerfile"]
     ca = host_ca_bundle()
     cert = rebuild_row(row, GitTree(git2, i2.base_commit).archive(), tmp_path / "work", client=docker_client,
-                       factory=DockerSandboxFactory(run_id=f"{RUN_ID}-rebuild"), run_id=f"{RUN_ID}-rebuild",
-                       keep_image=False, ca_bundle=ca.read_bytes() if ca else None,
+                       factory=DockerSandboxFactory(run_id=f"{RUN_ID}-rebuild"),
+                       options=RebuildOptions(run_id=f"{RUN_ID}-rebuild", keep_image=False),
+                       ca_bundle=ca.read_bytes() if ca else None,
                        earlier={i1.base_commit: GitTree(git1, i1.base_commit).archive()})
     assert cert.reproduced, (cert.error, cert.mismatches)
     assert all(h.ok for h in cert.history), cert.history
