@@ -339,17 +339,20 @@ class _Sides:
         self.build = cmd
         self.snapshots: dict[str, str | None] = {}
 
-    def run_once(self, sb, side: str, i: int, plan: Plan, timeout: float, known: set[str]) -> TestRun:
+    def run_once(self, sb, side: str, i: int, plan: Plan, timeout: float, known: set[str],
+                 snapshot: bool = False) -> TestRun:
         """Run `i` (1-based) of `side` in `sb` (patches applied) of `plan` (the full one or a
         targeted one) with the verification's environment: the ecosystem's `run_tests` (by default
         `run_plan_tests`), recorded as a `verification` step `<side>#<i>`. `known`: ids of earlier
-        runs; `timeout` seconds."""
+        runs; `timeout` seconds; `snapshot`: `sb` runs the side's compile-once snapshot (the
+        ecosystem's `snapshot_env` is added)."""
         eco, config, traj, env = self.eco, self.config, self.traj, self.env
         label = f"{side}#{i}"
         limit = limit_env(config.timeouts.per_test)  # the runners' per-test limit (`envpool.testrun.limits`)
+        built = eco.snapshot_env(self.plan) if snapshot else {}
         run = eco.run_tests(sb, plan, timeout=timeout, known_tests=known or None, log_label=label,
                             per_test_timeout=config.timeouts.per_test,
-                            env={**(env if env is not None else plan.env), **limit})
+                            env={**(env if env is not None else plan.env), **limit, **built})
         rep = run.report
         traj(StepRecord(agent="verification", rule=label, command=run.command, exit_code=rep.exit_code,
                         duration=round(rep.duration, 2),
@@ -443,7 +446,7 @@ class _Sides:
                 # the after side brought would stop being absent before (`absent_scope`)
                 known = self.known_before if side == "before" else self.known
                 start_services(sb, plan, f"{side}#{i}", self.env, self.traj)
-                run = self.run_once(sb, side, i, plan, timeout, known)
+                run = self.run_once(sb, side, i, plan, timeout, known, snapshot=image is not None)
         self._time(phase, t)
         if targets is not None:
             run = run.model_copy(update={"report": run.report.model_copy(update={"selected": list(targets)})})

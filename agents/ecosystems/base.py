@@ -258,6 +258,13 @@ class Ecosystem:
         test (`verify.compile_once`). Default: None."""
         return None
 
+    def snapshot_env(self, plan: Plan) -> dict[str, str]:
+        """Environment added to every test run started from a compile-once snapshot of `plan`
+        (`verify.compile_once`): settings telling the build tool that the tree is built (the
+        snapshot's build compiled it after the side's patches), never part of the row's test
+        command. Default: none."""
+        return {}
+
     def stored_test_command(self, plan: Plan, command: str, per_test_timeout: float | None = None) -> str:
         """The runner part of the row's `test_command` from the `command` a run used (the flow
         puts the test files back first: `envpool.testrun.published`). Default:

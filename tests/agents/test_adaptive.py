@@ -66,6 +66,9 @@ class ToyEco(Ecosystem):
     def build_command(self, plan):
         return "build-tests" if self.with_build else None
 
+    def snapshot_env(self, plan):
+        return {"TOY_BUILT": "1"}
+
 
 class World:
     """The fake engine: per side, the tests and how they end; `flips` overrides (side, run
@@ -133,6 +136,7 @@ def test_no_candidate_decides_after_two_runs(tmp_path, instance, monkeypatch):
     assert res.outcome == "no_fail_to_pass", res.reason
     assert [s for s, _, _ in world.runs] == ["before", "after"]
     assert [r.label for r in res.cost.runs] == ["before#1", "after#1"]
+    assert all("TOY_BUILT" not in (c.env or {}) for _, _, sb in world.runs for c in sb.calls)  # no snapshot
     # the fixed policy runs all five whatever they show
     world = World({"TestAdd": "pass"}, {"TestAdd": "pass"})
     res = _mint(tmp_path / "f", instance, monkeypatch, world, ToyEco(), compile_once=False, policy="fixed")
@@ -187,6 +191,10 @@ def test_compile_once_builds_each_side_once_and_runs_from_its_snapshot(tmp_path,
         assert sb.spec.image in snaps and f"-{side}-snapshot" in sb.spec.image
         assert not any("git apply" in c or "patch" in (k.log_label or "") for c, k in zip(sb.commands, sb.calls))
     assert len({id(sb) for _, _, sb in world.runs}) == len(world.runs) == 5
+    for _, _, sb in world.runs:  # the ecosystem's snapshot_env in every run from a snapshot
+        assert [c.env.get("TOY_BUILT") for c in sb.calls if "go test" in c.command] == ["1"]
+    for _, sb in world.builds:  # not in the build
+        assert all("TOY_BUILT" not in (c.env or {}) for c in sb.calls)
     builds = [r for r in res.cost.runs if r.kind == "build"]
     assert [r.label for r in builds] == ["before:build", "after:build"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.ecosystems import rust
+from agents.ecosystems import java, rust
 from tests.agents.test_cost_docker import CARGO_TOML, mint  # noqa: F401 (the fixture)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -71,3 +71,38 @@ def test_runs_from_a_cargo_snapshot_compile_nothing(mint, variant):  # noqa: F81
     assert all("Compiling calc v0.1.0" in out for _, out in builds), builds  # the side's patch: built once
     assert len(runs) >= 2 and all("test result:" in out for _, out in runs), runs
     assert [label for label, out in runs if "Compiling calc" in out] == [], runs
+
+
+POM = ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+       "<groupId>com.acme</groupId><artifactId>calc</artifactId><version>1.0</version>"
+       "<properties><maven.compiler.source>1.8</maven.compiler.source><maven.compiler.target>1.8"
+       "</maven.compiler.target><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>"
+       "<dependencies><dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.13.2</version>"
+       "<scope>test</scope></dependency></dependencies><build><plugins><plugin>"
+       "<groupId>org.apache.maven.plugins</groupId><artifactId>maven-compiler-plugin</artifactId>"
+       "<version>3.1</version></plugin></plugins></build></project>")
+CALC = "package com.acme;\npublic class Calc {\n    public static int add(int a, int b) { return a - b; }\n}\n"
+CALC_TEST = ("package com.acme;\nimport static org.junit.Assert.assertEquals;\nimport org.junit.Test;\n"
+             "public class CalcTest {\n    @Test public void testZero() { assertEquals(0, Calc.add(0, 0)); }\n}\n")
+
+
+def test_runs_from_a_maven_snapshot_recompile_no_module(mint):  # noqa: F811
+    """maven-compiler-plugin 3.1 (before 3.10's createMissingPackageInfoClass) sees a
+    package-info.java without annotations, which compiles to no class, as stale in every build
+    and recompiles the whole module ("Changes detected - recompiling the module!"), and then the
+    test classes (their classpath changed). Runs from the snapshot compile no module again."""
+    files = {".sdkmanrc": "java=17.0.9-tem\n", "pom.xml": POM, "src/main/java/com/acme/Calc.java": CALC,
+             "src/main/java/com/acme/package-info.java": "/** Arithmetic. */\npackage com.acme;\n",
+             "src/test/java/com/acme/CalcTest.java": CALC_TEST}
+    new_test = CALC_TEST.replace("\n}\n", "\n    @Test public void testAdd() { assertEquals(5, Calc.add(2, 3)); }\n}\n")
+    res = mint(java.ECOSYSTEM, files, {"src/test/java/com/acme/CalcTest.java": new_test},
+               {"src/main/java/com/acme/Calc.java": CALC.replace("a - b", "a + b")}, "once-maven", "java",
+               created_at="2024-05-01 10:00:00")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["com.acme.CalcTest#testAdd"] and res.PASS_TO_PASS == ["com.acme.CalcTest#testZero"]
+    steps = sections(Path(res.log_path).read_text(errors="replace"))
+    builds = [out for label, out in steps if label in ("before:build", "after:build")]
+    runs = [(label, out) for label, out in steps if re.fullmatch(r"(before|after)#\d+", label)]
+    assert len(builds) == 2 and all("Compiling 2 source files" in out for out in builds), builds
+    assert len(runs) >= 2 and all("Tests run:" in out for _, out in runs), runs
+    assert [label for label, out in runs if "recompiling the module" in out or "test-classes" in out] == [], runs

@@ -324,6 +324,20 @@ class JavaEcosystem(Ecosystem):
             return None
         return plan.state.get("build_command")
 
+    def snapshot_env(self, plan: PolyPlan) -> dict[str, str]:
+        """Runs from a Maven compile-once snapshot (`build_command`): ``MAVEN_OPTS`` gets
+        ``-Dmaven.compiler.useIncrementalCompilation=false``, so maven-compiler-plugin compiles
+        only stale sources instead of a whole module when it sees a change. Before 3.10
+        (``createMissingPackageInfoClass``, MCOMPILER-205) it sees one in every build of a module
+        with a ``package-info.java`` that compiles to no class, recompiles the module and then its
+        test classes (gson's 3.0: every run recompiled both). The snapshot's build did the full
+        compile after the side's patches, so stale-only is exact there; the row's test command
+        (full incremental detection) is unchanged. Empty when the plan has no build command."""
+        if self.build_command(plan) is None:
+            return {}
+        opts = f"{plan.env.get('MAVEN_OPTS', '')} -Dmaven.compiler.useIncrementalCompilation=false"
+        return {"MAVEN_OPTS": opts.strip()}
+
     def portable_paths(self, plan: PolyPlan) -> list[str]:
         """Folders whose content does not depend on the toolchain's version (`agents.seed`):
         the local Maven repository (downloaded artifacts and plugins)."""
