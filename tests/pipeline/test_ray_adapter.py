@@ -36,6 +36,14 @@ class FakeStage:
                               reason=f"pid {os.getpid()}")
 
 
+def _roomy():
+    """A MintConfig whose low-disk guard is off: the guard measures the host's free space, not
+    these fake minters (tests/conftest.py does the same for configs loaded from files)."""
+    from agents.mint_config import MintConfig
+
+    return MintConfig(limits={"min_free_disk_bytes": 0})
+
+
 def items(*ids: str) -> list[WorkItem]:
     return [WorkItem(Instance(instance_id=i, repo="o/p", base_commit="c", patch="", test_patch=""), Path("/nope"))
             for i in ids]
@@ -199,7 +207,6 @@ def test_ray_each_node_runs_once_per_node_in_a_worker(local_ray):
 
 
 def test_mint_stage_publishes_verified_images_and_records_where():
-    from agents.mint_config import MintConfig
     from agents.models import EnvRecord
     from envpool.fake_images import FakeImageStore
     from envpool.imagestore import use_store
@@ -213,15 +220,15 @@ def test_mint_stage_publishes_verified_images_and_records_where():
 
     images = FakeImageStore(["swemint/env:x"], registries_down={"down:5000"})
     with use_store(images):
-        stage = MintStage(MintConfig(), mint_fn=mint, registry="127.0.0.1:5000")
+        stage = MintStage(_roomy(), mint_fn=mint, registry="127.0.0.1:5000")
         ok, nf2p = (stage.process(it) for it in items("ok-1", "nf2p-2"))
         assert ok.outcome == "verified" and ok.env.location == "127.0.0.1:5000/swemint/env@" + images["swemint/env:x"].id
         assert ok.timings["total"] == 2.0 and "publish" in ok.timings
         # only verified images travel
         assert nf2p.env.location == "local" and [t for t, _ in images.pushed] == ["swemint/env:x"]
-        down = MintStage(MintConfig(), mint_fn=mint, registry="down:5000").process(items("ok-3")[0])
+        down = MintStage(_roomy(), mint_fn=mint, registry="down:5000").process(items("ok-3")[0])
         assert down.outcome == "infra_error" and down.env is None and "connection refused" in down.reason
-        assert MintStage(MintConfig(), mint_fn=mint).process(items("ok-4")[0]).env.location == "local"
+        assert MintStage(_roomy(), mint_fn=mint).process(items("ok-4")[0]).env.location == "local"
 
 
 class CrashOnce(FakeStage):
