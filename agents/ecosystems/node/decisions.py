@@ -14,7 +14,8 @@ from agents.ecosystems.node.runner_timeouts import FLAGS as LIMIT_FLAGS, own_tim
 from agents.ecosystems.node.build import BuildStep, build_step
 from agents.ecosystems.node.karma import KarmaSetup, karma_covers, karma_setup
 from agents.ecosystems.node.manifest import added_dependencies, package_deps, package_manager, read_json
-from agents.ecosystems.node.runner import (data_test_files, fixture_test_files, glob_regex, has_config, mocha_spec_globs,
+from agents.ecosystems.node.builtin_runner import node_test_invocation
+from agents.ecosystems.node.runner import (NODE_TEST, data_test_files, fixture_test_files, glob_regex, has_config, mocha_spec_globs,
                                          package_dir, root_vitest_projects, runner_launcher, runner_of, runner_options,
                                          select_test_files, snapshot_test_files)
 from agents.ecosystems.node.version import choose_node
@@ -30,7 +31,8 @@ class NodeAnalysis:
     - `pm`: ``npm`` | ``yarn`` | ``yarn-berry`` | ``pnpm``; `pm_version`: exact or major (``9.7.0``,
       ``8``) or None (the image's npm / yarn v1); `lockfile`: its path or None;
     - `node_request`: what to ask `ensure_image` for (a version or major); `node_reason`: why;
-    - `runner`: ``vitest`` | ``jest`` | ``mocha``; `runner_dir`: where to run it ("" = root);
+    - `runner`: ``vitest`` | ``jest`` | ``mocha`` | ``ava`` | ``karma`` | ``node-test`` (Node's
+      own ``node --test``); `runner_dir`: where to run it ("" = root);
       `runner_options`: options taken from the project's script; `per_test_limit`: the runner gets
       its timeout option at the JS per-test limit (`agents.ecosystems.node.runner_timeouts`: the project
       sets none and the runner takes it); `runner_env`: ``VAR=value``
@@ -41,6 +43,9 @@ class NodeAnalysis:
     - `yarn_path`: yarn berry's vendored release (``.yarnrc.yml`` ``yarnPath``), run by yarn 1;
     - `test_files`: touched test files (repository relative);
     - `extra_packages`: ``name@range`` the patch/test_patch adds to the root package.json;
+    - `file_dirs`, `dir_options` (runner ``node-test`` only): each test file's package directory
+      (nearest package.json, "" = root) and the Node flags of each such package's
+      ``node --test`` script (the root's when it has none; `agents.ecosystems.node.builtin_runner`);
     - `karma`: the karma route (`agents.ecosystems.node.karma`) when `runner` is ``karma``;
     - `build`: the repository's own build step before tests (`agents.ecosystems.node.build`),
       None when no workspace package needs one;
@@ -65,6 +70,8 @@ class NodeAnalysis:
     extra_packages: list[str] = field(default_factory=list)
     build: BuildStep | None = None
     karma: KarmaSetup | None = None
+    file_dirs: dict[str, str] = field(default_factory=dict)
+    dir_options: dict[str, list[str]] = field(default_factory=dict)
     substitutions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -96,7 +103,7 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
 
     `tree`: an `agents.gitrepo.GitTree` (or anything with `files`, `exists`, `read`,
     `commit_time`). Raises EnvBuildError when there is no root package.json, no touched test
-    file, or no supported runner (vitest, jest, mocha)."""
+    file, or no supported runner (vitest, jest, mocha, ava, node --test)."""
     iid = instance.instance_id
     pkg = read_json(tree, "package.json")
     if not pkg:
@@ -143,9 +150,25 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
     if runner is None:
         deps = package_deps(pkg)
         other = [r for r in ("karma", "tap", "jasmine", "qunit", "uvu", "tape") if r in deps]
-        raise EnvBuildError("no supported JS test runner (vitest, jest, mocha, ava) in package.json"
+        raise EnvBuildError("no supported JS test runner (vitest, jest, mocha, ava, node --test) in package.json"
                             + (f"; found {', '.join(other)}" if other else ""), instance_id=iid)
-    opts, env_assign = runner_options(script, runner) if not cra and runner != "karma" else ([], [])
+    file_dirs: dict[str, str] = {}
+    dir_options: dict[str, list[str]] = {}
+    if runner == NODE_TEST:  # Node's own runner: its flags per package (`builtin_runner`), Node >= 18
+        opts, env_assign = node_test_invocation(script) or ([], [])
+        file_dirs = {f: package_dir(tree, f) for f in files}
+        dir_options = {"": opts}
+        for d in set(file_dirs.values()) - {""}:
+            _r, s_d, _c = runner_of(read_json(tree, f"{d}/package.json"), tree, d)
+            own = node_test_invocation(s_d) if _r == NODE_TEST else None
+            dir_options[d] = own[0] if own else opts
+        major = version_key(request)[:1]
+        if major and major[0] < 18:
+            subs.append(f"node {request} raised to 18: node --test (the node:test module) needs Node >= 18")
+            request, reason = "18", f"{reason}; raised to 18 for node --test"
+            notes.append("node 18: node --test needs it")
+    else:
+        opts, env_assign = runner_options(script, runner) if not cra and runner != "karma" else ([], [])
     launcher = runner_launcher(script, runner) if not cra and runner != "karma" else []
     scripts = (read_json(tree, f"{runner_dir}/package.json") if runner_dir else pkg).get("scripts") or {}
     script_name = "test" if script is not None and isinstance(scripts, dict) and \
@@ -192,7 +215,7 @@ def analyze(tree, instance: Instance, touched: list[str]) -> NodeAnalysis:
         except yaml.YAMLError:
             rc = {}
         yarn_path = str(rc.get("yarnPath")) if isinstance(rc, dict) and rc.get("yarnPath") else None
-    return NodeAnalysis(pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
+    return NodeAnalysis(file_dirs=file_dirs, dir_options=dir_options, pm=pm, pm_version=pm_version, lockfile=lockfile, node_request=request, yarn_path=yarn_path,
                         node_reason=reason, runner=runner, runner_dir=runner_dir, test_files=files,
                         runner_options=opts, per_test_limit=per_test_limit, runner_env=env_assign, launcher=launcher, script_name=script_name, cra=cra, extra_packages=extra, build=build,
                         karma=karma if runner == "karma" else None,

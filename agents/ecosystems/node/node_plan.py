@@ -9,6 +9,8 @@ from pathlib import Path, PurePosixPath
 
 from agents.ecosystems.base import PolyPlan
 from agents.ecosystems.node.ava import ava_command
+from agents.ecosystems.node.builtin_runner import node_test_command
+from agents.ecosystems.node.runner import NODE_TEST
 from agents.ecosystems.node.decisions import NodeAnalysis
 from agents.ecosystems.node.karma import setup_commands as karma_setup, test_command as karma_test
 from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
@@ -87,6 +89,10 @@ def test_command(a: NodeAnalysis) -> tuple[str, str | None, str]:
     opts = " ".join([*(shlex.quote(o) for o in a.runner_options),
                      *([limit_option(a.runner)] if a.per_test_limit else [])])  # shell text: not quoted
     opts = f"{opts} " if opts else ""
+    if a.runner == NODE_TEST:  # each file from its package's directory, TAP named per file
+        files_dirs = [(f, a.file_dirs.get(f, "")) for f in a.test_files]
+        return (f"{build}export PATH={_bin_path(a)} && {node_test_command(files_dirs, a.dir_options, a.runner_env)}",
+                None, "node_tap")
     if a.runner == "karma" and a.karma:
         return f"{prefix}{karma_test(a.karma, a.test_files, REPORT_PATH)}", REPORT_PATH, "karma_json"
     start = " ".join(shlex.quote(w) for w in a.launcher) if a.launcher else ""

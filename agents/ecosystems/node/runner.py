@@ -1,4 +1,4 @@
-"""The test runner (vitest, jest, mocha, ava) a project's scripts name, where it runs, the touched
+"""The test runner (vitest, jest, mocha, ava, Node's own ``node --test``) a project's scripts name, where it runs, the touched
 test files it gets, and the options and environment taken from the project's test script."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import shlex
 from pathlib import PurePosixPath
 
 
+from agents.ecosystems.node.builtin_runner import runs_node_test
 from agents.ecosystems.node.manifest import package_deps, package_scripts, recipe
 from envpool.testpaths import role
 
@@ -18,6 +19,8 @@ _CONFIG = {
     "mocha": (".mocharc",),
     "ava": ("ava.config",),
 }
+NODE_TEST = "node-test"
+"""The runner name of Node's built-in test runner (``node --test``)."""
 _RUNNER_IN_SCRIPT = re.compile(r"(?<![\w@:.-])(vitest|jest|mocha|_mocha|ava|react-scripts test|craco test|"
                                r"react-app-rewired test)(?![\w-])")
 
@@ -61,11 +64,16 @@ def runner_of(pkg: dict, tree, pkg_dir: str) -> tuple[str | None, str | None, st
     scripts = package_scripts(pkg)
     deps = package_deps(pkg)
     for text in _test_scripts(scripts):
+        builtin = runs_node_test(text)
         for m in _RUNNER_IN_SCRIPT.finditer(text):
+            if builtin is not None and builtin < m.start():
+                break
             word = m.group(1)
             if word.endswith(" test"):
                 return "jest", text, word.split()[0]
             return ("mocha" if word == "_mocha" else word), text, None
+        if builtin is not None:  # Node's own runner (`agents.ecosystems.node.builtin_runner`)
+            return NODE_TEST, text, None
     for r in recipe()["runners"]:
         if r in deps:
             return r, None, None

@@ -696,3 +696,72 @@ def test_the_unpublished_override_takes_the_next_prerelease_and_names_the_missin
     pkg = json.loads((tmp_path / "package.json").read_text())
     assert pkg["resolutions"] == {"@babel/preset-env@npm:8.0.0-alpha.4": "8.0.0-alpha.5"}
     assert pkg["overrides"] == {"@babel/core@7.22.0": "7.23.0"}
+
+
+# -- Node's built-in runner (node --test; rule S15) ----------------------------------------------
+
+NODE_TEST_TREE = {
+    "package.json": pkg(scripts={"test": "node --test tests/*.test.js && npm test --prefix sub"}),
+    "sub/package.json": json.dumps({"name": "sub", "type": "module",
+                                    "scripts": {"test": "NODE_ENV=test node --import tsx --test --test-reporter=spec "
+                                                        "--test-concurrency=1 ./test/*.test.js"}}),
+    ".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n      - uses: actions/setup-node@v4\n"
+                                "        with:\n          node-version: '22'\n",
+}
+
+
+def test_node_test_script_is_a_runner_with_its_flags_per_package():
+    """A `test` script that runs `node --test` (no vitest/jest/mocha/ava dependency): before S15
+    the analysis raised "no supported JS test runner"."""
+    tree = FakeTree(NODE_TEST_TREE, when="2026-05-01")
+    a = analyze(tree, inst(), ["tests/hooks.test.js", "sub/test/helpers.test.js", "README.md"])
+    assert (a.runner, a.runner_dir, a.node_request) == ("node-test", "", "22")
+    assert a.test_files == ["tests/hooks.test.js", "sub/test/helpers.test.js"]
+    assert a.file_dirs == {"tests/hooks.test.js": "", "sub/test/helpers.test.js": "sub"}
+    # the sub-package's own flags (reporter dropped: TAP is asked for), the root's none
+    assert a.dir_options == {"": [], "sub": ["--import", "tsx", "--test-concurrency=1"]}
+    plan = build_plan(a, choice("22.12.0"))
+    assert plan.parser == "node_tap" and plan.report_path is None
+    cmd = plan.test_command
+    assert "echo 'swemint: node --test tests/hooks.test.js'; ( node --test $R tests/hooks.test.js ) || rc=1" in cmd
+    assert ("echo 'swemint: node --test sub/test/helpers.test.js'; ( cd sub && node --import tsx "
+            "--test-concurrency=1 --test $R test/helpers.test.js ) || rc=1") in cmd
+    assert cmd.endswith("exit $rc")
+
+
+def test_node_test_invocation_flags_env_and_what_is_not_node_test():
+    from agents.ecosystems.node.builtin_runner import node_test_invocation, runs_node_test
+    assert node_test_invocation("NODE_ENV=test node --experimental-strip-types --test --test-name-pattern=x "
+                                "--experimental-test-coverage 'test/**/*.test.ts'") == (
+        ["--experimental-strip-types"], ["NODE_ENV=test"])
+    assert node_test_invocation("eslint . && node --test") == ([], [])
+    for other in ("node scripts/run.js --test", "node --test-reporter=tap x", "jest --test", "mynode --test"):
+        assert runs_node_test(other) is None and node_test_invocation(other) is None, other
+    # a script naming another runner first keeps that runner
+    tree = FakeTree({"package.json": pkg(scripts={"test": "mocha && node --test"}, devDependencies={"mocha": "10"})})
+    assert analyze(tree, inst(), TOUCHED).runner == "mocha"
+
+
+def test_node_test_raises_an_old_node_to_18_and_records_it():
+    tree = FakeTree({"package.json": pkg(scripts={"test": "node --test"}), ".nvmrc": "16\n"})
+    a = analyze(tree, inst(), TOUCHED)
+    assert a.node_request == "18" and any("node --test" in s for s in a.substitutions)
+
+
+def test_node_test_command_runs_each_file_and_fails_when_one_did(tmp_path):
+    """The command in bash with a fake `node`: every file runs from its package directory, each
+    after its marker, the exit status is 1 when one run failed."""
+    from agents.ecosystems.node.builtin_runner import node_test_command
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "sub").mkdir()
+    fake = tmp_path / "bin" / "node"
+    fake.write_text('#!/bin/bash\nif [ "$1" = --help ]; then echo "  --test-reporter=..."; exit 0; fi\n'
+                    'echo "cwd=$(basename "$PWD") args=$*"; case "$*" in *bad*) exit 1;; esac\n')
+    fake.chmod(0o755)
+    cmd = node_test_command([("t/ok.test.js", ""), ("sub/t/bad.test.js", "sub")], {"": ["--no-warnings"]}, ["X=1 2"])
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    r = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [
+        "swemint: node --test t/ok.test.js", f"cwd={tmp_path.name} args=--no-warnings --test --test-reporter=tap t/ok.test.js",
+        "swemint: node --test sub/t/bad.test.js", "cwd=sub args=--no-warnings --test --test-reporter=tap t/bad.test.js"]

@@ -208,3 +208,38 @@ def test_ava_test_hanging_before_the_fix_is_fail_to_pass_through_the_console_rer
     assert res.FAIL_TO_PASS == ["wait › settles"]
     assert res.PASS_TO_PASS == ["add › adds", "add › adds negatives", "wait › quick"]
     assert res.parser == "ava_tap" and "--verbose" in res.test_command
+
+
+NT_BASE = {
+    "package.json": json.dumps({"name": "nt", "version": "1.0.0", "private": True,
+                                "scripts": {"test": "node --test tests/ && npm test --prefix esm"}}, indent=2) + "\n",
+    "lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a + b; // bug\n",
+    "tests/calc.test.js": ("const test = require('node:test');\nconst assert = require('node:assert');\n"
+                           "const calc = require('../lib/calc');\n\n"
+                           "test.describe('calc', () => {\n  test.it('adds', () => assert.strictEqual(calc.add(2, 3), 5));\n"
+                           "});\n"),
+    "tests/other.test.js": "const test = require('node:test');\ntest('adds', () => {});\n",
+    "esm/package.json": json.dumps({"name": "esm", "private": True, "type": "module",
+                                    "scripts": {"test": "node --test ./test/*.test.js"}}) + "\n",
+    "esm/twice.js": "export const twice = (x) => x + x + 1; // bug\n",
+    "esm/test/twice.test.js": "import test from 'node:test';\nimport assert from 'node:assert';\n"
+                              "import { twice } from '../twice.js';\n\ntest('zero', () => assert.ok(typeof twice === 'function'));\n",
+}
+NT_FIX = {"lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n",
+          "esm/twice.js": "export const twice = (x) => x + x;\n"}
+NT_TESTS = {
+    "tests/calc.test.js": NT_BASE["tests/calc.test.js"].replace(
+        "});\n", "  test.it('multiplies', () => assert.strictEqual(calc.mul(2, 3), 6));\n});\n"),
+    "esm/test/twice.test.js": NT_BASE["esm/test/twice.test.js"] + "test('doubles', () => assert.strictEqual(twice(4), 8));\n",
+}
+
+
+def test_node_builtin_test_runner_project_verifies_per_file_from_each_package(mint_node):
+    """S15: a project whose `test` script is `node --test` (no runner dependency) and an ES-module
+    package beside it: before S15 `env_failed` ("no supported JS test runner"). Each touched file
+    runs with `node --test` from its package; tests are named by file, suite and test."""
+    res = mint_node(NT_BASE, NT_TESTS, NT_FIX, "nodetest", "2024-03-01T00:00:00Z")  # era: Node 20
+    assert res.outcome == "verified", res.reason
+    assert sorted(res.FAIL_TO_PASS) == ["esm/test/twice.test.js > doubles", "tests/calc.test.js > calc > multiplies"]
+    assert sorted(res.PASS_TO_PASS) == ["esm/test/twice.test.js > zero", "tests/calc.test.js > calc > adds"]
+    assert res.parser == "node_tap" and res.interpreter.startswith("node 20.")

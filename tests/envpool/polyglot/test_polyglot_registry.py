@@ -17,7 +17,7 @@ from envpool.testrun.status import TestRunReport, TestStatus
 GOLDEN_FOR = {
     "jest_json": "jest.json", "vitest_json": "vitest.json", "jest_log": "jest_verbose.log",
     "mocha_json": "mocha.json", "mocha_spec": "mocha_spec_marks.log", "karma_json": "karma.json", "ava_tap": "ava.tap",
-    "ava_console": "ava_console.log",
+    "ava_console": "ava_console.log", "node_tap": "node_tap_20.log",
     "go_test_json": "go_test.json", "go_test_v": "go_test_v.log", "cargo_test": "cargo_test.log",
     "nextest_junit": "nextest_junit.xml", "java_junit": "surefire_reports.xml",
     "gradle_log": "gradle_console.log", "maven_log": "maven_test.log", "ant_junit": "ant_junit_plain.log",
