@@ -14,7 +14,7 @@ of its children; one with no child result (its hook failed first) is a result it
 | ``not ok N - name``                         | FAILED (also ``cancelledByParent``, a timeout)  |
 | ``ok N - name # SKIP [why]``                | SKIPPED                                        |
 | ``(not )ok N - name # TODO``                | not a result (``test.todo``)                   |
-| top-level ``not ok N - /testbed/<file>``    | the file failed to load or its process died: a unit error (`known_tests` of the file: ERROR) |
+| top-level ``(not )ok N - <file>``           | the file's process as one test, id ``<file>``: a file with no ``node:test`` tests (a script of asserts) is graded by its exit status; a failing one also failed to load or died: a unit error (its other `known_tests`: ERROR) |
 | ``  ---`` ... ``  ...``                     | the result's YAML diagnostics (``type: 'suite'``) |
 | top-level ``1..N``, ``# tests N``           | the plan; N tests, suites not counted, todos and file errors counted (cross-checked) |
 
@@ -49,8 +49,9 @@ def _unescape(name: str) -> str:
 
 
 def _names_file(name: str, file: str, root: str | None) -> bool:
-    """Whether a top-level result's name is the test file itself (Node names a file that failed
-    to load, or whose process died, by its absolute path)."""
+    """Whether a top-level result's name is the test file itself: Node reports a file that
+    failed to load, whose process died, or that holds no ``node:test`` test, as one test named
+    by its path (absolute in 18/20, as given in 22)."""
     rel = relpath(name, root)
     return rel == file or name.endswith("/" + file) or ("/" in rel and file.endswith("/" + rel))
 
@@ -114,8 +115,10 @@ def _parse_file(res: Result, file: str, lines: list[str], known: list[str], root
         name = test_id[len(file) + len(SEP):]
         if i not in suites:
             counted += 1
-        if indent == 0 and status == TestStatus.FAILED and _names_file(name, file, root):
-            res.unit_failed(file)
+        if indent == 0 and status is not None and _names_file(name, file, root):
+            res.add(file, status)  # the file as one test: a script with no node:test tests, graded by exit
+            if status == TestStatus.FAILED:
+                res.unit_failed(file)
         elif status is not None and leaf:
             res.add(test_id, status)
     if file in res.collection_errors:

@@ -30,7 +30,7 @@ def test_leaves_per_file_suites_and_todos_left_out_a_file_that_cannot_load_is_a_
     known = ["tests/c.test.js > never", "tests/b.test.js > adds"]
     r = P(out, known_tests=known)
     got = {k: v.value for k, v in r.statuses.items()}
-    assert got == {**EXPECTED, "tests/c.test.js > never": "ERROR"}
+    assert got == {**EXPECTED, "tests/c.test.js": "FAILED", "tests/c.test.js > never": "ERROR"}
     assert r.collection_errors == ["tests/c.test.js"]
     assert P.check(out) == [] and r.tests_ran
 
@@ -58,3 +58,16 @@ def test_a_yaml_block_holding_tap_like_lines_is_not_read_as_results():
     r = P(out)
     assert {k: v.value for k, v in r.statuses.items()} == {"t/x.test.js > prints": "FAILED"}
     assert P.check(out) == []
+
+
+def test_a_file_of_plain_asserts_is_one_test_graded_by_its_exit_status():
+    """Node 22 names such a file as given (a relative path); a passing one is PASSED, a failing
+    one FAILED (and a unit error, so tests known from the other side get ERROR)."""
+    ok = f"{MARKER}tests/ok.test.js\nTAP version 13\n# hello\n# Subtest: tests/ok.test.js\nok 1 - tests/ok.test.js\n" \
+         "  ---\n  duration_ms: 1\n  type: 'test'\n  ...\n1..1\n# tests 1\n"
+    bad = ok.replace("ok 1 - tests/ok.test.js", "not ok 1 - tests/ok.test.js")
+    assert {k: v.value for k, v in P(ok).statuses.items()} == {"tests/ok.test.js": "PASSED"}
+    r = P(bad, known_tests=["tests/ok.test.js > later"])
+    assert {k: v.value for k, v in r.statuses.items()} == {"tests/ok.test.js": "FAILED",
+                                                           "tests/ok.test.js > later": "ERROR"}
+    assert r.collection_errors == ["tests/ok.test.js"] and P.check(ok) == P.check(bad) == []
