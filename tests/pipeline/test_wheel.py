@@ -52,9 +52,12 @@ def test_fresh_venv_runs_the_demo_from_another_directory(wheel, tmp_path, docker
                             "print(u.find_spec('ray') is None)"], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert str(ROOT) not in probe.stdout and probe.stdout.split()[-1] == "True"
     work = tmp_path / "demo"
-    r = subprocess.run([str(env_dir / "bin" / "swemint"), "demo", "--no-ray", "-w", str(work)], cwd=tmp_path,
+    # two of the demo's four instances (a verified one on Python 3.9, a no_fail_to_pass one on 3.11):
+    # what comes from the wheel (recipes, configs, demo data, plugins) is the same for all four
+    r = subprocess.run([str(env_dir / "bin" / "swemint"), "demo", "--no-ray", "-w", str(work), "--set",
+                        "ids=[acme__dateparse-31, acme__inireader-5]"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    outcomes = sorted(json.loads(p.read_text())["outcome"] for p in (work / "instances").glob("*/result.json"))
-    assert outcomes == ["no_fail_to_pass", "verified", "verified", "verified"]
+    outcomes = {p.parent.name: json.loads(p.read_text())["outcome"] for p in (work / "instances").glob("*/result.json")}
+    assert outcomes == {"acme__dateparse-31": "verified", "acme__inireader-5": "no_fail_to_pass"}
     assert (work / "dataset" / "README.md").is_file()
