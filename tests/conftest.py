@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from envpool.errors import InfraError
-from tests.session import ENV_REPOSITORY, SESSION
+from tests.session import ENV_REPOSITORY, SESSION, remove_session_runs
 
 # The low-disk guard (mint.limits.min_free_disk_bytes, 10 GiB by default) measures the host, not
 # the test: without this, every test that mints (fake or real) turns `infra_error` on a machine
@@ -78,8 +78,11 @@ def ensure_test_image(client, build: Callable[[], str], repository: str, tag_pre
 
 
 @pytest.fixture(scope="session")
-def docker_client():
-    """A docker SDK client that answers; skips when none does (fails when env CI is set)."""
+def docker_client(tmp_path_factory):
+    """A docker SDK client that answers; skips when none does (fails when env CI is set). At the
+    session's end the images under `ENV_REPOSITORY` go, and so do the containers and images of
+    this session's runs (`tests.session.remove_session_runs`: `SESSION` in the run id, or the
+    `wd-*` run id of a work directory under the session's temporary directory)."""
     from envpool.docker_sandbox import docker_client as make_client
 
     try:
@@ -89,6 +92,10 @@ def docker_client():
     _remove_dead_sessions_containers(client)
     yield client
     _remove_session_images(client)
+    try:
+        remove_session_runs(client, tmp_path_factory.getbasetemp())
+    except Exception as e:  # noqa: BLE001 - an engine hiccup at the end fails no test
+        print(f"removing this session's runs failed: {e}")
 
 
 def _remove_dead_sessions_containers(client) -> None:
