@@ -59,7 +59,7 @@ from envpool.quoting import shell_word
 from envpool.testrun.limits import per_test
 from envpool.testrun.polyglot.golang import split_go_id
 from agents.ecosystems.golang.go_recipe import GoRecipe, load_recipe
-from agents.ecosystems.golang.go_tests import (BUILD_FAILED_TO_JSON, REPORT_PATH, _patch_blocks, changed_tests,
+from agents.ecosystems.golang.go_tests import (_buildable, BUILD_FAILED_TO_JSON, REPORT_PATH, _patch_blocks, changed_tests,
                                                ci_go_tags, constraint_tags, gated_tags, run_pattern, select_packages,
                                                touched_tests)
 from agents.ecosystems.golang.go_modules import (GO_MANIFESTS, GoModule, GoProject, _skipped, analyze,
@@ -111,6 +111,13 @@ class GoEcosystem(Ecosystem):
         proj = analyze(tree, extra_files=added, repo=instance.repo)
         sel = select_packages(proj, touched)
         notes = []
+        tags, why = gated_tags(tree, instance.test_patch, touched)
+        sel, elsewhere = _buildable(tree, instance, sel, tags)
+        if elsewhere:
+            notes.append("left out, no file builds for linux/amd64 (build constraints): " + ", ".join(elsewhere))
+            if not sel:
+                raise EnvBuildError("the touched Go packages build only for other platforms (no file of "
+                                    f"{', '.join(elsewhere[:5])} builds for linux/amd64)", instance_id=iid)
         if not sel:
             root = next((m for m in proj.modules if m.dir == ""), None)
             if root is None and not proj.go_dirs:
@@ -137,7 +144,6 @@ class GoEcosystem(Ecosystem):
             # Go has no per-test limit: a test binary gets 4 per-test limits, then panics naming
             # the running test (that test fails, the run goes on; `envpool.testrun.limits`)
             flags += f" -timeout={per_test(4)}s"
-        tags, why = gated_tags(tree, instance.test_patch, touched)
         if tags:  # TAG_NAME-validated
             flags += f" -tags={','.join(tags)}"
             reasons += why

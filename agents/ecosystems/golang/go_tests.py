@@ -245,3 +245,132 @@ def gated_tags(tree: GitTree, test_patch: str, touched: list[str]) -> tuple[list
     tags = [t for t in wanted if t in ci]
     return tags, [f"build tag {t} (CI: go test -tags; gates {', '.join(wanted[t][:3])})" for t in tags]
 
+
+
+# -- packages no file of which builds here (rule S17) ------------------------------------------
+
+HERE = frozenset({"linux", "amd64", "unix", "gc", "cgo"})
+"""Build constraint terms true on this host's target (GOOS linux, GOARCH amd64, gc with cgo),
+besides the release tags ``go1.N`` (all true) and the tags the plan passes with ``-tags``."""
+_GOOS = ("aix", "android", "darwin", "dragonfly", "freebsd", "hurd", "illumos", "ios", "js", "linux", "nacl",
+         "netbsd", "openbsd", "plan9", "solaris", "wasip1", "windows", "zos")
+_GOARCH = ("386", "amd64", "arm", "arm64", "loong64", "mips", "mipsle", "mips64", "mips64le", "ppc64", "ppc64le",
+           "riscv64", "s390x", "wasm")
+_EXPR_TOKEN = re.compile(r"\s*(\(|\)|!|&&|\|\||[A-Za-z0-9_.]+)")
+
+
+def _name_builds(name: str) -> bool:
+    """Go's file-name constraint (``*_GOOS``, ``*_GOARCH``, ``*_GOOS_GOARCH``, before ``_test``):
+    whether a file so named builds for linux/amd64."""
+    stem = name[:-3]
+    if stem.endswith("_test"):
+        stem = stem[:-5]
+    parts = stem.split("_")
+    if len(parts) >= 3 and parts[-2] in _GOOS and parts[-1] in _GOARCH:
+        return parts[-2] == "linux" and parts[-1] == "amd64"
+    if len(parts) >= 2 and parts[-1] in _GOOS:
+        return parts[-1] == "linux"
+    if len(parts) >= 2 and parts[-1] in _GOARCH:
+        return parts[-1] == "amd64"
+    return True
+
+
+def _eval_build(expr: str, true: frozenset[str]) -> bool:
+    """A ``//go:build`` expression over `true` (``go1.N`` always true); an expression that does
+    not parse counts as true (the file is kept: Go's own error then says why)."""
+    toks = _EXPR_TOKEN.findall(expr)
+    if "".join(toks) != re.sub(r"\s+", "", expr):
+        return True
+    pos = 0
+
+    def atom() -> bool:
+        nonlocal pos
+        t = toks[pos] if pos < len(toks) else ""
+        pos += 1
+        if t == "!":
+            return not atom()
+        if t == "(":
+            v = orexpr()
+            pos += 1
+            return v
+        return t in true or re.fullmatch(r"go1\.\d+", t) is not None
+
+    def andexpr() -> bool:
+        nonlocal pos
+        v = atom()
+        while pos < len(toks) and toks[pos] == "&&":
+            pos += 1
+            v = atom() and v
+        return v
+
+    def orexpr() -> bool:
+        nonlocal pos
+        v = andexpr()
+        while pos < len(toks) and toks[pos] == "||":
+            pos += 1
+            v = andexpr() or v
+        return v
+
+    try:
+        return orexpr()
+    except IndexError:
+        return True
+
+
+def file_builds(name: str, text: str, tags: list[str]) -> bool:
+    """Whether a Go file named `name` with content `text` is built for linux/amd64 with `tags`
+    (its name, then its ``//go:build`` line; a legacy ``// +build`` line: spaces OR, commas AND,
+    several lines AND). Files Go ignores (``_x.go``, ``.x.go``) never build."""
+    if name.startswith(("_", ".")) or not _name_builds(name):
+        return False
+    true = HERE | frozenset(tags)
+    plus: list[bool] = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("package ") or (s and not s.startswith("//")):
+            break
+        if m := re.match(r"//go:build\s+(.*)$", s):
+            return _eval_build(m.group(1), true)
+        if m := re.match(r"//\s*\+build\s+(.*)$", s):
+            plus.append(any(all(_eval_build(t, true) for t in opt.split(","))
+                            for opt in m.group(1).split()))
+    return all(plus)
+
+
+def builds_here(tree: GitTree, folder: str, added: dict[str, list[str]], tags: list[str]) -> bool:
+    """Whether some Go file directly in `folder` (the tree's, or one the patches add: `added`,
+    path -> its added lines) builds for linux/amd64 with `tags`: a package none of whose files
+    does (``app_darwin.go`` with ``app_darwin_test.go``; ``//go:build windows``) cannot be
+    listed, built or tested here ("build constraints exclude all Go files")."""
+    prefix = f"{folder}/" if folder else ""
+    names = {p for p in tree.files if p.startswith(prefix) and "/" not in p[len(prefix):] and p.endswith(".go")}
+    names |= {p for p in added if p.startswith(prefix) and "/" not in p[len(prefix):] and p.endswith(".go")}
+    if not names:
+        return True  # no Go file known: not ours to judge
+    for p in sorted(names):
+        text = tree.read(p, limit=20_000) if p not in added else "\n".join(added[p])
+        if file_builds(posixpath.basename(p), text or "", tags):
+            return True
+    return False
+
+
+def _buildable(tree: GitTree, instance, sel: dict[str, list[str]],
+               tags: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """(`sel` without the packages that do not build here, those packages' folders): a package
+    is dropped when no Go file of it (at base, or added by the patches) builds for linux/amd64
+    with `tags` (`builds_here`)."""
+    from envpool.patches import changed_lines
+
+    added = {p: lines for p, lines in changed_lines(instance.test_patch + "\n" + instance.patch).items()
+             if not tree.exists(p)}
+    kept: dict[str, list[str]] = {}
+    dropped: list[str] = []
+    for mdir, pkgs in sel.items():
+        for p in pkgs:
+            folder = posixpath.normpath(posixpath.join(mdir, p)) if p != "./..." else mdir
+            folder = "" if folder == "." else folder
+            if p == "./..." or builds_here(tree, folder, added, tags):
+                kept.setdefault(mdir, []).append(p)
+            else:
+                dropped.append(folder or ".")
+    return kept, dropped

@@ -439,3 +439,50 @@ def test_test_runs_answer_module_queries_from_the_cache_setup_filled(tmp_path):
                           timeout=120)
     assert good.returncode == 0, good.stderr
     assert good.stdout.split() == ["github.com/google/uuid", "v1.6.0"]
+
+
+# --- packages that build only for other platforms (rule S17) --------------------------------------
+
+def _new_file(path: str, text: str) -> str:
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{text.count(chr(10))} @@\n" + "".join("+" + ln + "\n" for ln in text.splitlines()))
+
+
+def test_a_touched_package_that_builds_only_for_another_os_is_left_out(tmp_path, image_store):
+    """A test_patch touching a darwin-only package (``app_darwin.go`` + ``app_darwin_test.go``) and
+    a portable one: before S17 `go list -deps -test` of both failed in setup ("build constraints
+    exclude all Go files"); now the darwin package is left out (noted) and the other runs. Only
+    darwin's packages touched: a clear env error, not a setup failure."""
+    files = {"go.mod": "module example.com/m\n\ngo 1.21\n",
+             "app/app_darwin.go": "package app\n", "app/menu.go": "//go:build darwin || windows\n\npackage app\n",
+             "calc/calc.go": "package calc\n", "calc/calc_test.go": "package calc\n"}
+    tree = make_tree(tmp_path, files)
+    test_patch = _new_file("app/app_darwin_test.go", "package app\n\nimport \"testing\"\n\nfunc TestMenu(t *testing.T) {}\n") + \
+        _new_file("calc/more_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestMore(t *testing.T) {}\n")
+    touched = ["app/app_darwin_test.go", "calc/more_test.go"]
+    plan = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch), touched, ImageConfig())
+    assert not any("./app" in c for c in plan.setup_commands) and "./app" not in plan.test_command
+    assert any("go list -deps -test ./calc" in c for c in plan.setup_commands)
+    assert "left out, no file builds for linux/amd64 (build constraints): app" in plan.notes
+    only = _new_file("app/app_darwin_test.go", "package app\n")
+    with pytest.raises(EnvBuildError, match="build only for other platforms"):
+        ECOSYSTEM.plan(tree, instance(tree, test_patch=only), ["app/app_darwin_test.go"], ImageConfig())
+
+
+@pytest.mark.parametrize("name, text, tags, builds", [
+    ("a.go", "package a\n", [], True),
+    ("a_linux.go", "package a\n", [], True),
+    ("a_windows_test.go", "package a\n", [], False),
+    ("a_linux_arm64.go", "package a\n", [], False),
+    ("a_arm64.go", "package a\n", [], False),
+    ("_a.go", "package a\n", [], False),
+    ("a.go", "//go:build darwin || (linux && !cgo)\n\npackage a\n", [], False),
+    ("a.go", "//go:build (linux || darwin) && go1.21\n\npackage a\n", [], True),
+    ("a.go", "//go:build integration\n\npackage a\n", [], False),
+    ("a.go", "//go:build integration\n\npackage a\n", ["integration"], True),
+    ("a.go", "// Copyright\n\n// +build darwin freebsd\n\npackage a\n", [], False),
+    ("a.go", "// +build linux,amd64 windows\n// +build !nope\n\npackage a\n", [], True),
+    ("a.go", "//go:build ???\n\npackage a\n", [], True),  # unreadable: kept, Go says why
+])
+def test_file_builds_for_linux_amd64(name, text, tags, builds):
+    assert golang.go_tests.file_builds(name, text, tags) is builds
