@@ -29,8 +29,14 @@ log = logging.getLogger(__name__)
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 # Python version -> (Debian suite that ships it, apt package name of the interpreter)
-DEBIAN_PYTHONS: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
-"""Interpreters Debian suites provide here; others (3.6-3.8, 3.10, 3.12) are substituted."""
+DEBIAN_PYTHONS: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie", "3.14": "sid"}
+"""Interpreters Debian suites provide here; others (3.6-3.8, 3.10, 3.12) are substituted. 3.14
+(rule S16: a project whose requires-python excludes every older interpreter, e.g. ``>=3.14``) is
+unstable's ``python3`` (also testing's; sid is the suite this project already bootstraps for JDK 8);
+a suite that moves is checked to still give the version when its image is built
+(`MOVING_SUITES`)."""
+MOVING_SUITES = ("sid",)
+"""Suites whose ``python3`` changes over time: their Python image checks the version it got."""
 
 BASE_PACKAGES = ["ca-certificates", "git", "patch", "procps", "curl", "xz-utils", "bzip2", "unzip",
                  "locales"]
@@ -203,9 +209,14 @@ def _layer(engine, parent: str, tag: str, script: str, route: str, timeout: floa
                                       timeout=timeout)
 
 
-def python_toolchain_script(uv_version: str) -> str:
-    """Shell script that adds Python build tools and uv to a Debian image with python3."""
-    return (_apt_script(PYTHON_PACKAGES) + "; "
+def python_toolchain_script(uv_version: str, check_version: str | None = None) -> str:
+    """Shell script that adds Python build tools and uv to a Debian image with python3; with
+    `check_version` (``3.14``) it fails unless that ``python3`` is that version (a suite that
+    moves, `MOVING_SUITES`)."""
+    check = "" if check_version is None else (
+        f"python3 -c 'import sys; sys.exit(sys.version_info[:2] != {tuple(int(x) for x in check_version.split('.'))})' "
+        f"|| {{ echo 'swemint: this suite no longer gives python {check_version}' >&2; exit 1; }}; ")
+    return (_apt_script(PYTHON_PACKAGES) + "; " + check +
             "python3 -m venv /opt/uv && "
             f"/opt/uv/bin/pip install -q --disable-pip-version-check 'uv=={uv_version}' && "
             "ln -sf /opt/uv/bin/uv /usr/local/bin/uv && uv --version && "
@@ -217,7 +228,7 @@ def available_pythons(cfg: ImageConfig | None = None) -> list[str]:
     """Python versions this image route can provide, oldest first."""
     cfg = cfg or ImageConfig()
     if cfg.route == "official":
-        return ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
+        return ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"]
     return sorted(DEBIAN_PYTHONS, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
@@ -245,10 +256,10 @@ def ensure_python_image(version: str, cfg: ImageConfig | None = None, engine=Non
         if cfg.route in ("auto", "official"):
             official = f"python:{version}-slim-bookworm"
             if store.pull(official):
-                script = (_apt_script(BASE_PACKAGES + ["build-essential", "pkg-config"]) + "; "
-                          f"pip install -q 'uv=={cfg.uv_version}' && uv --version && "
-                          "ln -sf \"$(command -v python)\" /usr/local/bin/python3 || true")
-                _layer(store, official, tag, script, route="official")
+                layer = (_apt_script(BASE_PACKAGES + ["build-essential", "pkg-config"]) + "; "
+                         f"pip install -q 'uv=={cfg.uv_version}' && uv --version && "
+                         "ln -sf \"$(command -v python)\" /usr/local/bin/python3 || true")
+                _layer(store, official, tag, layer, route="official")
                 return
             if cfg.route == "official":
                 raise InfraError(f"no registry answers for {official}")
@@ -256,12 +267,14 @@ def ensure_python_image(version: str, cfg: ImageConfig | None = None, engine=Non
             raise InfraError(f"Python {version} cannot be provided without a registry "
                              f"(Debian suites give {', '.join(DEBIAN_PYTHONS)})")
         base = ensure_debian_base(suite, cfg, store)
-        _layer(store, base, tag, python_toolchain_script(cfg.uv_version), route="debootstrap")
+        _layer(store, base, tag, script, route="debootstrap")
+
+    script = python_toolchain_script(cfg.uv_version, version if suite in MOVING_SUITES else None)
 
     with _lock(tag):
         shared_image(store, tag, cfg, build)
         if suite and cfg.route != "official" and _label(store, tag, "swemint.route") != "official":
-            note_layer(tag, debian_base_tag(suite, cfg), python_toolchain_script(cfg.uv_version))
+            note_layer(tag, debian_base_tag(suite, cfg), script)
         return tag
 
 

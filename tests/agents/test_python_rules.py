@@ -85,6 +85,22 @@ def test_interpreter_fits_the_commits_era(tmp_path, created, requires, classifie
     assert c.exclude_newer.startswith(created)
 
 
+def test_a_project_requiring_the_newest_python_gets_it_and_others_keep_their_era():
+    """S16: requires-python ``>=3.14`` (above 3.13, where the search for an allowed interpreter
+    used to stop): 3.14 when this host can give it; without it, the newest there is, as before.
+    A 2026 project that allows 3.13 keeps the era's 3.13."""
+    from agents.ecosystems.python.profile import PythonProfile
+
+    new = PythonProfile(commit="x", python_requires=">=3.14")
+    c = choose_python(new, utc("2026-05-20T00:00:00"), ["3.9", "3.11", "3.13", "3.14"])
+    assert (c.version, c.ideal, c.substitutions) == ("3.14", "3.14", [])
+    c = choose_python(new, utc("2026-05-20T00:00:00"), ["3.9", "3.11", "3.13"])
+    assert c.version == "3.13"  # nothing allowed: the newest there is, as before
+    c = choose_python(PythonProfile(commit="x", python_requires=">=3.10"), utc("2026-05-20T00:00:00"),
+                      ["3.9", "3.11", "3.13", "3.14"])
+    assert (c.version, c.ideal) == ("3.13", "3.13")
+
+
 def test_very_old_commit_clamps_the_date_to_the_interpreters_release():
     from agents.ecosystems.python.profile import PythonProfile
 

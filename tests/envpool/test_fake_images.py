@@ -56,3 +56,19 @@ def test_an_image_present_in_the_store_is_not_made_again():
     with use_store(store):
         assert ensure_python_image("3.11", ImageConfig()) == tag
     assert store.built == []
+
+
+def test_python_314_comes_from_unstable_and_its_image_checks_the_version_it_got():
+    """S16: a project requiring Python >= 3.14 (above trixie's 3.13) gets unstable's python3; as
+    that suite moves, its image's toolchain step fails unless python3 is still 3.14. The stable
+    suites' images are built by the same script as before (no check)."""
+    store = FakeImageStore()
+    with use_store(store):
+        tag = ensure_python_image("3.14", ImageConfig())
+        old = ensure_python_image("3.13", ImageConfig())
+    boots = {t: suite for k, t, suite, _ in store.built if k == "bootstrap"}
+    layers = {t: script for k, t, _, script in store.built if k == "layer"}
+    assert sorted(boots.values()) == ["sid", "trixie"]
+    assert "; python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 14))' || {" in layers[tag]
+    assert "no longer gives python 3.14" in layers[tag]
+    assert "sys.version_info" not in layers[old]

@@ -37,7 +37,8 @@ def runtime_env() -> dict[str, str]:
 _ERA = [("2020-01-01", "3.7"), ("2021-01-01", "3.8"), ("2022-01-01", "3.9"), ("2023-01-01", "3.10"),
         ("2024-01-01", "3.11"), ("2025-01-01", "3.12"), ("9999-01-01", "3.13")]
 PY_RELEASE = {"3.6": "2016-12-23", "3.7": "2018-06-27", "3.8": "2019-10-14", "3.9": "2020-10-05",
-              "3.10": "2021-10-04", "3.11": "2022-10-24", "3.12": "2023-10-02", "3.13": "2024-10-07"}
+              "3.10": "2021-10-04", "3.11": "2022-10-24", "3.12": "2023-10-02", "3.13": "2024-10-07",
+              "3.14": "2025-10-07"}
 """Release dates of CPython minor versions (python.org)."""
 
 TOOLCHAIN_DATE = "2025-03-01T00:00:00Z"
@@ -158,9 +159,10 @@ def choose_python(profile: PythonProfile, created: datetime | None, available: l
     cls = sorted({c for c in profile.classifier_pythons if c.startswith("3.")}, key=_v)
     if cls and _v(cls[-1]) < _v(ideal) and _v(cls[-1]) >= (3, 6):
         ideal = cls[-1]
-    while not _allowed(profile.python_requires, ideal) and _v(ideal) < (3, 13):
-        ideal = f"3.{_v(ideal)[1] + 1}"
     avail = sorted(available, key=_v)
+    newest = max([_v(v) for v in avail] + [(3, 13)])
+    while not _allowed(profile.python_requires, ideal) and _v(ideal) < newest:
+        ideal = f"3.{_v(ideal)[1] + 1}"  # S16: up to the newest interpreter here (3.14), not 3.13
     ok = [v for v in avail if _allowed(profile.python_requires, v)] or avail
     older = [v for v in ok if _v(v) <= _v(ideal)]
     version = older[-1] if older else ok[0]
