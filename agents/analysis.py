@@ -21,8 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import agents.ecosystems as registry
 from agents.ecosystems.layout import layout
+from agents.ecosystems.owners import owner_ecosystem
 from agents.gitrepo import GitTree
 from agents.models import Instance, canonical_language
+from envpool.patches import sections_by_path
 
 class Candidate(BaseModel):
     """One candidate plan: `ecosystem` (its name) and build `route`, the ecosystem's `score` for
@@ -220,6 +222,9 @@ def candidates_for(tree: GitTree, language: str | None) -> tuple[list[Candidate]
 def analyze(tree: GitTree, instance: Instance) -> RepoProfile:
     """The profile of `tree` (the instance's base commit), with its ranked candidates."""
     cands, scores, why = candidates_for(tree, instance.language)
+    nested = owner_ecosystem(tree.files, sections_by_path(instance.test_patch or ""))
+    if nested and any(c.ecosystem == nested[0] for c in cands[1:]):  # S18: the nested project's build first
+        cands = [c for c in cands if c.ecosystem == nested[0]] + [c for c in cands if c.ecosystem != nested[0]]
     manifests, builds = _manifests(tree)
     ci, hints = _ci(tree)
     lang = canonical_language(instance.language)

@@ -54,6 +54,7 @@ from agents.models import Instance
 from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan
 from agents.ecosystems.node.decisions import NodeAnalysis, analyze
 from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
+from agents.ecosystems.node.nested import SubTree, in_folder, nested_project, strip_folder
 from agents.ecosystems.node.node_plan import REPORT_PATH, build_plan, test_command
 from agents.ecosystems.node.runner import (TEST_EXTS, fixture_test_files, glob_regex, mocha_options, mocha_spec_globs, runner_of,
                                          runner_options, select_test_files)
@@ -107,9 +108,13 @@ class NodeEcosystem(Ecosystem):
 
     def detect(self, tree, language: str | None) -> int:
         """10 with a root package.json and a JS/TS language hint (or no hint); 6 for a root
-        package.json beside another ecosystem's manifest; 2 for a JS/TS hint alone; else 0."""
+        package.json beside another ecosystem's manifest; 2 for a JS/TS hint alone; 3 for a
+        package.json below the root only (a nested project, `nested`: S18); else 0."""
         lang = (language or "").lower()
         js = lang in ("javascript", "typescript", "js", "ts", "node", "nodejs")
+        if not tree.exists("package.json"):  # S18: a Node project below the root, tried after others
+            nested = any(f.endswith("/package.json") and "node_modules/" not in f for f in tree.files)
+            return 2 if js else 3 if nested else 0
         if tree.exists("package.json"):
             if js:
                 return 10
@@ -142,7 +147,10 @@ class NodeEcosystem(Ecosystem):
         build fits)."""
         from envpool.errors import InfraError
         from envpool.toolchains.node_image import ensure_image
-        a = analyze(tree, instance, touched)
+        folder = nested_project(tree, touched)
+        view = SubTree(tree, folder) if folder else tree
+        a = analyze(view, instance, [p[len(folder) + 1:] for p in touched if p.startswith(folder + "/")]
+                    if folder else touched)
         req = request or PlanRequest()
         try:
             choice = ensure_image(req.toolchain.replace(",", " ") if req.toolchain else a.node_request, images)
@@ -150,7 +158,8 @@ class NodeEcosystem(Ecosystem):
             if "satisfies" in e.message:
                 raise EnvBuildError(e.message, instance_id=instance.instance_id) from e
             raise
-        return build_plan(a, choice)
+        plan = build_plan(a, choice)
+        return in_folder(plan, folder) if folder else plan
 
     def dependency_layer(self, plan: PolyPlan, tree):
         """Node's dependency tier (`agents.tiers`): the package manager's cache filled from the
@@ -165,6 +174,8 @@ class NodeEcosystem(Ecosystem):
         from agents.ecosystems.node.build import workspace_manifests
 
         pm, lock = plan.state.get("pm"), plan.state.get("lockfile") or ""
+        if plan.state.get("folder"):  # a nested project (S18): its manifests are not the root's
+            return None
         if pm == "npm" and lock in ("package-lock.json", "npm-shrinkwrap.json"):
             command = "npm ci --ignore-scripts --no-audit --no-fund"
         elif pm == "yarn" and lock == "yarn.lock":
@@ -193,6 +204,7 @@ class NodeEcosystem(Ecosystem):
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """Fixes for a failed install step (see the module doc); None when none applies."""
         fix: list[str] | None = None
+        cd, command = strip_folder(plan, command)
         if _matches("unfrozen", output):
             if command.startswith("npm ci"):
                 fix = ["npm install --no-audit --no-fund"]
@@ -213,6 +225,7 @@ class NodeEcosystem(Ecosystem):
         if fix is None and _matches("scripts", output):
             fix = ["npm config set ignore-scripts true",
                    "yarn config set ignore-scripts true >/dev/null 2>&1 || true"]
+        fix = [cd + c for c in fix] if fix is not None else None
         if fix is None or "\n".join(fix) in tried:
             return None
         return fix

@@ -765,3 +765,48 @@ def test_node_test_command_runs_each_file_and_fails_when_one_did(tmp_path):
     assert r.stdout.splitlines() == [
         "swemint: node --test t/ok.test.js", f"cwd={tmp_path.name} args=--no-warnings --test --test-reporter=tap t/ok.test.js",
         "swemint: node --test sub/t/bad.test.js", "cwd=sub args=--no-warnings --test --test-reporter=tap t/bad.test.js"]
+
+
+# -- a Node project below the root of a repository that is not one (rule S18) -----------------------
+
+NESTED = {
+    "go.mod": "module example.com/m\n\ngo 1.22\n", "main.go": "package main\n", "CMakeLists.txt": "project(x)\n",
+    "app/ui/app/package.json": pkg(scripts={"test": "vitest"}, devDependencies={"vitest": "^3.0.0"}),
+    "app/ui/app/package-lock.json": json.dumps({"lockfileVersion": 3}),
+    "app/ui/app/vitest.config.ts": "export default {}\n",
+    "app/ui/app/src/a.ts": "export const a = 1\n",
+}
+
+
+def test_a_nested_node_project_is_planned_in_its_folder():
+    """A Go repository whose web UI (app/ui/app, its own package.json and lockfile) holds the
+    touched test: analysed from that folder, every command run in it, test files from the root."""
+    from agents.ecosystems.node.nested import nested_project
+    tree = FakeTree(NESTED, when="2026-05-01")
+    touched = ["app/ui/app/src/a.test.ts"]
+    assert nested_project(tree, touched) == "app/ui/app"
+    assert nested_project(FakeTree({"package.json": pkg(**MOCHA), **NESTED}), touched) is None
+    assert node.ECOSYSTEM.detect(tree, None) == 3 and node.ECOSYSTEM.detect(FakeTree({"go.mod": "x"}), None) == 0
+    from agents.ecosystems.node.nested import SubTree, in_folder
+    a = analyze(SubTree(tree, "app/ui/app"), inst(), ["src/a.test.ts"])
+    assert (a.runner, a.pm, a.lockfile, a.test_files) == ("vitest", "npm", "package-lock.json", ["src/a.test.ts"])
+    plan = in_folder(build_plan(a, choice("22.12.0")), "app/ui/app")
+    assert plan.setup_commands[0] == "cd app/ui/app && npm ci --no-audit --no-fund"
+    assert plan.test_command.startswith("cd app/ui/app && ") and "src/a.test.ts" in plan.test_command
+    assert plan.test_files == ["app/ui/app/src/a.test.ts"] and plan.state["folder"] == "app/ui/app"
+    assert node.ECOSYSTEM.dependency_layer(plan, tree) is None
+    # a repair answers in the folder too
+    fix = node.ECOSYSTEM.repair(plan, plan.setup_commands[0], "npm ERR! `npm ci` can only install packages when your "
+                                "package.json and package-lock.json are in sync", set())
+    assert fix == ["cd app/ui/app && npm install --no-audit --no-fund"]
+
+
+def test_the_nested_projects_ecosystem_is_tried_first_when_it_owns_every_touched_file():
+    from agents.ecosystems.owners import owner_ecosystem
+    files = list(NESTED)
+    assert owner_ecosystem(files, ["app/ui/app/src/a.test.ts", "app/ui/app/src/__snapshots__/a.snap"]) == (
+        "node", "app/ui/app")
+    assert owner_ecosystem(files, ["app/ui/app/src/a.test.ts", "main_test.go"]) is None  # the root owns one
+    assert owner_ecosystem(files, ["main_test.go"]) is None
+    both = files + ["app/ui/app/go.mod"]
+    assert owner_ecosystem(both, ["app/ui/app/src/a.test.ts"]) is None  # a folder of two ecosystems

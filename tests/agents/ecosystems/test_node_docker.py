@@ -243,3 +243,37 @@ def test_node_builtin_test_runner_project_verifies_per_file_from_each_package(mi
     assert sorted(res.FAIL_TO_PASS) == ["esm/test/twice.test.js > doubles", "tests/calc.test.js > calc > multiplies"]
     assert sorted(res.PASS_TO_PASS) == ["esm/test/twice.test.js > zero", "tests/calc.test.js > calc > adds"]
     assert res.parser == "node_tap" and res.interpreter.startswith("node 20.")
+
+
+GO_WEB = {
+    "go.mod": "module example.com/srv\n\ngo 1.22\n",
+    "main.go": "package main\n\nfunc main() {}\n",
+    "main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestMain0(t *testing.T) {}\n",
+    "web/package.json": json.dumps({"name": "web", "private": True, "type": "module",
+                                    "scripts": {"test": "node --test"}}) + "\n",
+    "web/src/fmt.js": "export const label = (n) => `#${n + 1}`; // bug\n",
+    "web/test/fmt.test.js": "import test from 'node:test';\nimport assert from 'node:assert';\n"
+                            "import { label } from '../src/fmt.js';\n\ntest('is a string', () => assert.equal(typeof label(1), 'string'));\n",
+}
+GO_WEB_FIX = {"web/src/fmt.js": "export const label = (n) => `#${n}`;\n"}
+GO_WEB_TESTS = {"web/test/fmt.test.js": GO_WEB["web/test/fmt.test.js"] + "test('numbers', () => assert.equal(label(3), '#3'));\n"}
+
+
+def test_a_go_repositorys_web_ui_tests_run_in_its_node_project(tmp_path, docker_client, node_registered):
+    """S18: the test_patch touches only the tests of a Node project in web/ (its own package.json;
+    the root is a Go module): the analysis tries the node ecosystem first (the nested project
+    owns every touched file), which plans in web/; before S18 the Go build ran and found no test."""
+    from tests.agents.ecosystems.conftest import make_instance, make_patches, make_repo
+    git_dir, base = make_repo(tmp_path, GO_WEB, when="2024-03-01T00:00:00Z")
+    test_patch, patch = make_patches(git_dir, GO_WEB_TESTS, GO_WEB_FIX)
+    inst = make_instance(base, None, "2024-03-01T00:00:00Z", patch=patch, test_patch=test_patch)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-node-nested-{SESSION}", image_repository=ENV_REPOSITORY)
+    res = mint_instance(inst, git_dir, cfg)
+    try:
+        assert res.outcome == "verified", res.reason
+        assert res.FAIL_TO_PASS == ["web/test/fmt.test.js > numbers"]
+        assert res.PASS_TO_PASS == ["web/test/fmt.test.js > is a string"]
+        assert res.parser == "node_tap" and "cd web && " in res.test_command
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)
