@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from envpool.patches import Split, file_sections, split_by_rules
+from envpool.patches import Split, file_sections, files_in_patch, split_by_rules
 from envpool.testpaths import TestPathRules, groups_for, packaged_rules
 
-__all__ = ["DEFAULT_RULES", "Split", "TestPathRules", "default_rules", "ecosystem_groups",
+__all__ = ["DEFAULT_RULES", "Split", "TestPathRules", "config_only", "default_rules", "ecosystem_groups",
            "file_sections", "rules", "split", "split_diff"]
 
 
@@ -69,3 +69,16 @@ def split_diff(diff: str, rules: TestPathRules | None = None) -> tuple[str, str]
     """(patch, test_patch) of a PR diff, file sections verbatim and in order (`split`)."""
     s = split(diff, rules)
     return s.patch, s.test_patch
+
+
+def config_only(test_patch: str, rules: TestPathRules | None = None) -> str | None:
+    """The paths of `test_patch` when every one is a shared configuration file whose runner
+    section it changes (`TestPathRules.kind` ``config``: a ``[tool.pytest]`` table of
+    pyproject.toml, package.json's ``"jest"`` key) -- no test file, no test infrastructure --
+    else None. Such a unit has no test to fail before and pass after (rule S19: a tool's
+    autoupdate that reorders pyproject.toml was accepted and minted to `tests_not_run`)."""
+    rules = rules or default_rules()
+    paths = files_in_patch(test_patch)
+    if paths and all(rules.kind(p) == "config" for p in paths):
+        return ", ".join(paths[:5])
+    return None

@@ -36,7 +36,7 @@ from pipeline.sources.crawl_config import GitHubConfig
 from pipeline.sources.linking import find_issue_refs, timeline_confirms
 from pipeline.sources.quality import PairTexts, only_doc_change
 from pipeline.sources.source_rows import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
-from pipeline.sources.diff_split import TestPathRules, split
+from pipeline.sources.diff_split import TestPathRules, config_only, split
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,8 @@ class GitHubSource:
         patch, test_patch, moved = split(diff, self.rules)
         if not test_patch:
             return reject("no_test_change")
+        if (config := config_only(test_patch, self.rules)) is not None:
+            return reject("no_test_change", f"runner configuration only ({config})")
         if not patch:
             return reject("no_code_change")
         if (doc_only := only_doc_change(patch)) is not None:

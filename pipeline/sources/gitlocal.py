@@ -28,7 +28,7 @@ from pipeline.sources.crawl_config import LocalRepoConfig
 from pipeline.sources.source_errors import GitMiningError
 from pipeline.sources.quality import only_doc_change
 from pipeline.sources.source_rows import UnitOutcome, Reject, instance_id, iso_utc, make_instance_row
-from pipeline.sources.diff_split import TestPathRules, default_rules, split
+from pipeline.sources.diff_split import TestPathRules, config_only, default_rules, split
 
 _MERGE_PR = re.compile(r"^Merge pull request #(\d+) from \S+")
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
@@ -122,6 +122,9 @@ def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
         patch, test_patch, moved = split(diff, rules)
         if not test_patch:
             yield _reject(out, "no_test_change", sha[:12])
+            continue
+        if (config := config_only(test_patch, rules)) is not None:
+            yield _reject(out, "no_test_change", f"{sha[:12]}: runner configuration only ({config})")
             continue
         if not patch:
             yield _reject(out, "no_code_change", sha[:12])

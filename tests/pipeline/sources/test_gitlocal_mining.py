@@ -192,3 +192,24 @@ def test_a_pr_that_changes_test_infrastructure_puts_it_in_the_test_patch(tmp_pat
     for path in ("conftest.py", "setup.cfg", "tests/helpers.py", "tests/test_area.py"):
         assert f"b/{path}" in row["test_patch"] and f"b/{path}" not in row["patch"]
     assert row["moved_to_test_patch"] == ["conftest.py", "setup.cfg"]
+
+
+def test_a_unit_whose_test_side_is_runner_configuration_only_is_rejected(tmp_path):
+    """S19: a tool's autoupdate that changes code and reorders pyproject.toml's [tool.pytest]
+    table has no test: rejected (no_test_change, naming the file), not minted to tests_not_run.
+    A unit that also changes a test file or a conftest.py is kept."""
+    repo = tmp_path / "algo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    pyproject = "[project]\nname = 'algo'\n\n[tool.pytest.ini_options]\naddopts = ['-q']\n"
+    _commit(repo, {"pyproject.toml": pyproject, CALC: "x = 1\n", TEST: "def test_x():\n    pass\n"}, "Initial", "01T00:00:00")
+    cfg_only = _commit(repo, {".pre-commit-config.yaml": "repos: []\n", CALC: "x = 2\n",
+                              "pyproject.toml": pyproject.replace("['-q']", "['-q', '--doctest-modules']")},
+                       "[pre-commit.ci] pre-commit autoupdate (#30)", "02T00:00:00")
+    _commit(repo, {CALC: "x = 3\n", "conftest.py": "pytest_plugins = []\n",
+                   "pyproject.toml": pyproject.replace("['-q']", "['-q', '-x']")}, "Fixtures (#31)", "03T00:00:00")
+    outs = {o.key: o for o in mine(LocalRepoConfig(repo="acme/algo", git_dir=repo))}
+    rej = outs["acme__algo-30"].reject
+    assert rej is not None and rej.reason == "no_test_change"
+    assert rej.detail == f"{cfg_only[:12]}: runner configuration only (pyproject.toml)"
+    assert outs["acme__algo-31"].row is not None
