@@ -239,8 +239,21 @@ class Loop(Planner):
         run = self.run
         self.analyse()
         self.make_plan()
-        if not self.tests:  # the rules have no test configuration: the plan is the LLM's or none
+        first = ""
+        while not self.tests and self.ci + 1 < len(self.cands):
+            # S20: a polyglot root (pyproject.toml beside go.mod / Cargo.toml) whose first candidate
+            # owns none of the touched tests: the next candidate, before any build
             why = f"the {self.plan.ecosystem} rules select no test of the test patch ({', '.join(run.touched[:5])})"
+            first = first or why
+            run.traj(StepRecord(agent="setup", rule=f"plan:{self.cands[self.ci].label}",
+                                note=f"{why}: next candidate {self.cands[self.ci + 1].label}"[:2000]))
+            self.ci += 1
+            try:
+                self.make_plan(why=why)
+            except EnvBuildError:
+                break
+        if not self.tests:  # the rules have no test configuration: the plan is the LLM's or none
+            why = first or f"the {self.plan.ecosystem} rules select no test of the test patch ({', '.join(run.touched[:5])})"
             if self.llm_planned or not self._llm_plan(why):
                 raise TestsNotRunError(why, instance_id=run.iid, log_path=run.log_path)
         used: list[str] = []

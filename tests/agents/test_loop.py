@@ -551,3 +551,27 @@ def test_a_tool_only_pypi_has_that_the_ci_pip_installs_is_installed_and_the_inst
     assert res.round == 2 and res.rounds[0].feedback == "amend" and res.rounds[1].source == "amended"
     assert "python3-pip" in res.setup_script and "PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir cram" in \
         res.setup_script
+
+
+def test_a_polyglot_root_whose_first_candidate_selects_no_test_plans_the_next_before_any_build(tmp_path, monkeypatch):
+    """S20: pyproject.toml beside go.mod at the root (Python's detect, 20, wins); the test_patch
+    touches only a Go test, which Python's rules do not select. The row ended `tests_not_run` in
+    2 s with no replan; now the next candidate (Go) plans, builds and verifies."""
+    import agents.ecosystems as registry
+    from agents.ecosystems.python import ECOSYSTEM as PYTHON
+
+    eco = Toy()
+    monkeypatch.setattr(registry, "ecosystems", lambda: [PYTHON, eco])
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    git_dir, sha = make_repo(tmp_path, {"calc.go": "package calc // bug\n", "calc_test.go": "package calc // old\n",
+                                        "pyproject.toml": "[project]\nname = 'calc'\n"})
+    inst = make_instance(sha, None, "2021-06-01T00:00:00Z", instance_id="toy__calc-1", repo="toy/calc",
+                         patch=PATCH, test_patch=TEST_PATCH)
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["example.com/calc::TestAdd"] and res.rounds[0].candidate.startswith("go:")
+    skip = [s for s in steps(res) if s.rule == "plan:python:uv" and "next candidate" in s.note]
+    assert skip and "select no test of the test patch (calc_test.go)" in skip[0].note
+    assert all("python" not in (s.image or "") for s in f.specs)  # no Python build was made
