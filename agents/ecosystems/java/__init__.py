@@ -48,6 +48,7 @@ import agents.ecosystems.java.maven_ci as mvn_ci
 from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, Route, TestSpec, shell_args
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.owners import JVM_BUILD_FILES, owner_build
+from agents.ecosystems.java.tycho import tycho_bundle
 from agents.ecosystems.toolchain import satisfies
 from envpool.errors import EnvBuildError
 from envpool.testrun.limits import per_test
@@ -168,6 +169,8 @@ class JavaEcosystem(Ecosystem):
         facts = java_facts(tree, reactor)
         if reactor is None:
             raise _gradle_refusal(tree, facts, iid)
+        if tycho := tycho_bundle(tree, touched):
+            raise EnvBuildError(tycho, instance_id=iid)
         if not tests:
             raise EnvBuildError("the test patch touches no Java test source (src/test/...)", instance_id=iid)
         if unowned := sorted(p for p, o in owners.items() if o is None):

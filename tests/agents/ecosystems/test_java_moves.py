@@ -172,3 +172,29 @@ def test_a_module_the_patch_creates_is_selected_and_prefetched_from_the_patches_
     assert "Extra.java" not in carried and "ExtraTest" not in carried
     assert not any("-Dtest=ExtraTest" in c for c in plan.setup_commands)
     assert any("new in the patch" in n for n in plan.notes)
+
+
+def test_an_eclipse_tycho_test_bundle_is_refused_as_network_bound_naming_its_p2_repositories(tmp_path, fake_image):
+    """S21: a test helper in a Tycho `eclipse-test-plugin` bundle (tests in src/, not
+    src/test/java): Tycho needs the p2 repositories of its target platform, not Maven Central.
+    Before S21 the row said "touches no Java test source"."""
+    helper = "test/org.acme.test.platform/src/org/acme/RequestResult.java"
+    repo = ("<repositories><repository><id>eclipse</id><url>https://download.example.org/releases/2024-06</url>"
+            "<layout>p2</layout></repository></repositories>")
+    tree = make_tree(tmp_path, {
+        "pom.xml": pom(body=repo, modules=["test/org.acme.test.platform"], artifact="root"),
+        "test/org.acme.test.platform/pom.xml": pom(parent=PARENT, artifact="org.acme.test.platform").replace(
+            "<version>1.0</version></project>", "<version>1.0</version><packaging>eclipse-test-plugin</packaging></project>"),
+        "platform.target": '<target><locations><location><repository location="https://p2.example.org/deps"/>'
+                           '</location></locations></target>',
+        helper: "class RequestResult {}\n",
+    })
+    with pytest.raises(EnvBuildError, match="Eclipse Tycho build") as e:
+        J.ECOSYSTEM.plan(tree, instance(helper), [helper], ImageConfig(route="debootstrap"))
+    assert "eclipse-test-plugin bundle (owns " + helper in e.value.message
+    assert "https://download.example.org/releases/2024-06, https://p2.example.org/deps" in e.value.message
+    assert "network-bound" in e.value.message and fake_image == []
+    # a plain Maven module is not concerned
+    from agents.ecosystems.java.tycho import tycho_bundle
+    plain = make_tree(tmp_path / "p", {"pom.xml": pom(), "src/test/java/CalcTest.java": ""})
+    assert tycho_bundle(plain, ["src/test/java/CalcTest.java"]) is None
