@@ -15,7 +15,7 @@ Arms (`ARMS`): `today` sets the policy before issue 26 through configuration
 python3; `mint.cache.warm=false`: no download caches carried between a repository's builds),
 `new` runs the defaults (adaptive verification, compile once, warm images and caches). Both arms
 run at the same time, each its own `swemint bench --no-ray` process and work directory
-(`OUT/<arm>-s<slots>`, run id `bench-cost-<arm>-s<slots>`), over the same ordered id list
+(`OUT/<arm>-s<slots>`, run id `bench-cost-<arm>-s<slots>`, `--run-prefix` for another prefix), over the same ordered id list
 (default `data/bench_cost_ids.txt`: the 48-instance core set, 10 languages), so host load hits
 both alike. `--reverify` copies each arm's rows and pool into `OUT/<arm>-s<slots>-reverify` and
 re-verifies its verified rows in their pooled images (no setup); ids already re-verified there
@@ -85,7 +85,8 @@ def bench_command(a, arm: str, workdir: Path, slots: int, ids_file: Path | None 
                   ids: list[str] | None = None, reverify: bool = False) -> list[str]:
     """The `swemint bench` command of one arm's pass."""
     cmd = [str(ROOT / ".venv" / "bin" / "swemint"), "bench", "-i", str(a.instances), "-w", str(workdir),
-           "--workers", str(slots), "--no-ray", "--set", f"mint.run_id=bench-cost-{workdir.name}"]
+           "--workers", str(slots), "--no-ray", "--set",
+           f"mint.run_id={getattr(a, 'run_prefix', None) or 'bench-cost'}-{workdir.name}"]
     for m in a.mirrors:
         cmd += ["-m", str(m)]
     for s in ARMS[arm] + list(a.set or []):
@@ -352,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--slots", type=int, default=1, help="build slots per arm (swemint --workers)")
             p.add_argument("--reverify", action="store_true", help="re-verify each arm's verified rows (warm)")
             p.add_argument("--set", action="append", help="a config override for every arm (repeatable)")
+            p.add_argument("--run-prefix", default="bench-cost",
+                           help="run ids <prefix>-<arm>-s<slots> (another prefix: images apart from another bench's)")
     a = ap.parse_args(argv)
     return cmd_run(a) if a.cmd == "run" else cmd_report(a)
 
