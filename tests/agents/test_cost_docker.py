@@ -255,3 +255,51 @@ def test_go_images_carry_the_compiled_standard_library_and_python3(docker_client
                                        remove=True).decode()
     lines = out.strip().splitlines()
     assert lines[-1] == "py ok" and lines[-2] == "0", out[-2000:]
+
+
+PLAIN_RUST = "".join(f"#[test]\nfn keeps_{n}() {{\n    assert_eq!(calc::add({n}, 0), {n});\n}}\n\n" for n in range(4))
+PLAIN_JEST = ("const calc = require('../src/calc');\n\ndescribe('calc (all)', () => {\n"
+              + "".join(f"  test('keeps {n}', () => expect(calc.add({n}, 0)).toBe({n}));\n" for n in range(4)) + "});\n")
+
+
+def _targeted_runs(res) -> list:
+    return [r for r in res.cost.runs if r.kind == "targeted"]
+
+
+def test_cargo_reruns_are_targeted_at_the_candidate_by_exact_name(mint):
+    """Adaptive verification on cargo (`RustEcosystem.targeted_plan`): the one candidate
+    (`adds_two_numbers`, 1 of 5 tests) is rerun alone by libtest's ``--exact`` filter -- before#2
+    and after#2 report only it -- and after#3 runs in full; the grade is the full one's."""
+    files = {"Cargo.toml": CARGO_TOML, "Cargo.lock": CARGO_LOCK,
+             "src/lib.rs": "pub fn add(a: i64, b: i64) -> i64 {\n    a - b\n}\n", "tests/basic.rs": PLAIN_RUST}
+    new = PLAIN_RUST + "#[test]\nfn adds_two_numbers() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n"
+    res = mint(rust.ECOSYSTEM, files, {"tests/basic.rs": new},
+               {"src/lib.rs": "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n"}, "rtarget", "Rust")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["adds_two_numbers"] and res.PASS_TO_PASS == [f"keeps_{n}" for n in range(4)]
+    targeted = _targeted_runs(res)
+    assert [r.label for r in targeted] == ["before#2", "after#2"] and all(r.tests == 1 for r in targeted), targeted
+    assert [r.tests for r in res.cost.runs if r.label == "after#3"] == [5]
+    steps = {s["rule"]: s for s in _steps(res)}
+    assert "--exact adds_two_numbers" in steps["after#2"]["command"] and "--exact" not in res.test_command
+
+
+def test_jest_reruns_are_targeted_at_the_candidate_by_full_name(mint):
+    """The same with Jest 29 (`NodeEcosystem.targeted_plan`): ``-t`` selects the candidate by
+    its full name, the file's other tests are skipped in the targeted reruns, the lists are the
+    full runs' (a test not targeted is not graded from a targeted run)."""
+    files = {"package.json": json.dumps({"name": "calc", "version": "1.0.0", "private": True,
+                                         "scripts": {"test": "jest"}, "devDependencies": {"jest": "29.7.0"}}) + "\n",
+             ".nvmrc": "18\n", "src/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a + b;\n",
+             "tests/calc.test.js": PLAIN_JEST}
+    new = PLAIN_JEST.replace("});\n", "  test('multiplies (2.3)', () => expect(calc.mul(2, 3)).toBe(6));\n});\n")
+    res = mint(node.ECOSYSTEM, files, {"tests/calc.test.js": new},
+               {"src/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"}, "jtarget",
+               "javascript")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["tests/calc.test.js > calc (all) > multiplies (2.3)"]
+    assert res.PASS_TO_PASS == [f"tests/calc.test.js > calc (all) > keeps {n}" for n in range(4)]
+    assert not res.flaky_tests
+    assert [r.label for r in _targeted_runs(res)] == ["before#2", "after#2"]
+    steps = {s["rule"]: s for s in _steps(res)}
+    assert r"-t '(?:calc \(all\) multiplies \(2\.3\))$'" in steps["after#2"]["command"]

@@ -21,7 +21,8 @@ modules' whole offline test run under ``timeout full_module_seconds`` (recipe; s
 `FULL_MODULE_MARK` in the image) and, when that does not fit, the touched packages' test classes
 (`package_classes`) under the same bound (`PACKAGE_MARK`), then runs the warm-up classes offline
 (``-o``) to prove the test run needs no network (classes that exist at base: a pom that sets
-``failIfNoTests`` fails on a selection of new classes). The test command runs offline with the
+``failIfNoTests`` fails on a selection of new classes) -- unless a probe left its mark: the
+probe was that offline run, of the selection the test command then runs. The test command runs offline with the
 module's upstream modules (``-pl M -am``: a patch to another module is recompiled): the modules in
 full when their mark is there, else the touched packages when theirs is, else the touched classes
 (``-Dtest``; also the alternative configuration); only the touched classes
@@ -95,6 +96,14 @@ _LEVEL_REFUSED = re.compile(r"(?:Source|Target) option \S+ is no longer supporte
 
 
 GRADLE_FILES = frozenset({"build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"})
+
+
+PROBE_PROVED = "swemint: the selection probe ran the tests offline: no offline warm-up run"
+"""What the setup's offline proof prints when a selection probe left its mark (the probe was it)."""
+TARGETS_MARK = "@SWEMINT_TARGETS@"
+"""Where a plan's targeted-rerun template (``state["targeted"]``) takes the ``-Dtest`` selection."""
+_TARGET_ID = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_][\w]*)#([A-Za-z_][\w]*)(?:[(\[].*)?$")
+"""A JUnit id ``pkg.Class#method[(...)[n]]`` (`envpool.testrun.polyglot.java.java_id`): (class, method)."""
 
 
 class JavaEcosystem(Ecosystem):
@@ -270,8 +279,13 @@ class JavaEcosystem(Ecosystem):
             middle = f"else the touched packages' {len(pkg)} test classes when they do, " if len(tiers) > 1 else ""
             notes.append(f"tests: the modules in full when that builds offline within {bound} s at setup, "
                          f"{middle}else the touched classes")
-        setup = [jtc.truststore_command(), *stand_ins, *prep, f"{cd}{mvn(o='', f=warm_filter)}", *probes,
-                 f"{cd}{mvn(o='-o ', f=warm_filter)}"]  # offline proof on classes that exist at base
+        # the offline proof on classes that exist at base -- unless a probe left its mark: the
+        # probe was the offline run of the test command's selection (a Maven run saved, ~1-2 min)
+        proof = f"{cd}{mvn(o='-o ', f=warm_filter)}"
+        if tiers:
+            marks = " || ".join(f"[ -e {mark} ]" for mark, _, _ in tiers)
+            proof = f"if {marks}; then echo {shlex.quote(PROBE_PROVED)}; else {proof}; fi"
+        setup = [jtc.truststore_command(), *stand_ins, *prep, f"{cd}{mvn(o='', f=warm_filter)}", *probes, proof]
         touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
                                 report_path=REPORT, test_files=sorted(tests))
         subs = list(choice.substitutions) + stood
@@ -286,7 +300,11 @@ class JavaEcosystem(Ecosystem):
                                # compile once (`build_command`): the same modules and upstream
                                # modules compiled with their test sources, no test run
                                "build_command": f"{cd}mvn -o {mvn_flags()} {extra}{sel}-fae test-compile; true",
-                               "build_for": [test_command, touched_spec.test_command]})
+                               "build_for": [test_command, touched_spec.test_command],
+                               # targeted reruns (`targeted_plan`): the touched run's Maven command
+                               # with the targets' -Dtest in place of the mark
+                               "targeted": {"template": with_reports(f"{cd}{mvn(o='-o ', f=TARGETS_MARK)}"),
+                                            "for": [test_command, touched_spec.test_command]}})
 
     def _new_module_plan(self, instance, choice, facts, env, notes, state, stand_ins, stood, fresh, root,
                          classes, tests, test_command, mvn, build: str) -> PolyPlan:
@@ -326,6 +344,33 @@ class JavaEcosystem(Ecosystem):
         if plan.test_command not in (plan.state.get("build_for") or []):
             return None
         return plan.state.get("build_command")
+
+    def targeted_plan(self, plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
+        """`plan` running only the tests `ids` (``pkg.Class#method``; a targeted rerun,
+        `agents.adaptive`): the plan's Maven command (same modules, flags, reports) with
+        Surefire's ``-Dtest=Class#m1+m2,Other#m3`` -- simple class names, as the plan's own
+        selection uses (``**/Class.java``: every Surefire version; methods since 2.7.3, ``+``
+        since 2.12.1); a parameterised invocation (``m(int)[2]``) selects its method. None for an
+        id of a nested class (``$``) or not of that form, and for a plan made without the
+        template or with another test command (Ant, an LLM's): the rerun is then full."""
+        from envpool.quoting import shell_word
+
+        rec = plan.state.get("targeted") or {}
+        if not ids or plan.test_command not in (rec.get("for") or []) or TARGETS_MARK not in rec.get("template", ""):
+            return None
+        methods: dict[str, list[str]] = {}
+        for i in ids:
+            m = _TARGET_ID.match(i)
+            if m is None:
+                return None
+            ms = methods.setdefault(m.group(1), [])
+            if m.group(2) not in ms:
+                ms.append(m.group(2))
+        sel = ",".join(f"{c}#{'+'.join(ms)}" for c, ms in sorted(methods.items()))
+        cmd = rec["template"].replace(TARGETS_MARK, f"-Dtest={shell_word(sel)} ", 1)
+        return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted", test_command=cmd,
+                                       parser=plan.parser, report_path=plan.report_path,
+                                       parser_options=dict(plan.parser_options), test_files=list(plan.test_files)))
 
     def snapshot_env(self, plan: PolyPlan) -> dict[str, str]:
         """Runs from a Maven compile-once snapshot (`build_command`): ``MAVEN_OPTS`` gets

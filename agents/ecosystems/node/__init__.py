@@ -51,7 +51,7 @@ import shlex
 from pathlib import Path
 
 from agents.models import Instance
-from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, TestSpec
 from agents.ecosystems.node.decisions import NodeAnalysis, analyze
 from agents.ecosystems.node.manifest import added_dependencies, package_manager, recipe
 from agents.ecosystems.node.nested import SubTree, in_folder, nested_project, strip_folder
@@ -95,6 +95,12 @@ def _unpublished_fix(plan: PolyPlan, output: str) -> list[str] | None:
     script = (Path(__file__).parents[1] / "recipes" / "node-unpublished.js").read_text()
     return [*(f"node -e {shlex.quote(script)} {shlex.quote(name)} {shlex.quote(ver)} {shlex.quote(pm)}"
               for name, ver in found.items()), _UNFROZEN_INSTALL.get(pm, _UNFROZEN_INSTALL["npm"])]
+
+
+def js_regex_literal(text: str) -> str:
+    """`text` as a JavaScript regular expression matching it literally (every syntax character
+    escaped with a backslash)."""
+    return re.sub(r"([\\^$.*+?()\[\]{}|/])", r"\\\1", text)
 
 
 class NodeEcosystem(Ecosystem):
@@ -184,6 +190,43 @@ class NodeEcosystem(Ecosystem):
             return None
         files = sorted({*workspace_manifests(tree), lock, *(f for f in (".npmrc", ".yarnrc") if tree.exists(f))})
         return LayerSpec(name=f"{pm} cache", files=files, commands=[command], env=dict(plan.env))
+
+    def targeted_plan(self, plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
+        """`plan` running only the tests `ids` (``<file> > <describe> > ... > <test>``; a targeted
+        rerun, `agents.adaptive`): Jest's and Vitest's runs with ``-t`` (``--testNamePattern``),
+        a regular expression matching a full name -- the describe titles and the test's, joined
+        by spaces, as both runners name a test -- that ends with one of the targets' (the files
+        still load; a test not targeted that matches too is not graded from this run:
+        `envpool.grading.observed`). None for other runners, an id naming a file alone (a file
+        that failed to load), or a test command not of the plan's runner form."""
+        from envpool.quoting import shell_word
+        from envpool.testrun.polyglot.jest import SEP
+
+        anchor = {"jest": " --json --outputFile=", "vitest": " --reporter=json --outputFile="}.get(
+            plan.state.get("runner", ""))
+        if not ids or anchor is None or plan.test_command.count(anchor) != 1:
+            return None
+        names = []
+        for i in ids:
+            _, sep, rest = i.partition(SEP)
+            if not sep or not rest:
+                return None
+            names.append(js_regex_literal(rest.replace(SEP, " ")))
+        pattern = "(?:" + "|".join(sorted(set(names))) + ")$"
+        cmd = plan.test_command.replace(anchor, f" -t {shell_word(pattern)}{anchor}", 1)
+        return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted", test_command=cmd,
+                                       parser=plan.parser, report_path=plan.report_path,
+                                       parser_options=dict(plan.parser_options), test_files=list(plan.test_files)))
+
+    def build_command(self, plan: PolyPlan) -> str | None:
+        """Compile once (`verify.compile_once`): the repository's build step (`build.
+        snapshot_build`), run once per side in its build container, recording the tree it built
+        so that the rebuild guard of every run from the side's snapshot skips the build. None
+        without a build step, or when the plan's test command no longer holds its guard."""
+        guard, cmd = plan.state.get("rebuild_guard"), plan.state.get("build_command")
+        if not guard or not cmd or guard not in plan.test_command:
+            return None
+        return cmd
 
     def next_moves(self, ctx) -> list:
         """A `ci_command` move for a stalled Jest round (`agents.moves`): the runner started

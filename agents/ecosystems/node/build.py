@@ -27,6 +27,11 @@ git pathspecs. The tree the setup build saw (a git tree id of
 the working tree's non-test files, `tree_id`) is recorded in the image (`STATUS_FILE`) and
 compared, so build outputs that are not git-ignored, and setup's own edits (committed after
 setup), never force a rebuild on the before side.
+
+Compile once (`verify.compile_once`, `snapshot_build`): the side's build container runs the
+guard's build once and records the tree it built in `STATUS_FILE`, so the runs started from the
+side's snapshot find the tree built and do not rebuild (a build that fails records nothing: every
+run then builds again and prints why it failed, as without a snapshot).
 """
 
 from __future__ import annotations
@@ -231,3 +236,15 @@ def rebuild_guard(step: BuildStep) -> str:
     log_dir = str(PurePosixPath(BUILD_LOG).parent)
     return (f"if [ \"$({tree_id()})\" != \"$(cat {STATUS_FILE} 2>/dev/null)\" ]; then mkdir -p {log_dir}; "
             f"( {step.command} ) > {BUILD_LOG} 2>&1 || {{ echo 'swemint: build failed'; tail -n 60 {BUILD_LOG}; }}; fi; ")
+
+
+def snapshot_build(step: BuildStep) -> str:
+    """Bash for the compile-once build of a side (`verify.compile_once`): the build, as
+    `rebuild_guard` runs it, when the non-test files differ from what `STATUS_FILE` records,
+    then -- when it succeeded -- the tree it built recorded there, so `rebuild_guard` in the runs
+    from the side's snapshot finds nothing to rebuild. A failed build records nothing (its tail
+    is printed; every run rebuilds and reports it). Always exits 0."""
+    d, log_dir = str(PurePosixPath(STATUS_FILE).parent), str(PurePosixPath(BUILD_LOG).parent)
+    return (f"if [ \"$({tree_id()})\" != \"$(cat {STATUS_FILE} 2>/dev/null)\" ]; then mkdir -p {log_dir} {d}; "
+            f"if ( {step.command} ) > {BUILD_LOG} 2>&1; then {tree_id()} > {STATUS_FILE}; "
+            f"else echo 'swemint: build failed'; tail -n 60 {BUILD_LOG}; fi; fi; true")

@@ -13,7 +13,7 @@ from agents.ecosystems.node.builtin_runner import node_test_command
 from agents.ecosystems.node.runner import NODE_TEST
 from agents.ecosystems.node.decisions import NodeAnalysis
 from agents.ecosystems.node.karma import setup_commands as karma_setup, test_command as karma_test
-from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup
+from agents.ecosystems.node.build import rebuild_guard, setup_commands as build_setup, snapshot_build
 from agents.ecosystems.node.runner_timeouts import limit_option
 from agents.ecosystems.node.manifest import recipe
 from envpool.toolchains import ToolchainChoice
@@ -140,12 +140,14 @@ def build_plan(a: NodeAnalysis, choice: ToolchainChoice) -> PolyPlan:
     env["PATH"] = NODE_PATH_ENV
     command, report, parser = test_command(a)
     pm = f"{a.pm} {a.pm_version}" if a.pm_version else a.pm
+    # compile once (`NodeEcosystem.build_command`): for test commands that hold this guard
+    build = {"build_command": snapshot_build(a.build), "rebuild_guard": rebuild_guard(a.build)} if a.build else {}
     return PolyPlan(ecosystem="node", toolchain=f"node {choice.version}", image=choice.image, route=choice.route,
                     substitutions=[*choice.substitutions, *a.substitutions],
                     setup_commands=_install_commands(a), env=env, test_command=command, parser=parser,
                     report_path=report, test_files=list(a.test_files),
                     state={"pm": a.pm, "lockfile": a.lockfile, "runner": a.runner, "script": a.script_name,
-                           "start": _start(a)},
+                           "start": _start(a), **build},
                     notes=[*a.notes, f"package manager: {pm}" + (f" ({a.lockfile})" if a.lockfile else ""),
                            f"runner: {a.runner}" + (f" in {a.runner_dir}" if a.runner_dir else "")])
 

@@ -45,7 +45,7 @@ import re
 import shlex
 from agents.gitrepo import GitTree
 from agents.models import Instance
-from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, shell_args
+from agents.ecosystems.base import Ecosystem, PlanRequest, PolyPlan, TestSpec, shell_args
 from agents.ecosystems.toolchain import constrained
 from agents.ecosystems.debian import era_time
 from envpool.errors import EnvBuildError
@@ -64,6 +64,10 @@ from agents.ecosystems.rust.cargo_tests import CargoCi, Gate, Selection, cargo_c
 __all__ = ["CargoCi", "CargoProject", "ECOSYSTEM", "Gate", "Package", "RESUME_MARK", "RustEcosystem", "RustRecipe",
            "analyze", "cargo_ci", "cargo_stubs", "features_for", "file_gate", "load_recipe", "select_tests",
            "stable_rust_at", "toolchain_request"]
+
+MULTI_FILTER_RUST = (1, 52)
+"""The first Rust whose libtest takes several name filters (``cargo test -- a b``; one before)."""
+
 
 class RustEcosystem(Ecosystem):
     """`agents.ecosystems.base.Ecosystem` for cargo projects (module doc: the rules)."""
@@ -188,6 +192,9 @@ class RustEcosystem(Ecosystem):
                   for s in sels if [f for f in s.flags if f != "--doc"] or not s.flags]
         build_state = {"build_command": f"{cd}{rebuild}" + "; ".join(builds) + "; true",
                        "build_for": test_command} if builds else {}
+        # targeted reruns (`targeted_plan`): the same cargo runs, libtest's exact-name filters appended
+        build_state["cargo_runs"] = {"prefix": f"{cd}{limit}{rebuild}", "runs": [r[: -len(" 2>&1")] for r in runs],
+                                     "for": test_command}
         notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
                  f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
         return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,
@@ -222,6 +229,28 @@ class RustEcosystem(Ecosystem):
         if plan.state.get("build_for") != plan.test_command:
             return None
         return plan.state.get("build_command")
+
+    def targeted_plan(self, plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
+        """`plan` running only the tests `ids` (a targeted rerun, `agents.adaptive`): each of the
+        plan's ``cargo test`` runs with libtest's ``--exact`` filters, one per id (libtest ids
+        are the names libtest matches; every target of the run is still started, and reports the
+        others as filtered out). Several filters need libtest from Rust 1.52; before it, only one
+        id is targeted. None for a plan made without its runs recorded, another test command (an
+        LLM's, a move's), or several ids on an older Rust (the rerun is then full)."""
+        from envpool.quoting import shell_word
+
+        rec = plan.state.get("cargo_runs") or {}
+        if not ids or rec.get("for") != plan.test_command or not rec.get("runs"):
+            return None
+        m = re.search(r"(\d+)\.(\d+)", plan.toolchain)
+        if len(ids) > 1 and (m is None or (int(m.group(1)), int(m.group(2))) < MULTI_FILTER_RUST):
+            return None
+        names = " ".join(shell_word(i) for i in ids)
+        runs = [f"{r} {'' if ' -- ' in f'{r} ' else '-- '}--exact {names} 2>&1" for r in rec["runs"]]
+        return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted",
+                                       test_command=rec["prefix"] + "; ".join(runs), parser=plan.parser,
+                                       report_path=plan.report_path, parser_options=dict(plan.parser_options),
+                                       test_files=list(plan.test_files)))
 
     def portable_paths(self, plan: PolyPlan) -> list[str]:
         """Folders whose content does not depend on the toolchain's version (`agents.seed`):

@@ -4,6 +4,8 @@ commands; Gradle-only builds refused early; repairs."""
 
 from __future__ import annotations
 
+import os
+import posixpath
 import subprocess
 from functools import partial
 from datetime import date
@@ -294,6 +296,29 @@ def test_the_touched_modules_run_in_full_when_the_setup_probe_finished_within_th
     assert alt.name == "touched" and "-Dtest=CalcTest " in alt.test_command and J.FULL_MODULE_MARK not in alt.test_command
     # the probe never fails the setup: its last command is the if/else that echoes
     assert probe.rstrip().endswith("fi")
+    # the offline warm-up run only when no probe left its mark (the probe ran offline already)
+    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], []) == ["-o", "-Dtest=CalcTest"]
+    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], [J.FULL_MODULE_MARK]) is None
+
+
+def _proof_runs_mvn(tmp_path, proof: str, marks: list[str]) -> list[str] | None:
+    """Run the setup's offline proof `proof` in bash with the probe marks `marks` present and a
+    fake ``mvn`` recording its arguments: the ``-o`` and ``-Dtest=`` ones it got, or None when
+    it did not run (then the proof printed `PROBE_PROVED`)."""
+    root = tmp_path / f"proof{len(list(tmp_path.glob('proof*')))}"
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "mvn").write_text(f'#!/bin/sh\necho "$@" > {root}/args\n')
+    (root / "bin" / "mvn").chmod(0o755)
+    for m in (J.FULL_MODULE_MARK, J.PACKAGE_MARK):
+        proof = proof.replace(m, str(root / posixpath.basename(m)))
+        if m in marks:
+            (root / posixpath.basename(m)).touch()
+    out = subprocess.run(["bash", "-c", proof], capture_output=True, text=True, check=True, cwd=root,
+                         env={**os.environ, "PATH": f"{root / 'bin'}:{os.environ['PATH']}"})
+    if not (root / "args").exists():
+        assert J.PROBE_PROVED in out.stdout
+        return None
+    return [a for a in (root / "args").read_text().split() if a == "-o" or a.startswith("-Dtest=")]
 
 
 def test_over_the_bound_the_touched_packages_test_classes_are_probed_then_the_touched_classes(tmp_path, fake_image):
@@ -317,6 +342,10 @@ def test_over_the_bound_the_touched_packages_test_classes_are_probed_then_the_to
     pkg_run, touched = rest.split("; else ")
     assert "-Dtest=CalcTest,NodeTest " in pkg_run and "-Dtest=CalcTest " in touched
     assert any("2 test classes" in n for n in plan.notes)
+    # either probe's mark spares the offline warm-up run
+    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], [J.PACKAGE_MARK]) is None
+    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], [J.FULL_MODULE_MARK]) is None
+    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], []) == ["-o", "-Dtest=CalcTest"]
 
 
 def test_the_package_probe_leaves_its_mark_only_when_the_full_run_did_not(tmp_path):
@@ -367,3 +396,28 @@ def test_a_test_patch_needing_the_fix_to_compile_runs_only_the_touched_classes(t
     assert J.FULL_MODULE_MARK not in plan.test_command and "-Dtest=CalcTest " in plan.test_command
     assert not any(J.FULL_MODULE_MARK in c for c in plan.setup_commands) and plan.test_alternatives == []
     assert any("['mul']" in n for n in plan.notes)
+
+
+def test_a_targeted_rerun_selects_the_target_methods_with_surefires_dtest(tmp_path, fake_image):
+    """`targeted_plan`: the touched run's Maven command (modules, limits, reports; no probe
+    marks) with ``-Dtest=Class#m1+m2,...`` of simple class names, a parameterised invocation by
+    its method; None for a nested class, an id of another form or another test command."""
+    test = "core/src/test/java/com/acme/CalcTest.java"
+    tree = make_tree(tmp_path, {"pom.xml": pom(modules=["core"], artifact="parent"),
+                                "core/pom.xml": pom(parent=PARENT, artifact="core"), test: ""})
+    plan = J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+    ids = ["com.acme.CalcTest#adds", "com.acme.CalcTest#param(int)[2]", "com.acme.CalcTest#adds",
+           "com.acme.util.OtherTest#works"]
+    t = J.ECOSYSTEM.targeted_plan(plan, ids)
+    assert t is not None and t.parser == "java_junit" and t.report_path == J.REPORT
+    assert "-Dtest='CalcTest#adds+param,OtherTest#works' -fae " in t.test_command
+    assert J.FULL_MODULE_MARK not in t.test_command and "-pl core -am" in t.test_command
+    assert t.test_command.count("-Dtest=") == 1 and "surefire-reports/TEST-*.xml" in t.test_command
+    assert "mvn -o " in t.test_command and "-Dsurefire.failIfNoSpecifiedTests=false" in t.test_command
+    # the touched alternative is targeted the same way; a nested class or a class id alone is not
+    alt = plan.with_test(plan.test_alternatives[0])
+    assert J.ECOSYSTEM.targeted_plan(alt, ids[:1]).test_command == \
+        J.ECOSYSTEM.targeted_plan(plan, ids[:1]).test_command
+    assert J.ECOSYSTEM.targeted_plan(plan, ["com.acme.CalcTest$Inner#adds"]) is None
+    assert J.ECOSYSTEM.targeted_plan(plan, ["com.acme.CalcTest"]) is None
+    assert J.ECOSYSTEM.targeted_plan(plan.model_copy(update={"test_command": "mvn test"}), ids) is None

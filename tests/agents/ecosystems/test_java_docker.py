@@ -97,3 +97,36 @@ def test_two_module_maven_project_mints_with_a_non_compiling_test_class_as_fail_
     finally:
         if res.image:
             docker_client.images.remove(res.image, force=True)
+
+
+KEEPS = "".join(f"    @Test public void testKeeps{n}() {{ assertEquals({n}, Calc.add({n}, 0)); }}\n" for n in range(4))
+
+
+def test_maven_reruns_are_targeted_at_the_candidate_with_surefires_dtest(tmp_path, docker_client, monkeypatch):
+    """Adaptive verification on Maven (`JavaEcosystem.targeted_plan`): with one candidate
+    (`CalcTest#testAdd`) among six tests, before#2 and after#2 run ``-Dtest=CalcTest#testAdd``
+    (one test reported), after#3 the whole selection; the lists are the full runs'."""
+    monkeypatch.setattr(polyglot, "ECOSYSTEM_MODULES", ("java",))
+    calc_test = "calc/src/test/java/com/acme/CalcTest.java"
+    base = {**BASE, calc_test: BASE[calc_test].replace("    @Test public void testNeg", KEEPS + "    @Test public void testNeg")}
+    tests = {calc_test: base[calc_test].replace("}\n}\n", "}\n    @Test public void testAdd() { assertEquals(5, Calc.add(2, 3)); }\n}\n")}
+    git_dir, sha = make_repo(tmp_path, base)
+    test_patch, patch = make_patches(git_dir, tests, {"calc/src/main/java/com/acme/Calc.java": FIX[
+        "calc/src/main/java/com/acme/Calc.java"]})
+    mirror = tmp_path / "mirrors" / "acme+calc" / "repo"
+    mirror.parent.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(git_dir.parent), str(mirror)], check=True)
+    inst = make_instance(sha, "java", "2024-05-01T00:00:00Z", patch=patch, test_patch=test_patch)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-java-targeted-{SESSION}", image_repository=ENV_REPOSITORY)
+    res = mint_instance(inst, mirror, cfg)
+    try:
+        assert res.outcome == "verified", (res.reason, (tmp_path / "work").as_posix())
+        assert res.FAIL_TO_PASS == ["com.acme.CalcTest#testAdd"]
+        assert res.PASS_TO_PASS == sorted(["com.acme.CalcTest#testNeg"] + [f"com.acme.CalcTest#testKeeps{n}" for n in range(4)])
+        targeted = [r for r in res.cost.runs if r.kind == "targeted"]
+        assert [r.label for r in targeted] == ["before#2", "after#2"] and all(r.tests == 1 for r in targeted), targeted
+        assert [r.tests for r in res.cost.runs if r.label == "after#3"] == [6]
+        assert "CalcTest#testAdd" not in res.test_command  # the row's command is the full run's
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)

@@ -208,6 +208,34 @@ def test_jest_from_dependencies_and_react_scripts():
     assert f"react-scripts test --watchAll=false {JEST_LIMIT} --json" in plan.test_command
 
 
+def test_a_targeted_rerun_of_jest_or_vitest_selects_the_targets_full_names_with_t():
+    """`targeted_plan`: ``-t`` with a regular expression of the targets' full names (titles
+    joined by spaces, syntax escaped, one shell word) ending the name; the rest of the command
+    as it was; None for mocha, for a file-only id and for a command not of the runner's form."""
+    import re
+
+    jest = build_plan(analyze(FakeTree({"package.json": pkg(devDependencies={"jest": "^29"})}), inst(),
+                              ["src/__tests__/a.js"]), choice())
+    ids = ["src/__tests__/a.js > sum > adds (x.y)", "src/__tests__/a.js > top-level", "src/__tests__/a.js > it's $1"]
+    t = ECOSYSTEM.targeted_plan(jest, ids)
+    assert t is not None and t.parser == "jest_json"
+    pattern = r"(?:it's \$1|sum adds \(x\.y\)|top-level)$"
+    assert t.test_command == jest.test_command.replace(" --json --outputFile=",
+                                                       " -t '(?:it'\"'\"'s \\$1|sum adds \\(x\\.y\\)|top-level)$' --json --outputFile=")
+    # the pattern (Python's and JavaScript's syntax agree here) matches exactly the targets' full names
+    assert [n for n in ["sum adds (x.y)", "top-level", "it's $1", "sum adds (xzy)", "other"]
+            if re.search(pattern, n)] == ["sum adds (x.y)", "top-level", "it's $1"]
+    vitest = build_plan(analyze(FakeTree({"package.json": pkg(scripts={"test": "vitest"}, devDependencies={"vitest": "^2"}),
+                                          "vitest.config.ts": ""}), inst(), ["t/a.spec.ts"]), choice())
+    v = ECOSYSTEM.targeted_plan(vitest, ["t/a.spec.ts > api > effect"])
+    assert v is not None and " -t '(?:api effect)$' --reporter=json --outputFile=" in v.test_command
+    assert ECOSYSTEM.targeted_plan(jest, ["src/__tests__/a.js"]) is None  # a file that failed to load
+    assert ECOSYSTEM.targeted_plan(jest.model_copy(update={"test_command": "npx jest"}), ids) is None
+    mocha = build_plan(analyze(FakeTree({"package.json": pkg(devDependencies={"mocha": "^10"})}), inst(),
+                               ["test/a.js"]), choice())
+    assert ECOSYSTEM.targeted_plan(mocha, ["test/a.js > x"]) is None
+
+
 def test_mocha_takes_the_scripts_options_through_wrappers_and_reports_json():
     script = "node bin/ssl_hotfix.js mocha test/unit/**/*.js --timeout 30000 --exit --bail -R dot"
     tree = FakeTree({"package.json": pkg(scripts={"test": "npm run test:mocha", "test:mocha": script},
@@ -544,6 +572,25 @@ def test_workspace_packages_pointing_at_build_output_get_the_repositorys_dev_bui
     assert "':(glob,exclude)**/test/**'" in guard and '!= "$(cat /opt/swemint-node/build.status' in guard
     assert "( make build-no-bundle ) > /tmp/swemint-node/build.log 2>&1" in guard
     assert f"yarn jest {JEST_LIMIT} --json" in rest
+
+
+def test_compile_once_builds_with_the_guards_step_and_records_the_tree_only_when_the_build_passed():
+    """`NodeEcosystem.build_command` (verify.compile_once): the build step under the rebuild
+    guard's condition, the tree it built recorded after a passing build only; None without a
+    build step or once the test command no longer holds the guard (a move's command)."""
+    from agents.verification import build_command
+
+    files = {**_monorepo(scripts={"build": "make build", "test": "make test"}), "Makefile": "build:\n\tgulp build\n"}
+    plan = build_plan(analyze(FakeTree(files), inst(), ["packages/a/test/index.js"]), choice())
+    cmd = build_command(ECOSYSTEM, plan)
+    assert cmd is not None and cmd.startswith(plan.state["rebuild_guard"].partition("then")[0])
+    assert "if ( yarn run build ) > /tmp/swemint-node/build.log 2>&1; then { mkdir -p" in cmd
+    assert cmd.index("then {") < cmd.index("> /opt/swemint-node/build.status; else echo 'swemint: build failed'")
+    assert cmd.endswith("fi; fi; true")
+    assert build_command(ECOSYSTEM, plan.model_copy(update={"test_command": "npx jest x"})) is None
+    plain = build_plan(analyze(FakeTree({"package.json": pkg(devDependencies={"jest": "^27"}), "test/a.test.js": ""}),
+                               inst(), ["test/a.test.js"]), choice())
+    assert build_command(ECOSYSTEM, plain) is None
 
 
 def test_build_step_from_ci_then_build_script_and_none_when_entries_exist():

@@ -277,3 +277,40 @@ def test_a_go_repositorys_web_ui_tests_run_in_its_node_project(tmp_path, docker_
     finally:
         if res.image:
             docker_client.images.remove(res.image, force=True)
+
+
+# the build appends the start time of its container's first process (/proc/1/stat's 22nd field; every
+# container's own, while the offline sandboxes share one host name): a test counts its own run's builds
+CONTAINER = "fs.readFileSync('/proc/1/stat', 'utf8').split(') ')[1].split(' ')[19]"
+COUNTING_BUILD_JS = BUILD_JS + f"fs.appendFileSync('.builds', {CONTAINER} + '\\n');\n"
+COUNT_TEST = ("const fs = require('fs');\n"
+              "const seen = fs.existsSync('/testbed/.builds') ? fs.readFileSync('/testbed/.builds', 'utf8') : '';\n"
+              f"const mine = seen.split('\\n').filter((h) => h === {CONTAINER});\n\n"
+              "describe('run', () => {\n  it(`built ${mine.length} times`, () => {});\n});\n")
+COUNT_BASE = {**WS_BASE, "scripts/build.js": COUNTING_BUILD_JS, ".gitignore": "node_modules\nlib\n.builds\n",
+              "packages/a/test/count.test.js": COUNT_TEST}
+COUNT_TESTS = {**WS_TESTS, "packages/a/test/count.test.js": COUNT_TEST.replace("describe('run'", "describe('this run'")}
+
+
+@pytest.mark.parametrize("compile_once, built", [(True, 0), (False, None)])
+def test_a_build_step_runs_once_per_side_in_its_snapshot_and_no_run_rebuilds(tmp_path, mint_node, mint_with,
+                                                                              compile_once, built):
+    """Compile once for Node (`NodeEcosystem.build_command`): the after side's build runs in its
+    build container and records the tree it built, so no run from the side's snapshot rebuilds
+    (every run reports ``built 0 times``: the build writes its container's identity, the test
+    counts its own run's). Without compile once the after runs rebuild, each in its own container
+    (the after runs report 1, the before runs 0: an after-only test)."""
+    res = mint_with(ECOSYSTEM, COUNT_BASE, f"count-{compile_once}", tests=COUNT_TESTS, fix=WS_FIX,
+                    when="2023-06-01T00:00:00Z", language="javascript", created_at="2023-06-01T00:00:00Z",
+                    mint={"verify": {"compile_once": compile_once}})
+    assert res.outcome == "verified", res.reason
+    assert "a squares" in res.FAIL_TO_PASS and "a doubles" in res.PASS_TO_PASS
+    labels = [r.label for r in res.cost.runs]
+    assert labels and res.FAIL_TO_PASS, (res.FAIL_TO_PASS, res.PASS_TO_PASS, res.flaky_tests, res.test_command)
+    if built == 0:
+        assert "after:build" in labels and "before:build" in labels
+        assert "this run built 0 times" in res.PASS_TO_PASS and not res.flaky_tests, (res.FAIL_TO_PASS, res.PASS_TO_PASS,
+                                                                                 res.flaky_tests, labels)
+    else:
+        assert not any(label.endswith(":build") for label in labels)
+        assert "this run built 1 times" in res.FAIL_TO_PASS  # absent before (0 there), passing after

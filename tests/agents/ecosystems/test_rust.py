@@ -325,3 +325,28 @@ def test_a_members_tests_get_the_root_packages_binaries_built(tmp_path, fake_ima
     assert plan.test_command.index("cargo build -p rg --bins") < plan.test_command.index("cargo test")
     root = rust.ECOSYSTEM.plan(tree, instance(tree), ["tests/regression.rs"], None)
     assert "cargo build -p rg" not in root.test_command and not any("cargo build" in c for c in root.setup_commands)
+
+
+# ------------------------------------------------------------------------------ targeted reruns
+
+def test_a_targeted_rerun_runs_the_same_cargo_tests_with_exact_name_filters(tmp_path, fake_image):
+    """`targeted_plan`: the plan's cargo runs with libtest's ``--exact`` filters (each id one
+    quoted word, after ``--`` or after the binary arguments already there), same parser; one id
+    on a Rust before 1.52 (one filter), None for several there and for another test command."""
+    tree = make_tree(tmp_path, {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "src/lib.rs": "", "tests/it.rs": ""})
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree), ["tests/it.rs", "src/lib.rs"], None)
+    ids = ["tests::adds", "regression::r2208", "src/lib.rs - add (line 5)", "x'; rm -rf /; '"]
+    t = rust.ECOSYSTEM.targeted_plan(plan.model_copy(update={"toolchain": "rust 1.63.0"}), ids)
+    assert t is not None and t.parser == "cargo_test" and t.parser_options == plan.parser_options
+    head, _, run = t.test_command.rpartition("CARGO_NET_OFFLINE=true cargo test --no-fail-fast")
+    assert plan.test_command.startswith(head) and plan.test_command.endswith(run.partition(" -- ")[0] + " 2>&1")
+    assert run.endswith(" -- --exact tests::adds regression::r2208 'src/lib.rs - add (line 5)' "
+                        "'x'\"'\"'; rm -rf /; '\"'\"'' 2>&1")
+    old = plan.model_copy(update={"toolchain": "rust 1.48.0"})
+    assert rust.ECOSYSTEM.targeted_plan(old, ids[:2]) is None
+    assert rust.ECOSYSTEM.targeted_plan(old, ids[:1]).test_command.endswith(" -- --exact tests::adds 2>&1")
+    args = rust.ECOSYSTEM.plan(tree, instance(tree), ["src/lib.rs"], None,
+                               rust.PlanRequest(test_args=["--", "--test-threads=1"]))
+    one = rust.ECOSYSTEM.targeted_plan(args.model_copy(update={"toolchain": "rust 1.70.0"}), ids[:1])
+    assert one.test_command.count(" -- ") == 1 and one.test_command.endswith(" --exact tests::adds 2>&1")
+    assert rust.ECOSYSTEM.targeted_plan(plan.model_copy(update={"test_command": "cargo nextest run"}), ids) is None
