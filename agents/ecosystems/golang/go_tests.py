@@ -348,7 +348,7 @@ def builds_here(tree: GitTree, folder: str, added: dict[str, list[str]], tags: l
     if not names:
         return True  # no Go file known: not ours to judge
     for p in sorted(names):
-        text = tree.read(p, limit=20_000) if p not in added else "\n".join(added[p])
+        text = tree.read(p) if p not in added else "\n".join(added[p])  # whole: a long file must not pass as unconstrained
         if file_builds(posixpath.basename(p), text or "", tags):
             return True
     return False

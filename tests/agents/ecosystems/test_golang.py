@@ -464,6 +464,10 @@ def test_a_touched_package_that_builds_only_for_another_os_is_left_out(tmp_path,
     assert not any("./app" in c for c in plan.setup_commands) and "./app" not in plan.test_command
     assert any("go list -deps -test ./calc" in c for c in plan.setup_commands)
     assert "left out, no file builds for linux/amd64 (build constraints): app" in plan.notes
+    # a long file behind //go:build counts by its constraint, not as unreadable (ollama's app/ui)
+    big = make_tree(tmp_path / "big", {**files, "ui/ui.go": "//go:build windows || darwin\n\npackage ui\n"
+                                       + "// filler\n" * 5000, "calc/calc.go": "package calc\n"})
+    assert not golang.go_tests.builds_here(big, "ui", {}, [])
     only = _new_file("app/app_darwin_test.go", "package app\n")
     with pytest.raises(EnvBuildError, match="build only for other platforms"):
         ECOSYSTEM.plan(tree, instance(tree, test_patch=only), ["app/app_darwin_test.go"], ImageConfig())
