@@ -437,3 +437,39 @@ def test_an_interpreter_past_the_eras_gets_the_stdlib_distutils_after_the_instal
     rules = [s.rule for s in b.steps]
     assert "era:stdlib-distutils" in rules
     assert all(rules.index("era:stdlib-distutils") > i for i, r in enumerate(rules) if r.startswith("install"))
+
+
+VIRTUAL = ('[project]\nname = "algos"\nversion = "0.0.1"\nrequires-python = ">=3.11"\n'
+           'dependencies = ["numpy>=2", "sympy"]\n\n[dependency-groups]\ntest = ["pytest>=8"]\n'
+           'docs = ["sphinx"]\n')
+
+
+def test_a_virtual_project_that_setuptools_refuses_gets_its_dependencies_and_the_checkout_on_sys_path(tmp_path):
+    """S22: pyproject.toml with [project] and no [build-system] (uv's virtual project: `uv sync`
+    installs the dependencies, not the project); pip/uv's editable install falls back to
+    setuptools, which refuses a flat layout of many packages ("Multiple top-level packages
+    discovered"). Before S22 the row ended "the project does not install"."""
+    from agents.ecosystems.python.profile import analyze_python
+
+    tree = make_tree(tmp_path, {"pyproject.toml": VIRTUAL, "graphs/__init__.py": "", "maths/__init__.py": "",
+                                "graphs/tests/test_g.py": "def test_g():\n    pass\n"})
+    prof = analyze_python(tree)
+    assert prof.virtual_dependencies == ["numpy>=2", "sympy", "pytest>=8"] and prof.installable
+    assert analyze_python(make_tree(tmp_path / "pkg", {"pyproject.toml": VIRTUAL + "\n[build-system]\n"
+                                                       'requires = ["setuptools"]\n'})).virtual_dependencies is None
+    choice = choose_python(prof, utc("2025-03-03T15:14:54"), AVAILABLE)
+    sb = FakeSandbox(SandboxSpec(image="x"))
+    sb.on(r"uv pip install .*( -e |\.$)", (1, "error: Multiple top-level packages discovered in a flat-layout: "
+                                             "['graphs', 'maths']\n"))
+    b = PythonEnvBuilder(sb, tree, prof, choice, utc("2025-03-03T15:14:54"), None, repo="acme/algos")
+    res = b.build(["graphs/tests/test_g.py"])
+    assert res.ok, res.reason
+    deps = next(c for c in sb.commands if c.endswith("'numpy>=2' sympy 'pytest>=8'"))
+    assert " -e " not in deps
+    assert any("swemint-testbed.pth" in c for c in sb.commands)
+    assert [s.rule for s in res.steps if s.rule == "virtual-project"] == ["virtual-project"]
+    # a project with a build system that does not install still fails as before
+    prof2 = analyze_python(make_tree(tmp_path / "b", {"pyproject.toml": VIRTUAL + '\n[build-system]\nrequires = ["setuptools"]\n'
+                                                      'build-backend = "setuptools.build_meta"\n'}))
+    b2 = PythonEnvBuilder(sb, tree, prof2, choice, utc("2025-03-03T15:14:54"), None, repo="acme/algos")
+    assert not b2.build([]).ok

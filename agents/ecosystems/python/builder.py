@@ -408,8 +408,17 @@ class PythonEnvBuilder:
                     if self.uv_install(tgt, attempt).ok:
                         installed_project = True
                         break
-                if not installed_project:
+                if not installed_project and p.virtual_dependencies is None:
                     return self._fail(f"the project does not install: {self.steps[-1].output_excerpt[-600:]}")
+                if not installed_project:  # S22: a virtual project (no [build-system]): its dependencies
+                    self.steps.append(StepRecord(agent="setup", rule="virtual-project", note=(
+                        "pyproject.toml has [project] but no [build-system]: a virtual project (uv sync installs "
+                        "its dependencies, not the project); the checkout goes on sys.path")))
+                    failed_virtual = self.install_optional(p.virtual_dependencies, "install:virtual-project-deps")
+                    if failed_virtual:
+                        self.steps.append(StepRecord(agent="setup", rule="virtual-project",
+                                                     note="not installed: " + ", ".join(failed_virtual)[:1000]))
+                    self.write_pth("swemint-testbed.pth", "/testbed", "pth")
         else:
             # not a package: put the checkout on sys.path
             self.write_pth("swemint-testbed.pth", "/testbed", "pth")

@@ -70,6 +70,11 @@ class PythonProfile(BaseModel):
     uses_scm_version: bool = False
     compiled: bool = False
     package_version: str | None = None
+    virtual_dependencies: list[str] | None = None
+    """A pyproject.toml ``[project]`` with no ``[build-system]`` (and no setup.py / setup.cfg):
+    a virtual project in uv's sense, whose dependencies ``uv sync`` installs but not the project
+    itself: its ``dependencies`` and its ``test`` / ``dev`` dependency groups (PEP 735, plain
+    requirement strings). None for any other project (rule S22)."""
     notes: list[str] = Field(default_factory=list)
 
 
@@ -193,6 +198,13 @@ def analyze_python(tree: GitTree) -> PythonProfile:
             p.pytest_config_file = p.pytest_config_file or "pyproject.toml"
         p.compiled |= any(re.match(r"(cython|scikit-build|maturin|pybind11|meson)", r, re.I)
                           for r in p.build_requires)
+        if isinstance(proj, dict) and proj and not bs and not setup_py and not setup_cfg:
+            groups = data.get("dependency-groups")
+            groups = groups if isinstance(groups, dict) else {}
+            deps = proj.get("dependencies")
+            reqs = (list(deps) if isinstance(deps, list) else []) + [
+                r for g in ("test", "tests", "testing", "dev") if isinstance(groups.get(g), list) for r in groups[g]]
+            p.virtual_dependencies = list(dict.fromkeys(str(r) for r in reqs if isinstance(r, str)))
     p.installable = bool(setup_py or (pyproject and (p.build_backend or "project" in (pyproject or ""))))
     p.extras = sorted(set(e.strip() for e in extras if e))
     norm = {e.lower().replace("_", "-"): e for e in p.extras}
