@@ -112,6 +112,11 @@ CASE_SEP = " > "
 """Between a Catch2 test case and its section (`envpool.testrun.polyglot.catch2_xml.SEP`)."""
 
 
+_GO_ID = re.compile(r"([^:\s]+)::((?:Test|Example|Fuzz|Benchmark)\w*)(/.*)?", re.S)
+"""A Go test id: package path, `::`, the top-level test, its subtests after a `/` (which may hold
+anything, `::` included: an IPv6 literal ``/::1``; rule G)."""
+
+
 def test_name(test_id: str) -> str:
     """The top-level test name of an id: the last `::` part up to its first `/` (Go's
     ``pkg::TestX/sub`` -> ``TestX``; ``tests/t.py::TestA::test_b`` -> ``test_b``); an AVA id
@@ -126,6 +131,9 @@ def test_name(test_id: str) -> str:
     m = _JAVA_ID.match(test_id)
     if m:
         return m.group(1)
+    g = _GO_ID.fullmatch(test_id)
+    if g and not g.group(1).endswith(".py"):  # Go's pkg::TestX/sub whose subtest holds `::` (`/::1`)
+        return g.group(2)
     head, sep, rest = test_id.partition("::")
     if sep and CASE_SEP in rest and CASE_SEP not in head:  # not a jest/ruby `a > b` path with `::` in a title
         case = rest.split(CASE_SEP, 1)[0]

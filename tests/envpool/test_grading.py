@@ -204,3 +204,16 @@ def test_the_test_name_of_a_junit_id_is_its_method():
     assert test_name("com.google.gson.FieldNamingTest#testUpper") == "testUpper"
     assert test_name("a.B#c[1]") == "c" and test_name("a.B#nested > x") == "nested"
     assert test_name("Foo#bar does x") == "Foo#bar does x"  # an RSpec title, not a JUnit id
+
+
+def test_test_name_of_a_go_subtest_holding_a_double_colon_is_its_top_level_test():
+    """Rule G: a Go subtest named by an IPv6 literal (`TestGateway/::1`) read as test `1` by the
+    last-`::` split, which made it FAIL_TO_PASS of a row whose touched tests it is not
+    (ollama-17919 on main); Python and Catch2 ids keep their reading."""
+    from envpool.grading import test_name
+
+    assert test_name("github.com/acme/proxy::TestGatewayAllowsLoopbackHosts/::1") == "TestGatewayAllowsLoopbackHosts"
+    assert test_name("example.com/calc::TestAdd/neg") == "TestAdd"
+    assert test_name("tests/t.py::TestA::test_b") == "test_b"
+    assert test_name("tests/t.py::TestA") == "TestA"
+    assert test_name("spdlog-utests::to_file_1") == "to_file_1"
