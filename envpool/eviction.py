@@ -52,14 +52,30 @@ def engine_bytes(client) -> int:
     return int(client.df().get("LayersSize") or 0)
 
 
-def evict_engine(candidates: list[dict], budget: int, protect: Iterable[str] = (), client=None) -> dict:
+def _tags(client) -> list[str]:
+    """Every tag on the engine, from one listing (`docker image ls`): no image is inspected, so
+    an image removed meanwhile by another process is simply absent (`client.images.list()`
+    inspects each image and raises 404 for one gone between the listing and the inspection)."""
+    return [t for d in client.api.images() for t in (d.get("RepoTags") or []) if t != "<none>:<none>"]
+
+
+def _gone(e: Exception) -> bool:
+    """The engine says the image does not exist (HTTP 404)."""
+    return getattr(getattr(e, "response", None), "status_code", None) == 404 or "No such image" in str(e)
+
+
+def evict_engine(candidates: list[dict], budget: int, protect: Iterable[str] = (), client=None,
+                 dry_run: bool = False) -> dict:
     """Bring this node's engine under `budget` bytes by untagging environment images.
 
     `candidates`: `{"instance_id", "image_tag", "image_id"}` dicts, least recently used first
     (only those present here count; an image whose id differs from the record's is not the
     pool's and is left alone). `protect`: image ids never evicted. Returns `{"node", "before",
     "after" (bytes), "evicted": [{"instance_id", "image_tag", "bytes"}]}` (`bytes`: what removing
-    it freed as counted by layer before the removal). Never raises for one image.
+    it freed as counted by layer before the removal). Never raises for one image: one removed
+    by another process between the listing and the removal is skipped (as `ignore_removed` for
+    containers) and the rest goes on. `dry_run`: nothing is removed; `evicted` lists what a real
+    run would untag (`after`: the bytes it would leave), `dry_run` is set in the result.
     """
     from envpool.image_registry import engine_node
 
@@ -69,6 +85,8 @@ def evict_engine(candidates: list[dict], budget: int, protect: Iterable[str] = (
         client = docker_client()
     before = engine_bytes(client)
     out: dict = {"node": engine_node(client), "before": before, "after": before, "evicted": []}
+    if dry_run:
+        out["dry_run"] = True
     if before <= budget:
         return out
     keep = set(protect)
@@ -84,22 +102,54 @@ def evict_engine(candidates: list[dict], budget: int, protect: Iterable[str] = (
     if not here:
         return out
     refs = [c["image_tag"] for c in here]
-    others = [t for img in client.images.list() for t in img.tags if t not in refs]
+    others = [t for t in _tags(client) if t not in refs]
     layers = engine_layers(client, refs + others)
     used, gone = before, []
     for c in here:
         freed = freed_by(layers, [*gone, c["image_tag"]]) - freed_by(layers, gone)
-        try:
-            client.images.remove(c["image_tag"])  # untag; the image goes when nothing else names it
-        except Exception as e:  # noqa: BLE001 - in use by a container, or gone meanwhile
-            log.info("not evicted %s: %s", c["image_tag"], str(e)[:200])
-            continue
+        if not dry_run:
+            try:
+                client.images.remove(c["image_tag"])  # untag; the image goes when nothing else names it
+            except Exception as e:  # noqa: BLE001 - in use by a container, or gone meanwhile
+                log.info("not evicted %s (%s): %s", c["image_tag"], "removed meanwhile" if _gone(e) else "kept",
+                         str(e)[:200])
+                continue
         gone.append(c["image_tag"])
         out["evicted"].append({"instance_id": c["instance_id"], "image_tag": c["image_tag"], "bytes": freed})
         used -= freed
         if used <= budget:
             break
-    out["after"] = engine_bytes(client)
+    out["after"] = used if dry_run else engine_bytes(client)
+    return out
+
+
+def remove_run_images(run_id: str, dry_run: bool = False, client=None) -> dict:
+    """Remove every image on this node's engine labelled `swemint.run=<run_id>`: the
+    environments a run committed and its dependency layers (`<repo>:deps-*`, label
+    `swemint.tier=dependencies`); images of other runs (another label value) and toolchain
+    images (no label) are never touched. Removes by id with force (every tag of the image goes),
+    children first (newest first). An image gone meanwhile is skipped; one in use by a
+    container is kept and named. Returns `{"node", "removed": [{"image_id", "tags", "bytes"}],
+    "kept": [{"image_id", "tags", "why"}], "dry_run"}` (`bytes`: the image's size, shared
+    layers included)."""
+    from envpool.image_registry import engine_node
+
+    if client is None:
+        from envpool.docker_sandbox import docker_client
+
+        client = docker_client()
+    listed = client.api.images(filters={"label": f"swemint.run={run_id}"})
+    out: dict = {"node": engine_node(client), "removed": [], "kept": [], "dry_run": dry_run}
+    for d in sorted(listed, key=lambda d: -int(d.get("Created") or 0)):
+        item = {"image_id": d["Id"], "tags": [t for t in d.get("RepoTags") or [] if t != "<none>:<none>"]}
+        if not dry_run:
+            try:
+                client.images.remove(d["Id"], force=True)
+            except Exception as e:  # noqa: BLE001 - gone meanwhile, or in use by a container
+                if not _gone(e):
+                    out["kept"].append({**item, "why": str(e)[:200]})
+                continue
+        out["removed"].append({**item, "bytes": int(d.get("Size") or 0)})
     return out
 
 

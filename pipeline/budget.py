@@ -52,30 +52,33 @@ def enforce(cfg: PipelineConfig, pool: EnvPool, each_node: Callable[..., list] |
             protect: Iterable[str] = (), budget: BudgetConfig | None = None, dry_run: bool = False) -> dict:
     """Apply `budget` (default `cfg.budget`): engines first (every node through `each_node(fn,
     *args)`, else this host's engine), then the registry. Returns {"engines": [per node: node,
-    before, after, evicted], "registry": {before, deleted, freed} or None}. `protect`: image ids
-    in use (reuse candidates of builds in flight). `dry_run`: only the registry plan is computed
-    (engines are left alone: their plan depends on the node). Never raises for one node."""
+    before, after, evicted], "registry": {before, deleted, freed} or None, plus "errors": [lines]
+    when the engines could not be reached}. `protect`: image ids
+    in use (reuse candidates of builds in flight). `dry_run`: nothing is removed or recorded; each
+    node and the registry report what a real run would evict (each node plans on its own engine).
+    Never raises for one node."""
     budget = budget or cfg.budget
     out: dict = {"engines": [], "registry": None}
     lru = pool.lru()
     by_id = {r.instance_id: r for r, _ in lru}
-    if budget.engine_bytes is not None and not dry_run:
-        args = (engine_candidates(lru), budget.engine_bytes, list(protect))
+    if budget.engine_bytes is not None:
+        args = (engine_candidates(lru), budget.engine_bytes, list(protect), None, dry_run)
         try:
             got = each_node(evict_engine, *args) if each_node else [evict_engine(*args)]
         except Exception as e:  # noqa: BLE001 - one node's engine failing must not stop a run
             log.warning("engine budget not applied: %s", e)
+            out["errors"] = [f"engine budget not applied: {type(e).__name__}: {str(e)[:300]}"]
             got = []
         for node in got:
             out["engines"].append(node)
-            for ev in node["evicted"]:
+            for ev in [] if dry_run else node["evicted"]:
                 rec = by_id.get(ev["instance_id"])
                 if rec is None:
                     continue
                 kept = rec.location not in ("", "local")
                 pool.record_eviction(rec, f"engine:{node['node']}", ev["bytes"],
                                      f"engine over budget ({node['before']} > {budget.engine_bytes} bytes)", kept)
-            if node["evicted"]:
+            if node["evicted"] and not dry_run:
                 log.info("budget: node %s evicted %d environment(s), %d -> %d bytes", node["node"],
                          len(node["evicted"]), node["before"], node["after"])
     if budget.registry_bytes is not None and cfg.registry:

@@ -1108,7 +1108,11 @@ def pool_prune(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = 
                                                                      show_default="budget.registry_bytes")] = None,
                evict_published: Annotated[bool, typer.Option("--evict-published", help="Also delete registry "
                                                              "images that verified rows name by digest")] = False,
-               dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the registry plan; change nothing")] = False,
+               dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what a real run would evict on each "
+                                                     "engine and in the registry; change nothing")] = False,
+               everything: Annotated[bool, typer.Option("--all", help="Remove every image of this work "
+                                                        "directory's run (environments and dependency layers, "
+                                                        "label swemint.run), no budget; other runs' images stay")] = False,
                ray: Annotated[bool, typer.Option("--ray/--no-ray", help="Every node of the Ray cluster "
                                                  "($RAY_ADDRESS), or only this host's engine")] = False,
                wait: Annotated[float, typer.Option(help="Seconds to wait for a running driver")] = 0.0) -> None:
@@ -1117,15 +1121,18 @@ def pool_prune(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = 
     no copy left leaves the pool, so its next reuse builds); in the registry, manifests no row
     names go first, published ones only with --evict-published (the bytes come back at the
     registry's garbage collection). Leftovers of finished instances (containers, unpooled images)
-    are swept first. Every eviction is recorded in the pool (table `evictions`).
+    are swept first. Every eviction is recorded in the pool (table `evictions`). A budget of 0
+    evicts every environment it may. Exit 1 when an engine could not be reached.
 
-    [b]Example:[/b] swemint pool prune --workdir work --engine-bytes 200G --ray
+    [b]Examples:[/b] swemint pool prune --workdir work --engine-bytes 200G --ray
+
+      swemint pool prune --workdir work --all --dry-run     # what removing the run's images frees
     """
     from pipeline.pool_cli import prune
 
     cfg = config_from_options(config, sets, workdir=workdir)
     require_workdir(cfg.workdir, "swemint pool prune")
-    prune(cfg, engine_bytes, registry_bytes, evict_published, dry_run, ray, wait)
+    prune(cfg, engine_bytes, registry_bytes, evict_published, dry_run, ray, wait, everything)
 
 
 def main() -> None:

@@ -67,10 +67,12 @@ def du(cfg, top: int = 20) -> None:
 
 
 def prune(cfg, engine_bytes: str | None = None, registry_bytes: str | None = None, evict_published: bool = False,
-          dry_run: bool = False, ray: bool = False, wait: float = 0.0) -> None:
+          dry_run: bool = False, ray: bool = False, wait: float = 0.0, everything: bool = False) -> None:
     """`swemint pool prune` for `cfg` (see its help in `pipeline.cli`): sweep leftovers of
     finished instances, then `pipeline.budget.enforce` under the driver lock; a line per node and
-    per deleted manifest, or under `--json` the summary."""
+    per deleted manifest, or under `--json` the summary. `everything` (`--all`): instead, remove
+    every image of the work directory's run (`envpool.eviction.remove_run_images`) and record
+    each pooled environment removed. Exit 1 when an engine could not be reached."""
     from envpool.eviction import BudgetConfig
     from envpool.pool import EnvPool
     from pipeline.budget import enforce
@@ -83,6 +85,10 @@ def prune(cfg, engine_bytes: str | None = None, registry_bytes: str | None = Non
                               evict_published=evict_published or cfg.budget.evict_published)
     except ValueError as e:
         fail(str(e))
+    if everything:
+        if engine_bytes or registry_bytes:
+            fail("--all removes every image of the work directory's run: give no --engine-bytes / --registry-bytes")
+        return _remove_all(cfg, dry_run, ray, wait)
     if budget.engine_bytes is None and budget.registry_bytes is None:
         fail("no budget: give --engine-bytes / --registry-bytes or set budget.engine_bytes / budget.registry_bytes")
     executor = None
@@ -101,15 +107,19 @@ def prune(cfg, engine_bytes: str | None = None, registry_bytes: str | None = Non
     finally:
         if executor is not None:
             executor.close()
-    if MODE.json:
+    errors = got.get("errors") or []
+    if MODE.json and not errors:
         emit({**got, "swept": swept})
         return
+    if errors:
+        fail("; ".join(errors), 1)
     if swept.get("containers") or swept.get("images"):
         console.print(f"swept {swept['containers']} container(s) and {swept['images']} image(s) left by finished "
                       "instances", soft_wrap=True)
     for node in got["engines"]:
+        verb = "would evict" if dry_run else "evicted"
         console.print(f"engine {escape(node['node'])}: {human(node['before'])} -> {human(node['after'])}, "
-                      f"{len(node['evicted'])} environment(s) evicted", soft_wrap=True)
+                      f"{len(node['evicted'])} environment(s) {verb}", soft_wrap=True)
         for ev in node["evicted"]:
             console.print(f"  {escape(ev['instance_id'])} {escape(ev['image_tag'])} ({human(ev['bytes'])})", soft_wrap=True)
     reg = got.get("registry")
@@ -123,6 +133,57 @@ def prune(cfg, engine_bytes: str | None = None, registry_bytes: str | None = Non
         if reg.get("still_over"):
             console.print(f"[yellow]registry still {human(reg['still_over'])} over budget: the rest is named by "
                           "published rows (--evict-published)[/yellow]", soft_wrap=True)
+
+
+def _remove_all(cfg, dry_run: bool, ray: bool, wait: float) -> None:
+    """`swemint pool prune --all`: every image labelled with the work directory's run id, on
+    this engine or (`ray`) every node; pooled environments whose image went are recorded as
+    evicted (`EnvPool.record_eviction`), so a later reuse builds or pulls."""
+    from envpool.eviction import remove_run_images
+    from envpool.pool import EnvPool
+    from pipeline.cli_common import MODE, console, emit, fail
+    from pipeline.store import WorkdirLocked, driver_lock
+
+    executor = None
+    if ray:
+        from pipeline.ray_adapter import RayExecutor
+
+        executor = RayExecutor(1, cfg.ray)
+    run = cfg.mint.run_id
+    try:
+        with driver_lock(cfg.workdir, wait=wait):
+            pool = EnvPool(cfg.pool_path)
+            try:
+                nodes = executor.each_node(remove_run_images, run, dry_run) if executor else \
+                    [remove_run_images(run, dry_run)]
+            except Exception as e:  # noqa: BLE001 - no engine
+                fail(f"images of run {run} not removed: {type(e).__name__}: {str(e)[:300]}", 1)
+            if not dry_run:
+                by_image = {r.image_id: r for r in pool.list() if r.image_id}
+                for node in nodes:
+                    for img in node["removed"]:
+                        rec = by_image.get(img["image_id"])
+                        if rec is not None:
+                            pool.record_eviction(rec, f"engine:{node['node']}", img["bytes"],
+                                                 "swemint pool prune --all", rec.location not in ("", "local"))
+    except WorkdirLocked as e:
+        fail(str(e), 1)
+    finally:
+        if executor is not None:
+            executor.close()
+    if MODE.json:
+        emit({"run_id": run, "engines": nodes, "dry_run": dry_run})
+        return
+    verb = "would remove" if dry_run else "removed"
+    for node in nodes:
+        console.print(f"engine {escape(node['node'])}: {verb} {len(node['removed'])} image(s) of run {escape(run)}"
+                      f" ({human(sum(i['bytes'] for i in node['removed']))}, shared layers counted in each)",
+                      soft_wrap=True)
+        for img in node["removed"]:
+            console.print(f"  {img['image_id'][7:19]} {escape(' '.join(img['tags']) or '(untagged)')}", soft_wrap=True)
+        for img in node["kept"]:
+            console.print(f"  [yellow]kept {img['image_id'][7:19]} {escape(' '.join(img['tags']))}: "
+                          f"{escape(img['why'])}[/yellow]", soft_wrap=True)
 
 
 def _sweep(cfg, store, pool, executor) -> dict[str, int]:

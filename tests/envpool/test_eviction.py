@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from envpool.diskuse import EMPTY_LAYER, chain_ids, freed_by, layers_from_history, usage
-from envpool.eviction import evict_engine, plan_registry_evictions, registry_bytes
+from envpool.eviction import evict_engine, plan_registry_evictions, registry_bytes, remove_run_images
 from envpool.pool import EnvPool
 from envpool.records import EnvRecord
 from envpool.registry_http import Manifest
@@ -51,10 +51,12 @@ class FakeEngine:
     """Images by tag with layer stacks; `df()` adds every distinct layer once; `busy` tags are
     used by a container (removal refused)."""
 
-    def __init__(self, stacks: dict[str, list[tuple[str, int]]], busy=()):
+    def __init__(self, stacks: dict[str, list[tuple[str, int]]], busy=(), vanish=(), labels=None):
         self.stacks, self.busy, self.removed = dict(stacks), set(busy), []
+        self.vanish = set(vanish)  # removed by another process right after the listing
+        self.labels = labels or {}
         self.images = self
-        self.api = self
+        self.api = _Api(self)
 
     def info(self):
         return {"Labels": ["swemint.node=n1"]}
@@ -74,11 +76,39 @@ class FakeEngine:
         ref = iid[3:]
         return [{"Size": n} for _, n in reversed(self.stacks[ref])]
 
-    def remove(self, ref):
+    def remove(self, ref, force=False):
+        ref = ref[3:] if ref.startswith("id-") else ref
         if ref in self.busy:
             raise RuntimeError("conflict: image is being used by running container")
+        if ref in self.vanish or ref not in self.stacks:
+            raise _NotFound(f"404 Client Error: Not Found (\"No such image: {ref}\")")
         del self.stacks[ref]
         self.removed.append(ref)
+
+
+class _NotFound(Exception):
+    class response:  # noqa: N801 - docker.errors.ImageNotFound's shape: e.response.status_code
+        status_code = 404
+
+
+class _Api:
+    """The low-level client: `images()` lists without inspecting; `history`."""
+
+    def __init__(self, eng):
+        self.eng = eng
+
+    def images(self, filters=None):
+        want = (filters or {}).get("label")
+        out = []
+        for n, t in enumerate(self.eng.stacks):
+            labels = self.eng.labels.get(t, {})
+            if want and labels.get(want.split("=")[0]) != want.split("=", 1)[1]:
+                continue
+            out.append({"Id": f"id-{t}", "RepoTags": [t], "Size": sum(b for _, b in self.eng.stacks[t]), "Created": n})
+        return out
+
+    def history(self, iid):
+        return self.eng.history(iid)
 
 
 def _stacks():
@@ -109,6 +139,34 @@ def test_images_in_use_protected_or_not_the_pools_stay():
     assert "env:c" in eng.stacks and "env:a" in eng.stacks and "env:b" in eng.stacks
     under = evict_engine(_cands("a"), budget=10**12, client=FakeEngine(_stacks()))
     assert under["evicted"] == []  # under budget: nothing happens
+
+
+def test_a_dry_run_lists_what_a_real_run_evicts_and_a_budget_of_zero_evicts_all_it_may():
+    eng = FakeEngine(_stacks())
+    plan = evict_engine(_cands("c", "a", "b", "d"), budget=720 * MB, client=eng, dry_run=True)
+    assert eng.removed == [] and plan["dry_run"] and plan["after"] == 700 * MB
+    real = evict_engine(_cands("c", "a", "b", "d"), budget=720 * MB, client=eng)
+    assert [e["instance_id"] for e in plan["evicted"]] == [e["instance_id"] for e in real["evicted"]] == ["c", "a"]
+    zero = evict_engine(_cands("b", "d"), budget=0, client=FakeEngine(_stacks()), dry_run=True)
+    assert [e["instance_id"] for e in zero["evicted"]] == ["b", "d"]  # 0 is a budget, not "none"
+
+
+def test_an_image_removed_by_another_process_meanwhile_is_skipped_and_the_rest_goes():
+    eng = FakeEngine(_stacks(), vanish={"env:c"})
+    got = evict_engine(_cands("c", "a", "b"), budget=650 * MB, client=eng)
+    assert [e["instance_id"] for e in got["evicted"]] == ["a", "b"] and eng.removed == ["env:a", "env:b"]
+
+
+def test_a_runs_images_are_removed_and_no_other_runs():
+    labels = {"env:a": {"swemint.run": "wd-1"}, "env:b": {"swemint.run": "wd-1"}, "env:c": {"swemint.run": "wd-2"},
+              "env:d": {"swemint.run": "wd-1"}}
+    eng = FakeEngine(_stacks(), vanish={"env:d"}, busy={"env:b"}, labels=labels)
+    plan = remove_run_images("wd-1", dry_run=True, client=eng)
+    assert eng.removed == [] and sorted(t for i in plan["removed"] for t in i["tags"]) == ["env:a", "env:b", "env:d"]
+    got = remove_run_images("wd-1", client=eng)
+    assert eng.removed == ["env:a"] and [i["tags"] for i in got["removed"]] == [["env:a"]]
+    assert [i["tags"] for i in got["kept"]] == [["env:b"]] and "being used" in got["kept"][0]["why"]  # d: gone meanwhile
+    assert "env:c" in eng.stacks and "tool" in eng.stacks  # another run's image, a toolchain (no label)
 
 
 def _m(repo, digest, *blobs):

@@ -42,7 +42,7 @@ def test_engine_evictions_on_every_node_are_recorded_and_reuse_falls_back_to_a_b
     cfg = load_config(None, ["budget.engine_bytes=1000"], workdir=tmp_path)
     seen = {}
 
-    def each_node(fn, candidates, budget, protect):  # two nodes: each evicts what it holds
+    def each_node(fn, candidates, budget, protect, client=None, dry_run=False):  # two nodes: each evicts what it holds
         seen.update(order=[c["instance_id"] for c in candidates], budget=budget, protect=protect)
         return [{"node": "n1", "before": 3000, "after": 900, "evicted": [
                     {"instance_id": "o__a-1", "image_tag": "swemint/env:o__a-1", "bytes": 1500},
@@ -166,8 +166,8 @@ def test_pool_prune_on_the_command_line_records_and_prints_the_evictions(tmp_pat
     monkeypatch.setattr("pipeline.stages.sweep_leftovers", lambda run_id, ids, keep: {"containers": 0, "images": 0})
     asked = {}
 
-    def fake_evict(candidates, budget, protect=()):
-        asked.update(order=[c["instance_id"] for c in candidates], budget=budget)
+    def fake_evict(candidates, budget, protect=(), client=None, dry_run=False):
+        asked.update(order=[c["instance_id"] for c in candidates], budget=budget, dry_run=dry_run)
         return {"node": "here", "before": 5 * 1024**3, "after": 1024**3, "evicted": [
             {"instance_id": "o__a-1", "image_tag": "swemint/env:o__a-1", "bytes": 4 * 1024**3}]}
 
@@ -176,7 +176,80 @@ def test_pool_prune_on_the_command_line_records_and_prints_the_evictions(tmp_pat
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["ok"] and out["engines"][0]["evicted"][0]["instance_id"] == "o__a-1"
-    assert asked == {"order": ["o__a-1", "o__a-2"], "budget": 2 * 1024**3}
+    assert asked == {"order": ["o__a-1", "o__a-2"], "budget": 2 * 1024**3, "dry_run": False}
     assert pool.get("o__a-1") is None and pool.evictions()[0]["place"] == "engine:here"
     r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path)])
     assert r.exit_code == 2 and "no budget" in r.output
+
+
+def _prune_workdir(tmp_path, monkeypatch):
+    pool = _pool(tmp_path, _rec("o__a-1"), _rec("o__a-2", location="127.0.0.1:5000/swemint/env@sha256:" + "b" * 64))
+    (tmp_path / "instances").mkdir()
+    monkeypatch.setattr("pipeline.stages.sweep_leftovers", lambda run_id, ids, keep: {"containers": 0, "images": 0})
+    return pool
+
+
+def test_a_dry_run_prints_what_each_engine_would_evict_and_changes_nothing(tmp_path, monkeypatch):
+    """`--dry-run` shows the engines' plans (it used to print `engines: []` whatever the budget),
+    `--engine-bytes 0` is a budget of 0, and an engine that cannot be reached fails the command."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    pool = _prune_workdir(tmp_path, monkeypatch)
+    removed = []
+
+    class Engine:
+        images = type("I", (), {"get": staticmethod(lambda ref: type("Img", (), {"id": "sha256:" + ref.split(":")[1],
+                                                                                   "attrs": {}})()),
+                                "remove": staticmethod(removed.append)})()
+        api = type("A", (), {"images": staticmethod(lambda filters=None: []),
+                             "history": staticmethod(lambda iid: [])})()
+
+        def df(self):
+            return {"LayersSize": 57 * 10**9}
+
+        def info(self):
+            return {"Labels": ["swemint.node=n1"]}
+
+    monkeypatch.setattr("envpool.docker_sandbox.docker_client", lambda: Engine())
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--engine-bytes", "0", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert "would evict" in r.output and "o__a-1" in r.output and "o__a-2" in r.output
+    assert removed == [] and pool.evictions() == [] and pool.get("o__a-1") is not None
+
+    def broken(*a, **k):
+        raise RuntimeError("engine unreachable")
+
+    monkeypatch.setattr(bud, "evict_engine", broken)
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--engine-bytes", "1G", "--json"])
+    assert r.exit_code == 1 and "engine unreachable" in r.output
+
+
+def test_prune_all_removes_the_runs_images_and_records_the_pooled_ones(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    pool = _prune_workdir(tmp_path, monkeypatch)
+    seen = []
+
+    def fake_remove(run_id, dry_run=False, client=None):
+        seen.append((run_id, dry_run))
+        return {"node": "n1", "dry_run": dry_run, "kept": [], "removed": [
+            {"image_id": "sha256:o__a-1", "tags": ["swemint/env:o__a-1"], "bytes": 10},
+            {"image_id": "sha256:o__a-2", "tags": ["swemint/env:o__a-2"], "bytes": 10},
+            {"image_id": "sha256:dd", "tags": ["swemint/env:deps-x-1"], "bytes": 99}]}
+
+    monkeypatch.setattr("envpool.eviction.remove_run_images", fake_remove)
+    run = load_config(None, [], workdir=tmp_path).mint.run_id
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert seen == [(run, True)] and "would remove 3 image(s)" in r.output and "deps-x-1" in r.output
+    assert pool.evictions() == []
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all"])
+    assert r.exit_code == 0, r.output
+    assert pool.get("o__a-1") is None and pool.get("o__a-2") is not None  # a registry copy stays pullable
+    assert sorted(e["instance_id"] for e in pool.evictions()) == ["o__a-1", "o__a-2"]
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all", "--engine-bytes", "1G"])
+    assert r.exit_code == 2
