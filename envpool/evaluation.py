@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envpool.errors import PatchApplyError, SwemintError
+from envpool.errors import InfraError, PatchApplyError, SwemintError
 from envpool.evalscript import reset_in_sandbox, reset_test_files
 from envpool.grading import in_failed_collector
 from envpool.patches import apply_patch
@@ -69,7 +69,9 @@ class EvalReport(BaseModel):
     successes and failures) plus: `reward` (1.0 when resolved, else 0.0: the binary reward of
     SWE-RL-style training), `f2p_rate` / `p2p_rate` (shares that succeeded, 1.0 for an empty
     list), `error` (why it could not be graded: patch does not apply, tests untrusted, engine),
-    `patch_method`, `source` (which report the statuses came from), `seconds`.
+    `patch_method`, `source` (which report the statuses came from), `seconds`, `infra_error`
+    (the `error` came from the engine, InfraError: an image missing, the daemon down; no grade of
+    the candidate: `swemint eval` exits 1 and a resumed eval grades it again).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -87,6 +89,7 @@ class EvalReport(BaseModel):
     patch_method: str = ""
     source: str = ""
     seconds: float = 0.0
+    infra_error: bool = False
 
 
 def judge(report: TestRunReport, fail_to_pass: list[str], pass_to_pass: list[str]) -> dict[str, SideResult]:
@@ -292,6 +295,7 @@ def evaluate_patch(factory, row: GradedRow, patch: str | None, *, model: str = "
             rep.tests_status = judge(report, fail_to_pass, pass_to_pass)
     except SwemintError as e:
         rep.error = f"{type(e).__name__}: {e.message}"
+        rep.infra_error = isinstance(e, InfraError)
         return rep
     finally:
         rep.seconds = round(time.monotonic() - t0, 2)

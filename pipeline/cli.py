@@ -563,8 +563,9 @@ def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
     Accepts `swebench eval`'s spellings (DATASET, --gold, -i/--instance, -j, -s, -t, --run-id,
     --report-dir) and `python -m swebench.harness.run_evaluation`'s (--dataset_name,
     --predictions_path, --instance_ids, --max_workers, --run_id, --report_dir). Exit 1 when
-    predictions name ids the dataset does not hold (the others are graded), 2 when nothing can
-    be graded (no such ids, no rows, no predictions file).
+    predictions name ids the dataset does not hold (the others are graded) or when the engine
+    could not grade a row (an image missing, the daemon down: infrastructure, graded again by a
+    rerun), 2 when nothing can be graded (no such ids, no rows, no predictions file).
 
     [b]Examples:[/b] swemint eval -p preds.jsonl -w work --workers 2
 
@@ -661,12 +662,20 @@ def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
                   f"of {report['submitted_instances']} predictions ({len(report['unknown_ids'])} unknown ids); "
                   f"{report['graded_now']} graded now in {report['wall_seconds']:.0f}s", soft_wrap=True)
     console.print(f"report: {escape(str(out / 'report.json'))}", soft_wrap=True)
-    code = 1 if unknown else 0
+    infra = report["infra_error_ids"]
+    code = 1 if unknown or infra else 0
     emit({"command": "eval", "report": str(out / "report.json"), "exit_code": code,
           **{k: v for k, v in report.items() if k != "instances"}})
+    problems = []
+    if unknown:
+        problems.append(f"{len(unknown)} prediction(s) were not graded: their ids are not in the dataset")
+    if infra:
+        first = report["instances"][infra[0]].get("error") or ""
+        problems.append(f"{len(infra)} row(s) could not be graded, the engine failed (not the patches): "
+                        f"{', '.join(infra[:5])}{' ...' if len(infra) > 5 else ''} ({first[:200]}); "
+                        "rerun the same command once the images are back to grade them")
     if code:
-        err_console.print(f"[red]error:[/red] {len(unknown)} prediction(s) were not graded: their ids are not in "
-                          "the dataset", soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape('; '.join(problems))}", soft_wrap=True)
         raise typer.Exit(code)
 
 

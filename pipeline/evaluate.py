@@ -103,8 +103,9 @@ def evaluate(rows: dict[str, dict], predictions: Iterable[dict], out: Path, *, w
              on_start: Callable[[str], None] | None = None) -> dict:
     """Grade every prediction whose instance is in `rows` (id -> row), `workers` at a time,
     writing `out/<model>/<id>.json` per instance (kept ones are reused) and `out/report.json`.
-    Predictions for unknown ids are reported in `unknown_ids`, never run. `on_start(id)` when a
-    grading starts, `on_result(report)` when it ends. Returns the report."""
+    Predictions for unknown ids are reported in `unknown_ids`, never run; instances the engine
+    could not grade (`EvalReport.infra_error`) in `infra_error_ids` (and graded again by the next
+    call). `on_start(id)` when a grading starts, `on_result(report)` when it ends. Returns the report."""
     out.mkdir(parents=True, exist_ok=True)
     preds = list(predictions)
     todo, reports, unknown = [], {}, []
@@ -115,8 +116,10 @@ def evaluate(rows: dict[str, dict], predictions: Iterable[dict], out: Path, *, w
             continue
         path = out / _safe(model) / f"{_safe(iid)}.json"
         if path.is_file():
-            reports[iid] = EvalReport.model_validate_json(path.read_text(encoding="utf-8"))
-            continue
+            kept = EvalReport.model_validate_json(path.read_text(encoding="utf-8"))
+            if not kept.infra_error:  # an engine failure is no grade: graded again
+                reports[iid] = kept
+                continue
         todo.append((p, model, path))
 
     def one(item) -> EvalReport:
@@ -160,6 +163,7 @@ def run_report(rows: dict[str, dict], preds: list[dict], reports: dict[str, Eval
         "empty_patch_instances": len(empty), "error_instances": len(errors),
         "completed_ids": sorted(reports), "resolved_ids": resolved, "unresolved_ids": unresolved,
         "empty_patch_ids": empty, "error_ids": errors, "unknown_ids": sorted(unknown), "schema_version": 2,
+        "infra_error_ids": sorted(i for i, r in reports.items() if r.infra_error),
         "instances": {i: {**r.model_dump(), "mint_seconds": rows[i].get("total_seconds")}
                       for i, r in sorted(reports.items())},
     }

@@ -72,6 +72,24 @@ def test_a_patch_that_does_not_apply_is_an_error_not_a_grade():
     assert r.error.startswith("patch does not apply")
 
 
+def test_an_engine_failure_is_marked_infra_and_a_patch_failure_is_not():
+    from contextlib import contextmanager
+
+    from envpool.errors import InfraError
+
+    class NoImage(FakeSandboxFactory):
+        @contextmanager
+        def sandbox(self, spec, log_path=None):
+            raise InfraError("image img not found", instance_id="i")
+            yield
+
+    r = evaluate_patch(NoImage(run_id="t"), _row(["m::TestA"], []), "diff --git a/x b/x\n")
+    assert r.infra_error and not r.resolved and r.error.startswith("InfraError: image img not found")
+    f = _factory(GO_PASS)
+    f.on(r"git apply|patch ", 1)
+    assert not evaluate_patch(f, _row(["m::TestA"], []), "diff --git a/x b/x\n").infra_error
+
+
 def test_none_patch_and_a_report_without_tests():
     assert evaluate_patch(_factory(GO_PASS), _row(["x"], []), None).patch_is_None
     r = evaluate_patch(_factory(""), _row(["m::TestA"], []), "")

@@ -216,6 +216,31 @@ def test_eval_unknown_ids(dataset):
     one_line_error(runner.invoke(app, ["eval", "-d", str(d / "nowhere"), "--gold"]), 2, "dataset not found")
 
 
+def test_eval_fails_when_the_engine_could_not_grade_rows(dataset, monkeypatch):
+    """Rows whose image is gone (a cluster demo's registry torn down) are no grade: exit 1 with
+    one line naming the rows and the cause (it used to exit 0), and a rerun grades them again."""
+    d, graded = dataset
+    missing = {"o__p-2"}
+
+    def grade(row, patch, **kw):
+        graded.append(row["instance_id"])
+        if row["instance_id"] in missing:
+            return EvalReport(instance_id=row["instance_id"], patch_exists=True, infra_error=True,
+                              error="InfraError: image 127.0.0.1:5000/swemint/env@sha256:ab not found")
+        return EvalReport(instance_id=row["instance_id"], resolved=True, reward=1.0, patch_exists=True)
+
+    monkeypatch.setattr("pipeline.evaluate.grade", grade)
+    r = runner.invoke(app, ["eval", str(d / "ds"), "--gold", "--run-id", "x"])
+    one_line_error(r, 1, "1 row(s) could not be graded", "o__p-2", "image 127.0.0.1:5000/swemint/env@sha256:ab not found")
+    rep = json.loads((d / "evaluations" / "x" / "report.json").read_text())
+    assert rep["infra_error_ids"] == ["o__p-2"] and rep["resolved_ids"] == ["o__p-1"]
+    missing.clear()
+    graded.clear()
+    r = runner.invoke(app, ["eval", str(d / "ds"), "--gold", "--run-id", "x"])
+    assert r.exit_code == 0, r.stderr
+    assert graded == ["o__p-2"]  # the resolved row is kept, the engine failure graded again
+
+
 def test_run_repo_flag_picks_the_mirror_or_github(setup):
     d = setup
     cfg = load_config(None, [], mirrors=[d / "mirrors"], workdir=d / "w")
