@@ -4,7 +4,9 @@
 # under WORKDIR, stop the head by its pid.
 #
 #   bash scripts/cluster_demo.sh [--workdir DIR] [--registry] [--config FILE] [--remove-images] [-- JOB ARGS...]
-#   bash scripts/cluster_demo.sh --nodes N [--workdir DIR] [--config FILE] [--seed-images] [--keep] [-- JOB ARGS...]
+#   bash scripts/cluster_demo.sh --nodes N [--workdir DIR] [--config FILE] [--seed-images] [--keep] [--keep-images]
+#                                [-- JOB ARGS...]
+#   bash scripts/cluster_demo.sh -h | --help [--nodes N]   this help (with --nodes: localcluster.py's options too)
 #
 #   --nodes N         N Ray nodes (a head and N-1 workers) on this host, each with a Docker engine of
 #                     its own, a registry with credentials between them: scripts/localcluster.py (its
@@ -16,6 +18,12 @@
 #   --config FILE     job config (default configs/cluster.yaml)
 #   --remove-images   remove the job's images afterwards (label swemint.run of the job's run id)
 #   -- JOB ARGS       extra arguments for `python -m pipeline.jobs.run` (e.g. --set workers=1)
+#
+# The dataset's rows name their images where the job left them: with --registry (and always
+# with --nodes) in the demo's own registry (127.0.0.1:PORT/...@sha256:...), which stops with the
+# demo. `swemint eval -w WORKDIR` afterwards grades only images this host's engine holds: with
+# --nodes pass --keep-images (pulls the verified rows' images here before the teardown); with
+# --registry alone the images stay on this engine under their local tags unless --remove-images.
 #
 # The job commits its images as $SWEMINT_IMAGE_REPOSITORY (default swemint/cluster-demo), not the
 # shared swemint/env, so the demo never replaces another run's images on a shared engine.
@@ -30,11 +38,25 @@
 # process group, recorded in <tmp>/head.pids) is what gets stopped; `ray stop` is never used.
 # Prints `dataset: N rows (V verified) in WORKDIR/dataset/all.parquet` and exits 0 on success.
 set -euo pipefail
+usage() {  # the header comment above (line 2 up to `set -euo pipefail`), without the '# '
+  sed -n '2,/^set -euo pipefail/{/^set -euo pipefail/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+nodes=0
 for arg in "$@"; do
   [ "$arg" = "--" ] && break
-  if [ "$arg" = "--nodes" ]; then exec .venv/bin/python scripts/localcluster.py demo "$@"; fi
+  [ "$arg" = "--nodes" ] && nodes=1
 done
+for arg in "$@"; do
+  [ "$arg" = "--" ] && break
+  if [ "$arg" = "-h" ] || [ "$arg" = "--help" ]; then
+    usage
+    if [ $nodes = 1 ]; then echo; echo "With --nodes, scripts/localcluster.py demo takes these options:"; \
+      exec .venv/bin/python scripts/localcluster.py demo --help; fi
+    exit 0
+  fi
+done
+if [ $nodes = 1 ]; then exec .venv/bin/python scripts/localcluster.py demo "$@"; fi
 REPO=$PWD
 VENV=$REPO/.venv/bin
 CONFIG=configs/cluster.yaml

@@ -2,7 +2,8 @@
 """A Ray cluster of N nodes on this one host, each node with a Docker engine of its own, a
 registry with credentials between them, Ray token-authenticated on loopback.
 
-    .venv/bin/python scripts/localcluster.py demo --nodes 3 [--workdir DIR] [--seed-images [TAG...]] [-- JOB ARGS]
+    .venv/bin/python scripts/localcluster.py demo --nodes 3 [--workdir DIR] [--seed-images [TAG...]] [--keep]
+        [--keep-images] [-- JOB ARGS]
     bash scripts/cluster_demo.sh --nodes 3 ...          # the same
 
 What `LocalCluster.up()` starts, everything under one folder (`--base`, default
@@ -559,6 +560,36 @@ def summary(cluster: LocalCluster, workdir: Path) -> int:
     return rc
 
 
+def keep_images(cluster: LocalCluster, workdir: Path, client=None) -> int:
+    """Pull the images the verified rows of `workdir`'s dataset name (`REGISTRY/...@sha256:...`,
+    this demo's registry, which stops with the demo) into this host's engine (`client`, default:
+    the host's `DOCKER_HOST`), with the demo's credentials, so that `swemint eval -w WORKDIR`
+    grades them after the teardown (an image referenced by digest is found locally once pulled).
+    Prints a line per failure; returns how many rows' images are now on the host's engine."""
+    import pandas as pd
+
+    path = workdir / "dataset" / "all.parquet"
+    if not path.is_file() or not cluster.with_registry:
+        return 0
+    df = pd.read_parquet(path)
+    refs = sorted({str(r) for r in df[df.outcome == "verified"]["image"] if r})
+    if client is None:
+        from envpool.docker_sandbox import docker_client
+
+        client = docker_client()
+    auth = {"username": cluster.user, "password": cluster.password}
+    got = 0
+    for ref in refs:
+        try:
+            client.api.pull(ref, auth_config=auth)
+            got += 1
+        except Exception as e:  # noqa: BLE001 - one image's failure is named, the others go on
+            print(f"not kept on this host's engine: {ref}: {str(e)[:200]}")
+    print(f"kept {got} of {len(refs)} verified rows' images on this host's engine: "
+          f"`.venv/bin/swemint eval -w {workdir} --gold` grades them after the demo")
+    return got
+
+
 def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=["demo"])
@@ -572,7 +603,12 @@ def _main(argv: list[str] | None = None) -> int:
                     help="copy these images from the host's engine into node 0 and publish them "
                          "(no tag: the Python toolchains of `python -m envpool.images --tags`)")
     ap.add_argument("--no-registry", action="store_true")
-    ap.add_argument("--keep", action="store_true", help="keep engines' folders and logs")
+    ap.add_argument("--keep", action="store_true", help="keep engines' folders and logs (the registry's storage "
+                    "too, but nothing serves it after the demo)")
+    ap.add_argument("--keep-images", action="store_true",
+                    help="before the teardown, pull the verified rows' images (they name this demo's registry, "
+                         "127.0.0.1:PORT/...@sha256:..., which stops with the demo) into this host's engine, "
+                         "so `swemint eval -w WORKDIR` can grade them afterwards")
     stop_on_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -590,6 +626,13 @@ def _main(argv: list[str] | None = None) -> int:
         code = cluster.submit(workdir, args.config, ["--set", f"workers={args.nodes * args.slots}", *extra])
         log(f"job finished in {time.monotonic() - t0:.0f} s (exit {code})")
         rc = summary(cluster, workdir) if code == 0 else code
+        if code == 0 and cluster.with_registry:
+            if args.keep_images:
+                keep_images(cluster, workdir)
+            else:
+                print(f"note: the rows name images in this demo's registry ({cluster.registry}), which stops with "
+                      "the demo, and the node engines go too: `swemint eval` of this work directory finds no "
+                      "image afterwards; rerun with --keep-images to pull them into this host's engine first")
     finally:
         cluster.down(keep=args.keep)
     return rc
