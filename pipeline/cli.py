@@ -553,12 +553,17 @@ def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
               help="Only these instance ids (repeatable or comma-separated)", show_default="all")] = None,
           timeout: Annotated[float, typer.Option("--timeout", "-t", help="Seconds per test run")] = 1800,
           config: ConfigFile = None, sets: LongSets = None,
+          ray: Annotated[Optional[bool], typer.Option(
+              "--ray/--no-ray", help="Accepted as other commands take it: eval grades on this host's Docker "
+                                     "engine in threads (--workers), never on Ray; --ray is refused",
+              show_default="no Ray")] = None,
           modal: Annotated[Optional[str], typer.Option("--modal", hidden=True)] = None,
           _ignored: Annotated[Optional[list[str]], typer.Option(
               "--open_file_limit", "--open-file-limit", "--namespace", "--cache_level", "--cache-level",
               hidden=True, help="swebench options with no meaning here (ignored)")] = None) -> None:
     """Grade model predictions in the rows' pooled images (no network), SWE-bench's rules;
-    resumable (finished instances are kept), parallel (--workers).
+    resumable (finished instances are kept), parallel (--workers threads on this host's Docker
+    engine; no Ray: --no-ray is accepted, --ray refused).
 
     Accepts `swebench eval`'s spellings (DATASET, --gold, -i/--instance, -j, -s, -t, --run-id,
     --report-dir) and `python -m swebench.harness.run_evaluation`'s (--dataset_name,
@@ -577,6 +582,8 @@ def eval_(dataset_arg: Annotated[Optional[Path], typer.Argument(
 
     if modal and modal.lower() not in ("false", "0", "no"):
         fail("--modal: swemint grades on the local Docker engine only")
+    if ray:
+        fail("--ray: swemint eval grades on this host's Docker engine in threads (--workers), not on Ray")
     if gold:
         if predictions not in (None, "gold"):
             fail("pass either --gold or --predictions, not both")

@@ -216,6 +216,13 @@ def test_eval_unknown_ids(dataset):
     one_line_error(runner.invoke(app, ["eval", "-d", str(d / "nowhere"), "--gold"]), 2, "dataset not found")
 
 
+def test_eval_takes_no_ray_and_refuses_ray(dataset):
+    d, graded = dataset
+    r = runner.invoke(app, ["eval", str(d / "ds"), "--gold", "--no-ray", "--run-id", "nr"])
+    assert r.exit_code == 0, r.stderr
+    one_line_error(runner.invoke(app, ["eval", str(d / "ds"), "--gold", "--ray"]), 2, "not on Ray")
+
+
 def test_eval_fails_when_the_engine_could_not_grade_rows(dataset, monkeypatch):
     """Rows whose image is gone (a cluster demo's registry torn down) are no grade: exit 1 with
     one line naming the rows and the cause (it used to exit 0), and a rerun grades them again."""
