@@ -878,7 +878,8 @@ def run_chain(cfg: PipelineConfig, mint_fn=None):
             finished_line(progress, task, res.instance_id, res.outcome)
 
         try:
-            report = run_flow(cfg, mint_fn=mint_fn, on_result=done, on_start=started)
+            report = run_flow(cfg, mint_fn=mint_fn, on_result=done, on_start=started,
+                              on_total=lambda n: progress.update(task, total=max(n, 1)))
         except OSError as e:
             fail(os_error_line(e) if e.filename else str(e))
         except (ValueError, SwemintError) as e:

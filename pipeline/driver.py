@@ -271,13 +271,16 @@ class MintBook:
     book decides what is finished, starts items (`start`), records rows (`record`), reacts to a
     row (`after`: low disk stops new work, an abandoned item's containers go), sweeps a crashed
     run's leftovers (`sweep_stale`) and exports (`export`). `on_result(row)` per recorded row,
-    `on_start(instance_id)` per started item. Raises what `open_pool` raises, and store.NewerRow
+    `on_start(instance_id)` per started item, `on_total(n)` before each `on_result` with the rows
+    this run expects so far (a progress display's total). Raises what `open_pool` raises, and store.NewerRow
     when a stored row was written by a newer swemint (checked first: nothing starts)."""
 
     def __init__(self, cfg: PipelineConfig, report: MintReport, *,
                  on_result: Callable[[InstanceResult], None] | None = None,
-                 on_start: Callable[[str], None] | None = None):
+                 on_start: Callable[[str], None] | None = None,
+                 on_total: Callable[[int], None] | None = None):
         self.cfg, self.report, self.on_result, self.on_start = cfg, report, on_result, on_start
+        self.on_total = on_total
         self.t0 = time.monotonic()
         self.store = ResultStore(cfg.workdir, cfg.retry_outcomes)
         self.store.results()  # a row a newer swemint wrote: NewerRow now, before any work (store.py)
@@ -327,6 +330,8 @@ class MintBook:
         if res.outcome == "verified" and self.report.first_verified_s is None:
             self.report.first_verified_s = round(time.monotonic() - self.t0, 3)
         log.info("%s", finished_line(res, len(self.report.results), total, self.counts))
+        if self.on_total:
+            self.on_total(total)
         if self.on_result:
             self.on_result(res)
 

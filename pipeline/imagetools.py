@@ -127,6 +127,13 @@ def tool_notes(rows: list[dict], cache_path: Path | None = None, client=None) ->
     """Export notes on the status tool of verified `rows`' images (`tool_states`): which rows'
     images lack it (their eval scripts cannot grade: refresh the images or embed the tool) and
     which could not be checked on this engine."""
+    if client is None:
+        try:
+            from envpool.docker_sandbox import docker_client
+
+            client = docker_client()
+        except Exception:  # noqa: BLE001 - no engine here: every row is absent (tool_states)
+            client = None
     states = tool_states(rows, cache_path, client)
     missing = sorted(i for i, s in states.items() if s == "missing")
     absent = sorted(i for i, s in states.items() if s == "absent")
@@ -137,5 +144,20 @@ def tool_notes(rows: list[dict], cache_path: Path | None = None, client=None) ->
                      "print `>>>>> Tests Errored`: run `swemint pool refresh-tools -w WORKDIR`, or export with "
                      "--embed-tool (the script then carries the tool, ~110 KB a row)")
     if absent:
-        notes.append(f"{len(absent)} verified rows' images are not on this engine: their status tool was not checked")
+        notes.append(f"{len(absent)} verified rows' images are not on this engine ({_engine_name(client)}): their "
+                     f"status tool was not checked ({', '.join(absent[:5])}{' ...' if len(absent) > 5 else ''})")
     return notes
+
+
+def _engine_name(client) -> str:
+    """Which engine `client` talks to, for a message: its node name (`engine_node`) and address
+    (`DOCKER_HOST`, else the default socket); "no engine reachable" without one."""
+    import os
+
+    if client is None:
+        return "no engine reachable"
+    from envpool.imagestore import engine_node
+
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    name = engine_node(client)
+    return f"{name} at {where}" if name else where

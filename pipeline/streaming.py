@@ -90,7 +90,7 @@ class Flow:
 
     def __init__(self, cfg: PipelineConfig, executor: LocalExecutor | RayExecutor, *, mint_fn=None, plan_fn=None,
                  on_result: Callable[[InstanceResult], None] | None = None,
-                 on_start: Callable[[str], None] | None = None):
+                 on_start: Callable[[str], None] | None = None, on_total: Callable[[int], None] | None = None):
         self.cfg, self.ex = cfg, executor
         self.report = FlowReport()
         self.t0 = time.monotonic()
@@ -107,7 +107,7 @@ class Flow:
         self.build = MintStage(cfg.mint, mint_fn=mint_fn, mint_function=cfg.mint_function,
                                resources=StageResources(cfg.ray.task_num_cpus, {"docker": 1.0}), registry=cfg.registry,
                                registry_auth=auth, slots=cfg.workers)
-        self.book = MintBook(cfg, self.report, on_result=on_result, on_start=on_start)
+        self.book = MintBook(cfg, self.report, on_result=on_result, on_start=on_start, on_total=on_total)
         self.book.t0 = self.t0
         self.store, self.pool = self.book.store, self.book.pool
         self.resolver = _Resolver(cfg)
@@ -266,11 +266,13 @@ class Flow:
             if self.cfg.flow.mint:
                 for row in state.accepted_rows():  # accepted earlier, not finished: first
                     self._accept_row(row, report)
+            earlier = len(self.to_plan)  # before the instance file's rows join (they are this run's)
             self.sources = SourceDriver(self.cfg, self.ex, self.crawl, self.out_dir)
             self._read_instance_file(report)
             self.book.sweep_stale(self.ex.each_node, list(self.to_plan))
-            log.info("run %s: %d accepted earlier to mint, %d finished, sources: %d GitHub token(s), %d mirror(s)%s",
-                     self.cfg.mint.run_id, len(self.to_plan), len(report.skipped), len(self.sources.crawlers),
+            log.info("run %s: %d accepted earlier to mint, %d from the instance file, %d finished, sources: %d GitHub "
+                     "token(s), %d mirror(s)%s", self.cfg.mint.run_id, earlier, len(self.to_plan) - earlier,
+                     len(report.skipped), len(self.sources.crawlers),
                      len(self.sources.git_todo), "" if self.cfg.flow.streaming else " (crawl, then mint)")
             while True:
                 self.nodes.check()
@@ -355,12 +357,14 @@ def flow_ray_config(cfg: PipelineConfig):
 
 def run_flow(cfg: PipelineConfig, *, executor: LocalExecutor | RayExecutor | None = None, mint_fn=None, plan_fn=None,
              on_result: Callable[[InstanceResult], None] | None = None,
-             on_start: Callable[[str], None] | None = None) -> FlowReport:
+             on_start: Callable[[str], None] | None = None,
+             on_total: Callable[[int], None] | None = None) -> FlowReport:
     """Run sources -> filter -> plan -> build -> export for `cfg` (see the module docstring).
 
     `executor` replaces the one `cfg.use_ray` asks for (closed after); `mint_fn` / `plan_fn`
     replace `cfg.mint_function` / `cfg.flow.plan_function`; `on_start(instance_id)` when a build
-    is submitted; `on_result(row)` per mint row.
+    is submitted; `on_result(row)` per mint row, after `on_total(n)`: the rows this run expects so
+    far (units queued, less those finished earlier; it grows as sources find more).
     Writes `WORKDIR/crawl/` (state, instances.jsonl, rejects.jsonl, report.json),
     `WORKDIR/instances/`, `pool.duckdb`, `dataset/`, `report.json` (the funnel) and appends to
     `runs.jsonl`. Raises store.WorkdirLocked (an OSError) when another driver runs on WORKDIR,
@@ -373,6 +377,6 @@ def run_flow(cfg: PipelineConfig, *, executor: LocalExecutor | RayExecutor | Non
     with driver_lock(cfg.workdir), run_log(cfg.workdir):
         try:
             return Flow(cfg, executor, mint_fn=mint_fn, plan_fn=plan_fn, on_result=on_result,
-                        on_start=on_start).run()
+                        on_start=on_start, on_total=on_total).run()
         finally:
             executor.close()

@@ -128,6 +128,10 @@ def workdir(tmp_path):
 class NoEngine:
     """A Docker client with no images (what `tool_states` sees on a host that lacks them)."""
 
+    @staticmethod
+    def info():
+        return {"Labels": ["swemint.node=node-7"], "Name": "host"}
+
     class images:  # noqa: N801
         @staticmethod
         def list(**kw):
@@ -154,7 +158,8 @@ def test_rows_travel_light_with_their_licence_and_a_complete_card(workdir):
         "verified", "all_outcomes"]
     assert str(workdir) not in card and str(workdir.parent) not in card and '"workers": 2' in card
     assert "local image" in card and any("local image tags" in n for n in notes)
-    assert any("not on this engine" in n for n in notes)
+    [absent] = [n for n in notes if "not on this engine" in n]
+    assert "(node-7 at " in absent and "o__mit-1" in absent  # which engine, which rows
     # the licence filter keeps MIT rows only, and the card says so
     paths = export_dataset(ResultStore(workdir), client=NoEngine(), licenses=["MIT"])
     assert sorted(r["instance_id"] for r in pq.read_table(paths["all"]).to_pylist()) == ["o__mit-1", "o__mit-3"]

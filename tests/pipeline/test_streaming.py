@@ -5,6 +5,7 @@ one crawler per token, streaming under backpressure, the memory's ecosystem."""
 from __future__ import annotations
 
 import json
+import re
 import math
 import os
 import signal
@@ -132,6 +133,11 @@ def test_swemint_run_whole_chain_into_parquet_rows_with_provenance(tmp_path, tok
     assert run["cost"]["per_verified"]["wall_s"] > 0 and run["first_verified_s"] is not None
     assert "funnel" in res.output and "verified" in res.output
     assert TOKEN not in (tmp_path / "w" / "report.json").read_text()
+    # a line per finished row with the total this run expects (not `1/?`), and a fresh work
+    # directory has nothing accepted earlier
+    done = re.findall(r"^(\d+)/(\S+) acme__\S+: ", res.output, re.M)
+    assert len(done) == 6 and all(total.isdigit() and int(n) <= int(total) for n, total in done), res.output
+    assert "run wd-" in (log := (tmp_path / "w" / "driver.log").read_text()) and "0 accepted earlier to mint" in log
 
 
 def test_rerun_mints_only_what_is_new_and_retries_what_the_policy_names(tmp_path, token):
