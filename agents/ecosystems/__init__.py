@@ -6,7 +6,8 @@ setup, test configuration, repairs, its data file), its toolchain module, its pa
 name here (docs/languages.md, "Adding a language"). `pick_ecosystem` returns the one whose
 `detect` scores highest for a tree among those serving the row's language (or all of them without
 one), or None. The languages they declare are the vocabulary of the experience memory
-(`languages`, `kin`).
+(`languages`; `kin`: the languages one ecosystem serves together, which the memory's
+`agents.memory.experience.family` shares entries across).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ Declared capabilities (class attributes):
 | `memory_actions`  | memory action kinds only it executes (`request_action`)           | none         |
 | `adapts`          | `adapt` is its own adaptation of a pooled environment (EnvPatch)  | False        |
 | `parsers`         | the report parsers its plans name (`envpool.testrun.registry`)    | none         |
-| `toolchain_module`| the module that builds its toolchain images (`envpool.toolchains.*`) | ""        |
+| `toolchain_module`| the module that builds its toolchain images (`envpool.toolchains[.*]`, Python's `envpool.images`; checked by the contract test, not looked up by the flow) | "" |
 | `repair_hint`     | what an LLM repairing its environment should know (a sentence)    | ""           |
 
 Hooks (methods; the default in brackets): `detect` [0], `plan` [EnvBuildError], `repair` [None],
