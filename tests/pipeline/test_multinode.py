@@ -107,7 +107,8 @@ def test_a_worker_node_killed_mid_run_has_its_builds_redone_elsewhere_one_row_ea
     killer.start()
     items = [WorkItem(Instance(instance_id=f"o__r-{i}", repo="o/r", base_commit="c", patch="", test_patch=""),
                       Path("/nope")) for i in range(4)]
-    rows = list(runner.run(SlowStage(folder, 15.0), items))
+    # 8 s a build: the killer strikes 2 s into the worker's build, so it is surely still running
+    rows = list(runner.run(SlowStage(folder, 8.0), items))
     killer.join()
     assert killed, "the worker node never ran a build"
     # one row per instance, every one verified: nothing lost, nothing doubled
