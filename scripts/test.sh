@@ -5,8 +5,10 @@
 # Env: SWEMINT_TEST_TIMEOUT (seconds per test, default 600), SWEMINT_PYTHON (interpreter for
 # the venv, default python3), SWEMINT_IMAGES (toolchain images to bootstrap, default "3.11 3.9"),
 # SWEMINT_CHECK (scripts/check.sh, ruff and mypy, runs before the whole suite; 0 skips it, 1 runs
-# it before a partial run too). Every run lists its 30 slowest tests (pytest --durations; a later
-# --durations=N on the command line wins).
+# it before a partial run too), SWEMINT_TEST_SPLIT (0: the whole suite in one pytest; by default a
+# run without arguments runs the tests without Docker in a second pytest beside the docker tests).
+# Every run lists its 30 slowest tests (pytest --durations; a later --durations=N on the command
+# line wins).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -24,8 +26,32 @@ if [ "${SWEMINT_CHECK:-}" = 1 ] || { [ "${SWEMINT_CHECK:-}" != 0 ] && [ "${paths
   bash scripts/check.sh
 fi
 set +e
-.venv/bin/python -m pytest "${args[@]}" "${paths[@]}" "$@"
-rc=$?
+if [ $# -eq 0 ] && [ "${SWEMINT_TEST_SPLIT:-1}" != 0 ]; then
+  # the whole suite: the tests without Docker run in a second pytest beside the docker tests (which
+  # still run one at a time); that half mostly waits (subprocesses, Ray, sleeps of kill tests), as
+  # do the docker tests (network, test limits), so on 2 cores the wall time is about the docker
+  # tests' alone. Its output follows theirs. SWEMINT_TEST_SPLIT=0: one pytest for everything.
+  other=$(mktemp -t swemint-tests-XXXXXX.log)
+  .venv/bin/python -m pytest "${args[@]}" -p no:cacheprovider -m "not docker" "${paths[@]}" > "$other" 2>&1 &
+  other_pid=$!
+  trap 'kill "$other_pid" 2>/dev/null || true' EXIT
+  .venv/bin/python -m pytest "${args[@]}" -m docker "${paths[@]}"
+  rc_docker=$?
+  wait "$other_pid"
+  rc_other=$?
+  trap - EXIT
+  echo "swemint: the tests without Docker (a second pytest, run beside the docker tests above):"
+  cat "$other"
+  rm -f "$other"
+  rc=0
+  for r in "$rc_docker" "$rc_other"; do
+    if [ "$r" != 0 ] && [ "$r" != 5 ]; then rc=$r; break; fi
+  done
+  if [ "$rc_docker" = 5 ] && [ "$rc_other" = 5 ]; then rc=5; fi
+else
+  .venv/bin/python -m pytest "${args[@]}" "${paths[@]}" "$@"
+  rc=$?
+fi
 set -e
 if [ "$rc" = 5 ]; then
   echo "swemint: pytest collected no tests (exit 5); nothing failed" >&2

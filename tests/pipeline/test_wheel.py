@@ -4,6 +4,7 @@ nothing but the wheel runs the demo from another directory."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import venv
@@ -17,8 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    """The wheel, built from a copy of the checkout: setuptools writes build/ and *.egg-info into
+    the tree it builds, and two test sessions (scripts/test.sh runs the docker tests beside the
+    others) must not build in one tree at once."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "uv", "build", "--wheel", "-q", "-o", str(out), str(ROOT)], check=True,
+    src = tmp_path_factory.mktemp("wheel-src") / "swemint"
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "work"))
+    subprocess.run([sys.executable, "-m", "uv", "build", "--wheel", "-q", "-o", str(out), str(src)], check=True,
                    capture_output=True, text=True, timeout=600)
     (whl,) = out.glob("swemint-*.whl")
     return whl
