@@ -187,6 +187,11 @@ class LocalCluster:
         # ... and a raylet waits only 15 s for its dashboard agent's port file (the agent's imports
         # took 16 s there: "Timed out waiting for file .../dashboard_agent_listen_port_...")
         env.setdefault("RAY_agent_register_timeout_ms", "120000")
+        # `ray start --block` (Ray 2.60) drains its node on SIGTERM for up to 30 s first (for Serve's
+        # proxies); here nothing needs draining, and after a worker node had been killed the head
+        # took the whole 30 s grace of stop_group to stop (tests/pipeline/test_multinode.py's
+        # teardown 33 s -> 4 s without the drain): stop at once
+        env.setdefault("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", "0")
         if self.with_registry:
             env |= {"SWEMINT_REGISTRY_USER": self.user, "SWEMINT_REGISTRY_PASSWORD": self.password}
         if i is not None and self.with_engines:
