@@ -140,16 +140,27 @@ def remove_run_images(run_id: str, dry_run: bool = False, client=None) -> dict:
         client = docker_client()
     listed = client.api.images(filters={"label": f"swemint.run={run_id}"})
     out: dict = {"node": engine_node(client), "removed": [], "kept": [], "dry_run": dry_run}
-    for d in sorted(listed, key=lambda d: -int(d.get("Created") or 0)):
-        item = {"image_id": d["Id"], "tags": [t for t in d.get("RepoTags") or [] if t != "<none>:<none>"]}
-        if not dry_run:
-            try:
-                client.images.remove(d["Id"], force=True)
-            except Exception as e:  # noqa: BLE001 - gone meanwhile, or in use by a container
-                if not _gone(e):
-                    out["kept"].append({**item, "why": str(e)[:200]})
-                continue
-        out["removed"].append({**item, "bytes": int(d.get("Size") or 0)})
+    pending = sorted(listed, key=lambda d: -int(d.get("Created") or 0))  # children first, mostly
+    while pending:  # a parent refused while its child is there goes in a later pass
+        later, why = [], {}
+        for d in pending:
+            item = {"image_id": d["Id"], "tags": [t for t in d.get("RepoTags") or [] if t != "<none>:<none>"]}
+            if not dry_run:
+                try:
+                    client.images.remove(d["Id"], force=True)
+                except Exception as e:  # noqa: BLE001 - gone meanwhile, a child still there, or in use
+                    if "child" in str(e):
+                        later.append(d)
+                        why[d["Id"]] = str(e)[:200]
+                    elif not _gone(e):
+                        out["kept"].append({**item, "why": str(e)[:200]})
+                    continue
+            out["removed"].append({**item, "bytes": int(d.get("Size") or 0)})
+        if len(later) == len(pending):  # no progress: children of another run, or in use
+            out["kept"] += [{"image_id": d["Id"], "tags": [t for t in d.get("RepoTags") or [] if t != "<none>:<none>"],
+                             "why": why[d["Id"]]} for d in later]
+            break
+        pending = later
     return out
 
 
