@@ -28,7 +28,8 @@ stream; the test command turns that line into the JSON events Go >= 1.24 writes,
 sees the failed build on every Go.
 
 Setup (module mode): GOFLAGS in the image's go env (`-mod=mod`, or `-mod=vendor` with a
-vendor/modules.txt); `go mod download`; modules the test_patch and patch need (applied to a
+vendor/modules.txt); `go mod download` (a module version the proxy refuses -- a `replace` to a
+fork that lives only on GitHub -- replaced by an empty local module: `download_step`, S23); modules the test_patch and patch need (applied to a
 scratch copy) downloaded too, so the after side runs offline; `go list -deps -test` of the
 selected packages (strict: every import must resolve); their test binaries compiled once with
 ``-run '^$'`` (lenient: a package that does not build at the base commit is still tested).
@@ -64,7 +65,7 @@ from agents.ecosystems.golang.go_tests import (_buildable, BUILD_FAILED_TO_JSON,
                                                touched_tests)
 from agents.ecosystems.golang.go_modules import (GO_MANIFESTS, GoModule, GoProject, _skipped, analyze,
                                                  anonymous_go_mods, go_request, lock_pins, parse_go_mod)
-from agents.ecosystems.golang.go_setup import (MAX_INLINE_PATCH, OFFLINE_PROXY, _abs, _cd, _module_runs,
+from agents.ecosystems.golang.go_setup import (MAX_INLINE_PATCH, download_step, OFFLINE_PROXY, _abs, _cd, _module_runs,
                                                compile_step, overlay_guard)
 
 
@@ -159,7 +160,7 @@ class GoEcosystem(Ecosystem):
             setup.append(f"go env -w GOFLAGS={'-mod=vendor' if vendored else '-mod=mod'} && go version && go env GOFLAGS")
             for mdir in sel:
                 if not vendored:
-                    setup.append(f"{_cd(mdir)} && go mod download")
+                    setup.append(download_step(mdir))
             if not vendored:  # the dependency tier (`dependency_layer`): what needs only go.mod / go.sum
                 deps_state = list(setup)
             setup += self._prefetch(instance, sel, flags)

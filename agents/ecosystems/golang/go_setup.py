@@ -37,6 +37,39 @@ GUARD_ERROR = re.compile(r'cannot use "[^"]*" \(untyped string constant\) as int
 """quic-go's (and others') deliberate version guard: ``var _ int = "can't be built on Go 1.N"``."""
 
 
+STUB_ROOT = "/opt/swemint/go-stubs"
+"""Where `download_step` writes the empty modules standing in for versions the proxy does not serve."""
+
+UNSERVED = (r"^go: ([^@ ]+)@[^ ]+( \(replaced by [^ ]+\))?: reading [a-z]+://[^ ]+: "
+            r"(403|404|410|no such file or directory)")
+"""A `go mod download` line for a module version the proxy refuses (``403 ... This module version
+is not available``: a fork that exists only on its Git host, a purged pseudo-version; 404/410;
+a file:// proxy without it): group 1 the module path go.mod requires (the left side of its
+`replace`, when the failing version is a replacement's)."""
+
+
+def download_step(module_dir: str) -> str:
+    """Shell running ``go mod download`` in the module at `module_dir` (class S23: a required
+    module version the module proxy does not serve, e.g. a ``replace`` to a fork that lives
+    only on GitHub, unreachable from here). When the download fails only on such versions
+    (`UNSERVED`), each is replaced by an empty local module (``go mod edit -replace
+    <module>=STUB_ROOT/<name>``, its go.mod naming the module) and the download runs again (up
+    to 4 times): every package that does not import the missing module builds and is tested, a
+    package that does fails to build on both sides (no test of it is graded). Each substitute
+    is printed (``swemint: substitute ...``). Any other failure fails the step as before."""
+    cd = _cd(module_dir)
+    sed = shlex.quote(f"s#{UNSERVED}.*#\\1#p")
+    return (f"{cd} && for i in 1 2 3 4; do go mod download > /tmp/swemint-gomod.log 2>&1 && break; "
+            "cat /tmp/swemint-gomod.log; "
+            f"gone=$(sed -nE {sed} /tmp/swemint-gomod.log | sort -u); [ -n \"$gone\" ] || exit 1; "
+            "for m in $gone; do "
+            f"d={STUB_ROOT}/$(printf %s \"$m\" | tr -c 'A-Za-z0-9._-' _); mkdir -p \"$d\" && "
+            "printf 'module %s\\n' \"$m\" > \"$d/go.mod\" && go mod edit -replace=\"$m=$d\" && "
+            "echo \"swemint: substitute $m: the module proxy does not serve its version, replaced by an "
+            "empty local module ($d); packages importing it do not build\"; done; done; "
+            "cat /tmp/swemint-gomod.log; go mod download")
+
+
 def compile_step(flags: str, pkgs: str) -> str:
     """Shell compiling the test binaries of `pkgs` once (``go test -run '^$'``). Lenient when the
     repository's own code does not build (its tests then fail on that side), but exit 1 when a
