@@ -68,6 +68,7 @@ class DiagnosisRule(BaseModel):
     packages: list[str] = Field(default_factory=list)
     needs: NeedKind | None = None
     name: str | None = None
+    lower: bool = False
     min: str | None = None
     max: str | None = None
     scope: list[Literal["output", "skip"]] = Field(default_factory=lambda: ["output", "skip"])
@@ -126,6 +127,8 @@ def _need(rule: DiagnosisRule, m: re.Match[str]) -> Need | None:
     name = rule.name or _group(m, "name")
     if rule.needs is None or not name:
         return None
+    if rule.lower:  # CMake's Find-module name (`BLAS`) as a library's file name (`libblas.so`)
+        name = name.lower()
     try:
         return Need(kind=rule.needs, name=name)
     except ValueError:

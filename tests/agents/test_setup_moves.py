@@ -33,6 +33,11 @@ from tests.agents.test_loop import events, instance_on, patched, steps
      "project-cannot-find-library", [], ["cmake Leptonica"]),
     ("scikit_build_core.errors.CMakeNotFoundError: Could not find CMake with version >=3.24.0",
      "cmake-command-missing", [], ["command cmake"]),
+    # S24: a Find module's error (not the "-- Could NOT find" status line of an optional package before it)
+    ("-- Could NOT find MKL (missing: MKL_LIBRARIES) \n-- Looking for sgemm_ - not found\n"
+     "CMake Error at /usr/share/cmake-3.31/Modules/FindPackageHandleStandardArgs.cmake:233 (message):\n"
+     "  Could NOT find BLAS (missing: BLAS_LIBRARIES)\nCall Stack (most recent call first):\n",
+     "cmake-find-module-failed", [], ["link blas"]),
 ])
 def test_the_failure_forms_of_half_a_are_diagnosed(text, rule, packages, needs):
     d = diagnose(text, "cfamily")
@@ -42,6 +47,8 @@ def test_the_failure_forms_of_half_a_are_diagnosed(text, rule, packages, needs):
 def test_a_named_package_that_is_no_debian_name_is_not_taken_and_zlib_is_not_a_config_package():
     assert diagnose("Try to install Foo;rm package", "cfamily") is None
     assert diagnose("Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR)", "cfamily") is None
+    assert diagnose("-- Could NOT find MKL (missing: MKL_LIBRARIES)\n", "cfamily") is None  # optional: a status line
+    assert query_for(Need(kind="link", name="blas")) == r"^/(usr/)?lib/([\w.+-]+-linux-gnu/)?libblas\.(so|a)$"
     assert query_for(Need(kind="cmake", name="Leptonica")) == \
         r"^/usr/(lib/([\w.+-]+-linux-gnu/)?|share/)cmake/[^/]+/(LeptonicaConfig|leptonica-config)\.cmake$"
 
@@ -174,3 +181,20 @@ def test_the_ci_options_are_one_builds_not_the_union_of_alternative_jobs(tmp_pat
     assert [(s.runs_on, s.foreign()) for s in steps] == [("ubuntu-latest", False), ("ubuntu-latest", False),
                                                          ("ubuntu-latest", False), ("macos-14", True),
                                                          ("ubuntu-latest", True)]
+
+
+def test_cmake_find_modules_of_libraries_debian_names_otherwise_are_installed_before_the_configure(tmp_path):
+    """S24 (genset A faiss): ``find_package(BLAS REQUIRED)`` / ``find_package(LAPACK REQUIRED)``
+    (CMake's own Find modules) put their Debian packages in the plan, as the other table names
+    do, so the configure does not stop on "Could NOT find BLAS" and spend a round per library."""
+    from agents.ecosystems.cfamily.c_builds import analyze
+
+    tree = make_tree(tmp_path, {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.24)\nproject(calc CXX)\nenable_testing()\n"
+                          "find_package(OpenMP REQUIRED)\nfind_package(MKL)\nif(NOT MKL_FOUND)\n"
+                          "  find_package(BLAS REQUIRED)\n  find_package(LAPACK REQUIRED)\nendif()\n"
+                          "add_subdirectory(tests)\n",
+        "tests/CMakeLists.txt": "add_executable(t t.cpp)\nadd_test(NAME t COMMAND t)\n",
+        "tests/t.cpp": "int main() { return 0; }\n"})
+    b = analyze(tree, ["tests/t.cpp"], project="calc")
+    assert "libblas-dev" in b.packages and "liblapack-dev" in b.packages
