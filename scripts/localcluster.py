@@ -595,6 +595,46 @@ def keep_images(cluster: LocalCluster, workdir: Path, client=None) -> int:
     return got
 
 
+GIB = 1 << 30
+
+
+def disk_needed(nodes: int, slots: int, seed_bytes: int) -> int:
+    """Bytes a demo of `nodes` nodes needs free under its base folder (all on one disk here): the
+    seeded toolchain images (`seed_bytes`, their engine sizes; 2 GiB when unknown) twice -- node 0's
+    copy, and the registry's plus the pulls of the other nodes, which take what their instances
+    need -- plus 1 GiB per build slot for the environments the job builds. Measured on this host:
+    the 3-node demo with two Python toolchains (sizes 2.05 GB) peaked at ~6.5 GB used; this gives
+    7.1 GB. A floor, not a bound: a node that runs out mid-run still ends its rows `infra_error`."""
+    seed = seed_bytes or 2 * GIB
+    return 2 * seed + nodes * slots * GIB
+
+
+def check_disk(base: Path, need: int) -> None:
+    """Raise SystemExit(2) with one line naming the folder, the free and the needed GiB when the
+    disk under `base` (or its nearest existing parent) has less than `need` bytes free: a node
+    engine that fills the disk fails its pulls and copies with OCI errors that name no cause."""
+    probe = Path(base).absolute()
+    while not probe.exists():
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if free < need:
+        raise SystemExit(f"localcluster: low disk: {free / GIB:.1f} GiB free under {probe}, the demo needs about "
+                         f"{need / GIB:.1f} GiB (each node's engine holds its own copy of the toolchain images; "
+                         "--min-free-gib 0 skips this check)")
+
+
+def _image_bytes(tags: list[str]) -> int:
+    """Sum of the sizes (bytes) of `tags` on this host's engine; 0 when the engine does not answer."""
+    total = 0
+    env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
+    for tag in tags:
+        r = subprocess.run(["docker", "image", "inspect", "--format", "{{.Size}}", tag], capture_output=True,
+                           text=True, env=env)
+        if r.returncode == 0 and r.stdout.strip().isdigit():
+            total += int(r.stdout.strip())
+    return total
+
+
 def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=["demo"])
@@ -614,10 +654,18 @@ def _main(argv: list[str] | None = None) -> int:
                     help="before the teardown, pull the verified rows' images (they name this demo's registry, "
                          "127.0.0.1:PORT/...@sha256:..., which stops with the demo) into this host's engine, "
                          "so `swemint eval -w WORKDIR` can grade them afterwards")
+    ap.add_argument("--min-free-gib", type=float, default=None,
+                    help="refuse to start with less free disk under --base (default: an estimate from the "
+                         "nodes, slots and seeded images; 0 skips the check)")
     stop_on_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    seeds = None if args.seed_images is None else (args.seed_images or _python_toolchains())
+    need = (int(args.min_free_gib * GIB) if args.min_free_gib is not None
+            else disk_needed(args.nodes, args.slots, _image_bytes(seeds or [])))
+    if need > 0:
+        check_disk(args.base or Path("/work/runs/cluster"), need)
     cluster = LocalCluster(args.nodes, base=args.base, slots=args.slots, cpus=args.cpus,
                            registry=not args.no_registry)
     workdir = (args.workdir or cluster.base / "work").absolute()
@@ -625,8 +673,8 @@ def _main(argv: list[str] | None = None) -> int:
     rc = 1
     try:
         cluster.up()
-        if args.seed_images is not None:
-            cluster.seed(args.seed_images or _python_toolchains())
+        if seeds is not None:
+            cluster.seed(seeds)
         t0 = time.monotonic()
         code = cluster.submit(workdir, args.config, ["--set", f"workers={args.nodes * args.slots}", *extra])
         log(f"job finished in {time.monotonic() - t0:.0f} s (exit {code})")
