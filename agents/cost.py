@@ -129,7 +129,7 @@ def policy_of(config) -> dict[str, Any]:
     the runs per side, `cache.scope`, `cache.warm`, `images.warm` (absent keys left out)."""
     out: dict[str, Any] = {}
     verify = getattr(config, "verify", None)
-    for key in ("policy", "compile_once", "before_runs", "after_runs"):
+    for key in ("policy", "compile_once", "compile_once_min_source_kb", "before_runs", "after_runs"):
         if verify is not None and hasattr(verify, key):
             out[f"verify.{key}"] = getattr(verify, key)
     cache = getattr(config, "cache", None)

@@ -107,6 +107,18 @@ class GitTree:
         return frozenset(rec.split("\t", 1)[1] for rec in out.split("\0")
                          if rec and rec.split("\t", 1)[0].split()[1:2] == ["commit"])
 
+    @cached_property
+    def sizes(self) -> dict[str, int]:
+        """Every blob's size in bytes by path (``git ls-tree -l``; submodule entries left out)."""
+        out = self._git("ls-tree", "-r", "-l", "-z", self.commit).stdout
+        sizes: dict[str, int] = {}
+        for rec in out.split("\0"):
+            meta, _, path = rec.partition("\t")
+            words = meta.split()
+            if path and len(words) == 4 and words[1] == "blob" and words[3].isdigit():
+                sizes[path] = int(words[3])
+        return sizes
+
     def submodules(self) -> list[GitSubmodule]:
         """The submodules `.gitmodules` declares (`parse_gitmodules`); [] without one."""
         return parse_gitmodules(self.read(".gitmodules") or "")

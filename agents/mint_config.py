@@ -86,6 +86,12 @@ class VerifyConfig(BaseModel):
     commit it as a snapshot image, and start every run of that side from it in a fresh
     container. False (or an ecosystem without `build_command`): every run applies the patches
     and builds in its own container."""
+    compile_once_min_source_kb: int = Field(default=2048, ge=0)
+    """Compile once only when the sources the build compiles are at least this many KiB, where
+    the plan measured them (``state["compiled_source_kb"]``: Maven's compiled modules' Java
+    sources, main and test). A small module compiles in a few CPU-seconds, less than the
+    snapshot build's own tool start (Maven's ~8 CPU-s per build container; gson's ~1 MiB module:
+    two builds cost more than the runs saved). 0: always, as before."""
 
 
 class ReuseConfig(BaseModel):

@@ -318,6 +318,14 @@ def build_command(eco, plan: Plan) -> str | None:
     return eco.build_command(plan)
 
 
+def worth_compiling_once(plan: Plan, min_kb: int) -> bool:
+    """Whether a side's snapshot build pays: the sources the build compiles
+    (``plan.state["compiled_source_kb"]``, where the ecosystem measured them) are at least
+    `min_kb` KiB (`verify.compile_once_min_source_kb`); True where unmeasured or `min_kb` is 0."""
+    kb = plan.state.get("compiled_source_kb")
+    return not min_kb or not isinstance(kb, (int, float)) or kb >= min_kb
+
+
 class _Sides:
     """The runs of one verification (`verify`): each in a fresh sandbox, of the side's snapshot
     when it has one (`compile_once`), else of the environment image with the side's patches
@@ -336,6 +344,11 @@ class _Sides:
         self.test_command = ""
         self.tampered: Verdict | None = None
         cmd = build_command(eco, plan) if getattr(config.verify, "compile_once", False) else None
+        if cmd and not worth_compiling_once(plan, getattr(config.verify, "compile_once_min_source_kb", 0)):
+            self.traj(StepRecord(agent="verification", rule="compile-once:skipped",
+                                 note=f"{plan.state.get('compiled_source_kb')} KiB of sources compiled, under "
+                                      f"verify.compile_once_min_source_kb: every run builds for itself"))
+            cmd = None
         self.build = cmd
         self.snapshots: dict[str, str | None] = {}
 

@@ -89,7 +89,8 @@ def bench_command(a, arm: str, workdir: Path, slots: int, ids_file: Path | None 
            f"mint.run_id={getattr(a, 'run_prefix', None) or 'bench-cost'}-{workdir.name}"]
     for m in a.mirrors:
         cmd += ["-m", str(m)]
-    for s in ARMS[arm] + list(a.set or []):
+    own = [x.split(":", 1)[1] for x in getattr(a, "arm_set", None) or [] if x.split(":", 1)[0] == arm]
+    for s in ARMS[arm] + list(a.set or []) + own:
         cmd += ["--set", s]
     if ids is not None:
         cmd += ["--ids", ",".join(ids)]
@@ -353,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--slots", type=int, default=1, help="build slots per arm (swemint --workers)")
             p.add_argument("--reverify", action="store_true", help="re-verify each arm's verified rows (warm)")
             p.add_argument("--set", action="append", help="a config override for every arm (repeatable)")
+            p.add_argument("--arm-set", action="append", metavar="ARM:KEY=VALUE",
+                           help="a config override for one arm, after its own (repeatable): e.g. two settings "
+                                "of the new code paired, today:mint.verify.policy=adaptive ...")
             p.add_argument("--run-prefix", default="bench-cost",
                            help="run ids <prefix>-<arm>-s<slots> (another prefix: images apart from another bench's)")
     a = ap.parse_args(argv)

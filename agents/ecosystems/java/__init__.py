@@ -106,6 +106,17 @@ _TARGET_ID = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_][\w]*)#([A-Za-z_][\w]*
 """A JUnit id ``pkg.Class#method[(...)[n]]`` (`envpool.testrun.polyglot.java.java_id`): (class, method)."""
 
 
+def compiled_source_kb(tree, modules: list[str]) -> int | None:
+    """KiB of the Java and Kotlin sources (main and test) of the touched `modules` (``M/src/``;
+    the upstream modules ``-am`` adds are not counted): the compile-once build's size
+    (`verify.compile_once_min_source_kb`). None for a tree that does not list sizes."""
+    sizes = getattr(tree, "sizes", None)
+    if not isinstance(sizes, dict):
+        return None
+    prefixes = tuple(f"{m}/src/" if m not in ("", ".") else "src/" for m in modules)
+    return sum(n for p, n in sizes.items() if p.startswith(prefixes) and p.endswith((".java", ".kt"))) // 1024
+
+
 class JavaEcosystem(Ecosystem):
     """Maven projects, Ant ones (`agents.ecosystems.java.ant_build`); Gradle ones are detected and
     refused with a clear reason."""
@@ -297,6 +308,7 @@ class JavaEcosystem(Ecosystem):
                         test_files=sorted(tests), test_alternatives=[] if needs_fix else [touched_spec],
                         notes=[*notes, f"modules {sorted(modules)}, classes {classes}"],
                         state={**state, "test_name": "touched" if needs_fix else "modules",
+                               "compiled_source_kb": compiled_source_kb(tree, list(modules)),
                                # compile once (`build_command`): the same modules and upstream
                                # modules compiled with their test sources, no test run
                                "build_command": f"{cd}mvn -o {mvn_flags()} {extra}{sel}-fae test-compile; true",

@@ -171,6 +171,8 @@ def test_multi_module_plan_runs_the_module_offline_with_its_upstream_modules(tmp
         "core/pom.xml": pom(parent=PARENT, artifact="core"),
         "core-testing/pom.xml": pom(parent=PARENT, artifact="core-testing"),
         test: "",
+        "core-testing/src/main/java/com/acme/Big.java": "x" * 3000,
+        "core/src/main/java/com/acme/Other.java": "x" * 5000,  # upstream: not counted
     }, when="2024-08-20T08:00:00+00:00")
     eco = J.ECOSYSTEM
     assert eco.detect(tree, "java") == 10
@@ -187,6 +189,10 @@ def test_multi_module_plan_runs_the_module_offline_with_its_upstream_modules(tmp
     # compile once: the same modules with their test sources, offline, no test run
     assert J.ECOSYSTEM.build_command(plan).startswith("mvn -o ") and "-pl core-testing -am" in \
         J.ECOSYSTEM.build_command(plan) and " test-compile" in J.ECOSYSTEM.build_command(plan)
+    # the touched module's sources measured for verify.compile_once_min_source_kb
+    from agents.verification import worth_compiling_once
+    assert plan.state["compiled_source_kb"] == 2
+    assert not worth_compiling_once(plan, 2048) and worth_compiling_once(plan, 2) and worth_compiling_once(plan, 0)
     assert plan.setup_commands[0] == jtc.truststore_command()
     assert "mvn -B" in plan.setup_commands[1] and "mvn -o " in plan.setup_commands[2]
     assert "trustStore=" in plan.env["MAVEN_OPTS"] and plan.env["JAVA_HOME"] == jtc.JAVA_HOME
