@@ -308,3 +308,105 @@ def test_jest_reruns_are_targeted_at_the_candidate_by_full_name(mint):
     assert [r.label for r in _targeted_runs(res)] == ["before#2", "after#2"]
     steps = {s["rule"]: s for s in _steps(res)}
     assert r"-t '(?:calc \(all\) multiplies \(2\.3\))$'" in steps["after#2"]["command"]
+
+
+MOCHA_PLAIN = ("const assert = require('assert');\nconst calc = require('../lib/calc');\n\ndescribe('calc (all)', function () {\n"
+               + "".join(f"  it('keeps {n}', function () {{ assert.strictEqual(calc.add({n}, 0), {n}); }});\n"
+                         for n in range(4))
+               + "  it('multiplies (2.3) zeros', function () { assert.strictEqual(calc.mul(0, 0), 0); });\n});\n")
+
+
+def test_mocha_reruns_are_targeted_at_the_candidate_by_its_full_title(mint):
+    """Adaptive verification on mocha 10 (`NodeEcosystem.targeted_plan`): ``--grep`` of the
+    candidate's full title, escaped and anchored, runs it alone in before#2 and after#2 (a test
+    whose title starts with the candidate's is not run: the end is anchored), after#3 is full, the
+    lists are the full runs'."""
+    files = {"package.json": json.dumps({"name": "calc", "version": "1.0.0", "private": True,
+                                         "scripts": {"test": "mocha 'test/**/*.test.js'"},
+                                         "devDependencies": {"mocha": "10.2.0"}}) + "\n",
+             ".nvmrc": "18\n", "lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a + b;\n",
+             "test/calc.test.js": MOCHA_PLAIN}
+    new = MOCHA_PLAIN.replace("});\n", "  it('multiplies (2.3)', function () { assert.strictEqual(calc.mul(2, 3), 6); });\n"
+                                       "});\n")
+    res = mint(node.ECOSYSTEM, files, {"test/calc.test.js": new},
+               {"lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"}, "mtarget",
+               "javascript")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["calc (all) multiplies (2.3)"]
+    assert res.PASS_TO_PASS == [f"calc (all) keeps {n}" for n in range(4)] + ["calc (all) multiplies (2.3) zeros"]
+    assert not res.flaky_tests
+    targeted = _targeted_runs(res)
+    assert [r.label for r in targeted] == ["before#2", "after#2"] and all(r.tests == 1 for r in targeted), targeted
+    assert [r.tests for r in res.cost.runs if r.label == "after#3"] == [6]
+    steps = {s["rule"]: s for s in _steps(res)}
+    assert r"--grep '^(?:calc \(all\) multiplies \(2\.3\))$'" in steps["after#2"]["command"]
+    assert "--grep" not in res.test_command
+
+
+AVA_PLAIN = ("const test = require('ava');\nconst calc = require('../lib/calc');\n\n"
+             + "".join(f"test('keeps {n}', t => {{ t.is(calc.add({n}, 0), {n}); }});\n" for n in range(4))
+             + "test('multiplies (2.3) zeros', t => { t.is(calc.mul(0, 0), 0); });\n")
+
+
+def test_ava_reruns_are_targeted_at_the_candidate_by_match(mint):
+    """The same with AVA 6 over two touched files (ids ``<file> › <title>``): ``--match`` of the
+    candidate's title (every tail of its id) runs it alone in before#2 and after#2; after#3 full."""
+    other = "const test = require('ava');\n\ntest('quick', t => { t.pass(); });\n"
+    files = {"package.json": json.dumps({"name": "calc", "version": "1.0.0", "private": True,
+                                         "scripts": {"test": "ava"}, "devDependencies": {"ava": "6.4.1"}}) + "\n",
+             ".nvmrc": "20\n", "lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a + b;\n",
+             "test/calc.js": AVA_PLAIN, "test/other.js": other}
+    new = AVA_PLAIN + "test('multiplies (2.3)', t => { t.is(calc.mul(2, 3), 6); });\n"
+    res = mint(node.ECOSYSTEM, files, {"test/calc.js": new, "test/other.js": other + "// touched\n"},
+               {"lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"}, "atarget",
+               "javascript", created_at="2025-06-01 10:00:00")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["calc \u203a multiplies (2.3)"]
+    assert res.PASS_TO_PASS == sorted([f"calc \u203a keeps {n}" for n in range(4)]
+                                      + ["calc \u203a multiplies (2.3) zeros", "other \u203a quick"])
+    assert not res.flaky_tests
+    targeted = _targeted_runs(res)
+    assert [r.label for r in targeted] == ["before#2", "after#2"] and all(r.tests == 1 for r in targeted), targeted
+    assert [r.tests for r in res.cost.runs if r.label == "after#3"] == [7]
+    steps = {s["rule"]: s for s in _steps(res)}
+    assert "--match 'multiplies (2.3)'" in steps["after#2"]["command"] and "--match" not in res.test_command
+
+
+CMAKE_PLAIN = """add_executable(test_calc test_calc.c)
+target_link_libraries(test_calc calc)
+add_test(NAME calc_zero COMMAND test_calc zero)
+add_test(NAME calc_one COMMAND test_calc one)
+add_test(NAME calc_two COMMAND test_calc two)
+add_test(NAME calcXadd COMMAND test_calc zero)
+"""
+C_PLAIN = """#include <string.h>
+#include "calc.h"
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "zero") == 0) return calc_add(0, 0) != 0;
+  if (argc > 1 && strcmp(argv[1], "one") == 0) return calc_add(1, 0) != 1;
+  if (argc > 1 && strcmp(argv[1], "two") == 0) return calc_add(2, 0) != 2;
+  if (argc > 1 && strcmp(argv[1], "add") == 0) return calc_add(2, 3) != 5;
+  return 2;
+}
+"""
+
+
+def test_ctest_reruns_are_targeted_at_the_candidate_by_anchored_name(mint):
+    """The same with CTest (`CFamily.targeted_plan`, the helper's ``--only``): ``ctest -R`` of
+    the candidate's name, escaped and anchored (``calc.add``; ``calcXadd``, which an unescaped
+    ``.`` would match, does not run), in before#2 and after#2; after#3 runs every test."""
+    files = {"CMakeLists.txt": CMAKE_TOP, "src/calc.h": "int calc_add(int a, int b);\n",
+             "src/calc.c": '#include "calc.h"\nint calc_add(int a, int b) { return a - b; }\n',
+             "test/CMakeLists.txt": CMAKE_PLAIN, "test/test_calc.c": C_PLAIN}
+    res = mint(cfamily.ECOSYSTEM, files, {"test/CMakeLists.txt": CMAKE_PLAIN + "add_test(NAME calc.add COMMAND test_calc add)\n",
+                                          "test/test_calc.c": C_PLAIN + "\n"},
+               {"src/calc.c": '#include "calc.h"\nint calc_add(int a, int b) { return a + b; }\n'}, "ctarget", "c")
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == ["calc.add"]
+    assert res.PASS_TO_PASS == ["calcXadd", "calc_one", "calc_two", "calc_zero"]
+    assert not res.flaky_tests
+    targeted = _targeted_runs(res)
+    assert [r.label for r in targeted] == ["before#2", "after#2"] and all(r.tests == 1 for r in targeted), targeted
+    assert [r.tests for r in res.cost.runs if r.label == "after#3"] == [5]
+    log = Path(res.log_path).read_text(errors="replace")
+    assert "targeted: the CTest tests calc.add" in log and r"-R ^(calc\.add)$" in log

@@ -68,6 +68,10 @@ from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _CASE
 __all__ = ["CBuild", "CFamily", "ECOSYSTEM", "HELPER", "JUNIT", "RECIPES", "analyze", "era_gcc", "fetch_repair",
            "systems"]
 
+_GTEST_CASE = re.compile(r"^[A-Za-z_][\w/]*\.[A-Za-z_][\w/]*$")
+"""A GoogleTest id ``Suite.Test`` (parameterised: ``Prefix/Suite.Test/0``, ``Suite/0.Test``)."""
+
+
 class CFamily(Ecosystem):
     """The C/C++ ecosystem (`agents.ecosystems.base.Ecosystem`)."""
 
@@ -244,6 +248,36 @@ class CFamily(Ecosystem):
         if plan.build == "autotools" and cmd == f"make -j{JOBS} -k check":
             return f"make -j{JOBS} -k check TESTS=; true"
         return None
+
+    def targeted_plan(self, plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
+        """`plan` running only the tests `ids` (a targeted rerun, `agents.adaptive`): the CMake
+        helper's run with ``--only`` the CTest test names (an id's part before ``::``: a Catch2,
+        doctest or TAP id names its CTest test), which the helper turns into ``ctest -R`` of the
+        names anchored and escaped when every one is a CTest test (else its selection stays: a
+        GoogleTest case inside a test binary is no CTest test); under the GoogleTest parser the
+        cases themselves go into ``GTEST_FILTER`` (``Suite.Test`` ids, ``:``-separated; the
+        helper adds its own exclusions to it), so the binaries run only them. Same build, the
+        same per-test limit. None for automake, Makefiles, drivers and a test command not of
+        the helper's form: the rerun is then full."""
+        import json
+        from agents.ecosystems.base import TestSpec
+        from envpool.quoting import shell_word
+
+        helper = f"python3 {HELPER} {BUILD_DIR} "
+        cmd = plan.test_command
+        if not ids or plan.build != "cmake" or cmd.count(helper) != 1 or " -- " not in cmd:
+            return None
+        names = sorted({i.split("::", 1)[0] for i in ids})
+        if any(not n or "\n" in n for n in names):
+            return None
+        env = ""
+        if plan.parser == "gtest_log":
+            cases = sorted(i for i in ids if _GTEST_CASE.match(i))
+            env = f"GTEST_FILTER={shell_word(':'.join(cases))} " if cases else ""
+        cmd = cmd.replace(helper, f"{env}{helper}--only {shell_word(json.dumps(names))} ", 1)
+        return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted", test_command=cmd,
+                                       parser=plan.parser, report_path=plan.report_path,
+                                       parser_options=dict(plan.parser_options), test_files=list(plan.test_files)))
 
     def repair(self, plan: PolyPlan, command: str, output: str, tried: set[str]) -> list[str] | None:
         """A FetchContent download that failed (an unreachable host): its upstream tarball from

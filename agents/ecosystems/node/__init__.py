@@ -103,6 +103,17 @@ def js_regex_literal(text: str) -> str:
     return re.sub(r"([\\^$.*+?()\[\]{}|/])", r"\\\1", text)
 
 
+AVA_SEP = " \u203a "
+"""Between the parts of an AVA id (``<file> › <title>``: AVA's ``prefix-title``)."""
+
+
+def _targeted(plan: PolyPlan, cmd: str) -> PolyPlan:
+    """`plan` with the targeted rerun's command `cmd` (same parser, report, files)."""
+    return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted", test_command=cmd,
+                                   parser=plan.parser, report_path=plan.report_path,
+                                   parser_options=dict(plan.parser_options), test_files=list(plan.test_files)))
+
+
 class NodeEcosystem(Ecosystem):
     """`agents.ecosystems.base.Ecosystem` for JavaScript/TypeScript (npm, yarn, pnpm)."""
 
@@ -192,18 +203,31 @@ class NodeEcosystem(Ecosystem):
         return LayerSpec(name=f"{pm} cache", files=files, commands=[command], env=dict(plan.env))
 
     def targeted_plan(self, plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
-        """`plan` running only the tests `ids` (``<file> > <describe> > ... > <test>``; a targeted
-        rerun, `agents.adaptive`): Jest's and Vitest's runs with ``-t`` (``--testNamePattern``),
-        a regular expression matching a full name -- the describe titles and the test's, joined
-        by spaces, as both runners name a test -- that ends with one of the targets' (the files
-        still load; a test not targeted that matches too is not graded from this run:
-        `envpool.grading.observed`). None for other runners, an id naming a file alone (a file
-        that failed to load), or a test command not of the plan's runner form."""
+        """`plan` running only the tests `ids` (a targeted rerun, `agents.adaptive`; the files
+        still load, and a test not targeted that matches too is not graded from this run:
+        `envpool.grading.observed`):
+        - Jest and Vitest (``<file> > <describe> > ... > <test>``): ``-t`` (``--testNamePattern``),
+          a regular expression matching a full name -- the describe titles and the test's, joined
+          by spaces, as both runners name a test -- that ends with one of the targets';
+        - mocha (ids: ``fullTitle()``): ``--grep`` of the full titles, escaped, anchored at both
+          ends (mocha matches ``--grep`` against ``fullTitle()``; one pattern, as mocha takes one);
+        - AVA (ids: ``<file> › <title>`` or the bare title): ``--match`` per target (repeatable;
+          a test runs when any matches) in both the TAP run and its console fallback -- AVA
+          matches the title without its file prefix, whose length the id does not tell, so every
+          tail of the id at a `` › `` is a pattern (the title is one of them; the others can
+          only select more), ``*`` is AVA's wildcard (a title holding one selects more), and a
+          leading ``!`` (AVA's negation) is preceded by ``*``.
+        None for other runners, an id naming a file alone (Jest: a file that failed to load), a
+        title over lines, or a test command not of the plan's runner form."""
+        runner = plan.state.get("runner", "")
+        if runner == "mocha":
+            return self._targeted_mocha(plan, ids)
+        if runner == "ava":
+            return self._targeted_ava(plan, ids)
         from envpool.quoting import shell_word
         from envpool.testrun.polyglot.jest import SEP
 
-        anchor = {"jest": " --json --outputFile=", "vitest": " --reporter=json --outputFile="}.get(
-            plan.state.get("runner", ""))
+        anchor = {"jest": " --json --outputFile=", "vitest": " --reporter=json --outputFile="}.get(runner)
         if not ids or anchor is None or plan.test_command.count(anchor) != 1:
             return None
         names = []
@@ -214,9 +238,39 @@ class NodeEcosystem(Ecosystem):
             names.append(js_regex_literal(rest.replace(SEP, " ")))
         pattern = "(?:" + "|".join(sorted(set(names))) + ")$"
         cmd = plan.test_command.replace(anchor, f" -t {shell_word(pattern)}{anchor}", 1)
-        return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted", test_command=cmd,
-                                       parser=plan.parser, report_path=plan.report_path,
-                                       parser_options=dict(plan.parser_options), test_files=list(plan.test_files)))
+        return _targeted(plan, cmd)
+
+    @staticmethod
+    def _targeted_mocha(plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
+        """mocha's targeted rerun (`targeted_plan`): ``--grep '^(?:t1|t2)$'`` before the JSON
+        reporter option."""
+        from envpool.quoting import shell_word
+
+        anchor = " --reporter json "
+        if not ids or plan.test_command.count(anchor) != 1 or any(not i or "\n" in i for i in ids):
+            return None
+        pattern = "^(?:" + "|".join(js_regex_literal(i) for i in sorted(set(ids))) + ")$"
+        return _targeted(plan, plan.test_command.replace(anchor, f" --grep {shell_word(pattern)}{anchor}", 1))
+
+    @staticmethod
+    def _targeted_ava(plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
+        """AVA's targeted rerun (`targeted_plan`): ``--match`` patterns after ``--tap`` and after
+        the console fallback's ``--verbose``."""
+        from envpool.quoting import shell_word
+
+        cmd = plan.test_command
+        if not ids or cmd.count(" --tap ") != 1 or cmd.count(" --verbose ") > 1 or \
+                any(not i or "\n" in i for i in ids):
+            return None
+        patterns: set[str] = set()
+        for i in ids:
+            parts = i.split(AVA_SEP)
+            for k in range(len(parts)):
+                tail = AVA_SEP.join(parts[k:])
+                patterns.add(f"*{tail}" if tail.startswith("!") else tail)
+        match = " ".join(f"--match {shell_word(p)}" for p in sorted(patterns))
+        cmd = cmd.replace(" --tap ", f" --tap {match} ", 1).replace(" --verbose ", f" --verbose {match} ", 1)
+        return _targeted(plan, cmd)
 
     def build_command(self, plan: PolyPlan) -> str | None:
         """Compile once (`verify.compile_once`): the repository's build step (`build.

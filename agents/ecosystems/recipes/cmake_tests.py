@@ -2,7 +2,7 @@
 """Build and run the CTest tests of the targets that own some files (run inside the container).
 
 Usage: cmake_tests.py BUILD_DIR [--junit FILE] [--verbose] [--jobs N] [--timeout S] [--build-only]
-                      [--rediscover] -- FILE...
+                      [--rediscover] [--only JSON] -- FILE...
 
 FILE...: repository-relative paths (the files the test patch touches). Steps:
 1. re-run cmake on BUILD_DIR (a patch may have changed CMakeLists.txt);
@@ -43,6 +43,10 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    (``catch2_runs.py``, installed beside this file).
 ``--build-only``: steps 1-3 only (the environment's setup builds what the test run will need,
 not every target of a large project: nlohmann/json has hundreds), exit 0.
+``--only JSON`` (a targeted rerun: a JSON list of CTest test names): when every name is one of
+the tests step 4 would run, only those run (``ctest -R`` of the names, anchored and escaped);
+else the selection stays (a GoogleTest case inside a test binary is no CTest test: the caller
+narrows those with ``GTEST_FILTER``).
 ``--rediscover``: each picked target is built with ``--clean-first``, so whatever its build
 registers (googletest discovery) runs again after the test_patch (the loop's `rediscover` move).
 Exit code: ctest's (of the last round), or 2 when nothing could be selected. Standard library
@@ -354,7 +358,7 @@ def main(argv):
         print(__doc__)
         return 2
     opts, files = argv[:argv.index("--")], argv[argv.index("--") + 1:]
-    build, junit, verbose, jobs, timeout = opts[0], None, False, "2", "600"
+    build, junit, verbose, jobs, timeout, only = opts[0], None, False, "2", "600", None
     build_only = "--build-only" in opts
     rediscover = "--rediscover" in opts
     opts = [o for o in opts if o not in ("--build-only", "--rediscover")]
@@ -366,6 +370,8 @@ def main(argv):
             jobs, i = opts[i + 1], i + 2
         elif opts[i] == "--timeout":
             timeout, i = opts[i + 1], i + 2
+        elif opts[i] == "--only":
+            only, i = json.loads(opts[i + 1]), i + 2
         else:
             verbose, i = verbose or opts[i] == "--verbose", i + 1
     src = os.getcwd()
@@ -400,6 +406,13 @@ def main(argv):
     selected = [n for n, c in tests
                 if n in names or (c and os.path.realpath(c[0]) in arts)
                 or any(os.path.realpath(x) in arts for x in c[1:] if os.path.isabs(x))]
+    if only and tests:
+        pool = selected if selected and len(selected) < len(tests) else [n for n, _ in tests]
+        if set(only) <= set(pool):
+            selected = [n for n in pool if n in set(only)]
+            log("targeted: the CTest tests %s" % " ".join(selected))
+        else:
+            log("targeted: %d name(s) are no CTest test here: the selection stays" % len(set(only) - set(pool)))
     cmd = ["ctest", "--timeout", timeout]
     if junit:
         cmd += ["--output-junit", junit] + full_output(build)

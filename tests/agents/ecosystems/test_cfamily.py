@@ -157,6 +157,29 @@ def test_cmake_plan_gtest_and_ctest_parsers(tmp_path, images):
     assert "--verbose" in old.test_command  # -V: passing tests' output (a TAP stream) is shown too
 
 
+def test_a_targeted_ctest_rerun_names_its_ctest_tests_and_gtest_cases(tmp_path, images):
+    """`targeted_plan` (CMake): the helper's ``--only`` with the CTest test names (an id's part
+    before ``::``), and under the GoogleTest parser ``GTEST_FILTER`` of the ``Suite.Test`` cases;
+    None for a command not of the helper's form."""
+    files = {"CMakeLists.txt": CMAKE_TOP, "test/CMakeLists.txt": CMAKE_TEST,
+             "test/widget-test.cc": '#include "gtest/gtest.h"\nTEST(Widget, Works) {}\n'}
+    tree = make_tree(tmp_path / "g", files)
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-05-14 14:49:55"), ["test/widget-test.cc"],
+                          ImageConfig())
+    t = ECOSYSTEM.targeted_plan(plan, ["Widget.Works", "P/Widget.Param/0"])
+    assert t is not None and t.parser == "gtest_log"
+    assert t.test_command == ("GTEST_FILTER=P/Widget.Param/0:Widget.Works "
+                              + plan.test_command.replace("/opt/build ", "/opt/build --only "
+                                                          "'[\"P/Widget.Param/0\", \"Widget.Works\"]' ", 1))
+    files["test/widget-test.cc"] = "int main() { return 0; }\n"
+    tree = make_tree(tmp_path / "c", {**files, "test/CMakeLists.txt": "add_test(NAME t COMMAND t)\n"})
+    new = ECOSYSTEM.plan(tree, instance(tree, created_at="2024-01-10 00:00:00"), ["test/widget-test.cc"], ImageConfig())
+    t = ECOSYSTEM.targeted_plan(new, ["calc add", "cases::a case > section", "cases::other"])
+    assert t is not None and "GTEST_FILTER" not in t.test_command
+    assert "/opt/build --only '[\"calc add\", \"cases\"]' --junit" in t.test_command
+    assert ECOSYSTEM.targeted_plan(new.model_copy(update={"test_command": "make check"}), ["x"]) is None
+
+
 def test_helper_is_installed_verbatim(tmp_path, images):
     import base64
     import re

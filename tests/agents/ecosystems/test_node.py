@@ -3,6 +3,8 @@ test files and commands a project gets, and how failed installs are repaired."""
 
 from __future__ import annotations
 
+import shlex
+
 import json
 from pathlib import Path
 import os
@@ -211,7 +213,7 @@ def test_jest_from_dependencies_and_react_scripts():
 def test_a_targeted_rerun_of_jest_or_vitest_selects_the_targets_full_names_with_t():
     """`targeted_plan`: ``-t`` with a regular expression of the targets' full names (titles
     joined by spaces, syntax escaped, one shell word) ending the name; the rest of the command
-    as it was; None for mocha, for a file-only id and for a command not of the runner's form."""
+    as it was; None for a file-only id and for a command not of the runner's form."""
     import re
 
     jest = build_plan(analyze(FakeTree({"package.json": pkg(devDependencies={"jest": "^29"})}), inst(),
@@ -231,9 +233,40 @@ def test_a_targeted_rerun_of_jest_or_vitest_selects_the_targets_full_names_with_
     assert v is not None and " -t '(?:api effect)$' --reporter=json --outputFile=" in v.test_command
     assert ECOSYSTEM.targeted_plan(jest, ["src/__tests__/a.js"]) is None  # a file that failed to load
     assert ECOSYSTEM.targeted_plan(jest.model_copy(update={"test_command": "npx jest"}), ids) is None
+
+
+def test_a_targeted_rerun_of_mocha_greps_the_full_titles_anchored():
+    """mocha: one ``--grep`` of the targets' full titles, escaped and anchored at both ends,
+    before the JSON reporter; the pattern matches exactly the targets."""
+    import re
+
     mocha = build_plan(analyze(FakeTree({"package.json": pkg(devDependencies={"mocha": "^10"})}), inst(),
                                ["test/a.js"]), choice())
-    assert ECOSYSTEM.targeted_plan(mocha, ["test/a.js > x"]) is None
+    t = ECOSYSTEM.targeted_plan(mocha, ["calc adds (1+1)", "calc adds (1+1) twice", "top/level it's"])
+    assert t is not None and t.parser == "mocha_json" and t.state["test_name"].endswith(":targeted")
+    pattern = r"^(?:calc adds \(1\+1\)|calc adds \(1\+1\) twice|top\/level it's)$"
+    assert t.test_command == mocha.test_command.replace(
+        " --reporter json ", " --grep " + shlex.quote(pattern) + " --reporter json ")
+    assert [n for n in ["calc adds (1+1)", "calc adds (1+1) twice", "top/level it's", "calc adds (11)",
+                        "x calc adds (1+1)", "calc adds (1+1) thrice"] if re.search(pattern, n)] == \
+        ["calc adds (1+1)", "calc adds (1+1) twice", "top/level it's"]
+    assert ECOSYSTEM.targeted_plan(mocha, ["a\nb"]) is None
+    assert ECOSYSTEM.targeted_plan(mocha.model_copy(update={"test_command": "npx mocha"}), ["x"]) is None
+
+
+def test_a_targeted_rerun_of_ava_matches_every_tail_of_the_ids():
+    """AVA: ``--match`` per tail of each id at `` › `` (the title without the file prefix is
+    one of them), in the TAP run and in its console fallback; a leading ``!`` gets a ``*``."""
+    ava = build_plan(analyze(FakeTree({"package.json": pkg(devDependencies={"ava": "^6"})}), inst(),
+                             ["test/a.js", "test/b.js"]), choice())
+    assert ava.parser == "ava_tap"
+    t = ECOSYSTEM.targeted_plan(ava, ["a \u203a adds", "!negated"])
+    assert t is not None and t.parser == "ava_tap"
+    match = "--match '*!negated' --match 'a \u203a adds' --match adds"
+    assert t.test_command == ava.test_command.replace(" --tap ", f" --tap {match} ").replace(
+        " --verbose ", f" --verbose {match} ")
+    assert t.test_command.count(match) == 2
+    assert ECOSYSTEM.targeted_plan(ava, ["x\ny"]) is None
 
 
 def test_mocha_takes_the_scripts_options_through_wrappers_and_reports_json():
