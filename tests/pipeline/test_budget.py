@@ -232,23 +232,27 @@ def test_prune_all_removes_the_runs_images_and_records_the_pooled_ones(tmp_path,
     from pipeline.cli import app
 
     pool = _prune_workdir(tmp_path, monkeypatch)
-    seen = []
+    seen, removed = [], []
+    listed = [{"Id": "sha256:o__a-1", "RepoTags": ["swemint/env:o__a-1"], "Size": 10, "Created": 3},
+              {"Id": "sha256:o__a-2", "RepoTags": ["swemint/env:o__a-2"], "Size": 10, "Created": 2},
+              {"Id": "sha256:dd", "RepoTags": ["swemint/env:deps-x-1"], "Size": 99, "Created": 1}]
 
-    def fake_remove(run_id, dry_run=False, client=None):
-        seen.append((run_id, dry_run))
-        return {"node": "n1", "dry_run": dry_run, "kept": [], "removed": [
-            {"image_id": "sha256:o__a-1", "tags": ["swemint/env:o__a-1"], "bytes": 10},
-            {"image_id": "sha256:o__a-2", "tags": ["swemint/env:o__a-2"], "bytes": 10},
-            {"image_id": "sha256:dd", "tags": ["swemint/env:deps-x-1"], "bytes": 99}]}
+    class Engine:  # the engine the command talks to (a fake Docker client, not a patched image op)
+        images = type("I", (), {"remove": staticmethod(lambda iid, force=False: removed.append(iid))})()
+        api = type("A", (), {"images": staticmethod(lambda filters=None: seen.append(filters) or listed)})()
 
-    monkeypatch.setattr("envpool.eviction.remove_run_images", fake_remove)
+        def info(self):
+            return {"Labels": ["swemint.node=n1"]}
+
+    monkeypatch.setattr("envpool.docker_sandbox.docker_client", lambda: Engine())
     run = load_config(None, [], workdir=tmp_path).mint.run_id
     r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all", "--dry-run"])
     assert r.exit_code == 0, r.output
-    assert seen == [(run, True)] and "would remove 3 image(s)" in r.output and "deps-x-1" in r.output
-    assert pool.evictions() == []
+    assert seen == [{"label": f"swemint.run={run}"}] and "would remove 3 image(s)" in r.output
+    assert "deps-x-1" in r.output and removed == [] and pool.evictions() == []
     r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all"])
     assert r.exit_code == 0, r.output
+    assert removed == ["sha256:o__a-1", "sha256:o__a-2", "sha256:dd"]  # children (newest) first
     assert pool.get("o__a-1") is None and pool.get("o__a-2") is not None  # a registry copy stays pullable
     assert sorted(e["instance_id"] for e in pool.evictions()) == ["o__a-1", "o__a-2"]
     r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all", "--engine-bytes", "1G"])
