@@ -34,3 +34,12 @@ def test_counts_of_a_small_checkout(tmp_path, capsys):
     assert got["lists"]["tests_patching_images"] == ["tests/test_x.py:1:test_patches"]
     assert main([str(tmp_path)]) == 0
     assert "tests_patching_images" in capsys.readouterr().out
+
+
+def test_no_test_of_this_checkout_monkeypatches_an_image_operation():
+    """Issue 28's habit: tests reach images through the image-store seam (`envpool.fake_images`) or
+    a fake Docker client, never by patching an image function by name (one slipped back in once)."""
+    from pathlib import Path
+
+    got = measure(Path(__file__).resolve().parents[1])
+    assert got["lists"]["tests_patching_images"] == []
