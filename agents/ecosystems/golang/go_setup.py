@@ -73,12 +73,15 @@ def download_step(module_dir: str) -> str:
 def compile_step(flags: str, pkgs: str) -> str:
     """Shell compiling the test binaries of `pkgs` once (``go test -run '^$'``). Lenient when the
     repository's own code does not build (its tests then fail on that side), but exit 1 when a
-    *dependency* does not (an error under ``pkg/mod/``): that is the environment's fault, and
-    `repair` may fix it."""
+    *dependency* does not (an error under ``pkg/mod/``), or a test binary does not link for a
+    system library the image lacks (cgo's ``ld: cannot find -lstdc++``, S25): that is the
+    environment's fault, and `repair` (or Debian's index, for the library) may fix it."""
     # `|| rc=$?` keeps the step lenient under `set -e` (the published setup.sh runs with -e)
     return (f"rc=0; out=$(go test {flags} -run '^$' {pkgs} 2>&1) || rc=$?; printf '%s\\n' \"$out\"; "
             "if [ $rc -ne 0 ]; then if printf '%s\\n' \"$out\" | grep -Eq '^(\\S*/)?pkg/mod/\\S+\\.go:[0-9]+:'; then "
             "echo 'swemint: a dependency does not build with this Go'; exit 1; fi; "
+            "if printf '%s\\n' \"$out\" | grep -Eq 'ld[^ ]*: cannot find -l[A-Za-z0-9_.+-]+'; then "
+            "echo 'swemint: a test binary does not link: the image lacks a system library (cgo)'; exit 1; fi; "
             "echo 'swemint: some test binaries do not build at the base commit (their tests fail on that side)'; fi")
 
 

@@ -110,3 +110,37 @@ def test_a_served_module_is_downloaded_as_before(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (repo / "go.mod").read_text() == before and "substitute" not in r.stdout
+
+
+# -- S25: a cgo test binary that does not link for a system library is the environment's fault --------
+
+CGO = 'package lib\n\n/*\n#cgo LDFLAGS: -lswemintnosuch\nint one(void) { return 1; }\n*/\nimport "C"\n\nfunc One() int { return int(C.one()) }\n'
+CGO_TEST = 'package lib\n\nimport "testing"\n\nfunc TestOne(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal("one")\n\t}\n}\n'
+
+
+@pytest.mark.skipif(GO is None or shutil.which("gcc") is None, reason="no go or gcc on this host")
+def test_a_test_binary_that_lacks_a_system_library_fails_the_compile_step(tmp_path):
+    """S25 (genset A ollama-17883/-17897: ``/usr/bin/ld: cannot find -lstdc++`` for a cgo package
+    with C++ sources): the lenient compile step used to pass ("some test binaries do not build at
+    the base commit"), so the package's tests were absent on both sides and the row ended
+    tests_not_run with nothing to repair. Now the step fails naming the missing library, and the
+    Go recipe's repair installs g++ for libstdc++; a package whose own code does not compile stays
+    lenient."""
+    from agents.ecosystems.golang import ECOSYSTEM
+    from agents.ecosystems.golang.go_setup import compile_step
+
+    repo = tmp_path / "repo"
+    _write(repo, {"go.mod": "module example.com/app\n\ngo 1.21\n", "lib/lib.go": CGO, "lib/lib_test.go": CGO_TEST,
+                  "own/own.go": "package own\n\nfunc Two() int { return 2 }\n",
+                  "own/own_test.go": 'package own\n\nimport "testing"\n\nfunc TestTwo(t *testing.T) { Three() }\n'})
+    env = {**_env(tmp_path), "CGO_ENABLED": "1"}
+    r = subprocess.run(["sh", "-c", f"cd {repo} && " + compile_step("-count=1", "./lib")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "cannot find -lswemintnosuch" in r.stdout and "lacks a system library" in r.stdout
+    own = subprocess.run(["sh", "-c", f"cd {repo} && " + compile_step("-count=1", "./own")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert own.returncode == 0 and "do not build at the base commit" in own.stdout
+
+    fix = ECOSYSTEM.repair(None, "go test", "/usr/bin/ld: cannot find -lstdc++: No such file or directory", set())
+    assert fix and "install" in fix[0] and " g++ " in fix[0]
