@@ -13,7 +13,8 @@ the loop and its bounds and nothing language-specific.
    (build.xml): no route"), never another language's path.
 2. Memory before planning (EnvPilot's context-aware retrieval: profile -> likely-obstacle queries
    -> BM25 lists -> RRF, top-k): proven entries change the plan before anything fails.
-3. Rounds, at most `loop.max_rounds` (and `loop.max_builds` full builds). Round 1's environment
+3. Rounds, at most `loop.max_rounds` (and `loop.max_builds` full builds; an amended image asked by
+   the last round runs past the budget, `loop.amend_rounds` times at most). Round 1's environment
    is this instance's pooled image (`--reverify`), else a reuse candidate adapted by EnvPatch,
    else a full build. Execution giving up with a diagnosis re-plans (another toolchain, the next
    candidate route, an LLM plan under `hybrid`). Verification's attribution goes to whoever can
@@ -267,7 +268,9 @@ class Loop(Planner):
         source = "first"
         verdict: Verdict | None = None
         verdict_round, verdict_env, last_failure, last_timed_out = 0, None, "", False
-        for n in range(1, self.cfg.loop.max_rounds + 1):
+        budget, n = self.cfg.loop.max_rounds, 0
+        while n < budget:
+            n += 1
             if run.remaining() < 30:
                 raise SandboxTimeout("instance time limit reached between rounds", instance_id=run.iid,
                                      log_path=run.log_path)
@@ -312,6 +315,11 @@ class Loop(Planner):
                 return
             if action == "amend":
                 env, source = env2, "amended"
+                if n == budget and budget < self.cfg.loop.max_rounds + self.cfg.loop.amend_rounds:
+                    budget += 1  # class R: the amended image costs no build; its round runs past the budget
+                    run.traj(StepRecord(agent="flow", rule="round-budget", note=(
+                        f"round {n + 1} past loop.max_rounds {self.cfg.loop.max_rounds}: an amended image "
+                        f"(loop.amend_rounds {self.cfg.loop.amend_rounds})")))
             elif action == "retest":
                 source = "same"
             else:  # replan / rebuild

@@ -133,6 +133,10 @@ class LoopConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_rounds: int = Field(default=4, ge=1)
     """Rounds per instance at most: each builds, reuses or amends an environment and verifies it."""
+    amend_rounds: int = Field(default=1, ge=0)
+    """Rounds past `max_rounds` for an amended image (class R): when the last round's verdict asks
+    Execution to amend the environment (a package the tests lack, no rebuild), that cheap round
+    still runs, at most this many times per instance."""
     max_builds: int = Field(default=3, ge=1)
     """Full environment builds per instance at most (the expensive kind of round)."""
 

@@ -575,3 +575,29 @@ def test_a_polyglot_root_whose_first_candidate_selects_no_test_plans_the_next_be
     skip = [s for s in steps(res) if s.rule == "plan:python:uv" and "next candidate" in s.note]
     assert skip and "select no test of the test patch (calc_test.go)" in skip[0].note
     assert all("python" not in (s.image or "") for s in f.specs)  # no Python build was made
+
+
+def test_an_amended_image_the_last_round_asks_for_runs_past_the_round_budget(tmp_path, monkeypatch):
+    """Class R (genset A silver_searcher-1384/-1387: round 4 of 4 found the tests' tool missing
+    and asked for an amended image, which the budget left unrun): the amend round costs no build
+    and runs past `loop.max_rounds` (`loop.amend_rounds` times); with `amend_rounds: 0` the row
+    ends as before, after the last round."""
+    def tests(cmd, sb):
+        if "/usr/bin/tclsh" not in sb.files:
+            return 2, "You need tcl 8.5 or newer in order to run the test suite\n"
+        return (0, events({"TestAdd": "pass"})) if patched(sb) else (1, events({"TestAdd": "fail"}))
+
+    for extra, outcome, rounds in ((1, "verified", 2), (0, None, 1)):
+        eco, f = debian_toy(monkeypatch, "/usr/bin/tclsh", "tcl")
+        f.on(r"apt-file search --regexp .*tclsh", (0, "tcl: /usr/bin/tclsh\n"))
+        f.on(r"go test -json", tests)
+        inst, git_dir = instance_on(tmp_path / str(extra))
+        cfg = MintConfig(workdir=tmp_path / str(extra) / "w", run_id="t", memory={"enabled": False},
+                         loop={"max_rounds": 1, "amend_rounds": extra})
+        res = mint_instance(inst, git_dir, cfg, factory=f)
+        assert len(res.rounds) == rounds, res.reason
+        if outcome:
+            assert res.outcome == outcome and res.round == 2 and res.rounds[1].source == "amended"
+            assert any(s.rule == "round-budget" for s in steps(res))
+        else:
+            assert res.outcome != "verified" and res.rounds[0].feedback == "amend"
