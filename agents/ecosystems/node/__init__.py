@@ -71,6 +71,27 @@ def _matches(kind: str, output: str) -> bool:
     return any(re.search(p, output, re.I) for p in recipe()["repairs"][kind])
 
 
+_MIRROR_UNREACHABLE = re.compile(r"request to https?://(?P<host>[A-Za-z0-9][A-Za-z0-9.-]{0,200})(?::\d+)?/\S* failed, "
+                                 r"reason: getaddrinfo (?:ENOTFOUND|EAI_AGAIN)")
+_PUBLIC_REGISTRIES = ("registry.npmjs.org", "registry.yarnpkg.com")
+
+
+def _mirror_fix(output: str) -> list[str] | None:
+    """S26: an npm install that fails resolving a registry *mirror* (a project's .npmrc
+    ``registry=`` and its lock file's ``resolved`` URLs naming, e.g., registry.npmmirror.com,
+    which this host does not reach): the public registry serves the same tarballs (the lock
+    file's integrity hashes still check them), so the project's npm config is pointed at it and
+    npm rewrites the mirror's host in ``resolved`` URLs (``replace-registry-host``, npm >= 9);
+    None when the host is the public registry itself (a network failure: not substitutable)."""
+    m = _MIRROR_UNREACHABLE.search(output)
+    if m is None or m.group("host").lower() in _PUBLIC_REGISTRIES:
+        return None
+    return ["npm config set registry https://registry.npmjs.org/ --location=project",
+            f"npm config set replace-registry-host {m.group('host')} --location=project",
+            f"echo 'swemint: substitute registry.npmjs.org for the registry mirror {m.group('host')} "
+            "(unreachable here; same tarballs, the lock file integrity checks them)'"]
+
+
 _TARBALL_404 = re.compile(r"https?://registry\.(?:npmjs\.org|yarnpkg\.com)/(?P<name>(?:@[\w.-]+/)?[\w.-]+)/-/"
                           r"[\w.-]+?-(?P<ver>\d+\.\d+\.\d+[\w.+-]*?)\.tgz")
 _UNFROZEN_INSTALL = {"npm": "npm install --no-audit --no-fund", "pnpm": "pnpm install --no-frozen-lockfile",
@@ -317,6 +338,8 @@ class NodeEcosystem(Ecosystem):
             fix = ["npm config set engine-strict false", "yarn config set ignore-engines true >/dev/null 2>&1 || true"]
         if fix is None and _matches("peer_deps", output) and "npm " in command:
             fix = ["npm config set legacy-peer-deps true"]
+        if fix is None and command.startswith("npm "):
+            fix = _mirror_fix(output)
         if fix is None and _matches("network", output):
             fix = ["sleep 15"]
         if fix is None and _matches("scripts", output):
