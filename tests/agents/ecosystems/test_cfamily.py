@@ -684,3 +684,26 @@ def test_a_project_that_validates_its_build_type_is_configured_with_one_it_accep
     plain = make_tree(tmp_path / "p", {"CMakeLists.txt": CMAKE_TOP, "test/CMakeLists.txt": CMAKE_TEST,
                                        "test/widget-test.cc": "TEST(Widget, Works) {}\n"})
     assert analyze(plain, ["test/widget-test.cc"], project="widget").build_type == "None"
+
+
+def test_an_autotools_build_with_an_empty_googletest_submodule_fills_it_from_debians_source(tmp_path, images):
+    """S14 (genset A tesseract-4599: ``make check`` compiles
+    ``unittest/third_party/googletest/googletest/src/gtest-all.cc`` from a git submodule the mirror
+    leaves empty): the folder is filled from the upstream tarball of Debian's ``googletest`` source
+    package (googletest/ and googlemock/ at its top), the Debian libraries the fallback."""
+    gm = ('[submodule "unittest/third_party/googletest"]\n\tpath = unittest/third_party/googletest\n'
+          '\turl = https://example.org/google/googletest.git\n')
+    tree = make_tree(tmp_path, {"configure.ac": "AC_INIT([calc], [1.0])\nAM_INIT_AUTOMAKE\n", ".gitmodules": gm,
+                                "Makefile.am": "SUBDIRS = . unittest\n", "src/calc.c": "int calc(void){return 1;}\n",
+                                "unittest/Makefile.am": "check_PROGRAMS = calc_test\nTESTS = calc_test\n"
+                                "libgtest_la_SOURCES = third_party/googletest/googletest/src/gtest-all.cc\n",
+                                "unittest/calc_test.cc": "TEST(Calc, One) {}\n"})
+    b = analyze(tree, ["unittest/calc_test.cc"])
+    assert b.system == "autotools"
+    assert b.sources == {"unittest/third_party/googletest": "googletest"}
+    assert {"libgtest-dev", "libgmock-dev"} <= set(b.packages)
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2026-06-01 00:00:00"), ["unittest/calc_test.cc"],
+                          ImageConfig())
+    fetch = [c for c in plan.setup_commands if "apt-get source" in c]
+    assert len(fetch) == 1 and "apt-get source --download-only --tar-only -qq googletest" in fetch[0]
+    assert "-C /testbed/unittest/third_party/googletest --strip-components=1" in fetch[0]
