@@ -155,7 +155,10 @@ class CFamily(Ecosystem):
             setup.append("mkdir -p " + " ".join(_q(p) for p in b.missing_submodules))
         setup += [source_fetch(path, pkg) for path, pkg in b.sources.items()]
         tests = [f for f in touched]
-        env = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        # class T: a terminal type, as a developer's shell has (the test containers have none; C
+        # programs that read getenv("TERM") without a NULL check crash in every test there);
+        # `dumb`: no capabilities, so nothing colours or moves the cursor
+        env = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb"}
         if b.system == "cmake":
             setup.append(install_helpers())
             setup.append(f"mkdir -p {BUILD_DIR}/.cmake/api/v1/query && touch {BUILD_DIR}/.cmake/api/v1/query/codemodel-v2"

@@ -707,3 +707,29 @@ def test_an_autotools_build_with_an_empty_googletest_submodule_fills_it_from_deb
     fetch = [c for c in plan.setup_commands if "apt-get source" in c]
     assert len(fetch) == 1 and "apt-get source --download-only --tar-only -qq googletest" in fetch[0]
     assert "-C /testbed/unittest/third_party/googletest --strip-components=1" in fetch[0]
+
+
+TERM_READER = '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\nint main(void) {\n' \
+              '  /* an old bug of the kind: no NULL check */\n  return strcmp(getenv("TERM"), "") == 0;\n}\n'
+
+
+def test_c_plans_give_the_tests_a_terminal_type(tmp_path, images):
+    """Class T (genset A the_silver_searcher-1350/-1384/-1387: the base binary read a NULL
+    ``TERM`` and crashed in every cram file, so the touched test failed before *and* after): a
+    C/C++ plan's environment (the image's ENV, the test runs') has ``TERM=dumb``. The program is
+    one the test writes: it crashes without TERM and exits 0 with the plan's environment."""
+    import os
+    import shutil
+    import subprocess
+
+    tree = make_tree(tmp_path / "repo", {"configure.ac": JQ_CONFIGURE, "tests/shtest": "#!/bin/sh\n"})
+    plan = ECOSYSTEM.plan(tree, instance(tree, created_at="2020-12-28 21:21:22"), ["tests/shtest"], ImageConfig())
+    assert plan.env["TERM"] == "dumb"
+    if shutil.which("gcc") is None:
+        return
+    src = tmp_path / "term.c"
+    src.write_text(TERM_READER)
+    subprocess.run(["gcc", "-o", str(tmp_path / "term"), str(src)], check=True)
+    bare = {k: v for k, v in os.environ.items() if k != "TERM"}
+    assert subprocess.run([str(tmp_path / "term")], env=bare).returncode < 0  # SIGSEGV
+    assert subprocess.run([str(tmp_path / "term")], env={**bare, **plan.env}).returncode == 0
