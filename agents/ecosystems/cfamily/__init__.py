@@ -292,6 +292,9 @@ class CFamily(Ecosystem):
         fetched = fetch_repair(plan, command, output, tried=tried)
         if fetched and not _tried(fetched, tried):
             return fetched
+        common = _fcommon_repair(plan, output)
+        if common and not _tried(common, tried):
+            return common
         rec = recipes()
         pkgs: list[str] = []
         for name in re.findall(r"Could NOT find (\w+)|Could not find a package configuration file provided by \"?(\w+)",
@@ -366,6 +369,32 @@ class CFamily(Ecosystem):
                 removed = set(declared([x for x in changed.get(path, []) if x not in lines]))
                 names += [n for n in declared(lines) if n not in removed and n not in names]
         return names
+
+
+_HEADER_MULTIDEF = re.compile(r"(?:\.h:\d+|\(\.bss\+0x[0-9a-f]+\)): multiple definition of [`'\u2018][\w$]+['\u2019]; "
+                              r"\S+:(?:\S+\.h:\d+|\(\.bss\+0x[0-9a-f]+\)): first defined here")
+"""A link error for a variable *defined* in a header that several objects include (``int stats;``
+in util.h; with debug info ld names the header, without it the tentative definition's .bss): C
+code written for -fcommon, the default before GCC 10 (a function defined twice, in .text, is not
+this)."""
+
+
+def _fcommon_repair(plan: PolyPlan, output: str) -> list[str] | None:
+    """S27: a build whose link fails on variables defined in headers (`_HEADER_MULTIDEF`; GCC >= 10
+    defaults to -fno-common) is configured again with ``-fcommon`` and rebuilt from clean: autotools
+    (``CFLAGS`` exported to the plan's configure command, then ``make clean``) and CMake
+    (``-DCMAKE_C_FLAGS=-fcommon`` on the plan's configure); None for other builds and outputs."""
+    if not _HEADER_MULTIDEF.search(output):
+        return None
+    if plan.build == "autotools":
+        conf = next((c for c in plan.setup_commands if "./configure" in c), None)
+        if conf is not None:
+            return [f"export CFLAGS='-g -O2 -fcommon'; {conf} && make clean"]
+    if plan.build == "cmake":
+        conf = next((c for c in plan.setup_commands if "cmake -S " in c and "-DCMAKE_C_FLAGS" not in c), None)
+        if conf is not None:
+            return [conf + " -DCMAKE_C_FLAGS=-fcommon"]
+    return None
 
 
 def _tried(fix: list[str], tried: set[str]) -> bool:

@@ -733,3 +733,38 @@ def test_c_plans_give_the_tests_a_terminal_type(tmp_path, images):
     bare = {k: v for k, v in os.environ.items() if k != "TERM"}
     assert subprocess.run([str(tmp_path / "term")], env=bare).returncode < 0  # SIGSEGV
     assert subprocess.run([str(tmp_path / "term")], env={**bare, **plan.env}).returncode == 0
+
+
+def test_a_link_failing_on_variables_defined_in_headers_is_rebuilt_with_fcommon(tmp_path):
+    """S27 (genset A the_silver_searcher-1330/-1383, 2020 code on GCC 10: ``src/log.o:/testbed/src/
+    util.h:54: multiple definition of `stats'; src/ignore.o:/testbed/src/util.h:54: first defined
+    here``): the configure runs again with -fcommon and the build from clean. The project is one
+    the test writes (two objects including a header that defines a variable): the host's gcc
+    links it only with -fcommon; other link errors are not repaired."""
+    import shutil
+    import subprocess
+
+    from agents.ecosystems.base import PolyPlan
+
+    out = ("/usr/bin/ld: src/log.o:/testbed/src/util.h:54: multiple definition of `stats'; "
+           "src/ignore.o:/testbed/src/util.h:54: first defined here\ncollect2: error: ld returned 1 exit status\n")
+    auto = PolyPlan(ecosystem="cfamily", toolchain="gcc 10", image="i", build="autotools", parser="automake_log",
+                    setup_commands=["autoreconf -fi", "./configure --disable-docs", "make -j2"], test_command="make check")
+    assert ECOSYSTEM.repair(auto, "make -j2", out, set()) == [
+        "export CFLAGS='-g -O2 -fcommon'; ./configure --disable-docs && make clean"]
+    cm = auto.model_copy(update={"build": "cmake", "setup_commands": ["cmake -S /testbed -B /opt/build -DBUILD_TESTING=ON"]})
+    assert ECOSYSTEM.repair(cm, "x", out, set()) == ["cmake -S /testbed -B /opt/build -DBUILD_TESTING=ON -DCMAKE_C_FLAGS=-fcommon"]
+    other = "/usr/bin/ld: a.o: in function `main': a.c:(.text+0x5): undefined reference to `stats'\n"
+    assert not (ECOSYSTEM.repair(auto, "make -j2", other, set()) or [""])[0].startswith("export CFLAGS")
+    if shutil.which("gcc") is None:
+        return
+    (tmp_path / "util.h").write_text("int stats;\n")
+    (tmp_path / "a.c").write_text('#include "util.h"\nint main(void) { return stats; }\n')
+    (tmp_path / "b.c").write_text('#include "util.h"\nint other(void) { return stats; }\n')
+    from agents.ecosystems.cfamily import _HEADER_MULTIDEF
+
+    cmd = ["gcc", "-fno-common", "-o", "p", "a.c", "b.c"]  # GCC >= 10's default, said explicitly
+    for debug in ([], ["-g"]):
+        r = subprocess.run([*cmd, *debug], cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode != 0 and _HEADER_MULTIDEF.search(r.stderr), r.stderr
+    assert subprocess.run([*cmd, "-fcommon"], cwd=tmp_path).returncode == 0
