@@ -468,6 +468,8 @@ class _Sides:
                           tests=len(run.report.statuses))
         self.runs[side].append(run)
         self.anomalies += [f"{side}#{i}: {a}" for a in run.anomalies]
+        if targets is None:  # the first full run (before#1) whose probe printed its scope
+            self.pin_scope(run, label=f"{side}#{i}")
         if side == "after" and not self.test_command and targets is None:
             from envpool.testrun.published import published_command
 
@@ -489,6 +491,17 @@ class _Sides:
             if side == "before":
                 self.known_before |= set(run.report.statuses)
         return run
+
+    def pin_scope(self, run: TestRun, label: str) -> None:
+        """When the plan's test command probes its own scope (Java's first before run is its
+        selection probe: `Ecosystem.scoped_plan`), the scope `run` chose becomes the plan's test
+        command for every later run and the row's."""
+        pinned = self.eco.scoped_plan(self.plan, run)
+        if pinned is None:
+            return
+        self.plan = pinned
+        self.traj(StepRecord(agent="verification", rule="scope", command=pinned.test_command,
+                             note=f"{label} chose the scope {pinned.state.get('scope')!r}: every later run runs it"))
 
     def schedule(self) -> None:
         """The runs of `verify.policy` (`agents.adaptive`)."""

@@ -253,6 +253,12 @@ class Ecosystem:
         cannot select single tests, or not these (the rerun is then full). Default: None."""
         return None
 
+    def scoped_plan(self, plan: Plan, run) -> Plan | None:
+        """`plan` with the test command the first before run `run` (an `agents.ecosystems.runs.
+        TestRun`) chose for every later run and the row, when `plan`'s test command is a probe
+        that picks its own scope (Java's `scope_probe`); None otherwise. Default: None."""
+        return None
+
     def build_command(self, plan: Plan) -> str | None:
         """The compile-once command of `plan`: compiles what the test command would and runs no
         test (`verify.compile_once`). Default: None."""

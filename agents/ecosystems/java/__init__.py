@@ -16,13 +16,13 @@ commit's era LTS (the date is a ceiling, the language level a floor). Gradle bui
 early (`EnvBuildError`): wrappers cannot download Gradle here and Debian only has 4.4.1.
 
 Plan: setup makes the JKS truststore, runs the selected test classes once online (which resolves
-and compiles everything up to Surefire and its provider, failures ignored), probes the touched
-modules' whole offline test run under ``timeout full_module_seconds`` (recipe; success leaves
-`FULL_MODULE_MARK` in the image) and, when that does not fit, the touched packages' test classes
-(`package_classes`) under the same bound (`PACKAGE_MARK`), then runs the warm-up classes offline
-(``-o``) to prove the test run needs no network (classes that exist at base: a pom that sets
-``failIfNoTests`` fails on a selection of new classes) -- unless a probe left its mark: the
-probe was that offline run, of the selection the test command then runs. The test command runs offline with the
+and compiles everything up to Surefire and its provider, failures ignored), then the warm-up
+classes offline (``-o``) to prove the test run needs no network (classes that exist at base: a
+pom that sets ``failIfNoTests`` fails on a selection of new classes). The first before run is the
+selection probe (`scope_probe`): the touched modules' whole offline test run under ``timeout
+full_module_seconds`` (recipe), and when that does not fit, the touched packages' test classes
+(`package_classes`) under the same bound, else the touched classes; the scope it ran is every
+later run's test command and the row's (`scoped_plan`). The test command runs offline with the
 module's upstream modules (``-pl M -am``: a patch to another module is recompiled): the modules in
 full when their mark is there, else the touched packages when theirs is, else the touched classes
 (``-Dtest``; also the alternative configuration); only the touched classes
@@ -60,13 +60,13 @@ from agents.ecosystems.java.java_recipe import recipe
 from agents.ecosystems.java.maven_pom import MavenReactor, jdk_major, maven_reactor
 from agents.ecosystems.java.java_jdk import JavaFacts, _ci_jdks, choose_jdk, java_facts
 from agents.ecosystems.java.maven_new_module import MODULE_MISSING, new_module_owners, pom_sections, prefetch_command
-from agents.ecosystems.java.java_tests import (FULL_MODULE_MARK, PACKAGE_MARK, fix_api_in_tests, mvn_flags,
-                                               package_classes, selection_probe, test_classes, warm_up_classes)
+from agents.ecosystems.java.java_tests import (fix_api_in_tests, mvn_flags, package_classes, test_classes,
+                                               warm_up_classes)
 
 
-__all__ = ["ECOSYSTEM", "FULL_MODULE_MARK", "JavaEcosystem", "JavaFacts", "MavenReactor", "PACKAGE_MARK",
-           "PlanRequest", "REPORT", "_ci_jdks", "choose_jdk", "fix_api_in_tests", "java_facts", "jdk_major",
-           "maven_reactor", "package_classes", "recipe", "selection_probe", "test_classes", "warm_up_classes"]
+__all__ = ["ECOSYSTEM", "JavaEcosystem", "JavaFacts", "MavenReactor", "PlanRequest", "REPORT", "SCOPE_LINE", "_ci_jdks",
+           "choose_jdk", "fix_api_in_tests", "java_facts", "jdk_major", "maven_reactor", "package_classes", "recipe",
+           "scope_probe", "test_classes", "warm_up_classes"]
 
 REPORT = "/tmp/swemint/junit.xml"
 
@@ -98,8 +98,28 @@ _LEVEL_REFUSED = re.compile(r"(?:Source|Target) option \S+ is no longer supporte
 GRADLE_FILES = frozenset({"build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"})
 
 
-PROBE_PROVED = "swemint: the selection probe ran the tests offline: no offline warm-up run"
-"""What the setup's offline proof prints when a selection probe left its mark (the probe was it)."""
+SCOPE_LINE = "swemint-java-scope: "
+"""What the scope probe (`scope_probe`) prints before the scope it ran: ``modules``, ``packages``
+or ``touched``."""
+
+
+def scope_probe(tiers: list[tuple[str, str]], touched_run: str, bound: int) -> str:
+    """Bash: the first before run as the selection probe. Each of `tiers` ((scope, offline Maven
+    run), widest first) runs under ``timeout bound``; the first that ends with exit 0, or stops at
+    a compile failure (the test_patch's tests before the fix: the time says nothing), is the run
+    -- its output printed, `SCOPE_LINE` and its scope after it; one over the bound or failing
+    otherwise leaves its output and the next narrower; none: `touched_run` (``touched``). The
+    Surefire reports of a dropped attempt are removed. Exit status: the chosen run's."""
+    rm = "find . -type d -name surefire-reports -path '*/target/*' -prune -exec rm -rf {} + "
+    log = "/tmp/swemint/scope-probe.log"
+    out = f"{touched_run}; rc=$?; echo {shlex.quote(SCOPE_LINE + 'touched')}"
+    for name, run in reversed(tiers):
+        fits = (f"[ $rc -eq 0 ] || {{ [ $rc -ne 124 ] && grep -qE {shlex.quote(MAVEN_COMPILE_FAILED)} {log}; }}")
+        out = (f"( cd /testbed && timeout -k 30 {int(bound)} bash -c {shlex.quote(run)} ) > {log} 2>&1; rc=$?; cat {log}; "
+               f"if {fits}; then echo {shlex.quote(SCOPE_LINE + name)}; else "
+               f"echo \"swemint: the {name} run exit $rc (124 = over {int(bound)} s): a narrower selection\"; "
+               f"( cd /testbed && {rm}); {out}; fi")
+    return f"mkdir -p /tmp/swemint; {out}; (exit $rc)"
 TARGETS_MARK = "@SWEMINT_TARGETS@"
 """Where a plan's targeted-rerun template (``state["targeted"]``) takes the ``-Dtest`` selection."""
 _TARGET_ID = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_][\w]*)#([A-Za-z_][\w]*)(?:[(\[].*)?$")
@@ -277,26 +297,22 @@ class JavaEcosystem(Ecosystem):
         if needs_fix:
             notes.append(f"tests: the touched classes only (the test patch uses {needs_fix[:5]}, which the patch "
                          "declares: the module would not build before the fix)")
-        # (mark, run, what), widest first: each probe runs when no wider one fitted
-        tiers = [] if needs_fix else [(FULL_MODULE_MARK, full_run, "modules in full")]
+        # (scope, run), widest first: the first before run tries each under the bound and the
+        # first that fits is the scope of every later run (`scope_probe`, `scoped_plan`)
+        tiers = [] if needs_fix else [("modules", full_run)]
         pkg = package_classes(tree, tests, reactor.module_of) if tiers else []
         if pkg and set(pkg) != set(classes):
-            tiers.append((PACKAGE_MARK, f"{cd}{mvn(o='-o ', f=dtest(pkg))}", "touched packages"))
-        probes = [selection_probe(r, bound, mark, what, unless=tiers[i - 1][0] if i else None)
-                  for i, (mark, r, what) in enumerate(tiers)]
+            tiers.append(("packages", f"{cd}{mvn(o='-o ', f=dtest(pkg))}"))
+        scopes: dict[str, str] = {}
         if tiers:
-            chain = "; el".join(f"if [ -e {mark} ]; then {r}" for mark, r, _ in tiers)
-            test_command = with_reports(f"{chain}; else {touched_run}; fi")
+            test_command = with_reports(scope_probe(tiers, touched_run, bound))
+            scopes = {name: with_reports(r) for name, r in [*tiers, ("touched", touched_run)]}
             middle = f"else the touched packages' {len(pkg)} test classes when they do, " if len(tiers) > 1 else ""
-            notes.append(f"tests: the modules in full when that builds offline within {bound} s at setup, "
-                         f"{middle}else the touched classes")
-        # the offline proof on classes that exist at base -- unless a probe left its mark: the
-        # probe was the offline run of the test command's selection (a Maven run saved, ~1-2 min)
+            notes.append(f"tests: the modules in full when that builds offline within {bound} s in the first before "
+                         f"run, {middle}else the touched classes")
+        # the offline proof on classes that exist at base: the test runs need no network
         proof = f"{cd}{mvn(o='-o ', f=warm_filter)}"
-        if tiers:
-            marks = " || ".join(f"[ -e {mark} ]" for mark, _, _ in tiers)
-            proof = f"if {marks}; then echo {shlex.quote(PROBE_PROVED)}; else {proof}; fi"
-        setup = [jtc.truststore_command(), *stand_ins, *prep, f"{cd}{mvn(o='', f=warm_filter)}", *probes, proof]
+        setup = [jtc.truststore_command(), *stand_ins, *prep, f"{cd}{mvn(o='', f=warm_filter)}", proof]
         touched_spec = TestSpec(name="touched", test_command=with_reports(touched_run), parser="java_junit",
                                 report_path=REPORT, test_files=sorted(tests))
         subs = list(choice.substitutions) + stood
@@ -312,11 +328,13 @@ class JavaEcosystem(Ecosystem):
                                # compile once (`build_command`): the same modules and upstream
                                # modules compiled with their test sources, no test run
                                "build_command": f"{cd}mvn -o {mvn_flags()} {extra}{sel}-fae test-compile; true",
-                               "build_for": [test_command, touched_spec.test_command],
+                               "build_for": [test_command, touched_spec.test_command, *scopes.values()],
+                               # the scope the first before run decides (`scoped_plan`): its command
+                               "scopes": {"probe": test_command, "runs": scopes} if scopes else None,
                                # targeted reruns (`targeted_plan`): the touched run's Maven command
                                # with the targets' -Dtest in place of the mark
                                "targeted": {"template": with_reports(f"{cd}{mvn(o='-o ', f=TARGETS_MARK)}"),
-                                            "for": [test_command, touched_spec.test_command]}})
+                                            "for": [test_command, touched_spec.test_command, *scopes.values()]}})
 
     def _new_module_plan(self, instance, choice, facts, env, notes, state, stand_ins, stood, fresh, root,
                          classes, tests, test_command, mvn, build: str) -> PolyPlan:
@@ -356,6 +374,21 @@ class JavaEcosystem(Ecosystem):
         if plan.test_command not in (plan.state.get("build_for") or []):
             return None
         return plan.state.get("build_command")
+
+    def scoped_plan(self, plan: PolyPlan, run) -> PolyPlan | None:
+        """`plan` with the scope its first before run decided (`scope_probe`: the last
+        `SCOPE_LINE` of the run's output) as the test command of every later run, and of the
+        row; None when the plan's test command is not the scope probe or the run printed no
+        scope (cut off: the next run probes again)."""
+        rec = plan.state.get("scopes") or {}
+        if not rec or plan.test_command != rec.get("probe"):
+            return None
+        # (not anchored at the line's start: Maven's last line may end in a colour reset, no newline)
+        found = re.findall(rf"{re.escape(SCOPE_LINE)}(\w+)\s*$", run.output_tail or "", re.M)
+        cmd = (rec.get("runs") or {}).get(found[-1]) if found else None
+        if cmd is None:
+            return None
+        return plan.model_copy(update={"test_command": cmd, "state": {**plan.state, "scope": found[-1]}}, deep=True)
 
     def targeted_plan(self, plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
         """`plan` running only the tests `ids` (``pkg.Class#method``; a targeted rerun,

@@ -1,12 +1,10 @@
 """The test configuration of a Java instance: the test classes the touched files name
-(`test_classes`, `package_classes`), the classes warmed up before the runs, the probe of a
-selection, Maven's flags, and test sources fixed for an API the patch changes."""
+(`test_classes`, `package_classes`), the classes warmed up before the runs, Maven's flags, and test sources fixed for an API the patch changes."""
 
 from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from pathlib import PurePosixPath
 
 from agents.gitrepo import GitTree
@@ -104,29 +102,6 @@ def fix_api_in_tests(patch: str, test_patch: str) -> list[str]:
     hits = {n for n in words if re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", used)}
     hits |= {n for n in members if re.search(rf"(?:\.|::){re.escape(n)}(?![\w$])|(?<![\w$]){re.escape(n)}\s*\(", used)}
     return sorted(hits)
-
-
-FULL_MODULE_MARK = "/var/lib/swemint/java-full-module"
-"""Left in the environment image when the touched modules' full test run built and finished
-offline within the bound at setup; the test command then runs the modules in full."""
-
-
-PACKAGE_MARK = "/var/lib/swemint/java-packages"
-"""Left in the environment image when the modules' full run did not fit the bound but the
-touched packages' test classes (`package_classes`) did; the test command then runs those."""
-
-
-def selection_probe(run: str, bound: int, mark: str, what: str, unless: str | None = None) -> str:
-    """Setup step: `run` (an offline test run of `what`) under ``timeout `bound```; exit 0 (tests
-    may fail: ``-Dmaven.test.failure.ignore``) leaves `mark`. Skipped when the file `unless`
-    exists (a wider selection already fits). Never fails the setup: a run that times out or does
-    not build leaves the next narrower selection as T."""
-    log = f"/tmp/swemint/{posixpath.basename(mark)}.log"
-    body = (f"timeout {int(bound)} bash -c {shlex.quote(run)} > {log} 2>&1; rc=$?; tail -n 40 {log}; "
-            f"if [ $rc -eq 0 ]; then touch {mark}; echo {shlex.quote(f'swemint: {what} run')}; "
-            f"else echo \"swemint: {what} run exit $rc (124 = over {int(bound)} s): a narrower selection\"; fi")
-    guard = f"if [ -e {unless} ]; then echo 'swemint: a wider selection fits'; else {body}; fi" if unless else body
-    return f"mkdir -p /tmp/swemint /var/lib/swemint && rm -f {mark}; {guard}"
 
 
 def mvn_flags() -> str:

@@ -5,7 +5,6 @@ commands; Gradle-only builds refused early; repairs."""
 from __future__ import annotations
 
 import os
-import posixpath
 import subprocess
 from functools import partial
 from datetime import date
@@ -13,6 +12,8 @@ from datetime import date
 import pytest
 
 from agents.models import Instance
+from agents.ecosystems.runs import TestRun
+from envpool.testrun.status import TestRunReport
 from agents.ecosystems import java as J
 from envpool.errors import EnvBuildError
 from envpool.fake_images import FakeImageStore
@@ -285,46 +286,66 @@ def test_repair_raises_a_refused_default_level_through_maven_config(tmp_path):
     assert J.ECOSYSTEM.repair(None, "cd sub && mvn -B test", out, {fix}) is None
 
 
-def test_the_touched_modules_run_in_full_when_the_setup_probe_finished_within_the_bound(tmp_path, fake_image):
+def test_the_first_before_run_probes_the_scope_and_later_runs_run_it(tmp_path, fake_image):
+    """No probe at setup: the test command is the scope probe (the touched modules in full under
+    the bound, else the touched classes); `scoped_plan` pins the scope a run printed."""
     test = "core/src/test/java/com/acme/CalcTest.java"
     tree = make_tree(tmp_path, {"pom.xml": pom(modules=["core"], artifact="parent"),
                                 "core/pom.xml": pom(parent=PARENT, artifact="core"), test: ""})
     plan = J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
-    probe = plan.setup_commands[2]
     bound = J.recipe()["full_module_seconds"]
-    assert probe.startswith("mkdir -p /tmp/swemint /var/lib/swemint") and f"timeout {bound} bash -c" in probe
-    assert "-Dtest=" not in probe and f"touch {J.FULL_MODULE_MARK}" in probe and "-pl core -am" in probe
-    assert f"if [ -e {J.FULL_MODULE_MARK} ]; then mvn -o " in plan.test_command
-    full, touched = plan.test_command.split("; else ")
-    assert "-Dtest=" not in full.split("then ")[1] and "-Dtest=CalcTest " in touched
+    # setup: truststore, the online warm-up, the offline proof -- no selection probe
+    assert len(plan.setup_commands) == 3 and not any("bash -c" in c for c in plan.setup_commands)
+    assert plan.setup_commands[2].startswith("mvn -o ") and "-Dtest=CalcTest " in plan.setup_commands[2]
+    assert f"timeout -k 30 {bound} bash -c" in plan.test_command and J.SCOPE_LINE in plan.test_command
+    runs = plan.state["scopes"]["runs"]
+    assert set(runs) == {"modules", "touched"} and plan.state["scopes"]["probe"] == plan.test_command
+    assert "-Dtest=" not in runs["modules"].split("| tee")[0] and "-Dtest=CalcTest " in runs["touched"]
     assert plan.state["test_name"] == "modules"
     (alt,) = plan.test_alternatives
-    assert alt.name == "touched" and "-Dtest=CalcTest " in alt.test_command and J.FULL_MODULE_MARK not in alt.test_command
-    # the probe never fails the setup: its last command is the if/else that echoes
-    assert probe.rstrip().endswith("fi")
-    # the offline warm-up run only when no probe left its mark (the probe ran offline already)
-    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], []) == ["-o", "-Dtest=CalcTest"]
-    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], [J.FULL_MODULE_MARK]) is None
+    assert alt.name == "touched" and "-Dtest=CalcTest " in alt.test_command and J.SCOPE_LINE not in alt.test_command
+    # the scope a run printed (its last scope line) becomes the test command; compile once and
+    # targeted reruns still apply to it
+    run = TestRun(report=TestRunReport(statuses={}), output_tail=f"x\n[INFO] ---\x1b[0m\x1b[0m{J.SCOPE_LINE}modules\n")
+    pinned = J.ECOSYSTEM.scoped_plan(plan, run)
+    assert pinned.test_command == runs["modules"] and pinned.state["scope"] == "modules"
+    assert J.ECOSYSTEM.build_command(pinned) == J.ECOSYSTEM.build_command(plan)
+    assert J.ECOSYSTEM.targeted_plan(pinned, ["com.acme.CalcTest#adds"]) is not None
+    assert J.ECOSYSTEM.scoped_plan(pinned, run) is None  # pinned once
+    assert J.ECOSYSTEM.scoped_plan(plan, TestRun(report=TestRunReport(statuses={}), output_tail="cut off")) is None
+    assert J.ECOSYSTEM.scoped_plan(plan.with_test(alt), run) is None
 
 
-def _proof_runs_mvn(tmp_path, proof: str, marks: list[str]) -> list[str] | None:
-    """Run the setup's offline proof `proof` in bash with the probe marks `marks` present and a
-    fake ``mvn`` recording its arguments: the ``-o`` and ``-Dtest=`` ones it got, or None when
-    it did not run (then the proof printed `PROBE_PROVED`)."""
-    root = tmp_path / f"proof{len(list(tmp_path.glob('proof*')))}"
+def _probe_in_bash(tmp_path, exits: dict[str, str], bound: int = 2) -> tuple[str, list[str]]:
+    """Run `J.scope_probe` over a fake ``mvn`` in bash: `exits` maps a scope's marker argument
+    (``full``, ``pkg``, ``touched``) to the shell its mvn runs (``exit 0``, ``sleep 9``, a compile
+    failure). Returns (the output, the scopes whose mvn ran, in order)."""
+    root = tmp_path / f"probe{len(list(tmp_path.glob('probe*')))}"
     (root / "bin").mkdir(parents=True)
-    (root / "bin" / "mvn").write_text(f'#!/bin/sh\necho "$@" > {root}/args\n')
+    (root / "testbed").mkdir()
+    body = "".join(f'if [ "$1" = {k} ]; then echo "$1" >> {root}/ran; {v}; fi\n' for k, v in exits.items())
+    (root / "bin" / "mvn").write_text("#!/bin/bash\n" + body)
     (root / "bin" / "mvn").chmod(0o755)
-    for m in (J.FULL_MODULE_MARK, J.PACKAGE_MARK):
-        proof = proof.replace(m, str(root / posixpath.basename(m)))
-        if m in marks:
-            (root / posixpath.basename(m)).touch()
-    out = subprocess.run(["bash", "-c", proof], capture_output=True, text=True, check=True, cwd=root,
+    probe = J.scope_probe([("modules", "mvn full"), ("packages", "mvn pkg")], "mvn touched", bound)
+    probe = probe.replace("/tmp/swemint", str(root / "t")).replace("cd /testbed", f"cd {root / 'testbed'}")
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=root / "testbed",
                          env={**os.environ, "PATH": f"{root / 'bin'}:{os.environ['PATH']}"})
-    if not (root / "args").exists():
-        assert J.PROBE_PROVED in out.stdout
-        return None
-    return [a for a in (root / "args").read_text().split() if a == "-o" or a.startswith("-Dtest=")]
+    ran = (root / "ran").read_text().split() if (root / "ran").exists() else []
+    return out.stdout, ran
+
+
+def test_the_scope_probe_runs_the_widest_selection_that_fits(tmp_path):
+    compile_failed = "echo '[ERROR] COMPILATION ERROR : '; exit 1"
+    out, ran = _probe_in_bash(tmp_path, {"full": "exit 0", "pkg": "exit 0", "touched": "exit 0"})
+    assert ran == ["full"] and out.strip().endswith(J.SCOPE_LINE + "modules")
+    out, ran = _probe_in_bash(tmp_path, {"full": "sleep 9", "pkg": "exit 0", "touched": "exit 0"})
+    assert ran == ["full", "pkg"] and "exit 124" in out and out.strip().endswith(J.SCOPE_LINE + "packages")
+    out, ran = _probe_in_bash(tmp_path, {"full": "sleep 9", "pkg": "exit 1", "touched": "exit 3"})
+    assert ran == ["full", "pkg", "touched"] and out.strip().endswith(J.SCOPE_LINE + "touched")
+    # a compile failure (the test_patch's tests before the fix) says nothing about the time: the
+    # widest scope stays, as the probe at base decided before
+    out, ran = _probe_in_bash(tmp_path, {"full": compile_failed, "pkg": "exit 0", "touched": "exit 0"})
+    assert ran == ["full"] and "COMPILATION ERROR" in out and out.strip().endswith(J.SCOPE_LINE + "modules")
 
 
 def test_over_the_bound_the_touched_packages_test_classes_are_probed_then_the_touched_classes(tmp_path, fake_image):
@@ -339,36 +360,11 @@ def test_over_the_bound_the_touched_packages_test_classes_are_probed_then_the_to
     reactor = J.maven_reactor(tree, near=[test])
     assert J.package_classes(tree, J.test_classes([test]), reactor.module_of) == ["CalcTest", "NodeTest"]
     plan = J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
-    full, pkg = plan.setup_commands[2:4]
-    assert J.FULL_MODULE_MARK in full and J.PACKAGE_MARK not in full
-    assert f"if [ -e {J.FULL_MODULE_MARK} ]; then echo" in pkg and f"touch {J.PACKAGE_MARK}" in pkg
-    assert "-Dtest=CalcTest,NodeTest " in pkg and f"timeout {J.recipe()['full_module_seconds']} bash -c" in pkg
-    head, rest = plan.test_command.split(f"elif [ -e {J.PACKAGE_MARK} ]; then ")
-    assert "-Dtest=" not in head.split("then ")[1]
-    pkg_run, touched = rest.split("; else ")
-    assert "-Dtest=CalcTest,NodeTest " in pkg_run and "-Dtest=CalcTest " in touched
+    runs = plan.state["scopes"]["runs"]
+    assert list(runs) == ["modules", "packages", "touched"]
+    assert "-Dtest=CalcTest,NodeTest " in runs["packages"] and "-Dtest=CalcTest " in runs["touched"]
+    assert plan.test_command.count(f"timeout -k 30 {J.recipe()['full_module_seconds']} bash -c") == 2
     assert any("2 test classes" in n for n in plan.notes)
-    # either probe's mark spares the offline warm-up run
-    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], [J.PACKAGE_MARK]) is None
-    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], [J.FULL_MODULE_MARK]) is None
-    assert _proof_runs_mvn(tmp_path, plan.setup_commands[-1], []) == ["-o", "-Dtest=CalcTest"]
-
-
-def test_the_package_probe_leaves_its_mark_only_when_the_full_run_did_not(tmp_path):
-    mark, wider = tmp_path / "pkg", tmp_path / "full"
-    probe = J.selection_probe("exit 0", 5, str(mark), "touched packages", unless=str(wider))
-    probe = probe.replace("/tmp/swemint", str(tmp_path / "t")).replace("mkdir -p /var/lib/swemint", "true")
-    probe = probe.replace(" /var/lib/swemint ", " ")
-    wider.touch()
-    subprocess.run(["bash", "-c", probe], check=True, capture_output=True)
-    assert not mark.exists()
-    wider.unlink()
-    subprocess.run(["bash", "-c", probe], check=True, capture_output=True)
-    assert mark.exists()
-    over = J.selection_probe("sleep 5", 1, str(mark), "touched packages")
-    over = over.replace("/tmp/swemint", str(tmp_path / "t")).replace(" /var/lib/swemint ", " ")
-    out = subprocess.run(["bash", "-c", over], check=True, capture_output=True, text=True).stdout
-    assert not mark.exists() and "exit 124" in out
 
 
 def _diff(path: str, minus: list[str], plus: list[str]) -> str:
@@ -399,14 +395,14 @@ def test_a_test_patch_needing_the_fix_to_compile_runs_only_the_touched_classes(t
         "patch": _diff("src/main/java/com/acme/Calc.java", [], ["  public static int mul(int a, int b) { return 0; }"]),
         "test_patch": _diff(test, [], ["    assertEquals(6, Calc.mul(2, 3));"])})
     plan = J.ECOSYSTEM.plan(tree, inst, [test], ImageConfig(route="debootstrap"))
-    assert J.FULL_MODULE_MARK not in plan.test_command and "-Dtest=CalcTest " in plan.test_command
-    assert not any(J.FULL_MODULE_MARK in c for c in plan.setup_commands) and plan.test_alternatives == []
+    assert J.SCOPE_LINE not in plan.test_command and "-Dtest=CalcTest " in plan.test_command
+    assert not plan.state.get("scopes") and plan.test_alternatives == []
     assert any("['mul']" in n for n in plan.notes)
 
 
 def test_a_targeted_rerun_selects_the_target_methods_with_surefires_dtest(tmp_path, fake_image):
-    """`targeted_plan`: the touched run's Maven command (modules, limits, reports; no probe
-    marks) with ``-Dtest=Class#m1+m2,...`` of simple class names, a parameterised invocation by
+    """`targeted_plan`: the touched run's Maven command (modules, limits, reports; no scope
+    probe) with ``-Dtest=Class#m1+m2,...`` of simple class names, a parameterised invocation by
     its method; None for a nested class, an id of another form or another test command."""
     test = "core/src/test/java/com/acme/CalcTest.java"
     tree = make_tree(tmp_path, {"pom.xml": pom(modules=["core"], artifact="parent"),
@@ -417,7 +413,7 @@ def test_a_targeted_rerun_selects_the_target_methods_with_surefires_dtest(tmp_pa
     t = J.ECOSYSTEM.targeted_plan(plan, ids)
     assert t is not None and t.parser == "java_junit" and t.report_path == J.REPORT
     assert "-Dtest='CalcTest#adds+param,OtherTest#works' -fae " in t.test_command
-    assert J.FULL_MODULE_MARK not in t.test_command and "-pl core -am" in t.test_command
+    assert J.SCOPE_LINE not in t.test_command and "-pl core -am" in t.test_command
     assert t.test_command.count("-Dtest=") == 1 and "surefire-reports/TEST-*.xml" in t.test_command
     assert "mvn -o " in t.test_command and "-Dsurefire.failIfNoSpecifiedTests=false" in t.test_command
     # the touched alternative is targeted the same way; a nested class or a class id alone is not

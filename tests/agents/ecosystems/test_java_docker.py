@@ -130,3 +130,52 @@ def test_maven_reruns_are_targeted_at_the_candidate_with_surefires_dtest(tmp_pat
     finally:
         if res.image:
             docker_client.images.remove(res.image, force=True)
+
+
+def test_the_first_before_run_is_the_scope_probe(tmp_path, docker_client, monkeypatch):
+    """Java's first before run is its selection probe (`scope_probe`): setup runs no probe; the
+    touched module's whole offline run fits the bound in before#1, which prints its scope; every
+    later run and the row's test command run the module in full (`scoped_plan`) -- a test class
+    of another package in the module, which the touched classes would not select, is
+    PASS_TO_PASS, as when the setup probed."""
+    import json
+
+    monkeypatch.setattr(polyglot, "ECOSYSTEM_MODULES", ("java",))
+    from agents.ecosystems import java as J
+
+    calc_test = "calc/src/test/java/com/acme/CalcTest.java"
+    other = "calc/src/test/java/com/acme/other/OtherTest.java"
+    base = {**BASE, other: "package com.acme.other;\nimport static org.junit.Assert.assertEquals;\nimport org.junit.Test;\n"
+                           "import com.acme.Calc;\npublic class OtherTest {\n"
+                           "    @Test public void testWorks() { assertEquals(-1, Calc.neg(1)); }\n}\n"}
+    # the fix changes a body line only (a changed declaration the test_patch uses would select
+    # the touched classes alone: `fix_api_in_tests`)
+    calc = "calc/src/main/java/com/acme/Calc.java"
+    base[calc] = ("package com.acme;\npublic class Calc {\n    public static int add(int a, int b) {\n"
+                  "        return a - b;\n    }\n    public static int neg(int a) { return -a; }\n}\n")
+    tests = {calc_test: TESTS[calc_test]}
+    git_dir, sha = make_repo(tmp_path, base)
+    test_patch, patch = make_patches(git_dir, tests, {calc: base[calc].replace("a - b", "a + b")})
+    assert J.fix_api_in_tests(patch, test_patch) == []
+    mirror = tmp_path / "mirrors" / "acme+calc" / "repo"
+    mirror.parent.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(git_dir.parent), str(mirror)], check=True)
+    inst = make_instance(sha, "java", "2024-05-01T00:00:00Z", patch=patch, test_patch=test_patch)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-java-scope-{SESSION}", image_repository=ENV_REPOSITORY)
+    res = mint_instance(inst, mirror, cfg)
+    try:
+        assert res.outcome == "verified", (res.reason, (tmp_path / "work").as_posix())
+        assert res.FAIL_TO_PASS == ["com.acme.CalcTest#testAdd"]
+        assert res.PASS_TO_PASS == ["com.acme.CalcTest#testNeg", "com.acme.other.OtherTest#testWorks"]
+        steps = [json.loads(x) for x in Path(res.trajectory_path).read_text().splitlines()]
+        scope = [s for s in steps if s["rule"] == "scope"]
+        assert len(scope) == 1 and "before#1 chose the scope 'modules'" in scope[0]["note"], \
+            "; ".join(f"{s['rule']}: {(s.get('note') or '')[:60]} {(s.get('command') or '')[:90]}" for s in steps if s["agent"] == "verification")
+        assert not any("timeout -k" in (s.get("command") or "") for s in steps if s["agent"] != "verification")
+        runs = {s["rule"]: s["command"] for s in steps if s["agent"] == "verification" and "#" in s["rule"]}
+        assert J.SCOPE_LINE in runs["before#1"] and all(J.SCOPE_LINE not in c for k, c in runs.items() if k != "before#1")
+        assert J.SCOPE_LINE not in res.test_command and "timeout -k" not in res.test_command
+        assert "mvn -o " in res.test_command and "-Dtest=" not in res.test_command and "-pl calc -am" in res.test_command
+    finally:
+        if res.image:
+            docker_client.images.remove(res.image, force=True)
