@@ -54,12 +54,12 @@ def download_step(module_dir: str) -> str:
     only on GitHub, unreachable from here). When the download fails only on such versions
     (`UNSERVED`), each is replaced by an empty local module (``go mod edit -replace
     <module>=STUB_ROOT/<name>``, its go.mod naming the module) and the download runs again (up
-    to 4 times): every package that does not import the missing module builds and is tested, a
+    to 10 times: `go mod download` stops at the first such version, ragflow needed 4): every package that does not import the missing module builds and is tested, a
     package that does fails to build on both sides (no test of it is graded). Each substitute
     is printed (``swemint: substitute ...``). Any other failure fails the step as before."""
     cd = _cd(module_dir)
     sed = shlex.quote(f"s#{UNSERVED}.*#\\1#p")
-    return (f"{cd} && for i in 1 2 3 4; do go mod download > /tmp/swemint-gomod.log 2>&1 && break; "
+    return (f"{cd} && for i in 1 2 3 4 5 6 7 8 9 10; do go mod download > /tmp/swemint-gomod.log 2>&1 && break; "
             "cat /tmp/swemint-gomod.log; "
             f"gone=$(sed -nE {sed} /tmp/swemint-gomod.log | sort -u); [ -n \"$gone\" ] || exit 1; "
             "for m in $gone; do "

@@ -276,7 +276,7 @@ def test_plan_shape(tmp_path, image_store):
     plan = ECOSYSTEM.plan(tree, instance(tree, test_patch=test_patch), ["calc_test.go"], ImageConfig())
     assert plan.parser == "go_test_json" and plan.report_path == golang.REPORT_PATH
     assert plan.setup_commands[0].startswith("go env -w GOFLAGS=-mod=mod")
-    assert any(c.startswith("cd /testbed && for i in 1 2 3 4; do go mod download") for c in plan.setup_commands)
+    assert any(c.startswith("cd /testbed && for i in 1 2 3 4 5 6 7 8 9 10; do go mod download") for c in plan.setup_commands)
     assert any("go list -deps -test ." in c for c in plan.setup_commands)
     # T: the touched package whole (its other tests are the row's PASS_TO_PASS) ...
     assert f"go test -json -count=1 -vet=off {LIMIT} ." in plan.test_command and "-run" not in plan.test_command
