@@ -180,12 +180,20 @@ class Planner:
                 if self.replan(req, d.detail):
                     return f"replan: {d.toolchain} ({d.rule})"
         if self.ci + 1 < len(self.cands):
+            saved = (self.ci, self.request, self.plan, self.eco, self.tests, self.ti)
             self.ci += 1
             try:
                 self.make_plan(why=outcome.reason)
-                return f"next candidate: {self.cands[self.ci].label}"
             except EnvBuildError:
                 return None
+            if self.tests:
+                return f"next candidate: {self.cands[self.ci].label}"
+            # S28: a next candidate that selects no test of the test patch cannot verify the row:
+            # the failed candidate's own moves come first (its CI's options, packages)
+            self.run.traj(StepRecord(agent="flow", rule="give-way", note=(
+                f"{self.cands[self.ci].label} selects no test of the test patch: not built; the moves of "
+                f"{self.cands[saved[0]].label}, whose build failed, instead")))
+            self.ci, self.request, self.plan, self.eco, self.tests, self.ti = saved
         moved = self.setup_move(outcome)
         if moved:
             return moved

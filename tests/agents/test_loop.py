@@ -601,3 +601,53 @@ def test_an_amended_image_the_last_round_asks_for_runs_past_the_round_budget(tmp
             assert any(s.rule == "round-budget" for s in steps(res))
         else:
             assert res.outcome != "verified" and res.rounds[0].feedback == "amend"
+
+
+def test_a_failed_build_gets_its_own_moves_before_a_next_candidate_that_selects_no_test(tmp_path, monkeypatch):
+    """S28 (genset A faiss-5495: CMake's configure failed on CUDA's nvcc; the next candidate,
+    Python, ran the touched C++ test's folder, failed to install, and the CMake build's `ci_setup`
+    move -- the CI's -DFAISS_ENABLE_GPU=OFF -- never came): the Python candidate selects no test
+    of a test patch that touches only a file of a nested CMake build (tests/CMakeLists.txt), so it
+    is not built, and the failed candidate's own setup move shapes round 2, which verifies."""
+    import agents.ecosystems as registry
+    from agents.ecosystems.move_types import Move
+    from agents.ecosystems.python import ECOSYSTEM as PYTHON
+    from agents.ecosystems.python.selection import test_folders
+
+    class Ci(Toy):
+        def detect(self, tree, language):
+            return 30
+
+        def plan(self, tree, instance, touched, images, request=None):
+            plan = super().plan(tree, instance, touched, images, request)
+            ci = bool((request or PlanRequest()).options.get("ci"))
+            return plan.model_copy(update={"setup_commands": ["fetch-deps --ci" if ci else "fetch-deps"]})
+
+        def next_moves(self, ctx):
+            if not ctx.why.startswith("setup failed"):
+                return []
+            return [Move(kind="ci_setup", serves="a build that needs what the project's CI provides",
+                         evidence="the CI configures with GPU off", request=PlanRequest(options={"ci": True}))]
+
+    eco = Ci()
+    monkeypatch.setattr(registry, "ecosystems", lambda: [PYTHON, eco])
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"^fetch-deps$", (1, "Failed to find nvcc.\n"))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    test_patch = TEST_PATCH.replace("calc_test.go", "tests/calc_test.go")
+    files = {"calc.go": "package calc // bug\n", "tests/calc_test.go": "package calc // old\n",
+             "tests/CMakeLists.txt": "add_test(NAME t COMMAND t)\n", "tests/test_calc.py": "def test_x(): pass\n",
+             "pyproject.toml": "[project]\nname = 'calc'\n"}
+    git_dir, sha = make_repo(tmp_path, files)
+    from agents.gitrepo import GitTree
+
+    tree = GitTree(git_dir, sha)
+    assert test_folders(tree, test_patch) == []  # a nested CMake build's file selects no pytest folder
+    inst = make_instance(sha, None, "2021-06-01T00:00:00Z", instance_id="toy__calc-1", repo="toy/calc",
+                         patch=PATCH, test_patch=test_patch)
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    assert res.outcome == "verified", res.reason
+    assert [r.candidate.split(":")[0] for r in res.rounds] == ["go", "go"] and res.rounds[1].move == "ci_setup"
+    assert any(s.rule == "give-way" and "selects no test" in s.note for s in steps(res))
+    assert all("python" not in (s.image or "") for s in f.specs)  # no Python build was made

@@ -43,13 +43,20 @@ def test_folders(tree: GitTree, test_patch: str) -> list[str]:
     test module: for each path the test_patch touches, the nearest folder at or above it that holds
     pytest-style test modules (pytest's default `python_files`, `test_*.py` and `*_test.py`: the
     Python group's `collect` role of the one rule set, `envpool.testpaths`) at the base commit or
-    in the patch; the repository root is never chosen (that is the whole suite)."""
+    in the patch; the repository root is never chosen (that is the whole suite). A path whose
+    nearest build folder below the root is another ecosystem's (a C++ test beside
+    tests/CMakeLists.txt) selects no folder: pytest does not run it."""
+    from agents.ecosystems.owners import ECOSYSTEM_BUILD_FILES, owner_build
+
     touched = files_in_patch(test_patch)
     collect = role("python", "collect")
     modules = set(collect.select(tree.files)) | set(collect.select(touched))
     dirs_with_tests = {posixpath.dirname(f) for f in modules}
     out: list[str] = []
     for path in touched:
+        owner = owner_build(tree.files, path, ECOSYSTEM_BUILD_FILES)
+        if owner is not None and owner[1] and owner[0] != "python":
+            continue  # S28: a file of a nested build of another language (tests/CMakeLists.txt's test_x.cpp)
         d = posixpath.dirname(path)
         while d:
             if any(x == d or x.startswith(d + "/") for x in dirs_with_tests):
