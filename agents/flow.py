@@ -307,6 +307,8 @@ class Loop(Planner):
                 self.finish(n, verdict, env)
                 return
             action, env2 = self.feedback(verdict, env)
+            if action is None and verdict.outcome == "tests_not_run" and n < budget:
+                action = self.next_candidate(verdict.reason)  # S29: another candidate may run the tests
             record.feedback = f"{action}: move {self.pending_move.kind}" if action and self.pending_move else \
                 action or ""
             self._record(record)

@@ -206,6 +206,27 @@ class Planner:
                 return None
         return None
 
+    def next_candidate(self, why: str) -> str | None:
+        """S29: after a round that ran no test and has no next move, the next candidate that selects
+        a test of the test patch (ollama-17853: the Go packages build only for other platforms, the
+        root's CMake build ran nothing, the Node project owning the touched .ts test came third):
+        planned, ``next candidate: <label>``; None (the current plan kept) when no candidate is
+        left that plans and selects a test."""
+        saved = (self.ci, self.request, self.plan, self.eco, self.tests, self.ti)
+        while self.ci + 1 < len(self.cands):
+            self.ci += 1
+            self.request = PlanRequest()
+            try:
+                self.make_plan(why=why)
+            except EnvBuildError:
+                break
+            if self.tests:
+                self.run.traj(StepRecord(agent="flow", rule="next-candidate", note=(
+                    f"{self.cands[saved[0]].label} ran no test ({why[:200]}): {self.cands[self.ci].label} next")))
+                return f"next candidate: {self.cands[self.ci].label}"
+        self.ci, self.request, self.plan, self.eco, self.tests, self.ti = saved
+        return None
+
     def setup_move(self, outcome) -> str | None:
         """The cheapest untried rebuild move (`agents.moves`) the ecosystem offers for a build that
         failed, once the diagnosis and the other candidate routes are used up: its request merged

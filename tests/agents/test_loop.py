@@ -651,3 +651,36 @@ def test_a_failed_build_gets_its_own_moves_before_a_next_candidate_that_selects_
     assert [r.candidate.split(":")[0] for r in res.rounds] == ["go", "go"] and res.rounds[1].move == "ci_setup"
     assert any(s.rule == "give-way" and "selects no test" in s.note for s in steps(res))
     assert all("python" not in (s.image or "") for s in f.specs)  # no Python build was made
+
+
+def test_a_round_that_ran_no_test_with_no_move_left_plans_the_next_candidate(tmp_path, monkeypatch):
+    """S29 (genset A ollama-17853: no Go plan -- every touched package builds only for other
+    platforms --, the root's CMake build ran no test and the row ended, the Node project that owns
+    the touched .ts test never tried): a round whose verdict is tests_not_run and that has no next
+    move plans the next candidate that selects a test; it verifies in round 2."""
+    import agents.ecosystems as registry
+
+    class Silent(Toy):
+        name = "cfamily"
+        languages = ("c",)
+
+        def detect(self, tree, language):
+            return 30
+
+        def plan(self, tree, instance, touched, images, request=None):
+            plan = super().plan(tree, instance, touched, images, request)
+            return plan.model_copy(update={"ecosystem": "cfamily", "toolchain": "gcc 14", "image": "toy:gcc",
+                                           "test_command": "ctest-ish", "setup_commands": ["cmake-ish"]})
+
+    first, second = Silent(), Toy()
+    monkeypatch.setattr(registry, "ecosystems", lambda: [first, second])
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"ctest-ish", (0, ""))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    inst, git_dir = instance_on(tmp_path, language=None)
+    res = mint_instance(inst, git_dir, config(tmp_path), factory=f)
+    assert res.outcome == "verified", res.reason
+    assert [r.candidate.split(":")[0] for r in res.rounds] == ["cfamily", "go"]
+    assert res.rounds[0].outcome == "tests_not_run" and res.rounds[0].feedback.startswith("next candidate: go")
+    assert any(s.rule == "next-candidate" for s in steps(res))
