@@ -32,16 +32,46 @@ PATCH_DIR = "/tmp/swemint/patches"
 """Where patch files are written in the sandbox (outside the repository)."""
 
 _DIFF_GIT = re.compile(r"^diff --git a/(.*?) b/(.*)$")
+_DIFF_GIT_QUOTED = re.compile(r'^diff --git ("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$')
 _RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.*)$")
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 
 # -- which files ------------------------------------------------------------------------------
 
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote_git_path(path: str) -> str:
+    """A path as git writes it in a diff header, decoded: git puts a path holding a byte outside
+    printable ASCII, a quote or a backslash between double quotes with C escapes (`\\t`, `\\"`,
+    `\\\\`, octal bytes such as `\\145` for `e`, UTF-8 as octal bytes; core.quotePath).
+    `"b/t\\145sts/x.py"` -> `b/tests/x.py`. A path not in that form comes back as it is; a
+    malformed escape is kept literally (bytes that are not UTF-8 decode to U+FFFD). Git, `git
+    apply` and `patch` decode these names, so every reader of a diff's paths must too: an encoded
+    `tests/` or `../` read literally escapes the test-path and path-safety checks."""
+    if len(path) < 2 or not (path.startswith('"') and path.endswith('"')):
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in _C_ESCAPES:
+                out.append(_C_ESCAPES[nxt])
+                i += 2
+                continue
+            if re.fullmatch(r"[0-3][0-7]{2}", body[i + 1:i + 4]):
+                out.append(int(body[i + 1:i + 4], 8))
+                i += 4
+                continue
+        out += c.encode("utf-8")
+        i += 1
+    return out.decode("utf-8", errors="replace")
+
+
 def _strip_prefix(path: str) -> str:
-    path = path.strip().split("\t")[0]
-    if path.startswith(('"a/', '"b/')) and path.endswith('"'):
-        path = path[1:-1]
+    path = unquote_git_path(path.strip().split("\t")[0] if not path.strip().startswith('"') else path.strip())
     return path[2:] if path.startswith(("a/", "b/")) else path
 
 
@@ -75,8 +105,12 @@ def files_in_patch(patch: str) -> list[str]:
     except Exception:
         out.clear()
     for line in patch.splitlines():
-        m = _DIFF_GIT.match(line.rstrip("\r"))
-        if m:
+        q = _DIFF_GIT_QUOTED.match(line.rstrip("\r")) if '"' in line else None
+        m = None if q else _DIFF_GIT.match(line.rstrip("\r"))
+        if q:
+            add(_strip_prefix(q.group(1)))
+            add(_strip_prefix(q.group(2)))
+        elif m:
             add(m.group(1))
             add(m.group(2))
         elif line.startswith(("+++ ", "--- ")) and not line.startswith(("+++ /dev/null", "--- /dev/null")):
@@ -116,8 +150,8 @@ def unsafe_paths(patch: str) -> list[str]:
     paths = list(files_in_patch(patch))
     for line in patch.splitlines():
         m = _RENAME.match(line)
-        if m and m.group(1) not in paths:
-            paths.append(m.group(1))
+        if m and unquote_git_path(m.group(1)) not in paths:
+            paths.append(unquote_git_path(m.group(1)))
     bad = []
     for p in paths:
         parts = PurePosixPath(p).parts

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agents.ecosystems import java, rust
+from agents.mint_config import VerifyConfig
 from tests.agents.test_cost_docker import CARGO_TOML, mint  # noqa: F401 (the fixture)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -97,7 +98,9 @@ def test_runs_from_a_maven_snapshot_recompile_no_module(mint):  # noqa: F811
     new_test = CALC_TEST.replace("\n}\n", "\n    @Test public void testAdd() { assertEquals(5, Calc.add(2, 3)); }\n}\n")
     res = mint(java.ECOSYSTEM, files, {"src/test/java/com/acme/CalcTest.java": new_test},
                {"src/main/java/com/acme/Calc.java": CALC.replace("a - b", "a + b")}, "once-maven", "java",
-               created_at="2024-05-01 10:00:00")
+               created_at="2024-05-01 10:00:00",
+               # a tiny module: compile once whatever its size (the default skips modules under 2 MiB)
+               verify=VerifyConfig(compile_once_min_source_kb=0))
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["com.acme.CalcTest#testAdd"] and res.PASS_TO_PASS == ["com.acme.CalcTest#testZero"]
     steps = sections(Path(res.log_path).read_text(errors="replace"))
