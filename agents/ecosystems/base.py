@@ -1,4 +1,4 @@
-"""The contract between the flow and one ecosystem (Python, Node, Go, Rust, Java, C/C++, PHP, Ruby).
+"""The contract between the flow and one ecosystem (Python, Node, Go, Rust, Java, C/C++, PHP, Ruby, Lua).
 
 An ecosystem is knowledge (rules plus its data file) behind one class, `Ecosystem`. Its
 capabilities are declared attributes; its hooks are methods, each with a documented default, so a
@@ -34,7 +34,9 @@ Hooks (methods; the default in brackets): `detect` [0], `plan` [EnvBuildError], 
 [`agents.ecosystems.runs.stored_test_command`], `portable_paths` [none], `dockerfile_files`
 [none], `diagnose` [None], `install_command` [None], `request_action` [`pin`/`install` through
 `install_command`], `dependency_layer` [None], `next_moves` [none], `added_tests` [none],
-`package_version` [None], `context_facts` [None].
+`package_version` [None], `context_facts` [None], `executes` [the shared memory-action kinds, `install`/`pin`
+with an `installer`, `test_arg`, `toolchain` of `tools`, `memory_actions`], `snapshot_env` [no
+variables for the compile-once snapshots].
 
 Registering an ecosystem is one name in `agents.ecosystems.ECOSYSTEM_MODULES`; the records it
 exchanges with the agents (`Plan`, `TestSpec`, `PlanRequest`, ...) live in
