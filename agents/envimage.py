@@ -4,6 +4,7 @@ shared by the full build (`agents.minter`) and reuse (`agents.reuse`).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from agents.dockerfile import layout_command
@@ -16,7 +17,7 @@ from envpool.imagestore import store_of
 from envpool.patches import files_in_patch
 from envpool.evalscript import ENSURE_PYTHON3, grading_tools, tool_labels
 from envpool.quoting import image_tag, shell_word
-from envpool.testpaths import STAMP
+from envpool.testpaths import STAMP, wait_past_stamp
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
@@ -140,6 +141,7 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
     # when the image was made: untracked test paths newer than this came from a patch (the reset
     # before grading removes them), older ones from the build (envpool.testpaths.STAMP)
     sb.put_file(f"/testbed/{STAMP}", b"swemint image stamp\n")
+    stamped = time.time()  # the stamp's mtime is at most this (a tar member's whole second)
     ref = f"{repository}:{tag}"
     labels = {"swemint.tier": "instance", **labels, **tool_labels()}  # tier: not the dependency image's it would inherit
     previous = image_id(factory, ref)
@@ -147,6 +149,11 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
     new_id = sb.commit(repository, tag, labels=labels, env=env) if env else sb.commit(repository, tag, labels=labels)
     if previous and previous != new_id and owner == labels.get("swemint.run"):
         remove_image(factory, previous)  # our own earlier build of the same spec, now untagged
+    # a patch applied in a container of this image must come past the stamp's margin, or its new
+    # test files read as the build's and the reset keeps them (seen: a reused candidate's after#1
+    # kept a conftest.py the fix added, within 2 s of the commit)
+    if sb.files_have_times:
+        wait_past_stamp(stamped)
     return ref, new_id
 
 

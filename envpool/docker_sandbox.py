@@ -277,6 +277,8 @@ class DockerSandbox:
             CA_ENV_VARS point at it in every exec).
     """
 
+    files_have_times = True  # a real container: file times are the host's clock
+
     def __init__(self, client, container, spec: SandboxSpec, log_path: Path | None,
                  output_cap: int = DEFAULT_OUTPUT_CAP, *, kill_after: float = DEFAULT_KILL_AFTER,
                  ca_mounted: bool | None = None, report_cap: int = DEFAULT_REPORT_CAP,

@@ -110,6 +110,8 @@ class FakeSandbox:
         calls: every ExecCall, in order; `commits`: every FakeImage made; `closed`: bool.
     """
 
+    files_have_times = False  # no clock: commit_image has no stamp margin to wait out
+
     def __init__(self, spec: SandboxSpec, log_path: Path | None = None, *,
                  factory: FakeSandboxFactory | None = None, strict: bool = False,
                  default: Reply = 0, output_cap: int = DEFAULT_OUTPUT_CAP, report_cap: int = DEFAULT_REPORT_CAP):

@@ -117,6 +117,10 @@ class Sandbox(Protocol):
     """
 
     spec: SandboxSpec
+    files_have_times: bool
+    """Whether files written into it carry the real clock's times (a container: True; an in-memory
+    double: False). `agents.envimage.commit_image` waits out the test-path reset's stamp margin
+    only where they do."""
 
     def exec(self, command: str, *, timeout: float = 600, env: dict[str, str] | None = None,
              workdir: str | None = None, log_label: str | None = None, stdin: bytes | None = None,

@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import PurePosixPath
 
 RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(globals().get("__file__", "."))), "testpaths.yaml")
@@ -63,6 +64,19 @@ after the image (a patch), an older one with the image (the build)."""
 STAMP_MARGIN_NS = 2_000_000_000
 """An untracked file counts as newer than the `STAMP` only past this margin (ns): the stamp's time
 has whole seconds (a tar member's), a build output of the same second is the image's."""
+
+
+def wait_past_stamp(stamped: float, now=time.time, sleep=time.sleep) -> float:
+    """Sleep until the clock is past `stamped` (seconds since the epoch: an upper bound of the
+    `STAMP`'s mtime) by `STAMP_MARGIN_NS` plus one second, so that any file a patch writes in a
+    container of the image afterwards is newer than the stamp past the margin (the reset then
+    removes it; within the margin it would read as the build's). Returns the seconds slept
+    (0.0 when the time has passed: a commit usually takes longer than the margin)."""
+    wait = stamped + STAMP_MARGIN_NS / 1e9 + 1.0 - now()
+    if wait > 0:
+        sleep(wait)
+        return wait
+    return 0.0
 
 
 class RuleSetError(ValueError):
