@@ -157,6 +157,32 @@ def test_ray_runner_raise_hang_crash_become_rows(local_ray):
     assert local_ray.is_initialized()  # the runner did not start this Ray, so it leaves it running
 
 
+def _agent_port(ray_module, wait_s: float = 120.0) -> int:
+    """The dashboard agent's HTTP port once it accepts connections. Under load the agent starts
+    after the workers: its port read at once can be None (urllib then failed with "Servname not
+    supported", CI-style run on a loaded host) or not yet listening; the GCS's node record is
+    asked again until it names a port that accepts connections."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        node = ray_module._private.worker.global_worker.node
+        port = node.dashboard_agent_listen_port  # read once at init: refreshed from the GCS below
+        if not (isinstance(port, int) and port > 0):
+            info = ray_module._private.services.get_node(node.gcs_address, node.unique_id) or {}
+            port = info.get("dashboard_agent_listen_port")
+        if isinstance(port, int) and port > 0:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                return port
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the dashboard agent did not listen within {wait_s:.0f} s (port {port!r})")
+        time.sleep(0.5)
+
+
 @pytest.mark.slow
 def test_local_ray_listens_on_loopback_only_and_refuses_requests_without_the_token(local_ray):
     import socket
@@ -173,7 +199,7 @@ def test_local_ray_listens_on_loopback_only_and_refuses_requests_without_the_tok
     assert exposed_sockets() == [], exposed_sockets()
     token = Path(os.environ["RAY_AUTH_TOKEN_PATH"])
     assert stat.S_IMODE(token.stat().st_mode) == 0o600 and len(token.read_text()) == 64
-    port = local_ray._private.worker.global_worker.node.dashboard_agent_listen_port
+    port = _agent_port(local_ray)
     url = f"http://127.0.0.1:{port}/api/job_agent/jobs/"
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(url, timeout=10)
