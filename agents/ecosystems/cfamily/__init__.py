@@ -15,7 +15,8 @@ the oldest), raised to the gcc the C++ standard needs (`envpool.toolchains.cfami
 
 Setup compiles what the test runs use, so they (network none) only rebuild what the patches touched:
 - CMake: configure into /opt/build with the File API codemodel query, build the targets owning
-  the touched files (else every test target: ``cmake_tests.py --build-only``);
+  the touched files (else every test target, a ``gtest_discover_tests`` target not built yet
+  included; none known: every target, the whole suite: ``cmake_tests.py --build-only``);
   test command: ``recipes/cmake_tests.py`` (installed at
   /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py``,
   ``recipes/catch2_runs.py`` and ``recipes/ctest_reruns.py`` beside it) builds the targets
@@ -247,7 +248,8 @@ class CFamily(Ecosystem):
         cmd = plan.test_command
         helper = f"python3 {HELPER} {BUILD_DIR} "
         if plan.build == "cmake" and cmd.startswith(helper) and " -- " in cmd:
-            return f"{helper}--build-only --jobs {JOBS} -- {cmd.split(' -- ', 1)[1]}; true"
+            whole = "--whole " if " --whole " in cmd.split(" -- ", 1)[0] + " " else ""  # S32's move: build it all
+            return f"{helper}--build-only {whole}--jobs {JOBS} -- {cmd.split(' -- ', 1)[1]}; true"
         if plan.build == "autotools" and cmd == f"make -j{JOBS} -k check":
             return f"make -j{JOBS} -k check TESTS=; true"
         return None
@@ -319,9 +321,10 @@ class CFamily(Ecosystem):
         CI's ``cmake -DX=ON`` names first, then those whose name or help says test/check;
         autotools: the ``--enable-X`` / ``--with-X`` switches of configure.ac that say test/check),
         `rediscover` (a googletest test the test_patch adds never ran: the touched targets built
-        again from clean, their discovery after the test_patch) and `status_units` (the run gave
-        no per-test report: the scripts and make targets of the touched files graded by exit
-        status, `agents.ecosystems.cfamily.units`); after a failed build, `ci_setup` (the CI's apt packages
+        again from clean, their discovery after the test_patch), `whole_suite` (S32: the helper's
+        selection was narrower than the suite -- every target built, every CTest test run) and
+        `status_units` (the run gave no per-test report: the scripts and make targets of the
+        touched files graded by exit status, `agents.ecosystems.cfamily.units`); after a failed build, `ci_setup` (the CI's apt packages
         and its configure options: ``cmake -DX=<bool>``, ``./configure --enable/--disable/--with/
         --without-X``, composite actions included). Each names its evidence."""
         from agents.ecosystems.move_types import Move
@@ -341,6 +344,9 @@ class CFamily(Ecosystem):
             moves.append(Move(kind="rediscover", serves="tests discovered at build time", test=spec,
                               evidence=f"{ctx.why}: the touched targets built again from clean, so what their "
                                        "build registers is listed after the test_patch"))
+        if plan.build == "cmake" and HELPER in plan.test_command and "--whole" not in plan.test_command and \
+                not re.search(r"no CTest tests are defined|the whole suite \(", out):
+            moves += _whole_suite_moves(plan, ctx.why, out)
         if ctx.why.startswith("no test ran") and (plan.parser == "automake_log" or plan.build in ("make", "autotools")):
             moves += _units_moves(ctx.tree, plan, ctx.touched)
         return moves
@@ -369,6 +375,26 @@ class CFamily(Ecosystem):
                 removed = set(declared([x for x in changed.get(path, []) if x not in lines]))
                 names += [n for n in declared(lines) if n not in removed and n not in names]
         return names
+
+
+_OWNERS_SAID = re.compile(r"swemint-cmake-tests: (no target owns the touched files[^\n]*|targets owning the touched "
+                          r"files: [^\n]*)")
+
+
+def _whole_suite_moves(plan: PolyPlan, why: str, output: str) -> list:
+    """S32's move: the CMake helper's run with ``--whole`` (every target built, every CTest test
+    run) after a stalled round whose selection was narrower -- the targets owning the touched
+    files, or the test targets when none owned them (a test file the test_patch adds that no
+    target lists at the base commit, a touched CMakeLists.txt or data file: the test that reads
+    it may be another target's). Evidence: why the round stalled and the helper's own line on
+    what it selected. None when the helper already ran the whole suite or no test is defined."""
+    from agents.ecosystems.move_types import Move
+
+    said = _OWNERS_SAID.findall(output)
+    spec = plan.test_spec().model_copy(update={"name": "whole_suite", "test_command": plan.test_command.replace(
+        f"python3 {HELPER} {BUILD_DIR} ", f"python3 {HELPER} {BUILD_DIR} --whole ", 1)})
+    return [Move(kind="whole_suite", serves="touched files no finer selection owns", test=spec,
+                 evidence=f"{why[:200]}; the helper selected: {said[-1][:200] if said else 'nothing it named'}")]
 
 
 _HEADER_MULTIDEF = re.compile(r"(?:\.h:\d+|\(\.bss\+0x[0-9a-f]+\)): multiple definition of [`'\u2018][\w$]+['\u2019]; "

@@ -2,15 +2,24 @@
 """Build and run the CTest tests of the targets that own some files (run inside the container).
 
 Usage: cmake_tests.py BUILD_DIR [--junit FILE] [--verbose] [--jobs N] [--timeout S] [--build-only]
-                      [--rediscover] [--only JSON] -- FILE...
+                      [--rediscover] [--whole] [--only JSON] -- FILE...
 
 FILE...: repository-relative paths (the files the test patch touches). Steps:
 1. re-run cmake on BUILD_DIR (a patch may have changed CMakeLists.txt);
 2. read CMake's File API codemodel (BUILD_DIR/.cmake/api/v1/query/codemodel-v2 must have been
    created before the first configure) and pick the executable targets that list one of FILE
-   among their sources; none -> every executable target that some CTest test runs;
+   among their sources -- on the tree as the re-configure saw it, so a test source the
+   test_patch adds to a target's list (or that a ``file(GLOB ...)`` now finds) has its owner;
+   none -> every executable target that some CTest test runs (`test_targets`: by its command or
+   an absolute argument, by name, or by the ``<target>_NOT_BUILT`` placeholder that
+   ``gtest_discover_tests`` registers until the target is built); none of those either while
+   CTest tests are defined -> the whole suite (class S32: a new test file no target owns at the
+   base commit, a touched CMakeLists.txt or data file, tests run by scripts): every target is
+   built and every test runs;
 3. build each picked target alone; a target that fails to build has its artifacts deleted, so a
-   stale binary from an earlier build can never report results;
+   stale binary from an earlier build can never report results (the whole suite: one build of
+   every target, keeping going past failures, then each executable target that failed is found
+   by building it alone and has its artifacts deleted);
 4. list CTest's tests again, now that the picked targets are built (tests a build step
    registers -- ``gtest_discover_tests`` runs the binary after it links -- exist only from then
    on: a googletest test the test_patch adds is not in the list read before the build), and run
@@ -49,6 +58,7 @@ else the selection stays (a GoogleTest case inside a test binary is no CTest tes
 narrows those with ``GTEST_FILTER``).
 ``--rediscover``: each picked target is built with ``--clean-first``, so whatever its build
 registers (googletest discovery) runs again after the test_patch (the loop's `rediscover` move).
+``--whole``: the whole suite whatever owns the touched files (the loop's `whole_suite` move).
 Exit code: ctest's (of the last round), or 2 when nothing could be selected. Standard library
 only (python3 >= 3.5).
 """
@@ -346,6 +356,60 @@ def reconfigure(build):
         return rc, f.read().decode("utf-8", "replace")
 
 
+NOT_BUILT = "_NOT_BUILT"
+"""The suffix of the test ``gtest_discover_tests`` registers for a target not built yet (its name
+and command are ``<target>_NOT_BUILT``, CMake's GoogleTest module, both discovery modes)."""
+
+
+def test_targets(targets, tests):
+    """The executable `targets` (codemodel entries) that some CTest test of `tests` ([(name,
+    command)]) runs: its command's program or an absolute argument is the target's artifact, the
+    test is named like the target, or it is the target's ``_NOT_BUILT`` placeholder."""
+    exes, names = set(), set()
+    for name, cmd in tests:
+        names.add(name)
+        if name and name.endswith(NOT_BUILT):
+            names.add(name[:-len(NOT_BUILT)])
+        if cmd:
+            exes.add(os.path.realpath(cmd[0]))
+            exes.update(os.path.realpath(x) for x in cmd[1:] if os.path.isabs(x))
+    return [t for t in targets if exes & set(t[3]) or t[0] in names]
+
+
+def keep_going(build):
+    """The native build tool's keep-going switch for the generator BUILD_DIR was configured with
+    (``cmake --build ... -- <switch>``): make's ``-k``, ninja's ``-k 0``; [] for another."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            m = re.search(r"^CMAKE_GENERATOR:INTERNAL=(.*)$", f.read(), re.M)
+    except OSError:
+        m = None
+    gen = m.group(1).strip() if m else ""
+    if "Ninja" in gen:
+        return ["--", "-k", "0"]
+    if "Makefiles" in gen:
+        return ["--", "-k"]
+    return []
+
+
+def build_whole(build, jobs, targets, clean):
+    """Build every target (`clean`: from clean), keeping going past failures; when the build fails,
+    each executable target is built alone to find those that fail, and their artifacts are
+    deleted (a stale binary never reports results). Returns the names of the failed targets."""
+    cmd = ["cmake", "--build", build, "-j", jobs] + (["--clean-first"] if clean else [])
+    if run(cmd + keep_going(build)) == 0:
+        return []
+    failed = []
+    for name, _, _, arts in targets:
+        if run(["cmake", "--build", build, "--target", name, "-j", jobs]) != 0:
+            log("target %s failed to build: its tests cannot run" % name)
+            failed.append(name)
+            for a in arts:
+                if os.path.exists(a):
+                    os.remove(a)
+    return failed
+
+
 def norm(path, src):
     path = path.replace("\\", "/")
     if os.path.isabs(path):
@@ -361,7 +425,8 @@ def main(argv):
     build, junit, verbose, jobs, timeout, only = opts[0], None, False, "2", "600", None
     build_only = "--build-only" in opts
     rediscover = "--rediscover" in opts
-    opts = [o for o in opts if o not in ("--build-only", "--rediscover")]
+    whole = "--whole" in opts
+    opts = [o for o in opts if o not in ("--build-only", "--rediscover", "--whole")]
     i = 1
     while i < len(opts):
         if opts[i] == "--junit":
@@ -382,14 +447,21 @@ def main(argv):
     touched = set(norm(f, src) for f in files)
     targets = [t for t in codemodel(build) if t[1] == "EXECUTABLE"]
     tests = ctest_tests(build)
-    picked = [t for t in targets if touched & set(norm(s, src) for s in t[2])]
-    if picked:
+    picked = [] if whole else [t for t in targets if touched & set(norm(s, src) for s in t[2])]
+    if whole:
+        log("the whole suite (--whole): building every target, running every test")
+    elif picked:
         log("targets owning the touched files: " + " ".join(t[0] for t in picked))
     else:
-        test_exes = set(os.path.realpath(c[0]) for _, c in tests if c)
-        test_names = set(n for n, _ in tests)
-        picked = [t for t in targets if test_exes & set(t[3]) or t[0] in test_names]
-        log("no target owns the touched files: building the %d test targets" % len(picked))
+        picked = test_targets(targets, tests)
+        if picked or not tests:
+            log("no target owns the touched files: building the %d test targets" % len(picked))
+        else:
+            whole = True
+            log("no target owns the touched files and no target is known to run a CTest test: "
+                "the whole suite (building every target, running every test)")
+    if whole:
+        build_whole(build, jobs, targets, rediscover)
     for name, _, _, arts in picked:
         clean = ["--clean-first"] if rediscover else []
         if run(["cmake", "--build", build, "--target", name, "-j", jobs] + clean) != 0:
@@ -399,12 +471,13 @@ def main(argv):
                     os.remove(a)
     if build_only:
         return 0
-    if picked:  # what the builds registered (googletest discovery) is in the list only now
+    if picked or whole:  # what the builds registered (googletest discovery) is in the list only now
         tests = ctest_tests(build)
     names = set(t[0] for t in picked)
     arts = set(a for t in picked for a in t[3])
     selected = [n for n, c in tests
-                if n in names or (c and os.path.realpath(c[0]) in arts)
+                if n in names or (n.endswith(NOT_BUILT) and n[:-len(NOT_BUILT)] in names)
+                or (c and os.path.realpath(c[0]) in arts)
                 or any(os.path.realpath(x) in arts for x in c[1:] if os.path.isabs(x))]
     if only and tests:
         pool = selected if selected and len(selected) < len(tests) else [n for n, _ in tests]

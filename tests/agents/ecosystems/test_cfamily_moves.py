@@ -158,7 +158,7 @@ def test_a_googletest_test_added_and_never_run_gets_the_rediscover_move(tmp_path
     assert cfamily.ECOSYSTEM.added_tests(edited) == []
     tree = make_tree(tmp_path, {"CMakeLists.txt": GTEST_CMAKE})
     moves = cfamily.ECOSYSTEM.next_moves(ctx(tree, cmake_plan(), why="tests the test_patch adds never ran: A.b"))
-    assert [m.kind for m in moves] == ["rediscover"]
+    assert [m.kind for m in moves] == ["rediscover", "whole_suite"]  # S32: the whole suite after it
     assert f"{cfamily.HELPER} /opt/build --rediscover --verbose" in moves[0].test.test_command
 
 
