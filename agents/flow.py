@@ -12,7 +12,10 @@ the loop and its bounds and nothing language-specific.
    `env_failed` naming what is missing (a `language: java` row with only build.xml: "Ant build
    (build.xml): no route"), never another language's path.
 2. Memory before planning (EnvPilot's context-aware retrieval: profile -> likely-obstacle queries
-   -> BM25 lists -> RRF, top-k): proven entries change the plan before anything fails.
+   -> BM25 lists -> RRF, top-k): proven entries change the plan before anything fails; the lesson
+   of the moves that verified this repository's (or an exactly matching context's) earlier rows
+   in round >= 2 is replayed into round 1's plan (`agents.memory.replay`), and a row verified in
+   round >= 2 leaves such a lesson (a `lesson:moves` step the driver learns).
 3. Rounds, at most `loop.max_rounds` (and `loop.max_builds` full builds; an amended image asked by
    the last round runs past the budget, `loop.amend_rounds` times at most). Round 1's environment
    is this instance's pooled image (`--reverify`), else a reuse candidate adapted by EnvPatch,
@@ -54,6 +57,7 @@ from agents.gitrepo import GitTree
 from agents.diagnosis import DROPPED
 from agents.memory.before import memory_before_plan
 from agents.memory.knowledge import diagnosis_entry, diagnosis_rule_ids, rule_entry_id
+from agents.memory.replay import lesson_step, replay_moves, request_data, stall_class
 from agents.memory.uses import UseLedger
 from agents.models import EnvRecord, Instance, InstanceResult, RoundRecord, StepRecord
 from agents.moves import MoveContext, candidates, merged_request, stalled
@@ -264,6 +268,8 @@ class Loop(Planner):
         elif request != self.request:
             for eid in used:
                 self.uses.use(eid, "before-plan", "changed the plan")
+        if self.pooled is None or self.pooled.base_commit != run.instance.base_commit:
+            replay_moves(self, self.uses)  # the moves that verified this repository's earlier rows, up front
         env: Environment | None = None
         source = "first"
         verdict: Verdict | None = None
@@ -271,6 +277,7 @@ class Loop(Planner):
         budget, n = self.cfg.loop.max_rounds, 0
         while n < budget:
             n += 1
+            self.round_no = n
             if run.remaining() < 30:
                 raise SandboxTimeout("instance time limit reached between rounds", instance_id=run.iid,
                                      log_path=run.log_path)
@@ -304,6 +311,7 @@ class Loop(Planner):
             self._moved(record)
             if verdict.outcome == "verified":
                 self._record(record)
+                self._lesson(n, record)
                 self.finish(n, verdict, env)
                 return
             action, env2 = self.feedback(verdict, env)
@@ -448,15 +456,22 @@ class Loop(Planner):
                 if amended is not None:
                     if rule_entry:
                         self.uses.use(rule_entry, "attribution", f"amend: {' '.join(att.packages)}")
+                    if att.packages:
+                        self.shape("amend", att.detail, packages=list(att.packages),
+                                   install="system" if kind == "missing_system" else "module")
+                    if pip_names:
+                        self.shape("amend", att.detail, packages=list(pip_names), install="ci_pip")
                     return "amend", amended
         if att.kind == "toolchain" and att.toolchain:
             self._evidence(att, [{"kind": "toolchain", "tool": self.plan.ecosystem, "version": att.toolchain}])
             if self.replan(self._toolchain_request(att.toolchain, att.detail), att.detail):
+                self.shape("toolchain", att.detail, request={"toolchain": att.toolchain})
                 if rule_entry:
                     self.uses.use(rule_entry, "attribution", f"toolchain {att.toolchain}")
                 return "replan", None
         if att.kind == "test_config" and self.ti + 1 < len(self.tests):
             self.ti += 1
+            self.shape("test_config", att.detail, test=self.tests[self.ti].name)
             return "retest", None
         acted = self._memory_at_test(verdict, env)
         if acted[0] is not None:
@@ -548,9 +563,11 @@ class Loop(Planner):
                 self.tests.append(move.test)
                 self.ti = len(self.tests) - 1
                 action = "retest"
+                self.shape(move.kind, move.evidence, stall=stall_class(why), test=move.test.name)
             elif self.replan(merged_request(self.request, move.request, f"move {move.kind}: {move.evidence}"),
                              move.evidence):
                 action = "replan"
+                self.shape(move.kind, move.evidence, request=request_data(move.request))
             else:
                 continue
             self.pending_move = move
@@ -558,6 +575,18 @@ class Loop(Planner):
                                                                  f"{move.evidence}"[:2000]))
             return action, None
         return None, None
+
+    def _lesson(self, n: int, record: RoundRecord) -> None:
+        """A row verified in round `n` >= 2: the moves that shaped its rounds on the verified
+        candidate become a `lesson:moves` step, which the driver's learning stores keyed by
+        repository and build context (`agents.memory.replay`). Nothing without a memory."""
+        if getattr(self.run.helper, "memory", None) is None:
+            return
+        ctx = getattr(self.run.helper, "context", None)
+        lesson = self.shapes.lesson(n, record.candidate, record.test, list(ctx.build_systems) if ctx else
+                                    list(self.profile.build_systems))
+        if lesson is not None:
+            self.run.traj(lesson_step(lesson))
 
     def _moved(self, record: RoundRecord) -> None:
         """Close the move that shaped this round: a `move:<kind>` step (exit 0 when the round

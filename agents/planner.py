@@ -18,6 +18,9 @@ from agents.context import MintRun
 from agents.diagnosis import version_of
 from agents.ecosystems import by_name
 from agents.ecosystems.base import Plan, PlanRequest, TestSpec
+from agents.memory.before import candidate_of
+from agents.memory.experience import MoveAction
+from agents.memory.replay import ShapeLog, request_data
 from agents.models import StepRecord
 from agents.setup import describe, llm_plan, plan_candidate
 from agents.testconfig import configurations, llm_configuration
@@ -44,6 +47,17 @@ class Planner:
         self.moves_tried: set[str] = set()
         self.pending_move = None  # the agents.moves.Move that shapes the next round
         self.services: list | None = None  # the servers the CI provides for the tests (read once)
+        self.round_no = 0  # the round under way (0 before the first)
+        self.shapes = ShapeLog()  # the changes that shaped the rounds (the lesson of a row verified late)
+
+    def shape(self, move: str, evidence: str = "", **data) -> None:
+        """Record that the current plan's next round is shaped by `move` (`MoveAction`'s fields in
+        `data`): the memory's lesson of a row that verifies in round >= 2 (`agents.memory.replay`)."""
+        try:
+            action = MoveAction(move=move, evidence=evidence[:300], **data)
+        except ValueError:
+            return
+        self.shapes.shape(self.round_no + 1, candidate_of(self.plan), action)
 
     def analyse(self) -> None:
         """The profile: the one given (made by a plan stage for this commit), else `analyze`."""
@@ -171,6 +185,7 @@ class Planner:
                 req = self.request.model_copy(update={"apt": list(self.request.apt) + new,
                                                       "reasons": list(self.request.reasons) + [d.detail[:200]]})
                 if self.replan(req, d.detail):
+                    self.shape("apt", d.detail, request={"apt": new})
                     return f"replan: apt {' '.join(new)} ({d.rule})"
         if d is not None and d.kind.startswith("toolchain") and d.toolchain:
             key = f"toolchain:{d.toolchain}"
@@ -178,6 +193,7 @@ class Planner:
                 self.done.add(key)
                 req = self._toolchain_request(d.toolchain, d.detail)
                 if self.replan(req, d.detail):
+                    self.shape("toolchain", d.detail, request={"toolchain": d.toolchain})
                     return f"replan: {d.toolchain} ({d.rule})"
         if self.ci + 1 < len(self.cands):
             saved = (self.ci, self.request, self.plan, self.eco, self.tests, self.ti)
@@ -247,6 +263,7 @@ class Planner:
             if self.replan(merged_request(self.request, move.request, f"move {move.kind}: {move.evidence}"),
                            move.evidence):
                 self.pending_move = move
+                self.shape(move.kind, move.evidence, request=request_data(move.request))
                 run.traj(StepRecord(agent="flow", rule="move", note=f"{ctx.why} -> {move.kind} ({move.serves}): "
                                                                      f"{move.evidence}"[:2000]))
                 return f"replan: move {move.kind}"

@@ -151,8 +151,8 @@ class ExperienceMemory:
         plans: list[ActionPlan] = []
         for h in hits:
             e = h.experience
-            if e.negative or (signature_only and h.via != "signature"):
-                continue
+            if e.negative or e.moves or (signature_only and h.via != "signature"):
+                continue  # a lesson of moves is replayed before the build (`agents.memory.replay`), never here
             runnable = [a for a in e.actions if not isinstance(a, RuleAction)]  # rules act through their engine
             bound, unbound = bind_actions(runnable, {**error_variables(e, error_text), **(variables or {})})
             if not bound or failed.get(actions_key(bound), -1) >= e.times_worked:

@@ -36,6 +36,11 @@ from agents.memory.repo_context import RepoContext
 from agents.memory.experience import memory_languages
 from agents.models import StepRecord
 
+def candidate_of(plan: Plan) -> str:
+    """The plan's candidate as the rounds name it (`RoundRecord.candidate`): ``<ecosystem>:<build>``."""
+    return f"{plan.ecosystem}:{plan.build}"
+
+
 def context_for(run, profile, plan: Plan, eco: Ecosystem | None = None) -> RepoContext | None:
     """The memory's RepoContext of this instance (None when its language is outside the memory's
     vocabulary): the project's profile (manifests, build systems, runners, CI files, declared
@@ -49,7 +54,8 @@ def context_for(run, profile, plan: Plan, eco: Ecosystem | None = None) -> RepoC
     era = created.year if created else run.tree.commit_time.year
     toolchain = version_of(plan.toolchain)
     commands = [c[:300] for c in list(plan.setup_commands)[:8] + [getattr(plan, "test_command", "") or ""] if c]
-    extra = {"repo": run.instance.repo, "build_systems": list(profile.build_systems), "commands": commands}
+    extra = {"repo": run.instance.repo, "build_systems": list(profile.build_systems), "commands": commands,
+             "candidate": candidate_of(plan)}
     facts = eco.context_facts(plan) if eco is not None else None
     if facts is not None:
         return RepoContext(ecosystem=lang, toolchain=toolchain, era=era, frameworks=facts.frameworks,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -142,8 +142,47 @@ class TestArgAction(_Action):
     arg: str = Field(min_length=1)
 
 
+REPLAY_REQUEST_KEYS: tuple[str, ...] = ("route", "toolchain", "avoid", "apt", "env", "test_args", "options")
+"""The plan request's fields a replayed move may carry: data the ecosystem plans from, never
+commands (`pre` / `post` are left out of a lesson)."""
+
+
+class MoveAction(_Action):
+    """One change of the loop that shaped a round of a row that verified in round >= 2 (issue 30):
+    a generic next move (`agents.moves`: `ci_setup`, `test_option`, `status_units`, ...), the plan's
+    own next test configuration (`test_config`), an amended image (`amend`) or a replan with
+    Debian packages or on another toolchain (`apt`, `toolchain`), as data the planner replays
+    before the first build of a later instance (`agents.memory.replay`).
+
+    `request`: the plan request's change a rebuild merged (`REPLAY_REQUEST_KEYS` only: options,
+    Debian packages, toolchain, ...). `stall`: for a retest move, the class of stall that asked
+    for it (``no test ran``, ...): the ecosystem offers the move again for the later instance's
+    own tree and plan. `test`: the name of the plan's test configuration that ran (`test_config`).
+    `packages` / `install`: an amend's packages and how they were installed (`system`: Debian,
+    `module`: the ecosystem's installer, `ci_pip`: the tools the project's CI installs from PyPI,
+    read again from the later instance's CI). `evidence`: what called for it (for the report)."""
+
+    kind: Literal["move"] = "move"
+    move: str = Field(pattern=r"^[a-z_]+$")
+    request: dict[str, Any] = Field(default_factory=dict)
+    stall: str = ""
+    test: str = ""
+    packages: list[str] = Field(default_factory=list)
+    install: Literal["", "system", "module", "ci_pip"] = ""
+    evidence: str = ""
+
+    @field_validator("request")
+    @classmethod
+    def _data_only(cls, v: dict[str, Any]) -> dict[str, Any]:
+        bad = sorted(set(v) - set(REPLAY_REQUEST_KEYS))
+        if bad:
+            raise ValueError(f"a replayed request holds data only ({', '.join(REPLAY_REQUEST_KEYS)}), not {bad}")
+        return v
+
+
 Action = Annotated[Union[ShellAction, UvLiftAction, PinAction, InstallAction, EnvAction, AptAction,
-                         ToolchainAction, UvOptionAction, TestArgAction, RuleAction], Field(discriminator="kind")]
+                         ToolchainAction, UvOptionAction, TestArgAction, RuleAction, MoveAction],
+                   Field(discriminator="kind")]
 """One machine-applicable step of a solution, discriminated by `kind`."""
 
 
@@ -195,6 +234,9 @@ class EntryContext(BaseModel):
     ecosystems: list[str] = Field(default_factory=list)
     build_systems: list[str] = Field(default_factory=list)
     dependencies: list[str] = Field(default_factory=list)
+    candidates: list[str] = Field(default_factory=list)
+    """The candidate plans (``<ecosystem>:<build>``, as `RoundRecord.candidate`) a lesson of the
+    loop's moves is about (`MoveAction`): it is replayed only on a plan of one of them."""
     derived: bool = False
     """`dependencies` were read off a hand-written entry's actions, not declared by its author:
     they make retrieval specific but never let the entry change a plan before a failure."""
@@ -238,6 +280,12 @@ class Experience(BaseModel):
         if self.times_worked > self.times_applied:
             raise ValueError("times_worked cannot exceed times_applied")
         return self
+
+    @property
+    def moves(self) -> bool:
+        """True for a lesson of the loop's moves (its actions are `MoveAction`s, replayed before
+        the first build by `agents.memory.replay`)."""
+        return bool(self.actions) and all(a.kind == "move" for a in self.actions)
 
     @property
     def signature_re(self) -> re.Pattern[str]:

@@ -21,6 +21,13 @@ trajectory's `memory` `context` step) and the dependencies it concerns (the pack
 name, and declared dependencies its error names): `retrieve.eligible` serves it to another
 repository only when those match.
 
+**The loop's moves** (`move_lessons`). A row that verified in round >= 2 after the loop's moves
+(`agents.moves`: ci_setup, test_option, status_units, ...; an amended image; a replan with Debian
+packages or on another toolchain) has a `lesson:moves` step (`agents.memory.replay`): its moves as
+data (`MoveAction`), its candidate and build systems. It becomes an entry keyed by repository
+and build context, never by a word, that `agents.memory.replay` replays before the first build of
+a later instance of that context; the round it shapes scores it (`score:<id>`).
+
 **Generalised, never copied** (`generalise`). A learned `shell` action is replayed in other
 repositories' builds, so its command must not carry text the build printed (a crate named
 `x;cmd` in a compiler error became a command). Each word of the repair command (and each part of
@@ -42,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.memory.actions import REPAIR_PREFIX, bind_actions, error_variables, parse_repair
 from agents.memory.repo_context import RepoContext
-from agents.memory.experience import Action, EntryContext, Experience, Provenance, ShellAction, actions_key
+from agents.memory.experience import Action, EntryContext, Experience, MoveAction, Provenance, ShellAction, actions_key
 from agents.memory.experience_store import ExperienceStore, action_dependencies
 from agents.memory.text import clean, error_excerpt, signature_for, signature_with_captures
 from agents.models import StepRecord
@@ -266,6 +273,55 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
     return list(found.values()), refs + scores(trajectory)
 
 
+LESSON_RULE = "lesson:moves"
+"""Rule of the loop's step (agent `memory`) holding the moves of a row verified in round >= 2."""
+NEVER = "(?!)"
+"""The signature of a lesson of moves: it matches no error text (it is found by repository and
+candidate, `retrieve.Retriever.move_lessons`, never by an error or a word)."""
+
+
+class MovesLesson(BaseModel):
+    """The note of a `lesson:moves` step: the candidate and build systems of the verified round,
+    its number, and the moves that shaped the rounds before it (`MoveAction`s, in order)."""
+
+    model_config = ConfigDict(extra="forbid")
+    candidate: str
+    round: int
+    build_systems: list[str] = Field(default_factory=list)
+    actions: list[MoveAction] = Field(min_length=1)
+
+
+def move_lessons(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
+                 repo: str = "") -> list[Experience]:
+    """The lessons of the loop's moves a trajectory records (its `lesson:moves` steps): one entry
+    per step, keyed by repository and build context (`EntryContext.repos`, `build_systems`,
+    `candidates`), its actions the moves as data. The id depends on the context and the actions,
+    not on the repository: the same moves on the same candidate learned elsewhere reinforce it."""
+    out: list[Experience] = []
+    for s in trajectory:
+        if s.agent != "memory" or s.rule != LESSON_RULE or not s.note:
+            continue
+        try:
+            lesson = MovesLesson.model_validate_json(s.note)
+        except ValueError:
+            continue
+        builds = sorted(set(lesson.build_systems))
+        digest = hashlib.sha1(f"{ecosystem}|{lesson.candidate}|{','.join(builds)}|{actions_key(lesson.actions)}"
+                              .encode()).hexdigest()[:12]
+        kinds = [a.move for a in lesson.actions]
+        out.append(Experience(
+            id=f"learned-moves-{ecosystem}-{digest}", ecosystem=ecosystem,  # type: ignore[arg-type]
+            problem=f"{repo or 'a repository'} ({lesson.candidate}) verified only in round {lesson.round}: "
+                    f"the first build or test configuration gave nothing to grade",
+            solution="replay before the first build: " + "; ".join(
+                f"{a.move}" + (f" ({a.evidence[:120]})" if a.evidence else "") for a in lesson.actions),
+            actions=list(lesson.actions), tags=["learned", "moves"] + sorted(set(kinds)), error_signature=NEVER,
+            provenance=Provenance(source="learned", instance_ids=[instance_id]),
+            context=EntryContext(repos=[repo] if repo else [], build_systems=builds, candidates=[lesson.candidate]),
+            times_applied=1, times_worked=1))
+    return out
+
+
 def _same_lesson(existing: Experience, cand: Experience, error_text: str) -> bool:
     """Same error (its signature matches the text, or equal signatures) and same actions (the
     existing entry's placeholders bound from the error)."""
@@ -294,12 +350,19 @@ def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
         repo: the instance's repository (owner/name): the lessons' context.
     """
     lessons, refs = candidates(trajectory, ecosystem, instance_id, cfg, repo=repo)
+    moves = move_lessons(trajectory, ecosystem, instance_id, repo)
     if store is None:
-        return [exp for exp, _ in lessons]
+        return [exp for exp, _ in lessons] + moves
     out: dict[str, Experience] = {}
     for ref, worked in refs:
         if store.get(ref) is not None:
             out[ref] = store.record_outcome(ref, worked, instance_id, repo)
+    for lesson in moves:  # the same moves on the same context: reinforced (and its repository added)
+        if store.get(lesson.id) is not None:
+            out[lesson.id] = store.record_outcome(lesson.id, worked=True, instance_id=instance_id, repo=repo)
+        else:
+            store.add(lesson)
+            out[lesson.id] = lesson
     pool = store.all(ecosystem, include_negative=True)
     for cand, error_text in lessons:
         same = [e for e in pool if _same_lesson(e, cand, error_text)]

@@ -45,7 +45,7 @@ class RepoContext(BaseModel):
     `flags`: facts such as "compiled", "scm_version", "vendored", "no_lockfile". `repo`: owner/name
     (learned lessons of the same repository apply without a context match); `build_systems`: the
     analysis' build systems (`pip`, `maven`, `cmake`, ...); `commands`: the CI's and the plan's
-    commands (setup and test), words of the profile query.
+    commands (setup and test), words of the profile query; `candidate`: the plan's candidate.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -59,6 +59,9 @@ class RepoContext(BaseModel):
     repo: str = ""
     build_systems: list[str] = Field(default_factory=list)
     commands: list[str] = Field(default_factory=list)
+    candidate: str = ""
+    """The plan's candidate (``<ecosystem>:<build>``, as `RoundRecord.candidate`): lessons of the
+    loop's moves are keyed by it (`agents.memory.replay`)."""
 
     def dependency_names(self) -> set[str]:
         """The declared dependencies' names, normalised (`Foo_Bar` -> `foo-bar`)."""

@@ -71,6 +71,22 @@ def project_names(ctx: RepoContext) -> set[str]:
     return ctx.dependency_names() | {re.sub(r"[-_.]+", "-", w) for w in words}
 
 
+def lesson_match(e: Experience, ctx: RepoContext) -> str | None:
+    """Why a lesson of the loop's moves (`Experience.moves`) may be replayed for the project `ctx`,
+    None when it may not: on a plan of the lesson's candidate only, and then for its own
+    repositories, or for another repository whose context matches exactly (the same language,
+    the same candidate, the same build systems -- never by a shared word or an overlap)."""
+    c = e.context
+    if not ctx.candidate or ctx.candidate not in c.candidates:
+        return None
+    if ctx.repo and ctx.repo in c.repos:
+        return f"same repository {ctx.repo}; candidate {ctx.candidate}"
+    if e.ecosystem == ctx.ecosystem and c.build_systems and sorted(set(c.build_systems)) == sorted(set(ctx.build_systems)):
+        return f"context: exact (language {ctx.ecosystem}, candidate {ctx.candidate}, build systems " \
+               f"{', '.join(sorted(set(ctx.build_systems)))})"
+    return None
+
+
 def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
     """Why entry `e` may serve the project `ctx` (the retrieval report's "why"), None when it may
     not. A learned entry serves its own repositories, and another only when their contexts match
@@ -80,6 +96,8 @@ def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
         return "no context"
     if e.context.ecosystems and not set(e.context.ecosystems) & set(family(ctx.ecosystem)):
         return None
+    if e.moves:  # a lesson of the loop's moves: its repository, or an exact context (`lesson_match`)
+        return lesson_match(e, ctx)
     match = context_match(e, ctx)
     if e.provenance.source == "learned":
         if ctx.repo and ctx.repo in e.context.repos:
@@ -90,14 +108,15 @@ def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
 
 class Hit(BaseModel):
     """One retrieved entry. `via`: "signature" (its error_signature matched the error text),
-    "bm25" (text ranking only) or "fused" (context retrieval); `score`: higher is better
-    (signature hits: 1 + reliability; others: the RRF score); `queries`: the rule ids or query
+    "bm25" (text ranking only), "fused" (context retrieval) or "keyed" (a lesson of the loop's
+    moves, found by repository and candidate: `Retriever.move_lessons`); `score`: higher is better
+    (signature hits: 1 + reliability; keyed: the reliability; others: the RRF score); `queries`: the rule ids or query
     texts that found it; `why`: why the entry may serve this project (`eligible`)."""
 
     model_config = ConfigDict(extra="forbid")
     experience: Experience
     score: float
-    via: Literal["signature", "bm25", "fused"]
+    via: Literal["signature", "bm25", "fused", "keyed"]
     queries: list[str] = Field(default_factory=list)
     why: str = ""
 
@@ -218,6 +237,21 @@ class Retriever:
         fused = rrf(lists, k=self.config.rrf_k, weights=weights)[: k or self.config.k]
         return [Hit(experience=self.entries[i], score=s, via="fused", queries=found_by[i],
                     why=eligible(self.entries[i], ctx) or "") for i, s in fused]
+
+    def move_lessons(self, ctx: RepoContext, k: int = 5) -> list[Hit]:
+        """The lessons of the loop's moves that may be replayed for `ctx` (`lesson_match`), not
+        negative nor dropped below the floor: those of the project's own repository first, then
+        by reliability, then by successes. Keyed by repository and candidate, never by words."""
+        hits = []
+        for i, e in enumerate(self.entries):
+            if self._drop[i] or e.negative or not e.moves:
+                continue
+            why = lesson_match(e, ctx)
+            if why:
+                hits.append(Hit(experience=e, score=e.reliability, via="keyed", queries=["moves"], why=why))
+        hits.sort(key=lambda h: (not h.why.startswith("same repository"), -h.score, -h.experience.times_worked,
+                                 h.experience.id))
+        return hits[:k]
 
     def signature_matches(self, error_text: str, ecosystem: str | None = None,
                           include_negative: bool | None = None, ctx: RepoContext | None = None) -> list[int]:
