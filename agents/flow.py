@@ -142,11 +142,19 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         if not instance.test_patch.strip() or not instance.patch.strip():
             raise InstanceInputError("empty patch or test_patch", instance_id=iid)
         res.test_infra_files = infrastructure_flags(instance.patch, instance.test_patch, instance.language)
-        if invalid := grading_paths_problem(instance.patch, instance.language):  # the fix may not touch what grades it
+        trees: list[GitTree] = []
+
+        def base_text(path: str) -> str | None:  # the fix's configuration files as base_commit has them
+            if not trees:
+                trees.append(GitTree(Path(repo_path), instance.base_commit, instance_id=iid))
+            return trees[0].read(path)
+
+        # the fix may not touch what grades it (its configuration files judged against their base text)
+        if invalid := grading_paths_problem(instance.patch, instance.language, base_text):
             raise InvalidTaskError(invalid, instance_id=iid)
         if shared := shared_files_problem(instance.patch, instance.test_patch):
             raise InstanceInputError(shared, instance_id=iid)
-        tree = GitTree(Path(repo_path), instance.base_commit, instance_id=iid)
+        tree = trees[0] if trees else GitTree(Path(repo_path), instance.base_commit, instance_id=iid)
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
                       log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
                       touched=paths_after(instance.test_patch), cost=meter)

@@ -234,6 +234,8 @@ def file_after(patch: str, path: str, before: str) -> str | None:
 
     if path not in files_in_patch(patch):
         return before
+    if path.startswith("/") or ".." in PurePosixPath(path).parts:  # never a file outside the scratch folder
+        return None
     with tempfile.TemporaryDirectory(prefix="swemint-after-") as d:
         target = Path(d) / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -315,19 +317,33 @@ def changed_line_count(diff: str) -> int:
         return sum(1 for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++ ", "--- ")))
 
 
-def file_changes(patch: str) -> dict[str, list[tuple[list[str], list[str]]]]:
-    """Path -> its changes as `TestPathRules.config_hit` reads them: (the hunk's section header
-    and the old-side lines of the hunk above the change, nearest last; the changed lines), by
-    unidiff; {} when unidiff cannot read the patch. Never raises."""
+def file_changes(patch: str, base=None) -> dict[str, list[tuple[list[str], list[str]]]]:
+    """Path -> its changes as `TestPathRules.config_hit` reads them: (the lines above the change,
+    nearest last; the changed lines), by unidiff; {} when unidiff cannot read the patch. Never
+    raises. `base(path) -> str | None`: the file's text before the patch; where it gives one, the
+    lines above a change are the base text's down to the hunk and the hunk's own lines, so a
+    section header more lines above than the hunk's context still counts (the hunk's `@@ ... @@`
+    header text, which `git apply` ignores and anyone may write, is then not read); otherwise
+    the hunk's section header and its old-side lines above the change."""
     try:
         from unidiff import PatchSet
 
         out: dict[str, list[tuple[list[str], list[str]]]] = {}
+        texts: dict[str, list[str] | None] = {}
         for pf in PatchSet(patch):
             path = _strip_prefix((pf.source_file if pf.is_removed_file else pf.target_file) or "")
+            old_path = _strip_prefix(pf.source_file or "") if not pf.is_added_file else ""
+            if base is not None and old_path and old_path not in texts:
+                text = _base_text(base, old_path)
+                texts[old_path] = text.splitlines() if text is not None else None
+            known = texts.get(old_path) if old_path else None
             changes = out.setdefault(path, [])
             for hunk in pf:
-                above = [hunk.section_header] if hunk.section_header else []
+                if known is not None:
+                    start = hunk.source_start - 1 if hunk.source_length else hunk.source_start
+                    above = known[:max(start, 0)]
+                else:
+                    above = [hunk.section_header] if hunk.section_header else []
                 run: list[str] = []
                 for line in hunk:
                     text = line.value.rstrip("\n")
@@ -345,33 +361,54 @@ def file_changes(patch: str) -> dict[str, list[tuple[list[str], list[str]]]]:
         return {}
 
 
-def grading_paths(patch: str, rules: TestPathRules | None = None) -> list[str]:
+def _base_text(base, path: str) -> str | None:
+    """`base(path)`, None when it raises."""
+    try:
+        return base(path)
+    except Exception:
+        return None
+
+
+def grading_paths(patch: str, rules: TestPathRules | None = None, base=None) -> list[str]:
     """The paths of `patch` (`files_in_patch`) that are test code or test infrastructure under
     `rules` (default: every group of `envpool.testpaths`): test paths (`TestPathRules.is_test`)
     and shared configuration files whose changes touch runner configuration (a `[tool:pytest]`
     section, a package.json `"jest"` key, a CMake `add_test`, a Makefile `test:` target). A patch
-    unidiff cannot read counts every such configuration file it names. Never raises."""
+    unidiff cannot read counts every such configuration file it names. Never raises.
+
+    `base(path) -> str | None`: a file's text before the patch (the repository at base_commit;
+    None: not there). With it a configuration file is judged from its two texts
+    (`TestPathRules.config_changed`: the base text and the one `file_after` gives), so what the
+    hunks alone cannot show counts: a change far below its `[tool:pytest]` header (a hunk's
+    three context lines do not reach it, and its `@@` header text is the author's), a key added
+    deep inside package.json's `"jest"`. Without it (a PR diff from an API) the hunks decide."""
     rules = rules or rules_for(None)
     changes = None
     out = []
     for p in files_in_patch(patch):
         kind = rules.kind(p)
         if kind == "config":
-            if changes is None:
-                changes = file_changes(patch)
-            if p in changes and not rules.config_hit(p, changes[p]):
-                continue
+            old = _base_text(base, p) if base is not None else None
+            new = file_after(patch, p, old) if old is not None else None
+            if old is not None and new is not None:
+                if not rules.config_changed(p, old, new):
+                    continue
+            else:
+                if changes is None:
+                    changes = file_changes(patch, base)
+                if p in changes and not rules.config_hit(p, changes[p]):
+                    continue
         if kind is not None:
             out.append(p)
     return out
 
 
-def grading_paths_problem(patch: str, language: str | None = None) -> str | None:
+def grading_paths_problem(patch: str, language: str | None = None, base=None) -> str | None:
     """Why a row whose `patch` (the fix) changes test code or test infrastructure is no valid
-    task (`grading_paths` under the rules of `language`), naming the paths; None when it does
-    not. SWE-bench's collection puts every such file in the test_patch: a fix that edits what
-    grades it proves nothing, and rewards any model patch making the same edit."""
-    paths = grading_paths(patch, rules_for(language))
+    task (`grading_paths` under the rules of `language`, `base` as there), naming the paths;
+    None when it does not. SWE-bench's collection puts every such file in the test_patch: a fix
+    that edits what grades it proves nothing, and rewards any model patch making the same edit."""
+    paths = grading_paths(patch, rules_for(language), base)
     if not paths:
         return None
     shown = ", ".join(paths[:8]) + (f" (+{len(paths) - 8} more)" if len(paths) > 8 else "")
@@ -390,17 +427,18 @@ class Split(NamedTuple):
     moved: list[str]
 
 
-def split_by_rules(diff: str, rules: TestPathRules | None = None) -> Split:
-    """Split a PR's git diff into `Split(patch, test_patch, moved)` by `grading_paths`, file
-    sections kept verbatim and in order: a section any of whose paths (old or new name) is test
-    code or test infrastructure goes to the test_patch, whole (a file cannot be in both: the
-    test files are reset before the test_patch is applied)."""
+def split_by_rules(diff: str, rules: TestPathRules | None = None, base=None) -> Split:
+    """Split a PR's git diff into `Split(patch, test_patch, moved)` by `grading_paths` (`base`:
+    the files' texts before the diff, as there), file sections kept verbatim and in order: a
+    section any of whose paths (old or new name) is test code or test infrastructure goes to the
+    test_patch, whole (a file cannot be in both: the test files are reset before the test_patch
+    is applied)."""
     rules = rules or rules_for(None)
     code: list[str] = []
     tests: list[str] = []
     moved: list[str] = []
     for section in file_sections(diff):
-        hits = grading_paths(section, rules)
+        hits = grading_paths(section, rules, base)
         if hits:
             tests.append(section)
             moved += [p for p in hits if rules.kind(p) in ("support", "config") and p not in moved]

@@ -108,9 +108,12 @@ def check_rule_data(data: object) -> None:
                 raise RuleSetError(f"group {name!r}: {kind} must be a list of non-empty strings")
         for entry in group.get("config", []):
             if not isinstance(entry, dict) or not entry.get("files") or \
-                    set(entry) - {"files", "lines", "sections", "headers"} or entry.get("headers", "ini") not in HEADERS:
+                    set(entry) - {"files", "lines", "sections", "headers", "keys"} or \
+                    entry.get("headers", "ini") not in HEADERS:
                 raise RuleSetError(f"group {name!r}: a config entry needs `files`, and only `lines`, `sections`, "
-                                   f"`headers` ({sorted(HEADERS)})")
+                                   f"`keys`, `headers` ({sorted(HEADERS)})")
+            if not all(isinstance(k, str) and k and all(k.split(".")) for k in entry.get("keys", [])):
+                raise RuleSetError(f"group {name!r}: config keys are dotted JSON key globs (`jest`, `scripts.test*`)")
             for rx in entry.get("lines", []) + entry.get("sections", []):
                 try:
                     re.compile(rx)
@@ -166,6 +169,14 @@ def _glob_regex(glob: str) -> str:
     return "".join(out)
 
 
+def _key_values(doc, parts: list[str]) -> list:
+    """The values of a JSON document at a dotted key path whose parts are globs (sorted by key)."""
+    found = [doc]
+    for part in parts:
+        found = [v[k] for v in found if isinstance(v, dict) for k in sorted(v) if fnmatch.fnmatchcase(k, part)]
+    return [json.dumps(v, sort_keys=True) for v in found]
+
+
 def _any_regex(patterns) -> re.Pattern:
     return re.compile("|".join(f"(?:{p})" for p in sorted(patterns)) or "(?!)")
 
@@ -181,13 +192,34 @@ Makefile target lines (`name: deps`, not `X := y`)."""
 class ConfigRule:
     """One `config` entry: which files (`files`, name globs) and what in their changes counts
     (`lines`: a changed line matches; `sections`: the change lies below a section header --
-    `headers` style, `HEADERS` -- that matches)."""
+    `headers` style, `HEADERS` -- that matches; `keys`: a JSON file's value at one of these
+    dotted key paths differs, each part a glob: `jest`, `scripts.test*` -- wherever in the file
+    the change sits, which a changed line alone cannot tell: a `"testResultsProcessor"` added
+    deep inside `"jest"`)."""
 
-    def __init__(self, files, lines=(), sections=(), headers="ini"):
+    def __init__(self, files, lines=(), sections=(), headers="ini", keys=()):
         self.files = list(files)
         self.lines = _any_regex(lines) if lines else None
         self.sections = _any_regex(sections) if sections else None
         self.header = HEADERS[headers]
+        self.keys = [k.split(".") for k in keys]
+
+    def changed(self, old: str, new: str) -> bool:
+        """True when the file's text going from `old` to `new` changes runner configuration: a
+        `hit` among the changes with the whole old text above each (`line_changes`: a section
+        header far above a change still counts), or a `keys` value that differs (a text that is
+        not JSON: every key counts as changed when the texts differ)."""
+        if old == new:
+            return False
+        if self.hit(line_changes(old, new)):
+            return True
+        if not self.keys:
+            return False
+        try:
+            a, b = json.loads(old) if old.strip() else {}, json.loads(new) if new.strip() else {}
+        except ValueError:
+            return True
+        return any(_key_values(a, k) != _key_values(b, k) for k in self.keys)
 
     def applies(self, name: str) -> bool:
         """True when a file named `name` is one of this entry's files."""
@@ -235,7 +267,7 @@ class TestPathRules:
             paths.update(rule.get("paths", []))
             support.update(rule.get("support", []))
             self.config += [ConfigRule(c["files"], c.get("lines", []), c.get("sections", []),
-                                       c.get("headers", "ini")) for c in rule.get("config", [])]
+                                       c.get("headers", "ini"), c.get("keys", [])) for c in rule.get("config", [])]
         self.groups = chosen
         self._dir_exact = {d.lower() for d in dirs if not any(c in d for c in "*?[")}
         self._dir_globs = sorted(d.lower() for d in dirs if d.lower() not in self._dir_exact)
@@ -279,6 +311,14 @@ class TestPathRules:
         `changes`: (lines above the change, nearest last; changed lines) per change, as
         `line_changes` or `envpool.patches.file_changes` make them."""
         return any(c.hit(changes) for c in self.config_rules(path))
+
+    def config_changed(self, path: str, old: str, new: str) -> bool:
+        """True when shared configuration file `path` going from text `old` (its base; "" for a
+        file added) to `new` changes runner configuration (`ConfigRule.changed` of its entries):
+        the judgement from both texts, which a diff's hunks alone cannot give (a `[tool:pytest]`
+        header more lines above a change than the hunk's context, a key deep in package.json's
+        `"jest"`)."""
+        return any(c.changed(old, new) for c in self.config_rules(path))
 
     def kind(self, path: str) -> str | None:
         """"test" (a test module or anything in a test folder), "support" (test infrastructure
@@ -452,7 +492,7 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
             tracked.append(f)
         elif kind == "config":
             old = _git(root, "show", f"HEAD:{f}").decode("utf-8", "replace")
-            if rules.config_hit(f, line_changes(old, _read(root, f))):
+            if rules.config_changed(f, old, _read(root, f)):
                 tracked.append(f)
     stamp = os.path.join(root, STAMP)
     since = os.stat(stamp).st_mtime_ns if os.path.exists(stamp) else None
@@ -462,7 +502,7 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
         kind = rules.kind(f)
         if kind is None or _in_dependency_dir(f):
             continue
-        if kind == "config" and not rules.config_hit(f, line_changes("", _read(root, f))):
+        if kind == "config" and not rules.config_changed(f, "", _read(root, f)):
             continue
         try:
             mtime = os.lstat(os.path.join(root, f)).st_mtime_ns

@@ -60,9 +60,11 @@ def default_rules() -> TestPathRules:
     return TestPathRules()
 
 
-def split(diff: str, rules: TestPathRules | None = None) -> Split:
-    """`envpool.patches.split_by_rules`: (patch, test_patch, moved) of a PR diff."""
-    return split_by_rules(diff, rules or default_rules())
+def split(diff: str, rules: TestPathRules | None = None, base=None) -> Split:
+    """`envpool.patches.split_by_rules`: (patch, test_patch, moved) of a PR diff; `base(path) ->
+    str | None`: a file's text at the PR's base, so a runner section far above a change of a shared
+    configuration file still counts (without it the hunks alone decide)."""
+    return split_by_rules(diff, rules or default_rules(), base)
 
 
 def split_diff(diff: str, rules: TestPathRules | None = None) -> tuple[str, str]:

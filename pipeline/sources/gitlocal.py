@@ -51,6 +51,17 @@ def git(git_dir: Path, *args: str, timeout: float = 300) -> str:
     return r.stdout
 
 
+def _base_reader(git_dir: Path, commit: str):
+    """`path -> text of path at commit` (None when it is not there), for the split's judgement of
+    shared configuration files (`diff_split.split`'s `base`)."""
+    def read(path: str) -> str | None:
+        try:
+            return git(git_dir, "cat-file", "blob", f"{commit}:{path}", timeout=60)
+        except GitMiningError:
+            return None
+    return read
+
+
 def resolve_git_dir(path: Path) -> Path:
     """`path` itself for a bare repository, `path/.git` for a work tree."""
     path = Path(path)
@@ -119,7 +130,7 @@ def mine(cfg: LocalRepoConfig, rules: TestPathRules | None = None,
             yield _reject(out, "not_pr_like", f"{sha[:12]}: {subject[:120]}")
             continue
         diff = git(git_dir, "diff", "--no-ext-diff", "--no-textconv", "-M", parents[0], sha, "--")
-        patch, test_patch, moved = split(diff, rules)
+        patch, test_patch, moved = split(diff, rules, _base_reader(git_dir, parents[0]))
         if not test_patch:
             yield _reject(out, "no_test_change", sha[:12])
             continue

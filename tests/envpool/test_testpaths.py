@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -233,3 +234,52 @@ def test_an_image_without_a_stamp_removes_only_what_git_does_not_ignore(tree):
     done = reset_tree(str(tree), TestPathRules(None, groups_for("python")))
     assert "build/conftest.py" in done and "tests/test_new.py" in done
     assert (tree / "build" / "tests" / "out.txt").exists()
+
+
+# -- runner configuration far from where a hunk shows it (a new user's attack, trial 6) -----------
+
+PKG = ('{\n  "name": "calc",\n  "version": "1.0.0",\n  "scripts": {\n    "build": "tsc"\n  },\n'
+       '  "jest": {\n    "verbose": true,\n    "roots": [\n      "src"\n    ],\n    "bail": false\n  },\n'
+       '  "license": "MIT"\n}\n')
+PKG_PROCESSOR = PKG.replace('    "bail": false\n', '    "bail": false,\n    "testResultsProcessor": "./src/pass.js"\n')
+PKG_PRETEST = PKG.replace('    "build": "tsc"\n', '    "build": "tsc",\n    "pretest": "node src/pass.js"\n')
+PKG_OTHER = PKG.replace('"version": "1.0.0"', '"version": "1.0.1"')
+CFG = ("[metadata]\nname = calc\n\n[tool:pytest]\nminversion = 6.0\nmarkers =\n    slow: s\n    net: n\n"
+       "    db: d\nxfail_strict = true\n")
+MAKE = "all:\n\tcc a.c\n\ntest: all\n\t./t1\n\t./t2\n\t./t3\n\t./t4\n\t./t5\n"
+
+
+@pytest.mark.parametrize("path,language,old,new,hit", [
+    ("package.json", "javascript", PKG, PKG_PROCESSOR, True),  # a key deep inside "jest" no line names
+    ("package.json", "javascript", PKG, PKG_PRETEST, True),  # npm runs `pretest` before `test`
+    ("package.json", "javascript", PKG, PKG_OTHER, False),
+    ("setup.cfg", "python", CFG, CFG + "pythonpath = shim\n", True),  # 8 lines below [tool:pytest]
+    ("setup.cfg", "python", CFG, CFG.replace("name = calc\n", "name = calc\nversion = 2\n"), False),
+    ("Makefile", "c", MAKE, MAKE.replace("\t./t5\n", "\ttrue\n"), True),  # a recipe line far below `test:`
+])
+def test_runner_configuration_counts_wherever_in_the_file_the_change_is(path, language, old, new, hit, tmp_path):
+    rules = rules_for(language)
+    assert rules.config_changed(path, old, new) is hit
+    diff = _diff_of(path, old, new)
+    assert (path in grading_paths(diff, rules, base={path: old}.get)) is hit  # the minter: the base text decides
+    # the hunk's `@@` text is the author's: a forged `[metadata]` there changes nothing
+    forged = re.sub(r"^(@@ [^@]* @@).*$", r"\1 [metadata]", diff, flags=re.M)
+    assert (path in grading_paths(forged, rules, base={path: old}.get)) is hit
+    # the reset in the image: a tracked file changed that way goes back
+    repo = tmp_path / "t"
+    (repo / "src").mkdir(parents=True)
+    (repo / path).write_text(old)
+    (repo / "src" / "a.c").write_text("int x;\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    (repo / path).write_text(new)
+    assert (path in reset_tree(str(repo), rules)) is hit
+    assert (repo / path).read_text() == (old if hit else new)
+
+
+def test_a_package_json_added_by_a_patch_counts_when_it_configures_a_runner(tmp_path):
+    rules = rules_for("javascript")
+    assert rules.config_changed("web/package.json", "", PKG_PROCESSOR)
+    assert not rules.config_changed("web/package.json", "", '{\n  "name": "web"\n}\n')
+    assert rules.config_changed("web/package.json", "", "{ not json")  # unreadable: counts

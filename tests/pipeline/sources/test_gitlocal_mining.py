@@ -213,3 +213,22 @@ def test_a_unit_whose_test_side_is_runner_configuration_only_is_rejected(tmp_pat
     assert rej is not None and rej.reason == "no_test_change"
     assert rej.detail == f"{cfg_only[:12]}: runner configuration only (pyproject.toml)"
     assert outs["acme__algo-31"].row is not None
+
+
+def test_a_runner_section_far_above_a_change_moves_it_to_the_test_patch(tmp_path):
+    """The split reads setup.cfg at the PR's base: a line added eight lines below `[tool:pytest]`
+    (no hunk context reaches the header) is runner configuration and goes to the test_patch."""
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    cfg = ("[metadata]\nname = calc\n\n[tool:pytest]\nminversion = 6.0\nmarkers =\n    slow: s\n    net: n\n"
+           "    db: d\nxfail_strict = true\n")
+    _commit(repo, {CALC: "def div(a, b):\n    return a / b\n", TEST: "def test_div():\n    pass\n",
+                   "setup.cfg": cfg}, "Initial import", "01T00:00:00")
+    _commit(repo, {CALC: "def div(a, b):\n    return a // b\n", TEST: "def test_div():\n    assert True\n",
+                   "setup.cfg": cfg + "pythonpath = shim\n"}, "Floor division (#3)", "02T00:00:00")
+    mirror = tmp_path / "calc.git"
+    _git(tmp_path, "clone", "-q", "--mirror", str(repo), str(mirror))
+    row = next(o.row for o in mine(LocalRepoConfig(repo="acme/calc", git_dir=mirror)) if o.row)
+    assert "setup.cfg" in row["test_patch"] and "setup.cfg" not in row["patch"]
+    assert row["moved_to_test_patch"] == ["setup.cfg"]
