@@ -31,7 +31,7 @@ from envpool.errors import InstanceInputError
 from envpool.naming import folder_name
 from envpool.patches import shared_files_problem, unsafe_paths_problem
 
-COMMIT_RE = re.compile(r"^[0-9a-fA-F]{4,64}$")
+COMMIT_RE = re.compile(r"[0-9a-fA-F]{4,64}")
 DEFAULT_LANGUAGE = "python"
 """Language assumed for rows without a `language` field (SWE-bench, Lite and Verified)."""
 
@@ -147,7 +147,7 @@ def parse_row(row: Any, where: str, source: str = "") -> Instance:
         raise InstanceInputError(f"{prefix}: {e}", instance_id=iid) from None
     if not inst.base_commit.strip():
         raise InstanceInputError(f"{prefix}: empty base_commit", instance_id=iid)
-    if not COMMIT_RE.match(inst.base_commit):  # it enters git commands and the row's Dockerfile
+    if not COMMIT_RE.fullmatch(inst.base_commit):  # (fullmatch: `$` lets a final newline in) enters git, Dockerfile
         raise InstanceInputError(f"{prefix}: base_commit {inst.base_commit[:80]!r} is not a commit id (4 to 64 hex "
                                  "digits)", instance_id=iid)
     problem = unsafe_paths_problem(inst.patch, "patch") or unsafe_paths_problem(inst.test_patch, "test_patch") \

@@ -75,13 +75,15 @@ def test_each_hostile_id_is_refused_with_one_inert_line_naming_its_row(tmp_path)
     ("source", "github\ntouch PWNED"), ("commit", "\x1b[2J"), ("crawled_at", "soon"),
     ("patch", PATCH.replace("x.py", "../../x.py")), ("patch", PATCH.replace("x.py", ".git/hooks/post-checkout")),
     ("test_patch", TP.replace("tests/t.py", "/etc/cron.d/x")), ("problem_statement", "a\0b"),
+    ("base_commit", "abcd1234\n"), ("base_commit", "abcd1234\n--x"), ("base_commit", "-abcd"),
 ])
 def test_each_hostile_field_is_refused_naming_the_row_and_the_field(field, value):
     with pytest.raises(InstanceInputError) as e:
         parse_row(row(**{field: value}), "line 3", "in.jsonl")
     msg = str(e.value)
     assert_one_inert_line(msg, "in.jsonl line 3:")
-    assert field.split("_")[0] in msg or (field in ("patch", "test_patch") and "path" in msg), msg
+    assert field.split("_")[0] in msg or (field in ("patch", "test_patch") and "path" in msg) \
+        or (field == "base_commit" and "commit id" in msg), msg
     assert e.value.instance_id == "octo__proj-1"
 
 
