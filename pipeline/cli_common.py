@@ -148,10 +148,11 @@ def conventions(fn):
         with output_mode(verbose, quiet, json_out):
             try:
                 return fn(*args, **kwargs)
-            except ValueError as e:  # a row a newer swemint wrote: one line, exit 2, every command
+            except ValueError as e:  # a row a newer swemint wrote, a path leading out of where a
+                from envpool.quoting import UnsafePath  # command writes: one line, exit 2, every command
                 from pipeline.store import NewerRow
 
-                if isinstance(e, NewerRow):
+                if isinstance(e, (NewerRow, UnsafePath)):
                     fail(str(e))
                 raise
 

@@ -277,3 +277,20 @@ def test_python_dash_m_swemint_runs_the_cli():
     out = subprocess.run([sys.executable, "-m", "swemint", "--version"], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0 and out.stdout.startswith("swemint "), out.stderr
+
+
+def test_an_export_whose_destination_leads_out_is_one_line_and_writes_nothing_there(setup, tmp_path):
+    """A link planted in the export's destination (sweb.yaml -> a file elsewhere): refused with one
+    line and exit 2 (it was a traceback), the file it points at unchanged (a new user's trial 6)."""
+    d = setup
+    assert runner.invoke(app, margs(d)).exit_code == 0
+    victim = tmp_path / "elsewhere" / "victim"
+    victim.parent.mkdir()
+    victim.write_text("keep\n")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "sweb.yaml").symlink_to(victim)
+    r = runner.invoke(app, ["export", "-w", str(d / "work"), "--format", "swebench-task-repo", "-m",
+                            str(d / "mirrors"), str(dest)])
+    one_line_error(r, 2, "outside")
+    assert victim.read_text() == "keep\n"
