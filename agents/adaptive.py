@@ -10,9 +10,16 @@ what matters: `targets` = the candidate FAIL_TO_PASS tests and every test whose 
 status differs between before#1 and after#1. The before side's other runs and the after side's
 other runs but the last are *targeted* at them (the ecosystem's `targeted_plan` hook; a runner
 without one reruns in full); the after side's last run stays full, so a PASS_TO_PASS test that
-flakes is still seen twice after the patch. A candidate is thus seen as often as under `fixed`
-(2 before, 3 after by default); a PASS_TO_PASS test once before and twice after. When before#1
-or after#1 cannot be graded (an anomaly, a timeout), the remaining runs are full, as `fixed`.
+flakes is still seen twice after the patch. With `verify.full_before_rerun` (the default) the
+before side's first rerun, before#2, is full too, so a PASS_TO_PASS test is seen twice before the
+patch as under `fixed` (a full run observes the targets too: it is their confirmation as well).
+A candidate is thus seen as often as under `fixed` (2 before, 3 after by default); a
+PASS_TO_PASS test twice before and twice after (once before without `full_before_rerun`), where
+`fixed` sees it 2 + 3 times. Full runs of an instance with a candidate, before + after: 2 + 2
+(1 + 2 without `full_before_rerun`; `fixed`: 2 + 3). For a test failing at random with
+probability p per run that makes it flagged flaky with probability 0.34 at p = 0.1 (0.26
+without, `fixed` 0.40: `scripts/flaky_sim.py`, docs/cost.md). When before#1 or after#1 cannot
+be graded (an anomaly, a timeout), the remaining runs are full, as `fixed`.
 Targeting is skipped (full reruns) when the targets are more than `MAX_TARGETS` ids or at least
 `MAX_TARGET_SHARE` of the tests after#1 reported: a selection that large saves little and is a
 long command line.
@@ -49,11 +56,15 @@ def targets_of(cands: list[str], differ: list[str], after: TestRunReport) -> lis
     return out
 
 
-def reruns(before_runs: int, after_runs: int, targets: list[str] | None) -> list[tuple[str, list[str] | None]]:
+def reruns(before_runs: int, after_runs: int, targets: list[str] | None,
+           full_before_rerun: bool = False) -> list[tuple[str, list[str] | None]]:
     """The adaptive reruns after before#1 and after#1: (side, targets or None for a full run),
     in order -- the before side's `before_runs - 1` runs, then the after side's `after_runs - 1`,
-    every one targeted but the after side's last (full, for PASS_TO_PASS stability)."""
-    out: list[tuple[str, list[str] | None]] = [("before", targets) for _ in range(before_runs - 1)]
+    every one targeted but the after side's last (full, for PASS_TO_PASS stability) and, with
+    `full_before_rerun`, the before side's first (before#2: a PASS_TO_PASS test seen twice before
+    the patch; the targets are in it)."""
+    out: list[tuple[str, list[str] | None]] = [
+        ("before", None if full_before_rerun and k == 0 else targets) for k in range(before_runs - 1)]
     n = after_runs - 1
     out += [("after", targets if k < n - 1 else None) for k in range(n)]
     return out

@@ -125,11 +125,13 @@ class CostMeter:
 
 
 def policy_of(config) -> dict[str, Any]:
-    """The settings a cost depends on, from a MintConfig: `verify.policy`, `verify.compile_once`,
-    the runs per side, `cache.scope`, `cache.warm`, `images.warm` (absent keys left out)."""
+    """The settings a cost depends on, from a MintConfig: `verify.policy`, `verify.full_before_rerun`,
+    `verify.compile_once`, the runs per side, `cache.scope`, `cache.warm`, `images.warm` (absent
+    keys left out)."""
     out: dict[str, Any] = {}
     verify = getattr(config, "verify", None)
-    for key in ("policy", "compile_once", "compile_once_min_source_kb", "before_runs", "after_runs"):
+    for key in ("policy", "full_before_rerun", "compile_once", "compile_once_min_source_kb", "before_runs",
+                "after_runs"):
         if verify is not None and hasattr(verify, key):
             out[f"verify.{key}"] = getattr(verify, key)
     cache = getattr(config, "cache", None)

@@ -81,6 +81,11 @@ class VerifyConfig(BaseModel):
     26: 2 + 3 full runs). `adaptive`: before#1 and after#1 in full; no FAIL_TO_PASS candidate
     decides at once; else the reruns target the candidates and the tests whose status differs,
     and the after side's last run is full (`agents.adaptive`)."""
+    full_before_rerun: bool = True
+    """`adaptive` with a FAIL_TO_PASS candidate: before#2 runs in full, not targeted, so a
+    PASS_TO_PASS test is seen twice before the patch as under `fixed` (flaky detection; the
+    candidates and differing tests are in the full run). Costs one full run per instance with a
+    candidate (full runs before + after: 2 + 2, else 1 + 2) and saves the targeted before#2."""
     compile_once: bool = True
     """Build each side once (its patches applied, the ecosystem's `build_command`, no test run),
     commit it as a snapshot image, and start every run of that side from it in a fresh

@@ -529,7 +529,8 @@ class _Sides:
             self.traj(StepRecord(agent="verification", rule="adaptive:targets",
                                  note=f"{len(cands)} candidate(s), {len(differ)} differing; reruns "
                                       + (f"targeted at {len(targets)} id(s)" if targets else "in full")))
-            todo = adaptive.reruns(vc.before_runs, vc.after_runs, targets)
+            todo = adaptive.reruns(vc.before_runs, vc.after_runs, targets,
+                                   full_before_rerun=getattr(vc, "full_before_rerun", False))
         else:  # a first run that cannot be graded: the rest in full, as `fixed`
             todo = adaptive.fixed(vc.before_runs - 1, vc.after_runs - 1)
         for side, targets in todo:

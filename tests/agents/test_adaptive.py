@@ -144,9 +144,10 @@ def test_no_candidate_decides_after_two_runs(tmp_path, instance, monkeypatch):
 
 
 def test_reruns_target_the_candidates_and_keep_one_full_after_run(tmp_path, instance, monkeypatch):
+    """Without `full_before_rerun`: before#2 and after#2 targeted, after#3 full (1 + 2 full runs)."""
     tests = {f"TestP{i}": "pass" for i in range(6)}
     world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"})
-    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False, full_before_rerun=False)
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == [f"{PKG}::TestAdd"] and len(res.PASS_TO_PASS) == 6 and res.flaky_tests == []
     kinds = [(r.label, r.kind) for r in res.cost.runs]
@@ -155,6 +156,67 @@ def test_reruns_target_the_candidates_and_keep_one_full_after_run(tmp_path, inst
     assert all("-run '^(TestAdd)$'" in cmd for _, cmd, _ in world.runs[2:4])
     assert "-run" not in world.runs[4][1]
     assert set(res.timings) >= {"before", "after", "reruns"}
+
+
+def _full_runs(res) -> dict[str, int]:
+    out = {"before": 0, "after": 0}
+    for r in res.cost.runs:
+        if r.kind == "full":
+            out[r.label.split("#", 1)[0]] += 1
+    return out
+
+
+def test_full_before_rerun_runs_before2_in_full_and_still_targets_after2(tmp_path, instance, monkeypatch):
+    """The default (`verify.full_before_rerun`): before#2 full (it covers the candidate's before
+    confirmation), after#2 targeted, after#3 full -- full runs before + after 2 + 2, as
+    docs/cost.md says (fixed: 2 + 3; without the key: 1 + 2)."""
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    assert MintConfig().verify.full_before_rerun is True
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == [f"{PKG}::TestAdd"] and len(res.PASS_TO_PASS) == 6 and res.flaky_tests == []
+    assert [(r.label, r.kind) for r in res.cost.runs] == [
+        ("before#1", "full"), ("after#1", "full"), ("before#2", "full"), ("after#2", "targeted"), ("after#3", "full")]
+    assert "-run" not in world.runs[2][1] and "-run '^(TestAdd)$'" in world.runs[3][1]
+    assert _full_runs(res) == {"before": 2, "after": 2}
+    assert res.cost.policy["verify.full_before_rerun"] is True
+    for kw, want in (({"full_before_rerun": False}, {"before": 1, "after": 2}),
+                     ({"policy": "fixed"}, {"before": 2, "after": 3})):
+        world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"})
+        res = _mint(tmp_path / next(iter(kw)), instance, monkeypatch, world, ToyEco(), compile_once=False, **kw)
+        assert res.outcome == "verified" and _full_runs(res) == want, kw
+
+
+def test_a_passing_to_passing_test_that_flakes_only_in_before2_is_caught_with_full_before_rerun(
+        tmp_path, instance, monkeypatch):
+    """TestP2 passes everywhere but in before#2: the full before#2 sees it fail (flaky, not
+    PASS_TO_PASS) as the fixed policy's does; a targeted before#2 never runs it."""
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    flips = {("before", 2): {"TestP2": "fail"}}
+    for name, kw, caught in (("remedy", {}, True), ("fixed", {"policy": "fixed"}, True),
+                             ("targeted", {"full_before_rerun": False}, False)):
+        world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"}, flips=flips)
+        res = _mint(tmp_path / name, instance, monkeypatch, world, ToyEco(), compile_once=False, **kw)
+        assert res.outcome == "verified" and res.FAIL_TO_PASS == [f"{PKG}::TestAdd"], (name, res.reason)
+        assert (res.flaky_tests == [f"{PKG}::TestP2"]) is caught, name
+        assert (f"{PKG}::TestP2" in res.PASS_TO_PASS) is not caught, name
+
+
+def test_full_before_rerun_still_confirms_the_candidate_before(tmp_path, instance, monkeypatch):
+    """The candidate passes in before#2 (a flaky candidate): the full before#2 observes it as the
+    targeted one did -- flaky, no FAIL_TO_PASS."""
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"}, flips={("before", 2): {"TestAdd": "pass"}})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    assert res.flaky_tests == [f"{PKG}::TestAdd"] and res.FAIL_TO_PASS == [] and res.outcome == "no_fail_to_pass"
+
+
+def test_no_candidate_still_decides_after_two_runs_with_full_before_rerun(tmp_path, instance, monkeypatch):
+    world = World({"TestAdd": "pass", "TestOld": "pass"}, {"TestAdd": "pass", "TestOld": "pass"})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False, full_before_rerun=True)
+    assert res.outcome == "no_fail_to_pass", res.reason
+    assert [r.label for r in res.cost.runs] == ["before#1", "after#1"]
 
 
 def test_targeted_reruns_still_catch_a_flaky_candidate(tmp_path, instance, monkeypatch):
@@ -225,4 +287,7 @@ def test_the_schedule_functions():
     assert adaptive.targets_of(cands, differ, big) == ["a", "b", "n"]
     assert adaptive.reruns(2, 3, ["a"]) == [("before", ["a"]), ("after", ["a"]), ("after", None)]
     assert adaptive.reruns(1, 2, ["a"]) == [("after", None)]
+    assert adaptive.reruns(2, 3, ["a"], full_before_rerun=True) == [("before", None), ("after", ["a"]), ("after", None)]
+    assert adaptive.reruns(3, 3, ["a"], full_before_rerun=True)[:2] == [("before", None), ("before", ["a"])]
+    assert adaptive.reruns(1, 3, ["a"], full_before_rerun=True) == [("after", ["a"]), ("after", None)]
     assert adaptive.fixed(2, 3) == [("before", None)] * 2 + [("after", None)] * 3
