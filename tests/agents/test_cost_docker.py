@@ -30,6 +30,9 @@ HANG_TEST = "package calc\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\n" \
 
 
 ONE_RUN_EACH = {"before_runs": 1, "after_runs": 1}
+TARGETED_BEFORE = {"full_before_rerun": False}
+"""The targeted-rerun tests: before#2 targeted too (the default runs it in full), so each runner's
+selection is exercised on both sides."""
 """`mint.verify` of the hanging-test cases: one run a side (each full run waits out the hang's
 limit; what they check -- the hang fails at its limit, the run is graded -- holds per run)."""
 
@@ -279,7 +282,8 @@ def test_cargo_reruns_are_targeted_at_the_candidate_by_exact_name(mint):
              "src/lib.rs": "pub fn add(a: i64, b: i64) -> i64 {\n    a - b\n}\n", "tests/basic.rs": PLAIN_RUST}
     new = PLAIN_RUST + "#[test]\nfn adds_two_numbers() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n"
     res = mint(rust.ECOSYSTEM, files, {"tests/basic.rs": new},
-               {"src/lib.rs": "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n"}, "rtarget", "Rust")
+               {"src/lib.rs": "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n"}, "rtarget", "Rust",
+               verify=TARGETED_BEFORE)
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["adds_two_numbers"] and res.PASS_TO_PASS == [f"keeps_{n}" for n in range(4)]
     targeted = _targeted_runs(res)
@@ -300,7 +304,7 @@ def test_jest_reruns_are_targeted_at_the_candidate_by_full_name(mint):
     new = PLAIN_JEST.replace("});\n", "  test('multiplies (2.3)', () => expect(calc.mul(2, 3)).toBe(6));\n});\n")
     res = mint(node.ECOSYSTEM, files, {"tests/calc.test.js": new},
                {"src/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"}, "jtarget",
-               "javascript")
+               "javascript", verify=TARGETED_BEFORE)
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["tests/calc.test.js > calc (all) > multiplies (2.3)"]
     assert res.PASS_TO_PASS == [f"tests/calc.test.js > calc (all) > keeps {n}" for n in range(4)]
@@ -330,7 +334,7 @@ def test_mocha_reruns_are_targeted_at_the_candidate_by_its_full_title(mint):
                                        "});\n")
     res = mint(node.ECOSYSTEM, files, {"test/calc.test.js": new},
                {"lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"}, "mtarget",
-               "javascript")
+               "javascript", verify=TARGETED_BEFORE)
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["calc (all) multiplies (2.3)"]
     assert res.PASS_TO_PASS == [f"calc (all) keeps {n}" for n in range(4)] + ["calc (all) multiplies (2.3) zeros"]
@@ -359,7 +363,7 @@ def test_ava_reruns_are_targeted_at_the_candidate_by_match(mint):
     new = AVA_PLAIN + "test('multiplies (2.3)', t => { t.is(calc.mul(2, 3), 6); });\n"
     res = mint(node.ECOSYSTEM, files, {"test/calc.js": new, "test/other.js": other + "// touched\n"},
                {"lib/calc.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"}, "atarget",
-               "javascript", created_at="2025-06-01 10:00:00")
+               "javascript", created_at="2025-06-01 10:00:00", verify=TARGETED_BEFORE)
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["calc \u203a multiplies (2.3)"]
     assert res.PASS_TO_PASS == sorted([f"calc \u203a keeps {n}" for n in range(4)]
@@ -400,7 +404,8 @@ def test_ctest_reruns_are_targeted_at_the_candidate_by_anchored_name(mint):
              "test/CMakeLists.txt": CMAKE_PLAIN, "test/test_calc.c": C_PLAIN}
     res = mint(cfamily.ECOSYSTEM, files, {"test/CMakeLists.txt": CMAKE_PLAIN + "add_test(NAME calc.add COMMAND test_calc add)\n",
                                           "test/test_calc.c": C_PLAIN + "\n"},
-               {"src/calc.c": '#include "calc.h"\nint calc_add(int a, int b) { return a + b; }\n'}, "ctarget", "c")
+               {"src/calc.c": '#include "calc.h"\nint calc_add(int a, int b) { return a + b; }\n'}, "ctarget", "c",
+               verify=TARGETED_BEFORE)
     assert res.outcome == "verified", res.reason
     assert res.FAIL_TO_PASS == ["calc.add"]
     assert res.PASS_TO_PASS == ["calcXadd", "calc_one", "calc_two", "calc_zero"]

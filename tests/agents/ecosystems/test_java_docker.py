@@ -117,7 +117,8 @@ def test_maven_reruns_are_targeted_at_the_candidate_with_surefires_dtest(tmp_pat
     mirror.parent.mkdir(parents=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(git_dir.parent), str(mirror)], check=True)
     inst = make_instance(sha, "java", "2024-05-01T00:00:00Z", patch=patch, test_patch=test_patch)
-    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-java-targeted-{SESSION}", image_repository=ENV_REPOSITORY)
+    cfg = MintConfig(workdir=tmp_path / "work", run_id=f"test-java-targeted-{SESSION}", image_repository=ENV_REPOSITORY,
+                     verify={"full_before_rerun": False})  # before#2 targeted too: -Dtest on both sides
     res = mint_instance(inst, mirror, cfg)
     try:
         assert res.outcome == "verified", (res.reason, (tmp_path / "work").as_posix())
