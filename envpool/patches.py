@@ -18,6 +18,7 @@ them). Which paths are tests is the one rule set of `envpool.testpaths`.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 import uuid
@@ -142,11 +143,33 @@ def paths_after(patch: str) -> list[str]:
     return [f for f in files_in_patch(patch) if f not in gone]
 
 
+_SYMLINK_MODE = re.compile(r"^(?:new file mode|new mode|index [0-9a-f]+\.\.[0-9a-f]+) 120000\s*$", re.M)
+
+
+def symlinks_in_patch(patch: str) -> dict[str, str]:
+    """Link path -> target of every symbolic link `patch` creates or changes (a git diff section
+    whose new mode is 120000: its target is the added line). Never raises."""
+    out: dict[str, str] = {}
+    for section in file_sections(patch):
+        if not _SYMLINK_MODE.search(section):
+            continue
+        paths = paths_after(section)
+        added = [line[1:] for line in section.splitlines() if line.startswith("+") and not line.startswith("+++")]
+        if paths:
+            out[paths[-1]] = added[0] if added else ""
+    return out
+
+
 def unsafe_paths(patch: str) -> list[str]:
     """Paths of `patch` (`files_in_patch`, and the `rename`/`copy` header lines) that would leave
     the repository or reach its git folder when applied: absolute, with a `..` or `.git`
-    component, or holding a control character. `git apply` refuses such paths; `patch -p1` (the
-    ladder's last step), the eval script's reset loop and host-side readers would not. Never raises."""
+    component, or holding a control character; a symbolic link the patch creates whose target
+    leaves the repository or points into its git folder (absolute, climbing above the root, a
+    `.git` component; shown as `link -> target`); a path below a link the patch creates
+    (`patch -p1` writes through it: `lnk -> .git/hooks` then `lnk/post-checkout` put a hook in
+    .git that the reset's own `git checkout` runs). `git apply` refuses such paths; `patch -p1`
+    (the ladder's last step), the eval script's reset loop and host-side readers would not. Never
+    raises."""
     paths = list(files_in_patch(patch))
     for line in patch.splitlines():
         m = _RENAME.match(line)
@@ -157,6 +180,15 @@ def unsafe_paths(patch: str) -> list[str]:
         parts = PurePosixPath(p).parts
         if (p.startswith("/") or any(c == ".." or c.lower() == ".git" for c in parts) or any(ord(c) < 0x20 or ord(c) == 0x7f for c in p)
                 or not parts):
+            bad.append(p)
+    links = symlinks_in_patch(patch)
+    for link, target in links.items():
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link), target)) if target else ""
+        if (not target or target.startswith("/") or resolved == ".." or resolved.startswith("../")
+                or any(c.lower() == ".git" for c in PurePosixPath(resolved).parts)):
+            bad.append(f"{link} -> {target}")
+    for p in paths:
+        if any(p.startswith(link.rstrip("/") + "/") for link in links) and p not in bad:
             bad.append(p)
     return bad
 
@@ -581,6 +613,17 @@ def crlf_files_in_sandbox(sandbox: Sandbox, paths: list[str], workdir: str = "/t
     return {p for p in paths if p in found}
 
 
+def inside_tree_check(paths: list[str]) -> str:
+    """Shell, run in the work tree: exit 0 when the folder of every one of `paths` resolves (links
+    followed, `realpath -m`) inside the work tree and outside its .git, else print the first
+    that does not and exit 1. `git apply` refuses to write beyond a link; `patch -p1` follows
+    one the tree already has (`hooks -> .git/hooks`, then `hooks/post-checkout`)."""
+    quoted = " ".join(shlex.quote(p) for p in paths) or "''"
+    return ('top=$(pwd -P); for f in ' + quoted + '; do [ -n "$f" ] || continue; '
+            'd=$(realpath -m -- "$(dirname -- "$f")"); case "$d/" in "$top/.git/"*) ;; "$top/"*) continue ;; esac; '
+            'echo "swemint: $f resolves to $d, outside the work tree or in its .git"; exit 1; done; true')
+
+
 def apply_patch(sandbox: Sandbox, patch: str, *, workdir: str = "/testbed", label: str = "patch",
                 instance_id: str | None = None) -> str:
     """Apply unified diff `patch` to the git repository at `workdir` inside `sandbox`.
@@ -589,9 +632,15 @@ def apply_patch(sandbox: Sandbox, patch: str, *, workdir: str = "/testbed", labe
     ("empty" for a blank patch, nothing done). Raises `PatchApplyError` (with `instance_id`)
     naming every failed attempt with the tail of its output; the tree is left as it was,
     except for what a successful method changed. `label` names the files and log lines.
+    A patch with `unsafe_paths` (out of the tree, into .git, through a link it makes) is refused
+    before anything runs, whoever wrote it (a row's or a model's patch); `patch -p1` runs only
+    when every folder it would write resolves inside the tree and outside .git
+    (`inside_tree_check`): a hook it put in .git would run at the reset's `git checkout`.
     """
     if not patch.strip():
         return "empty"
+    if unsafe := unsafe_paths_problem(patch, label):  # every patch, a model's too: never into .git or out
+        raise PatchApplyError(unsafe, instance_id=instance_id)
     name = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', label)}-{uuid.uuid4().hex[:8]}"
     raw_path, norm_path = f"{PATCH_DIR}/{name}.diff", f"{PATCH_DIR}/{name}.normalised.diff"
     sandbox.put_file(raw_path, patch.encode("utf-8", errors="surrogateescape"))
@@ -611,7 +660,8 @@ def apply_patch(sandbox: Sandbox, patch: str, *, workdir: str = "/testbed", labe
     if attempt("git_apply_normalised", f"git apply -v --recount --ignore-whitespace {norm_path}"):
         return "git_apply_normalised"
     opts = f"-p1 --batch --forward --fuzz=2 --no-backup-if-mismatch -r - -i {norm_path}"
-    if attempt("patch_fuzz_dry_run", f"patch --dry-run {opts}") and \
+    if attempt("patch_fuzz_paths", inside_tree_check(files_in_patch(patch))) and \
+            attempt("patch_fuzz_dry_run", f"patch --dry-run {opts}") and \
             attempt("patch_fuzz", f"patch {opts}"):
         return "patch_fuzz"
     raise PatchApplyError(f"{label} does not apply: " + " | ".join(failures), instance_id=instance_id)
