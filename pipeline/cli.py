@@ -1022,6 +1022,9 @@ def pool_refresh_tools(workdir: Workdir = None, ids: Ids = None, config: ConfigF
 
     cfg = config_from_options(config, sets, workdir=workdir, ids=ids)
     require_workdir(cfg.workdir, "swemint pool refresh-tools")
+    from pipeline.pipeline_config import minted_run_id
+
+    cfg.mint.run_id = minted_run_id(cfg)  # refreshed images keep the run's label (`pool prune --all`)
     store = ResultStore(cfg.workdir)
     factory = DockerSandboxFactory(run_id=cfg.mint.run_id, build_network=cfg.mint.build_network)
     pool = EnvPool(cfg.pool_path)

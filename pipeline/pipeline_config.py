@@ -192,6 +192,27 @@ def run_id_for(workdir: Path) -> str:
     return "wd-" + hashlib.sha256(str(Path(workdir).expanduser().absolute()).encode()).hexdigest()[:12]
 
 
+def minted_run_id(cfg: PipelineConfig) -> str:
+    """The run id `cfg.workdir` was minted with, for commands that act on a run's images after it
+    (`swemint pool prune`, `pool refresh-tools`): `mint.run_id` when given (it differs from the
+    path-derived default), else the one the last mint recorded in WORKDIR/mint_config.json (a mint
+    with `--set mint.run_id=X` labelled its images `swemint.run=X`: `prune --all` found none of
+    them under the path-derived id), else `run_id_for(workdir)` (work directories with no record)."""
+    import json
+
+    default = run_id_for(cfg.workdir)
+    if cfg.mint.run_id != default:
+        return cfg.mint.run_id
+    try:
+        recorded = json.loads((cfg.workdir / "mint_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
+    got = (recorded.get("mint") or {}).get("run_id") if isinstance(recorded, dict) else None
+    if isinstance(got, str) and 0 < len(got) <= 200 and got.isprintable():
+        return got
+    return default
+
+
 def load_config(config_file: Path | None = None, overrides: list[str] | None = None,
                 **flags: Any) -> PipelineConfig:
     """Build a PipelineConfig: defaults file, then `config_file`, then the overrides in env

@@ -77,8 +77,10 @@ def prune(cfg, engine_bytes: str | None = None, registry_bytes: str | None = Non
     from envpool.pool import EnvPool
     from pipeline.budget import enforce
     from pipeline.cli_common import MODE, console, emit, fail
+    from pipeline.pipeline_config import minted_run_id
     from pipeline.store import ResultStore, WorkdirLocked, driver_lock
 
+    cfg.mint.run_id = minted_run_id(cfg)  # the label the work directory's images carry
     try:
         budget = BudgetConfig(engine_bytes=parse_bytes(engine_bytes) if engine_bytes else cfg.budget.engine_bytes,
                               registry_bytes=parse_bytes(registry_bytes) if registry_bytes else cfg.budget.registry_bytes,

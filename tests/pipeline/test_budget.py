@@ -257,3 +257,43 @@ def test_prune_all_removes_the_runs_images_and_records_the_pooled_ones(tmp_path,
     assert sorted(e["instance_id"] for e in pool.evictions()) == ["o__a-1", "o__a-2"]
     r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all", "--engine-bytes", "1G"])
     assert r.exit_code == 2
+
+
+def test_prune_all_finds_the_run_id_the_work_directory_was_minted_with(tmp_path, monkeypatch):
+    """A mint with `--set mint.run_id=X` labels its images `swemint.run=X` and records X in
+    WORKDIR/mint_config.json: `pool prune --all -w WORKDIR` removes them (it used to ask the engine
+    for the path-derived run id and removed 0 images); `--set mint.run_id` given to prune wins, and
+    a work directory with no record keeps the path-derived id."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+    from pipeline.driver import record_config
+
+    _prune_workdir(tmp_path, monkeypatch)
+    seen, removed = [], []
+    images = {"nightly-7": [{"Id": "sha256:o__a-1", "RepoTags": ["swemint/env:o__a-1"], "Size": 10, "Created": 2},
+                            {"Id": "sha256:dd", "RepoTags": ["swemint/env:deps-x-1"], "Size": 99, "Created": 1}]}
+
+    class Engine:  # a fake Docker client: lists only the images labelled with the asked run id
+        images = type("I", (), {"remove": staticmethod(lambda iid, force=False: removed.append(iid))})()
+        api = type("A", (), {"images": staticmethod(lambda filters=None: seen.append(filters) or (
+            images["nightly-7"] if filters == {"label": "swemint.run=nightly-7"} else []))})()
+
+        def info(self):
+            return {"Labels": ["swemint.node=n1"]}
+
+    monkeypatch.setattr("envpool.docker_sandbox.docker_client", lambda: Engine())
+    default = load_config(None, [], workdir=tmp_path).mint.run_id
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert seen[-1] == {"label": f"swemint.run={default}"}  # no record: the path-derived id
+    record_config(load_config(None, ["mint.run_id=nightly-7"], workdir=tmp_path))  # what the mint wrote
+    assert json.loads((tmp_path / "mint_config.json").read_text())["mint"]["run_id"] == "nightly-7"
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all", "--set", "mint.run_id=other"])
+    assert r.exit_code == 0 and seen[-1] == {"label": "swemint.run=other"} and removed == []
+    r = CliRunner().invoke(app, ["pool", "prune", "-w", str(tmp_path), "--all"])
+    assert r.exit_code == 0, r.output
+    assert seen[-1] == {"label": "swemint.run=nightly-7"} and "removed 2 image(s) of run nightly-7" in r.output
+    assert removed == ["sha256:o__a-1", "sha256:dd"]
