@@ -125,6 +125,17 @@ def commit_tracked_edits(sb, traj) -> None:
         traj(StepRecord(agent="setup", rule="tracked-edits", note=st.output[:2000]))
 
 
+TIER_LABEL_PREFIX = "swemint.deps."
+TIER_LABEL_KEY, TIER_LABEL_COMMANDS = "swemint.deps.key", "swemint.deps.commands"
+TIER_LABEL_REPO, TIER_LABEL_ECOSYSTEM = "swemint.deps.repo", "swemint.deps.ecosystem"
+TIER_LABEL_BUILT_BY = "swemint.deps.built_by"
+TIER_LABELS = (TIER_LABEL_KEY, TIER_LABEL_COMMANDS, TIER_LABEL_REPO, TIER_LABEL_ECOSYSTEM, TIER_LABEL_BUILT_BY)
+"""The labels of a dependency image (`agents.tiers`): its key, the commands that made it, the
+repository, ecosystem and instance that built it -- provenance of the shared image only. An image
+committed on it sets each to "" (`inherited_labels_blanked`): Docker copies a parent's labels into
+the child, and another repository's name is not the child's."""
+
+
 def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
                  env: dict[str, str] | None = None) -> tuple[str, str]:
     """Write the grading tools (`plugin_files`; the label `envpool.evalscript.TOOL_LABEL` records
@@ -143,7 +154,7 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
     sb.put_file(f"/testbed/{STAMP}", b"swemint image stamp\n")
     stamped = time.time()  # the stamp's mtime is at most this (a tar member's whole second)
     ref = f"{repository}:{tag}"
-    labels = {"swemint.tier": "instance", **labels, **tool_labels()}  # tier: not the dependency image's it would inherit
+    labels = {"swemint.tier": "instance", **inherited_labels_blanked(sb, factory), **labels, **tool_labels()}
     previous = image_id(factory, ref)
     owner = image_label(factory, ref, "swemint.run")
     new_id = sb.commit(repository, tag, labels=labels, env=env) if env else sb.commit(repository, tag, labels=labels)
@@ -155,6 +166,20 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
     if sb.files_have_times:
         wait_past_stamp(stamped)
     return ref, new_id
+
+
+def inherited_labels_blanked(sb, factory) -> dict[str, str]:
+    """Labels an image committed from `sb` would inherit from its parent image and must not carry,
+    each set to "" (a commit can blank a label, not drop it): the dependency tier's
+    (`TIER_LABEL_PREFIX`: the repository and instance that built a shared dependency image,
+    its key and commands). An instance image is its own: repository B's published image, built on
+    the dependency image repository A made, named A (`swemint.deps.repo`, `swemint.deps.built_by`),
+    and a lookup of dependency images by label found B's instance image. A parent the image store
+    does not know gets every label of the tier blanked."""
+    parent = getattr(getattr(sb, "spec", None), "image", None)
+    info = store_of(factory).get(parent) if parent else None
+    keys = [k for k in info.labels if k.startswith(TIER_LABEL_PREFIX)] if info is not None else list(TIER_LABELS)
+    return {k: "" for k in keys}
 
 
 def image_label(factory, ref: str, key: str) -> str | None:

@@ -49,17 +49,20 @@ from envpool import images
 from envpool.errors import SandboxTimeout, SwemintError
 from envpool.hostfs import flock_wait
 from envpool.imagestore import store_of
+from agents.envimage import (TIER_LABEL_BUILT_BY, TIER_LABEL_COMMANDS, TIER_LABEL_ECOSYSTEM, TIER_LABEL_KEY,
+                             TIER_LABEL_REPO)
 
 __all__ = ["DependencyTier", "dependency_tier", "layer_key", "manifest_tar"]
 
-LABEL_KEY = "swemint.deps.key"
-LABEL_COMMANDS = "swemint.deps.commands"
+LABEL_KEY, LABEL_COMMANDS = TIER_LABEL_KEY, TIER_LABEL_COMMANDS
 """Image labels of a dependency image: its key, and (JSON) the commands and environment that made
 it -- a later instance whose resolved set equals it takes those for its Dockerfile."""
 STAGE = "/tmp/swemint/deps.tar"
-LABEL_REPO, LABEL_ECOSYSTEM = "swemint.deps.repo", "swemint.deps.ecosystem"
-"""The repository whose instance built a dependency image and the plan's ecosystem: a later tier
-of that repository is seeded from it (`_seed`, `agents.seed`)."""
+LABEL_REPO, LABEL_ECOSYSTEM, LABEL_BUILT_BY = TIER_LABEL_REPO, TIER_LABEL_ECOSYSTEM, TIER_LABEL_BUILT_BY
+"""The repository and instance whose build made a dependency image, and the plan's ecosystem: a
+later tier of that repository is seeded from it (`_seed`, `agents.seed`). Every label of a
+dependency image is one of `agents.envimage.TIER_LABELS`, which an instance image built on it
+blanks (`inherited_labels_blanked`): the provenance is the shared image's, not the instance's."""
 
 
 class DependencyTier(BaseModel):
@@ -268,7 +271,7 @@ def _seed(run, sb, plan: Plan) -> None:
     copied = seed.seed_paths(run.factory, sb, newest.id, paths)
     if copied:
         run.traj(StepRecord(agent="setup", rule="tier:seeded", note=f"{', '.join(copied)} from {newest.id[:19]} "
-                                                                    f"(built by {newest.labels.get('swemint.deps.built_by')})"))
+                                                                    f"(built by {newest.labels.get(LABEL_BUILT_BY)})"))
 
 
 def _tier(spec: LayerSpec, key: str, tag: str, got: tuple[str, dict], built: bool) -> DependencyTier:
@@ -328,7 +331,7 @@ def _build(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolcha
         # not the building instance's `swemint.instance` (the container's label would be copied):
         # the image is every instance's with this key, never swept with one of them
         labels = {"swemint.run": cfg.run_id, "swemint.instance": f"deps:{key[:16]}", "swemint.tier": "dependencies",
-                  "swemint.deps.built_by": run.iid, LABEL_KEY: key, LABEL_REPO: run.instance.repo,
+                  LABEL_BUILT_BY: run.iid, LABEL_KEY: key, LABEL_REPO: run.instance.repo,
                   LABEL_ECOSYSTEM: plan.ecosystem,
                   LABEL_COMMANDS: json.dumps({"commands": spec.commands, "env": spec.env})}
         repo, _, name = tag.rpartition(":")

@@ -238,13 +238,16 @@ class FakeSandbox:
     def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None,
                env: dict[str, str] | None = None) -> str:
         """Record an image `repository:tag` holding a copy of the files (and `env`, its ENV);
-        returns a fake id."""
+        returns a fake id. Its labels are its parent image's (when the factory's store holds it)
+        with `labels` over them, as Docker's commit copies the parent's."""
         if self.closed:
             raise InfraError("commit of a closed sandbox", instance_id=self.spec.instance_id)
         ref = f"{repository}:{tag}"
         digest = hashlib.sha256(f"{ref}:{len(self.commits)}:{sorted(self.files)}".encode())
+        parent = self.factory.images.get_image(self.spec.image) if self.factory else None
         image = FakeImage(id=f"sha256:{digest.hexdigest()}", ref=ref,
-                          labels={"swemint.managed": "1", **(labels or {})},
+                          labels={**(parent.labels if parent is not None else {}), "swemint.managed": "1",
+                                  **(labels or {})},
                           files=dict(self.files), modes=dict(self.modes), env=dict(env or {}), parent=self.spec.image)
         self.commits.append(image)
         if self.factory:

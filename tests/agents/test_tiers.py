@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import tarfile
 from pathlib import Path
+from types import SimpleNamespace
 
 from agents.dockerfile import build_context, earlier_trees, layout_command, render_dockerfile, \
     render_reused_dockerfile
@@ -245,3 +246,50 @@ def test_a_resolved_sets_key_ignores_what_the_command_writes_to_stderr(tmp_path)
     assert first is not None and first.built and first.key == layer_key("sha256:tool", layer, {}, "pkg==1.0\n")
     assert second is not None and not second.built  # shared, not a second image
     assert (second.key, second.image_id) == (first.key, first.image_id)
+
+
+def fake_run(tmp_path, factory, iid: str, repo: str):
+    """What `agents.tiers` reads of an instance's run, for repository `repo` on `factory`."""
+    from types import SimpleNamespace
+
+    from agents.mint_config import MintConfig
+    from envpool.sandbox import SandboxSpec
+
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="r1", cache={"warm": False})
+    return SimpleNamespace(config=cfg, factory=factory, traj=lambda step: None, log_path=tmp_path / "run.log",
+                           iid=iid, instance=SimpleNamespace(repo=repo), remaining=lambda: 3600.0,
+                           spec=lambda image, network, env=None, caches=None: SandboxSpec(image=image, run_id="r1",
+                                                                                           network=network))
+
+
+def test_an_instance_image_on_a_shared_dependency_image_carries_no_label_of_the_repository_that_built_it(tmp_path):
+    """Docker copies a parent image's labels into the child: B's instance image, committed on the
+    dependency image A's instance built, carried `swemint.deps.repo=acme/alpha` and
+    `swemint.deps.built_by=acme__alpha-1`. Its labels are its own: the tier's are blanked."""
+    from agents import tiers
+    from agents.envimage import TIER_LABELS, commit_image
+    from envpool.fake import FakeSandboxFactory
+    from envpool.sandbox import SandboxSpec
+
+    factory = FakeSandboxFactory(run_id="r1")
+    factory.on(r"^freeze$", "pkg==1.0\n")
+    plan = SimpleNamespace(image="py", state={}, ecosystem="python")
+    layer = LayerSpec(name="python", commands=["uv pip install x"], resolved="freeze")
+    a = tiers._make(fake_run(tmp_path, factory, "acme__alpha-1", "acme/alpha"), plan, layer, {}, "sha256:tool")
+    b = tiers._make(fake_run(tmp_path, factory, "acme__beta-1", "acme/beta"), plan, layer, {}, "sha256:tool")
+    assert a.built and not b.built and b.image_id == a.image_id  # B shares A's dependency image
+    dep = factory.images.get(b.image)
+    assert dep.labels[tiers.LABEL_REPO] == "acme/alpha"  # the shared image's own provenance stays
+    with factory.sandbox(SandboxSpec(image=b.image, run_id="r1")) as sb:
+        ref, _ = commit_image(sb, factory, "swemint/env", "acme__beta-1.x", {"swemint.instance": "acme__beta-1",
+                                                                            "swemint.run": "r1"})
+    labels = factory.images.get(ref).labels
+    assert not any("alpha" in v for v in labels.values()), labels
+    assert all(labels[k] == "" for k in TIER_LABELS) and labels["swemint.tier"] == "instance"
+    # a lookup of the repository's dependency images (the tier's seed) finds the dependency image only
+    found = factory.images.list({"swemint.tier": "dependencies", tiers.LABEL_REPO: "acme/alpha"})
+    assert [i.id for i in found] == [a.image_id]
+    # an image whose parent the store does not know gets the tier's labels blanked all the same
+    with factory.sandbox(SandboxSpec(image="unknown:1", run_id="r1")) as sb:
+        ref, _ = commit_image(sb, factory, "swemint/env", "other", {"swemint.instance": "o", "swemint.run": "r1"})
+    assert all(factory.images.get(ref).labels[k] == "" for k in TIER_LABELS)
