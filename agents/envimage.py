@@ -17,7 +17,7 @@ from envpool.imagestore import store_of
 from envpool.patches import files_in_patch
 from envpool.evalscript import ENSURE_PYTHON3, grading_tools, tool_labels
 from envpool.quoting import image_tag, shell_word
-from envpool.testpaths import STAMP, wait_past_stamp
+from envpool.testpaths import IMAGE_STAMP, STAMP, wait_past_stamp
 
 GIT_ID = "-c user.name=swemint -c user.email=swemint@localhost"
 
@@ -152,6 +152,7 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
     # when the image was made: untracked test paths newer than this came from a patch (the reset
     # before grading removes them), older ones from the build (envpool.testpaths.STAMP)
     sb.put_file(f"/testbed/{STAMP}", b"swemint image stamp\n")
+    sb.put_file(IMAGE_STAMP, b"swemint image stamp\n")  # beside /testbed, out of any patch's reach: read first
     stamped = time.time()  # the stamp's mtime is at most this (a tar member's whole second)
     ref = f"{repository}:{tag}"
     labels = {"swemint.tier": "instance", **inherited_labels_blanked(sb, factory), **labels, **tool_labels()}

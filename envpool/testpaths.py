@@ -61,6 +61,31 @@ committed (`agents.envimage.commit_image` touches it): an untracked file newer t
 after the image (a patch), an older one with the image (the build)."""
 
 
+def outside_stamp(root: str) -> str:
+    """The image stamp beside the work tree `root` (`/.testbed.swemint-image-stamp` for /testbed),
+    which the reset reads before `STAMP`: a patch cannot write there (`git apply` and `patch -p1`
+    refuse absolute paths and `..`), while `patch -p1` rewrote `.git/swemint-image-stamp` (the
+    SWE-bench harness falls back to it for a path `git apply` refuses) so that a conftest.py the
+    same patch added read as the build's. Images made before it carry only `STAMP`."""
+    real = os.path.realpath(root)
+    return os.path.join(os.path.dirname(real), "." + os.path.basename(real) + ".swemint-image-stamp")
+
+
+IMAGE_STAMP = "/.testbed.swemint-image-stamp"
+"""`outside_stamp("/testbed")`: what `agents.envimage.commit_image` writes into every image."""
+
+GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+"""Options of every git command the reset runs: no hook and no file-system monitor runs (a hook
+a patch put in .git would run at the reset's own `git checkout` and could write test files back
+after it)."""
+
+_COMMAND_CONFIG = re.compile(r"^(filter\..*\.(clean|smudge|process)|(diff|merge)\..*\.(command|textconv|driver)|"
+                             r"include\.path|includeif\..*|core\.(fsmonitor|hookspath|worktree|sshcommand|gitproxy|"
+                             r"pager|editor|askpass))$")
+"""Keys of a repository's own git configuration that make git run a command or read other files:
+the reset refuses to run with one (`command_config`)."""
+
+
 STAMP_MARGIN_NS = 2_000_000_000
 """An untracked file counts as newer than the `STAMP` only past this margin (ns): the stamp's time
 has whole seconds (a tar member's), a build output of the same second is the image's."""
@@ -456,8 +481,19 @@ def line_changes(old: str, new: str) -> list[tuple[list[str], list[str]]]:
 # -- the reset, run inside a sandbox ----------------------------------------------------------------
 
 def _git(root: str, *args: str) -> bytes:
-    return subprocess.run(["git", "--literal-pathspecs", *args], cwd=root, check=True,
+    return subprocess.run(["git", *GIT_SAFE, "--literal-pathspecs", *args], cwd=root, check=True,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+
+
+def command_config(root: str) -> list[str]:
+    """The keys of the work tree's own git configuration (`.git/config`) that make git run a
+    command (a filter's clean/smudge, a diff or merge driver, an include, an fsmonitor...): a
+    repository as swemint lays it out has none, so one there came from a patch. Reading the
+    configuration runs nothing."""
+    out = subprocess.run(["git", *GIT_SAFE, "config", "--local", "--list"], cwd=root, check=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+    keys = [line.split("=", 1)[0].strip().lower() for line in out.decode("utf-8", "replace").splitlines()]
+    return [k for k in keys if _COMMAND_CONFIG.match(k)]
 
 
 def _listed(out: bytes) -> list[str]:
@@ -482,8 +518,13 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
     configuration files whose changes touch runner configuration; untracked files (ignored ones
     included, not in `DEPENDENCY_DIRS`) that are test paths or such configuration and came after
     the image (newer than its `STAMP`; an image without one: every untracked one git does not
-    ignore, and ignored test infrastructure by name). Raises subprocess.CalledProcessError when
-    git fails."""
+    ignore, and ignored test infrastructure by name). The stamp read is `outside_stamp` (beside
+    the work tree), else `STAMP`. Raises subprocess.CalledProcessError when git fails, ValueError
+    before any other git command when the repository's own configuration runs commands
+    (`command_config`). Git runs with `GIT_SAFE` (no hooks, no fsmonitor)."""
+    if risky := command_config(root):
+        raise ValueError(f"the repository's git configuration runs commands ({', '.join(risky[:5])}): "
+                         "a patch wrote into .git")
     tracked = []
     for f in _listed(_git(root, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-only", "-z",
                           "HEAD", "--")):
@@ -494,7 +535,8 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
             old = _git(root, "show", f"HEAD:{f}").decode("utf-8", "replace")
             if rules.config_changed(f, old, _read(root, f)):
                 tracked.append(f)
-    stamp = os.path.join(root, STAMP)
+    stamp = outside_stamp(root)
+    stamp = stamp if os.path.exists(stamp) else os.path.join(root, STAMP)
     since = os.stat(stamp).st_mtime_ns if os.path.exists(stamp) else None
     visible = None if since is not None else set(_listed(_git(root, "ls-files", "-z", "-o", "--exclude-standard")))
     untracked = []

@@ -14,7 +14,7 @@ import pytest
 
 from envpool.patches import grading_paths, grading_paths_problem, split_by_rules
 from envpool.testpaths import (RESET_MARK, STAMP, RuleSetError, TestPathRules, check_rule_data, groups_for,
-                               line_changes, packaged_rules, reset_tree, rules_for)
+                               line_changes, outside_stamp, packaged_rules, reset_main, reset_tree, rules_for)
 from envpool.testrun import statuslines
 
 # (language, path, expected kind): test code/data, test infrastructure, or neither
@@ -283,3 +283,42 @@ def test_a_package_json_added_by_a_patch_counts_when_it_configures_a_runner(tmp_
     assert rules.config_changed("web/package.json", "", PKG_PROCESSOR)
     assert not rules.config_changed("web/package.json", "", '{\n  "name": "web"\n}\n')
     assert rules.config_changed("web/package.json", "", "{ not json")  # unreadable: counts
+
+
+# -- a patch that wrote into .git (the SWE-bench harness applies a model's patch with `patch -p1`
+#    when `git apply` refuses a .git path): the reset runs no hook, no configured command, and
+#    reads the image's stamp from beside the work tree (a new user's trial 6) ----------------------
+
+def test_the_reset_runs_no_hook_a_patch_put_in_git(tree):
+    hook = tree / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\necho 'def pytest_configure(): pass' > conftest.py\ntouch HOOK_RAN\n")
+    hook.chmod(0o755)
+    (tree / "tests" / "helpers.py").write_text("TOL = 1.0\n")  # so the reset checks a file out
+    assert reset_tree(str(tree), rules_for("python")) == ["tests/helpers.py"]
+    assert not (tree / "HOOK_RAN").exists() and not (tree / "conftest.py").exists()
+
+
+def test_the_reset_refuses_a_git_configuration_that_runs_commands(tree):
+    with open(tree / ".git" / "config", "a") as f:
+        f.write('[filter "x"]\n\tclean = sh -c "touch FILTER_RAN; cat"\n')
+    (tree / ".gitattributes").write_text("* filter=x\n")
+    (tree / "tests" / "helpers.py").write_text("TOL = 1.0\n")
+    assert reset_main("python", root=str(tree), data=packaged_rules()) == 1  # the caller does not grade
+    assert not (tree / "FILTER_RAN").exists()
+    with pytest.raises(ValueError, match="filter.x.clean"):
+        reset_tree(str(tree), rules_for("python"))
+
+
+def test_the_stamp_beside_the_work_tree_is_the_one_read(tree):
+    """A patch added conftest.py and rewrote .git/swemint-image-stamp (now): the in-tree stamp
+    alone would call conftest.py the build's; the stamp beside the tree (the image's) does not."""
+    outside = tree.parent / ".testbed.swemint-image-stamp"
+    assert outside_stamp(str(tree)) == str(outside)
+    outside.write_text("swemint image stamp\n")
+    stamp = time.time() - 30
+    os.utime(outside, (stamp, stamp))
+    (tree / "conftest.py").write_text("import pytest\n")
+    (tree / STAMP).write_text("swemint image stamp.\n")  # forged: its time is now
+    assert "conftest.py" in reset_tree(str(tree), rules_for("python"))
+    assert not (tree / "conftest.py").exists()
+    assert (tree / "tests" / "test_ext.so").exists()  # the build's, older than the image's stamp
