@@ -2,7 +2,8 @@
 
 Images minted before the status tool existed (or with an older one) cannot be graded by
 SWE-bench's harness through our eval scripts. `refresh_tools` starts a sandbox from such an image
-on the guarded build network, writes the current grading tools (`envpool.evalscript.grading_tools`),
+on the guarded build network, writes the current grading tools (`envpool.evalscript.grading_tools`)
+and the image stamp beside /testbed (`STAMP_OUTSIDE`),
 gives it a `python3` with its standard library where it lacks one (`ENSURE_PYTHON3`) and commits it
 under the same tag, with the image's own labels; the row's `image_id` and the pool follow. Only
 images whose `swemint.run` label is the work directory's run are touched.
@@ -19,6 +20,13 @@ from pathlib import Path
 
 from envpool.evalscript import ENSURE_PYTHON3, grading_tools, tool_labels
 from envpool.sandbox import SandboxSpec
+from envpool.testpaths import IMAGE_STAMP, STAMP
+
+
+STAMP_OUTSIDE = (f"[ -e /testbed/{STAMP} ] && [ ! -e {IMAGE_STAMP} ] && cp -p /testbed/{STAMP} {IMAGE_STAMP}; true")
+"""An image minted before the stamp beside /testbed existed gets it, with the time of its stamp in
+.git (as the image holds it, before any patch): the reset then reads that one, which no patch can
+rewrite (`envpool.testpaths.outside_stamp`)."""
 
 
 def refresh_tools(factory, image: str, *, run_id: str, instance_id: str, target: str | None = None) -> str:
@@ -39,6 +47,7 @@ def refresh_tools(factory, image: str, *, run_id: str, instance_id: str, target:
     with factory.sandbox(SandboxSpec(image=image, run_id=run_id, instance_id=instance_id, network="bridge")) as sb:
         for path, data in grading_tools().items():
             sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
+        sb.exec(STAMP_OUTSIDE, timeout=60, log_label="grading-tools:stamp")
         r = sb.exec(ENSURE_PYTHON3, timeout=900, log_label="grading-tools")
         if not r.ok:
             raise EnvBuildError(f"no python3 for the status tool: {r.output[-800:]}", instance_id=instance_id)

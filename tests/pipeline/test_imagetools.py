@@ -15,7 +15,10 @@ def test_refresh_writes_the_tools_and_a_python3_under_the_same_tag(docker_client
     from envpool.docker_sandbox import DockerSandboxFactory
 
     tag = "swemint/test-refresh:old"
-    c = docker_client.containers.run(debian_image, ["true"], detach=True, labels={"swemint.run": "t-refresh"})
+    c = docker_client.containers.run(debian_image, ["bash", "-c", "mkdir -p /testbed/.git && echo s > "
+                                                     "/testbed/.git/swemint-image-stamp && touch -d 2020-01-02T03:04:05 "
+                                                     "/testbed/.git/swemint-image-stamp"],
+                                     detach=True, labels={"swemint.run": "t-refresh"})
     c.wait(timeout=60)
     c.commit("swemint/test-refresh", "old", conf={"Labels": {"swemint.run": "t-refresh", "swemint.instance": "i"}})
     c.remove(force=True)
@@ -34,6 +37,10 @@ def test_refresh_writes_the_tools_and_a_python3_under_the_same_tag(docker_client
                                                  "--input /dev/null; python3 -c 'import json; print(1)'"],
                                            network_mode="none", remove=True).decode()
         assert "the report shows no test" in out and out.strip().endswith("1")
+        # the stamp beside /testbed, with the time of the one in .git (an image minted before it existed)
+        stamps = docker_client.containers.run(tag, ["stat", "-c", "%Y", "/.testbed.swemint-image-stamp",
+                                                    "/testbed/.git/swemint-image-stamp"], remove=True).decode().split()
+        assert stamps[0] == stamps[1] and int(stamps[0]) < 1600000000
         plugin = next(p for p in grading_tools() if p.endswith(".py"))
         assert docker_client.containers.run(tag, ["cat", plugin], remove=True) == grading_tools()[plugin]
     finally:
