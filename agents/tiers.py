@@ -195,27 +195,32 @@ def dependency_tier(run, eco, plan: Plan) -> DependencyTier | None:
     except Exception as e:  # noqa: BLE001 - a hook's bug costs the sharing, never the instance
         run.traj(StepRecord(agent="setup", rule="tier:none", note=f"dependency_layer failed: {type(e).__name__}: {e}"))
         return None
-    if spec is None:
-        return None
-    contents: dict[str, bytes] = {}
-    for path in spec.files:
-        data = spec.content[path].encode() if path in spec.content else run.tree.read_bytes(path)
-        if data is None:
-            run.traj(StepRecord(agent="setup", rule="tier:none", note=f"{spec.name}: {path} cannot be read"))
+    toolchain = ""
+    tier = None
+    while spec is not None and tier is None:  # the spec, then its fallback when one of its steps failed
+        contents: dict[str, bytes] = {}
+        for path in spec.files:
+            data = spec.content[path].encode() if path in spec.content else run.tree.read_bytes(path)
+            if data is None:
+                run.traj(StepRecord(agent="setup", rule="tier:none", note=f"{spec.name}: {path} cannot be read"))
+                return None
+            contents[path] = data
+        toolchain = toolchain or _image_id(run, plan.image)
+        if not toolchain:
             return None
-        contents[path] = data
-    toolchain = _image_id(run, plan.image)
-    if not toolchain:
-        return None
-    try:
-        tier = _make(run, plan, spec, contents, toolchain)
-    except SandboxTimeout:
-        raise
-    except SwemintError as e:
-        run.traj(StepRecord(agent="setup", rule="tier:fallback", note=f"{spec.name}: {type(e).__name__}: "
-                                                                       f"{e.message[:500]}"))
-        return None
-    if tier is not None:
+        try:
+            tier = _make(run, plan, spec, contents, toolchain)
+        except SandboxTimeout:
+            raise
+        except SwemintError as e:
+            run.traj(StepRecord(agent="setup", rule="tier:fallback", note=f"{spec.name}: {type(e).__name__}: "
+                                                                           f"{e.message[:500]}"))
+            return None
+        if tier is None and spec.fallback is not None:
+            run.traj(StepRecord(agent="setup", rule="tier:retry", note=f"{spec.name} not made; trying "
+                                                                        f"{spec.fallback.name}"))
+        spec = spec.fallback if tier is None else spec
+    if tier is not None and spec is not None:
         run.res.timings["dependencies"] = round(run.res.timings.get("dependencies", 0.0) + time.monotonic() - t, 2)
         run.traj(StepRecord(agent="setup", rule="tier:built" if tier.built else "tier:shared",
                             duration=round(time.monotonic() - t, 2),
@@ -308,8 +313,9 @@ def _build(run, plan: Plan, spec: LayerSpec, contents: dict[str, bytes], toolcha
                                 output_excerpt=r.output[-2000:], duration=round(r.duration, 2)))
             if not r.ok:
                 run.traj(StepRecord(agent="setup", rule="tier:fallback",
-                                    note=f"{spec.name}: step {n} failed (exit {r.exit_code}); the instance tier "
-                                         "starts from the toolchain image"))
+                                    note=f"{spec.name}: step {n} failed (exit {r.exit_code}); " +
+                                         ("its fallback is tried" if spec.fallback is not None else
+                                          "the instance tier starts from the toolchain image")))
                 return None
         resolved = None
         if spec.resolved is not None:

@@ -123,6 +123,8 @@ class LayerSpec(BaseModel):
     `uv pip freeze`); when given, the layer is keyed by its stdout instead of by the inputs
     (`files`, `stubs`, `commands`, `env`), so two instances whose commands differ only in ways
     that resolve the same (another date bound) share it. `name`: a short label (`go modules`).
+    `fallback`: a smaller spec tried when one of `commands` fails (Python: the virtualenv without
+    the pinned requirements, one of which may have no wheel for the interpreter).
     The instance tier then runs the plan's own setup on top of the layer, unchanged: the
     commands of a layer must be ones the plan's setup would leave as they are (a module
     download, a fetch into the cache, a virtualenv with the toolchain packages).
@@ -136,6 +138,7 @@ class LayerSpec(BaseModel):
     commands: list[str]
     env: dict[str, str] = Field(default_factory=dict)
     resolved: str | None = None
+    fallback: LayerSpec | None = None
 
 
 class Route(BaseModel):

@@ -3,9 +3,10 @@
 Issue 24's cases, on small repositories the tests write themselves:
 
 - repository A's setup writes a marker into the interpreter's site-packages and into
-  `/root/.cache`; repository B (same toolchain, same dependencies) is minted next by the same
-  driver: B's tests see neither marker, B's image holds neither, and B's Dockerfile rebuilds B's
-  published image (`swemint rebuild --verify` reproduces its labels);
+  `/root/.cache`; repository B (same toolchain, same pinned requirements.txt) is minted next by
+  the same driver: B's tests see neither marker, B's image holds neither and carries no label
+  naming A, the pinned requirement is in the shared dependency layer, and B's Dockerfile rebuilds
+  B's published image (`swemint rebuild --verify` reproduces its labels);
 - two Go repositories with the same lockfile (go.sum; their go.mod files differ only in the
   module's own path) share the dependency layer: the same dependency image, its layer in both
   instance images.
@@ -55,7 +56,8 @@ def test_sees_no_marker():
 def python_repo(root: Path, name: str, setup_py: str) -> Path:
     """`acme/<name>`: a package needing `six`, a `half` bug fixed by the patch; the test_patch's
     module also asserts that no marker of another repository is visible."""
-    base = {"setup.py": setup_py, f"{name}/__init__.py": "import six  # noqa\n\n\ndef half(x):\n    return x // 2\n"}
+    base = {"setup.py": setup_py, f"{name}/__init__.py": "import six  # noqa\n\n\ndef half(x):\n    return x // 2\n",
+            "requirements.txt": "iniconfig==2.0.0\n"}  # pinned: installed in the dependency tier
     test = f"import glob\nimport os\n\nfrom {name} import half\n\n\ndef test_odd():\n    assert half(3) == 1.5\n" \
         + SEES_NO_MARKER
     return write_repo(root, name, base, fix={f"{name}/__init__.py": "import six  # noqa\n\n\ndef half(x):\n"
@@ -103,7 +105,14 @@ def test_a_repositorys_build_never_reaches_the_next_repositorys_environment(tmp_
     # the same one as A's: same interpreter, same toolchain packages), never on A's instance layer
     assert rb.dependency_key and rb.dependency_key == ra.dependency_key
     layers_a = docker_client.images.get(ra.image).attrs["RootFS"]["Layers"]
-    layers_b = docker_client.images.get(rb.image).attrs["RootFS"]["Layers"]
+    image_b = docker_client.images.get(rb.image)
+    layers_b = image_b.attrs["RootFS"]["Layers"]
+    # B's image is B's own: no label names A, though Docker copies the dependency image's labels
+    assert not any("marka" in v for v in (image_b.labels or {}).values()), image_b.labels
+    # the pinned requirement is in the shared layer (no repository's code ran there), and B's
+    # instance tier found it installed
+    assert image_has(docker_client, rb.dependency_image_id, "/opt/venv/bin/python -c 'import importlib.metadata as m; "
+                                                            "print(m.version(\"iniconfig\"))'").strip() == "2.0.0"
     dep_layers = docker_client.images.get(rb.dependency_image_id).attrs["RootFS"]["Layers"]
     assert layers_a[:len(dep_layers)] == layers_b[:len(dep_layers)] == dep_layers
     assert layers_b[len(dep_layers)] not in layers_a  # B's instance tier is B's own

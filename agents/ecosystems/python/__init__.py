@@ -21,13 +21,14 @@ submodules the mirror lacks). This package holds the Ecosystem:
   `install_command` (`uv pip install` under the instance's date bound) and `request_action`
   (memory pins, `uv_lift`, `uv_option`), `plan_from_spec` (an LLM plan's test files and commands),
   `package_version` and `context_facts` (from the packaging profile),
-  `dependency_layer` (the virtualenv with its date-bounded toolchain packages, keyed by what it
-  resolved to: `agents.tiers`).
+  `dependency_layer` (the virtualenv with its date-bounded toolchain packages and the pinned
+  requirement files, keyed by what it resolved to: `agents.tiers`).
 
-Python's dependency tier holds only what needs nothing of the repository. The project's own
-dependencies are not in it: most projects declare them in code (setup.py) or resolve them with
-the project (`uv pip install -e .[test] -r ...`, one resolution whose versions the tier must not
-change), so they are installed with the project in the instance tier, as before.
+Python's dependency tier holds only what needs no code of the repository: the virtualenv with its
+toolchain packages and the pinned lines of the requirement files whose every line is pinned
+(`pinned`). Dependencies declared in code (setup.py) or by range are resolved with the project
+(`uv pip install -e .[test] -r ...`) in the instance tier, as before; that install finds the
+pinned ones already there.
 """
 
 from __future__ import annotations
@@ -211,14 +212,24 @@ class PythonEcosystem(Ecosystem):
 
     def dependency_layer(self, plan: Plan, tree: GitTree):
         """Python's dependency tier (`agents.tiers`): the builder's `base_commands` (the virtualenv,
-        the toolchain packages under the instance's uv flags, the era's ABC shim), keyed by the
-        resolved set (`RESOLVED_COMMAND`: `uv pip freeze` and the .pth files), so instances whose
-        date bounds resolve alike share it. None when the plan runs commands before the builder
-        (`setup_commands`: they came first in the sandbox) or installs build requirements first."""
+        the toolchain packages under the instance's uv flags, the era's ABC shim), then the pinned
+        lines of the requirement files the builder reads whose every line is pinned
+        (`agents.ecosystems.python.pinned`: ``-r``/``-c`` includes followed; an editable, local, VCS,
+        URL or unpinned line leaves its file to the instance tier) installed with ``uv pip install
+        -r`` under the same flags -- written out by the command itself: no file of the tree, no
+        setup.py or pyproject build of the project runs here. Keyed by the resolved set
+        (`RESOLVED_COMMAND`: `uv pip freeze` and the .pth files), so instances whose pins and date
+        bounds resolve alike share it; the spec without the pins is its `fallback` (a pin with no
+        wheel for the interpreter fails the install: the instance tier's builder then skips it as
+        before). None when the plan runs commands before the builder (`setup_commands`: they came
+        first in the sandbox) or installs build requirements first."""
         from datetime import datetime
 
         from agents.ecosystems.base import LayerSpec
-        from agents.ecosystems.python.builder import RESOLVED_COMMAND, PythonEnvBuilder
+        from agents.ecosystems.python.builder import REQUIREMENT_FILES, RESOLVED_COMMAND, PythonEnvBuilder
+        from agents.ecosystems.python.pinned import install_command as pinned_install
+        from agents.ecosystems.python.pinned import pinned_requirements
+        from agents.ecosystems.python.python_plan import SKIP_TEST_DEPS
 
         if plan.setup_commands or "profile" not in plan.state or "created" not in plan.state:
             return None
@@ -229,8 +240,15 @@ class PythonEcosystem(Ecosystem):
         commands = builder.base_commands()
         if not commands:
             return None
-        return LayerSpec(name=f"python {choice.version} virtualenv", commands=commands, env=dict(builder.env),
+        venv = LayerSpec(name=f"python {choice.version} virtualenv", commands=commands, env=dict(builder.env),
                          resolved=RESOLVED_COMMAND)
+        pins = pinned_requirements(tree, profile.requirement_files[:REQUIREMENT_FILES], choice.version, builder.own,
+                                   SKIP_TEST_DEPS)
+        if not pins.requirements:
+            return venv
+        return venv.model_copy(update={
+            "name": f"python {choice.version} virtualenv + pinned {', '.join(pins.files)}"[:200],
+            "commands": [*commands, pinned_install(pins, builder.uv.flags())], "fallback": venv})
 
     def run_tests(self, sb, plan: Plan, *, timeout: float, known_tests=None, log_label: str = "tests",
                   per_test_timeout: float | None = None, env: dict[str, str] | None = None) -> TestRun:

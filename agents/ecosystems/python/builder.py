@@ -61,6 +61,8 @@ RESOLVED_COMMAND = (f"uv pip freeze --python {PY} && for f in $({PY} -c 'import 
                     "echo \"== ${f##*/}\" && cat \"$f\"; done; true")
 """Prints the venv's resolved set (`uv pip freeze`) and its .pth files: the key of Python's
 dependency tier (`agents.tiers`), equal for equal virtualenvs."""
+REQUIREMENT_FILES = 3
+"""Requirement files of the profile the builder reads (the first ones: test files first)."""
 MAX_REPAIRS = 6
 """Attempts of one `uv pip install` (each failed one repaired by a rule, the memory or the LLM)."""
 PROBE_ROUNDS = 4
@@ -387,7 +389,7 @@ class PythonEnvBuilder:
                 self.write_pth(ABC_SHIM_PTH, ABC_SHIM, "era:collections-abc")
         self.fill_submodules()
         file_reqs: list[str] = []
-        for f in p.requirement_files[:3]:
+        for f in p.requirement_files[:REQUIREMENT_FILES]:
             file_reqs += requirement_file_lines(self.tree, f)
         file_reqs, relaxed = relax_test_pins(list(dict.fromkeys(file_reqs)), self.choice.version)
         for note in relaxed:
