@@ -280,6 +280,38 @@ def file_after(patch: str, path: str, before: str) -> str | None:
         return target.read_text(encoding="utf-8") if r.returncode == 0 else None
 
 
+def texts_after(patch: str, paths: list[str], base) -> dict[str, str]:
+    """Path -> its text once `patch` is applied to the files it touches as `base(path)` gives them
+    (`git apply` of the whole patch in a scratch folder, so a rename or copy brings its source's
+    text), for each of `paths` the patch leaves in place ("" for one it deletes); {} when the
+    patch does not apply there or touches a path outside the folder. Never raises."""
+    import subprocess
+    import tempfile
+
+    touched = files_in_patch(patch)
+    if unsafe_paths(patch):
+        return {}
+    with tempfile.TemporaryDirectory(prefix="swemint-after-") as d:
+        for q in touched:
+            text = _base_text(base, q)
+            if text is not None:
+                target = Path(d) / q
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+        try:
+            r = subprocess.run(["git", "apply", "-"], cwd=d, input=ensure_final_newline(patch), text=True,
+                               capture_output=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        if r.returncode != 0:
+            return {}
+        out = {}
+        for p in paths:
+            f = Path(d) / p
+            out[p] = f.read_text(encoding="utf-8", errors="replace") if f.is_file() and not f.is_symlink() else ""
+        return out
+
+
 def touched_words(patch: str) -> set[str]:
     """The identifiers (``[A-Za-z_][A-Za-z0-9_]*``) of the lines `patch` adds or removes and of
     its hunks' section headers (git's enclosing-function context: ``@@ -3236,9 +3236,16 @@ func
@@ -417,13 +449,17 @@ def grading_paths(patch: str, rules: TestPathRules | None = None, base=None) -> 
     rules = rules or rules_for(None)
     changes = None
     out = []
-    for p in files_in_patch(patch):
+    paths = files_in_patch(patch)
+    configs = [p for p in paths if rules.kind(p) == "config"]
+    after = texts_after(patch, configs, base) if base is not None and configs else {}
+    links = symlinks_in_patch(patch) if configs else {}
+    for p in paths:
         kind = rules.kind(p)
-        if kind == "config":
+        if kind == "config" and p not in links:  # a configuration file made a link: whatever it reads counts
             old = _base_text(base, p) if base is not None else None
-            new = file_after(patch, p, old) if old is not None else None
-            if old is not None and new is not None:
-                if not rules.config_changed(p, old, new):
+            new = after.get(p)
+            if new is not None:  # a file the patch adds (by a rename or a copy too) has no base text: ""
+                if not rules.config_changed(p, old or "", new):
                     continue
             else:
                 if changes is None:

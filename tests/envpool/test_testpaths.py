@@ -322,3 +322,38 @@ def test_the_stamp_beside_the_work_tree_is_the_one_read(tree):
     assert "conftest.py" in reset_tree(str(tree), rules_for("python"))
     assert not (tree / "conftest.py").exists()
     assert (tree / "tests" / "test_ext.so").exists()  # the build's, older than the image's stamp
+
+
+@pytest.mark.parametrize("how", ["rename", "copy", "link"])
+def test_runner_configuration_brought_in_by_a_rename_a_copy_or_a_link_counts(tmp_path, how):
+    """A fix renaming or copying a file that holds a pytest section to setup.cfg, or making
+    setup.cfg a link to it, adds runner configuration without a changed line to read."""
+    repo = tmp_path / "r"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "docs" / "example.cfg").write_text("[tool:pytest]\naddopts = -p calc.evil\n")
+    (repo / "calc.py").write_text("X = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    if how == "rename":
+        _git(repo, "mv", "docs/example.cfg", "setup.cfg")
+    elif how == "copy":
+        (repo / "setup.cfg").write_text((repo / "docs" / "example.cfg").read_text())
+    else:
+        (repo / "setup.cfg").symlink_to("docs/example.cfg")
+    _git(repo, "add", "-A")
+    diff = _git(repo, "diff", "--cached", "-M", "-C", "--find-copies-harder", "HEAD")
+    assert ("rename to setup.cfg" in diff) == (how == "rename") and ("copy to setup.cfg" in diff) == (how == "copy")
+
+    def base(path):
+        r = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=repo, capture_output=True, text=True)
+        return r.stdout if r.returncode == 0 else None
+
+    why = grading_paths_problem(diff, "python", base)
+    assert why and "setup.cfg" in why
+    # an unrelated rename into a configuration file's name that holds no runner section stays valid
+    plain = diff.replace("docs/example.cfg", "docs/other.cfg")
+    (repo / "docs" / "other.cfg").write_text("[metadata]\nname = calc\n")
+    if how == "rename":
+        assert grading_paths_problem(plain, "python", lambda p: "[metadata]\nname = calc\n"
+                                     if p == "docs/other.cfg" else base(p)) is None
