@@ -90,10 +90,12 @@ class DependencyTier(BaseModel):
 
 def layer_key(toolchain_id: str, spec: LayerSpec, contents: dict[str, bytes], resolved: str | None = None) -> str:
     """sha256 hex keying a dependency layer: the toolchain image id plus, with `resolved` (the
-    output of `spec.resolved`), that resolved set; else the spec's inputs (each file's sha256 by
+    output of `spec.resolved`), that resolved set and the spec's `requested` lines; else the spec's inputs (each file's sha256 by
     path from `contents`, the stubs, the commands, the environment). Equal keys = equal layers."""
     if resolved is not None:
         inputs: dict = {"toolchain": toolchain_id, "resolved": resolved}
+        if spec.requested:  # what was asked for as well as what the build left (LayerSpec.requested)
+            inputs["requested"] = sorted(spec.requested)
     else:
         inputs = {"toolchain": toolchain_id, "files": {p: hashlib.sha256(contents[p]).hexdigest() for p in spec.files},
                   "stubs": sorted(spec.stubs), "commands": spec.commands, "env": spec.env}

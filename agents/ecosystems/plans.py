@@ -125,6 +125,11 @@ class LayerSpec(BaseModel):
     that resolve the same (another date bound) share it. `name`: a short label (`go modules`).
     `fallback`: a smaller spec tried when one of `commands` fails (Python: the virtualenv without
     the pinned requirements, one of which may have no wheel for the interpreter).
+    `requested`: what the repository asked the layer for (Python: its pinned requirement lines),
+    part of a `resolved` key too: the resolved set is what the build left, and code that ran in
+    the build (a pinned sdist's setup.py) can leave more than it lists -- write a sitecustomize
+    and remove its own distribution's record -- so that a layer of other requests resolves alike
+    and would be shared with repositories that never asked for that package.
     The instance tier then runs the plan's own setup on top of the layer, unchanged: the
     commands of a layer must be ones the plan's setup would leave as they are (a module
     download, a fetch into the cache, a virtualenv with the toolchain packages).
@@ -138,6 +143,7 @@ class LayerSpec(BaseModel):
     commands: list[str]
     env: dict[str, str] = Field(default_factory=dict)
     resolved: str | None = None
+    requested: list[str] = Field(default_factory=list)
     fallback: LayerSpec | None = None
 
 

@@ -202,3 +202,22 @@ def test_pinned_requirements_in_a_real_layer(tmp_path, python_image, docker_clie
     finally:
         if tier is not None:
             docker_client.images.remove(tier.image, force=True)
+
+
+def test_a_layer_is_shared_only_with_what_was_asked_for_not_only_with_what_it_lists(tmp_path):
+    """Code that ran in the layer's build (a pinned sdist's setup.py) can write a sitecustomize and
+    remove its own distribution's record, so the resolved set lists only the other pins: keyed by
+    that alone the layer would be shared with a repository that never asked for the package (a new
+    user's trial 6). The key holds the pins asked for as well: equal pins still share."""
+    from agents import tiers
+    from agents.ecosystems.base import LayerSpec
+
+    resolved = "iniconfig==2.0.0\npip==24.0\n"  # what both builds left listed
+    spec = LayerSpec(name="py", commands=["uv pip install -r /tmp/r.txt"], resolved="uv pip freeze")
+    evil = spec.model_copy(update={"requested": ["evil-sdist==1.0", "iniconfig==2.0.0"]})
+    plain = spec.model_copy(update={"requested": ["iniconfig==2.0.0"]})
+    same = spec.model_copy(update={"requested": ["iniconfig==2.0.0"], "commands": ["uv pip install --exclude-newer x"]})
+    key = lambda s: tiers.layer_key("sha256:t", s, {}, resolved)  # noqa: E731
+    assert key(evil) != key(plain)
+    assert key(plain) == key(same)  # another date bound, the same pins and resolution: shared
+    assert key(spec) == tiers.layer_key("sha256:t", spec.model_copy(update={"commands": ["other"]}), {}, resolved)

@@ -248,7 +248,8 @@ class PythonEcosystem(Ecosystem):
             return venv
         return venv.model_copy(update={
             "name": f"python {choice.version} virtualenv + pinned {', '.join(pins.files)}"[:200],
-            "commands": [*commands, pinned_install(pins, builder.uv.flags())], "fallback": venv})
+            "commands": [*commands, pinned_install(pins, builder.uv.flags())], "fallback": venv,
+            "requested": list(pins.requirements)})
 
     def run_tests(self, sb, plan: Plan, *, timeout: float, known_tests=None, log_label: str = "tests",
                   per_test_timeout: float | None = None, env: dict[str, str] | None = None) -> TestRun:
