@@ -70,7 +70,7 @@ class Sampler(threading.Thread):
         for arm, wd in workdirs.items():
             p = wd / "bench_cpu.json"
             self.seen[arm] = json.loads(p.read_text()).get("containers", {}) if p.exists() else {}
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         from envpool.docker_sandbox import docker_client
@@ -78,7 +78,7 @@ class Sampler(threading.Thread):
 
         client = docker_client()
         last_save = time.monotonic()
-        while not self._stop.wait(1.0):
+        while not self._halt.wait(1.0):
             for arm in self.workdirs:
                 try:
                     found = client.containers.list(filters={"label": f"swemint.run={run_id(arm)}"})
@@ -103,7 +103,7 @@ class Sampler(threading.Thread):
             os.replace(wd / "bench_cpu.json.tmp", p)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=10)
         self.save()
 
