@@ -138,7 +138,7 @@ def check_rule_data(data: object) -> None:
                 raise RuleSetError(f"group {name!r}: a config entry needs `files`, and only `lines`, `sections`, "
                                    f"`keys`, `headers` ({sorted(HEADERS)})")
             if not all(isinstance(k, str) and k and all(k.split(".")) for k in entry.get("keys", [])):
-                raise RuleSetError(f"group {name!r}: config keys are dotted JSON key globs (`jest`, `scripts.test*`)")
+                raise RuleSetError(f"group {name!r}: config keys are dotted JSON/TOML key globs (`jest`, `scripts.test*`)")
             for rx in entry.get("lines", []) + entry.get("sections", []):
                 try:
                     re.compile(rx)
@@ -195,11 +195,43 @@ def _glob_regex(glob: str) -> str:
 
 
 def _key_values(doc, parts: list[str]) -> list:
-    """The values of a JSON document at a dotted key path whose parts are globs (sorted by key)."""
+    """The values of a JSON (or TOML) document at a dotted key path whose parts are globs (sorted
+    by key)."""
     found = [doc]
     for part in parts:
         found = [v[k] for v in found if isinstance(v, dict) for k in sorted(v) if fnmatch.fnmatchcase(k, part)]
-    return [json.dumps(v, sort_keys=True) for v in found]
+    return [json.dumps(v, sort_keys=True, default=str) for v in found]
+
+
+def _toml_reader():
+    """`tomllib.loads` (or tomli's), or None where neither is there: the status tool runs on the
+    image's python3 (>= 3.9, stdlib only)."""
+    try:
+        import tomllib
+        return tomllib.loads
+    except ImportError:
+        pass
+    try:
+        import tomli  # type: ignore[import-not-found]
+        return tomli.loads
+    except ImportError:
+        return None
+
+
+def _parse_doc(text: str, toml: bool):
+    """A configuration file's text as data ({} for an empty text); ValueError when it is not JSON
+    / TOML, LookupError when no TOML reader is there."""
+    if not text.strip():
+        return {}
+    if not toml:
+        return json.loads(text)
+    loads = _toml_reader()
+    if loads is None:
+        raise LookupError("no TOML reader")
+    try:
+        return loads(text)
+    except Exception as e:  # tomllib.TOMLDecodeError is a ValueError; tomli's too, old ones not
+        raise ValueError(str(e)) from e
 
 
 def _any_regex(patterns) -> re.Pattern:
@@ -207,7 +239,7 @@ def _any_regex(patterns) -> re.Pattern:
 
 
 HEADERS = {
-    "ini": re.compile(r"^\s*\[[^\]]+\]\s*$"),
+    "ini": re.compile(r"^\s*\[[^\]]+\]+\s*([#;].*)?$"),
     "make": re.compile(r"^[^\s#=:][^=:]*::?(?!=)"),
 }
 """Section headers by a config entry's `headers` style: INI/TOML `[name]` lines (default), or
@@ -228,12 +260,16 @@ class ConfigRule:
         self.sections = _any_regex(sections) if sections else None
         self.header = HEADERS[headers]
         self.keys = [k.split(".") for k in keys]
+        self.toml = bool(self.files) and all(g.endswith(".toml") for g in self.files)
 
     def changed(self, old: str, new: str) -> bool:
         """True when the file's text going from `old` to `new` changes runner configuration: a
         `hit` among the changes with the whole old text above each (`line_changes`: a section
         header far above a change still counts), or a `keys` value that differs (a text that is
-        not JSON: every key counts as changed when the texts differ)."""
+        not JSON -- TOML for an entry whose files are `*.toml`: the document as TOML readers see
+        it, so `[ tool . "pytest" ]` and a dotted `tool.pytest.ini_options.addopts = ...` count
+        as `tool.pytest*` --: every key counts as changed when the texts differ, and so does any
+        difference of a TOML file where no TOML reader is there)."""
         if old == new:
             return False
         if self.hit(line_changes(old, new)):
@@ -241,8 +277,8 @@ class ConfigRule:
         if not self.keys:
             return False
         try:
-            a, b = json.loads(old) if old.strip() else {}, json.loads(new) if new.strip() else {}
-        except ValueError:
+            a, b = _parse_doc(old, self.toml), _parse_doc(new, self.toml)
+        except (ValueError, LookupError):
             return True
         return any(_key_values(a, k) != _key_values(b, k) for k in self.keys)
 

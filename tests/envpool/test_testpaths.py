@@ -246,6 +246,8 @@ PKG_PRETEST = PKG.replace('    "build": "tsc"\n', '    "build": "tsc",\n    "pre
 PKG_OTHER = PKG.replace('"version": "1.0.0"', '"version": "1.0.1"')
 CFG = ("[metadata]\nname = calc\n\n[tool:pytest]\nminversion = 6.0\nmarkers =\n    slow: s\n    net: n\n"
        "    db: d\nxfail_strict = true\n")
+TOML = ('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n[project]\nname = "calc"\n'
+        'version = "0.1"\n\n[tool.setuptools]\npackages = ["calc"]\n')
 MAKE = "all:\n\tcc a.c\n\ntest: all\n\t./t1\n\t./t2\n\t./t3\n\t./t4\n\t./t5\n"
 
 
@@ -256,6 +258,22 @@ MAKE = "all:\n\tcc a.c\n\ntest: all\n\t./t1\n\t./t2\n\t./t3\n\t./t4\n\t./t5\n"
     ("setup.cfg", "python", CFG, CFG + "pythonpath = shim\n", True),  # 8 lines below [tool:pytest]
     ("setup.cfg", "python", CFG, CFG.replace("name = calc\n", "name = calc\nversion = 2\n"), False),
     ("Makefile", "c", MAKE, MAKE.replace("\t./t5\n", "\ttrue\n"), True),  # a recipe line far below `test:`
+    # pytest reads pyproject.toml as TOML, not by lines (trial 7: each of the first three verified a fix that only
+    # added a plugin forging passes): a dotted key at the top, a header with spaces, quoted or escaped key parts
+    ("pyproject.toml", "python", TOML, 'tool.pytest.ini_options.addopts = "-p calc._plug"\n' + TOML, True),
+    ("pyproject.toml", "python", TOML, TOML + '\n[ tool.pytest.ini_options ]\naddopts = "-p calc._plug"\n', True),
+    ("pyproject.toml", "python", TOML, TOML + '\n[tool."pytest".ini_options]\naddopts = "-p calc._plug"\n', True),
+    ("pyproject.toml", "python", TOML, TOML + '\n[tool."\\u0070ytest".ini_options]\naddopts = "-p calc._plug"\n', True),
+    ("pyproject.toml", "python", TOML + "\n[tool]\nblack.line-length = 99\n",
+     TOML + '\n[tool]\nblack.line-length = 99\n\n\n\n\n\n"pytest".ini_options = { addopts = "-p calc._plug" }\n', True),
+    ("pyproject.toml", "python", TOML, TOML + '\n[project.entry-points."pytest11"]\nplug = "calc._plug"\n', True),
+    ("pyproject.toml", "python", TOML, TOML + "\n[tool.black]\nline-length = 99\n", False),
+    ("pyproject.toml", "python", TOML, TOML.replace('version = "0.1"', 'version = "0.2"'), False),
+    # a section header with a comment after it is still the header below which a change lies
+    ("setup.cfg", "python", CFG.replace("[tool:pytest]", "[tool:pytest]  # runner"),
+     CFG.replace("[tool:pytest]", "[tool:pytest]  # runner") + "consider_namespace_packages = true\n", True),
+    ("setup.cfg", "python", CFG, CFG.replace("[metadata]\n", "[metadata]\n\n[options.entry_points]\npytest11 =\n"
+                                                                "    plug = calc._plug\n"), True),
 ])
 def test_runner_configuration_counts_wherever_in_the_file_the_change_is(path, language, old, new, hit, tmp_path):
     rules = rules_for(language)
@@ -276,6 +294,18 @@ def test_runner_configuration_counts_wherever_in_the_file_the_change_is(path, la
     (repo / path).write_text(new)
     assert (path in reset_tree(str(repo), rules)) is hit
     assert (repo / path).read_text() == (old if hit else new)
+
+
+def test_a_pyproject_counts_as_changed_wherever_no_toml_reader_is_there(monkeypatch):
+    """The status tool may run on a python3 without tomllib (3.9, 3.10): any difference counts there."""
+    from envpool import testpaths
+    rules = rules_for("python")
+    new = TOML + "\n[tool.black]\nline-length = 99\n"
+    assert not rules.config_changed("pyproject.toml", TOML, new)
+    monkeypatch.setattr(testpaths, "_toml_reader", lambda: None)
+    assert rules.config_changed("pyproject.toml", TOML, new)
+    assert not rules.config_changed("pyproject.toml", TOML, TOML)
+    assert rules.config_changed("pyproject.toml", TOML, TOML + "[x\n")  # unreadable: counts
 
 
 def test_a_package_json_added_by_a_patch_counts_when_it_configures_a_runner(tmp_path):
