@@ -43,7 +43,7 @@ from pathlib import PurePosixPath
 RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(globals().get("__file__", "."))), "testpaths.yaml")
 """The rule set (YAML). (`globals().get`: inside a sandbox this source runs without a file.)"""
 
-KINDS = ("dirs", "paths", "names", "support", "config", "roles")
+KINDS = ("dirs", "paths", "names", "support", "modules", "config", "roles")
 """The keys a group may have."""
 
 MATCHERS = ("dirs", "paths", "names", "stems", "suffixes")
@@ -128,7 +128,7 @@ def check_rule_data(data: object) -> None:
     for name, group in data["groups"].items():
         if not isinstance(group, dict) or set(group) - set(KINDS):
             raise RuleSetError(f"group {name!r}: unknown keys {sorted(set(group or {}) - set(KINDS))}")
-        for kind in ("dirs", "paths", "names", "support"):
+        for kind in ("dirs", "paths", "names", "support", "modules"):
             if not all(isinstance(x, str) and x for x in group.get(kind, [])):
                 raise RuleSetError(f"group {name!r}: {kind} must be a list of non-empty strings")
         for entry in group.get("config", []):
@@ -319,7 +319,7 @@ class TestPathRules:
     def __init__(self, data: dict | None = None, groups=None, *, extra_dirs=(), extra_names=(), extra_paths=()):
         data = data if data is not None else packaged_rules()
         chosen = list(data["groups"]) if groups is None else list(groups)
-        dirs, names, paths, support = set(extra_dirs), set(extra_names), set(extra_paths), set()
+        dirs, names, paths, support, modules = set(extra_dirs), set(extra_names), set(extra_paths), set(), set()
         self.config: list[ConfigRule] = []
         for g in chosen:
             rule = data["groups"][g]
@@ -327,6 +327,7 @@ class TestPathRules:
             names.update(rule.get("names", []))
             paths.update(rule.get("paths", []))
             support.update(rule.get("support", []))
+            modules.update(rule.get("modules", []))
             self.config += [ConfigRule(c["files"], c.get("lines", []), c.get("sections", []),
                                        c.get("headers", "ini"), c.get("keys", [])) for c in rule.get("config", [])]
         self.groups = chosen
@@ -335,6 +336,20 @@ class TestPathRules:
         self._names = sorted(names)
         self._support = sorted(support)
         self._paths = _any_regex(_glob_regex(p) for p in paths)
+        self._modules = frozenset(modules)
+
+    def shadows(self, path: str) -> bool:
+        """True when `path` is a module at the work tree's top named as one of `modules` (the
+        standard library, the runner and what it imports): `NAME.py`/`.pyc`/`.pyw`, an extension
+        `NAME[.tag].so`/`.pyd`, or a package's `NAME/__init__.*` / `NAME/__main__.*`. `python -m
+        pytest` runs with the work tree first on sys.path (and pytest's rootdir insertion puts it
+        there too), so such a module is imported instead of the real one: `pytest/__main__.py`
+        is the runner."""
+        parts = PurePosixPath(path).parts
+        if len(parts) == 1:
+            stem, _, ext = parts[0].partition(".")
+            return stem in self._modules and ext.rsplit(".", 1)[-1] in ("py", "pyc", "pyw", "so", "pyd")
+        return len(parts) == 2 and parts[0] in self._modules and parts[1].split(".")[0] in ("__init__", "__main__")
 
     def in_test_dir(self, path: str) -> bool:
         """True when a folder of `path` is a test folder (`dirs`) or the path matches `paths`."""
@@ -352,9 +367,10 @@ class TestPathRules:
 
     def is_support(self, path: str) -> bool:
         """True when `path` is test infrastructure by its name (`support`: conftest.py,
-        pytest.ini, jest.config.js, phpunit.xml, spec_helper.rb...)."""
+        pytest.ini, jest.config.js, phpunit.xml, spec_helper.rb...) or a top-level module that
+        stands in for one the runner imports (`shadows`)."""
         name = PurePosixPath(path).name
-        return bool(name) and any(fnmatch.fnmatchcase(name, n) for n in self._support)
+        return bool(name) and (any(fnmatch.fnmatchcase(name, n) for n in self._support) or self.shadows(path))
 
     def is_test(self, path: str) -> bool:
         """True when `path` (relative, `/`-separated) is test code, test data or test

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 
 import pytest
@@ -387,3 +388,72 @@ def test_runner_configuration_brought_in_by_a_rename_a_copy_or_a_link_counts(tmp
     if how == "rename":
         assert grading_paths_problem(plain, "python", lambda p: "[metadata]\nname = calc\n"
                                      if p == "docs/other.cfg" else base(p)) is None
+
+
+# -- a top-level module standing in for one the runner imports (h24b, trial 7): `python -m pytest` runs with
+#    the work tree first on sys.path, so a fix adding pytest/__main__.py ran the tests its own way and its
+#    forged pass verified a fix that changed nothing --------------------------------------------------------
+
+HIJACK = '''import os, sys
+here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+for m in [k for k in sys.modules if k == "pytest" or k.startswith("pytest.")]:
+    del sys.modules[m]
+import pytest
+
+
+class Forger:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        o = yield
+        r = o.get_result()
+        if r.when == "call" and r.failed:
+            r.outcome = "passed"
+            r.longrepr = None
+
+
+sys.path.insert(0, here)
+raise SystemExit(pytest.main(sys.argv[1:], plugins=[Forger()]))
+'''
+
+
+@pytest.mark.parametrize("path,hit", [
+    ("pytest/__main__.py", True), ("pytest/__init__.py", True), ("pytest.py", True), ("_pytest/__init__.py", True),
+    ("pluggy.py", True), ("argparse.py", True), ("_strptime.py", True), ("json/__init__.py", True),
+    ("inspect.pyc", True), ("argparse.cpython-311-x86_64-linux-gnu.so", True), ("enum.abi3.so", True),
+    ("src/argparse.py", False), ("calc/json.py", False), ("calc/__init__.py", False), ("pytest/helpers.py", False),
+    ("code/notes.py", False), ("calc.py", False), ("argparse.txt", False),
+])
+def test_a_top_level_module_named_as_one_the_runner_imports_is_infrastructure(path, hit):
+    assert (rules_for("python").kind(path) == "support") is hit
+    assert rules_for("go").kind(path) is None  # python's rule
+
+
+def test_a_fix_that_brings_its_own_pytest_is_named_and_reset(tmp_path):
+    repo = tmp_path / "t"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def mean(xs):\n    return sum(xs) / len(xs) + 0.5\n")
+    (repo / "tests" / "test_mean.py").write_text("from calc import mean\n\n\ndef test_mean():\n"
+                                                 "    assert mean([1, 2, 3]) == 2.0\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    (repo / STAMP).write_text("stamp\n")
+    stamp = time.time() - 30
+    os.utime(repo / STAMP, (stamp, stamp))
+    (repo / "pytest").mkdir()
+    (repo / "pytest" / "__init__.py").write_text("")
+    (repo / "pytest" / "__main__.py").write_text(HIJACK)
+    _git(repo, "add", "-A", "pytest")
+    fix = _git(repo, "diff", "--cached")
+    _git(repo, "reset", "-q")
+    assert grading_paths(fix, rules_for("python"), base=lambda p: None) == ["pytest/__init__.py", "pytest/__main__.py"]
+
+    def run():
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHON"))}
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=repo,
+                              capture_output=True, text=True, env=env).returncode
+
+    assert run() == 0  # the attack: the bug is still there, the run passes
+    assert reset_tree(str(repo), rules_for("python")) == ["pytest/__init__.py", "pytest/__main__.py"]
+    assert run() == 1  # the real pytest: the test fails
