@@ -457,3 +457,44 @@ def test_a_fix_that_brings_its_own_pytest_is_named_and_reset(tmp_path):
     assert run() == 0  # the attack: the bug is still there, the run passes
     assert reset_tree(str(repo), rules_for("python")) == ["pytest/__init__.py", "pytest/__main__.py"]
     assert run() == 1  # the real pytest: the test fails
+
+
+PLUG = ('import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n'
+        '    o = yield\n    r = o.get_result()\n    if r.when == "call" and r.failed:\n'
+        '        r.outcome = "passed"\n        r.longrepr = None\n')
+
+
+@pytest.mark.parametrize("meta", ["Calc_Plugins-1.0.DIST-INFO", "calc_plugins.egg-info", "src/calc_plugins.dist-info"])
+def test_a_fix_that_registers_a_pytest_plugin_by_distribution_metadata_is_named_and_reset(tmp_path, meta):
+    """importlib.metadata finds NAME.dist-info / NAME.egg-info (any case) on every sys.path folder, and pytest
+    loads their [pytest11] entry points: a fix adding one next to a plugin forging passes (h24b, trial 7)."""
+    repo = tmp_path / "t"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_mean.py").write_text("def test_mean():\n    assert 2.5 == 2.0\n")
+    (repo / "setup.py").write_text("")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    (repo / STAMP).write_text("stamp\n")
+    stamp = time.time() - 30
+    os.utime(repo / STAMP, (stamp, stamp))
+    (repo / meta).mkdir(parents=True)
+    (repo / meta / "METADATA").write_text("Metadata-Version: 2.1\nName: calc-plugins\nVersion: 1.0\n")
+    (repo / meta / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: calc-plugins\nVersion: 1.0\n")
+    (repo / meta / "entry_points.txt").write_text("[pytest11]\ncalcplug = calc_plug\n")
+    (repo / "calc_plug.py").write_text(PLUG)  # not infrastructure by itself: the metadata is
+    _git(repo, "add", "-A", meta, "calc_plug.py")
+    fix = _git(repo, "diff", "--cached")
+    _git(repo, "reset", "-q")
+    assert grading_paths(fix, rules_for("python"), base=lambda p: None) == sorted(
+        f"{meta}/{n}" for n in ("METADATA", "PKG-INFO", "entry_points.txt"))
+
+    def run():
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHON"))}
+        env["PYTHONPATH"] = str(repo / meta.rpartition("/")[0]) if "/" in meta else ""
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=repo,
+                              capture_output=True, text=True, env=env).returncode
+
+    assert run() == 0  # the attack: the plugin is loaded, the failure reads as a pass
+    assert len(reset_tree(str(repo), rules_for("python"))) == 3
+    assert run() == 1
