@@ -40,6 +40,9 @@ CASES = [
     ("javascript", "packages/ui/vitest.config.mts", "support"), ("javascript", ".mocharc.yml", "support"),
     ("javascript", "karma.conf.js", "support"), ("javascript", "package.json", "config"),
     ("javascript", "lib/util.js", None), ("javascript", "locales/it/messages.json", None),
+    # Babel's configuration: babel-jest runs every test file through it (h24b, trial 7)
+    ("javascript", "babel.config.js", "support"), ("javascript", "packages/ui/.babelrc", "support"),
+    ("javascript", ".babelrc.json", "support"), ("javascript", "src/babel.js", None),
     ("typescript", "src/app.spec.ts", "test"), ("typescript", "src/components/Button.test.tsx", "test"),
     ("typescript", "src/app.ts", None),
     ("c", "tests/test_parse.c", "test"), ("c", "src/parse_test.c", "test"), ("c", "CTestTestfile.cmake", "support"),
@@ -256,6 +259,7 @@ MAKE = "all:\n\tcc a.c\n\ntest: all\n\t./t1\n\t./t2\n\t./t3\n\t./t4\n\t./t5\n"
     ("package.json", "javascript", PKG, PKG_PROCESSOR, True),  # a key deep inside "jest" no line names
     ("package.json", "javascript", PKG, PKG_PRETEST, True),  # npm runs `pretest` before `test`
     ("package.json", "javascript", PKG, PKG_OTHER, False),
+    ("package.json", "javascript", PKG, PKG.replace('  "license"', '  "babel": {\n    "plugins": [\n      "./src/p.js"\n    ]\n  },\n  "license"'), True),
     ("setup.cfg", "python", CFG, CFG + "pythonpath = shim\n", True),  # 8 lines below [tool:pytest]
     ("setup.cfg", "python", CFG, CFG.replace("name = calc\n", "name = calc\nversion = 2\n"), False),
     ("Makefile", "c", MAKE, MAKE.replace("\t./t5\n", "\ttrue\n"), True),  # a recipe line far below `test:`
