@@ -43,6 +43,7 @@ CASES = [
     # Babel's configuration: babel-jest runs every test file through it (h24b, trial 7)
     ("javascript", "babel.config.js", "support"), ("javascript", "packages/ui/.babelrc", "support"),
     ("javascript", ".babelrc.json", "support"), ("javascript", "src/babel.js", None),
+    ("javascript", "vite.config.ts", "support"), ("javascript", "packages/app/vite.config.mjs", "support"),
     ("typescript", "src/app.spec.ts", "test"), ("typescript", "src/components/Button.test.tsx", "test"),
     ("typescript", "src/app.ts", None),
     ("c", "tests/test_parse.c", "test"), ("c", "src/parse_test.c", "test"), ("c", "CTestTestfile.cmake", "support"),
