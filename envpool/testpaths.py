@@ -344,8 +344,12 @@ class TestPathRules:
         `NAME[.tag].so`/`.pyd`, or a package's `NAME/__init__.*` / `NAME/__main__.*`. `python -m
         pytest` runs with the work tree first on sys.path (and pytest's rootdir insertion puts it
         there too), so such a module is imported instead of the real one: `pytest/__main__.py`
-        is the runner."""
+        is the runner. The same below a top `src/` folder: pytest's rootdir insertion puts it
+        first for tests inside a package there (src/pkg/tests/...), and a standard-library
+        module imported after that (`import fractions` in a test) is then the fix's."""
         parts = PurePosixPath(path).parts
+        if len(parts) > 1 and parts[0] == "src":
+            parts = parts[1:]
         if len(parts) == 1:
             stem, _, ext = parts[0].partition(".")
             return stem in self._modules and ext.rsplit(".", 1)[-1] in ("py", "pyc", "pyw", "so", "pyd")

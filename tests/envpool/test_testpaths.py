@@ -426,7 +426,8 @@ raise SystemExit(pytest.main(sys.argv[1:], plugins=[Forger()]))
     ("pytest/__main__.py", True), ("pytest/__init__.py", True), ("pytest.py", True), ("_pytest/__init__.py", True),
     ("pluggy.py", True), ("argparse.py", True), ("_strptime.py", True), ("json/__init__.py", True),
     ("inspect.pyc", True), ("argparse.cpython-311-x86_64-linux-gnu.so", True), ("enum.abi3.so", True),
-    ("src/argparse.py", False), ("calc/json.py", False), ("calc/__init__.py", False), ("pytest/helpers.py", False),
+    ("src/pprint.py", True), ("src/json/__init__.py", True), ("lib/argparse.py", False), ("src/calc/json.py", False),
+    ("calc/json.py", False), ("calc/__init__.py", False), ("pytest/helpers.py", False),
     ("code/notes.py", False), ("calc.py", False), ("argparse.txt", False),
 ])
 def test_a_top_level_module_named_as_one_the_runner_imports_is_infrastructure(path, hit):
