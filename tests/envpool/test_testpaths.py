@@ -157,6 +157,13 @@ def _git(cwd, *args) -> str:
                           capture_output=True, text=True).stdout
 
 
+def _commit_base(repo) -> None:
+    """`repo`'s files as the base commit of a new git repository."""
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+
+
 @pytest.fixture
 def tree(tmp_path):
     """A committed work tree as an environment image holds it: tests with a helper, a pytest
@@ -169,9 +176,7 @@ def tree(tmp_path):
     for rel, text in files.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    _commit_base(repo)
     (repo / "node_modules" / "pkg" / "test").mkdir(parents=True)
     (repo / "node_modules" / "pkg" / "test" / "index.js").write_text("//\n")
     (repo / "tests" / "test_ext.so").write_text("built\n")
@@ -294,9 +299,7 @@ def test_runner_configuration_counts_wherever_in_the_file_the_change_is(path, la
     (repo / "src").mkdir(parents=True)
     (repo / path).write_text(old)
     (repo / "src" / "a.c").write_text("int x;\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    _commit_base(repo)
     (repo / path).write_text(new)
     assert (path in reset_tree(str(repo), rules)) is hit
     assert (repo / path).read_text() == (old if hit else new)
@@ -368,9 +371,7 @@ def test_runner_configuration_brought_in_by_a_rename_a_copy_or_a_link_counts(tmp
     (repo / "docs").mkdir(parents=True)
     (repo / "docs" / "example.cfg").write_text("[tool:pytest]\naddopts = -p calc.evil\n")
     (repo / "calc.py").write_text("X = 1\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    _commit_base(repo)
     if how == "rename":
         _git(repo, "mv", "docs/example.cfg", "setup.cfg")
     elif how == "copy":
@@ -441,9 +442,7 @@ def test_a_fix_that_brings_its_own_pytest_is_named_and_reset(tmp_path):
     (repo / "calc.py").write_text("def mean(xs):\n    return sum(xs) / len(xs) + 0.5\n")
     (repo / "tests" / "test_mean.py").write_text("from calc import mean\n\n\ndef test_mean():\n"
                                                  "    assert mean([1, 2, 3]) == 2.0\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    _commit_base(repo)
     (repo / STAMP).write_text("stamp\n")
     stamp = time.time() - 30
     os.utime(repo / STAMP, (stamp, stamp))
@@ -478,9 +477,7 @@ def test_a_fix_that_registers_a_pytest_plugin_by_distribution_metadata_is_named_
     (repo / "tests").mkdir(parents=True)
     (repo / "tests" / "test_mean.py").write_text("def test_mean():\n    assert 2.5 == 2.0\n")
     (repo / "setup.py").write_text("")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    _commit_base(repo)
     (repo / STAMP).write_text("stamp\n")
     stamp = time.time() - 30
     os.utime(repo / STAMP, (stamp, stamp))
