@@ -22,6 +22,7 @@ import posixpath
 import re
 import shlex
 
+from packaging.utils import canonicalize_name as canonical  # PEP 503 names
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.gitrepo import GitTree
@@ -53,11 +54,6 @@ class PinnedRequirements(BaseModel):
     constraints: list[str] = Field(default_factory=list)
     left: dict[str, str] = Field(default_factory=dict)
     dropped: list[str] = Field(default_factory=list)
-
-
-def canonical(name: str) -> str:
-    """PEP 503 normalised distribution name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def logical_lines(text: str) -> list[str]:
