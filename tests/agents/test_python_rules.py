@@ -68,6 +68,18 @@ def test_profile_reads_python_requires_extras_requirements_and_scm(tmp_path):
     assert requirement_file_lines(tree, "requirements_test.txt") == ["astroid==2.11.6", "pytest~=7.1"]
 
 
+def test_requirement_file_lines_reads_lines_as_pip_does(tmp_path):
+    """The instance tier's reader parses with the dependency tier's parser (reqfiles): continuation
+    lines joined, `--requirement=path` followed (beside the including file), `-c` constraints,
+    inline comments and a requirement's --hash options dropped (each line is one install argument)."""
+    tree = make_tree(tmp_path, {
+        "ci/req.txt": "numpy==1.26.4 \\\n    --hash=sha256:abc  # pinned\n--requirement=more.txt\n-c constraints.txt\n",
+        "ci/more.txt": "attrs>=22\t# a tab before the comment\n",
+        "ci/constraints.txt": "attrs==23.1.0\n",
+    })
+    assert requirement_file_lines(tree, "ci/req.txt") == ["numpy==1.26.4", "attrs>=22"]
+
+
 @pytest.mark.parametrize("created, requires, classifiers, expect_version, expect_ideal", [
     ("2019-04-13", None, [], "3.9", "3.7"),        # era 3.7 not installable here -> nearest, recorded
     ("2022-06-11", ">=3.7", [], "3.9", "3.10"),    # prefer the older neighbour for a 3.10 era

@@ -42,6 +42,7 @@ from typing import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.ecosystems.python.profile import PythonProfile, req_name
+from agents.ecosystems.python.reqfiles import include_of, logical_lines
 from agents.ecosystems.debian import apt_install
 from agents.gitrepo import GitTree
 from agents.models import StepRecord
@@ -100,25 +101,25 @@ class SetupResult(BaseModel):
 
 
 def requirement_file_lines(tree: GitTree, path: str, depth: int = 0) -> list[str]:
-    """Requirements from a requirements file at the commit, following `-r` includes (host side).
+    """Requirements from a requirements file at the commit, following `-r` includes (host side;
+    lines as pip reads them: `agents.ecosystems.python.reqfiles`, the dependency tier's parser too).
 
-    Editable/self references (`-e .`, `.`) and dev-only tools (SKIP_TEST_DEPS) are dropped.
+    Editable/self references (`-e .`, `.`), URLs, other options (`-c` constraints included), a
+    requirement's own options (`--hash=...`: each line becomes one argument of `uv pip install`) and
+    dev-only tools (SKIP_TEST_DEPS) are dropped; an include is looked up from the tree's root,
+    then beside the including file, at most 3 deep.
     """
     text = tree.read(path) or ""
     base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
     out: list[str] = []
-    for raw in text.splitlines():
-        line = raw.split(" #")[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        m = re.match(r"^(?:-r|--requirement)\s+(\S+)", line)
-        if m and depth < 3:
-            inc = m.group(1)
-            inc_path = inc if tree.exists(inc) else base + inc
-            out += requirement_file_lines(tree, inc_path, depth + 1)
+    for line in logical_lines(text):
+        inc = include_of(line)
+        if inc is not None and inc[0] == "r" and inc[1] and depth < 3:
+            out += requirement_file_lines(tree, inc[1] if tree.exists(inc[1]) else base + inc[1], depth + 1)
             continue
         if line.startswith(("-", ".", "git+", "http")) or "://" in line or line.startswith("/"):
             continue
+        line = line.partition(" --")[0]  # per-requirement options (--hash=...): each line is one argument
         name = req_name(line)
         if not name or name.lower().replace("_", "-") in SKIP_TEST_DEPS:
             continue

@@ -25,6 +25,7 @@ import shlex
 from packaging.utils import canonicalize_name as canonical  # PEP 503 names
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.ecosystems.python.reqfiles import include_of, logical_lines
 from agents.gitrepo import GitTree
 
 __all__ = ["PinnedRequirements", "REQUIREMENTS_DIR", "pinned_requirements", "install_command"]
@@ -35,7 +36,6 @@ MAX_DEPTH = 4
 """Includes followed (``-r`` inside ``-r``...); a deeper chain leaves the file to the instance tier."""
 MAX_BYTES = 64 * 1024
 """Requirement text the command carries at most (it is in the Dockerfile and the image's label)."""
-_INCLUDES = (("--requirement", "r"), ("--constraint", "c"), ("-r", "r"), ("-c", "c"))
 _HASH = re.compile(r"--hash(?:=|\s+)\S+")
 
 
@@ -54,25 +54,6 @@ class PinnedRequirements(BaseModel):
     constraints: list[str] = Field(default_factory=list)
     left: dict[str, str] = Field(default_factory=dict)
     dropped: list[str] = Field(default_factory=list)
-
-
-def logical_lines(text: str) -> list[str]:
-    """The lines pip reads: continuation lines (a trailing backslash) joined, comments (``#`` at the
-    start or after whitespace) removed, blank lines dropped, whitespace collapsed."""
-    out: list[str] = []
-    buf = ""
-    for raw in text.splitlines():
-        if raw.endswith("\\") and not raw.lstrip().startswith("#"):
-            buf += raw[:-1] + " "
-            continue
-        line = re.sub(r"(^|\s)#.*$", "", buf + raw)
-        buf = ""
-        line = " ".join(line.split())
-        if line:
-            out.append(line)
-    if buf.strip():
-        out.append(" ".join(re.sub(r"(^|\s)#.*$", "", buf).split()))
-    return [line for line in out if line]
 
 
 def pinned_name(line: str) -> str | None:
@@ -95,21 +76,6 @@ def pinned_name(line: str) -> str | None:
     return canonical(req.name)
 
 
-def _include(line: str) -> tuple[str, str | None] | None:
-    """(``r`` or ``c``, the path; None when malformed) for an include line, else None."""
-    for flag, kind in _INCLUDES:
-        if not line.startswith(flag):
-            continue
-        rest = line[len(flag):]
-        if rest.startswith("="):
-            rest = rest[1:]
-        elif flag.startswith("--") and rest and not rest[0].isspace():
-            return None  # another long option (--requirements-foo): not an include
-        rest = rest.strip()
-        return kind, rest if rest and " " not in rest else None
-    return None
-
-
 def _read(tree: GitTree, path: str, kind: str, depth: int, seen: tuple[str, ...],
           out: dict[str, list[str]], files: list[str]) -> str:
     """Add the lines of `path` (and its includes) to `out["r"]` / `out["c"]`; returns "" when it
@@ -123,7 +89,7 @@ def _read(tree: GitTree, path: str, kind: str, depth: int, seen: tuple[str, ...]
         return f"{path} is not in the tree"
     files.append(path)
     for line in logical_lines(text):
-        inc = _include(line)
+        inc = include_of(line)
         if inc is not None:
             sub_kind, target = inc
             if target is None or "://" in target or target.startswith("/") or "$" in target:
