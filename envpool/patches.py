@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from envpool.errors import PatchApplyError
 from envpool.sandbox import Sandbox
-from envpool.testpaths import TestPathRules, role, rules_for
+from envpool.testpaths import TestPathRules, lists_only, role, rules_for
 
 PATCH_DIR = "/tmp/swemint/patches"
 """Where patch files are written in the sandbox (outside the repository)."""
@@ -520,6 +520,115 @@ def split_patch(diff: str, rules: TestPathRules | None = None) -> tuple[str, str
     (`split_by_rules`)."""
     split = split_by_rules(diff, rules)
     return split.patch, split.test_patch
+
+
+class ToolingSplit(NamedTuple):
+    """A fix split by the rule set's `tooling` (`tooling_split`): `paths`, the tooling files whose
+    hunks (all or some) are left out; `core`, the patch without those hunks (file sections and the
+    hunks kept verbatim, in order); `kept`, tooling files whose every hunk only lists the patch's
+    own files and stays in `core`."""
+
+    paths: list[str]
+    core: str
+    kept: list[str]
+
+
+_HUNK_START = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)")
+
+
+def _own_files(patch: str) -> tuple[list[str], list[str]]:
+    """(files the patch adds or renames to, files it deletes or renames from), by unidiff; ([], [])
+    when it cannot read the patch."""
+    new: list[str] = []
+    gone: list[str] = []
+    try:
+        from unidiff import PatchSet
+
+        for pf in PatchSet(patch):
+            src, tgt = _strip_prefix(pf.source_file or ""), _strip_prefix(pf.target_file or "")
+            if pf.is_added_file:
+                new.append(tgt)
+            elif pf.is_removed_file:
+                gone.append(src)
+            elif src != tgt:
+                new.append(tgt)
+                gone.append(src)
+    except Exception:
+        return [], []
+    return new, gone
+
+
+def _kept_hunks(section: str, new: list[str], gone: list[str]) -> tuple[str, bool]:
+    """(the section with only its hunks that list the patch's own files (`TestPathRules`'
+    `lists_only`), whether every hunk is such a one). A section unidiff cannot read, without
+    hunks (a mode change, a binary file, a pure rename) or whose `@@` lines do not match unidiff's
+    hunks keeps none. The kept hunks' text is the section's; a hunk after a dropped one has its
+    new-side start moved by what the dropped ones added or removed."""
+    try:
+        from unidiff import PatchSet
+
+        files = list(PatchSet(section))
+    except Exception:
+        return "", False
+    if len(files) != 1 or files[0].is_binary_file or not len(files[0]):
+        return "", False
+    lines = section.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if _HUNK_START.match(line)]
+    hunks = list(files[0])
+    if len(starts) != len(hunks):
+        return "", False
+    keep = [lists_only([x.value.rstrip("\n") for x in h if x.is_added],
+                       [x.value.rstrip("\n") for x in h if x.is_removed], new, gone) for h in hunks]
+    if not any(keep):
+        return "", False
+    out, shift = lines[:starts[0]], 0
+    for i, (h, kept) in enumerate(zip(hunks, keep, strict=True)):
+        chunk = lines[starts[i]:starts[i + 1] if i + 1 < len(starts) else len(lines)]
+        if not kept:
+            shift += h.added - h.removed
+            continue
+        if shift:
+            m = _HUNK_START.match(chunk[0])
+            if m is not None:
+                start = max(int(m.group(1)) - shift, 0)
+                chunk = [chunk[0][:m.start(1)] + str(start) + chunk[0][m.end(1):], *chunk[1:]]
+        out += chunk
+    return "".join(out), all(keep)
+
+
+def tooling_split(patch: str, language: str | None = None, rules: TestPathRules | None = None) -> ToolingSplit:
+    """The fix `patch` without its build and test-tooling hunks (`ToolingSplit`), by the rule set's
+    `tooling` of `language` (`TestPathRules.is_tooling`; `rules` overrides): the file sections
+    (`file_sections`) of files that configure how the project is built or its tests run -- a
+    dotfile or dot-folder, `*.config.*`, a Makefile, CMakeLists.txt, pom.xml, package.json,
+    pyproject.toml, ... (either name of a rename) -- lose every hunk except those that only list
+    the patch's own added, renamed or deleted files (`envpool.testpaths.lists_only`: a source
+    file added to a CMake/Makefile/meson/Bazel list stays, so the fix still builds); a section
+    left without hunks goes whole. The verification's `core` side applies `core`: a
+    FAIL_TO_PASS that does not hold there depends on the fix's tooling changes. Never raises."""
+    rules = rules or rules_for(language)
+    sections = file_sections(patch)
+    marked = [(s, [p for p in files_in_patch(s) if rules.is_tooling(p)]) for s in sections]
+    if not any(t for _, t in marked):
+        return ToolingSplit([], patch, [])
+    new, gone = _own_files(patch)
+    new = [p for p in new if not rules.is_tooling(p)]
+    gone = [p for p in gone if not rules.is_tooling(p)]
+    out: list[str] = []
+    paths: list[str] = []
+    kept: list[str] = []
+    for section, tooling in marked:
+        if not tooling:
+            out.append(section)
+            continue
+        text, whole = _kept_hunks(section, new, gone)
+        if whole:
+            kept += [p for p in tooling if p not in kept]
+        else:
+            paths += [p for p in tooling if p not in paths]
+        if text:
+            out.append(text)
+    return ToolingSplit(paths, "".join(out), kept)
 
 
 def test_files_to_run(test_patch: str) -> list[str]:

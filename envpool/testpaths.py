@@ -38,16 +38,21 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import PurePosixPath
 
 RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(globals().get("__file__", "."))), "testpaths.yaml")
 """The rule set (YAML). (`globals().get`: inside a sandbox this source runs without a file.)"""
 
-KINDS = ("dirs", "paths", "names", "support", "modules", "config", "roles")
+KINDS = ("dirs", "paths", "names", "support", "modules", "config", "roles", "tooling")
 """The keys a group may have."""
 
 MATCHERS = ("dirs", "paths", "names", "stems", "suffixes")
 """The keys of a role entry's matcher (`Role`)."""
+
+TOOLING_KEYS = ("dirs", "names", "paths")
+"""The keys of a group's `tooling`: files that configure how the project is built or how its tests
+run and report (`TestPathRules.is_tooling`)."""
 
 DEPENDENCY_DIRS = ("node_modules", "vendor", "bower_components", ".bundle", "target", ".gradle", ".venv",
                    "venv", "__pycache__", ".tox", ".nox", ".git")
@@ -144,6 +149,11 @@ def check_rule_data(data: object) -> None:
                     re.compile(rx)
                 except re.error as e:
                     raise RuleSetError(f"group {name!r}: bad regex {rx!r}: {e}") from e
+        tooling = group.get("tooling", {})
+        if not isinstance(tooling, dict) or set(tooling) - set(TOOLING_KEYS) or not all(
+                isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in tooling.values()):
+            raise RuleSetError(f"group {name!r}: tooling maps some of {list(TOOLING_KEYS)} to lists of non-empty "
+                               "strings")
         roles = group.get("roles", {})
         if not isinstance(roles, dict):
             raise RuleSetError(f"group {name!r}: roles must map a role name to its entries")
@@ -320,9 +330,12 @@ class TestPathRules:
         data = data if data is not None else packaged_rules()
         chosen = list(data["groups"]) if groups is None else list(groups)
         dirs, names, paths, support, modules = set(extra_dirs), set(extra_names), set(extra_paths), set(), set()
+        tooling: dict[str, set[str]] = {k: set() for k in TOOLING_KEYS}
         self.config: list[ConfigRule] = []
         for g in chosen:
             rule = data["groups"][g]
+            for k, values in (rule.get("tooling") or {}).items():
+                tooling[k].update(values)
             dirs.update(rule.get("dirs", []))
             names.update(rule.get("names", []))
             paths.update(rule.get("paths", []))
@@ -337,6 +350,24 @@ class TestPathRules:
         self._support = sorted(support)
         self._paths = _any_regex(_glob_regex(p) for p in paths)
         self._modules = frozenset(modules)
+        self._tooling_dirs = sorted(d.lower() for d in tooling["dirs"])
+        self._tooling_names = sorted(tooling["names"])
+        self._tooling_paths = _any_regex(_glob_regex(p) for p in tooling["paths"])
+
+    def is_tooling(self, path: str) -> bool:
+        """True when `path` (relative, `/`-separated) is a file that configures how the project is
+        built or how its tests run and report (the groups' `tooling`: a folder of the path matches
+        `dirs` -- any level, case-insensitive --, its file name `names`, or the whole path
+        `paths`): a `.babelrc`, anything below `.cargo/`, a `*.config.*`, a Makefile, CMakeLists.txt,
+        pom.xml, package.json, pyproject.toml... A fix's FAIL_TO_PASS must hold without its
+        hunks there (`envpool.patches.tooling_split`, `agents.verification`)."""
+        p = PurePosixPath(path)
+        if not p.parts:
+            return False
+        if any(fnmatch.fnmatchcase(d.lower(), g) for d in p.parts[:-1] for g in self._tooling_dirs):
+            return True
+        return any(fnmatch.fnmatchcase(p.name, g) for g in self._tooling_names) or \
+            bool(self._tooling_paths.fullmatch(path))
 
     def shadows(self, path: str) -> bool:
         """True when `path` is a module at the work tree's top named as one of `modules` (the
@@ -532,6 +563,78 @@ def line_changes(old: str, new: str) -> list[tuple[list[str], list[str]]]:
     return [(a[:i1], a[i1:i2] + b[j1:j2])
             for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
             if tag != "equal"]
+
+
+# -- a tooling change that only lists the patch's own files -----------------------------------------
+
+_LIST_WORD = re.compile(r"[A-Za-z0-9_.+@/-]+")
+_VARIABLE = re.compile(r"\$[({][A-Za-z_][A-Za-z0-9_]*[)}]")
+LIST_MARKS = frozenset(",'\"\\()[]{}")
+"""The characters besides file names a source-list change may add or remove (`lists_only`): list
+punctuation, quotes, a line continuation."""
+
+
+def _list_words(lines) -> tuple[Counter, Counter]:
+    """(words, other characters) of `lines`, counted: a word is a run of `[A-Za-z0-9_.+@/-]`
+    holding a letter or digit (a path, a target); `$(VAR)` / `${VAR}` references are left out."""
+    words: Counter = Counter()
+    marks: Counter = Counter()
+    for line in lines:
+        line = _VARIABLE.sub(" ", line)
+        for w in _LIST_WORD.findall(line):
+            if any(c.isalnum() for c in w):
+                words[w] += 1
+            else:
+                marks.update(w)
+        marks.update(c for c in _LIST_WORD.sub(" ", line) if not c.isspace())
+    return words, marks
+
+
+def file_names(paths) -> set[str]:
+    """The names `paths` go by in a build file's source list: each path, its file name, both less
+    the last extension, the path less its extension with dots (a Python module), and each folder
+    above it (whole, by its name, with dots)."""
+    out: set[str] = set()
+    for path in paths:
+        p = PurePosixPath(path)
+        if not p.parts:
+            continue
+        bare = p.with_suffix("") if p.suffix else p
+        out |= {path, p.name, bare.name, str(bare), str(bare).replace("/", ".")}
+        for parent in list(p.parents)[:-1]:
+            out |= {str(parent), parent.name, str(parent).replace("/", ".")}
+    return {n for n in out if n and n != "."}
+
+
+def _names_one(word: str, names: set[str]) -> bool:
+    while word.startswith("./"):
+        word = word[2:]
+    word = word.strip("/")
+    if not word:
+        return False
+    p = PurePosixPath(word)
+    return bool({word, p.name, p.with_suffix("").name if p.suffix else p.name} & names)
+
+
+def lists_only(added, removed, new_files, gone_files) -> bool:
+    """True when a change of a tooling file (its `added` and `removed` lines) only lists files of
+    the patch itself -- a CMake/Makefile/meson/Bazel/package source list naming a file the patch
+    adds (or a rename's new name), dropping one it deletes (or a rename's old name) --, so that
+    the tooling check keeps it (a fix that adds a source file still builds). Counted by words
+    (`_list_words`): every word the change adds names one of `new_files` (`file_names`: by path,
+    file name or stem), every word it removes one of `gone_files`, at least one does, and the
+    change adds or removes no other character than list punctuation (`LIST_MARKS`: no `=`,
+    `+=`, `#`, `-p`...). `SRCS += new.c` (a word `SRCS`, a mark `+=`) is not a list entry;
+    `\tnew.c \\` and `"new.cc",` are."""
+    a_words, a_marks = _list_words(added)
+    r_words, r_marks = _list_words(removed)
+    plus, minus = a_words - r_words, r_words - a_words
+    if not plus and not minus:
+        return False
+    if set((a_marks - r_marks) + (r_marks - a_marks)) - LIST_MARKS:
+        return False
+    new, gone = file_names(new_files), file_names(gone_files)
+    return all(_names_one(w, new) for w in plus) and all(_names_one(w, gone) for w in minus)
 
 
 # -- the reset, run inside a sandbox ----------------------------------------------------------------

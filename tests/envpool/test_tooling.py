@@ -1,0 +1,165 @@
+"""The rule set's `tooling` and the split of a fix into its core and its tooling hunks
+(`envpool.testpaths.TestPathRules.is_tooling`, `lists_only`; `envpool.patches.tooling_split`):
+the verification's tooling check runs the core (issue 24: the fix may not touch what grades it,
+whatever route its tooling takes)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from envpool.patches import files_in_patch, tooling_split
+from envpool.testpaths import RuleSetError, check_rule_data, lists_only, rules_for
+
+
+def _mod(path: str, old: list[str], new: list[str], start: int = 1, header: str | None = None) -> str:
+    """A git diff section changing lines `old` into `new` at line `start` of `path` (no context)."""
+    head = header or f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+    return (head + f"@@ -{start},{len(old)} +{start},{len(new)} @@\n"
+            + "".join(f"-{x}\n" for x in old) + "".join(f"+{x}\n" for x in new))
+
+
+def _add(path: str, lines: list[str]) -> str:
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{x}\n" for x in lines))
+
+
+CODE = _mod("src/calc.py", ["    return a - b"], ["    return a + b"], start=3)
+
+
+@pytest.mark.parametrize("path,language", [
+    (".babelrc", "javascript"), (".swcrc", None), (".mocharc.yml", "javascript"), (".gitattributes", "python"),
+    (".cargo/config.toml", "rust"), (".github/workflows/ci.yml", "go"), ("pkg/.config/pytest/x.ini", "python"),
+    ("webpack.config.js", "javascript"), ("app/vitest.config.mts", "typescript"), ("karma.conf.js", None),
+    ("Makefile", "python"), ("lib/GNUmakefile", "c"), ("rules.mk", "c"), ("Makefile.am", "c"),
+    ("configure.ac", "c"), ("CMakeLists.txt", "cpp"), ("cmake/Flags.cmake", "c"), ("meson.build", "c"),
+    ("BUILD.bazel", "go"), ("tools/defs.bzl", "java"), ("pom.xml", "java"), ("app/build.gradle.kts", "kotlin"),
+    ("gradle.properties", "java"), ("Cargo.toml", "rust"), ("crates/x/build.rs", "rust"), ("go.mod", "go"),
+    ("go.work", "go"), ("package.json", "javascript"), ("tsconfig.build.json", "typescript"),
+    ("jsconfig.json", "javascript"), ("setup.py", "python"), ("setup.cfg", "python"), ("pyproject.toml", "python"),
+    ("tox.ini", "python"), ("noxfile.py", "python"), ("Gemfile", "ruby"), ("Rakefile", "ruby"),
+    ("x.gemspec", "ruby"), ("composer.json", "php"), ("phpunit.xml.dist", "php"), ("phpstan.neon.dist", "php"),
+    ("pyproject.toml", None),
+])
+def test_tooling_paths(path, language):
+    """The class across ecosystems: dotfiles and dot-folders, `*.config.*`, the build systems,
+    the manifests (under the row's language; no language: every group)."""
+    assert rules_for(language).is_tooling(path), path
+
+
+@pytest.mark.parametrize("path,language", [
+    ("src/calc.py", "python"), ("docs/usage.rst", "python"), ("README.md", None), ("templates/page.html", "python"),
+    ("src/parse.y", "c"), ("src/lex.l", "c"), ("data/fixture.json", "javascript"), ("lib/configure_app.py", "python"),
+    ("src/config.py", "python"), ("lib/config/index.js", "javascript"), ("package.json", "python"),
+    ("src/main.rs", "rust"),
+])
+def test_not_tooling(path, language):
+    """Docs, templates, grammars, fixtures and code (a module named config) are not tooling; a
+    language's manifests belong to its group (package.json is not a Python row's tooling)."""
+    assert not rules_for(language).is_tooling(path), path
+
+
+def test_the_rule_set_checks_the_tooling_key():
+    with pytest.raises(RuleSetError, match="tooling"):
+        check_rule_data({"groups": {"common": {"tooling": {"names": "Makefile"}}}})
+    with pytest.raises(RuleSetError, match="tooling"):
+        check_rule_data({"groups": {"common": {"tooling": {"files": ["x"]}}}})
+    check_rule_data({"groups": {"common": {"tooling": {"names": ["Makefile"], "dirs": [".*"]}}}})
+
+
+def test_no_tooling_leaves_the_patch_as_it_is():
+    patch = CODE + _mod("docs/usage.rst", ["old"], ["new"])
+    split = tooling_split(patch, "python")
+    assert split.paths == [] and split.kept == [] and split.core == patch
+
+
+def test_a_dotfile_goes_whole():
+    patch = CODE + _add(".babelrc", ['{"plugins": ["./tools/rewrite-expect"]}'])
+    split = tooling_split(patch, "javascript")
+    assert split.paths == [".babelrc"] and split.core == CODE
+
+
+def test_pyproject_hunks_go_and_code_stays():
+    """A harmless version bump and an (unlisted) plugin route in pyproject.toml: both hunks are
+    tooling, the code is the core."""
+    toml = ("diff --git a/pyproject.toml b/pyproject.toml\n--- a/pyproject.toml\n+++ b/pyproject.toml\n"
+            "@@ -2,1 +2,1 @@\n-version = \"1.0\"\n+version = \"1.1\"\n"
+            "@@ -9,0 +10,1 @@\n+entry-points.\"x\".y = \"calc.plugin\"\n")
+    split = tooling_split(CODE + toml, "python")
+    assert split.paths == ["pyproject.toml"] and split.core == CODE
+
+
+def test_package_json_and_tsconfig():
+    patch = (_mod("package.json", ['  "version": "1.0.0",'], ['  "version": "1.0.1",'], start=3)
+             + _mod("src/index.js", ["module.exports = 1;"], ["module.exports = 2;"])
+             + _mod("tsconfig.json", ['  "strict": false'], ['  "strict": true'], start=4))
+    split = tooling_split(patch, "javascript")
+    assert split.paths == ["package.json", "tsconfig.json"]
+    assert files_in_patch(split.core) == ["src/index.js"]
+
+
+def test_a_source_list_hunk_stays_and_the_rest_goes(tmp_path):
+    """Makefile: the hunk adding the new source file to SRCS stays in the core (the fix still
+    builds), the one adding a flag goes; the kept hunk's new-side start moves by what the dropped
+    one added, and the core applies."""
+    base = ["CFLAGS = -O2", "", "SRCS = \\", "\tmain.c \\", "\tutil.c", "", "all: prog", "\tcc $(SRCS)"]
+    make = ("diff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n"
+            "@@ -1,2 +1,3 @@\n CFLAGS = -O2\n+CFLAGS += -DFORCE_PASS\n \n"
+            "@@ -4,3 +5,4 @@\n \tmain.c \\\n-\tutil.c\n+\tutil.c \\\n+\tsrc/new.c\n \n")
+    patch = make + _add("src/new.c", ["int helper(void) { return 1; }"])
+    split = tooling_split(patch, "c")
+    assert split.paths == ["Makefile"] and split.kept == []
+    assert "FORCE_PASS" not in split.core and "+\tsrc/new.c" in split.core
+    assert "@@ -4,3 +4,4 @@" in split.core
+    (tmp_path / "Makefile").write_text("\n".join(base) + "\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "apply", "--check", "-"], cwd=tmp_path, input=split.core, text=True, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=tmp_path, input=split.core, text=True, check=True)
+    assert "src/new.c" in (tmp_path / "Makefile").read_text() and "FORCE" not in (tmp_path / "Makefile").read_text()
+    # a patch whose every tooling hunk lists its own files: kept, no core run needed
+    only = _mod("CMakeLists.txt", ["  util.c"], ["  util.c", "  new.c"], start=3) + _add("new.c", ["int x;"])
+    split = tooling_split(only, "c")
+    assert split.paths == [] and split.kept == ["CMakeLists.txt"] and split.core == only
+
+
+@pytest.mark.parametrize("added,removed,ok", [
+    (["\tsrc/new.c \\"], [], True),
+    (['    "new.cc",'], [], True),                    # Bazel srcs by file name
+    (["  'new.c',"], [], True),                      # meson
+    (["    new"], [], True),                         # by stem (a target)
+    (["  ${CMAKE_CURRENT_SOURCE_DIR}/src/new.c"], [], True),
+    (["SRCS = a.c new.c"], ["SRCS = a.c"], True),    # an entry added to a one-line list
+    (["\trenamed.c \\"], ["\told.c \\"], True),      # a rename
+    (["SRCS += new.c"], [], False),                  # a word and `+=` besides the name
+    (["addopts = -p new"], [], False),
+    (["new.c"], ["# new.c"], False),                 # uncommented: a `#` removed
+    (["  other.c"], [], False),                      # a file the patch does not add
+    ([], [], False),
+    (["  $(shell ./new.sh)"], [], False),
+])
+def test_lists_only(added, removed, ok):
+    assert lists_only(added, removed, ["src/new.c", "new.cc", "renamed.c"], ["old.c"]) is ok
+
+
+def test_c_quoted_paths():
+    """Git quotes a path with special bytes (`"a/.b\\141belrc"`): decoded, it is a dotfile."""
+    quoted = ('diff --git "a/.b\\141belrc" "b/.b\\141belrc"\n--- "a/.b\\141belrc"\n+++ "b/.b\\141belrc"\n'
+              '@@ -1 +1 @@\n-{}\n+{"plugins": ["x"]}\n')
+    split = tooling_split(CODE + quoted, "javascript")
+    assert split.paths == [".babelrc"] and split.core == CODE
+    tab = ('diff --git "a/conf/\\tMakefile" "b/conf/\\tMakefile"\n--- "a/conf/\\tMakefile"\n'
+           '+++ "b/conf/\\tMakefile"\n@@ -1 +1 @@\n-a\n+b\n')
+    assert tooling_split(tab, "c").paths == []  # "\tMakefile" is not named Makefile
+    nested = ('diff --git "a/.con\\146ig/x" "b/.con\\146ig/x"\n--- "a/.con\\146ig/x"\n+++ "b/.con\\146ig/x"\n'
+              '@@ -1 +1 @@\n-a\n+b\n')
+    assert tooling_split(CODE + nested, "python").paths == [".config/x"]
+
+
+def test_only_tooling_leaves_an_empty_core_and_a_rename_goes_whole():
+    patch = _add(".config/pytest.ini", ["[pytest]", "addopts = -p evil"])
+    assert tooling_split(patch, "python") == ([".config/pytest.ini"], "", [])
+    rename = ("diff --git a/setup.cfg b/setup.cfg.bak\nsimilarity index 100%\nrename from setup.cfg\n"
+              "rename to setup.cfg.bak\n")
+    split = tooling_split(CODE + rename, "python")
+    assert split.paths == ["setup.cfg"] and split.core == CODE
