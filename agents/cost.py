@@ -20,9 +20,10 @@ from typing import Any
 from agents.models import CostRecord, RunCost
 from envpool.cgroup import cores, host_cpu_seconds, load_average, process_cpu_now
 
-PHASES = ("analysis", "reuse", "setup", "before", "after", "reruns", "commit", "publish")
+PHASES = ("analysis", "reuse", "setup", "before", "after", "reruns", "core", "commit", "publish")
 """The phases a row's cost names (`timings` has their wall seconds; `commit`'s containers are
-the setup's, and `publish` runs none)."""
+the setup's, and `publish` runs none; `core`: the tooling check's run and build,
+`agents.verification`)."""
 
 
 class CostMeter:
@@ -108,7 +109,8 @@ class CostMeter:
         if "before" not in first or "after" not in first:
             return None
         install = self.phase_cpu.get("setup", 0.0) + self.phase_cpu.get("reuse", 0.0)
-        return round(install + sum(first.values()) + sum(builds.get(s, 0.0) for s in first), 3)
+        sides = ("before", "after")  # not the tooling check's `core` run
+        return round(install + sum(first[s] for s in sides) + sum(builds.get(s, 0.0) for s in sides), 3)
 
     def record(self, policy: dict[str, Any] | None = None, slots: int | None = None) -> CostRecord:
         """The row's CostRecord, as of now."""

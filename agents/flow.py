@@ -423,7 +423,7 @@ class Loop(Planner):
         """(action, amended environment) for a verdict short of verified: `amend`, `retest`,
         `replan`, `rebuild`, or (None, None) when the verdict is final."""
         att = verdict.attribution
-        if verdict.outcome == "timeout":
+        if verdict.outcome in ("timeout", "invalid_task"):  # invalid_task: the tooling check, final
             return None, None
         leads = getattr(self.run.helper, "llm_leads", False)
         if (att.kind == "unknown" or leads) and att.rule not in ("untrusted", "tampered", "timeout"):

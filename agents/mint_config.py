@@ -97,6 +97,14 @@ class VerifyConfig(BaseModel):
     sources, main and test). A small module compiles in a few CPU-seconds, less than the
     snapshot build's own tool start (Maven's ~8 CPU-s per build container; gson's ~1 MiB module:
     two builds cost more than the runs saved). 0: always, as before."""
+    tooling_check: bool = True
+    """A verified fix whose `patch` changes build or test tooling (the rule set's `tooling`:
+    dotfiles and dot-folders, `*.config.*`, Makefiles, CMake, package manifests, pyproject.toml...;
+    `envpool.patches.tooling_split`) gets one more run, targeted at its FAIL_TO_PASS: the `core`
+    side, base + the patch without those hunks + test_patch. A FAIL_TO_PASS test that does not
+    pass there depends on the fix's tooling, not its code: `invalid_task` (the fix may not touch
+    what grades it, whatever route its tooling takes). A fix without tooling hunks costs nothing.
+    False: no such run."""
 
 
 class ReuseConfig(BaseModel):

@@ -20,6 +20,14 @@ e.g. Redis' Tcl helper printing ``[exception]``, which ends the unit's remaining
 absent before counts only when the test_patch's changed lines name it (`aborted_before_scope`);
 the others were cut off by the abort and are in neither list, as in gold.
 
+The fix may not touch what grades it, whatever route its tooling takes: a `verified` fix whose
+`patch` changes files that configure how the project is built or its tests run (the rule set's
+`tooling`: dotfiles, `*.config.*`, Makefiles, CMake, manifests, pyproject.toml...) gets a third
+side, `core` = base + the patch without those hunks + test_patch (same order, same reset, its
+own snapshot), one run targeted at the FAIL_TO_PASS ids. An id that does not pass there depends
+on the fix's tooling: `invalid_task` (`_Sides.core_check`). Path rules refuse the routes known;
+this holds for the ones nobody listed yet.
+
 Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when they find none:
 - `environment`: the image lacks a tool, a library or a module (the run's output or a touched
   test's failure names it) -> Execution adds it (`packages`, `install`);
@@ -468,7 +476,7 @@ class _Sides:
                           tests=len(run.report.statuses))
         self.runs[side].append(run)
         self.anomalies += [f"{side}#{i}: {a}" for a in run.anomalies]
-        if targets is None:  # the first full run (before#1) whose probe printed its scope
+        if targets is None and side != "core":  # the first full run (before#1) whose probe printed its scope
             self.pin_scope(run, label=f"{side}#{i}")
         if side == "after" and not self.test_command and targets is None:
             from envpool.testrun.published import published_command
@@ -538,6 +546,57 @@ class _Sides:
             if self.tampered is not None:
                 return
 
+    def core_check(self, verdict: Verdict) -> Verdict:
+        """The tooling check of a `verified` verdict (`verify.tooling_check`): when the fix changes
+        build or test tooling (`envpool.patches.tooling_split` under the rule set's `tooling`), one
+        run of the `core` side -- base + the patch without its tooling hunks + test_patch, applied
+        and reset as the after side (`apply_side_patches`; its own snapshot under compile-once) --
+        targeted at the FAIL_TO_PASS ids (full where the ecosystem cannot target). Every
+        FAIL_TO_PASS id must pass there; one that does not means the fix's effect on its tests
+        depends on its tooling (a runner option, a plugin, a transform, a build flag): outcome
+        `invalid_task`, attribution `task` (rule `core`), the reason naming the tooling paths and
+        the ids. A fix that is tooling alone has the before side as its core: decided without a
+        run. The verdict as it is otherwise (no tooling hunk: no run). Steps `core#1` (the run) and
+        `core:decided`. Raises SandboxTimeout at the deadline."""
+        if verdict.outcome != "verified" or not getattr(self.config.verify, "tooling_check", True):
+            return verdict
+        from envpool.grading import passes_in
+        from envpool.patches import tooling_split
+
+        split = tooling_split(self.instance.patch, self.instance.language)
+        if not split.paths:
+            return verdict
+        f2p = list(verdict.FAIL_TO_PASS)
+        paths = ", ".join(split.paths[:5]) + (f" (+{len(split.paths) - 5} more)" if len(split.paths) > 5 else "")
+        why = ""
+        if not split.core.strip():
+            failing, why = f2p, "the fix is nothing but tooling hunks: its core is the before side"
+        else:
+            self.patches["core"] = [("core_patch", split.core), ("test_patch", self.instance.test_patch)]
+            self.runs.setdefault("core", [])
+            try:
+                run = self.run("core", f2p)
+            except PatchApplyError as e:
+                run, why = None, f"the fix without its tooling hunks does not apply: {e.message[:300]}"
+            if self.tampered is not None:
+                return self.tampered
+            if run is not None and not trusted(run):
+                why = f"the core run cannot be trusted: {run.anomalies[0]}"
+            failing = f2p if run is None or why else [t for t in f2p if not passes_in(run.report, t)]
+        if not failing:
+            self.traj(StepRecord(agent="verification", rule="core:decided",
+                                 note=f"every FAIL_TO_PASS test ({len(f2p)}) passes without the fix's tooling "
+                                      f"hunks ({paths}): verified stands"))
+            return verdict.model_copy(update={"anomalies": list(self.anomalies)})
+        ids = ", ".join(failing[:3]) + (f" (+{len(failing) - 3} more)" if len(failing) > 3 else "")
+        reason = (f"the fix's FAIL_TO_PASS holds only with its build/test-tooling changes ({paths}): "
+                  f"{len(failing)} of {len(f2p)} FAIL_TO_PASS test(s) do not pass without them: {ids}"
+                  + (f" ({why})" if why else ""))
+        self.traj(StepRecord(agent="verification", rule="core:decided", exit_code=1, note=reason[:2000]))
+        return Verdict(outcome="invalid_task", reason=reason, test_command=verdict.test_command,
+                       anomalies=list(self.anomalies),
+                       attribution=Attribution(kind="task", rule="core", detail=f"tooling: {paths}; failing: {ids}"[:300]))
+
 
 def verify(run: MintRun, spec, plan: Plan, eco, config, *, env: dict[str, str] | None = None) -> Verdict:
     """Before and after runs of `plan`'s T in image `spec.image` (network none, every run in a
@@ -546,13 +605,20 @@ def verify(run: MintRun, spec, plan: Plan, eco, config, *, env: dict[str, str] |
     docstring), within `run.deadline`, each step in `run.traj`. Into `run.res`: the patch methods
     applied and `timings`, wall seconds added under `before` / `after` (each side's first run and
     its build) and `reruns`; container CPU into `run.cost` (`agents.cost.CostMeter`). `env`: the
-    test runs' environment (None: the plan's). Raises PatchApplyError (a patch does not apply)
+    test runs' environment (None: the plan's). A `verified` verdict then meets the tooling check
+    (`_Sides.core_check`, `verify.tooling_check`: a fix changing build or test tooling runs its
+    `core` side, timed and costed under `core`). Raises PatchApplyError (a patch does not apply)
     and SandboxTimeout (the instance's time ran out); everything else is a Verdict."""
-    instance, s = run.instance, _Sides(run, spec, plan, eco, config, env)
+    s = _Sides(run, spec, plan, eco, config, env)
     try:
         s.schedule()
+        return s.core_check(_graded(s, run.instance, plan, eco))
     finally:
         s.remove_snapshots()
+
+
+def _graded(s: _Sides, instance: Instance, plan: Plan, eco) -> Verdict:
+    """The verdict of the before and after runs `s` made (`verify`)."""
     if s.tampered is not None:
         return s.tampered
     runs, anomalies, test_command = s.runs, s.anomalies, s.test_command
