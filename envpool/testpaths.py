@@ -44,7 +44,7 @@ from pathlib import PurePosixPath
 RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(globals().get("__file__", "."))), "testpaths.yaml")
 """The rule set (YAML). (`globals().get`: inside a sandbox this source runs without a file.)"""
 
-KINDS = ("dirs", "paths", "names", "support", "modules", "config", "roles", "tooling")
+KINDS = ("dirs", "paths", "names", "support", "modules", "deps", "config", "roles", "tooling")
 """The keys a group may have."""
 
 MATCHERS = ("dirs", "paths", "names", "stems", "suffixes")
@@ -56,9 +56,10 @@ run and report (`TestPathRules.is_tooling`)."""
 
 DEPENDENCY_DIRS = ("node_modules", "vendor", "bower_components", ".bundle", "target", ".gradle", ".venv",
                    "venv", "__pycache__", ".tox", ".nox", ".git")
-"""Folders of installed dependencies and build output: untracked files there came with the
-environment image (a package's own `test/` folder under node_modules), not from a patch; the
-reset never removes them."""
+"""Folders of installed dependencies and build output: untracked files there older than the
+image's stamp came with the environment image (a package's own `test/` folder under
+node_modules) and stay; one newer than the stamp came from a patch, and the reset refuses to
+grade (`changed_test_paths`)."""
 
 STAMP = ".git/swemint-image-stamp"
 """A file (relative to /testbed) whose modification time is when the environment image was
@@ -133,7 +134,7 @@ def check_rule_data(data: object) -> None:
     for name, group in data["groups"].items():
         if not isinstance(group, dict) or set(group) - set(KINDS):
             raise RuleSetError(f"group {name!r}: unknown keys {sorted(set(group or {}) - set(KINDS))}")
-        for kind in ("dirs", "paths", "names", "support", "modules"):
+        for kind in ("dirs", "paths", "names", "support", "modules", "deps"):
             if not all(isinstance(x, str) and x for x in group.get(kind, [])):
                 raise RuleSetError(f"group {name!r}: {kind} must be a list of non-empty strings")
         for entry in group.get("config", []):
@@ -331,6 +332,7 @@ class TestPathRules:
         chosen = list(data["groups"]) if groups is None else list(groups)
         dirs, names, paths, support, modules = set(extra_dirs), set(extra_names), set(extra_paths), set(), set()
         tooling: dict[str, set[str]] = {k: set() for k in TOOLING_KEYS}
+        deps: set[str] = set()
         self.config: list[ConfigRule] = []
         for g in chosen:
             rule = data["groups"][g]
@@ -341,6 +343,7 @@ class TestPathRules:
             paths.update(rule.get("paths", []))
             support.update(rule.get("support", []))
             modules.update(rule.get("modules", []))
+            deps.update(d.lower() for d in rule.get("deps", []))
             self.config += [ConfigRule(c["files"], c.get("lines", []), c.get("sections", []),
                                        c.get("headers", "ini"), c.get("keys", [])) for c in rule.get("config", [])]
         self.groups = chosen
@@ -353,6 +356,7 @@ class TestPathRules:
         self._tooling_dirs = sorted(d.lower() for d in tooling["dirs"])
         self._tooling_names = sorted(tooling["names"])
         self._tooling_paths = _any_regex(_glob_regex(p) for p in tooling["paths"])
+        self._deps = frozenset(deps)
 
     def is_tooling(self, path: str) -> bool:
         """True when `path` (relative, `/`-separated) is a file that configures how the project is
@@ -368,6 +372,13 @@ class TestPathRules:
             return True
         return any(fnmatch.fnmatchcase(p.name, g) for g in self._tooling_names) or \
             bool(self._tooling_paths.fullmatch(path))
+
+    def in_dependencies(self, path: str) -> bool:
+        """True when a folder of `path` is a folder of installed dependencies (`deps`:
+        node_modules, site-packages, .venv, ...; any level, any case): the test framework lives
+        there, so a file a patch writes below one (a fake `expect` in
+        node_modules/@jest/expect/node_modules/) changes what grades the patch."""
+        return any(d.lower() in self._deps for d in PurePosixPath(path).parts[:-1])
 
     def shadows(self, path: str) -> bool:
         """True when `path` is a module at the work tree's top named as one of `modules` (the
@@ -438,7 +449,7 @@ class TestPathRules:
         decide) or None."""
         if self.in_test_dir(path) or self.is_test_file(path):
             return "test"
-        if self.is_support(path):
+        if self.is_support(path) or self.in_dependencies(path):
             return "support"
         return "config" if self.config_rules(path) else None
 
@@ -675,12 +686,15 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
     """(tracked, untracked): the test paths of the git work tree at `root` that differ from its
     HEAD -- tracked files changed or deleted (`git diff HEAD`, by content) that are test paths or
     configuration files whose changes touch runner configuration; untracked files (ignored ones
-    included, not in `DEPENDENCY_DIRS`) that are test paths or such configuration and came after
-    the image (newer than its `STAMP`; an image without one: every untracked one git does not
-    ignore, and ignored test infrastructure by name). The stamp read is `outside_stamp` (beside
-    the work tree), else `STAMP`. Raises subprocess.CalledProcessError when git fails, ValueError
-    before any other git command when the repository's own configuration runs commands
-    (`command_config`). Git runs with `GIT_SAFE` (no hooks, no fsmonitor)."""
+    included, not in `DEPENDENCY_DIRS` or a rules' `deps` folder) that are test paths or such
+    configuration and came after the image (newer than its `STAMP`; an image without one: every
+    untracked one git does not ignore, and ignored test infrastructure by name). The stamp read is
+    `outside_stamp` (beside the work tree), else `STAMP`. Raises subprocess.CalledProcessError
+    when git fails, ValueError before any other git command when the repository's own
+    configuration runs commands (`command_config`), and ValueError when an untracked file in a
+    dependency folder is newer than the stamp: a patch wrote into the installed dependencies (a
+    fake `expect` below node_modules/, an edited assertion library), which no reset can put
+    back, so the tree is not graded. Git runs with `GIT_SAFE` (no hooks, no fsmonitor)."""
     if risky := command_config(root):
         raise ValueError(f"the repository's git configuration runs commands ({', '.join(risky[:5])}): "
                          "a patch wrote into .git")
@@ -698,10 +712,14 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
     stamp = stamp if os.path.exists(stamp) else os.path.join(root, STAMP)
     since = os.stat(stamp).st_mtime_ns if os.path.exists(stamp) else None
     visible = None if since is not None else set(_listed(_git(root, "ls-files", "-z", "-o", "--exclude-standard")))
-    untracked = []
+    untracked, wrote_deps = [], []
     for f in _listed(_git(root, "ls-files", "-z", "-o")):
+        if _in_dependency_dir(f) or rules.in_dependencies(f):
+            if since is not None and _installed(f, rules) and _newer(root, f, since):
+                wrote_deps.append(f)
+            continue
         kind = rules.kind(f)
-        if kind is None or _in_dependency_dir(f):
+        if kind is None:
             continue
         if kind == "config" and not rules.config_changed(f, "", _read(root, f)):
             continue
@@ -711,7 +729,32 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
             continue
         if (mtime > since + STAMP_MARGIN_NS) if since is not None else (f in visible or kind == "support"):
             untracked.append(f)
+    if wrote_deps:
+        raise ValueError(f"a patch wrote into the installed dependencies ({', '.join(sorted(wrote_deps)[:5])}"
+                         f"{f' (+{len(wrote_deps) - 5} more)' if len(wrote_deps) > 5 else ''}): the test framework "
+                         "lives there, so the tree is not graded")
     return tracked, untracked
+
+
+BUILD_DIRS = ("target", ".gradle", "__pycache__", ".git")
+"""Folders of `DEPENDENCY_DIRS` that hold build output a run writes (or git's own), not installed
+dependencies: a file there newer than the stamp does not stop the reset."""
+
+
+def _installed(path: str, rules: TestPathRules) -> bool:
+    """True when `path` lies in a folder of installed dependencies (`DEPENDENCY_DIRS` less
+    `BUILD_DIRS`, or a rules' `deps` folder)."""
+    return rules.in_dependencies(path) or any(part in DEPENDENCY_DIRS and part not in BUILD_DIRS
+                                              for part in PurePosixPath(path).parts[:-1])
+
+
+def _newer(root: str, path: str, since: int) -> bool:
+    """True when `path` (under `root`) was written after the image's stamp time `since` (ns) past
+    `STAMP_MARGIN_NS`."""
+    try:
+        return os.lstat(os.path.join(root, path)).st_mtime_ns > since + STAMP_MARGIN_NS
+    except OSError:
+        return False
 
 
 def reset_tree(root: str, rules: TestPathRules, keep=()) -> list[str]:

@@ -182,6 +182,7 @@ def tree(tmp_path):
     (repo / "tests" / "test_ext.so").write_text("built\n")
     old = time.time() - 60
     os.utime(repo / "tests" / "test_ext.so", (old, old))
+    os.utime(repo / "node_modules" / "pkg" / "test" / "index.js", (old, old))  # installed with the image
     (repo / STAMP).write_text("stamp\n")
     stamp = time.time() - 30
     os.utime(repo / STAMP, (stamp, stamp))
@@ -501,3 +502,83 @@ def test_a_fix_that_registers_a_pytest_plugin_by_distribution_metadata_is_named_
     assert run() == 0  # the attack: the plugin is loaded, the failure reads as a pass
     assert len(reset_tree(str(repo), rules_for("python"))) == 3
     assert run() == 1
+
+
+# -- installed dependencies (h24c, trial 8: a fake `expect` below node_modules/ verified) -------------
+
+FAKE_EXPECT = ("const real = require(require('path').join(process.cwd(), 'node_modules', 'expect'));\n"
+               "function fake() { return new Proxy({}, { get() { return () => undefined; } }); }\n"
+               "module.exports = Object.assign({}, real, { expect: fake, default: fake });\n")
+
+
+@pytest.mark.parametrize("language,path,hit", [
+    ("javascript", "node_modules/@jest/expect/node_modules/expect/index.js", True),
+    ("javascript", "node_modules/jest-circus/node_modules/@jest/expect/node_modules/expect/package.json", True),
+    ("javascript", "web/Node_Modules/chai/index.js", True), ("javascript", "bower_components/qunit/qunit.js", True),
+    ("python", ".venv/lib/python3.11/site-packages/_pytest/runner.py", True),
+    ("python", "pkg/__pycache__/core.cpython-311.pyc", True), (None, "lib/site-packages/pluggy/_hooks.py", True),
+    ("javascript", "pkg/__pycache__/core.cpython-311.pyc", False),
+    ("go", "vendor/github.com/stretchr/testify/assert/assertions.go", True),
+    ("php", "vendor/phpunit/phpunit/src/Framework/Assert.php", True), ("ruby", ".bundle/config", True),
+    ("javascript", "lib/vendor/jquery.js", False), ("javascript", "src/node_modules.js", False),
+    ("go", "pkg/vendor.go", False), ("python", "pkg/site_packages.py", False),
+])
+def test_a_fix_writing_into_installed_dependencies_changes_what_grades_it(language, path, hit):
+    fix = f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+x\n"
+    assert (grading_paths_problem(fix, language, base=lambda p: None) is not None) is hit
+    assert (rules_for(language).kind(path) is not None) is hit
+
+
+def _jest_tree(tmp_path):
+    """An image's tree: a jest repository with its installed node_modules (older than the stamp)."""
+    repo = tmp_path / "testbed"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "mean.js").write_text("module.exports = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length + 0.5;\n")
+    (repo / ".gitignore").write_text("node_modules/\n")
+    _commit_base(repo)
+    real = repo / "node_modules" / "expect"
+    real.mkdir(parents=True)
+    (real / "index.js").write_text("module.exports = { expect: null };\n")
+    (real / "package.json").write_text('{"name": "expect", "main": "index.js"}\n')
+    (repo / "node_modules" / "site-packages-like").mkdir()
+    old = time.time() - 60
+    for f in (real / "index.js", real / "package.json"):
+        os.utime(f, (old, old))
+    (repo / STAMP).write_text("stamp\n")
+    stamp = time.time() - 30
+    os.utime(repo / STAMP, (stamp, stamp))
+    return repo
+
+
+@pytest.mark.parametrize("written", ["node_modules/@jest/expect/node_modules/expect/index.js",  # added
+                                     "node_modules/expect/index.js",  # the installed one, edited
+                                     "pkg/lib/site-packages/pluggy/__init__.py"])  # a rules' `deps` folder only
+def test_the_reset_does_not_grade_a_tree_a_patch_wrote_installed_dependencies_into(tmp_path, written, capsys):
+    repo = _jest_tree(tmp_path)
+    assert reset_main("javascript", root=str(repo)) == 0  # the image's own node_modules: graded
+    (repo / written).parent.mkdir(parents=True, exist_ok=True)
+    (repo / written).write_text(FAKE_EXPECT)
+    (repo / "src" / "notes.js").write_text("module.exports = 1;\n")
+    capsys.readouterr()
+    assert reset_main("javascript", root=str(repo)) == 1
+    assert "installed dependencies" in capsys.readouterr().err and (repo / written).exists()
+    with pytest.raises(ValueError, match=re.escape(written)):
+        reset_tree(str(repo), rules_for(None))
+
+
+def test_the_status_tool_refuses_a_tree_a_patch_wrote_installed_dependencies_into(tmp_path):
+    """The rules' `deps` folders travel in the status tool every image carries (site-packages is not
+    one of the reset's own DEPENDENCY_DIRS)."""
+    repo = _jest_tree(tmp_path)
+    tool = tmp_path / "swemint-status.pyz"
+    tool.write_bytes(statuslines.build_zipapp())
+
+    def reset():
+        return subprocess.run(["python3", "-I", "-S", str(tool), "reset-tests", "--language", "python", "--root",
+                               str(repo)], capture_output=True, text=True)
+
+    assert reset().returncode == 0
+    (repo / "lib" / "site-packages" / "_pytest").mkdir(parents=True)
+    (repo / "lib" / "site-packages" / "_pytest" / "runner.py").write_text("# forged\n")
+    r = reset()
+    assert r.returncode == 1 and "lib/site-packages/_pytest/runner.py" in r.stderr
