@@ -76,7 +76,7 @@ class RewardService:
 
         asked = max(1, int(workers))
         self._local = init_ray(ray_config or RayConfig(), asked)
-        actor = ray.remote(num_cpus=num_cpus, resources={"docker": 1.0})(grader)
+        actor: Any = ray.remote(num_cpus=num_cpus, resources={"docker": 1.0})(grader)
         self._actors: list = [actor.remote(run_id, timeout, limits) for _ in range(asked)]
         pending = {a.ready.remote(): a for a in self._actors}
         done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=place_timeout)
