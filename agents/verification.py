@@ -113,12 +113,18 @@ def _tail_of(runs: dict[str, list[TestRun]]) -> str:
     return "\n".join(r.output_tail for side in ("after", "before") for r in runs.get(side, []))[-OUTPUT_TAIL:]
 
 
-def sides(instance: Instance, before_runs: int, after_runs: int) -> list[tuple[str, list[tuple[str, str]], int]]:
+def sides(instance: Instance, before_runs: int, after_runs: int,
+          core: str | None = None) -> list[tuple[str, list[tuple[str, str]], int]]:
     """[("before", [test_patch], before_runs), ("after", [patch, test_patch], after_runs)]: the after
     side in the published order of SWE-bench's harness, a row's `eval_script` and `swemint eval`
-    (`apply_side_patches` resets the test files before a test_patch that is not first)."""
-    return [("before", [("test_patch", instance.test_patch)], before_runs),
-            ("after", [("patch", instance.patch), ("test_patch", instance.test_patch)], after_runs)]
+    (`apply_side_patches` resets the test files before a test_patch that is not first). With
+    `core` (the patch without its tooling hunks, `envpool.patches.tooling_split`) a third,
+    ("core", [core_patch, test_patch], 1), in the after side's order (`_Sides.core_check`)."""
+    out = [("before", [("test_patch", instance.test_patch)], before_runs),
+           ("after", [("patch", instance.patch), ("test_patch", instance.test_patch)], after_runs)]
+    if core is not None:
+        out.append(("core", [("core_patch", core), ("test_patch", instance.test_patch)], 1))
+    return out
 
 
 def apply_side_patches(sb, side: str, patches: list[tuple[str, str]], methods: dict[str, str], instance_id: str,
@@ -572,7 +578,7 @@ class _Sides:
         if not split.core.strip():
             failing, why = f2p, "the fix is nothing but tooling hunks: its core is the before side"
         else:
-            self.patches["core"] = [("core_patch", split.core), ("test_patch", self.instance.test_patch)]
+            self.patches["core"] = sides(self.instance, 1, 1, core=split.core)[-1][1]
             self.runs.setdefault("core", [])
             try:
                 run = self.run("core", f2p)
