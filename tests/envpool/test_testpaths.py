@@ -32,8 +32,8 @@ CASES = [
     ("rust", "tests/integration.rs", "test"), ("rust", "crates/a/tests/it.rs", "test"),
     ("rust", ".cargo/config.toml", "test"), ("rust", "Cargo.toml", "config"), ("rust", "src/lib.rs", None),
     ("java", "core/src/test/java/org/x/ParserTest.java", "test"), ("java", "src/test/resources/cfg.xml", "test"),
-    ("java", "src/main/java/FooIT.java", "test"), ("java", "src/main/java/org/x/Parser.java", None),
-    ("java", "src/main/java/org/x/query/spec/Spec.java", None),  # `spec/` is no Java test folder
+    ("java", "src/main/java/FooIT.java", "test"), ("java", "src/main/java/org/x/Parser.java", "config"),  # a JVM source: its package line decides
+    ("java", "src/main/java/org/x/query/spec/Spec.java", "config"),  # `spec/` is no Java test folder; its package line decides
     ("java", "pom.xml", "config"), ("java", "build.gradle.kts", "config"),
     ("javascript", "src/__tests__/a.js", "test"), ("javascript", "lib/util.test.js", "test"),
     ("javascript", "src/__mocks__/fs.js", "test"), ("javascript", "jest.config.js", "support"),
@@ -582,3 +582,48 @@ def test_the_status_tool_refuses_a_tree_a_patch_wrote_installed_dependencies_int
     (repo / "lib" / "site-packages" / "_pytest" / "runner.py").write_text("# forged\n")
     r = reset()
     assert r.returncode == 1 and "lib/site-packages/_pytest/runner.py" in r.stderr
+
+
+# -- a JVM source standing in for the test framework (h24c, trial 8: src/main/java/org/junit/Assert.java verified) ----
+
+JUNIT_ASSERT = "package org.junit;\n\npublic class Assert {\n    public static void assertEquals(long a, long b) {}\n}\n"
+
+
+def _added(path, text):
+    lines = text.splitlines()
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n"
+            + "".join(f"+{x}\n" for x in lines))
+
+
+@pytest.mark.parametrize("language,path,text,hit", [
+    ("java", "src/main/java/org/junit/Assert.java", JUNIT_ASSERT, True),
+    ("java", "src/main/java/com/acme/Notes.java", JUNIT_ASSERT, True),  # the package line decides, not the folder
+    ("java", "core/src/main/java/com/acme/Notes.java", "package org.testng ;\nclass X {}\n", True),
+    ("kotlin", "src/main/kotlin/a/N.kt", "package org.junit.jupiter.api\n\nobject Assertions\n", True),
+    ("java", "src/main/resources/org/junit/Assert.class", "binary\n", True),
+    ("java", "src/main/resources/META-INF/services/org.junit.platform.launcher.LauncherSessionListener", "a.B\n", True),
+    ("java", "src/main/java/com/acme/Calc.java", "package com.acme;\nclass Calc {}\n", False),
+    ("java", "src/main/java/com/acme/junit/Helper.java", "package com.acme.junit;\nclass Helper {}\n", False),
+    ("java", "src/main/java/com/acme/Notes.java", "package org.junitx;\nclass N {}\n", False),
+])
+def test_a_jvm_source_in_a_test_frameworks_package_is_infrastructure(language, path, text, hit):
+    assert (grading_paths_problem(_added(path, text), language, base=lambda p: None) is not None) is hit
+
+
+def test_an_edit_below_a_package_line_is_a_plain_fix_and_the_reset_removes_a_framework_stand_in(tmp_path):
+    repo = tmp_path / "jcalc"
+    calc = "package com.acme;\n\npublic class Calc {\n    public static int add(int a, int b) { return a - b; }\n}\n"
+    (repo / "src/main/java/com/acme").mkdir(parents=True)
+    (repo / "src/main/java/com/acme/Calc.java").write_text(calc)
+    _commit_base(repo)
+    fixed = calc.replace("a - b", "a + b")
+    (repo / "src/main/java/com/acme/Calc.java").write_text(fixed)
+    fix = _git(repo, "diff")
+    assert grading_paths_problem(fix, "java", base=lambda p: calc if p.endswith("Calc.java") else None) is None
+    (repo / STAMP).write_text("stamp\n")
+    stamp = time.time() - 30
+    os.utime(repo / STAMP, (stamp, stamp))
+    (repo / "src/main/java/com/acme/Notes.java").write_text(JUNIT_ASSERT)  # what the forging fix added
+    assert reset_tree(str(repo), rules_for("java")) == ["src/main/java/com/acme/Notes.java"]
+    assert not (repo / "src/main/java/com/acme/Notes.java").exists()
+    assert (repo / "src/main/java/com/acme/Calc.java").read_text() == fixed
