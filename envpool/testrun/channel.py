@@ -20,6 +20,9 @@ and rewrite (e.g. from an `atexit` handler) after pytest finished; a patch doing
 - **Detection, not only refusal.** Every frame that does not verify, any other byte on a
   dedicated channel, a gap, a record after the seal or from another process is a *tamper*
   finding (`ChannelReport.tampered`): the run is not graded and the finding goes into the row.
+- **The plugin's own findings.** A `tamper` record (the plugin's tripwire saw pytest's or
+  pluggy's report path, or the plugin itself, replaced in-process: `what` names them as
+  module.qualname) is a tamper finding too.
 
 What it cannot do (and why it is not the only check): the plugin runs inside the pytest process,
 in the same interpreter as the tests and the code under test, as the same user. Code there can
@@ -164,6 +167,11 @@ def read_channel(raw: bytes, key: bytes | None, *, exclusive: bool = True, trunc
             continue
         rep.records.append(rec)
         prev, expect = mac, expect + 1
+        if rec.get("kind") == "tamper":
+            what = rec.get("what")
+            names = ", ".join(str(w) for w in what[:8]) if isinstance(what, list) else str(what)
+            rep.tampered.append(f"the code under test rewired pytest in-process (seen at {rec.get('at')}): "
+                                f"{names} replaced")
         if rec.get("kind") == "session_finish" and rec.get("seal") is True:
             rep.sealed = True
     return rep

@@ -31,12 +31,15 @@ Records, one JSON object per frame:
 - ``{"kind": "timeout", "nodeid", "seconds", "pid"}`` when the per-test limit fired.
 - ``{"kind": "collected", "count", "pid"}`` after collection.
 - ``{"kind": "internalerror", "excrepr", "pid"}`` on a pytest internal error.
+- ``{"kind": "tamper", "what", "at", "detail", "pid"}`` when the tripwire (below) finds pytest's
+  or pluggy's report path, or this plugin, replaced in-process; ``what`` lists module.qualname of
+  each replaced object (each reported once), ``at`` the test node id or ``session_finish``.
 - ``{"kind": "session_finish", "exitstatus", "counts", "seal": true, "pid"}`` at the end (absent
   when the run was killed); nothing is written after it.
 
 Compatibility: only hooks that exist since pytest 2.x/3.0 (runtest_logreport, collectreport,
-collection_finish, sessionstart/finish, configure, internalerror, runtest_call as an old-style
-hookwrapper); no annotations or typing imports; runs on Python 3.6+ with pytest 3.x to 9.x.
+collection_finish, sessionstart/finish, configure, internalerror, runtest_protocol, runtest_call as
+an old-style hookwrapper); no annotations or typing imports; runs on Python 3.6+ with pytest 3.x to 9.x.
 Idea as in pytest-dev's own pytest-reportlog, reduced to what grading needs.
 """
 
@@ -167,6 +170,203 @@ class _Recorder(object):
 _recorder = None
 
 
+# -- tripwire: the code under test rewiring pytest in-process ---------------------------------
+#
+# A patch can make the package under test, when the tests import it, replace what a report
+# passes through (e.g. wrap TestReport.from_item_and_call so that failures come out passed): no
+# test file is touched and every report source agrees. The identity of those internals is
+# taken when this plugin is imported (``-p`` plugins load after pytest's own modules and before
+# entry-point plugins, conftest files, test modules and the code under test) and compared at
+# every ``pytest_runtest_logreport`` and at ``pytest_sessionfinish``. A difference at session
+# end, or at a report of a test that does not use the ``monkeypatch`` fixture (pytest's own suite
+# patches internals inside such tests and restores them), is sent as a ``tamper`` record: the
+# host refuses to grade the run. It catches code that rewires these internals and leaves them
+# rewired; code that patches this check too, or restores before it runs, is not caught.
+
+_MISSING = object()
+_UNREADABLE = object()
+
+# module -> attribute paths ("Class.attr" looks the attribute up along the class's MRO, without
+# running descriptors). Names absent in a pytest/pluggy version stay absent and compare equal.
+_WATCHED = (
+    ("_pytest.reports", (
+        "TestReport", "BaseReport", "CollectReport", "TestReport.from_item_and_call", "TestReport.__init__",
+        "TestReport.__new__", "TestReport.__setattr__", "TestReport.__getattribute__", "TestReport.__getattr__",
+        "BaseReport.outcome", "BaseReport.passed", "BaseReport.failed", "BaseReport.skipped",
+        "BaseReport.longreprtext", "BaseReport.when", "CollectReport.__init__",
+        "pytest_report_to_serializable", "pytest_report_from_serializable")),
+    ("_pytest.runner", (
+        "TestReport", "CallInfo", "CallInfo.from_call", "CallInfo.__init__", "call_and_report",
+        "call_runtest_hook", "runtestprotocol", "check_interactive_exception", "pytest_runtest_protocol",
+        "pytest_runtest_makereport", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
+        "SetupState.setup", "SetupState.teardown_exact", "SetupState.prepare")),
+    ("_pytest.python", (
+        "pytest_pyfunc_call", "Function", "Function.runtest", "Function.setup", "PyobjMixin.obj")),
+    ("_pytest.unittest", (
+        "TestCaseFunction", "TestCaseFunction.runtest", "TestCaseFunction.addError", "TestCaseFunction.addFailure",
+        "TestCaseFunction.addSkip", "TestCaseFunction.addExpectedFailure", "TestCaseFunction.addUnexpectedSuccess",
+        "TestCaseFunction.addSuccess", "TestCaseFunction._addexcinfo", "pytest_runtest_makereport")),
+    ("_pytest.outcomes", (
+        "fail", "skip", "xfail", "exit", "importorskip", "fail.Exception", "skip.Exception", "xfail.Exception",
+        "OutcomeException", "Failed", "Skipped", "XFailed", "Exit")),
+    ("_pytest.skipping", (
+        "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_makereport", "pytest_report_teststatus",
+        "evaluate_skip_marks", "evaluate_xfail_marks", "MarkEvaluator")),
+    ("_pytest.main", (
+        "pytest_runtestloop", "Session.pytest_runtest_logreport", "Session.pytest_collectreport")),
+    ("_pytest.terminal", (
+        "TerminalReporter", "TerminalReporter.pytest_runtest_logreport", "TerminalReporter.pytest_sessionfinish",
+        "TerminalReporter.pytest_terminal_summary", "TerminalReporter.summary_failures",
+        "TerminalReporter.summary_errors", "TerminalReporter.summary_stats", "TerminalReporter.short_test_summary",
+        "TerminalReporter.build_summary_stats_line", "TerminalReporter.summary_passes",
+        "build_summary_stats_line", "pytest_report_teststatus")),
+    ("_pytest.junitxml", ("LogXML.pytest_runtest_logreport", "LogXML.pytest_sessionfinish")),
+    ("_pytest.assertion.rewrite", (
+        "AssertionRewritingHook.exec_module", "AssertionRewritingHook.load_module", "rewrite_asserts")),
+    ("pytest", ("fail", "skip", "xfail", "exit")),
+    ("pluggy._callers", ("_multicall", "_Result.get_result", "_Result.force_result")),
+    ("pluggy.callers", ("_multicall", "_Result.get_result", "_Result.force_result")),
+    ("pluggy._result", ("Result.get_result", "Result.force_result", "_Result.get_result")),
+    ("pluggy._manager", ("_multicall", "PluginManager._hookexec")),
+    ("pluggy.manager", ("_multicall", "PluginManager._hookexec")),
+    ("pluggy._hooks", ("HookCaller.__call__", "_HookCaller.__call__", "HookCaller.call_historic")),
+    ("pluggy._caller", ("HookCaller.__call__",)),
+    ("pluggy.hooks", ("_HookCaller.__call__",)),
+    ("pluggy", ("PluginManager._hookexec", "_MultiCall.execute", "_HookCaller.__call__")),
+    ("_pytest.vendored_packages.pluggy", ("PluginManager._hookexec", "_MultiCall.execute", "_HookCaller.__call__",
+                                          "_CallOutcome.get_result", "_CallOutcome.force_result")),
+)
+
+# hooks whose implementations a report passes through (their registered functions are watched)
+_WATCHED_HOOKS = (
+    "pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
+    "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_report_teststatus", "pytest_pyfunc_call",
+    "pytest_runtestloop", "pytest_sessionfinish", "pytest_terminal_summary")
+
+
+def _lookup(obj, name):
+    """`obj`'s attribute `name` without running descriptors or ``__getattr__`` (a module's or an
+    instance's dict, then along the class MRO); _MISSING when absent. Never raises."""
+    try:
+        if not isinstance(obj, type):
+            d = getattr(obj, "__dict__", None)
+            if isinstance(d, dict) and name in d:
+                return d[name]
+            if type(obj).__name__ == "module":
+                return _MISSING
+            obj = type(obj)
+        for klass in type.__dict__["__mro__"].__get__(obj):
+            d = type.__dict__["__dict__"].__get__(klass)
+            if name in d:
+                return d[name]
+        return _MISSING
+    except Exception:
+        return _UNREADABLE
+
+
+def _resolve(root, path):
+    obj = root
+    for part in path.split("."):
+        if obj is _MISSING or obj is _UNREADABLE:
+            return obj
+        obj = _lookup(obj, part)
+    return obj
+
+
+def _hookimpls(caller):
+    try:
+        get = getattr(caller, "get_hookimpls", None)
+        if get is not None:
+            return list(get())
+        return list(getattr(caller, "_wrappers", [])) + list(getattr(caller, "_nonwrappers", []))
+    except Exception:
+        return []
+
+
+class _Tripwire(object):
+    """Identities taken once (module attributes at import, the plugin manager's at session
+    start); `changed()` names what differs now."""
+
+    def __init__(self):
+        self.watched = []  # (label, root, path, identity)
+        self.hooks = []  # (hook caller, [(label, impl, function)])
+        self.reported = set()
+        for modname, paths in _WATCHED:
+            module = sys.modules.get(modname)
+            if module is None:
+                continue
+            for path in paths:
+                self.watched.append((modname + "." + path, module, path, _resolve(module, path)))
+        me = sys.modules.get(__name__)
+        if me is not None:
+            for path in ("pytest_runtest_logreport", "pytest_sessionfinish", "pytest_configure",
+                         "pytest_runtest_protocol", "_Channel", "_Channel.write", "_Recorder", "_Recorder.emit",
+                         "_Tripwire.changed", "_Tripwire.check", "_check_tripwire", "_channel", "_lookup", "_resolve"):
+                self.watched.append((__name__ + "." + path, me, path, _resolve(me, path)))
+
+    def add_manager(self, pm):
+        """The plugin manager's call path and the functions registered for the report hooks."""
+        for path in ("_inner_hookexec", "_hookexec", "hook"):
+            self.watched.append(("pluginmanager." + path, pm, path, _resolve(pm, path)))
+        relay = _lookup(pm, "hook")
+        for name in _WATCHED_HOOKS:
+            caller = _lookup(relay, name)
+            if caller is _MISSING or caller is _UNREADABLE:
+                continue
+            self.watched.append(("hook." + name, relay, name, caller))
+            for path in ("_hookexec", "__call__"):
+                self.watched.append(("hook.%s.%s" % (name, path), caller, path, _lookup(caller, path)))
+            impls = [("hook.%s[%s]" % (name, getattr(impl, "plugin_name", "?")), impl, getattr(impl, "function", None))
+                     for impl in _hookimpls(caller)]
+            self.hooks.append((caller, impls))
+
+    def changed(self):
+        out = []
+        for label, root, path, ident in self.watched:
+            if _resolve(root, path) is not ident:
+                out.append(label)
+        for caller, impls in self.hooks:
+            now = set(id(i) for i in _hookimpls(caller))
+            for label, impl, function in impls:
+                if id(impl) not in now:
+                    out.append(label + " (removed)")
+                elif getattr(impl, "function", None) is not function:
+                    out.append(label)
+        return out
+
+    def check(self, where, exempt):
+        """The changes not yet reported, unless `exempt` (then nothing is reported now)."""
+        try:
+            found = self.changed()
+        except Exception as e:  # never break the run; the failure itself is a finding
+            found = ["tripwire check failed: %s" % type(e).__name__]
+        if exempt or not found:
+            return []
+        new = [n for n in found if n not in self.reported]
+        self.reported.update(new)
+        return new
+
+
+_tripwire = None  # made at the end of this module, once every function it watches exists
+_current = {"item": None}
+
+
+def _uses_monkeypatch(item):
+    try:
+        return "monkeypatch" in (getattr(item, "fixturenames", None) or ())
+    except Exception:
+        return False
+
+
+def _check_tripwire(where, exempt=False):
+    if _tripwire is None or _recorder is None:
+        return
+    new = _tripwire.check(where, exempt)
+    if new:
+        _recorder.emit({"kind": "tamper", "what": new, "at": where,
+                        "detail": "pytest internals a report passes through were replaced in-process"})
+
+
 def _excerpt(report):
     longrepr = getattr(report, "longrepr", None)
     if longrepr is None:
@@ -235,9 +435,26 @@ def pytest_collectreport(report):
     })
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    if _tripwire is not None and _recorder is not None:
+        try:
+            _tripwire.add_manager(session.config.pluginmanager)
+        except Exception:
+            pass
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    _current["item"] = item
+
+
 def pytest_runtest_logreport(report):
     if _recorder is None:
         return
+    item = _current["item"]
+    exempt = item is not None and getattr(item, "nodeid", None) == report.nodeid and _uses_monkeypatch(item)
+    _check_tripwire(report.nodeid, exempt)
     record = {
         "kind": "test",
         "nodeid": report.nodeid,
@@ -265,6 +482,7 @@ def pytest_sessionfinish(session, exitstatus):
     counts = dict(_recorder.counts)
     counts["testsfailed"] = getattr(session, "testsfailed", None)
     counts["testscollected"] = getattr(session, "testscollected", None)
+    _check_tripwire("session_finish")
     _recorder.emit({"kind": "session_finish", "exitstatus": int(exitstatus), "counts": counts, "seal": True},
                    seal=True)
 
@@ -298,3 +516,6 @@ def pytest_runtest_call(item):
         signal.signal(signal.SIGALRM, previous)
         if fired:
             _recorder.emit({"kind": "timeout", "nodeid": item.nodeid, "seconds": seconds})
+
+
+_tripwire = _Tripwire() if _channel is not None else None
