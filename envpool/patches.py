@@ -466,9 +466,18 @@ def grading_paths(patch: str, rules: TestPathRules | None = None, base=None) -> 
                     changes = file_changes(patch, base)
                 if p in changes and not rules.config_hit(p, changes[p]):
                     continue
+        if kind is None and base is not None and rules.shadows_below(p, lambda d: _is_package(d, paths, base)):
+            kind = "support"
         if kind is not None:
             out.append(p)
     return out
+
+
+def _is_package(folder: str, paths, base) -> bool:
+    """True when `folder` holds an `__init__.py` the patch adds (`paths`: its files) or the base
+    tree has (`base(path)`: its text or None)."""
+    init = f"{folder}/__init__.py"
+    return init in paths or _base_text(base, init) is not None
 
 
 def grading_paths_problem(patch: str, language: str | None = None, base=None) -> str | None:

@@ -397,6 +397,26 @@ class TestPathRules:
             return stem in self._modules and ext.rsplit(".", 1)[-1] in ("py", "pyc", "pyw", "so", "pyd")
         return len(parts) == 2 and parts[0] in self._modules and parts[1].split(".")[0] in ("__init__", "__main__")
 
+    def shadows_below(self, path: str, is_package) -> bool:
+        """True when `path` is a module named as one of `modules` (`shadows`' shapes) in a folder
+        below the top that is no package (`is_package(folder)` false: no `__init__.py` there).
+        pytest's rootdir insertion puts the folder above a test's topmost package first on
+        sys.path, and that can be any folder (lib/ for lib/calc/tests/test_x.py), so
+        lib/fractions.py stood in for the standard library's fractions a test imports (h24c, trial
+        8). A module of that name inside a package (pkg/json.py) is the package's own."""
+        parts = PurePosixPath(path).parts
+        if len(parts) >= 3 and parts[-1].split(".")[0] in ("__init__", "__main__"):
+            folder, name = parts[:-2], parts[-2]
+        elif len(parts) >= 2:
+            folder, name = parts[:-1], parts[-1]
+            stem, _, ext = name.partition(".")
+            if ext.rsplit(".", 1)[-1] not in ("py", "pyc", "pyw", "so", "pyd"):
+                return False
+            name = stem
+        else:
+            return False
+        return bool(folder) and name in self._modules and not is_package("/".join(folder))
+
     def in_test_dir(self, path: str) -> bool:
         """True when a folder of `path` is a test folder (`dirs`) or the path matches `paths`."""
         parts = PurePosixPath(path).parts
@@ -702,6 +722,8 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
     for f in _listed(_git(root, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-only", "-z",
                           "HEAD", "--")):
         kind = rules.kind(f)
+        if kind is None and rules.shadows_below(f, lambda d: os.path.exists(os.path.join(root, d, "__init__.py"))):
+            kind = "support"
         if kind in ("test", "support"):
             tracked.append(f)
         elif kind == "config":
@@ -719,6 +741,8 @@ def changed_test_paths(root: str, rules: TestPathRules) -> tuple[list[str], list
                 wrote_deps.append(f)
             continue
         kind = rules.kind(f)
+        if kind is None and rules.shadows_below(f, lambda d: os.path.exists(os.path.join(root, d, "__init__.py"))):
+            kind = "support"
         if kind is None:
             continue
         if kind == "config" and not rules.config_changed(f, "", _read(root, f)):

@@ -627,3 +627,55 @@ def test_an_edit_below_a_package_line_is_a_plain_fix_and_the_reset_removes_a_fra
     assert reset_tree(str(repo), rules_for("java")) == ["src/main/java/com/acme/Notes.java"]
     assert not (repo / "src/main/java/com/acme/Notes.java").exists()
     assert (repo / "src/main/java/com/acme/Calc.java").read_text() == fixed
+
+
+# -- a module named as the standard library's in a folder pytest puts on sys.path (h24c, trial 8) ------------
+
+@pytest.mark.parametrize("path,packages,hit", [
+    ("lib/fractions.py", [], True), ("lib/fractions/__init__.py", [], True), ("a/b/argparse.py", [], True),
+    ("lib/pytest/__main__.py", [], True),
+    ("pkg/json.py", ["pkg"], False),  # a package's own module
+    ("lib/calc/fractions.py", ["lib/calc"], False), ("lib/notes.py", [], False), ("lib/fractions.txt", [], False),
+])
+def test_a_stdlib_name_in_a_folder_that_is_no_package_shadows(path, packages, hit):
+    rules = rules_for("python")
+    assert rules.shadows_below(path, lambda d: d in packages) is hit
+    fix = _added(path, "X = 1\n")
+    base = {f"{d}/__init__.py": "" for d in packages}
+    assert (grading_paths_problem(fix, "python", base=base.get) is not None) is hit
+    assert not rules_for("go").shadows_below(path, lambda d: False)
+
+
+def test_a_fix_shadowing_the_standard_library_from_a_rootdir_folder_is_named_and_reset(tmp_path):
+    repo = tmp_path / "t"
+    (repo / "lib" / "calc" / "tests").mkdir(parents=True)
+    (repo / "lib" / "calc" / "__init__.py").write_text("")
+    (repo / "lib" / "calc" / "tests" / "__init__.py").write_text("")
+    (repo / "lib" / "calc" / "core.py").write_text("def mean(xs):\n    return sum(xs) / len(xs) + 0.5\n")
+    (repo / "lib" / "calc" / "tests" / "test_mean.py").write_text(
+        "from fractions import Fraction\nfrom calc.core import mean\n\n\ndef test_mean():\n"
+        "    assert Fraction(mean([1, 2, 3])) == Fraction(2)\n")
+    _commit_base(repo)
+    (repo / STAMP).write_text("stamp\n")
+    stamp = time.time() - 30
+    os.utime(repo / STAMP, (stamp, stamp))
+    (repo / "lib" / "fractions.py").write_text("class Fraction:\n    def __init__(self, *a):\n        pass\n\n"
+                                               "    def __eq__(self, other):\n        return True\n")
+    _git(repo, "add", "-A", "lib/fractions.py")
+    fix = _git(repo, "diff", "--cached")
+    _git(repo, "reset", "-q")
+
+    def base(path):
+        r = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=repo, capture_output=True, text=True)
+        return r.stdout if r.returncode == 0 else None
+
+    assert grading_paths(fix, rules_for("python"), base=base) == ["lib/fractions.py"]
+
+    def run():
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHON"))}
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               "lib/calc/tests/test_mean.py"], cwd=repo, capture_output=True, text=True, env=env).returncode
+
+    assert run() == 0  # the attack: pytest's rootdir insertion puts lib/ first, the bug is still there
+    assert reset_tree(str(repo), rules_for("python")) == ["lib/fractions.py"]
+    assert run() == 1
