@@ -112,7 +112,7 @@ def reset_test_files(test_patch: str) -> str:
         return ""
     quoted = shell_words(files)
     return (f"for f in {quoted}; do if git cat-file -e \"HEAD:$f\" 2>/dev/null; then "
-            "git -c core.hooksPath=/dev/null checkout -q HEAD -- \"$f\"; else rm -rf -- \"$f\"; fi; done")
+            "git -c core.hooksPath=/dev/null -c core.fsmonitor=false checkout -q HEAD -- \"$f\"; else rm -rf -- \"$f\"; fi; done")
 
 
 def reset_test_paths(language: str | None, keep=(), *, tool: str = statuslines.TOOL_PATH, python: str = "python3",

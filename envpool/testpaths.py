@@ -86,10 +86,13 @@ a patch put in .git would run at the reset's own `git checkout` and could write 
 after it)."""
 
 _COMMAND_CONFIG = re.compile(r"^(filter\..*\.(clean|smudge|process)|(diff|merge)\..*\.(command|textconv|driver)|"
-                             r"include\.path|includeif\..*|core\.(fsmonitor|hookspath|worktree|sshcommand|gitproxy|"
+                             r"include\.path|includeif\..*|core\.(worktree|sshcommand|gitproxy|"
                              r"pager|editor|askpass))$")
 """Keys of a repository's own git configuration that make git run a command or read other files:
-the reset refuses to run with one (`command_config`)."""
+the reset refuses to run with one (`command_config`). Not `core.hooksPath` / `core.fsmonitor`:
+every git command of the reset overrides both (`GIT_SAFE`), and a repository's own set-up sets
+the first (husky's `prepare` script, run by `npm install`, writes `core.hooksPath=.husky`): refusing
+it left axios' rows ungraded (`tests_not_run`)."""
 
 
 STAMP_MARGIN_NS = 2_000_000_000
@@ -677,9 +680,9 @@ def _git(root: str, *args: str) -> bytes:
 
 def command_config(root: str) -> list[str]:
     """The keys of the work tree's own git configuration (`.git/config`) that make git run a
-    command (a filter's clean/smudge, a diff or merge driver, an include, an fsmonitor...): a
-    repository as swemint lays it out has none, so one there came from a patch. Reading the
-    configuration runs nothing."""
+    command (a filter's clean/smudge, a diff or merge driver, an include...; hooks and fsmonitor
+    are switched off by `GIT_SAFE` instead): a repository as swemint lays it out has none, so one
+    there came from a patch. Reading the configuration runs nothing."""
     out = subprocess.run(["git", *GIT_SAFE, "config", "--local", "--list"], cwd=root, check=True,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
     keys = [line.split("=", 1)[0].strip().lower() for line in out.decode("utf-8", "replace").splitlines()]

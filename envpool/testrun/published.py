@@ -41,7 +41,7 @@ def reset_and_apply(test_patch: str, keep: Iterable[str] = (), language: str | N
     for f in files_in_patch(test_patch):
         q = shlex.quote(f)
         steps.append(f"if git cat-file -e HEAD:{q} 2>/dev/null; then "  # no hook a patch put in .git runs
-                     f"git -c core.hooksPath=/dev/null checkout -q HEAD -- {q}; else rm -rf -- {q}; fi")
+                     f"git -c core.hooksPath=/dev/null -c core.fsmonitor=false checkout -q HEAD -- {q}; else rm -rf -- {q}; fi")
     steps.append(reset_test_paths(language, keep, tool=tool, root="."))
     b64 = base64.b64encode(normalise_patch(test_patch).encode()).decode()
     steps.append(f"echo {b64} | base64 -d | git apply --recount --whitespace=nowarn -")

@@ -43,7 +43,7 @@ def spec(**kw) -> EvalSpec:
 def test_script_has_the_markers_the_reset_and_the_tool():
     s = render_eval_script(spec())
     assert s.startswith("#!/bin/bash\nset -uxo pipefail\n")
-    assert "git -c core.hooksPath=/dev/null checkout -q HEAD" in s  # no hook a patch put in .git runs
+    assert "git -c core.hooksPath=/dev/null -c core.fsmonitor=false checkout -q HEAD" in s  # no hook a patch put in .git runs
     assert s.index("checkout -q HEAD") < s.index("git apply -v") < s.index(START) < s.rindex(TOOL_PATH) < s.index(END)
     assert s.index(TOOL_PATH) < s.index(START)  # the image's tool is checked before the graded part
     assert TOOL_EVAL_PATH not in s and len(s.encode()) < 4096  # the image carries the tool: a few KB a row

@@ -349,6 +349,20 @@ def test_the_reset_refuses_a_git_configuration_that_runs_commands(tree):
         reset_tree(str(tree), rules_for("python"))
 
 
+def test_the_reset_grades_a_repository_whose_setup_set_its_hooks_path(tree):
+    """husky's `prepare` script (run by `npm install` at set-up) writes core.hooksPath into
+    .git/config: the reset overrides it (GIT_SAFE) and runs no hook there, and still grades."""
+    subprocess.run(["git", "config", "core.hooksPath", ".husky"], cwd=tree, check=True)
+    (tree / ".husky").mkdir()
+    hook = tree / ".husky" / "post-checkout"
+    hook.write_text("#!/bin/sh\ntouch HOOK_RAN\n")
+    hook.chmod(0o755)
+    (tree / "tests" / "helpers.py").write_text("TOL = 1.0\n")
+    assert reset_tree(str(tree), rules_for("python")) == ["tests/helpers.py"]
+    assert not (tree / "HOOK_RAN").exists()
+    assert reset_main("python", root=str(tree), data=packaged_rules()) == 0
+
+
 def test_the_stamp_beside_the_work_tree_is_the_one_read(tree):
     """A patch added conftest.py and rewrote .git/swemint-image-stamp (now): the in-tree stamp
     alone would call conftest.py the build's; the stamp beside the tree (the image's) does not."""
