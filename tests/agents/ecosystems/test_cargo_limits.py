@@ -71,7 +71,9 @@ def fake(tmp_path):
     return binary, tmp_path / "calls.log"
 
 
-def _watch(binary: Path, *args: str, limit: str = "1") -> subprocess.CompletedProcess:
+def _watch(binary: Path, *args: str, limit: str = "5") -> subprocess.CompletedProcess:
+    """The watchdog over `binary` with a per-test `limit` (s): 5 s, so that a stand-in's rerun that
+    does finish (a Python start-up on a loaded host took over 1 s) is never the one cut short."""
     return subprocess.run([sys.executable, str(WATCHDOG), limit, str(binary), *args], capture_output=True,
                           text=True, timeout=120)
 
