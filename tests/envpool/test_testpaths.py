@@ -746,3 +746,47 @@ def test_the_reset_puts_back_a_ctest_pass_regular_expression_that_passes_a_faili
     assert ctest() == 0  # the attack: the bug is there, ctest passes
     assert reset_tree(str(repo), rules_for("c")) == ["CMakeLists.txt"]
     assert ctest() != 0
+
+
+# -- the lib target's harness (h24c, trial 8: [lib] harness = false + a root printing libtest's lines) -------
+
+CARGO = '[package]\nname = "rc"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
+ROOT_RS = ('include!("lib.rs");\npub fn main() {\n    println!("\\nrunning 1 test\\ntest tests::mean ... ok\\n\\n'
+           'test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n");\n}\n')
+
+
+@pytest.mark.parametrize("added,hit", [
+    ('\n[lib]\npath = "src/root.rs"\nharness = false\n', True), ('\n[lib]\npath = "src/root.rs"\n', True),
+    ("\n[[bin]]\nname = \"x\"\ntest = false\n", True), ("\n[[bench]]\nname = \"b\"\nharness = false\n", True),
+    ('serde = "1"\n', False), ('\n[features]\ntest = []\n', False),
+])
+def test_a_cargo_target_switching_its_test_harness_is_runner_configuration(added, hit):
+    assert rules_for("rust").config_changed("Cargo.toml", CARGO, CARGO + added) is hit
+    assert rules_for("rust").config_changed("Cargo.toml", CARGO + "\n[lib]\nname = \"rc\"\n",
+                                            CARGO + "\n[lib]\nname = \"rc\"\nharness = false\n")
+
+
+@pytest.mark.skipif(not shutil.which("cargo"), reason="needs cargo")
+def test_the_reset_puts_back_a_lib_target_whose_root_prints_passing_tests(tmp_path):
+    repo = tmp_path / "rc"
+    (repo / "src").mkdir(parents=True)
+    (repo / "Cargo.toml").write_text(CARGO)
+    (repo / "src" / "lib.rs").write_text("pub fn mean(xs: &[f64]) -> f64 {\n    xs.iter().sum::<f64>() / xs.len() as f64 + 0.5\n}\n")
+    _commit_base(repo)
+    (repo / STAMP).write_text("stamp\n")
+    stamp = time.time() - 30
+    os.utime(repo / STAMP, (stamp, stamp))
+    (repo / "Cargo.toml").write_text(CARGO + '\n[lib]\npath = "src/root.rs"\nharness = false\n')  # the model patch
+    (repo / "src" / "root.rs").write_text(ROOT_RS)
+    with open(repo / "src" / "lib.rs", "a") as f:  # the test_patch: a unit test
+        f.write("\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn mean() {\n        assert_eq!(super::mean(&[1.0, 2.0, 3.0]), 2.0);\n    }\n}\n")
+
+    def cargo_test():
+        env = {**os.environ, "CARGO_TARGET_DIR": str(tmp_path / "target")}
+        return subprocess.run(["cargo", "test", "--offline", "--lib"], cwd=repo, capture_output=True, text=True, env=env)
+
+    r = cargo_test()
+    assert r.returncode == 0 and "test tests::mean ... ok" in r.stdout  # the attack: the bug is there
+    assert reset_tree(str(repo), rules_for("rust")) == ["Cargo.toml"]
+    r = cargo_test()
+    assert r.returncode != 0 and "test tests::mean ... FAILED" in r.stdout
