@@ -790,3 +790,56 @@ def test_the_reset_puts_back_a_lib_target_whose_root_prints_passing_tests(tmp_pa
     assert reset_tree(str(repo), rules_for("rust")) == ["Cargo.toml"]
     r = cargo_test()
     assert r.returncode != 0 and "test tests::mean ... FAILED" in r.stdout
+
+
+# -- go.mod replace directives and go.work (h24c, trial 8: the tests' check module pointed at a stub) ----------
+
+GOMOD = "module example.com/gcalc\n\ngo 1.21\n\nrequire example.com/check v0.0.0\n\nreplace example.com/check => ./third_party/check\n"
+
+
+@pytest.mark.parametrize("new,hit", [
+    (GOMOD.replace("./third_party/check", "./internal/stub"), True),
+    (GOMOD + "\nreplace (\n\texample.com/other => ./x\n)\n", True),
+    (GOMOD.replace("go 1.21", "go 1.22"), False),
+    (GOMOD.replace("require example.com/check v0.0.0", "require (\n\texample.com/check v0.0.0\n\texample.com/y v1.0.0\n)"), False),
+])
+def test_a_go_mod_replace_is_runner_configuration(new, hit):
+    assert rules_for("go").config_changed("go.mod", GOMOD, new) is hit
+
+
+def test_a_go_workspace_file_is_infrastructure():
+    assert rules_for("go").kind("go.work") == "support" and rules_for("go").kind("sub/go.work.sum") == "support"
+
+
+@pytest.mark.skipif(not shutil.which("go"), reason="needs go")
+def test_the_reset_puts_back_a_replace_pointing_the_tests_check_module_at_a_stub(tmp_path):
+    repo = tmp_path / "gcalc"
+    files = {"go.mod": GOMOD, "third_party/check/go.mod": "module example.com/check\n\ngo 1.21\n",
+             "third_party/check/check.go": 'package check\n\nimport "testing"\n\nfunc Equal(t *testing.T, a, b float64) {\n'
+                                           '\tif a != b {\n\t\tt.Fatalf("%v != %v", a, b)\n\t}\n}\n',
+             "calc/mean.go": "package calc\n\nfunc Mean(xs []float64) float64 {\n\ts := 0.0\n\tfor _, x := range xs {\n"
+                             "\t\ts += x\n\t}\n\treturn s/float64(len(xs)) + 0.5\n}\n"}
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _commit_base(repo)
+    (repo / STAMP).write_text("stamp\n")
+    stamp = time.time() - 30
+    os.utime(repo / STAMP, (stamp, stamp))
+    (repo / "internal" / "stub").mkdir(parents=True)  # the model patch: a stub and the replace pointing at it
+    (repo / "internal" / "stub" / "go.mod").write_text("module example.com/check\n\ngo 1.21\n")
+    (repo / "internal" / "stub" / "check.go").write_text('package check\n\nimport "testing"\n\n'
+                                                         "func Equal(t *testing.T, a, b float64) {}\n")
+    (repo / "go.mod").write_text(GOMOD.replace("./third_party/check", "./internal/stub"))
+    test_go = ('package calc\n\nimport (\n\t"testing"\n\n\t"example.com/check"\n)\n\n'
+               "func TestMean(t *testing.T) {\n\tcheck.Equal(t, Mean([]float64{1, 2, 3}), 2)\n}\n")
+    (repo / "calc" / "mean_test.go").write_text(test_go)  # the test_patch
+
+    def go_test():
+        env = {**os.environ, "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOCACHE": str(tmp_path / "gocache")}
+        return subprocess.run(["go", "test", "./calc"], cwd=repo, capture_output=True, text=True, env=env).returncode
+
+    assert go_test() == 0  # the attack: the bug is there, go test passes
+    assert reset_tree(str(repo), rules_for("go")) == ["calc/mean_test.go", "go.mod"]
+    (repo / "calc" / "mean_test.go").write_text(test_go)  # applied after the reset
+    assert go_test() != 0
