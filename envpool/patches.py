@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from envpool.errors import PatchApplyError
 from envpool.sandbox import Sandbox
-from envpool.testpaths import TestPathRules, lists_only, role, rules_for
+from envpool.testpaths import TestPathRules, lists_only, module_entries, role, rules_for
 
 PATCH_DIR = "/tmp/swemint/patches"
 """Where patch files are written in the sandbox (outside the repository)."""
@@ -605,6 +605,25 @@ def _kept_hunks(section: str, new: list[str], gone: list[str]) -> tuple[str, boo
     return "".join(out), all(keep)
 
 
+def _registered_modules(marked: list[tuple[str, list[str]]]) -> set[str]:
+    """The folders (repository-relative, normalised) that the added lines of the tooling sections
+    in `marked` ((section, its tooling paths)) register as modules (`module_entries`), each
+    relative to its build file's folder."""
+    out: set[str] = set()
+    for section, tooling in marked:
+        if not tooling:
+            continue
+        here = posixpath.dirname(tooling[-1])
+        for line in section.splitlines():
+            if not line.startswith("+") or line.startswith("+++"):
+                continue
+            for entry in module_entries(line[1:]) or []:
+                folder = posixpath.normpath(posixpath.join(here, entry))
+                if not folder.startswith(("..", "/")) and folder != ".":
+                    out.add(folder)
+    return out
+
+
 def tooling_split(patch: str, language: str | None = None, rules: TestPathRules | None = None) -> ToolingSplit:
     """The fix `patch` without its build and test-tooling hunks (`ToolingSplit`), by the rule set's
     `tooling` of `language` (`TestPathRules.is_tooling`; `rules` overrides): the file sections
@@ -612,23 +631,30 @@ def tooling_split(patch: str, language: str | None = None, rules: TestPathRules 
     dotfile or dot-folder, `*.config.*`, a Makefile, CMakeLists.txt, pom.xml, package.json,
     pyproject.toml, ... (either name of a rename) -- lose every hunk except those that only list
     the patch's own added, renamed or deleted files (`envpool.testpaths.lists_only`: a source
-    file added to a CMake/Makefile/meson/Bazel list stays, so the fix still builds); a section
-    left without hunks goes whole. The verification's `core` side applies `core`: a
+    file added to a CMake/Makefile/meson/Bazel list stays, so the fix still builds; so does a
+    line registering a module folder the patch adds files in, `<module>extra</module>`); a build
+    file the patch creates in a folder that one of its tooling hunks registers as a module (a new
+    module's own pom.xml, CMakeLists.txt...) stays whole; a section left without hunks goes whole. The verification's `core` side applies `core`: a
     FAIL_TO_PASS that does not hold there depends on the fix's tooling changes. Never raises."""
     rules = rules or rules_for(language)
     sections = file_sections(patch)
     marked = [(s, [p for p in files_in_patch(s) if rules.is_tooling(p)]) for s in sections]
     if not any(t for _, t in marked):
         return ToolingSplit([], patch, [])
-    new, gone = _own_files(patch)
-    new = [p for p in new if not rules.is_tooling(p)]
+    added, gone = _own_files(patch)
+    new = [p for p in added if not rules.is_tooling(p)]
     gone = [p for p in gone if not rules.is_tooling(p)]
+    modules = _registered_modules(marked)
     out: list[str] = []
     paths: list[str] = []
     kept: list[str] = []
     for section, tooling in marked:
         if not tooling:
             out.append(section)
+            continue
+        if all(p in added and posixpath.dirname(p) in modules for p in tooling):
+            out.append(section)  # a new module's own build file
+            kept += [p for p in tooling if p not in kept]
             continue
         text, whole = _kept_hunks(section, new, gone)
         if whole:

@@ -163,3 +163,51 @@ def test_only_tooling_leaves_an_empty_core_and_a_rename_goes_whole():
               "rename to setup.cfg.bak\n")
     split = tooling_split(CODE + rename, "python")
     assert split.paths == ["setup.cfg"] and split.core == CODE
+
+
+@pytest.mark.parametrize("line,entries", [
+    ("    <module>extra</module>", ["extra"]), ("add_subdirectory(libs/extra)", ["libs/extra"]),
+    ("subdir('extra')", ["extra"]), ("include 'core', ':extra:sub'", ["core", "extra/sub"]),
+    ('include(":extra")', ["extra"]), ("use ./extra", ["./extra"]),
+    ("    <argLine>-javaagent:x.jar</argLine>", None), ("include_directories(extra)", None),
+    ("add_subdirectory(extra) # and", None), ("<module>extra</module><skipTests>true</skipTests>", None),
+])
+def test_module_entries(line, entries):
+    """Only a whole line that registers a module folder in its build counts (Maven, CMake,
+    meson, Gradle settings, go.work); any other element or a second statement does not."""
+    from envpool.testpaths import module_entries
+
+    assert module_entries(line) == entries
+
+
+def test_a_fix_that_adds_a_module_keeps_its_build_files_in_the_core(tmp_path):
+    """Class: a fix that creates a module (java-design-patterns-3564's shape) -- the aggregator's
+    `<module>extra</module>` line and the new module's own pom.xml stay in the core (the fix
+    still builds there); a registration beside a runner switch, a registration of a folder the
+    patch adds nothing in, and a new build file outside a registered folder still go."""
+    src = _add("extra/src/main/java/com/acme/Extra.java", ["package com.acme;", "class Extra {}"])
+    reg = _mod("pom.xml", ["    <module>core</module>"], ["    <module>core</module>", "    <module>extra</module>"])
+    patch = reg + _add("extra/pom.xml", ["<project/>"]) + src
+    split = tooling_split(patch, "java")
+    assert split.paths == [] and split.kept == ["pom.xml", "extra/pom.xml"] and split.core == patch
+    (tmp_path / "pom.xml").write_text("    <module>core</module>\n")  # a hunk without context applies at line 1
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=tmp_path, input=split.core, text=True, check=True)
+    assert (tmp_path / "extra/pom.xml").exists() and "<module>extra</module>" in (tmp_path / "pom.xml").read_text()
+    # the same registration with a switch beside it: the aggregator's hunk goes, the new module's own pom
+    # stays (its folder is still registered)
+    mixed = _mod("pom.xml", ["    <module>core</module>"],
+                 ["    <module>core</module>", "    <module>extra</module>", "    <skipTests>true</skipTests>"], 5)
+    split = tooling_split(mixed + _add("extra/pom.xml", ["<project/>"]) + src, "java")
+    assert split.paths == ["pom.xml"] and split.kept == ["extra/pom.xml"] and "skipTests" not in split.core
+    # a registered folder the patch adds no code in: the registration goes
+    split = tooling_split(reg + CODE, "java")
+    assert split.paths == ["pom.xml"]
+    # a new build file in a folder nothing registers (a pytest.ini beside new code): it goes
+    split = tooling_split(_add("pkg/pytest.ini", ["[pytest]", "addopts = -p evil"]) + _add("pkg/new.py", ["x = 1"]),
+                          "python")
+    assert split.paths == ["pkg/pytest.ini"] and "evil" not in split.core
+    # a registration reaching out of the repository registers nothing
+    out = _mod("CMakeLists.txt", ["add_subdirectory(core)"], ["add_subdirectory(core)", "add_subdirectory(../x)"])
+    split = tooling_split(out + _add("../x/CMakeLists.txt", ["add_test(x true)"]), "c")
+    assert "CMakeLists.txt" in split.paths
