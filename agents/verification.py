@@ -57,7 +57,7 @@ from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout, TestsNotRunError
 from envpool.grading import grade, in_failed_collector, test_name
 from envpool.evalscript import reset_in_sandbox, reset_test_files
-from envpool.patches import apply_patch, changed_lines, touched_words
+from envpool.patches import apply_patch, changed_lines, names_test_file, new_modules, paths_after, touched_words
 from envpool.testrun.limits import limit_env
 from envpool.testrun.status import TestRunReport, TestStatus
 
@@ -552,6 +552,23 @@ class _Sides:
             if self.tampered is not None:
                 return
 
+    def _new_module_tests(self, failing: list[str], run) -> list[str]:
+        """The ids of `failing` excused by the new-module rule: the fix creates a module
+        (`envpool.patches.new_modules`: its build file and its registration in the parent build),
+        the id names a test file of the test_patch inside that module (`names_test_file`) and the
+        core run (`run`, None: nothing is excused) did not report it -- without the fix's build files
+        the module is no part of the build, so its tests cannot run there. A test of any other
+        module, or one that ran and failed, is never excused (the fix's tooling may not vouch for
+        tests outside the module it creates). Class: a fix that adds a module with its tests
+        (java-design-patterns-3564's shape)."""
+        if run is None or not failing:
+            return []
+        modules = new_modules(self.instance.patch)
+        if not modules:
+            return []
+        owned = [f for f in paths_after(self.instance.test_patch) if any(f.startswith(m + "/") for m in modules)]
+        return [t for t in failing if owned and t not in run.report.statuses and names_test_file(t, owned)]
+
     def core_check(self, verdict: Verdict) -> Verdict:
         """The tooling check of a `verified` verdict (`verify.tooling_check`): when the fix changes
         build or test tooling (`envpool.patches.tooling_split` under the rule set's `tooling`), one
@@ -589,10 +606,16 @@ class _Sides:
             if run is not None and not trusted(run):
                 why = f"the core run cannot be trusted: {run.anomalies[0]}"
             failing = f2p if run is None or why else [t for t in f2p if not passes_in(run.report, t)]
+            excused = self._new_module_tests(failing, run)
+            failing = [t for t in failing if t not in excused]
+            if excused and not failing:
+                why = ""
         if not failing:
+            extra = (f"; {len(excused)} of them in a module the fix creates, not run without its build files "
+                     f"({', '.join(new_modules(self.instance.patch))})" if split.core.strip() and excused else "")
             self.traj(StepRecord(agent="verification", rule="core:decided",
                                  note=f"every FAIL_TO_PASS test ({len(f2p)}) passes without the fix's tooling "
-                                      f"hunks ({paths}): verified stands"))
+                                      f"hunks ({paths}){extra}: verified stands"))
             return verdict.model_copy(update={"anomalies": list(self.anomalies)})
         ids = ", ".join(failing[:3]) + (f" (+{len(failing) - 3} more)" if len(failing) > 3 else "")
         reason = (f"the fix's FAIL_TO_PASS holds only with its build/test-tooling changes ({paths}): "

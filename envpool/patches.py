@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from envpool.errors import PatchApplyError
 from envpool.sandbox import Sandbox
-from envpool.testpaths import TestPathRules, lists_only, module_entries, role, rules_for
+from envpool.testpaths import MODULE_BUILD_FILES, TestPathRules, lists_only, module_entries, role, rules_for
 
 PATCH_DIR = "/tmp/swemint/patches"
 """Where patch files are written in the sandbox (outside the repository)."""
@@ -605,23 +605,48 @@ def _kept_hunks(section: str, new: list[str], gone: list[str]) -> tuple[str, boo
     return "".join(out), all(keep)
 
 
-def _registered_modules(marked: list[tuple[str, list[str]]]) -> set[str]:
-    """The folders (repository-relative, normalised) that the added lines of the tooling sections
-    in `marked` ((section, its tooling paths)) register as modules (`module_entries`), each
-    relative to its build file's folder."""
+def new_modules(patch: str) -> list[str]:
+    """The folders `patch` creates as modules of its build, sorted: a folder D such that the patch
+    adds a file named as a module's build file (`envpool.testpaths.MODULE_BUILD_FILES`: D/pom.xml,
+    D/CMakeLists.txt, ...) as a new file AND an added line of a parent build file of the matching
+    kind registers D (`module_entries`: pom.xml `<module>`, CMakeLists.txt `add_subdirectory`,
+    meson.build `subdir`, settings.gradle `include`, go.work `use`; relative to that file, never
+    out of the repository). The tooling check excuses a FAIL_TO_PASS test of such a module that
+    could not run without the fix's build files (`agents.verification`). Never raises."""
+    added, _ = _own_files(patch)
+    made = {posixpath.dirname(p) for p in added if PurePosixPath(p).name in MODULE_BUILD_FILES}
     out: set[str] = set()
-    for section, tooling in marked:
-        if not tooling:
-            continue
-        here = posixpath.dirname(tooling[-1])
-        for line in section.splitlines():
-            if not line.startswith("+") or line.startswith("+++"):
-                continue
-            for entry in module_entries(line[1:]) or []:
-                folder = posixpath.normpath(posixpath.join(here, entry))
-                if not folder.startswith(("..", "/")) and folder != ".":
-                    out.add(folder)
-    return out
+    for section in file_sections(patch):
+        for build_file in files_in_patch(section):
+            here = posixpath.dirname(build_file)
+            for line in section.splitlines():
+                if not line.startswith("+") or line.startswith("+++"):
+                    continue
+                for entry in module_entries(line[1:], build_file) or []:
+                    folder = posixpath.normpath(posixpath.join(here, entry))
+                    if folder in made and not folder.startswith(("..", "/")) and folder != ".":
+                        out.add(folder)
+    return sorted(out)
+
+
+def names_test_file(test_id: str, files: list[str]) -> bool:
+    """Whether runner id `test_id` names a test in one of `files` (repository paths): a path id
+    (`pkg/test_x.py::Class::test`, `extra/x.test.js > title`) starting with the file's path, or a
+    JVM-style class id (`com.acme.ExtraTest#twice`, `com.acme.ExtraTest.twice`) whose dotted
+    class is the tail of the file's path less its extension (`.../com/acme/ExtraTest.java`)."""
+    head = re.split(r"::| > |#|\s|\[|\(", test_id, maxsplit=1)[0]
+    for f in files:
+        if head == f or test_id.startswith(f + "::") or test_id.startswith(f + " "):
+            return True
+        if "/" in head:
+            continue  # a path id names its file by path only
+        stem = posixpath.splitext(f)[0]
+        parts = head.split(".")
+        for cut in (len(parts), len(parts) - 1):  # Class or Class.method
+            dotted = "/".join(parts[:cut])
+            if dotted and (stem == dotted or stem.endswith("/" + dotted)):
+                return True
+    return False
 
 
 def tooling_split(patch: str, language: str | None = None, rules: TestPathRules | None = None) -> ToolingSplit:
@@ -631,30 +656,23 @@ def tooling_split(patch: str, language: str | None = None, rules: TestPathRules 
     dotfile or dot-folder, `*.config.*`, a Makefile, CMakeLists.txt, pom.xml, package.json,
     pyproject.toml, ... (either name of a rename) -- lose every hunk except those that only list
     the patch's own added, renamed or deleted files (`envpool.testpaths.lists_only`: a source
-    file added to a CMake/Makefile/meson/Bazel list stays, so the fix still builds; so does a
-    line registering a module folder the patch adds files in, `<module>extra</module>`); a build
-    file the patch creates in a folder that one of its tooling hunks registers as a module (a new
-    module's own pom.xml, CMakeLists.txt...) stays whole; a section left without hunks goes whole. The verification's `core` side applies `core`: a
+    file added to a CMake/Makefile/meson/Bazel list stays, so the fix still builds); a section
+    left without hunks goes whole (a module the fix creates: `new_modules`). The verification's `core` side applies `core`: a
     FAIL_TO_PASS that does not hold there depends on the fix's tooling changes. Never raises."""
     rules = rules or rules_for(language)
     sections = file_sections(patch)
     marked = [(s, [p for p in files_in_patch(s) if rules.is_tooling(p)]) for s in sections]
     if not any(t for _, t in marked):
         return ToolingSplit([], patch, [])
-    added, gone = _own_files(patch)
-    new = [p for p in added if not rules.is_tooling(p)]
+    new, gone = _own_files(patch)
+    new = [p for p in new if not rules.is_tooling(p)]
     gone = [p for p in gone if not rules.is_tooling(p)]
-    modules = _registered_modules(marked)
     out: list[str] = []
     paths: list[str] = []
     kept: list[str] = []
     for section, tooling in marked:
         if not tooling:
             out.append(section)
-            continue
-        if all(p in added and posixpath.dirname(p) in modules for p in tooling):
-            out.append(section)  # a new module's own build file
-            kept += [p for p in tooling if p not in kept]
             continue
         text, whole = _kept_hunks(section, new, gone)
         if whole:

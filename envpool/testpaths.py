@@ -608,41 +608,43 @@ LIST_MARKS = frozenset(",'\"\\()[]{}")
 punctuation, quotes, a line continuation."""
 
 
-_MODULE_ENTRY = re.compile(
-    r"\s*(?:<module>\s*(?P<maven>[^<>\s]+)\s*</module>"            # a Maven aggregator's <modules>
-    r"|add_subdirectory\s*\(\s*(?P<cmake>[^()\s]+)\s*\)"          # CMake
-    r"|subdir\s*\(\s*'(?P<meson>[^']+)'\s*\)"                      # meson
-    r"|include\s*\(?(?P<gradle>(?:\s*['\"][^'\"\s]+['\"]\s*,?)+)\s*\)?"  # Gradle settings
-    r"|use\s+(?P<gowork>[^\s()]+))\s*")                             # go.work
+_MODULE_ENTRY = {
+    "pom.xml": re.compile(r"\s*<module>\s*(?P<e>[^<>\s]+)\s*</module>\s*"),
+    "CMakeLists.txt": re.compile(r"\s*add_subdirectory\s*\(\s*(?P<e>[^()\s]+)\s*\)\s*"),
+    "meson.build": re.compile(r"\s*subdir\s*\(\s*'(?P<e>[^']+)'\s*\)\s*"),
+    "settings.gradle": re.compile(r"\s*include\s*\(?(?P<e>(?:\s*['\"][^'\"\s]+['\"]\s*,?)+)\s*\)?\s*"),
+    "go.work": re.compile(r"\s*use\s+(?P<e>[^\s()]+)\s*"),
+}
+_MODULE_ENTRY["settings.gradle.kts"] = _MODULE_ENTRY["settings.gradle"]
+MODULE_BUILD_FILES = frozenset({"pom.xml", "build.gradle", "build.gradle.kts", "CMakeLists.txt", "meson.build",
+                                "go.mod", "Cargo.toml", "package.json"})
+"""The file names that make a folder a module of its build (`envpool.patches.new_modules`)."""
 _QUOTED = re.compile(r"['\"]([^'\"]+)['\"]")
 
 
-def module_entries(line: str) -> list[str] | None:
-    """The folders a build file's line registers as modules of the build, relative to that
-    build file's folder -- Maven `<module>x</module>`, CMake `add_subdirectory(x)`, meson
-    `subdir('x')`, Gradle settings `include 'x', ':y:z'` (`y/z`), go.work `use ./x` --, or None
-    for any other line (the whole line must be the registration). Class: a fix that adds a
-    module registers it in its parent build (issue 24's tooling check keeps such a line when the
-    patch creates the folder, `lists_only`)."""
-    m = _MODULE_ENTRY.fullmatch(line)
+def module_entries(line: str, build_file: str) -> list[str] | None:
+    """The folders `line` of the build file `build_file` (a path; its name decides the syntax)
+    registers as modules of the build, relative to that file's folder -- Maven pom.xml
+    `<module>x</module>`, CMakeLists.txt `add_subdirectory(x)`, meson.build `subdir('x')`,
+    settings.gradle(.kts) `include 'x', ':y:z'` (`y/z`), go.work `use ./x` --, or None for any
+    other line or file (the whole line must be the registration). Class: a fix that creates a
+    module registers it in its parent build (`envpool.patches.new_modules`, the tooling check's
+    new-module rule)."""
+    pattern = _MODULE_ENTRY.get(PurePosixPath(build_file).name)
+    m = pattern.fullmatch(line) if pattern is not None else None
     if m is None:
         return None
-    if m.group("gradle") is not None:
-        return [q.strip(":").replace(":", "/") for q in _QUOTED.findall(m.group("gradle"))]
-    return [next(g for g in m.groups() if g is not None)]
+    if PurePosixPath(build_file).name.startswith("settings.gradle"):
+        return [q.strip(":").replace(":", "/") for q in _QUOTED.findall(m.group("e"))]
+    return [m.group("e")]
 
 
 def _list_words(lines) -> tuple[Counter, Counter]:
     """(words, other characters) of `lines`, counted: a word is a run of `[A-Za-z0-9_.+@/-]`
-    holding a letter or digit (a path, a target); `$(VAR)` / `${VAR}` references are left out; a
-    line registering modules (`module_entries`) counts as the folders it names."""
+    holding a letter or digit (a path, a target); `$(VAR)` / `${VAR}` references are left out."""
     words: Counter = Counter()
     marks: Counter = Counter()
     for line in lines:
-        entries = module_entries(line)
-        if entries is not None:
-            words.update(e for e in entries if any(c.isalnum() for c in e))
-            continue
         line = _VARIABLE.sub(" ", line)
         for w in _LIST_WORD.findall(line):
             if any(c.isalnum() for c in w):
@@ -688,8 +690,7 @@ def lists_only(added, removed, new_files, gone_files) -> bool:
     file name or stem), every word it removes one of `gone_files`, at least one does, and the
     change adds or removes no other character than list punctuation (`LIST_MARKS`: no `=`,
     `+=`, `#`, `-p`...). `SRCS += new.c` (a word `SRCS`, a mark `+=`) is not a list entry;
-    `\tnew.c \\` and `"new.cc",` are; so is a line registering a module folder the patch adds
-    files in (`module_entries`: `<module>extra</module>`, `add_subdirectory(extra)`)."""
+    `\tnew.c \\` and `"new.cc",` are."""
     a_words, a_marks = _list_words(added)
     r_words, r_marks = _list_words(removed)
     plus, minus = a_words - r_words, r_words - a_words

@@ -180,3 +180,26 @@ def test_the_row_format_is_unchanged(tmp_path, monkeypatch):
               compile_once=False)
     assert set(json.loads(a.model_dump_json())) == set(json.loads(b.model_dump_json()))
     assert a.outcome == b.outcome == "verified" and a.FAIL_TO_PASS == b.FAIL_TO_PASS
+
+
+def test_only_the_tests_of_a_module_the_fix_creates_that_could_not_run_are_excused():
+    """The new-module rule of the core check (`_Sides._new_module_tests`): the fix creates module
+    `extra` (its pom.xml + `<module>extra</module>`); a FAIL_TO_PASS id of a test file the
+    test_patch adds there, absent from the core run, is excused; one that ran and failed there,
+    one of another module, and any id when the fix creates no module are not."""
+    from types import SimpleNamespace
+
+    from agents.verification import _Sides
+    from tests.envpool.test_tooling import REG, SRC, _add
+
+    test_patch = _add("extra/src/test/java/com/acme/ExtraTest.java", ["class ExtraTest {}"])
+    module = REG + _add("extra/pom.xml", ["<project/>"]) + SRC
+    failing = ["com.acme.ExtraTest#twice", "com.acme.ExtraTest#zero", "com.acme.CoreTest#add"]
+    run = SimpleNamespace(report=SimpleNamespace(statuses={"com.acme.ExtraTest#zero": "FAILED",
+                                                           "com.acme.CoreTest#add": "FAILED"}))
+    sides = SimpleNamespace(instance=SimpleNamespace(patch=module, test_patch=test_patch))
+    assert _Sides._new_module_tests(sides, failing, run) == ["com.acme.ExtraTest#twice"]
+    assert _Sides._new_module_tests(sides, ["com.acme.CoreTest#other"], run) == []
+    assert _Sides._new_module_tests(sides, failing, None) == []
+    no_module = SimpleNamespace(instance=SimpleNamespace(patch=REG + SRC, test_patch=test_patch))
+    assert _Sides._new_module_tests(no_module, failing, run) == []

@@ -165,49 +165,97 @@ def test_only_tooling_leaves_an_empty_core_and_a_rename_goes_whole():
     assert split.paths == ["setup.cfg"] and split.core == CODE
 
 
-@pytest.mark.parametrize("line,entries", [
-    ("    <module>extra</module>", ["extra"]), ("add_subdirectory(libs/extra)", ["libs/extra"]),
-    ("subdir('extra')", ["extra"]), ("include 'core', ':extra:sub'", ["core", "extra/sub"]),
-    ('include(":extra")', ["extra"]), ("use ./extra", ["./extra"]),
-    ("    <argLine>-javaagent:x.jar</argLine>", None), ("include_directories(extra)", None),
-    ("add_subdirectory(extra) # and", None), ("<module>extra</module><skipTests>true</skipTests>", None),
+@pytest.mark.parametrize("line,build_file,entries", [
+    ("    <module>extra</module>", "pom.xml", ["extra"]), ("add_subdirectory(libs/extra)", "CMakeLists.txt", ["libs/extra"]),
+    ("subdir('extra')", "sub/meson.build", ["extra"]), ("include 'core', ':extra:sub'", "settings.gradle", ["core", "extra/sub"]),
+    ('include(":extra")', "settings.gradle.kts", ["extra"]), ("use ./extra", "go.work", ["./extra"]),
+    ("    <argLine>-javaagent:x.jar</argLine>", "pom.xml", None), ("include_directories(extra)", "CMakeLists.txt", None),
+    ("add_subdirectory(extra) # and", "CMakeLists.txt", None),
+    ("<module>extra</module><skipTests>true</skipTests>", "pom.xml", None),
+    ('include("src/notes.txt")', "CMakeLists.txt", None),      # CMake include() is no Gradle include
+    ("use ./crates/calc", ".gitignore", None), ("subdir('lib')", ".gitignore", None),  # the wrong kind of file
+    ("<module>extra</module>", "build.gradle", None),
 ])
-def test_module_entries(line, entries):
-    """Only a whole line that registers a module folder in its build counts (Maven, CMake,
-    meson, Gradle settings, go.work); any other element or a second statement does not."""
+def test_module_entries(line, build_file, entries):
+    """Only a whole line of a parent build file of the matching kind registers a module folder
+    (pom.xml, CMakeLists.txt, meson.build, settings.gradle, go.work); any other element, a second
+    statement or the same text in another kind of file does not."""
     from envpool.testpaths import module_entries
 
-    assert module_entries(line) == entries
+    assert module_entries(line, build_file) == entries
 
 
-def test_a_fix_that_adds_a_module_keeps_its_build_files_in_the_core(tmp_path):
-    """Class: a fix that creates a module (java-design-patterns-3564's shape) -- the aggregator's
-    `<module>extra</module>` line and the new module's own pom.xml stay in the core (the fix
-    still builds there); a registration beside a runner switch, a registration of a folder the
-    patch adds nothing in, and a new build file outside a registered folder still go."""
-    src = _add("extra/src/main/java/com/acme/Extra.java", ["package com.acme;", "class Extra {}"])
-    reg = _mod("pom.xml", ["    <module>core</module>"], ["    <module>core</module>", "    <module>extra</module>"])
-    patch = reg + _add("extra/pom.xml", ["<project/>"]) + src
+SRC = _add("extra/src/main/java/com/acme/Extra.java", ["package com.acme;", "class Extra {}"])
+REG = _mod("pom.xml", ["    <module>core</module>"], ["    <module>core</module>", "    <module>extra</module>"])
+
+
+def test_a_module_the_fix_creates_is_named_and_its_build_files_still_go_from_the_core():
+    """Class: a fix that creates a module (java-design-patterns-3564's shape) -- `new_modules`
+    names the folder (a build file the patch adds there + a registration in the parent build of
+    the matching kind); the core still drops both (a new module's build file can act on its
+    siblings: reactor resolution, CMake target commands, configure-time code), the verification
+    excuses only that module's own tests (tests/agents/test_tooling_check.py)."""
+    from envpool.patches import new_modules
+
+    patch = REG + _add("extra/pom.xml", ["<project/>"]) + SRC
+    assert new_modules(patch) == ["extra"]
     split = tooling_split(patch, "java")
-    assert split.paths == [] and split.kept == ["pom.xml", "extra/pom.xml"] and split.core == patch
-    (tmp_path / "pom.xml").write_text("    <module>core</module>\n")  # a hunk without context applies at line 1
-    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    subprocess.run(["git", "apply", "-"], cwd=tmp_path, input=split.core, text=True, check=True)
-    assert (tmp_path / "extra/pom.xml").exists() and "<module>extra</module>" in (tmp_path / "pom.xml").read_text()
-    # the same registration with a switch beside it: the aggregator's hunk goes, the new module's own pom
-    # stays (its folder is still registered)
-    mixed = _mod("pom.xml", ["    <module>core</module>"],
-                 ["    <module>core</module>", "    <module>extra</module>", "    <skipTests>true</skipTests>"], 5)
-    split = tooling_split(mixed + _add("extra/pom.xml", ["<project/>"]) + src, "java")
-    assert split.paths == ["pom.xml"] and split.kept == ["extra/pom.xml"] and "skipTests" not in split.core
-    # a registered folder the patch adds no code in: the registration goes
-    split = tooling_split(reg + CODE, "java")
-    assert split.paths == ["pom.xml"]
-    # a new build file in a folder nothing registers (a pytest.ini beside new code): it goes
-    split = tooling_split(_add("pkg/pytest.ini", ["[pytest]", "addopts = -p evil"]) + _add("pkg/new.py", ["x = 1"]),
-                          "python")
-    assert split.paths == ["pkg/pytest.ini"] and "evil" not in split.core
-    # a registration reaching out of the repository registers nothing
+    assert split.paths == ["pom.xml", "extra/pom.xml"] and "<module>extra" not in split.core and "Extra.java" in split.core
+    assert new_modules(REG + SRC) == []                                    # registered, but no build file there
+    assert new_modules(_add("extra/pom.xml", ["<project/>"]) + SRC) == []  # a build file nothing registers
+    stray = _mod(".gitignore", ["target/"], ["target/", "use ./extra"]) + _add("extra/go.mod", ["module x"])
+    assert new_modules(stray) == []                                        # a registration in the wrong file
     out = _mod("CMakeLists.txt", ["add_subdirectory(core)"], ["add_subdirectory(core)", "add_subdirectory(../x)"])
-    split = tooling_split(out + _add("../x/CMakeLists.txt", ["add_test(x true)"]), "c")
-    assert "CMakeLists.txt" in split.paths
+    assert new_modules(out + _add("../x/CMakeLists.txt", ["add_test(x true)"])) == []
+    cm = _mod("CMakeLists.txt", ["enable_testing()"], ["enable_testing()", "add_subdirectory(extra)"])
+    assert new_modules(cm + _add("extra/CMakeLists.txt", ["add_library(extra extra.c)"])) == ["extra"]
+
+
+@pytest.mark.parametrize("test_id,ok", [
+    ("com.acme.ExtraTest#twice", True), ("com.acme.ExtraTest.twice", True), ("extra/tests/test_x.py::test_a", True),
+    ("extra/tests/test_x.py::C::test[1]", True), ("com.acme.CoreTest#twice", False), ("ExtraTestX#a", False),
+    ("tests/test_x.py::test_a", False), ("TestAdd", False),
+])
+def test_names_test_file(test_id, ok):
+    from envpool.patches import names_test_file
+
+    files = ["extra/src/test/java/com/acme/ExtraTest.java", "extra/tests/test_x.py"]
+    assert names_test_file(test_id, files) is ok
+
+
+@pytest.mark.parametrize("name,language,harm", [
+    ("cmake1", "c", "NDEBUG"), ("cmake2", "c", 'include("src/notes.txt")'), ("rust1", "rust", "build.rs"),
+    ("mvn1", "java", "<module>extra"), ("gradle1", "java", "rootProject"), ("meson1", "c", "run_command"),
+    ("js1", "javascript", '"main"'), ("rm1", "java", "-    <module>core</module>"),
+])
+def test_the_module_routes_of_trial_9_keep_nothing_in_the_core(name, language, harm):
+    """Trial 9 (an attacker against 1867662's keep rule): a new module's build file acting on an
+    existing target (CMake target_compile_definitions), CMake include() of a non-tooling file read
+    as a Gradle include, a stray registration in .gitignore vouching for a new build.rs, a reactor
+    module shadowing a test library, Gradle allprojects, meson run_command, a package.json main
+    switch, a removed registration -- each kept its harmful hunk in the core; now each is a
+    tooling path the core drops."""
+    patches = {
+        "cmake1": _mod("CMakeLists.txt", ["add_test(NAME test_calc COMMAND test_calc)"],
+                       ["add_test(NAME test_calc COMMAND test_calc)", "add_subdirectory(extra)"], 7)
+                  + _add("extra/CMakeLists.txt", ["add_library(extra extra.c)", "target_compile_definitions(test_calc PRIVATE NDEBUG)"])
+                  + _add("extra/extra.c", ["int extra_helper(void) { return 0; }"]),
+        "cmake2": _mod("CMakeLists.txt", ["enable_testing()"], ["enable_testing()", 'include("src/notes.txt")'], 6)
+                  + _add("src/notes.txt", ["target_compile_definitions(test_calc PRIVATE NDEBUG)"]),
+        "rust1": _mod(".gitignore", ["/target"], ["/target", "use ./crates/calc"])
+                 + _add("crates/calc/build.rs", ["fn main() { /* rewrite tests */ }"]),
+        "mvn1": REG + _add("extra/pom.xml", ["<artifactId>truth</artifactId>"]) + SRC,
+        "gradle1": _mod("settings.gradle", ["include 'core'"], ["include 'core'", "include 'extra'"])
+                   + _add("extra/build.gradle", ["rootProject.allprojects { test { ignoreFailures = true } }"])
+                   + _add("extra/src/main/java/X.java", ["class X {}"]),
+        "meson1": _mod("meson.build", ["project('c', 'c')"], ["project('c', 'c')", "subdir('extra')"])
+                  + _add("extra/meson.build", ["run_command('sh', '-c', 'sed -i s/x/y/ ../tests/t.c')"])
+                  + _add("extra/x.c", ["int x;"]),
+        "js1": _mod(".gitignore", ["node_modules"], ["node_modules", "subdir('lib')"])
+               + _add("lib/package.json", ['{"main": "alt.js"}']) + _add("lib/alt.js", ["module.exports = 1"]),
+        "rm1": _mod("pom.xml", ["    <module>core</module>"], [], 5)
+               + "diff --git a/core/src/main/java/A.java b/core/src/main/java/A.java\ndeleted file mode 100644\n"
+                 "--- a/core/src/main/java/A.java\n+++ /dev/null\n@@ -1 +0,0 @@\n-class A {}\n",
+    }
+    split = tooling_split(patches[name], language)
+    assert split.paths and harm not in split.core, (split.paths, split.core)

@@ -160,8 +160,10 @@ def test_ray_runner_raise_hang_crash_become_rows(local_ray):
 def _agent_port(ray_module, wait_s: float = 120.0) -> int:
     """The dashboard agent's HTTP port once it accepts connections. Under load the agent starts
     after the workers: its port read at once can be None (urllib then failed with "Servname not
-    supported", CI-style run on a loaded host) or not yet listening; the GCS's node record is
-    asked again until it names a port that accepts connections."""
+    supported", CI-style run on a loaded host) or not yet listening; the port file Ray writes into
+    the session folder (`dashboard_agent_listen_port_<node id>`) is read again until it names a
+    port that accepts connections (the GCS's node record said -1, and asking it by the wrong key
+    failed with "RPC error: Deadline Exceeded" in a CI-style run)."""
     import socket
     import time
 
@@ -170,8 +172,13 @@ def _agent_port(ray_module, wait_s: float = 120.0) -> int:
         node = ray_module._private.worker.global_worker.node
         port = node.dashboard_agent_listen_port  # read once at init: refreshed from the GCS below
         if not (isinstance(port, int) and port > 0):
-            info = ray_module._private.services.get_node(node.gcs_address, node.unique_id) or {}
-            port = info.get("dashboard_agent_listen_port")
+            # the port the agent chose, as Ray writes it into the session folder per node
+            # (the GCS's node record says -1 when the port was not fixed up front)
+            saved = Path(node.get_session_dir_path()) / f"dashboard_agent_listen_port_{node.node_id}"
+            try:
+                port = int(saved.read_text().strip())
+            except (OSError, ValueError):
+                port = None
         if isinstance(port, int) and port > 0:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=2).close()
