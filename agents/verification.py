@@ -349,6 +349,7 @@ class _Sides:
         self.factory, self.spec, self.instance, self.plan, self.eco, self.config = (run.factory, spec, run.instance,
                                                                                    plan, eco, config)
         self.deadline, self.log_path, self.traj, self.env = run.deadline, run.log_path, run.traj, env
+        self.tree = run.tree  # base_commit's tree (`agents.gitrepo.GitTree`)
         self.methods, self.timings, self.cost = run.res.patch_methods, run.res.timings, run.cost
         self.patches = {side: p for side, p, _ in sides(self.instance, 1, 1)}
         self.runs: dict[str, list[TestRun]] = {"before": [], "after": []}
@@ -554,20 +555,28 @@ class _Sides:
 
     def _new_module_tests(self, failing: list[str], run) -> list[str]:
         """The ids of `failing` excused by the new-module rule: the fix creates a module
-        (`envpool.patches.new_modules`: its build file and its registration in the parent build),
-        the id names a test file of the test_patch inside that module (`names_test_file`) and the
-        core run (`run`, None: nothing is excused) did not report it -- without the fix's build files
+        (`envpool.patches.new_modules`: its build file and its registration in the parent build; the
+        folder holds no file at base_commit), the id names a test file of the test_patch inside that module (`names_test_file`) and the
+        core run (`run`, None: nothing is excused) did not run it (absent, under a failed collector,
+        or the run's build failed: a `[build failed]` unit, whose ids the runners list) -- without the fix's build files
         the module is no part of the build, so its tests cannot run there. A test of any other
         module, or one that ran and failed, is never excused (the fix's tooling may not vouch for
         tests outside the module it creates). Class: a fix that adds a module with its tests
         (java-design-patterns-3564's shape)."""
         if run is None or not failing:
             return []
-        modules = new_modules(self.instance.patch)
-        if not modules:
+        base = self.tree.file_set
+        modules = [m for m in new_modules(self.instance.patch) if not any(f.startswith(m + "/") for f in base)]
+        if not modules:  # a folder that holds files at base_commit is not created by the fix
             return []
         owned = [f for f in paths_after(self.instance.test_patch) if any(f.startswith(m + "/") for m in modules)]
-        return [t for t in failing if owned and t not in run.report.statuses and names_test_file(t, owned)]
+        errors = list(run.report.collection_errors)
+        built = not any(c.endswith("[build failed]") for c in errors)  # the runners' mark of a failed build
+
+        def ran(t: str) -> bool:
+            return built and t in run.report.statuses and not in_failed_collector(t, errors)
+
+        return [t for t in failing if owned and not ran(t) and names_test_file(t, owned)]
 
     def core_check(self, verdict: Verdict) -> Verdict:
         """The tooling check of a `verified` verdict (`verify.tooling_check`): when the fix changes

@@ -609,7 +609,7 @@ def new_modules(patch: str) -> list[str]:
     """The folders `patch` creates as modules of its build, sorted: a folder D such that the patch
     adds a file named as a module's build file (`envpool.testpaths.MODULE_BUILD_FILES`: D/pom.xml,
     D/CMakeLists.txt, ...) as a new file AND an added line of a parent build file of the matching
-    kind registers D (`module_entries`: pom.xml `<module>`, CMakeLists.txt `add_subdirectory`,
+    kind registers D (anywhere in the line) (`module_entries`: pom.xml `<module>`, CMakeLists.txt `add_subdirectory`,
     meson.build `subdir`, settings.gradle `include`, go.work `use`; relative to that file, never
     out of the repository). The tooling check excuses a FAIL_TO_PASS test of such a module that
     could not run without the fix's build files (`agents.verification`). Never raises."""
@@ -622,7 +622,7 @@ def new_modules(patch: str) -> list[str]:
             for line in section.splitlines():
                 if not line.startswith("+") or line.startswith("+++"):
                     continue
-                for entry in module_entries(line[1:], build_file) or []:
+                for entry in module_entries(line[1:], build_file, whole=False) or []:
                     folder = posixpath.normpath(posixpath.join(here, entry))
                     if folder in made and not folder.startswith(("..", "/")) and folder != ".":
                         out.add(folder)

@@ -622,21 +622,24 @@ MODULE_BUILD_FILES = frozenset({"pom.xml", "build.gradle", "build.gradle.kts", "
 _QUOTED = re.compile(r"['\"]([^'\"]+)['\"]")
 
 
-def module_entries(line: str, build_file: str) -> list[str] | None:
+def module_entries(line: str, build_file: str, whole: bool = True) -> list[str] | None:
     """The folders `line` of the build file `build_file` (a path; its name decides the syntax)
     registers as modules of the build, relative to that file's folder -- Maven pom.xml
     `<module>x</module>`, CMakeLists.txt `add_subdirectory(x)`, meson.build `subdir('x')`,
     settings.gradle(.kts) `include 'x', ':y:z'` (`y/z`), go.work `use ./x` --, or None for any
-    other line or file (the whole line must be the registration). Class: a fix that creates a
-    module registers it in its parent build (`envpool.patches.new_modules`, the tooling check's
-    new-module rule)."""
+    other line or file (the whole line must be the registration; `whole=False`: every
+    registration found in the line, a one-line pom.xml's `<modules>` included). Class: a fix that
+    creates a module registers it in its parent build (`envpool.patches.new_modules`, the tooling
+    check's new-module rule)."""
     pattern = _MODULE_ENTRY.get(PurePosixPath(build_file).name)
-    m = pattern.fullmatch(line) if pattern is not None else None
-    if m is None:
+    if pattern is None:
+        return None
+    found = [pattern.fullmatch(line)] if whole else list(pattern.finditer(line))
+    if not found or found[0] is None:
         return None
     if PurePosixPath(build_file).name.startswith("settings.gradle"):
-        return [q.strip(":").replace(":", "/") for q in _QUOTED.findall(m.group("e"))]
-    return [m.group("e")]
+        return [q.strip(":").replace(":", "/") for m in found for q in _QUOTED.findall(m.group("e"))]
+    return [m.group("e") for m in found]
 
 
 def _list_words(lines) -> tuple[Counter, Counter]:

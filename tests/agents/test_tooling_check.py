@@ -186,7 +186,8 @@ def test_only_the_tests_of_a_module_the_fix_creates_that_could_not_run_are_excus
     """The new-module rule of the core check (`_Sides._new_module_tests`): the fix creates module
     `extra` (its pom.xml + `<module>extra</module>`); a FAIL_TO_PASS id of a test file the
     test_patch adds there, absent from the core run, is excused; one that ran and failed there,
-    one of another module, and any id when the fix creates no module are not."""
+    one of another module, any id when the fix creates no module, and any id when the "new" folder
+    holds files at base_commit are not."""
     from types import SimpleNamespace
 
     from agents.verification import _Sides
@@ -196,10 +197,20 @@ def test_only_the_tests_of_a_module_the_fix_creates_that_could_not_run_are_excus
     module = REG + _add("extra/pom.xml", ["<project/>"]) + SRC
     failing = ["com.acme.ExtraTest#twice", "com.acme.ExtraTest#zero", "com.acme.CoreTest#add"]
     run = SimpleNamespace(report=SimpleNamespace(statuses={"com.acme.ExtraTest#zero": "FAILED",
-                                                           "com.acme.CoreTest#add": "FAILED"}))
-    sides = SimpleNamespace(instance=SimpleNamespace(patch=module, test_patch=test_patch))
+                                                           "com.acme.CoreTest#add": "FAILED"}, collection_errors=[]))
+    base = SimpleNamespace(file_set=frozenset({"pom.xml", "core/pom.xml", "core/src/test/java/com/acme/CoreTest.java"}))
+    sides = SimpleNamespace(instance=SimpleNamespace(patch=module, test_patch=test_patch), tree=base)
     assert _Sides._new_module_tests(sides, failing, run) == ["com.acme.ExtraTest#twice"]
     assert _Sides._new_module_tests(sides, ["com.acme.CoreTest#other"], run) == []
+    # the core's build failed (Maven without the module: the runner lists the targeted ids FAILED under
+    # a "[build failed]" unit): the module's ids did not run -- excused; another module's never
+    broken = SimpleNamespace(report=SimpleNamespace(statuses=dict.fromkeys(failing, "FAILED"),
+                                                    collection_errors=["test sources [build failed]"]))
+    assert _Sides._new_module_tests(sides, failing, broken) == ["com.acme.ExtraTest#twice", "com.acme.ExtraTest#zero"]
     assert _Sides._new_module_tests(sides, failing, None) == []
-    no_module = SimpleNamespace(instance=SimpleNamespace(patch=REG + SRC, test_patch=test_patch))
+    no_module = SimpleNamespace(instance=SimpleNamespace(patch=REG + SRC, test_patch=test_patch), tree=base)
     assert _Sides._new_module_tests(no_module, failing, run) == []
+    # a folder that exists at base_commit (a test folder the fix "registers" beside a new build file): no excuse
+    held = SimpleNamespace(file_set=frozenset({"pom.xml", "extra/src/test/java/com/acme/Old.java"}))
+    existing = SimpleNamespace(instance=SimpleNamespace(patch=module, test_patch=test_patch), tree=held)
+    assert _Sides._new_module_tests(existing, failing, run) == []

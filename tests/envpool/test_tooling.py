@@ -207,6 +207,9 @@ def test_a_module_the_fix_creates_is_named_and_its_build_files_still_go_from_the
     assert new_modules(stray) == []                                        # a registration in the wrong file
     out = _mod("CMakeLists.txt", ["add_subdirectory(core)"], ["add_subdirectory(core)", "add_subdirectory(../x)"])
     assert new_modules(out + _add("../x/CMakeLists.txt", ["add_test(x true)"])) == []
+    one_line = _mod("pom.xml", ["<project><modules><module>core</module></modules></project>"],
+                    ["<project><modules><module>core</module><module>extra</module></modules></project>"])
+    assert new_modules(one_line + _add("extra/pom.xml", ["<project/>"]) + SRC) == ["extra"]  # a one-line pom
     cm = _mod("CMakeLists.txt", ["enable_testing()"], ["enable_testing()", "add_subdirectory(extra)"])
     assert new_modules(cm + _add("extra/CMakeLists.txt", ["add_library(extra extra.c)"])) == ["extra"]
 
