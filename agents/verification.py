@@ -555,14 +555,15 @@ class _Sides:
 
     def _new_module_tests(self, failing: list[str], run) -> list[str]:
         """The ids of `failing` excused by the new-module rule: the fix creates a module
-        (`envpool.patches.new_modules`: its build file and its registration in the parent build; the
-        folder holds no file at base_commit), the id names a test file of the test_patch inside that module (`names_test_file`) and the
-        core run (`run`, None: nothing is excused) did not run it (absent, under a failed collector,
-        or the run's build failed: a `[build failed]` unit, whose ids the runners list) -- without the fix's build files
-        the module is no part of the build, so its tests cannot run there. A test of any other
-        module, or one that ran and failed, is never excused (the fix's tooling may not vouch for
-        tests outside the module it creates). Class: a fix that adds a module with its tests
-        (java-design-patterns-3564's shape)."""
+        (`envpool.patches.new_modules`: its build file and its registration in the parent build;
+        the folder holds no file at base_commit), the id names a test file of the test_patch inside
+        that module (`names_test_file`) and the core run (`run`, None: nothing is excused) did not
+        run it (absent, under a failed collector, or the run's build failed: a `[build failed]`
+        unit, whose ids the runners list) -- without the fix's build files the module is no part of
+        the build, so its tests cannot run there. A test of any other module, or one that ran and
+        failed, is never excused (the fix's tooling may not vouch for tests outside the module it
+        creates). Class: a fix that adds a module with its tests (java-design-patterns-3564's
+        shape; tests/agents/test_tooling_check.py, test_java_moves_docker.py)."""
         if run is None or not failing:
             return []
         base = self.tree.file_set

@@ -608,24 +608,21 @@ def _kept_hunks(section: str, new: list[str], gone: list[str]) -> tuple[str, boo
 def new_modules(patch: str) -> list[str]:
     """The folders `patch` creates as modules of its build, sorted: a folder D such that the patch
     adds a file named as a module's build file (`envpool.testpaths.MODULE_BUILD_FILES`: D/pom.xml,
-    D/CMakeLists.txt, ...) as a new file AND an added line of a parent build file of the matching
-    kind registers D (anywhere in the line) (`module_entries`: pom.xml `<module>`, CMakeLists.txt `add_subdirectory`,
-    meson.build `subdir`, settings.gradle `include`, go.work `use`; relative to that file, never
-    out of the repository). The tooling check excuses a FAIL_TO_PASS test of such a module that
+    D/CMakeLists.txt, ...) as a new file AND an added line (`added_lines`) of a parent build file
+    of the matching kind registers D anywhere in the line (`module_entries`: pom.xml `<module>`,
+    CMakeLists.txt `add_subdirectory`, meson.build `subdir`, settings.gradle `include`, go.work
+    `use`; relative to that file, never out of the repository). The tooling check excuses a FAIL_TO_PASS test of such a module that
     could not run without the fix's build files (`agents.verification`). Never raises."""
     added, _ = _own_files(patch)
     made = {posixpath.dirname(p) for p in added if PurePosixPath(p).name in MODULE_BUILD_FILES}
     out: set[str] = set()
-    for section in file_sections(patch):
-        for build_file in files_in_patch(section):
-            here = posixpath.dirname(build_file)
-            for line in section.splitlines():
-                if not line.startswith("+") or line.startswith("+++"):
-                    continue
-                for entry in module_entries(line[1:], build_file, whole=False) or []:
-                    folder = posixpath.normpath(posixpath.join(here, entry))
-                    if folder in made and not folder.startswith(("..", "/")) and folder != ".":
-                        out.add(folder)
+    for build_file, lines in added_lines(patch).items():
+        here = posixpath.dirname(build_file)
+        for line in lines:
+            for entry in module_entries(line, build_file, whole=False) or []:
+                folder = posixpath.normpath(posixpath.join(here, entry))
+                if folder in made and not folder.startswith(("..", "/")) and folder != ".":
+                    out.add(folder)
     return sorted(out)
 
 
@@ -657,8 +654,9 @@ def tooling_split(patch: str, language: str | None = None, rules: TestPathRules 
     pyproject.toml, ... (either name of a rename) -- lose every hunk except those that only list
     the patch's own added, renamed or deleted files (`envpool.testpaths.lists_only`: a source
     file added to a CMake/Makefile/meson/Bazel list stays, so the fix still builds); a section
-    left without hunks goes whole (a module the fix creates: `new_modules`). The verification's `core` side applies `core`: a
-    FAIL_TO_PASS that does not hold there depends on the fix's tooling changes. Never raises."""
+    left without hunks goes whole. The verification's `core` side applies `core`: a FAIL_TO_PASS
+    that does not hold there depends on the fix's tooling changes (unless it belongs to a module
+    the fix creates, `new_modules`). Never raises."""
     rules = rules or rules_for(language)
     sections = file_sections(patch)
     marked = [(s, [p for p in files_in_patch(s) if rules.is_tooling(p)]) for s in sections]
