@@ -63,7 +63,9 @@ def canonical_language(value: str | None) -> str | None:
     return LANGUAGE_ALIASES.get(v, v)
 
 
-def _parse_id_list(v: Any) -> list[str]:
+def parse_id_list(v: Any) -> list[str]:
+    """Test ids from a FAIL_TO_PASS / PASS_TO_PASS value: a list, or a JSON-encoded list (the
+    Hugging Face copies of SWE-bench, `swemint export --json-strings`); None or "" -> []."""
     if v is None or v == "":
         return []
     if isinstance(v, str):
@@ -154,7 +156,7 @@ class Instance(BaseModel):
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
     def _ids(cls, v: Any) -> list[str]:
-        return _parse_id_list(v)
+        return parse_id_list(v)
 
     @field_validator("created_at", "version", "crawled_at", mode="before")
     @classmethod

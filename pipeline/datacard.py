@@ -89,7 +89,8 @@ def front_matter(rows: list[dict], splits: dict[str, str]) -> list[str]:
 
 def dataset_card(rows: list[dict], config: dict | None, json_strings: bool, *, columns, splits: dict[str, str],
                  notes: list[str] | None = None, license_filter: list[str] | None = None) -> str:
-    """The card for exported `rows` (dicts keyed like `columns`: (name, Arrow type, meaning)).
+    """The card for exported `rows` (dicts keyed like `columns`: (name, Arrow type as written,
+    meaning): `pipeline.export.columns`).
     `notes`: export findings shown under "Images" (the status tool's presence in old images);
     `license_filter`: the licences the export kept (None: every row)."""
     verified = [r for r in rows if r["outcome"] == "verified"]
@@ -132,8 +133,7 @@ def dataset_card(rows: list[dict], config: dict | None, json_strings: bool, *, c
         *images, "",
         "## Schema", "",
         f"`FAIL_TO_PASS` / `PASS_TO_PASS` are {ids}.", "",
-        _table(["column", "type", "meaning"], [[n, str(t) if not (json_strings and n in ("FAIL_TO_PASS", "PASS_TO_PASS"))
-                                                else "string", d] for n, t, d in columns]), "",
+        _table(["column", "type", "meaning"], [[n, str(t), d] for n, t, d in columns]), "",
         "## Evaluating", "",
         "With the official harness (SWE-bench 5.x, unchanged), the images present locally or pulled from `image`:", "",
         "```bash", "swebench eval PATH/TO/dataset --split verified --gold --run-id check", "```", "",

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from agents.models import parse_id_list
 from envpool.evaluation import EvalReport, GradedRow, TestsSpec, evaluate_patch, python_of
 
 SHORTCUTS = ("gold", "empty")
@@ -63,10 +64,6 @@ def tests_spec(row: dict) -> TestsSpec:
 tests_spec.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
-def _ids(v) -> list[str]:
-    return json.loads(v) if isinstance(v, str) else list(v or [])
-
-
 def grade(row: dict, patch: str | None, *, factory=None, model: str = "", timeout: float = 1800,
           run_id: str = "eval", log_path: Path | None = None, limits: dict | None = None) -> EvalReport:
     """Grade `patch` on one exported dataset row (a dict as in `verified.parquet`): the Python API
@@ -85,7 +82,8 @@ def grade(row: dict, patch: str | None, *, factory=None, model: str = "", timeou
         except Exception:
             image = row["image"]
     graded = GradedRow(instance_id=row["instance_id"], image=image, tests=tests_spec(row), test_patch=row["test_patch"],
-                       FAIL_TO_PASS=_ids(row["FAIL_TO_PASS"]), PASS_TO_PASS=_ids(row["PASS_TO_PASS"]),
+                       FAIL_TO_PASS=parse_id_list(row["FAIL_TO_PASS"]),
+                       PASS_TO_PASS=parse_id_list(row["PASS_TO_PASS"]),
                        language=row.get("language"))
     return evaluate_patch(factory, graded, patch, model=model, timeout=timeout, run_id=run_id, log_path=log_path,
                           limits=limits)

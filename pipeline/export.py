@@ -116,11 +116,27 @@ COLUMNS: list[tuple[str, pa.DataType, str]] = [
 """Export columns: name, Arrow type, meaning (SWE-bench's first, then swemint's)."""
 
 
+TEST_ID_COLUMNS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+"""The two test-id columns: always of one type, lists of strings or (`json_strings`) JSON strings."""
+
+
+def id_list_cell(ids, json_strings: bool = False) -> list[str] | str:
+    """The value of a TEST_ID_COLUMNS cell: the list of ids, or with `json_strings` the list
+    JSON-encoded (as in the Hugging Face copies of SWE-bench; the harness `json.loads` a str).
+    Readers decode either form with `agents.models.parse_id_list`."""
+    ids = [str(t) for t in ids or []]
+    return json.dumps(ids) if json_strings else ids
+
+
+def columns(json_strings: bool = False) -> list[tuple[str, pa.DataType, str]]:
+    """COLUMNS with the TEST_ID_COLUMNS' type as written (`id_list_cell`)."""
+    return [(n, pa.string() if json_strings and n in TEST_ID_COLUMNS else t, d) for n, t, d in COLUMNS]
+
+
 def schema(json_strings: bool = False) -> pa.Schema:
     """The Arrow schema; `json_strings`: FAIL_TO_PASS / PASS_TO_PASS as JSON strings (as in the
     Hugging Face copies of SWE-bench) instead of lists."""
-    return pa.schema([(n, pa.string() if json_strings and n in ("FAIL_TO_PASS", "PASS_TO_PASS") else t)
-                      for n, t, _ in COLUMNS])
+    return pa.schema([(n, t) for n, t, _ in columns(json_strings)])
 
 
 def read_plan(workdir: Path, instance_id: str) -> dict | None:
@@ -224,14 +240,13 @@ def make_row(res: InstanceResult, inst: Instance | None, workdir: Path, json_str
             spec = None
     plan = read_plan(workdir, res.instance_id) or {}
     ref = published_reference(res, client) if res.outcome == "verified" else None
-    f2p, p2p = list(res.FAIL_TO_PASS), list(res.PASS_TO_PASS)
     return {
         "instance_id": res.instance_id, "repo": res.repo, "base_commit": i.get("base_commit"),
         "patch": i.get("patch"), "test_patch": i.get("test_patch"),
         "problem_statement": i.get("problem_statement"), "hints_text": i.get("hints_text"),
         "created_at": i.get("created_at"), "version": res.version or i.get("version"),
-        "FAIL_TO_PASS": json.dumps(f2p) if json_strings else f2p,
-        "PASS_TO_PASS": json.dumps(p2p) if json_strings else p2p,
+        "FAIL_TO_PASS": id_list_cell(res.FAIL_TO_PASS, json_strings),
+        "PASS_TO_PASS": id_list_cell(res.PASS_TO_PASS, json_strings),
         "environment_setup_commit": None, "language": res.language or i.get("language"),
         "license": license or UNKNOWN,
         "image": ref or res.image, "image_name": ref or res.image, "image_local": res.image,
@@ -339,7 +354,7 @@ def export_dataset(store: ResultStore, instances=(), json_strings: bool = False,
 def dataset_card(rows: list[dict], config: dict | None = None, json_strings: bool = False, *,
                  notes: list[str] | None = None, license_filter: list[str] | None = None) -> str:
     """The Hugging Face dataset card (README.md) for exported `rows` (`pipeline.datacard`)."""
-    return _card(rows, config, json_strings, columns=COLUMNS, splits=SPLITS, notes=notes,
+    return _card(rows, config, json_strings, columns=columns(json_strings), splits=SPLITS, notes=notes,
                  license_filter=license_filter)
 
 
@@ -419,8 +434,8 @@ def _write_task(d: Path, res: InstanceResult, inst: Instance, row: dict, split: 
             "swemint": {"image": row["image"], "status_format": row["status_format"], "parser": row["parser"],
                         "outcome": res.outcome, "source": inst.source, "pull_number": inst.pull_number}}
     files = {"task.yaml": yaml_text(meta),
-             "tests.json": json.dumps({"FAIL_TO_PASS": list(res.FAIL_TO_PASS),
-                                       "PASS_TO_PASS": list(res.PASS_TO_PASS)}, indent=2, ensure_ascii=False) + "\n",
+             "tests.json": json.dumps({c: id_list_cell(getattr(res, c)) for c in TEST_ID_COLUMNS}, indent=2,
+                                      ensure_ascii=False) + "\n",
              "problem_statement.md": inst.problem_statement or "", "gold.patch": inst.patch,
              "test.patch": inst.test_patch, "eval.sh": row["eval_script"], "Dockerfile": res.dockerfile}
     if inst.hints_text:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from agents.models import EnvRecord, Instance, InstanceResult
-from pipeline.export import (COLUMNS, SPLITS, expected_image, export_dataset, export_task_repo, make_row,
+from agents.models import EnvRecord, Instance, InstanceResult, parse_id_list
+from pipeline.export import (COLUMNS, SPLITS, TEST_ID_COLUMNS, expected_image, export_dataset, export_task_repo, make_row,
                              published_reference)
 from pipeline.store import ResultStore
 
@@ -75,6 +76,25 @@ def test_json_strings_match_the_hf_copies_of_swebench(store):
     paths = export_dataset(store, json_strings=True)
     row = pq.read_table(paths["verified"]).to_pylist()[0]
     assert json.loads(row["FAIL_TO_PASS"]) == ["tests/test_x.py::test_a[x y]"]
+
+
+@pytest.mark.parametrize("json_strings", [False, True])
+def test_fail_to_pass_and_pass_to_pass_share_one_type_and_round_trip(store, json_strings):
+    """Fresh-user trial 11 reported PASS_TO_PASS a JSON string next to a list FAIL_TO_PASS: both
+    columns are written by one helper, lists by default, JSON strings with --json-strings (an
+    empty PASS_TO_PASS included), and read back to the lists the store holds."""
+    paths = export_dataset(store, json_strings=json_strings)
+    want = {r.instance_id: (r.FAIL_TO_PASS, r.PASS_TO_PASS) for r in store.results()}
+    for split in ("verified", "all"):
+        table = pq.read_table(paths[split])
+        f2p, p2p = (table.schema.field(c).type for c in TEST_ID_COLUMNS)
+        assert f2p == p2p == (pa.string() if json_strings else pa.list_(pa.string()))
+        for row in table.to_pylist():
+            assert type(row["FAIL_TO_PASS"]) is type(row["PASS_TO_PASS"])
+            got = (parse_id_list(row["FAIL_TO_PASS"]), parse_id_list(row["PASS_TO_PASS"]))
+            assert got == want[row["instance_id"]]
+    card, typ = paths["card"].read_text(), "string" if json_strings else "list&lt;item: string&gt;"
+    assert all(f"| {c} | {typ} |" in card for c in TEST_ID_COLUMNS)
 
 
 def test_hf_datasets_gives_two_splits_and_the_card_counts(store):
