@@ -17,11 +17,13 @@ cmake release series from PyPI's ``cmake`` wheel (a venv at /opt/cmake, linked i
 
 from __future__ import annotations
 
+import re
+
 from envpool.imagestore import active_store
 from envpool.images import ImageConfig, _layer, _lock, image_exists, spec_hash, try_pull
 from envpool.toolchains import ToolchainChoice, apt_script, layer_image, version_key
 
-__all__ = ["DEBIAN_GCC", "PACKAGES", "cmake_of_suite", "ensure_image", "pick_gcc"]
+__all__ = ["DEBIAN_GCC", "PACKAGES", "cmake_of_suite", "cmake_wheel_script", "ensure_image", "pick_gcc"]
 
 DEBIAN_GCC: dict[str, str] = {"10": "bullseye", "12": "bookworm", "14": "trixie"}
 """gcc major -> the Debian suite whose default gcc it is."""
@@ -58,8 +60,12 @@ def pick_gcc(requested: str | None) -> tuple[str, list[str]]:
     return have[-1], [f"gcc {requested} requested, {have[-1]} provided (newest available)"]
 
 
-def _cmake_script(cmake: str) -> str:
-    """Shell lines installing PyPI's cmake wheel of the `cmake` minor series (`"3.28"`)."""
+def cmake_wheel_script(cmake: str) -> str:
+    """Shell lines installing PyPI's cmake wheel of the `cmake` minor series (`"3.28"`; digits
+    and dots only, else ValueError) into /opt/cmake, linked into /usr/local/bin (needs python3
+    and its venv module)."""
+    if not re.fullmatch(r"\d+(?:\.\d+){0,2}", cmake):
+        raise ValueError(f"not a cmake version: {cmake!r}")
     spec = f"cmake=={cmake}.*" if cmake.count(".") == 1 else f"cmake=={cmake}"
     return ("python3 -m venv /opt/cmake && /opt/cmake/bin/pip install -q "
             f"--cert \"${{PIP_CERT:-/opt/swemint/ca.pem}}\" '{spec}' && "
@@ -83,7 +89,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=N
     script = apt_script(PACKAGES)
     if cmake and version_key(cmake)[:2] > version_key(cm)[:2]:
         want = ".".join(str(x) for x in version_key(cmake)[:2])
-        script += " && " + _cmake_script(want)
+        script += " && " + cmake_wheel_script(want)
         subs.append(f"cmake {cmake} required, Debian {suite} has {cm}: PyPI cmake {want}.* installed")
         cm = want
     version = f"gcc {major}, cmake {cm}"

@@ -67,7 +67,7 @@ from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _CASE
 
 
 __all__ = ["CBuild", "CFamily", "ECOSYSTEM", "HELPER", "JUNIT", "RECIPES", "analyze", "era_gcc", "fetch_repair",
-           "systems"]
+           "package_repair", "systems"]
 
 _GTEST_CASE = re.compile(r"^[A-Za-z_][\w/]*\.[A-Za-z_][\w/]*$")
 """A GoogleTest id ``Suite.Test`` (parameterised: ``Prefix/Suite.Test/0``, ``Suite/0.Test``)."""
@@ -297,21 +297,7 @@ class CFamily(Ecosystem):
         common = _fcommon_repair(plan, output)
         if common and not _tried(common, tried):
             return common
-        rec = recipes()
-        pkgs: list[str] = []
-        for name in re.findall(r"Could NOT find (\w+)|Could not find a package configuration file provided by \"?(\w+)",
-                                output):
-            _add(pkgs, rec["find_package"].get((name[0] or name[1]).lower()))
-        for mod in re.findall(r"No package '([\w.+-]+)' found", output):
-            _add(pkgs, rec["pkg_config"].get(mod.lower()))
-        for lib in re.findall(r"(?:library|lib)\s*'?([\w.+-]+)'? (?:is required|not found)", output):
-            _add(pkgs, rec["libs"].get(lib.lower()))
-        if re.search(r"(autoreconf|aclocal|libtoolize|autopoint): (command )?not found", output):
-            _add(pkgs, ["autoconf", "automake", "libtool", "autopoint"])
-        if not pkgs:
-            return None
-        fix = [apt_install(pkgs)]
-        return None if _tried(fix, tried) else fix
+        return package_repair(output, tried)
 
 
     # -- the loop's generic next moves (agents.moves), fed with C/C++ data --------------------
@@ -421,6 +407,29 @@ def _fcommon_repair(plan: PolyPlan, output: str) -> list[str] | None:
         if conf is not None:
             return [conf + " -DCMAKE_C_FLAGS=-fcommon"]
     return None
+
+
+def package_repair(output: str, tried: set[str]) -> list[str] | None:
+    """The install of the Debian packages of the dependencies a failed configure `output`
+    reports missing (CMake ``Could NOT find X`` / ``By not providing "FindX.cmake"``,
+    pkg-config ``No package 'x' found``, autoconf's ``library 'x' is required``, the autotools
+    themselves), from the recipes' tables; None when none is named or it was `tried`. Also
+    for a library another ecosystem's plan builds (`c_library`)."""
+    rec = recipes()
+    pkgs: list[str] = []
+    for name in re.findall(r"Could NOT find (\w+)|Could not find a package configuration file provided by \"?(\w+)",
+                            output):
+        _add(pkgs, rec["find_package"].get((name[0] or name[1]).lower()))
+    for mod in re.findall(r"No package '([\w.+-]+)' found", output):
+        _add(pkgs, rec["pkg_config"].get(mod.lower()))
+    for lib in re.findall(r"(?:library|lib)\s*'?([\w.+-]+)'? (?:is required|not found)", output):
+        _add(pkgs, rec["libs"].get(lib.lower()))
+    if re.search(r"(autoreconf|aclocal|libtoolize|autopoint): (command )?not found", output):
+        _add(pkgs, ["autoconf", "automake", "libtool", "autopoint"])
+    if not pkgs:
+        return None
+    fix = [apt_install(pkgs)]
+    return None if _tried(fix, tried) else fix
 
 
 def _tried(fix: list[str], tried: set[str]) -> bool:

@@ -87,18 +87,25 @@ def build_type(text: str) -> str | None:
     return "Debug" if "Debug" in types or not types else types[0]
 
 
-def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
+def _cmake_analysis(tree: GitTree, b: CBuild, project: str, folder: str = "", tests: bool = True) -> None:
+    """Fill `b` from the CMake project whose top-level CMakeLists.txt is in `folder` ("" = the
+    repository root; only the CMake files below it are read): the build type a validating project
+    accepts, the cmake floor, Debian packages of its ``find_package`` / ``pkg_check_modules``,
+    the C++ standard, FetchContent declarations, GoogleTest; with `tests`, the options that
+    switch tests on (``-DBUILD_TESTING=ON`` ...). Without `tests`: a library the repository
+    builds for another ecosystem's code (a cgo package's, `c_setup.library_build`)."""
     rec = recipes()
-    top = tree.read("CMakeLists.txt") or ""
+    prefix = f"{folder}/" if folder else ""
+    top = tree.read(prefix + "CMakeLists.txt") or ""
     if (bt := build_type(top)) is not None:
         b.build_type = bt
-        b.notes.append(f"CMakeLists.txt refuses build types outside a list: CMAKE_BUILD_TYPE={bt}")
+        b.notes.append(f"{prefix}CMakeLists.txt refuses build types outside a list: CMAKE_BUILD_TYPE={bt}")
     m = re.search(r"cmake_minimum_required\s*\(\s*VERSION\s+(\d+(?:\.\d+)*)", top, re.I)
     b.cmake_min = m.group(1) if m else None
     opts = rec["test_options"]
     stds: list[int] = []
     fetching: dict[str, str] = {}
-    for path in _cmake_files(tree)[:400]:
+    for path in [f for f in _cmake_files(tree) if f.startswith(prefix)][:400]:
         text = tree.read(path, limit=400_000) or ""
         if "fetchcontent_declare" in text.lower():
             fetching[path] = text
@@ -108,7 +115,7 @@ def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
         for mods in re.findall(r"pkg_(?:check|search)_modules?\s*\(\s*\w+\s+([^)]*)\)", text, re.I):
             for mod in re.findall(r"[\w.+-]+", mods):
                 _add(b.packages, rec["pkg_config"].get(re.split(r"[<>=]", mod)[0].lower()))
-        for name in re.findall(r"option\s*\(\s*(\w+)", text, re.I):
+        for name in (re.findall(r"option\s*\(\s*(\w+)", text, re.I) if tests else []):
             up = name.upper()
             if any(up.endswith(s) for s in opts["never"]):
                 continue
@@ -120,7 +127,7 @@ def _cmake_analysis(tree: GitTree, b: CBuild, project: str) -> None:
         stds += [int(s) for s in re.findall(r"cxx_std_(\d+)", text)]
         if any(mk in text for mk in rec["gtest_markers"]):
             b.gtest = True
-    if "-DBUILD_TESTING=ON" not in b.cmake_flags:
+    if tests and "-DBUILD_TESTING=ON" not in b.cmake_flags:
         b.cmake_flags.insert(0, "-DBUILD_TESTING=ON")
     b.fetchcontent = fetchcontent.declarations(fetching)
     std = [s for s in stds if s < 90]  # 98 / 03 are old standards, not new ones
