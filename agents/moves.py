@@ -9,7 +9,7 @@ serving a class of failure seen on repositories nobody tuned for:
 
 | kind           | the class it serves                                              | cost    |
 |----------------|------------------------------------------------------------------|---------|
-| owner_build    | the wrong project: the build that owns the touched path (nearest ancestor build file) | rebuild |
+| owner_build    | the wrong project: the build that owns the touched path (nearest ancestor build file); a cgo package's library the repository builds itself (the build owning the path its ``#cgo LDFLAGS`` name, S31) | rebuild |
 | ci_command     | the runner called bare: the command and options the project's CI or own script uses | either |
 | ci_setup       | a setup that fails for what the project's CI provides: its apt packages, its configure options (``cmake -D``, ``./configure --enable/--disable``) | rebuild |
 | test_option    | tests behind a project option (configure output, ``cmake -LH``, build properties, features, tags) | rebuild |

@@ -34,14 +34,21 @@ scratch copy) downloaded too, so the after side runs offline; `go list -deps -te
 selected packages (strict: every import must resolve); their test binaries compiled once with
 ``-run '^$'`` (lenient: a package that does not build at the base commit is still tested).
 Test runs resolve modules from the download cache setup filled (`OFFLINE_PROXY`), not the proxy.
+A cgo package (touched, or imported by a touched one) whose ``#cgo`` directives name a path in the
+repository that the checkout lacks -- ``${SRCDIR}/../cpp/cmake-build-release/libfoo.a``, a library
+the repository's own CMake project or Makefile builds (S31, `go_cgo`) -- does not build on
+either side; the loop's move (`next_moves`, kind ``owner_build``, request option ``cgo_native``)
+plans that build as setup steps before the packages are listed (`agents.ecosystems.cfamily.
+c_library`), checks that it produced each library, and brings the library up to date before
+each test run.
 GOPATH mode (no go.mod, vendored sources): the repository is linked at
 ``$GOPATH/src/<import path>`` and tested there with GO111MODULE=off. No go.mod and no vendored
 sources: `go mod init` (which converts dep/glide/govendor lock files into requirements at the
 pinned revisions, on Go < 1.22) and the missing requirements resolved by the Go proxy.
 
 Modules: `go_modules` (analysis and the Go it asks for), `go_tests` (selection, tags),
-`go_setup` (setup commands), `go_recipe` (the data file `go.yaml`); this package holds the
-Ecosystem.
+`go_setup` (setup commands), `go_cgo` (the libraries cgo packages link that the repository
+builds), `go_recipe` (the data file `go.yaml`); this package holds the Ecosystem.
 """
 
 from __future__ import annotations
@@ -60,13 +67,14 @@ from envpool.quoting import shell_word
 from envpool.testrun.limits import per_test
 from envpool.testrun.polyglot.golang import split_go_id
 from agents.ecosystems.golang.go_recipe import GoRecipe, load_recipe
-from agents.ecosystems.golang.go_tests import (_buildable, BUILD_FAILED_TO_JSON, REPORT_PATH, _patch_blocks, changed_tests,
+from agents.ecosystems.golang.go_tests import (_buildable, added_tests, BUILD_FAILED_TO_JSON, REPORT_PATH, _patch_blocks, changed_tests,
                                                ci_go_tags, constraint_tags, gated_tags, run_pattern, select_packages,
                                                touched_tests)
 from agents.ecosystems.golang.go_modules import (GO_MANIFESTS, GoModule, GoProject, _skipped, analyze,
                                                  anonymous_go_mods, go_request, lock_pins, parse_go_mod)
 from agents.ecosystems.golang.go_setup import (MAX_INLINE_PATCH, download_step, OFFLINE_PROXY, _abs, _cd, _module_runs,
                                                compile_step, overlay_guard)
+from agents.ecosystems.golang.go_cgo import native_moves, native_of
 
 
 __all__ = ["BUILD_FAILED_TO_JSON", "ECOSYSTEM", "GoEcosystem", "GoModule", "GoProject", "GoRecipe", "OFFLINE_PROXY",
@@ -152,8 +160,14 @@ class GoEcosystem(Ecosystem):
         runs: list[str] = []
         deps_state: list[str] = []
         tests: dict[str, set[str] | None] = {}
+        native = native_of(tree, instance, proj, sel, tags) if req.options.get("cgo_native") else None
+        if native is not None:
+            notes += [f"S31: {native.evidence}" if native.builds else
+                      "S31 asked: no cgo directive of these packages names a missing path a build of the repository "
+                      "produces", *native.notes]
         if gopath:
             setup, runs, mode_notes = self._gopath(proj, sel[""], env, flags)
+            setup = (native.commands if native else []) + setup
             notes += mode_notes
         else:
             vendored = all(m.vendored for m in proj.modules if m.dir in sel)
@@ -164,6 +178,7 @@ class GoEcosystem(Ecosystem):
             if not vendored:  # the dependency tier (`dependency_layer`): what needs only go.mod / go.sum
                 deps_state = list(setup)
             setup += self._prefetch(instance, sel, flags)
+            setup += native.commands if native else []  # S31: the libraries the cgo packages link
             for mdir, pkgs in sel.items():
                 base = [p for p in pkgs if p == "./..." or _abs(mdir, p) in proj.base_go_dirs]
                 if not base:
@@ -180,7 +195,8 @@ class GoEcosystem(Ecosystem):
                     f"/{d}: {' '.join(sorted(n)) if n else 'all'}" for d, n in tests.items()))
             if not recipe.run_touched_tests:
                 notes.append("tests run: every test of the touched packages")
-        test_command = f"{OFFLINE_PROXY}: > {REPORT_PATH}; " + "; ".join(
+        rebuild = f"{native.rebuild}; " if native and native.rebuild else ""
+        test_command = f"{rebuild}{OFFLINE_PROXY}: > {REPORT_PATH}; " + "; ".join(
             f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}" for r in runs)
         notes = [*reasons, *notes, "packages: " + "; ".join(f"/{d}: {' '.join(p)}" for d, p in sel.items())]
         alts = []
@@ -190,12 +206,17 @@ class GoEcosystem(Ecosystem):
         if not gopath:  # module folder -> module path: where a targeted rerun runs a package
             state["go_modules"] = {m.dir: m.path for m in proj.modules if m.dir in sel}
         state["go_flags"] = flags
+        if native is not None:  # S31 asked: the move is not offered again
+            state["cgo_native"] = {"evidence": native.evidence[:2000],
+                                   "outputs": [p for b in native.builds for p in b.outputs]}
+            state["library_rebuild"] = native.rebuild
+            state["library_steps"] = list(native.commands)
         if tests and any(names for names in tests.values()):  # T2: the other selection
             other = {} if recipe.run_touched_tests else tests
             cmd = "; ".join(f"{r} | {BUILD_FAILED_TO_JSON} >> {REPORT_PATH}"
                             for m, pkgs in sel.items() for r in _module_runs(m, pkgs, other, flags))
             alts.append(TestSpec(name="packages" if recipe.run_touched_tests else "touched",
-                                 test_command=f"{OFFLINE_PROXY}: > {REPORT_PATH}; {cmd}", parser="go_test_json",
+                                 test_command=f"{rebuild}{OFFLINE_PROXY}: > {REPORT_PATH}; {cmd}", parser="go_test_json",
                                  report_path=REPORT_PATH, test_files=list(touched)))
             if not recipe.run_touched_tests and all(n is not None for n in tests.values()):
                 # a package that does not build before the fix: only its touched tests are F2P
@@ -223,6 +244,16 @@ class GoEcosystem(Ecosystem):
         return ["rm -rf /tmp/swemint-prefetch && cp -a /testbed /tmp/swemint-prefetch && cd /tmp/swemint-prefetch && "
                 f"echo {b64} | base64 -d | git apply --reject --whitespace=nowarn - ; {lists}; "
                 "cd / && rm -rf /tmp/swemint-prefetch; true"]
+
+    def next_moves(self, ctx) -> list:
+        """S31's move (`go_cgo.native_moves`): a cgo package's library the repository builds
+        with its own CMake project or Makefile, planned as setup steps (kind `owner_build`)."""
+        return native_moves(ctx) if ctx.plan.ecosystem == self.name else []
+
+    def added_tests(self, test_patch: str) -> list[str]:
+        """The test functions the test_patch adds (`go_tests.added_tests`): a round none of whose
+        runs reached one stalled (`agents.moves.never_ran`)."""
+        return added_tests(test_patch)
 
     @staticmethod
     def _gopath(proj: GoProject, pkgs: list[str], env: dict[str, str], flags: str) -> tuple[list[str], list[str], list[str]]:
@@ -289,7 +320,8 @@ class GoEcosystem(Ecosystem):
             pat = shlex.quote(run_pattern(top))
             runs.append(f"({_cd(mdir)} && go test -json {flags} -run {pat} {shlex.quote(pkg)}) | "
                         f"{BUILD_FAILED_TO_JSON} >> {REPORT_PATH}")
-        cmd = f"{OFFLINE_PROXY}: > {REPORT_PATH}; " + "; ".join(runs)
+        rebuild = plan.state.get("library_rebuild") or ""
+        cmd = f"{rebuild + '; ' if rebuild else ''}{OFFLINE_PROXY}: > {REPORT_PATH}; " + "; ".join(runs)
         return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted", test_command=cmd,
                                        parser=plan.parser, report_path=plan.report_path,
                                        parser_options=dict(plan.parser_options), test_files=list(plan.test_files)))
@@ -322,6 +354,12 @@ class GoEcosystem(Ecosystem):
         guard = overlay_guard(output)
         if guard and "\n".join(guard) not in tried:
             return guard
+        if plan is not None and command in (plan.state.get("library_steps") or []):
+            from agents.ecosystems.cfamily import package_repair  # S31: the library's own configure
+
+            fix = package_repair(output, tried)
+            if fix:
+                return fix
         for rule in load_recipe().repairs:
             if re.search(rule.pattern, output, re.M) and "\n".join(rule.commands) not in tried:
                 return list(rule.commands)

@@ -131,6 +131,22 @@ def changed_tests(section: str, old_text: str | None) -> tuple[set[str], bool]:
     return names, shared
 
 
+def added_tests(test_patch: str) -> list[str]:
+    """The test functions (``TestX``, ``ExampleX``, ``FuzzX``) a line the test_patch adds to a
+    ``_test.go`` file declares, not those a removed line declared (a test edited in place)."""
+    from envpool.patches import added_lines, changed_lines
+
+    changed = changed_lines(test_patch)
+    names: list[str] = []
+    for path, lines in added_lines(test_patch).items():
+        if not path.endswith("_test.go"):
+            continue
+        old = {m.group(1) for x in changed.get(path, []) if x not in lines and (m := _TEST_FUNC.match(x))}
+        names += [m.group(1) for x in lines if (m := _TEST_FUNC.match(x)) and m.group(1) not in old
+                  and m.group(1) not in names]
+    return names
+
+
 def touched_tests(test_patch: str, tree: GitTree, proj: GoProject) -> dict[str, set[str] | None]:
     """Package folder -> the test functions the test_patch adds or changes there, or None when
     the whole package must run (a non-Go file of it is touched, or shared test code changes)."""
