@@ -64,6 +64,7 @@ from agents.ecosystems.cfamily.c_compilers import CXX_STD_GCC, SUITE_GCC, _gcc_m
 from agents.ecosystems.cfamily.c_builds import CBuild, C_SUFFIXES, _add, analyze, systems
 from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _CASE_DECL, _GTEST_DECL, _ci_setup_moves,
                                                _cmake_option_moves, _configure_option_moves, _units_moves)
+from agents.ecosystems.cfamily import pg_regress
 
 
 __all__ = ["CBuild", "CFamily", "ECOSYSTEM", "HELPER", "JUNIT", "RECIPES", "analyze", "era_gcc", "fetch_repair",
@@ -97,6 +98,8 @@ class CFamily(Ecosystem):
         c_sources = is_c or sum(f.endswith(C_SUFFIXES) for f in tree.files[:5000]) >= 3
         if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")) and c_sources:
             return 6
+        if pg_regress.harnesses(tree):  # a PostgreSQL extension (PGXS), C sources or SQL only
+            return 6
         if c_sources and any(make_build(tree, d) for d in find_drivers(tree, self.name)):
             return 6
         return 0
@@ -129,6 +132,15 @@ class CFamily(Ecosystem):
         from envpool.toolchains.cfamily_image import cmake_of_suite, ensure_image, DEBIAN_GCC
 
         req = request or PlanRequest()
+        if req.route in (None, "pg_regress", "make", "cmake"):  # S12: SQL tests pg_regress runs
+            suites = pg_regress.find_suites(tree, touched)
+            owner = {"pgxs": "make", "cmake": "cmake"}
+            if suites and req.route in (None, "pg_regress", *(owner[s.kind] for s in suites)):
+                return pg_regress.pg_plan(tree, instance, touched, images, req, suites)
+            if req.route == "pg_regress":
+                raise EnvBuildError("cfamily: pg_regress: no touched file is a pg_regress test (sql/<name>.sql, "
+                                    "expected/<name>.out) of a PGXS Makefile or a CMake pg_regress target",
+                                    instance_id=instance.instance_id)
         b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1], system=req.route)
         _add(b.cmake_flags, [f for f in req.options.get("cmake_flags", []) if CMAKE_FLAG.fullmatch(f)])
         _add(b.configure_flags, [f for f in req.options.get("configure_flags", []) if CONFIGURE_FLAG.fullmatch(f)])
@@ -247,6 +259,8 @@ class CFamily(Ecosystem):
         repository test driver, whose build and tests cannot be told apart."""
         cmd = plan.test_command
         helper = f"python3 {HELPER} {BUILD_DIR} "
+        if plan.build == "pg_regress":  # the extension built and installed into the server's folders
+            return plan.state.get("build_command")
         if plan.build == "cmake" and cmd.startswith(helper) and " -- " in cmd:
             whole = "--whole " if " --whole " in cmd.split(" -- ", 1)[0] + " " else ""  # S32's move: build it all
             return f"{helper}--build-only {whole}--jobs {JOBS} -- {cmd.split(' -- ', 1)[1]}; true"
@@ -335,6 +349,8 @@ class CFamily(Ecosystem):
             moves += _whole_suite_moves(plan, ctx.why, out)
         if ctx.why.startswith("no test ran") and (plan.parser == "automake_log" or plan.build in ("make", "autotools")):
             moves += _units_moves(ctx.tree, plan, ctx.touched)
+        if plan.build != "pg_regress":
+            moves += _pg_regress_moves(ctx)
         return moves
 
     def added_tests(self, test_patch: str) -> list[str]:
@@ -361,6 +377,22 @@ class CFamily(Ecosystem):
                 removed = set(declared([x for x in changed.get(path, []) if x not in lines]))
                 names += [n for n in declared(lines) if n not in removed and n not in names]
         return names
+
+
+def _pg_regress_moves(ctx) -> list:
+    """S12's move: the touched files are pg_regress tests (``sql/<name>.sql``,
+    ``expected/<name>.out``) of a PGXS Makefile or a CMake pg_regress target
+    (`pg_regress.find_suites`) that the round's plan did not run: an `owner_build` asking for the
+    ``pg_regress`` route (the extension built and installed into Debian's PostgreSQL, pg_regress
+    as an unprivileged user). Evidence: the files, the test names, the harness and the command."""
+    from agents.ecosystems.move_types import Move
+
+    suites = pg_regress.find_suites(ctx.tree, ctx.touched)
+    if not suites:
+        return []
+    runs = "; ".join(f"{s.evidence} ({' '.join(s.run)[:120]})" for s in suites)
+    return [Move(kind="owner_build", serves="SQL regression suites run by pg_regress", key="pg_regress",
+                 evidence=f"{ctx.why[:160]}; {runs}"[:600], request=PlanRequest(route="pg_regress"))]
 
 
 _OWNERS_SAID = re.compile(r"swemint-cmake-tests: (no target owns the touched files[^\n]*|targets owning the touched "

@@ -1,0 +1,210 @@
+"""S12, its second half: SQL regression suites run by PostgreSQL's pg_regress, whose harness
+starts its own server (or needs the extension installed into it).
+
+The repositories are ones the tests write: a PGXS extension (``calc.control``,
+``calc--1.0.sql``, a Makefile with ``REGRESS`` and ``include $(PGXS)``, ``sql/basic.sql`` and
+``expected/basic.out``), one keeping its suite under ``test/`` (``--inputdir=test``, ``REGRESS``
+computed by make), one in a folder whose name needs quoting, and a CMake project whose target
+calls pg_regress with a temporary instance. The selection maps the touched ``sql/<name>.sql`` /
+``expected/<name>.out`` to the pg_regress test ``<name>`` and its harness; the plan installs
+Debian's ``postgresql-NN`` and ``postgresql-server-dev-NN`` of the major the repository names
+(else the suite's own), builds and installs the extension, and runs pg_regress as an
+unprivileged user through the units runner (graded by ``unit_report_log``); a round that ran
+another plan gets the ``owner_build`` move with that evidence. The Docker twin is
+test_pg_regress_docker.py.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from agents.ecosystems import cfamily
+from agents.ecosystems.base import PlanRequest
+from agents.ecosystems.cfamily import pg_regress
+from agents.ecosystems.move_types import MoveContext
+from envpool.errors import EnvBuildError
+from envpool.images import ImageConfig
+from envpool.testrun.polyglot.units_log import parse_unit_report_log
+from tests.agents.ecosystems.conftest import make_instance, make_tree
+
+WHEN = "2024-03-01 10:00:00"  # bookworm: gcc 12, PostgreSQL 15
+MAKEFILE = """EXTENSION = calc
+DATA = calc--1.0.sql
+REGRESS = basic other
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+"""
+CONTROL = "comment = 'calc'\ndefault_version = '1.0'\nrelocatable = true\n"
+SQL_BUG = ("CREATE FUNCTION calc_add(a integer, b integer) RETURNS integer\n"
+           "LANGUAGE sql IMMUTABLE AS 'SELECT a - b';\n")
+SQL_FIX = SQL_BUG.replace("a - b", "a + b")
+BASIC = "CREATE EXTENSION calc;\nSELECT calc_add(1, 0) AS r;\n"
+BASIC_OUT = "CREATE EXTENSION calc;\nSELECT calc_add(1, 0) AS r;\n r \n---\n 1\n(1 row)\n\n"
+BASIC_NEW = "CREATE EXTENSION calc;\nSELECT calc_add(2, 3) AS r;\n"
+BASIC_NEW_OUT = "CREATE EXTENSION calc;\nSELECT calc_add(2, 3) AS r;\n r \n---\n 5\n(1 row)\n\n"
+OTHER = "SELECT calc_add(0, 0) AS r;\n"
+OTHER_OUT = "SELECT calc_add(0, 0) AS r;\n r \n---\n 0\n(1 row)\n\n"
+TOUCHED = ["expected/basic.out", "sql/basic.sql"]
+
+
+def extension(prefix: str = "", **over: str) -> dict[str, str]:
+    """A PGXS extension `calc` (with its suite basic + other) under `prefix`."""
+    files = {"Makefile": MAKEFILE, "calc.control": CONTROL, "calc--1.0.sql": SQL_BUG, "sql/basic.sql": BASIC,
+             "expected/basic.out": BASIC_OUT, "sql/other.sql": OTHER, "expected/other.out": OTHER_OUT}
+    files.update(over)
+    return {prefix + k: v for k, v in files.items() if v}
+
+
+def planned(tmp_path, files, touched=TOUCHED, route="make", language="c", when=WHEN):
+    tree = make_tree(tmp_path, files)
+    inst = make_instance(tree, language, created_at=when)
+    return tree, inst, cfamily.ECOSYSTEM.plan(tree, inst, touched, ImageConfig(), PlanRequest(route=route))
+
+
+def test_touched_sql_and_expected_files_select_their_pg_regress_test_and_the_pgxs_harness(tmp_path):
+    tree = make_tree(tmp_path, extension())
+    [suite] = pg_regress.find_suites(tree, TOUCHED)
+    assert (suite.kind, suite.folder, suite.build, suite.target) == ("pgxs", "", "Makefile", "installcheck")
+    assert suite.names == ["basic"]
+    assert suite.run == ["basic", "other"]  # REGRESS in its order: other needs basic's CREATE EXTENSION
+    assert suite.files == TOUCHED
+    assert "expected/basic.out, sql/basic.sql -> pg_regress tests basic" in suite.evidence
+    assert "Makefile includes $(PGXS) (REGRESS = basic other): make installcheck" in suite.evidence
+    # an alternative expected output names its test; other files name none
+    assert pg_regress.test_names(tree, ["expected/basic_1.out", "calc--1.0.sql", "README.md"]) == \
+        {"": {"basic": ["expected/basic_1.out"]}}
+    assert pg_regress.find_suites(tree, ["calc--1.0.sql"]) == []
+
+
+def test_the_plan_installs_the_extension_into_debians_postgresql_and_runs_pg_regress_as_a_user(tmp_path, image_store):
+    tree, inst, plan = planned(tmp_path, extension())
+    assert plan.build == "pg_regress" and plan.parser == "unit_report_log"
+    assert plan.test_files == TOUCHED
+    setup = "\n".join(plan.setup_commands)
+    assert "--no-install-recommends postgresql-15 postgresql-server-dev-15 " in setup
+    assert "useradd --create-home --shell /bin/bash swemint" in setup
+    build = "make PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config -j2 && make PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install"
+    assert build in plan.setup_commands
+    cmd = plan.test_command
+    # built and installed again (the fix may change the extension), as root, before the tests
+    assert cmd.startswith(f"{{ {build}; }} > /tmp/swemint-build.log 2>&1 || ")
+    assert "chown -R swemint /testbed; " in cmd
+    assert ("swemint_unit installcheck runuser -u swemint -- make PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config "
+            "installcheck 'REGRESS=basic other' EXTRA_REGRESS_OPTS=--temp-instance=/tmp/swemint-pg-0") in cmd
+    assert cmd.index("chown -R swemint") < cmd.index("swemint_unit installcheck")
+    # compile once: the build and install, no test
+    assert cfamily.ECOSYSTEM.build_command(plan) == f"{{ {build}; }} > /tmp/swemint-build.log 2>&1; true"
+    assert any("PostgreSQL 15 (Debian bookworm)" in n for n in plan.notes)
+    assert any("runs as swemint" in n and "--temp-instance" in n for n in plan.notes)
+
+
+def test_a_suite_under_test_with_a_computed_regress_list(tmp_path, image_store):
+    mk = MAKEFILE.replace("REGRESS = basic other", "TESTS = $(wildcard test/sql/*.sql)\n"
+                          "REGRESS = $(patsubst test/sql/%.sql,%,$(TESTS))\nREGRESS_OPTS = --inputdir=test")
+    files = {("test/" + k if k.startswith(("sql/", "expected/")) else k): v for k, v in extension(Makefile=mk).items()}
+    touched = ["test/sql/basic.sql", "test/expected/basic.out"]
+    tree, _, plan = planned(tmp_path, files, touched)
+    [suite] = pg_regress.find_suites(tree, touched)
+    assert (suite.folder, suite.build, suite.run) == ("test", "Makefile", ["basic", "other"])
+    assert "'REGRESS=basic other'" in plan.test_command
+
+
+def test_every_repository_value_in_the_commands_is_quoted(tmp_path, image_store):
+    folder = "ext's dir"
+    touched = [f"{folder}/sql/basic.sql", f"{folder}/expected/basic.out"]
+    tree, _, plan = planned(tmp_path, extension(f"{folder}/"), touched)
+    q = shlex.quote(folder)
+    assert f"make -C {q} PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config -j2" in plan.setup_commands[-1]
+    assert f"chown -R swemint {shlex.quote('/testbed/' + folder)}; " in plan.test_command
+    unit = plan.test_command.split("swemint_unit ", 2)[-1]
+    words = shlex.split(unit)
+    assert words[:8] == [f"{folder}/installcheck", "runuser", "-u", "swemint", "--", "make", "-C", folder]
+
+
+def test_the_major_the_repository_names_picks_the_debian_suite_serving_it(tmp_path, image_store):
+    ci = "jobs:\n  test:\n    strategy:\n      matrix:\n        pg: [12, 13]\n"
+    _, _, plan = planned(tmp_path / "a", extension(**{".github/workflows/ci.yml": ci}))
+    assert "postgresql-13 postgresql-server-dev-13" in plan.setup_commands[0]
+    assert "/usr/lib/postgresql/13/bin/pg_config" in plan.test_command
+    assert any("PostgreSQL 13 (Debian bullseye, not bookworm's 15): the repository names PostgreSQL 12, 13" in n
+               for n in plan.notes)
+    ci = "steps:\n  - run: sudo apt-get install postgresql-server-dev-17\n"
+    _, _, plan = planned(tmp_path / "b", extension(**{".github/workflows/ci.yml": ci}))
+    assert "postgresql-17 postgresql-server-dev-17" in plan.setup_commands[0]
+    assert pg_regress.pick_major([15, 16], "12", None, False)[:2] == ("12", "15")
+    assert pg_regress.pick_major([11], "12", None, False)[:2] == ("12", "15")  # no suite serves 11: noted
+
+
+CMAKE_TOP = "cmake_minimum_required(VERSION 3.16)\nproject(ts C)\nadd_subdirectory(test)\n"
+CMAKE_TEST = """find_program(PG_REGRESS pg_regress)
+add_custom_target(
+  regresschecklocal
+  COMMAND ${CMAKE_COMMAND} -E env TEST_PGPORT=5432 ${CMAKE_CURRENT_SOURCE_DIR}/pg_regress.sh --port=5432
+  USES_TERMINAL)
+add_custom_target(
+  regresscheck
+  COMMAND ${CMAKE_COMMAND} -E env EXE_DIR=${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/pg_regress.sh
+    --temp-instance=${CMAKE_BINARY_DIR}/tmp
+  USES_TERMINAL)
+add_custom_target(lint COMMAND clang-format --dry-run)
+"""
+
+
+def test_a_cmake_target_calling_pg_regress_with_a_temporary_instance_runs_the_touched_tests(tmp_path, image_store):
+    files = {"CMakeLists.txt": CMAKE_TOP, "test/CMakeLists.txt": CMAKE_TEST, "src/ts.c": "int ts;\n",
+             "test/pg_regress.sh": "#!/bin/bash\n", "test/sql/agg.sql": "SELECT 1;\n",
+             "test/expected/agg.out": "SELECT 1;\n"}
+    touched = ["test/sql/agg.sql", "test/expected/agg.out"]
+    tree, _, plan = planned(tmp_path, files, touched, route="cmake")
+    [suite] = pg_regress.find_suites(tree, touched)
+    assert (suite.kind, suite.build, suite.target, suite.run) == ("cmake", "test/CMakeLists.txt", "regresscheck",
+                                                                  ["agg"])
+    assert "target regresscheck runs pg_regress with a temporary instance" in suite.evidence
+    assert plan.build == "pg_regress"
+    configure = next(c for c in plan.setup_commands if c.startswith("cmake -S "))
+    assert "-DPG_CONFIG=/usr/lib/postgresql/15/bin/pg_config" in configure
+    assert "cmake --build /opt/build -j2 && cmake --install /opt/build" in plan.setup_commands
+    assert "chown -R swemint /opt/build /testbed/test; " in plan.test_command
+    assert "swemint_unit regresscheck runuser -u swemint -- env TESTS=agg make -C /opt/build regresscheck" in \
+        plan.test_command
+
+
+def test_without_a_touched_pg_regress_test_the_plan_is_the_makefiles_and_the_route_refuses(tmp_path, image_store):
+    tree, inst, plan = planned(tmp_path, extension(), ["calc--1.0.sql"])
+    assert plan.build == "make" and "runuser" not in plan.test_command
+    with pytest.raises(EnvBuildError, match="no touched file is a pg_regress test"):
+        cfamily.ECOSYSTEM.plan(tree, inst, ["calc--1.0.sql"], ImageConfig(), PlanRequest(route="pg_regress"))
+
+
+def test_an_sql_only_extension_is_detected_as_a_c_family_tree(tmp_path):
+    tree = make_tree(tmp_path, extension())
+    assert cfamily.ECOSYSTEM.detect(tree, None) == 6
+    assert cfamily.ECOSYSTEM.detect(make_tree(tmp_path / "x", {"README.md": "x\n"}), None) == 0
+
+
+def test_a_round_of_another_plan_gets_the_owner_build_move_naming_the_files_and_the_command(tmp_path, image_store):
+    tree, inst, plan = planned(tmp_path, extension())
+    other = plan.model_copy(update={"build": "make", "test_command": "make -k check", "parser": "automake_log"})
+    ctx = MoveContext(tree=tree, instance=inst, plan=other, touched=TOUCHED, why="no test ran: no tests")
+    [move] = [m for m in cfamily.ECOSYSTEM.next_moves(ctx) if m.kind == "owner_build"]
+    assert move.request == PlanRequest(route="pg_regress") and move.cost == 1
+    assert "expected/basic.out, sql/basic.sql -> pg_regress tests basic" in move.evidence
+    assert "make installcheck (basic other)" in move.evidence
+    after = cfamily.ECOSYSTEM.plan(tree, inst, TOUCHED, ImageConfig(), move.request)
+    assert after.build == "pg_regress"
+    # a pg_regress round offers it no more
+    ctx = MoveContext(tree=tree, instance=inst, plan=after, touched=TOUCHED, why="no test ran: no tests")
+    assert not [m for m in cfamily.ECOSYSTEM.next_moves(ctx) if m.kind == "owner_build"]
+
+
+def test_the_runs_output_is_graded_per_sql_test_by_name():
+    """What the unit prints with pg_regress 15 (bookworm) on the before side: basic differs."""
+    log = ("|: test basic                        ... FAILED       14 ms\n"
+           "|: test other                        ... ok            9 ms\n"
+           "|: 1 of 2 tests failed.\n"
+           "swemint-unit: installcheck exit 2\nFAIL  installcheck\n")
+    res = parse_unit_report_log(log)
+    assert {k: v.value for k, v in res.statuses.items()} == {"basic": "FAILED", "other": "PASSED"}
