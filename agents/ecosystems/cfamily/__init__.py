@@ -38,7 +38,10 @@ Setup compiles what the test runs use, so they (network none) only rebuild what 
 
 Modules: `c_builds` (analysis), `c_compilers` (the gcc), `c_setup` (setup commands),
 `c_moves` (next moves), `fetchcontent` and `debsources` (CMake FetchContent from Debian's
-sources), `units` (a Makefile's test units), `cfamily_recipe` (the data file `cfamily.yaml`);
+sources), `units` (a Makefile's test units), `pg_regress` (SQL suites run by PostgreSQL's
+pg_regress: touched ``sql/<name>.sql`` / ``expected/<name>.out`` of a PGXS Makefile or a CMake
+pg_regress target, the extension installed into Debian's PostgreSQL, pg_regress as an
+unprivileged user), `cfamily_recipe` (the data file `cfamily.yaml`);
 this package holds the Ecosystem and its repairs.
 """
 
