@@ -17,9 +17,9 @@ BUILD_DIR = "/opt/build"
 HELPER = "/usr/local/libexec/swemint/cmake_tests.py"
 
 
-HELPER_FILES = ("cmake_tests.py", "doctest_runs.py", "catch2_runs.py", "ctest_reruns.py")
+HELPER_FILES = ("cmake_tests.py", "doctest_runs.py", "catch2_runs.py", "gtest_suites.py", "ctest_reruns.py")
 """`recipes/` files installed beside each other in HELPER's folder (cmake_tests.py imports the
-runs modules, which import ctest_reruns.py)."""
+runs modules and gtest_suites.py, which import ctest_reruns.py)."""
 
 
 JUNIT = "/tmp/swemint-ctest.xml"

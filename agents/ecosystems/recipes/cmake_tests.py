@@ -24,7 +24,14 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    registers -- ``gtest_discover_tests`` runs the binary after it links -- exist only from then
    on: a googletest test the test_patch adds is not in the list read before the build), and run
    ``ctest`` on the tests whose command runs a picked target's artifact (or named like the
-   target); none picked -> every test. No test defined at all: the cache's OFF options that may
+   target); none picked -> every test. A GoogleTest binary owning the touched files and built
+   from other sources too (class S33: one binary of many test files, whose whole run can pass
+   the run limit) runs only the suites the touched files define on this side
+   (``gtest_suites.py``, installed beside this file): a binary CTest runs whole under
+   ``GTEST_FILTER`` (the positive part; step 5 adds to its negative part), the per-case tests
+   ``gtest_discover_tests``/``gtest_add_tests`` register by ``ctest -R``; a touched file
+   defining no suite it reads, or a filter selecting no test, leaves the whole binaries (a helper
+   line says which). No test defined at all: the cache's OFF options that may
    gate the tests are printed (`gating_options`: the re-configure's own lines naming one, and
    those whose name or help says test/check), for the loop's `test_option` move. ``--junit`` adds ``--output-junit FILE`` (CMake >= 3.21),
    ``--verbose`` adds ``-V`` (every test's output, each line prefixed ``N: ``). With
@@ -39,7 +46,8 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    binary is missing from the run; ctest then runs once more with ``GTEST_FILTER=-X`` (up to
    3 rounds, the dead tests accumulated), and only the last round's output is printed, so the
    report is one whole run in which X is absent (`aborted_gtests`). The earlier rounds are
-   named in helper lines;
+   named in helper lines. A test X that ran as its own CTest test (``gtest_discover_tests``'
+   ``--gtest_filter=X``) hid nothing and starts no round;
 6. when a test refuses to run as root (libuv: "The libuv test suite cannot be run as root."),
    ctest runs again as the unprivileged uid 65534 (`setpriv`; the build folder is handed to it
    first), and that round is the report (`refuses_root`);
@@ -55,7 +63,7 @@ not every target of a large project: nlohmann/json has hundreds), exit 0.
 ``--only JSON`` (a targeted rerun: a JSON list of CTest test names): when every name is one of
 the tests step 4 would run, only those run (``ctest -R`` of the names, anchored and escaped);
 else the selection stays (a GoogleTest case inside a test binary is no CTest test: the caller
-narrows those with ``GTEST_FILTER``).
+narrows those with ``GTEST_FILTER``, whose positive part then replaces step 4's suites).
 ``--rediscover``: each picked target is built with ``--clean-first``, so whatever its build
 registers (googletest discovery) runs again after the test_patch (the loop's `rediscover` move).
 ``--whole``: the whole suite whatever owns the touched files (the loop's `whole_suite` move).
@@ -67,6 +75,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -75,6 +84,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import catch2_runs  # noqa: E402  (installed beside this file)
 import doctest_runs  # noqa: E402  (installed beside this file)
+import gtest_suites  # noqa: E402  (installed beside this file)
 
 ABORT_ROUNDS = 3
 _GT_RUN = re.compile(r"^(?:(\d+): )?\[ RUN +\] (\S+)")
@@ -272,19 +282,22 @@ def unprivileged(cmd, build, src):
     return [setpriv, "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"] + cmd
 
 
-def run_ctest(cmd, build, src):
-    """Run `cmd` (ctest) in `build`; when GoogleTest binaries die inside a test, run it again
-    without those tests (module docstring, step 5); when a test refuses root, again as an
-    unprivileged uid (step 6). Prints the last round's output; returns (its exit code, its
+def run_ctest(cmd, build, src, flt=None, own=()):
+    """Run `cmd` (ctest) in `build`, with GTEST_FILTER=`flt` when given (step 4's suites of the
+    touched files, the caller's own value merged in: `gtest_suites.narrowed`), else the caller's;
+    when GoogleTest binaries die inside a test, run it again without those tests (module
+    docstring, step 5: added to the filter's negative part; not a case in `own`, which ran as
+    its own CTest test -- ``gtest_discover_tests`` -- and hid nothing); when a test refuses root,
+    again as an unprivileged uid (step 6). Prints the last round's output; returns (its exit code, its
     command: `cmd`, or `cmd` behind ``setpriv``)."""
-    dead, base = [], os.environ.get("GTEST_FILTER")
+    dead, base = [], flt or os.environ.get("GTEST_FILTER")
     for rnd in range(ABORT_ROUNDS + 2):
         env = dict(os.environ)
         if cmd[0] == shutil.which("setpriv"):
             env["HOME"] = "/tmp"
-        if dead:
-            env["GTEST_FILTER"] = with_excluded(base, dead)
-            log("$ GTEST_FILTER=%s %s" % (env["GTEST_FILTER"], " ".join(cmd)))
+        if dead or flt:
+            env["GTEST_FILTER"] = with_excluded(base, dead) if dead else base
+            log("$ GTEST_FILTER=%s %s" % (shlex.quote(env["GTEST_FILTER"]), " ".join(cmd)))
         else:
             log("$ " + " ".join(cmd))
         with tempfile.TemporaryFile() as f:
@@ -297,7 +310,7 @@ def run_ctest(cmd, build, src):
                 log("a test refuses to run as root: running ctest again as uid %d" % NOBODY)
                 cmd = as_nobody
                 continue
-        new = [t for t in aborted_gtests(text) if t not in dead]
+        new = [t for t in aborted_gtests(text) if t not in dead and t not in own]
         if not new or rnd >= ABORT_ROUNDS:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -417,6 +430,19 @@ def norm(path, src):
     return os.path.normpath(path)
 
 
+def owners(picked, touched, src):
+    """[(target, artifacts, {touched file it lists: its GoogleTest suites}, how many other C/C++
+    sources)] of the `picked` targets (`gtest_suites.narrow`), read from the working tree (a
+    touched header it lists defines none: its binary stays whole)."""
+    out = []
+    for name, _, sources, arts in picked:
+        listed = set(norm(s, src) for s in sources)
+        mine = dict((f, gtest_suites.file_suites(os.path.join(src, f))) for f in sorted(listed & touched))
+        others = [f for f in listed - touched if f.lower().endswith(gtest_suites.SOURCE_SUFFIXES)]
+        out.append((name, arts, mine, len(others)))
+    return out
+
+
 def main(argv):
     if "--" not in argv:
         print(__doc__)
@@ -448,6 +474,7 @@ def main(argv):
     targets = [t for t in codemodel(build) if t[1] == "EXECUTABLE"]
     tests = ctest_tests(build)
     picked = [] if whole else [t for t in targets if touched & set(norm(s, src) for s in t[2])]
+    owned = bool(picked)
     if whole:
         log("the whole suite (--whole): building every target, running every test")
     elif picked:
@@ -479,6 +506,10 @@ def main(argv):
                 if n in names or (n.endswith(NOT_BUILT) and n[:-len(NOT_BUILT)] in names)
                 or (c and os.path.realpath(c[0]) in arts)
                 or any(os.path.realpath(x) in arts for x in c[1:] if os.path.isabs(x))]
+    flt = None
+    if owned and tests:  # S33: one GoogleTest binary of many test files runs the touched files' suites
+        selected, flt = gtest_suites.narrow(build, owners(picked, touched, src), tests, selected,
+                                            os.environ.get("GTEST_FILTER"))
     if only and tests:
         pool = selected if selected and len(selected) < len(tests) else [n for n, _ in tests]
         if set(only) <= set(pool):
@@ -503,7 +534,8 @@ def main(argv):
     bad = failed_fixtures(build, set(selected) if selected and len(selected) < len(tests) else None, timeout)
     if bad:
         cmd += ["-FS", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", f) for f in sorted(bad)) + ")$"]
-    rc, last = run_ctest(cmd, build, src)
+    own = set(gtest_suites.case_of(c) for _, c in tests) - {None}  # a case CTest runs alone hides no other
+    rc, last = run_ctest(cmd, build, src, flt, own)
     prefix = last[:-len(cmd)] if len(last) > len(cmd) else []
     chosen = set(selected) if selected and len(selected) < len(tests) else None
     report = os.path.join(build, junit) if junit else None
