@@ -11,11 +11,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 from agents.ecosystems import cfamily
-from tests.agents.ecosystems.test_cfamily_unowned import apply, helper, need, project, touched
+from tests.agents.ecosystems.test_cfamily_unowned import HELPER, apply, cmake_plan, helper, need, project, touched
 
 
 def _module(name: str):
@@ -209,20 +210,34 @@ def test_a_binary_ctest_runs_whole_runs_only_the_touched_files_suites(tmp_path):
     assert "[       OK ] B.Other (" in whole.stdout and "GTEST_FILTER" not in whole.stdout, whole.stdout
 
 
-def test_a_targeted_rerun_filter_replaces_the_suites(tmp_path, monkeypatch):
-    """The targeted rerun (`CFamily.targeted_plan`: GTEST_FILTER=the cases, --only the CTest
-    names) runs the cases it names, within the touched file's suites."""
-    monkeypatch.setenv("GTEST_FILTER", "ANew.Adds")
-    _, _, _, out = _run(tmp_path, WHOLE, {"tests/test_a.cc": TEST_A_NEW}, "--only", json.dumps(["calc_test"]))
-    assert "GTEST_FILTER=ANew.Adds (the caller's) stands" in out, out
-    assert "[       OK ] ANew.Adds (" in out and "A.Old" not in out and "B.Old" not in out
+def test_a_targeted_rerun_filter_replaces_the_suites(tmp_path):
+    """The targeted rerun's command (`CFamily.targeted_plan`: GTEST_FILTER=the cases before the
+    helper, --only the CTest names), run by a shell on the narrowed project: the cases it names
+    run, within the touched file's suites, and nothing of test_b.cc."""
+    src, build, files, _ = _run(tmp_path, WHOLE, {"tests/test_a.cc": TEST_A_NEW})
+    plan = cmake_plan().model_copy(update={"test_command": f"python3 {cfamily.HELPER} /opt/build --verbose --jobs 2 -- "
+                                                          + " ".join(files)})
+    rerun = cfamily.ECOSYSTEM.targeted_plan(plan, ["ANew.Adds", "Small/P.Same/1"])
+    assert rerun is not None and rerun.test_command.startswith("GTEST_FILTER=ANew.Adds:Small/P.Same/1 ")
+    cmd = rerun.test_command.replace(cfamily.HELPER, f"{sys.executable} {HELPER}").replace("python3 ", "", 1)
+    r = subprocess.run(["bash", "-c", cmd.replace("/opt/build", str(build))], cwd=src, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "GTEST_FILTER=ANew.Adds:Small/P.Same/1 (the caller's) stands" in r.stdout, r.stdout
+    assert "[       OK ] ANew.Adds (" in r.stdout and "[       OK ] Small/P.Same/1 (" in r.stdout
+    assert "A.Old" not in r.stdout and "Small/P.Same/0" not in r.stdout and "B.Old" not in r.stdout
 
 
 def test_discovered_tests_run_by_ctest_R_of_the_touched_suites(tmp_path):
-    """gtest_discover_tests: each case is a CTest test; those of the touched file's suites run."""
-    _, _, _, out = _run(tmp_path, DISCOVERED, {"tests/test_a.cc": TEST_A_NEW})
+    """gtest_discover_tests: each case is a CTest test; those of the touched file's suites run. A
+    targeted rerun (--only CTest names) within them runs its names; one outside keeps the suites."""
+    src, build, files, out = _run(tmp_path, DISCOVERED, {"tests/test_a.cc": TEST_A_NEW})
     assert "calc_test: 4 of its 6 one-case CTest tests are in those suites: ctest -R of them" in out, out
     assert "ANew.Adds" in out and "A.Old" in out and "B.Old" not in out and "B.Other" not in out
+    only = helper(src, build, "--only", json.dumps(["ANew.Adds"]), files=files).stdout
+    assert "targeted: the CTest tests ANew.Adds" in only and "A.Old" not in only, only
+    outside = helper(src, build, "--only", json.dumps(["B.Old"]), files=files).stdout
+    assert "the selection stays" in outside and "B.Old" not in outside.split("selection stays", 1)[1], outside
 
 
 def test_a_touched_file_with_no_suite_runs_the_whole_binary(tmp_path):
