@@ -138,6 +138,15 @@ class RepairConfig(BaseModel):
     """Answer a missing command, header, library or pkg-config module with the Debian package
     Debian's file index names (apt-file in an index image made once per base image on the build
     network; `agents.debindex`). False: such needs go unanswered (the LLM or memory may still fix them)."""
+    mirror_attempts: int = Field(default=3, ge=1)
+    """Attempts of a step that failed because apt could not use the Debian mirror (``Hash Sum
+    mismatch``, ``File has unexpected size ... Mirror sync in progress?``, ``Temporary failure
+    resolving``, connection errors: `agents.aptmirror`) and of the Debian index image's build.
+    Still failing after them, the row is `infra_error` (the mirror's failure, retried by a rerun)."""
+    mirror_backoff: float = Field(default=20.0, ge=0)
+    """Seconds before the second such attempt, doubled before each later one."""
+    mirror_max_seconds: float = Field(default=240.0, ge=0)
+    """No such attempt starts later than this many seconds after the first one began."""
 
 
 class LoopConfig(BaseModel):
