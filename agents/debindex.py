@@ -18,6 +18,14 @@ packages:
    output, the choice in its note). Answers are cached per base image under
    ``WORKDIR/cache/debian-index`` (a cached answer is still recorded, noted as cached).
 
+An index that could not be built or queried is no answer. The index image's build is tried
+again with backoff (`agents.aptmirror.retry_mirror`: a Debian mirror mid-sync fails ``apt-file
+update`` with ``File has unexpected size ... Mirror sync in progress?``); still failing, the index
+of this run is *unavailable*: each need it cannot answer gets an `IndexAnswer` whose
+`unavailable` says why (the step's note: ``index unavailable (infrastructure)``), nothing is
+cached, and a caller whose fix waits on the answer raises `IndexUnavailable` (`unanswered`), an
+`InfraError`: the row ends `infra_error`, not `env_failed`, and no rebuild is spent on it.
+
 `available(packages)` asks the same index image which of a list of names Debian has
 (``apt-cache policy``: the candidates a CI file names, e.g. Ubuntu's ``tclx``, are kept only
 when this suite has them).
@@ -37,7 +45,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agents.aptmirror import mirror_failure, retry_mirror
 from agents.models import StepRecord
+from envpool.errors import InfraError
 
 RULES_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "diagnosis.yaml"
 NAME_RE = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_.+/-]{0,120}")
@@ -74,8 +84,9 @@ class Need(BaseModel):
 
 class IndexAnswer(BaseModel):
     """One query and its answer: the need, the regex searched, the packages found (ranked, best
-    first), the chosen one (None: Debian has no such file here), and whether it came from the
-    cache."""
+    first), the chosen one (None: Debian has no such file here, or the index is unavailable),
+    whether it came from the cache, and `unavailable`: why the index could not answer (the
+    mirror's error; None: it answered)."""
 
     model_config = ConfigDict(extra="forbid")
     need: Need
@@ -83,6 +94,26 @@ class IndexAnswer(BaseModel):
     packages: list[str] = Field(default_factory=list)
     chosen: str | None = None
     cached: bool = False
+    unavailable: str | None = None
+
+
+class IndexUnavailable(InfraError):
+    """Debian's file index could not be built or queried (the mirror mid-sync, unresolvable, a
+    failed `apt-file update`) for needs a fix waits on; outcome `infra_error`. `needs`: their
+    labels; `why`: the mirror's error."""
+
+    def __init__(self, needs: list[str], why: str, **kw):
+        super().__init__(f"Debian's file index is unavailable (infrastructure) for {', '.join(needs)}: {why}", **kw)
+        self.needs = list(needs)
+        self.why = why
+
+
+def unanswered(answers: list[IndexAnswer], **kw) -> None:
+    """Raise `IndexUnavailable` (with `kw`: instance_id, log_path) when any of `answers` is
+    unavailable (the index could not answer, no guess did)."""
+    down = [a for a in answers if a.unavailable]
+    if down:
+        raise IndexUnavailable([a.need.label for a in down], down[0].unavailable or "", **kw)
 
 
 @lru_cache(maxsize=1)
@@ -170,6 +201,10 @@ class DebianIndex:
         self.ref = f"{cfg.image_repository}:{self.tag}"
         self.cache_path = Path(cfg.workdir) / "cache" / "debian-index" / f"{self.key}.json"
         self._made = False
+        self.unavailable: str | None = None
+        """Why the index image could not be made (after every attempt), for the rest of this run."""
+        self.sleep = time.sleep
+        """The backoff's sleep (tests replace it)."""
 
     # -- the cache ------------------------------------------------------------------------
     def _cache(self) -> dict[str, list[str]]:
@@ -179,6 +214,9 @@ class DebianIndex:
             return {}
 
     def _store(self, entries: dict[str, list[str]]) -> None:
+        """Add `entries` (answers only: a failed query is never one) to the cache file."""
+        if not entries:
+            return
         try:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
             merged = {**self._cache(), **entries}
@@ -189,37 +227,55 @@ class DebianIndex:
             pass  # a cache only
 
     # -- the index image --------------------------------------------------------------------
-    def _image(self) -> str:
-        """The index image's ref, made when the engine lacks it (the trajectory step
-        `debian-index:image`). Raises nothing: on failure the base image is returned and the
-        search sets apt-file up in its own sandbox."""
+    def _image(self) -> str | None:
+        """The index image's ref, made when the engine lacks it (a trajectory step
+        `debian-index:image` per attempt, tried again with backoff while it fails:
+        `agents.aptmirror.retry_mirror`); None when every attempt failed (`unavailable` then says
+        why, and later calls of this run return None at once). An engine failure is an InfraError."""
         from agents.envimage import image_id
 
         run = self.run
         if self._made or image_id(run.factory, self.ref):
             self._made = True
             return self.ref
-        t = time.monotonic()
-        with run.factory.sandbox(run.spec(self.base_image, "bridge"), run.log_path) as sb:
-            r = sb.exec(INDEX_SETUP, timeout=run.config.timeouts.setup_step, log_label="debian-index")
-            run.traj(StepRecord(agent="execution", rule="debian-index:image", command=INDEX_SETUP,
-                                exit_code=r.exit_code, output_excerpt=r.output[-1000:],
-                                duration=round(time.monotonic() - t, 2), note=f"index of {self.base_image}"))
-            if not r.ok:
-                return self.base_image
-            sb.commit(run.config.image_repository, self.tag,
-                      labels={"swemint.run": run.config.run_id, "swemint.kind": "debian-index",
-                              "swemint.base": self.base_image[:200]})
+        if self.unavailable is not None:
+            return None
+        repair = run.config.repair
+
+        def attempt(k: int) -> bool:
+            t = time.monotonic()
+            with run.factory.sandbox(run.spec(self.base_image, "bridge"), run.log_path) as sb:
+                r = sb.exec(INDEX_SETUP, timeout=run.config.timeouts.setup_step, log_label="debian-index")
+                run.traj(StepRecord(agent="execution", rule="debian-index:image", command=INDEX_SETUP,
+                                    exit_code=r.exit_code, output_excerpt=r.output[-1000:],
+                                    duration=round(time.monotonic() - t, 2),
+                                    note=f"index of {self.base_image}" + (
+                                        f" (attempt {k} of {repair.mirror_attempts})" if k > 1 or not r.ok else "")))
+                if not r.ok:
+                    tail = next((ln.strip() for ln in reversed(r.output.splitlines()) if ln.strip()), "")
+                    self.unavailable = mirror_failure(r.output) or \
+                        f"the index build failed ({'timed out' if r.timed_out else f'exit {r.exit_code}'}): {tail[:300]}"
+                    return False
+                sb.commit(run.config.image_repository, self.tag,
+                          labels={"swemint.run": run.config.run_id, "swemint.kind": "debian-index",
+                                  "swemint.base": self.base_image[:200]})
+            self.unavailable = None
+            return True
+
+        if not retry_mirror(attempt, lambda ok: not ok, repair, sleep=self.sleep):
+            return None
         self._made = True
         return self.ref
 
-    def _search(self, commands: list[str], setup: str | None = None) -> list[tuple[int, str, float]]:
+    def _search(self, commands: list[str], setup: str | None = None) -> list[tuple[int, str, float]] | None:
         """(exit code, output, seconds) of each command, run in one sandbox of the index image;
-        without it, after `setup` (default: the index's own set-up, `INDEX_SETUP`) in a sandbox
-        of the base image."""
+        without it, after `setup` in a sandbox of the base image, or None when there is no
+        `setup` (a file search needs the index: it is unavailable)."""
         run = self.run
-        image = self._image()
-        prefix = "" if image == self.ref else (setup if setup is not None else INDEX_SETUP + " && ")
+        image = self._image() or self.base_image
+        if image != self.ref and setup is None:
+            return None
+        prefix = "" if image == self.ref else setup or ""
         out = []
         with run.factory.sandbox(run.spec(image, "bridge" if prefix else "none"), run.log_path) as sb:
             for i, cmd in enumerate(commands):
@@ -232,7 +288,9 @@ class DebianIndex:
     def resolve(self, needs: list[Need], sb=None) -> tuple[list[str], list[IndexAnswer]]:
         """(Debian packages to install, one answer per need asked) for `needs`; `sb`: the build
         sandbox, where commands already present are dropped first. Never raises for an answer
-        Debian does not have (its `chosen` is None); an engine failure is an InfraError."""
+        Debian does not have (its `chosen` is None) nor for a need the index could not answer
+        (its `unavailable` says why, nothing is cached; `unanswered` raises for it); an engine
+        failure is an InfraError."""
         needs = list(dict.fromkeys(needs))
         if sb is not None:
             needs = [n for n in needs if n.kind != "command" or not sb.exec(
@@ -244,11 +302,19 @@ class DebianIndex:
         ask = [q for q in queries if q not in cache]
         fresh: dict[str, list[str]] = {}
         outputs: dict[str, tuple[int, str, float]] = {}
+        down: dict[str, str] = {}  # query -> why the index could not answer it
         if ask:
-            for q, got in zip(ask, self._search([search_command(q) for q in ask]), strict=True):
-                outputs[q] = got
-                if got[0] in (0, 1):  # 1: nothing found (an answer too)
+            found = self._search([search_command(q) for q in ask])
+            for i, q in enumerate(ask):
+                if found is None:
+                    down[q] = self.unavailable or "the index image could not be made"
+                    continue
+                outputs[q] = got = found[i]
+                if got[0] in (0, 1) and not mirror_failure(got[1]):  # 1: nothing found (an answer too)
                     fresh[q] = [f"{p}: {path}" for p, path in parse_answer(got[1])][:50]
+                else:  # the query itself failed: no answer, never cached
+                    tail = next((ln.strip() for ln in reversed(got[1].splitlines()) if ln.strip()), "")
+                    down[q] = mirror_failure(got[1]) or f"the index query failed (exit {got[0]}): {tail[:300]}"
             self._store(fresh)
         answers, packages = [], []
         failed = [n for n, q in zip(needs, queries, strict=True) if cache.get(q, fresh.get(q)) is None]
@@ -260,15 +326,19 @@ class DebianIndex:
             if lines is None and guessed.get(need):
                 ranked = guessed[need]
                 output = f"the file index did not answer; Debian has {ranked[0]} (named like the library)\n" + output
+            why = down.get(q) if lines is None and not ranked else None
+            if why and not output:
+                output = why
             ans = IndexAnswer(need=need, query=q, packages=ranked[:10], chosen=ranked[0] if ranked else None,
-                              cached=q in cache)
+                              cached=q in cache, unavailable=why)
             answers.append(ans)
             if ans.chosen and ans.chosen not in packages:
                 packages.append(ans.chosen)
-            note = f"index: {need.label} -> {ans.chosen or 'no Debian package'}" + \
+            said = ans.chosen or (f"index unavailable (infrastructure): {why}" if why else "no Debian package")
+            note = f"index: {need.label} -> {said}" + \
                 (f" (of {', '.join(ranked[:5])})" if len(ranked) > 1 else "") + (" [cached]" if ans.cached else "")
             self.run.traj(StepRecord(agent="execution", rule="debian-index", command=search_command(q),
-                                     exit_code=0 if lines is not None else code,
+                                     exit_code=0 if lines is not None else ((code or -1) if why else code),
                                      output_excerpt="\n".join(lines or [])[:2000] if lines is not None
                                      else output[-1000:], duration=round(secs, 2), note=note))
         return packages, answers
@@ -295,7 +365,7 @@ class DebianIndex:
         cmd = "apt-cache policy " + " ".join(shlex.quote(n) for n in names)
         # the package lists are enough: a file index (apt-file's Contents) that failed to
         # download must not hide which packages the suite has
-        code, output, secs = self._search([cmd], setup=POLICY_SETUP)[0]
+        code, output, secs = (self._search([cmd], setup=POLICY_SETUP) or [(-1, "", 0.0)])[0]
         have, current = [], None
         for line in output.splitlines():
             if line and not line.startswith(" ") and line.endswith(":"):

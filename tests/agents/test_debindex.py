@@ -18,6 +18,7 @@ from agents.diagnosis import needs_in
 from agents.ecosystems.drivers import apt_packages, driver_requirements, find_drivers
 from agents.gitrepo import GitTree
 from agents.models import Instance, InstanceResult
+from envpool.errors import InfraError
 from envpool.fake import FakeSandboxFactory
 
 # captured from `apt-file search --regexp <query>` in swemint/cfamily:gcc12 (Debian bookworm)
@@ -73,8 +74,8 @@ def test_a_penalised_package_loses_to_the_plain_one():
     assert pick(Need(kind="command", name="tclsh"), pairs) == ["tcl", "tcl8.6-dbg"]
 
 
-def _run(tmp_path, factory) -> MintRun:
-    cfg = MintConfig(workdir=tmp_path / "w", run_id="t")
+def _run(tmp_path, factory, **repair) -> MintRun:
+    cfg = MintConfig(workdir=tmp_path / "w", run_id="t", repair={"mirror_backoff": 0, **repair})
     inst = Instance(instance_id="o__r-1", repo="o/r", base_commit="0" * 40, patch="p", test_patch="t")
     idir = tmp_path / "w" / "instances" / "o__r-1"
     idir.mkdir(parents=True)
@@ -250,3 +251,76 @@ def test_a_library_need_the_file_index_cannot_answer_gets_the_dev_package_named_
     assert policy and "libwidget-dev widget-dev" in policy[-1]
     assert library_guesses(Need(kind="pkgconfig", name="libfoo-1.0")) == ["libfoo-dev", "foo-dev"]
     assert library_guesses(Need(kind="header", name="foo.h")) == []
+
+
+# -- an index the mirror kept from being built is no answer ---------------------------------------
+
+MIRROR_SYNC = ("E: Failed to fetch http://deb.debian.org/debian/dists/trixie/main/Contents-amd64.gz  File has "
+               "unexpected size (12698511 != 12699567). Mirror sync in progress? [IP: 203.0.113.80 80]\n"
+               "   Hashes of expected file:\n    - Filesize:12699567 [weak]\n"
+               "E: Some index files failed to download. They have been ignored, or old ones used instead.\n")
+UCOL = Need(kind="header", name="unicode/ucol.h")
+
+
+def test_an_index_build_the_mirror_sync_fails_is_retried_with_backoff_and_then_answers(tmp_path):
+    """timescaledb-10401: trixie's mirror mid-sync failed `apt-file update` (exit 100); the build
+    is tried again after the backoff and, the mirror in sync again, answers (and is cached)."""
+    f = FakeSandboxFactory(run_id="t")
+    builds = []
+    f.on(r"apt-file update", lambda cmd, sb: builds.append(cmd) or ((100, MIRROR_SYNC) if len(builds) == 1 else (0, "")))
+    f.on(r"apt-file search --regexp .*ucol", (0, "libicu-dev: /usr/include/unicode/ucol.h\n"))
+    run = _run(tmp_path, f, mirror_backoff=7)
+    index = DebianIndex(run, "swemint/cfamily:gcc14")
+    slept: list[float] = []
+    index.sleep = slept.append
+    pkgs, [answer] = index.resolve([UCOL])
+    assert pkgs == ["libicu-dev"] and answer.unavailable is None and len(builds) == 2 and slept == [7]
+    made = [s for s in run.traj.steps if s.rule == "debian-index:image"]
+    assert [s.exit_code for s in made] == [100, 0] and "attempt 1 of 3" in made[0].note
+    assert run.traj.steps[-1].note == "index: header unicode/ucol.h -> libicu-dev"
+    assert "libicu-dev: /usr/include/unicode/ucol.h" in index.cache_path.read_text()
+
+
+def test_an_index_the_mirror_keeps_from_being_built_is_unavailable_never_no_package_and_never_cached(tmp_path):
+    from agents.debindex import IndexUnavailable, unanswered
+
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-file update", (100, MIRROR_SYNC))
+    f.on(r"apt-cache policy", (0, ""))
+    run = _run(tmp_path, f, mirror_attempts=3)
+    index = DebianIndex(run, "swemint/cfamily:gcc14")
+    pkgs, [answer] = index.resolve([UCOL])
+    assert pkgs == [] and answer.chosen is None and "Mirror sync in progress?" in (answer.unavailable or "")
+    step = run.traj.steps[-1]
+    assert step.rule == "debian-index" and step.exit_code not in (0, 1)
+    assert step.note.startswith("index: header unicode/ucol.h -> index unavailable (infrastructure): E: Failed to "
+                                "fetch http://deb.debian.org/debian/dists/trixie/main/Contents-amd64.gz")
+    assert "no Debian package" not in step.note
+    assert len([s for s in run.traj.steps if s.rule == "debian-index:image"]) == 3
+    assert not index.cache_path.exists()
+    # the file search never ran without the index (no apt-file set up in a throwaway sandbox)
+    assert not [c for sb in f.sandboxes for c in sb.calls if "apt-file search" in c.command]
+    with pytest.raises(IndexUnavailable) as e:
+        unanswered([answer], instance_id="o__r-1")
+    assert isinstance(e.value, InfraError) and "header unicode/ucol.h" in e.value.message
+    assert "Mirror sync in progress?" in e.value.message
+    # asked again in this run: still unavailable, without building the image again
+    _, [again] = index.resolve([UCOL])
+    assert again.unavailable and len([s for s in run.traj.steps if s.rule == "debian-index:image"]) == 3
+    assert not index.cache_path.exists()
+    # a later run (the mirror in sync again) builds it and answers: no failure was remembered
+    f2 = FakeSandboxFactory(run_id="t")
+    f2.on(r"apt-file search --regexp .*ucol", (0, "libicu-dev: /usr/include/unicode/ucol.h\n"))
+    assert DebianIndex(_run(tmp_path / "2", f2), "swemint/cfamily:gcc14").resolve([UCOL])[0] == ["libicu-dev"]
+
+
+def test_a_search_that_fails_in_the_index_image_is_no_answer_and_is_not_cached(tmp_path):
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-file search --regexp .*ucol", (255, "E: The cache is empty. You need to run 'apt-file update' first."))
+    f.on(r"apt-file search --regexp .*tclsh", (0, "tcl: /usr/bin/tclsh\n"))
+    run = _run(tmp_path, f)
+    index = DebianIndex(run, "img")
+    pkgs, answers = index.resolve([UCOL, Need(kind="command", name="tclsh")])
+    assert pkgs == ["tcl"] and "exit 255" in (answers[0].unavailable or "") and answers[1].unavailable is None
+    cached = index.cache_path.read_text()
+    assert "tclsh" in cached and "ucol" not in cached
