@@ -26,7 +26,8 @@ import json
 import shlex
 import time
 
-from agents.debindex import index_for
+from agents.aptmirror import AptMirrorError, mirror_failure, retry_mirror
+from agents.debindex import IndexUnavailable, index_for, unanswered
 from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.debian import apt_install
@@ -96,10 +97,8 @@ def run_setup(job: BuildJob) -> SetupOutcome:
     rules = config.policy != "llm"
     first = system_packages(job)
     if first:
-        r = job.sb.exec(first, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup")
-        job.traj(StepRecord(agent="execution", rule=f"recipe:{eco.name}:needs", command=first, exit_code=r.exit_code,
-                            output_excerpt=_tail(r.output), duration=round(r.duration, 2),
-                            note="what the plan's tests need, from Debian's index"))
+        r = run_step(job, first, f"recipe:{eco.name}:needs", label="setup",
+                     note="what the plan's tests need, from Debian's index")
         if r.ok:
             done.append(first)
         else:
@@ -109,10 +108,7 @@ def run_setup(job: BuildJob) -> SetupOutcome:
             raise SandboxTimeout("instance time limit reached during setup", instance_id=job.instance.instance_id,
                                  log_path=job.log_path)
         rule = f"recipe:{eco.name}:{n}"
-        r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup",
-                        progress=step_progress(job))
-        job.traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
-                            output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
+        r = run_step(job, cmd, rule, label="setup", progress=True)
         used = 0
         while not r.ok and used < rounds:
             fix, env, note, source, diag, ran = _next_repair(job, cmd, r.output, tried, rules)
@@ -130,9 +126,7 @@ def run_setup(job: BuildJob) -> SetupOutcome:
                 if ran:  # the LLM's loop ran them already
                     done.append(f)
                     continue
-                fr = job.sb.exec(f, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="repair")
-                job.traj(StepRecord(agent="execution", rule=f"{source}:cmd", command=f, exit_code=fr.exit_code,
-                                    output_excerpt=_tail(fr.output), duration=round(fr.duration, 2)))
+                fr = run_step(job, f, f"{source}:cmd", label="repair")
                 codes.append(fr.exit_code)
                 if fr.ok:
                     done.append(f)
@@ -142,10 +136,7 @@ def run_setup(job: BuildJob) -> SetupOutcome:
                                 exit_code=next((c for c in codes if c), 0), note=f"repair: {note}",
                                 output_excerpt=json.dumps({"commands": fix, "env": env})[:2000]))
             failed.append((cmd, r.exit_code or 0))
-            r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label="setup-retry",
-                            progress=step_progress(job))
-            job.traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
-                                output_excerpt=_tail(r.output), duration=round(r.duration, 2)))
+            r = run_step(job, cmd, rule, label="setup-retry", progress=True)
             if entry := rule_entry_of(eco.name, source, fix):  # a hand-written rule's use, scored by the retry
                 job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=0 if r.ok else 1,
                                     note=json.dumps({"stage": "setup-step", "step": rule})))
@@ -158,6 +149,36 @@ def run_setup(job: BuildJob) -> SetupOutcome:
                                 diagnosis=diag, timed_out=r.timed_out)
         done.append(cmd)
     return SetupOutcome(ok=True, commands=done, env=dict(plan.env), test_env=dict(plan.env), failed=failed)
+
+
+def run_step(job: BuildJob, cmd: str, rule: str, *, label: str, note: str = "", progress: bool = False):
+    """Run one setup command in `job.sb` (the plan's env; `progress`: the progress-scaled limit,
+    `step_progress`) and record it as the trajectory step `rule`. A failure apt blames on the
+    Debian mirror (`agents.aptmirror.mirror_failure`: mid-sync, a hash or size mismatch, a name
+    that does not resolve) is tried again with backoff (`mint.repair.mirror_*`), each attempt a
+    step; still failing so, raises `AptMirrorError` (outcome `infra_error`: the mirror's failure
+    says nothing about the repository). Returns the ExecResult otherwise, failed or not."""
+    config, plan = job.config, job.plan
+    tries = [0]
+
+    def attempt(k: int):
+        tries[0] = k
+        r = job.sb.exec(cmd, timeout=config.timeouts.setup_step, env=plan.env or None, log_label=label,
+                        progress=step_progress(job) if progress else None)
+        said = note
+        if k > 1:
+            said = f"{note}; " * bool(note) + f"attempt {k} of {config.repair.mirror_attempts}: the Debian mirror failed"
+        job.traj(StepRecord(agent="execution", rule=rule, command=cmd, exit_code=r.exit_code,
+                            output_excerpt=_tail(r.output), duration=round(r.duration, 2), note=said))
+        return r
+
+    r = retry_mirror(attempt, lambda r: not r.ok and mirror_failure(r.output) is not None, config.repair)
+    if not r.ok and (line := mirror_failure(r.output)):
+        why = "timed out" if r.timed_out else f"exit {r.exit_code}"
+        raise AptMirrorError(f"{job.eco.name} setup step failed ({why}, {tries[0]} attempt(s)): apt could not use "
+                             f"the Debian mirror (infrastructure): {cmd[:200]} :: {line}", line=line,
+                             instance_id=job.instance.instance_id, log_path=job.log_path)
+    return r
 
 
 def rule_entry_of(ecosystem: str, source: str, fix: list[str]) -> str | None:
@@ -233,12 +254,22 @@ def _next_repair(job: BuildJob, cmd: str, output: str, tried: set[str], rules: b
     return None, {}, "", "", None, False
 
 
-def resolve_packages(index, diag: Diagnosis, sb=None) -> list[str]:
+def resolve_packages(index, diag: Diagnosis, sb=None, *, strict: bool = False) -> list[str]:
     """The Debian packages of a `missing_system` diagnosis: its `packages`, then what `index`
-    (a `DebianIndex`, None: none) answers for its `needs` (commands `sb` has are not asked)."""
+    (a `DebianIndex`, None: none) answers for its `needs` (commands `sb` has are not asked).
+    `strict`: a need the index could not answer (unavailable: the mirror, not Debian) raises
+    `agents.debindex.IndexUnavailable` (an InfraError) naming it and the mirror's error, the
+    diagnosis in its message; otherwise it is left out (the step's note says why)."""
     pkgs = list(diag.packages)
     if diag.needs and index is not None:
-        got, _ = index.resolve(list(diag.needs), sb)
+        got, answers = index.resolve(list(diag.needs), sb)
+        if strict:
+            run = index.run
+            try:
+                unanswered(answers, instance_id=run.instance.instance_id, log_path=run.log_path)
+            except IndexUnavailable as e:
+                raise IndexUnavailable(e.needs, f"{e.why} (needed by {diag.rule}: {diag.detail[:300]})",
+                                       instance_id=e.instance_id, log_path=e.log_path) from None
         pkgs += [p for p in got if p not in pkgs]
     return pkgs
 

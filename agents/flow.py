@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from agents.analysis import RepoProfile
-from agents.debindex import index_for
+from agents.debindex import index_for, unanswered
 from agents.diagnosis import unreachable_source
 from agents.mint_config import MintConfig
 from agents.context import Environment, MintRun, Trajectory
@@ -443,6 +443,7 @@ class Loop(Planner):
             att = att.model_copy(update={"packages": [p for p in att.packages if not self._own_module(p)]})
         if att.kind == "environment" and att.install == "system" and att.needs and self.cfg.repair.debian_index:
             found, answers = index_for(self.run, self.plan.image).resolve(list(att.needs))
+            unanswered(answers, instance_id=self.run.iid, log_path=self.run.log_path)  # the mirror's: infra_error
             att = att.model_copy(update={"packages": list(att.packages) + [p for p in found if p not in att.packages]})
             pip_names, pip_cmds = self._ci_pip([a.need.name for a in answers
                                                 if a.chosen is None and a.need.kind == "command"])

@@ -171,14 +171,16 @@ class Planner:
         """The next step after Execution gave up: the same plan with the Debian packages a
         `missing_system` diagnosis needs installed first (Debian's file index answers its needs:
         ecosystems with their own builder, e.g. Python's, reach them here), a plan on another
-        toolchain, the next candidate route, or (hybrid) the LLM's plan; None when nothing is left."""
+        toolchain, the next candidate route, or (hybrid) the LLM's plan; None when nothing is left.
+        Raises `agents.debindex.IndexUnavailable` (outcome `infra_error`) when the diagnosis's
+        needs wait on an index the mirror kept from being built: no move can help that build."""
         d = outcome.diagnosis
         if d is not None and d.kind == "missing_system" and (d.needs or d.packages):
             from agents.debindex import index_for
             from agents.execution import resolve_packages
 
             index = index_for(self.run, self.plan.image) if self.cfg.repair.debian_index else None
-            new = [p for p in resolve_packages(index, d) if p not in self.request.apt]
+            new = [p for p in resolve_packages(index, d, strict=True) if p not in self.request.apt]
             key = f"apt:{','.join(new)}"
             if new and key not in self.done:
                 self.done.add(key)

@@ -1,0 +1,125 @@
+"""A Debian mirror apt could not use is the infrastructure's failure (agents.aptmirror): apt's
+words for it, a setup step retried with backoff and then `infra_error`, and a missing header
+whose fix waits on an index the mirror kept from being built: `infra_error` naming the need and
+the mirror's error, no rebuild spent (timescaledb-10401 ended `env_failed` after two moves)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.aptmirror import mirror_failure
+from agents.mint_config import MintConfig
+from agents.minter import mint_instance
+from tests.agents.test_loop import Toy, debian_toy, events, instance_on, patched, steps
+from tests.agents.ecosystems.conftest import force_ecosystem
+from envpool.fake import FakeSandboxFactory
+
+MIRROR_SYNC = ("E: Failed to fetch http://deb.debian.org/debian/dists/trixie/main/Contents-amd64.gz  File has "
+               "unexpected size (12698511 != 12699567). Mirror sync in progress? [IP: 203.0.113.80 80]\n"
+               "   Hashes of expected file:\n    - Filesize:12699567 [weak]\n"
+               "E: Some index files failed to download. They have been ignored, or old ones used instead.\n")
+HASH_SUM = ("E: Failed to fetch http://deb.debian.org/debian/pool/main/i/icu/libicu-dev_76.1-4_amd64.deb  "
+            "Hash Sum mismatch\n   Hashes of expected file:\n"
+            "E: Unable to fetch some archives, maybe run apt-get update or try with --fix-missing?\n")
+UCOL = "tsl/src/x.c:39:\n/usr/include/postgresql/17/server/utils/pg_locale.h:24:10: fatal error: unicode/ucol.h: " \
+       "No such file or directory\ncompilation terminated.\n"
+
+
+@pytest.mark.parametrize("text", [
+    MIRROR_SYNC, HASH_SUM,
+    "W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary failure resolving "
+    "'deb.debian.org'\nE: Unable to locate package libicu-dev\n",
+    "Err:1 http://deb.debian.org/debian bookworm/main amd64 tcl amd64 8.6.13  Could not connect to deb.debian.org:80 "
+    "(151.101.2.132), connection timed out\n",
+    "E: Failed to fetch http://deb.debian.org/debian/pool/main/t/tcl8.6/tcl8.6_8.6.13.deb  404  Not Found "
+    "[IP: 151.101.2.132 80]\n",
+])
+def test_apt_s_words_for_a_mirror_it_could_not_use_are_found(text):
+    assert mirror_failure(text)
+
+
+@pytest.mark.parametrize("text", [
+    "E: Unable to locate package libnosuch-dev\n",
+    "E: Package 'tclx' has no installation candidate\n",
+    UCOL,
+    # a third-party source a CI adds, unreachable here: the build's failure (`unreachable`), not the mirror's
+    "W: Failed to fetch https://packagecloud.io/timescale/timescaledb/debian/dists/trixie/InRelease  Temporary "
+    "failure resolving 'packagecloud.io'\n",
+    "fatal: unable to access 'https://github.com/x/y/': Could not resolve host: github.com\n",
+])
+def test_other_failures_are_not_the_mirror_s(text):
+    assert mirror_failure(text) is None
+
+
+def _cfg(tmp_path, **repair) -> MintConfig:
+    return MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False},
+                      repair={"mirror_backoff": 0, **repair})
+
+
+def test_an_apt_step_the_mirror_fails_once_is_retried_and_the_row_verifies(tmp_path, monkeypatch):
+    force_ecosystem(monkeypatch, Toy(versions=("1.19",)))
+    inst, git_dir = instance_on(tmp_path)
+    f = FakeSandboxFactory(run_id="t")
+    tries = []
+    f.on(r"^fetch-deps$", lambda cmd, sb: tries.append(cmd) or ((100, HASH_SUM) if len(tries) == 1 else (0, "ok")))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    res = mint_instance(inst, git_dir, _cfg(tmp_path), factory=f)
+    assert res.outcome == "verified", res.reason
+    assert len(tries) == 2 and res.round == 1
+    second = [s for s in steps(res) if s.command == "fetch-deps"][-1]
+    assert second.exit_code == 0 and "attempt 2 of 3: the Debian mirror failed" in second.note
+
+
+def test_an_apt_step_the_mirror_keeps_failing_ends_infra_error_not_env_failed(tmp_path, monkeypatch):
+    force_ecosystem(monkeypatch, Toy(versions=("1.19",)))
+    inst, git_dir = instance_on(tmp_path)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"^fetch-deps$", (100, HASH_SUM))
+    res = mint_instance(inst, git_dir, _cfg(tmp_path, mirror_attempts=2), factory=f)
+    assert res.outcome == "infra_error", res.reason
+    assert "apt could not use the Debian mirror (infrastructure)" in res.reason and "Hash Sum mismatch" in res.reason
+    assert len([s for s in steps(res) if s.command == "fetch-deps"]) == 2  # the attempts, one build, no move
+    assert not [s for s in steps(res) if s.agent == "flow" and s.rule.startswith("move")]
+
+
+def test_a_missing_header_whose_index_the_mirror_keeps_from_being_built_ends_infra_error_without_moves(
+        tmp_path, monkeypatch):
+    """timescaledb-10401: `fatal error: unicode/ucol.h`, trixie's mirror mid-sync, apt-file
+    update failing in every attempt: the trajectory says "index unavailable (infrastructure)", the
+    row ends `infra_error` naming the header and the mirror's error, after one build (no move, no
+    second build), and the index's failure is cached nowhere."""
+    eco, f = debian_toy(monkeypatch, "/usr/include/unicode/ucol.h", "libicu-dev")
+    f.on(r"apt-file update", (100, MIRROR_SYNC))
+    f.on(r"apt-cache policy", (0, ""))
+    f.on(r"^fetch-deps$", lambda cmd, sb: (0, "ok") if "/usr/include/unicode/ucol.h" in sb.files else (2, UCOL))
+    inst, git_dir = instance_on(tmp_path)
+    cfg = _cfg(tmp_path)
+    res = mint_instance(inst, git_dir, cfg, factory=f)
+    assert res.outcome == "infra_error", res.reason
+    assert "Debian's file index is unavailable (infrastructure) for header unicode/ucol.h" in res.reason
+    assert "Mirror sync in progress?" in res.reason and "missing-header" in res.reason
+    got = steps(res)
+    notes = [s.note for s in got if s.rule == "debian-index"]
+    assert notes and all("index unavailable (infrastructure)" in n for n in notes)
+    assert not [n for n in notes if "no Debian package" in n]
+    assert len([s for s in got if s.rule == "debian-index:image"]) == cfg.repair.mirror_attempts  # once per run
+    assert len(eco.requests) == 1  # planned once: no replan, no move, no second build
+    assert not [s for s in got if s.agent == "flow" and s.rule.startswith(("move", "round#"))]
+    assert not list((tmp_path / "w" / "cache" / "debian-index").glob("*.json"))
+
+
+def test_the_same_header_verifies_once_the_mirror_is_back(tmp_path, monkeypatch):
+    """The index build fails once (mid-sync) and then works: the header's package is installed
+    and the row verifies, as it would have without the mirror's hiccup."""
+    eco, f = debian_toy(monkeypatch, "/usr/include/unicode/ucol.h", "libicu-dev")
+    builds = []
+    f.on(r"apt-file update", lambda cmd, sb: builds.append(cmd) or ((100, MIRROR_SYNC) if len(builds) == 1 else (0, "")))
+    f.on(r"apt-file search --regexp .*ucol", (0, "libicu-dev: /usr/include/unicode/ucol.h\n"))
+    f.on(r"^fetch-deps$", lambda cmd, sb: (0, "ok") if "/usr/include/unicode/ucol.h" in sb.files else (2, UCOL))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, _cfg(tmp_path), factory=f)
+    assert res.outcome == "verified", res.reason
+    assert len(builds) == 2 and res.round == 1
