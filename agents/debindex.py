@@ -20,7 +20,11 @@ packages:
 
 An index that could not be built or queried is no answer. The index image's build is tried
 again with backoff (`agents.aptmirror.retry_mirror`: a Debian mirror mid-sync fails ``apt-file
-update`` with ``File has unexpected size ... Mirror sync in progress?``); still failing, the index
+update`` with ``File has unexpected size ... Mirror sync in progress?``); still failing, the
+indexes of neighbouring suites answer instead (`agents.debneighbour`, the order as data:
+`index.neighbours`), each package they name taken only when this suite has it (`available`), the
+step's note naming the neighbour and the confirmation (`IndexAnswer.suite`; their answers are
+cached in the neighbour's own file). When none answers, the index
 of this run is *unavailable*: each need it cannot answer gets an `IndexAnswer` whose
 `unavailable` says why (the step's note: ``index unavailable (infrastructure)``), nothing is
 cached, and a caller whose fix waits on the answer raises `IndexUnavailable` (`unanswered`), an
@@ -45,6 +49,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agents import debneighbour
 from agents.aptmirror import mirror_failure, retry_mirror
 from agents.models import StepRecord
 from envpool.errors import InfraError
@@ -53,8 +58,9 @@ RULES_PATH = Path(__file__).resolve().parent / "ecosystems" / "recipes" / "diagn
 NAME_RE = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_.+/-]{0,120}")
 """A need's name: a plain token (no space, quote, shell syntax, no `..`); anything else is refused."""
 DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9.+-]{0,80}")
-INDEX_SETUP = ("export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
-               "apt-get install -y -qq --no-install-recommends apt-file >/dev/null && apt-file update >/dev/null")
+APT_FILE_INSTALL = ("export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
+                    "apt-get install -y -qq --no-install-recommends apt-file >/dev/null")
+INDEX_SETUP = APT_FILE_INSTALL + " && apt-file update >/dev/null"
 """Shell of the index image's one layer (on the build network, at build time)."""
 
 NeedKind = Literal["command", "header", "library", "link", "pkgconfig", "cmake"]
@@ -85,8 +91,9 @@ class Need(BaseModel):
 class IndexAnswer(BaseModel):
     """One query and its answer: the need, the regex searched, the packages found (ranked, best
     first), the chosen one (None: Debian has no such file here, or the index is unavailable),
-    whether it came from the cache, and `unavailable`: why the index could not answer (the
-    mirror's error; None: it answered)."""
+    whether it came from the cache, `unavailable`: why the index could not answer (the
+    mirror's error; None: it answered), and `suite`: the neighbouring suite whose index answered
+    instead of this suite's (its packages confirmed in this suite; None: this suite's own)."""
 
     model_config = ConfigDict(extra="forbid")
     need: Need
@@ -95,6 +102,21 @@ class IndexAnswer(BaseModel):
     chosen: str | None = None
     cached: bool = False
     unavailable: str | None = None
+    suite: str | None = None
+
+
+class Borrowed(BaseModel):
+    """A neighbouring suite's answer for a need this suite's index could not answer: the
+    `suite`, its answer's `lines`, its packages this suite has (`packages`, best first) and
+    those it lacks (`lacks`), its `command`, whether it was `cached`."""
+
+    model_config = ConfigDict(extra="forbid")
+    suite: str
+    lines: list[str]
+    packages: list[str]
+    lacks: list[str]
+    command: str
+    cached: bool = False
 
 
 class IndexUnavailable(InfraError):
@@ -188,14 +210,19 @@ class DebianIndex:
     Args:
         run: the `agents.context.MintRun` (factory, config, trajectory, log).
         base_image: the toolchain image whose Debian suite answers (the plan's `image`).
+        neighbour: (suite, mirror) when this is a neighbouring suite's index made from
+            `base_image` (`agents.debneighbour`; its own image, cache file and search command,
+            one build attempt), None for the base image's own suite.
     """
 
-    def __init__(self, run, base_image: str):
+    def __init__(self, run, base_image: str, neighbour: tuple[str, str] | None = None):
         self.run = run
         self.base_image = base_image
+        self.neighbour = neighbour
         from envpool.images import spec_hash
 
-        self.key = spec_hash({"debian-index": base_image})
+        self.key = spec_hash({"debian-index": base_image} if neighbour is None else
+                             {"debian-index": base_image, "neighbour": list(neighbour)})
         cfg = run.config
         self.tag = f"debian-index-{self.key}"
         self.ref = f"{cfg.image_repository}:{self.tag}"
@@ -205,6 +232,11 @@ class DebianIndex:
         """Why the index image could not be made (after every attempt), for the rest of this run."""
         self.sleep = time.sleep
         """The backoff's sleep (tests replace it)."""
+        self.setup = INDEX_SETUP if neighbour is None else debneighbour.setup_script(APT_FILE_INSTALL, *neighbour)
+        """The index image's layer (a test may make it fail)."""
+        self.search_command = search_command if neighbour is None else debneighbour.search_command
+        self._suite: tuple[str, str] | None = None
+        self._probed = False
 
     # -- the cache ------------------------------------------------------------------------
     def _cache(self) -> dict[str, list[str]]:
@@ -241,15 +273,19 @@ class DebianIndex:
         if self.unavailable is not None:
             return None
         repair = run.config.repair
+        if self.neighbour is not None:  # one attempt: the next neighbour is the retry
+            repair = repair.model_copy(update={"mirror_attempts": 1})
+        what = f"index of {self.base_image}" + (
+            f" from {self.neighbour[0]}'s Contents (a neighbouring suite)" if self.neighbour else "")
 
         def attempt(k: int) -> bool:
             t = time.monotonic()
             with run.factory.sandbox(run.spec(self.base_image, "bridge"), run.log_path) as sb:
-                r = sb.exec(INDEX_SETUP, timeout=run.config.timeouts.setup_step, log_label="debian-index")
-                run.traj(StepRecord(agent="execution", rule="debian-index:image", command=INDEX_SETUP,
+                r = sb.exec(self.setup, timeout=run.config.timeouts.setup_step, log_label="debian-index")
+                run.traj(StepRecord(agent="execution", rule="debian-index:image", command=self.setup,
                                     exit_code=r.exit_code, output_excerpt=r.output[-1000:],
                                     duration=round(time.monotonic() - t, 2),
-                                    note=f"index of {self.base_image}" + (
+                                    note=what + (
                                         f" (attempt {k} of {repair.mirror_attempts})" if k > 1 or not r.ok else "")))
                 if not r.ok:
                     tail = next((ln.strip() for ln in reversed(r.output.splitlines()) if ln.strip()), "")
@@ -258,7 +294,8 @@ class DebianIndex:
                     return False
                 sb.commit(run.config.image_repository, self.tag,
                           labels={"swemint.run": run.config.run_id, "swemint.kind": "debian-index",
-                                  "swemint.base": self.base_image[:200]})
+                                  "swemint.base": self.base_image[:200],
+                                  **({"swemint.suite": self.neighbour[0]} if self.neighbour else {})})
             self.unavailable = None
             return True
 
@@ -297,14 +334,58 @@ class DebianIndex:
                 f"command -v {shlex.quote(n.name)} >/dev/null 2>&1", timeout=30, log_label="debian-index").ok]
         if not needs:
             return [], []
-        cache = self._cache()
         queries = [query_for(n) for n in needs]
-        ask = [q for q in queries if q not in cache]
+        found, cached, outputs, down = self._lookup(queries)
+        answers, packages = [], []
+        borrowed, tried = self._borrowed([n for n, q in zip(needs, queries, strict=True) if q in down])
+        guessed = self._guessed([n for n, q in zip(needs, queries, strict=True)
+                                 if q not in found and not (n in borrowed and borrowed[n].packages)])
+        for need, q in zip(needs, queries, strict=True):
+            nb = borrowed.get(need)
+            if nb is not None and nb.packages:
+                ans = self._take(need, q, nb, down[q])
+                answers.append(ans)
+                packages += [ans.chosen] if ans.chosen and ans.chosen not in packages else []
+                continue
+            lines = found.get(q)
+            code, output, secs = outputs.get(q, (0, "", 0.0))
+            ranked = pick(need, parse_answer("\n".join(lines or [])))
+            if lines is None and guessed.get(need):
+                ranked = guessed[need]
+                output = f"the file index did not answer; Debian has {ranked[0]} (named like the library)\n" + output
+            why = down.get(q) if lines is None and not ranked else None
+            if why and not output:
+                output = why
+            ans = IndexAnswer(need=need, query=q, packages=ranked[:10], chosen=ranked[0] if ranked else None,
+                              cached=q in cached, unavailable=why)
+            answers.append(ans)
+            if ans.chosen and ans.chosen not in packages:
+                packages.append(ans.chosen)
+            said = ans.chosen or (f"index unavailable (infrastructure): {why}" if why else "no Debian package")
+            if why and (nb or tried):
+                said += "; " + "; ".join(([f"{nb.suite}'s index has {', '.join(nb.lacks) or 'no such file'}, "
+                                           f"which this suite lacks" if nb.lacks else
+                                           f"{nb.suite}'s index has no such file"] if nb else []) + tried)
+            note = f"index: {need.label} -> {said}" + \
+                (f" (of {', '.join(ranked[:5])})" if len(ranked) > 1 else "") + (" [cached]" if ans.cached else "")
+            self.run.traj(StepRecord(agent="execution", rule="debian-index", command=self.search_command(q),
+                                     exit_code=0 if lines is not None else ((code or -1) if why else code),
+                                     output_excerpt="\n".join(lines or [])[:2000] if lines is not None
+                                     else output[-1000:], duration=round(secs, 2), note=note))
+        return packages, answers
+
+    def _lookup(self, queries: list[str]) -> tuple[dict[str, list[str]], set[str], dict[str, tuple[int, str, float]],
+                                                   dict[str, str]]:
+        """For `queries`: (the answer's lines per query answered, those answered from the cache,
+        (exit code, output, seconds) per query searched, why each query not answered was not).
+        Fresh answers are cached; a failed search or an unavailable index never is."""
+        cache = self._cache()
+        ask = [q for q in dict.fromkeys(queries) if q not in cache]
         fresh: dict[str, list[str]] = {}
         outputs: dict[str, tuple[int, str, float]] = {}
-        down: dict[str, str] = {}  # query -> why the index could not answer it
+        down: dict[str, str] = {}
         if ask:
-            found = self._search([search_command(q) for q in ask])
+            found = self._search([self.search_command(q) for q in ask])
             for i, q in enumerate(ask):
                 if found is None:
                     down[q] = self.unavailable or "the index image could not be made"
@@ -316,32 +397,67 @@ class DebianIndex:
                     tail = next((ln.strip() for ln in reversed(got[1].splitlines()) if ln.strip()), "")
                     down[q] = mirror_failure(got[1]) or f"the index query failed (exit {got[0]}): {tail[:300]}"
             self._store(fresh)
-        answers, packages = [], []
-        failed = [n for n, q in zip(needs, queries, strict=True) if cache.get(q, fresh.get(q)) is None]
-        guessed = self._guessed(failed)
-        for need, q in zip(needs, queries, strict=True):
-            lines = cache.get(q, fresh.get(q))
-            code, output, secs = outputs.get(q, (0, "", 0.0))
-            ranked = pick(need, parse_answer("\n".join(lines or [])))
-            if lines is None and guessed.get(need):
-                ranked = guessed[need]
-                output = f"the file index did not answer; Debian has {ranked[0]} (named like the library)\n" + output
-            why = down.get(q) if lines is None and not ranked else None
-            if why and not output:
-                output = why
-            ans = IndexAnswer(need=need, query=q, packages=ranked[:10], chosen=ranked[0] if ranked else None,
-                              cached=q in cache, unavailable=why)
-            answers.append(ans)
-            if ans.chosen and ans.chosen not in packages:
-                packages.append(ans.chosen)
-            said = ans.chosen or (f"index unavailable (infrastructure): {why}" if why else "no Debian package")
-            note = f"index: {need.label} -> {said}" + \
-                (f" (of {', '.join(ranked[:5])})" if len(ranked) > 1 else "") + (" [cached]" if ans.cached else "")
-            self.run.traj(StepRecord(agent="execution", rule="debian-index", command=search_command(q),
-                                     exit_code=0 if lines is not None else ((code or -1) if why else code),
-                                     output_excerpt="\n".join(lines or [])[:2000] if lines is not None
-                                     else output[-1000:], duration=round(secs, 2), note=note))
-        return packages, answers
+        return ({q: cache[q] for q in queries if q in cache} | fresh, {q for q in queries if q in cache},
+                outputs, down)
+
+    # -- a neighbouring suite's index, when this suite's cannot answer ------------------------
+    def suite(self) -> tuple[str, str] | None:
+        """(suite, mirror) the base image's apt sources name (`agents.debneighbour.own_suite`),
+        probed once (a step `debian-index:suite`, no network); None when they name none."""
+        if not self._probed:
+            run = self.run
+            with run.factory.sandbox(run.spec(self.base_image, "none"), run.log_path) as sb:
+                r = sb.exec(debneighbour.SUITE_PROBE, timeout=60, log_label="debian-index")
+            self._probed, self._suite = True, debneighbour.own_suite(r.output) if r.ok else None
+            run.traj(StepRecord(agent="execution", rule="debian-index:suite", command=debneighbour.SUITE_PROBE,
+                                exit_code=r.exit_code, output_excerpt=r.output[-1000:], duration=round(r.duration, 2),
+                                note=f"suite of {self.base_image}: " + (
+                                    " from ".join(self._suite) if self._suite else "unknown (no neighbouring index)")))
+        return self._suite
+
+    def _borrowed(self, needs: list[Need]) -> tuple[dict[Need, Borrowed], list[str]]:
+        """For `needs` this suite's index could not answer: the answers of neighbouring suites'
+        indexes (`agents.debneighbour`, in the data's order; a need goes on to the next neighbour
+        until a package of an answer is one this suite has: `available`, one policy query per
+        neighbour), and a line per neighbour that could not answer."""
+        got: dict[Need, Borrowed] = {}
+        tried: list[str] = []
+        own = self.suite() if needs and self.neighbour is None else None
+        left = list(needs)
+        for name in debneighbour.neighbours_of(own[0], index_data()) if own else []:
+            if not left:
+                break
+            nb = index_for(self.run, self.base_image, (name, own[1]) if own else None)
+            queries = [query_for(n) for n in left]
+            found, cached, _, down = nb._lookup(queries)
+            if down:
+                tried.append(f"{name}'s index unavailable too: {next(iter(down.values()))}")
+            ranked = {n: pick(n, parse_answer("\n".join(found[q])))[:10]
+                      for n, q in zip(left, queries, strict=True) if q in found}
+            have = set(self.available([p for r in ranked.values() for p in r]))
+            for n, r in ranked.items():
+                q = query_for(n)
+                b = Borrowed(suite=name, lines=found[q], packages=[p for p in r if p in have],
+                             lacks=[p for p in r if p not in have][:5], command=nb.search_command(q), cached=q in cached)
+                if b.packages or n not in got:
+                    got[n] = b
+            left = [n for n in left if not (n in got and got[n].packages)]
+        return got, tried
+
+    def _take(self, need: Need, query: str, nb: Borrowed, why: str) -> IndexAnswer:
+        """The answer to `need` from neighbour `nb` (its packages this suite has), recorded as the
+        need's `debian-index` step: the neighbour's query and answer, the note naming the
+        neighbour and the confirmation."""
+        own = self._suite[0] if self._suite else "this suite"
+        ans = IndexAnswer(need=need, query=query, packages=nb.packages, chosen=nb.packages[0], cached=nb.cached,
+                          suite=nb.suite)
+        note = (f"index: {need.label} -> {ans.chosen}" + (f" (of {', '.join(nb.packages[:5])})" if len(nb.packages) > 1
+                                                         else "") +
+                f" from {nb.suite}'s index, confirmed in {own} (apt-cache policy); {own}'s own index unavailable "
+                f"(infrastructure): {why}" + (" [cached]" if nb.cached else ""))
+        self.run.traj(StepRecord(agent="execution", rule="debian-index", command=nb.command, exit_code=0,
+                                 output_excerpt="\n".join(nb.lines)[:2000], duration=0.0, note=note))
+        return ans
 
     def _guessed(self, needs: list[Need]) -> dict[Need, list[str]]:
         """For library needs the file index could not answer (apt-file's Contents out of sync
@@ -384,9 +500,10 @@ POLICY_SETUP = "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq >/dev/
 lists only, whatever else fails."""
 
 
-def index_for(run, base_image: str) -> DebianIndex:
-    """The `DebianIndex` of `base_image` for this run (one per base image and run)."""
+def index_for(run, base_image: str, neighbour: tuple[str, str] | None = None) -> DebianIndex:
+    """The `DebianIndex` of `base_image` for this run (one per base image, neighbour and run)."""
     cache = run.__dict__.setdefault("_debian_index", {})
-    if base_image not in cache:
-        cache[base_image] = DebianIndex(run, base_image)
-    return cache[base_image]
+    key = base_image if neighbour is None else (base_image, *neighbour)
+    if key not in cache:
+        cache[key] = DebianIndex(run, base_image, neighbour)
+    return cache[key]

@@ -324,3 +324,152 @@ def test_a_search_that_fails_in_the_index_image_is_no_answer_and_is_not_cached(t
     assert pkgs == ["tcl"] and "exit 255" in (answers[0].unavailable or "") and answers[1].unavailable is None
     cached = index.cache_path.read_text()
     assert "tclsh" in cached and "ucol" not in cached
+
+
+# -- a neighbouring suite's index, when the own suite's cannot be built ---------------------------
+
+SUITES = "trixie http://deb.debian.org/debian\ntrixie-updates http://deb.debian.org/debian\n"
+ICU_POLICY = """libicu-dev:
+  Installed: (none)
+  Candidate: 76.1-4
+  Version table:
+     76.1-4 500
+        500 http://deb.debian.org/debian trixie/main amd64 Packages
+libmozjs-140-dev:
+  Installed: (none)
+  Candidate: (none)
+  Version table:
+"""
+
+
+def _trixie_mid_sync(tmp_path, answers: dict[str, str], policy: str = ICU_POLICY, neighbours_build=("sid", "bookworm"),
+                     **repair):
+    """A fake engine whose trixie image's own index fails with the mirror-sync error every time;
+    the neighbour suites in `neighbours_build` build, and their index answers `answers[suite]`."""
+    from agents.debindex import index_for
+
+    f = FakeSandboxFactory(run_id="t")
+    run = _run(tmp_path, f, **repair)
+    f.on(r"apt-get indextargets", (0, SUITES))
+    f.on(r"apt-file -c \S+ update", lambda cmd, sb: (0, "") if any(
+        f"deb http://deb.debian.org/debian {s} main" in cmd for s in neighbours_build) else (100, MIRROR_SYNC))
+    f.on(r"apt-file update", (100, MIRROR_SYNC))
+
+    def search(cmd, sb):
+        for suite, text in answers.items():
+            if sb.spec.image == index_for(run, "swemint/cfamily:gcc14", (suite, "http://deb.debian.org/debian")).ref:
+                return (0, text) if text else (1, "")
+        raise AssertionError(f"a search outside a neighbour's index image: {sb.spec.image}")
+
+    f.on(r"apt-file -c /etc/apt/swemint-neighbour.conf search --regexp ", search)
+    f.on(r"apt-cache policy", (0, policy))
+    return f, run
+
+
+ICU_SID = "libicu-dev: /usr/include/unicode/ucol.h\nlibmozjs-140-dev: /usr/include/x86_64-linux-gnu/mozjs-140/unicode/ucol.h\n"
+
+
+def test_an_own_index_the_mirror_keeps_from_being_built_is_answered_by_a_neighbouring_suite_confirmed_in_its_own(
+        tmp_path):
+    """trixie's Contents out of sync with its InRelease (apt-file update fails every attempt):
+    sid's index, made from the same image with apt-file's own sources list, says libicu-dev
+    ships unicode/ucol.h; trixie has libicu-dev (apt-cache policy on trixie), so it is the answer,
+    noted as sid's and confirmed; libmozjs-140-dev, which trixie lacks, is not among them."""
+    from agents.debindex import index_for, unanswered
+
+    f, run = _trixie_mid_sync(tmp_path, {"sid": ICU_SID})
+    index = index_for(run, "swemint/cfamily:gcc14")
+    pkgs, [answer] = index.resolve([UCOL])
+    assert pkgs == ["libicu-dev"] and answer.chosen == "libicu-dev" and answer.packages == ["libicu-dev"]
+    assert answer.unavailable is None and answer.suite == "sid"
+    unanswered([answer])  # an answer: nothing to raise
+    step = run.traj.steps[-1]
+    assert step.rule == "debian-index" and step.exit_code == 0
+    assert step.command == "apt-file -c /etc/apt/swemint-neighbour.conf search --regexp " \
+                           "'^/usr/include/(.+/)?unicode/ucol\\.h$'"
+    assert step.note.startswith("index: header unicode/ucol.h -> libicu-dev from sid's index, confirmed in trixie "
+                                "(apt-cache policy); trixie's own index unavailable (infrastructure): E: Failed to fetch")
+    assert "libicu-dev: /usr/include/unicode/ucol.h" in step.output_excerpt
+    # the own index was tried as before (3 attempts), then sid's once, built from the same image with a
+    # sources list naming only sid, for apt-file alone (quoted)
+    made = [s for s in run.traj.steps if s.rule == "debian-index:image"]
+    assert [s.exit_code for s in made] == [100, 100, 100, 0]
+    assert "from sid's Contents" in made[-1].note and "apt-file -c /etc/apt/swemint-neighbour.conf update" in \
+        made[-1].command and "'deb http://deb.debian.org/debian sid main' > /etc/apt/swemint-neighbour.list" in \
+        made[-1].command
+    policy = [c.command for sb in f.sandboxes for c in sb.calls if "apt-cache policy" in c.command]
+    assert policy == ["export DEBIAN_FRONTEND=noninteractive; apt-get update -qq >/dev/null 2>&1; "
+                      "apt-cache policy libicu-dev libmozjs-140-dev"]
+    assert [sb.spec.image for sb in f.sandboxes if any("apt-cache policy" in c.command for c in sb.calls)] == \
+        ["swemint/cfamily:gcc14"]  # the own suite's package lists
+    # cached as sid's answer (its own file), never as trixie's; a later run asks trixie's index first,
+    # then takes sid's cached answer, confirmed again
+    assert not index.cache_path.exists()
+    sid = index_for(run, "swemint/cfamily:gcc14", ("sid", "http://deb.debian.org/debian"))
+    assert sid.cache_path != index.cache_path and "libicu-dev: /usr/include/unicode/ucol.h" in sid.cache_path.read_text()
+    f2, run2 = _trixie_mid_sync(tmp_path / "2", {})
+    run2.config.workdir = run.config.workdir
+    pkgs2, [again] = index_for(run2, "swemint/cfamily:gcc14").resolve([UCOL])
+    assert pkgs2 == ["libicu-dev"] and again.cached and again.suite == "sid"
+    assert run2.traj.steps[-1].note.endswith("[cached]")
+    assert not [c for sb in f2.sandboxes for c in sb.calls if "apt-file -c" in c.command]
+
+
+def test_a_neighbour_s_package_the_own_suite_lacks_is_not_taken(tmp_path):
+    """sid names a package trixie does not have: not taken, the next neighbour (bookworm) is
+    asked and its libicu-dev, which trixie has, is; when no neighbour names one trixie has, the
+    need stays unavailable (infra_error), never a package of another suite."""
+    from agents.debindex import IndexUnavailable, index_for, unanswered
+
+    only_sid = "libicu-sid-dev: /usr/include/unicode/ucol.h\n"
+    f, run = _trixie_mid_sync(tmp_path, {"sid": only_sid, "bookworm": "libicu-dev: /usr/include/unicode/ucol.h\n"})
+    pkgs, [answer] = index_for(run, "swemint/cfamily:gcc14").resolve([UCOL])
+    assert pkgs == ["libicu-dev"] and answer.suite == "bookworm"
+    assert "libicu-dev from bookworm's index, confirmed in trixie" in run.traj.steps[-1].note
+
+    f, run = _trixie_mid_sync(tmp_path / "2", {"sid": only_sid, "bookworm": ""})
+    pkgs, [answer] = index_for(run, "swemint/cfamily:gcc14").resolve([UCOL])
+    assert pkgs == [] and answer.chosen is None and answer.suite is None
+    assert "Mirror sync in progress?" in (answer.unavailable or "")
+    note = run.traj.steps[-1].note
+    assert note.startswith("index: header unicode/ucol.h -> index unavailable (infrastructure): E: Failed to fetch")
+    assert "sid's index has libicu-sid-dev, which this suite lacks" in note
+    with pytest.raises(IndexUnavailable):
+        unanswered([answer])
+
+
+def test_when_no_neighbour_s_index_can_be_built_either_the_need_is_unavailable_as_before(tmp_path):
+    from agents.debindex import IndexUnavailable, index_for, unanswered
+
+    f, run = _trixie_mid_sync(tmp_path, {}, neighbours_build=())
+    index = index_for(run, "swemint/cfamily:gcc14")
+    pkgs, [answer] = index.resolve([UCOL])
+    assert pkgs == [] and answer.chosen is None and "Mirror sync in progress?" in (answer.unavailable or "")
+    note = run.traj.steps[-1].note
+    assert note.startswith("index: header unicode/ucol.h -> index unavailable (infrastructure): E: Failed to fetch "
+                           "http://deb.debian.org/debian/dists/trixie/main/Contents-amd64.gz")
+    assert "sid's index unavailable too" in note and "bookworm's index unavailable too" in note
+    made = [s for s in run.traj.steps if s.rule == "debian-index:image"]
+    assert len(made) == 3 + 2  # the own index's attempts, then one per neighbour
+    assert not list((Path(run.config.workdir) / "cache" / "debian-index").glob("*.json"))  # nothing cached
+    assert not [c for sb in f.sandboxes for c in sb.calls if "search --regexp" in c.command]
+    with pytest.raises(IndexUnavailable) as e:
+        unanswered([answer], instance_id="o__r-1")
+    assert "header unicode/ucol.h" in e.value.message and "Mirror sync in progress?" in e.value.message
+    # asked again in this run: nothing is built again
+    index.resolve([UCOL])
+    assert len([s for s in run.traj.steps if s.rule == "debian-index:image"]) == 5
+
+
+def test_the_neighbours_of_a_suite_are_data_and_its_suite_is_read_from_its_apt_sources():
+    from agents.debindex import index_data
+    from agents.debneighbour import neighbours_of, own_suite, setup_script
+
+    assert neighbours_of("trixie", index_data()) == ["sid", "bookworm"]
+    assert neighbours_of("bookworm", index_data()) == ["trixie", "bullseye"]
+    assert neighbours_of("nosuch", index_data()) == []
+    assert own_suite(SUITES) == ("trixie", "http://deb.debian.org/debian")
+    assert own_suite("bookworm-security http://deb.debian.org/debian-security\nbookworm http://deb.debian.org/debian/\n") \
+        == ("bookworm", "http://deb.debian.org/debian")
+    assert own_suite("") is None and own_suite("trixie $(id)\n") is None
+    assert "'deb http://x/y sid main'" in setup_script("true", "sid", "http://x/y")
