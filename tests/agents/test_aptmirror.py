@@ -109,6 +109,15 @@ def test_a_missing_header_whose_index_the_mirror_keeps_from_being_built_ends_inf
     assert not list((tmp_path / "w" / "cache" / "debian-index").glob("*.json"))
 
 
+def _mint_ucol(tmp_path, f):
+    """Mint the toy whose setup fails on unicode/ucol.h until libicu-dev is installed."""
+    f.on(r"^fetch-deps$", lambda cmd, sb: (0, "ok") if "/usr/include/unicode/ucol.h" in sb.files else (2, UCOL))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    inst, git_dir = instance_on(tmp_path)
+    return mint_instance(inst, git_dir, _cfg(tmp_path), factory=f)
+
+
 def test_the_same_header_verifies_once_the_mirror_is_back(tmp_path, monkeypatch):
     """The index build fails once (mid-sync) and then works: the header's package is installed
     and the row verifies, as it would have without the mirror's hiccup."""
@@ -116,10 +125,25 @@ def test_the_same_header_verifies_once_the_mirror_is_back(tmp_path, monkeypatch)
     builds = []
     f.on(r"apt-file update", lambda cmd, sb: builds.append(cmd) or ((100, MIRROR_SYNC) if len(builds) == 1 else (0, "")))
     f.on(r"apt-file search --regexp .*ucol", (0, "libicu-dev: /usr/include/unicode/ucol.h\n"))
-    f.on(r"^fetch-deps$", lambda cmd, sb: (0, "ok") if "/usr/include/unicode/ucol.h" in sb.files else (2, UCOL))
-    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
-         else (1, events({"TestAdd": "fail"})))
-    inst, git_dir = instance_on(tmp_path)
-    res = mint_instance(inst, git_dir, _cfg(tmp_path), factory=f)
+    res = _mint_ucol(tmp_path, f)
     assert res.outcome == "verified", res.reason
     assert len(builds) == 2 and res.round == 1
+
+
+def test_a_missing_header_whose_own_index_the_mirror_keeps_from_being_built_verifies_through_a_neighbouring_suite(
+        tmp_path, monkeypatch):
+    """timescaledb-10401 on trixie, whose Contents the mirror keeps out of sync with its InRelease:
+    apt-file update fails on trixie in every attempt, sid's index (the first neighbour of trixie)
+    says libicu-dev ships unicode/ucol.h, trixie's package lists have it: installed, the row
+    verifies in round 1 with the note naming sid's index and trixie's confirmation."""
+    eco, f = debian_toy(monkeypatch, "/usr/include/unicode/ucol.h", "libicu-dev")
+    f.on(r"apt-get indextargets", (0, "trixie http://deb.debian.org/debian\n"))
+    f.on(r"apt-file -c \S+ update", lambda cmd, sb: (0, "") if " sid main" in cmd else (100, MIRROR_SYNC))
+    f.on(r"apt-file update", (100, MIRROR_SYNC))
+    f.on(r"apt-file -c \S+ search --regexp .*ucol", (0, "libicu-dev: /usr/include/unicode/ucol.h\n"))
+    f.on(r"apt-cache policy", (0, "libicu-dev:\n  Installed: (none)\n  Candidate: 76.1-4\n"))
+    res = _mint_ucol(tmp_path, f)
+    assert res.outcome == "verified", res.reason
+    notes = [s.note for s in steps(res) if s.rule == "debian-index"]
+    assert res.round == 1 and notes and "libicu-dev from sid's index, confirmed in trixie" in notes[0]
+    assert "apt-get install" in res.setup_script and "libicu-dev" in res.setup_script
