@@ -80,9 +80,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from xml.sax.saxutils import escape as xml_escape
+from xml.sax.saxutils import quoteattr
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import catch2_runs  # noqa: E402  (installed beside this file)
+import ctest_reruns  # noqa: E402  (installed beside this file)
 import doctest_runs  # noqa: E402  (installed beside this file)
 import gtest_suites  # noqa: E402  (installed beside this file)
 
@@ -443,6 +446,51 @@ def owners(picked, touched, src):
     return out
 
 
+UNBUILT_TAG = "unbuilt"
+UNBUILT_ANCHOR = "the tests of the targets that failed to build follow"
+"""The helper line printed right before the ``<swemint-unbuilt>`` sections on the console: the
+parsers read the sections only after the last such line (a test's or a build's output, printed
+before it, cannot add collectors)."""
+
+
+def unbuilt_ids(target, touched, src, tests):
+    """The collectors of the tests target `target` (a codemodel entry) would have run had it
+    built (class S34): the GoogleTest ids the touched files it lists declare
+    (`gtest_suites.declared`, read on this side's tree), then the CTest tests that run its
+    artifact whole (named like it, or its command or an absolute argument is its artifact; not a
+    one-case ``--gtest_filter`` test nor the ``_NOT_BUILT`` placeholder)."""
+    name, _, sources, arts = target
+    listed = set(norm(s, src) for s in sources)
+    out = [c for f in sorted(listed & touched) for c in gtest_suites.file_suites(os.path.join(src, f), gtest_suites.declared)]
+    arts = set(arts)
+    for n, cmd in tests:
+        if n.endswith(NOT_BUILT) or gtest_suites.case_of(cmd):
+            continue
+        runs = bool(cmd) and any(os.path.realpath(x) in arts for x in cmd[:1] + [a for a in cmd[1:] if os.path.isabs(a)])
+        if n == name or runs:
+            out.append(n)
+    seen = set()
+    return [c for c in out if not (c in seen or seen.add(c))]
+
+
+def unbuilt_section(name, ids):
+    """One ``<swemint-unbuilt target="NAME">`` section (bytes): a collector a line, XML-escaped."""
+    body = "".join(xml_escape(i) + "\n" for i in ids)
+    return ("<swemint-%s target=%s>\n%s</swemint-%s>\n" % (UNBUILT_TAG, quoteattr(name), body, UNBUILT_TAG)).encode("utf-8")
+
+
+def report_unbuilt(unbuilt, report):
+    """Add the sections of the `unbuilt` targets ([(name, collectors)]) to the ``--output-junit``
+    file `report` (after ctest's document), else print them after `UNBUILT_ANCHOR`."""
+    if not unbuilt:
+        return
+    for name, ids in unbuilt:
+        log("target %s failed to build: its %d test(s) are reported as not built" % (name, len(ids)))
+    if not report:
+        log(UNBUILT_ANCHOR)
+    ctest_reruns.write_sections([unbuilt_section(n, i) for n, i in unbuilt], report)
+
+
 def main(argv):
     if "--" not in argv:
         print(__doc__)
@@ -489,10 +537,13 @@ def main(argv):
                 "the whole suite (building every target, running every test)")
     if whole:
         build_whole(build, jobs, targets, rediscover)
-    for name, _, _, arts in picked:
+    failed = []
+    for target in picked:
+        name, _, _, arts = target
         clean = ["--clean-first"] if rediscover else []
         if run(["cmake", "--build", build, "--target", name, "-j", jobs] + clean) != 0:
             log("target %s failed to build: its tests cannot run" % name)
+            failed.append(target)
             for a in arts:
                 if os.path.exists(a):
                     os.remove(a)
@@ -500,6 +551,10 @@ def main(argv):
         return 0
     if picked or whole:  # what the builds registered (googletest discovery) is in the list only now
         tests = ctest_tests(build)
+    report = os.path.join(build, junit) if junit else None
+    # S34: an owner that failed to build reports the tests it would have run as not built
+    unbuilt = [(t[0], unbuilt_ids(t, touched, src, tests)) for t in failed] if owned else []
+    unbuilt = [(n, i) for n, i in unbuilt if i]
     names = set(t[0] for t in picked)
     arts = set(a for t in picked for a in t[3])
     selected = [n for n, c in tests
@@ -530,6 +585,7 @@ def main(argv):
         log("no CTest tests are defined")
         for line in gating_options(build, configured):
             log(line)
+        report_unbuilt(unbuilt, report)
         return 2
     bad = failed_fixtures(build, set(selected) if selected and len(selected) < len(tests) else None, timeout)
     if bad:
@@ -538,9 +594,9 @@ def main(argv):
     rc, last = run_ctest(cmd, build, src, flt, own)
     prefix = last[:-len(cmd)] if len(last) > len(cmd) else []
     chosen = set(selected) if selected and len(selected) < len(tests) else None
-    report = os.path.join(build, junit) if junit else None
     doctest_runs.run_doctests(build, chosen, timeout, prefix, report)
     catch2_runs.run_catch2(build, chosen, timeout, prefix, report)
+    report_unbuilt(unbuilt, report)
     return rc
 
 

@@ -72,11 +72,38 @@ def suites(text):
     return [p for p in out if not (p in seen or seen.add(p))]
 
 
-def file_suites(path):
-    """`suites` of the file at `path`; [] when it cannot be read."""
+def declared(text):
+    """The collectors (`envpool.grading.in_failed_collector`: the id itself, or a prefix the id
+    continues with ``/``) covering the GoogleTest ids C++ source `text` declares, as GoogleTest
+    prints them (class S34: a target that failed to build cannot run them): ``TEST``/``TEST_F``/
+    ``GTEST_TEST`` (S, N) -> ``S.N``; ``TEST_P(S, N)`` -> ``P/S.N`` (``S.N`` for an empty
+    prefix) for each instantiation of S in the file -- its ids are ``P/S.N/<param>`` -- none
+    there: left out (its prefixes are unknown); ``TYPED_TEST(S, N)`` -> ``S`` (ids ``S/<i>.N``;
+    every typed test of S is in S's file); ``TYPED_TEST_P`` -> ``P/S`` for each typed
+    instantiation, none: left out. In order, each once."""
+    code = _code(text)
+    values, typed = {}, {}
+    for kind, prefix, suite in ((m.group(1), m.group(2) or "", m.group(3)) for m in _INSTANCES.finditer(code)):
+        (typed if "TYPED" in kind else values).setdefault(suite, []).append(prefix)
+    out = []
+    for kind, suite, name in ((m.group(1), m.group(2), m.group(3)) for m in _TESTS.finditer(code)):
+        if kind == "TEST_P":
+            out += [(p + "/" if p else "") + suite + "." + name for p in values.get(suite, [])]
+        elif kind == "TYPED_TEST_P":
+            out += [(p + "/" if p else "") + suite for p in typed.get(suite, [])]
+        elif kind == "TYPED_TEST":
+            out.append(suite)
+        else:
+            out.append(suite + "." + name)
+    seen = set()
+    return [c for c in out if not (c in seen or seen.add(c))]
+
+
+def file_suites(path, read=suites):
+    """`suites` (or `read`: `declared`) of the file at `path`; [] when it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return suites(f.read())
+            return read(f.read())
     except (IOError, OSError):
         return []
 

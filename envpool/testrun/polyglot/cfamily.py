@@ -27,6 +27,13 @@ Test ids:
   stopped early (a crash inside a test case) keeps its test cases before the stop and its own
   CTest result, and reports ``<ctest test> [Catch2 run stopped early]`` as a unit that stopped;
   the ``known_tests`` rule below is not applied to a test with a Catch2 report.
+- A target owning the touched files that failed to build (class S34: the test_patch's test uses
+  the fix's new API): ``recipes/cmake_tests.py`` writes an ``<swemint-unbuilt target="T">``
+  section (`UNBUILT`) of the collectors of the tests it would have run -- the GoogleTest ids the
+  touched files declare (``S.N``; ``P/S.N`` and ``S`` cover parameterised and typed ids with
+  ``/``), and the CTest tests running it whole -- each a collection error, so a test passing
+  after is FAIL_TO_PASS. Read as the doctest sections (after the JUnit declaration; on a
+  console only after the helper's `UNBUILT_ANCHOR` line, itself after ctest's last summary).
 - automake (jq's ``make check``): the test script path (``tests/shtest``): a script that runs
   many cases counts as one test. `script_results` does the same for scripts run one by one.
 
@@ -59,10 +66,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from xml.sax.saxutils import unescape as xml_unescape
 
 from envpool.testrun.polyglot.catch2_xml import catch2_runs, split_catch2_sections
 from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser, to_text
-from envpool.testrun.polyglot.doctest_sections import DoctestRuns, doctest_runs, split_sections
+from envpool.testrun.polyglot.doctest_sections import DoctestRuns, doctest_runs, section_pattern, split_sections
 from envpool.testrun.polyglot.tapstream import read_tap
 from envpool.testrun.outcome import TestStatus
 
@@ -116,7 +124,9 @@ def parse_ctest_junit(raw: bytes, known_tests: Iterable[str] | None = None) -> R
     output is raw, before it).
     """
     res = Result(source="junit")
+    raw, unbuilt = unbuilt_units(raw, max(raw.rfind(b"<?xml"), 0))
     head, runs = _helper_runs(raw, max(raw.rfind(b"<?xml"), 0))
+    runs.collection_errors += unbuilt
     for case in junit_cases(head):
         if case.name in runs.covered:
             continue
@@ -150,14 +160,63 @@ def _helper_runs(raw: bytes | str, after: int) -> tuple[bytes | str, DoctestRuns
     return head, runs
 
 
+UNBUILT = section_pattern(b"unbuilt")
+"""``<swemint-unbuilt target="NAME">`` + one collector a line (XML-escaped) + ``</swemint-unbuilt>``:
+what ``recipes/cmake_tests.py`` writes for an owner of the touched files that failed to build
+(class S34; appended to the ``--output-junit`` file, else printed after `UNBUILT_ANCHOR`)."""
+UNBUILT_ANCHOR = re.compile(r"^swemint-cmake-tests: the tests of the targets that failed to build follow$", re.M)
+"""The helper's line right before its console sections (``cmake_tests.UNBUILT_ANCHOR``)."""
+
+
+def unbuilt_units(raw: bytes | str, after: int | None) -> tuple[bytes | str, list[str]]:
+    """(`raw` without the unbuilt sections read, their collectors in order): the sections from
+    offset `after` on (None: none is read). Each collector is a collection error
+    (`envpool.grading.in_failed_collector`: a GoogleTest id ``S.N``, a prefix its ids continue
+    with ``/``, a CTest name), so the tests it covers fail on this side and pass-after ones are
+    FAIL_TO_PASS; a test the other side does not report is never listed."""
+    if after is None:
+        return raw, []
+    data = raw.encode("utf-8", errors="replace") if isinstance(raw, str) else raw
+    if isinstance(raw, str):
+        after = len(raw[:after].encode("utf-8", errors="replace"))
+    out, labels, pos = [], [], 0
+    for m in UNBUILT.finditer(data, after):
+        out.append(data[pos:m.start()])
+        pos = m.end()
+        for line in m.group(2).decode("utf-8", errors="replace").splitlines():
+            label = xml_unescape(line).strip()
+            if label and label not in labels:
+                labels.append(label)
+    out.append(data[pos:])
+    head = b"".join(out)
+    return (head.decode("utf-8", errors="replace") if isinstance(raw, str) else head), labels
+
+
+def _console_unbuilt(text: str) -> tuple[str, list[str]]:
+    """`unbuilt_units` of a console: only after the helper's last `UNBUILT_ANCHOR` line, and
+    only when that lies after ctest's last summary line (a test's output, printed before it,
+    cannot add a collector)."""
+    summary = None
+    for summary in _CTEST_SUMMARY_ANY.finditer(text):  # noqa: B007 (the last match is kept)
+        pass
+    anchor = None
+    for anchor in UNBUILT_ANCHOR.finditer(text):  # noqa: B007
+        pass
+    ok = anchor is not None and (summary is None or anchor.start() > summary.end())
+    head, labels = unbuilt_units(text, anchor.end() if ok and anchor else None)
+    return str(head), labels
+
+
 def _console_doctest(text: str) -> tuple[str, DoctestRuns]:
     """(`text` without its doctest and Catch2 sections, what they give): only sections after
     ctest's last summary line count (a test's own output, printed before it, cannot add
     results)."""
+    text, unbuilt = _console_unbuilt(text)
     last = None
     for last in _CTEST_SUMMARY_ANY.finditer(text):  # noqa: B007 (the last match is kept)
         pass
     head, runs = _helper_runs(text, last.end() if last else len(text))
+    runs.collection_errors += unbuilt
     return str(head), runs
 
 
