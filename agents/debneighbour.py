@@ -25,8 +25,18 @@ CONF = "/etc/apt/swemint-neighbour.conf"
 SOURCES = "/etc/apt/swemint-neighbour.list"
 PARTS = "/etc/apt/swemint-neighbour.d"
 LISTS = "/var/lib/swemint-neighbour/lists"
-SUITE_PROBE = "apt-get indextargets --format '$(RELEASE) $(SITE)' 'Created-By: Packages'"
-"""The suites and mirrors the base image's apt sources name (no network needed)."""
+SUITE_PROBE = ("{ apt-get indextargets --format '$(RELEASE) $(SITE)' 'Created-By: Packages' 2>/dev/null; "
+               "sed -e 's/\\[[^]]*\\]//' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null"
+               " | awk '$1 == \"deb\" { print $3, $2 }'; "
+               "awk '/^URIs:/ { u = $2 } /^Suites:/ { s = $0 } /^$/ { if (u != \"\" && s != \"\") "
+               "{ n = split(s, a, \" \"); for (i = 2; i <= n; i++) print a[i], u } u = \"\"; s = \"\" } "
+               "END { if (u != \"\" && s != \"\") { n = split(s, a, \" \"); for (i = 2; i <= n; i++) print a[i], u } }' "
+               "/etc/apt/sources.list.d/*.sources 2>/dev/null; true; }")
+"""The suites and mirrors the base image's apt sources name (no network needed): apt's index
+targets, which exist only while the image keeps its package lists -- images that end their apt
+steps with ``rm -rf /var/lib/apt/lists/*`` (every swemint toolchain image) have none -- then the
+one-line sources (``deb [options] URI suite ...`` in ``sources.list`` and ``*.list``) and the
+deb822 ``*.sources`` stanzas (``URIs:`` / ``Suites:``), in that order."""
 _SUITE = re.compile(r"[a-z][a-z0-9]{1,30}")
 _SITE = re.compile(r"https?://[A-Za-z0-9.:@_~/+-]{1,200}")
 

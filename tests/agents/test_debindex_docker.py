@@ -53,3 +53,22 @@ def test_a_trixie_header_is_answered_by_sid_s_index_and_confirmed_in_trixie(tmp_
                 docker_client.images.remove(ref, force=True)
             except Exception:  # noqa: BLE001 - never made
                 pass
+
+
+def test_the_suite_probe_reads_the_sources_when_the_image_dropped_its_package_lists(docker_client):
+    """swemint's toolchain images end their apt steps with ``rm -rf /var/lib/apt/lists/*``, so
+    ``apt-get indextargets`` prints nothing there (timescaledb-10411 on the gcc14 image: 'suite
+    ... unknown (no neighbouring index)'); the probe then reads the one-line and deb822 sources."""
+    from agents.debneighbour import SUITE_PROBE, own_suite
+    from envpool.images import ensure_debian_base
+
+    base = ensure_test_image(docker_client, lambda: ensure_debian_base("trixie", engine=docker_client),
+                             "swemint/debian", "trixie-")
+    out = docker_client.containers.run(base, ["sh", "-c", "rm -rf /var/lib/apt/lists/*; " + SUITE_PROBE],
+                                       remove=True, network_disabled=True).decode()
+    assert own_suite(out) == ("trixie", "http://deb.debian.org/debian"), out
+    deb822 = ("rm -rf /var/lib/apt/lists/* /etc/apt/sources.list /etc/apt/sources.list.d/*; printf '%s\\n' "
+              "'Types: deb' 'URIs: http://mirror.example/debian' 'Suites: sid sid-updates' 'Components: main' "
+              "> /etc/apt/sources.list.d/debian.sources; " + SUITE_PROBE)
+    out = docker_client.containers.run(base, ["sh", "-c", deb822], remove=True, network_disabled=True).decode()
+    assert own_suite(out) == ("sid", "http://mirror.example/debian"), out
