@@ -237,6 +237,8 @@ class DebianIndex:
         self.search_command = search_command if neighbour is None else debneighbour.search_command
         self._suite: tuple[str, str] | None = None
         self._probed = False
+        self._policy: dict[str, bool] = {}
+        """Package name -> whether this suite has it (`available`'s answers: a name is asked once)."""
 
     # -- the cache ------------------------------------------------------------------------
     def _cache(self) -> dict[str, list[str]]:
@@ -474,11 +476,13 @@ class DebianIndex:
     def available(self, packages: list[str]) -> list[str]:
         """The names of `packages` this suite has (``apt-cache policy``: a candidate version),
         in order; names that are not Debian package names are dropped. The query is the step
-        `debian-index:policy`."""
+        `debian-index:policy`, run for the names this index has not been asked yet only (one
+        query for them; a query that failed is asked again)."""
         names = [p for p in dict.fromkeys(packages) if DEBIAN_NAME.fullmatch(p)]
-        if not names:
-            return []
-        cmd = "apt-cache policy " + " ".join(shlex.quote(n) for n in names)
+        unknown = [n for n in names if n not in self._policy]
+        if not unknown:
+            return [n for n in names if self._policy[n]]
+        cmd = "apt-cache policy " + " ".join(shlex.quote(n) for n in unknown)
         # the package lists are enough: a file index (apt-file's Contents) that failed to
         # download must not hide which packages the suite has
         code, output, secs = (self._search([cmd], setup=POLICY_SETUP) or [(-1, "", 0.0)])[0]
@@ -488,11 +492,13 @@ class DebianIndex:
                 current = line[:-1].strip()
             elif current and line.strip().startswith("Candidate:") and "(none)" not in line:
                 have.append(current)
-        keep = [n for n in names if n in have]
+        found = [n for n in unknown if n in have]
+        if code == 0:  # an answer: a query that failed says nothing and is asked again
+            self._policy.update({n: n in have for n in unknown})
         self.run.traj(StepRecord(agent="execution", rule="debian-index:policy", command=cmd, exit_code=code,
                                  output_excerpt=output[-2000:], duration=round(secs, 2),
-                                 note=f"Debian has {keep or 'none'} of {names}"))
-        return keep
+                                 note=f"Debian has {found or 'none'} of {unknown}"))
+        return [n for n in names if self._policy.get(n) or n in found]
 
 
 POLICY_SETUP = "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq >/dev/null 2>&1; "

@@ -132,6 +132,20 @@ def test_available_keeps_the_ci_packages_this_suite_has(tmp_path):
     assert step.rule == "debian-index:policy" and step.command == "apt-cache policy tcl8.6 tclx"
 
 
+
+def test_available_asks_each_name_once_per_index(tmp_path):
+    """A second call for names already answered runs no sandbox; only new names are asked."""
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-cache policy", (0, POLICY))
+    run = _run(tmp_path, f)
+    index = DebianIndex(run, "img")
+    assert index.available(["tcl8.6", "tclx"]) == ["tcl8.6"]
+    before = len(f.sandboxes)
+    assert index.available(["tclx", "tcl8.6"]) == ["tcl8.6"] and len(f.sandboxes) == before
+    assert index.available(["tcl8.6", "valgrind"]) == ["tcl8.6"] and len(f.sandboxes) == before + 1
+    policy = [c.command for sb in f.sandboxes for c in sb.calls if "apt-cache policy" in c.command]
+    assert policy[-1].endswith("apt-cache policy valgrind")
+
 # -- what a test driver needs, read at analysis time ---------------------------------------------
 
 RUNTEST = """#!/bin/sh
