@@ -263,8 +263,8 @@ class DebianIndex:
     # -- the index image --------------------------------------------------------------------
     def _image(self) -> str | None:
         """The index image's ref, made when the engine lacks it (a trajectory step
-        `debian-index:image` per attempt, tried again with backoff while it fails:
-        `agents.aptmirror.retry_mirror`); None when every attempt failed (`unavailable` then says
+        `debian-index:image` per attempt, tried again with backoff while it fails because of the
+        mirror: `agents.aptmirror.retry_mirror`, `mirror_failure`; any other failure is tried once); None when every attempt failed (`unavailable` then says
         why, and later calls of this run return None at once). An engine failure is an InfraError."""
         from agents.envimage import image_id
 
@@ -280,6 +280,8 @@ class DebianIndex:
         what = f"index of {self.base_image}" + (
             f" from {self.neighbour[0]}'s Contents (a neighbouring suite)" if self.neighbour else "")
 
+        mirror_down = [False]  # the last attempt failed because of the mirror: only that is tried again
+
         def attempt(k: int) -> bool:
             t = time.monotonic()
             with run.factory.sandbox(run.spec(self.base_image, "bridge"), run.log_path) as sb:
@@ -291,6 +293,7 @@ class DebianIndex:
                                         f" (attempt {k} of {repair.mirror_attempts})" if k > 1 or not r.ok else "")))
                 if not r.ok:
                     tail = next((ln.strip() for ln in reversed(r.output.splitlines()) if ln.strip()), "")
+                    mirror_down[0] = mirror_failure(r.output) is not None
                     self.unavailable = mirror_failure(r.output) or \
                         f"the index build failed ({'timed out' if r.timed_out else f'exit {r.exit_code}'}): {tail[:300]}"
                     return False
@@ -301,7 +304,7 @@ class DebianIndex:
             self.unavailable = None
             return True
 
-        if not retry_mirror(attempt, lambda ok: not ok, repair, sleep=self.sleep):
+        if not retry_mirror(attempt, lambda ok: not ok and mirror_down[0], repair, sleep=self.sleep):
             return None
         self._made = True
         return self.ref

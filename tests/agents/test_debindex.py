@@ -328,6 +328,18 @@ def test_an_index_the_mirror_keeps_from_being_built_is_unavailable_never_no_pack
     assert DebianIndex(_run(tmp_path / "2", f2), "swemint/cfamily:gcc14").resolve([UCOL])[0] == ["libicu-dev"]
 
 
+def test_an_index_build_that_fails_for_another_reason_than_the_mirror_is_attempted_once(tmp_path):
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"apt-file update", (1, "sh: 1: apt-file: not found\n"))
+    f.on(r"apt-cache policy", (0, ""))
+    run = _run(tmp_path, f, mirror_attempts=3)
+    index = DebianIndex(run, "swemint/cfamily:gcc14")
+    slept: list[float] = []
+    index.sleep = slept.append
+    pkgs, [answer] = index.resolve([UCOL])
+    assert pkgs == [] and "index build failed (exit 1)" in (answer.unavailable or "")
+    assert len([s for s in run.traj.steps if s.rule == "debian-index:image"]) == 1 and slept == []
+
 def test_a_search_that_fails_in_the_index_image_is_no_answer_and_is_not_cached(tmp_path):
     f = FakeSandboxFactory(run_id="t")
     f.on(r"apt-file search --regexp .*ucol", (255, "E: The cache is empty. You need to run 'apt-file update' first."))
