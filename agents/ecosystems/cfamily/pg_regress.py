@@ -34,12 +34,13 @@ each SQL test by name. Every repository value entering a command is shell-quoted
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from agents.gitrepo import GitTree
 from agents.ecosystems.cfamily.cfamily_recipe import recipes
+from agents.ecosystems.drivers import MAKEFILES
+from envpool.quoting import shell_word
 
 __all__ = ["MAX_LISTED", "USER", "RegressSuite", "declared_majors", "find_suites", "harnesses", "pg_config",
            "pick_major", "pgxs_makefile", "suite_build", "suite_units", "test_names"]
@@ -143,7 +144,7 @@ def _pgxs_owner(tree: GitTree, suite: str) -> tuple[str, dict[str, str]] | None:
     pg_regress input folder (``--inputdir`` of ``REGRESS_OPTS``, else its own folder) is `suite`."""
     d = suite
     while True:
-        for name in ("Makefile", "GNUmakefile", "makefile"):
+        for name in MAKEFILES:
             mk = _join(d, name)
             text = tree.read(mk, limit=400_000) if tree.exists(mk) else None
             if text and pgxs_makefile(text):
@@ -237,7 +238,7 @@ def harnesses(tree: GitTree) -> bool:
     """Whether the tree has a pg_regress harness near the root: a PGXS Makefile at most two
     folders down."""
     for f in tree.files[:20000]:
-        if f.count("/") <= 2 and PurePosixPath(f).name in ("Makefile", "GNUmakefile", "makefile"):
+        if f.count("/") <= 2 and PurePosixPath(f).name in MAKEFILES:
             if pgxs_makefile(tree.read(f, limit=400_000) or ""):
                 return True
     return False
@@ -306,10 +307,6 @@ def pg_config(major: str) -> str:
 
 # -- the commands --------------------------------------------------------------------------------
 
-def _q(word: str) -> str:
-    return shlex.quote(word)
-
-
 def _make(folder: str) -> list[str]:
     return ["make", *(["-C", folder] if folder else [])]
 
@@ -319,9 +316,9 @@ def suite_build(suite: RegressSuite, major: str, build_dir: str, jobs: int) -> s
     directories (run as root): PGXS ``make`` + ``make install`` with ``PG_CONFIG``; CMake: the
     build folder (configured at setup) built and installed."""
     if suite.kind == "pgxs":
-        make = " ".join(_q(w) for w in [*_make(suite.make_folder), f"PG_CONFIG={pg_config(major)}"])
+        make = " ".join(shell_word(w) for w in [*_make(suite.make_folder), f"PG_CONFIG={pg_config(major)}"])
         return f"{make} -j{jobs} && {make} install"
-    return f"cmake --build {_q(build_dir)} -j{jobs} && cmake --install {_q(build_dir)}"
+    return f"cmake --build {shell_word(build_dir)} -j{jobs} && cmake --install {shell_word(build_dir)}"
 
 
 def owned_folders(suites: list[RegressSuite], build_dir: str) -> list[str]:
@@ -370,7 +367,7 @@ def test_command(suites: list[RegressSuite], major: str, build_dir: str, jobs: i
 
     builds = " && ".join(dict.fromkeys(suite_build(s, major, build_dir, jobs) for s in suites))
     build = f"{{ {builds}; }} > {BUILD_LOG} 2>&1"
-    owned = " ".join(_q(d) for d in owned_folders(suites, build_dir))
+    owned = " ".join(shell_word(d) for d in owned_folders(suites, build_dir))
     prefix = (f"{build} || {{ tail -n 80 {BUILD_LOG}; echo 'swemint: the build failed'; exit 2; }}; "
               f"chown -R {USER} {owned}; ")
     return prefix + units_command(suite_units(suites, major, build_dir)), build
@@ -415,8 +412,8 @@ def pg_plan(tree: GitTree, instance, touched: list[str], images, req, suites: li
     setup = [apt_install([f"postgresql-{major}", f"postgresql-server-dev-{major}", *b.packages]), user_command()]
     if cmake:
         flags = [*b.cmake_flags, *[f for f in req.options.get("cmake_flags", []) if CMAKE_FLAG.fullmatch(f)]]
-        setup.append(" ".join(["cmake", "-S", "/testbed", "-B", BUILD_DIR, f"-DCMAKE_BUILD_TYPE={_q(b.build_type)}",
-                               *(_q(f) for f in dict.fromkeys(flags)), _q(f"-DPG_CONFIG={pg_config(major)}")]))
+        setup.append(" ".join(["cmake", "-S", "/testbed", "-B", BUILD_DIR, f"-DCMAKE_BUILD_TYPE={shell_word(b.build_type)}",
+                               *(shell_word(f) for f in dict.fromkeys(flags)), shell_word(f"-DPG_CONFIG={pg_config(major)}")]))
     builds = list(dict.fromkeys(suite_build(s, major, BUILD_DIR, JOBS) for s in suites))
     setup += builds
     command, build = test_command(suites, major, BUILD_DIR, JOBS)
