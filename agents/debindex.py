@@ -19,7 +19,7 @@ packages:
    ``WORKDIR/cache/debian-index`` (a cached answer is still recorded, noted as cached).
 
 An index that could not be built or queried is no answer. The index image's build is tried
-again with backoff (`agents.aptmirror.retry_mirror`: a Debian mirror mid-sync fails ``apt-file
+again with backoff (`envpool.aptmirror.retry_mirror`: a Debian mirror mid-sync fails ``apt-file
 update`` with ``File has unexpected size ... Mirror sync in progress?``); still failing, the
 indexes of neighbouring suites answer instead (`agents.debneighbour`, the order as data:
 `index.neighbours`), each package they name taken only when this suite has it (`available`), the
@@ -50,7 +50,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents import debneighbour
-from agents.aptmirror import mirror_failure, retry_mirror
+from envpool.aptmirror import mirror_failure, retry_mirror
 from agents.models import StepRecord
 from envpool.errors import InfraError
 
@@ -264,7 +264,7 @@ class DebianIndex:
     def _image(self) -> str | None:
         """The index image's ref, made when the engine lacks it (a trajectory step
         `debian-index:image` per attempt, tried again with backoff while it fails because of the
-        mirror: `agents.aptmirror.retry_mirror`, `mirror_failure`; any other failure is tried once); None when every attempt failed (`unavailable` then says
+        mirror: `envpool.aptmirror.retry_mirror`, `mirror_failure`; any other failure is tried once); None when every attempt failed (`unavailable` then says
         why, and later calls of this run return None at once). An engine failure is an InfraError."""
         from agents.envimage import image_id
 

@@ -86,14 +86,14 @@ class UnreachableRule(BaseModel):
 
 class DiagnosisData(BaseModel):
     """The data file: the Debian index queries (`agents.debindex`), rules, the unreachable-source
-    rules, apt's words for a mirror it could not use (`agents.aptmirror`), Go std packages -> release."""
+    rules, Go std packages -> release (apt's words for a mirror it could not use are
+    `envpool/aptmirror.yaml`)."""
 
     model_config = ConfigDict(extra="forbid")
     index: dict = Field(default_factory=dict)
     rules: list[DiagnosisRule] = Field(default_factory=list)
     unreachable: list[UnreachableRule] = Field(default_factory=list)
     reachable_hosts: list[str] = Field(default_factory=list)
-    apt_mirror: dict = Field(default_factory=dict)
     go_std_since: dict[str, str] = Field(default_factory=dict)
 
 

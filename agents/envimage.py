@@ -15,7 +15,8 @@ from envpool.errors import EnvBuildError
 from envpool.hostfs import private_dir, remove_tree, scrub
 from envpool.imagestore import store_of
 from envpool.patches import files_in_patch
-from envpool.evalscript import ENSURE_PYTHON3, grading_tools, tool_labels
+from envpool.aptmirror import MirrorPolicy
+from envpool.evalscript import ensure_python3, grading_tools, tool_labels
 from envpool.quoting import image_tag, shell_word
 from envpool.testpaths import IMAGE_STAMP, STAMP, wait_past_stamp
 
@@ -137,10 +138,11 @@ the child, and another repository's name is not the child's."""
 
 
 def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
-                 env: dict[str, str] | None = None) -> tuple[str, str]:
+                 env: dict[str, str] | None = None, mirror: MirrorPolicy | None = None) -> tuple[str, str]:
     """Write the grading tools (`plugin_files`; the label `envpool.evalscript.TOOL_LABEL` records
     the status tool's digest), give the image a `python3` with its standard library when it has none
-    (`envpool.evalscript.ENSURE_PYTHON3`, on the sandbox's network: a failure is logged, the
+    (`envpool.evalscript.ensure_python3`, on the sandbox's network, tried again under `mirror`, the
+    mint's `repair.mirror_*`, while apt fails on the Debian mirror: a failure is logged, the
     row's eval script then reports it), commit the sandbox as `repository:tag` (`env` set in the
     image's ENV); returns (ref, image id). The image's /testbed carries `envpool.testpaths.STAMP`,
     written last, whose time tells a patch's untracked test files from the build's.
@@ -148,7 +150,7 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
     that carries another run's `swemint.run` label is never touched."""
     for path, data in plugin_files().items():  # the stored test_command runs in the image as is
         sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
-    sb.exec(ENSURE_PYTHON3, timeout=600, log_label="grading-tools")
+    ensure_python3(sb, 600, mirror)
     # when the image was made: untracked test paths newer than this came from a patch (the reset
     # before grading removes them), older ones from the build (envpool.testpaths.STAMP)
     sb.put_file(f"/testbed/{STAMP}", b"swemint image stamp\n")

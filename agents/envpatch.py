@@ -108,7 +108,8 @@ def adapt_environment(run: MintRun, eco, plan: Plan, cand: EnvRecord) -> Environ
                                       "env": outcome.env}, cfg.run_id)
             image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
                                            {"swemint.instance": iid, "swemint.run": cfg.run_id,
-                                            "swemint.reused_from": cand.instance_id}, env=(outcome.test_env or outcome.env) or None)
+                                            "swemint.reused_from": cand.instance_id}, env=(outcome.test_env or outcome.env) or None,
+                                           mirror=cfg.repair)
             run.made_images.append(image)
             run.res.timings["commit"] = round(run.res.timings.get("commit", 0.0) + time.monotonic() - tc, 2)
     except SandboxTimeout:

@@ -26,7 +26,7 @@ import json
 import shlex
 import time
 
-from agents.aptmirror import AptMirrorError, mirror_failure, retry_mirror
+from envpool.aptmirror import AptMirrorError, mirror_failure, retry_mirror
 from agents.debindex import IndexUnavailable, index_for, unanswered
 from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Ecosystem, Plan
@@ -154,7 +154,7 @@ def run_setup(job: BuildJob) -> SetupOutcome:
 def run_step(job: BuildJob, cmd: str, rule: str, *, label: str, note: str = "", progress: bool = False):
     """Run one setup command in `job.sb` (the plan's env; `progress`: the progress-scaled limit,
     `step_progress`) and record it as the trajectory step `rule`. A failure apt blames on the
-    Debian mirror (`agents.aptmirror.mirror_failure`: mid-sync, a hash or size mismatch, a name
+    Debian mirror (`envpool.aptmirror.mirror_failure`: mid-sync, a hash or size mismatch, a name
     that does not resolve) is tried again with backoff (`mint.repair.mirror_*`), each attempt a
     step; still failing so, raises `AptMirrorError` (outcome `infra_error`: the mirror's failure
     says nothing about the repository). Returns the ExecResult otherwise, failed or not."""
@@ -356,7 +356,7 @@ def build_environment(run, eco, plan: Plan, seed: tuple[str, list[str]] | None =
         svc = service_env(plan.services)  # where the CI's servers are, also for runners whose test env is their own
         image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
                                        {"swemint.instance": iid, "swemint.run": cfg.run_id},
-                                       env={**svc, **(outcome.test_env or outcome.env)} or None)
+                                       env={**svc, **(outcome.test_env or outcome.env)} or None, mirror=cfg.repair)
         run.made_images.append(image)
         res.timings["commit"] = round(res.timings.get("commit", 0.0) + time.monotonic() - t, 2)
     return Environment(image=image, image_id=image_id, source="built", setup_script=setup_script,
@@ -386,7 +386,8 @@ def amend_environment(run, eco, plan: Plan, env, commands: list[str], why: str):
                 return None
         tag = image_tag_for(iid, {"amend": env.image_id or env.image, "commands": commands}, cfg.run_id)
         image, image_id = commit_image(sb, run.factory, cfg.image_repository, tag,
-                                       {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=env.env or None)
+                                       {"swemint.instance": iid, "swemint.run": cfg.run_id}, env=env.env or None,
+                                       mirror=cfg.repair)
         run.made_images.append(image)
     run.res.timings["setup"] = round(run.res.timings.get("setup", 0.0) + time.monotonic() - t, 2)
     script = env.setup_script.rstrip("\n") + f"\n# swemint: added after verification ({comment(why[:120])})\n" + \

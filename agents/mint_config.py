@@ -141,7 +141,8 @@ class RepairConfig(BaseModel):
     mirror_attempts: int = Field(default=3, ge=1)
     """Attempts of a step that failed because apt could not use the Debian mirror (``Hash Sum
     mismatch``, ``File has unexpected size ... Mirror sync in progress?``, ``Temporary failure
-    resolving``, connection errors: `agents.aptmirror`) and of the Debian index image's build.
+    resolving``, connection errors: `envpool.aptmirror`), of the Debian index image's build and
+    of the grading tools' python3 at an image's commit (toolchain images: `images.mirror`).
     Still failing after them, the row is `infra_error` (the mirror's failure, retried by a rerun)."""
     mirror_backoff: float = Field(default=20.0, ge=0)
     """Seconds before the second such attempt, doubled before each later one."""

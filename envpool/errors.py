@@ -3,7 +3,7 @@
     SwemintError
     ├── InfraError          daemon, disk, registry, OOM of the host: says nothing about the instance
     │   ├── LowDisk         free space under a floor (envpool.hostfs)
-    │   ├── AptMirrorError  apt could not use the Debian mirror, after its retries (agents.aptmirror)
+    │   ├── AptMirrorError  apt could not use the Debian mirror, after its retries (envpool.aptmirror)
     │   └── IndexUnavailable  Debian's file index could not be built for a need a fix waits on (agents.debindex)
     ├── SandboxTimeout      a command or run exceeded its time limit (seconds)
     ├── InstanceInputError  bad instance data (missing field, unknown repository, bad JSON)

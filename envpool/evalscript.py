@@ -53,6 +53,7 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envpool.aptmirror import MirrorPolicy, MirrorRetry, exec_apt
 from envpool.patches import files_in_patch
 from envpool.quoting import comment, env_assignment, heredoc, shell_word, shell_words
 from envpool.testrun import statuslines
@@ -71,6 +72,13 @@ ENSURE_PYTHON3 = ("python3 -c 'import json, zipfile, argparse, xml.etree.Element
 """Shell step giving an image a `python3` with the standard library the status tool imports
 (Debian's `python3`, only where no such interpreter is installed: `python3-minimal` alone lacks
 `json`)."""
+
+
+def ensure_python3(sb, timeout: float, mirror: MirrorPolicy | None = None, log_label: str = "grading-tools"):
+    """Run `ENSURE_PYTHON3` in the sandbox `sb` (at most `timeout` seconds an attempt), again while
+    apt fails on the Debian mirror (`envpool.aptmirror.exec_apt` under `mirror`, default
+    `MirrorRetry()`); returns the last ExecResult, failed or not (the caller says what that means)."""
+    return exec_apt(sb, ENSURE_PYTHON3, mirror or MirrorRetry(), timeout=timeout, log_label=log_label)
 
 
 def grading_tools() -> dict[str, bytes]:

@@ -19,14 +19,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envpool.aptmirror import DEBIAN_MIRROR, MirrorPolicy, MirrorRetry, layer_with_retry
 from envpool.errors import InfraError
 from envpool.imagestore import active_store
 from envpool.image_registry import shared_image
 from envpool.sandbox import ImageStore
 
 log = logging.getLogger(__name__)
-
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 # Python version -> (Debian suite that ships it, apt package name of the interpreter)
 DEBIAN_PYTHONS: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie", "3.14": "sid"}
@@ -82,6 +81,9 @@ class ImageConfig(BaseModel):
     library, python3 for the grading tools in Go, Rust and Java images. False: the images as
     before (each cold Go instance compiles the standard library; python3 is installed at each
     instance's commit) -- a benchmark's baseline arm."""
+    mirror: MirrorRetry = Field(default_factory=MirrorRetry)
+    """Attempts of an image layer's build that failed because apt could not use the Debian mirror
+    (`envpool.aptmirror.layer_with_retry`); still failing after them: `AptMirrorError`."""
 
 
 class ImageRecipe(BaseModel):
@@ -188,7 +190,8 @@ def _make_debian_base(suite: str, tag: str, cfg: ImageConfig, store: ImageStore)
     answers, else debootstrap + import."""
     if cfg.route in ("auto", "official") and store.pull(f"debian:{suite}-slim"):
         # official slim image + our base packages layered on top
-        _layer(store, f"debian:{suite}-slim", tag, _apt_script(BASE_PACKAGES, suite), route="official")
+        _layer(store, f"debian:{suite}-slim", tag, _apt_script(BASE_PACKAGES, suite), route="official",
+               mirror=cfg.mirror)
         return
     if cfg.route == "official":
         raise InfraError(f"no registry answers for debian:{suite}-slim")
@@ -201,12 +204,16 @@ def _apt_script(packages: list[str], suite: str | None = None) -> str:
             "rm -rf /var/lib/apt/lists/*")
 
 
-def _layer(engine, parent: str, tag: str, script: str, route: str, timeout: float = 1800) -> str:
+def _layer(engine, parent: str, tag: str, script: str, route: str, timeout: float = 1800, *,
+           mirror: MirrorPolicy) -> str:
     """Image `tag` = `parent` + `script` on the engine (`ImageStore.layer`), labelled with its
-    route and parent; the recipe noted (`note_layer`)."""
+    route and parent; the recipe noted (`note_layer`). A build apt fails on the Debian mirror is
+    tried again under `mirror` (`envpool.aptmirror.layer_with_retry`: `AptMirrorError` when it
+    keeps failing so); any other failure's InfraError is raised after one attempt."""
     note_layer(tag, parent, script)
-    return active_store(engine).layer(parent, tag, script, {"swemint.route": route, "swemint.parent": parent},
-                                      timeout=timeout)
+    store = active_store(engine)
+    return layer_with_retry(lambda: store.layer(parent, tag, script, {"swemint.route": route, "swemint.parent": parent},
+                                                timeout=timeout), tag, mirror)
 
 
 def python_toolchain_script(uv_version: str, check_version: str | None = None) -> str:
@@ -259,7 +266,7 @@ def ensure_python_image(version: str, cfg: ImageConfig | None = None, engine=Non
                 layer = (_apt_script(BASE_PACKAGES + ["build-essential", "pkg-config"]) + "; "
                          f"pip install -q 'uv=={cfg.uv_version}' && uv --version && "
                          "ln -sf \"$(command -v python)\" /usr/local/bin/python3 || true")
-                _layer(store, official, tag, layer, route="official")
+                _layer(store, official, tag, layer, route="official", mirror=cfg.mirror)
                 return
             if cfg.route == "official":
                 raise InfraError(f"no registry answers for {official}")
@@ -267,7 +274,7 @@ def ensure_python_image(version: str, cfg: ImageConfig | None = None, engine=Non
             raise InfraError(f"Python {version} cannot be provided without a registry "
                              f"(Debian suites give {', '.join(DEBIAN_PYTHONS)})")
         base = ensure_debian_base(suite, cfg, store)
-        _layer(store, base, tag, script, route="debootstrap")
+        _layer(store, base, tag, script, route="debootstrap", mirror=cfg.mirror)
 
     script = python_toolchain_script(cfg.uv_version, version if suite in MOVING_SUITES else None)
 

@@ -4,7 +4,8 @@ Images minted before the status tool existed (or with an older one) cannot be gr
 SWE-bench's harness through our eval scripts. `refresh_tools` starts a sandbox from such an image
 on the guarded build network, writes the current grading tools (`envpool.evalscript.grading_tools`)
 and the image stamp beside /testbed (`STAMP_OUTSIDE`),
-gives it a `python3` with its standard library where it lacks one (`ENSURE_PYTHON3`) and commits it
+gives it a `python3` with its standard library where it lacks one (`envpool.evalscript.ensure_python3`:
+`ENSURE_PYTHON3`, again while apt fails on the Debian mirror) and commits it
 under the same tag, with the image's own labels; the row's `image_id` and the pool follow. Only
 images whose `swemint.run` label is the work directory's run are touched.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from envpool.evalscript import ENSURE_PYTHON3, grading_tools, tool_labels
+from envpool.evalscript import ensure_python3, grading_tools, tool_labels
 from envpool.sandbox import SandboxSpec
 from envpool.testpaths import IMAGE_STAMP, STAMP
 
@@ -48,7 +49,7 @@ def refresh_tools(factory, image: str, *, run_id: str, instance_id: str, target:
         for path, data in grading_tools().items():
             sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
         sb.exec(STAMP_OUTSIDE, timeout=60, log_label="grading-tools:stamp")
-        r = sb.exec(ENSURE_PYTHON3, timeout=900, log_label="grading-tools")
+        r = ensure_python3(sb, 900)
         if not r.ok:
             raise EnvBuildError(f"no python3 for the status tool: {r.output[-800:]}", instance_id=instance_id)
         repo, tag = (target or image).rsplit(":", 1)

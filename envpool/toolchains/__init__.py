@@ -76,4 +76,4 @@ def layer_image(name: str, version: str, suite: str, script: str, cfg: ImageConf
     note_layer(tag, debian_base_tag(suite, cfg), script)  # noted even when the image exists: Dockerfiles spell it out
     with _lock(tag):
         return shared_image(store, tag, cfg, lambda: _layer(store, ensure_debian_base(suite, cfg, store), tag,
-                                                             script, route="debootstrap"))
+                                                             script, route="debootstrap", mirror=cfg.mirror))

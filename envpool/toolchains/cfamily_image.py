@@ -99,7 +99,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=N
         with _lock(tag):
             if image_exists(store, tag) or try_pull(store, f"gcc:{major}"):
                 if not image_exists(store, tag):
-                    _layer(store, f"gcc:{major}", tag, script, route="official")
+                    _layer(store, f"gcc:{major}", tag, script, route="official", mirror=cfg.mirror)
                 return ToolchainChoice(language="c", requested=requested, version=version, image=tag,
                                        route="official", substitutions=subs)
     tag = layer_image("cfamily", f"gcc{major}", suite, script, cfg, store,

@@ -188,7 +188,7 @@ def _official(minor: str, requested: str | None, cfg: ImageConfig, engine) -> To
                 return None
             _layer(store, ref, tag, "set -e; " + _go_env_file_fix()
                    + f"; git config --system --add safe.directory '*' || true; mkdir -p {GOPATH}/bin"
-                   + (f"; {STD_BUILD}" if cfg.warm else ""), route="official")
+                   + (f"; {STD_BUILD}" if cfg.warm else ""), route="official", mirror=cfg.mirror)
     subs = [] if requested and go_minor(requested) == minor else \
         [f"go {requested or '(none)'} requested, {ref} provided"]
     return ToolchainChoice(language="go", requested=requested, version=minor, image=tag, route="official",

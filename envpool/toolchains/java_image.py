@@ -149,7 +149,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=N
         with _lock(tag):
             if image_exists(store, tag) or try_pull(store, official):
                 if not image_exists(store, tag):
-                    _layer(store, official, tag, official_script(), route="official")
+                    _layer(store, official, tag, official_script(), route="official", mirror=cfg.mirror)
                 return ToolchainChoice(language="java", requested=requested, version=str(major), image=tag,
                                        route="official", substitutions=subs)
         if cfg.route == "official":

@@ -347,7 +347,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=N
                                        route="official", substitutions=subs)
             official = f"node:{version}-bookworm-slim"
             if try_pull(store, official):
-                _layer(store, official, tag, _official_script(npm_version), route="official")
+                _layer(store, official, tag, _official_script(npm_version), route="official", mirror=cfg.mirror)
                 return ToolchainChoice(language="node", requested=requested, version=version, image=tag,
                                        route="official", substitutions=subs)
         if cfg.route == "official":

@@ -1,54 +1,20 @@
-"""A Debian mirror apt could not use is the infrastructure's failure (agents.aptmirror): apt's
-words for it, a setup step retried with backoff and then `infra_error`, and a missing header
+"""A Debian mirror apt could not use is the infrastructure's failure (`envpool.aptmirror`; apt's
+words for it: tests/envpool/test_aptmirror.py): a setup step retried with backoff and then
+`infra_error`, the grading tools' python3 at an image's commit retried the same way, and a missing header
 whose fix waits on an index the mirror kept from being built: `infra_error` naming the need and
 the mirror's error, no rebuild spent (timescaledb-10401 ended `env_failed` after two moves)."""
 
 from __future__ import annotations
 
-import pytest
+import re
 
-from agents.aptmirror import mirror_failure
 from agents.mint_config import MintConfig
 from agents.minter import mint_instance
 from tests.agents.test_loop import Toy, debian_toy, events, instance_on, patched, steps
 from tests.agents.ecosystems.conftest import force_ecosystem
+from tests.envpool.test_mirror_retry import HASH_SUM, MIRROR_SYNC, UCOL
+from envpool.evalscript import ENSURE_PYTHON3
 from envpool.fake import FakeSandboxFactory
-
-MIRROR_SYNC = ("E: Failed to fetch http://deb.debian.org/debian/dists/trixie/main/Contents-amd64.gz  File has "
-               "unexpected size (12698511 != 12699567). Mirror sync in progress? [IP: 203.0.113.80 80]\n"
-               "   Hashes of expected file:\n    - Filesize:12699567 [weak]\n"
-               "E: Some index files failed to download. They have been ignored, or old ones used instead.\n")
-HASH_SUM = ("E: Failed to fetch http://deb.debian.org/debian/pool/main/i/icu/libicu-dev_76.1-4_amd64.deb  "
-            "Hash Sum mismatch\n   Hashes of expected file:\n"
-            "E: Unable to fetch some archives, maybe run apt-get update or try with --fix-missing?\n")
-UCOL = "tsl/src/x.c:39:\n/usr/include/postgresql/17/server/utils/pg_locale.h:24:10: fatal error: unicode/ucol.h: " \
-       "No such file or directory\ncompilation terminated.\n"
-
-
-@pytest.mark.parametrize("text", [
-    MIRROR_SYNC, HASH_SUM,
-    "W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary failure resolving "
-    "'deb.debian.org'\nE: Unable to locate package libicu-dev\n",
-    "Err:1 http://deb.debian.org/debian bookworm/main amd64 tcl amd64 8.6.13  Could not connect to deb.debian.org:80 "
-    "(151.101.2.132), connection timed out\n",
-    "E: Failed to fetch http://deb.debian.org/debian/pool/main/t/tcl8.6/tcl8.6_8.6.13.deb  404  Not Found "
-    "[IP: 151.101.2.132 80]\n",
-])
-def test_apt_s_words_for_a_mirror_it_could_not_use_are_found(text):
-    assert mirror_failure(text)
-
-
-@pytest.mark.parametrize("text", [
-    "E: Unable to locate package libnosuch-dev\n",
-    "E: Package 'tclx' has no installation candidate\n",
-    UCOL,
-    # a third-party source a CI adds, unreachable here: the build's failure (`unreachable`), not the mirror's
-    "W: Failed to fetch https://packagecloud.io/timescale/timescaledb/debian/dists/trixie/InRelease  Temporary "
-    "failure resolving 'packagecloud.io'\n",
-    "fatal: unable to access 'https://github.com/x/y/': Could not resolve host: github.com\n",
-])
-def test_other_failures_are_not_the_mirror_s(text):
-    assert mirror_failure(text) is None
 
 
 def _cfg(tmp_path, **repair) -> MintConfig:
@@ -56,15 +22,21 @@ def _cfg(tmp_path, **repair) -> MintConfig:
                       repair={"mirror_backoff": 0, **repair})
 
 
-def test_an_apt_step_the_mirror_fails_once_is_retried_and_the_row_verifies(tmp_path, monkeypatch):
+def _mint_failing_once(tmp_path, monkeypatch, pattern: str):
+    """(result, the commands run) of the toy's mint where the command matching `pattern` fails on
+    the mirror (HASH_SUM) once and then works."""
     force_ecosystem(monkeypatch, Toy(versions=("1.19",)))
     inst, git_dir = instance_on(tmp_path)
     f = FakeSandboxFactory(run_id="t")
-    tries = []
-    f.on(r"^fetch-deps$", lambda cmd, sb: tries.append(cmd) or ((100, HASH_SUM) if len(tries) == 1 else (0, "ok")))
+    tries: list[str] = []
+    f.on(pattern, lambda cmd, sb: tries.append(cmd) or ((100, HASH_SUM) if len(tries) == 1 else (0, "ok")))
     f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
          else (1, events({"TestAdd": "fail"})))
-    res = mint_instance(inst, git_dir, _cfg(tmp_path), factory=f)
+    return mint_instance(inst, git_dir, _cfg(tmp_path), factory=f), tries
+
+
+def test_an_apt_step_the_mirror_fails_once_is_retried_and_the_row_verifies(tmp_path, monkeypatch):
+    res, tries = _mint_failing_once(tmp_path, monkeypatch, r"^fetch-deps$")
     assert res.outcome == "verified", res.reason
     assert len(tries) == 2 and res.round == 1
     second = [s for s in steps(res) if s.command == "fetch-deps"][-1]
@@ -81,6 +53,15 @@ def test_an_apt_step_the_mirror_keeps_failing_ends_infra_error_not_env_failed(tm
     assert "apt could not use the Debian mirror (infrastructure)" in res.reason and "Hash Sum mismatch" in res.reason
     assert len([s for s in steps(res) if s.command == "fetch-deps"]) == 2  # the attempts, one build, no move
     assert not [s for s in steps(res) if s.agent == "flow" and s.rule.startswith("move")]
+
+
+def test_the_grading_tools_python3_the_mirror_fails_once_is_installed_again_when_the_image_is_committed(
+        tmp_path, monkeypatch):
+    """`agents.envimage.commit_image` installs python3 through `envpool.evalscript.ensure_python3`
+    under the mint's `repair.mirror_*`: apt failing on the mirror once, the install runs again."""
+    res, tries = _mint_failing_once(tmp_path, monkeypatch, "^" + re.escape(ENSURE_PYTHON3) + "$")
+    assert res.outcome == "verified", res.reason
+    assert len(tries) == 2 and res.round == 1
 
 
 def test_a_missing_header_whose_index_the_mirror_keeps_from_being_built_ends_infra_error_without_moves(

@@ -20,6 +20,7 @@ from agents.gitrepo import GitTree
 from agents.models import Instance, InstanceResult
 from envpool.errors import InfraError
 from envpool.fake import FakeSandboxFactory
+from tests.envpool.test_mirror_retry import MIRROR_SYNC
 
 # captured from `apt-file search --regexp <query>` in swemint/cfamily:gcc12 (Debian bookworm)
 ANSWERS = {
@@ -269,10 +270,6 @@ def test_a_library_need_the_file_index_cannot_answer_gets_the_dev_package_named_
 
 # -- an index the mirror kept from being built is no answer ---------------------------------------
 
-MIRROR_SYNC = ("E: Failed to fetch http://deb.debian.org/debian/dists/trixie/main/Contents-amd64.gz  File has "
-               "unexpected size (12698511 != 12699567). Mirror sync in progress? [IP: 203.0.113.80 80]\n"
-               "   Hashes of expected file:\n    - Filesize:12699567 [weak]\n"
-               "E: Some index files failed to download. They have been ignored, or old ones used instead.\n")
 UCOL = Need(kind="header", name="unicode/ucol.h")
 
 

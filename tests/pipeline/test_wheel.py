@@ -35,7 +35,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_carries_recipes_configs_demo_and_experiences(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for rel in ("agents/ecosystems/rust/rust.yaml", "agents/ecosystems/golang/go.yaml", "agents/ecosystems/cfamily/cfamily.yaml", "agents/ecosystems/recipes/cmake_tests.py",
-                "agents/ecosystems/recipes/layout.yaml", "agents/ecosystems/recipes/diagnosis.yaml",
+                "agents/ecosystems/recipes/layout.yaml", "agents/ecosystems/recipes/diagnosis.yaml", "envpool/aptmirror.yaml",
                 "envpool/_bundled/configs/default.yaml", "envpool/_bundled/data/experiences/python.jsonl",
                 "envpool/_bundled/data/experiences/obstacles.yaml", "envpool/_bundled/data/demo/acme__calcy/meta.json",
                 "envpool/testrun/plugins/swemint_pytest_report.py", "swemint/__init__.py", "swemint/__main__.py"):
