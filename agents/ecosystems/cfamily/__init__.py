@@ -61,8 +61,8 @@ import agents.ecosystems.cfamily.fetchcontent as fetchcontent
 from envpool.images import DEBIAN_MIRROR, ImageConfig
 from envpool.toolchains import version_key
 from agents.ecosystems.cfamily.cfamily_recipe import RECIPES, recipes
-from agents.ecosystems.cfamily.c_setup import (BUILD_DIR, HELPER, JOBS, JUNIT, _q, configure_command,
-                                               install_helpers, source_fetch)
+from agents.ecosystems.cfamily.c_setup import (BUILD_DIR, HELPER, JOBS, JUNIT, _q, cmake_configure,
+                                               configure_command, install_helpers, source_fetch)
 from agents.ecosystems.cfamily.c_compilers import CXX_STD_GCC, SUITE_GCC, _gcc_major, era_gcc
 from agents.ecosystems.cfamily.c_builds import CBuild, C_SUFFIXES, _add, analyze, systems
 from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _CASE_DECL, _GTEST_DECL, _ci_setup_moves,
@@ -178,7 +178,7 @@ class CFamily(Ecosystem):
         if b.system == "cmake":
             setup.append(install_helpers())
             setup.append(f"mkdir -p {BUILD_DIR}/.cmake/api/v1/query && touch {BUILD_DIR}/.cmake/api/v1/query/codemodel-v2"
-                         f" && cmake -S /testbed -B {BUILD_DIR} -DCMAKE_BUILD_TYPE={_q(b.build_type)} {' '.join(b.cmake_flags)}")
+                         f" && {cmake_configure(build_type=b.build_type, flags=b.cmake_flags)}")
             # only the targets the test run will build (those owning the touched files, else the
             # test targets): a whole large project (json: hundreds of test binaries) outlasts the
             # setup step's time on a loaded host

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.ecosystems.cfamily.c_builds import CBuild, _cmake_analysis
-from agents.ecosystems.cfamily.c_setup import JOBS
+from agents.ecosystems.cfamily.c_setup import JOBS, cmake_configure
 from agents.ecosystems.debian import apt_install
 from envpool.toolchains import version_key
 from envpool.toolchains.cfamily_image import DEBIAN_GCC, cmake_of_suite, cmake_wheel_script
@@ -60,8 +60,12 @@ class LibraryBuild(BaseModel):
         return f"{where} (cmake{', ' + self.build_type if self.build_type else ''}, into {self.build_dir or '.'})"
 
 
+def _path(path: str) -> str:
+    return f"/testbed/{path}" if path else "/testbed"
+
+
 def _abs(path: str) -> str:
-    return shlex.quote(f"/testbed/{path}" if path else "/testbed")
+    return shlex.quote(_path(path))
 
 
 def _build(lib: LibraryBuild) -> str:
@@ -100,9 +104,8 @@ def library_build(tree, lib: LibraryBuild) -> tuple[list[str], str, list[str]]:
                          "if [ \"$(printf '%s\\n' \"$want\" \"$have\" | sort -V | head -n 1)\" != \"$want\" ]; then "
                          f"{apt_install(['python3-venv'])} && {cmake_wheel_script(want)}; fi")
             notes.append(f"{lib.folder or '.'}/CMakeLists.txt: cmake_minimum_required {b.cmake_min}")
-        build_type = lib.build_type or (b.build_type if b.build_type != "None" else None)
-        bt = f" -DCMAKE_BUILD_TYPE={shlex.quote(build_type)}" if build_type else ""
-        configure = f"cmake -S {_abs(lib.folder)} -B {_abs(lib.build_dir)}{bt}"
+        build_type = lib.build_type or (b.build_type if b.build_type != "None" else None) or None
+        configure = cmake_configure(_path(lib.folder), _path(lib.build_dir), build_type)
         if b.fetchcontent:
             notes.append("its CMake files fetch " + ", ".join(d.name for d in b.fetchcontent)[:200]
                          + " at configure time (not provided from Debian here)")

@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from agents.ecosystems.cfamily.cfamily_recipe import RECIPES
 from agents.ecosystems.cfamily.c_builds import CBuild, PLAIN_PATH
+from envpool.quoting import shell_word
 
 
 BUILD_DIR = "/opt/build"
@@ -56,6 +57,18 @@ def configure_command(b: CBuild) -> str:
     filled = [f for fl, _ in b.source_flags.values() for f in fl]
     library = [f for _, fl in b.source_flags.values() for f in fl]
     return f"if {test}; then {' '.join([plain, *filled])}; else {' '.join([plain, *library])}; fi"
+
+
+def cmake_configure(source: str = "/testbed", build_dir: str = BUILD_DIR, build_type: str | None = None,
+                    flags=()) -> str:
+    """The CMake configure command: ``cmake -S <source> -B <build_dir>``, then
+    ``-DCMAKE_BUILD_TYPE=<build_type>`` when `build_type` is given (None: none, CMake's default),
+    then `flags` (``-DX=ON``, ...; each once, in order). Every value is one quoted word
+    (`envpool.quoting.shell_word`; ValueError for a NUL)."""
+    words = ["cmake", "-S", shell_word(source), "-B", shell_word(build_dir)]
+    if build_type is not None:
+        words.append(f"-DCMAKE_BUILD_TYPE={shell_word(build_type)}")
+    return " ".join(words + [shell_word(f) for f in dict.fromkeys(flags)])
 
 
 def source_fetch(path: str, package: str) -> str:

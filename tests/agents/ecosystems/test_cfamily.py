@@ -132,6 +132,21 @@ def test_cmake_analysis(tmp_path):
     assert b.gtest
 
 
+def test_the_cmake_configure_command_is_one_helper_for_the_plan_and_a_library_build():
+    """`c_setup.cmake_configure`: source and build folder, the build type when given, each flag
+    once, every value one quoted word; the C/C++ plan and `c_library.library_build` use it."""
+    from agents.ecosystems.cfamily.c_setup import cmake_configure
+
+    assert cmake_configure(build_type="None", flags=["-DBUILD_TESTING=ON", "-DX=ON", "-DX=ON"]) == \
+        "cmake -S /testbed -B /opt/build -DCMAKE_BUILD_TYPE=None -DBUILD_TESTING=ON -DX=ON"
+    assert cmake_configure("/testbed/my lib", "/testbed/my lib/build") == \
+        "cmake -S '/testbed/my lib' -B '/testbed/my lib/build'"
+    assert cmake_configure(build_type="Rel;rm -rf /", flags=["-DA=$(x)"]).endswith(
+        "-DCMAKE_BUILD_TYPE='Rel;rm -rf /' '-DA=$(x)'")
+    with pytest.raises(ValueError):
+        cmake_configure("/testbed/a\0b")
+
+
 def test_cmake_plan_gtest_and_ctest_parsers(tmp_path, images):
     files = {"CMakeLists.txt": CMAKE_TOP, "test/CMakeLists.txt": CMAKE_TEST,
              "test/widget-test.cc": '#include "gtest/gtest.h"\nTEST(Widget, Works) {}\n'}
