@@ -23,13 +23,17 @@ from envpool.imagestore import active_store
 from envpool.images import ImageConfig, _layer, _lock, image_exists, spec_hash, try_pull
 from envpool.toolchains import ToolchainChoice, apt_script, layer_image, version_key
 
-__all__ = ["DEBIAN_GCC", "PACKAGES", "cmake_of_suite", "cmake_wheel_script", "ensure_image", "pick_gcc"]
+__all__ = ["DEBIAN_GCC", "OLDEST_CMAKE", "PACKAGES", "cmake_of_suite", "cmake_wheel_script", "cmake_wheel_series",
+           "ensure_image", "pick_gcc"]
 
 DEBIAN_GCC: dict[str, str] = {"10": "bullseye", "12": "bookworm", "14": "trixie"}
 """gcc major -> the Debian suite whose default gcc it is."""
 
 DEBIAN_CMAKE: dict[str, str] = {"bullseye": "3.18", "bookworm": "3.25", "trixie": "3.31"}
 """Debian suite -> the cmake minor it ships."""
+
+OLDEST_CMAKE = min(DEBIAN_CMAKE.values(), key=version_key)
+"""The oldest cmake minor a Debian suite of these images ships (bullseye's ``3.18``)."""
 
 PACKAGES = ["build-essential", "gcc", "g++", "make", "cmake", "autoconf", "automake", "libtool",
             "autopoint", "gettext", "bison", "flex", "pkg-config", "python3", "python3-venv",
@@ -60,6 +64,18 @@ def pick_gcc(requested: str | None) -> tuple[str, list[str]]:
     return have[-1], [f"gcc {requested} requested, {have[-1]} provided (newest available)"]
 
 
+def cmake_wheel_series(required: str | None, have: str) -> str | None:
+    """The cmake release series (``"3.28"``: major.minor of `required`) to take from PyPI's cmake
+    wheel when a project's ``cmake_minimum_required`` `required` (``"3.28"``, ``"3.28.1"``) is
+    newer, by major.minor, than the cmake `have` (``"3.25"``); None when `have` serves or nothing
+    is required. The one decision of the toolchain image (`ensure_image`) and of a library the
+    repository builds for another ecosystem (`agents.ecosystems.cfamily.c_library`)."""
+    want = version_key(required or "")[:2]
+    if not want or want <= version_key(have)[:2]:
+        return None
+    return ".".join(str(x) for x in want)
+
+
 def cmake_wheel_script(cmake: str) -> str:
     """Shell lines installing PyPI's cmake wheel of the `cmake` minor series (`"3.28"`; digits
     and dots only, else ValueError) into /opt/cmake, linked into /usr/local/bin (needs python3
@@ -87,8 +103,7 @@ def ensure_image(requested: str | None, cfg: ImageConfig | None = None, engine=N
     suite = DEBIAN_GCC[major]
     cm = cmake_of_suite(suite)
     script = apt_script(PACKAGES)
-    if cmake and version_key(cmake)[:2] > version_key(cm)[:2]:
-        want = ".".join(str(x) for x in version_key(cmake)[:2])
+    if want := cmake_wheel_series(cmake, cm):
         script += " && " + cmake_wheel_script(want)
         subs.append(f"cmake {cmake} required, Debian {suite} has {cm}: PyPI cmake {want}.* installed")
         cm = want

@@ -21,18 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.ecosystems.cfamily.c_builds import CBuild, _cmake_analysis
 from agents.ecosystems.cfamily.c_setup import JOBS, cmake_configure
 from agents.ecosystems.debian import apt_install
-from envpool.toolchains import version_key
-from envpool.toolchains.cfamily_image import DEBIAN_GCC, cmake_of_suite, cmake_wheel_script
+from envpool.toolchains.cfamily_image import OLDEST_CMAKE, cmake_wheel_script, cmake_wheel_series
 
 __all__ = ["LOG", "LibraryBuild", "library_build"]
 
 LOG = "/tmp/swemint-library-build.log"
 """Where a test run's rebuild of the library writes its output."""
-
-
-OLDEST_CMAKE = min(version_key(cmake_of_suite(s))[:2] for s in DEBIAN_GCC.values())
-"""The oldest cmake a Debian suite of these images ships (bullseye's 3.18): a project asking for
-more gets PyPI's cmake when the image's is older."""
 
 
 class LibraryBuild(BaseModel):
@@ -98,8 +92,8 @@ def library_build(tree, lib: LibraryBuild) -> tuple[list[str], str, list[str]]:
         _cmake_analysis(tree, b, "", folder=lib.folder, tests=False)
         packages = ["cmake", *packages, *(p for p in b.packages if p not in ("cmake", "g++", "make"))]
         steps.append(apt_install(packages))
-        if b.cmake_min and version_key(b.cmake_min)[:2] > OLDEST_CMAKE:  # else every Debian suite's cmake does
-            want = ".".join(b.cmake_min.split(".")[:2])
+        # PyPI's cmake when the image's is older; the oldest Debian suite's cmake serving, every one does
+        if want := cmake_wheel_series(b.cmake_min, OLDEST_CMAKE):
             steps.append(f"want={shlex.quote(want)}; have=$(cmake --version | sed -n '1s/^cmake version //p'); "
                          "if [ \"$(printf '%s\\n' \"$want\" \"$have\" | sort -V | head -n 1)\" != \"$want\" ]; then "
                          f"{apt_install(['python3-venv'])} && {cmake_wheel_script(want)}; fi")

@@ -238,6 +238,22 @@ def test_new_cmake_comes_from_pypi_wheel(image_store):
     assert "pip install" not in image_store.built[-1][3] and plain.version == "gcc 10, cmake 3.18"
 
 
+def test_the_cmake_wheel_decision_is_one_function_for_the_image_and_a_library_build(tmp_path):
+    """`cfamily_image.cmake_wheel_series`: PyPI's cmake series when the project's floor is newer
+    (major.minor) than the cmake at hand; the toolchain image asks it against its suite's cmake,
+    `c_library.library_build` against the oldest suite's."""
+    from agents.ecosystems.cfamily.c_library import LibraryBuild, library_build
+
+    assert tc.cmake_wheel_series("3.28.1", "3.25") == "3.28" and tc.cmake_wheel_series("4.0", "3.31") == "4.0"
+    assert tc.cmake_wheel_series("3.25.2", "3.25") is None and tc.cmake_wheel_series("3", "3.18") is None
+    assert tc.cmake_wheel_series(None, "3.18") is None and tc.OLDEST_CMAKE == "3.18"
+    lib = LibraryBuild(system="cmake", folder="cpp", build_dir="cpp/build")
+    for floor, wheel in (("3.20", "'cmake==3.20.*'"), ("3.10", None)):
+        tree = make_tree(tmp_path / floor, {"cpp/CMakeLists.txt": f"cmake_minimum_required(VERSION {floor})\n"})
+        steps, _, _ = library_build(tree, lib)
+        assert any(wheel in s for s in steps) if wheel else not any("pip install" in s for s in steps)
+
+
 def test_repair_installs_missing_dependency_once():
     from agents.ecosystems.base import PolyPlan
     plan = PolyPlan(ecosystem="cfamily", toolchain="gcc 12", image="x", test_command="t", parser="ctest_log")
