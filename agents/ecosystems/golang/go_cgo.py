@@ -28,6 +28,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+import weakref
 from dataclasses import dataclass, field
 
 from agents.ecosystems.base import PlanRequest
@@ -337,6 +338,29 @@ def native_of(tree, instance, proj: GoProject, sel: dict[str, list[str]], tags: 
     return native_setup(tree, proj, folders, tags, added)
 
 
+_ANALYSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""The mint's tree (`agents.gitrepo.GitTree`, one per mint) -> {(commit, touched files, test_patch,
+repository): NativeSetup}: `native_moves`'s analysis, made once per mint and question (the
+entries go with the tree)."""
+
+
+def _native_analysis(ctx) -> NativeSetup:
+    """`native_of` the touched packages of `ctx` (their cgo directives, the builds producing what
+    they name), computed once per tree, commit and touched files (`_ANALYSES`); a tree that cannot
+    be weakly referenced is analysed each time."""
+    tree, instance = ctx.tree, ctx.instance
+    key = (getattr(tree, "commit", None), tuple(ctx.touched), instance.test_patch, instance.repo)
+    try:
+        known = _ANALYSES.setdefault(tree, {})
+    except TypeError:
+        known = {}
+    if key not in known:
+        proj = analyze(tree, extra_files=[p for p in ctx.touched if not tree.exists(p)], repo=instance.repo)
+        tags, _ = gated_tags(tree, instance.test_patch, ctx.touched)
+        known[key] = native_of(tree, instance, proj, select_packages(proj, ctx.touched), tags)
+    return known[key]
+
+
 def native_moves(ctx) -> list:
     """S31's move (`agents.moves`, kind `owner_build`: the build that owns a path): when a round
     ran no test, a test the test_patch adds never ran, or the build failed, and a cgo directive of
@@ -344,13 +368,11 @@ def native_moves(ctx) -> list:
     tree lacks that a CMakeLists.txt or Makefile above it produces, the plan again with that build
     as setup steps (request option ``cgo_native``: data, the plan reads the tree again). Its
     evidence names the directive, the missing path and the build. None for a plan that asked
-    for the builds already."""
+    for the builds already. The analysis is made once per mint's tree and touched files
+    (`_native_analysis`), however many rounds ask."""
     if "cgo_native" in ctx.plan.state:
         return []
-    tree, instance = ctx.tree, ctx.instance
-    proj = analyze(tree, extra_files=[p for p in ctx.touched if not tree.exists(p)], repo=instance.repo)
-    tags, _ = gated_tags(tree, instance.test_patch, ctx.touched)
-    native = native_of(tree, instance, proj, select_packages(proj, ctx.touched), tags)
+    native = _native_analysis(ctx)
     if not native.builds:
         return []
     return [Move(kind="owner_build", key="cgo_native",

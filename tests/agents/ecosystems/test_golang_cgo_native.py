@@ -120,6 +120,36 @@ def test_the_move_names_the_missing_path_and_the_build_and_the_plan_builds_it_fi
     assert targeted is not None and targeted.test_command.startswith("{ { cmake --build")
 
 
+def test_the_move_s_analysis_is_made_once_per_mint_tree_and_touched_files(tmp_path, image_store):
+    """`go_cgo.native_moves` reads the tree (directives, imports, build files) once per tree and
+    touched files: asked again in a later round, it answers the same without reading; other
+    touched files, or another mint's tree, are analysed anew."""
+    from agents.gitrepo import GitTree
+
+    tree, inst = repo_with(tmp_path, files())
+    reads: list[str] = []
+
+    class CountingTree(GitTree):
+        def read(self, path, limit=2_000_000):
+            reads.append(path)
+            return super().read(path, limit)
+
+    def moves(t, touched):
+        return golang.ECOSYSTEM.next_moves(MoveContext(tree=t, instance=inst, plan=plan, touched=touched,
+                                                       why="no test ran: example.com/app/pkg [build failed]"))
+
+    counted = CountingTree(tree.git_dir, tree.commit)
+    plan = golang.ECOSYSTEM.plan(counted, inst, ["pkg/foo_test.go"], ImageConfig())
+    reads.clear()
+    first = moves(counted, ["pkg/foo_test.go"])
+    assert [m.key for m in first] == ["cgo_native"] and "pkg/foo.go" in reads
+    n = len(reads)
+    assert moves(counted, ["pkg/foo_test.go"]) == first and len(reads) == n
+    assert moves(counted, ["pkg/foo_test.go", "pkg/foo.go"]) == first and len(reads) > n
+    n = len(reads)
+    assert moves(CountingTree(tree.git_dir, tree.commit), ["pkg/foo_test.go"]) == first and len(reads) > n
+
+
 def test_every_repository_value_in_the_commands_is_quoted(tmp_path, image_store):
     folder = "c$(touch pwned);pp"
     cgo = CGO.replace("${SRCDIR}/../cpp/cmake-build-release/libfoo.a",
