@@ -22,6 +22,7 @@ Standard library only (python3 >= 3.5).
 """
 
 import fnmatch
+import functools
 import os
 import re
 import subprocess
@@ -50,15 +51,33 @@ def _code(text):
     return _NOISE.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " ", text)
 
 
-def suites(text):
-    """The GoogleTest filter patterns of the suites C++ source `text` defines (module docstring),
-    in order, each once; [] when it defines none this reading recognises."""
+@functools.lru_cache(maxsize=64)
+def definitions(text):
+    """What C++ source `text` defines for GoogleTest, parsed once per text (the selection,
+    `suites`, and the ids of a target that failed to build, `declared`, read the same file):
+    (the ``TEST``-family macros as (kind, suite, name), in order; value-parameterised
+    instantiations {suite: [prefix, ...]}; typed ones likewise; the suites of
+    ``TYPED_TEST_SUITE``/``TYPED_TEST_CASE``, in order). Shared between callers: not to be changed."""
     code = _code(text)
     values, typed = {}, {}
     for kind, prefix, suite in ((m.group(1), m.group(2) or "", m.group(3)) for m in _INSTANCES.finditer(code)):
         (typed if "TYPED" in kind else values).setdefault(suite, []).append(prefix)
+    tests = tuple((m.group(1), m.group(2), m.group(3)) for m in _TESTS.finditer(code))
+    return tests, values, typed, tuple(m.group(1) for m in _TYPED.finditer(code))
+
+
+def _unique(items):
+    """`items` in order, each once (python3 >= 3.5: dicts keep no order there)."""
+    seen = set()
+    return [i for i in items if not (i in seen or seen.add(i))]
+
+
+def suites(text):
+    """The GoogleTest filter patterns of the suites C++ source `text` defines (module docstring),
+    in order, each once; [] when it defines none this reading recognises."""
+    tests, values, typed, typed_suites = definitions(text)
     out = []
-    for kind, suite in ((m.group(1), m.group(2)) for m in _TESTS.finditer(code)):
+    for kind, suite, _ in tests:
         if kind == "TEST_P":
             out += [(p + "/" if p else "") + suite + ".*" for p in values.get(suite, ["*"])]
         elif kind == "TYPED_TEST_P":
@@ -67,9 +86,7 @@ def suites(text):
             out.append(suite + "/*.*")
         else:
             out.append(suite + ".*")
-    out += [m.group(1) + "/*.*" for m in _TYPED.finditer(code)]
-    seen = set()
-    return [p for p in out if not (p in seen or seen.add(p))]
+    return _unique(out + [s + "/*.*" for s in typed_suites])
 
 
 def declared(text):
@@ -81,12 +98,9 @@ def declared(text):
     there: left out (its prefixes are unknown); ``TYPED_TEST(S, N)`` -> ``S`` (ids ``S/<i>.N``;
     every typed test of S is in S's file); ``TYPED_TEST_P`` -> ``P/S`` for each typed
     instantiation, none: left out. In order, each once."""
-    code = _code(text)
-    values, typed = {}, {}
-    for kind, prefix, suite in ((m.group(1), m.group(2) or "", m.group(3)) for m in _INSTANCES.finditer(code)):
-        (typed if "TYPED" in kind else values).setdefault(suite, []).append(prefix)
+    tests, values, typed, _ = definitions(text)
     out = []
-    for kind, suite, name in ((m.group(1), m.group(2), m.group(3)) for m in _TESTS.finditer(code)):
+    for kind, suite, name in tests:
         if kind == "TEST_P":
             out += [(p + "/" if p else "") + suite + "." + name for p in values.get(suite, [])]
         elif kind == "TYPED_TEST_P":
@@ -95,8 +109,7 @@ def declared(text):
             out.append(suite)
         else:
             out.append(suite + "." + name)
-    seen = set()
-    return [c for c in out if not (c in seen or seen.add(c))]
+    return _unique(out)
 
 
 def file_suites(path, read=suites):

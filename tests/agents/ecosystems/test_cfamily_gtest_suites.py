@@ -68,6 +68,21 @@ def test_file_suites_read_the_side_being_run(tmp_path):
     assert gs.file_suites(str(tmp_path / "absent.cc")) == []
 
 
+def test_a_file_is_parsed_once_for_the_selection_and_the_declared_ids(tmp_path):
+    """The helper asks a touched file's suites (S33's selection) and, when its target failed to
+    build, its declared ids (S34): one parse of the text (`definitions`) serves both; a changed
+    file (the other side) is parsed anew."""
+    f = tmp_path / "t.cc"
+    f.write_text(HEAD + "TEST(Calc, Adds) {}\nTEST_P(P, Same) {}\nINSTANTIATE_TEST_SUITE_P(Small, P, V);\n")
+    gs.definitions.cache_clear()
+    assert gs.file_suites(str(f)) == ["Calc.*", "Small/P.*"]
+    assert gs.file_suites(str(f), gs.declared) == ["Calc.Adds", "Small/P.Same"]
+    assert gs.definitions.cache_info().misses == 1 and gs.definitions.cache_info().hits == 1
+    f.write_text(HEAD + "TEST(Calc, Adds) {}\nTEST(Calc, Subs) {}\n")
+    assert gs.file_suites(str(f), gs.declared) == ["Calc.Adds", "Calc.Subs"]
+    assert gs.definitions.cache_info().misses == 2
+
+
 def test_the_filter_combines_with_a_callers_filter_and_the_dead_tests():
     ct = _module("cmake_tests")
     pats = ["A.*", "Small/P.*"]
