@@ -124,8 +124,9 @@ def parse_ctest_junit(raw: bytes, known_tests: Iterable[str] | None = None) -> R
     output is raw, before it).
     """
     res = Result(source="junit")
-    raw, unbuilt = unbuilt_units(raw, max(raw.rfind(b"<?xml"), 0))
-    head, runs = _helper_runs(raw, max(raw.rfind(b"<?xml"), 0))
+    declaration = max(raw.rfind(b"<?xml"), 0)
+    raw, unbuilt = unbuilt_units(raw, declaration)
+    head, runs = _helper_runs(raw, declaration)
     runs.collection_errors += unbuilt
     for case in junit_cases(head):
         if case.name in runs.covered:
@@ -192,30 +193,32 @@ def unbuilt_units(raw: bytes | str, after: int | None) -> tuple[bytes | str, lis
     return (head.decode("utf-8", errors="replace") if isinstance(raw, str) else head), labels
 
 
-def _console_unbuilt(text: str) -> tuple[str, list[str]]:
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last match of `pattern` in `text`, None when there is none."""
+    last = None
+    for last in pattern.finditer(text):  # noqa: B007 (the last match is kept)
+        pass
+    return last
+
+
+def _console_unbuilt(text: str, summary: re.Match[str] | None) -> tuple[str, list[str]]:
     """`unbuilt_units` of a console: only after the helper's last `UNBUILT_ANCHOR` line, and
-    only when that lies after ctest's last summary line (a test's output, printed before it,
-    cannot add a collector)."""
-    summary = None
-    for summary in _CTEST_SUMMARY_ANY.finditer(text):  # noqa: B007 (the last match is kept)
-        pass
-    anchor = None
-    for anchor in UNBUILT_ANCHOR.finditer(text):  # noqa: B007
-        pass
+    only when that lies after ctest's last summary line `summary` (a test's output, printed before
+    it, cannot add a collector)."""
+    anchor = _last(UNBUILT_ANCHOR, text)
     ok = anchor is not None and (summary is None or anchor.start() > summary.end())
     head, labels = unbuilt_units(text, anchor.end() if ok and anchor else None)
     return str(head), labels
 
 
 def _console_doctest(text: str) -> tuple[str, DoctestRuns]:
-    """(`text` without its doctest and Catch2 sections, what they give): only sections after
-    ctest's last summary line count (a test's own output, printed before it, cannot add
-    results)."""
-    text, unbuilt = _console_unbuilt(text)
-    last = None
-    for last in _CTEST_SUMMARY_ANY.finditer(text):  # noqa: B007 (the last match is kept)
-        pass
-    head, runs = _helper_runs(text, last.end() if last else len(text))
+    """(`text` without its doctest, Catch2 and unbuilt sections, what they give): only sections
+    after ctest's last summary line count (a test's own output, printed before it, cannot add
+    results). The log is searched for that line once: the unbuilt sections removed lie after it
+    (after the helper's anchor), so it stands at the same offset without them."""
+    summary = _last(_CTEST_SUMMARY_ANY, text)
+    text, unbuilt = _console_unbuilt(text, summary)
+    head, runs = _helper_runs(text, summary.end() if summary else len(text))
     runs.collection_errors += unbuilt
     return str(head), runs
 
