@@ -35,7 +35,7 @@ from agents.ecosystems.base import PlanRequest
 from agents.ecosystems.cfamily.c_library import LibraryBuild, library_build
 from agents.ecosystems.golang.go_modules import GoProject, _skipped, analyze
 from agents.ecosystems.golang.go_setup import _abs
-from agents.ecosystems.golang.go_tests import HERE, _eval_build, file_builds, gated_tags, select_packages
+from agents.ecosystems.golang.go_tests import HERE, file_builds, gated_tags, legacy_constraint, select_packages
 from agents.ecosystems.move_types import Move
 from agents.ecosystems.owners import owner_build
 from envpool.patches import changed_lines
@@ -85,12 +85,9 @@ def go_imports(text: str) -> list[str]:
 
 
 def _holds(constraint: str, tags: list[str]) -> bool:
-    """A ``#cgo`` directive's constraint (``linux``, ``darwin,arm64``, ``!windows linux``:
-    space-separated options, each comma-separated terms) on linux/amd64 with `tags`."""
-    if not constraint.strip():
-        return True
-    true = HERE | frozenset(tags)
-    return any(all(_eval_build(t, true) for t in opt.split(",")) for opt in constraint.split())
+    """A ``#cgo`` directive's constraint (``linux``, ``darwin,arm64``, ``!windows linux``: read as a
+    ``// +build`` line, `go_tests.legacy_constraint`) on linux/amd64 with `tags`; none: True."""
+    return not constraint.strip() or legacy_constraint(constraint, HERE | frozenset(tags))
 
 
 def cgo_directives(text: str, tags: list[str] | None = None) -> list[tuple[str, list[str]]]:

@@ -333,6 +333,14 @@ def _eval_build(expr: str, true: frozenset[str]) -> bool:
         return True
 
 
+def legacy_constraint(expr: str, true: frozenset[str]) -> bool:
+    """A legacy build constraint over `true` -- a ``// +build`` line's, or a ``#cgo`` directive's
+    (``linux,amd64 !windows``): its space-separated options OR'd, each option's comma-separated
+    terms AND'd, a term read as `_eval_build` reads it (``!tag``; ``go1.N`` true). No option:
+    False (a caller with an empty constraint decides before)."""
+    return any(all(_eval_build(t, true) for t in opt.split(",")) for opt in expr.split())
+
+
 def file_builds(name: str, text: str, tags: list[str]) -> bool:
     """Whether a Go file named `name` with content `text` is built for linux/amd64 with `tags`
     (its name, then its ``//go:build`` line; a legacy ``// +build`` line: spaces OR, commas AND,
@@ -348,8 +356,7 @@ def file_builds(name: str, text: str, tags: list[str]) -> bool:
         if m := re.match(r"//go:build\s+(.*)$", s):
             return _eval_build(m.group(1), true)
         if m := re.match(r"//\s*\+build\s+(.*)$", s):
-            plus.append(any(all(_eval_build(t, true) for t in opt.split(","))
-                            for opt in m.group(1).split()))
+            plus.append(legacy_constraint(m.group(1), true))
     return all(plus)
 
 

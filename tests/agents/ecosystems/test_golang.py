@@ -490,3 +490,19 @@ def test_a_touched_package_that_builds_only_for_another_os_is_left_out(tmp_path,
 ])
 def test_file_builds_for_linux_amd64(name, text, tags, builds):
     assert golang.go_tests.file_builds(name, text, tags) is builds
+
+
+@pytest.mark.parametrize("constraint, tags, holds", [
+    ("linux", [], True), ("darwin,arm64", [], False), ("!windows linux", [], True), ("windows darwin", [], False),
+    ("linux,amd64 windows", [], True), ("linux,!cgo", [], False), ("integration", ["integration"], True),
+    ("linux,go1.21", [], True),
+])
+def test_a_legacy_constraint_reads_the_same_for_a_plus_build_line_and_a_cgo_directive(constraint, tags, holds):
+    """`go_tests.legacy_constraint` is the one reading of ``// +build`` (in `file_builds`) and of
+    a ``#cgo`` directive's constraint (in `go_cgo.cgo_directives`)."""
+    from agents.ecosystems.golang.go_cgo import cgo_directives
+
+    true = golang.go_tests.HERE | frozenset(tags)
+    assert golang.go_tests.legacy_constraint(constraint, true) is holds
+    assert golang.go_tests.file_builds("a.go", f"// +build {constraint}\n\npackage a\n", tags) is holds
+    assert bool(cgo_directives(f"// #cgo {constraint} LDFLAGS: -lfoo\nimport \"C\"\n", tags)) is holds
