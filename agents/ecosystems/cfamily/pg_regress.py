@@ -42,8 +42,9 @@ from agents.ecosystems.cfamily.cfamily_recipe import recipes
 from agents.ecosystems.drivers import MAKEFILES
 from envpool.quoting import shell_word
 
-__all__ = ["MAX_LISTED", "USER", "RegressSuite", "declared_majors", "find_suites", "harnesses", "pg_config",
-           "pick_major", "pgxs_makefile", "suite_build", "suite_units", "test_names"]
+__all__ = ["MAX_LISTED", "USER", "RegressSuite", "declared_majors", "find_suites", "harnesses", "log_folders",
+           "pg_config", "pick_major", "pgxs_makefile", "server_packages", "stop_diagnosis", "suite_build",
+           "suite_units", "test_names"]
 
 USER = "swemint"
 """The unprivileged user pg_regress runs as (made at setup; initdb refuses root)."""
@@ -53,6 +54,13 @@ needs the ones before it: the first creates the extension); a longer one runs th
 TEMP_INSTANCE = "/tmp/swemint-pg"
 """Where pg_regress's temporary server lives (``--temp-instance``)."""
 BUILD_LOG = "/tmp/swemint-build.log"
+SERVER_LOGS = ("postmaster.log", "initdb.log")
+"""The logs pg_regress (and a ``logging_collector`` of the temporary server) write below a
+``log/`` folder: why the temporary server or its initdb failed."""
+LOG_LINES = 200
+"""At most this many last lines of each server log a stopped run prints."""
+MAX_LOGS = 6
+"""At most this many server logs a stopped run prints."""
 
 _TEST_FILE = re.compile(r"^(?:(?P<dir>.*)/)?(?P<kind>sql|expected|input|output)/(?P<name>[\w.+-]+?)"
                         r"(?P<ext>\.sql|\.out|\.source)$")
@@ -300,6 +308,15 @@ def pick_major(declared: list[int], gcc: str, floor: str | None, fixed: bool) ->
                       f"{', '.join(map(str, declared))}, which no Debian suite here serves")
 
 
+def server_packages(gcc: str) -> list[str]:
+    """The Debian packages installed beside the server on the Debian suite of toolchain `gcc`
+    (``cfamily.yaml`` ``postgresql_packages``: trixie's ``tzdata-legacy``, the legacy time zone
+    names such as ``US/Pacific`` that regression configs use)."""
+    from envpool.toolchains.cfamily_image import DEBIAN_GCC
+
+    return list(recipes().get("postgresql_packages", {}).get(DEBIAN_GCC[gcc], []))
+
+
 def pg_config(major: str) -> str:
     """The ``pg_config`` of PostgreSQL `major`'s server development files on Debian."""
     return f"/usr/lib/postgresql/{major}/bin/pg_config"
@@ -332,14 +349,46 @@ def owned_folders(suites: list[RegressSuite], build_dir: str) -> list[str]:
     return out
 
 
+def log_folders(suites: list[RegressSuite], build_dir: str) -> list[str]:
+    """The folders pg_regress's server logs may be under (absolute): the folders it writes in
+    (`owned_folders`: a PGXS suite's output folder, a CMake build folder) and each PGXS suite's
+    temporary instance."""
+    temp = [f"{TEMP_INSTANCE}-{i}" for i, s in enumerate(suites) if s.kind == "pgxs"]
+    return owned_folders(suites, build_dir) + temp
+
+
+def stop_diagnosis(folders: list[str]) -> str:
+    """The `units.Unit.after` script of a pg_regress unit (run as root when the unit failed):
+    when the unit's output says pg_regress stopped before its tests
+    (`envpool.testrun.polyglot.units_log.STOP_LINE_ERE`: the temporary server or its initdb
+    failed), the last `LOG_LINES` lines of each `SERVER_LOGS` file in a ``log/`` folder under
+    `folders` (at most `MAX_LOGS`) behind ``| `` (the run's log), and each one's cause -- its
+    first ``FATAL:`` / ``PANIC:`` / ``: error:`` line with the two lines before it, else its last
+    two lines -- behind ``|: swemint-log: <file>: `` (the parser's, into the run's anomaly).
+    Prints nothing for a unit whose tests ran. Every folder is quoted."""
+    from envpool.testrun.polyglot.units_log import STOP_LINE_ERE
+
+    names = " -o ".join(f"-name {shell_word(n)}" for n in SERVER_LOGS)
+    dirs = " ".join(shell_word(d) for d in folders)
+    return (f"grep -aqE {shell_word(STOP_LINE_ERE)} /tmp/swemint-unit.log || exit 0; "
+            f"find {dirs} -type f -path '*/log/*' \\( {names} \\) 2>/dev/null | head -n {MAX_LOGS} | "
+            "while IFS= read -r f; do "
+            f"echo \"| swemint: the last {LOG_LINES} lines of $f:\"; tail -n {LOG_LINES} \"$f\" | cut -c1-600 | sed 's/^/| /'; "
+            "c=$(grep -a -m1 -B2 -E '(FATAL|PANIC): |: error: ' \"$f\"); [ -n \"$c\" ] || c=$(tail -n 2 \"$f\"); "
+            "printf '%s\\n' \"$c\" | cut -c1-300 | awk -v f=\"$f\" '{print \"|: swemint-log: \" f \": \" $0}'; done")
+
+
 def suite_units(suites: list[RegressSuite], major: str, build_dir: str) -> list:
     """One unit (`units.Unit`) per suite: pg_regress through its harness as `USER`. PGXS:
     ``make installcheck REGRESS=<run>`` with ``EXTRA_REGRESS_OPTS=--temp-instance=...`` (pg_regress
     starts its own server from ``PG_CONFIG``'s binaries); CMake: ``make -C <build> <target>`` with
     ``TESTS=<run>`` in the environment. The unit's id is the harness as Multi-SWE-bench would
-    name it (``<folder>/installcheck``, the CMake target); its SQL tests are graded by name."""
+    name it (``<folder>/installcheck``, the CMake target); its SQL tests are graded by name.
+    A unit that fails prints the server's logs when pg_regress stopped before its tests
+    (`stop_diagnosis` over `log_folders`)."""
     from agents.ecosystems.cfamily.units import Unit
 
+    after = stop_diagnosis(log_folders(suites, build_dir))
     units = []
     for i, s in enumerate(suites):
         run = ["runuser", "-u", USER, "--"]
@@ -350,7 +399,7 @@ def suite_units(suites: list[RegressSuite], major: str, build_dir: str) -> list:
         else:
             argv = run + ["env", f"TESTS={' '.join(s.run)}", "make", "-C", build_dir, s.target]
             uid = s.target
-        units.append(Unit(id=uid, argv=argv, evidence=s.evidence))
+        units.append(Unit(id=uid, argv=argv, evidence=s.evidence, after=after))
     return units
 
 
@@ -409,7 +458,8 @@ def pg_plan(tree: GitTree, instance, touched: list[str], images, req, suites: li
     declared, named = declared_majors(tree)
     gcc, major, why = pick_major(declared, gcc, floor, fixed)
     choice = ensure_image(gcc, images, cmake=b.cmake_min if cmake else None)
-    setup = [apt_install([f"postgresql-{major}", f"postgresql-server-dev-{major}", *b.packages]), user_command()]
+    setup = [apt_install([f"postgresql-{major}", f"postgresql-server-dev-{major}", *server_packages(gcc),
+                          *b.packages]), user_command()]
     if cmake:
         flags = [*b.cmake_flags, *[f for f in req.options.get("cmake_flags", []) if CMAKE_FLAG.fullmatch(f)]]
         setup.append(" ".join(["cmake", "-S", "/testbed", "-B", BUILD_DIR, f"-DCMAKE_BUILD_TYPE={shell_word(b.build_type)}",

@@ -49,7 +49,7 @@ from agents.gitrepo import GitTree
 from envpool.testpaths import role
 
 __all__ = ["MAX_SIBLINGS", "MAX_TOUCHED", "UNIT_SECONDS", "Rule", "Unit", "UnitSuite", "find_units",
-           "makefile_rules", "is_test_target", "units_command", "REPORT_ENV"]
+           "makefile_rules", "is_test_target", "units_command", "REPORT_ENV", "AFTER_LINES"]
 
 MAX_TOUCHED = 6
 """At most this many units for the touched files."""
@@ -110,11 +110,14 @@ def glob_names(pattern: str, path: str) -> bool:
 @dataclass
 class Unit:
     """One test of a script- or target-driven suite: `id` (as Multi-SWE-bench names it), the
-    `argv` that runs it from /testbed, and the `evidence` that makes it one."""
+    `argv` that runs it from /testbed, and the `evidence` that makes it one. `after`: a bash
+    script run (as the caller) when the unit exited non-zero, after its output and before its
+    end line, its own output kept to `AFTER_LINES` lines (`units_command`); "" = none."""
 
     id: str
     argv: list[str]
     evidence: str
+    after: str = ""
 
 
 @dataclass
@@ -334,6 +337,8 @@ with it); a value the environment already holds is kept. prove prints one line p
 without being asked."""
 REPORT_LINES = 5000
 """At most this many report lines per unit."""
+AFTER_LINES = 1500
+"""At most this many lines of a unit's `Unit.after` output."""
 
 
 def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
@@ -342,15 +347,25 @@ def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
     (`envpool.testrun.polyglot.units_log.REPORT_LINE_ERE`, at most `REPORT_LINES`) behind ``|: ``,
     ``swemint-unit: <id> exit <rc>`` and ``pass|FAIL  <id>``. Read by `unit_report_log` (per
     file where the tool reported files, else by exit status); `script_status_log` reads the
-    ``pass|FAIL`` lines (exit status only)."""
+    ``pass|FAIL`` lines (exit status only).
+
+    A unit with an `Unit.after` script that exited non-zero runs it (``bash -c``, the unit's
+    output still in ``/tmp/swemint-unit.log``; given as ``SWEMINT_AFTER`` for that call only)
+    before its end line, its output cut to `AFTER_LINES`: what it prints behind ``| `` is log,
+    behind ``|: `` it reaches the parser with the unit's report lines. Without such a unit the
+    command is as before (the hook is not written)."""
     from envpool.testrun.polyglot.units_log import REPORT_LINE_ERE
 
     env = " ".join(f'{k}="${{{k}:-{v}}}"' for k, v in REPORT_ENV.items())
+    hook = (f'if [ $rc -ne 0 ] && [ -n "${{SWEMINT_AFTER:-}}" ]; then bash -c "$SWEMINT_AFTER" 2>&1 | '
+            f"head -n {AFTER_LINES}; fi; ") if any(u.after for u in units) else ""
     fn = ("swemint_unit() { n=$1; shift; " + env + " timeout " + str(int(seconds)) +
           " \"$@\" > /tmp/swemint-unit.log 2>&1; "
           "rc=$?; tail -n 40 /tmp/swemint-unit.log | sed 's/^/| /'; "
           f"grep -aE {shlex.quote(REPORT_LINE_ERE)} /tmp/swemint-unit.log | head -n {REPORT_LINES} | sed 's/^/|: /'; "
+          + hook +
           "echo \"swemint-unit: $n exit $rc\"; "
           "if [ $rc -eq 0 ]; then echo \"pass  $n\"; else echo \"FAIL  $n\"; fi; }")
-    runs = "; ".join("swemint_unit " + " ".join(shlex.quote(w) for w in [u.id, *u.argv]) for u in units)
+    runs = "; ".join((f"SWEMINT_AFTER={shlex.quote(u.after)} " if u.after else "") + "swemint_unit "
+                     + " ".join(shlex.quote(w) for w in [u.id, *u.argv]) for u in units)
     return f"{fn}; {runs}"

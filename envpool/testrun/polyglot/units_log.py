@@ -29,6 +29,16 @@ Multi-SWE-bench name `units_command` gives it: ``tests/test-calc``, ``test``).
 | ``ok N - <name>  12 ms`` / ``not ok N + <name>  12 ms`` (``+``: a parallel group's member) | pg_regress 16+ (TAP) | PASSED / FAILED |
 | ``... failed (ignored)`` / ``# (ignored)`` / ``# SKIP``                        | pg_regress   | SKIPPED    |
 
+A unit that exited non-zero with no result line but a line saying its harness stopped before
+the tests (`STOP_LINE_ERE`: pg_regress 16+'s ``Bail out!`` and the ``# postmaster failed, ...``
+before it; pg_regress up to 15's ``pg_regress: postmaster failed``, ``... initdb failed``) ran no
+test: it is no result at all (not a FAILED unit, which would fail on both sides alike). When no
+unit of the run gave a result, the run's anomaly names each stopped unit with what it printed
+and the ``swemint-log: <file>: <line>`` lines its `Unit.after` script printed (a server log's
+cause: pg_regress's ``log/postmaster.log``), so the run is "tests not run" with that cause in
+its reason (`envpool.evaluation.NO_REPORT`'s path); a stopped unit beside units that ran is
+left out of the grade.
+
 A unit with report lines: its files are the results, and the unit itself is one more FAILED
 result only when it exited non-zero with no file failing (the target failed outside its files:
 a build step, a count the tool could not reach). A prove file still open when the unit ended
@@ -59,7 +69,7 @@ from envpool.testrun.polyglot.cfamily import _AM_TOTAL, _AM_WORD, _AUTOMAKE
 from envpool.testrun.parsers import worse
 from envpool.testrun.polyglot.common import Result, report_parser
 
-__all__ = ["REPORT_LINE_ERE", "parse_unit_report_log", "per_file_report"]
+__all__ = ["REPORT_LINE_ERE", "STOP_LINE_ERE", "parse_unit_report_log", "per_file_report"]
 
 REPORT_LINE_ERE = ("^[^ ]+\\.[A-Za-z0-9_]+: (passed|failed|skipped|empty) *$|^# Ran [0-9]+ tests"
                    "|^(\\[[0-9:]+\\] )?[^ ]+ \\.\\.+( |$)"
@@ -71,6 +81,11 @@ REPORT_LINE_ERE = ("^[^ ]+\\.[A-Za-z0-9_]+: (passed|failed|skipped|empty) *$|^# 
 """POSIX ERE (``grep -E``) selecting the lines of a unit's output that may be per-file report
 lines; the parser reads them precisely. Loose on purpose: a line it selects that is not a report
 line is ignored."""
+STOP_LINE_ERE = "^Bail out!|^[A-Za-z0-9_-]*regress: |^# (postmaster|initdb|could not)"
+"""POSIX ERE of the lines saying a harness stopped before its tests (module docstring)."""
+REPORT_LINE_ERE += "|" + STOP_LINE_ERE
+MAX_STOP_REASON = 700
+"""At most this many characters of a stopped unit's anomaly."""
 
 _CRAM = re.compile(r"^(\S+\.\w+): (passed|failed|skipped|empty)\s*$")
 _CRAM_WORD = {"passed": TestStatus.PASSED, "failed": TestStatus.FAILED, "skipped": TestStatus.SKIPPED,
@@ -86,6 +101,8 @@ _PGR_OLD = re.compile(r"^(?:test\s+|\s+)(\S+)\s+\.\.\.\s+(ok|FAILED|failed \(ign
 _PGR_TAP = re.compile(r"^(not )?ok\s+\d+\s+[-+]\s+(\S+)\s+\d+(?:\.\d+)?\s*ms\b\s*(#.*)?$")
 _PGR_TOTAL = re.compile(r"^(?:#\s*)?\s*(?:All (\d+) tests passed|\d+ of (\d+) tests (?:failed|passed))")
 _UNIT_END = re.compile(r"^swemint-unit: (\S+) exit (\d+)\s*$")
+_STOP = re.compile(STOP_LINE_ERE.replace("[A-Za-z0-9_-]", r"[\w-]"))
+_CAUSE = "swemint-log: "
 
 
 def _prove_status(text: str) -> TestStatus | None:
@@ -164,9 +181,10 @@ def per_file_report(lines: list[str]) -> tuple[dict[str, TestStatus], list[str]]
 @report_parser()
 def parse_unit_report_log(text: str) -> Result:
     """Parse `units_command`'s output (module docstring): per unit its per-file report, else
-    its exit status."""
+    its exit status; a unit whose harness stopped before its tests gives no result."""
     res = Result(source="log")
     block: list[str] = []
+    stopped: list[str] = []
     for line in text.splitlines():
         if line.startswith("|: "):
             block.append(line[3:])
@@ -175,15 +193,24 @@ def parse_unit_report_log(text: str) -> Result:
         if not m:
             continue
         unit, rc = m.group(1), int(m.group(2))
+        causes = [b[len(_CAUSE):].strip() for b in block if b.startswith(_CAUSE)]
+        block = [b for b in block if not b.startswith(_CAUSE)]
         files, anomalies = per_file_report(block)
+        stops = [b.strip() for b in block if _STOP.match(b)]
         block = []
         res.anomalies += [f"{unit}: {a}" for a in anomalies]
         for name, st in files.items():
             res.add(name, st)
-        if not files:
+        if not files and rc != 0 and stops:
+            said = "; ".join(dict.fromkeys(stops))
+            stopped.append((f"{unit}: the harness stopped before any test ran ({said})"
+                            + (f"; its log: {' | '.join(causes)}" if causes else ""))[:MAX_STOP_REASON])
+        elif not files:
             res.add(unit, TestStatus.PASSED if rc == 0 else TestStatus.FAILED)
         elif rc != 0 and not any(st in (TestStatus.FAILED, TestStatus.ERROR) for st in files.values()):
             res.add(unit, TestStatus.FAILED)
+    if stopped and not res.statuses:
+        res.anomalies += stopped
     return res
 
 
