@@ -29,6 +29,15 @@ extension built and installed into that server's directories at setup and again 
 test run (the fix may change its C or SQL), then pg_regress as that user, who owns the suite's
 and build folders, through the units runner (`units.units_command`) so `unit_report_log` grades
 each SQL test by name. Every repository value entering a command is shell-quoted.
+
+When pg_regress stops before its tests (its temporary server or initdb failed: ``Bail out!``,
+``pg_regress: postmaster failed``), the logs that say why stay in the test container; each unit's
+`stop_diagnosis` prints the last lines of every ``log/postmaster.log`` / ``log/initdb.log`` under
+the harness's folders into the run's log, and their cause to the parser, which grades such a run
+as one that ran no test (`envpool.testrun.polyglot.units_log`): the round ends ``tests_not_run``
+with the cause in its reason, not ``no_fail_to_pass``. One such cause is ours to fix: Debian
+trixie keeps the legacy time zone names (``US/Pacific``, which timescaledb's ``--temp-config``
+sets) in ``tzdata-legacy``, so the plan installs it there (`server_packages`).
 """
 
 from __future__ import annotations
@@ -427,7 +436,7 @@ def test_command(suites: list[RegressSuite], major: str, build_dir: str, jobs: i
 def pg_plan(tree: GitTree, instance, touched: list[str], images, req, suites: list[RegressSuite]):
     """The plan running `suites` (module docstring) on the C/C++ toolchain image of the commit's
     era, moved to a Debian suite serving a PostgreSQL major the repository names (`pick_major`):
-    setup installs ``postgresql-NN`` and ``postgresql-server-dev-NN`` (and, for CMake, the
+    setup installs ``postgresql-NN``, ``postgresql-server-dev-NN``, `server_packages` (and, for CMake, the
     packages of its ``find_package`` names), makes `USER`, configures a CMake project into
     ``/opt/build`` with ``-DPG_CONFIG`` and builds and installs the harnesses; the test command
     builds and installs again, then runs pg_regress as `USER` (`test_command`), parser

@@ -347,7 +347,9 @@ def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
     (`envpool.testrun.polyglot.units_log.REPORT_LINE_ERE`, at most `REPORT_LINES`) behind ``|: ``,
     ``swemint-unit: <id> exit <rc>`` and ``pass|FAIL  <id>``. Read by `unit_report_log` (per
     file where the tool reported files, else by exit status); `script_status_log` reads the
-    ``pass|FAIL`` lines (exit status only).
+    ``pass|FAIL`` lines (exit status only). The tail's last line is ended when the unit's output
+    did not end its own (pg_regress 16+ ends with ``Bail out!`` and no newline): else the first
+    report line would be glued to it and lost.
 
     A unit with an `Unit.after` script that exited non-zero runs it (``bash -c``, the unit's
     output still in ``/tmp/swemint-unit.log``; given as ``SWEMINT_AFTER`` for that call only)
@@ -361,7 +363,7 @@ def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
             f"head -n {AFTER_LINES}; fi; ") if any(u.after for u in units) else ""
     fn = ("swemint_unit() { n=$1; shift; " + env + " timeout " + str(int(seconds)) +
           " \"$@\" > /tmp/swemint-unit.log 2>&1; "
-          "rc=$?; tail -n 40 /tmp/swemint-unit.log | sed 's/^/| /'; "
+          "rc=$?; tail -n 40 /tmp/swemint-unit.log | sed -e 's/^/| /' -e '$a\\'; "
           f"grep -aE {shlex.quote(REPORT_LINE_ERE)} /tmp/swemint-unit.log | head -n {REPORT_LINES} | sed 's/^/|: /'; "
           + hook +
           "echo \"swemint-unit: $n exit $rc\"; "

@@ -17,6 +17,7 @@ test_pg_regress_docker.py.
 from __future__ import annotations
 
 import shlex
+import shutil
 
 import pytest
 
@@ -208,3 +209,101 @@ def test_the_runs_output_is_graded_per_sql_test_by_name():
            "swemint-unit: installcheck exit 2\nFAIL  installcheck\n")
     res = parse_unit_report_log(log)
     assert {k: v.value for k, v in res.statuses.items()} == {"basic": "FAILED", "other": "PASSED"}
+
+
+def test_trixies_legacy_time_zone_names_are_installed_beside_its_server(tmp_path, image_store):
+    """Debian trixie moved ``US/Pacific`` and kin to ``tzdata-legacy``; a ``--temp-config`` with
+    ``timezone='US/Pacific'`` (timescaledb's) stops the temporary server without it. bookworm's
+    tzdata still holds them: nothing added there."""
+    ci = "steps:\n  - run: sudo apt-get install postgresql-server-dev-17\n"
+    _, _, plan = planned(tmp_path / "a", extension(**{".github/workflows/ci.yml": ci}))
+    assert "postgresql-17 postgresql-server-dev-17 tzdata-legacy" in plan.setup_commands[0]
+    _, _, plan = planned(tmp_path / "b", extension())
+    assert "postgresql-15 postgresql-server-dev-15" in plan.setup_commands[0]
+    assert "tzdata-legacy" not in "\n".join(plan.setup_commands)
+    assert pg_regress.server_packages("14") == ["tzdata-legacy"] and pg_regress.server_packages("12") == []
+
+
+POSTMASTER_LOG = ("2026-12-07 00:46:59.913 UTC [1969] LOG:  starting PostgreSQL 17.12\n"
+                  "2026-12-07 00:46:59.913 UTC [1969] LOG:  invalid value for parameter \"TimeZone\": \"US/Pacific\"\n"
+                  "2026-12-07 00:46:59.913 UTC [1969] FATAL:  configuration file \"/x/postgresql.conf\" contains errors\n"
+                  "2026-12-07 00:46:59.914 UTC [1969] LOG:  database system is shut down\n")
+BAIL_17 = ("echo '# initializing database system by running initdb'; "
+           "echo '# postmaster failed, examine \"build/log/postmaster.log\" for the reason'; printf 'Bail out!'; exit 2")
+RAN_17 = "echo 'not ok 1         - basic                                      12 ms'; echo '# 1 of 1 tests failed.'; exit 1"
+
+
+def _run_units(tmp_path, units):
+    import subprocess
+
+    from agents.ecosystems.cfamily.units import units_command
+    from envpool.evaluation import NO_REPORT, run_report
+    from envpool.fake import FakeSandbox
+    from envpool.sandbox import SandboxSpec
+
+    cmd = units_command(units, seconds=60)
+    out = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout
+    sb = FakeSandbox(SandboxSpec(image="x"))
+    sb.on(r"swemint_unit", (0, out))
+    return out, run_report(sb, cmd, "unit_report_log"), NO_REPORT
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout", "find", "awk")),
+                    reason="bash, timeout, find and awk needed on the host")
+def test_a_run_that_stops_before_its_tests_prints_the_server_log_and_reports_no_test(tmp_path):
+    """pg_regress 17's output when its temporary server does not start (timescaledb on trixie):
+    the unit's after-script prints the last lines of each ``log/postmaster.log`` under the
+    harness's folders into the run's log, and the run has no result -- not a FAILED unit on both
+    sides (``no_fail_to_pass``) but a run that reported no test, its anomaly naming the log's
+    cause (`evaluation.run_report`: ``tests_ran`` False, NO_REPORT)."""
+    from agents.ecosystems.cfamily.units import Unit
+
+    build = tmp_path / "build"
+    for d in (build / "test" / "log", build / "test" / "cluster" / "data" / "log"):
+        d.mkdir(parents=True)
+        (d / "postmaster.log").write_text(POSTMASTER_LOG)
+    after = pg_regress.stop_diagnosis([str(build), str(tmp_path / "absent")])
+    out, run, no_report = _run_units(tmp_path, [Unit("regresscheck", ["bash", "-c", BAIL_17], "", after=after)])
+    assert f"| swemint: the last 200 lines of {build}/test/log/postmaster.log:" in out, out
+    assert '| 2026-12-07 00:46:59.914 UTC [1969] LOG:  database system is shut down' in out
+    assert out.index("| swemint: the last 200") < out.index("swemint-unit: regresscheck exit 2")
+    assert run.report.statuses == {} and not run.report.tests_ran
+    first = run.anomalies[0]
+    assert first.startswith("regresscheck: the harness stopped before any test ran (# postmaster failed"), first
+    assert 'invalid value for parameter "TimeZone": "US/Pacific"' in first and "FATAL:  configuration file" in first
+    assert no_report in run.anomalies
+    # pg_regress 15's form of the same stop
+    bail_15 = "echo; echo 'pg_regress: postmaster failed'; echo 'Examine build/log/postmaster.log for the reason'; exit 2"
+    _, run, _ = _run_units(tmp_path, [Unit("installcheck", ["bash", "-c", bail_15], "", after=after)])
+    assert run.report.statuses == {} and "pg_regress: postmaster failed" in run.anomalies[0]
+    assert "TimeZone" in run.anomalies[0]
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout", "find", "awk")),
+                    reason="bash, timeout, find and awk needed on the host")
+def test_a_run_whose_tests_ran_is_graded_and_prints_no_server_log(tmp_path):
+    """A failing SQL test is a result (the after-script stays silent); a stopped suite beside a
+    suite that ran is left out of the grade, the run graded on what ran."""
+    from agents.ecosystems.cfamily.units import Unit
+
+    build = tmp_path / "build"
+    (build / "log").mkdir(parents=True)
+    (build / "log" / "postmaster.log").write_text(POSTMASTER_LOG)
+    after = pg_regress.stop_diagnosis([str(build)])
+    out, run, _ = _run_units(tmp_path, [Unit("installcheck", ["bash", "-c", RAN_17], "", after=after)])
+    assert "swemint: the last" not in out and "TimeZone" not in out
+    assert {k: v.value for k, v in run.report.statuses.items()} == {"basic": "FAILED"} and run.report.tests_ran
+    out, run, _ = _run_units(tmp_path, [Unit("regresscheck", ["bash", "-c", BAIL_17], "", after=after),
+                                        Unit("regresscheck-t", ["bash", "-c", RAN_17], "", after=after)])
+    assert {k: v.value for k, v in run.report.statuses.items()} == {"basic": "FAILED"}
+    assert run.anomalies == [] and "swemint: the last 200 lines" in out
+
+
+def test_the_pg_regress_units_carry_the_server_log_script_over_the_harness_folders(tmp_path, image_store):
+    tree, _, plan = planned(tmp_path, extension())
+    [suite] = pg_regress.find_suites(tree, TOUCHED)
+    assert pg_regress.log_folders([suite], "/opt/build") == ["/testbed", "/tmp/swemint-pg-0"]
+    [unit] = pg_regress.suite_units([suite], "15", "/opt/build")
+    assert unit.after == pg_regress.stop_diagnosis(["/testbed", "/tmp/swemint-pg-0"])
+    assert f"SWEMINT_AFTER={shlex.quote(unit.after)} swemint_unit installcheck runuser" in plan.test_command
+    assert "find /testbed /tmp/swemint-pg-0 -type f -path '*/log/*'" in unit.after
