@@ -371,20 +371,20 @@ def stop_diagnosis(folders: list[str]) -> str:
     when the unit's output says pg_regress stopped before its tests
     (`envpool.testrun.polyglot.units_log.STOP_LINE_ERE`: the temporary server or its initdb
     failed), the last `LOG_LINES` lines of each `SERVER_LOGS` file in a ``log/`` folder under
-    `folders` (at most `MAX_LOGS`) behind ``| `` (the run's log), and each one's cause -- its
-    first ``FATAL:`` / ``PANIC:`` / ``: error:`` line with the two lines before it, else its last
-    two lines -- behind ``|: swemint-log: <file>: `` (the parser's, into the run's anomaly).
-    Prints nothing for a unit whose tests ran. Every folder is quoted."""
+    `folders` (postmaster logs first, at most `MAX_LOGS`) behind ``| `` (the run's log), and
+    each one's cause -- its first ``FATAL:`` / ``PANIC:`` / ``: error:`` line with the line
+    before it (``invalid value for parameter "TimeZone"`` precedes the ``FATAL``) -- behind
+    ``|: swemint-log: <file>: `` (the parser's, into the run's anomaly). Prints nothing for a
+    unit whose tests ran. Every folder is quoted."""
     from envpool.testrun.polyglot.units_log import STOP_LINE_ERE
 
-    names = " -o ".join(f"-name {shell_word(n)}" for n in SERVER_LOGS)
     dirs = " ".join(shell_word(d) for d in folders)
+    finds = "; ".join(f"find {dirs} -type f -path '*/log/*' -name {shell_word(n)} 2>/dev/null" for n in SERVER_LOGS)
     return (f"grep -aqE {shell_word(STOP_LINE_ERE)} /tmp/swemint-unit.log || exit 0; "
-            f"find {dirs} -type f -path '*/log/*' \\( {names} \\) 2>/dev/null | head -n {MAX_LOGS} | "
-            "while IFS= read -r f; do "
+            f"{{ {finds}; }} | head -n {MAX_LOGS} | while IFS= read -r f; do "
             f"echo \"| swemint: the last {LOG_LINES} lines of $f:\"; tail -n {LOG_LINES} \"$f\" | cut -c1-600 | sed 's/^/| /'; "
-            "c=$(grep -a -m1 -B2 -E '(FATAL|PANIC): |: error: ' \"$f\"); [ -n \"$c\" ] || c=$(tail -n 2 \"$f\"); "
-            "printf '%s\\n' \"$c\" | cut -c1-300 | awk -v f=\"$f\" '{print \"|: swemint-log: \" f \": \" $0}'; done")
+            "grep -a -m1 -B1 -E '(FATAL|PANIC): |: error: ' \"$f\" | cut -c1-300 | "
+            "awk -v f=\"$f\" '{print \"|: swemint-log: \" f \": \" $0}'; done")
 
 
 def suite_units(suites: list[RegressSuite], major: str, build_dir: str) -> list:

@@ -33,10 +33,10 @@ A unit that exited non-zero with no result line but a line saying its harness st
 the tests (`STOP_LINE_ERE`: pg_regress 16+'s ``Bail out!`` and the ``# postmaster failed, ...``
 before it; pg_regress up to 15's ``pg_regress: postmaster failed``, ``... initdb failed``) ran no
 test: it is no result at all (not a FAILED unit, which would fail on both sides alike). When no
-unit of the run gave a result, the run's anomaly names each stopped unit with what it printed
-and the ``swemint-log: <file>: <line>`` lines its `Unit.after` script printed (a server log's
-cause: pg_regress's ``log/postmaster.log``), so the run is "tests not run" with that cause in
-its reason (`envpool.evaluation.NO_REPORT`'s path); a stopped unit beside units that ran is
+unit of the run gave a result, the run's anomaly names each stopped unit with the messages of
+the ``swemint-log: <file>: <line>`` lines its `Unit.after` script printed first (a server log's
+cause, its time and pid dropped: pg_regress's ``log/postmaster.log``), then its first stop line,
+so the run is "tests not run" with that cause in its reason (`envpool.evaluation.NO_REPORT`'s path); a stopped unit beside units that ran is
 left out of the grade.
 
 A unit with report lines: its files are the results, and the unit itself is one more FAILED
@@ -103,6 +103,15 @@ _PGR_TOTAL = re.compile(r"^(?:#\s*)?\s*(?:All (\d+) tests passed|\d+ of (\d+) te
 _UNIT_END = re.compile(r"^swemint-unit: (\S+) exit (\d+)\s*$")
 _STOP = re.compile(STOP_LINE_ERE.replace("[A-Za-z0-9_-]", r"[\w-]"))
 _CAUSE = "swemint-log: "
+_LOG_FILE = re.compile(r"^.*?/log/[\w.-]+: ")
+_LOG_PREFIX = re.compile(r"^.*?\b(?=(?:LOG|FATAL|PANIC|ERROR|WARNING|DETAIL|HINT):)")
+
+
+def _cause(line: str) -> str:
+    """A ``swemint-log: <file>: <line>`` line's message: the file and the server's log line
+    prefix (time, pid) dropped, ``LOG:  x`` -> ``LOG: x``."""
+    text = _LOG_PREFIX.sub("", _LOG_FILE.sub("", line, count=1), count=1)
+    return re.sub(r"^([A-Z]+):\s+", r"\1: ", text).strip()
 
 
 def _prove_status(text: str) -> TestStatus | None:
@@ -202,9 +211,9 @@ def parse_unit_report_log(text: str) -> Result:
         for name, st in files.items():
             res.add(name, st)
         if not files and rc != 0 and stops:
-            said = "; ".join(dict.fromkeys(stops))
-            stopped.append((f"{unit}: the harness stopped before any test ran ({said})"
-                            + (f"; its log: {' | '.join(causes)}" if causes else ""))[:MAX_STOP_REASON])
+            said = "; ".join(dict.fromkeys(_cause(c) for c in causes))
+            stopped.append((f"{unit}: the harness stopped before any test ran" + (f": {said}" if said else "")
+                            + f" ({stops[0][:160]})")[:MAX_STOP_REASON])
         elif not files:
             res.add(unit, TestStatus.PASSED if rc == 0 else TestStatus.FAILED)
         elif rc != 0 and not any(st in (TestStatus.FAILED, TestStatus.ERROR) for st in files.values()):
