@@ -30,8 +30,8 @@ test run (the fix may change its C or SQL), then pg_regress as that user, who ow
 and build folders, through the units runner (`units.units_command`) so `unit_report_log` grades
 each SQL test by name. Every repository value entering a command is shell-quoted.
 
-When pg_regress stops before its tests (its temporary server or initdb failed: ``Bail out!``,
-``pg_regress: postmaster failed``), the logs that say why stay in the test container; each unit's
+When pg_regress stops before its tests (its temporary server or initdb failed: ``# postmaster
+failed, ...`` then ``Bail out!``; up to 15 ``pg_regress: postmaster failed``), the logs that say why stay in the test container; each unit's
 `stop_diagnosis` prints the last lines of every ``log/postmaster.log`` / ``log/initdb.log`` under
 the harness's folders into the run's log, and their cause to the parser, which grades such a run
 as one that ran no test (`envpool.testrun.polyglot.units_log`): the round ends ``tests_not_run``

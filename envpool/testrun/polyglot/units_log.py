@@ -30,8 +30,8 @@ Multi-SWE-bench name `units_command` gives it: ``tests/test-calc``, ``test``).
 | ``... failed (ignored)`` / ``# (ignored)`` / ``# SKIP``                        | pg_regress   | SKIPPED    |
 
 A unit that exited non-zero with no result line but a line saying its harness stopped before
-the tests (`STOP_LINE_ERE`: pg_regress 16+'s ``Bail out!`` and the ``# postmaster failed, ...``
-before it; pg_regress up to 15's ``pg_regress: postmaster failed``, ``... initdb failed``) ran no
+the tests (`STOP_LINE_ERE`: pg_regress 16+'s ``# postmaster failed, ...`` before its ``Bail out!``;
+pg_regress up to 15's ``pg_regress: postmaster failed``, ``... initdb failed``) ran no
 test: it is no result at all (not a FAILED unit, which would fail on both sides alike). When no
 unit of the run gave a result, the run's anomaly names each stopped unit with the messages of
 the ``swemint-log: <file>: <line>`` lines its `Unit.after` script printed first (a server log's
@@ -81,8 +81,9 @@ REPORT_LINE_ERE = ("^[^ ]+\\.[A-Za-z0-9_]+: (passed|failed|skipped|empty) *$|^# 
 """POSIX ERE (``grep -E``) selecting the lines of a unit's output that may be per-file report
 lines; the parser reads them precisely. Loose on purpose: a line it selects that is not a report
 line is ignored."""
-STOP_LINE_ERE = "^Bail out!|^[A-Za-z0-9_-]*regress: |^# (postmaster|initdb|could not)"
-"""POSIX ERE of the lines saying a harness stopped before its tests (module docstring)."""
+STOP_LINE_ERE = "^[A-Za-z0-9_-]*regress: |^# (postmaster|initdb|could not)"
+"""POSIX ERE of the lines saying a harness stopped before its tests (module docstring): pg_regress's
+own, not TAP's bare ``Bail out!`` (a test script that bails out because of the bug fails)."""
 REPORT_LINE_ERE += "|" + STOP_LINE_ERE
 MAX_STOP_REASON = 700
 """At most this many characters of a stopped unit's anomaly."""

@@ -300,6 +300,11 @@ def test_a_run_whose_tests_ran_is_graded_and_prints_no_server_log(tmp_path):
                                         Unit("regresscheck-t", ["bash", "-c", RAN_17], "", after=after)])
     assert {k: v.value for k, v in run.report.statuses.items()} == {"basic": "FAILED"}
     assert run.anomalies == [] and "swemint: the last 200 lines" in out
+    # a test script's bare TAP bail-out (no pg_regress stop line) is a unit that failed
+    bare = "echo '1..2'; echo 'Bail out! cannot load calc'; exit 255"
+    out, run, _ = _run_units(tmp_path, [Unit("t/calc.sh", ["bash", "-c", bare], "", after=after)])
+    assert {k: v.value for k, v in run.report.statuses.items()} == {"t/calc.sh": "FAILED"} and run.anomalies == []
+    assert "swemint: the last" not in out
 
 
 def test_the_pg_regress_units_carry_the_server_log_script_over_the_harness_folders(tmp_path, image_store):
