@@ -370,8 +370,9 @@ def stop_diagnosis(folders: list[str]) -> str:
     """The `units.Unit.after` script of a pg_regress unit (run as root when the unit failed):
     when the unit's output says pg_regress stopped before its tests
     (`envpool.testrun.polyglot.units_log.STOP_LINE_ERE`: the temporary server or its initdb
-    failed), the last `LOG_LINES` lines of each `SERVER_LOGS` file in a ``log/`` folder under
-    `folders` (postmaster logs first, at most `MAX_LOGS`) behind ``| `` (the run's log), and
+    failed), the last `LOG_LINES` lines of each server log in a ``log/`` folder under `folders`
+    (the postmaster logs; none: the initdb logs -- `SERVER_LOGS`' first kind found; at most
+    `MAX_LOGS`) behind ``| `` (the run's log), and
     each one's cause -- its first ``FATAL:`` / ``PANIC:`` / ``: error:`` line with the line
     before it (``invalid value for parameter "TimeZone"`` precedes the ``FATAL``) -- behind
     ``|: swemint-log: <file>: `` (the parser's, into the run's anomaly). Prints nothing for a
@@ -379,9 +380,11 @@ def stop_diagnosis(folders: list[str]) -> str:
     from envpool.testrun.polyglot.units_log import STOP_LINE_ERE
 
     dirs = " ".join(shell_word(d) for d in folders)
-    finds = "; ".join(f"find {dirs} -type f -path '*/log/*' -name {shell_word(n)} 2>/dev/null" for n in SERVER_LOGS)
+    finds = [f"$(find {dirs} -type f -path '*/log/*' -name {shell_word(n)} 2>/dev/null | head -n {MAX_LOGS})"
+             for n in SERVER_LOGS]
     return (f"grep -aqE {shell_word(STOP_LINE_ERE)} /tmp/swemint-unit.log || exit 0; "
-            f"{{ {finds}; }} | head -n {MAX_LOGS} | while IFS= read -r f; do "
+            f"logs={finds[0]}; " + "".join(f'[ -n "$logs" ] || logs={f}; ' for f in finds[1:]) +
+            '[ -n "$logs" ] || exit 0; printf \'%s\\n\' "$logs" | while IFS= read -r f; do '
             f"echo \"| swemint: the last {LOG_LINES} lines of $f:\"; tail -n {LOG_LINES} \"$f\" | cut -c1-600 | sed 's/^/| /'; "
             "grep -a -m1 -B1 -E '(FATAL|PANIC): |: error: ' \"$f\" | cut -c1-300 | "
             "awk -v f=\"$f\" '{print \"|: swemint-log: \" f \": \" $0}'; done")

@@ -104,13 +104,15 @@ _PGR_TOTAL = re.compile(r"^(?:#\s*)?\s*(?:All (\d+) tests passed|\d+ of (\d+) te
 _UNIT_END = re.compile(r"^swemint-unit: (\S+) exit (\d+)\s*$")
 _STOP = re.compile(STOP_LINE_ERE.replace("[A-Za-z0-9_-]", r"[\w-]"))
 _CAUSE = "swemint-log: "
+_SAYS = re.compile(r"\b(?:LOG|FATAL|PANIC|ERROR|WARNING|DETAIL|HINT): |: error: ")
 _LOG_FILE = re.compile(r"^.*?/log/[\w.-]+: ")
 _LOG_PREFIX = re.compile(r"^.*?\b(?=(?:LOG|FATAL|PANIC|ERROR|WARNING|DETAIL|HINT):)")
 
 
 def _cause(line: str) -> str:
     """A ``swemint-log: <file>: <line>`` line's message: the file and the server's log line
-    prefix (time, pid) dropped, ``LOG:  x`` -> ``LOG: x``."""
+    prefix (time, pid) dropped, ``LOG:  x`` -> ``LOG: x``. Only lines with a severity
+    (``FATAL:``, ``LOG:``, ...) or ``: error:`` are used (`_SAYS`)."""
     text = _LOG_PREFIX.sub("", _LOG_FILE.sub("", line, count=1), count=1)
     return re.sub(r"^([A-Z]+):\s+", r"\1: ", text).strip()
 
@@ -212,7 +214,7 @@ def parse_unit_report_log(text: str) -> Result:
         for name, st in files.items():
             res.add(name, st)
         if not files and rc != 0 and stops:
-            said = "; ".join(dict.fromkeys(_cause(c) for c in causes))
+            said = "; ".join(dict.fromkeys(_cause(c) for c in causes if _SAYS.search(c)))
             stopped.append((f"{unit}: the harness stopped before any test ran" + (f": {said}" if said else "")
                             + f" ({stops[0][:160]})")[:MAX_STOP_REASON])
         elif not files:

@@ -280,6 +280,16 @@ def test_a_run_that_stops_before_its_tests_prints_the_server_log_and_reports_no_
     assert run.report.statuses == {} and run.anomalies[0].startswith(
         'installcheck: the harness stopped before any test ran: LOG: invalid value for parameter "TimeZone"')
     assert run.anomalies[0].endswith("(pg_regress: postmaster failed)")
+    assert "initdb.log" not in out  # the server started from it: only the postmaster's logs
+    # initdb failed: no postmaster log, the initdb log says why
+    (tmp_path / "init" / "log").mkdir(parents=True)
+    (tmp_path / "init" / "log" / "initdb.log").write_text("running bootstrap script ... \n"
+                                                          "initdb: error: invalid locale settings\n")
+    bail = "echo '# initdb failed'; echo '# Examine \"init/log/initdb.log\" for the reason.'; printf 'Bail out!'; exit 2"
+    after = pg_regress.stop_diagnosis([str(tmp_path / "init")])
+    out, run, _ = _run_units(tmp_path, [Unit("installcheck", ["bash", "-c", bail], "", after=after)])
+    assert run.anomalies[0] == ("installcheck: the harness stopped before any test ran: initdb: error: invalid "
+                                "locale settings (# initdb failed)"), out
 
 
 @pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout", "find", "awk")),
