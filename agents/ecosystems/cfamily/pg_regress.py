@@ -349,10 +349,14 @@ def suite_build(suite: RegressSuite, major: str, build_dir: str, jobs: int) -> s
 
 def owned_folders(suites: list[RegressSuite], build_dir: str) -> list[str]:
     """The folders `USER` must own for pg_regress to write its results (absolute): each PGXS
-    Makefile's folder; the CMake build folder and each CMake suite's folder."""
+    Makefile's folder; for a CMake target the build folder and the whole checkout -- its
+    commands call wrapper scripts that write beside themselves, outside the suite's folder
+    (timescaledb's ``tsl/test`` target runs ``test/pg_regress.sh``, which writes
+    ``test/temp_schedule``: ``Permission denied``, then pg_regress stops on the missing schedule),
+    and which script a target calls is a CMake variable the tree alone does not resolve."""
     out: list[str] = []
     for s in suites:
-        for d in ([_join("/testbed", s.make_folder)] if s.kind == "pgxs" else [build_dir, _join("/testbed", s.folder)]):
+        for d in ([_join("/testbed", s.make_folder)] if s.kind == "pgxs" else [build_dir, "/testbed"]):
             if d not in out:
                 out.append(d)
     return out
@@ -374,7 +378,8 @@ def stop_diagnosis(folders: list[str]) -> str:
     (the postmaster logs; none: the initdb logs -- `SERVER_LOGS`' first kind found; at most
     `MAX_LOGS`) behind ``| `` (the run's log), and
     each one's cause -- its first ``FATAL:`` / ``PANIC:`` / ``: error:`` line with the line
-    before it (``invalid value for parameter "TimeZone"`` precedes the ``FATAL``) -- behind
+    before it (``invalid value for parameter "TimeZone"`` precedes the ``FATAL``), not counting
+    ``the database system is starting up`` (pg_regress's own connection probes) -- behind
     ``|: swemint-log: <file>: `` (the parser's, into the run's anomaly). Prints nothing for a
     unit whose tests ran. Every folder is quoted."""
     from envpool.testrun.polyglot.units_log import STOP_LINE_ERE
@@ -386,7 +391,8 @@ def stop_diagnosis(folders: list[str]) -> str:
             f"logs={finds[0]}; " + "".join(f'[ -n "$logs" ] || logs={f}; ' for f in finds[1:]) +
             '[ -n "$logs" ] || exit 0; printf \'%s\\n\' "$logs" | while IFS= read -r f; do '
             f"echo \"| swemint: the last {LOG_LINES} lines of $f:\"; tail -n {LOG_LINES} \"$f\" | cut -c1-600 | sed 's/^/| /'; "
-            "grep -a -m1 -B1 -E '(FATAL|PANIC): |: error: ' \"$f\" | cut -c1-300 | "
+            "grep -a -v -E 'the database system is (starting up|shutting down)' \"$f\" | "
+            "grep -a -m1 -B1 -E '(FATAL|PANIC): |: error: ' | cut -c1-300 | "
             "awk -v f=\"$f\" '{print \"|: swemint-log: \" f \": \" $0}'; done")
 
 
