@@ -456,7 +456,7 @@ def pg_plan(tree: GitTree, instance, touched: list[str], images, req, suites: li
     from agents.ecosystems.cfamily.c_builds import CBuild, analyze
     from agents.ecosystems.cfamily.c_compilers import CXX_STD_GCC, SUITE_GCC, _gcc_major, era_gcc
     from agents.ecosystems.cfamily.c_moves import CMAKE_FLAG
-    from agents.ecosystems.cfamily.c_setup import BUILD_DIR, JOBS
+    from agents.ecosystems.cfamily.c_setup import BUILD_DIR, JOBS, cmake_configure
     from envpool.errors import EnvBuildError
     from envpool.toolchains.cfamily_image import DEBIAN_GCC, ensure_image
 
@@ -480,8 +480,7 @@ def pg_plan(tree: GitTree, instance, touched: list[str], images, req, suites: li
                           *b.packages]), user_command()]
     if cmake:
         flags = [*b.cmake_flags, *[f for f in req.options.get("cmake_flags", []) if CMAKE_FLAG.fullmatch(f)]]
-        setup.append(" ".join(["cmake", "-S", "/testbed", "-B", BUILD_DIR, f"-DCMAKE_BUILD_TYPE={shell_word(b.build_type)}",
-                               *(shell_word(f) for f in dict.fromkeys(flags)), shell_word(f"-DPG_CONFIG={pg_config(major)}")]))
+        setup.append(cmake_configure(build_type=b.build_type, flags=[*flags, f"-DPG_CONFIG={pg_config(major)}"]))
     builds = list(dict.fromkeys(suite_build(s, major, BUILD_DIR, JOBS) for s in suites))
     setup += builds
     command, build = test_command(suites, major, BUILD_DIR, JOBS)
