@@ -5,8 +5,9 @@
 # Env: SWEMINT_TEST_TIMEOUT (seconds per test, default 600), SWEMINT_PYTHON (interpreter for
 # the venv, default python3), SWEMINT_IMAGES (toolchain images to bootstrap, default "3.11 3.9"),
 # SWEMINT_CHECK (scripts/check.sh, ruff and mypy, runs before the whole suite; 0 skips it, 1 runs
-# it before a partial run too), SWEMINT_TEST_SPLIT (0: the whole suite in one pytest; by default a
-# run without arguments runs the tests without Docker in a second pytest beside the docker tests).
+# it before a partial run too), SWEMINT_TEST_SPLIT (0: the whole suite in one plain pytest; by
+# default a run without arguments runs the docker tests SWEMINT_TEST_WORKERS at a time, default 2,
+# with pytest-xdist, and the tests without Docker in a second pytest beside them).
 # Every run lists its 30 slowest tests (pytest --durations; a later --durations=N on the command
 # line wins).
 set -euo pipefail
@@ -27,15 +28,21 @@ if [ "${SWEMINT_CHECK:-}" = 1 ] || { [ "${SWEMINT_CHECK:-}" != 0 ] && [ "${paths
 fi
 set +e
 if [ $# -eq 0 ] && [ "${SWEMINT_TEST_SPLIT:-1}" != 0 ]; then
-  # the whole suite: the tests without Docker run in a second pytest beside the docker tests (which
-  # still run one at a time); that half mostly waits (subprocesses, Ray, sleeps of kill tests), as
-  # do the docker tests (network, test limits), so on 2 cores the wall time is about the docker
-  # tests' alone. Its output follows theirs. SWEMINT_TEST_SPLIT=0: one pytest for everything.
+  # the whole suite: the docker tests run two at a time (pytest-xdist; a test file stays on one
+  # worker, so its module fixtures are made once; the slowest files start first, tests/conftest.py),
+  # and the tests without Docker in a second pytest beside them. Both halves mostly wait (network,
+  # subprocesses, Ray, test limits, sleeps of kill tests), so on 2 cores the wall time is about the
+  # docker tests' longest worker. The second half's output follows theirs.
+  # SWEMINT_TEST_SPLIT=0: one plain pytest for everything.
+  workers=()
+  if [ "${SWEMINT_TEST_WORKERS:-2}" -gt 1 ] && .venv/bin/python -c 'import xdist' 2>/dev/null; then
+    workers=(-n "${SWEMINT_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
+  fi
   other=$(mktemp -t swemint-tests-XXXXXX.log)
   .venv/bin/python -m pytest "${args[@]}" -p no:cacheprovider -m "not docker" "${paths[@]}" > "$other" 2>&1 &
   other_pid=$!
   trap 'kill "$other_pid" 2>/dev/null || true' EXIT
-  .venv/bin/python -m pytest "${args[@]}" -m docker "${paths[@]}"
+  .venv/bin/python -m pytest "${args[@]}" ${workers[@]+"${workers[@]}"} -m docker "${paths[@]}"
   rc_docker=$?
   wait "$other_pid"
   rc_other=$?

@@ -77,6 +77,32 @@ def ensure_test_image(client, build: Callable[[], str], repository: str, tag_pre
     raise AssertionError("unreachable")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_build_per_image_across_workers(tmp_path_factory):
+    """Under pytest-xdist (`scripts/test.sh` runs the docker tests two at a time) the workers share
+    one Docker engine but no work directory, so a toolchain image two of them need at once (on a
+    fresh CI host none exists yet) would be built twice side by side. A build lock without a
+    `shared_dir` (`envpool.image_registry.cluster_lock`: a thread lock, one process) takes in
+    this session a file lock in a folder the run's workers share (the parent of each worker's
+    basetemp): one worker builds, the other waits and finds the image. Nothing changes outside
+    xdist or for a lock given a `shared_dir`."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    import envpool.image_registry as registry
+
+    shared = tmp_path_factory.getbasetemp().parent / "image-build-locks"
+    original = registry.cluster_lock
+
+    def across_workers(shared_dir, key: str, timeout: float = 7200.0):
+        return original(shared if shared_dir is None else shared_dir, key, timeout)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(registry, "cluster_lock", across_workers)
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def docker_client(tmp_path_factory):
     """A docker SDK client that answers; skips when none does (fails when env CI is set). At the
@@ -146,3 +172,44 @@ def python_image(docker_client) -> str:
 
     return ensure_test_image(docker_client, lambda: ensure_python_image("3.11", engine=docker_client),
                              "swemint/python", "3.11-")
+
+
+SLOWEST_FIRST = (
+    "tests/pipeline/test_cluster.py",
+    "tests/agents/test_cost_docker.py",
+    "tests/agents/ecosystems/test_node_docker.py",
+    "tests/agents/ecosystems/test_cfamily_moves_docker.py",
+    "tests/agents/test_loop_docker.py",
+    "tests/agents/test_minter_docker.py",
+    "tests/agents/test_tiers_docker.py",
+    "tests/agents/test_compile_once_docker.py",
+    "tests/agents/ecosystems/test_ci_services_docker.py",
+    "tests/agents/ecosystems/test_java_docker.py",
+    "tests/envpool/test_pytest_runner_docker.py",
+    "tests/agents/ecosystems/test_rust_docker.py",
+    "tests/agents/ecosystems/test_java_moves_docker.py",
+    "tests/agents/ecosystems/test_cfamily_gtest_suites_docker.py",
+    "tests/agents/ecosystems/test_drivers_docker.py",
+    "tests/agents/llm/test_llm_plans_e2e.py",
+    "tests/envpool/test_userns.py",
+    "tests/agents/ecosystems/test_python_newest_docker.py",
+    "tests/agents/ecosystems/test_cfamily_docker.py",
+    "tests/agents/ecosystems/test_java_ant_docker.py",
+    "tests/envpool/test_docker_sandbox.py",
+    "tests/agents/ecosystems/test_golang_docker.py",
+    "tests/pipeline/test_resume.py",
+)
+"""Test files whose docker tests take longest, longest first (per-file sums of pytest
+--durations=0 on the 2-core host, 2026-12). Under pytest-xdist (`scripts/test.sh`: two workers,
+`--dist loadfile --no-loadscope-reorder`, files handed out in collection order) these files are
+collected first, so the longest start first and the short ones fill the ends of the workers'
+queues; a file missing here only starts later. Outside xdist the order is pytest's own."""
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under an xdist worker, put the items of `SLOWEST_FIRST`'s files first, in that order
+    (a stable sort: every other item keeps its place, and so does each file's own order)."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
