@@ -179,28 +179,31 @@ SLOWEST_FIRST = (
     "tests/agents/test_cost_docker.py",
     "tests/agents/ecosystems/test_node_docker.py",
     "tests/agents/ecosystems/test_cfamily_moves_docker.py",
-    "tests/agents/test_loop_docker.py",
-    "tests/agents/test_minter_docker.py",
     "tests/agents/test_tiers_docker.py",
-    "tests/agents/test_compile_once_docker.py",
+    "tests/agents/test_loop_docker.py",
     "tests/agents/ecosystems/test_ci_services_docker.py",
+    "tests/agents/test_compile_once_docker.py",
     "tests/agents/ecosystems/test_java_docker.py",
-    "tests/envpool/test_pytest_runner_docker.py",
-    "tests/agents/ecosystems/test_rust_docker.py",
+    "tests/agents/test_minter_docker.py",
     "tests/agents/ecosystems/test_java_moves_docker.py",
     "tests/agents/ecosystems/test_cfamily_gtest_suites_docker.py",
-    "tests/agents/ecosystems/test_drivers_docker.py",
-    "tests/agents/llm/test_llm_plans_e2e.py",
-    "tests/envpool/test_userns.py",
     "tests/agents/ecosystems/test_python_newest_docker.py",
     "tests/agents/ecosystems/test_cfamily_docker.py",
     "tests/agents/ecosystems/test_java_ant_docker.py",
-    "tests/envpool/test_docker_sandbox.py",
+    "tests/agents/ecosystems/test_drivers_docker.py",
+    "tests/envpool/test_pytest_runner_docker.py",
+    "tests/envpool/test_userns.py",
+    "tests/agents/llm/test_llm_plans_e2e.py",
     "tests/agents/ecosystems/test_golang_docker.py",
     "tests/pipeline/test_resume.py",
+    "tests/agents/ecosystems/test_rust_docker.py",
+    "tests/envpool/test_docker_sandbox.py",
 )
-"""Test files whose docker tests take longest, longest first (per-file sums of pytest
---durations=0 on the 2-core host, 2026-12). Under pytest-xdist (`scripts/test.sh`: two workers,
+"""Test files whose docker tests take longest, longest first (per-file sums of their tests'
+durations, two xdist workers on the shared 2-core host, 2026-12-07: test_cost_docker 1182 s,
+test_node_docker 983, test_cluster 886 with its three-node test cut off at 600, test_cfamily_moves
+649, test_tiers 630, ... test_rust 55; the files that run did not reach placed by older
+one-at-a-time logs). Under pytest-xdist (`scripts/test.sh`: two workers,
 `--dist loadfile --no-loadscope-reorder`, files handed out in collection order) these files are
 collected first, so the longest start first and the short ones fill the ends of the workers'
 queues; a file missing here only starts later. Outside xdist the order is pytest's own."""
