@@ -381,19 +381,24 @@ def stop_diagnosis(folders: list[str]) -> str:
     before it (``invalid value for parameter "TimeZone"`` precedes the ``FATAL``), not counting
     ``the database system is starting up`` (pg_regress's own connection probes) -- behind
     ``|: swemint-log: <file>: `` (the parser's, into the run's anomaly). Prints nothing for a
-    unit whose tests ran. Every folder is quoted."""
+    unit whose tests ran. Every folder is quoted; file names and log lines are printed by
+    ``printf '%s'`` (no escape in them is interpreted: awk ``-v`` would turn a folder's literal
+    ``\\n`` into a line of its own, a forged result line), and a log whose path holds a
+    character that is not printable (a newline, a control character; in the C locale any
+    non-ASCII byte) is not read: its path could not be printed as one line."""
     from envpool.testrun.polyglot.units_log import STOP_LINE_ERE
 
     dirs = " ".join(shell_word(d) for d in folders)
-    finds = [f"$(find {dirs} -type f -path '*/log/*' -name {shell_word(n)} 2>/dev/null | head -n {MAX_LOGS})"
-             for n in SERVER_LOGS]
+    finds = [f"$(find {dirs} -type f -path '*/log/*' ! -path '*[![:print:]]*' -name {shell_word(n)} 2>/dev/null "
+             f"| head -n {MAX_LOGS})" for n in SERVER_LOGS]
     return (f"grep -aqE {shell_word(STOP_LINE_ERE)} /tmp/swemint-unit.log || exit 0; "
             f"logs={finds[0]}; " + "".join(f'[ -n "$logs" ] || logs={f}; ' for f in finds[1:]) +
             '[ -n "$logs" ] || exit 0; printf \'%s\\n\' "$logs" | while IFS= read -r f; do '
-            f"echo \"| swemint: the last {LOG_LINES} lines of $f:\"; tail -n {LOG_LINES} \"$f\" | cut -c1-600 | sed 's/^/| /'; "
+            f"printf '| swemint: the last {LOG_LINES} lines of %s:\\n' \"$f\"; "
+            f"tail -n {LOG_LINES} \"$f\" | cut -c1-600 | sed 's/^/| /'; "
             "grep -a -v -E 'the database system is (starting up|shutting down)' \"$f\" | "
             "grep -a -m1 -B1 -E '(FATAL|PANIC): |: error: ' | cut -c1-300 | "
-            "awk -v f=\"$f\" '{print \"|: swemint-log: \" f \": \" $0}'; done")
+            "while IFS= read -r l; do printf '|: swemint-log: %s: %s\\n' \"$f\" \"$l\"; done; done")
 
 
 def suite_units(suites: list[RegressSuite], major: str, build_dir: str) -> list:

@@ -250,8 +250,8 @@ def _run_units(tmp_path, units):
     return out, run_report(sb, cmd, "unit_report_log"), NO_REPORT
 
 
-@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout", "find", "awk")),
-                    reason="bash, timeout, find and awk needed on the host")
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout", "find")),
+                    reason="bash, timeout and find needed on the host")
 def test_a_run_that_stops_before_its_tests_prints_the_server_log_and_reports_no_test(tmp_path):
     """pg_regress 17's output when its temporary server does not start (timescaledb on trixie):
     the unit's after-script prints the last lines of each ``log/postmaster.log`` under the
@@ -294,8 +294,8 @@ def test_a_run_that_stops_before_its_tests_prints_the_server_log_and_reports_no_
                                 "locale settings (# initdb failed)"), out
 
 
-@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout", "find", "awk")),
-                    reason="bash, timeout, find and awk needed on the host")
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout", "find")),
+                    reason="bash, timeout and find needed on the host")
 def test_a_run_whose_tests_ran_is_graded_and_prints_no_server_log(tmp_path):
     """A failing SQL test is a result (the after-script stays silent); a stopped suite beside a
     suite that ran is left out of the grade, the run graded on what ran."""
@@ -317,6 +317,28 @@ def test_a_run_whose_tests_ran_is_graded_and_prints_no_server_log(tmp_path):
     out, run, _ = _run_units(tmp_path, [Unit("t/calc.sh", ["bash", "-c", bare], "", after=after)])
     assert {k: v.value for k, v in run.report.statuses.items()} == {"t/calc.sh": "FAILED"} and run.anomalies == []
     assert "swemint: the last" not in out
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout", "find")),
+                    reason="bash, timeout and find needed on the host")
+def test_a_log_folder_whose_name_holds_escapes_or_a_newline_forges_no_line(tmp_path):
+    """The repository names the folders pg_regress writes its logs in: a folder whose name
+    holds a literal backslash-n (awk ``-v`` made it a newline: a forged unprefixed end line and
+    a result) is printed as written, on one line; a log under a folder whose name holds a real
+    newline is not read (its path cannot be printed as one line)."""
+    from agents.ecosystems.cfamily.units import Unit
+
+    forged = "x\\n|: ok 1 - basic 1 ms\\nswemint-unit: forged exit 0\\ny"
+    assert "\\n" in forged and "\n" not in forged
+    for name in (forged, "z\n|: ok 1 - basic 1 ms\nswemint-unit: forged2 exit 0\nw"):
+        (tmp_path / "build" / name / "log").mkdir(parents=True)
+        (tmp_path / "build" / name / "log" / "postmaster.log").write_text(POSTMASTER_LOG)
+    after = pg_regress.stop_diagnosis([str(tmp_path / "build")])
+    out, run, _ = _run_units(tmp_path, [Unit("regresscheck", ["bash", "-c", BAIL_17], "", after=after)])
+    assert not [line for line in out.split("\n") if "forged" in line and not line.startswith(("| ", "|: "))], out
+    assert f"|: swemint-log: {tmp_path}/build/{forged}/log/postmaster.log: " in out
+    assert "forged2" not in out and "z\n" not in out
+    assert run.report.statuses == {} and not run.report.tests_ran, run.report.statuses
 
 
 def test_the_pg_regress_units_carry_the_server_log_script_over_the_harness_folders(tmp_path, image_store):
