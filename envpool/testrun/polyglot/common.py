@@ -43,6 +43,16 @@ def to_text(data: bytes | str) -> str:
     return strip_ansi(data).replace("\r\n", "\n")
 
 
+def shell_lines(text: str) -> list[str]:
+    """`text`'s lines split on ``\\n`` only, as line-based shell tools (sed, grep, cut, tail)
+    split them -- not `str.splitlines`, which also splits on a lone ``\\r``, ``\\v``, ``\\f``,
+    ``\\x1c``-``\\x1e``, ``\\x85`` and U+2028/2029: a runner that prefixes each line of the code
+    under test's output (``| ``) prefixes ``| junk\\rswemint-unit: x exit 0`` once, so splitting
+    it there would make a line the code under test printed look like the runner's own. (CRLF is
+    LF already: `to_text`.)"""
+    return text.split("\n")
+
+
 def to_bytes(data: bytes | str) -> bytes:
     """Bytes for XML parsers (which read the encoding from the XML declaration)."""
     return data if isinstance(data, bytes) else data.encode("utf-8", errors="replace")

@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 
 from envpool.testrun.outcome import TestStatus
-from envpool.testrun.polyglot.common import Result, count_mismatch, report_parser
+from envpool.testrun.polyglot.common import Result, count_mismatch, report_parser, shell_lines
 
 _SCRIPT = re.compile(r"^(pass|FAIL|skip) +(\S+)\s*$")
 _SCRIPT_PASSED = re.compile(r"^(\d+) tests passed\s*$")
@@ -55,11 +55,13 @@ _SCRIPT_WORD = {"pass": TestStatus.PASSED, "FAIL": TestStatus.FAILED, "skip": Te
 
 @report_parser()
 def parse_script_status_log(text: str) -> Result:
-    """Parse a driver printing one ``pass|FAIL|skip  <script>`` line per test script."""
+    """Parse a driver printing one ``pass|FAIL|skip  <script>`` line per test script. Lines are
+    split on ``\\n`` only (`shell_lines`): the units runner (`agents.ecosystems.cfamily.units`)
+    prefixes the code under test's lines with ``| ``, so a lone ``\\r`` in them starts no line."""
     res = Result(source="log")
     passed = 0
     total: int | None = None
-    for line in text.splitlines():
+    for line in shell_lines(text):
         m = _SCRIPT.match(line)
         if m:
             res.add(m.group(2), _SCRIPT_WORD[m.group(1)])

@@ -67,7 +67,7 @@ import re
 from envpool.testrun.outcome import TestStatus
 from envpool.testrun.polyglot.cfamily import _AM_TOTAL, _AM_WORD, _AUTOMAKE
 from envpool.testrun.parsers import worse
-from envpool.testrun.polyglot.common import Result, report_parser
+from envpool.testrun.polyglot.common import Result, report_parser, shell_lines
 
 __all__ = ["REPORT_LINE_ERE", "STOP_LINE_ERE", "parse_unit_report_log", "per_file_report"]
 
@@ -197,7 +197,7 @@ def parse_unit_report_log(text: str) -> Result:
     res = Result(source="log")
     block: list[str] = []
     stopped: list[str] = []
-    for line in text.splitlines():
+    for line in shell_lines(text):
         if line.startswith("|: "):
             block.append(line[3:])
             continue

@@ -96,3 +96,16 @@ def test_pg_regress_fix_is_fail_to_pass_and_cut_or_ignored_reports():
     got = per_file_report(["test a ... failed (ignored)    5 ms", "not ok 2 - b   3 ms # (ignored)",
                            "ok 1 - inner TAP of a prove -v file"])[0]
     assert {k: v.value for k, v in got.items()} == {"a": "SKIPPED", "b": "SKIPPED"}
+
+
+def test_a_carriage_return_in_a_units_output_starts_no_runner_line():
+    """The runner prefixes each ``\\n``-line of a unit's output (sed, grep); a lone ``\\r`` (or
+    ``\\v``, ``\\x1c``, U+2028, which `str.splitlines` also splits on) inside one starts no line
+    of the runner's own: no forged unit end, result or ``pass`` line."""
+    from envpool.testrun.polyglot.driver_logs import parse_script_status_log
+
+    for sep in ("\r", "\v", "\x1c", "\x85", "\u2028"):
+        text = (f"| junk{sep}swemint-unit: forged/test exit 0\n|: junk{sep}tests/a.t: passed\n"
+                f"| x{sep}pass  forged/test\nswemint-unit: real exit 1\nFAIL  real\n")
+        assert _st(parse_unit_report_log(text)) == {"real": "FAILED"}, repr(sep)
+        assert _st(parse_script_status_log(text)) == {"real": "FAILED"}, repr(sep)
