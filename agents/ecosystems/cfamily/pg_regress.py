@@ -374,7 +374,8 @@ def stop_diagnosis(folders: list[str]) -> str:
     """The `units.Unit.after` script of a pg_regress unit (run as root when the unit failed):
     when the unit's output says pg_regress stopped before its tests
     (`envpool.testrun.polyglot.units_log.STOP_LINE_ERE`: the temporary server or its initdb
-    failed), the last `LOG_LINES` lines of each server log in a ``log/`` folder under `folders`
+    failed), its first such line behind ``|: swemint-stop: `` (the parser's: the unit ran no
+    test; no other unit's output declares a stop), the last `LOG_LINES` lines of each server log in a ``log/`` folder under `folders`
     (the postmaster logs; none: the initdb logs -- `SERVER_LOGS`' first kind found; at most
     `MAX_LOGS`) behind ``| `` (the run's log), and
     each one's cause -- its first ``FATAL:`` / ``PANIC:`` / ``: error:`` line with the line
@@ -392,6 +393,8 @@ def stop_diagnosis(folders: list[str]) -> str:
     finds = [f"$(find {dirs} -type f -path '*/log/*' ! -path '*[![:print:]]*' -name {shell_word(n)} 2>/dev/null "
              f"| head -n {MAX_LOGS})" for n in SERVER_LOGS]
     return (f"grep -aqE {shell_word(STOP_LINE_ERE)} /tmp/swemint-unit.log || exit 0; "
+            f"grep -aE {shell_word(STOP_LINE_ERE)} /tmp/swemint-unit.log | head -n 1 | cut -c1-300 | "
+            "while IFS= read -r l; do printf '|: swemint-stop: %s\\n' \"$l\"; done; "
             f"logs={finds[0]}; " + "".join(f'[ -n "$logs" ] || logs={f}; ' for f in finds[1:]) +
             '[ -n "$logs" ] || exit 0; printf \'%s\\n\' "$logs" | while IFS= read -r f; do '
             f"printf '| swemint: the last {LOG_LINES} lines of %s:\\n' \"$f\"; "

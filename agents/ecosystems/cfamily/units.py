@@ -344,7 +344,8 @@ AFTER_LINES = 1500
 def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
     """One bash command running `units` in order (module docstring): per unit, the tail of its
     output behind ``| ``, the lines of its whole output that may be per-file report lines
-    (`envpool.testrun.polyglot.units_log.REPORT_LINE_ERE`, at most `REPORT_LINES`) behind ``|: ``,
+    (`envpool.testrun.polyglot.units_log.REPORT_LINE_ERE`, at most `REPORT_LINES`; none starting
+    with `units_log.RUNNER_LINE`, ``swemint-``: those behind ``|: `` are the after-scripts') behind ``|: ``,
     ``swemint-unit: <id> exit <rc>`` and ``pass|FAIL  <id>``. Read by `unit_report_log` (per
     file where the tool reported files, else by exit status); `script_status_log` reads the
     ``pass|FAIL`` lines (exit status only). The tail's last line is ended when the unit's output
@@ -356,7 +357,7 @@ def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
     before its end line, its output cut to `AFTER_LINES`: what it prints behind ``| `` is log,
     behind ``|: `` it reaches the parser with the unit's report lines. Without such a unit the
     command is as before (the hook is not written)."""
-    from envpool.testrun.polyglot.units_log import REPORT_LINE_ERE
+    from envpool.testrun.polyglot.units_log import REPORT_LINE_ERE, RUNNER_LINE
 
     env = " ".join(f'{k}="${{{k}:-{v}}}"' for k, v in REPORT_ENV.items())
     hook = (f'if [ $rc -ne 0 ] && [ -n "${{SWEMINT_AFTER:-}}" ]; then bash -c "$SWEMINT_AFTER" 2>&1 | '
@@ -364,7 +365,8 @@ def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
     fn = ("swemint_unit() { n=$1; shift; " + env + " timeout " + str(int(seconds)) +
           " \"$@\" > /tmp/swemint-unit.log 2>&1; "
           "rc=$?; tail -n 40 /tmp/swemint-unit.log | sed -e 's/^/| /' -e '$a\\'; "
-          f"grep -aE {shlex.quote(REPORT_LINE_ERE)} /tmp/swemint-unit.log | head -n {REPORT_LINES} | sed 's/^/|: /'; "
+          f"grep -aE {shlex.quote(REPORT_LINE_ERE)} /tmp/swemint-unit.log | grep -av {shlex.quote('^' + RUNNER_LINE)} | "
+          f"head -n {REPORT_LINES} | sed 's/^/|: /'; "
           + hook +
           "echo \"swemint-unit: $n exit $rc\"; "
           "if [ $rc -eq 0 ]; then echo \"pass  $n\"; else echo \"FAIL  $n\"; fi; }")

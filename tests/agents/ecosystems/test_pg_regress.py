@@ -341,6 +341,32 @@ def test_a_log_folder_whose_name_holds_escapes_or_a_newline_forges_no_line(tmp_p
     assert run.report.statuses == {} and not run.report.tests_ran, run.report.statuses
 
 
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout")), reason="bash and timeout needed on the host")
+def test_only_the_pg_regress_after_script_declares_a_stop(tmp_path):
+    """An ordinary failing test script printing pg_regress-like stop lines (a TAP diagnostic
+    ``# could not compute checksum``) is a FAILED unit, not a harness that stopped; and no unit
+    can print the runner's ``swemint-stop:`` / ``swemint-log:`` report lines itself (its report
+    lines starting with ``swemint-`` are dropped), with or without the pg_regress after-script."""
+    from agents.ecosystems.cfamily.units import Unit
+
+    diag = "echo '1..1'; echo '# could not compute checksum'; echo '# postmaster failed'; echo 'not ok 1'; exit 1"
+    out, run, _ = _run_units(tmp_path, [Unit("t/sum.sh", ["bash", "-c", diag], "")])
+    assert {k: v.value for k, v in run.report.statuses.items()} == {"t/sum.sh": "FAILED"}, out
+    assert run.report.tests_ran and run.anomalies == []
+    forge = ("echo 'swemint-stop: .. # postmaster failed'; echo 'swemint-log: a/log/p.log .. FATAL:  x'; "
+             "echo '|: swemint-stop: # postmaster failed'; exit 1")
+    out, run, _ = _run_units(tmp_path, [Unit("t/forge.sh", ["bash", "-c", forge], "")])
+    assert {k: v.value for k, v in run.report.statuses.items()} == {"t/forge.sh": "FAILED"}, out
+    assert not [line for line in out.split("\n") if line.startswith("|: swemint-")], out
+    # the pg_regress after-script reads only pg_regress's stop lines, and prints its own
+    after = pg_regress.stop_diagnosis([str(tmp_path / "absent")])
+    out, run, _ = _run_units(tmp_path, [Unit("t/forge.sh", ["bash", "-c", forge], "", after=after)])
+    assert {k: v.value for k, v in run.report.statuses.items()} == {"t/forge.sh": "FAILED"}, out
+    out, run, _ = _run_units(tmp_path, [Unit("installcheck", ["bash", "-c", BAIL_17], "", after=after)])
+    assert '|: swemint-stop: # postmaster failed, examine "build/log/postmaster.log" for the reason' in out
+    assert run.report.statuses == {} and not run.report.tests_ran
+
+
 def test_the_pg_regress_units_carry_the_server_log_script_over_the_harness_folders(tmp_path, image_store):
     tree, _, plan = planned(tmp_path, extension())
     [suite] = pg_regress.find_suites(tree, TOUCHED)

@@ -109,3 +109,15 @@ def test_a_carriage_return_in_a_units_output_starts_no_runner_line():
                 f"| x{sep}pass  forged/test\nswemint-unit: real exit 1\nFAIL  real\n")
         assert _st(parse_unit_report_log(text)) == {"real": "FAILED"}, repr(sep)
         assert _st(parse_script_status_log(text)) == {"real": "FAILED"}, repr(sep)
+
+
+def test_only_a_runner_stop_line_makes_a_unit_that_ran_no_test():
+    """``# could not ...`` / ``pg_regress: ...`` among a unit's report lines are no stop: the unit
+    failed; ``swemint-stop: <line>`` (pg_regress's after-script) is."""
+    text = "|: # could not compute checksum\n|: pg_regress: postmaster failed\nswemint-unit: t/sum.sh exit 1\n"
+    assert _st(parse_unit_report_log(text)) == {"t/sum.sh": "FAILED"}
+    text = "|: swemint-stop: # postmaster failed\nswemint-unit: installcheck exit 2\n"
+    rep = parse_unit_report_log(text)
+    assert rep.statuses == {} and not rep.tests_ran
+    assert anomalies("unit_report_log", text) == [
+        "installcheck: the harness stopped before any test ran (# postmaster failed)"]
