@@ -4,6 +4,7 @@ shared by the full build (`agents.minter`) and reuse (`agents.reuse`).
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from envpool.errors import EnvBuildError
 from envpool.hostfs import private_dir, remove_tree, scrub
 from envpool.imagestore import store_of
 from envpool.patches import files_in_patch
-from envpool.aptmirror import MirrorPolicy
+from envpool.aptmirror import AptMirrorError, MirrorPolicy, mirror_failure
 from envpool.evalscript import ensure_python3, grading_tools, tool_labels
 from envpool.quoting import image_tag, shell_word
 from envpool.testpaths import IMAGE_STAMP, STAMP, wait_past_stamp
@@ -142,15 +143,23 @@ def commit_image(sb, factory, repository: str, tag: str, labels: dict[str, str],
     """Write the grading tools (`plugin_files`; the label `envpool.evalscript.TOOL_LABEL` records
     the status tool's digest), give the image a `python3` with its standard library when it has none
     (`envpool.evalscript.ensure_python3`, on the sandbox's network, tried again under `mirror`, the
-    mint's `repair.mirror_*`, while apt fails on the Debian mirror: a failure is logged, the
-    row's eval script then reports it), commit the sandbox as `repository:tag` (`env` set in the
+    mint's `repair.mirror_*`, while apt fails on the Debian mirror: still failing on the mirror
+    after them raises `envpool.aptmirror.AptMirrorError` -- the row ends `infra_error`, nothing
+    committed; any other failure is logged (a warning) and the image committed, the row's eval
+    script then reports it), commit the sandbox as `repository:tag` (`env` set in the
     image's ENV); returns (ref, image id). The image's /testbed carries `envpool.testpaths.STAMP`,
     written last, whose time tells a patch's untracked test files from the build's.
     A previous image under the same tag (same spec rebuilt by the same run) is removed; one
     that carries another run's `swemint.run` label is never touched."""
     for path, data in plugin_files().items():  # the stored test_command runs in the image as is
         sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
-    ensure_python3(sb, 600, mirror)
+    py = ensure_python3(sb, 600, mirror)
+    if not py.ok:
+        if line := mirror_failure(py.output):
+            raise AptMirrorError(f"the grading tools' python3 for {repository}:{tag}: apt could not use the Debian "
+                                 f"mirror (infrastructure): {line}", line=line)
+        logging.getLogger(__name__).warning("the grading tools' python3 for %s:%s failed (exit %s): %s", repository,
+                                            tag, py.exit_code, py.output[-300:])
     # when the image was made: untracked test paths newer than this came from a patch (the reset
     # before grading removes them), older ones from the build (envpool.testpaths.STAMP)
     sb.put_file(f"/testbed/{STAMP}", b"swemint image stamp\n")

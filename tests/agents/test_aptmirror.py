@@ -128,3 +128,45 @@ def test_a_missing_header_whose_own_index_the_mirror_keeps_from_being_built_veri
     notes = [s.note for s in steps(res) if s.rule == "debian-index"]
     assert res.round == 1 and notes and "libicu-dev from sid's index, confirmed in trixie" in notes[0]
     assert "apt-get install" in res.setup_script and "libicu-dev" in res.setup_script
+
+
+def test_the_grading_tools_python3_the_mirror_keeps_failing_ends_the_row_infra_error(tmp_path, monkeypatch):
+    """After `repair.mirror_attempts` attempts failing on the mirror, the image is not committed
+    with a python3-less grading toolchain: `commit_image` raises AptMirrorError, the row ends
+    `infra_error` naming apt's line."""
+    force_ecosystem(monkeypatch, Toy(versions=("1.19",)))
+    inst, git_dir = instance_on(tmp_path)
+    f = FakeSandboxFactory(run_id="t")
+    tries: list[str] = []
+    f.on("^" + re.escape(ENSURE_PYTHON3) + "$", lambda cmd, sb: tries.append(cmd) or (100, HASH_SUM))
+    f.on(r"go test -json", lambda cmd, sb: (0, events({"TestAdd": "pass"})) if patched(sb)
+         else (1, events({"TestAdd": "fail"})))
+    res = mint_instance(inst, git_dir, _cfg(tmp_path, mirror_attempts=2), factory=f)
+    assert res.outcome == "infra_error", res.reason
+    assert "grading tools' python3" in res.reason and "Hash Sum mismatch" in res.reason
+    assert len(tries) == 2
+
+
+def test_the_grading_tools_python3_failing_otherwise_is_logged_and_the_image_committed(caplog):
+    """A python3 install failing for another reason than the mirror is tried once, logged, and the
+    image committed (the row's eval script reports it); failing on the mirror raises."""
+    import pytest
+
+    from agents.envimage import commit_image
+    from envpool.aptmirror import AptMirrorError, MirrorRetry
+    from envpool.sandbox import SandboxSpec
+
+    f = FakeSandboxFactory(run_id="r1")
+    tries: list[str] = []
+    said = [(1, "no space left")]
+    f.on("^" + re.escape(ENSURE_PYTHON3) + "$", lambda cmd, sb: tries.append(cmd) or said[0])
+    policy = MirrorRetry(mirror_attempts=3, mirror_backoff=0)
+    with f.sandbox(SandboxSpec(image="x", run_id="r1")) as sb, caplog.at_level("WARNING"):
+        ref, _ = commit_image(sb, f, "swemint/env", "t1", {"swemint.run": "r1"}, mirror=policy)
+    assert f.images.get(ref) is not None and len(tries) == 1
+    assert "grading tools' python3 for swemint/env:t1 failed (exit 1): no space left" in caplog.text
+    said[0] = (100, HASH_SUM)
+    with f.sandbox(SandboxSpec(image="x", run_id="r1")) as sb, pytest.raises(AptMirrorError) as e:
+        commit_image(sb, f, "swemint/env", "t2", {"swemint.run": "r1"}, mirror=policy)
+    assert "Hash Sum mismatch" in e.value.line and f.images.get("swemint/env:t2") is None
+    assert len(tries) == 1 + 3
