@@ -264,6 +264,7 @@ def test_a_run_that_stops_before_its_tests_prints_the_server_log_and_reports_no_
     for d in (build / "test" / "log", build / "test" / "cluster" / "data" / "log"):
         d.mkdir(parents=True)
         (d / "postmaster.log").write_text(POSTMASTER_LOG)
+    (build / "test" / "log" / "initdb.log").write_text("running bootstrap script ... ok\ninitdb: error: from initdb.log\n")
     after = pg_regress.stop_diagnosis([str(build), str(tmp_path / "absent")])
     out, run, no_report = _run_units(tmp_path, [Unit("regresscheck", ["bash", "-c", BAIL_17], "", after=after)])
     assert f"| swemint: the last 200 lines of {build}/test/log/postmaster.log:" in out, out
@@ -282,7 +283,8 @@ def test_a_run_that_stops_before_its_tests_prints_the_server_log_and_reports_no_
     assert run.report.statuses == {} and run.anomalies[0].startswith(
         'installcheck: the harness stopped before any test ran: LOG: invalid value for parameter "TimeZone"')
     assert run.anomalies[0].endswith("(pg_regress: postmaster failed)")
-    assert "initdb.log" not in out  # the server started from it: only the postmaster's logs
+    assert "initdb.log" not in out and "from initdb.log" not in out  # beside the postmaster's: only theirs
+    assert "from initdb.log" not in run.anomalies[0]
     # initdb failed: no postmaster log, the initdb log says why
     (tmp_path / "init" / "log").mkdir(parents=True)
     (tmp_path / "init" / "log" / "initdb.log").write_text("running bootstrap script ... \n"
