@@ -1,5 +1,5 @@
 """A Debian mirror apt could not use is the infrastructure's failure (`envpool.aptmirror`; apt's
-words for it: tests/envpool/test_aptmirror.py): a setup step retried with backoff and then
+words for it: tests/envpool/test_mirror_retry.py): a setup step retried with backoff and then
 `infra_error`, the grading tools' python3 at an image's commit retried the same way, and a missing header
 whose fix waits on an index the mirror kept from being built: `infra_error` naming the need and
 the mirror's error, no rebuild spent (timescaledb-10401 ended `env_failed` after two moves)."""
