@@ -356,18 +356,24 @@ def owned_folders(suites: list[RegressSuite], build_dir: str) -> list[str]:
     and which script a target calls is a CMake variable the tree alone does not resolve."""
     out: list[str] = []
     for s in suites:
-        for d in ([_join("/testbed", s.make_folder)] if s.kind == "pgxs" else [build_dir, "/testbed"]):
+        for d in _written(s, build_dir):
             if d not in out:
                 out.append(d)
     return out
 
 
-def log_folders(suites: list[RegressSuite], build_dir: str) -> list[str]:
-    """The folders pg_regress's server logs may be under (absolute): the folders it writes in
-    (`owned_folders`: a PGXS suite's output folder, a CMake build folder) and each PGXS suite's
-    temporary instance."""
-    temp = [f"{TEMP_INSTANCE}-{i}" for i, s in enumerate(suites) if s.kind == "pgxs"]
-    return owned_folders(suites, build_dir) + temp
+def _written(suite: RegressSuite, build_dir: str) -> list[str]:
+    """The folders `suite`'s pg_regress writes in (`owned_folders`), the build folder first."""
+    return [_join("/testbed", suite.make_folder)] if suite.kind == "pgxs" else [build_dir, "/testbed"]
+
+
+def log_folders(suite: RegressSuite, index: int, build_dir: str) -> list[str]:
+    """The folders the server logs of `suite` (the `index`-th of the run) may be under
+    (absolute), searched in this order: the folders its pg_regress writes in (a PGXS suite's
+    Makefile folder, then its temporary instance ``TEMP_INSTANCE-<index>``; a CMake target's
+    build folder, then the checkout) -- its own only, not another suite's."""
+    temp = [f"{TEMP_INSTANCE}-{index}"] if suite.kind == "pgxs" else []
+    return _written(suite, build_dir) + temp
 
 
 def stop_diagnosis(folders: list[str]) -> str:
@@ -411,12 +417,12 @@ def suite_units(suites: list[RegressSuite], major: str, build_dir: str) -> list:
     ``TESTS=<run>`` in the environment. The unit's id is the harness as Multi-SWE-bench would
     name it (``<folder>/installcheck``, the CMake target); its SQL tests are graded by name.
     A unit that fails prints the server's logs when pg_regress stopped before its tests
-    (`stop_diagnosis` over `log_folders`)."""
+    (`stop_diagnosis` over its own `log_folders`)."""
     from agents.ecosystems.cfamily.units import Unit
 
-    after = stop_diagnosis(log_folders(suites, build_dir))
     units = []
     for i, s in enumerate(suites):
+        after = stop_diagnosis(log_folders(s, i, build_dir))
         run = ["runuser", "-u", USER, "--"]
         if s.kind == "pgxs":
             argv = run + [*_make(s.make_folder), f"PG_CONFIG={pg_config(major)}", "installcheck",

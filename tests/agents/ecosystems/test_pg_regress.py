@@ -372,8 +372,22 @@ def test_only_the_pg_regress_after_script_declares_a_stop(tmp_path):
 def test_the_pg_regress_units_carry_the_server_log_script_over_the_harness_folders(tmp_path, image_store):
     tree, _, plan = planned(tmp_path, extension())
     [suite] = pg_regress.find_suites(tree, TOUCHED)
-    assert pg_regress.log_folders([suite], "/opt/build") == ["/testbed", "/tmp/swemint-pg-0"]
+    assert pg_regress.log_folders(suite, 0, "/opt/build") == ["/testbed", "/tmp/swemint-pg-0"]
     [unit] = pg_regress.suite_units([suite], "15", "/opt/build")
     assert unit.after == pg_regress.stop_diagnosis(["/testbed", "/tmp/swemint-pg-0"])
     assert f"SWEMINT_AFTER={shlex.quote(unit.after)} swemint_unit installcheck runuser" in plan.test_command
     assert "find /testbed /tmp/swemint-pg-0 -type f -path '*/log/*'" in unit.after
+
+
+def test_each_pg_regress_unit_searches_its_own_folders_for_server_logs():
+    """Two PGXS suites and a CMake target: each unit's after-script searches its own harness's
+    folders (its Makefile folder and temporary instance; the build folder before the checkout),
+    not the other suites'."""
+    a = pg_regress.RegressSuite("pgxs", "ext/a", "ext/a/Makefile", "installcheck", ["x"], ["x"])
+    b = pg_regress.RegressSuite("pgxs", "ext/b", "ext/b/Makefile", "installcheck", ["y"], ["y"])
+    c = pg_regress.RegressSuite("cmake", "test", "test/CMakeLists.txt", "regresscheck", ["z"], ["z"])
+    units = pg_regress.suite_units([a, b, c], "17", "/opt/build")
+    finds = [u.after.split("$(find ", 1)[1].split(" -type f", 1)[0] for u in units]
+    assert finds == ["/testbed/ext/a /tmp/swemint-pg-0", "/testbed/ext/b /tmp/swemint-pg-1", "/opt/build /testbed"]
+    assert [u.after for u in units] == [pg_regress.stop_diagnosis(pg_regress.log_folders(s, i, "/opt/build"))
+                                        for i, s in enumerate([a, b, c])]
