@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.llm.llm_config import LLMConfig
+from envpool.aptmirror import MirrorRetry
 from envpool.images import ImageConfig
 from envpool.naming import folder_name
 from envpool.netguard import BuildNetworkConfig
@@ -123,8 +124,13 @@ class ReuseConfig(BaseModel):
     """EnvPatch rounds per candidate (derive increments -> apply -> probe again)."""
 
 
-class RepairConfig(BaseModel):
-    """Bounds of the Execution agent's repairs, the same for every ecosystem."""
+class RepairConfig(MirrorRetry):
+    """Bounds of the Execution agent's repairs, the same for every ecosystem. Its `mirror_*`
+    fields (`envpool.aptmirror.MirrorRetry`, the one model of them; YAML ``repair.mirror_*``)
+    bound the attempts of a setup step apt failed on the Debian mirror, of the Debian index
+    image's build and of the grading tools' python3 at an image's commit (toolchain images'
+    layers: `images.mirror`, the same model); still failing after them, the row is
+    `infra_error`."""
 
     model_config = ConfigDict(extra="forbid")
     rounds: int = Field(default=2, ge=0)
@@ -138,16 +144,6 @@ class RepairConfig(BaseModel):
     """Answer a missing command, header, library or pkg-config module with the Debian package
     Debian's file index names (apt-file in an index image made once per base image on the build
     network; `agents.debindex`). False: such needs go unanswered (the LLM or memory may still fix them)."""
-    mirror_attempts: int = Field(default=3, ge=1)
-    """Attempts of a step that failed because apt could not use the Debian mirror (``Hash Sum
-    mismatch``, ``File has unexpected size ... Mirror sync in progress?``, ``Temporary failure
-    resolving``, connection errors: `envpool.aptmirror`), of the Debian index image's build and
-    of the grading tools' python3 at an image's commit (toolchain images: `images.mirror`).
-    Still failing after them, the row is `infra_error` (the mirror's failure, retried by a rerun)."""
-    mirror_backoff: float = Field(default=20.0, ge=0)
-    """Seconds before the second such attempt, doubled before each later one."""
-    mirror_max_seconds: float = Field(default=240.0, ge=0)
-    """No such attempt starts later than this many seconds after the first one began."""
 
 
 class LoopConfig(BaseModel):

@@ -49,8 +49,9 @@ class AptMirrorError(InfraError):
 
 
 class MirrorPolicy(Protocol):
-    """How often a step apt fails on the mirror is tried (`MirrorRetry`; the mint's
-    `agents.mint_config.RepairConfig` has the same fields)."""
+    """How often a step apt fails on the mirror is tried (`MirrorRetry`, the one model of these
+    settings: the mint's `agents.mint_config.RepairConfig` is one, the images' `ImageConfig.mirror`
+    another)."""
 
     mirror_attempts: int
     mirror_backoff: float
@@ -63,8 +64,14 @@ class MirrorRetry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     mirror_attempts: int = Field(default=3, ge=1)
+    """Attempts of a step that failed because apt could not use the Debian mirror (``Hash Sum
+    mismatch``, ``File has unexpected size ... Mirror sync in progress?``, ``Temporary failure
+    resolving``, connection errors: `mirror_failure`). Still failing after them: `AptMirrorError`
+    (the row is `infra_error`, the mirror's failure, retried by a rerun)."""
     mirror_backoff: float = Field(default=20.0, ge=0)
+    """Seconds before the second such attempt, doubled before each later one."""
     mirror_max_seconds: float = Field(default=240.0, ge=0)
+    """No such attempt starts later than this many seconds after the first one began."""
 
 
 @functools.cache

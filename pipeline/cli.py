@@ -1045,7 +1045,8 @@ def _refresh_all(store, pool, factory, cfg, refresh_tools) -> int:
         if res.outcome != "verified" or not res.image or (cfg.ids and res.instance_id not in cfg.ids):
             continue
         try:
-            new_id = refresh_tools(factory, res.image, run_id=cfg.mint.run_id, instance_id=res.instance_id)
+            new_id = refresh_tools(factory, res.image, run_id=cfg.mint.run_id, instance_id=res.instance_id,
+                                   mirror=cfg.mint.repair)
         except (SwemintError, ValueError) as e:
             warn(f"{res.instance_id}: {e}")
             continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from envpool.aptmirror import AptMirrorError, MirrorPolicy, mirror_failure
 from envpool.evalscript import ensure_python3, grading_tools, tool_labels
 from envpool.sandbox import SandboxSpec
 from envpool.testpaths import IMAGE_STAMP, STAMP
@@ -30,11 +31,16 @@ STAMP_OUTSIDE = (f"[ -e /testbed/{STAMP} ] && [ ! -e {IMAGE_STAMP} ] && cp -p /t
 rewrite (`envpool.testpaths.outside_stamp`)."""
 
 
-def refresh_tools(factory, image: str, *, run_id: str, instance_id: str, target: str | None = None) -> str:
+def refresh_tools(factory, image: str, *, run_id: str, instance_id: str, target: str | None = None,
+                  mirror: MirrorPolicy | None = None) -> str:
     """Rewrite the grading tools into `image` (same tag), or into a copy tagged `target` that
-    belongs to `run_id` (the source then may be another run's: it is only read). Returns the new
+    belongs to `run_id` (the source then may be another run's: it is only read); python3 is
+    installed when the image has none, tried again under `mirror` (the mint's `repair.mirror_*`;
+    None: `MirrorRetry()`'s defaults) while apt fails on the Debian mirror. Returns the new
     image id. Raises ValueError when `image` (without `target`) belongs to another run,
-    EnvBuildError when python3 cannot be installed, InfraError when the engine fails."""
+    `envpool.aptmirror.AptMirrorError` (an InfraError) when apt still fails on the mirror after
+    those attempts, EnvBuildError when python3 cannot be installed otherwise, InfraError when
+    the engine fails."""
     from envpool.errors import EnvBuildError
 
     client = factory.client
@@ -49,7 +55,10 @@ def refresh_tools(factory, image: str, *, run_id: str, instance_id: str, target:
         for path, data in grading_tools().items():
             sb.put_file(path, data, mode=0o755 if path.endswith(".pyz") else 0o644)
         sb.exec(STAMP_OUTSIDE, timeout=60, log_label="grading-tools:stamp")
-        r = ensure_python3(sb, 900)
+        r = ensure_python3(sb, 900, mirror)
+        if not r.ok and (line := mirror_failure(r.output)):
+            raise AptMirrorError(f"no python3 for the status tool: apt could not use the Debian mirror "
+                                 f"(infrastructure): {line}", line=line, instance_id=instance_id)
         if not r.ok:
             raise EnvBuildError(f"no python3 for the status tool: {r.output[-800:]}", instance_id=instance_id)
         repo, tag = (target or image).rsplit(":", 1)

@@ -45,3 +45,35 @@ def test_refresh_writes_the_tools_and_a_python3_under_the_same_tag(docker_client
         assert docker_client.containers.run(tag, ["cat", plugin], remove=True) == grading_tools()[plugin]
     finally:
         docker_client.images.remove(tag, force=True)
+
+
+def test_refresh_installs_python3_under_the_configured_mirror_policy():
+    """`refresh_tools` tries the python3 install again under the mint's `repair.mirror_*` (the
+    one `MirrorRetry` model) and, apt still failing on the mirror, raises AptMirrorError (an
+    infrastructure error, not the image's); `pool refresh-tools` passes the configured policy."""
+    import re
+    from types import SimpleNamespace
+
+    from agents.mint_config import MintConfig, RepairConfig
+    from envpool.aptmirror import AptMirrorError, MirrorRetry
+    from envpool.evalscript import ENSURE_PYTHON3
+    from envpool.fake import FakeSandboxFactory
+    from pipeline.cli import _refresh_all
+    from tests.envpool.test_mirror_retry import HASH_SUM
+
+    assert isinstance(RepairConfig(), MirrorRetry)
+    f = FakeSandboxFactory(run_id="t")
+    f.client = SimpleNamespace(images=SimpleNamespace(get=lambda ref: SimpleNamespace(labels={"swemint.run": "t"},
+                                                                                       id="sha256:old")))
+    tries: list[str] = []
+    f.on("^" + re.escape(ENSURE_PYTHON3) + "$", lambda cmd, sb: tries.append(cmd) or (100, HASH_SUM))
+    cfg = MintConfig(run_id="t", repair={"mirror_attempts": 2, "mirror_backoff": 0})
+    with pytest.raises(AptMirrorError, match="Hash Sum mismatch"):
+        refresh_tools(f, "swemint/env:x", run_id="t", instance_id="i", mirror=cfg.repair)
+    assert len(tries) == 2
+    seen: list[dict] = []
+    res = SimpleNamespace(outcome="verified", image="swemint/env:x", instance_id="i")
+    store = SimpleNamespace(results=lambda: [res])
+    _refresh_all(store, None, f, SimpleNamespace(ids=None, mint=cfg),
+                 lambda *a, **kw: seen.append(kw) or (_ for _ in ()).throw(ValueError("stop")))
+    assert seen and seen[0]["mirror"] is cfg.repair
