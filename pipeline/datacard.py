@@ -120,7 +120,7 @@ def dataset_card(rows: list[dict], config: dict | None, json_strings: bool, *, c
         _table(["split", "file", "rows", "what"], [
             ["verified", splits["verified"], len(verified), "rows whose fix is proven by Fail-to-Pass"],
             ["all_outcomes", splits["all_outcomes"], len(rows), "every attempted row, with its outcome and reason "
-             "(`all` is reserved by `datasets`)"]]), "",
+             "('all' is a split name the datasets library reserves)"]]), "",
         "## Counts", "",
         _table(["outcome", "rows"], [[o, n] for o, n in sorted(outcomes.items())]), "",
         _table(["language", "verified", "attempted"], [[k, ver_lang[k], n] for k, n in sorted(by_lang.items())]), "",
