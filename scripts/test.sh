@@ -7,7 +7,8 @@
 # SWEMINT_CHECK (scripts/check.sh, ruff and mypy, runs first unless test paths are given -- options
 # such as -m or -k alone still run it; 0 skips it, 1 runs it before a run of paths too),
 # SWEMINT_TEST_SPLIT (0: the whole suite in one plain pytest; by default a run without
-# arguments runs the docker tests SWEMINT_TEST_WORKERS at a time, default 2, with pytest-xdist, and the tests without Docker in a second pytest beside them).
+# arguments runs the docker tests SWEMINT_TEST_WORKERS at a time, default 2, with pytest-xdist,
+# and the tests without Docker in a second pytest beside them).
 # Every run lists its 30 slowest tests (pytest --durations; a later --durations=N on the command
 # line wins).
 set -euo pipefail
