@@ -380,14 +380,14 @@ def stop_diagnosis(folders: list[str]) -> str:
     """The `units.Unit.after` script of a pg_regress unit (run as root when the unit failed):
     when the unit's output says pg_regress stopped before its tests
     (`envpool.testrun.polyglot.units_log.STOP_LINE_ERE`: the temporary server or its initdb
-    failed), its first such line behind ``|: swemint-stop: `` (the parser's: the unit ran no
+    failed), its first such line behind ``|! swemint-stop: `` (the parser's: the unit ran no
     test; no other unit's output declares a stop), the last `LOG_LINES` lines of each server log in a ``log/`` folder under `folders`
     (the postmaster logs; none: the initdb logs -- `SERVER_LOGS`' first kind found; at most
     `MAX_LOGS`) behind ``| `` (the run's log), and
     each one's cause -- its first ``FATAL:`` / ``PANIC:`` / ``: error:`` line with the line
     before it (``invalid value for parameter "TimeZone"`` precedes the ``FATAL``), not counting
     ``the database system is starting up`` (pg_regress's own connection probes) -- behind
-    ``|: swemint-log: <file>: `` (the parser's, into the run's anomaly). Prints nothing for a
+    ``|! swemint-log: <file>: `` (the parser's, into the run's anomaly). Prints nothing for a
     unit whose tests ran. Every folder is quoted; file names and log lines are printed by
     ``printf '%s'`` (no escape in them is interpreted: awk ``-v`` would turn a folder's literal
     ``\\n`` into a line of its own, a forged result line), and a log whose path holds a
@@ -400,14 +400,14 @@ def stop_diagnosis(folders: list[str]) -> str:
              f"| head -n {MAX_LOGS})" for n in SERVER_LOGS]
     return (f"grep -aqE {shell_word(STOP_LINE_ERE)} /tmp/swemint-unit.log || exit 0; "
             f"grep -aE {shell_word(STOP_LINE_ERE)} /tmp/swemint-unit.log | head -n 1 | cut -c1-300 | "
-            "while IFS= read -r l; do printf '|: swemint-stop: %s\\n' \"$l\"; done; "
+            "while IFS= read -r l; do printf '|! swemint-stop: %s\\n' \"$l\"; done; "
             f"logs={finds[0]}; " + "".join(f'[ -n "$logs" ] || logs={f}; ' for f in finds[1:]) +
             '[ -n "$logs" ] || exit 0; printf \'%s\\n\' "$logs" | while IFS= read -r f; do '
             f"printf '| swemint: the last {LOG_LINES} lines of %s:\\n' \"$f\"; "
             f"tail -n {LOG_LINES} \"$f\" | cut -c1-600 | sed 's/^/| /'; "
             "grep -a -v -E 'the database system is (starting up|shutting down)' \"$f\" | "
             "grep -a -m1 -B1 -E '(FATAL|PANIC): |: error: ' | cut -c1-300 | "
-            "while IFS= read -r l; do printf '|: swemint-log: %s: %s\\n' \"$f\" \"$l\"; done; done")
+            "while IFS= read -r l; do printf '|! swemint-log: %s: %s\\n' \"$f\" \"$l\"; done; done")
 
 
 def suite_units(suites: list[RegressSuite], major: str, build_dir: str) -> list:

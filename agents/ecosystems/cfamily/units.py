@@ -341,6 +341,13 @@ AFTER_LINES = 1500
 """At most this many lines of a unit's `Unit.after` output."""
 
 
+AFTER_SECONDS = 120
+"""The limit of a unit's after-script (it reads files the repository's run wrote, of any size)."""
+
+PLAIN_ID = re.compile(r"[!-~](?:[ -~]*[!-~])?")
+"""A unit id `units_command` runs: printable ASCII, spaces only inside (no newline or control)."""
+
+
 def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
     """One bash command running `units` in order (module docstring): per unit, the tail of its
     output behind ``| ``, the lines of its whole output that may be per-file report lines
@@ -355,12 +362,19 @@ def units_command(units: list[Unit], seconds: int = UNIT_SECONDS) -> str:
     A unit with an `Unit.after` script that exited non-zero runs it (``bash -c``, the unit's
     output still in ``/tmp/swemint-unit.log``; given as ``SWEMINT_AFTER`` for that call only)
     before its end line, its output cut to `AFTER_LINES`: what it prints behind ``| `` is log,
-    behind ``|: `` it reaches the parser with the unit's report lines. Without such a unit the
-    command is as before (the hook is not written)."""
+    behind ``|! `` (`units_log.RUNNER_PREFIX`) it reaches the parser as the runner's own lines.
+    Without such a unit the command is as before (the hook is not written).
+
+    A unit whose id is not printable ASCII (`PLAIN_ID`: a file name with a newline or a control
+    character, which a repository can commit) is left out: its end line ``swemint-unit: <id>
+    exit <rc>`` could not be read back as its own (a newline in it could print a forged end
+    line). Spaces inside an id are kept (the parsers read the id up to the last `` exit N``)."""
     from envpool.testrun.polyglot.units_log import REPORT_LINE_ERE, RUNNER_LINE
 
+    units = [u for u in units if PLAIN_ID.fullmatch(u.id)]
+
     env = " ".join(f'{k}="${{{k}:-{v}}}"' for k, v in REPORT_ENV.items())
-    hook = (f'if [ $rc -ne 0 ] && [ -n "${{SWEMINT_AFTER:-}}" ]; then bash -c "$SWEMINT_AFTER" 2>&1 | '
+    hook = (f'if [ $rc -ne 0 ] && [ -n "${{SWEMINT_AFTER:-}}" ]; then timeout {AFTER_SECONDS} bash -c "$SWEMINT_AFTER" 2>&1 | '
             f"head -n {AFTER_LINES}; fi; ") if any(u.after for u in units) else ""
     fn = ("swemint_unit() { n=$1; shift; " + env + " timeout " + str(int(seconds)) +
           " \"$@\" > /tmp/swemint-unit.log 2>&1; "

@@ -48,7 +48,7 @@ import re
 from envpool.testrun.outcome import TestStatus
 from envpool.testrun.polyglot.common import Result, count_mismatch, report_parser, shell_lines
 
-_SCRIPT = re.compile(r"^(pass|FAIL|skip) +(\S+)\s*$")
+_SCRIPT = re.compile(r"^(pass|FAIL|skip) +(\S(?:.*\S)?)\s*$")
 _SCRIPT_PASSED = re.compile(r"^(\d+) tests passed\s*$")
 _SCRIPT_WORD = {"pass": TestStatus.PASSED, "FAIL": TestStatus.FAILED, "skip": TestStatus.SKIPPED}
 

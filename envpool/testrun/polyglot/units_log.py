@@ -29,17 +29,20 @@ Multi-SWE-bench name `units_command` gives it: ``tests/test-calc``, ``test``).
 | ``ok N - <name>  12 ms`` / ``not ok N + <name>  12 ms`` (``+``: a parallel group's member) | pg_regress 16+ (TAP) | PASSED / FAILED |
 | ``... failed (ignored)`` / ``# (ignored)`` / ``# SKIP``                        | pg_regress   | SKIPPED    |
 
-A unit that exited non-zero with no result line but a ``swemint-stop: <line>`` line saying its
+A unit that exited non-zero with no result line but a ``|! swemint-stop: <line>`` line saying its
 harness stopped before the tests ran no test: it is no result at all (not a FAILED unit, which would fail on both sides alike). Only the runner's
 own after-script of a pg_regress unit (`agents.ecosystems.cfamily.pg_regress.stop_diagnosis`)
 prints that line, with the first line of the unit's output matching `STOP_LINE_ERE` (pg_regress
 16+'s ``# postmaster failed, ...`` before its ``Bail out!``; pg_regress up to 15's ``pg_regress:
 postmaster failed``, ``... initdb failed``): another unit printing ``# could not ...`` (a TAP
 diagnostic) and exiting non-zero is a FAILED unit, and the code under test cannot print such a
-line itself (its lines reach the parser behind ``| ``, its report lines behind ``|: `` but never
-one starting with ``swemint-``: `units_command` drops those). When no
+line itself (`RUNNER_PREFIX`: its lines reach the parser behind ``| ``, its report lines behind
+``|: ``, never behind ``|! ``; ``|: `` lines starting with ``swemint-`` are ignored, and
+`units_command` drops them too). A process of the code under test that writes to the runner's
+own standard output as the same user is not kept out (as `envpool.testrun.channel` says of
+pytest); pg_regress runs as the user ``swemint``. When no
 unit of the run gave a result, the run's anomaly names each stopped unit with the messages of
-the ``swemint-log: <file>: <line>`` lines its `Unit.after` script printed first (a server log's
+the ``|! swemint-log: <file>: <line>`` lines its `Unit.after` script printed first (a server log's
 cause, its time and pid dropped: pg_regress's ``log/postmaster.log``), then its first stop line,
 so the run is "tests not run" with that cause in its reason (`envpool.evaluation.NO_REPORT`'s path); a stopped unit beside units that ran is
 left out of the grade.
@@ -74,7 +77,7 @@ from envpool.testrun.polyglot.cfamily import _AM_TOTAL, _AM_WORD, _AUTOMAKE
 from envpool.testrun.parsers import worse
 from envpool.testrun.polyglot.common import Result, report_parser, shell_lines
 
-__all__ = ["REPORT_LINE_ERE", "RUNNER_LINE", "STOP_LINE_ERE", "parse_unit_report_log", "per_file_report"]
+__all__ = ["REPORT_LINE_ERE", "RUNNER_LINE", "RUNNER_PREFIX", "STOP_LINE_ERE", "parse_unit_report_log", "per_file_report"]
 
 REPORT_LINE_ERE = ("^[^ ]+\\.[A-Za-z0-9_]+: (passed|failed|skipped|empty) *$|^# Ran [0-9]+ tests"
                    "|^(\\[[0-9:]+\\] )?[^ ]+ \\.\\.+( |$)"
@@ -91,9 +94,14 @@ STOP_LINE_ERE = "^[A-Za-z0-9_-]*regress: |^# (postmaster|initdb|could not)"
 own, not TAP's bare ``Bail out!`` (a test script that bails out because of the bug fails). Read
 by pg_regress's after-script only (`agents.ecosystems.cfamily.pg_regress.stop_diagnosis`), which
 prints the first such line as ``swemint-stop: <line>``; not a report line."""
+RUNNER_PREFIX = "|! "
+"""The prefix of the lines a unit's after-script prints for the parser (``|! swemint-stop: ``,
+``|! swemint-log: ``): the runner writes every line of a unit's own output behind ``| `` or
+``|: ``, and neither `strip_ansi` nor anything a test prints can turn those into ``|! ``; only
+these lines can declare a stop or give its cause."""
 RUNNER_LINE = "swemint-"
-"""The start of the report lines (behind ``|: ``) only the runner's after-scripts print
-(``swemint-stop: ``, ``swemint-log: ``); `units_command` drops the unit's own lines starting so."""
+"""The start of the lines only the runner's after-scripts print (behind `RUNNER_PREFIX`); a
+``|: `` line starting so is ignored, and `units_command` drops the unit's own lines starting so."""
 MAX_STOP_REASON = 700
 """At most this many characters of a stopped unit's anomaly."""
 
@@ -110,7 +118,7 @@ _PROVE_FILES = re.compile(r"^Files=(\d+), Tests=\d+")
 _PGR_OLD = re.compile(r"^(?:test\s+|\s+)(\S+)\s+\.\.\.\s+(ok|FAILED|failed \(ignored\)|ignored)(?=\s|$)")
 _PGR_TAP = re.compile(r"^(not )?ok\s+\d+\s+[-+]\s+(\S+)\s+\d+(?:\.\d+)?\s*ms\b\s*(#.*)?$")
 _PGR_TOTAL = re.compile(r"^(?:#\s*)?\s*(?:All (\d+) tests passed|\d+ of (\d+) tests (?:failed|passed))")
-_UNIT_END = re.compile(r"^swemint-unit: (\S+) exit (\d+)\s*$")
+_UNIT_END = re.compile(r"^swemint-unit: (\S(?:.*\S)?) exit (\d+)\s*$")
 _STOP = "swemint-stop: "
 _CAUSE = "swemint-log: "
 _SAYS = re.compile(r"\b(?:LOG|FATAL|PANIC|ERROR|WARNING|DETAIL|HINT): |: error: ")
@@ -205,18 +213,23 @@ def parse_unit_report_log(text: str) -> Result:
     its exit status; a unit whose harness stopped before its tests gives no result."""
     res = Result(source="log")
     block: list[str] = []
+    runner: list[str] = []
     stopped: list[str] = []
     for line in shell_lines(text):
         if line.startswith("|: "):
             block.append(line[3:])
             continue
+        if line.startswith(RUNNER_PREFIX):
+            runner.append(line[len(RUNNER_PREFIX):])
+            continue
         m = _UNIT_END.match(line)
         if not m:
             continue
         unit, rc = m.group(1), int(m.group(2))
-        causes = [b[len(_CAUSE):].strip() for b in block if b.startswith(_CAUSE)]
-        stops = [b[len(_STOP):].strip() for b in block if b.startswith(_STOP)]
+        causes = [b[len(_CAUSE):].strip() for b in runner if b.startswith(_CAUSE)]
+        stops = [b[len(_STOP):].strip() for b in runner if b.startswith(_STOP)]
         block = [b for b in block if not b.startswith(RUNNER_LINE)]
+        runner = []
         files, anomalies = per_file_report(block)
         block = []
         res.anomalies += [f"{unit}: {a}" for a in anomalies]

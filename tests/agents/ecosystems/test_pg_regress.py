@@ -337,8 +337,8 @@ def test_a_log_folder_whose_name_holds_escapes_or_a_newline_forges_no_line(tmp_p
         (tmp_path / "build" / name / "log" / "postmaster.log").write_text(POSTMASTER_LOG)
     after = pg_regress.stop_diagnosis([str(tmp_path / "build")])
     out, run, _ = _run_units(tmp_path, [Unit("regresscheck", ["bash", "-c", BAIL_17], "", after=after)])
-    assert not [line for line in out.split("\n") if "forged" in line and not line.startswith(("| ", "|: "))], out
-    assert f"|: swemint-log: {tmp_path}/build/{forged}/log/postmaster.log: " in out
+    assert not [line for line in out.split("\n") if "forged" in line and not line.startswith(("| ", "|: ", "|! "))], out
+    assert f"|! swemint-log: {tmp_path}/build/{forged}/log/postmaster.log: " in out
     assert "forged2" not in out and "z\n" not in out
     assert run.report.statuses == {} and not run.report.tests_ran, run.report.statuses
 
@@ -365,8 +365,16 @@ def test_only_the_pg_regress_after_script_declares_a_stop(tmp_path):
     out, run, _ = _run_units(tmp_path, [Unit("t/forge.sh", ["bash", "-c", forge], "", after=after)])
     assert {k: v.value for k, v in run.report.statuses.items()} == {"t/forge.sh": "FAILED"}, out
     out, run, _ = _run_units(tmp_path, [Unit("installcheck", ["bash", "-c", BAIL_17], "", after=after)])
-    assert '|: swemint-stop: # postmaster failed, examine "build/log/postmaster.log" for the reason' in out
+    assert '|! swemint-stop: # postmaster failed, examine "build/log/postmaster.log" for the reason' in out
     assert run.report.statuses == {} and not run.report.tests_ran
+    # an escape sequence before (or inside) the word passes `grep -v '^swemint-'` on the raw
+    # bytes and is stripped by the parser's `strip_ansi`: still no stop, the unit FAILED
+    for esc in (r"\033[mswemint-stop: .. x", r"swe\033[mmint-stop: .. x", r"\033[m|! swemint-stop: .. x"):
+        forge = f"printf '{esc}\\n'; printf '\\033[m|! swemint-stop: .. y\\n'; exit 1"
+        for a in ("", after):
+            out, run, _ = _run_units(tmp_path, [Unit("t/esc.sh", ["bash", "-c", forge], "", after=a),
+                                                Unit("t/ok.sh", ["bash", "-c", "exit 0"], "")])
+            assert {k: v.value for k, v in run.report.statuses.items()} == {"t/esc.sh": "FAILED", "t/ok.sh": "PASSED"}, out
 
 
 def test_the_pg_regress_units_carry_the_server_log_script_over_the_harness_folders(tmp_path, image_store):
@@ -391,3 +399,20 @@ def test_each_pg_regress_unit_searches_its_own_folders_for_server_logs():
     assert finds == ["/testbed/ext/a /tmp/swemint-pg-0", "/testbed/ext/b /tmp/swemint-pg-1", "/opt/build /testbed"]
     assert [u.after for u in units] == [pg_regress.stop_diagnosis(pg_regress.log_folders(s, i, "/opt/build"))
                                         for i, s in enumerate([a, b, c])]
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("bash", "timeout")), reason="bash and timeout needed on the host")
+def test_a_unit_id_with_a_newline_is_not_run_and_one_with_spaces_is_graded(tmp_path):
+    """A unit named by a committed file whose name holds a newline (``tests/evil exit 0\\nz.sh``:
+    its end line would read as a passing ``tests/evil``) is left out of the run; one whose name
+    holds spaces (even `` exit 0``) is graded by its own exit status (it vanished before)."""
+    from agents.ecosystems.cfamily.units import Unit
+
+    units = [Unit("tests/evil exit 0\nz.sh", ["bash", "-c", "exit 1"], ""),
+             Unit("tests/my test.sh", ["bash", "-c", "exit 1"], ""),
+             Unit("tests/b exit 0", ["bash", "-c", "exit 1"], ""),
+             Unit("tests/ok.sh", ["bash", "-c", "exit 0"], "")]
+    out, run, _ = _run_units(tmp_path, units)
+    assert {k: v.value for k, v in run.report.statuses.items()} == {
+        "tests/ok.sh": "PASSED", "tests/my test.sh": "FAILED", "tests/b exit 0": "FAILED"}, out
+    assert "evil" not in out

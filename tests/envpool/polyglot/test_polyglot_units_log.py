@@ -116,7 +116,7 @@ def test_only_a_runner_stop_line_makes_a_unit_that_ran_no_test():
     failed; ``swemint-stop: <line>`` (pg_regress's after-script) is."""
     text = "|: # could not compute checksum\n|: pg_regress: postmaster failed\nswemint-unit: t/sum.sh exit 1\n"
     assert _st(parse_unit_report_log(text)) == {"t/sum.sh": "FAILED"}
-    text = "|: swemint-stop: # postmaster failed\nswemint-unit: installcheck exit 2\n"
+    text = "|! swemint-stop: # postmaster failed\nswemint-unit: installcheck exit 2\n"
     rep = parse_unit_report_log(text)
     assert rep.statuses == {} and not rep.tests_ran
     assert anomalies("unit_report_log", text) == [
