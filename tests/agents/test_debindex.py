@@ -273,17 +273,26 @@ def test_a_library_need_the_file_index_cannot_answer_gets_the_dev_package_named_
 UCOL = Need(kind="header", name="unicode/ucol.h")
 
 
-def test_an_index_build_the_mirror_sync_fails_is_retried_with_backoff_and_then_answers(tmp_path):
-    """timescaledb-10401: trixie's mirror mid-sync failed `apt-file update` (exit 100); the build
-    is tried again after the backoff and, the mirror in sync again, answers (and is cached)."""
+def _index(tmp_path, rules, **run_kw):
+    """A DebianIndex of a run whose fake sandboxes answer `rules` ((pattern, reply) pairs), its
+    backoff sleeps recorded instead of slept: (factory, run, index, slept seconds)."""
     f = FakeSandboxFactory(run_id="t")
-    builds = []
-    f.on(r"apt-file update", lambda cmd, sb: builds.append(cmd) or ((100, MIRROR_SYNC) if len(builds) == 1 else (0, "")))
-    f.on(r"apt-file search --regexp .*ucol", (0, "libicu-dev: /usr/include/unicode/ucol.h\n"))
-    run = _run(tmp_path, f, mirror_backoff=7)
+    for pattern, reply in rules:
+        f.on(pattern, reply)
+    run = _run(tmp_path, f, **run_kw)
     index = DebianIndex(run, "swemint/cfamily:gcc14")
     slept: list[float] = []
     index.sleep = slept.append
+    return f, run, index, slept
+
+
+def test_an_index_build_the_mirror_sync_fails_is_retried_with_backoff_and_then_answers(tmp_path):
+    """timescaledb-10401: trixie's mirror mid-sync failed `apt-file update` (exit 100); the build
+    is tried again after the backoff and, the mirror in sync again, answers (and is cached)."""
+    builds = []
+    _, run, index, slept = _index(tmp_path, [
+        (r"apt-file update", lambda cmd, sb: builds.append(cmd) or ((100, MIRROR_SYNC) if len(builds) == 1 else (0, ""))),
+        (r"apt-file search --regexp .*ucol", (0, "libicu-dev: /usr/include/unicode/ucol.h\n"))], mirror_backoff=7)
     pkgs, [answer] = index.resolve([UCOL])
     assert pkgs == ["libicu-dev"] and answer.unavailable is None and len(builds) == 2 and slept == [7]
     made = [s for s in run.traj.steps if s.rule == "debian-index:image"]
@@ -326,13 +335,8 @@ def test_an_index_the_mirror_keeps_from_being_built_is_unavailable_never_no_pack
 
 
 def test_an_index_build_that_fails_for_another_reason_than_the_mirror_is_attempted_once(tmp_path):
-    f = FakeSandboxFactory(run_id="t")
-    f.on(r"apt-file update", (1, "sh: 1: apt-file: not found\n"))
-    f.on(r"apt-cache policy", (0, ""))
-    run = _run(tmp_path, f, mirror_attempts=3)
-    index = DebianIndex(run, "swemint/cfamily:gcc14")
-    slept: list[float] = []
-    index.sleep = slept.append
+    _, run, index, slept = _index(tmp_path, [(r"apt-file update", (1, "sh: 1: apt-file: not found\n")),
+                                             (r"apt-cache policy", (0, ""))], mirror_attempts=3)
     pkgs, [answer] = index.resolve([UCOL])
     assert pkgs == [] and "index build failed (exit 1)" in (answer.unavailable or "")
     assert len([s for s in run.traj.steps if s.rule == "debian-index:image"]) == 1 and slept == []
