@@ -53,6 +53,7 @@ pytest's parsers (`envpool.testrun.parsers`: `pytest_channel`, `pytest_plugin`, 
 | gtest_log      | GoogleTest console (direct or ``ctest -V``)            | cfamily |             |
 | doctest_xml    | doctest ``--reporters=xml`` (also inside the three above) | doctest_xml |          |
 | catch2_xml     | Catch2 v2/v3 ``--reporter xml`` (also inside the ctest ones) | catch2_xml |          |
+| boost_junit    | Boost.Test ``--logger=JUNIT,all,f`` (also inside the ctest ones) | boost_junit |        |
 | automake_log   | ``make check`` with automake's harness (jq)            | cfamily |             |
 | script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | driver_logs |         |
 | tcl_helper_log | ``runtest`` (Tcl ``tests/test_helper.tcl``) console     | driver_logs |         |

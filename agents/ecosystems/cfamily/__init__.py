@@ -65,7 +65,8 @@ from agents.ecosystems.cfamily.c_setup import (BUILD_DIR, HELPER, JOBS, JUNIT, _
                                                configure_command, install_helpers, source_fetch)
 from agents.ecosystems.cfamily.c_compilers import CXX_STD_GCC, SUITE_GCC, _gcc_major, era_gcc
 from agents.ecosystems.cfamily.c_builds import CBuild, C_SUFFIXES, _add, analyze, systems
-from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _CASE_DECL, _GTEST_DECL, _ci_setup_moves,
+from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _BOOST_DECL, _CASE_DECL, _GTEST_DECL,
+                                               _ci_setup_moves,
                                                _cmake_option_moves, _configure_option_moves, _units_moves)
 from agents.ecosystems.cfamily import pg_regress
 
@@ -84,7 +85,7 @@ class CFamily(Ecosystem):
     languages = ("c", "cpp")
     tools = ("gcc", "debian")
     parsers = ("ctest_junit", "ctest_log", "gtest_log", "automake_log", "script_status_log", "unit_report_log",
-               "tcl_helper_log", "catch2_xml", "doctest_xml")
+               "tcl_helper_log", "catch2_xml", "doctest_xml", "boost_junit")
     toolchain_module = "envpool.toolchains.cfamily_image"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
@@ -357,9 +358,10 @@ class CFamily(Ecosystem):
         return moves
 
     def added_tests(self, test_patch: str) -> list[str]:
-        """The googletest tests (``TEST(Suite, Name)``, ``TEST_F``, ``TYPED_TEST``: ``Suite.Name``)
-        and Catch2 / doctest test cases (``TEST_CASE("name"``) a line the test_patch adds
-        declares (not those a removed line declared too: a test moved or edited in place)."""
+        """The googletest tests (``TEST(Suite, Name)``, ``TEST_F``, ``TYPED_TEST``: ``Suite.Name``),
+        Catch2 / doctest test cases (``TEST_CASE("name"``) and Boost.Test cases
+        (``BOOST_AUTO_TEST_CASE(name)`` and its fixture, data and template forms: ``name``, the
+        last part of its ids ``suite/name``; S36) a line the test_patch adds declares (not those a removed line declared too: a test moved or edited in place)."""
         from envpool.patches import added_lines, changed_lines
 
         def declared(lines: list[str]) -> list[str]:
@@ -367,7 +369,7 @@ class CFamily(Ecosystem):
             for line in lines:
                 m = _GTEST_DECL.match(line)
                 name = f"{m.group(2)}.{m.group(3)}" if m else None
-                if name is None and (m := _CASE_DECL.match(line)):
+                if name is None and (m := _CASE_DECL.match(line) or _BOOST_DECL.match(line)):
                     name = m.group(1)
                 if name and name not in out:
                     out.append(name)

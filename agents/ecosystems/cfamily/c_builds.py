@@ -21,7 +21,8 @@ class CBuild(BaseModel):
     ``cmake_minimum_required`` floor (None when absent). `cxx_std`: the highest C++ standard the
     build files name. `packages`: Debian packages to install at setup. `configure_flags` /
     `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
-    missing submodule would provide). `gtest`: GoogleTest output expected. `sources`: missing
+    missing submodule would provide). `gtest`: GoogleTest output expected. `boost_test`: Boost.Test
+    sources or a Boost.Test link (S36: libboost-test-dev installed). `sources`: missing
     submodule path -> the Debian source package whose upstream tarball fills it (its own tests
     then run); `source_flags`: path -> (configure flags when it was filled, flags when not).
     `fetchcontent`: the ``FetchContent_Declare`` downloads of the CMake files (a failed one is
@@ -40,6 +41,7 @@ class CBuild(BaseModel):
     configure_committed: bool = False
     make_target: str = "check"
     gtest: bool = False
+    boost_test: bool = False
     missing_submodules: list[str] = Field(default_factory=list)
     sources: dict[str, str] = Field(default_factory=dict)
     source_flags: dict[str, tuple[list[str], list[str]]] = Field(default_factory=dict)
@@ -87,6 +89,32 @@ def build_type(text: str) -> str | None:
     return "Debug" if "Debug" in types or not types else types[0]
 
 
+_BOOST_TEST_SOURCE = re.compile(r"#\s*include\s*[<\"]boost/test/|^\s*BOOST_(?:AUTO|FIXTURE|DATA)_TEST_(?:CASE|SUITE)\w*\s*\(",
+                                re.M)
+"""A Boost.Test source (class S36): a ``boost/test/`` include (``unit_test.hpp``, the header-only
+``included/unit_test.hpp``) or a test unit macro."""
+_BOOST_PACKAGE = re.compile(r"find_package\s*\(\s*Boost\b([^)]*)\)", re.I)
+_BOOST_WORDS = {"required", "components", "optional_components", "quiet", "config", "no_module", "module", "exact",
+                "no_policy_scope", "global"}
+
+
+def boost_packages(text: str) -> list[str]:
+    """The Debian packages of the Boost components a CMake file's ``find_package(Boost [version]
+    [REQUIRED] [COMPONENTS] a b ...)`` calls ask for (`cfamily.yaml` ``boost_components``; a
+    versioned name, ``python311``, as its family; components it does not know and variables are
+    left out), and libboost-test-dev for a ``Boost::unit_test_framework`` /
+    ``boost_unit_test_framework`` link (S36). In order, each once."""
+    table = recipes()["boost_components"]
+    out: list[str] = []
+    for args in _BOOST_PACKAGE.findall(text):
+        for word in re.findall(r"(?<![\w${])([A-Za-z_]\w*)", re.sub(r"\$\{[^}]*\}", " ", args)):
+            if word.lower() not in _BOOST_WORDS:
+                _add(out, table.get(word.lower()) or table.get(re.sub(r"\d+$", "", word.lower())))
+    if re.search(r"\bBoost::unit_test_framework\b|\bboost_unit_test_framework\b", text):
+        _add(out, table["unit_test_framework"])
+    return out
+
+
 def _cmake_analysis(tree: GitTree, b: CBuild, project: str, folder: str = "", tests: bool = True) -> None:
     """Fill `b` from the CMake project whose top-level CMakeLists.txt is in `folder` ("" = the
     repository root; only the CMake files below it are read): the build type a validating project
@@ -112,6 +140,8 @@ def _cmake_analysis(tree: GitTree, b: CBuild, project: str, folder: str = "", te
         for name in re.findall(r"find_package\s*\(\s*([\w.+-]+)", text, re.I):
             if name.lower() != project:  # the project's own package (an install test)
                 _add(b.packages, rec["find_package"].get(name.lower()))
+        if "boost" in text.lower():  # S36: the Boost components (Boost.Test's among them)
+            _add(b.packages, boost_packages(text))
         for mods in re.findall(r"pkg_(?:check|search)_modules?\s*\(\s*\w+\s+([^)]*)\)", text, re.I):
             for mod in re.findall(r"[\w.+-]+", mods):
                 _add(b.packages, rec["pkg_config"].get(re.split(r"[<>=]", mod)[0].lower()))
@@ -202,6 +232,13 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
         text = tree.read(path, limit=400_000) or ""
         if path.endswith(C_SUFFIXES) and re.search(r"^\s*(TEST|TEST_F|TEST_P|TYPED_TEST)\s*\(", text, re.M):
             b.gtest = True
+        if path.endswith(C_SUFFIXES) and _BOOST_TEST_SOURCE.search(text):
+            b.boost_test = True
+    if any(p in b.packages for p in rec["boost_components"]["unit_test_framework"]):
+        b.boost_test = True
+    if b.boost_test:  # S36: its headers and library (a header-only ``included/`` build needs only the headers)
+        _add(b.packages, rec["boost_components"]["unit_test_framework"])
+        b.notes.append("Boost.Test sources: each Boost.Test binary runs again with its JUnit logger (ids suite/case)")
     for path, url in _missing_submodules(tree):
         b.missing_submodules.append(path)
         key = f"{path} {url}".lower()

@@ -14,6 +14,11 @@ from agents.ecosystems.cfamily.cfamily_recipe import recipes
 _GTEST_DECL = re.compile(r"^\s*(TEST|TEST_F|TEST_P|TYPED_TEST|TYPED_TEST_P)\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)")
 
 
+_BOOST_DECL = re.compile(r"^\s*BOOST_(?:AUTO_TEST_CASE(?:_TEMPLATE)?|FIXTURE_TEST_CASE(?:_TEMPLATE)?|DATA_TEST_CASE)"
+                         r"\s*\(\s*([A-Za-z_]\w*)")
+"""A Boost.Test case a line declares (S36; its name: the last component of its ids ``suite/name``)."""
+
+
 _CASE_DECL = re.compile(r"^\s*(?:TEST_CASE|SCENARIO|TEST_CASE_METHOD\s*\(\s*\w+\s*,)\s*\(?\s*\"([^\"]+)\"")
 
 

@@ -57,7 +57,16 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    case and subcase (``doctest_runs.py``, installed beside this file);
 8. so do the selected tests whose executable is a Catch2 (v2 or v3) binary, with Catch2's XML
    reporter, as ``<swemint-catch2>`` sections: per test case and section
-   (``catch2_runs.py``, installed beside this file).
+   (``catch2_runs.py``, installed beside this file);
+9. and the selected tests whose executable is a Boost.Test binary (class S36), with Boost.Test's
+   JUnit logger, as ``<swemint-boost>`` sections: per test case, ids ``suite/sub/case``
+   (``boost_runs.py``). A Boost.Test binary owning the touched files and built from other
+   sources too runs only the units the touched files declare on this side
+   (``boost_suites.py``): ``BOOST_TEST_RUN_FILTERS`` for the ctest round, ``--run_test`` for the
+   JUnit run; a targeted rerun's ids that are units the binaries list replace them; a touched
+   file declaring none, a binary that cannot list its units, or a filter selecting none of a
+   binary's cases leaves the whole binaries (a helper line says which). An owner that failed to
+   build reports the units its touched files declare (S34's section, `unbuilt_ids`).
 ``--build-only``: steps 1-3 only (the environment's setup builds what the test run will need,
 not every target of a large project: nlohmann/json has hundreds), exit 0.
 ``--only JSON`` (a targeted rerun: a JSON list of CTest test names): when every name is one of
@@ -84,6 +93,8 @@ from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import boost_runs  # noqa: E402  (installed beside this file)
+import boost_suites  # noqa: E402  (installed beside this file)
 import catch2_runs  # noqa: E402  (installed beside this file)
 import ctest_reruns  # noqa: E402  (installed beside this file)
 import doctest_runs  # noqa: E402  (installed beside this file)
@@ -285,9 +296,10 @@ def unprivileged(cmd, build, src):
     return [setpriv, "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"] + cmd
 
 
-def run_ctest(cmd, build, src, flt=None, own=()):
+def run_ctest(cmd, build, src, flt=None, own=(), extra=None):
     """Run `cmd` (ctest) in `build`, with GTEST_FILTER=`flt` when given (step 4's suites of the
-    touched files, the caller's own value merged in: `gtest_suites.narrowed`), else the caller's;
+    touched files, the caller's own value merged in: `gtest_suites.narrowed`), else the caller's,
+    and the variables `extra` (step 9's ``BOOST_TEST_RUN_FILTERS``; None: none);
     when GoogleTest binaries die inside a test, run it again without those tests (module
     docstring, step 5: added to the filter's negative part; not a case in `own`, which ran as
     its own CTest test -- ``gtest_discover_tests`` -- and hid nothing); when a test refuses root,
@@ -298,11 +310,11 @@ def run_ctest(cmd, build, src, flt=None, own=()):
         env = dict(os.environ)
         if cmd[0] == shutil.which("setpriv"):
             env["HOME"] = "/tmp"
+        shown = dict(extra or {})
         if dead or flt:
-            env["GTEST_FILTER"] = with_excluded(base, dead) if dead else base
-            log("$ GTEST_FILTER=%s %s" % (shlex.quote(env["GTEST_FILTER"]), " ".join(cmd)))
-        else:
-            log("$ " + " ".join(cmd))
+            env["GTEST_FILTER"] = shown["GTEST_FILTER"] = with_excluded(base, dead) if dead else base
+        env.update(shown)
+        log("$ " + "".join("%s=%s " % (k, shlex.quote(v)) for k, v in sorted(shown.items())) + " ".join(cmd))
         with tempfile.TemporaryFile() as f:
             rc = subprocess.call(cmd, cwd=build, env=env, stdout=f, stderr=subprocess.STDOUT)
             f.seek(0)
@@ -433,14 +445,15 @@ def norm(path, src):
     return os.path.normpath(path)
 
 
-def owners(picked, touched, src):
-    """[(target, artifacts, {touched file it lists: its GoogleTest suites}, how many other C/C++
-    sources)] of the `picked` targets (`gtest_suites.narrow`), read from the working tree (a
+def owners(picked, touched, src, read=gtest_suites.suites):
+    """[(target, artifacts, {touched file it lists: its GoogleTest suites -- or what `read` gives,
+    `boost_suites.selection`: its Boost.Test units}, how many other C/C++ sources)] of the
+    `picked` targets (`gtest_suites.narrow`, `boost_suites.narrow`), read from the working tree (a
     touched header it lists defines none: its binary stays whole)."""
     out = []
     for name, _, sources, arts in picked:
         listed = set(norm(s, src) for s in sources)
-        mine = dict((f, gtest_suites.file_suites(os.path.join(src, f))) for f in sorted(listed & touched))
+        mine = dict((f, gtest_suites.file_suites(os.path.join(src, f), read)) for f in sorted(listed & touched))
         others = [f for f in listed - touched if f.lower().endswith(gtest_suites.SOURCE_SUFFIXES)]
         out.append((name, arts, mine, len(others)))
     return out
@@ -456,12 +469,14 @@ before it, cannot add collectors)."""
 def unbuilt_ids(target, touched, src, tests):
     """The collectors of the tests target `target` (a codemodel entry) would have run had it
     built (class S34): the GoogleTest ids the touched files it lists declare
-    (`gtest_suites.declared`, read on this side's tree), then the CTest tests that run its
+    (`gtest_suites.declared`, read on this side's tree) and their Boost.Test units (S36,
+    `boost_suites.declared`), then the CTest tests that run its
     artifact whole (named like it, or its command or an absolute argument is its artifact; not a
     one-case ``--gtest_filter`` test nor the ``_NOT_BUILT`` placeholder)."""
     name, _, sources, arts = target
     listed = set(norm(s, src) for s in sources)
-    out = [c for f in sorted(listed & touched) for c in gtest_suites.file_suites(os.path.join(src, f), gtest_suites.declared)]
+    out = [c for f in sorted(listed & touched) for read in (gtest_suites.declared, boost_suites.declared)
+           for c in gtest_suites.file_suites(os.path.join(src, f), read)]
     arts = set(arts)
     for n, cmd in tests:
         if n.endswith(NOT_BUILT) or gtest_suites.case_of(cmd):
@@ -572,6 +587,10 @@ def main(argv):
             log("targeted: the CTest tests %s" % " ".join(selected))
         else:
             log("targeted: %d name(s) are no CTest test here: the selection stays" % len(set(only) - set(pool)))
+    bflt = None
+    if tests and (owned or only):  # S36: Boost.Test binaries run the touched files' units (or the rerun's)
+        bflt = boost_suites.narrow(build, owners(picked, touched, src, boost_suites.selection) if owned else [],
+                                   tests, selected or [n for n, _ in tests], only)
     cmd = ["ctest", "--timeout", timeout]
     if junit:
         cmd += ["--output-junit", junit] + full_output(build)
@@ -591,11 +610,12 @@ def main(argv):
     if bad:
         cmd += ["-FS", "^(" + "|".join(re.sub(r"([][.+*?^$()|\\])", r"\\\1", f) for f in sorted(bad)) + ")$"]
     own = set(gtest_suites.case_of(c) for _, c in tests) - {None}  # a case CTest runs alone hides no other
-    rc, last = run_ctest(cmd, build, src, flt, own)
+    rc, last = run_ctest(cmd, build, src, flt, own, {"BOOST_TEST_RUN_FILTERS": bflt} if bflt else None)
     prefix = last[:-len(cmd)] if len(last) > len(cmd) else []
     chosen = set(selected) if selected and len(selected) < len(tests) else None
     doctest_runs.run_doctests(build, chosen, timeout, prefix, report)
     catch2_runs.run_catch2(build, chosen, timeout, prefix, report)
+    boost_runs.run_boost(build, chosen, timeout, prefix, report, bflt)
     report_unbuilt(unbuilt, report)
     return rc
 

@@ -69,6 +69,12 @@ def ctest_specs(build, names):
     return out
 
 
+def executable(program):
+    """The file a CTest command's `program` runs: its real path when absolute, else the one PATH
+    finds (else `program` as it is)."""
+    return os.path.realpath(program) if os.path.isabs(program) else shutil.which(program) or program
+
+
 def framework_tests(build, names, timeout, probe, floor, too_old):
     """Yield (name, command (a list), working directory, environment, seconds) for each CTest
     test `names` (None: all; `ctest_specs`) whose executable `probe(exe, cwd, env)` gives a
@@ -77,7 +83,7 @@ def framework_tests(build, names, timeout, probe, floor, too_old):
     why its CTest result stands) and skipped. `seconds`: the test's TIMEOUT, else `timeout`."""
     probed = {}
     for name, cmd, cwd, env, tmo in ctest_specs(build, names):
-        exe = os.path.realpath(cmd[0]) if os.path.isabs(cmd[0]) else shutil.which(cmd[0]) or cmd[0]
+        exe = executable(cmd[0])
         if exe not in probed:
             probed[exe] = probe(exe, cwd, env)
         ver = probed[exe]
@@ -135,6 +141,32 @@ def run_for_report(prefix, cmd, cwd, env, timeout, report):
             return rc, f.read()
     except (IOError, OSError):
         return rc, b""
+
+
+def rounds(tag, name, command, crashed, marker, cwd, env, timeout, prefix, tmp, max_rounds=3):
+    """The sections (bytes) of one binary of CTest test `name` run for its report, again without
+    the test cases that crashed it (doctest's and Boost.Test's runs: the framework stops, or
+    reports nothing, after a crash): round N runs `command(dead, report)` -- the argv with the
+    test cases `dead` excluded, writing the report file `report` in `tmp` -- and reads
+    `crashed(report bytes)`, the test cases it died in; rounds stop when none is new, after
+    `max_rounds` more rounds, or when a report lacks `marker` (bytes: not the framework's
+    report; logged, and with no earlier round the CTest result stands). `tag` names the
+    framework in the sections and the helper lines."""
+    dead, runs = [], []
+    for rnd in range(1, max_rounds + 2):
+        report = os.path.join(tmp, "r%d.xml" % rnd)
+        rc, xml = run_for_report(prefix, command(dead, report), cwd, env, timeout, report)
+        if marker not in xml:
+            log("%s wrote no %s report (exit %s)%s" % (name, tag, rc, "" if runs else ": its CTest result stands"))
+            break
+        runs.append((rnd, rc, xml))
+        new = [c for c in crashed(xml) if c not in dead]
+        if not new or rnd > max_rounds:
+            break
+        log("%s test case(s) crashed %s, hiding the rest of it: %s; running it again without them "
+            "(round %d)" % (tag, name, "; ".join(new), rnd + 1))
+        dead += new
+    return [section(tag, name, rnd, i == len(runs) - 1, rc, xml) for i, (rnd, rc, xml) in enumerate(runs)]
 
 
 def section(tag, name, rnd, final, rc, xml):

@@ -98,24 +98,10 @@ def crashed_cases(xml):
 
 
 def rounds(name, cmd, cwd, env, timeout, prefix, tmp):
-    """The sections (bytes) of one doctest binary: rounds until no new test case crashes."""
-    dead, runs = [], []
-    for rnd in range(1, ABORT_ROUNDS + 2):
-        report = os.path.join(tmp, "r%d.xml" % rnd)
-        rc, xml = ctest_reruns.run_for_report(prefix, xml_command(cmd, report, dead), cwd, env, timeout, report)
-        if b"<doctest" not in xml:
-            log("%s wrote no doctest XML report (exit %s)%s" % (
-                name, rc, "" if runs else ": its CTest result stands"))
-            break
-        runs.append((rnd, rc, xml))
-        new = [c for c in crashed_cases(xml) if c not in dead]
-        if not new or rnd > ABORT_ROUNDS:
-            break
-        log("doctest test case(s) crashed %s, hiding the rest of it: %s; running it again without them "
-            "(round %d)" % (name, "; ".join(new), rnd + 1))
-        dead += new
-    return [ctest_reruns.section(TAG, name, rnd, i == len(runs) - 1, rc, xml)
-            for i, (rnd, rc, xml) in enumerate(runs)]
+    """The sections (bytes) of one doctest binary: rounds until no new test case crashes
+    (`ctest_reruns.rounds` with doctest's XML command and crash reading)."""
+    return ctest_reruns.rounds(TAG, name, lambda dead, report: xml_command(cmd, report, dead), crashed_cases,
+                               b"<doctest", cwd, env, timeout, prefix, tmp, ABORT_ROUNDS)
 
 
 def run_doctests(build, names, timeout, prefix, junit):

@@ -46,7 +46,7 @@ SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".m", ".mm")
 LIST_SECONDS = 120
 
 
-def _code(text):
+def strip_comments(text):
     """`text` without comments (string literals kept, so a ``"/*"`` inside one starts none)."""
     return _NOISE.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " ", text)
 
@@ -58,7 +58,7 @@ def definitions(text):
     (the ``TEST``-family macros as (kind, suite, name), in order; value-parameterised
     instantiations {suite: [prefix, ...]}; typed ones likewise; the suites of
     ``TYPED_TEST_SUITE``/``TYPED_TEST_CASE``, in order). Shared between callers: not to be changed."""
-    code = _code(text)
+    code = strip_comments(text)
     values, typed = {}, {}
     for kind, prefix, suite in ((m.group(1), m.group(2) or "", m.group(3)) for m in _INSTANCES.finditer(code)):
         (typed if "TYPED" in kind else values).setdefault(suite, []).append(prefix)
@@ -66,7 +66,7 @@ def definitions(text):
     return tests, values, typed, tuple(m.group(1) for m in _TYPED.finditer(code))
 
 
-def _unique(items):
+def unique(items):
     """`items` in order, each once (python3 >= 3.5: dicts keep no order there)."""
     seen = set()
     return [i for i in items if not (i in seen or seen.add(i))]
@@ -86,7 +86,7 @@ def suites(text):
             out.append(suite + "/*.*")
         else:
             out.append(suite + ".*")
-    return _unique(out + [s + "/*.*" for s in typed_suites])
+    return unique(out + [s + "/*.*" for s in typed_suites])
 
 
 def declared(text):
@@ -109,7 +109,7 @@ def declared(text):
             out.append(suite)
         else:
             out.append(suite + "." + name)
-    return _unique(out)
+    return unique(out)
 
 
 def file_suites(path, read=suites):
@@ -121,7 +121,8 @@ def file_suites(path, read=suites):
         return []
 
 
-def _match(name, patterns):
+def matches(name, patterns):
+    """Whether `name` matches one of the wildcard `patterns` (``*``, ``?``; ``[`` literal)."""
     return any(fnmatch.fnmatchcase(name, p.replace("[", "[[]")) for p in patterns if p)
 
 
@@ -130,7 +131,7 @@ def selects(flt, name):
     rule -- a match of a positive pattern (none given: ``*``) and of no negative one; ``*`` any
     string, ``?`` one character, ``:`` between patterns, ``-`` before the negative ones."""
     pos, _, neg = (flt or "").partition("-")
-    return _match(name, pos.split(":") if pos else ["*"]) and not _match(name, neg.split(":"))
+    return matches(name, pos.split(":") if pos else ["*"]) and not matches(name, neg.split(":"))
 
 
 def narrowed(patterns, base):
@@ -157,7 +158,7 @@ def case_of(cmd):
 def case_matches(case, patterns):
     """Whether a per-case CTest test's case (``Suite.Test``, ``Prefix/Suite.Test/0``,
     ``Suite/0.Test``; gtest_add_tests: ``*/Suite.Test/*``) is in one of the suites `patterns`."""
-    return _match(case, patterns) or _suite(case) in set(_suite(p) for p in patterns)
+    return matches(case, patterns) or _suite(case) in set(_suite(p) for p in patterns)
 
 
 def _suite(name):
@@ -201,7 +202,7 @@ def listed_tests(exe, cwd, env):
     return parse_listing(raw.decode("utf-8", "replace"))
 
 
-def _runs(cmd, arts):
+def runs(cmd, arts):
     """Whether a CTest test's command runs one of the artifacts `arts` (its program or an
     absolute argument)."""
     return bool(cmd) and any(os.path.realpath(x) in arts for x in cmd[:1] + [a for a in cmd[1:] if os.path.isabs(a)])
@@ -221,7 +222,7 @@ def narrow(build, owners, tests, selected, base):
     keep, patterns, whole, gtests = set(selected), [], [], []
     for name, arts, mine, others in owners:
         arts = set(arts)
-        mine_tests = [(n, c) for n, c in tests if n in keep and _runs(c, arts)]
+        mine_tests = [(n, c) for n, c in tests if n in keep and runs(c, arts)]
         if mine_tests and (any(case_of(c) for _, c in mine_tests) or any(is_gtest(a) for a in arts)):
             gtests.append((name, arts, mine, others, mine_tests))
     if not any(g[3] for g in gtests):  # each binary is built from the touched files alone: it is them

@@ -27,6 +27,10 @@ Test ids:
   stopped early (a crash inside a test case) keeps its test cases before the stop and its own
   CTest result, and reports ``<ctest test> [Catch2 run stopped early]`` as a unit that stopped;
   the ``known_tests`` rule below is not applied to a test with a Catch2 report.
+- Boost.Test (class S36): a CTest test whose binary is a Boost.Test binary gets ids per test
+  case in Boost.Test's own form, ``suite/sub/case`` (``calc/adds``, a data case's
+  ``calc/sizes/_0``; `boost_junit`): the helper runs it again with Boost.Test's JUnit logger and
+  adds ``<swemint-boost>`` sections, read as the doctest ones (a crash's rounds included).
 - A target owning the touched files that failed to build (class S34: the test_patch's test uses
   the fix's new API): ``recipes/cmake_tests.py`` writes an ``<swemint-unbuilt target="T">``
   section (`UNBUILT`) of the collectors of the tests it would have run -- the GoogleTest ids the
@@ -68,6 +72,7 @@ import re
 from collections.abc import Iterable, Mapping
 from xml.sax.saxutils import unescape as xml_unescape
 
+from envpool.testrun.polyglot.boost_junit import boost_runs, split_boost_sections
 from envpool.testrun.polyglot.catch2_xml import catch2_runs, split_catch2_sections
 from envpool.testrun.polyglot.common import Result, count_mismatch, junit_cases, report_parser, to_text
 from envpool.testrun.polyglot.doctest_sections import DoctestRuns, doctest_runs, section_pattern, split_sections
@@ -148,16 +153,13 @@ _CTEST_SUMMARY_ANY = re.compile(r"^\s*\d+% tests passed, \d+ tests? failed out o
 
 
 def _helper_runs(raw: bytes | str, after: int) -> tuple[bytes | str, DoctestRuns]:
-    """(`raw` without the helper's doctest and Catch2 sections, what the sections from offset
-    `after` on give, combined)."""
+    """(`raw` without the helper's doctest, Catch2 and Boost.Test sections, what the sections from
+    offset `after` on give, combined)."""
     head, sections = split_sections(raw, after=after)
-    head, catch2 = split_catch2_sections(head, after=after)  # the removed sections lay after `after`
-    runs, more = doctest_runs(sections), catch2_runs(catch2)
-    runs.statuses.update(more.statuses)
-    runs.covered |= more.covered
-    runs.reported |= more.reported
-    runs.anomalies += more.anomalies
-    runs.collection_errors += more.collection_errors
+    runs = doctest_runs(sections)
+    for split, combine in ((split_catch2_sections, catch2_runs), (split_boost_sections, boost_runs)):
+        head, more = split(head, after=after)  # the removed sections lay after `after`
+        runs.merge(combine(more))
     return head, runs
 
 

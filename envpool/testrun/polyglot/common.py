@@ -199,8 +199,9 @@ def split_xml_documents(raw: bytes) -> list[bytes]:
 @dataclass(frozen=True)
 class JunitCase:
     """One `<testcase>`: attributes, its outcome (FAILED/ERROR/SKIPPED/PASSED), the message of
-    its first result element, the name of the suite around it, and the text of its
-    `<system-out>` (ctest puts the test's output there)."""
+    its first result element, the name of the suite around it, the text of its `<system-out>`
+    (ctest puts the test's output there), and the ``type`` attributes of its result elements
+    (Boost.Test's ``system fatal error``)."""
 
     name: str
     classname: str
@@ -209,6 +210,7 @@ class JunitCase:
     suite: str
     message: str = ""
     output: str = ""
+    kinds: tuple[str, ...] = ()
 
 
 def junit_cases(raw: bytes) -> Iterator[JunitCase]:
@@ -232,4 +234,5 @@ def junit_cases(raw: bytes) -> Iterator[JunitCase]:
                             attrs=dict(elem.attrib), status=st or TestStatus.PASSED,
                             suite=(parent.get("name") or "") if parent is not None else "",
                             message=(results[0].get("message") or "") if results else "",
-                            output=(out.text or "") if out is not None else "")
+                            output=(out.text or "") if out is not None else "",
+                            kinds=tuple(r.get("type") or "" for r in results))

@@ -95,6 +95,14 @@ class DoctestRuns:
     reported: set[str] = field(default_factory=set)
     collection_errors: list[str] = field(default_factory=list)
 
+    def merge(self, other: DoctestRuns) -> None:
+        """Add what `other` (another kind's sections of the same run) gives to this."""
+        self.statuses.update(other.statuses)
+        self.covered |= other.covered
+        self.reported |= other.reported
+        self.anomalies += other.anomalies
+        self.collection_errors += other.collection_errors
+
     def add_to(self, res: Result) -> None:
         """Add the ids, anomalies and collection errors to `res`."""
         for i, st in self.statuses.items():
@@ -114,8 +122,9 @@ def by_ctest(sections: list[Section]) -> dict[str, list[Section]]:
     return out
 
 
-def doctest_runs(sections: list[Section]) -> DoctestRuns:
-    """Combine `sections` (any order). Per ctest test: its final round gives every id; an
+def doctest_runs(sections: list[Section], label: str = "doctest") -> DoctestRuns:
+    """Combine `sections` (any order; doctest's, or another kind whose binary runs again without
+    the test cases that crashed it: Boost.Test's, `label` naming it in the anomalies). Per ctest test: its final round gives every id; an
     earlier round only the test cases that crashed in it (later rounds exclude them, and the
     skipped entry doctest lists for an excluded test case is dropped). A ctest
     test is `covered` when its final round has a document and its exit code agrees with it (a
@@ -136,7 +145,7 @@ def doctest_runs(sections: list[Section]) -> DoctestRuns:
                 continue  # excluded by the helper after it crashed: the earlier round's result stands
             for i, st in ids.items():
                 out.statuses[i] = worse(out.statuses.get(i), st)
-        out.anomalies += final.doc.anomalies(f"doctest {name}")
+        out.anomalies += final.doc.anomalies(f"{label} {name}")
         failing = any(st in (TestStatus.FAILED, TestStatus.ERROR) for st in final.doc.statuses.values())
         if final.final and not (final.exit not in (0, None) and not failing):
             out.covered.add(name)
