@@ -18,8 +18,7 @@ Setup compiles what the test runs use, so they (network none) only rebuild what 
   the touched files (else every test target, a ``gtest_discover_tests`` target not built yet
   included; none known: every target, the whole suite: ``cmake_tests.py --build-only``);
   test command: ``recipes/cmake_tests.py`` (installed at
-  /usr/local/libexec/swemint/cmake_tests.py, with ``recipes/doctest_runs.py``,
-  ``recipes/catch2_runs.py`` and ``recipes/ctest_reruns.py`` beside it) builds the targets
+  /usr/local/libexec/swemint/cmake_tests.py, with the other ``c_setup.HELPER_FILES`` beside it) builds the targets
   owning the touched files and runs their CTest tests; parser ``gtest_log`` (``ctest -V``) for
   GoogleTest, else ``ctest_junit`` (cmake >= 3.21, every test's whole output kept) or
   ``ctest_log`` (``ctest -V``: every test's output); a CTest test printing a TAP stream is
@@ -27,7 +26,11 @@ Setup compiles what the test runs use, so they (network none) only rebuild what 
   Tests whose binary is a doctest binary run again with doctest's XML reporter, and their ids
   are its test cases and subcases (``envpool.testrun.polyglot.doctest_xml``); a Catch2 binary
   runs again with Catch2's XML reporter, its ids ``<ctest test>::<test case>[ > <section>]``
-  (``envpool.testrun.polyglot.catch2_xml``).
+  (``envpool.testrun.polyglot.catch2_xml``); a Boost.Test binary (class S36) runs again with
+  Boost.Test's JUnit logger, its ids ``suite/sub/case`` (``envpool.testrun.polyglot.boost_junit``),
+  narrowed to the touched files' units when it is built from other test files too
+  (``recipes/boost_suites.py``); setup installs libboost-test-dev and the Boost components
+  ``find_package(Boost ...)`` names.
 - autotools: ``autoreconf -fi`` (when no configure is committed), ``./configure``, ``make``,
   ``make check TESTS=`` (builds the check programs, runs nothing); test command ``make check``
   (every test script; ids = script paths, ``tests/shtest``), parser ``automake_log``.

@@ -29,7 +29,6 @@ Standard library only (python3 >= 3.5).
 
 import functools
 import re
-import subprocess
 import xml.etree.ElementTree as ET
 
 import boost_suites  # (installed beside this file)
@@ -51,15 +50,9 @@ FATAL = "system fatal error"
 def boost_version(exe, cwd, env):
     """(major, minor) of the Boost.Test binary `exe` from ``exe --version``; None when `exe` is
     not one (no marker in the file, no answer, or the probe fails)."""
-    if not boost_suites.is_boost(exe):
-        return None
-    try:
-        out = subprocess.check_output([exe, "--version"], cwd=cwd, env=env, stderr=subprocess.STDOUT,
-                                      timeout=PROBE_SECONDS).decode("utf-8", "replace")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = _VERSION.search(out)
-    return (int(m.group(1)), int(m.group(2))) if m and "Boost.Test" in out else None
+    out = ctest_reruns.answer(exe, ["--version"], cwd, env, PROBE_SECONDS) if boost_suites.is_boost(exe) else None
+    m = _VERSION.search(out or "")
+    return (int(m.group(1)), int(m.group(2))) if m and "Boost.Test" in (out or "") else None
 
 
 def junit_command(cmd, out_file, flt=None, dead=()):

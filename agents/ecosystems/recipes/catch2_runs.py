@@ -32,7 +32,6 @@ stdout after ctest's output. Standard library only (python3 >= 3.5).
 
 import os
 import re
-import subprocess
 
 import ctest_reruns  # (installed beside this file)
 from ctest_reruns import log
@@ -64,10 +63,8 @@ def catch2_version(exe, cwd, env):
     not one (no marker in the file, no answer, or the probe fails)."""
     if not (os.path.isfile(exe) and os.access(exe, os.X_OK) and any(ctest_reruns.has_marker(exe, m) for m in MARKERS)):
         return None
-    try:
-        out = subprocess.check_output([exe, "--libidentify"], cwd=cwd, env=env, stderr=subprocess.STDOUT,
-                                      timeout=PROBE_SECONDS).decode("utf-8", "replace")
-    except (OSError, subprocess.SubprocessError):
+    out = ctest_reruns.answer(exe, ["--libidentify"], cwd, env, PROBE_SECONDS)
+    if out is None:
         return None
     m = _VERSION.search(out)
     return (int(m.group(1)), int(m.group(2))) if m and _DESCRIPTION.search(out) else None

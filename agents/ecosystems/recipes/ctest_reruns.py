@@ -45,6 +45,16 @@ def has_marker(path, marker):
         return False
 
 
+def answer(exe, args, cwd, env, seconds=30):
+    """What `exe` + `args` (a framework's probe: ``--version``, ``--libidentify``) prints,
+    stdout and stderr, decoded; None when it cannot run, fails or outlasts `seconds`."""
+    try:
+        return subprocess.check_output([exe] + list(args), cwd=cwd, env=env, stderr=subprocess.STDOUT,
+                                       timeout=seconds).decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def ctest_specs(build, names):
     """[(name, command, working directory, environment, timeout or None)] of the CTest tests
     `names` (None: all) from ``ctest --show-only=json-v1``."""

@@ -25,7 +25,6 @@ library only (python3 >= 3.5).
 
 import os
 import re
-import subprocess
 import xml.etree.ElementTree as ET
 
 import ctest_reruns  # (installed beside this file)
@@ -45,12 +44,7 @@ def doctest_version(exe, cwd, env):
     not one (no marker in the file, no answer, or the probe fails)."""
     if not (os.path.isfile(exe) and os.access(exe, os.X_OK) and ctest_reruns.has_marker(exe, MARKER)):
         return None
-    try:
-        out = subprocess.check_output([exe, "--version"], cwd=cwd, env=env, stderr=subprocess.STDOUT,
-                                      timeout=PROBE_SECONDS)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = _VERSION.search(out.decode("utf-8", "replace"))
+    m = _VERSION.search(ctest_reruns.answer(exe, ["--version"], cwd, env, PROBE_SECONDS) or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 

@@ -204,7 +204,8 @@ def test_helper_is_installed_verbatim(tmp_path, images):
     written = {m.group(2).rsplit("/", 1)[-1]: base64.b64decode(m.group(1))
                for m in re.finditer(r"echo (\S+) \| base64 -d > (\S+)", cmd)}
     assert written == {n: (cfamily.RECIPES / n).read_bytes() for n in ("cmake_tests.py", "doctest_runs.py",
-                                                                       "catch2_runs.py", "gtest_suites.py",
+                                                                       "catch2_runs.py", "boost_runs.py",
+                                                                       "gtest_suites.py", "boost_suites.py",
                                                                        "ctest_reruns.py")}
     assert all(f"/usr/local/libexec/swemint/{n}" in cmd for n in written)  # beside each other: they import one another
 

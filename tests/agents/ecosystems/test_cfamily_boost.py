@@ -241,3 +241,28 @@ def test_a_crash_runs_the_binary_again_without_the_case_and_the_console_reads_th
     assert "boost test case(s) crashed calc_test, hiding the rest of it: calc_suite/dies" in run.stdout, run.stdout
     rep = parse_ctest_log(run.stdout)
     assert rep.statuses == {"calc_suite/dies": TestStatus.ERROR, "calc_suite/zero": P, "calc_suite/add/adds": F}
+
+
+def test_the_three_framework_probes_share_one_way_of_asking(tmp_path):
+    """doctest's, Catch2's and Boost.Test's probes ask the binary through `ctest_reruns.answer`:
+    scripts that carry each framework's marker and answer as it does; one that fails is none."""
+    dt, c2 = _module("doctest_runs"), _module("catch2_runs")
+
+    def exe(name: str, marker: str, answer: str) -> str:
+        path = tmp_path / name
+        path.write_text(f"#!/bin/sh\n# {marker}\nprintf '%s\\n' '{answer}'\n")
+        path.chmod(0o755)
+        return str(path)
+
+    env = {"PATH": "/usr/bin:/bin"}
+    assert br.boost_version(exe("b", "_ZN5boost9unit_test", "Boost.Test module in executable 'b'\n"
+                                "Compiled from Boost version 1.83.0 with dynamic linking"), str(tmp_path), env) == (1, 83)
+    assert br.boost_version(exe("nb", "no marker", "Boost version 1.83.0 Boost.Test"), str(tmp_path), env) is None
+    assert dt.doctest_version(exe("d", "doctest version is", '[doctest] doctest version is "2.4.11"'),
+                              str(tmp_path), env) == (2, 4)
+    assert c2.catch2_version(exe("c", "A Catch2 test executable", "description:  A Catch2 test executable\n"
+                                 "version: 3.7.1"), str(tmp_path), env) == (3, 7)
+    failing = tmp_path / "f"
+    failing.write_text("#!/bin/sh\n# _ZN5boost9unit_test\nexit 3\n")
+    failing.chmod(0o755)
+    assert br.boost_version(str(failing), str(tmp_path), env) is None

@@ -23,7 +23,7 @@ GOLDEN_FOR = {
     "gradle_log": "gradle_console.log", "maven_log": "maven_test.log", "ant_junit": "ant_junit_plain.log",
     "phpunit_junit": "phpunit_junit.xml", "rspec_json": "rspec.json",
     "minitest_log": "minitest_v.log", "ctest_junit": "ctest_junit.xml", "ctest_log": "ctest.log",
-    "gtest_log": "gtest.log", "doctest_xml": "doctest.xml", "catch2_xml": "catch2.xml",
+    "gtest_log": "gtest.log", "doctest_xml": "doctest.xml", "catch2_xml": "catch2.xml", "boost_junit": "boost_junit.xml",
     "automake_log": "automake_check.log",
     "script_status_log": "script_status.log", "tcl_helper_log": "tcl_helper.log", "unittest_log": "unittest_verbose.log",
     "sympy_test_log": "sympy_bin_test.log", "busted_json": "busted.json", "unit_report_log": "unit_report.log",
