@@ -55,6 +55,7 @@ pytest's parsers (`envpool.testrun.parsers`: `pytest_channel`, `pytest_plugin`, 
 | catch2_xml     | Catch2 v2/v3 ``--reporter xml`` (also inside the ctest ones) | catch2_xml |          |
 | boost_junit    | Boost.Test ``--logger=JUNIT,all,f`` (also inside the ctest ones) | boost_junit |        |
 | automake_log   | ``make check`` with automake's harness (jq)            | cfamily |             |
+| meson_testlog  | ``meson test``'s ``meson-logs/testlog.json`` (S35)      | meson   |             |
 | script_status_log | a driver's ``pass/FAIL/skip  script`` lines           | driver_logs |         |
 | tcl_helper_log | ``runtest`` (Tcl ``tests/test_helper.tcl``) console     | driver_logs |         |
 | unittest_log   | ``unittest -v`` / Django ``runtests.py -v 2`` console    | driver_logs |         |

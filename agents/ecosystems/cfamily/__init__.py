@@ -69,9 +69,10 @@ from agents.ecosystems.cfamily.c_setup import (BUILD_DIR, HELPER, JOBS, JUNIT, _
 from agents.ecosystems.cfamily.c_compilers import CXX_STD_GCC, SUITE_GCC, _gcc_major, era_gcc
 from agents.ecosystems.cfamily.c_builds import CBuild, C_SUFFIXES, _add, analyze, systems
 from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _BOOST_DECL, _CASE_DECL, _GTEST_DECL,
-                                               _ci_setup_moves,
-                                               _cmake_option_moves, _configure_option_moves, _units_moves)
+                                               _ci_setup_moves, _cmake_option_moves, _configure_option_moves,
+                                               _meson_option_moves, _units_moves)
 from agents.ecosystems.cfamily import pg_regress
+from agents.ecosystems.cfamily.c_meson import MESON_FLAG, MESON_HELPER
 
 
 __all__ = ["CBuild", "CFamily", "ECOSYSTEM", "HELPER", "JUNIT", "RECIPES", "analyze", "era_gcc", "fetch_repair",
@@ -93,7 +94,7 @@ class CFamily(Ecosystem):
 
     def detect(self, tree: GitTree, language: str | None) -> int:
         """12 for a C/C++-labelled tree with a build file at the root, 10 without the label
-        (CMakeLists.txt / configure.ac), 6 for a root Makefile over C sources or for a C/C++
+        (CMakeLists.txt / configure.ac; a meson.build over C sources, S35), 6 for a root Makefile over C sources or for a C/C++
         tree whose own test driver is built by a Makefile below the root
         (`agents.ecosystems.drivers`), else 0."""
         lang = (language or "").lower()
@@ -103,11 +104,15 @@ class CFamily(Ecosystem):
         if tree.exists("CMakeLists.txt") or tree.exists("configure.ac") or tree.exists("configure.in"):
             return 12 if is_c else 10
         c_sources = is_c or sum(f.endswith(C_SUFFIXES) for f in tree.files[:5000]) >= 3
+        if tree.exists("meson.build") and c_sources:  # S35: a Meson project (not a meson-python package's)
+            return 12 if is_c else 10
         if any(tree.exists(m) for m in ("Makefile", "makefile", "GNUmakefile")) and c_sources:
             return 6
         if pg_regress.harnesses(tree):  # a PostgreSQL extension (PGXS), C sources or SQL only
             return 6
         if c_sources and any(make_build(tree, d) for d in find_drivers(tree, self.name)):
+            return 6
+        if c_sources and "meson" in systems(tree):  # S35: a Meson project below the root
             return 6
         return 0
 
@@ -151,6 +156,7 @@ class CFamily(Ecosystem):
         b = analyze(tree, touched, instance.repo.rsplit("/", 1)[-1], system=req.route)
         _add(b.cmake_flags, [f for f in req.options.get("cmake_flags", []) if CMAKE_FLAG.fullmatch(f)])
         _add(b.configure_flags, [f for f in req.options.get("configure_flags", []) if CONFIGURE_FLAG.fullmatch(f)])
+        _add(b.meson_flags, [f for f in req.options.get("meson_flags", []) if MESON_FLAG.fullmatch(f)])
         from agents.debindex import DEBIAN_NAME
 
         ci_asked = [p for p in req.options.get("ci_packages", []) if DEBIAN_NAME.fullmatch(p)]
@@ -195,6 +201,14 @@ class CFamily(Ecosystem):
                             + " ".join(_q(t) for t in tests))
             parser = "gtest_log" if b.gtest else ("ctest_junit" if junit else "ctest_log")
             report = JUNIT if junit else None
+        elif b.system == "meson":  # S35
+            from agents.ecosystems.cfamily.c_meson import TESTLOG
+            from agents.ecosystems.cfamily.c_meson_plan import meson_setup, meson_test_command
+
+            more, said = meson_setup(b, DEBIAN_GCC[gcc], tests)
+            setup += more
+            notes += said
+            test_command, parser, report = meson_test_command(tests), "meson_testlog", f"{BUILD_DIR}/{TESTLOG}"
         elif b.system == "autotools":
             if not b.configure_committed:
                 setup.append("autoreconf -fi")
@@ -233,6 +247,13 @@ class CFamily(Ecosystem):
             plan.test_alternatives = alts[1:]
             plan.needs, plan.ci_packages = needs, ci_packages
         plan.ci_packages = list(dict.fromkeys([*plan.ci_packages, *ci_asked]))
+        if b.system == "meson":
+            plan.state["meson_folder"] = b.folder
+        if b.pkgconfig_needs:  # S35: required meson dependencies no table knows, for Debian's index
+            from agents.debindex import Need
+
+            plan.needs = [*plan.needs, *(Need(kind="pkgconfig", name=n) for n in b.pkgconfig_needs
+                                         if _plain_need(n))]
         return plan
 
     def _driver_plan(self, tree: GitTree, b: CBuild, touched: list[str], iid: str):
@@ -261,7 +282,8 @@ class CFamily(Ecosystem):
 
     def build_command(self, plan: PolyPlan) -> str | None:
         """Compile once (`verify.compile_once`): CMake plans build the test command's targets
-        (the helper's ``--build-only``: no ctest); automake's ``make check`` builds its check
+        (the helper's ``--build-only``: no ctest), Meson plans (S35) the programs of the tests
+        the Meson helper picks (its ``--build-only``); automake's ``make check`` builds its check
         programs with an empty ``TESTS=`` (no test script runs). None for a plain Makefile or a
         repository test driver, whose build and tests cannot be told apart."""
         cmd = plan.test_command
@@ -271,6 +293,10 @@ class CFamily(Ecosystem):
         if plan.build == "cmake" and cmd.startswith(helper) and " -- " in cmd:
             whole = "--whole " if " --whole " in cmd.split(" -- ", 1)[0] + " " else ""  # S32's move: build it all
             return f"{helper}--build-only {whole}--jobs {JOBS} -- {cmd.split(' -- ', 1)[1]}; true"
+        meson = f"python3 {MESON_HELPER} {BUILD_DIR} "
+        if plan.build == "meson" and cmd.startswith(meson) and " -- " in cmd:  # S35
+            whole = "--whole " if " --whole " in cmd.split(" -- ", 1)[0] + " " else ""
+            return f"{meson}--build-only {whole}--jobs {JOBS} -- {cmd.split(' -- ', 1)[1]}; true"
         if plan.build == "autotools" and cmd == f"make -j{JOBS} -k check":
             return f"make -j{JOBS} -k check TESTS=; true"
         return None
@@ -283,7 +309,8 @@ class CFamily(Ecosystem):
         GoogleTest case inside a test binary is no CTest test); under the GoogleTest parser the
         cases themselves go into ``GTEST_FILTER`` (``Suite.Test`` ids, ``:``-separated; the
         helper adds its own exclusions to it), so the binaries run only them. Same build, the
-        same per-test limit. None for automake, Makefiles, drivers and a test command not of
+        same per-test limit. A Meson plan (S35): the Meson helper's run with ``--only`` the ids (its
+        log's names), which it runs by ``<project>:<name>``. None for automake, Makefiles, drivers and a test command not of
         the helper's form: the rerun is then full."""
         import json
         from agents.ecosystems.base import TestSpec
@@ -291,6 +318,14 @@ class CFamily(Ecosystem):
 
         helper = f"python3 {HELPER} {BUILD_DIR} "
         cmd = plan.test_command
+        meson = f"python3 {MESON_HELPER} {BUILD_DIR} "
+        if ids and plan.build == "meson" and cmd.count(meson) == 1 and " -- " in cmd:  # S35: meson's own ids
+            if any(not i or "\n" in i for i in ids):
+                return None
+            cmd = cmd.replace(meson, f"{meson}--only {shell_word(json.dumps(sorted(set(ids))))} ", 1)
+            return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted",
+                                           test_command=cmd, parser=plan.parser, report_path=plan.report_path,
+                                           parser_options=dict(plan.parser_options), test_files=list(plan.test_files)))
         if not ids or plan.build != "cmake" or cmd.count(helper) != 1 or " -- " not in cmd:
             return None
         names = sorted({i.split("::", 1)[0] for i in ids})
@@ -318,6 +353,9 @@ class CFamily(Ecosystem):
         common = _fcommon_repair(plan, output)
         if common and not _tried(common, tried):
             return common
+        newer = _meson_version_repair(plan, output)
+        if newer and not _tried(newer, tried):
+            return newer
         return package_repair(output, tried)
 
 
@@ -344,6 +382,11 @@ class CFamily(Ecosystem):
             moves += _cmake_option_moves(ctx.tree, plan, out)
         if plan.build == "autotools" and ctx.why.startswith("no test ran"):
             moves += _configure_option_moves(ctx.tree, plan)
+        if plan.build == "meson" and (ctx.why.startswith("no test ran") or "swemint-meson-tests: no test to run" in out):
+            moves += _meson_option_moves(ctx.tree, plan)
+        if plan.build == "meson" and MESON_HELPER in plan.test_command and "--whole" not in plan.test_command and \
+                "the whole suite (" not in out:  # S35, as S32's move under CMake
+            moves += _whole_suite_moves(plan, ctx.why, out, helper=MESON_HELPER)
         if plan.build == "cmake" and ctx.why.startswith("tests the test_patch adds never ran") and \
                 HELPER in plan.test_command and "--rediscover" not in plan.test_command:
             spec = plan.test_spec().model_copy(update={"name": "rediscover", "test_command": plan.test_command.replace(
@@ -387,6 +430,12 @@ class CFamily(Ecosystem):
         return names
 
 
+def _plain_need(name: str) -> bool:
+    from agents.debindex import NAME_RE
+
+    return bool(NAME_RE.fullmatch(name)) and ".." not in name
+
+
 def _pg_regress_moves(ctx) -> list:
     """S12's move: the touched files are pg_regress tests (``sql/<name>.sql``,
     ``expected/<name>.out``) of a PGXS Makefile or a CMake pg_regress target
@@ -407,18 +456,23 @@ _OWNERS_SAID = re.compile(r"swemint-cmake-tests: (no target owns the touched fil
                           r"files: [^\n]*)")
 
 
-def _whole_suite_moves(plan: PolyPlan, why: str, output: str) -> list:
+_MESON_SAID = re.compile(r"swemint-meson-tests: (targets owning the touched files: [^\n]*)")
+
+
+def _whole_suite_moves(plan: PolyPlan, why: str, output: str, helper: str = HELPER) -> list:
     """S32's move: the CMake helper's run with ``--whole`` (every target built, every CTest test
     run) after a stalled round whose selection was narrower -- the targets owning the touched
     files, or the test targets when none owned them (a test file the test_patch adds that no
     target lists at the base commit, a touched CMakeLists.txt or data file: the test that reads
     it may be another target's). Evidence: why the round stalled and the helper's own line on
-    what it selected. None when the helper already ran the whole suite or no test is defined."""
+    what it selected. None when the helper already ran the whole suite or no test is defined.
+    `helper`: the Meson helper for a Meson plan (S35: its tests picked by the targets owning the
+    touched files)."""
     from agents.ecosystems.move_types import Move
 
-    said = _OWNERS_SAID.findall(output)
+    said = _OWNERS_SAID.findall(output) or _MESON_SAID.findall(output)
     spec = plan.test_spec().model_copy(update={"name": "whole_suite", "test_command": plan.test_command.replace(
-        f"python3 {HELPER} {BUILD_DIR} ", f"python3 {HELPER} {BUILD_DIR} --whole ", 1)})
+        f"python3 {helper} {BUILD_DIR} ", f"python3 {helper} {BUILD_DIR} --whole ", 1)})
     return [Move(kind="whole_suite", serves="touched files no finer selection owns", test=spec,
                  evidence=f"{why[:200]}; the helper selected: {said[-1][:200] if said else 'nothing it named'}")]
 
@@ -429,6 +483,23 @@ _HEADER_MULTIDEF = re.compile(r"(?:\.h:\d+|\(\.bss\+0x[0-9a-f]+\)): multiple def
 in util.h; with debug info ld names the header, without it the tentative definition's .bss): C
 code written for -fcommon, the default before GCC 10 (a function defined twice, in .text, is not
 this)."""
+
+
+_MESON_TOO_OLD = re.compile(r"Meson version is [\d.]+\S* but project requires (?:>=?\s*)?'?([\d.]+)")
+
+
+def _meson_version_repair(plan: PolyPlan, output: str) -> list[str] | None:
+    """S35: a configure meson refuses because the project's ``meson_version`` is newer than the
+    installed meson (``Meson version is 1.0.1 but project requires >= 1.3.0``; the analysis
+    reads the floor, but a subproject or an expression may raise it): PyPI's ``meson>=X`` with the
+    system's pip, then the plan's ``meson setup`` again. None for other plans and outputs."""
+    m = _MESON_TOO_OLD.search(output)
+    if plan.build != "meson" or not m:
+        return None
+    from agents.ecosystems.cfamily.c_meson import pypi_meson
+
+    conf = next((c for c in plan.setup_commands if " && meson setup " in c), None)
+    return [apt_install(["python3-pip"]), pypi_meson(m.group(1)), *([conf] if conf else [])]
 
 
 def _fcommon_repair(plan: PolyPlan, output: str) -> list[str] | None:
@@ -452,7 +523,8 @@ def _fcommon_repair(plan: PolyPlan, output: str) -> list[str] | None:
 def package_repair(output: str, tried: set[str]) -> list[str] | None:
     """The install of the Debian packages of the dependencies a failed configure `output`
     reports missing (CMake ``Could NOT find X`` / ``By not providing "FindX.cmake"``,
-    pkg-config ``No package 'x' found``, autoconf's ``library 'x' is required``, the autotools
+    pkg-config ``No package 'x' found``, autoconf's ``library 'x' is required``, meson's
+    ``Dependency "x" not found`` / ``Run-time dependency x found: NO`` (S35), the autotools
     themselves), from the recipes' tables; None when none is named or it was `tried`. Also
     for a library another ecosystem's plan builds (`c_library`)."""
     rec = recipes()
@@ -462,6 +534,13 @@ def package_repair(output: str, tried: set[str]) -> list[str] | None:
         _add(pkgs, rec["find_package"].get((name[0] or name[1]).lower()))
     for mod in re.findall(r"No package '([\w.+-]+)' found", output):
         _add(pkgs, rec["pkg_config"].get(mod.lower()))
+    # S35: meson's `Dependency "x" not found` error and its `Run-time dependency x found: NO` lines
+    # (optional ones too: meson stops at the first required one, so each round would find one)
+    meson_own = (rec.get("meson") or {}).get("dependencies") or {}
+    for mod in re.findall(r"Dependency \"([\w.+-]+)\" not found|(?:Run-time|Build-time) dependency ([\w.+-]+) found: NO",
+                          output):
+        name = (mod[0] or mod[1]).lower()
+        _add(pkgs, meson_own.get(name) if name in meson_own else rec["pkg_config"].get(name))
     for lib in re.findall(r"(?:library|lib)\s*'?([\w.+-]+)'? (?:is required|not found)", output):
         _add(pkgs, rec["libs"].get(lib.lower()))
     if re.search(r"(autoreconf|aclocal|libtoolize|autopoint): (command )?not found", output):

@@ -1,6 +1,6 @@
 """The build systems of a C/C++ tree (`analyze`, `systems`): CMake (its project, options, the
-googletest / Catch2 / doctest it uses, submodules the mirror lacks), autotools, a plain
-Makefile."""
+googletest / Catch2 / doctest it uses, submodules the mirror lacks), Meson (class S35,
+`c_meson`), autotools, a plain Makefile."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".c++")
 
 
 class CBuild(BaseModel):
-    """What `analyze` found. `system`: cmake | autotools | make | driver:<id>. `cmake_min`: the
+    """What `analyze` found. `system`: cmake | meson | autotools | make | driver:<id>. `cmake_min`: the
     ``cmake_minimum_required`` floor (None when absent). `cxx_std`: the highest C++ standard the
     build files name. `packages`: Debian packages to install at setup. `configure_flags` /
     `cmake_flags` / `make_flags`: extra arguments (make's: variables that switch off what a
@@ -29,7 +29,10 @@ class CBuild(BaseModel):
     provided from Debian's source, `agents.ecosystems.cfamily.fetchcontent`). `build_type`: the
     ``CMAKE_BUILD_TYPE`` to configure with (``None``: no optimisation flags, the cheapest compile;
     a project that accepts only a list of build types gets one of its list, `build_type`).
-    `notes`: decisions worth recording (missing submodules and their replacements)."""
+    `notes`: decisions worth recording (missing submodules and their replacements).
+    Meson (S35): `folder` the project's folder ("" = the root), `meson_min` its ``meson_version``
+    floor, `meson_flags` the ``-Dname=value`` options of the setup, `pkgconfig_needs` the required
+    ``dependency()`` names no table knows (asked of Debian's index as pkg-config modules)."""
 
     system: str
     cmake_min: str | None = None
@@ -47,6 +50,10 @@ class CBuild(BaseModel):
     source_flags: dict[str, tuple[list[str], list[str]]] = Field(default_factory=dict)
     fetchcontent: list[Declaration] = Field(default_factory=list)
     build_type: str = "None"
+    folder: str = ""
+    meson_min: str | None = None
+    meson_flags: list[str] = Field(default_factory=list)
+    pkgconfig_needs: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -191,7 +198,9 @@ def _makefile_target(tree: GitTree) -> str:
 
 def systems(tree: GitTree) -> list[str]:
     """The build systems `tree` offers, in the order `analyze` prefers them: cmake (a root
-    CMakeLists.txt with tests wins over configure.ac), autotools, make."""
+    CMakeLists.txt with tests wins over configure.ac), autotools, make; meson (S35: a root
+    meson.build, else a Meson project below the root, `c_meson.meson_projects`) ranked as the
+    CI suggests (`_rank_meson`)."""
     top = tree.read("CMakeLists.txt")
     ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
     out = []
@@ -201,10 +210,32 @@ def systems(tree: GitTree) -> list[str]:
         out.append("autotools")
     if top is not None and "cmake" not in out:
         out.append("cmake")
+    out = _rank_meson(tree, out, top)
     mk = next((m for m in ("Makefile", "makefile", "GNUmakefile") if tree.exists(m)), None)
     if mk is not None and (not out or re.search(r"^(?:check|test|tests)\s*:", tree.read(mk) or "", re.M)):
         out.append("make")
     return out
+
+
+def _rank_meson(tree: GitTree, out: list[str], top: str | None) -> list[str]:
+    """`out` with ``meson`` placed (S35): none without a Meson project; after the others for a
+    project only below the root; with a root meson.build, first when the CI builds with Meson and
+    with none of the others (`c_meson.ci_systems`), last when the CI builds with another one and
+    not Meson, else after a CMake build that has tests and before the rest (a tree carrying
+    autotools or an untested CMake beside Meson is mostly moving to Meson)."""
+    from agents.ecosystems.cfamily.c_meson import ci_systems, meson_projects
+
+    if not tree.exists("meson.build"):
+        return out + (["meson"] if meson_projects(tree) else [])
+    if not out:
+        return ["meson"]
+    ci = ci_systems(tree)
+    if "meson" in ci and not set(ci) & set(out):
+        return ["meson", *out]
+    if "meson" not in ci and set(ci) & set(out):
+        return [*out, "meson"]
+    tested = out[0] == "cmake" and top is not None and re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)
+    return [out[0], "meson", *out[1:]] if tested else ["meson", *out]
 
 
 def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | None = None) -> CBuild:
@@ -217,7 +248,12 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
     rec = recipes()
     top = tree.read("CMakeLists.txt")
     ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
-    if system == "cmake" and top is not None or system is None and top is not None and (
+    if system is None and systems(tree)[:1] == ["meson"]:
+        system = "meson"
+    if system == "meson" and (folder := _meson_folder(tree, touched)) is not None:
+        b = CBuild(system="meson")
+        _meson_analysis(tree, b, folder)
+    elif system == "cmake" and top is not None or system is None and top is not None and (
             ac is None or re.search(r"enable_testing|include\s*\(\s*CTest", top, re.I)):
         b = CBuild(system="cmake")
         _cmake_analysis(tree, b, project.lower())
@@ -261,6 +297,33 @@ def analyze(tree: GitTree, touched: list[str], project: str = "", system: str | 
         _add(b.make_flags, hit.get("make"))
         b.notes.append(hit["note"])
     return b
+
+
+def _meson_folder(tree: GitTree, touched: list[str]) -> str | None:
+    from agents.ecosystems.cfamily.c_meson import meson_folder
+
+    return meson_folder(tree, touched)
+
+
+def _meson_analysis(tree: GitTree, b: CBuild, folder: str) -> None:
+    """Fill `b` from the Meson project in `folder` (S35, `c_meson`): its floor, the packages of
+    its dependencies (required names no table knows: `pkgconfig_needs`), the test options the
+    setup switches on; C++ standard from ``cpp_std=c++NN`` (the gcc floor)."""
+    from agents.ecosystems.cfamily.c_meson import dependencies, dependency_packages, meson_floor, setup_flags
+
+    prefix = f"{folder}/" if folder else ""
+    top = tree.read(prefix + "meson.build") or ""
+    b.folder = folder
+    b.meson_min = meson_floor(top)
+    packages, ask, left = dependency_packages(dependencies(tree, folder))
+    _add(b.packages, packages)
+    b.pkgconfig_needs = ask
+    b.meson_flags = setup_flags(tree, folder)
+    stds = [int(s) for s in re.findall(r"cpp_std\s*=\s*(?:c|gnu)\+\+(\d+)", top)]
+    std = [s for s in stds if s < 90]
+    b.cxx_std = str(max(std)) if std else None
+    b.notes.append(f"meson project in {folder or 'the root'} (floor {b.meson_min or 'none'})"
+                   + (f"; optional dependencies not installed: {', '.join(left[:20])}" if left else ""))
 
 
 PLAIN_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}")

@@ -92,7 +92,8 @@ allows (warnings as errors under a newer compiler) or instrument it; not what te
 def _ci_configure_flags(tree: GitTree, system: str) -> list[tuple[str, str]]:
     """(flag, CI file) of the configure options the CI's run steps and composite actions pass:
     ``cmake ... -DX=<ON|OFF|TRUE|FALSE|YES|NO|0|1>`` for CMake, ``./configure --enable-x`` /
-    ``--disable-x`` / ``--with-x`` / ``--without-x`` for autotools. The CI's jobs are
+    ``--disable-x`` / ``--with-x`` / ``--without-x`` for autotools, ``meson ... -Dx=<true|false|
+    enabled|disabled|auto>`` for Meson (S35). The CI's jobs are
     alternatives, not one build, so: steps of another platform (`CiStep.foreign`: macOS,
     Windows, PowerShell) are left out; each option once, with the first value met (not ON from
     one job and OFF from another, the last silently winning); an option that switches a
@@ -111,6 +112,11 @@ def _ci_configure_flags(tree: GitTree, system: str) -> list[tuple[str, str]]:
                 out += [(f, step.path) for f in flags if CMAKE_FLAG.fullmatch(f)]
             elif system == "autotools" and any(PurePosixPath(w).name == "configure" for w in words[:3]):
                 out += [(w, step.path) for w in words if CONFIGURE_FLAG.fullmatch(w)]
+            elif system == "meson" and any(PurePosixPath(w).name == "meson" for w in words[:3]):  # S35
+                from agents.ecosystems.cfamily.c_meson import MESON_FLAG
+
+                flags = [re.sub(r"^-D\s*", "-D", w) for w in words if w.startswith("-D")]
+                out += [(f, step.path) for f in flags if MESON_FLAG.fullmatch(f)]
     seen: set[str] = set()
     kept: list[tuple[str, str]] = []
     for f, p in out:
@@ -123,11 +129,11 @@ def _ci_configure_flags(tree: GitTree, system: str) -> list[tuple[str, str]]:
 
 
 def _option(flag: str) -> tuple[str, bool]:
-    """(option name, whether the flag turns it on) of ``-DX=<bool>`` or ``--enable-x`` /
-    ``--disable-x`` / ``--with-x`` / ``--without-x`` (``--with-x=v`` counts as on)."""
+    """(option name, whether the flag turns it on) of ``-DX=<bool>`` (Meson's ``enabled`` too) or
+    ``--enable-x`` / ``--disable-x`` / ``--with-x`` / ``--without-x`` (``--with-x=v`` counts as on)."""
     if flag.startswith("-D"):
         name, _, value = flag[2:].partition("=")
-        return name, value.upper() in ("ON", "TRUE", "YES", "1", "Y")
+        return name, value.upper() in ("ON", "TRUE", "YES", "1", "Y", "ENABLED")
     m = re.match(r"--(enable|disable|with|without)-([\w.+-]+)", flag)
     if not m:
         return flag, False
@@ -143,7 +149,7 @@ def _ci_setup_moves(tree: GitTree, plan: PolyPlan) -> list:
 
     setup = "\n".join(plan.setup_commands)
     packages = [p for p in ci_apt_packages(tree) if p not in plan.ci_packages]
-    system = plan.build if plan.build in ("cmake", "autotools") else ""
+    system = plan.build if plan.build in ("cmake", "autotools", "meson") else ""
     flags = [(f, p) for f, p in _ci_configure_flags(tree, system) if f not in setup] if system else []
     if not packages and not flags:
         return []
@@ -153,7 +159,7 @@ def _ci_setup_moves(tree: GitTree, plan: PolyPlan) -> list:
         options["ci_packages"] = packages
         why.append(f"the CI installs {' '.join(packages[:12])}")
     if flags:
-        options["cmake_flags" if system == "cmake" else "configure_flags"] = [f for f, _ in flags]
+        options[{"cmake": "cmake_flags", "meson": "meson_flags"}.get(system, "configure_flags")] = [f for f, _ in flags]
         why.append("the CI configures with " + ", ".join(f"{f} ({p})" for f, p in flags[:8]))
     return [Move(kind="ci_setup", serves="a build that needs what the project's CI provides",
                  evidence="; ".join(why)[:600], request=PlanRequest(options=options))]
@@ -195,3 +201,28 @@ def _units_moves(tree: GitTree, plan: PolyPlan, touched: list[str]) -> list:
         evidence += f"; PASS_TO_PASS candidates: {', '.join(u.id for u in suite.siblings)}"
     return [Move(kind="status_units", serves="suites with no per-test report", test=spec, evidence=evidence[:600])]
 
+
+
+def _meson_option_moves(tree: GitTree, plan: PolyPlan) -> list:
+    """S35: `test_option` moves of a Meson round that ran no test: the project's test-gating
+    options (`c_meson.test_options`) as ``-Dname=true`` (boolean) / ``-Dname=enabled`` (feature),
+    not in the setup yet -- those the CI passes on first (its own value of them), then the rest."""
+    from agents.ecosystems.cfamily.c_meson import MESON_FLAG, option_flag, test_options
+    from agents.ecosystems.move_types import Move
+
+    setup = "\n".join(plan.setup_commands)
+    folder = plan.state.get("meson_folder", "")
+    ci = {_option(f)[0]: (f, p) for f, p in _ci_configure_flags(tree, "meson")}
+    strong, weak = [], []
+    for name, kind, default in test_options(tree, folder):
+        flag = option_flag(name, kind)
+        if f"-D{name}=" in setup or not MESON_FLAG.fullmatch(flag):
+            continue
+        if name in ci and _option(ci[name][0])[1]:
+            strong.append((ci[name][0], f"CI {ci[name][1]} configures {ci[name][0]}"))
+        else:
+            weak.append((flag, f"option {name} ({kind}, default {default})"))
+    return [Move(kind="test_option", serves="tests behind a project option", key=" ".join(f for f, _ in group),
+                 evidence="; ".join(why for _, why in group)[:600],
+                 request=PlanRequest(options={"meson_flags": [f for f, _ in group]}))
+            for group in (strong, weak) if group]

@@ -82,14 +82,15 @@ def source_fetch(path: str, package: str) -> str:
     return SOURCE_FETCH.format(package=package, path=path)
 
 
-def install_helpers() -> str:
-    """The setup command writing `HELPER_FILES` verbatim (base64) into HELPER's folder."""
+def install_helpers(names: tuple[str, ...] = HELPER_FILES) -> str:
+    """The setup command writing the `recipes/` files `names` (default `HELPER_FILES`; the
+    Meson route's: `c_meson.MESON_FILES`) verbatim (base64) into HELPER's folder."""
     folder = Path(HELPER).parent
     parts = [f"mkdir -p {folder}"]
-    for name in HELPER_FILES:
+    for name in names:
         data = base64.b64encode((RECIPES / name).read_bytes()).decode()
         parts.append(f"echo {data} | base64 -d > {folder / name}")
-    return " && ".join(parts + [f"chmod +x {HELPER}"])
+    return " && ".join(parts + ([f"chmod +x {HELPER}"] if names == HELPER_FILES else []))
 
 
 def _q(s: str) -> str:

@@ -24,7 +24,7 @@ GOLDEN_FOR = {
     "phpunit_junit": "phpunit_junit.xml", "rspec_json": "rspec.json",
     "minitest_log": "minitest_v.log", "ctest_junit": "ctest_junit.xml", "ctest_log": "ctest.log",
     "gtest_log": "gtest.log", "doctest_xml": "doctest.xml", "catch2_xml": "catch2.xml", "boost_junit": "boost_junit.xml",
-    "automake_log": "automake_check.log",
+    "automake_log": "automake_check.log", "meson_testlog": "meson_testlog.json",
     "script_status_log": "script_status.log", "tcl_helper_log": "tcl_helper.log", "unittest_log": "unittest_verbose.log",
     "sympy_test_log": "sympy_bin_test.log", "busted_json": "busted.json", "unit_report_log": "unit_report.log",
 }

@@ -1,0 +1,79 @@
+"""Meson: ``meson test``'s JSON log, ``<builddir>/meson-logs/testlog.json`` (class S35).
+
+Shape: one JSON object per line, one line per test as it ends (mesonbuild/mtest.py
+`JsonLogfileBuilder`)::
+
+    {"name": "unit - calc:add", "stdout": "...", "result": "OK", "is_fail": false,
+     "starttime": ..., "duration": ..., "returncode": 0, "env": {...}, "command": [...]}
+
+Test ids: the ``name`` field as meson writes it, which is how ``meson test --list`` and its
+console print the test (`TestHarness.get_pretty_suite`): ``<project>:<test name>``, behind
+``<suite>[+<suite>...] - `` when the test has suites of its own (``unit - calc:add``,
+``unit+slow - calc:skipme``, ``calc:mul``). A test that runs a TAP or GoogleTest program is one
+id (meson's own verdict of the whole program).
+
+Status mapping (mtest's `TestResult`):
+
+| meson ``result``                 | TestStatus |
+|----------------------------------|------------|
+| ``OK``                           | PASSED     |
+| ``FAIL``, ``TIMEOUT``, ``INTERRUPT``, ``UNEXPECTEDPASS`` | FAILED |
+| ``ERROR``                        | ERROR      |
+| ``SKIP``, ``IGNORED``            | SKIPPED    |
+| ``EXPECTEDFAIL``                 | XFAIL      |
+
+``UNEXPECTEDPASS`` (a ``should_fail`` test that passed) fails ``meson test``, so it is FAILED
+here, as automake's XPASS. Lines swemint's helper (``recipes/meson_tests.py``) appends for a
+selected test whose executable did not build (class S34 under Meson: the test_patch's test uses
+the fix's new API; meson refuses to run a test whose program does not exist) carry
+``"swemint": "unbuilt"``: FAILED, and ``<id> [build failed]`` is a collection error (a label no
+id matches). Lines that are not such JSON objects (console output before a ``cat`` of the log)
+are skipped. Anomalies: a line that starts like a test record (``{"name": ``) but is not JSON
+(the log was cut). Source: mesonbuild/mtest.py (`TestResult`, `JsonLogfileBuilder`,
+`get_pretty_suite`), meson's Unit-tests documentation.
+"""
+
+from __future__ import annotations
+
+import json
+
+from envpool.testrun.outcome import TestStatus
+from envpool.testrun.polyglot.common import Result, report_parser
+
+RESULTS = {"OK": TestStatus.PASSED, "FAIL": TestStatus.FAILED, "TIMEOUT": TestStatus.FAILED,
+           "INTERRUPT": TestStatus.FAILED, "UNEXPECTEDPASS": TestStatus.FAILED, "ERROR": TestStatus.ERROR,
+           "SKIP": TestStatus.SKIPPED, "IGNORED": TestStatus.SKIPPED, "EXPECTEDFAIL": TestStatus.XFAIL}
+"""meson's ``result`` -> TestStatus (module table)."""
+
+UNBUILT = "unbuilt"
+"""The ``swemint`` value of a line the helper writes for a test whose program did not build."""
+
+
+@report_parser()
+def parse_meson_testlog(text: str) -> Result:
+    """Parse ``meson-logs/testlog.json`` (module doc: ids, statuses, the helper's unbuilt lines).
+    Results meson has not finished (``PENDING`` / ``RUNNING``, never written by meson) and
+    unknown results are skipped."""
+    res = Result(source="json")
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if line.startswith('{"name": '):
+                res.anomalies.append(f"meson testlog: a test record that is not JSON (cut?): {line[:120]}")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not isinstance(obj.get("result"), str):
+            continue
+        status = RESULTS.get(obj["result"])
+        if status is None:
+            continue
+        res.add(obj["name"], status)
+        if obj.get("swemint") == UNBUILT:
+            res.unit_failed(f"{obj['name'].strip()} [build failed]")
+    return res
+
+
+PARSERS = {"meson_testlog": parse_meson_testlog}
