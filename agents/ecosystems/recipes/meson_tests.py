@@ -20,18 +20,17 @@ current folder (/testbed). Steps:
    and its stale output from an earlier build is deleted, so it can never report results (class
    S34 under Meson: the test_patch's test uses the fix's new API);
 5. run ``meson test -C BUILD_DIR --print-errorlogs --no-rebuild --num-processes N`` on the picked
-   tests whose program exists (``<project>:<name>``, fnmatch metacharacters escaped; no names for
-   the whole suite when every program built), with ``--timeout-multiplier`` S/30 (meson's default
-   per-test timeout is 30 s, so a test of the default gets S seconds, one that declares its own
-   keeps its ratio);
-6. append to ``BUILD_DIR/meson-logs/testlog.json`` one line per picked test whose program did not
-   build: ``{"name": <meson's display name>, "result": "FAIL", "swemint": "unbuilt"}`` (meson
-   refuses a run naming a program that does not exist, so they cannot be in its log).
+   tests (``<project>:<name>``, fnmatch metacharacters escaped; no names for the whole suite),
+   with ``--timeout-multiplier`` S/30 (meson's default per-test timeout is 30 s, so a test of the
+   default gets S seconds, one that declares its own keeps its ratio). meson refuses a run naming
+   a program that does not exist, so a picked test whose program did not build runs a stub in its
+   place that prints ``swemint-meson-tests: unbuilt <target>`` and fails (meson logs it under its
+   own name; the parser counts it a unit that failed to build); the stubs are removed after the run.
 ``--build-only``: steps 1-4, exit 0 (the environment's setup builds what the test run needs).
 ``--whole``: the whole suite whatever owns the touched files. ``--only JSON`` (a targeted rerun: a
-JSON list of test ids as meson's log names them): only the picked tests with those ids run; none
-of them known -> the selection stays. Exit code: meson test's, 1 when a picked test did not build,
-2 when nothing could be selected. Standard library only (python3 >= 3.5).
+JSON list of test ids as meson's log names them, `known_names`): only the picked tests with those
+ids run; none of them known -> the selection stays. Exit code: meson test's, 2 when nothing
+could be selected. Standard library only (python3 >= 3.5).
 """
 
 import json
@@ -40,6 +39,8 @@ import re
 import subprocess
 import sys
 
+UNBUILT = "swemint-meson-tests: unbuilt"
+"""The line a stub standing for a program that did not build prints (`envpool.testrun.polyglot.meson`)."""
 DEFAULT_TIMEOUT = 30.0
 """Seconds: meson's per-test timeout when test() does not give one."""
 
@@ -98,6 +99,16 @@ def pretty(test):
     own = [s.split(":", 1)[1] for s in suites if ":" in s and s.split(":", 1)[1]]
     name = "%s:%s" % (project, test.get("name", ""))
     return "%s - %s" % ("+".join(own), name) if own else name
+
+
+def known_names(test):
+    """The names a test's id may have in meson's log: ``[<suites> - ]<project>:<name>`` (meson >= 1.2's
+    display name), ``<project>[:<suites>] / <name>`` (older releases, a build with several
+    suites), ``<name>`` (older releases, one suite) and ``<project>:<name>``."""
+    suites = [s for s in test.get("suite") or [] if isinstance(s, str)]
+    project, name = project_of(test), test.get("name", "")
+    own = "+".join(s.split(":", 1)[1] if ":" in s else "" for s in suites)
+    return {pretty(test), name, "%s:%s" % (project, name), "%s%s / %s" % (project, ":" + own if own else "", name)}
 
 
 def project_of(test):
@@ -183,49 +194,54 @@ def main(argv):
                 os.remove(f)
     if "--build-only" in args:
         return 0
-    unbuilt = [i for i in picked if (tests[i].get("cmd") or [""])[0] and not os.path.exists(tests[i]["cmd"][0])]
-    clash = set((project_of(tests[i]), tests[i].get("name")) for i in unbuilt)
-    unbuilt += [i for i in picked if i not in unbuilt and (project_of(tests[i]), tests[i].get("name")) in clash]
-    runnable = [i for i in picked if i not in unbuilt]
+    missing = [i for i in picked if (tests[i].get("cmd") or [""])[0] and not os.path.exists(tests[i]["cmd"][0])]
+    stubs = [i for i in missing if i in programs]
+    absent = [i for i in missing if i not in programs]
+    if absent:
+        log("tests whose program is no target and does not exist, left out: %s"
+            % " ".join(pretty(tests[i]) for i in absent))
+    runnable = [i for i in picked if i not in absent]
     if only is not None:
         names = set(only)
-        chosen = [i for i in runnable if pretty(tests[i]) in names or
-                  "%s:%s" % (project_of(tests[i]), tests[i].get("name")) in names]
+        chosen = [i for i in runnable if names & known_names(tests[i])]
         if chosen:
             log("only: %s" % " ".join(pretty(tests[i]) for i in chosen))
             runnable, everything = chosen, False
-            unbuilt = [i for i in unbuilt if pretty(tests[i]) in names]
         else:
             log("only: none of %s is a picked test: the selection stays" % " ".join(sorted(names))[:400])
-    logs = os.path.join(build, "meson-logs")
-    testlog = os.path.join(logs, "testlog.json")
+    stubs = [i for i in stubs if i in runnable]
+    testlog = os.path.join(build, "meson-logs", "testlog.json")
     if os.path.exists(testlog):
         os.remove(testlog)
-    rc = 2 if not runnable and not unbuilt else 0
-    if runnable:
-        cmd = ["meson", "test", "-C", build, "--print-errorlogs", "--no-rebuild", "--num-processes", jobs]
-        if timeout:
-            cmd += ["--timeout-multiplier", "%g" % (float(timeout) / DEFAULT_TIMEOUT)]
-        if not (everything and not unbuilt):
-            names = []
-            for i in runnable:
-                name = "%s:%s" % (project_of(tests[i]), fnescape(tests[i].get("name", "")))
-                if name not in names:
-                    names.append(name)
-            cmd += names
-        rc = run(cmd)
-    if unbuilt:
-        if not os.path.isdir(logs):
-            os.makedirs(logs)
-        with open(testlog, "a") as f:
-            for i in unbuilt:
-                f.write(json.dumps({"name": pretty(tests[i]), "result": "FAIL", "swemint": "unbuilt",
-                                    "command": tests[i].get("cmd") or []}) + "\n")
-        log("tests whose program did not build: %s" % " ".join(pretty(tests[i]) for i in unbuilt))
-        rc = rc or 1
-    if rc == 2:
+    if not runnable:
         log("no test to run")
-    return rc
+        return 2
+    written = []
+    for i in stubs:  # meson refuses a run naming a program that does not exist: a stub fails in its place
+        path = tests[i]["cmd"][0]
+        if path not in written:
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\necho '%s %s'\nexit 1\n" % (UNBUILT, programs[i].get("name", "?")))
+            os.chmod(path, 0o755)
+            written.append(path)
+    if stubs:
+        log("tests whose program did not build (run as a stub that fails): %s"
+            % " ".join(pretty(tests[i]) for i in stubs))
+    cmd = ["meson", "test", "-C", build, "--print-errorlogs", "--no-rebuild", "--num-processes", jobs]
+    if timeout:
+        cmd += ["--timeout-multiplier", "%g" % (float(timeout) / DEFAULT_TIMEOUT)]
+    if not everything or absent:
+        names = []
+        for i in runnable:
+            name = "%s:%s" % (project_of(tests[i]), fnescape(tests[i].get("name", "")))
+            if name not in names:
+                names.append(name)
+        cmd += names
+    try:
+        return run(cmd)
+    finally:
+        for path in written:  # never left where ninja would take it for a built program
+            os.remove(path)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,13 @@ Shape: one JSON object per line, one line per test as it ends (mesonbuild/mtest.
      "starttime": ..., "duration": ..., "returncode": 0, "env": {...}, "command": [...]}
 
 Test ids: the ``name`` field as meson writes it, which is how ``meson test --list`` and its
-console print the test (`TestHarness.get_pretty_suite`): ``<project>:<test name>``, behind
-``<suite>[+<suite>...] - `` when the test has suites of its own (``unit - calc:add``,
-``unit+slow - calc:skipme``, ``calc:mul``). A test that runs a TAP or GoogleTest program is one
-id (meson's own verdict of the whole program).
+console print the test (`TestHarness.get_pretty_suite`); its form depends on meson's release:
+``<project>:<test name>`` behind ``<suite>[+<suite>...] - `` when the test has suites of its own
+(newer releases: ``unit - calc:add``, ``unit+slow - calc:skipme``, ``calc:mul``), or
+``<project>[:<suite>+...] / <test name>`` when the build has several suites, else the bare test
+name (older ones, e.g. Debian bookworm's 1.0.1: ``calc:unit / add``, ``calc / mul``). One build
+uses one meson, so both sides of a row have the same form. A test that runs a TAP or GoogleTest
+program is one id (meson's own verdict of the whole program).
 
 Status mapping (mtest's `TestResult`):
 
@@ -23,13 +26,14 @@ Status mapping (mtest's `TestResult`):
 | ``EXPECTEDFAIL``                 | XFAIL      |
 
 ``UNEXPECTEDPASS`` (a ``should_fail`` test that passed) fails ``meson test``, so it is FAILED
-here, as automake's XPASS. Lines swemint's helper (``recipes/meson_tests.py``) appends for a
-selected test whose executable did not build (class S34 under Meson: the test_patch's test uses
-the fix's new API; meson refuses to run a test whose program does not exist) carry
-``"swemint": "unbuilt"``: FAILED, and ``<id> [build failed]`` is a collection error (a label no
-id matches). Lines that are not such JSON objects (console output before a ``cat`` of the log)
-are skipped. Anomalies: a line that starts like a test record (``{"name": ``) but is not JSON
-(the log was cut). Source: mesonbuild/mtest.py (`TestResult`, `JsonLogfileBuilder`,
+here, as automake's XPASS. A test whose output (``stdout`` / ``stderr``) holds the line of the stub
+swemint's helper (``recipes/meson_tests.py``) puts in place of a program that did not build
+(`UNBUILT`; class S34 under Meson: the test_patch's test uses the fix's new API, and meson refuses
+to run a test whose program does not exist) is also a unit that failed to build: ``<id> [build
+failed]`` is a collection error (a label no id matches), its status meson's (the stub fails).
+Lines that are not such JSON objects (console output before a ``cat`` of the log) are skipped.
+Anomalies: a line that starts like a test record (``{"name": ``) but is not JSON (the log was
+cut). Source: mesonbuild/mtest.py (`TestResult`, `JsonLogfileBuilder`,
 `get_pretty_suite`), meson's Unit-tests documentation.
 """
 
@@ -45,13 +49,13 @@ RESULTS = {"OK": TestStatus.PASSED, "FAIL": TestStatus.FAILED, "TIMEOUT": TestSt
            "SKIP": TestStatus.SKIPPED, "IGNORED": TestStatus.SKIPPED, "EXPECTEDFAIL": TestStatus.XFAIL}
 """meson's ``result`` -> TestStatus (module table)."""
 
-UNBUILT = "unbuilt"
-"""The ``swemint`` value of a line the helper writes for a test whose program did not build."""
+UNBUILT = "swemint-meson-tests: unbuilt"
+"""The line the helper's stub for a program that did not build prints."""
 
 
 @report_parser()
 def parse_meson_testlog(text: str) -> Result:
-    """Parse ``meson-logs/testlog.json`` (module doc: ids, statuses, the helper's unbuilt lines).
+    """Parse ``meson-logs/testlog.json`` (module doc: ids, statuses, the helper's unbuilt stubs).
     Results meson has not finished (``PENDING`` / ``RUNNING``, never written by meson) and
     unknown results are skipped."""
     res = Result(source="json")
@@ -71,7 +75,7 @@ def parse_meson_testlog(text: str) -> Result:
         if status is None:
             continue
         res.add(obj["name"], status)
-        if obj.get("swemint") == UNBUILT:
+        if any(isinstance(obj.get(k), str) and UNBUILT in obj[k] for k in ("stdout", "stderr")):
             res.unit_failed(f"{obj['name'].strip()} [build failed]")
     return res
 

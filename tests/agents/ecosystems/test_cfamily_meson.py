@@ -253,3 +253,6 @@ def test_helper_names_owners_and_programs():
     assert [t["name"] for t in h.owners(targets, ["/s/tests/meson.build"])] == ["t_add"]
     assert h.owners(targets, ["/s/README"]) == []
     assert h.program_targets(targets, [add, both, plain]) == {0: targets[0]}
+    # a targeted rerun's ids in either release's form name the test
+    assert {"unit - calc:add", "calc:unit / add", "add", "calc:add"} <= h.known_names(add)
+    assert "calc / mul" in h.known_names(plain) and "calc:unit+slow / a*b" in h.known_names(both)

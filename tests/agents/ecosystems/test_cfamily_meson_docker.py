@@ -3,8 +3,8 @@ ecosystem. A library with a bug; three tests registered with ``test()`` behind a
 option that is off by default (the setup switches it on); one test program uses a pkg-config
 dependency (zlib, installed from Debian at setup); the test_patch changes one test, adds one
 (registered in tests/meson.build, using the fix's new function: its program does not build
-before the fix) and touches the zlib test. Graded from ``meson-logs/testlog.json`` with meson's
-own ids."""
+before the fix: a stub fails in its place) and touches the zlib test. Graded from
+``meson-logs/testlog.json`` with meson's own ids."""
 
 from __future__ import annotations
 
@@ -58,11 +58,13 @@ def test_meson_project_minted_end_to_end(mint_with):
     res = mint_with(cfamily.ECOSYSTEM, files, "meson", language="c", created_at="2024-01-10 10:00:00", tests=tests,
                     fix={"src/calc.c": CALC_FIX, "src/calc.h": CALC_H + "int calc_sub(int a, int b);\n"})
     assert res.outcome == "verified", res.reason
-    assert sorted(res.FAIL_TO_PASS) == ["unit - calc:add", "unit - calc:sub"]
-    assert res.PASS_TO_PASS == ["calc:zcheck"]
+    # bookworm's meson 1.0.1 names tests <project>[:<suite>] / <name>
+    assert sorted(res.FAIL_TO_PASS) == ["calc:unit / add", "calc:unit / sub"]
+    assert res.PASS_TO_PASS == ["calc / zcheck"]
     assert res.parser == "meson_testlog" and res.interpreter.startswith("gcc 12")
     assert "meson setup /opt/build /testbed -Dwerror=false -Dtests=true" in res.setup_script
     assert "zlib1g-dev" in res.setup_script
     log = Path(res.log_path).read_text()
     assert "swemint-meson-tests: targets owning the touched files:" in log
-    assert "tests whose program did not build: unit - calc:sub" in log
+    assert "tests whose program did not build (run as a stub that fails): unit - calc:sub" in log
+    assert "swemint-meson-tests: unbuilt test_sub" in log

@@ -1,6 +1,6 @@
-"""S35: ``meson test``'s JSON log (`envpool.testrun.polyglot.meson`): meson's own ids, every
-result it writes, the lines swemint's Meson helper appends for tests whose program did not build,
-and the log read after console output (a row's stored command ``cat``s it)."""
+"""S35: ``meson test``'s JSON log (`envpool.testrun.polyglot.meson`): meson's own ids (newer and
+older releases' forms), every result it writes, the stub swemint's Meson helper runs for a program
+that did not build, and the log read after console output (a row's stored command ``cat``s it)."""
 
 from __future__ import annotations
 
@@ -28,19 +28,20 @@ def test_golden_log_gives_meson_ids_and_every_result(golden):
     assert parse.check(golden("meson_testlog.json")) == []
 
 
-def test_console_before_the_log_and_unbuilt_lines_of_the_helper():
+def test_console_before_the_log_and_the_stub_of_a_program_that_did_not_build():
     lines = [
         "swemint-meson-tests: targets owning the touched files: test_add",
         "1/1 calc:mul FAIL 0.01s exit status 1",
         "{not json at all",
         json.dumps({"name": "calc:mul", "result": "OK", "returncode": 0}),
-        json.dumps({"name": "unit - calc:add", "result": "FAIL", "swemint": "unbuilt", "command": ["/opt/build/t"]}),
+        json.dumps({"name": "calc:unit / add", "result": "FAIL", "returncode": 1,
+                    "stdout": "swemint-meson-tests: unbuilt test_add\n", "command": ["/opt/build/t"]}),
         json.dumps({"name": "calc:running", "result": "RUNNING"}),   # never written by meson: no result
         json.dumps({"other": "object"}),
     ]
     rep = parse("\n".join(lines))
-    assert rep.statuses == {"calc:mul": TestStatus.PASSED, "unit - calc:add": TestStatus.FAILED}
-    assert rep.collection_errors == ["unit - calc:add [build failed]"]
+    assert rep.statuses == {"calc:mul": TestStatus.PASSED, "calc:unit / add": TestStatus.FAILED}
+    assert rep.collection_errors == ["calc:unit / add [build failed]"]
     assert rep.tests_ran
 
 
