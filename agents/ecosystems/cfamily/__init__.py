@@ -1,4 +1,5 @@
-"""C/C++ projects: CMake (CTest / GoogleTest), autotools (``make check``) and plain Makefiles.
+"""C/C++ projects: CMake (CTest / GoogleTest), Meson (``meson test``), autotools (``make check``)
+and plain Makefiles.
 
 Analysis (from the tree at base_commit, no checkout): the build system (a root CMakeLists.txt
 with tests wins over configure.ac; configure.ac / configure.in; a plain Makefile), the CMake
@@ -31,6 +32,12 @@ Setup compiles what the test runs use, so they (network none) only rebuild what 
   narrowed to the touched files' units when it is built from other test files too
   (``recipes/boost_suites.py``); setup installs libboost-test-dev and the Boost components
   ``find_package(Boost ...)`` names.
+- Meson (class S35, `c_meson`, `c_meson_plan`): meson and ninja (PyPI's meson when the
+  project's ``meson_version`` floor is newer than Debian's), the ``dependency()`` packages,
+  ``meson setup /opt/build -Dwerror=false`` with the test options that are off; test command:
+  ``recipes/meson_tests.py`` (installed beside the CMake helper) builds and runs the tests whose
+  program owns the touched files (meson's introspection; none: the whole suite), parser
+  ``meson_testlog`` (``meson-logs/testlog.json``, meson's own ids).
 - autotools: ``autoreconf -fi`` (when no configure is committed), ``./configure``, ``make``,
   ``make check TESTS=`` (builds the check programs, runs nothing); test command ``make check``
   (every test script; ids = script paths, ``tests/shtest``), parser ``automake_log``.
@@ -40,6 +47,7 @@ Setup compiles what the test runs use, so they (network none) only rebuild what 
   maintainer Makefile is not).
 
 Modules: `c_builds` (analysis), `c_compilers` (the gcc), `c_setup` (setup commands),
+`c_meson` / `c_meson_plan` (Meson's analysis and commands, S35),
 `c_moves` (next moves), `fetchcontent` and `debsources` (CMake FetchContent from Debian's
 sources), `units` (a Makefile's test units), `pg_regress` (SQL suites run by PostgreSQL's
 pg_regress: touched ``sql/<name>.sql`` / ``expected/<name>.out`` of a PGXS Makefile or a CMake
@@ -89,7 +97,7 @@ class CFamily(Ecosystem):
     languages = ("c", "cpp")
     tools = ("gcc", "debian")
     parsers = ("ctest_junit", "ctest_log", "gtest_log", "automake_log", "script_status_log", "unit_report_log",
-               "tcl_helper_log", "catch2_xml", "doctest_xml", "boost_junit")
+               "tcl_helper_log", "catch2_xml", "doctest_xml", "boost_junit", "meson_testlog")
     toolchain_module = "envpool.toolchains.cfamily_image"
 
     def detect(self, tree: GitTree, language: str | None) -> int:
@@ -371,7 +379,10 @@ class CFamily(Ecosystem):
         `status_units` (the run gave no per-test report: the scripts and make targets of the
         touched files graded by exit status, `agents.ecosystems.cfamily.units`); after a failed build, `ci_setup` (the CI's apt packages
         and its configure options: ``cmake -DX=<bool>``, ``./configure --enable/--disable/--with/
-        --without-X``, composite actions included). Each names its evidence."""
+        --without-X``, ``meson -Dx=<bool|feature>``, composite actions included). Meson (S35):
+        `test_option` (the test-gating options of meson_options.txt not set yet, the CI's first)
+        after a round that ran no test, `whole_suite` (the Meson helper's ``--whole``) after one
+        whose selection was narrower. Each names its evidence."""
         from agents.ecosystems.move_types import Move
 
         plan, out = ctx.plan, ctx.output or ""

@@ -220,6 +220,8 @@ def main(argv):
     for i in stubs:  # meson refuses a run naming a program that does not exist: a stub fails in its place
         path = tests[i]["cmd"][0]
         if path not in written:
+            if not os.path.isdir(os.path.dirname(path)):
+                os.makedirs(os.path.dirname(path))
             with open(path, "w") as f:
                 f.write("#!/bin/sh\necho '%s %s'\nexit 1\n" % (UNBUILT, programs[i].get("name", "?")))
             os.chmod(path, 0o755)
