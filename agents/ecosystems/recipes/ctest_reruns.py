@@ -179,10 +179,27 @@ def rounds(tag, name, command, crashed, marker, cwd, env, timeout, prefix, tmp, 
     return [section(tag, name, rnd, i == len(runs) - 1, rc, xml) for i, (rnd, rc, xml) in enumerate(runs)]
 
 
+_MARKUP = re.compile(rb"<(?=/?swemint-|\?xml)")
+_SUMMARY = re.compile(rb"(\d)%(?=\s*tests? passed)")
+
+
+def inert(body):
+    """The report `body` (bytes) with nothing the ctest parsers read as the helper's own markup:
+    a ``<`` that starts ``<swemint-``, ``</swemint-`` or ``<?xml`` becomes ``&lt;`` and the
+    ``%`` of ``N% tests passed`` (ctest's summary line, the console's offset) ``&#37;``. The
+    report's text is the code under test's (a Boost.Test JUnit log keeps an assertion's message
+    and the values it prints raw in CDATA): unchanged, that text could end its section and
+    forge another (of any kind, for any CTest test), or move the offset after which sections
+    count. Both replacements keep a report that parses the same outside CDATA (entities there)
+    and change only the text inside it; a report never has such elements of its own."""
+    return _SUMMARY.sub(rb"\1&#37;", _MARKUP.sub(b"&lt;", body))
+
+
 def section(tag, name, rnd, final, rc, xml):
     """One ``<swemint-TAG ctest="NAME" round="N" final="true|false" exit="RC">`` section (bytes)
-    around the XML report `xml` (without its declaration)."""
-    body = re.sub(rb"^\s*<\?xml[^>]*\?>\s*", b"", xml)
+    around the XML report `xml` (without its declaration; `inert`: nothing in it can end the
+    section or be read as another)."""
+    body = inert(re.sub(rb"^\s*<\?xml[^>]*\?>\s*", b"", xml))
     head = "<swemint-%s ctest=%s round=\"%d\" final=\"%s\" exit=\"%s\">\n" % (
         tag, quoteattr(name), rnd, "true" if final else "false", "" if rc is None else rc)
     return head.encode("utf-8") + body.rstrip() + ("\n</swemint-%s>\n" % tag).encode("ascii")

@@ -34,7 +34,10 @@ SECTION = section_pattern(b"doctest")
 """``<swemint-doctest ctest="NAME" round="N" final="true|false" exit="RC">`` + one doctest XML
 document + ``</swemint-doctest>``: what `cmake_tests.py` writes after ctest for each run of a
 doctest binary (appended to the ``--output-junit`` file, else printed after ctest's output).
-doctest escapes ``<`` in its text and attributes, so the end tag cannot occur inside."""
+The helper writes each report through ``ctest_reruns.inert`` (a ``<`` starting ``<swemint-``,
+``</swemint-`` or ``<?xml`` escaped, the ``%`` of a ``N% tests passed`` line too), so nothing a
+test prints into its report -- Boost.Test's JUnit log keeps messages and printed values raw in
+CDATA -- can end a section, start one of any kind, or move the offset after which they count."""
 
 
 @dataclass
