@@ -127,9 +127,13 @@ def by_ctest(sections: list[Section]) -> dict[str, list[Section]]:
 
 def doctest_runs(sections: list[Section], label: str = "doctest") -> DoctestRuns:
     """Combine `sections` (any order; doctest's, or another kind whose binary runs again without
-    the test cases that crashed it: Boost.Test's, `label` naming it in the anomalies). Per ctest test: its final round gives every id; an
-    earlier round only the test cases that crashed in it (later rounds exclude them, and the
-    skipped entry doctest lists for an excluded test case is dropped). A ctest
+    the test cases that crashed it: Boost.Test's, `label` naming it in the anomalies). Per ctest
+    test: its final round gives every id; an earlier round the test cases that crashed in it
+    (later rounds exclude them, and the skipped entry doctest lists for an excluded test case is
+    dropped) and every id that failed or errored in it, whatever a later round says (the code
+    under test can read an earlier round's report, whose path lies beside the next one's, and
+    crash a test case on purpose to be asked again: a case failing in round 1 and passing in
+    round 2 is FAILED). A ctest
     test is `covered` when its final round has a document and its exit code agrees with it (a
     nonzero exit with no failing id keeps the ctest-level FAILED beside the doctest ids).
     Anomalies: a final document's (`DoctestDoc.anomalies`)."""
@@ -143,6 +147,10 @@ def doctest_runs(sections: list[Section], label: str = "doctest") -> DoctestRuns
                 earlier.add(case)
                 for i, st in s.doc.cases.get(case, {}).items():
                     out.statuses[i] = worse(out.statuses.get(i), st)
+            for ids in s.doc.cases.values():  # a failure stands: the next round is no second chance
+                for i, st in ids.items():
+                    if st in (TestStatus.FAILED, TestStatus.ERROR):
+                        out.statuses[i] = worse(out.statuses.get(i), st)
         for case, ids in final.doc.cases.items():
             if case in earlier and all(st is TestStatus.SKIPPED for st in ids.values()):
                 continue  # excluded by the helper after it crashed: the earlier round's result stands

@@ -109,3 +109,16 @@ def test_the_golden_log_of_boost_1_74():
         "outer/data/_0": P, "outer/data/_1": F, "outer/tmpl<int>": P, "outer/tmpl<long>": P,
         "fsuite/in_fixture_suite": P}  # outer/disabled (decorator) and the filtered-out crash: no id
     assert parse_boost_junit.check(raw) == []
+
+
+def test_a_failure_in_an_earlier_round_stands_when_the_case_passes_in_a_later_one():
+    """Round 1's report (its path beside the next round's, in the argv) tells the code under test
+    what a failing check expected; a case crashed on purpose makes the helper run the binary again,
+    and the failing case then passes. A failure of any round stands."""
+    first = section(log(CASES[1], CRASH), rnd=1, final=False)
+    passes = '<testcase assertions="1" classname="outer" name="fails" time="0"/>'
+    final = section(log(passes, CASES[2]), rnd=2, rc=0)
+    _, sections = split_boost_sections(CTEST_JUNIT + b"\n" + first + final, after=0)
+    runs = boost_runs(sections)
+    assert runs.statuses == {"outer/fails": F, "outer/inner/crashes": E, "outer/inner/fixture_case": P}
+    assert parse_ctest_junit(CTEST_JUNIT + b"\n" + first + final).statuses["outer/fails"] is F
