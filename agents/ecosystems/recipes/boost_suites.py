@@ -29,7 +29,6 @@ Standard library only (python3 >= 3.5).
 import functools
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,7 +41,6 @@ _UNITS = re.compile(r"\b(BOOST_AUTO_TEST_SUITE_END|BOOST_AUTO_TEST_SUITE|BOOST_F
                     r"BOOST_AUTO_TEST_CASE_TEMPLATE|BOOST_FIXTURE_TEST_CASE_TEMPLATE|BOOST_AUTO_TEST_CASE|"
                     r"BOOST_FIXTURE_TEST_CASE|BOOST_DATA_TEST_CASE_F|BOOST_DATA_TEST_CASE)\b\s*\("
                     r"(?:" + _ID + r"(?:,(?:" + _ID + r"(?=[,)]))?)?)?")
-_SOURCE = re.compile(r"#\s*include\s*[<\"]boost/test/|\bBOOST_(?:AUTO|FIXTURE|DATA)_TEST_(?:CASE|SUITE)\w*\s*\(")
 MARKER = b"_ZN5boost9unit_test"
 """In every Boost.Test binary: the mangled names of ``boost::unit_test`` it defines (static,
 header-only) or imports (a shared libboost_unit_test_framework)."""
@@ -50,12 +48,6 @@ LIST_SECONDS = 120
 _OWN_FILTER = re.compile(r"^(?:--run_test(?:=.*)?|-t.*)$")
 _LISTED = re.compile(r"^( *)(\S(?:.*\S)?)$")
 KINDS = ("case", "data", "template")
-
-
-def is_boost_source(text):
-    """Whether C++ source `text` is a Boost.Test source (a ``boost/test/`` include or a unit
-    macro)."""
-    return bool(_SOURCE.search(text))
 
 
 @functools.lru_cache(maxsize=64)
@@ -146,15 +138,12 @@ def parse_listing(text):
 
 
 def listed_cases(exe, cwd, env):
-    """The test case paths the Boost.Test binary `exe` declares (``--list_content``, without any
-    ``BOOST_TEST_RUN_FILTERS``); None when it cannot list them."""
+    """The test case paths the Boost.Test binary `exe` declares (``--list_content``, which
+    Boost.Test prints to stderr; without any ``BOOST_TEST_RUN_FILTERS``); None when it cannot
+    list them (`ctest_reruns.answer`)."""
     env = dict((k, v) for k, v in env.items() if k != "BOOST_TEST_RUN_FILTERS")
-    try:
-        p = subprocess.run([exe, "--list_content"], cwd=cwd if os.path.isdir(cwd) else None, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=LIST_SECONDS)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return parse_listing(p.stdout.decode("utf-8", "replace")) if p.returncode == 0 else None
+    out = ctest_reruns.answer(exe, ["--list_content"], cwd if os.path.isdir(cwd) else None, env, LIST_SECONDS)
+    return None if out is None else parse_listing(out)
 
 
 def is_boost(path):
