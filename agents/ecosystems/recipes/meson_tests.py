@@ -26,6 +26,10 @@ current folder (/testbed). Steps:
    a program that does not exist, so a picked test whose program did not build runs a stub in its
    place that prints ``swemint-meson-tests: unbuilt <target>`` and fails (meson logs it under its
    own name; the parser counts it a unit that failed to build); the stubs are removed after the run.
+In a test run every line of ninja's and meson's output is printed behind ``| `` (`QUOTE`) and
+the helper's own lines start ``swemint-meson-tests: `` (newlines in them escaped): a row's stored
+command ``cat``s ``meson-logs/testlog.json`` after this console, and the parser reads the lines
+starting with ``{`` -- a test's own output (meson repeats a failing test's) can never start one.
 ``--build-only``: steps 1-4, exit 0 (the environment's setup builds what the test run needs).
 ``--whole``: the whole suite whatever owns the touched files. ``--only JSON`` (a targeted rerun: a
 JSON list of test ids as meson's log names them, `known_names`): only the picked tests with those
@@ -45,13 +49,33 @@ DEFAULT_TIMEOUT = 30.0
 """Seconds: meson's per-test timeout when test() does not give one."""
 
 
+QUOTE = b"| "
+"""What every line of ninja's and meson's output gets in front of it in a test run (not
+``--build-only``): meson repeats a failing test's own output (``--print-errorlogs``), and a row's
+stored command prints ``meson-logs/testlog.json`` after this console for the parser, which reads
+the lines starting with ``{`` -- the code under test must never start one."""
+
+
 def log(msg):
-    print("swemint-meson-tests: " + msg, flush=True)
+    """Print the helper's own line ``swemint-meson-tests: msg``; newlines in `msg` (a test name
+    from the repository's meson.build may hold one) printed as ``\\n``, so it stays one line."""
+    print("swemint-meson-tests: " + msg.replace("\r", "\\r").replace("\n", "\\n"), flush=True)
 
 
-def run(cmd, **kw):
+def run(cmd, quote=False):
+    """Run `cmd`, its exit code; `quote`: its output (stdout and stderr) printed line by line
+    behind `QUOTE` (lines split on ``\\n`` only, as the parser splits them)."""
     log("$ " + " ".join(cmd))
-    return subprocess.call(cmd, **kw)
+    if not quote:
+        return subprocess.call(cmd)
+    sys.stdout.flush()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = sys.stdout.buffer
+    for line in iter(proc.stdout.readline, b""):
+        out.write(QUOTE + line + (b"" if line.endswith(b"\n") else b"\n"))
+        out.flush()
+    proc.stdout.close()
+    return proc.wait()
 
 
 def introspect(build, what):
@@ -154,7 +178,8 @@ def main(argv):
     timeout = args[args.index("--timeout") + 1] if "--timeout" in args else ""
     only = json.loads(args[args.index("--only") + 1]) if "--only" in args else None
     whole = "--whole" in args
-    run(["ninja", "-C", build, "build.ninja"])
+    quote = "--build-only" not in args
+    run(["ninja", "-C", build, "build.ninja"], quote)
     targets, tests = introspect(build, "targets"), introspect(build, "tests")
     touched = [os.path.realpath(os.path.join(os.getcwd(), f)) for f in files]
     owning = [] if whole else owners(targets, touched)
@@ -182,10 +207,10 @@ def main(argv):
             wanted.append(programs[i])
     built = 0
     if everything:
-        built = run(["ninja", "-C", build, "-k", "0", "-j", jobs])
+        built = run(["ninja", "-C", build, "-k", "0", "-j", jobs], quote)
     elif wanted:
         rels = [os.path.relpath(f, build) for t in wanted for f in t.get("filename") or []]
-        built = run(["ninja", "-C", build, "-k", "0", "-j", jobs] + rels)
+        built = run(["ninja", "-C", build, "-k", "0", "-j", jobs] + rels, quote)
     failed = [t for t in wanted if not up_to_date(build, t)] if built != 0 else []
     for t in failed:
         log("target %s failed to build: its outputs are deleted" % t.get("name", "?"))
@@ -240,7 +265,7 @@ def main(argv):
                 names.append(name)
         cmd += names
     try:
-        return run(cmd)
+        return run(cmd, quote=True)
     finally:
         for path in written:  # never left where ninja would take it for a built program
             os.remove(path)

@@ -31,7 +31,11 @@ swemint's helper (``recipes/meson_tests.py``) puts in place of a program that di
 (`UNBUILT`; class S34 under Meson: the test_patch's test uses the fix's new API, and meson refuses
 to run a test whose program does not exist) is also a unit that failed to build: ``<id> [build
 failed]`` is a collection error (a label no id matches), its status meson's (the stub fails).
-Lines that are not such JSON objects (console output before a ``cat`` of the log) are skipped.
+Lines that are not such JSON objects (console output before a ``cat`` of the log: a row's
+stored command) are skipped; the helper prints ninja's and meson's output behind ``| `` and its
+own lines behind ``swemint-meson-tests: ``, so no line the code under test prints (meson repeats a
+failing test's output) starts with ``{``. In the log itself a test's output is a JSON string
+inside its record: only meson's top-level records are read.
 Anomalies: a line that starts like a test record (``{"name": ``) but is not JSON (the log was
 cut). Source: mesonbuild/mtest.py (`TestResult`, `JsonLogfileBuilder`,
 `get_pretty_suite`), meson's Unit-tests documentation.

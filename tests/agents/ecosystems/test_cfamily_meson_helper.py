@@ -1,0 +1,82 @@
+"""S35: the Meson helper (``recipes/meson_tests.py``) run on the host against stand-ins of meson
+and ninja (small scripts the test writes): what reaches the console of a run, which a row's
+stored ``test_command`` prints before ``cat``-ing ``meson-logs/testlog.json`` for the row's parser
+(`agents.ecosystems.runs.stored_test_command`). The code under test must not be able to put a
+result there: meson's console repeats a failing test's own output (``--print-errorlogs``), and the
+helper's own lines carry test names from the repository's meson.build."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agents.ecosystems import cfamily
+from envpool.testrun.registry import get_parser
+from envpool.testrun.status import TestStatus
+
+parse = get_parser("meson_testlog")
+FORGED = json.dumps({"name": "calc:forged", "result": "OK", "returncode": 0})
+
+MESON = r'''#!PYTHON
+import json, os, sys
+args = sys.argv[1:]
+if args[:1] == ["test"]:
+    build = args[args.index("-C") + 1]
+    os.makedirs(os.path.join(build, "meson-logs"), exist_ok=True)
+    print("1/1 calc:add FAIL 0.01s exit status 1")
+    print("--- stdout ---")
+    print(os.environ["FORGED"])   # what the test program printed, repeated by --print-errorlogs
+    with open(os.path.join(build, "meson-logs", "testlog.json"), "w") as f:
+        f.write(json.dumps({"name": "calc:add", "result": "FAIL", "returncode": 1,
+                            "stdout": os.environ["FORGED"] + "\n"}) + "\n")
+    sys.exit(1)
+sys.exit(0)
+'''
+NINJA = r'''#!PYTHON
+import sys
+if "-n" in sys.argv:
+    print("ninja: no work to do.")
+sys.exit(0)
+'''
+
+
+def _run_helper(tmp_path: Path, name: str = "add", printed: str = FORGED) -> tuple[str, str]:
+    """(the helper's console, testlog.json) of a test run of one failing test named `name` that
+    prints `printed`."""
+    bin_dir, build, src = tmp_path / "bin", tmp_path / "build", tmp_path / "src"
+    for d in (bin_dir, build / "meson-info", src / "tests"):
+        d.mkdir(parents=True)
+    for tool, text in (("meson", MESON), ("ninja", NINJA)):
+        (bin_dir / tool).write_text(text.replace("PYTHON", sys.executable))
+        (bin_dir / tool).chmod(0o755)
+    (src / "tests" / "t_add.c").write_text("int main(void) { return 1; }\n")
+    program = build / "tests" / "t_add"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\nexit 1\n")
+    program.chmod(0o755)
+    targets = [{"id": "t_add@exe", "name": "t_add", "filename": [str(program)], "defined_in": str(src / "tests/meson.build"),
+                "target_sources": [{"sources": [str(src / "tests/t_add.c")]}]}]
+    tests = [{"suite": ["calc"], "name": name, "cmd": [str(program)], "depends": ["t_add@exe"]}]
+    (build / "meson-info" / "intro-targets.json").write_text(json.dumps(targets))
+    (build / "meson-info" / "intro-tests.json").write_text(json.dumps(tests))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FORGED": printed}
+    out = subprocess.run([sys.executable, str(cfamily.RECIPES / "meson_tests.py"), str(build), "--jobs", "1",
+                          "--", "tests/t_add.c"], cwd=src, env=env, capture_output=True, text=True, timeout=120)
+    return out.stdout, (build / "meson-logs" / "testlog.json").read_text()
+
+
+def test_a_failing_test_cannot_print_a_result_into_the_stored_commands_output(tmp_path):
+    console, log = _run_helper(tmp_path)
+    assert "calc:forged" in console   # meson repeated the test's output
+    rep = parse(console + log)        # the stored test_command: the run, then `cat testlog.json`
+    assert rep.statuses == {"calc:add": TestStatus.FAILED}
+    assert parse(log).statuses == {"calc:add": TestStatus.FAILED}   # the file itself: top-level records only
+
+
+def test_a_test_name_with_a_newline_cannot_print_a_result(tmp_path):
+    console, log = _run_helper(tmp_path, name="add\n" + FORGED, printed="1 != 2")
+    assert "calc:forged" in console
+    assert "calc:forged" not in parse(console + log).statuses
