@@ -198,9 +198,10 @@ def _makefile_target(tree: GitTree) -> str:
 
 def systems(tree: GitTree) -> list[str]:
     """The build systems `tree` offers, in the order `analyze` prefers them: cmake (a root
-    CMakeLists.txt with tests wins over configure.ac), autotools, make; meson (S35: a root
-    meson.build, else a Meson project below the root, `c_meson.meson_projects`) ranked as the
-    CI suggests (`_rank_meson`)."""
+    CMakeLists.txt with tests wins over configure.ac), autotools, make; meson (S35) ranked as
+    the CI suggests when the root has a meson.build (`_rank_meson`), else last when a Meson
+    project lies below the root (`c_meson.meson_projects`; after a root Makefile too: it may be
+    a vendored library's)."""
     top = tree.read("CMakeLists.txt")
     ac = next((f for f in ("configure.ac", "configure.in") if tree.exists(f)), None)
     out = []
@@ -210,11 +211,13 @@ def systems(tree: GitTree) -> list[str]:
         out.append("autotools")
     if top is not None and "cmake" not in out:
         out.append("cmake")
-    out = _rank_meson(tree, out, top)
+    root_meson = tree.exists("meson.build")
+    if root_meson:
+        out = _rank_meson(tree, out, top)
     mk = next((m for m in ("Makefile", "makefile", "GNUmakefile") if tree.exists(m)), None)
     if mk is not None and (not out or re.search(r"^(?:check|test|tests)\s*:", tree.read(mk) or "", re.M)):
         out.append("make")
-    return out
+    return out if root_meson else _rank_meson(tree, out, top)
 
 
 def _rank_meson(tree: GitTree, out: list[str], top: str | None) -> list[str]:

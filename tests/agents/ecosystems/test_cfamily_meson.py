@@ -256,3 +256,16 @@ def test_helper_names_owners_and_programs():
     # a targeted rerun's ids in either release's form name the test
     assert {"unit - calc:add", "calc:unit / add", "add", "calc:add"} <= h.known_names(add)
     assert "calc / mul" in h.known_names(plain) and "calc:unit+slow / a*b" in h.known_names(both)
+
+
+def test_a_meson_project_below_the_root_comes_after_a_root_makefile(tmp_path):
+    # a vendored library's meson.build (third_party/) does not take the project's own Makefile's place
+    files = {"Makefile": "all:\n\tcc -o calc src/calc.c\ntest:\n\t./run_tests.sh\n", "src/calc.c": "",
+             "src/a.c": "", "src/b.c": "", "third_party/inih/meson.build": "project('inih', 'c')\n",
+             "third_party/inih/ini.c": ""}
+    tree = make_tree(tmp_path, files)
+    assert systems(tree) == ["make", "meson"]
+    assert analyze(tree, ["tests/t.c"]).system == "make"
+    # a Makefile without a test target is still a route, before the vendored project
+    plain = make_tree(tmp_path / "plain", {**files, "Makefile": "all:\n\tcc -o calc src/calc.c\n"})
+    assert systems(plain) == ["make", "meson"]
