@@ -40,6 +40,7 @@ could be selected. Standard library only (python3 >= 3.5).
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -248,7 +249,9 @@ def main(argv):
             if not os.path.isdir(os.path.dirname(path)):
                 os.makedirs(os.path.dirname(path))
             with open(path, "w") as f:
-                f.write("#!/bin/sh\necho '%s %s'\nexit 1\n" % (UNBUILT, programs[i].get("name", "?")))
+                line = "%s %s" % (UNBUILT, str(programs[i].get("name", "?")).replace("\n", "\\n"))
+                # a target's name is the repository's: quoted, printed as is (dash's echo reads backslashes)
+                f.write("#!/bin/sh\nprintf '%%s\\n' %s\nexit 1\n" % shlex.quote(line))
             os.chmod(path, 0o755)
             written.append(path)
     if stubs:

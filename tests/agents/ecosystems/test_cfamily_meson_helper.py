@@ -26,12 +26,17 @@ args = sys.argv[1:]
 if args[:1] == ["test"]:
     build = args[args.index("-C") + 1]
     os.makedirs(os.path.join(build, "meson-logs"), exist_ok=True)
-    print("1/1 calc:add FAIL 0.01s exit status 1")
+    with open(os.path.join(build, "meson-info", "intro-tests.json")) as f:
+        program = json.load(f)[0]["cmd"][0]
+    import subprocess
+    p = subprocess.run([program], stdout=subprocess.PIPE, universal_newlines=True)
+    printed = os.environ["FORGED"] if os.path.exists(program + ".c.o") else p.stdout.rstrip("\n")
+    print("1/1 calc:add FAIL 0.01s exit status %d" % p.returncode)
     print("--- stdout ---")
-    print(os.environ["FORGED"])   # what the test program printed, repeated by --print-errorlogs
+    print(printed)   # what the test program printed, repeated by --print-errorlogs
     with open(os.path.join(build, "meson-logs", "testlog.json"), "w") as f:
-        f.write(json.dumps({"name": "calc:add", "result": "FAIL", "returncode": 1,
-                            "stdout": os.environ["FORGED"] + "\n"}) + "\n")
+        f.write(json.dumps({"name": "calc:add", "result": "FAIL" if p.returncode else "OK",
+                            "returncode": p.returncode, "stdout": printed + "\n"}) + "\n")
     sys.exit(1)
 sys.exit(0)
 '''
@@ -43,9 +48,11 @@ sys.exit(0)
 '''
 
 
-def _run_helper(tmp_path: Path, name: str = "add", printed: str = FORGED) -> tuple[str, str]:
+def _run_helper(tmp_path: Path, name: str = "add", printed: str = FORGED, target: str = "t_add",
+                built: bool = True) -> tuple[str, str]:
     """(the helper's console, testlog.json) of a test run of one failing test named `name` that
-    prints `printed`."""
+    prints `printed`; its program is target `target`'s, missing unless `built` (then meson runs
+    the helper's stub in its place)."""
     bin_dir, build, src = tmp_path / "bin", tmp_path / "build", tmp_path / "src"
     for d in (bin_dir, build / "meson-info", src / "tests"):
         d.mkdir(parents=True)
@@ -55,9 +62,11 @@ def _run_helper(tmp_path: Path, name: str = "add", printed: str = FORGED) -> tup
     (src / "tests" / "t_add.c").write_text("int main(void) { return 1; }\n")
     program = build / "tests" / "t_add"
     program.parent.mkdir()
-    program.write_text("#!/bin/sh\nexit 1\n")
-    program.chmod(0o755)
-    targets = [{"id": "t_add@exe", "name": "t_add", "filename": [str(program)], "defined_in": str(src / "tests/meson.build"),
+    if built:
+        program.write_text("#!/bin/sh\nexit 1\n")
+        program.chmod(0o755)
+        Path(str(program) + ".c.o").write_text("")
+    targets = [{"id": "t_add@exe", "name": target, "filename": [str(program)], "defined_in": str(src / "tests/meson.build"),
                 "target_sources": [{"sources": [str(src / "tests/t_add.c")]}]}]
     tests = [{"suite": ["calc"], "name": name, "cmd": [str(program)], "depends": ["t_add@exe"]}]
     (build / "meson-info" / "intro-targets.json").write_text(json.dumps(targets))
@@ -80,3 +89,13 @@ def test_a_test_name_with_a_newline_cannot_print_a_result(tmp_path):
     console, log = _run_helper(tmp_path, name="add\n" + FORGED, printed="1 != 2")
     assert "calc:forged" in console
     assert "calc:forged" not in parse(console + log).statuses
+
+
+def test_the_stub_of_a_program_that_did_not_build_prints_its_target_name_as_is(tmp_path):
+    name = "t'$(touch injected)'\\c `touch injected2` \\n"
+    console, log = _run_helper(tmp_path, target=name, built=False)
+    record = json.loads(log)
+    assert record["stdout"] == f"swemint-meson-tests: unbuilt {name}\n" and record["result"] == "FAIL"
+    assert not list((tmp_path / "src").glob("injected*")) and not list(tmp_path.glob("injected*"))
+    rep = parse(console + log)
+    assert rep.statuses == {"calc:add": TestStatus.FAILED} and rep.collection_errors == ["calc:add [build failed]"]
