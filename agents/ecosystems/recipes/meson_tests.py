@@ -198,6 +198,13 @@ def main(argv):
     else:
         log("targets owning the touched files: %s; their tests: %s"
             % (" ".join(t.get("name", "?") for t in owning), " ".join(pretty(tests[i]) for i in picked)))
+    if picked:  # meson test selects by <project>:<name>: a test sharing a picked test's name runs too (S35)
+        same = set((project_of(tests[i]), tests[i].get("name")) for i in picked)
+        twins = [i for i, t in enumerate(tests) if i not in picked and (project_of(t), t.get("name")) in same]
+        if twins:
+            log("tests sharing a picked test's name (meson selects by name; their programs are built too): %s"
+                % " ".join(pretty(tests[i]) for i in twins))
+            picked += twins
     everything = not picked
     if everything:
         picked = list(range(len(tests)))

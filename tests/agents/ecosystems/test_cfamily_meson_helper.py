@@ -99,3 +99,43 @@ def test_the_stub_of_a_program_that_did_not_build_prints_its_target_name_as_is(t
     assert not list((tmp_path / "src").glob("injected*")) and not list(tmp_path.glob("injected*"))
     rep = parse(console + log)
     assert rep.statuses == {"calc:add": TestStatus.FAILED} and rep.collection_errors == ["calc:add [build failed]"]
+
+
+LOGGING_NINJA = r'''#!PYTHON
+import os, sys
+with open(os.environ["NINJA_LOG"], "a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\n")
+if "-n" in sys.argv:
+    print("ninja: no work to do.")
+sys.exit(0)
+'''
+
+
+def test_a_test_sharing_a_picked_tests_name_has_its_program_built_too(tmp_path):
+    """S35: `meson test <project>:<name>` runs every test of that name. Two tests named `t` (one in
+    tests/a, owning the touched file, one in tests/b) -> the build step builds both programs, so
+    meson never stops on the other one's missing program ("The test program ... does not exist")."""
+    bin_dir, build, src = tmp_path / "bin", tmp_path / "build", tmp_path / "src"
+    for d in (bin_dir, build / "meson-info", src / "tests" / "a", src / "tests" / "b"):
+        d.mkdir(parents=True)
+    (bin_dir / "ninja").write_text(LOGGING_NINJA.replace("PYTHON", sys.executable))
+    (bin_dir / "ninja").chmod(0o755)
+    targets, tests = [], []
+    for sub in ("a", "b"):
+        (src / "tests" / sub / "t.c").write_text("int main(void) { return 0; }\n")
+        program = build / "tests" / sub / "t"
+        targets.append({"id": f"t_{sub}@exe", "name": "t", "filename": [str(program)],
+                        "defined_in": str(src / "tests" / sub / "meson.build"),
+                        "target_sources": [{"sources": [str(src / "tests" / sub / "t.c")]}]})
+        tests.append({"suite": [f"calc:{sub}"], "name": "t", "cmd": [str(program)], "depends": [f"t_{sub}@exe"]})
+    (build / "meson-info" / "intro-targets.json").write_text(json.dumps(targets))
+    (build / "meson-info" / "intro-tests.json").write_text(json.dumps(tests))
+    log = tmp_path / "ninja.log"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "NINJA_LOG": str(log)}
+    out = subprocess.run([sys.executable, str(cfamily.RECIPES / "meson_tests.py"), str(build), "--jobs", "1",
+                          "--build-only", "--", "tests/a/t.c"], cwd=src, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    builds = [line.split() for line in log.read_text().splitlines() if "-k" in line.split()]
+    assert builds and "tests/a/t" in builds[0] and "tests/b/t" in builds[0], log.read_text()
+    assert "sharing a picked test's name" in out.stdout
