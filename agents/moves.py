@@ -12,6 +12,7 @@ serving a class of failure seen on repositories nobody tuned for:
 | owner_build    | the wrong project: the build that owns the touched path (nearest ancestor build file); a cgo package's library the repository builds itself (the build owning the path its ``#cgo LDFLAGS`` name, S31) | rebuild |
 | ci_command     | the runner called bare: the command and options the project's CI or own script uses | either |
 | ci_setup       | a setup that fails for what the project's CI provides: its apt packages, its configure options (``cmake -D``, ``./configure --enable/--disable``) | rebuild |
+| docs_off       | a build that fails only in its documentation (S37): the project's docs switch off, else ``make -k`` with only the docs' failures tolerated | rebuild |
 | test_option    | tests behind a project option (configure output, ``cmake -LH``, build properties, features, tags) | rebuild |
 | whole_suite    | touched files no finer selection owns: the suite in full         | retest  |
 | rediscover     | tests discovered at build time: discovery again after the test_patch | retest  |

@@ -15,8 +15,8 @@ from agents.ecosystems.plans import Plan, PlanRequest, TestSpec
 
 __all__ = ["MOVE_KINDS", "Move", "MoveContext"]
 
-MOVE_KINDS: tuple[str, ...] = ("owner_build", "ci_command", "ci_setup", "test_option", "whole_suite", "rediscover",
-                               "status_units")
+MOVE_KINDS: tuple[str, ...] = ("owner_build", "ci_command", "ci_setup", "docs_off", "test_option", "whole_suite",
+                               "rediscover", "status_units")
 """The kinds of generic move, in the issue's order of cost (see the module docstring)."""
 
 class Move(BaseModel):
@@ -27,7 +27,8 @@ class Move(BaseModel):
     move among those tried (default: kind + test command or request)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["owner_build", "ci_command", "ci_setup", "test_option", "whole_suite", "rediscover", "status_units"]
+    kind: Literal["owner_build", "ci_command", "ci_setup", "docs_off", "test_option", "whole_suite", "rediscover",
+                  "status_units"]
     serves: str
     evidence: str
     test: TestSpec | None = None

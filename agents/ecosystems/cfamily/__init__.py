@@ -47,7 +47,8 @@ Setup compiles what the test runs use, so they (network none) only rebuild what 
   maintainer Makefile is not).
 
 Modules: `c_builds` (analysis), `c_compilers` (the gcc), `c_setup` (setup commands),
-`c_meson` / `c_meson_plan` (Meson's analysis and commands, S35),
+`c_meson` / `c_meson_plan` (Meson's analysis and commands, S35), `c_docs` and `make_failures`
+(S37: a build failing only in its documentation, switched off or tolerated),
 `c_moves` (next moves), `fetchcontent` and `debsources` (CMake FetchContent from Debian's
 sources), `units` (a Makefile's test units), `pg_regress` (SQL suites run by PostgreSQL's
 pg_regress: touched ``sql/<name>.sql`` / ``expected/<name>.out`` of a PGXS Makefile or a CMake
@@ -80,6 +81,7 @@ from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _BOOS
                                                _ci_setup_moves, _cmake_option_moves, _configure_option_moves,
                                                _meson_option_moves, _units_moves)
 from agents.ecosystems.cfamily import pg_regress
+from agents.ecosystems.cfamily.c_docs import KEEP_GOING, docs_moves, keep_going
 from agents.ecosystems.cfamily.c_meson import MESON_FLAG, MESON_HELPER
 
 
@@ -241,6 +243,10 @@ class CFamily(Ecosystem):
             parser, report = "automake_log", None
             notes.append(f"plain Makefile: 'make {b.make_target}' is parsed as automake PASS:/FAIL: "
                          "lines; a harness printing none gives no results")
+        if req.options.get(KEEP_GOING) is True and b.system in ("autotools", "make"):  # S37's make -k route
+            setup = keep_going(setup)
+            notes.append("S37: built with make -k; a failure is tolerated only when every failure make reports "
+                         "is the documentation's (make_failures)")
         plan = PolyPlan(ecosystem=self.name, toolchain=choice.version, image=choice.image, route=choice.route,
                         build=b.system, substitutions=list(choice.substitutions), setup_commands=setup, env=env,
                         test_command=test_command, parser=parser, report_path=report, test_files=tests,
@@ -377,7 +383,9 @@ class CFamily(Ecosystem):
         again from clean, their discovery after the test_patch), `whole_suite` (S32: the helper's
         selection was narrower than the suite -- every target built, every CTest test run) and
         `status_units` (the run gave no per-test report: the scripts and make targets of the
-        touched files graded by exit status, `agents.ecosystems.cfamily.units`); after a failed build, `ci_setup` (the CI's apt packages
+        touched files graded by exit status, `agents.ecosystems.cfamily.units`); after a failed build,
+        `docs_off` first when only the documentation failed (S37, `c_docs.docs_moves`: the
+        project's docs switch, else autotools / make built with ``make -k``), then `ci_setup` (the CI's apt packages
         and its configure options: ``cmake -DX=<bool>``, ``./configure --enable/--disable/--with/
         --without-X``, ``meson -Dx=<bool|feature>``, composite actions included). Meson (S35):
         `test_option` (the test-gating options of meson_options.txt not set yet, the CI's first)
@@ -387,8 +395,8 @@ class CFamily(Ecosystem):
 
         plan, out = ctx.plan, ctx.output or ""
         moves: list = []
-        if ctx.why.startswith("setup failed"):
-            return _ci_setup_moves(ctx.tree, plan)
+        if ctx.why.startswith("setup failed"):  # S37 (a build failing only in its docs) before the CI's setup
+            return docs_moves(ctx.tree, plan, out) + _ci_setup_moves(ctx.tree, plan)
         if plan.build == "cmake" and re.search(r"no CTest tests are defined|building the 0 test targets", out):
             moves += _cmake_option_moves(ctx.tree, plan, out)
         if plan.build == "autotools" and ctx.why.startswith("no test ran"):
