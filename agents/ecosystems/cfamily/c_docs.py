@@ -282,9 +282,9 @@ def docs_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
                           request=PlanRequest(options={option: flags}), key=" ".join(flags)))
     if plan.build in ("autotools", "make") and failure.failures and f"make -k -j{JOBS}" not in setup:
         moves.append(Move(kind="docs_off", serves="a build that fails only in its documentation (S37)",
-                          evidence=f"{why}; " + ("no documentation switch" if not found else "its switch may not "
-                                                 "help") + ": make -k builds everything else, a failure "
-                                                           "outside the documentation is not tolerated",
+                          evidence=f"{why}; " + ("no documentation switch left to try" if not found else
+                                                 "if its switch does not help") + ": make -k builds everything "
+                                                 "else, a failure outside the documentation is not tolerated",
                           request=PlanRequest(options={KEEP_GOING: True}), key="make -k"))
     return moves
 

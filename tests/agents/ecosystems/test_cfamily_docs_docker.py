@@ -5,9 +5,12 @@ doc/ tolerated, checked from make's output in the container), and the tests veri
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agents.ecosystems import cfamily
+from agents.models import StepRecord
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -55,3 +58,9 @@ def test_a_build_failing_only_in_its_man_pages_verifies_with_make_k(mint_with):
     assert "no documentation switch" in res.rounds[1].evidence and "c2man" in res.rounds[1].evidence
     assert "make -k -j2 > /tmp/swemint-make.log" in res.setup_script
     assert res.FAIL_TO_PASS == ["calc_test"] and res.PASS_TO_PASS == ["other_test"]
+    steps = [StepRecord.model_validate_json(x) for x in Path(res.trajectory_path).read_text().splitlines()]
+    assert any(s.agent == "flow" and s.rule == "move" and "-> docs_off" in s.note for s in steps)
+    assert [(s.rule, s.exit_code) for s in steps if s.rule.startswith("move:")] == [("move:docs_off", 0)]
+    # the container's checker passed the make -k build: only doc/ failed
+    assert any(s.exit_code == 0 and "swemint-docs: only the documentation failed (doc)" in s.output_excerpt
+               for s in steps if s.agent == "execution")
