@@ -32,6 +32,7 @@ _MAKE = r"^(?:\S*/)?g?make(?:\[(\d+)\])?: "
 _DIRECTORY = re.compile(_MAKE + r"(Entering|Leaving) directory [`'\u2018\"](.*)['\u2019\"]\s*$")
 _ERROR = re.compile(_MAKE + r"\*\*\* (?:\[(?:(?:[^\]]*?):\d+: )?([^\]]+)\] Error \d+|(.*?))\s*$")
 _NO_RULE = re.compile(r"No rule to make target [`'\u2018\"]([^'\u2019\"]+)")
+_IGNORED = re.compile(_MAKE + r"\[[^\]]*\] Error \d+ \(ignored\)\s*$")
 
 UNKNOWN = "?"
 """The folder of an error whose folder cannot be told (two sub-makes of one level open at once,
@@ -97,6 +98,11 @@ def failures(output: str, root: str = "/testbed") -> list[MakeFailure]:
                             out[i] = out[i]._replace(folder=folder)
                 if failed and level > 0:
                     pending[level - 1] = pending.get(level - 1, 0) + 1
+            continue
+        if m := _IGNORED.match(line):  # a failed sub-make whose error its parent ignores (-$(MAKE)): its report
+            level = int(m.group(1) or 0)
+            if pending.get(level, 0) > 0:
+                pending[level] -= 1
             continue
         m = _ERROR.match(line)
         if not m:

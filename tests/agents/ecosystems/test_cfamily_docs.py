@@ -105,6 +105,30 @@ def test_a_failure_outside_the_documentation_is_kept_so_it_is_never_tolerated():
     assert not all(make_failures.is_docs(f, NAMES) for f in mine)
 
 
+IGNORED_DOCS = """make -C doc
+cc -c prog.c
+make[1]: Entering directory '/testbed/doc'
+c2man calc.h
+make[1]: c2man: No such file or directory
+make[1]: *** [Makefile:3: calc.1] Error 127
+make[1]: Target 'all' not remade because of errors.
+make[1]: Leaving directory '/testbed/doc'
+make: [Makefile:3: docs] Error 2 (ignored)
+prog.c:1:11: error: expected declaration specifiers or '...' before '{' token
+make: *** [Makefile:5: prog.o] Error 1
+make: Target 'all' not remade because of errors.
+"""
+
+
+def test_a_sub_make_whose_failure_its_parent_ignores_does_not_hide_a_later_failure():
+    """GNU make 4.3's output of ``make -k -j2`` on ``all: docs prog.o`` / ``docs: ; -$(MAKE) -C doc``
+    with prog.c broken: the parent's report of the failed docs sub-make is the ``(ignored)``
+    line, so the compile's failure is no report of it and is never tolerated."""
+    found = make_failures.failures(IGNORED_DOCS)
+    assert [(f.level, f.folder, f.target) for f in found] == [(1, "doc", "calc.1"), (0, "", "prog.o")]
+    assert c_docs.docs_failure(IGNORED_DOCS) is None
+
+
 @pytest.mark.parametrize("target,docs", [("calc.1", True), ("calc.3pm", True), ("api/html/index.html", True),
                                          ("calc.info", True), ("refman.pdf", True), ("doxygen-doc", True),
                                          ("html-build.stamp", True), ("install-man", True),
