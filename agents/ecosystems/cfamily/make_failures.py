@@ -11,7 +11,8 @@ at the top level; ``make[N]: *** No rule to make target 'x'...`` for a missing r
 that failed makes its parent's recipe fail: the parent prints one error of its own for it (an
 automake ``all-recursive``), which says nothing new. `failures` drops exactly those: each
 failed sub-make's ``Leaving directory`` (an error was printed at its level since it entered)
-explains one error of its parent's level; what remains are the failures that happened in that
+explains one error of its parent's level (its ``Error N (ignored)`` line when the parent ignores it;
+never an error making compiled code: `object_target`); what remains are the failures that happened in that
 folder (a compile, a man page whose tool is missing). An error of a sub-make whose ``Entering``
 line is not in the output (a tail of it) gets the folder of the ``Leaving`` line that follows.
 
@@ -113,7 +114,8 @@ def failures(output: str, root: str = "/testbed") -> list[MakeFailure]:
         if (level, folder) in failed_since:
             failed_since[(level, folder)] = True
         late = level > 0 and not here
-        if pending.get(level, 0) > 0 and m.group(2) is not None:  # a failed sub-make's report in its parent
+        if pending.get(level, 0) > 0 and m.group(2) is not None and not object_target(m.group(2)):
+            # a failed sub-make's report in its parent (never a compile or a link of code: that is no report)
             pending[level] -= 1
             if late:
                 awaiting.setdefault(level, []).append(-1)
@@ -125,6 +127,16 @@ def failures(output: str, root: str = "/testbed") -> list[MakeFailure]:
             awaiting.setdefault(level, []).append(len(out))
         out.append(MakeFailure(level, folder, target.strip(), line.strip()))
     return out
+
+
+OBJECT = re.compile(r"\.(?:o|lo|obj|a|la|so|dylib|dll|exe|gch|pch)$|\.so\.[\d.]+$", re.I)
+"""Suffixes of compiled code (objects, libraries, programs with a suffix): a failure to make one
+is a compile or a link, never the documentation's and never a failed sub-make's report."""
+
+
+def object_target(target: str) -> bool:
+    """Whether `target` is compiled code (`OBJECT`: ``calc.o``, ``libcalc.la``, ``libcalc.so.1``)."""
+    return bool(OBJECT.search(target.strip()))
 
 
 def docs_folder(folder: str, names: set[str]) -> bool:
@@ -153,8 +165,10 @@ def docs_target(target: str) -> bool:
 
 
 def is_docs(f: MakeFailure, names: set[str]) -> bool:
-    """Whether failure `f` is the documentation's (`docs_folder` or `docs_target`)."""
-    return docs_folder(f.folder, names) or docs_target(f.target)
+    """Whether failure `f` is the documentation's (`docs_folder` or `docs_target`), never when
+    its target is compiled code (`object_target`: a compile in ``lib/man/`` or ``doc/examples/``
+    builds code the tests may need)."""
+    return not object_target(f.target) and (docs_folder(f.folder, names) or docs_target(f.target))
 
 
 def main(argv: list[str] | None = None) -> int:

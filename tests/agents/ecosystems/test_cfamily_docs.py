@@ -129,6 +129,39 @@ def test_a_sub_make_whose_failure_its_parent_ignores_does_not_hide_a_later_failu
     assert c_docs.docs_failure(IGNORED_DOCS) is None
 
 
+LOOP_NO_REPORT = """for d in doc; do make -C $d; done; true
+make[1]: Entering directory '/testbed/doc'
+make[1]: *** [Makefile:3: calc.1] Error 127
+make[1]: Target 'all' not remade because of errors.
+make[1]: Leaving directory '/testbed/doc'
+cc -c nothere.c -o prog.o
+make: *** [Makefile:5: prog.o] Error 1
+make: Target 'all' not remade because of errors.
+"""
+CODE_IN_LIB_MAN = """make -C lib/man
+make[1]: Entering directory '/testbed/lib/man'
+cc1: fatal error: nothere.c: No such file or directory
+make[1]: *** [Makefile:3: parse.o] Error 1
+make[1]: Target 'all' not remade because of errors.
+make[1]: Leaving directory '/testbed/lib/man'
+make: *** [Makefile:2: all] Error 2
+"""
+
+
+def test_a_compile_is_never_a_sub_makes_report_nor_documentation():
+    """GNU make 4.3 outputs: a recursion loop whose exit status hides the failed docs sub-make
+    (its parent prints no report), then the top Makefile's own compile fails -- that compile is
+    not the missing report; and a compile failing in a code folder named like documentation
+    (``lib/man``) is no documentation failure."""
+    loop = make_failures.failures(LOOP_NO_REPORT)
+    assert [(f.level, f.folder, f.target) for f in loop] == [(1, "doc", "calc.1"), (0, "", "prog.o")]
+    assert c_docs.docs_failure(LOOP_NO_REPORT) is None
+    lib_man = make_failures.failures(CODE_IN_LIB_MAN)
+    assert [(f.folder, f.target) for f in lib_man] == [("lib/man", "parse.o")]
+    assert not make_failures.is_docs(lib_man[0], NAMES) and c_docs.docs_failure(CODE_IN_LIB_MAN) is None
+    assert not make_failures.is_docs(make_failures.MakeFailure(1, "src", "man/libcalc.la", ""), NAMES)
+
+
 @pytest.mark.parametrize("target,docs", [("calc.1", True), ("calc.3pm", True), ("api/html/index.html", True),
                                          ("calc.info", True), ("refman.pdf", True), ("doxygen-doc", True),
                                          ("html-build.stamp", True), ("install-man", True),
