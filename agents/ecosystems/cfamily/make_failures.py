@@ -14,7 +14,8 @@ failed sub-make's ``Leaving directory`` (an error was printed at its level since
 explains one error of its parent's level (its ``Error N (ignored)`` line when the parent ignores it;
 never an error making compiled code: `object_target`); what remains are the failures that happened in that
 folder (a compile, a man page whose tool is missing). An error of a sub-make whose ``Entering``
-line is not in the output (a tail of it) gets the folder of the ``Leaving`` line that follows.
+line is not in the output (a tail of it) gets the folder of the ``Leaving`` line that follows,
+unless another sub-make of its level enters first (then it stays `UNKNOWN`).
 
 Run as a script (``python3 make_failures.py --root /testbed --dirs doc,docs,...`` with make's
 output on stdin): exit 0 when make's output holds failures and every one is documentation
@@ -86,6 +87,9 @@ def failures(output: str, root: str = "/testbed") -> list[MakeFailure]:
         if m := _DIRECTORY.match(line):
             level, folder = int(m.group(1) or 0), _relative(m.group(3), root)
             if m.group(2) == "Entering":
+                # errors of this level still awaiting their folder ran in another sub-make (one
+                # that never said where, --no-print-directory): they stay UNKNOWN
+                awaiting.pop(level, None)
                 open_.setdefault(level, []).append(folder)
                 failed_since[(level, folder)] = False
             else:

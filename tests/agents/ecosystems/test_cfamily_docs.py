@@ -162,6 +162,31 @@ def test_a_compile_is_never_a_sub_makes_report_nor_documentation():
     assert not make_failures.is_docs(make_failures.MakeFailure(1, "src", "man/libcalc.la", ""), NAMES)
 
 
+SILENT_SUB_MAKE = """make --no-print-directory -C src
+cc -o test-calc nothere.c
+make[1]: *** [Makefile:3: test-calc] Error 1
+make[1]: Target 'all' not remade because of errors.
+make: [Makefile:4: src] Error 2 (ignored)
+make -C doc
+make[1]: Entering directory '/testbed/doc'
+make[1]: *** [Makefile:3: calc.1] Error 127
+make[1]: Target 'all' not remade because of errors.
+make[1]: Leaving directory '/testbed/doc'
+make: *** [Makefile:6: doc] Error 2
+make: Target 'all' not remade because of errors.
+"""
+
+
+def test_an_error_of_a_silent_sub_make_is_not_given_the_folder_of_the_next_one():
+    """GNU make 4.3: ``-$(MAKE) --no-print-directory -C src`` (a test program's link fails, no
+    Entering / Leaving lines), then ``$(MAKE) -C doc`` fails: the link's error is no error of
+    ``doc`` (another sub-make entered before any Leaving) -- only a tail's cut Entering is
+    recovered from the Leaving line."""
+    found = make_failures.failures(SILENT_SUB_MAKE)
+    assert [(f.folder, f.target) for f in found] == [(make_failures.UNKNOWN, "test-calc"), ("doc", "calc.1")]
+    assert c_docs.docs_failure(SILENT_SUB_MAKE) is None
+
+
 @pytest.mark.parametrize("target,docs", [("calc.1", True), ("calc.3pm", True), ("api/html/index.html", True),
                                          ("calc.info", True), ("refman.pdf", True), ("doxygen-doc", True),
                                          ("html-build.stamp", True), ("install-man", True),
