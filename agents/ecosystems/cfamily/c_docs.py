@@ -12,8 +12,9 @@ documentation folder (``doc``, ``docs``, ``man``, ``manual``, ``documentation`` 
 depth: ``docs.dirs``) or are documentation targets (a man page, ``.html``, ``.info``, ``.pdf``,
 Doxygen output: `make_failures.docs_target`); a failure anywhere else and it is no S37. A
 configure that failed (CMake, Meson: no make failure) is S37 when the output says a
-documentation tool is missing (`missing_tools`) or every project file its errors name lies in a
-documentation folder.
+documentation tool is missing (`missing_tools`) or its errors name project files, and every
+project file its errors name lies in a documentation folder (an optional ``find_package(Doxygen)``
+printing ``Could NOT find Doxygen`` beside an error in ``src/CMakeLists.txt`` is no S37).
 
 The loop asks for this move only after a build failed and Execution's repairs (the Debian
 package of a missing program, when Debian's index names one), the other candidate routes and
@@ -134,7 +135,8 @@ def _project_file(path: str) -> str | None:
 
 def docs_failure(output: str, root: str = "/testbed") -> DocsFailure | None:
     """The S37 reading of a failed setup step's `output` (module doc), or None: make reports a
-    failure outside the documentation, or nothing says documentation. `root`: the folder the
+    failure outside the documentation, a failed configure names a project file outside it, or
+    nothing says documentation. `root`: the folder the
     build's top make ran in."""
     names = {d.lower() for d in docs_config().dirs}
     tools = missing_tools(output)
@@ -150,9 +152,11 @@ def docs_failure(output: str, root: str = "/testbed") -> DocsFailure | None:
     files = [p for p in (_project_file(x) for x in _CMAKE_ERROR.findall(output) + _MESON_ERROR.findall(output)) if p]
     files = list(dict.fromkeys(files))
     in_docs = [f for f in files if make_failures.docs_folder(f.rsplit("/", 1)[0] if "/" in f else "", names)]
+    if len(in_docs) < len(files):  # an error in a project file outside the documentation
+        return None
     if tools:
         return DocsFailure(tools=tools, files=in_docs)
-    if files and len(in_docs) == len(files):
+    if files:
         return DocsFailure(files=in_docs)
     return None
 

@@ -187,6 +187,18 @@ def test_an_error_of_a_silent_sub_make_is_not_given_the_folder_of_the_next_one()
     assert c_docs.docs_failure(SILENT_SUB_MAKE) is None
 
 
+def test_a_configure_error_outside_the_documentation_is_no_s37_even_when_a_docs_tool_is_missing():
+    """CMake's optional ``find_package(Doxygen)`` prints ``Could NOT find Doxygen`` as a status
+    line; the configure failed in ``src/CMakeLists.txt`` (a library the code needs)."""
+    out = ("-- Could NOT find Doxygen (missing: DOXYGEN_EXECUTABLE)\n"
+           "CMake Error at src/CMakeLists.txt:12 (find_package):\n  Could not find a package configuration file "
+           "provided by \"Foo\"\n-- Configuring incomplete, errors occurred!\n")
+    assert c_docs.missing_tools(out) == ["doxygen"]
+    assert c_docs.docs_failure(out) is None
+    meson = "Message: help2man is missing: no man pages\nsrc/meson.build:3:6: ERROR: Dependency \"foo\" not found\n"
+    assert c_docs.missing_tools(meson) == ["help2man"] and c_docs.docs_failure(meson) is None
+
+
 @pytest.mark.parametrize("target,docs", [("calc.1", True), ("calc.3pm", True), ("api/html/index.html", True),
                                          ("calc.info", True), ("refman.pdf", True), ("doxygen-doc", True),
                                          ("html-build.stamp", True), ("install-man", True),
