@@ -242,7 +242,10 @@ def main(argv):
             runnable, everything = chosen, False
         else:
             log("only: none of %s is a picked test: the selection stays" % " ".join(sorted(names))[:400])
-    stubs = [i for i in stubs if i in runnable]
+    # meson runs every test of a selected <project>:<name>: a same-named test left out by --only
+    # runs too, so its unbuilt program needs its stub as well (or meson stops before any test)
+    selected = set((project_of(tests[i]), tests[i].get("name")) for i in runnable)
+    stubs = [i for i in stubs if i in runnable or (project_of(tests[i]), tests[i].get("name")) in selected]
     testlog = os.path.join(build, "meson-logs", "testlog.json")
     if os.path.exists(testlog):
         os.remove(testlog)

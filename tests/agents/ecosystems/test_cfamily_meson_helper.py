@@ -139,3 +139,64 @@ def test_a_test_sharing_a_picked_tests_name_has_its_program_built_too(tmp_path):
     builds = [line.split() for line in log.read_text().splitlines() if "-k" in line.split()]
     assert builds and "tests/a/t" in builds[0] and "tests/b/t" in builds[0], log.read_text()
     assert "sharing a picked test's name" in out.stdout
+
+
+SELECTING_MESON = r'''#!PYTHON
+import json, os, sys
+args = sys.argv[1:]
+build = args[args.index("-C") + 1]
+with open(os.path.join(build, "meson-info", "intro-tests.json")) as f:
+    tests = json.load(f)
+names = [a for a in args[1:] if ":" in a]
+chosen = [t for t in tests if "%s:%s" % (t["suite"][0].split(":")[0], t["name"]) in names]
+for t in chosen:  # meson's own check before it runs anything
+    if not os.path.exists(t["cmd"][0]):
+        print("The test program %s does not exist" % t["cmd"][0])
+        sys.exit(1)
+os.makedirs(os.path.join(build, "meson-logs"), exist_ok=True)
+with open(os.path.join(build, "meson-logs", "testlog.json"), "w") as f:
+    for t in chosen:
+        f.write(json.dumps({"name": "%s - calc:%s" % (t["suite"][0].split(":")[1], t["name"]),
+                            "result": "OK", "returncode": 0, "stdout": ""}) + "\n")
+'''
+FAILING_B_NINJA = r'''#!PYTHON
+import sys
+if "-n" in sys.argv:
+    print("ninja: no work to do." if not any(a.endswith("b/t") for a in sys.argv) else "[1/1] cc tests/b/t")
+sys.exit(0 if "-n" in sys.argv else 1)
+'''
+
+
+def test_a_rerun_of_one_of_two_same_named_tests_still_stubs_the_other_ones_unbuilt_program(tmp_path):
+    """S35: two tests named `t` (suites calc:a, calc:b), tests/b's program fails to build, a rerun
+    ``--only ["a - calc:t"]``: meson selects by ``calc:t`` so it runs b too -- b's program must be
+    the helper's failing stub, or meson stops before any test ("The test program ... does not
+    exist") and a's result is lost."""
+    bin_dir, build, src = tmp_path / "bin", tmp_path / "build", tmp_path / "src"
+    for d in (bin_dir, build / "meson-info", src / "tests" / "a", src / "tests" / "b"):
+        d.mkdir(parents=True)
+    for tool, text in (("meson", SELECTING_MESON), ("ninja", FAILING_B_NINJA)):
+        (bin_dir / tool).write_text(text.replace("PYTHON", sys.executable))
+        (bin_dir / tool).chmod(0o755)
+    targets, tests = [], []
+    for sub in ("a", "b"):
+        (src / "tests" / sub / "t.c").write_text("int main(void) { return 0; }\n")
+        program = build / "tests" / sub / "t"
+        program.parent.mkdir(parents=True)
+        if sub == "a":
+            program.write_text("#!/bin/sh\nexit 0\n")
+            program.chmod(0o755)
+        targets.append({"id": f"t_{sub}@exe", "name": "t", "filename": [str(program)],
+                        "defined_in": str(src / "tests" / sub / "meson.build"),
+                        "target_sources": [{"sources": [str(src / "tests" / sub / "t.c")]}]})
+        tests.append({"suite": [f"calc:{sub}"], "name": "t", "cmd": [str(program)], "depends": [f"t_{sub}@exe"]})
+    (build / "meson-info" / "intro-targets.json").write_text(json.dumps(targets))
+    (build / "meson-info" / "intro-tests.json").write_text(json.dumps(tests))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    out = subprocess.run([sys.executable, str(cfamily.RECIPES / "meson_tests.py"), str(build), "--jobs", "1",
+                          "--only", json.dumps(["a - calc:t"]), "--", "tests/a/t.c"], cwd=src, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert "does not exist" not in out.stdout, out.stdout + out.stderr
+    rep = parse(out.stdout + (build / "meson-logs" / "testlog.json").read_text())
+    assert rep.statuses.get("a - calc:t") == TestStatus.PASSED, out.stdout
+    assert not (build / "tests" / "b" / "t").exists()  # the stub is removed after the run
