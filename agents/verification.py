@@ -55,6 +55,7 @@ from agents.ecosystems.base import Plan, is_pytest
 from agents.ecosystems.runs import OUTPUT_TAIL, TestRun
 from agents.models import Instance, StepRecord
 from envpool.errors import PatchApplyError, SandboxTimeout, TestsNotRunError
+from envpool.sandbox import StepProgress
 from envpool.grading import grade, in_failed_collector, test_name
 from envpool.evalscript import reset_in_sandbox, reset_test_files
 from envpool.patches import apply_patch, changed_lines, names_test_file, new_modules, paths_after, touched_words
@@ -398,7 +399,9 @@ class _Sides:
 
     def snapshot(self, side: str) -> str | None:
         """The side's snapshot image (built on first use; None without a build command, or when
-        the build timed out: every run then builds for itself). The build runs in a fresh sandbox
+        the build timed out: every run then builds for itself). The build's limit is the run limit,
+        extended while it keeps printing as a setup step's is (`timeouts.setup_step_idle`, up to
+        `setup_step_ceiling` and the instance's deadline). The build runs in a fresh sandbox
         of the environment image, network none: the side's patches, then `build` (its exit code
         is not a verdict: a test that does not compile before the fix fails in the runs)."""
         if side in self.snapshots:
@@ -418,8 +421,14 @@ class _Sides:
             # the build records the modification times the snapshot keeps and finds git's index
             # fresh (`envpool.mtimes`)
             sb.exec(snapshot_ready(self.spec.workdir), timeout=min(300.0, timeout), log_label=f"{side}:settle")
+            # a build that keeps printing goes on past the run limit, as a setup step does (S11's
+            # StepProgress): a header the patch changes rebuilds a large C++ library on the after side
+            t_cfg = self.config.timeouts
+            progress = None if t_cfg.setup_step_idle is None else StepProgress(
+                idle=t_cfg.setup_step_idle, ceiling=max(timeout, min(t_cfg.setup_step_ceiling,
+                                                                     time_left(self.deadline, side, iid, self.log_path))))
             r = sb.exec(f"cd /testbed && {self.build}", timeout=timeout, env=self.env or None,
-                        log_label=f"{side}:build")
+                        log_label=f"{side}:build", progress=progress)
             self.traj(StepRecord(agent="verification", rule=f"{side}:build", command=self.build,
                                  exit_code=r.exit_code, duration=round(r.duration, 2),
                                  output_excerpt="" if r.ok else r.output[-1500:]))

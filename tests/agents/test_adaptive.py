@@ -291,3 +291,17 @@ def test_the_schedule_functions():
     assert adaptive.reruns(3, 3, ["a"], full_before_rerun=True)[:2] == [("before", None), ("before", ["a"])]
     assert adaptive.reruns(1, 3, ["a"], full_before_rerun=True) == [("after", ["a"]), ("after", None)]
     assert adaptive.fixed(2, 3) == [("before", None)] * 2 + [("after", None)] * 3
+
+
+def test_the_snapshot_build_goes_on_while_it_prints_as_a_setup_step_does(tmp_path, instance, monkeypatch):
+    """A side's snapshot build gets the setup steps' progress-scaled limit (S11's StepProgress):
+    past the run limit it goes on while it prints, up to `setup_step_ceiling` -- a header the patch
+    changes can rebuild a large C++ library on the after side for longer than one run's limit."""
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco())
+    assert res.outcome == "verified"
+    for side, sb in world.builds:
+        build = [c for c in sb.calls if (c.log_label or "") == f"{side}:build"]
+        assert len(build) == 1 and build[0].progress is not None, side
+        assert build[0].progress.ceiling >= build[0].timeout
