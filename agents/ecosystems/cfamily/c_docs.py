@@ -234,26 +234,19 @@ def meson_switches(tree: GitTree, folder: str = "", setup: str = "") -> list[tup
     options (meson.options / meson_options.txt of `folder`) with a name `docs_name` accepts
     (``docs``, ``man``, ``gtk_doc``, ``documentation``, ``manpages``), unless their default is off
     already (and `setup` did not switch them on) or `setup` sets them."""
-    from agents.ecosystems.cfamily.c_meson import _OPTION, _option_files, call_args, keyword, positional
+    from agents.ecosystems.cfamily.c_meson import switch_options
 
     out: list[tuple[str, str]] = []
-    for path in _option_files(tree, folder):
-        text = tree.read(path) or ""
-        for m in _OPTION.finditer(text):
-            args = call_args(text, m.end())
-            pos = positional(args)
-            kind = (keyword(args, "type") or "").strip("'")
-            if not pos or kind not in ("boolean", "feature") or not docs_name(pos[0]):
-                continue
-            name = pos[0]
-            default = (keyword(args, "value") or ("true" if kind == "boolean" else "auto")).strip("'").lower()
-            if f"-D{name}=" in setup and not re.search(rf"-D{re.escape(name)}=(?:true|enabled)", setup):
-                continue
-            if default in ("false", "disabled") and f"-D{name}=" not in setup:
-                continue
-            flag = f"-D{name}={'false' if kind == 'boolean' else 'disabled'}"
-            if all(f != flag for f, _ in out):
-                out.append((flag, f"{path}: option {name} ({kind}, default {default})"))
+    for path, name, kind, default in switch_options(tree, folder):
+        if not docs_name(name):
+            continue
+        if f"-D{name}=" in setup and not re.search(rf"-D{re.escape(name)}=(?:true|enabled)", setup):
+            continue
+        if default in ("false", "disabled") and f"-D{name}=" not in setup:
+            continue
+        flag = f"-D{name}={'false' if kind == 'boolean' else 'disabled'}"
+        if all(f != flag for f, _ in out):
+            out.append((flag, f"{path}: option {name} ({kind}, default {default})"))
     return out
 
 

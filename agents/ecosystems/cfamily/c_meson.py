@@ -206,6 +206,25 @@ def _option_files(tree: GitTree, folder: str) -> list[str]:
     return [prefix + n for n in ("meson.options", "meson_options.txt") if tree.exists(prefix + n)]
 
 
+def switch_options(tree: GitTree, folder: str = "") -> list[tuple[str, str, str, str]]:
+    """(file, name, type, default) of every boolean and feature option of the Meson project in
+    `folder` (meson.options / meson_options.txt, in that order; each name once); `default` lower
+    case, a missing ``value`` read as meson's default (``true`` / ``auto``). Shared by the test
+    options (S35) and the documentation switches (S37)."""
+    out: list[tuple[str, str, str, str]] = []
+    for path in _option_files(tree, folder):
+        text = tree.read(path) or ""
+        for m in _OPTION.finditer(text):
+            args = call_args(text, m.end())
+            pos = positional(args)
+            kind = (keyword(args, "type") or "").strip("'")
+            if not pos or kind not in ("boolean", "feature") or any(n == pos[0] for _, n, _, _ in out):
+                continue
+            default = (keyword(args, "value") or ("true" if kind == "boolean" else "auto")).strip("'").lower()
+            out.append((path, pos[0], kind, default))
+    return out
+
+
 def test_options(tree: GitTree, folder: str = "") -> list[tuple[str, str, str]]:
     """(name, type, default) of the project's boolean and feature options that gate tests: named
     like tests (``cfamily.yaml`` ``meson.test_options``: ``tests``, ``build_tests``, names ending
@@ -216,21 +235,11 @@ def test_options(tree: GitTree, folder: str = "") -> list[tuple[str, str, str]]:
     suffixes = tuple(s.lower() for s in cfg.get("suffixes") or [])
     never = [w.lower() for w in cfg.get("never") or []]
     out: list[tuple[str, str, str]] = []
-    for path in _option_files(tree, folder):
-        text = tree.read(path) or ""
-        for m in _OPTION.finditer(text):
-            args = call_args(text, m.end())
-            pos = positional(args)
-            kind = (keyword(args, "type") or "").strip("'")
-            if not pos or kind not in ("boolean", "feature"):
-                continue
-            name = pos[0]
-            low = name.lower().replace("-", "_")
-            if any(w in low for w in never) or not (low in names or low.endswith(suffixes)):
-                continue
-            default = (keyword(args, "value") or ("true" if kind == "boolean" else "auto")).strip("'").lower()
-            if all(n != name for n, _, _ in out):
-                out.append((name, kind, default))
+    for _path, name, kind, default in switch_options(tree, folder):
+        low = name.lower().replace("-", "_")
+        if any(w in low for w in never) or not (low in names or low.endswith(suffixes)):
+            continue
+        out.append((name, kind, default))
     return out
 
 
