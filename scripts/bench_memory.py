@@ -7,6 +7,7 @@ ids (none dropped), then a second pass with learning carried over.
     # run (background, resumable: a rerun skips finished rows and passes)
     nohup .venv/bin/python scripts/bench_memory.py run -i ../shared/data/swebench_dev.jsonl -m /work/.mirror \
         --ids-file data/ablation_ids.txt --out /work/runs/i30-ablation --ledgers data/results > run.log 2>&1 &
+    # pass 2 only, when pass 1's work directories are lost but it wrote no lesson: --first-pass 2
     # the report (any time; what finished so far)
     .venv/bin/python scripts/bench_memory.py report --out /work/runs/i30-ablation [--json r.json]
 
@@ -135,7 +136,7 @@ def run(a) -> None:
     if not c_mem.exists():
         n = distil_ledgers(sorted(Path(a.ledgers).glob("*.jsonl")), c_mem)
         print(f"arm c: {n} entries distilled from the ledgers", flush=True)
-    for n in range(1, a.passes + 1):
+    for n in range(a.first_pass, a.passes + 1):
         procs = {arm: _bench(arm, n, a) for arm in ARMS}
         for arm, p in procs.items():
             print(f"pass {n} arm {arm}: exit {p.wait()}", flush=True)
@@ -234,6 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--ledgers", type=Path, default=ROOT / "data" / "results")
     r.add_argument("--passes", type=int, default=2)
+    r.add_argument("--first-pass", type=int, default=1,
+                   help="start at this pass (its memory files as they are in --out, or made new as for pass 1 "
+                        "when absent: right only when the earlier passes wrote no lesson, which the report's "
+                        "memory counts show); for a run whose work directories were lost")
     p = sub.add_parser("report")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--ids-file", type=Path)
