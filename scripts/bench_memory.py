@@ -14,10 +14,18 @@ ids (none dropped), then a second pass with learning carried over.
 Arms (each one `swemint bench`, 1 worker, in-process, its own work directory and memory file):
 - `a` memory off: hand-written entries only (seeds and rules), `mint.memory.learn=false`;
 - `b` learning on, starting from the hand-written entries;
-- `c` learning on, starting from the experience distilled from earlier runs: the results
-  ledgers (`data/results/*.jsonl`: one line per instance, outcome and reason, no trajectory) give
-  one negative entry per (repository, failure signature) with that repository as its context.
+- `c` learning on, starting from the experience of earlier runs: with `--c-memory FILE` the
+  memory a measurement run learned (its `WORKDIR/memory/experiences.duckdb`: lessons with actions,
+  scored counters); without it the results ledgers (`data/results/*.jsonl`: one line per instance,
+  outcome and reason, no trajectory) give one negative entry per (repository, failure signature)
+  with that repository as its context. Such entries have no actions, and retrieval, the
+  before-plan gate and the repair step all pass over negative entries without actions: from the
+  ledgers alone arm c can differ from arm b only through what the pass itself learns.
 Pass 2 runs the same ids again in new work directories with the same memory files (a: unchanged).
+Each arm's memory file is copied before and after every pass (`memory-<arm>-before-passN`,
+`-after-passN`) and the report counts what each copy holds (`memory_counts`), so whether a pass
+wrote lessons or scored uses is read off the files. `commit.txt` gets a line per start (commit,
+`+dirty` for uncommitted changes, the first pass): the report lists every commit the arms ran at.
 
 The report per arm and pass: instances finished, verified, rounds, Execution's repairs (and those
 by memory), CPU-seconds per verified instance (`res.cost.cpu_s`: containers + engine + process),
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -128,18 +137,56 @@ def _bench(arm: str, n: int, a) -> subprocess.Popen:
 
 def run(a) -> None:
     """Both passes, the three arms of a pass at the same time (module docstring)."""
+    if not 1 <= a.first_pass <= a.passes:
+        raise SystemExit(f"bench_memory: --first-pass {a.first_pass} must be between 1 and --passes {a.passes}")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    (out / "commit.txt").write_text(commit)
+    with (out / "commit.txt").open("a") as f:  # one line per start: the report shows every commit the arms ran at
+        f.write(f"{_commit()} first_pass={a.first_pass} {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
     c_mem = out / "memory-c.duckdb"
     if not c_mem.exists():
-        n = distil_ledgers(sorted(Path(a.ledgers).glob("*.jsonl")), c_mem)
-        print(f"arm c: {n} entries distilled from the ledgers", flush=True)
+        if a.c_memory:
+            shutil.copyfile(a.c_memory, c_mem)
+            print(f"arm c: starts from {a.c_memory} ({memory_counts(c_mem)})", flush=True)
+        else:
+            n = distil_ledgers(sorted(Path(a.ledgers).glob("*.jsonl")), c_mem)
+            print(f"arm c: {n} entries distilled from the ledgers", flush=True)
     for n in range(a.first_pass, a.passes + 1):
+        for arm in ARMS:  # the memory each arm starts the pass with (a file made at its first use: none yet)
+            _snapshot(out, arm, f"before-pass{n}")
         procs = {arm: _bench(arm, n, a) for arm in ARMS}
         for arm, p in procs.items():
             print(f"pass {n} arm {arm}: exit {p.wait()}", flush=True)
+        for arm in ARMS:
+            _snapshot(out, arm, f"after-pass{n}")
+
+
+def _commit() -> str:
+    """`git rev-parse --short HEAD` of this checkout, with `+dirty` when it has uncommitted changes."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    return head + ("+dirty" if dirty else "")
+
+
+def _snapshot(out: Path, arm: str, tag: str) -> None:
+    """Copy arm's memory file to `memory-<arm>-<tag>.duckdb` (nothing when the file does not exist yet)."""
+    src = out / f"memory-{arm}.duckdb"
+    if src.is_file():
+        shutil.copyfile(src, out / f"memory-{arm}-{tag}.duckdb")
+
+
+def memory_counts(path: Path) -> dict:
+    """What a memory file holds: entries by source (seed / rule / learned), learned entries with
+    actions, and the counters' sums (`times_applied`, `times_worked`) -- two snapshots that differ
+    here show a pass that wrote lessons or scored uses. Opens the file read-only."""
+    from agents.memory.experience_store import ExperienceStore
+
+    with ExperienceStore(path, read_only=True) as s:
+        entries = s.all()
+    return {"entries": len(entries), "by_source": dict(Counter(e.provenance.source for e in entries)),
+            "learned_with_actions": sum(1 for e in entries if e.provenance.source == "learned" and (e.actions or e.moves)),
+            "applied": sum(e.times_applied for e in entries), "worked": sum(e.times_worked for e in entries)}
 
 
 def _memory_steps(res) -> list[dict]:
@@ -167,7 +214,7 @@ def arm_stats(rows: dict, ids: set[str] | None = None) -> dict:
     verified = [r for r in rows.values() if r.outcome == "verified"]
     facts = [row_facts(r) for r in rows.values()]
     cpu = [r.cost.cpu_s for r in rows.values() if getattr(r, "cost", None) is not None and r.cost.cpu_s is not None]
-    uses: Counter[str] = Counter()
+    uses: Counter[str] = Counter()  # `use:` steps by stage; a score with no use step (setup-step) counts as its own use
     scores: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     per_entry: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     before = 0
@@ -179,6 +226,8 @@ def arm_stats(rows: dict, ids: set[str] | None = None) -> dict:
             elif rule.startswith("score:"):
                 entry = rule[len("score:"):]
                 stage = json.loads(s.get("note") or "{}").get("stage", "?")
+                if stage == "setup-step":
+                    uses[stage] += 1
                 ok = int(s.get("exit_code") == 0)
                 for key in (f"{stage}/{_source(entry)}",):
                     scores[key][0] += ok
@@ -192,6 +241,7 @@ def arm_stats(rows: dict, ids: set[str] | None = None) -> dict:
             "rounds": sum(f["rounds"] for f in facts), "repairs": sum(f["repairs"] for f in facts),
             "memory_repairs": sum(f["memory_repairs"] for f in facts), "before_plan_changes": before,
             "cpu_s": round(sum(cpu), 1), "cpu_s_per_verified": round(sum(cpu) / len(verified), 1) if verified else None,
+            "rows_without_cost": len(rows) - len(cpu),
             "uses_by_stage": dict(uses), "scores_by_stage_source": {k: f"{w}/{n}" for k, (w, n) in sorted(scores.items())},
             "entries_scored": {k: f"{w}/{n}" for k, (w, n) in sorted(per_entry.items(), key=lambda x: -x[1][1])[:15]}}
 
@@ -199,7 +249,10 @@ def arm_stats(rows: dict, ids: set[str] | None = None) -> dict:
 def report(out: Path, ids_file: Path | None) -> dict:
     """Every arm and pass found under `out`, over all ids and over those every arm of the pass finished."""
     wanted = _ids(ids_file) if ids_file else None
-    rep: dict = {"commit": (out / "commit.txt").read_text().strip() if (out / "commit.txt").exists() else ""}
+    lines = (out / "commit.txt").read_text().split("\n") if (out / "commit.txt").exists() else []
+    commits = sorted({ln.split()[0] for ln in lines if ln.strip()})
+    rep: dict = {"commit": commits[0] if len(commits) == 1 else commits,
+                 "memory": {p.stem: memory_counts(p) for p in sorted(out.glob("memory-*.duckdb"))}}
     for n in (1, 2):
         rows = {arm: rows_of(out / f"{arm}-pass{n}") if (out / f"{arm}-pass{n}").is_dir() else {} for arm in ARMS}
         if not any(rows.values()):
@@ -209,7 +262,7 @@ def report(out: Path, ids_file: Path | None) -> dict:
             common &= wanted
         p = {"ids": len(wanted) if wanted else None, "finished_by_every_arm": len(common)}
         for arm in ARMS:
-            p[arm] = {"all": arm_stats(rows[arm]), "common": arm_stats(rows[arm], common)}
+            p[arm] = {"all": arm_stats(rows[arm], wanted), "common": arm_stats(rows[arm], common)}
         diffs = []
         for iid in sorted(common):
             outs = {arm: rows[arm][iid].outcome for arm in ARMS}
@@ -235,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--ledgers", type=Path, default=ROOT / "data" / "results")
     r.add_argument("--passes", type=int, default=2)
+    r.add_argument("--c-memory", type=Path, help="arm c starts from this memory file (e.g. the "
+                   "WORKDIR/memory/experiences.duckdb a measurement run learned) instead of the ledgers' entries")
     r.add_argument("--first-pass", type=int, default=1,
                    help="start at this pass (its memory files as they are in --out, or made new as for pass 1 "
                         "when absent: right only when the earlier passes wrote no lesson, which the report's "

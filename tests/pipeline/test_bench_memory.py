@@ -56,3 +56,38 @@ def test_the_report_pairs_the_arms_and_scores_the_uses(tmp_path):
     assert rep["b"]["common"]["verified"] == 1 and rep["a"]["common"]["verified"] == 0
     assert rep["b"]["common"]["scores_by_stage_source"] == {"setup/rule": "1/1"}
     assert rep["differences"] == [{"instance_id": "o__a-1", "a": "env_failed", "b": "verified", "c": "verified"}]
+
+
+def test_the_report_counts_each_memory_file_and_every_commit_the_arms_ran_at(tmp_path):
+    distil_ledgers([], tmp_path / "memory-c.duckdb")
+    (tmp_path / "commit.txt").write_text("abc1234 first_pass=1 t\nabc1234+dirty first_pass=2 t\n")
+    rep = report(tmp_path, None)
+    assert rep["commit"] == ["abc1234", "abc1234+dirty"]  # two commits: said, not hidden
+    m = rep["memory"]["memory-c"]
+    assert m["by_source"].get("learned", 0) == 0 and m["entries"] > 0 and m["applied"] == 0
+
+
+def test_a_first_pass_outside_the_passes_is_refused(tmp_path):
+    import pytest
+
+    from scripts.bench_memory import main
+
+    with pytest.raises(SystemExit, match="--first-pass 3"):
+        main(["run", "-i", str(tmp_path / "x.jsonl"), "-m", str(tmp_path), "--ids-file", str(tmp_path / "i.txt"),
+              "--out", str(tmp_path / "o"), "--passes", "2", "--first-pass", "3"])
+
+
+def test_a_setup_step_score_counts_as_a_use_and_the_ids_file_bounds_every_total(tmp_path):
+    score = StepRecord(agent="memory", rule="score:rule-diag-missing-header", exit_code=1,
+                       note=json.dumps({"stage": "setup-step"}))
+    for arm in ("a", "b", "c"):
+        _store(tmp_path / f"{arm}-pass1", InstanceResult(instance_id="o__a-1", repo="o/a", outcome="verified"),
+               steps=[score] if arm == "b" else [])
+        _store(tmp_path / f"{arm}-pass1", InstanceResult(instance_id="o__a-9", repo="o/a", outcome="verified"))
+    ids = tmp_path / "ids.txt"
+    ids.write_text("o__a-1\n")
+    rep = report(tmp_path, ids)["pass1"]
+    assert rep["b"]["all"]["finished"] == 1  # o__a-9 is not on the list
+    assert rep["b"]["common"]["uses_by_stage"] == {"setup-step": 1}
+    assert rep["b"]["common"]["scores_by_stage_source"] == {"setup-step/rule": "0/1"}
+    assert rep["b"]["common"]["rows_without_cost"] == 1
