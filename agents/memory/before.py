@@ -140,14 +140,16 @@ def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses
     cfg = run.config
     helper = run.helper
     memory = getattr(helper, "memory", None)
-    if memory is None or not cfg.memory.before_plan:
+    if memory is None:
         return request
     try:
         ctx = context_for(run, profile, plan, eco)
         if ctx is None:
             return request
-        helper.context = ctx
+        helper.context = ctx  # retrieval after failures is specific to the project too (issue 30)
         run.traj(StepRecord(agent="memory", rule="context", note=ctx.model_dump_json()))
+        if not cfg.memory.before_plan:
+            return request
         hits = memory.retrieve(ctx, k=cfg.memory.before_plan_k)
         helper.context_hits = hits
         run.traj(StepRecord(agent="memory", rule="retrieval", note=retrieval_report(
