@@ -9,7 +9,12 @@ library the image lacks -> the Debian package that Debian's file index names for
 `apply_actions`), then the LLM tool loop (policy `hybrid`; under `llm` the model repairs every
 failure and the rules are skipped). Each try is a trajectory step; rules are `recipe:<eco>:<n>`
 for the n-th command and its retries, and each repair's note starts with `repair:`, so
-`agents.memory.learn` sees one attempt chain. When nothing repairs a step, `SetupOutcome.diagnosis`
+`agents.memory.learn` sees one attempt chain. A repair by a hand-written rule (a diagnosis rule of
+the data file, an ecosystem's data repair: `rule_entry_of`) is scored on the rule's entry by a
+step `score:<id>` (agent `memory`, stage `setup-step`) after the retry: exit code 0 when the retry
+passed or no longer shows the error the rule matched (`agents.memory.text.same_error`, learning's
+notion), so a build that reports missing headers one at a time scores each header the rule
+installed as worked. When nothing repairs a step, `SetupOutcome.diagnosis`
 says why in terms the loop acts on (a newer toolchain, another route); a memory `toolchain`
 action is such a diagnosis too (it changes the plan, not the running build).
 
@@ -33,6 +38,7 @@ from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.runs import BuildJob, SetupOutcome
 from agents.memory.knowledge import diagnosis_rule_ids, rule_entry_id, rule_for_fix
+from agents.memory.text import same_error
 from agents.models import StepRecord
 from envpool.errors import SandboxTimeout
 from envpool.sandbox import StepProgress
@@ -136,10 +142,13 @@ def run_setup(job: BuildJob) -> SetupOutcome:
                                 exit_code=next((c for c in codes if c), 0), note=f"repair: {note}",
                                 output_excerpt=json.dumps({"commands": fix, "env": env})[:2000]))
             failed.append((cmd, r.exit_code or 0))
+            before = r
             r = run_step(job, cmd, rule, label="setup-retry", progress=True)
-            if entry := rule_entry_of(eco.name, source, fix):  # a hand-written rule's use, scored by the retry
-                job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=0 if r.ok else 1,
-                                    note=json.dumps({"stage": "setup-step", "step": rule})))
+            if entry := rule_entry_of(eco.name, source, fix):  # a hand-written rule's use: did the retry get past it
+                gone = not same_error(_tail(before.output), _tail(r.output))
+                job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=0 if r.ok or gone else 1,
+                                    note=json.dumps({"stage": "setup-step", "step": rule, "passed": r.ok,
+                                                     "error_gone": gone})))
         if not r.ok:
             why = "timed out" if r.timed_out else f"exit {r.exit_code}"
             reason = f"{eco.name} setup step failed ({why}): {cmd[:200]} :: {_tail(r.output, 600).strip()}"

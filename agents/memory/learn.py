@@ -13,7 +13,9 @@ last error (no fix known). A note `repair: experience <id>` says the backend app
 **Every use is scored** (Learn -> Retrieve -> Act -> Evaluate). Besides the repair notes, the loop
 writes a `score:<id>` step (agent `memory`, exit code 0 when the round the use shaped went as
 hoped, see `agents.memory.uses`) for each entry used before planning, on a setup failure's
-diagnosis, or on Verification's attribution; `distil` counts each on its entry.
+diagnosis, or on Verification's attribution, and Execution writes one (stage `setup-step`) for a
+hand-written rule's repair of a setup step. `distil` counts an instance's uses of an entry once:
+worked when any of them worked (`net_outcomes`).
 
 **Keyed by signature and context, never by a word.** A lesson's tags hold no repository name;
 its `EntryContext` holds the repository (`repos`), the project's build systems (from the
@@ -51,7 +53,7 @@ from agents.memory.actions import REPAIR_PREFIX, bind_actions, error_variables, 
 from agents.memory.repo_context import RepoContext
 from agents.memory.experience import Action, EntryContext, Experience, MoveAction, Provenance, ShellAction, actions_key
 from agents.memory.experience_store import ExperienceStore, action_dependencies
-from agents.memory.text import clean, error_excerpt, signature_for, signature_with_captures
+from agents.memory.text import clean, error_excerpt, same_error, signature_for, signature_with_captures
 from agents.models import StepRecord
 
 MIN_ERROR_CHARS = 10
@@ -221,6 +223,17 @@ def scores(trajectory: Sequence[StepRecord]) -> list[tuple[str, bool]]:
             if s.agent == "memory" and s.rule.startswith(SCORE_PREFIX) and s.exit_code is not None]
 
 
+def net_outcomes(refs: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """One (entry id, worked) per entry of `refs` (one instance's uses), in order of first use:
+    it worked when any of its uses in the instance worked. An instance counts once on an entry
+    however often it used it, so one instance whose build reports its missing headers one at a
+    time (a use per header, each retry failing on the next one) cannot drop a rule by itself."""
+    net: dict[str, bool] = {}
+    for ref, ok in refs:
+        net[ref] = net.get(ref, False) or ok
+    return list(net.items())
+
+
 def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem: str, instance_id: str,
            negative: bool, repo: str = "", ctx: RepoContext | None = None) -> Experience | None:
     text = clean(step.output_excerpt)
@@ -257,12 +270,12 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
         last = chain[-1].step
         success = _passed(last, cfg)
         for a, nxt in zip(chain, chain[1:], strict=False):
-            same_error = signature_for(a.step.output_excerpt) == signature_for(nxt.step.output_excerpt)
-            worked = _passed(nxt.step, cfg) or (success and not same_error)
+            same = same_error(a.step.output_excerpt, nxt.step.output_excerpt)
+            worked = _passed(nxt.step, cfg) or (success and not same)
             plain = [n for n in a.repair_notes if not _EXP_REF.match(n)]
             refs += [(m.group(1), worked) for n in a.repair_notes if (m := _EXP_REF.match(n))]
             actions = [act for n in plain for act in parse_repair(n)]
-            if actions and (success or same_error):
+            if actions and (success or same):
                 exp = _entry(a.step, actions, plain, ecosystem, instance_id, negative=not worked, repo=repo, ctx=ctx)
                 if exp:
                     found.setdefault(exp.id, (exp, a.step.output_excerpt))
@@ -340,8 +353,10 @@ def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
     Without `store`: the new entries (deduplicated within the trajectory). With `store`, each
     lesson is merged: the same error + actions as a stored entry reinforces it (a positive lesson:
     times_applied and times_worked + 1; a repair that did not work: times_applied + 1 on the
-    positive entry, or on the matching negative one); otherwise it is added. Returns the entries
-    as stored (added or reinforced), entries referenced by `repair: experience <id>` included.
+    positive entry, or on the matching negative one); otherwise it is added. The uses the
+    trajectory records (`repair: experience <id>` notes and `score:<id>` steps) count once per
+    entry: worked when any of its uses worked (`net_outcomes`). Returns the entries as stored
+    (added or reinforced), the entries it scored included.
 
     Args:
         trajectory: the instance's steps (`agents.models.StepRecord`), in order.
@@ -354,7 +369,7 @@ def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
     if store is None:
         return [exp for exp, _ in lessons] + moves
     out: dict[str, Experience] = {}
-    for ref, worked in refs:
+    for ref, worked in net_outcomes(refs):
         if store.get(ref) is not None:
             out[ref] = store.record_outcome(ref, worked, instance_id, repo)
     for lesson in moves:  # the same moves on the same context: reinforced (and its repository added)

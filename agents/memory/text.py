@@ -178,6 +178,14 @@ def signature_for(text: str) -> str:
     return re.escape(line.strip()[:80])
 
 
+def same_error(before: str, after: str) -> bool:
+    """True when output `after` still shows the error of output `before`: their signatures
+    (`signature_for`) are equal. A repair's retry that shows another error (or none) got past the
+    error the repair was for: learning's attempt chains (`agents.memory.learn.candidates`) and
+    Execution's score of a rule's repair (`agents.execution.run_setup`) both judge a repair so."""
+    return signature_for(before) == signature_for(after)
+
+
 def signature_with_captures(text: str, captures: dict[str, str]) -> str | None:
     """`signature_for(text)` with each value of `captures` (name -> a token of the error's key
     statement) replaced by a named group `(?P<name>ARG_CHARS+)`, so that the same error in another

@@ -12,8 +12,10 @@ recorded, each pending use gets a trajectory step `score:<entry id>` (agent `mem
 else 1. The driver's learning (`agents.memory.learn.scores`) counts each on its entry, so a bad
 entry loses standing and, below the floor, is no longer retrieved or consulted.
 
-Setup-step repairs by an entry (`repair: experience <id>` notes) are scored by the retried step
-itself (`agents.memory.learn`): they are not uses of this ledger.
+Setup-step repairs are not uses of this ledger: an entry's (`repair: experience <id>` notes) is
+scored by the retried step itself (`agents.memory.learn`), a hand-written rule's by Execution's
+`score:<id>` step (stage `setup-step`: worked when the retry no longer shows the error the rule
+matched). Learning counts an instance's uses of an entry once (`agents.memory.learn.net_outcomes`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,65 @@
+"""Execution's score of a hand-written rule's repair of a setup step (issue 30 review, finding 5):
+the use worked when the retried step passed or no longer shows the error the rule matched, so a
+build that reports its problems one at a time credits each fix. No Docker."""
+
+from __future__ import annotations
+
+import json
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from agents.ecosystems.base import Ecosystem, Plan
+from agents.ecosystems.runs import BuildJob
+from agents.execution import run_setup
+from agents.memory.knowledge import go_repair_entries
+from agents.mint_config import MintConfig
+from agents.models import StepRecord
+from envpool.fake import FakeSandbox
+from envpool.sandbox import SandboxSpec
+
+RULE = go_repair_entries()[0]  # inconsistent vendoring -> go env -w GOFLAGS=-mod=mod
+FIX = [a.command for a in RULE.actions]
+VENDOR = "go: inconsistent vendoring in /testbed:\n\tgithub.com/a/b@v1.0.0: is explicitly required in go.mod"
+OTHER = "main.go:3:2: cannot find package \"github.com/c/d\" in any of:\n\t/usr/local/go/src/github.com/c/d"
+
+
+class _Go(Ecosystem):
+    name = "go"
+
+    def repair(self, plan, command, output, tried):
+        return FIX if "vendoring" in output and "\n".join(FIX) + "{}" not in tried else None
+
+
+def _scores(tmp_path, after: str) -> list[tuple[int, dict]]:
+    plan = Plan(ecosystem="go", toolchain="go 1.19", image="i", parser="go_test_json",
+                setup_commands=["go build ./..."])
+    sb = FakeSandbox(SandboxSpec(image="i")).on(r"^go env -w", 0)
+    sb.script((1, VENDOR), (1, after))  # the build, then its retry after the rule's fix
+    steps: list[StepRecord] = []
+    job = BuildJob(sb=sb, eco=_Go(), plan=plan, instance=SimpleNamespace(instance_id="a__b-1"), tree=None,
+                   config=MintConfig(workdir=tmp_path), helper=None, traj=steps.append,
+                   log_path=tmp_path / "run.log", deadline=time.monotonic() + 60, language="go")
+    assert not run_setup(job).ok
+    return [(s.exit_code, json.loads(s.note)) for s in steps if s.rule == f"score:{RULE.id}"]
+
+
+@pytest.mark.parametrize(("after", "worked"), [(OTHER, True), (VENDOR, False)])
+def test_a_rule_repair_worked_when_the_retry_no_longer_shows_its_error(tmp_path, after, worked):
+    [(code, note)] = _scores(tmp_path, after)
+    assert (code == 0) is worked
+    assert note["stage"] == "setup-step" and note["passed"] is False and note["error_gone"] is worked
+
+
+def test_an_instance_counts_once_on_an_entry_worked_when_any_use_worked():
+    from agents.memory.api import ExperienceMemory, MemoryConfig
+
+    traj = [StepRecord(agent="memory", rule=f"score:{RULE.id}", exit_code=code, note="{}") for code in (1, 0, 1)]
+    mem = ExperienceMemory.open(MemoryConfig(path=None))
+    mem.learn(traj, "go", "a__b-1", repo="a/b")
+    e = mem.store.get(RULE.id)
+    assert (e.times_applied, e.times_worked) == (1, 1)
+    mem.learn(traj[:1] * 3, "go", "a__b-2", repo="a/b")
+    e = mem.store.get(RULE.id)
+    assert (e.times_applied, e.times_worked) == (2, 1)
