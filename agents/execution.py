@@ -37,7 +37,7 @@ from agents.diagnosis import Diagnosis, diagnose
 from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.runs import BuildJob, SetupOutcome
-from agents.memory.knowledge import diagnosis_rule_ids, rule_entry_id, rule_for_fix
+from agents.memory.knowledge import rule_for_fix, rule_of_repair
 from agents.memory.text import same_error
 from agents.models import StepRecord
 from envpool.errors import SandboxTimeout
@@ -191,14 +191,12 @@ def run_step(job: BuildJob, cmd: str, rule: str, *, label: str, note: str = "", 
 
 
 def rule_entry_of(ecosystem: str, source: str, fix: list[str]) -> str | None:
-    """The knowledge-store entry of a rule repair (`diagnosis:<rule>` of the data file, or an
+    """The knowledge-store entry of a rule repair made by `source` with commands `fix`
+    (`agents.memory.knowledge.rule_of_repair`: a `diagnosis:<rule>` of the data file, or an
     ecosystem's data repair whose commands are `fix`), None for other repairs (the memory's own
-    are scored by their `repair: experience <id>` note, the LLM's are learned)."""
-    if source.startswith("diagnosis:") and source[len("diagnosis:"):] in diagnosis_rule_ids():
-        return rule_entry_id("diagnosis", source[len("diagnosis:"):])
-    if source.startswith("repair:"):
-        return rule_for_fix(ecosystem, fix)
-    return None
+    are scored by their `repair: experience <id>` note; the LLM's are learned unless they are a
+    data repair's commands). Learning recognises the same repairs from the trajectory."""
+    return rule_of_repair(ecosystem, source, fix)
 
 
 def _next_repair(job: BuildJob, cmd: str, output: str, tried: set[str], rules: bool):

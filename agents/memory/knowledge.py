@@ -14,8 +14,10 @@ Hand-written sources, each entry with provenance `rule` (or `seed`) and the file
 - `data/experiences/*.jsonl`: the seed set (`store.load_seed_files`).
 
 `rule_entry_id(engine, rule)` names the entry a rule's use is counted on; `rule_for_fix` finds
-the data repair whose commands an ecosystem returned (so Execution notes `repair: experience
-<id>` and learning scores the rule instead of copying it into a new lesson).
+the data repair whose commands an ecosystem returned, and `rule_of_repair` the rule that made a
+setup-step repair (its step's rule `diagnosis:<id>`, or those commands): Execution scores the
+rule on the retry (a `score:<id>` step) and learning (`agents.memory.learn`) scores the rule
+instead of copying the repair into a new lesson, so a rule dropped below the floor stops acting.
 """
 
 from __future__ import annotations
@@ -118,6 +120,22 @@ def rule_for_fix(ecosystem: str, commands: list[str]) -> str | None:
         if e.ecosystem == eco and [a.command for a in e.actions if isinstance(a, ShellAction)] == list(commands):
             return e.id
     return None
+
+
+def rule_of_repair(ecosystem: str, source: str, commands: list[str]) -> str | None:
+    """The entry of the hand-written rule that made a setup-step repair, None for another's.
+
+    `source` is the rule of the repair's step: `diagnosis:<id>` of the data file -> its entry
+    `rule-diag-<id>`; `memory:<id>` -> None (the memory's own repairs are scored by their
+    `repair: experience <id>` note); any other (an ecosystem's `repair:<eco>`, the LLM's `llm`)
+    -> the data repair of `ecosystem` whose shell commands are `commands` (`rule_for_fix`), so the
+    LLM finding a rule's very commands is that rule's use, not a new lesson; else None."""
+    if source.startswith("diagnosis:"):
+        rule = source[len("diagnosis:"):]
+        return rule_entry_id("diagnosis", rule) if rule in diagnosis_rule_ids() else None
+    if source.startswith("memory:") or not commands:
+        return None
+    return rule_for_fix(ecosystem, commands)
 
 
 @lru_cache(maxsize=1)

@@ -10,6 +10,12 @@ same error, negative when it does. A chain ending in a failure yields a negative
 last error (no fix known). A note `repair: experience <id>` says the backend applied stored entry
 <id>: its outcome is counted on that entry.
 
+**A rule's repair is scored, never copied** (`rule_repairs`). A repair a hand-written rule made
+(its step's rule `diagnosis:<id>` of the data file, or commands that are an ecosystem's data
+repair, e.g. Go's `go env -w GOFLAGS=-mod=mod`: `knowledge.rule_of_repair`) is counted on the
+rule's entry like a `repair: experience <id>` note and teaches no lesson, positive or negative:
+a copy would keep acting once the rule is dropped below the floor.
+
 **Every use is scored** (Learn -> Retrieve -> Act -> Evaluate). Besides the repair notes, the loop
 writes a `score:<id>` step (agent `memory`, exit code 0 when the round the use shaped went as
 hoped, see `agents.memory.uses`) for each entry used before planning, on a setup failure's
@@ -53,6 +59,7 @@ from agents.memory.actions import REPAIR_PREFIX, bind_actions, error_variables, 
 from agents.memory.repo_context import RepoContext
 from agents.memory.experience import Action, EntryContext, Experience, MoveAction, Provenance, ShellAction, actions_key
 from agents.memory.experience_store import ExperienceStore, action_dependencies
+from agents.memory.knowledge import rule_of_repair
 from agents.memory.text import clean, error_excerpt, same_error, signature_for, signature_with_captures
 from agents.models import StepRecord
 
@@ -254,16 +261,34 @@ def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem:
                       times_applied=1, times_worked=0 if negative else 1, negative=negative)
 
 
+def rule_repairs(trajectory: Sequence[StepRecord], ecosystem: str) -> dict[str, str]:
+    """The repairs of the trajectory that hand-written rules made: repair note (the text after
+    "repair:") -> the rule's entry id (`knowledge.rule_of_repair` of the note's step: its rule
+    `diagnosis:<id>`, or its actions being exactly a data repair's shell commands)."""
+    out: dict[str, str] = {}
+    for s in trajectory:
+        note = _repair(s.note) if s.command else None
+        if note is None or _EXP_REF.match(note):
+            continue
+        actions = parse_repair(note)
+        commands = [a.command for a in actions] if all(isinstance(a, ShellAction) for a in actions) else []
+        if entry := rule_of_repair(ecosystem, s.rule, commands):
+            out[note] = entry
+    return out
+
+
 def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
                cfg: DistilConfig | None = None,
                repo: str = "") -> tuple[list[tuple[Experience, str]], list[tuple[str, bool]]]:
     """The raw lessons of one trajectory, deduplicated among themselves.
 
-    Returns ((entry, error text) pairs, (referenced experience id, worked) pairs: the repair
-    notes' references, then the `score:<id>` steps).
+    Returns ((entry, error text) pairs, (referenced entry id, worked) pairs: the repair notes'
+    references (`repair: experience <id>`, and a hand-written rule's repair, `rule_repairs`, on
+    the rule's entry), then the `score:<id>` steps). A rule's repair teaches no lesson.
     """
     cfg = cfg or DistilConfig()
     ctx = trajectory_context(trajectory)
+    ruled = rule_repairs(trajectory, ecosystem)
     found: dict[str, tuple[Experience, str]] = {}
     refs: list[tuple[str, bool]] = []
     for chain in attempt_chains(trajectory, cfg):
@@ -272,8 +297,9 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
         for a, nxt in zip(chain, chain[1:], strict=False):
             same = same_error(a.step.output_excerpt, nxt.step.output_excerpt)
             worked = _passed(nxt.step, cfg) or (success and not same)
-            plain = [n for n in a.repair_notes if not _EXP_REF.match(n)]
+            plain = [n for n in a.repair_notes if not _EXP_REF.match(n) and n not in ruled]
             refs += [(m.group(1), worked) for n in a.repair_notes if (m := _EXP_REF.match(n))]
+            refs += [(ruled[n], worked) for n in a.repair_notes if n in ruled]
             actions = [act for n in plain for act in parse_repair(n)]
             if actions and (success or same):
                 exp = _entry(a.step, actions, plain, ecosystem, instance_id, negative=not worked, repo=repo, ctx=ctx)

@@ -63,3 +63,27 @@ def test_an_instance_counts_once_on_an_entry_worked_when_any_use_worked():
     mem.learn(traj[:1] * 3, "go", "a__b-2", repo="a/b")
     e = mem.store.get(RULE.id)
     assert (e.times_applied, e.times_worked) == (2, 1)
+
+
+@pytest.mark.parametrize("source", ["diagnosis:missing-header", "llm"])
+def test_a_rules_repair_is_scored_on_the_rule_and_teaches_no_lesson(source):
+    """Issue 30 review, finding 4: a diagnosis rule's apt install (named by its step's rule) or the
+    LLM finding a data repair's very commands is the rule's use, not a new lesson."""
+    from agents.memory.api import ExperienceMemory, MemoryConfig
+    from agents.memory.knowledge import rule_entry_id
+
+    if source == "llm":
+        rid, out, cmd = RULE.id, "go: updates to go.mod needed; to update it:\n\tgo mod tidy", "go build ./..."
+        note = [{"kind": "shell", "command": c} for c in FIX]  # an error the rule's pattern does not match
+    else:
+        rid, out, cmd = rule_entry_id("diagnosis", "missing-header"), \
+            "src/x.c:3:10: fatal error: zlib.h: No such file or directory\ncompilation terminated.", "make"
+        note = [{"kind": "apt", "packages": ["zlib1g-dev"]}]
+    traj = [StepRecord(agent="execution", rule="recipe:x:0", command=cmd, exit_code=1, output_excerpt=out),
+            StepRecord(agent="execution", rule=source, command="fix", exit_code=0, note="repair: " + json.dumps(note)),
+            StepRecord(agent="execution", rule="recipe:x:0", command=cmd, exit_code=0)]
+    mem = ExperienceMemory.open(MemoryConfig(path=None))
+    got = mem.learn(traj, "go" if source == "llm" else "c", "a__b-1", repo="a/b")
+    assert [e.id for e in got if e.provenance.source == "learned"] == []
+    e = mem.store.get(rid)
+    assert (e.times_applied, e.times_worked) == (1, 1)
