@@ -36,6 +36,10 @@ app = typer.Typer(name="swemint", no_args_is_help=True, rich_markup_mode="rich",
 pool_app = typer.Typer(no_args_is_help=True, help="Inspect the environment pool (WORKDIR/pool.duckdb).",
                        context_settings={"help_option_names": ["-h", "--help"]})
 app.add_typer(pool_app, name="pool")
+memory_app = typer.Typer(no_args_is_help=True, help="Inspect the experience memory's knowledge store "
+                         "(WORKDIR/memory/experiences.duckdb), read-only.",
+                         context_settings={"help_option_names": ["-h", "--help"]})
+app.add_typer(memory_app, name="memory")
 
 
 @app.callback()
@@ -1154,6 +1158,60 @@ def pool_prune(workdir: Workdir = None, config: ConfigFile = None, sets: Sets = 
     cfg = config_from_options(config, sets, workdir=workdir)
     require_workdir(cfg.workdir, "swemint pool prune")
     prune(cfg, engine_bytes, registry_bytes, evict_published, dry_run, ray, wait, everything)
+
+
+StorePath = Annotated[Optional[Path], typer.Option("--path", help="The knowledge store's DuckDB file (instead "
+                                                 "of -w's WORKDIR/memory/experiences.duckdb)",
+                                                 show_default="mint.memory.path")]
+
+
+def _memory_store(workdir: Path | None, path: Path | None, config: Path | None, sets: list[str] | None,
+                  command: str) -> tuple[Path, float, int]:
+    """The store's file (`--path`, else the configuration's `mint.memory_path()` in an existing
+    work directory) and the floor and minimum uses that decide `dropped`."""
+    cfg = config_from_options(config, sets, workdir=workdir)
+    if path is None:
+        require_workdir(cfg.workdir, command)
+    mem = cfg.mint.memory
+    return (path or cfg.mint.memory_path()), mem.floor, mem.min_uses
+
+
+@memory_app.command("list")
+@conventions
+def memory_list(workdir: Workdir = None, path: StorePath = None, config: ConfigFile = None, sets: Sets = None,
+                ecosystem: Annotated[Optional[str], typer.Option(help="Only this language (`any`: entries for "
+                                                                 "every language)", show_default="all")] = None,
+                source: Annotated[Optional[str], typer.Option(help="Only seed, rule or learned entries",
+                                                              show_default="all")] = None,
+                dropped: Annotated[Optional[bool], typer.Option("--dropped/--kept", help="Only entries dropped below "
+                                                                "the floor / only the others",
+                                                                show_default="all")] = None) -> None:
+    """List the knowledge store's entries (read-only): id, ecosystem, source (seed, rule,
+    learned), reliability (as the code computes it), applied/worked counters, dropped (below
+    mint.memory.floor after mint.memory.min_uses uses) and negative.
+
+    [b]Example:[/b] swemint memory list -w work --source learned
+    """
+    from pipeline.memory_cli import list_entries
+
+    store, floor, min_uses = _memory_store(workdir, path, config, sets, "swemint memory list")
+    list_entries(store, floor, min_uses, ecosystem, source, dropped)
+
+
+@memory_app.command("show")
+@conventions
+def memory_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="The entry's id")],
+                workdir: Workdir = None, path: StorePath = None, config: ConfigFile = None,
+                sets: Sets = None) -> None:
+    """Show one entry of the knowledge store (read-only): problem, solution, signature, actions,
+    context, provenance, counters, and its reliability with the formula's inputs.
+
+    [b]Example:[/b] swemint memory show py-markupsafe-soft-unicode -w work
+    """
+    from pipeline.memory_cli import show_entry
+
+    store, floor, min_uses = _memory_store(workdir, path, config, sets, "swemint memory show")
+    show_entry(store, entry_id, floor, min_uses)
 
 
 def main() -> None:
