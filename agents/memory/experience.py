@@ -238,8 +238,18 @@ class EntryContext(BaseModel):
     """The candidate plans (``<ecosystem>:<build>``, as `RoundRecord.candidate`) a lesson of the
     loop's moves is about (`MoveAction`): it is replayed only on a plan of one of them."""
     derived: bool = False
-    """`dependencies` were read off a hand-written entry's actions, not declared by its author:
-    they make retrieval specific but never let the entry change a plan before a failure."""
+    """The context only narrows retrieval: `dependencies` read off a hand-written entry's
+    actions, or a seed line's `context` naming the entry's subject (the package, framework or
+    build system it is about) with `"derived": true`. It makes retrieval specific (an entry about
+    packages or build systems the project names nowhere waits for the error that names them:
+    `Retriever.retrieve`) but never lets the entry change a plan before a failure
+    (`agents.memory.before.proactive`)."""
+    generic: str = ""
+    """Why a hand-written entry with no dependency or build-system context is about no package:
+    any project of its ecosystems may meet it (a toolchain newer than the commit's era, the
+    network, the language's own installer or compiler). A seed whose actions set an environment
+    variable or a test argument carries either a context or this reason
+    (tests/agents/memory/test_seed_subjects.py)."""
 
 
 class Experience(BaseModel):

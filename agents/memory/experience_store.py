@@ -43,9 +43,17 @@ class DuplicateExperience(ExperienceMemoryError):
     """`add` of an id that is already stored (use `upsert` to replace)."""
 
 
+def _norm_name(name: str) -> str:
+    """A package name as `RepoContext.dependency_names` spells it (`Foo_Bar` -> `foo-bar`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def load_seed_files(directory: Path | str = SEED_DIR) -> list[Experience]:
     """Every entry of `directory/*.jsonl` (files in name order, blank lines and `//` comments
-    skipped), marked `provenance.source = "seed"`.
+    skipped), marked `provenance.source = "seed"`. A line may carry `context` (`EntryContext`:
+    `dependencies`, `build_systems`, `derived`, `generic`, ...); its dependencies are normalised
+    and followed by those its actions name (`action_dependencies`); a line that declares none
+    gets its actions' names, marked `derived`.
 
     Raises:
         SeedError: a line is not JSON or not a valid Experience, or an id repeats
@@ -67,8 +75,10 @@ def load_seed_files(directory: Path | str = SEED_DIR) -> list[Experience]:
             where[exp.id] = loc
             exp.provenance.source = "seed"
             exp.provenance.file = exp.provenance.file or path.name
-            if not exp.context.dependencies:
-                exp.context.dependencies = action_dependencies(exp.actions)
+            declared = bool(exp.context.dependencies)
+            exp.context.dependencies = list(dict.fromkeys(
+                [_norm_name(d) for d in exp.context.dependencies] + action_dependencies(exp.actions)))
+            if not declared:
                 exp.context.derived = bool(exp.context.dependencies)
             out.append(exp)
     return out

@@ -63,7 +63,10 @@ def _entry(eid: str, ecosystems: list[str], problem: str, solution: str, actions
 
 
 def diagnosis_entries(path: Path = RECIPES / "diagnosis.yaml") -> list[Experience]:
-    """One entry per rule of the diagnosis data file (module docstring)."""
+    """One entry per rule of the diagnosis data file (module docstring). A rule about one named
+    tool (a fixed `name`: `tclsh`, `cmake`) carries it as its dependency context (`derived`:
+    it narrows retrieval before planning, never acts unasked); the others are about whatever
+    their error names."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     out = []
     for r in data.get("rules", []):
@@ -73,9 +76,12 @@ def diagnosis_entries(path: Path = RECIPES / "diagnosis.yaml") -> list[Experienc
                     "missing_module": "install the missing module with the ecosystem's installer",
                     "toolchain_too_old": "plan again on a newer toolchain",
                     "toolchain_too_new": "plan again on an older toolchain"}.get(r["kind"], r["kind"])
-        out.append(_entry(rule_entry_id("diagnosis", r["id"]), r.get("ecosystems") or ["any"], problem, solution,
-                          [RuleAction(engine="diagnosis", rule=r["id"])], r["pattern"], f"recipes/{path.name}",
-                          ["diagnosis", r["kind"]]))
+        e = _entry(rule_entry_id("diagnosis", r["id"]), r.get("ecosystems") or ["any"], problem, solution,
+                   [RuleAction(engine="diagnosis", rule=r["id"])], r["pattern"], f"recipes/{path.name}",
+                   ["diagnosis", r["kind"]])
+        if r.get("name"):
+            e.context.dependencies, e.context.derived = [r["name"].lower()], True
+        out.append(e)
     return out
 
 

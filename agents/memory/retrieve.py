@@ -65,9 +65,11 @@ def context_match(e: Experience, ctx: RepoContext) -> str:
 
 
 def project_names(ctx: RepoContext) -> set[str]:
-    """The package names a project names: its declared dependencies and the words of its
-    commands (an `apt-get install libonig-dev` of its CI or plan), normalised."""
+    """The package names a project names: its declared dependencies, its test frameworks
+    (`jest`, `pytest`) and the words of its commands (an `apt-get install libonig-dev` of its CI
+    or plan), normalised."""
     words = {w.lower() for c in ctx.commands for w in re.findall(r"[A-Za-z0-9][\w.+-]*", c)}
+    words |= {f.lower() for f in ctx.frameworks}
     return ctx.dependency_names() | {re.sub(r"[-_.]+", "-", w) for w in words}
 
 
@@ -199,16 +201,20 @@ class Retriever:
         """Context-aware retrieval: likely-obstacle queries for `ctx` (plus `extra_queries`) and the
         project's own query, one ranked list per query, plus its lessons keyed by context, fused
         by RRF; the top `k` of the entries eligible for the project. A hand-written entry about
-        packages (its actions') the project names nowhere (`project_names`) is left to the error
-        that names them: a C project without ncurses gets no ncurses entry before a failure."""
+        packages (its actions', or the subject its line declares) the project names nowhere
+        (`project_names`), or about build systems the project does not use (when its build systems
+        are known), is left to the error that names them: a C project without ncurses gets no ncurses entry before a failure, a
+        project without Django no Django entry, an autotools project no CMake entry."""
         queries = [(r.id, r.query, r.weight) for r in self.rules.queries(ctx)] + [(q, q, 1.0) for q in extra_queries]
         if self.config.profile_query and (pq := ctx.profile_query()):
             queries.append(("profile", pq, 0.5))  # half a template: the profile adds, the templates lead
         mask = self.mask(ctx.ecosystem, include_negative, ctx)
         names = project_names(ctx)
+        builds = set(ctx.build_systems)
         for i, e in enumerate(self.entries):  # an entry about packages the project does not name waits for its error
-            if mask[i] and e.provenance.hand_written and e.context.dependencies and \
-                    not set(e.context.dependencies) & names:
+            if mask[i] and e.provenance.hand_written and (
+                    (e.context.dependencies and not set(e.context.dependencies) & names)
+                    or (e.context.build_systems and builds and not set(e.context.build_systems) & builds)):
                 mask[i] = False
         lists: list[list[int]] = []
         weights: list[float] = []
