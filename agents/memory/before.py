@@ -123,11 +123,14 @@ def proactive(hit, gate: float) -> bool:
     return e.times_applied >= 2
 
 
-def retrieval_report(stage: str, ctx: RepoContext | None, hits, rules=(), query: str = "") -> str:
+def retrieval_report(stage: str, ctx: RepoContext | None, hits, rules=(), query: str = "",
+                     k: int | None = None) -> str:
     """The retrieval report of one consultation (a trajectory step's note, JSON): stage, the
-    templates that held, the project's query, and the top-k with scores and why each was chosen."""
+    templates that held, the project's query, `k` (the top-k asked; None when the caller gave
+    none) and the hits with scores, where each came from (`source`, `via`) and why it was chosen
+    (`why`: why it may serve the project and which queries or lists found it; `Hit.report`)."""
     return json.dumps({"stage": stage, "repo": ctx.repo if ctx else "", "templates": list(rules),
-                       "query": query[:400], "hits": [h.report() for h in hits]})
+                       "query": query[:400], "k": k, "hits": [h.report() for h in hits]})
 
 
 def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses: list[str] | None = None) -> PlanRequest:
@@ -153,7 +156,8 @@ def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses
         hits = memory.retrieve(ctx, k=cfg.memory.before_plan_k)
         helper.context_hits = hits
         run.traj(StepRecord(agent="memory", rule="retrieval", note=retrieval_report(
-            "before-plan", ctx, hits, [r.id for r in memory.retriever.rules.queries(ctx)], ctx.profile_query())))
+            "before-plan", ctx, hits, [r.id for r in memory.retriever.rules.queries(ctx)], ctx.profile_query(),
+            k=cfg.memory.before_plan_k)))
     except Exception as e:  # noqa: BLE001 - the memory never fails a build
         run.traj(StepRecord(agent="memory", rule="before-plan:error", note=f"{type(e).__name__}: {e}"))
         return request

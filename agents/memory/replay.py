@@ -43,6 +43,8 @@ from agents.models import StepRecord
 
 STALLS: tuple[str, ...] = ("setup failed", "no test ran", "tests the test_patch adds never ran")
 """The stall classes the ecosystems' `next_moves` read (`MoveContext.why` starts with one)."""
+MOVES_K = 5
+"""Lessons of the loop's moves retrieved per plan (`Retriever.move_lessons`; the report's `k`)."""
 
 
 def request_data(request: PlanRequest | None) -> dict:
@@ -116,7 +118,7 @@ def replay_moves(planner, uses) -> str | None:
         return None
     try:
         ctx = ctx.model_copy(update={"candidate": candidate_of(planner.plan)})
-        hits = memory.retriever.move_lessons(ctx)
+        hits = memory.retriever.move_lessons(ctx, k=MOVES_K)
     except Exception as e:  # noqa: BLE001 - the memory never fails a build
         run.traj(StepRecord(agent="memory", rule="moves:error", note=f"{type(e).__name__}: {e}"))
         return None
@@ -124,7 +126,7 @@ def replay_moves(planner, uses) -> str | None:
     chosen = next((h for h in hits if _replayable(h, gate)), None)
     query = (f"lessons of moves: repository {ctx.repo}; candidate {ctx.candidate}; language {ctx.ecosystem}; "
              f"build systems {', '.join(sorted(set(ctx.build_systems))) or 'none'}")
-    report = json.loads(retrieval_report("moves", ctx, hits, query=query))
+    report = json.loads(retrieval_report("moves", ctx, hits, query=query, k=MOVES_K))
     report["chosen"] = chosen.experience.id if chosen else ""
     report["why_chosen"] = (f"{chosen.why}; reliability {chosen.experience.reliability:.3f} "
                             f"({chosen.experience.times_worked}/{chosen.experience.times_applied})") if chosen else \

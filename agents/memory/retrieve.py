@@ -122,12 +122,35 @@ class Hit(BaseModel):
     queries: list[str] = Field(default_factory=list)
     why: str = ""
 
+    def found_by(self) -> list[str]:
+        """The queries and lists that found this hit, in words: `query <template id>` (a
+        likely-obstacle template of `obstacles.yaml`), `profile` (the project's own query),
+        `same-repository lessons` / `context lessons` (learned entries keyed by context), `error
+        signature`, `error words` (BM25 on the error text), `keyed lesson` (a lesson of the
+        loop's moves), `query '<text>'` (a caller's extra query)."""
+        named = {"profile": "profile", "same-repository": "same-repository lessons", "context": "context lessons",
+                 "signature": "error signature", "bm25": "error words", "moves": "keyed lesson"}
+        out = []
+        for q in self.queries:
+            if q in named:
+                out.append(named[q])
+            elif re.fullmatch(r"[a-z0-9][a-z0-9._-]*", q):
+                out.append(f"query {q}")
+            else:
+                out.append(f"query '{q[:60]}'")
+        return out
+
     def report(self) -> dict:
-        """The retrieval report's line for this hit: id, score, via, reliability, uses, why."""
+        """The retrieval report's line for this hit: id, score, via, reliability, uses, source
+        (seed, rule, learned), `why` (why the entry may serve the project -- `eligible` -- then
+        what found it: "hand-written; found by query py-pytest-addopts; profile"), `found_by`
+        (the same as a list) and `queries` (the raw query ids, at most 4)."""
         e = self.experience
+        found = self.found_by()
+        why = "; ".join(x for x in (self.why, f"found by {'; '.join(found)}" if found else "") if x)
         return {"id": e.id, "score": round(self.score, 4), "via": self.via, "reliability": round(e.reliability, 3),
-                "uses": f"{e.times_worked}/{e.times_applied}", "source": e.provenance.source, "why": self.why,
-                "queries": self.queries[:4]}
+                "uses": f"{e.times_worked}/{e.times_applied}", "source": e.provenance.source, "why": why,
+                "found_by": found, "queries": self.queries[:4]}
 
 
 class Retriever:

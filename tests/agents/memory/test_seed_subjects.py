@@ -125,3 +125,18 @@ def test_a_diagnosis_rule_about_one_named_tool_carries_it():
     tcl = rules[rule_entry_id("diagnosis", "tcl-required")]
     assert tcl.context.dependencies == ["tclsh"] and tcl.context.derived
     assert rules[rule_entry_id("diagnosis", "missing-header")].context.dependencies == []
+
+
+def test_the_retrieval_report_carries_k_and_says_what_found_each_hit():
+    from agents.memory.before import retrieval_report
+
+    mem = memory()
+    ctx = small_python({"django": ">=4.2", "pytest-django": ""})
+    hits = mem.retrieve(ctx, k=7)
+    report = json.loads(retrieval_report("before-plan", ctx, hits, ["py-django"], ctx.profile_query(), k=7))
+    assert report["k"] == 7 and len(report["hits"]) <= 7 and report["stage"] == "before-plan"
+    line = next(h for h in report["hits"] if h["id"] == DJANGO)
+    assert line["source"] == "seed" and line["via"] == "fused"
+    assert line["why"].startswith("hand-written; context: dependency django, pytest-django; found by ")
+    assert "query py-django" in line["found_by"] and line["why"].endswith("; ".join(line["found_by"]))
+    assert all(h["why"] and h["found_by"] for h in report["hits"])
