@@ -63,7 +63,10 @@ def _dotted(loc: Sequence) -> str:
 def explain(error: ValidationError, model: type[BaseModel]) -> list[str]:
     """One line per error of `error` (raised validating `model`): unknown keys with the closest
     known key at their place ("did you mean"), else the known keys there; other errors as
-    `key: message (got value)`."""
+    `key: message (got value)`. A validator's error (`ValueError` raised in a validator) is its
+    own sentence: without pydantic's `Value error, ` prefix, without the `key: ` prefix when the
+    sentence starts with the key, and without the value when that is a whole section (a model
+    validator's input, e.g. `mint.policy hybrid needs a usable `llm` block ...`)."""
     lines = []
     for e in error.errors(include_url=False):
         loc = tuple(e.get("loc") or ())
@@ -82,7 +85,15 @@ def explain(error: ValidationError, model: type[BaseModel]) -> list[str]:
         if e.get("type") == "missing":
             lines.append(f"{key}: required, not given")
             continue
-        got = repr(e.get("input"))
+        msg = str(e.get("msg", "invalid"))
+        if e.get("type") in ("value_error", "assertion_error"):  # a validator's own sentence
+            msg = msg.split(", ", 1)[1] if msg.startswith(("Value error, ", "Assertion failed, ")) else msg
+        prefix = "" if msg.startswith(key) else f"{key}: "
+        value = e.get("input")
+        if isinstance(value, (dict, list)) and e.get("type") in ("value_error", "assertion_error"):
+            lines.append(f"{prefix}{msg}")  # a model's validator: its input is the whole section
+            continue
+        got = repr(value)
         got = got if len(got) <= 60 else got[:57] + "..."
-        lines.append(f"{key}: {e.get('msg', 'invalid')} (got {got})")
+        lines.append(f"{prefix}{msg} (got {got})")
     return lines

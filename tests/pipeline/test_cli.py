@@ -213,6 +213,9 @@ def test_a_policy_that_needs_a_model_without_one_is_one_configuration_error_befo
     lines = [x for x in r.output.splitlines() if x.strip()]
     assert r.exit_code == 2 and len(lines) == 1, r.output
     assert "configuration error" in lines[0] and "needs a usable `llm` block" in lines[0]
+    # one clean line: no pydantic prefix, no dump of the whole `mint` section, the key said once
+    assert lines[0] == ("configuration error: mint.policy hybrid needs a usable `llm` block (mint.llm.model, "
+                        "mint.llm.api_key_env): none is configured"), lines[0]
     monkeypatch.delenv("SWEMINT_TEST_NO_KEY", raising=False)
     r = CliRunner().invoke(app, mint_args(setup, "--set", "mint.policy=llm", "--set", "mint.llm.model=openai/x",
                                           "--set", "mint.llm.api_key_env=SWEMINT_TEST_NO_KEY"))

@@ -134,6 +134,11 @@ def test_config_errors_name_the_closest_key():
     assert "sources.local[0].git_dir: required, not given" in lines
     assert any(x.startswith("workers: Input should be a valid integer") and "(got 'x')" in x for x in lines)
     assert any(x.startswith("unknown key mint.zzz (keys here: ") and "timeouts" in x for x in lines)
+    # a validator's sentence: no "Value error," prefix, no dump of the section it validated
+    with pytest.raises(ValidationError) as e:
+        load_config(None, ["mint.policy=llm"])
+    assert explain(e.value, PipelineConfig) == ["mint.policy llm needs a usable `llm` block (mint.llm.model, "
+                                                "mint.llm.api_key_env): none is configured"]
 
 
 @pytest.fixture()
