@@ -2,7 +2,9 @@
 deployment configs): a typo in YAML is an error, not a silently ignored key.
 
 The API key itself is never part of the config: `api_key_env` names the environment variable
-that holds it, read at call time. Nothing here is sent to a model or into a container.
+that holds it. The CLI checks at load that the variable is set when `mint.policy` is `hybrid` or
+`llm` (`pipeline.cli.config_from_options`); the gateway reads its value when it sends a request.
+Nothing here is sent to a model or into a container.
 """
 
 from __future__ import annotations
