@@ -106,9 +106,11 @@ def _apply(action, plan: Plan, eco: Ecosystem | None, request: PlanRequest) -> s
 def proactive(hit, gate: float) -> bool:
     """Whether a retrieved entry may change a plan before anything failed: positive, reliability
     at least `gate`, and specific to this project -- a lesson of the same repository, or an
-    entry whose context matches the project's (`retrieve.context_match`). Another repository's
-    lesson must also have been scored at least once beyond the run that taught it (it earns
-    trust); a hand-written entry must declare its context itself (not one read off its actions:
+    entry whose context matches the project's (`retrieve.eligible`: another repository's lesson
+    only on a shared dependency, or on the build system once it has worked in several
+    repositories, `retrieve.learned_match`; a build system alone is not enough). Another
+    repository's lesson must also have been scored at least once beyond the run that taught it
+    (it earns trust); a hand-written entry must declare its context itself (not one read off its actions:
     the seed set keeps its behaviour, it acts after failures) and have been found by a
     likely-obstacle template whose conditions (era, toolchain, declared bounds) hold."""
     e = hit.experience

@@ -27,7 +27,8 @@ worked when any of them worked (`net_outcomes`).
 its `EntryContext` holds the repository (`repos`), the project's build systems (from the
 trajectory's `memory` `context` step) and the dependencies it concerns (the packages its actions
 name, and declared dependencies its error names): `retrieve.eligible` serves it to another
-repository only when those match.
+repository only when a dependency it concerns matches, or the build system matches and it has
+worked in at least two repositories (`retrieve.learned_match`).
 
 **The loop's moves** (`move_lessons`). A row that verified in round >= 2 after the loop's moves
 (`agents.moves`: ci_setup, test_option, status_units, ...; an amended image; a replan with Debian

@@ -64,6 +64,24 @@ def context_match(e: Experience, ctx: RepoContext) -> str:
                      + ([f"dependency {', '.join(deps[:5])}"] if deps else []))
 
 
+MIN_REPOS_BY_BUILD = 2
+"""Another repository's learned lesson whose context matches only on the build system is eligible
+once it has worked in at least this many distinct repositories (`EntryContext.repos`)."""
+
+
+def learned_match(e: Experience, ctx: RepoContext) -> str:
+    """Why another repository's learned lesson `e` matches the project `ctx`, or "" when it does
+    not: its context must match (`context_match`) on more than the build system -- a dependency it
+    concerns that the project declares too -- or, matching on the build system alone, it must have
+    worked in at least `MIN_REPOS_BY_BUILD` distinct repositories (`EntryContext.repos`). A build
+    system alone (`pip`) is shared by too many projects to make one repository's lesson specific."""
+    match = context_match(e, ctx)
+    if not match or set(e.context.dependencies) & ctx.dependency_names():
+        return match
+    repos = len(set(e.context.repos))
+    return f"{match}; worked in {repos} repositories" if repos >= MIN_REPOS_BY_BUILD else ""
+
+
 def project_names(ctx: RepoContext) -> set[str]:
     """The package names a project names: its declared dependencies, its test frameworks
     (`jest`, `pytest`) and the words of its commands (an `apt-get install libonig-dev` of its CI
@@ -92,8 +110,10 @@ def lesson_match(e: Experience, ctx: RepoContext) -> str | None:
 def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
     """Why entry `e` may serve the project `ctx` (the retrieval report's "why"), None when it may
     not. A learned entry serves its own repositories, and another only when their contexts match
-    (`context_match`); a hand-written entry serves every project of its ecosystems. Without a
-    context (a caller that knows only the error): "signature"."""
+    on a shared dependency, or on the build system once it has worked in several repositories
+    (`learned_match`); a hand-written entry serves every project of its ecosystems (with its
+    `context_match`, if any, in the why). Without a context (a caller that knows only the error):
+    "no context"."""
     if ctx is None:
         return "no context"
     if e.context.ecosystems and not set(e.context.ecosystems) & set(family(ctx.ecosystem)):
@@ -104,6 +124,7 @@ def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
     if e.provenance.source == "learned":
         if ctx.repo and ctx.repo in e.context.repos:
             return "same repository" + (f"; {match}" if match else "")
+        match = learned_match(e, ctx)
         return f"context: {match}" if match else None
     return "hand-written" + (f"; context: {match}" if match else "")
 
