@@ -12,7 +12,8 @@ the loop and its bounds and nothing language-specific.
    `env_failed` naming what is missing (a `language: java` row with only build.xml: "Ant build
    (build.xml): no route"), never another language's path.
 2. Memory before planning (EnvPilot's context-aware retrieval: profile -> likely-obstacle queries
-   -> BM25 lists -> RRF, top-k): proven entries change the plan before anything fails; the lesson
+   -> BM25 lists -> RRF, top-k; under `llm` it runs before the LLM's plan and goes into its
+   prompt, `agents.planner.Planner.make_plan`): proven entries change the plan before anything fails; the lesson
    of the moves that verified this repository's (or an exactly matching context's) earlier rows
    in round >= 2 is replayed into round 1's plan (`agents.memory.replay`), and a row verified in
    round >= 2 leaves such a lesson (a `lesson:moves` step the driver learns).

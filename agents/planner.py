@@ -4,7 +4,8 @@ or a missing test configuration changes (MEnvAgent's feedback into planning).
 `Planner` holds the instance's profile, its ranked candidates, the current `PlanRequest`, plan and
 test configurations. `make_plan` plans the current candidate (the next one when it cannot be
 planned; the LLM's plan under `hybrid` when none can; under `llm` the model sees the rules' plan
-and may replace it); `replan` plans again with a new request and keeps the old plan when that
+and the memory's context retrieval for it, `agents.memory.before.context_before_llm_plan`, and
+may replace it); `replan` plans again with a new request and keeps the old plan when that
 fails; `on_setup_failure` turns Execution's diagnosis into another toolchain, the next candidate
 route or an LLM plan. `agents.flow.Loop` runs the rounds on top of it.
 """
@@ -18,7 +19,7 @@ from agents.context import MintRun
 from agents.diagnosis import version_of
 from agents.ecosystems import by_name
 from agents.ecosystems.base import Plan, PlanRequest, TestSpec
-from agents.memory.before import candidate_of
+from agents.memory.before import candidate_of, context_before_llm_plan
 from agents.memory.experience import MoveAction
 from agents.memory.replay import ShapeLog, request_data
 from agents.models import StepRecord
@@ -73,7 +74,9 @@ class Planner:
 
     def make_plan(self, why: str = "") -> None:
         """The plan of the current candidate with the current request; on EnvBuildError the next
-        candidate, then (hybrid/llm) the LLM's plan; raises EnvBuildError when nothing plans."""
+        candidate, then (hybrid/llm) the LLM's plan; raises EnvBuildError when nothing plans.
+        Under `llm` (once per instance) the memory's context retrieval runs for the rules' plan
+        and the LLM is then asked for its plan, which replaces the rules' when usable."""
         run = self.run
         t = time.monotonic()
         errors: list[str] = []
@@ -93,6 +96,8 @@ class Planner:
             self._use(eco, plan)
             if self.cfg.policy == "llm" and not self.llm_planned:
                 self.llm_planned = True
+                # the context retrieval first: the planning prompt carries the project's entries
+                context_before_llm_plan(run, self.profile, self.plan, self.eco)
                 better = llm_plan(run.helper, run.tree, run.instance, run.touched, self.cfg.images, self.profile,
                                   run.traj, rules_plan=plan, why="policy llm: the LLM leads")
                 if better is not None:

@@ -75,6 +75,8 @@ class RepairHelper:
         """Ids of the entries below the memory's floor (rule repairs among them are not run)."""
         self.context_hits: list = []
         """The entries the context retrieval ranked before planning (for the LLM's prompts)."""
+        self.context_hits_for = None
+        """The `RepoContext` `context_hits` were retrieved for (`agents.memory.before.context_retrieval`)."""
         self.llm_repairs = 0
         self.llm_calls = 0
         """LLM requests made for this instance by any agent (repairs, plans, attributions)."""

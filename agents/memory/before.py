@@ -135,31 +135,71 @@ def retrieval_report(stage: str, ctx: RepoContext | None, hits, rules=(), query:
                        "query": query[:400], "k": k, "hits": [h.report() for h in hits]})
 
 
-def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses: list[str] | None = None) -> PlanRequest:
-    """`request` with the changes proven memory entries make before planning (module docstring);
-    the same request when the memory is off, empty or has nothing proven. The project's context
-    (a `memory` `context` step), the retrieval report (`retrieval`) and the hits (for the LLM's
-    prompts: `helper.context_hits`) are recorded whatever the policy; under `llm` nothing is
-    applied. `uses` receives the ids of the entries applied (the loop scores them). Never raises
-    (a memory problem is a trajectory step)."""
+def context_retrieval(run, profile, plan: Plan, eco, stage: str = "before-plan") -> tuple[RepoContext | None, list]:
+    """The project's context for `plan` and, with `memory.before_plan`, its context retrieval.
+
+    The context is set on the helper (`helper.context`: retrieval after failures and at test time
+    is specific to the project, issue 30) and recorded (a `memory` `context` step) whatever
+    `memory.before_plan`; with it on, the top `memory.before_plan_k` entries are retrieved, kept
+    for the LLM's prompts (`helper.context_hits`, and the context they were retrieved for in
+    `helper.context_hits_for`) and reported (a `retrieval` step whose report names `stage`).
+    Returns (context, hits): (None, []) without a memory or for a language outside the memory's
+    vocabulary; hits [] with `memory.before_plan` off. Raises what the memory raises."""
     cfg = run.config
     helper = run.helper
     memory = getattr(helper, "memory", None)
     if memory is None:
+        return None, []
+    ctx = context_for(run, profile, plan, eco)
+    if ctx is None:
+        return None, []
+    helper.context = ctx  # retrieval after failures is specific to the project too (issue 30)
+    run.traj(StepRecord(agent="memory", rule="context", note=ctx.model_dump_json()))
+    if not cfg.memory.before_plan:
+        return ctx, []
+    hits = memory.retrieve(ctx, k=cfg.memory.before_plan_k)
+    helper.context_hits, helper.context_hits_for = hits, ctx
+    run.traj(StepRecord(agent="memory", rule="retrieval", note=retrieval_report(
+        stage, ctx, hits, [r.id for r in memory.retriever.rules.queries(ctx)], ctx.profile_query(),
+        k=cfg.memory.before_plan_k)))
+    return ctx, hits
+
+
+def context_before_llm_plan(run, profile, plan: Plan, eco) -> None:
+    """The context retrieval for the rules' `plan` (`context_retrieval`, stage "before-llm-plan"),
+    run before the LLM is asked for its plan under `llm`, so the planning prompt's experience
+    block (`agents.repair.experience_block`, which adds `helper.context_hits`) carries the
+    project's entries. `memory_before_plan` reuses it when the plan kept has the same context.
+    Never raises (a memory problem is a trajectory step)."""
+    try:
+        context_retrieval(run, profile, plan, eco, stage="before-llm-plan")
+    except Exception as e:  # noqa: BLE001 - the memory never fails a build
+        run.traj(StepRecord(agent="memory", rule="before-plan:error", note=f"{type(e).__name__}: {e}"))
+
+
+def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses: list[str] | None = None) -> PlanRequest:
+    """`request` with the changes proven memory entries make before planning (module docstring);
+    the same request when the memory is off, empty or has nothing proven. The project's context
+    (a `memory` `context` step), the retrieval report (`retrieval`) and the hits (for the LLM's
+    prompts: `helper.context_hits`) are recorded whatever the policy (`context_retrieval`; when
+    the retrieval already ran for the same context before the LLM's plan, `context_before_llm_plan`,
+    its hits are reused and nothing is recorded again); under `llm` nothing is applied. `uses`
+    receives the ids of the entries applied (the loop scores them). Never raises (a memory
+    problem is a trajectory step)."""
+    cfg = run.config
+    helper = run.helper
+    if getattr(helper, "memory", None) is None:
         return request
     try:
         ctx = context_for(run, profile, plan, eco)
         if ctx is None:
             return request
-        helper.context = ctx  # retrieval after failures is specific to the project too (issue 30)
-        run.traj(StepRecord(agent="memory", rule="context", note=ctx.model_dump_json()))
-        if not cfg.memory.before_plan:
-            return request
-        hits = memory.retrieve(ctx, k=cfg.memory.before_plan_k)
-        helper.context_hits = hits
-        run.traj(StepRecord(agent="memory", rule="retrieval", note=retrieval_report(
-            "before-plan", ctx, hits, [r.id for r in memory.retriever.rules.queries(ctx)], ctx.profile_query(),
-            k=cfg.memory.before_plan_k)))
+        if cfg.memory.before_plan and ctx == getattr(helper, "context_hits_for", None):
+            hits = helper.context_hits  # retrieved for this very context before the LLM's plan
+        else:
+            ctx, hits = context_retrieval(run, profile, plan, eco)
+            if ctx is None or not cfg.memory.before_plan:
+                return request
     except Exception as e:  # noqa: BLE001 - the memory never fails a build
         run.traj(StepRecord(agent="memory", rule="before-plan:error", note=f"{type(e).__name__}: {e}"))
         return request
