@@ -231,7 +231,9 @@ class Loop(Planner):
 
     def go(self) -> None:
         """The loop (module docstring), with the rules the memory dropped below its floor skipped
-        by the diagnosis engine for this instance (`agents.diagnosis.DROPPED`)."""
+        by the diagnosis engine for this instance (`agents.diagnosis.DROPPED`). When it ends (or
+        raises), the uses of memory no recorded round scored get an unscored `score:` step
+        (`agents.memory.uses.UseLedger.close`: outcome "no round")."""
         memory = getattr(self.run.helper, "memory", None)
         dropped: frozenset[str] = frozenset()
         if memory is not None:
@@ -243,10 +245,15 @@ class Loop(Planner):
         if dropped:
             self.run.traj(StepRecord(agent="memory", rule="dropped", note=", ".join(sorted(dropped))[:2000]))
         token = DROPPED.set(dropped)
+        why = "the loop ended after the round that recorded it"
         try:
             self._go()
+        except BaseException as e:
+            why = f"the loop ended: {type(e).__name__}"
+            raise
         finally:
             DROPPED.reset(token)
+            self.uses.close(self.round_no, why)
 
     # -- the loop -----------------------------------------------------------------------------
     def _go(self) -> None:

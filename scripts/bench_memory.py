@@ -223,6 +223,8 @@ def arm_stats(rows: dict, ids: set[str] | None = None) -> dict:
             rule = str(s.get("rule", ""))
             if rule.startswith("use:"):
                 uses[json.loads(s.get("note") or "{}").get("stage", "?")] += 1
+            elif rule.startswith("score:") and s.get("exit_code") is None:
+                continue  # "no round": the loop ended before a round the use shaped (not a score)
             elif rule.startswith("score:"):
                 entry = rule[len("score:"):]
                 stage = json.loads(s.get("note") or "{}").get("stage", "?")

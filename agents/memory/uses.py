@@ -12,6 +12,11 @@ recorded, each pending use gets a trajectory step `score:<entry id>` (agent `mem
 else 1. The driver's learning (`agents.memory.learn.scores`) counts each on its entry, so a bad
 entry loses standing and, below the floor, is no longer retrieved or consulted.
 
+A use that no recorded round follows -- recorded by the last round's feedback when the loop ends
+at its round budget or on a final verdict, or pending when the loop raises -- gets a `score:<id>`
+step without an exit code when the loop ends (`UseLedger.close`, outcome "no round"): it is in
+the trajectory, but `agents.memory.learn.scores` counts it neither as a success nor as a failure.
+
 Setup-step repairs are not uses of this ledger: an entry's (`repair: experience <id>` notes) is
 scored by the retried step itself (`agents.memory.learn`), a hand-written rule's by Execution's
 `score:<id>` step (stage `setup-step`: worked when the retry no longer shows the error the rule
@@ -82,3 +87,17 @@ class UseLedger:
             out.append((u, worked))
         self.shaping = []
         return out
+
+    def close(self, round_no: int, why: str) -> list[Use]:
+        """The loop ended in round `round_no` (0 before the first): each use no recorded round
+        scored -- those shaping round `round_no`, which never ended, and the pending ones, which
+        would have shaped round `round_no` + 1 -- gets a `score:<id>` step without an exit code,
+        outcome "no round" and `why` in its note (not counted by `learn.scores`). Returns those
+        uses and clears them."""
+        left = [(u, round_no) for u in self.shaping] + [(u, round_no + 1) for u in self.pending]
+        for u, n in left:
+            self.traj(StepRecord(agent="memory", rule=f"score:{u.entry}", exit_code=None,
+                                 note=json.dumps({"stage": u.stage, "round": n, "outcome": "no round",
+                                                  "built": None, "detail": u.detail, "why": why[:300]})))
+        self.shaping, self.pending = [], []
+        return [u for u, _ in left]

@@ -191,6 +191,20 @@ def test_every_use_is_scored_against_the_round_it_shaped_and_counted_by_learning
     assert mem.store.get("learned-java-b") is None  # an unknown id is skipped
 
 
+def test_a_use_no_round_followed_gets_a_no_round_step_that_learning_does_not_count():
+    steps: list[StepRecord] = []
+    ledger = UseLedger(steps.append)
+    ledger.start_round()
+    ledger.use("learned-java-a", "attribution", "amend")  # the last round's feedback
+    assert [u.entry for u in ledger.close(1, "round budget")] == ["learned-java-a"]
+    [score] = [s for s in steps if s.rule == "score:learned-java-a"]
+    assert score.exit_code is None and json.loads(score.note)["outcome"] == "no round"
+    assert json.loads(score.note)["round"] == 2 and ledger.close(1, "again") == []
+    mem = memory_with(lesson("learned-java-a", "acme/a"))
+    distil(steps, "java", "acme__a-2", store=mem.store, repo="acme/a")
+    assert (mem.store.get("learned-java-a").times_applied, mem.store.get("learned-java-a").times_worked) == (1, 1)
+
+
 def test_a_project_gets_no_entry_about_packages_it_names_nowhere_before_a_failure():
     """Issue 30: a C project got ncurses, pcre and Qt5 entries."""
     c = RepoContext(ecosystem="c", toolchain="12", era=2023, repo="acme/tool", build_systems=["autotools"],
