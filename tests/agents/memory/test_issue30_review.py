@@ -57,7 +57,8 @@ def test_a_build_system_alone_is_not_a_context_match():
                     StepRecord(agent="execution", rule="memory:x", command="export X=1", exit_code=0,
                                note="repair: env FROB_NO_EXT=1"),
                     StepRecord(agent="execution", rule="recipe:python:0", command="pip install -e .", exit_code=0)]
-    mem = ExperienceMemory.open(MemoryConfig(path=None, seed_dir=None)); mem.store.load_seed()
+    mem = ExperienceMemory.open(MemoryConfig(path=None, seed_dir=None))
+    mem.store.load_seed()
     distil(traj(), "python", "astropy__astropy-1", store=mem.store, repo="astropy/astropy")
     distil(traj(), "python", "astropy__astropy-2", store=mem.store, repo="astropy/astropy")
     [e] = [e for e in mem.store.all() if not e.negative and e.provenance.source == "learned"]
