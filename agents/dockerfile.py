@@ -146,6 +146,10 @@ def layout_command(tar_path: str, base_commit: str, *, replace: bool = False, ke
     nothing else; a changed or new file gets the current time. Where that update cannot run (no
     previous commit, a new tracked file where an ignored one is), every file of the new tree is
     written and gets the current time (no kept artifact looks newer than a changed source).
+    Every file written gets the same time, one whole second: a tracked generated file and its
+    source that both changed (bison's `parser.c` beside `parser.y`) stay equal for make, so the
+    build does not regenerate the committed output with another generator version -- which
+    then no longer takes the row's patch (seen on jq through reuse: "patch failed: src/parser.c").
     Ends printing HEAD."""
     tar = shell_word(tar_path)
     init = (f"git init -q && {{exclude}}git add -A && git {GIT_ID} commit -qm {shell_word('base ' + base_commit)} "
@@ -158,7 +162,8 @@ def layout_command(tar_path: str, base_commit: str, *, replace: bool = False, ke
     full = (f"cd / && for f in {workdir}/* {workdir}/.[!.]* {workdir}/..?*; do "
             f"[ -e \"$f\" ] || continue; n=${{f#{workdir}/}}; case \" $keep \" in *\" $n/ \"*) ;; *) rm -rf \"$f\";; "
             f"esac; done && mkdir -p {workdir} && cd {workdir} && tar -xf {tar} && "
-            f"tar -tf {tar} | grep -v '/$' | tr '\\n' '\\0' | xargs -0 -r touch -c -- && rm {tar}")
+            f"t=$(date +%s) && tar -tf {tar} | grep -v '/$' | tr '\\n' '\\0' | xargs -0 -r touch -c -d \"@$t\" -- && "
+            f"rm {tar}")
     exclude = "for k in $keep; do echo \"/$k\" >> .git/info/exclude; done && "
     return (f"{keep}if {changed_files_update(tar, workdir)}; then rm -rf .git; else {full}; fi && "
             f"cd {workdir} && " + init.format(exclude=exclude))
@@ -175,7 +180,8 @@ def changed_files_update(tar: str, workdir: str = "/testbed") -> str:
     (`git add -A -f` with its own index: ignored files of the tree count too), the work tree is
     reset to the previous HEAD and cleaned of everything untracked but `$keep`, and a two-tree
     `git read-tree -m -u` updates exactly the paths whose content or mode differs (deleting
-    the removed ones). Prints how many paths differed; false (nothing half-done that the full
+    the removed ones), then gives every path it wrote one time (the current whole second,
+    `layout_command`). Prints how many paths differed; false (nothing half-done that the full
     layout after it does not redo) when any step fails."""
     g = f"git --git-dir={workdir}/.git"
     scratch = LAYOUT_SCRATCH
@@ -185,7 +191,8 @@ def changed_files_update(tar: str, workdir: str = "/testbed") -> str:
             f"new=$(GIT_INDEX_FILE={scratch}/index {g} write-tree) && "
             "{ git update-index -q --refresh >/dev/null; true; } && "  # stat info of a committed image is stale
             f"git reset -q --hard HEAD && git clean -ffdqx $(for k in $keep; do printf -- '-e /%s ' \"$k\"; done) && "
-            "git read-tree -m -u \"$old\" \"$new\" && "
+            "git read-tree -m -u \"$old\" \"$new\" && t=$(date +%s) && "
+            "git diff --name-only -z \"$old\" \"$new\" | xargs -0 -r touch -c -d \"@$t\" -- && "
             "echo \"swemint: reuse: $(git diff --name-only \"$old\" \"$new\" | wc -l) path(s) differ; only they "
             f"were written\" && rm -rf {scratch} {tar}; }}")
 
