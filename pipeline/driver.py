@@ -131,12 +131,24 @@ def reuse_candidates(pool: EnvPool, item: WorkItem, max_candidates: int) -> list
     return agent_reuse_candidates(pool, item.instance, item.repo_path, max_candidates, **known)
 
 
+LOCK_WAIT_S = 5.0
+"""How long `MemoryWriter.learn` waits for another process's lock on the knowledge store (a
+worker copying it, `swemint memory list/show`: each holds it read-only for milliseconds)."""
+
+
+def lock_conflict(e: BaseException) -> bool:
+    """Whether DuckDB error `e` is another process's lock on the file (not a torn file)."""
+    return isinstance(e, duckdb.IOException) and "lock" in str(e).lower()
+
+
 class MemoryWriter:
     """The driver's side of the experience memory: `learn(res)` distils a finished instance's
     trajectory (`res.trajectory_path`, JSONL of StepRecord) into the DuckDB file at `path`,
     opening it only for the call so that workers can copy it in between. Seeds are loaded on the
     first call. Never raises (a memory problem is logged, the row is kept; a file DuckDB cannot
-    read is quarantined and the memory starts again from the seeds)."""
+    read is quarantined and the memory starts again from the seeds; a file another process holds
+    -- a worker's copy, `swemint memory list` -- is waited for up to `LOCK_WAIT_S`, then this
+    row's lessons are skipped, never the file quarantined)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -156,7 +168,16 @@ class MemoryWriter:
 
         try:
             steps = [StepRecord.model_validate_json(line) for line in traj.read_text().splitlines() if line.strip()]
-            mem = ExperienceMemory.open(MemoryConfig(path=self.path, seed_dir=None if self._seeded else SEED_DIR))
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:  # a reader's lock (a worker's copy, `swemint memory list`) is brief: wait for it
+                try:
+                    mem = ExperienceMemory.open(MemoryConfig(path=self.path,
+                                                             seed_dir=None if self._seeded else SEED_DIR))
+                    break
+                except duckdb.Error as e:
+                    if not lock_conflict(e) or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.05)
             try:
                 n = len(mem.learn(steps, ecosystem, res.instance_id, repo=res.repo))
             finally:
@@ -164,7 +185,7 @@ class MemoryWriter:
             self._seeded = True
         except Exception as e:  # noqa: BLE001
             log.warning("could not learn from %s: %s", res.instance_id, e)
-            if isinstance(e, duckdb.Error) and self.path.exists():  # unreadable: set aside, start again
+            if isinstance(e, duckdb.Error) and not lock_conflict(e) and self.path.exists():  # unreadable: set aside
                 quarantine(self.path, f"{type(e).__name__}: {e}")
                 self._seeded = False
             return 0
