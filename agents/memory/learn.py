@@ -61,7 +61,8 @@ from agents.memory.repo_context import RepoContext
 from agents.memory.experience import Action, EntryContext, Experience, MoveAction, Provenance, ShellAction, actions_key
 from agents.memory.experience_store import ExperienceStore, action_dependencies
 from agents.memory.knowledge import rule_of_repair
-from agents.memory.text import clean, error_excerpt, same_error, signature_for, signature_with_captures
+from agents.memory.text import (clean, error_excerpt, error_line, same_error, signature_for,
+                                signature_with_captures)
 from agents.models import StepRecord
 
 MIN_ERROR_CHARS = 10
@@ -215,10 +216,13 @@ def trajectory_context(trajectory: Sequence[StepRecord]) -> RepoContext | None:
 
 def lesson_context(actions: list[Action], error_text: str, repo: str, ctx: RepoContext | None) -> EntryContext:
     """A learned entry's context: its repository, the project's build systems, and the dependencies
-    it concerns (named by its actions, or declared by the project and named in its error)."""
+    it concerns (named by its actions, or declared by the project and named in its error's
+    statement -- the line its signature is built from, `text.error_line`: not the whole output,
+    whose install log names most of the project's dependencies, "Requirement already satisfied:
+    numpy", and would key the lesson on them)."""
     deps = action_dependencies(actions)
     if ctx is not None:
-        low = error_text.lower()
+        low = error_line(error_text).lower()
         deps += [d for d in sorted(ctx.dependency_names())
                  if len(d) >= 3 and d not in deps and re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", low)]
     return EntryContext(repos=[repo] if repo else [], build_systems=list(ctx.build_systems) if ctx else [],

@@ -148,6 +148,12 @@ def _statement_of(text: str) -> tuple[str, str] | None:
     return lines[best], _statement(lines[best]) or lines[best].strip()
 
 
+def error_line(text: str) -> str:
+    """The most error-like line of `text` (the one `signature_for` is built from), "" for none."""
+    found = _statement_of(text)
+    return found[0].strip() if found else ""
+
+
 def _generalise(stmt: str) -> str:
     parts: list[str] = []
     pos = 0
