@@ -137,11 +137,18 @@ def _py_deps(tree: GitTree) -> list[str]:
     return out
 
 
+_GRADLE_CONF = (r"(?:implementation|api|compile|compileOnly|runtimeOnly|runtime|testImplementation|testCompile|"
+                r"testCompileOnly|testRuntimeOnly|annotationProcessor|testAnnotationProcessor|kapt)")
+"""Gradle dependency configurations whose `'group:name:version'` (or `group: ..., name: ...`)
+declarations `declared_dependencies` reads."""
+
+
 def declared_dependencies(tree: GitTree) -> list[str]:
     """The dependency names the repository's manifests declare at its commit (lower-cased,
     sorted): Python requirement files / pyproject / setup.cfg / setup.py install_requires,
     package.json (dependencies and devDependencies), go.mod `require`, Cargo.toml
-    (dependencies, dev-dependencies), pom.xml `artifactId`s of dependencies, composer.json
+    (dependencies, dev-dependencies), pom.xml `artifactId`s of dependencies and of plugins other than
+    Maven's own, the root build.gradle(.kts) `name`s of dependency declarations, composer.json
     (require, require-dev), Gemfile / gemspec gems. Never raises on a malformed manifest."""
     names: list[str] = []
     try:
@@ -171,6 +178,16 @@ def declared_dependencies(tree: GitTree) -> list[str]:
             pass
     pom = tree.read("pom.xml") or ""
     names += re.findall(r"<dependency>\s*<groupId>[^<]*</groupId>\s*<artifactId>([^<]+)</artifactId>", pom)
+    for block in re.findall(r"<plugin>(.*?)</plugin>", pom, re.S):  # jacoco-maven-plugin; not Maven's own
+        group = re.search(r"<groupId>\s*([^<\s]+)\s*</groupId>", block)
+        art = re.search(r"<artifactId>\s*([^<\s]+)\s*</artifactId>", block)
+        if art and (group.group(1) if group else "org.apache.maven.plugins") != "org.apache.maven.plugins":
+            names.append(art.group(1))
+    for f in ("build.gradle", "build.gradle.kts"):
+        gradle = tree.read(f) or ""
+        names += re.findall(rf"""\b{_GRADLE_CONF}\s*\(?\s*['"][\w.-]+:([\w.-]+)""", gradle)
+        names += re.findall(rf"""\b{_GRADLE_CONF}\s*\(?\s*group\s*[:=]\s*['"][^'"]+['"]\s*,\s*name\s*[:=]\s*['"]([\w.-]+)""",
+                            gradle)
     composer = tree.read("composer.json")
     if composer:
         try:
