@@ -66,7 +66,8 @@ def explain(error: ValidationError, model: type[BaseModel]) -> list[str]:
     `key: message (got value)`. A validator's error (`ValueError` raised in a validator) is its
     own sentence: without pydantic's `Value error, ` prefix, without the `key: ` prefix when the
     sentence starts with the key, and without the value when that is a whole section (a model
-    validator's input, e.g. `mint.policy hybrid needs a usable `llm` block ...`)."""
+    validator's input, a mapping, e.g. `mint.policy hybrid needs a usable `llm` block ...`; a list
+    field's value stays: it says which entry the field's validator refused)."""
     lines = []
     for e in error.errors(include_url=False):
         loc = tuple(e.get("loc") or ())
@@ -90,9 +91,9 @@ def explain(error: ValidationError, model: type[BaseModel]) -> list[str]:
             msg = msg.split(", ", 1)[1] if msg.startswith(("Value error, ", "Assertion failed, ")) else msg
         prefix = "" if msg.startswith(key) else f"{key}: "
         value = e.get("input")
-        if isinstance(value, (dict, list)) and e.get("type") in ("value_error", "assertion_error"):
+        if isinstance(value, dict) and e.get("type") in ("value_error", "assertion_error"):
             lines.append(f"{prefix}{msg}")  # a model's validator: its input is the whole section
-            continue
+            continue  # (a list field's value says which entry its validator refused: kept)
         got = repr(value)
         got = got if len(got) <= 60 else got[:57] + "..."
         lines.append(f"{prefix}{msg} (got {got})")
