@@ -196,6 +196,8 @@ def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses
             return request
         if cfg.memory.before_plan and ctx == getattr(helper, "context_hits_for", None):
             hits = helper.context_hits  # retrieved for this very context before the LLM's plan
+        elif not cfg.memory.before_plan and ctx == getattr(helper, "context", None):
+            return request  # this very context was set and recorded before the LLM's plan
         else:
             ctx, hits = context_retrieval(run, profile, plan, eco)
             if ctx is None or not cfg.memory.before_plan:
