@@ -214,6 +214,13 @@ def trajectory_context(trajectory: Sequence[StepRecord]) -> RepoContext | None:
     return None
 
 
+def _named(dep: str) -> str:
+    """A regex finding the normalised dependency name `dep` (`foo-bar`) in an error however the
+    error spells it: `foo-bar`, `foo_bar`, `foo.bar` (`typing_extensions`, `zope.interface`, Go's
+    `github.com/a/b` normalised to `github-com/a/b`), as a whole name."""
+    return r"(?<![\w-])" + "[-_.]".join(re.escape(p) for p in dep.split("-")) + r"(?![\w-])"
+
+
 def lesson_context(actions: list[Action], error_text: str, repo: str, ctx: RepoContext | None) -> EntryContext:
     """A learned entry's context: its repository, the project's build systems, and the dependencies
     it concerns (named by its actions, or declared by the project and named in its error's
@@ -224,7 +231,7 @@ def lesson_context(actions: list[Action], error_text: str, repo: str, ctx: RepoC
     if ctx is not None:
         low = error_line(error_text).lower()
         deps += [d for d in sorted(ctx.dependency_names())
-                 if len(d) >= 3 and d not in deps and re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", low)]
+                 if len(d) >= 3 and d not in deps and re.search(_named(d), low)]
     return EntryContext(repos=[repo] if repo else [], build_systems=list(ctx.build_systems) if ctx else [],
                         dependencies=deps[:12])
 
