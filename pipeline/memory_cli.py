@@ -36,8 +36,9 @@ def open_entries(path: Path) -> list:
         with ExperienceStore(path, read_only=True) as store:
             return store.all()
     except duckdb.Error as e:
-        fail(f"cannot read {path} ({type(e).__name__}: {str(e).splitlines()[0][:160]}); a running driver holds "
-             "it for writing -- try again when it has finished")
+        why = ("; a running driver holds it for writing -- try again when it has finished"
+               if "lock" in str(e).lower() else "")
+        fail(f"cannot read {path} ({type(e).__name__}: {str(e).splitlines()[0][:160]}){why}")
 
 
 def reliability_inputs(e) -> dict:
