@@ -119,9 +119,9 @@ class ExperienceMemory:
 
     def dropped_entries(self) -> list[Experience]:
         """The entries below the floor (`Experience.dropped` with the retrieval's floor and
-        min_uses): never retrieved, applied or consulted."""
-        cfg = self.config.retrieval
-        return [e for e in self.retriever.entries if e.dropped(cfg.floor, cfg.min_uses)]
+        min_uses), and the lessons bound to a rule that is (`Retriever.dropped`): never retrieved,
+        applied or consulted."""
+        return self.retriever.dropped()
 
     def dropped_rules(self, engine: str = "diagnosis") -> frozenset[str]:
         """The rules of `engine` whose entries fell below the floor (the rule engine skips them)."""

@@ -213,6 +213,12 @@ class Provenance(BaseModel):
     source: Literal["seed", "rule", "learned"] = "seed"
     instance_ids: list[str] = Field(default_factory=list)
     file: str = ""
+    rule: str = ""
+    """A learned entry taught by a hand-written rule's repair (`agents.memory.learn.rule_repairs`):
+    the rule's entry id (`rule-diag-missing-header`). Such a lesson is bound to its rule and its
+    repository: it serves only the repository whose run taught it (`retrieve.eligible`; the rule
+    itself serves the others) and only while its rule is in the data and not dropped below the
+    floor (`retrieve.Retriever`: dropped with it). Empty for every other entry."""
 
     @property
     def hand_written(self) -> bool:

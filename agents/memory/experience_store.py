@@ -216,7 +216,8 @@ class ExperienceStore:
                        repo: str = "") -> Experience:
         """Count one application of entry `exp_id` (times_applied += 1, times_worked += worked),
         remembering `instance_id` in its provenance and, for a learned entry that worked, `repo`
-        among the repositories it serves (`EntryContext.repos`). Raises UnknownExperience."""
+        among the repositories it serves (`EntryContext.repos`; never for a lesson bound to a rule,
+        `Provenance.rule`: it serves the repository that taught it only). Raises UnknownExperience."""
         with self._lock:
             exp = self.get(exp_id)
             if exp is None:
@@ -225,7 +226,8 @@ class ExperienceStore:
             if instance_id and instance_id not in ids:
                 ids = ids + [instance_id]
             ctx = exp.context
-            if repo and worked and exp.provenance.source == "learned" and repo not in ctx.repos:
+            if repo and worked and exp.provenance.source == "learned" and not exp.provenance.rule \
+                    and repo not in ctx.repos:
                 ctx = ctx.model_copy(update={"repos": ctx.repos + [repo]})
             exp = exp.model_copy(update={"times_applied": exp.times_applied + 1,
                                          "times_worked": exp.times_worked + int(worked), "context": ctx,

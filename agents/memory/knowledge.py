@@ -16,8 +16,9 @@ Hand-written sources, each entry with provenance `rule` (or `seed`) and the file
 `rule_entry_id(engine, rule)` names the entry a rule's use is counted on; `rule_for_fix` finds
 the data repair whose commands an ecosystem returned, and `rule_of_repair` the rule that made a
 setup-step repair (its step's rule `diagnosis:<id>`, or those commands): Execution scores the
-rule on the retry (a `score:<id>` step) and learning (`agents.memory.learn`) scores the rule
-instead of copying the repair into a new lesson, so a rule dropped below the floor stops acting.
+rule on the retry (a `score:<id>` step) and learning (`agents.memory.learn`) scores the rule;
+the only lesson the repair teaches is bound to the rule and to its repository
+(`Provenance.rule`), so a rule dropped below the floor stops acting, its lessons with it.
 """
 
 from __future__ import annotations
@@ -142,6 +143,16 @@ def rule_of_repair(ecosystem: str, source: str, commands: list[str]) -> str | No
     if source.startswith("memory:") or not commands:
         return None
     return rule_for_fix(ecosystem, commands)
+
+
+def teaches_binding(entry_id: str) -> bool:
+    """Whether a repair by the rule of entry `entry_id` teaches a lesson bound to the rule
+    (`agents.memory.learn`, `Provenance.rule`): a diagnosis rule's does -- its repair binds what
+    the error names to a package at run time (header `frobnic.h` -> `apt libfrobnic-dev`, from
+    Debian's file index), which the rule alone does not know; a data repair's does not -- its
+    commands are the rule itself, a lesson would only copy it."""
+    return entry_id.startswith("rule-diag-") and entry_id[len("rule-diag-"):] in {
+        _slug(r) for r in diagnosis_rule_ids()}
 
 
 @lru_cache(maxsize=1)

@@ -10,11 +10,19 @@ same error, negative when it does. A chain ending in a failure yields a negative
 last error (no fix known). A note `repair: experience <id>` says the backend applied stored entry
 <id>: its outcome is counted on that entry.
 
-**A rule's repair is scored, never copied** (`rule_repairs`). A repair a hand-written rule made
-(its step's rule `diagnosis:<id>` of the data file, or commands that are an ecosystem's data
-repair, e.g. Go's `go env -w GOFLAGS=-mod=mod`: `knowledge.rule_of_repair`) is counted on the
-rule's entry like a `repair: experience <id>` note and teaches no lesson, positive or negative:
-a copy would keep acting once the rule is dropped below the floor.
+**A rule's repair is scored on the rule, and taught to its repository only** (`rule_repairs`). A
+repair a hand-written rule made (its step's rule `diagnosis:<id>` of the data file, or commands
+that are an ecosystem's data repair, e.g. Go's `go env -w GOFLAGS=-mod=mod`:
+`knowledge.rule_of_repair`) is counted on the rule's entry like a `repair: experience <id>` note.
+A data repair's teaches no lesson (its commands are the rule itself). A diagnosis rule's also
+teaches a lesson *bound to the rule* (`knowledge.teaches_binding`; `Provenance.rule` = the rule's
+entry id; its id depends on the rule and the repository): the binding the rule found at run time
+(missing header `frobnic.h` -> `apt libfrobnic-dev`) is installed before planning in the
+repository's next instance instead of failing the build step first. Such a lesson serves only the repository that taught it (the
+rule itself serves the others: `retrieve.eligible`), stops acting once its rule is dropped below
+the floor or leaves the data (`retrieve.Retriever`), is merged only with its own repository's
+lesson of the same rule, and is scored like any lesson (its own uses; the rule's counts are not
+touched by it).
 
 **Every use is scored** (Learn -> Retrieve -> Act -> Evaluate). Besides the repair notes, the loop
 writes a `score:<id>` step (agent `memory`, exit code 0 when the round the use shaped went as
@@ -60,7 +68,7 @@ from agents.memory.actions import REPAIR_PREFIX, bind_actions, error_variables, 
 from agents.memory.repo_context import RepoContext
 from agents.memory.experience import Action, EntryContext, Experience, MoveAction, Provenance, ShellAction, actions_key
 from agents.memory.experience_store import ExperienceStore, action_dependencies
-from agents.memory.knowledge import rule_of_repair
+from agents.memory.knowledge import rule_of_repair, teaches_binding
 from agents.memory.text import (clean, error_excerpt, error_line, same_error, signature_for,
                                 signature_with_captures)
 from agents.models import StepRecord
@@ -254,13 +262,17 @@ def net_outcomes(refs: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
 
 
 def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem: str, instance_id: str,
-           negative: bool, repo: str = "", ctx: RepoContext | None = None) -> Experience | None:
+           negative: bool, repo: str = "", ctx: RepoContext | None = None, rule: str = "") -> Experience | None:
+    """A lesson of `step`'s error and the repair `actions` (none: no fix known); `rule`: the entry
+    id of the hand-written rule that made the repair (a lesson bound to that rule and to `repo`,
+    module docstring), "" for another's."""
     text = clean(step.output_excerpt)
     if len(text.strip()) < MIN_ERROR_CHARS:
         return None
     actions, captured = generalise(actions, text, step.command)
     sig = captured or signature_for(text)
-    digest = hashlib.sha1(f"{ecosystem}|{sig}|{actions_key(actions)}|{negative}".encode()).hexdigest()[:12]
+    key = f"{ecosystem}|{sig}|{actions_key(actions)}|{negative}" + (f"|{rule}|{repo}" if rule else "")
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
     if negative:
         solution = ("tried without success: " + "; ".join(notes)) if notes else "no fix found"
     else:
@@ -268,7 +280,8 @@ def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem:
     return Experience(id=f"learned-{ecosystem}-{digest}", problem=error_excerpt(text) or text[-600:],
                       solution=solution, actions=actions, ecosystem=ecosystem,  # type: ignore[arg-type]
                       tags=["learned", step.rule.split(":")[0]] + sorted({a.kind for a in actions}),
-                      error_signature=sig, provenance=Provenance(source="learned", instance_ids=[instance_id]),
+                      error_signature=sig,
+                      provenance=Provenance(source="learned", instance_ids=[instance_id], rule=rule),
                       context=lesson_context(actions, text, repo, ctx),
                       times_applied=1, times_worked=0 if negative else 1, negative=negative)
 
@@ -296,7 +309,9 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
 
     Returns ((entry, error text) pairs, (referenced entry id, worked) pairs: the repair notes'
     references (`repair: experience <id>`, and a hand-written rule's repair, `rule_repairs`, on
-    the rule's entry), then the `score:<id>` steps). A rule's repair teaches no lesson.
+    the rule's entry), then the `score:<id>` steps). A diagnosis rule's repair teaches a lesson
+    bound to the rule and to `repo` (none without `repo`), apart from the other repairs' lesson;
+    a data repair's none.
     """
     cfg = cfg or DistilConfig()
     ctx = trajectory_context(trajectory)
@@ -312,9 +327,15 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
             plain = [n for n in a.repair_notes if not _EXP_REF.match(n) and n not in ruled]
             refs += [(m.group(1), worked) for n in a.repair_notes if (m := _EXP_REF.match(n))]
             refs += [(ruled[n], worked) for n in a.repair_notes if n in ruled]
-            actions = [act for n in plain for act in parse_repair(n)]
-            if actions and (success or same):
-                exp = _entry(a.step, actions, plain, ecosystem, instance_id, negative=not worked, repo=repo, ctx=ctx)
+            if not (success or same):
+                continue
+            groups = [("", plain)] + [(rule, [n for n in a.repair_notes if ruled.get(n) == rule])
+                                      for rule in dict.fromkeys(ruled[n] for n in a.repair_notes if n in ruled)
+                                      if repo and teaches_binding(rule)]  # serves its repository only
+            for rule, notes in groups:
+                actions = [act for n in notes for act in parse_repair(n)]
+                exp = _entry(a.step, actions, notes, ecosystem, instance_id, negative=not worked, repo=repo,
+                             ctx=ctx, rule=rule) if actions else None
                 if exp:
                     found.setdefault(exp.id, (exp, a.step.output_excerpt))
         if not success:
@@ -418,7 +439,11 @@ def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
             out[lesson.id] = lesson
     pool = store.all(ecosystem, include_negative=True)
     for cand, error_text in lessons:
-        same = [e for e in pool if _same_lesson(e, cand, error_text)]
+        # a lesson bound to a rule merges only with its repository's lesson of that rule, another
+        # lesson never with one bound to a rule (`Provenance.rule`)
+        same = [e for e in pool if e.provenance.rule == cand.provenance.rule
+                and (not cand.provenance.rule or set(cand.context.repos) <= set(e.context.repos))
+                and _same_lesson(e, cand, error_text)]
         target = next((e for e in same if not e.negative), None) if cand.actions else None
         target = target or next((e for e in same if e.negative == cand.negative), None)
         if target is not None:

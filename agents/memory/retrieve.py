@@ -113,7 +113,11 @@ def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
     on a shared dependency, or on the build system once it has worked in several repositories
     (`learned_match`); a hand-written entry serves every project of its ecosystems (with its
     `context_match`, if any, in the why). Without a context (a caller that knows only the error):
-    "no context"."""
+    "no context". A lesson bound to a hand-written rule (`Provenance.rule`) serves only its own
+    repositories, never another nor a caller without a context: the rule itself serves them."""
+    if e.provenance.rule:
+        return f"same repository; bound to rule {e.provenance.rule}" \
+            if ctx is not None and ctx.repo and ctx.repo in e.context.repos else None
     if ctx is None:
         return "no context"
     if e.context.ecosystems and not set(e.context.ecosystems) & set(family(ctx.ecosystem)):
@@ -194,7 +198,8 @@ class Retriever:
         self.rules = rules if rules is not None else ObstacleRules.load()
         self._eco = np.array([e.ecosystem for e in self.entries], dtype=object)
         self._neg = np.array([e.negative for e in self.entries], dtype=bool)
-        self._drop = np.array([e.dropped(self.config.floor, self.config.min_uses) for e in self.entries], dtype=bool)
+        self._bound = np.array([bool(e.provenance.rule) for e in self.entries], dtype=bool)
+        self._drop = self._dropped()
         self._bm25 = BM25Index([tokenize(e.search_text()) for e in self.entries],
                                k1=self.config.bm25_k1, b=self.config.bm25_b)
         self._dense: DenseIndex | None = None
@@ -211,20 +216,41 @@ class Retriever:
                 if (old.search_text(), old.ecosystem, old.negative) != (exp.search_text(), exp.ecosystem, exp.negative):
                     raise ValueError(f"entry {exp.id} changed more than its counters: rebuild the Retriever")
                 self.entries[i] = exp
-                self._drop[i] = exp.dropped(self.config.floor, self.config.min_uses)
+                self._drop = self._dropped()  # a rule's new counters drop (or restore) the lessons bound to it
                 return True
         return False
+
+    def _dropped(self) -> np.ndarray:
+        """Bool array of the entries below the floor (`Experience.dropped`) and of the lessons bound
+        to a rule (`Provenance.rule`) that is dropped, or that is no longer a rule of the data
+        (`knowledge.rule_entries`): a rule's lesson acts only while its rule would."""
+        from agents.memory.knowledge import rule_entries
+
+        own = [e.dropped(self.config.floor, self.config.min_uses) for e in self.entries]
+        if not any(e.provenance.rule for e in self.entries):
+            return np.array(own, dtype=bool)
+        gone = {e.id for e, d in zip(self.entries, own, strict=True) if d}
+        rules = {e.id for e in rule_entries()}
+        return np.array([d or (bool(e.provenance.rule) and (e.provenance.rule in gone or e.provenance.rule not in rules))
+                         for e, d in zip(self.entries, own, strict=True)], dtype=bool)
+
+    def dropped(self) -> list[Experience]:
+        """The entries not served because they are below the floor, or bound to a dropped rule."""
+        return [e for e, d in zip(self.entries, self._drop, strict=True) if d]
 
     def mask(self, ecosystem: str | None, include_negative: bool | None = None,
              ctx: RepoContext | None = None) -> np.ndarray:
         """Bool array: entries of the ecosystem's family (or all when None) not dropped below the
-        floor, negatives only if asked, and with `ctx` only those `eligible` for that project."""
+        floor, negatives only if asked, and with `ctx` only those `eligible` for that project
+        (without it, none bound to a rule: such a lesson serves its own repository only)."""
         neg_ok = self.config.include_negative if include_negative is None else include_negative
         m = np.ones(len(self.entries), dtype=bool) if not ecosystem else np.isin(self._eco, family(ecosystem))
         m = m & ~self._drop
         if ctx is not None:
             m = m & np.array([bool(m[i]) and eligible(e, ctx) is not None for i, e in enumerate(self.entries)],
                              dtype=bool)
+        else:
+            m = m & ~self._bound
         return m if neg_ok else m & ~self._neg
 
     def _lists(self, query: str, mask: np.ndarray, min_relative: float = 0.0) -> list[list[int]]:
