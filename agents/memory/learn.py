@@ -29,7 +29,9 @@ writes a `score:<id>` step (agent `memory`, exit code 0 when the round the use s
 hoped, see `agents.memory.uses`) for each entry used before planning, on a setup failure's
 diagnosis, or on Verification's attribution, and Execution writes one (stage `setup-step`) for a
 hand-written rule's repair of a setup step. `distil` counts an instance's uses of an entry once:
-worked when any of them worked (`net_outcomes`).
+worked when its successes are at least its failures (a tie worked), else failed (`net_outcomes`).
+A rule's setup-step repairs are counted from Execution's `score:<id>` steps when the trajectory
+has them (stage `setup-step`), not a second time from their repair notes.
 
 **Keyed by signature and context, never by a word.** A lesson's tags hold no repository name;
 its `EntryContext` holds the repository (`repos`), the project's build systems (from the
@@ -58,6 +60,7 @@ is dropped from the lesson.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shlex
 from collections.abc import Sequence
@@ -252,13 +255,31 @@ def scores(trajectory: Sequence[StepRecord]) -> list[tuple[str, bool]]:
 
 def net_outcomes(refs: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
     """One (entry id, worked) per entry of `refs` (one instance's uses), in order of first use:
-    it worked when any of its uses in the instance worked. An instance counts once on an entry
-    however often it used it, so one instance whose build reports its missing headers one at a
-    time (a use per header, each retry failing on the next one) cannot drop a rule by itself."""
-    net: dict[str, bool] = {}
+    it worked when its successes in the instance are at least its failures (a tie worked), else
+    it failed. An instance counts once on an entry however often it used it, so one instance
+    whose build reports its missing headers one at a time (a use per header, each retry failing
+    on the next one) cannot drop a rule by itself; and an entry that mostly fails is not hidden by
+    one success per instance (six instances of four failed uses and one success each count 0/6,
+    not 6/6)."""
+    tally: dict[str, list[int]] = {}
     for ref, ok in refs:
-        net[ref] = net.get(ref, False) or ok
-    return list(net.items())
+        tally.setdefault(ref, [0, 0])[0 if ok else 1] += 1
+    return [(ref, worked >= failed) for ref, (worked, failed) in tally.items()]
+
+
+def _setup_step_scored(trajectory: Sequence[StepRecord]) -> set[str]:
+    """The entries Execution scored on a setup step's retry (`score:<id>` steps of stage
+    `setup-step`, with or without an exit code): their repair notes are not counted again."""
+    out: set[str] = set()
+    for s in trajectory:
+        if s.agent == "memory" and s.rule.startswith(SCORE_PREFIX):
+            try:
+                stage = json.loads(s.note or "{}").get("stage")
+            except (ValueError, AttributeError):
+                continue
+            if stage == "setup-step":
+                out.add(s.rule[len(SCORE_PREFIX):])
+    return out
 
 
 def _entry(step: StepRecord, actions: list[Action], notes: list[str], ecosystem: str, instance_id: str,
@@ -309,13 +330,15 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
 
     Returns ((entry, error text) pairs, (referenced entry id, worked) pairs: the repair notes'
     references (`repair: experience <id>`, and a hand-written rule's repair, `rule_repairs`, on
-    the rule's entry), then the `score:<id>` steps). A diagnosis rule's repair teaches a lesson
+    the rule's entry, unless Execution scored that rule's setup-step uses itself: its `score:<id>`
+    steps count them, once each), then the `score:<id>` steps). A diagnosis rule's repair teaches a lesson
     bound to the rule and to `repo` (none without `repo`), apart from the other repairs' lesson;
     a data repair's none.
     """
     cfg = cfg or DistilConfig()
     ctx = trajectory_context(trajectory)
     ruled = rule_repairs(trajectory, ecosystem)
+    stepped = _setup_step_scored(trajectory)
     found: dict[str, tuple[Experience, str]] = {}
     refs: list[tuple[str, bool]] = []
     for chain in attempt_chains(trajectory, cfg):
@@ -326,7 +349,7 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
             worked = _passed(nxt.step, cfg) or (success and not same)
             plain = [n for n in a.repair_notes if not _EXP_REF.match(n) and n not in ruled]
             refs += [(m.group(1), worked) for n in a.repair_notes if (m := _EXP_REF.match(n))]
-            refs += [(ruled[n], worked) for n in a.repair_notes if n in ruled]
+            refs += [(ruled[n], worked) for n in a.repair_notes if n in ruled and ruled[n] not in stepped]
             if not (success or same):
                 continue
             groups = [("", plain)] + [(rule, [n for n in a.repair_notes if ruled.get(n) == rule])
@@ -414,7 +437,7 @@ def distil(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: str,
     times_applied and times_worked + 1; a repair that did not work: times_applied + 1 on the
     positive entry, or on the matching negative one); otherwise it is added. The uses the
     trajectory records (`repair: experience <id>` notes and `score:<id>` steps) count once per
-    entry: worked when any of its uses worked (`net_outcomes`). Returns the entries as stored
+    entry: worked when its successes are at least its failures (`net_outcomes`). Returns the entries as stored
     (added or reinforced), the entries it scored included.
 
     Args:

@@ -52,17 +52,60 @@ def test_a_rule_repair_worked_when_the_retry_no_longer_shows_its_error(tmp_path,
     assert note["stage"] == "setup-step" and note["passed"] is False and note["error_gone"] is worked
 
 
-def test_an_instance_counts_once_on_an_entry_worked_when_any_use_worked():
+def _score(code: int | None, stage: str = "setup-step") -> StepRecord:
+    return StepRecord(agent="memory", rule=f"score:{RULE.id}", exit_code=code, note=json.dumps({"stage": stage}))
+
+
+def test_an_instance_counts_once_on_an_entry_worked_when_its_successes_are_at_least_its_failures():
     from agents.memory.api import ExperienceMemory, MemoryConfig
 
-    traj = [StepRecord(agent="memory", rule=f"score:{RULE.id}", exit_code=code, note="{}") for code in (1, 0, 1)]
+    mem = ExperienceMemory.open(MemoryConfig(path=None))
+    mem.learn([_score(c) for c in (1, 0, 1)], "go", "a__b-1", repo="a/b")  # 1 success, 2 failures: failed
+    e = mem.store.get(RULE.id)
+    assert (e.times_applied, e.times_worked) == (1, 0)
+    mem.learn([_score(c) for c in (1, 0)], "go", "a__b-2", repo="a/b")  # a tie: worked
+    e = mem.store.get(RULE.id)
+    assert (e.times_applied, e.times_worked) == (2, 1)
+    mem.learn([_score(1)] * 3, "go", "a__b-3", repo="a/b")
+    e = mem.store.get(RULE.id)
+    assert (e.times_applied, e.times_worked) == (3, 1)
+
+
+def test_an_entry_that_mostly_fails_is_not_hidden_by_one_success_per_instance():
+    """Six instances, each with four failed uses and one success: 0/6, so the rule is dropped
+    (with "any use worked" it was 6/6, reliability 0.9)."""
+    from agents.memory.api import ExperienceMemory, MemoryConfig
+    from agents.memory.learn import net_outcomes
+
+    assert net_outcomes([("r", False)] * 4 + [("r", True)]) == [("r", False)]
+    assert net_outcomes([("r", False), ("s", True), ("r", True)]) == [("r", True), ("s", True)]
+    mem = ExperienceMemory.open(MemoryConfig(path=None))
+    for n in range(6):
+        mem.learn([_score(1)] * 4 + [_score(0)], "go", f"a__b-{n}", repo="a/b")
+    e = mem.store.get(RULE.id)
+    assert (e.times_applied, e.times_worked) == (6, 0)
+    assert RULE.id in {x.id for x in mem.dropped_entries()}
+
+
+def test_a_rules_setup_step_use_counts_from_executions_score_not_again_from_its_repair_note():
+    """Execution scores each use of a rule on the retry (`score:<id>`, stage setup-step); the repair
+    notes of the same uses are not counted a second time. Here the first retry got past the rule's
+    error (Execution: worked; the chain ended failing, so the note alone would say failed) and the
+    second did not: 1 success, 1 failure -- a tie, worked; counting the notes too gave 1 to 3."""
+    from agents.memory.api import ExperienceMemory, MemoryConfig
+
+    note = "repair: " + json.dumps([{"kind": "shell", "command": c} for c in FIX])
+    fix = StepRecord(agent="execution", rule="repair:go", command=" && ".join(FIX), exit_code=0, note=note)
+    traj = [StepRecord(agent="execution", rule="recipe:go:0", command="go build ./...", exit_code=1,
+                       output_excerpt=VENDOR), fix,
+            StepRecord(agent="execution", rule="recipe:go:0", command="go build ./...", exit_code=1,
+                       output_excerpt=OTHER), _score(0), fix,
+            StepRecord(agent="execution", rule="recipe:go:0", command="go build ./...", exit_code=1,
+                       output_excerpt=OTHER), _score(1)]
     mem = ExperienceMemory.open(MemoryConfig(path=None))
     mem.learn(traj, "go", "a__b-1", repo="a/b")
     e = mem.store.get(RULE.id)
     assert (e.times_applied, e.times_worked) == (1, 1)
-    mem.learn(traj[:1] * 3, "go", "a__b-2", repo="a/b")
-    e = mem.store.get(RULE.id)
-    assert (e.times_applied, e.times_worked) == (2, 1)
 
 
 @pytest.mark.parametrize("source", ["diagnosis:missing-header", "llm"])
