@@ -14,7 +14,11 @@ the data file, an ecosystem's data repair: `rule_entry_of`) is scored on the rul
 step `score:<id>` (agent `memory`, stage `setup-step`) after the retry: exit code 0 when the retry
 passed or no longer shows the error the rule matched (`agents.memory.text.same_error`, learning's
 notion), so a build that reports missing headers one at a time scores each header the rule
-installed as worked. When nothing repairs a step, `SetupOutcome.diagnosis`
+installed as worked. A retry killed by its time limit (`ExecResult.timed_out`, exit 124) gives
+that use no score: its output is cut short, not the build past the rule's error, and a limit
+says nothing about the repair; its `score:<id>` step has no exit code (`timed_out` in its note),
+which learning counts neither as worked nor as failed (`agents.memory.learn.scores`). When
+nothing repairs a step, `SetupOutcome.diagnosis`
 says why in terms the loop acts on (a newer toolchain, another route); a memory `toolchain`
 action is such a diagnosis too (it changes the plan, not the running build).
 
@@ -145,10 +149,15 @@ def run_setup(job: BuildJob) -> SetupOutcome:
             before = r
             r = run_step(job, cmd, rule, label="setup-retry", progress=True)
             if entry := rule_entry_of(eco.name, source, fix):  # a hand-written rule's use: did the retry get past it
-                gone = not same_error(_tail(before.output), _tail(r.output))
-                job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=0 if r.ok or gone else 1,
-                                    note=json.dumps({"stage": "setup-step", "step": rule, "passed": r.ok,
-                                                     "error_gone": gone})))
+                if r.timed_out:  # killed by a limit: no score for this use (module docstring)
+                    job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=None,
+                                        note=json.dumps({"stage": "setup-step", "step": rule, "passed": False,
+                                                         "error_gone": None, "timed_out": True})))
+                else:
+                    gone = not same_error(_tail(before.output), _tail(r.output))
+                    job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=0 if r.ok or gone else 1,
+                                        note=json.dumps({"stage": "setup-step", "step": rule, "passed": r.ok,
+                                                         "error_gone": gone})))
         if not r.ok:
             why = "timed out" if r.timed_out else f"exit {r.exit_code}"
             reason = f"{eco.name} setup step failed ({why}): {cmd[:200]} :: {_tail(r.output, 600).strip()}"

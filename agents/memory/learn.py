@@ -33,6 +33,12 @@ worked when its successes are at least its failures (a tie worked), else failed 
 A rule's setup-step repairs are counted from Execution's `score:<id>` steps when the trajectory
 has them (stage `setup-step`), not a second time from their repair notes.
 
+**A retry killed by a time limit scores nothing** (`KILLED_EXIT_CODES`: 124, the sandbox's
+timeout; 137, killed). Its output is cut short, so it neither shows the error again nor shows the
+build got past it: the repair before it is not scored (neither worked nor failed: no reference
+to its entry or rule) and teaches no lesson; Execution writes such a rule use's `score:<id>`
+step without an exit code.
+
 **Keyed by signature and context, never by a word.** A lesson's tags hold no repository name;
 its `EntryContext` holds the repository (`repos`), the project's build systems (from the
 trajectory's `memory` `context` step) and the dependencies it concerns (the packages its actions
@@ -76,6 +82,9 @@ from agents.memory.text import (clean, error_excerpt, error_line, same_error, si
                                 signature_with_captures)
 from agents.models import StepRecord
 
+KILLED_EXIT_CODES = frozenset({124, 137})
+"""Exit codes of a step killed by a limit (`envpool.sandbox.ExecResult`: 124 on a timeout; 137 a
+SIGKILL): a retry that ended so scores nothing (module docstring)."""
 MIN_ERROR_CHARS = 10
 """A failed step with less output than this teaches nothing (no error text to recognise)."""
 _EXP_REF = re.compile(r"^experience\s+([a-z0-9][a-z0-9._-]*)\s*$")
@@ -345,6 +354,8 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
         last = chain[-1].step
         success = _passed(last, cfg)
         for a, nxt in zip(chain, chain[1:], strict=False):
+            if nxt.step.exit_code in KILLED_EXIT_CODES:
+                continue  # the retry was killed by a limit: the repair before it is not scored
             same = same_error(a.step.output_excerpt, nxt.step.output_excerpt)
             worked = _passed(nxt.step, cfg) or (success and not same)
             plain = [n for n in a.repair_notes if not _EXP_REF.match(n) and n not in ruled]

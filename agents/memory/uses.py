@@ -20,7 +20,7 @@ the trajectory, but `agents.memory.learn.scores` counts it neither as a success 
 Setup-step repairs are not uses of this ledger: an entry's (`repair: experience <id>` notes) is
 scored by the retried step itself (`agents.memory.learn`), a hand-written rule's by Execution's
 `score:<id>` step (stage `setup-step`: worked when the retry no longer shows the error the rule
-matched). Learning counts an instance's uses of an entry once: worked when its successes are at
+matched; without an exit code, no score, when the retry was killed by its time limit). Learning counts an instance's uses of an entry once: worked when its successes are at
 least its failures (`agents.memory.learn.net_outcomes`).
 """
 

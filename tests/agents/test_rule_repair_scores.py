@@ -32,17 +32,68 @@ class _Go(Ecosystem):
         return FIX if "vendoring" in output and "\n".join(FIX) + "{}" not in tried else None
 
 
-def _scores(tmp_path, after: str) -> list[tuple[int, dict]]:
+def _run(tmp_path, after) -> list[StepRecord]:
     plan = Plan(ecosystem="go", toolchain="go 1.19", image="i", parser="go_test_json",
                 setup_commands=["go build ./..."])
     sb = FakeSandbox(SandboxSpec(image="i")).on(r"^go env -w", 0)
-    sb.script((1, VENDOR), (1, after))  # the build, then its retry after the rule's fix
+    sb.script((1, VENDOR), after)  # the build, then its retry after the rule's fix
     steps: list[StepRecord] = []
     job = BuildJob(sb=sb, eco=_Go(), plan=plan, instance=SimpleNamespace(instance_id="a__b-1"), tree=None,
                    config=MintConfig(workdir=tmp_path), helper=None, traj=steps.append,
                    log_path=tmp_path / "run.log", deadline=time.monotonic() + 60, language="go")
     assert not run_setup(job).ok
-    return [(s.exit_code, json.loads(s.note)) for s in steps if s.rule == f"score:{RULE.id}"]
+    return steps
+
+
+def _scores(tmp_path, after: str) -> list[tuple[int, dict]]:
+    return [(s.exit_code, json.loads(s.note)) for s in _run(tmp_path, (1, after)) if s.rule == f"score:{RULE.id}"]
+
+
+def test_a_rule_repair_whose_retry_timed_out_gets_no_score(tmp_path):
+    """A retry killed by its time limit (exit 124, `timed_out`) printed other output than the
+    rule's error, but that is the limit cutting it short, not the build getting past the error:
+    Execution's `score:<id>` step has no exit code (neither worked nor failed), and learning from
+    the trajectory leaves the rule's counters as they were and teaches nothing."""
+    from agents.memory.api import ExperienceMemory, MemoryConfig
+    from envpool.sandbox import ExecResult
+
+    killed = ExecResult(command="go build ./...", exit_code=1, output="go: downloading github.com/c/d v1.2.0\n",
+                        duration=10_000.0)  # longer than any step limit: the fake makes it a timeout
+    steps = _run(tmp_path, killed)
+    assert [s.exit_code for s in steps if s.rule == "recipe:go:0"] == [1, 124]
+    [score] = [s for s in steps if s.rule == f"score:{RULE.id}"]
+    note = json.loads(score.note)
+    assert score.exit_code is None and note["stage"] == "setup-step" and note["timed_out"] is True
+    mem = ExperienceMemory.open(MemoryConfig(path=None))
+    before = mem.store.get(RULE.id)
+    got = mem.learn(steps, "go", "a__b-1", repo="a/b")
+    after = mem.store.get(RULE.id)
+    assert (after.times_applied, after.times_worked) == (before.times_applied, before.times_worked)
+    assert [e.id for e in got if e.provenance.source == "learned" and e.actions] == []
+
+
+def test_learning_gives_no_score_to_a_repair_whose_retry_was_killed_without_executions_score():
+    """The same from the repair notes alone (a trajectory without Execution's score step): the
+    retry killed (124) then a later pass would have made the rule's use "worked" (the killed
+    output is not the rule's error); it is not scored. The next retry's repair still is."""
+    from agents.memory.api import ExperienceMemory, MemoryConfig
+
+    fix = StepRecord(agent="execution", rule="repair:go", command=" && ".join(FIX), exit_code=0,
+                     note="repair: " + json.dumps([{"kind": "shell", "command": c} for c in FIX]))
+    build = "go build ./..."
+    traj = [StepRecord(agent="execution", rule="recipe:go:0", command=build, exit_code=1, output_excerpt=VENDOR), fix,
+            StepRecord(agent="execution", rule="recipe:go:0", command=build, exit_code=124,
+                       output_excerpt="go: downloading github.com/c/d v1.2.0"),
+            StepRecord(agent="execution", rule="llm", command="go mod download", exit_code=0,
+                       note="repair: " + json.dumps([{"kind": "shell", "command": "go mod download"}])),
+            StepRecord(agent="execution", rule="recipe:go:0", command=build, exit_code=0)]
+    mem = ExperienceMemory.open(MemoryConfig(path=None))
+    mem.learn(traj, "go", "a__b-1", repo="a/b")
+    e = mem.store.get(RULE.id)
+    assert (e.times_applied, e.times_worked) == (0, 0)
+    mem.learn(traj[:2] + traj[4:], "go", "a__b-2", repo="a/b")  # the retry not killed: scored
+    e = mem.store.get(RULE.id)
+    assert (e.times_applied, e.times_worked) == (1, 1)
 
 
 @pytest.mark.parametrize(("after", "worked"), [(OTHER, True), (VENDOR, False)])
