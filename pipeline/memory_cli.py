@@ -53,11 +53,12 @@ def reliability_inputs(e) -> dict:
             "reliability": round(e.reliability, 4)}
 
 
-def row(e, floor: float, min_uses: int) -> dict:
-    """One entry as `memory list` shows it (and `--json` gives it)."""
+def row(e, dropped: bool) -> dict:
+    """One entry as `memory list` shows it (and `--json` gives it); `dropped` from
+    `agents.memory.retrieve.dropped_flags` (a lesson bound to a dropped rule is dropped too)."""
     return {"id": e.id, "ecosystem": e.ecosystem, "source": e.provenance.source,
             "reliability": round(e.reliability, 3), "applied": e.times_applied, "worked": e.times_worked,
-            "dropped": e.dropped(floor, min_uses), "negative": e.negative}
+            "dropped": dropped, "negative": e.negative}
 
 
 def list_entries(path: Path, floor: float, min_uses: int, ecosystem: str | None = None,
@@ -69,7 +70,10 @@ def list_entries(path: Path, floor: float, min_uses: int, ecosystem: str | None 
 
     if source is not None and source not in SOURCES:
         fail(f"--source {source}: not one of {', '.join(SOURCES)}")
-    rows = [row(e, floor, min_uses) for e in open_entries(path)]
+    from agents.memory.retrieve import dropped_flags
+
+    entries = open_entries(path)
+    rows = [row(e, d) for e, d in zip(entries, dropped_flags(entries, floor, min_uses), strict=True)]
     rows = [r for r in rows if (ecosystem is None or r["ecosystem"] == ecosystem)
             and (source is None or r["source"] == source) and (dropped is None or r["dropped"] == dropped)]
     table = Table(title=f"knowledge store ({path})")
@@ -92,12 +96,16 @@ def show_entry(path: Path, entry_id: str, floor: float, min_uses: int) -> None:
 
     from pipeline.cli_common import console, emit, fail
 
-    found = next((e for e in open_entries(path) if e.id == entry_id), None)
-    if found is None:
+    from agents.memory.retrieve import dropped_flags
+
+    entries = open_entries(path)
+    at = next((i for i, e in enumerate(entries) if e.id == entry_id), None)
+    if at is None:
         fail(f"no entry {entry_id!r} in {path} (`swemint memory list` shows the ids)", 1)
+    found = entries[at]
     body = found.model_dump(mode="json")
     rel = reliability_inputs(found)
-    drop = {"dropped": found.dropped(floor, min_uses), "floor": floor, "min_uses": min_uses}
+    drop = {"dropped": dropped_flags(entries, floor, min_uses)[at], "floor": floor, "min_uses": min_uses}
     console.print(f"[b]{escape(found.id)}[/b] ({found.ecosystem}, {found.provenance.source}"
                   f"{', negative' if found.negative else ''})", soft_wrap=True)
     for key in ("problem", "solution", "error_signature"):
@@ -113,6 +121,7 @@ def show_entry(path: Path, entry_id: str, floor: float, min_uses: int) -> None:
     console.print(f"[b]reliability[/b]: {rel['reliability']} = (worked + 1 + prior) / (applied + 2 + prior) = "
                   f"{rel['formula']}; prior {rel['prior']} ({'hand-written' if rel['prior'] else 'learned'})",
                   soft_wrap=True)
+    bound = f"; bound to rule {found.provenance.rule}: dropped with it" if found.provenance.rule else ""
     console.print(f"[b]dropped[/b]: {'yes' if drop['dropped'] else 'no'} (dropped when applied >= {min_uses} and "
-                  f"reliability < {floor})", soft_wrap=True)
+                  f"reliability < {floor}{bound})", soft_wrap=True)
     emit({"command": "memory show", "path": str(path), "entry": body, "reliability": rel, **drop})

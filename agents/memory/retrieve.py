@@ -178,6 +178,22 @@ class Hit(BaseModel):
                 "found_by": found, "queries": self.queries[:4]}
 
 
+
+def dropped_flags(entries: Sequence[Experience], floor: float, min_uses: int) -> list[bool]:
+    """Per entry, whether it is dropped (not served, not consulted): below the floor
+    (`Experience.dropped`), or a lesson bound to a rule (`Provenance.rule`) that is dropped or
+    is no longer a rule of the data (`knowledge.rule_entries`) -- a rule's lesson acts only while
+    its rule would. The retriever and `swemint memory list/show` use this one rule."""
+    from agents.memory.knowledge import rule_entries
+
+    own = [e.dropped(floor, min_uses) for e in entries]
+    if not any(e.provenance.rule for e in entries):
+        return own
+    gone = {e.id for e, d in zip(entries, own, strict=True) if d}
+    rules = {e.id for e in rule_entries()}
+    return [d or (bool(e.provenance.rule) and (e.provenance.rule in gone or e.provenance.rule not in rules))
+            for e, d in zip(entries, own, strict=True)]
+
 class Retriever:
     """Ranks a fixed list of entries; build a new one when the store changes.
 
@@ -221,18 +237,8 @@ class Retriever:
         return False
 
     def _dropped(self) -> np.ndarray:
-        """Bool array of the entries below the floor (`Experience.dropped`) and of the lessons bound
-        to a rule (`Provenance.rule`) that is dropped, or that is no longer a rule of the data
-        (`knowledge.rule_entries`): a rule's lesson acts only while its rule would."""
-        from agents.memory.knowledge import rule_entries
-
-        own = [e.dropped(self.config.floor, self.config.min_uses) for e in self.entries]
-        if not any(e.provenance.rule for e in self.entries):
-            return np.array(own, dtype=bool)
-        gone = {e.id for e, d in zip(self.entries, own, strict=True) if d}
-        rules = {e.id for e in rule_entries()}
-        return np.array([d or (bool(e.provenance.rule) and (e.provenance.rule in gone or e.provenance.rule not in rules))
-                         for e, d in zip(self.entries, own, strict=True)], dtype=bool)
+        """Bool array of `dropped_flags` over the entries."""
+        return np.array(dropped_flags(self.entries, self.config.floor, self.config.min_uses), dtype=bool)
 
     def dropped(self) -> list[Experience]:
         """The entries not served because they are below the floor, or bound to a dropped rule."""

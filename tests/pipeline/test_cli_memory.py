@@ -103,3 +103,24 @@ def test_one_line_errors_and_the_store_is_never_written(store, tmp_path):
     assert r.exit_code == 2 and "work directory not found" in r.stderr
     assert store.read_bytes() == before
     assert not (tmp_path / "absent.duckdb").exists()
+
+
+def test_a_lesson_bound_to_a_dropped_rule_is_listed_and_shown_as_dropped(tmp_path):
+    """`memory list/show` use the retriever's one drop rule (`retrieve.dropped_flags`): a lesson
+    bound to a hand-written rule that fell below the floor is dropped with it, whatever its own
+    counters say."""
+    from agents.memory.knowledge import rule_entries
+
+    rule = next(e for e in rule_entries() if e.id == "rule-diag-missing-header")
+    path = tmp_path / "m.duckdb"
+    with ExperienceStore(path) as s:
+        s.add_many([rule.model_copy(update={"times_applied": 6, "times_worked": 0}),
+                    _entry("learned-c-bound", "learned", eco="c", applied=1, worked=1,
+                           context={"repos": ["octo/proj"]}).model_copy(
+                        update={"provenance": rule.provenance.model_copy(
+                            update={"source": "learned", "rule": rule.id, "file": ""})})], keep_counters=True)
+    rows = {r["id"]: r for r in _list("--path", str(path))["entries"]}
+    assert rows["rule-diag-missing-header"]["dropped"] and rows["learned-c-bound"]["dropped"]
+    assert rows["learned-c-bound"]["reliability"] == 0.667  # its own counters are fine
+    r = runner.invoke(app, ["memory", "show", "learned-c-bound", "--path", str(path)], terminal_width=200)
+    assert r.exit_code == 0 and "dropped: yes" in r.stdout and "bound to rule rule-diag-missing-header" in r.stdout
