@@ -1,5 +1,5 @@
 """A hand-written rule's repair teaches a lesson bound to its rule (`Provenance.rule`, fix of rv86's
-test_rv86_rule_lesson.py): (a) it serves the repository that taught it only -- the rule itself
+test_rule_package_lesson.py): (a) it serves the repository that taught it only -- the rule itself
 serves the others; (b) it is neither served nor acted on once its rule is dropped below the
 floor or leaves the data; (c) it is scored like any lesson, and the rule keeps its own count."""
 

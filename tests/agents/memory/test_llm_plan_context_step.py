@@ -11,7 +11,7 @@ from agents.mint_config import MintConfig
 from agents.minter import mint_instance
 from envpool.fake import FakeSandboxFactory
 from tests.agents.ecosystems.conftest import force_ecosystem
-from tests.agents.memory.test_issue30_review import lesson
+from tests.agents.memory.test_memory_scoring_and_context import lesson
 from tests.agents.test_loop import ToyWithToolchain, events, instance_on, patched, steps
 from tests.agents.test_loop_memory import store_at
 

@@ -3,8 +3,8 @@ a package (missing header frobnic.h -> apt libfrobnic-dev, from Debian's file in
 lesson of the repository, which installed the package before planning in the repository's next
 instance (a same-repository lesson is proactive at 1/1). Since a rule's repair "teaches no
 lesson", every instance of the repository fails that build step first and repairs it again.
-No fix on rv86: keeping the binding without letting a dropped rule act through it needs a design
-decision (e.g. a same-repository lesson tied to its rule, not eligible once the rule is dropped)."""
+Fixed by a lesson bound to its rule and repository (`Provenance.rule`; test_rule_bound_lesson.py:
+it serves that repository only and stops when its rule is dropped)."""
 
 from __future__ import annotations
 
