@@ -53,7 +53,8 @@ def load_seed_files(directory: Path | str = SEED_DIR) -> list[Experience]:
     skipped), marked `provenance.source = "seed"`. A line may carry `context` (`EntryContext`:
     `dependencies`, `build_systems`, `derived`, `generic`, ...); its dependencies are normalised
     and followed by those its actions name (`action_dependencies`); a line that declares none
-    gets its actions' names, marked `derived`.
+    gets its actions' names, marked `derived`. A line's own `"derived": true` is kept (a context
+    of build systems only, or a toolchain range: it narrows retrieval, never acts before planning).
 
     Raises:
         SeedError: a line is not JSON or not a valid Experience, or an id repeats
@@ -78,8 +79,8 @@ def load_seed_files(directory: Path | str = SEED_DIR) -> list[Experience]:
             declared = bool(exp.context.dependencies)
             exp.context.dependencies = list(dict.fromkeys(
                 [_norm_name(d) for d in exp.context.dependencies] + action_dependencies(exp.actions)))
-            if not declared:
-                exp.context.derived = bool(exp.context.dependencies)
+            if not declared and exp.context.dependencies:  # read off its actions: retrieval only
+                exp.context.derived = True  # (a line's own `"derived": true` is kept)
             out.append(exp)
     return out
 

@@ -140,3 +140,28 @@ def test_the_retrieval_report_carries_k_and_says_what_found_each_hit():
     assert line["why"].startswith("hand-written; context: dependency django, pytest-django; found by ")
     assert "query py-django" in line["found_by"] and line["why"].endswith("; ".join(line["found_by"]))
     assert all(h["why"] and h["found_by"] for h in report["hits"])
+
+
+def test_a_seed_line_declaring_derived_keeps_it_and_its_build_system_context_never_acts_before_planning(tmp_path):
+    """A line whose `context` names only build systems with `"derived": true` (no package its
+    actions name) was loaded with `derived` reset to False: its build-system context counted as
+    its author's, and `proactive` let e.g. the Gradle/JDK 17 seed change a Gradle project's plan
+    before anything failed."""
+    (tmp_path / "x.jsonl").write_text(json.dumps({
+        "id": "java-subject", "ecosystem": "java", "problem": "Gradle breaks on a new JDK", "solution": "older JDK",
+        "actions": [{"kind": "toolchain", "tool": "java", "version": "<17"}], "error_signature": "Gradle breaks",
+        "context": {"build_systems": ["gradle"], "derived": True}}) + "\n", encoding="utf-8")
+    [e] = load_seed_files(tmp_path)
+    assert e.context.derived and e.context.dependencies == []
+    lines = [json.loads(ln) for f in sorted(SEED_DIR.glob("*.jsonl"))
+             for ln in f.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.lstrip().startswith("//")]
+    declared = {d["id"] for d in lines if d.get("context", {}).get("derived")}
+    seeds = {e.id: e for e in load_seed_files()}
+    assert "java-gradle-jdk17-major-61" in declared
+    assert [i for i in sorted(declared) if not seeds[i].context.derived] == []
+    mem = memory()
+    gradle = RepoContext(ecosystem="java", toolchain="17", era=2020, repo="acme/app", build_systems=["gradle"],
+                         files=["build.gradle"], commands=["./gradlew test"])
+    hits = mem.retrieve(gradle, k=30)
+    assert any(h.experience.id == "java-gradle-jdk17-major-61" for h in hits)
+    assert [h.experience.id for h in hits if h.experience.context.build_systems and proactive(h, 0.66)] == []
