@@ -226,6 +226,18 @@ class Provenance(BaseModel):
         return self.source in HAND_WRITTEN
 
 
+_RANGE_PART = re.compile(r"^\s*(>=|<=|==|!=|>|<|~=|\^)?\s*v?\d+(?:\.\d+)*\s*$")
+
+
+def _version_range(v: str) -> str:
+    """`v` stripped when every comma-separated part is a comparator on a dotted version (`>=3.12`,
+    `<1.21`, `>=3.8,<3.12`; the syntax of `agents.ecosystems.toolchain.satisfies`), else ValueError."""
+    v = v.strip()
+    if v and not all(_RANGE_PART.match(p) for p in v.split(",")):
+        raise ValueError(f"not a version range: {v!r} (comparators on dotted versions: '>=3.12', '<1.21')")
+    return v
+
+
 class EntryContext(BaseModel):
     """The projects an entry is about (EnvPilot keys experience by the project's context).
 
@@ -250,12 +262,40 @@ class EntryContext(BaseModel):
     packages or build systems the project names nowhere waits for the error that names them:
     `Retriever.retrieve`) but never lets the entry change a plan before a failure
     (`agents.memory.before.proactive`)."""
+    toolchain: str = ""
+    """The range of its ecosystem's toolchain a hand-written entry is about (`">=3.12"`: Python
+    3.12 removed distutils; `"<1.21"`: a Go before 1.21; comparators as `PlanRequest.toolchain`,
+    `agents.ecosystems.toolchain.satisfies`), compared with the project's toolchain version
+    (`RepoContext.toolchain`, the plan's). Retrieval before planning holds the entry back when
+    the project's toolchain is known and outside the range (`Retriever.retrieve`); unknown: not
+    held back; after a failure, retrieval by the error text finds it whatever the toolchain.
+    Empty: any toolchain."""
+    files: list[str] = Field(default_factory=list)
+    """Root-relative paths or globs of the files a hand-written entry concerns (`setup.py`):
+    retrieval before planning holds it back when the project's known files (`RepoContext.files`,
+    not empty) match none of them; after a failure the error text finds it. Empty: any project."""
+    versions: dict[str, str] = Field(default_factory=dict)
+    """package -> the versions of it a hand-written entry is about (`{"pytest": "<6.2.5"}`):
+    retrieval before planning holds it back when the project declares the package
+    (`RepoContext.declared`) with a specifier that admits none of those versions (`pytest>=7`);
+    an unbounded or undeclared package is not held back."""
     generic: str = ""
     """Why a hand-written entry with no dependency or build-system context is about no package:
     any project of its ecosystems may meet it (a toolchain newer than the commit's era, the
     network, the language's own installer or compiler). A seed whose actions set an environment
     variable or a test argument carries either a context or this reason
     (tests/agents/memory/test_seed_subjects.py)."""
+
+    @field_validator("toolchain")
+    @classmethod
+    def _range(cls, v: str) -> str:
+        return _version_range(v)
+
+    @field_validator("versions")
+    @classmethod
+    def _ranges(cls, v: dict[str, str]) -> dict[str, str]:
+        return {re.sub(r"[-_.]+", "-", k).lower(): _version_range(r) for k, r in v.items()}
+
 
 
 class Experience(BaseModel):

@@ -7,6 +7,7 @@ matches the output first, then BM25 hits on the error text.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -89,6 +90,44 @@ def project_names(ctx: RepoContext) -> set[str]:
     words = {w.lower() for c in ctx.commands for w in re.findall(r"[A-Za-z0-9][\w.+-]*", c)}
     words |= {f.lower() for f in ctx.frameworks}
     return ctx.dependency_names() | {re.sub(r"[-_.]+", "-", w) for w in words}
+
+
+def _versions_in(spec: str) -> list[str]:
+    return re.findall(r"\d+(?:\.\d+)*", spec)
+
+
+def ranges_meet(a: str, b: str) -> bool:
+    """Whether some version satisfies both ranges (`satisfies` syntax; "" admits every version).
+    Tried on the versions either names, each one a little above them, and 0: `<58` and `>=61`
+    do not meet, `<58` and `>=40` do."""
+    from agents.ecosystems.toolchain import satisfies
+
+    if not a.strip() or not b.strip():
+        return True
+    tries = ["0"] + [t for v in _versions_in(a) + _versions_in(b) for t in (v, f"{v}.0.0.1")]
+    return any(satisfies(v, a) and satisfies(v, b) for v in tries)
+
+
+def outside_range(e: Experience, ctx: RepoContext) -> str:
+    """Why the hand-written entry `e` is outside the project's known context by its declared
+    ranges, or "" when it is not (or the fact is unknown): the project's toolchain version
+    (`RepoContext.toolchain`) is outside `EntryContext.toolchain`; the project's files
+    (`RepoContext.files`, when known) match none of `EntryContext.files`; or the project declares a
+    package of `EntryContext.versions` with a specifier that admits none of those versions.
+    `Retriever.retrieve` holds such an entry back before planning; the error text still finds it."""
+    from agents.ecosystems.toolchain import satisfies
+
+    c = e.context
+    if c.toolchain and ctx.toolchain and _versions_in(ctx.toolchain) and not satisfies(ctx.toolchain, c.toolchain):
+        return f"toolchain {ctx.toolchain} outside {c.toolchain}"
+    if c.files and ctx.files and not any(fnmatch.fnmatch(f, pat) for f in ctx.files for pat in c.files):
+        return f"none of {', '.join(c.files)}"
+    declared = {re.sub(r"[-_.]+", "-", k).lower(): v for k, v in ctx.declared.items()}
+    for name, want in c.versions.items():
+        have = declared.get(name, "")
+        if have and _versions_in(have) and not ranges_meet(have, want):
+            return f"declares {name}{have}, outside {want}"
+    return ""
 
 
 def lesson_match(e: Experience, ctx: RepoContext) -> str | None:
@@ -280,7 +319,10 @@ class Retriever:
         packages (its actions', or the subject its line declares) the project names nowhere
         (`project_names`), or about build systems the project does not use (when its build systems
         are known), is left to the error that names them: a C project without ncurses gets no ncurses entry before a failure, a
-        project without Django no Django entry, an autotools project no CMake entry."""
+        project without Django no Django entry, an autotools project no CMake entry. So is one whose
+        declared toolchain range, files or package versions the project's known context is outside
+        (`outside_range`): a Python 3.11 project gets no Python 3.12 removal entry, a project
+        without setup.py no `setup.py test` entry. Learned lessons are not held back here."""
         queries = [(r.id, r.query, r.weight) for r in self.rules.queries(ctx)] + [(q, q, 1.0) for q in extra_queries]
         if self.config.profile_query and (pq := ctx.profile_query()):
             queries.append(("profile", pq, 0.5))  # half a template: the profile adds, the templates lead
@@ -290,7 +332,8 @@ class Retriever:
         for i, e in enumerate(self.entries):  # an entry about packages the project does not name waits for its error
             if mask[i] and e.provenance.hand_written and (
                     (e.context.dependencies and not set(e.context.dependencies) & names)
-                    or (e.context.build_systems and builds and not set(e.context.build_systems) & builds)):
+                    or (e.context.build_systems and builds and not set(e.context.build_systems) & builds)
+                    or outside_range(e, ctx)):
                 mask[i] = False
         lists: list[list[int]] = []
         weights: list[float] = []
