@@ -1179,8 +1179,9 @@ def _memory_store(workdir: Path | None, path: Path | None, config: Path | None, 
 @memory_app.command("list")
 @conventions
 def memory_list(workdir: Workdir = None, path: StorePath = None, config: ConfigFile = None, sets: Sets = None,
-                ecosystem: Annotated[Optional[str], typer.Option(help="Only this language (`any`: entries for "
-                                                                 "every language)", show_default="all")] = None,
+                ecosystem: Annotated[Optional[str], typer.Option(help="Only this language (python, cpp, go, ...: "
+                                                                 "a memory language; `any`: entries for every "
+                                                                 "language)", show_default="all")] = None,
                 source: Annotated[Optional[str], typer.Option(help="Only seed, rule or learned entries",
                                                               show_default="all")] = None,
                 dropped: Annotated[Optional[bool], typer.Option("--dropped/--kept", help="Only entries dropped below "

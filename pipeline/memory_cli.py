@@ -23,7 +23,8 @@ SOURCES = ("seed", "rule", "learned")
 
 def open_entries(path: Path) -> list:
     """Every entry of the store at `path` (ordered by id), opened read-only; exits with one line
-    when the file is missing or cannot be read (locked by a writing driver, not a DuckDB file)."""
+    when the file is missing or cannot be read (locked by a writing driver, not a DuckDB file:
+    `is_duckdb_file`, whatever its name ends with)."""
     import duckdb
 
     from agents.memory.experience_store import ExperienceStore
@@ -32,6 +33,9 @@ def open_entries(path: Path) -> list:
     if not Path(path).is_file():
         fail(f"no knowledge store at {path} (the driver writes WORKDIR/memory/experiences.duckdb on the first "
              "`swemint mint`; pass -w WORKDIR or --path FILE)")
+    if not is_duckdb_file(path):  # DuckDB opens `x.parquet` / `x.csv` as an in-memory view: say what it is
+        fail(f"cannot read {path}: not a DuckDB database (the knowledge store is "
+             "WORKDIR/memory/experiences.duckdb)")
     try:
         with ExperienceStore(path, read_only=True) as store:
             return store.all()
@@ -39,6 +43,33 @@ def open_entries(path: Path) -> list:
         why = ("; a running driver holds it for writing -- try again when it has finished"
                if "lock" in str(e).lower() else "")
         fail(f"cannot read {path} ({type(e).__name__}: {str(e).splitlines()[0][:160]}){why}")
+
+
+DUCKDB_MAGIC = b"DUCK"
+"""The bytes at offset 8 of every DuckDB database file (its main header)."""
+
+
+def is_duckdb_file(path: Path) -> bool:
+    """Whether `path` starts like a DuckDB database file (`DUCKDB_MAGIC` at offset 8). DuckDB
+    itself opens a path ending `.parquet` / `.csv` as a view in an in-memory database, which it
+    refuses read-only ("Cannot launch in-memory database in read-only mode!")."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(12)[8:12] == DUCKDB_MAGIC
+    except OSError:
+        return False
+
+
+def check_ecosystem(ecosystem: str | None) -> None:
+    """Exit 2 with one line when `--ecosystem` is not a memory language
+    (`agents.memory.experience.memory_languages`: `cpp`, never `c++`); None passes."""
+    from agents.memory.experience import memory_languages
+    from pipeline.cli_common import fail
+
+    names = memory_languages()
+    if ecosystem is not None and ecosystem not in names:
+        hint = " (C++ is `cpp`)" if ecosystem.lower() in ("c++", "cxx", "cplusplus") else ""
+        fail(f"--ecosystem {ecosystem}: not one of {', '.join(names)}{hint}")
 
 
 def reliability_inputs(e) -> dict:
@@ -64,12 +95,14 @@ def row(e, dropped: bool) -> dict:
 def list_entries(path: Path, floor: float, min_uses: int, ecosystem: str | None = None,
                  source: str | None = None, dropped: bool | None = None) -> None:
     """`swemint memory list`: a table of the entries (id, ecosystem, source, reliability,
-    applied, worked, dropped, negative), filtered by ecosystem (exact), source and dropped
-    state; under `--json` the rows as one summary object."""
+    applied, worked, dropped, negative), filtered by ecosystem (exact; a name that is not a memory
+    language exits 2: `check_ecosystem`), source and dropped state; under `--json` the rows as one
+    summary object."""
     from pipeline.cli_common import console, emit, fail
 
     if source is not None and source not in SOURCES:
         fail(f"--source {source}: not one of {', '.join(SOURCES)}")
+    check_ecosystem(ecosystem)
     from agents.memory.retrieve import dropped_flags
 
     entries = open_entries(path)
