@@ -206,12 +206,15 @@ class Hit(BaseModel):
 
     def report(self) -> dict:
         """The retrieval report's line for this hit: id, score, via, reliability, uses, source
-        (seed, rule, learned), `why` (why the entry may serve the project -- `eligible` -- then
-        what found it: "hand-written; found by query py-pytest-addopts; profile"), `found_by`
-        (the same as a list) and `queries` (the raw query ids, at most 4)."""
+        (seed, rule, learned), `why` (why the entry may serve the project -- `eligible` -- then,
+        for a hand-written entry about no package, its `generic` reason, then what found it:
+        "hand-written; generic: the build host's network or resources: any project may meet it;
+        found by query py-tls; profile"), `found_by` (the same as a list) and `queries` (the raw
+        query ids or texts that found it, at most 4)."""
         e = self.experience
         found = self.found_by()
-        why = "; ".join(x for x in (self.why, f"found by {'; '.join(found)}" if found else "") if x)
+        generic = f"generic: {e.context.generic}" if e.context.generic else ""
+        why = "; ".join(x for x in (self.why, generic, f"found by {'; '.join(found)}" if found else "") if x)
         return {"id": e.id, "score": round(self.score, 4), "via": self.via, "reliability": round(e.reliability, 3),
                 "uses": f"{e.times_worked}/{e.times_applied}", "source": e.provenance.source, "why": why,
                 "found_by": found, "queries": self.queries[:4]}

@@ -165,3 +165,17 @@ def test_a_seed_line_declaring_derived_keeps_it_and_its_build_system_context_nev
     hits = mem.retrieve(gradle, k=30)
     assert any(h.experience.id == "java-gradle-jdk17-major-61" for h in hits)
     assert [h.experience.id for h in hits if h.experience.context.build_systems and proactive(h, 0.66)] == []
+
+
+def test_the_report_of_a_generic_entry_says_why_it_is_generic():
+    """Issue 30 trial: a generic seed's `why` said only "hand-written; found by ..." -- nothing
+    on why an entry about no package was offered to this project."""
+    from agents.memory.retrieve import Hit
+
+    seeds = {e.id: e for e in load_seed_files()}
+    tls = seeds["py-tls-intercepted"]
+    line = Hit(experience=tls, score=0.1, via="fused", queries=["py-tls", "profile"], why="hand-written").report()
+    assert line["why"] == (f"hand-written; generic: {tls.context.generic}; found by query py-tls; profile")
+    assert line["queries"] == ["py-tls", "profile"]
+    django = Hit(experience=seeds[DJANGO], score=0.1, via="fused", queries=["profile"], why="hand-written").report()
+    assert django["why"] == "hand-written; found by profile"
