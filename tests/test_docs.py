@@ -54,3 +54,22 @@ def test_generated_docs_are_current():
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr
+
+
+def _flat(name: str) -> str:
+    return " ".join((ROOT / "docs" / name).read_text(encoding="utf-8").split())
+
+
+def test_the_memory_docs_say_what_the_code_does():
+    """Issue 30's fresh-user trial of the experience memory: what the docs left out or put in
+    the wrong order."""
+    concepts, ops = _flat("concepts.md"), _flat("operations.md")
+    # the trajectory's order: the rules' plan first, then the memory may change it
+    setup, memory = concepts.index("2. **Environment Setup**"), concepts.index("3. **Memory before the build**")
+    assert setup < memory < concepts.index("4. **Execution**")
+    assert "`derived`" in concepts and "only narrows retrieval and never acts before planning" in concepts
+    for field in ("`queries`", "`chosen`", "`why_chosen`", "generic: the build host's network"):
+        assert field in concepts, field
+    assert "`mint.llm: {}`" in concepts and "openai/gpt-4o-mini" in concepts
+    assert "`memory list`, `memory show`" in ops
+    assert "`bench --score-only`, `memory list`, `memory show`) never" in ops
