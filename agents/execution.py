@@ -14,8 +14,9 @@ the data file, an ecosystem's data repair: `rule_entry_of`) is scored on the rul
 step `score:<id>` (agent `memory`, stage `setup-step`) after the retry: exit code 0 when the retry
 passed or no longer shows the error the rule matched (`agents.memory.text.same_error`, learning's
 notion), so a build that reports missing headers one at a time scores each header the rule
-installed as worked. A retry killed by its time limit (`ExecResult.timed_out`, exit 124) gives
-that use no score: its output is cut short, not the build past the rule's error, and a limit
+installed as worked. A retry killed by its time limit (`ExecResult.timed_out`, exit 124) or
+by a SIGKILL (exit 137: the OOM killer; `agents.memory.learn.KILLED_EXIT_CODES`) gives that use
+no score: its output is cut short, not the build past the rule's error, and a limit
 says nothing about the repair; its `score:<id>` step has no exit code (`timed_out` in its note),
 which learning counts neither as worked nor as failed (`agents.memory.learn.scores`). When
 nothing repairs a step, `SetupOutcome.diagnosis`
@@ -42,6 +43,7 @@ from agents.ecosystems.base import Ecosystem, Plan
 from agents.ecosystems.debian import apt_install
 from agents.ecosystems.runs import BuildJob, SetupOutcome
 from agents.memory.knowledge import rule_for_fix, rule_of_repair
+from agents.memory.learn import KILLED_EXIT_CODES
 from agents.memory.text import same_error
 from agents.models import StepRecord
 from envpool.errors import SandboxTimeout
@@ -149,10 +151,11 @@ def run_setup(job: BuildJob) -> SetupOutcome:
             before = r
             r = run_step(job, cmd, rule, label="setup-retry", progress=True)
             if entry := rule_entry_of(eco.name, source, fix):  # a hand-written rule's use: did the retry get past it
-                if r.timed_out:  # killed by a limit: no score for this use (module docstring)
+                if r.timed_out or r.exit_code in KILLED_EXIT_CODES:  # killed (a limit, SIGKILL): no score
                     job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=None,
                                         note=json.dumps({"stage": "setup-step", "step": rule, "passed": False,
-                                                         "error_gone": None, "timed_out": True})))
+                                                         "error_gone": None, "timed_out": r.timed_out,
+                                                         "exit": r.exit_code})))
                 else:
                     gone = not same_error(_tail(before.output), _tail(r.output))
                     job.traj(StepRecord(agent="memory", rule=f"score:{entry}", exit_code=0 if r.ok or gone else 1,
