@@ -96,15 +96,22 @@ def _versions_in(spec: str) -> list[str]:
     return re.findall(r"\d+(?:\.\d+)*", spec)
 
 
+def _just_above(v: str) -> str:
+    """The version right above `v` as `satisfies` compares (its last part + 1: `6.0` -> `6.1`;
+    a comparison uses as many parts as the constraint names, so `6.0.0.1` is not above `>6.0`)."""
+    parts = v.split(".")
+    return ".".join(parts[:-1] + [str(int(parts[-1]) + 1)])
+
+
 def ranges_meet(a: str, b: str) -> bool:
     """Whether some version satisfies both ranges (`satisfies` syntax; "" admits every version).
-    Tried on the versions either names, each one a little above them, and 0: `<58` and `>=61`
-    do not meet, `<58` and `>=40` do."""
+    Tried on the versions either names, the one right above each, and 0: `<58` and `>=61`
+    do not meet, `<58` and `>=40` do, `>6.0` and `<6.2.5` do (6.1)."""
     from agents.ecosystems.toolchain import satisfies
 
     if not a.strip() or not b.strip():
         return True
-    tries = ["0"] + [t for v in _versions_in(a) + _versions_in(b) for t in (v, f"{v}.0.0.1")]
+    tries = ["0"] + [t for v in _versions_in(a) + _versions_in(b) for t in (v, _just_above(v), f"{v}.0.0.1")]
     return any(satisfies(v, a) and satisfies(v, b) for v in tries)
 
 
