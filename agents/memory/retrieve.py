@@ -118,14 +118,16 @@ def ranges_meet(a: str, b: str) -> bool:
 def outside_range(e: Experience, ctx: RepoContext) -> str:
     """Why the hand-written entry `e` is outside the project's known context by its declared
     ranges, or "" when it is not (or the fact is unknown): the project's toolchain version
-    (`RepoContext.toolchain`) is outside `EntryContext.toolchain`; the project's files
+    (`RepoContext.toolchain`; the first dotted number of a label, `gcc 12, cmake 3.25` -> 12, as
+    `agents.memory.before.context_for` reads the plan's) is outside `EntryContext.toolchain`; the project's files
     (`RepoContext.files`, when known) match none of `EntryContext.files`; or the project declares a
     package of `EntryContext.versions` with a specifier that admits none of those versions.
     `Retriever.retrieve` holds such an entry back before planning; the error text still finds it."""
     from agents.ecosystems.toolchain import satisfies
 
     c = e.context
-    if c.toolchain and ctx.toolchain and _versions_in(ctx.toolchain) and not satisfies(ctx.toolchain, c.toolchain):
+    tool = next(iter(_versions_in(ctx.toolchain or "")), "")  # its version, as `before.context_for` reads a label
+    if c.toolchain and tool and not satisfies(tool, c.toolchain):  # (`go 1.22`, `jdk 17 + maven`: unknown if none)
         return f"toolchain {ctx.toolchain} outside {c.toolchain}"
     if c.files and ctx.files and not any(fnmatch.fnmatch(f, pat) for f in ctx.files for pat in c.files):
         return f"none of {', '.join(c.files)}"
