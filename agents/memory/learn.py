@@ -36,7 +36,8 @@ has them (stage `setup-step`), not a second time from their repair notes.
 **A retry killed by a time limit scores nothing** (`KILLED_EXIT_CODES`: 124, the sandbox's
 timeout; 137, killed). Its output is cut short, so it neither shows the error again nor shows the
 build got past it: the repair before it is not scored (neither worked nor failed: no reference
-to its entry or rule) and teaches no lesson; Execution writes such a rule use's `score:<id>`
+to its entry or rule) and teaches no lesson, nor does a chain ending in a killed step teach the
+negative "no fix found" lesson of its last error; Execution writes such a rule use's `score:<id>`
 step without an exit code.
 
 **Keyed by signature and context, never by a word.** A lesson's tags hold no repository name;
@@ -372,7 +373,7 @@ def candidates(trajectory: Sequence[StepRecord], ecosystem: str, instance_id: st
                              ctx=ctx, rule=rule) if actions else None
                 if exp:
                     found.setdefault(exp.id, (exp, a.step.output_excerpt))
-        if not success:
+        if not success and last.exit_code not in KILLED_EXIT_CODES:  # a killed step's output is cut short
             exp = _entry(last, [], [], ecosystem, instance_id, negative=True, repo=repo, ctx=ctx)
             if exp:
                 found.setdefault(exp.id, (exp, last.output_excerpt))
