@@ -1,4 +1,4 @@
-"""rv90 review of issue 30's memory changes (650f1b7..7163d97): reproductions of the defects found.
+"""Killed retries score nothing and teach nothing; version ranges that overlap meet; toolchain labels are read as context_for reads them; a seed range checked against its problem (issue 30 review of 650f1b7..7163d97).
 
 1. Execution scores a setup-step retry killed with exit 137 (SIGKILL, e.g. the OOM killer; not
    `timed_out`) as the rule having worked -- its cut-short output no longer shows the rule's
