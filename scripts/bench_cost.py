@@ -6,6 +6,11 @@ r"""CPU-seconds per verified instance, today's policy against issue 26's, paired
     # the same with 2 build slots per arm, then `--reverify` of each arm's verified rows (warm)
     .venv/bin/python scripts/bench_cost.py run ... --slots 2
     .venv/bin/python scripts/bench_cost.py run ... --reverify
+    # keep the pairs in git (a bench folder is lost with its machine), then on a new machine run
+    # only the ids not paired yet and report over both
+    .venv/bin/python scripts/bench_cost.py report ... --save-pairs data/results/bench-cost-pairs.jsonl
+    .venv/bin/python scripts/bench_cost.py run ... --pairs-ledger data/results/bench-cost-pairs.jsonl
+    .venv/bin/python scripts/bench_cost.py report ... --pairs-ledger data/results/bench-cost-pairs.jsonl
     # the tables (also OUT/report.json and OUT/report.md); works on partial runs
     .venv/bin/python scripts/bench_cost.py report -i ../shared/data/swebench_dev.jsonl -o /work/runs/bench-cost
 
@@ -139,6 +144,12 @@ def cmd_run(a) -> int:
     out.mkdir(parents=True, exist_ok=True)
     ids_file = Path(a.ids_file).resolve()
     arms = a.arms.split(",")
+    done = {x["instance_id"] for x in load_pairs(a.pairs_ledger) if x.get("suffix") == f"s{a.slots}"}
+    if done and not a.reverify:  # a new machine: only the ids the ledger has no pair of
+        todo = [i for i in read_ids_file(ids_file) if i not in done]
+        ids_file = out / f"ids-todo-s{a.slots}.txt"
+        ids_file.write_text("".join(i + "\n" for i in todo))
+        print(f"{len(done)} ids paired in {a.pairs_ledger}; {len(todo)} to run", file=sys.stderr)
     if not a.reverify:
         run_arms(a, {arm: bench_command(a, arm, arm_dir(out, arm, a.slots), a.slots, ids_file=ids_file)
                      for arm in arms}, out, f"s{a.slots}")
@@ -220,6 +231,73 @@ def explain(a_res, b_res) -> dict:
     return out
 
 
+def _phases(r) -> dict[str, float]:
+    """CPU-seconds by phase of a row (`PHASES`, engine, process); {} without a cost."""
+    if r.cost is None:
+        return {}
+    out = {p: round(r.cost.phase_cpu_s.get(p, 0.0), 3) for p in PHASES}
+    out["engine"], out["process"] = round(r.cost.engine_cpu_s, 3), round(r.cost.process_cpu_s, 3)
+    return out
+
+
+def load_pairs(path: Path | None) -> list[dict]:
+    """The pair lines of a pairs ledger (`report --save-pairs`), [] when there is none."""
+    if path is None or not Path(path).is_file():
+        return []
+    return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+
+
+def save_pairs(path: Path, report: dict, code: str) -> int:
+    """Write every pair line of `report` (each slot count) to the JSONL `path`, sorted by slot
+    count and id, with `suffix`, `code` (the commit the pair ran at: a line kept from the ledger
+    keeps its own) and `recorded` (UTC date). Numbers, outcomes and list-equality counts only: no
+    test ids of the repositories (`unexplained` ids are dropped). Returns the lines written."""
+    today = _now()[:10]
+    lines = []
+    for suffix, p in sorted(report["pairs"].items()):
+        for x in p["instances"]:
+            lists = x.get("lists")
+            x = {k: v for k, v in x.items() if k != "lists"} | {"suffix": suffix}
+            x.setdefault("code", code)
+            x.setdefault("recorded", today)
+            if lists:
+                x["lists"] = {k: {kk: vv for kk, vv in v.items() if kk != "unexplained"} | {
+                    "unexplained": len(v["unexplained"]) if isinstance(v["unexplained"], list) else v["unexplained"]}
+                    for k, v in lists.items()}
+            lines.append(x)
+    Path(path).write_text("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
+    return len(lines)
+
+
+def _unexplained(v) -> int:
+    u = v.get("unexplained")
+    return len(u) if isinstance(u, list) else int(u or 0)
+
+
+def by_language(both: list[dict]) -> dict:
+    """Per language (and "all") of pair lines: pairs, verified per arm, CPU-seconds per verified
+    instance per arm (all CPU of the pairs / verified), their ratio, and CPU per verified by
+    phase per arm (from the lines' phase CPU; lines without phases count 0 there)."""
+    groups: dict[str, list[dict]] = {"all": both}
+    for x in both:
+        groups.setdefault(x["language"], []).append(x)
+    out = {}
+    for lang, xs in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+        row: dict = {"paired": len(xs)}
+        for arm in ("today", "new"):
+            ver = sum(x[arm] == "verified" for x in xs)
+            cpu = sum(x[f"cpu_{arm}_s"] for x in xs)
+            row[f"verified_{arm}"] = ver
+            row[f"cpu_per_verified_{arm}_s"] = round(cpu / ver, 1) if ver else None
+            keys = sorted({k for x in xs for k in (x.get(f"phase_cpu_{arm}_s") or {})})
+            row[f"phase_per_verified_{arm}_s"] = {k: round(sum((x.get(f"phase_cpu_{arm}_s") or {}).get(k, 0.0)
+                                                               for x in xs) / ver, 1) if ver else None for k in keys}
+        t, n = row["cpu_per_verified_today_s"], row["cpu_per_verified_new_s"]
+        row["ratio_per_verified"] = round(n / t, 3) if t and n else None
+        out[lang] = row
+    return out
+
+
 def pairs(today: dict, new: dict, ids: list[str], lang_of: dict[str, str]) -> list[dict]:
     """One line per id both arms finished."""
     rows = []
@@ -232,7 +310,8 @@ def pairs(today: dict, new: dict, ids: list[str], lang_of: dict[str, str]) -> li
                 "wall_today_s": t.timings.get("total"), "wall_new_s": n.timings.get("total"),
                 "runs_today": len([r for r in (t.cost.runs if t.cost else []) if r.kind != "build"]),
                 "runs_new": len([r for r in (n.cost.runs if n.cost else []) if r.kind != "build"]),
-                "flaky_today": len(t.flaky_tests), "flaky_new": len(n.flaky_tests)}
+                "flaky_today": len(t.flaky_tests), "flaky_new": len(n.flaky_tests),
+                "phase_cpu_today_s": _phases(t), "phase_cpu_new_s": _phases(n)}
         if t.outcome == n.outcome == "verified":
             line["lists"] = explain(t, n)
         rows.append(line)
@@ -245,16 +324,20 @@ def cmd_report(a) -> int:
     gold = {i.instance_id: i for i in load_and_select(Path(a.instances), ids=ids).instances}
     lang_of = {i: (g.language or "python") for i, g in gold.items()}
     state = _state(out)
+    ledger = load_pairs(a.pairs_ledger)
     report: dict = {"generated": _now(), "arms": {}, "pairs": {}, "scaling": {}}
     dirs = sorted(d for d in out.iterdir() if d.is_dir() and (d / "instances").is_dir()) if out.is_dir() else []
     arm_rows = {d.name: {i: r for i, r in rows_of(d).items() if i in gold} for d in dirs}
     for name, rows in arm_rows.items():
         report["arms"][name] = summarise([rows[i] for i in ids if i in rows], lang_of)
-    for suffix in sorted({n.split("-", 1)[1] for n in arm_rows if n.startswith("today-")}):
-        t, n = arm_rows.get(f"today-{suffix}"), arm_rows.get(f"new-{suffix}")
-        if t is None or n is None:
-            continue
+    suffixes = {n.split("-", 1)[1] for n in arm_rows if n.startswith("today-")}
+    suffixes |= {x["suffix"] for x in ledger if "suffix" in x and f"new-{x['suffix']}" not in arm_rows}
+    for suffix in sorted(suffixes):
+        t, n = arm_rows.get(f"today-{suffix}", {}), arm_rows.get(f"new-{suffix}", {})
         ps = pairs(t, n, ids, lang_of)
+        here = {p["instance_id"] for p in ps}
+        ps += [x for x in ledger if x.get("suffix") == suffix and x["instance_id"] in ids and x["instance_id"] not in here]
+        ps.sort(key=lambda x: ids.index(x["instance_id"]))
         both = [p for p in ps if p["cpu_today_s"] is not None and p["cpu_new_s"] is not None]
         nf = [p for p in both if p["today"] == "no_fail_to_pass"]
         ver = [p for p in both if p["today"] == p["new"] == "verified"]
@@ -274,6 +357,8 @@ def cmd_report(a) -> int:
             if both and sums(both, "wall_today_s") else None,
             "outcome_changes": [p for p in both if p["today"] != p["new"]],
             "list_differences": [p for p in ver if not all(v["equal"] for v in p["lists"].values())],
+            "from_ledger": sum(1 for p in ps if p["instance_id"] not in here),
+            "by_language": by_language(both),
             "instances": ps,
         }
     for name, rows in arm_rows.items():
@@ -291,6 +376,10 @@ def cmd_report(a) -> int:
             "verified_per_cpu_hour": round(sum(r.outcome == "verified" for r in costed) / cpu_h, 2) if cpu_h else None,
             "pass_wall_hours": round(wall_h, 3) if wall_h else None,
             "instances_per_wall_hour": round(len(costed) / wall_h, 2) if wall_h else None}
+    if a.save_pairs:
+        code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True).stdout.strip()
+        print(f"{save_pairs(a.save_pairs, report, code)} pair lines -> {a.save_pairs}", file=sys.stderr)
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
     md = markdown(report)
     (out / "report.md").write_text(md)
@@ -317,15 +406,24 @@ def markdown(report: dict) -> str:
                   f"paired {p['paired']}; verified today {p['verified_today']}, new {p['verified_new']}; CPU s per "
                   f"verified today {p['cpu_per_verified_today_s']}, new {p['cpu_per_verified_new_s']}; CPU new/today "
                   f"{p['cpu_ratio_new_today']} (verified pairs {p['cpu_ratio_verified_pairs']}, no_fail_to_pass "
-                  f"{p['no_fail_to_pass_cpu_ratio']}); wall new/today {p['wall_ratio_new_today']}", "",
+                  f"{p['no_fail_to_pass_cpu_ratio']}); wall new/today {p['wall_ratio_new_today']}; "
+                  f"{p.get('from_ledger', 0)} pair(s) from the pairs ledger", "",
+                  "| language | pairs | verified today/new | CPU s / verified today | new | new/today | "
+                  "new by phase (s / verified) |", "|---|---|---|---|---|---|---|"]
+        for lang, r in p.get("by_language", {}).items():
+            ph = ", ".join(f"{k} {v}" for k, v in (r["phase_per_verified_new_s"] or {}).items() if v)
+            lines.append(f"| {lang} | {r['paired']} | {r['verified_today']}/{r['verified_new']} | "
+                         f"{r['cpu_per_verified_today_s']} | {r['cpu_per_verified_new_s']} | {r['ratio_per_verified']} | "
+                         f"{ph} |")
+        lines += ["",
                   "| instance | lang | today | new | CPU today | CPU new | wall today | wall new | runs | F2P | P2P |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for x in p["instances"]:
             ls = x.get("lists") or {}
             f2p = ("=" if ls["FAIL_TO_PASS"]["equal"] else f"≠ ({ls['FAIL_TO_PASS']['explained_by_flaky']} flaky, "
-                   f"{len(ls['FAIL_TO_PASS']['unexplained'])} other)") if ls else "-"
+                   f"{_unexplained(ls['FAIL_TO_PASS'])} other)") if ls else "-"
             p2p = ("=" if ls["PASS_TO_PASS"]["equal"] else f"≠ ({ls['PASS_TO_PASS']['explained_by_flaky']} flaky, "
-                   f"{len(ls['PASS_TO_PASS']['unexplained'])} other)") if ls else "-"
+                   f"{_unexplained(ls['PASS_TO_PASS'])} other)") if ls else "-"
             lines.append(f"| {x['instance_id']} | {x['language']} | {x['today']} | {x['new']} | {x['cpu_today_s']} | "
                          f"{x['cpu_new_s']} | {x['wall_today_s']} | {x['wall_new_s']} | {x['runs_today']}/"
                          f"{x['runs_new']} | {f2p} | {p2p} |")
@@ -348,6 +446,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("-i", "--instances", required=True, type=Path)
         p.add_argument("-o", "--out", required=True, type=Path, help="the benchmark's folder (one work dir per arm)")
         p.add_argument("--ids-file", type=Path, default=IDS, help=f"ordered id list (default {IDS.relative_to(ROOT)})")
+        p.add_argument("--pairs-ledger", type=Path, help="pair lines kept in git (report --save-pairs): run skips "
+                       "the ids paired there, report adds them to the pairs of the work directories")
+        if name == "report":
+            p.add_argument("--save-pairs", type=Path, help="write every pair line (work dirs + ledger) to this JSONL")
         if name == "run":
             p.add_argument("-m", "--mirrors", type=Path, action="append", required=True)
             p.add_argument("--arms", default="today,new", help="comma-separated arms of ARMS, run at the same time")

@@ -1,0 +1,73 @@
+"""scripts/bench_cost.py's pairs ledger (issue 26's benchmark across machines: a bench folder is
+lost with its machine, the pair lines kept in git are not): `report --save-pairs` writes one line
+per pair with numbers, outcomes and list-equality counts only (no test ids); `report
+--pairs-ledger` adds the ledger's pairs of ids the work directories do not have and sums over
+both, per language and phase; `run --pairs-ledger` runs only the ids not paired yet."""
+
+from __future__ import annotations
+
+import json
+
+from agents.models import CostRecord, InstanceResult
+from scripts import bench_cost
+from tests.pipeline.test_measure_scripts import _store
+
+
+def _row(iid: str, outcome: str, cpu: float, f2p=("t1",)) -> InstanceResult:
+    return InstanceResult(instance_id=iid, repo="o/a", outcome=outcome, FAIL_TO_PASS=list(f2p),
+                          PASS_TO_PASS=["p1"], timings={"total": cpu * 2},
+                          cost=CostRecord(cpu_s=cpu, phase_cpu_s={"setup": cpu / 2, "before": cpu / 2},
+                                          process_cpu_s=0.0))
+
+
+def _instances(tmp_path, ids):
+    src = tmp_path / "dev.jsonl"
+    src.write_text("".join(json.dumps({"instance_id": i, "repo": "o/a", "base_commit": "a" * 40,
+                                       "patch": "", "test_patch": "", "problem_statement": "x",
+                                       "language": "go" if i.startswith("g") else "python"}) + "\n"
+                           for i in ids))
+    idf = tmp_path / "ids.txt"
+    idf.write_text("".join(i + "\n" for i in ids))
+    return src, idf
+
+
+def _report(src, idf, out, *extra):
+    assert bench_cost.main(["report", "-i", str(src), "-o", str(out), "--ids-file", str(idf), *extra]) == 0
+    return json.loads((out / "report.json").read_text())
+
+
+def test_pairs_saved_on_one_machine_are_summed_with_the_next_machines(tmp_path, monkeypatch):
+    src, idf = _instances(tmp_path, ["p__a-1", "g__b-2", "p__a-3"])
+    one = tmp_path / "one"
+    _store(one / "today-s1", _row("p__a-1", "verified", 100.0))
+    _store(one / "new-s1", _row("p__a-1", "verified", 40.0, f2p=("t1", "t2")))
+    _store(one / "today-s1", _row("g__b-2", "verified", 50.0))  # new arm never finished it: no pair
+    ledger = tmp_path / "pairs.jsonl"
+    rep = _report(src, idf, one, "--save-pairs", str(ledger))
+    assert rep["pairs"]["s1"]["paired"] == 1
+    [line] = [json.loads(x) for x in ledger.read_text().splitlines()]
+    assert line["instance_id"] == "p__a-1" and line["suffix"] == "s1" and line["code"] and line["recorded"]
+    assert line["lists"]["FAIL_TO_PASS"] == {"equal": False, "only_today": 0, "only_new": 1,
+                                             "explained_by_flaky": 0, "unexplained": 1}  # a count, no test id
+    assert "t2" not in ledger.read_text()
+    # the next machine: the folder is gone; the run skips the paired id, the report adds it
+    two = tmp_path / "two"
+    two.mkdir()
+    calls = []
+    monkeypatch.setattr(bench_cost, "run_arms", lambda a, jobs, out, key: calls.append(jobs))  # no swemint here
+    assert bench_cost.main(["run", "-i", str(src), "-o", str(two), "--ids-file", str(idf), "-m", str(tmp_path),
+                            "--pairs-ledger", str(ledger)]) == 0
+    cmd = calls[0]["today"]
+    assert (two / "ids-todo-s1.txt").read_text().split() == ["g__b-2", "p__a-3"] and \
+        cmd[cmd.index("--ids-file") + 1] == str(two / "ids-todo-s1.txt")
+    _store(two / "today-s1", _row("g__b-2", "verified", 60.0))
+    _store(two / "new-s1", _row("g__b-2", "verified", 30.0))
+    rep = _report(src, idf, two, "--pairs-ledger", str(ledger))
+    p = rep["pairs"]["s1"]
+    assert p["paired"] == 2 and p["from_ledger"] == 1
+    assert p["cpu_per_verified_today_s"] == 80.0 and p["cpu_per_verified_new_s"] == 35.0
+    assert [x["instance_id"] for x in p["instances"]] == ["p__a-1", "g__b-2"]  # the list's order
+    assert p["by_language"]["python"]["ratio_per_verified"] == 0.4
+    assert p["by_language"]["all"]["phase_per_verified_new_s"]["setup"] == 17.5  # (20 + 15) / 2
+    assert [x["instance_id"] for x in p["list_differences"]] == ["p__a-1"]
+    assert "pair(s) from the pairs ledger" in (two / "report.md").read_text()
