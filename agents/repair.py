@@ -23,6 +23,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from agents.memory.actions import own_refusals
 from agents.models import StepRecord
 
 SYSTEM_PROMPT = (
@@ -86,7 +87,13 @@ class RepairHelper:
                      skip: Callable[[list], bool] | None = None, on_step=None) -> list:
         """The memory's plans for a failed step's `output` (signature matches, best first), not yet
         applied in this instance and not refused by `skip(actions)`. [] without a memory, when
-        memory actions are off (the `llm` policy), or when the memory fails (noted as a step)."""
+        memory actions are off (the `llm` policy), or when the memory fails (noted as a step).
+
+        Every path applying memory actions after a failure takes its plans here (the Python
+        builder, `agents.execution`, the flow's test-time consultation): an action that would
+        install, pin or lift the project's own package (`self.context.own`,
+        `agents.memory.actions.own_refusals`) is left out of its plan, with a step
+        `own-package:<id>` saying why; a plan with no action left is not offered."""
         if self.memory is None or not self.use_memory_actions:
             return []
         try:
@@ -95,7 +102,23 @@ class RepairHelper:
             if on_step:
                 on_step(StepRecord(agent="execution", rule="memory:error", note=f"{type(e).__name__}: {e}"))
             return []
-        return [p for p in plans if p.experience_id not in self.applied and not (skip and skip(p.actions))]
+        own = list(getattr(self.context, "own", None) or [])
+        out = []
+        for p in plans:
+            if p.experience_id in self.applied:
+                continue
+            kept, refused = own_refusals(p.actions, own)
+            for why in refused:
+                if on_step:
+                    on_step(StepRecord(agent="execution", rule=f"own-package:{p.experience_id}",
+                                       note=f"not applied: {why}"[:2000]))
+            if not kept:
+                continue
+            if refused:
+                p = p.model_copy(update={"actions": kept})
+            if not (skip and skip(p.actions)):
+                out.append(p)
+        return out
 
     def mark_applied(self, plan, on_step=None) -> str:
         """Record that `plan` is being applied (once per instance); returns its step rule."""

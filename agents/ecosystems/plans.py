@@ -192,13 +192,15 @@ class RepoFacts(BaseModel):
     """What an ecosystem knows of a repository beyond the shared profile, for the experience
     memory's context (`agents.memory.repo_context.RepoContext`; hook `Ecosystem.context_facts`):
     `frameworks` (test framework and plugins), `files` (manifests and configuration files it
-    read), `declared` (dependency name -> specifier), `flags` (`compiled`, `python_capped`, ...)."""
+    read), `declared` (dependency name -> specifier), `flags` (`compiled`, `python_capped`, ...),
+    `own` (the distributions the repository itself builds: Python's project name)."""
 
     model_config = ConfigDict(extra="forbid")
     frameworks: list[str] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)
     declared: dict[str, str] = Field(default_factory=dict)
     flags: list[str] = Field(default_factory=list)
+    own: list[str] = Field(default_factory=list)
 
 
 PYTEST_PARSER = "pytest_channel"

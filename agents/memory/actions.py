@@ -4,6 +4,11 @@ A repair note is what a backend writes on a trajectory step (`StepRecord.note`) 
 something to make a failed step pass: `repair: lift numpy`, `repair: isolation`,
 `repair: install pyyaml` (the rule backend's keys, `agents.ecosystems.python.builder`), the forms below, or a
 JSON action / list of actions (the LLM backend). Anything else is kept as a shell command.
+
+`own_refusals` leaves out the actions that would install, pin or lift the project's own package
+(`RepoContext.own`); every path that applies memory actions calls it (after a failure:
+`agents.repair.RepairHelper.memory_plans`; before planning: `agents.memory.before.memory_before_plan`;
+replayed moves: `agents.memory.replay`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from agents.memory.experience import (
     EnvAction,
     Experience,
     InstallAction,
+    MoveAction,
     PinAction,
     ShellAction,
     TestArgAction,
@@ -36,6 +42,11 @@ _PH = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SITE = re.compile(r"site-packages/([A-Za-z0-9_]+)")
 _NOMOD = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 REPAIR_PREFIX = "repair:"
+_REQ_NAME = re.compile(r"^\s*(@[A-Za-z0-9._-]+/[A-Za-z0-9._-]+|[A-Za-z0-9][A-Za-z0-9._-]*)(?=$|[\s<>=!~@\[;(^*,])")
+_SHELL_INSTALL = re.compile(r"(?:\bpip3?|\buv\s+pip|-m\s+pip)\s+install\s+([^;&|\n]*)"
+                            r"|\bnpm\s+(?:install|i|add)\s+([^;&|\n]*)|\b(?:yarn|pnpm)\s+add\s+([^;&|\n]*)")
+_VALUE_OPTIONS = {"-r", "-c", "-e", "-i", "--requirement", "--constraint", "--editable", "--index-url",
+                  "--extra-index-url", "-f", "--find-links", "--python", "-p"}
 
 
 def _subst(value: object, variables: Mapping[str, str], missing: set[str], shell: bool = False) -> object:
@@ -140,3 +151,79 @@ def parse_repair(note: str) -> list[Action]:
     if head == "test-arg" and rest:
         return [TestArgAction(arg=rest)]
     return [ShellAction(command=text)]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(text: str) -> str | None:
+    """The package a requirement or an installer's argument names, normalised (PEP 503, lower
+    case): `pytest>=6.2.5` -> `pytest`, `Foo_Bar[x]==1` -> `foo-bar`, `node-sass@4` -> `node-sass`,
+    `@scope/pkg@^1` -> `@scope/pkg`, `rake -v '<11'` -> `rake`; None for a path, URL or option."""
+    m = _REQ_NAME.match(text)
+    return _norm(m.group(1)) if m else None
+
+
+def _shell_packages(command: str) -> list[str]:
+    """The packages a shell command installs with pip / uv pip / npm / yarn / pnpm (options and
+    their values, paths and URLs left out)."""
+    names: list[str] = []
+    for m in _SHELL_INSTALL.finditer(command):
+        try:
+            words = shlex.split(next(g for g in m.groups() if g is not None))
+        except ValueError:
+            words = next(g for g in m.groups() if g is not None).split()
+        skip = False
+        for w in words:
+            if skip:
+                skip = False
+                continue
+            if w.startswith("-"):
+                skip = w in _VALUE_OPTIONS
+                continue
+            if (name := requirement_name(w)) is not None:
+                names.append(name)
+    return names
+
+
+def installed_packages(action: Action) -> list[str]:
+    """The packages `action` installs, pins or lifts, normalised (`requirement_name`): `pin`'s
+    requirement, `install`'s packages, `uv_lift`'s package, a `move`'s packages installed with
+    the ecosystem's installer or from the CI's pip (`module`, `ci_pip`), and what a `shell`
+    command installs with pip / uv pip / npm / yarn / pnpm; [] for every other kind."""
+    if isinstance(action, PinAction):
+        words = [action.requirement]
+    elif isinstance(action, InstallAction):
+        words = list(action.packages)
+    elif isinstance(action, UvLiftAction):
+        words = [action.package]
+    elif isinstance(action, MoveAction) and action.install in ("module", "ci_pip"):
+        words = list(action.packages)
+    elif isinstance(action, ShellAction):
+        return _shell_packages(action.command)
+    else:
+        return []
+    return [n for w in words if (n := requirement_name(w)) is not None]
+
+
+def own_refusals(actions: Sequence[Action], own: Sequence[str]) -> tuple[list[Action], list[str]]:
+    """`actions` without those that would install, pin or lift one of the project's own packages
+    (`own`: `RepoContext.own`, the distributions the repository itself builds), and why each
+    left out was (`pin pytest>=6.2.5: pytest is the project's own package`). The checkout is
+    that package: installing it from a registry would replace the code under test. With `own`
+    empty, the actions are returned as they are."""
+    mine = {_norm(n) for n in own if n}
+    if not mine:
+        return list(actions), []
+    kept: list[Action] = []
+    why: list[str] = []
+    for a in actions:
+        hit = sorted(set(installed_packages(a)) & mine)
+        if hit:
+            what = json.dumps({"kind": a.kind} | a.model_dump(exclude_defaults=True))[:200]
+            why.append(f"{what}: {', '.join(hit)} is the project's own package (the checkout under test), "
+                       "never installed from a registry")
+        else:
+            kept.append(a)
+    return kept, why

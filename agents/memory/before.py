@@ -22,6 +22,8 @@ something before a build:
 | others      | the ecosystem's own kinds (`Ecosystem.memory_actions`: Python's uv_lift / uv_option) |
 
 `shell` actions only run after a failure (a command out of context is not safe to run first).
+An action that would install, pin or lift the project's own package (`RepoContext.own`) is left
+out, with a trajectory step `own-package:<id>` saying why (`agents.memory.actions.own_refusals`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import json
 from agents.diagnosis import version_of
 from agents.ecosystems.base import Ecosystem, Plan, PlanRequest
 from agents.ecosystems.toolchain import satisfies
-from agents.memory.actions import bind_actions
+from agents.memory.actions import bind_actions, own_refusals
 from agents.memory.repo_context import RepoContext
 from agents.memory.experience import memory_languages
 from agents.models import StepRecord
@@ -41,12 +43,43 @@ def candidate_of(plan: Plan) -> str:
     return f"{plan.ecosystem}:{plan.build}"
 
 
+def own_packages(tree, language: str) -> list[str]:
+    """The distributions the repository at `tree` builds itself, read by the ecosystems' manifest
+    readers: Python's project name (`analyze_python`: pyproject `[project] name`, setup.cfg
+    `[metadata] name`, setup.py `name=`), the root package.json's `name` (JavaScript /
+    TypeScript) and the cargo packages (Rust, `cargo_manifest.analyze`); [] for other languages,
+    without a tree, or when the manifest does not say. Never raises."""
+    if tree is None:
+        return []
+    try:
+        if language == "python":
+            from agents.ecosystems.python.profile import analyze_python
+
+            if not tree.file_set & {"setup.py", "setup.cfg", "pyproject.toml"}:
+                return []
+            name = analyze_python(tree).project_name
+            return [name] if name else []
+        if language in ("javascript", "typescript"):
+            from agents.ecosystems.node.manifest import read_json
+
+            name = read_json(tree, "package.json").get("name")
+            return [name] if isinstance(name, str) and name else []
+        if language == "rust":
+            from agents.ecosystems.rust.cargo_manifest import analyze
+
+            return [p.name for p in analyze(tree).packages if p.name]
+    except Exception:  # noqa: BLE001 - an unreadable manifest names no package
+        return []
+    return []
+
+
 def context_for(run, profile, plan: Plan, eco: Ecosystem | None = None) -> RepoContext | None:
     """The memory's RepoContext of this instance (None when its language is outside the memory's
     vocabulary): the project's profile (manifests, build systems, runners, CI files, declared
     dependencies), its repository, and the plan's setup and test commands; what the ecosystem
     read of the repository (`eco.context_facts`: Python's packaging profile) takes the runners'
-    and flags' place and adds its files and declared bounds when it has anything."""
+    and flags' place and adds its files and declared bounds when it has anything. `own`: the
+    project's own packages, the ecosystem's facts' (`RepoFacts.own`) or else `own_packages`."""
     lang = run.language
     if lang not in memory_languages():
         return None
@@ -57,6 +90,7 @@ def context_for(run, profile, plan: Plan, eco: Ecosystem | None = None) -> RepoC
     extra = {"repo": run.instance.repo, "build_systems": list(profile.build_systems), "commands": commands,
              "candidate": candidate_of(plan)}
     facts = eco.context_facts(plan) if eco is not None else None
+    extra["own"] = (facts.own if facts is not None else []) or own_packages(run.tree, lang)
     if facts is not None:
         return RepoContext(ecosystem=lang, toolchain=toolchain, era=era, frameworks=facts.frameworks,
                            files=list(dict.fromkeys(list(profile.manifests) + list(profile.ci) + facts.files)),
@@ -215,6 +249,9 @@ def memory_before_plan(run, profile, plan: Plan, eco, request: PlanRequest, uses
         if not proactive(h, cfg.memory.before_plan_reliability):
             continue
         bound, _ = bind_actions(e.actions, variables)
+        bound, refused = own_refusals(bound, ctx.own)
+        for why in refused:
+            run.traj(StepRecord(agent="memory", rule=f"own-package:{e.id}", note=f"not applied: {why}"[:2000]))
         changes = [c for a in bound if (c := _apply(a, plan, eco, new))]
         if changes:
             applied.append(f"{e.id}: {', '.join(changes)}")

@@ -21,8 +21,9 @@ the_silver_searcher x6, timescaledb x3), because none of them was stored.
 - **Act.** `replay_moves` applies the best lesson to round 1's plan: requests merged (one
   replan), amends as the request's Debian packages / installer / the CI's PyPI tools (read again
   from this tree), retest moves offered again by the ecosystem for this instance's tree and plan
-  and their test configuration run first. A move that cannot be replayed up front is skipped with
-  a step saying so. Under `llm` nothing is applied: the lesson goes first into the prompts.
+  and their test configuration run first. A move that cannot be replayed up front, or that
+  installs the project's own package (`RepoContext.own`), is skipped with a step saying so.
+  Under `llm` nothing is applied: the lesson goes first into the prompts.
 - **Evaluate.** The replay is a `before-plan` use (`agents.memory.uses`), scored by round 1:
   verified raises the entry's counters, anything else lowers them; below `memory.floor` (after
   `memory.min_uses` uses) the entry is dropped and no longer replayed.
@@ -36,6 +37,7 @@ import re
 from pydantic import ValidationError
 
 from agents.ecosystems.base import PlanRequest
+from agents.memory.actions import own_refusals
 from agents.memory.before import candidate_of, retrieval_report
 from agents.memory.experience import REPLAY_REQUEST_KEYS, InstallAction, MoveAction
 from agents.memory.learn import LESSON_RULE, MovesLesson
@@ -152,7 +154,12 @@ def _apply_lesson(planner, uses, eid: str, actions: list[MoveAction]) -> str | N
     applied: list[MoveAction] = []
     skipped: list[str] = []
     retests: list[MoveAction] = []
+    own = list(getattr(getattr(run.helper, "context", None), "own", None) or [])
     for a in actions:
+        refused = own_refusals([a], own)[1]
+        if refused:  # installs the project's own package: the checkout is it
+            skipped.append(f"{a.move}: {refused[0]}")
+            continue
         if a.stall or a.test:
             retests.append(a)
             continue

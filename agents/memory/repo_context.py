@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents.ecosystems.python.profile import PythonProfile, memory_facts
 from agents.memory.experience import MemoryLanguage, family
@@ -45,7 +45,10 @@ class RepoContext(BaseModel):
     `flags`: facts such as "compiled", "scm_version", "vendored", "no_lockfile". `repo`: owner/name
     (learned lessons of the same repository apply without a context match); `build_systems`: the
     analysis' build systems (`pip`, `maven`, `cmake`, ...); `commands`: the CI's and the plan's
-    commands (setup and test), words of the profile query; `candidate`: the plan's candidate.
+    commands (setup and test), words of the profile query; `candidate`: the plan's candidate;
+    `own`: the distributions the repository itself builds (Python's project name, package.json's
+    `name`, the cargo packages), normalised (PEP 503, lower case): a memory action never installs,
+    pins or lifts one of them (`agents.memory.actions.own_refusals`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -62,6 +65,12 @@ class RepoContext(BaseModel):
     candidate: str = ""
     """The plan's candidate (``<ecosystem>:<build>``, as `RoundRecord.candidate`): lessons of the
     loop's moves are keyed by it (`agents.memory.replay`)."""
+    own: list[str] = Field(default_factory=list)
+
+    @field_validator("own")
+    @classmethod
+    def _own_norm(cls, v: list[str]) -> list[str]:
+        return list(dict.fromkeys(_norm(n) for n in v if n and n.strip()))
 
     def dependency_names(self) -> set[str]:
         """The declared dependencies' names, normalised (`Foo_Bar` -> `foo-bar`)."""
@@ -194,4 +203,4 @@ def context_from_python_profile(profile: PythonProfile, interpreter: str | None 
     facts = memory_facts(profile)
     return RepoContext(ecosystem="python", toolchain=interpreter, era=created.year if created else None,
                        frameworks=facts.frameworks, files=list(dict.fromkeys(list(files or []) + facts.files)),
-                       declared=facts.declared, flags=facts.flags)
+                       declared=facts.declared, flags=facts.flags, own=facts.own)

@@ -323,7 +323,8 @@ def memory_facts(profile: PythonProfile) -> RepoFacts:
     """The facts of `profile` the experience memory's context holds (`Ecosystem.context_facts`):
     the test framework and pytest plugins, the packaging and requirement files and pytest's
     configuration file, the dependencies tox / conda / CI / build requirements declare (name ->
-    specifier), and the flags `compiled`, `scm_version`, `not_installable`, `python_capped`."""
+    specifier), the flags `compiled`, `scm_version`, `not_installable`, `python_capped`, and the
+    project's own distribution name (`own`: `project_name`, when written as a literal)."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     declared: dict[str, str] = {}
@@ -341,4 +342,4 @@ def memory_facts(profile: PythonProfile) -> RepoFacts:
     if profile.python_requires and "<" in profile.python_requires:
         flags.append("python_capped")
     return RepoFacts(frameworks=[profile.test_framework] + profile.pytest_plugins, files=files, declared=declared,
-                     flags=flags)
+                     flags=flags, own=[profile.project_name] if profile.project_name else [])
