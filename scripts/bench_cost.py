@@ -327,7 +327,9 @@ def cmd_report(a) -> int:
     ledger = load_pairs(a.pairs_ledger)
     report: dict = {"generated": _now(), "arms": {}, "pairs": {}, "scaling": {}}
     dirs = sorted(d for d in out.iterdir() if d.is_dir() and (d / "instances").is_dir()) if out.is_dir() else []
-    arm_rows = {d.name: {i: r for i, r in rows_of(d).items() if i in gold} for d in dirs}
+    copied = state.get("reverify_copied", {})  # a -reverify folder holds its source's rows until each is redone
+    arm_rows = {d.name: {i: r for i, r in rows_of(d).items() if i in gold
+                         and (d.name not in copied or (r.finished_at or "") > copied[d.name])} for d in dirs}
     for name, rows in arm_rows.items():
         report["arms"][name] = summarise([rows[i] for i in ids if i in rows], lang_of)
     suffixes = {n.split("-", 1)[1] for n in arm_rows if n.startswith("today-")}

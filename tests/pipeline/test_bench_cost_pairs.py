@@ -71,3 +71,20 @@ def test_pairs_saved_on_one_machine_are_summed_with_the_next_machines(tmp_path, 
     assert p["by_language"]["all"]["phase_per_verified_new_s"]["setup"] == 17.5  # (20 + 15) / 2
     assert [x["instance_id"] for x in p["list_differences"]] == ["p__a-1"]
     assert "pair(s) from the pairs ledger" in (two / "report.md").read_text()
+
+
+def test_a_reverify_folder_counts_only_the_rows_redone_after_its_copy(tmp_path):
+    src, idf = _instances(tmp_path, ["p__a-1", "p__a-3"])
+    out = tmp_path / "b"
+    for arm in ("today", "new"):
+        _store(out / f"{arm}-s1", _row("p__a-1", "verified", 10.0).model_copy(
+            update={"finished_at": "2026-01-01T00:00:00+00:00"}))
+        _store(out / f"{arm}-s1-reverify", _row("p__a-1", "verified", 10.0).model_copy(
+            update={"finished_at": "2026-01-01T00:00:00+00:00"}))  # copied, not redone yet
+        _store(out / f"{arm}-s1-reverify", _row("p__a-3", "verified", 5.0).model_copy(
+            update={"finished_at": "2026-01-02T00:00:00+00:00"}))  # redone after the copy
+    (out / bench_cost.STATE).write_text(json.dumps({"reverify_copied": {
+        "today-s1-reverify": "2026-01-01T12:00:00+00:00", "new-s1-reverify": "2026-01-01T12:00:00+00:00"}}))
+    rep = _report(src, idf, out)
+    assert [x["instance_id"] for x in rep["pairs"]["s1-reverify"]["instances"]] == ["p__a-3"]
+    assert [x["instance_id"] for x in rep["pairs"]["s1"]["instances"]] == ["p__a-1"]
