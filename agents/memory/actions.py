@@ -13,6 +13,7 @@ replayed moves: `agents.memory.replay`).
 
 from __future__ import annotations
 
+from packaging.utils import canonicalize_name
 import json
 import re
 import shlex
@@ -153,8 +154,7 @@ def parse_repair(note: str) -> list[Action]:
     return [ShellAction(command=text)]
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+_norm = canonicalize_name  # PEP 503: `Foo_Bar` -> `foo-bar`
 
 
 def requirement_name(text: str) -> str | None:

@@ -10,6 +10,7 @@ actions are handed out (see `agents.memory.actions.bind_actions`).
 
 from __future__ import annotations
 
+from packaging.utils import canonicalize_name
 import json
 import re
 from functools import lru_cache
@@ -294,7 +295,7 @@ class EntryContext(BaseModel):
     @field_validator("versions")
     @classmethod
     def _ranges(cls, v: dict[str, str]) -> dict[str, str]:
-        return {re.sub(r"[-_.]+", "-", k).lower(): _version_range(r) for k, r in v.items()}
+        return {canonicalize_name(k): _version_range(r) for k, r in v.items()}
 
 
 

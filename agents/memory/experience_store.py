@@ -8,6 +8,7 @@ whole entry as JSON (`body`) next to the columns used for filtering and counting
 
 from __future__ import annotations
 
+from packaging.utils import canonicalize_name
 import json
 import re
 import threading
@@ -43,9 +44,7 @@ class DuplicateExperience(ExperienceMemoryError):
     """`add` of an id that is already stored (use `upsert` to replace)."""
 
 
-def _norm_name(name: str) -> str:
-    """A package name as `RepoContext.dependency_names` spells it (`Foo_Bar` -> `foo-bar`)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+_norm_name = canonicalize_name  # a package name as `RepoContext.dependency_names` spells it (PEP 503)
 
 
 def load_seed_files(directory: Path | str = SEED_DIR) -> list[Experience]:

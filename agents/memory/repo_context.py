@@ -9,6 +9,7 @@ memory once per query and fuses the lists (EnvPilot's context-aware retrieval).
 
 from __future__ import annotations
 
+from packaging.utils import canonicalize_name
 import fnmatch
 import re
 from datetime import datetime
@@ -25,8 +26,7 @@ from envpool.resources import resource
 RULES_FILE = resource("data/experiences/obstacles.yaml")
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+_norm = canonicalize_name  # PEP 503: `Foo_Bar` -> `foo-bar`
 
 
 def _version(v: str | None) -> Version | None:

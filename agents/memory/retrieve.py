@@ -7,6 +7,7 @@ matches the output first, then BM25 hits on the error text.
 
 from __future__ import annotations
 
+from packaging.utils import canonicalize_name
 import fnmatch
 import re
 from collections.abc import Sequence
@@ -131,7 +132,7 @@ def outside_range(e: Experience, ctx: RepoContext) -> str:
         return f"toolchain {ctx.toolchain} outside {c.toolchain}"
     if c.files and ctx.files and not any(fnmatch.fnmatch(f, pat) for f in ctx.files for pat in c.files):
         return f"none of {', '.join(c.files)}"
-    declared = {re.sub(r"[-_.]+", "-", k).lower(): v for k, v in ctx.declared.items()}
+    declared = {canonicalize_name(k): v for k, v in ctx.declared.items()}
     for name, want in c.versions.items():
         have = declared.get(name, "")
         if have and _versions_in(have) and not ranges_meet(have, want):
