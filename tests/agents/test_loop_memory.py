@@ -104,13 +104,19 @@ def test_the_memory_is_consulted_at_test_time_and_its_use_scored(tmp_path, monke
     assert [s.exit_code for s in st if s.rule == "score:learned-go-widget"] == [0]
 
 
+def other_repo_widget_lesson() -> Experience:
+    """A proven learned lesson of another repository (other/repo) whose signature the toy
+    project's widget failure matches: it must never act on toy/calc."""
+    return Experience(id="learned-go-widget", ecosystem="go", problem="E_WIDGET_SOCKET: the widget daemon socket",
+                      solution="repair: apt widgetd", actions=[{"kind": "apt", "packages": ["widgetd"]}],
+                      error_signature="E_WIDGET_SOCKET", provenance={"source": "learned"},
+                      context={"repos": ["other/repo"]}, times_applied=3, times_worked=3)
+
+
 def test_another_repositorys_lesson_is_not_consulted_at_test_time(tmp_path, monkeypatch):
     force_ecosystem(monkeypatch, Toy(versions=("1.19",)))
     cfg = mem_config(tmp_path)
-    entry = Experience(id="learned-go-widget", ecosystem="go", problem="E_WIDGET_SOCKET: the widget daemon socket",
-                       solution="repair: apt widgetd", actions=[{"kind": "apt", "packages": ["widgetd"]}],
-                       error_signature="E_WIDGET_SOCKET", provenance={"source": "learned"},
-                       context={"repos": ["other/repo"]}, times_applied=3, times_worked=3)
+    entry = other_repo_widget_lesson()
     store_at(cfg, entry)
     inst, git_dir = instance_on(tmp_path)
     res = mint_instance(inst, git_dir, cfg, factory=iofs_factory(widget=True))

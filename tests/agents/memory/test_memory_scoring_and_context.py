@@ -27,7 +27,7 @@ from tests.agents.test_loop import Toy, instance_on, steps
 from tests.agents.test_loop import ToyWithToolchain, events, instance_on, patched
 from tests.agents.test_loop_memory import RULE, iofs_factory, store_at
 from tests.agents.test_loop_memory import iofs_factory, store_at
-from tests.agents.test_loop_memory import store_at
+from tests.agents.test_loop_memory import other_repo_widget_lesson, store_at
 import json
 
 
@@ -35,10 +35,7 @@ def test_another_repositorys_lesson_is_not_consulted_when_before_plan_is_off(tmp
     force_ecosystem(monkeypatch, Toy(versions=("1.19",)))
     cfg = MintConfig(workdir=tmp_path / "w", run_id="t",
                      memory={"path": tmp_path / "mem.duckdb", "before_plan": False})
-    entry = Experience(id="learned-go-widget", ecosystem="go", problem="E_WIDGET_SOCKET: the widget daemon socket",
-                       solution="repair: apt widgetd", actions=[{"kind": "apt", "packages": ["widgetd"]}],
-                       error_signature="E_WIDGET_SOCKET", provenance={"source": "learned"},
-                       context={"repos": ["other/repo"]}, times_applied=3, times_worked=3)
+    entry = other_repo_widget_lesson()
     store_at(cfg, entry)
     inst, git_dir = instance_on(tmp_path)
     res = mint_instance(inst, git_dir, cfg, factory=iofs_factory(widget=True))
