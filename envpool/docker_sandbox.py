@@ -339,8 +339,8 @@ class DockerSandbox:
         returns the same; it also stops `LINGER_GRACE` seconds after the command exited when a
         process it left keeps the output open (`lingering`). `stdin`: bytes written to the
         command's stdin, which is then closed (no stdin otherwise). Output (stdout and stderr
-        interleaved; with `channel`, stdout only and stderr raw in `ExecResult.channel`, at most
-        `report_cap` bytes) is capped at `output_cap` bytes (`truncated`), decoded as UTF-8 with
+        in the order written: the command's stderr is its stdout's pipe; with `channel`,
+        stdout only and stderr raw in `ExecResult.channel`, at most `report_cap` bytes) is capped at `output_cap` bytes (`truncated`), decoded as UTF-8 with
         replacement, and appended to `log_path` within the same cap. Never raises for a failing
         command; raises InfraError when the engine fails.
         """
@@ -348,7 +348,11 @@ class DockerSandbox:
         hard = max(t, int(-(-progress.ceiling // 1))) if progress else t
         kill = max(1, int(-(-self.kill_after // 1)))
         marker = f"swemint-exec-{uuid.uuid4().hex[:12]}"  # $0 of the command's shell
-        argv = ["timeout", "-k", str(kill), str(hard), "bash", "-c", command, marker]
+        # one pipe for both streams unless stderr is its own channel: the engine frames stdout and
+        # stderr apart, and their order across frames is the order it read two pipes in (a sub-make's
+        # error arrived after its 'Leaving directory' line; S37's reader then lost the folder)
+        script = command if channel else "exec 2>&1\n" + command
+        argv = ["timeout", "-k", str(kill), str(hard), "bash", "-c", script, marker]
         start = time.monotonic()
         host_deadline = start + hard + kill + self.host_grace
         last_output = start

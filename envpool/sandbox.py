@@ -21,7 +21,7 @@ NetworkMode = Literal["bridge", "none"]
 class ExecResult(BaseModel):
     """Result of one command run in a sandbox.
 
-    `output` is stdout and stderr interleaved (stdout only with `channel`), decoded as UTF-8
+    `output` is stdout and stderr in the order written (stdout only with `channel`), decoded as UTF-8
     with invalid bytes replaced, cut to the sandbox's output cap (bytes: its first quarter and
     last three quarters, a marker between); `truncated` says whether it was cut. `exit_code` is
     124 when the command was killed by its timeout or the host's deadline (then `timed_out`).

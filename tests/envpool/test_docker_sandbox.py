@@ -115,6 +115,15 @@ def test_exec_exit_code_env_and_workdir(box):
     assert box.exec("pwd").output == "/testbed\n"  # the spec's workdir by default
 
 
+def test_stdout_and_stderr_keep_the_order_they_were_written_in(box):
+    """A sub-make writes its error (stderr) before its 'Leaving directory' line (stdout); the
+    engine frames the two streams apart, so without one pipe their order was the engine's."""
+    r = box.exec("for i in $(seq 1 300); do echo out$i; echo err$i >&2; done; "
+                 "sh -c 'echo child-err >&2'; echo last")
+    expected = "".join(f"out{i}\nerr{i}\n" for i in range(1, 301)) + "child-err\nlast\n"
+    assert r.output == expected
+
+
 def test_exec_timeout_returns_124(box):
     r = box.exec("echo started; sleep 30", timeout=1)
     assert r.timed_out and r.exit_code == 124 and not r.ok
