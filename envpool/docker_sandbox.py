@@ -334,15 +334,16 @@ class DockerSandbox:
         the command outlives `timeout` while it keeps printing: the in-container deadline is
         `progress.ceiling`, and the host stops it (SIGKILL of its process groups, exit 124,
         `timed_out`) once it is past `timeout` and has printed nothing for `progress.idle`
-        seconds -- a command silent from the start still ends at `timeout`. The host stops waiting `host_grace` seconds after
-        that (a command that stopped its own watchdog), kills what it can of the exec, and
-        returns the same; it also stops `LINGER_GRACE` seconds after the command exited when a
-        process it left keeps the output open (`lingering`). `stdin`: bytes written to the
-        command's stdin, which is then closed (no stdin otherwise). Output (stdout and stderr
-        in the order written: the command's stderr is its stdout's pipe; with `channel`,
-        stdout only and stderr raw in `ExecResult.channel`, at most `report_cap` bytes) is capped at `output_cap` bytes (`truncated`), decoded as UTF-8 with
-        replacement, and appended to `log_path` within the same cap. Never raises for a failing
-        command; raises InfraError when the engine fails.
+        seconds -- a command silent from the start still ends at `timeout`. The host stops
+        waiting `host_grace` seconds after that (a command that stopped its own watchdog), kills
+        what it can of the exec, and returns the same; it also stops `LINGER_GRACE` seconds after
+        the command exited when a process it left keeps the output open (`lingering`). `stdin`:
+        bytes written to the command's stdin, which is then closed (no stdin otherwise). Output
+        (stdout and stderr in the order written: the command's stderr is its stdout's pipe, so
+        bash's own messages name the command's line + 1; with `channel`, stdout only and stderr
+        raw in `ExecResult.channel`, at most `report_cap` bytes) is capped at `output_cap` bytes
+        (`truncated`), decoded as UTF-8 with replacement, and appended to `log_path` within the
+        same cap. Never raises for a failing command; raises InfraError when the engine fails.
         """
         t = max(1, int(-(-timeout // 1)))
         hard = max(t, int(-(-progress.ceiling // 1))) if progress else t
