@@ -279,11 +279,12 @@ class Loop(Planner):
                 raise TestsNotRunError(why, instance_id=run.iid, log_path=run.log_path)
         used: list[str] = []
         request = memory_before_plan(run, self.profile, self.plan, self.eco, self.request, uses=used)
-        if request != self.request and not self.replan(request, "memory"):
-            self.request = PlanRequest()
-        elif request != self.request:
-            for eid in used:
-                self.uses.use(eid, "before-plan", "changed the plan")
+        if request != self.request:  # `replan` takes the request: compare before it runs
+            if self.replan(request, "memory"):
+                for eid in used:
+                    self.uses.use(eid, "before-plan", "changed the plan")
+            else:
+                self.request = PlanRequest()
         if self.pooled is None or self.pooled.base_commit != run.instance.base_commit:
             replay_moves(self, self.uses)  # the moves that verified this repository's earlier rows, up front
         env: Environment | None = None

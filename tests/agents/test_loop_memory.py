@@ -140,3 +140,26 @@ def test_under_hybrid_the_llms_prompts_carry_the_memorys_entries(tmp_path, monke
     mint_instance(inst, git_dir, cfg, factory=iofs_factory(widget=True), llm=llm)
     prompts = [str(m.get("content")) for msgs, _ in llm.requests for m in msgs if m.get("role") == "user"]
     assert any("learned-go-widget" in p and "Experience from earlier builds" in p for p in prompts), prompts
+
+
+def test_a_lesson_that_changes_the_plan_before_planning_is_a_use_scored_by_round_1_and_learned(tmp_path, monkeypatch):
+    """Found on issue 30's ablation (arm c, sphinx-7975): a proven lesson changed the plan before
+    anything failed, but the loop compared the request after `replan` had already taken it, so
+    no `use:` step was written and the use was never scored."""
+    force_ecosystem(monkeypatch, Toy())
+    cfg = mem_config(tmp_path)
+    lesson = Experience(id="learned-go-iofs", ecosystem="go", problem=f"{IOFS} on the after side",
+                        solution="repair: a newer Go", actions=[{"kind": "toolchain", "tool": "go", "version": ">=1.16"}],
+                        error_signature="package io/fs is not in GOROOT", provenance={"source": "learned"},
+                        context={"repos": ["toy/calc"]}, times_applied=1, times_worked=1)
+    store_at(cfg, lesson)
+    inst, git_dir = instance_on(tmp_path)
+    res = mint_instance(inst, git_dir, cfg, factory=iofs_factory())
+    assert res.outcome == "verified" and res.round == 1, res.reason  # round 1 already on the newer Go
+    st = steps(res)
+    assert [json.loads(s.note)["stage"] for s in st if s.rule == "use:learned-go-iofs"] == ["before-plan"]
+    assert [(s.exit_code, json.loads(s.note)["round"]) for s in st if s.rule == "score:learned-go-iofs"] == [(0, 1)]
+    MemoryWriter(cfg.memory_path()).learn(res)
+    with ExperienceStore(cfg.memory_path(), read_only=True) as s:
+        e = s.get("learned-go-iofs")
+    assert (e.times_applied, e.times_worked) == (2, 2)
