@@ -22,6 +22,8 @@ Arms (each one `swemint bench`, 1 worker, in-process, its own work directory and
   before-plan gate and the repair step all pass over negative entries without actions: from the
   ledgers alone arm c can differ from arm b only through what the pass itself learns.
 Pass 2 runs the same ids again in new work directories with the same memory files (a: unchanged).
+Once every arm of a pass finished, its images are removed (`swemint pool prune --all` per work
+directory; `--keep-images` keeps them): pass 2 reuses none of them and they fill the disk.
 Each arm's memory file is copied before and after every pass (`memory-<arm>-before-passN`,
 `-after-passN`) and the report counts what each copy holds (`memory_counts`), so whether a pass
 wrote lessons or scored uses is read off the files. `commit.txt` gets a line per start (commit,
@@ -159,6 +161,21 @@ def run(a) -> None:
             print(f"pass {n} arm {arm}: exit {p.wait()}", flush=True)
         for arm in ARMS:
             _snapshot(out, arm, f"after-pass{n}")
+        if not a.keep_images:
+            for arm in ARMS:
+                _prune(out / f"{arm}-pass{n}")
+
+
+def _prune(work: Path) -> None:
+    """Remove every image of the finished pass's work directory `work` (``swemint pool prune
+    --all``: its environments and snapshots; the rows, trajectories and memory stay). The next
+    pass runs in new work directories and reuses none of them, and three arms' images of one pass
+    took ~40 GB of this host's disk: without this, pass 2 ended `infra_error` on the free-disk
+    guard (`mint.limits.min_free_disk_bytes`). A failure is printed, never raised."""
+    cmd = [str(ROOT / ".venv/bin/swemint"), "pool", "prune", "-w", str(work), "--all"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
+    print(f"{work.name}: images pruned (exit {done.returncode}) {tail[0][:200]}", flush=True)
 
 
 def _commit() -> str:
@@ -296,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="start at this pass (its memory files as they are in --out, or made new as for pass 1 "
                         "when absent: right only when the earlier passes wrote no lesson, which the report's "
                         "memory counts show); for a run whose work directories were lost")
+    r.add_argument("--keep-images", action="store_true",
+                   help="keep each pass's images (default: removed once every arm of the pass finished)")
     p = sub.add_parser("report")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--ids-file", type=Path)

@@ -91,3 +91,29 @@ def test_a_setup_step_score_counts_as_a_use_and_the_ids_file_bounds_every_total(
     assert rep["b"]["common"]["uses_by_stage"] == {"setup-step": 1}
     assert rep["b"]["common"]["scores_by_stage_source"] == {"setup-step/rule": "0/1"}
     assert rep["b"]["common"]["rows_without_cost"] == 1
+
+
+def test_each_pass_s_images_are_removed_once_every_arm_finished_it(tmp_path, monkeypatch):
+    """Three arms' images of one pass filled ~40 GB of the host's disk and pass 2 ended
+    infra_error on the free-disk guard: a finished pass's images go before the next pass starts
+    (`--keep-images` keeps them)."""
+    import scripts.bench_memory as bm
+
+    events: list[str] = []
+
+    class Done:
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(bm, "_bench", lambda arm, n, a: events.append(f"bench {arm}{n}") or Done())
+    monkeypatch.setattr(bm, "_prune", lambda work: events.append(f"prune {work.name}"))
+    (tmp_path / "c.duckdb").write_bytes(b"")
+    monkeypatch.setattr(bm, "memory_counts", lambda p: {})
+    args = ["run", "-i", str(tmp_path / "x.jsonl"), "-m", str(tmp_path), "--ids-file", str(tmp_path / "i.txt"),
+            "--c-memory", str(tmp_path / "c.duckdb")]
+    bm.main(args + ["--out", str(tmp_path / "o")])
+    assert events == ["bench a1", "bench b1", "bench c1", "prune a-pass1", "prune b-pass1", "prune c-pass1",
+                      "bench a2", "bench b2", "bench c2", "prune a-pass2", "prune b-pass2", "prune c-pass2"]
+    events.clear()
+    bm.main(args + ["--out", str(tmp_path / "k"), "--keep-images"])
+    assert not [e for e in events if e.startswith("prune")] and len(events) == 6
