@@ -56,6 +56,7 @@ from envpool.testrun.limits import per_test
 from envpool.testrun.polyglot.java import BUILD_FAILED_MARK, MAVEN_COMPILE_FAILED
 from envpool.images import ImageConfig
 from envpool.toolchains import java_image as jtc
+from envpool.toolchains import version_key
 from agents.ecosystems.java.java_recipe import recipe
 from agents.ecosystems.java.maven_pom import MavenReactor, jdk_major, maven_reactor
 from agents.ecosystems.java.java_jdk import JavaFacts, _ci_jdks, choose_jdk, java_facts
@@ -66,7 +67,7 @@ from agents.ecosystems.java.java_tests import (fix_api_in_tests, mvn_flags, pack
 
 __all__ = ["ECOSYSTEM", "JavaEcosystem", "JavaFacts", "MavenReactor", "PlanRequest", "REPORT", "SCOPE_LINE", "_ci_jdks",
            "choose_jdk", "fix_api_in_tests", "java_facts", "jdk_major", "maven_reactor", "package_classes", "recipe",
-           "scope_probe", "test_classes", "warm_up_classes"]
+           "scope_probe", "surefire_lists_methods", "test_classes", "test_source_modules", "warm_up_classes"]
 
 REPORT = "/tmp/swemint/junit.xml"
 
@@ -122,8 +123,39 @@ def scope_probe(tiers: list[tuple[str, str]], touched_run: str, bound: int) -> s
     return f"mkdir -p /tmp/swemint; {out}; (exit $rc)"
 TARGETS_MARK = "@SWEMINT_TARGETS@"
 """Where a plan's targeted-rerun template (``state["targeted"]``) takes the ``-Dtest`` selection."""
-_TARGET_ID = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_][\w]*)#([A-Za-z_][\w]*)(?:[(\[].*)?$")
-"""A JUnit id ``pkg.Class#method[(...)[n]]`` (`envpool.testrun.polyglot.java.java_id`): (class, method)."""
+_TARGET_ID = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)((?:\$[A-Za-z_]\w*)*)#([A-Za-z_]\w*)(?:[(\[].*)?$")
+"""A JUnit id ``pkg.Class#method[(...)[n]]`` or, in a nested class, ``pkg.Outer$Inner#method``
+(`envpool.testrun.polyglot.java.java_id`): (top-level class, ``$Inner...`` or "", method)."""
+METHOD_LISTS_SINCE = (2, 19)
+"""The first Surefire that takes a ``-Dtest`` of several ``Class#m`` patterns or a ``m1+m2`` list
+(2.12.4, Maven 3.8's default binding, fails every selected class with a
+StringIndexOutOfBoundsException on either; 2.19.1 runs them)."""
+
+
+def surefire_lists_methods(reactor: MavenReactor, dirs: list[str]) -> bool:
+    """Whether every module of `dirs` runs a Surefire that takes method lists
+    (`METHOD_LISTS_SINCE`): its in-tree pom chain declares maven-surefire-plugin outside
+    profiles, and every version the chain declares (profiles too) resolves to one at least that
+    new. False when a module declares none there (an out-of-tree parent's or Maven's default
+    Surefire: unknown) or a version does not resolve."""
+    for d in dirs:
+        versions, pinned = reactor.surefire_pins(d)
+        if not pinned or any(not version_key(v) or version_key(v) < METHOD_LISTS_SINCE for v in versions):
+            return False
+    return bool(dirs)
+
+
+def test_source_modules(tree: GitTree, reactor: MavenReactor) -> set[str]:
+    """The folders of the reactor's poms (`MavenReactor.poms`) that hold test sources
+    (``<folder>/src/test/...``)."""
+    out: set[str] = set()
+    for f in tree.files:
+        at = ("/" + f).find("/src/test/")
+        if at >= 0:
+            d = f[:at].rstrip("/")
+            if d in reactor.poms:
+                out.add(d)
+    return out
 
 
 def compiled_source_kb(tree, modules: list[str]) -> int | None:
@@ -334,7 +366,11 @@ class JavaEcosystem(Ecosystem):
                                # targeted reruns (`targeted_plan`): the touched run's Maven command
                                # with the targets' -Dtest in place of the mark
                                "targeted": {"template": with_reports(f"{cd}{mvn(o='-o ', f=TARGETS_MARK)}"),
-                                            "for": [test_command, touched_spec.test_command, *scopes.values()]}})
+                                            "for": [test_command, touched_spec.test_command, *scopes.values()],
+                                            # every module that may report a target (the touched
+                                            # ones, the reactor's with test sources: -am runs them)
+                                            "method_lists": surefire_lists_methods(
+                                                reactor, sorted(set(modules) | test_source_modules(tree, reactor)))}})
 
     def _new_module_plan(self, instance, choice, facts, env, notes, state, stand_ins, stood, fresh, root,
                          classes, tests, test_command, mvn, build: str) -> PolyPlan:
@@ -391,13 +427,23 @@ class JavaEcosystem(Ecosystem):
         return plan.model_copy(update={"test_command": cmd, "state": {**plan.state, "scope": found[-1]}}, deep=True)
 
     def targeted_plan(self, plan: PolyPlan, ids: list[str]) -> PolyPlan | None:
-        """`plan` running only the tests `ids` (``pkg.Class#method``; a targeted rerun,
-        `agents.adaptive`): the plan's Maven command (same modules, flags, reports) with
-        Surefire's ``-Dtest=Class#m1+m2,Other#m3`` -- simple class names, as the plan's own
-        selection uses (``**/Class.java``: every Surefire version; methods since 2.7.3, ``+``
-        since 2.12.1); a parameterised invocation (``m(int)[2]``) selects its method. None for an
-        id of a nested class (``$``) or not of that form, and for a plan made without the
-        template or with another test command (Ant, an LLM's): the rerun is then full."""
+        """`plan` running only the tests `ids` (``pkg.Class#method``, ``pkg.Outer$Inner#method``;
+        a targeted rerun, `agents.adaptive`): the plan's Maven command (same modules, flags,
+        reports) with a Surefire ``-Dtest`` of simple class names, as the plan's own selection
+        (``**/Class.java``). A class is ``Class``; a nested class -- a FAIL_TO_PASS test in a
+        JUnit 5 ``@Nested`` class or a JUnit 4 static nested one (``Enclosed``) -- is
+        ``Outer*``: the top-level class and every class whose name starts with it, its nested
+        classes at any depth among them (measured on 2.12.4 to 3.6.1: ``Outer$Inner#m`` runs
+        nothing on 3.6.0-M1, ``Outer`` alone not the @Nested classes on 2.22.2 and 3.0.0-M5,
+        SUREFIRE-1633; JUnit 4's nested classes then run twice, through ``Enclosed`` and as
+        classes of their own, under one id). The selection is
+        ``-Dtest=Class#m1+m2,Outer*#m3`` (a parameterised invocation ``m(int)[2]`` selects its
+        method) when the plan's modules declare a Surefire that takes method lists
+        (`surefire_lists_methods`) or there is one class and one method (every version since
+        2.7.3), else the classes alone, ``-Dtest=Class,Outer*`` (a superset: every version).
+        None for an id not of these forms (``Outer$1#m``, a class id alone) and for a plan made
+        without the template or with another test command (Ant, an LLM's): the rerun is then
+        full."""
         from envpool.quoting import shell_word
 
         rec = plan.state.get("targeted") or {}
@@ -408,10 +454,13 @@ class JavaEcosystem(Ecosystem):
             m = _TARGET_ID.match(i)
             if m is None:
                 return None
-            ms = methods.setdefault(m.group(1), [])
-            if m.group(2) not in ms:
-                ms.append(m.group(2))
-        sel = ",".join(f"{c}#{'+'.join(ms)}" for c, ms in sorted(methods.items()))
+            ms = methods.setdefault(m.group(1) + ("*" if m.group(2) else ""), [])
+            if m.group(3) not in ms:
+                ms.append(m.group(3))
+        if rec.get("method_lists") or sum(map(len, methods.values())) == 1:
+            sel = ",".join(f"{c}#{'+'.join(ms)}" for c, ms in sorted(methods.items()))
+        else:
+            sel = ",".join(sorted(methods))
         cmd = rec["template"].replace(TARGETS_MARK, f"-Dtest={shell_word(sel)} ", 1)
         return plan.with_test(TestSpec(name=f"{plan.state.get('test_name', 'touched')}:targeted", test_command=cmd,
                                        parser=plan.parser, report_path=plan.report_path,

@@ -400,14 +400,32 @@ def test_a_test_patch_needing_the_fix_to_compile_runs_only_the_touched_classes(t
     assert any("['mul']" in n for n in plan.notes)
 
 
-def test_a_targeted_rerun_selects_the_target_methods_with_surefires_dtest(tmp_path, fake_image):
-    """`targeted_plan`: the touched run's Maven command (modules, limits, reports; no scope
-    probe) with ``-Dtest=Class#m1+m2,...`` of simple class names, a parameterised invocation by
-    its method; None for a nested class, an id of another form or another test command."""
+def surefire(version: str, where: str = "plugins") -> str:
+    """A pom's ``<build>`` declaring maven-surefire-plugin `version` in `where` (``plugins`` or
+    ``pluginManagement``)."""
+    plugin = (f"<plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-surefire-plugin</artifactId>"
+              f"<version>{version}</version></plugin>")
+    inner = f"<plugins>{plugin}</plugins>"
+    return f"<build>{inner if where == 'plugins' else f'<pluginManagement>{inner}</pluginManagement>'}</build>"
+
+
+def targeted_tree(tmp_path, root_body: str = ""):
+    """(tree, plan) of a two-module project (the touched test in `core`) whose root pom has
+    `root_body`."""
     test = "core/src/test/java/com/acme/CalcTest.java"
-    tree = make_tree(tmp_path, {"pom.xml": pom(modules=["core"], artifact="parent"),
+    tree = make_tree(tmp_path, {"pom.xml": pom(root_body, modules=["core"], artifact="parent"),
                                 "core/pom.xml": pom(parent=PARENT, artifact="core"), test: ""})
-    plan = J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+    return tree, J.ECOSYSTEM.plan(tree, instance(test), [test], ImageConfig(route="debootstrap"))
+
+
+def test_a_targeted_rerun_selects_the_target_methods_with_surefires_dtest(tmp_path, fake_image):
+    """`targeted_plan` on a Surefire that takes method lists (the root pom pins 2.22.2 through a
+    property): the touched run's Maven command (modules, limits, reports; no scope probe) with
+    ``-Dtest=Class#m1+m2,...`` of simple class names, a parameterised invocation by its method;
+    None for an id of another form or another test command."""
+    tree, plan = targeted_tree(tmp_path, "<properties><surefire.version>2.22.2</surefire.version></properties>"
+                                         + surefire("${surefire.version}", "pluginManagement"))
+    assert plan.state["targeted"]["method_lists"] is True
     ids = ["com.acme.CalcTest#adds", "com.acme.CalcTest#param(int)[2]", "com.acme.CalcTest#adds",
            "com.acme.util.OtherTest#works"]
     t = J.ECOSYSTEM.targeted_plan(plan, ids)
@@ -416,10 +434,66 @@ def test_a_targeted_rerun_selects_the_target_methods_with_surefires_dtest(tmp_pa
     assert J.SCOPE_LINE not in t.test_command and "-pl core -am" in t.test_command
     assert t.test_command.count("-Dtest=") == 1 and "surefire-reports/TEST-*.xml" in t.test_command
     assert "mvn -o " in t.test_command and "-Dsurefire.failIfNoSpecifiedTests=false" in t.test_command
-    # the touched alternative is targeted the same way; a nested class or a class id alone is not
+    # the touched alternative is targeted the same way; a class id alone, an anonymous class not
     alt = plan.with_test(plan.test_alternatives[0])
     assert J.ECOSYSTEM.targeted_plan(alt, ids[:1]).test_command == \
         J.ECOSYSTEM.targeted_plan(plan, ids[:1]).test_command
-    assert J.ECOSYSTEM.targeted_plan(plan, ["com.acme.CalcTest$Inner#adds"]) is None
     assert J.ECOSYSTEM.targeted_plan(plan, ["com.acme.CalcTest"]) is None
+    assert J.ECOSYSTEM.targeted_plan(plan, ["com.acme.CalcTest$1#adds"]) is None
     assert J.ECOSYSTEM.targeted_plan(plan.model_copy(update={"test_command": "mvn test"}), ids) is None
+
+
+def test_a_fail_to_pass_test_in_a_nested_class_is_selected_with_its_top_level_class_and_a_star(tmp_path, fake_image):
+    """A FAIL_TO_PASS test in a nested test class (JUnit 5 @Nested, JUnit 4 Enclosed; id
+    ``pkg.Outer$Inner#m``, javaparser-4538's ``NodeTest$PostOrderIteratorTest#rootHasNoChild``) is
+    ``Outer*#m``: on every Surefire measured (2.12.4 to 3.6.1) that runs it, and `m` of the
+    other classes named ``Outer...``; ``Outer$Inner#m`` ran nothing on 3.6.0-M1, ``Outer`` not the
+    @Nested classes on 2.22.2 and 3.0.0-M5. With method lists, merged with the other targets;
+    without, alone it keeps its method (one class and one method: every version)."""
+    nested = "com.github.javaparser.ast.NodeTest$PostOrderIteratorTest#rootHasNoChild"
+    _, plan = targeted_tree(tmp_path, surefire("3.2.5"))
+    t = J.ECOSYSTEM.targeted_plan(plan, [nested])
+    assert "-Dtest='NodeTest*#rootHasNoChild' -fae " in t.test_command
+    deep = ["com.acme.NodeTest$A$B#deep", "com.acme.NodeTest$C#other", nested, "com.acme.NodeTest#top",
+            "com.acme.CalcTest#adds"]
+    assert "-Dtest='CalcTest#adds,NodeTest#top,NodeTest*#deep+other+rootHasNoChild' -fae " in \
+        J.ECOSYSTEM.targeted_plan(plan, deep).test_command
+    _, bare = targeted_tree(tmp_path / "bare")  # no Surefire declared: Maven's default (2.12.4 on Maven 3.8)
+    assert bare.state["targeted"]["method_lists"] is False
+    assert "-Dtest='NodeTest*#rootHasNoChild' -fae " in J.ECOSYSTEM.targeted_plan(bare, [nested]).test_command
+
+
+def test_without_method_lists_several_targets_select_their_classes(tmp_path, fake_image):
+    """Where Surefire may not take method lists (`surefire_lists_methods` False: no version
+    declared in the tree, or one before 2.19 -- 2.12.4 fails every selected class on
+    ``A#m,B#n`` and on ``A#m1+m2``), more than one target selects their classes,
+    ``-Dtest=Class,Outer*`` (every version); one target keeps ``Class#method``."""
+    for body in ("", surefire("2.12.4"), f"<profiles><profile><id>old</id>{surefire('2.18.1')}</profile></profiles>"
+                 + surefire("2.22.2")):
+        _, plan = targeted_tree(tmp_path / str(len(body)), body)
+        assert plan.state["targeted"]["method_lists"] is False, body
+        t = J.ECOSYSTEM.targeted_plan(plan, ["com.acme.CalcTest#adds", "com.acme.CalcTest#subs",
+                                             "com.acme.NodeTest$Inner#rootHasNoChild"])
+        assert "-Dtest='CalcTest,NodeTest*' -fae " in t.test_command
+        assert "-Dtest='CalcTest#adds' -fae " in J.ECOSYSTEM.targeted_plan(plan, ["com.acme.CalcTest#adds"]).test_command
+
+
+def test_method_lists_need_a_declared_surefire_of_2_19_or_later_in_every_module_with_tests(tmp_path):
+    """`surefire_lists_methods`: the in-tree pom chain of each module declares
+    maven-surefire-plugin outside profiles and every declared version (profiles too, properties
+    resolved) is 2.19 or later."""
+    tree = make_tree(tmp_path, {
+        "pom.xml": pom("<properties><sf>3.0.0-M5</sf></properties>" + surefire("${sf}", "pluginManagement"),
+                       modules=["a", "b", "c"], artifact="parent"),
+        "a/pom.xml": pom(parent=PARENT, artifact="a"),
+        "b/pom.xml": pom(surefire("${undefined.version}"), parent=PARENT, artifact="b"),
+        "c/pom.xml": pom(f"<profiles><profile><id>x</id>{surefire('2.12.4')}</profile></profiles>", parent=PARENT,
+                         artifact="c"),
+        "a/src/test/java/ATest.java": "", "d/src/test/java/DTest.java": ""})
+    reactor = J.maven_reactor(tree, ["a/src/test/java/ATest.java"])
+    assert J.surefire_lists_methods(reactor, ["a"]) and J.surefire_lists_methods(reactor, [""])
+    assert not J.surefire_lists_methods(reactor, ["a", "b"])  # a version that does not resolve
+    assert not J.surefire_lists_methods(reactor, ["c"])  # a profile's 2.12.4
+    assert not J.surefire_lists_methods(reactor, [])
+    assert J.test_source_modules(tree, reactor) == {"a"}  # d has no pom
+    assert reactor.surefire_pins("c") == (["2.12.4", "3.0.0-M5"], True)
