@@ -24,9 +24,10 @@ The fix may not touch what grades it, whatever route its tooling takes: a `verif
 `patch` changes files that configure how the project is built or its tests run (the rule set's
 `tooling`: dotfiles, `*.config.*`, Makefiles, CMake, manifests, pyproject.toml...) gets a third
 side, `core` = base + the patch without those hunks + test_patch (same order, same reset, its
-own snapshot), one run targeted at the FAIL_TO_PASS ids. An id that does not pass there depends
-on the fix's tooling: `invalid_task` (`_Sides.core_check`). Path rules refuse the routes known;
-this holds for the ones nobody listed yet.
+own snapshot), one run targeted at the FAIL_TO_PASS ids (again in full when that run misses
+one). An id that does not pass there depends on the fix's tooling: `invalid_task`
+(`_Sides.core_check`). Path rules refuse the routes known; this holds for the ones nobody
+listed yet.
 
 Attribution (`Attribution.kind`), rules first, then the LLM under `hybrid` when they find none:
 - `environment`: the image lacks a tool, a library or a module (the run's output or a touched
@@ -593,16 +594,18 @@ class _Sides:
         build or test tooling (`envpool.patches.tooling_split` under the rule set's `tooling`), one
         run of the `core` side -- base + the patch without its tooling hunks + test_patch, applied
         and reset as the after side (`apply_side_patches`; its own snapshot under compile-once) --
-        targeted at the FAIL_TO_PASS ids (full where the ecosystem cannot target). Every
+        targeted at the FAIL_TO_PASS ids (full where the ecosystem cannot target; run again in
+        full, `core#2`, when the targeted run does not observe one of them, `observed`: absent
+        from its report, not under a failed unit -- a selection the runner read otherwise). Every
         FAIL_TO_PASS id must pass there; one that does not means the fix's effect on its tests
         depends on its tooling (a runner option, a plugin, a transform, a build flag): outcome
         `invalid_task`, attribution `task` (rule `core`), the reason naming the tooling paths and
         the ids. A fix that is tooling alone has the before side as its core: decided without a
-        run. The verdict as it is otherwise (no tooling hunk: no run). Steps `core#1` (the run) and
-        `core:decided`. Raises SandboxTimeout at the deadline."""
+        run. The verdict as it is otherwise (no tooling hunk: no run). Steps `core#1` (the run;
+        `core#2` the full one) and `core:decided`. Raises SandboxTimeout at the deadline."""
         if verdict.outcome != "verified" or not getattr(self.config.verify, "tooling_check", True):
             return verdict
-        from envpool.grading import passes_in
+        from envpool.grading import observed, passes_in
         from envpool.patches import tooling_split
 
         split = tooling_split(self.instance.patch, self.instance.language)
@@ -618,6 +621,9 @@ class _Sides:
             self.runs.setdefault("core", [])
             try:
                 run = self.run("core", f2p)
+                if run is not None and trusted(run) and run.report.selected is not None and \
+                        not all(observed(run.report, t) for t in f2p):
+                    run = self.run("core", None)  # the selection missed a target: the core in full
             except PatchApplyError as e:
                 run, why = None, f"the fix without its tooling hunks does not apply: {e.message[:300]}"
             if self.tampered is not None:

@@ -43,8 +43,8 @@ class ToyEco(Ecosystem):
     name = "toy"
     languages = ("go",)
 
-    def __init__(self, build: bool = True, target: bool = True):
-        self.with_build, self.target = build, target
+    def __init__(self, build: bool = True, target: bool = True, selects: str | None = None):
+        self.with_build, self.target, self.selects = build, target, selects
 
     def detect(self, tree, language):
         return 10
@@ -59,7 +59,7 @@ class ToyEco(Ecosystem):
     def targeted_plan(self, plan, ids):
         if not self.target:
             return None
-        names = "|".join(sorted(i.split("::", 1)[1] for i in ids))
+        names = self.selects or "|".join(sorted(i.split("::", 1)[1] for i in ids))  # `selects`: a wrong selection
         return plan.with_test(TestSpec(name="targeted", test_command=f"go test -json -run '^({names})$' ./...",
                                        parser=plan.parser))
 
@@ -229,6 +229,24 @@ def test_targeted_reruns_still_catch_a_flaky_candidate(tmp_path, instance, monke
         res = _mint(tmp_path / policy, instance, monkeypatch, world, ToyEco(), compile_once=False, policy=policy)
         assert res.flaky_tests == [f"{PKG}::TestAdd"], policy
         assert res.outcome == "no_fail_to_pass" and res.FAIL_TO_PASS == [], policy
+
+
+def test_a_wrong_selection_changes_no_list(tmp_path, instance, monkeypatch):
+    """A targeted rerun whose selection misses its target (an ecosystem's ``-Dtest`` that a
+    runner version reads otherwise) and runs another test, failing: the target is absent there
+    and the other test not targeted, so that run observes neither (`envpool.grading.observed`)
+    and the lists are the full runs' -- no rerun in full, the target seen once less."""
+    tests = {f"TestP{i}": "pass" for i in range(6)}
+    world = World({**tests, "TestAdd": "fail"}, {**tests, "TestAdd": "pass"},
+                  flips={("before", 2): {"TestP0": "fail"}, ("after", 2): {"TestP0": "fail"}})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(selects="TestP0"), compile_once=False,
+                full_before_rerun=False)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == [f"{PKG}::TestAdd"] and f"{PKG}::TestP0" in res.PASS_TO_PASS
+    assert len(res.PASS_TO_PASS) == 6 and res.flaky_tests == []
+    assert [(r.label, r.kind, r.tests) for r in res.cost.runs] == [
+        ("before#1", "full", 7), ("after#1", "full", 7), ("before#2", "targeted", 1), ("after#2", "targeted", 1),
+        ("after#3", "full", 7)]
 
 
 def test_a_passing_to_passing_test_that_flakes_after_is_caught_by_the_full_after_run(tmp_path, instance, monkeypatch):

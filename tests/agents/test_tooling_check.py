@@ -172,6 +172,25 @@ def test_a_core_side_that_cannot_be_targeted_runs_in_full(tmp_path, monkeypatch)
     assert [r.kind for r in res.cost.runs if r.label == "core#1"] == ["full"]
 
 
+def test_a_core_run_whose_selection_misses_a_target_runs_again_in_full(tmp_path, monkeypatch):
+    """The targeted core run reports another test, not TestAdd (a selection the runner read
+    otherwise): TestAdd is not observed there, so the core runs again in full (`core#2`), where it
+    passes -- verified, not an invalid_task made by the selection."""
+    world = World({"before": BEFORE, "after": AFTER, "core": AFTER})
+    res = _mint(tmp_path, monkeypatch, world, CODE + GO_MOD, eco=ToyEco(selects="TestP0"), compile_once=False)
+    assert res.outcome == "verified", res.reason
+    assert res.FAIL_TO_PASS == [f"{PKG}::TestAdd"]
+    core = [cmd for side, cmd, _ in world.runs if side == "core"]
+    assert len(core) == 2 and "-run '^(TestP0)$'" in core[0] and "-run" not in core[1]
+    assert [(r.label, r.kind) for r in res.cost.runs if r.label.startswith("core")] == [
+        ("core#1", "targeted"), ("core#2", "full")]
+    # where the full core run does not pass it either, the verdict is the tooling's
+    world = World({"before": BEFORE, "after": AFTER, "core": BEFORE})
+    res = _mint(tmp_path / "b", monkeypatch, world, CODE + GO_MOD, eco=ToyEco(selects="TestP0"), compile_once=False)
+    assert res.outcome == "invalid_task" and f"{PKG}::TestAdd" in res.reason
+    assert sum(1 for side, _, _ in world.runs if side == "core") == 2
+
+
 def test_the_row_format_is_unchanged(tmp_path, monkeypatch):
     """A verified row with a core run has the fields of one without (the export's columns)."""
     a = _mint(tmp_path / "a", monkeypatch, World({"before": BEFORE, "after": AFTER, "core": AFTER}), CODE + GO_MOD,
