@@ -146,14 +146,15 @@ def surefire_lists_methods(reactor: MavenReactor, dirs: list[str]) -> bool:
 
 
 def test_source_modules(tree: GitTree, reactor: MavenReactor) -> set[str]:
-    """The folders of the reactor's poms (`MavenReactor.poms`) that hold test sources
-    (``<folder>/src/test/...``)."""
+    """The reactor's modules (`MavenReactor.reactor`, reached through ``<modules>``: what ``-am``
+    may build) that hold test sources (``<folder>/src/test/...``); a pom outside the reactor (an
+    integration-test project under ``src/it/``) is not one."""
     out: set[str] = set()
     for f in tree.files:
         at = ("/" + f).find("/src/test/")
         if at >= 0:
             d = f[:at].rstrip("/")
-            if d in reactor.poms:
+            if d in reactor.reactor:
                 out.add(d)
     return out
 
