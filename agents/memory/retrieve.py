@@ -156,12 +156,63 @@ def lesson_match(e: Experience, ctx: RepoContext) -> str | None:
     return None
 
 
+def hand_written_reason(e: Experience, ctx: RepoContext) -> str:
+    """Why the hand-written entry `e` may serve the project `ctx`, for `eligible`'s why (a
+    hand-written entry serves every project of its ecosystems; this says on what grounds):
+
+    - its context matches the project's declared dependencies / build systems (`context_match`):
+      `context: dependency pytest`;
+    - it names no package or build system: `context not required (it names no package or build
+      system)`, or "" when its `generic` reason says why (`Hit.report` adds that reason);
+    - otherwise, per list it names: the packages the project names without declaring them
+      (`named by the project: pytest (test framework)`; "its commands" for a word of its
+      commands: `project_names`, what lets it through before planning), the build systems the
+      project uses or `build systems unknown`, and those the project neither names nor uses
+      (`about zlib1g-dev, which the project does not name`), then `its error decides (after a
+      failure)` -- `Retriever.retrieve` holds such an entry back before planning, so it is found
+      only by a failed step's output (`retrieve_for_error`).
+
+    Never says `context:` unless `context_match` holds (`agents.memory.before.proactive` reads it)."""
+    match = context_match(e, ctx)
+    if match:
+        return f"context: {match}"
+    c = e.context
+    if not (c.dependencies or c.build_systems):
+        return "" if c.generic else "context not required (it names no package or build system)"
+    parts: list[str] = []
+    missing = False
+    if c.dependencies:
+        names = project_names(ctx)
+        declared = ctx.dependency_names()
+        frameworks = {f.lower() for f in ctx.frameworks}
+        named = [d for d in c.dependencies if d in names]
+        if named:
+            parts.append("named by the project: " + ", ".join(
+                f"{d} ({'declared' if d in declared else 'test framework' if d in frameworks else 'its commands'})"
+                for d in named[:5]))
+        else:
+            missing = True
+            parts.append(f"about {', '.join(c.dependencies[:5])}, which the project does not name")
+    if c.build_systems:
+        shared = sorted(set(c.build_systems) & set(ctx.build_systems))
+        if shared:
+            parts.append(f"build system {', '.join(shared)}")
+        elif not ctx.build_systems:
+            parts.append(f"build systems unknown (it is about {', '.join(c.build_systems)})")
+        else:
+            missing = True
+            parts.append(f"about {', '.join(c.build_systems)}, which the project does not use")
+    if missing:
+        parts.append("its error decides (after a failure)")
+    return "; ".join(parts)
+
+
 def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
     """Why entry `e` may serve the project `ctx` (the retrieval report's "why"), None when it may
     not. A learned entry serves its own repositories, and another only when their contexts match
     on a shared dependency, or on the build system once it has worked in several repositories
-    (`learned_match`); a hand-written entry serves every project of its ecosystems (with its
-    `context_match`, if any, in the why). Without a context (a caller that knows only the error):
+    (`learned_match`); a hand-written entry serves every project of its ecosystems, its why saying
+    on what grounds (`hand_written_reason`). Without a context (a caller that knows only the error):
     "no context". A lesson bound to a hand-written rule (`Provenance.rule`) serves only its own
     repositories, never another nor a caller without a context: the rule itself serves them."""
     if e.provenance.rule:
@@ -173,13 +224,14 @@ def eligible(e: Experience, ctx: RepoContext | None) -> str | None:
         return None
     if e.moves:  # a lesson of the loop's moves: its repository, or an exact context (`lesson_match`)
         return lesson_match(e, ctx)
-    match = context_match(e, ctx)
     if e.provenance.source == "learned":
         if ctx.repo and ctx.repo in e.context.repos:
+            match = context_match(e, ctx)
             return "same repository" + (f"; {match}" if match else "")
         match = learned_match(e, ctx)
         return f"context: {match}" if match else None
-    return "hand-written" + (f"; context: {match}" if match else "")
+    reason = hand_written_reason(e, ctx)
+    return "hand-written" + (f"; {reason}" if reason else "")
 
 
 class Hit(BaseModel):

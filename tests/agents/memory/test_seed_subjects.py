@@ -179,3 +179,37 @@ def test_the_report_of_a_generic_entry_says_why_it_is_generic():
     assert line["queries"] == ["py-tls", "profile"]
     django = Hit(experience=seeds[DJANGO], score=0.1, via="fused", queries=["profile"], why="hand-written").report()
     assert django["why"] == "hand-written; found by profile"
+
+
+def test_every_hand_written_hit_says_on_what_grounds_it_may_serve_the_project():
+    """Issue 30 trial: `py-pytest-lineno-alias` (context: pytest) showed only "hand-written; found
+    by ..." on a project that runs pytest without declaring it, and the rule entries (no context)
+    never said why. Every hand-written hit's why now names its grounds (`hand_written_reason`),
+    and a ground that is not a context match never reads `context:` (`proactive` keys on it)."""
+    from agents.memory.before import retrieval_report
+
+    mem = memory()
+    alias = "py-pytest-lineno-alias"
+    runs_pytest = small_python({"requests": ""}).model_copy(update={"toolchain": "3.11"})
+    declares = runs_pytest.model_copy(update={"declared": {"pytest": "<6"}})
+    why = {h.experience.id: h.why for h in mem.retrieve(runs_pytest, k=30)}
+    assert why[alias] == "hand-written; named by the project: pytest (test framework)"
+    assert {h.experience.id: h.why for h in mem.retrieve(declares, k=30)}[alias] == \
+        "hand-written; context: dependency pytest"
+    rules = [i for i in why if i.startswith("rule-diag-")]
+    assert rules and all(why[i] == "hand-written; context not required (it names no package or build system)"
+                         for i in rules), why
+    cmake = RepoContext(ecosystem="c", toolchain="12", repo="acme/c", build_systems=["cmake"],
+                        files=["CMakeLists.txt"], commands=["cmake -B build && cmake --build build"])
+    for ctx in (runs_pytest, declares, small_python({}), cmake):
+        hits = mem.retrieve(ctx, k=30)
+        assert not [h.experience.id for h in hits if h.experience.provenance.hand_written
+                    and not h.experience.context.generic and h.why == "hand-written"]
+        assert not [h.experience.id for h in hits if proactive(h, 0.0) and "context: " not in h.why]
+        report = json.loads(retrieval_report("before-plan", ctx, hits, k=30))
+        assert all(not h["why"].startswith("hand-written; found by") for h in report["hits"]), report["hits"]
+    # after a failure the error decides, and the why says so
+    [zlib] = [h for h in mem.retrieve_for_error("src/x.c:3:10: fatal error: zlib.h: No such file or directory",
+                                                "c", ctx=cmake) if h.experience.id == "c-zlib-header"]
+    assert zlib.why == ("signature; hand-written; about zlib1g-dev, which the project does not name; "
+                        "its error decides (after a failure)")
