@@ -270,8 +270,9 @@ class MintConfig(BaseModel):
     @model_validator(mode="after")
     def _policy_needs_llm(self) -> MintConfig:
         if self.policy != "rules" and (self.llm is None or not self.llm.model.strip()):
+            why = "none is configured" if self.llm is None else "mint.llm.model is empty"
             raise ValueError(f"mint.policy {self.policy} needs a usable `llm` block (mint.llm.model, "
-                             "mint.llm.api_key_env): none is configured")
+                             f"mint.llm.api_key_env): {why}")
         return self
 
     def memory_path(self) -> Path:

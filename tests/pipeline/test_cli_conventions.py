@@ -139,6 +139,12 @@ def test_config_errors_name_the_closest_key():
         load_config(None, ["mint.policy=llm"])
     assert explain(e.value, PipelineConfig) == ["mint.policy llm needs a usable `llm` block (mint.llm.model, "
                                                 "mint.llm.api_key_env): none is configured"]
+    # a block whose model is empty was given: the message says so, not "none is configured"
+    for model in ('""', "'  '"):
+        with pytest.raises(ValidationError) as e:
+            load_config(None, ["mint.policy=hybrid", f"mint.llm.model={model}"])
+        assert explain(e.value, PipelineConfig) == ["mint.policy hybrid needs a usable `llm` block (mint.llm.model, "
+                                                    "mint.llm.api_key_env): mint.llm.model is empty"], model
 
 
 @pytest.fixture()
