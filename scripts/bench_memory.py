@@ -265,6 +265,21 @@ def arm_stats(rows: dict, ids: set[str] | None = None) -> dict:
             "entries_scored": {k: f"{w}/{n}" for k, (w, n) in sorted(per_entry.items(), key=lambda x: -x[1][1])[:15]}}
 
 
+REPORT_HELP = """\
+Prints one JSON object on stdout (indented); --json FILE writes the same object to FILE too.
+Keys: `commit` (the commit the arms ran at, a list when commit.txt names several), `memory` (per
+memory-file copy under --out: `memory_counts`), and per pass found (`pass1`, `pass2`):
+  ids                    how many ids --ids-file lists; null without --ids-file (every finished row counts)
+  finished_by_every_arm  how many ids every arm of the pass finished (within --ids-file's ids)
+  a / b / c              per arm: `all` and `common`, each the arm's numbers (`arm_stats`):
+    all                  over every row the arm finished in that pass (within --ids-file's ids)
+    common               over the ids every arm of the pass finished: the arms compared on the same rows
+      rows_without_cost  (in both) rows with no `cost.cpu_s` (e.g. `infra_error` rows that never started):
+                         left out of `cpu_s`; `cpu_s_per_verified` is `cpu_s` / every verified row
+  differences            the common ids whose outcome differs between arms
+"""
+
+
 def report(out: Path, ids_file: Path | None) -> dict:
     """Every arm and pass found under `out`, over all ids and over those every arm of the pass finished."""
     wanted = _ids(ids_file) if ids_file else None
@@ -315,10 +330,12 @@ def main(argv: list[str] | None = None) -> int:
                         "memory counts show); for a run whose work directories were lost")
     r.add_argument("--keep-images", action="store_true",
                    help="keep each pass's images (default: removed once every arm of the pass finished)")
-    p = sub.add_parser("report")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--ids-file", type=Path)
-    p.add_argument("--json", type=Path)
+    p = sub.add_parser("report", help="the arms' numbers so far, as JSON", description=REPORT_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, required=True, help="the run's directory (`run --out`)")
+    p.add_argument("--ids-file", type=Path,
+                   help="count only these ids (default: every finished row; the report's `ids` is then null)")
+    p.add_argument("--json", type=Path, help="also write the same JSON object to this file")
     a = ap.parse_args(argv)
     if a.cmd == "select":
         ids = select(a.instances, a.exclude, a.mirrors)

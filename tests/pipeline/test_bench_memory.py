@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agents.memory.experience_store import ExperienceStore
 from agents.models import InstanceResult, RoundRecord, StepRecord
-from scripts.bench_memory import distil_ledgers, report, select
+from scripts.bench_memory import distil_ledgers, main, report, select
 from tests.pipeline.test_measure_scripts import _store
 
 
@@ -67,11 +69,25 @@ def test_the_report_counts_each_memory_file_and_every_commit_the_arms_ran_at(tmp
     assert m["by_source"].get("learned", 0) == 0 and m["entries"] > 0 and m["applied"] == 0
 
 
+def test_the_report_prints_one_json_object_and_json_writes_the_same_and_its_help_says_so(tmp_path, capsys):
+    """Issue 30 trial: `report --help` said nothing of its output or of `all` / `common`, `ids:
+    null`, `rows_without_cost`."""
+    with pytest.raises(SystemExit) as done:
+        main(["report", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0
+    for said in ("Prints one JSON object on stdout", "--json FILE writes the same object", "all over every row",
+                 "common over the ids every arm of the pass finished", "null without --ids-file",
+                 "rows_without_cost (in both) rows with no `cost.cpu_s`"):
+        assert said in text, said
+    _store(tmp_path / "a-pass1", InstanceResult(instance_id="o__a-1", repo="o/a", outcome="infra_error"))
+    assert main(["report", "--out", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((tmp_path / "r.json").read_text())
+    assert printed["pass1"]["ids"] is None and printed["pass1"]["a"]["all"]["rows_without_cost"] == 1
+
+
 def test_a_first_pass_outside_the_passes_is_refused(tmp_path):
-    import pytest
-
-    from scripts.bench_memory import main
-
     with pytest.raises(SystemExit, match="--first-pass 3"):
         main(["run", "-i", str(tmp_path / "x.jsonl"), "-m", str(tmp_path), "--ids-file", str(tmp_path / "i.txt"),
               "--out", str(tmp_path / "o"), "--passes", "2", "--first-pass", "3"])
