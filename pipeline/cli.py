@@ -1191,6 +1191,12 @@ def memory_list(workdir: Workdir = None, path: StorePath = None, config: ConfigF
     learned), reliability (as the code computes it), applied/worked counters, dropped (below
     mint.memory.floor after mint.memory.min_uses uses) and negative.
 
+    A negative entry is a learned lesson that a repair did NOT fix an error: its actions are the
+    repair that failed, or none when no fix was found. Its worked count stays 0 and applied counts
+    the instances that met the error unfixed (for one with no actions nothing was applied). It
+    only keeps the memory's own repairs from offering those actions again, never the ecosystems'
+    rule repairs; one with no actions changes nothing (docs/concepts.md, "Negative lessons").
+
     [b]Example:[/b] swemint memory list -w work --source learned
     """
     from pipeline.memory_cli import list_entries
@@ -1206,6 +1212,11 @@ def memory_show(entry_id: Annotated[str, typer.Argument(metavar="ID", help="The 
                 sets: Sets = None) -> None:
     """Show one entry of the knowledge store (read-only): problem, solution, signature, actions,
     context, provenance, counters, and its reliability with the formula's inputs.
+
+    "negative" after the source marks a lesson that a repair did NOT fix the error: its actions
+    are the repair that failed, or "(none)" when no fix was found (solution "no fix found"); its
+    applied count is the instances that met the error unfixed (docs/concepts.md, "Negative
+    lessons").
 
     [b]Example:[/b] swemint memory show py-markupsafe-soft-unicode -w work
     """
