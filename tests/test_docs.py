@@ -71,5 +71,11 @@ def test_the_memory_docs_say_what_the_code_does():
     for field in ("`queries`", "`chosen`", "`why_chosen`", "generic: the build host's network"):
         assert field in concepts, field
     assert "`mint.llm: {}`" in concepts and "openai/gpt-4o-mini" in concepts
+    # the second trial: negative lessons, the context step, the report's `repo` and how to read a note
+    for said in ("*Negative lessons*", "`applied` counts the instances that met the error and found no fix",
+                 "They do **not** filter the ecosystems' rule repairs", "a trajectory step `memory` `context`",
+                 "`repo` (the project's repository", "decode it twice -- `jq -r", "context not required",
+                 "named by the project: pytest (test framework)", "`mint.llm.model is empty`"):
+        assert said in concepts, said
     assert "`memory list`, `memory show`" in ops
     assert "`bench --score-only`, `memory list`, `memory show`) never" in ops
