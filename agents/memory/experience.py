@@ -359,7 +359,12 @@ class Experience(BaseModel):
 
     def dropped(self, floor: float, min_uses: int) -> bool:
         """Below the floor: at least `min_uses` scored uses and a reliability under `floor`. A
-        dropped entry is no longer retrieved, applied, or (a diagnosis rule) consulted."""
+        dropped entry is no longer retrieved, applied, or (a diagnosis rule) consulted. A negative
+        lesson is never dropped: its `times_applied` counts the instances that confirmed it (the
+        error met again, unfixed) and its `times_worked` never grows, so the floor would drop it
+        exactly when it had been confirmed most (found by issue 30's fresh-user trial)."""
+        if self.negative:
+            return False
         return self.times_applied >= min_uses and self.reliability < floor
 
     def search_text(self) -> str:

@@ -169,3 +169,18 @@ def test_recording_an_outcome_updates_the_retriever_in_place(memory: ExperienceM
     memory.store.add(_entry("learned-python-new", r"ZzzError", "ZzzError: a brand new problem"))
     assert memory.retriever is not retriever  # a new entry: rebuilt
     assert memory.retrieve_for_error("ZzzError: boom", "python")[0].experience.id == "learned-python-new"
+
+
+def test_a_negative_lesson_confirmed_past_min_uses_is_never_dropped_and_still_filters(memory: ExperienceMemory, golden):
+    """A negative lesson's applied counts confirmations (the error met again, unfixed) and its
+    worked never grows: the floor (learned 1/6 at applied 4) would drop it exactly when it was
+    confirmed most, and the repair it refused would be offered again."""
+    neg = _entry("learned-python-neg6", r"has no wheels with a matching Python ABI tag", "torch no wheels",
+                 negative=True, actions=[{"kind": "uv_lift", "package": "torch"}], times_applied=6,
+                 provenance=Provenance(source="learned"))
+    assert not neg.dropped(floor=0.34, min_uses=4) and neg.reliability < 0.34
+    positive = neg.model_copy(update={"negative": False, "id": "learned-python-pos6"})
+    assert positive.dropped(floor=0.34, min_uses=4)  # the floor itself is unchanged for every other entry
+    memory.store.add(neg)
+    assert "learned-python-neg6" not in {e.id for e in memory.dropped_entries()}
+    assert all(p.experience_id != "py-uv-no-abi-wheel" for p in memory.actions_for(golden("uv_abi"), "python"))
