@@ -185,7 +185,8 @@ class MemoryUseConfig(BaseModel):
     trajectory records (False: the memory is read, never written -- hand-written entries only)."""
     floor: float = Field(default=0.34, ge=0.0, le=1.0)
     """An entry scored at least `min_uses` times whose reliability fell below this is dropped:
-    no longer retrieved, applied, or (a rule) consulted."""
+    no longer retrieved, applied, or (a rule) consulted. Never a negative lesson (its applied
+    counts confirmations: `Experience.dropped`)."""
     min_uses: int = Field(default=4, ge=1)
 
 

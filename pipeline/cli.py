@@ -1189,7 +1189,7 @@ def memory_list(workdir: Workdir = None, path: StorePath = None, config: ConfigF
                                                                 show_default="all")] = None) -> None:
     """List the knowledge store's entries (read-only): id, ecosystem, source (seed, rule,
     learned), reliability (as the code computes it), applied/worked counters, dropped (below
-    mint.memory.floor after mint.memory.min_uses uses) and negative.
+    mint.memory.floor after mint.memory.min_uses uses; never a negative entry) and negative.
 
     A negative entry is a learned lesson that a repair did NOT fix an error: its actions are the
     repair that failed, or none when no fix was found. Its worked count stays 0 and applied counts

@@ -267,8 +267,9 @@ def arm_stats(rows: dict, ids: set[str] | None = None) -> dict:
 
 REPORT_HELP = """\
 Prints one JSON object on stdout (indented); --json FILE writes the same object to FILE too.
-Keys: `commit` (the commit the arms ran at, a list when commit.txt names several), `memory` (per
-memory-file copy under --out: `memory_counts`), and per pass found (`pass1`, `pass2`):
+Keys: `commit` (the commit the arms ran at, a list when commit.txt names several, [] without commit.txt), `memory` (per
+memory-file copy under --out: `memory_counts`), and per pass found (`pass1`, `pass2`, ... while
+`<arm>-pass<n>` folders exist):
   ids                    how many ids --ids-file lists; null without --ids-file (every finished row counts)
   finished_by_every_arm  how many ids every arm of the pass finished (within --ids-file's ids)
   a / b / c              per arm: `all` and `common`, each the arm's numbers (`arm_stats`):
@@ -287,14 +288,16 @@ def report(out: Path, ids_file: Path | None) -> dict:
     commits = sorted({ln.split()[0] for ln in lines if ln.strip()})
     rep: dict = {"commit": commits[0] if len(commits) == 1 else commits,
                  "memory": {p.stem: memory_counts(p) for p in sorted(out.glob("memory-*.duckdb"))}}
-    for n in (1, 2):
+    n = 0
+    while any((out / f"{arm}-pass{n + 1}").is_dir() for arm in ARMS):  # every pass run wrote (`run --passes`)
+        n += 1
         rows = {arm: rows_of(out / f"{arm}-pass{n}") if (out / f"{arm}-pass{n}").is_dir() else {} for arm in ARMS}
         if not any(rows.values()):
             continue
         common = set.intersection(*(set(r) for r in rows.values()))
         if wanted is not None:
             common &= wanted
-        p = {"ids": len(wanted) if wanted else None, "finished_by_every_arm": len(common)}
+        p = {"ids": len(wanted) if wanted is not None else None, "finished_by_every_arm": len(common)}
         for arm in ARMS:
             p[arm] = {"all": arm_stats(rows[arm], wanted), "common": arm_stats(rows[arm], common)}
         diffs = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from packaging.utils import canonicalize_name
 import fnmatch
+import functools
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -47,7 +48,8 @@ class RetrievalConfig(BaseModel):
     """Return negative experiences (failures without a fix) too."""
     floor: float = Field(default=0.34, ge=0.0, le=1.0)
     """An entry with at least `min_uses` scored uses and a reliability below this is dropped:
-    never retrieved, applied, or (a diagnosis rule) consulted (`Experience.dropped`)."""
+    never retrieved, applied, or (a diagnosis rule) consulted (`Experience.dropped`; never a
+    negative lesson)."""
     min_uses: int = Field(default=4, ge=1)
     profile_query: bool = True
     """Add the project's own query (`RepoContext.profile_query`) to the templates' queries."""
@@ -88,9 +90,16 @@ def project_names(ctx: RepoContext) -> set[str]:
     """The package names a project names: its declared dependencies, its test frameworks
     (`jest`, `pytest`) and the words of its commands (an `apt-get install libonig-dev` of its CI
     or plan), normalised."""
-    words = {w.lower() for c in ctx.commands for w in re.findall(r"[A-Za-z0-9][\w.+-]*", c)}
-    words |= {f.lower() for f in ctx.frameworks}
-    return ctx.dependency_names() | {re.sub(r"[-_.]+", "-", w) for w in words}
+    return ctx.dependency_names() | _command_names(tuple(ctx.commands), tuple(ctx.frameworks))
+
+
+@functools.lru_cache(maxsize=64)
+def _command_names(commands: tuple[str, ...], frameworks: tuple[str, ...]) -> frozenset[str]:
+    """`project_names`' words of the commands and test frameworks, normalised; cached because a
+    retrieval asks once per hand-written entry (`hand_written_reason`, ~270 per mask)."""
+    words = {w.lower() for c in commands for w in re.findall(r"[A-Za-z0-9][\w.+-]*", c)}
+    words |= {f.lower() for f in frameworks}
+    return frozenset(re.sub(r"[-_.]+", "-", w) for w in words)
 
 
 def _versions_in(spec: str) -> list[str]:

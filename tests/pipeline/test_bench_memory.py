@@ -133,3 +133,16 @@ def test_each_pass_s_images_are_removed_once_every_arm_finished_it(tmp_path, mon
     events.clear()
     bm.main(args + ["--out", str(tmp_path / "k"), "--keep-images"])
     assert not [e for e in events if e.startswith("prune")] and len(events) == 6
+
+
+def test_the_report_reads_every_pass_run_wrote_and_an_empty_ids_file_counts_zero(tmp_path):
+    """Review: `report` read passes 1 and 2 only (a `run --passes 3` pass was left out silently),
+    and an empty --ids-file reported `ids: null` while bounding every total to nothing."""
+    for n in (1, 2, 3):
+        for arm in ("a", "b", "c"):
+            _store(tmp_path / f"{arm}-pass{n}", InstanceResult(instance_id="o__a-1", repo="o/a", outcome="verified"))
+    assert [k for k in report(tmp_path, None) if k.startswith("pass")] == ["pass1", "pass2", "pass3"]
+    empty = tmp_path / "ids.txt"
+    empty.write_text("")
+    rep = report(tmp_path, empty)["pass3"]
+    assert rep["ids"] == 0 and rep["a"]["all"]["finished"] == 0

@@ -15,6 +15,7 @@ from agents.memory.experience import Experience
 from agents.memory.experience_store import SEED_DIR, hand_written, load_seed_files
 from agents.memory.knowledge import rule_entries, rule_entry_id
 from agents.memory.repo_context import RepoContext
+from agents.memory.retrieve import context_match
 
 DJANGO = "py-django-settings-not-configured"
 
@@ -205,7 +206,8 @@ def test_every_hand_written_hit_says_on_what_grounds_it_may_serve_the_project():
         hits = mem.retrieve(ctx, k=30)
         assert not [h.experience.id for h in hits if h.experience.provenance.hand_written
                     and not h.experience.context.generic and h.why == "hand-written"]
-        assert not [h.experience.id for h in hits if proactive(h, 0.0) and "context: " not in h.why]
+        assert [h.experience.id for h in hits if h.experience.provenance.hand_written
+                and ("context: " in h.why) != bool(context_match(h.experience, ctx))] == []
         report = json.loads(retrieval_report("before-plan", ctx, hits, k=30))
         assert all(not h["why"].startswith("hand-written; found by") for h in report["hits"]), report["hits"]
     # after a failure the error decides, and the why says so
