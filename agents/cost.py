@@ -8,6 +8,13 @@ nested; `other` outside any). Verification records each test run and compile-onc
 `CostRecord`: phases, runs, the floor (dependency install + one before + one after run), the
 minting process's own CPU, the host's busy CPU-seconds over the instance's span, the load
 average at start and end and the cores. Never raises: a meter is never a reason to fail.
+
+Images the instance found missing and built (a Debian base by debootstrap, a toolchain layer:
+`envpool.imagestore`) report their CPU through `envpool.cgroup.note_image_cpu` while the meter
+`watching_images()`: it is the row's `image_cpu_s`, kept out of `process_cpu_s` (debootstrap is a
+child of the minting process, ~30 CPU-seconds for sid) and of `cpu_s`, since such an image is
+built once per engine and serves every later instance of every run on it -- whichever instance
+(or benchmark arm) happens to come first would otherwise carry it.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agents.models import CostRecord, RunCost
-from envpool.cgroup import cores, host_cpu_seconds, load_average, process_cpu_now
+from envpool.cgroup import cores, host_cpu_seconds, image_cpu_listener, load_average, process_cpu_now
 
 PHASES = ("analysis", "reuse", "setup", "before", "after", "reruns", "core", "commit", "publish")
 """The phases a row's cost names (`timings` has their wall seconds; `commit`'s containers are
@@ -31,7 +38,7 @@ class CostMeter:
 
     Attributes: `phase_cpu` (phase -> seconds), `engine_cpu` (the engine's CPU during this
     instance's commits), `runs` (RunCost), `last_cpu` (seconds of the container closed last,
-    None when unreadable)."""
+    None when unreadable), `image_cpu` (image builds, `watching_images`)."""
 
     def __init__(self) -> None:
         self.stack: list[str] = ["other"]
@@ -39,6 +46,8 @@ class CostMeter:
         self.engine_cpu = 0.0
         self.runs: list[RunCost] = []
         self.last_cpu: float | None = None
+        self.image_cpu = 0.0
+        self._image_process = 0.0  # the part of `image_cpu` that `process_cpu_now` counts too
         self._factory = None
         self._previous = None
         self._host0 = host_cpu_seconds()
@@ -69,6 +78,18 @@ class CostMeter:
         engine = getattr(sandbox, "engine_cpu_seconds", None)
         if engine:
             self.engine_cpu += float(engine)
+
+    def on_image_build(self, seconds: float, process_s: float = 0.0) -> None:
+        """An image build cost `seconds`, `process_s` of them in this process's children
+        (`envpool.cgroup.note_image_cpu`): `image_cpu`, and out of the process CPU."""
+        self.image_cpu += max(0.0, seconds)
+        self._image_process += max(0.0, process_s)
+
+    @contextmanager
+    def watching_images(self) -> Iterator[None]:
+        """Image builds reported within the block (this thread) count to `image_cpu`."""
+        with image_cpu_listener(self.on_image_build):
+            yield
 
     @property
     def current(self) -> str:
@@ -116,10 +137,10 @@ class CostMeter:
         """The row's CostRecord, as of now."""
         host1 = host_cpu_seconds()
         container = round(sum(self.phase_cpu.values()), 3)
-        process = round(max(0.0, process_cpu_now() - self._proc0), 3)
+        process = round(max(0.0, process_cpu_now() - self._proc0 - self._image_process), 3)
         return CostRecord(
             phase_cpu_s={k: round(v, 3) for k, v in self.phase_cpu.items() if v}, container_cpu_s=container,
-            engine_cpu_s=round(self.engine_cpu, 3), process_cpu_s=process,
+            engine_cpu_s=round(self.engine_cpu, 3), process_cpu_s=process, image_cpu_s=round(self.image_cpu, 3),
             cpu_s=round(container + self.engine_cpu + process, 3),
             host_cpu_s=round(host1 - self._host0, 2) if host1 is not None and self._host0 is not None else None,
             load_start=self._load0, load_end=load_average(), cores=cores(), slots=slots, runs=list(self.runs),

@@ -159,7 +159,9 @@ def mint_instance(instance: Instance, repo_path: Path, config: MintConfig, facto
         run = MintRun(instance=instance, tree=tree, config=config, factory=factory, res=res, idir=idir,
                       log_path=log_path, traj=traj, deadline=t0 + config.timeouts.instance, helper=helper,
                       touched=paths_after(instance.test_patch), cost=meter)
-        with use_store(store_of(factory)):  # toolchain images on the sandboxes' engine (a fake's store in tests)
+        # toolchain images on the sandboxes' engine (a fake's store in tests); what building a
+        # missing one costs is the row's image_cpu_s, not its process CPU (`agents.cost`)
+        with use_store(store_of(factory)), meter.watching_images():
             Loop(run, env, list(candidates or []) if config.reuse.enabled else [], profile).go()
     except SwemintError as e:
         res.outcome = next(o for cls, o in OUTCOME_OF_ERROR if isinstance(e, cls))

@@ -269,7 +269,11 @@ class CostRecord(BaseModel):
       is removed: `envpool.cgroup`). `container_cpu_s`: their sum. `engine_cpu_s`: the Docker
       engine's own CPU during this instance's commits (dockerd + containerd; other work at the
       same time included), in no phase.
-    - `process_cpu_s`: the minting thread and the subprocesses it waited for (analysis, git).
+    - `process_cpu_s`: the minting thread and the subprocesses it waited for (analysis, git),
+      less those of image builds.
+    - `image_cpu_s`: images this instance found missing on the engine and built (a Debian base's
+      debootstrap and import, a toolchain layer's build container and commit): a one-off per
+      engine that every later instance of every run reuses, so not in `cpu_s`.
     - `cpu_s`: container + engine + process CPU-seconds: the instance's own cost.
     - `host_cpu_s`: busy CPU-seconds of the whole host over the instance's span (every process,
       other instances and other work included); `load_start` / `load_end`: 1/5/15-minute load
@@ -286,6 +290,7 @@ class CostRecord(BaseModel):
     container_cpu_s: float = 0.0
     engine_cpu_s: float = 0.0
     process_cpu_s: float = 0.0
+    image_cpu_s: float = 0.0
     cpu_s: float = 0.0
     host_cpu_s: float | None = None
     load_start: list[float] | None = None

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import os
 import resource
+import subprocess
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 CGROUP = Path("/sys/fs/cgroup")
@@ -84,6 +88,51 @@ def process_cpu_now() -> float:
     threads of one process run subprocesses at once)."""
     ch = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.thread_time() + ch.ru_utime + ch.ru_stime
+
+
+def wait_cpu(proc: subprocess.Popen) -> float:
+    """Reap `proc` (blocking) and return the CPU-seconds it and the children it waited for used
+    (`os.wait4`: exact for this one process, whatever other threads run meanwhile); its
+    `returncode` is set as `wait()` would. 0.0 when it was reaped already."""
+    if proc.returncode is not None:
+        return 0.0
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except ChildProcessError:
+        proc.wait()
+        return 0.0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
+
+
+_image_listener: ContextVar[Callable[[float, float], None] | None] = ContextVar("swemint_image_cpu", default=None)
+
+
+@contextmanager
+def image_cpu_listener(listener: Callable[[float, float], None]) -> Iterator[None]:
+    """Within the block (this thread or task), every image build `note_image_cpu` reports is
+    passed to `listener(seconds, process_s)`: an instance's cost meter
+    (`agents.cost.CostMeter.watching_images`)."""
+    token = _image_listener.set(listener)
+    try:
+        yield
+    finally:
+        _image_listener.reset(token)
+
+
+def note_image_cpu(seconds: float | None, process_s: float = 0.0) -> None:
+    """An image build (a Debian base, a toolchain layer: `envpool.imagestore.DockerImageStore`)
+    cost `seconds` CPU-seconds in all -- its build containers' cgroups, the engine's commit or
+    import, host processes -- of which `process_s` were this process's own waited-for children
+    (debootstrap, tar, the docker CLI), which `process_cpu_now` counts too. Tells the listener
+    `image_cpu_listener` set, if any; never raises."""
+    listener = _image_listener.get()
+    if listener is None or not (seconds or process_s):
+        return
+    try:
+        listener(float(seconds or 0.0), float(process_s or 0.0))
+    except Exception:  # noqa: BLE001 - a meter never breaks a build
+        pass
 
 
 ENGINE_PROCESSES = ("dockerd", "containerd")

@@ -15,6 +15,7 @@ import builtins
 import hashlib
 from dataclasses import dataclass, field
 
+from envpool.cgroup import note_image_cpu
 from envpool.errors import InfraError
 from envpool.sandbox import ImageInfo
 
@@ -51,6 +52,8 @@ class FakeImageStore(dict[str, FakeImage]):
         layer_error: when set, `layer` raises InfraError with it (a failing image build).
         registries_down: registries whose `push` fails (connection refused).
         node_name: the node this fake engine serves (`node()`; "" unknown).
+        build_cpu_s: CPU-seconds each `layer` / `bootstrap` reports as an image build's
+            (`envpool.cgroup.note_image_cpu`, as the Docker store does; 0: none).
 
     Attributes:
         built: (kind, tag, parent or suite, script or packages) of every `layer` / `bootstrap`,
@@ -58,7 +61,8 @@ class FakeImageStore(dict[str, FakeImage]):
     """
 
     def __init__(self, images: dict[str, FakeImage] | list[str] | None = None, *, pullable: set[str] | None = None,
-                 layer_error: str | None = None, registries_down: set[str] | None = None, node_name: str = ""):
+                 layer_error: str | None = None, registries_down: set[str] | None = None, node_name: str = "",
+                 build_cpu_s: float = 0.0):
         super().__init__()
         for ref in images or []:
             self[ref] = images[ref] if isinstance(images, dict) else FakeImage(id=fake_id(ref), ref=ref, labels={})
@@ -66,6 +70,7 @@ class FakeImageStore(dict[str, FakeImage]):
         self.layer_error = layer_error
         self.registries_down = set(registries_down or ())
         self.node_name = node_name
+        self.build_cpu_s = build_cpu_s
         self.pushed: list[tuple[str, str]] = []
         self.built: list[tuple[str, str, str, str]] = []
         self.pulled: list[str] = []
@@ -125,6 +130,7 @@ class FakeImageStore(dict[str, FakeImage]):
         if base is None:
             raise InfraError(f"building image {tag} failed: no image {parent}")
         self.built.append(("layer", tag, parent, script))
+        note_image_cpu(self.build_cpu_s)
         self[tag] = FakeImage(id=fake_id(tag, parent, script), ref=tag, labels={"swemint.managed": "1", **labels},
                               files=dict(base.files), modes=dict(base.modes), env=dict(base.env), parent=parent,
                               steps=[*base.steps, script])
@@ -133,6 +139,7 @@ class FakeImageStore(dict[str, FakeImage]):
     def bootstrap(self, suite: str, tag: str, mirror: str, packages: builtins.list[str]) -> None:
         """Record `tag` as a bootstrapped Debian `suite`."""
         self.built.append(("bootstrap", tag, suite, " ".join(packages)))
+        note_image_cpu(self.build_cpu_s, self.build_cpu_s)  # debootstrap: a child of this process
         self[tag] = FakeImage(id=fake_id(tag, suite, mirror), ref=tag,
                               labels={"swemint.route": "debootstrap", "swemint.managed": "1"},
                               steps=[f"debootstrap {suite} {mirror}"])

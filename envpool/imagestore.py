@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from envpool.cgroup import engine_cpu_seconds, note_image_cpu, wait_cpu
 from envpool.errors import InfraError
 from envpool.sandbox import ImageInfo, ImageStore, SandboxSpec
 
@@ -108,6 +109,9 @@ class DockerImageStore:
         _sweep_dead_builds(self.client)
         run_id = f"{BUILD_RUN}-{os.getpid()}"  # the owner's pid: a killed owner's container is swept
         factory = DockerSandboxFactory(run_id=run_id, client=self.client)
+        # the build container's cgroup CPU and the engine's commit: an image build's, not the
+        # instance's that waited for it (`note_image_cpu`)
+        factory.cpu_listener = lambda sb: note_image_cpu((sb.cpu_seconds or 0.0) + (sb.engine_cpu_seconds or 0.0))
         spec = SandboxSpec(image=parent, run_id=run_id, network="bridge", memory=8 * 1024**3)
         with factory.sandbox(spec) as sb:
             r = sb.exec(script, timeout=timeout, log_label="image-layer")
@@ -130,26 +134,53 @@ class DockerImageStore:
 
     def bootstrap(self, suite: str, tag: str, mirror: str, packages: builtins.list[str]) -> None:
         """debootstrap --variant=minbase (25-45 s, ~210 MB) then `docker import` with the labels
-        `swemint.route=debootstrap swemint.managed=1`."""
+        `swemint.route=debootstrap swemint.managed=1`. The CPU it costs (debootstrap's ~30
+        CPU-seconds, tar, the docker CLI, the engine's import) is an image build's
+        (`note_image_cpu`), not the instance's that waited for it."""
         if not shutil.which("debootstrap"):
             raise InfraError("debootstrap is not installed (apt-get install -y debootstrap)")
-        with tempfile.TemporaryDirectory(prefix=f"swemint-{suite}-") as tmp:
-            root = Path(tmp) / "root"
-            cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", suite, str(root), mirror]
-            log.info("bootstrapping %s: %s", tag, " ".join(cmd))
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise InfraError(f"debootstrap {suite} failed: {r.stderr[-2000:] or r.stdout[-2000:]}")
-            # apt in sid/forky needs Check-Valid-Until false (frozen snapshot mirror)
-            (root / "etc/apt/apt.conf.d/99swemint").write_text(
-                'Acquire::Check-Valid-Until "false";\nAPT::Install-Recommends "false";\n')
-            tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-            imp = subprocess.run(["docker", "-H", engine_host(self.client), "import", "--change", 'CMD ["bash"]',
-                                  "--change", "LABEL swemint.route=debootstrap swemint.managed=1",
-                                  "-", tag], stdin=tar.stdout, capture_output=True, text=True)
-            tar.wait()
-            if imp.returncode != 0:
-                raise InfraError(f"docker import {tag} failed: {imp.stderr[-2000:]}")
+        own = 0.0  # CPU-seconds of the children this process waited for
+        e0 = engine_cpu_seconds()
+        try:
+            with tempfile.TemporaryDirectory(prefix=f"swemint-{suite}-") as tmp:
+                root = Path(tmp) / "root"
+                cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", suite, str(root),
+                       mirror]
+                log.info("bootstrapping %s: %s", tag, " ".join(cmd))
+                code, out, cpu = _run_measured(cmd)
+                own += cpu
+                if code != 0:
+                    raise InfraError(f"debootstrap {suite} failed: {out[-2000:]}")
+                # apt in sid/forky needs Check-Valid-Until false (frozen snapshot mirror)
+                (root / "etc/apt/apt.conf.d/99swemint").write_text(
+                    'Acquire::Check-Valid-Until "false";\nAPT::Install-Recommends "false";\n')
+                tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+                try:
+                    code, out, cpu = _run_measured(
+                        ["docker", "-H", engine_host(self.client), "import", "--change", 'CMD ["bash"]',
+                         "--change", "LABEL swemint.route=debootstrap swemint.managed=1", "-", tag], stdin=tar.stdout)
+                finally:
+                    tar.stdout.close()
+                    own += cpu + wait_cpu(tar)
+                if code != 0:
+                    raise InfraError(f"docker import {tag} failed: {out[-2000:]}")
+        finally:
+            e1 = engine_cpu_seconds()
+            engine = max(0.0, e1 - e0) if e0 is not None and e1 is not None else 0.0
+            note_image_cpu(own + engine, own)
+
+
+def _run_measured(cmd: builtins.list[str], stdin=None) -> tuple[int, str, float]:
+    """Run `cmd` to its end: (exit code, its stderr else stdout as text, the CPU-seconds it and
+    its waited-for children used: `envpool.cgroup.wait_cpu`). Output goes through temporary
+    files, so the process is reaped by `os.wait4` (which reports its CPU), not by `communicate`."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=out, stderr=err)
+        cpu = wait_cpu(proc)
+        out.seek(0)
+        err.seek(0)
+        text_out, text_err = (f.read().decode(errors="replace") for f in (out, err))
+    return proc.returncode, text_err or text_out, cpu
 
 
 BUILD_RUN = "image-build"

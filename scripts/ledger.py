@@ -140,12 +140,12 @@ def cost_facts(res) -> dict:
     """A row's cost as ledger fields (issue 26): `phase_s` (wall seconds by phase: the row's
     `timings`), and from `res.cost` (`agents.models.CostRecord`; None in rows made before it):
     `cpu_s` (container + engine + process), `container_cpu_s`, `engine_cpu_s`, `process_cpu_s`,
-    `phase_cpu_s`, `floor_cpu_s`, `host_cpu_s`, `load_start`, `load_end`, `cores`, `slots`,
+    `image_cpu_s`, `phase_cpu_s`, `floor_cpu_s`, `host_cpu_s`, `load_start`, `load_end`, `cores`, `slots`,
     `runs` (test runs and builds by kind) and `policy`."""
     out: dict = {"phase_s": dict(res.timings)}
     c = getattr(res, "cost", None)
-    keys = ("cpu_s", "container_cpu_s", "engine_cpu_s", "process_cpu_s", "phase_cpu_s", "floor_cpu_s", "host_cpu_s",
-            "load_start", "load_end", "cores", "slots", "policy")
+    keys = ("cpu_s", "container_cpu_s", "engine_cpu_s", "process_cpu_s", "image_cpu_s", "phase_cpu_s", "floor_cpu_s",
+            "host_cpu_s", "load_start", "load_end", "cores", "slots", "policy")
     if c is None:
         return {**out, **{k: None for k in keys}, "runs": None}
     out.update({k: getattr(c, k) for k in keys})
