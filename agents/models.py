@@ -37,11 +37,11 @@ def _swemint_version() -> str:
 SWEMINT_VERSION = _swemint_version()
 """The installed swemint's version (package metadata), stamped into every stored row."""
 
-RESULT_SCHEMA = 2
+RESULT_SCHEMA = 3
 """The shape of `InstanceResult` (with its nested records and OUTCOMES), stamped into every stored
 row as `result_schema`. Bump it whenever a field or an outcome is added (or a field's type
 changes): a swemint reading a row with a higher number refuses it (`pipeline.store`) rather than
-moving it aside. 1: rows written before the stamp existed; 2: the stamp.
+moving it aside. 1: rows written before the stamp existed; 2: the stamp; 3: `cost.image_cpu_s`.
 tests/pipeline/test_store_skew.py pins the shape of each number."""
 
 

@@ -33,7 +33,7 @@ import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -685,7 +685,7 @@ class DockerSandboxFactory:
         self.build_network = build_network or BuildNetworkConfig()
         self._quota: bool | None = None
         self._engine_info: dict | None = None
-        self.cpu_listener = None
+        self.cpu_listener: Callable[[DockerSandbox], None] | None = None
         """Called with each sandbox this factory started once it is closed (`DockerSandbox.on_close`):
         the instance's cost meter (`agents.cost.CostMeter`) sets it."""
 

@@ -32,7 +32,8 @@ from tests.pipeline.test_cli import calls, mint_args, setup  # noqa: F401 - `set
 
 VERIFIED = "octo__proj-1"
 
-SHAPES = {2: "779028e8c2fbcb688243f82aea23caaab92d68029b7343907b838de9dfc5a69a"}
+SHAPES = {2: "779028e8c2fbcb688243f82aea23caaab92d68029b7343907b838de9dfc5a69a",
+          3: "37d5f0579163f0f5a51416e92670af8fbb556bd3f2dfb13e225563e3d4f9d641"}
 """sha256 of `shape()` for each RESULT_SCHEMA (see test_the_schema_number_follows_the_row_shape)."""
 
 
