@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from agents.models import CostRecord, RunCost
-from envpool.cgroup import cores, host_cpu_seconds, image_cpu_listener, load_average, process_cpu_now
+from envpool.cgroup import (cores, host_cpu_seconds, image_children_cpu, image_cpu_listener, load_average,
+                            process_cpu_now)
 
 PHASES = ("analysis", "reuse", "setup", "before", "after", "reruns", "core", "commit", "publish")
 """The phases a row's cost names (`timings` has their wall seconds; `commit`'s containers are
@@ -47,7 +48,8 @@ class CostMeter:
         self.runs: list[RunCost] = []
         self.last_cpu: float | None = None
         self.image_cpu = 0.0
-        self._image_process = 0.0  # the part of `image_cpu` that `process_cpu_now` counts too
+        self._image_thread = 0.0  # the part of `image_cpu` this thread spent (`process_cpu_now` counts it)
+        self._image_children0 = image_children_cpu()  # image builds' children: in RUSAGE_CHILDREN, every thread's
         self._factory = None
         self._previous = None
         self._host0 = host_cpu_seconds()
@@ -79,11 +81,12 @@ class CostMeter:
         if engine:
             self.engine_cpu += float(engine)
 
-    def on_image_build(self, seconds: float, process_s: float = 0.0) -> None:
-        """An image build cost `seconds`, `process_s` of them in this process's children
-        (`envpool.cgroup.note_image_cpu`): `image_cpu`, and out of the process CPU."""
+    def on_image_build(self, seconds: float, thread_s: float = 0.0) -> None:
+        """An image build cost `seconds`, `thread_s` of them this thread's own
+        (`envpool.cgroup.note_image_cpu`): `image_cpu`, and out of the process CPU (its
+        children's CPU is taken out through `image_children_cpu`, whichever thread built)."""
         self.image_cpu += max(0.0, seconds)
-        self._image_process += max(0.0, process_s)
+        self._image_thread += max(0.0, thread_s)
 
     @contextmanager
     def watching_images(self) -> Iterator[None]:
@@ -137,7 +140,8 @@ class CostMeter:
         """The row's CostRecord, as of now."""
         host1 = host_cpu_seconds()
         container = round(sum(self.phase_cpu.values()), 3)
-        process = round(max(0.0, process_cpu_now() - self._proc0 - self._image_process), 3)
+        images = image_children_cpu() - self._image_children0 + self._image_thread
+        process = round(max(0.0, process_cpu_now() - self._proc0 - images), 3)
         return CostRecord(
             phase_cpu_s={k: round(v, 3) for k, v in self.phase_cpu.items() if v}, container_cpu_s=container,
             engine_cpu_s=round(self.engine_cpu, 3), process_cpu_s=process, image_cpu_s=round(self.image_cpu, 3),

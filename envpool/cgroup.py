@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -106,12 +107,23 @@ def wait_cpu(proc: subprocess.Popen) -> float:
 
 
 _image_listener: ContextVar[Callable[[float, float], None] | None] = ContextVar("swemint_image_cpu", default=None)
+_image_children_lock = threading.Lock()
+_image_children = 0.0
+
+
+def image_children_cpu() -> float:
+    """CPU-seconds of this process's waited-for children that image builds reported so far
+    (`note_image_cpu`'s `children_s`, every thread's, outside any meter too): `RUSAGE_CHILDREN`
+    is per process, so a meter takes the growth of this over its span out of `process_cpu_now`'s
+    (an instance minting in one thread while another debootstraps a base)."""
+    with _image_children_lock:
+        return _image_children
 
 
 @contextmanager
 def image_cpu_listener(listener: Callable[[float, float], None]) -> Iterator[None]:
     """Within the block (this thread or task), every image build `note_image_cpu` reports is
-    passed to `listener(seconds, process_s)`: an instance's cost meter
+    passed to `listener(seconds, thread_s)`: an instance's cost meter
     (`agents.cost.CostMeter.watching_images`)."""
     token = _image_listener.set(listener)
     try:
@@ -120,17 +132,23 @@ def image_cpu_listener(listener: Callable[[float, float], None]) -> Iterator[Non
         _image_listener.reset(token)
 
 
-def note_image_cpu(seconds: float | None, process_s: float = 0.0) -> None:
+def note_image_cpu(seconds: float | None, thread_s: float = 0.0, children_s: float = 0.0) -> None:
     """An image build (a Debian base, a toolchain layer: `envpool.imagestore.DockerImageStore`)
     cost `seconds` CPU-seconds in all -- its build containers' cgroups, the engine's commit or
-    import, host processes -- of which `process_s` were this process's own waited-for children
-    (debootstrap, tar, the docker CLI), which `process_cpu_now` counts too. Tells the listener
+    import, host processes -- of which `thread_s` were this thread's own (`time.thread_time`)
+    and `children_s` this process's waited-for children (debootstrap, tar, the docker CLI), both
+    of which `process_cpu_now` counts too: `children_s` in every thread's reading
+    (`image_children_cpu`), `thread_s` in this thread's only. Tells the listener
     `image_cpu_listener` set, if any; never raises."""
+    global _image_children
+    if children_s:
+        with _image_children_lock:
+            _image_children += max(0.0, float(children_s))
     listener = _image_listener.get()
-    if listener is None or not (seconds or process_s):
+    if listener is None or not (seconds or thread_s):
         return
     try:
-        listener(float(seconds or 0.0), float(process_s or 0.0))
+        listener(float(seconds or 0.0), float(thread_s or 0.0))
     except Exception:  # noqa: BLE001 - a meter never breaks a build
         pass
 

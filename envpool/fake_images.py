@@ -139,7 +139,7 @@ class FakeImageStore(dict[str, FakeImage]):
     def bootstrap(self, suite: str, tag: str, mirror: str, packages: builtins.list[str]) -> None:
         """Record `tag` as a bootstrapped Debian `suite`."""
         self.built.append(("bootstrap", tag, suite, " ".join(packages)))
-        note_image_cpu(self.build_cpu_s, self.build_cpu_s)  # debootstrap: a child of this process
+        note_image_cpu(self.build_cpu_s)  # no process of this one spent it: nothing to take out of its CPU
         self[tag] = FakeImage(id=fake_id(tag, suite, mirror), ref=tag,
                               labels={"swemint.route": "debootstrap", "swemint.managed": "1"},
                               steps=[f"debootstrap {suite} {mirror}"])

@@ -140,7 +140,7 @@ class DockerImageStore:
         (`note_image_cpu`), not the instance's that waited for it."""
         if not shutil.which("debootstrap"):
             raise InfraError("debootstrap is not installed (apt-get install -y debootstrap)")
-        own, engine = 0.0, 0.0  # CPU-seconds of the children this process waited for; the engine's import
+        children, engine = 0.0, 0.0  # CPU-seconds of the children this process waited for; the engine's import
         t0 = time.thread_time()  # this thread's share: the root's removal (~400 MB) above all
         try:
             with tempfile.TemporaryDirectory(prefix=f"swemint-{suite}-") as tmp:
@@ -149,7 +149,7 @@ class DockerImageStore:
                        mirror]
                 log.info("bootstrapping %s: %s", tag, " ".join(cmd))
                 code, out, cpu = _run_measured(cmd)
-                own += cpu
+                children += cpu
                 if code != 0:
                     raise InfraError(f"debootstrap {suite} failed: {out[-2000:]}")
                 # apt in sid/forky needs Check-Valid-Until false (frozen snapshot mirror)
@@ -157,6 +157,7 @@ class DockerImageStore:
                     'Acquire::Check-Valid-Until "false";\nAPT::Install-Recommends "false";\n')
                 tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
                 e0 = engine_cpu_seconds()
+                code, out, cpu = 1, "", 0.0  # an import that cannot start (no docker CLI) spent nothing
                 try:
                     code, out, cpu = _run_measured(
                         ["docker", "-H", engine_host(self.client), "import", "--change", 'CMD ["bash"]',
@@ -164,15 +165,14 @@ class DockerImageStore:
                 finally:
                     if tar.stdout is not None:
                         tar.stdout.close()
-                    own += cpu + wait_cpu(tar)
+                    children += cpu + wait_cpu(tar)
                     e1 = engine_cpu_seconds()
                     engine = max(0.0, e1 - e0) if e0 is not None and e1 is not None else 0.0
                 if code != 0:
                     raise InfraError(f"docker import {tag} failed: {out[-2000:]}")
         finally:
-            own += time.thread_time() - t0
-            note_image_cpu(own + engine, own)
-
+            own = time.thread_time() - t0
+            note_image_cpu(children + own + engine, own, children)
 
 def _run_measured(cmd: builtins.list[str], stdin=None) -> tuple[int, str, float]:
     """Run `cmd` to its end: (exit code, its stderr else stdout as text, the CPU-seconds it and
@@ -180,7 +180,12 @@ def _run_measured(cmd: builtins.list[str], stdin=None) -> tuple[int, str, float]
     files, so the process is reaped by `os.wait4` (which reports its CPU), not by `communicate`."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, stdin=stdin, stdout=out, stderr=err)
-        cpu = wait_cpu(proc)
+        try:
+            cpu = wait_cpu(proc)
+        except BaseException:  # interrupted: do not leave it running (as `subprocess.run`)
+            proc.kill()
+            wait_cpu(proc)
+            raise
         out.seek(0)
         err.seek(0)
         text_out, text_err = (f.read().decode(errors="replace") for f in (out, err))
