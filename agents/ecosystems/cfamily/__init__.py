@@ -381,7 +381,8 @@ class CFamily(Ecosystem):
         autotools: the ``--enable-X`` / ``--with-X`` switches of configure.ac that say test/check),
         `rediscover` (a googletest test the test_patch adds never ran: the touched targets built
         again from clean, their discovery after the test_patch), `whole_suite` (S32: the helper's
-        selection was narrower than the suite -- every target built, every CTest test run) and
+        selection was narrower than the suite -- every target built, every CTest test run; not
+        after the helper said the touched test sources are compiled by no target, S38) and
         `status_units` (the run gave no per-test report: the scripts and make targets of the
         touched files graded by exit status, `agents.ecosystems.cfamily.units`); after a failed build,
         `docs_off` first when only the documentation failed (S37, `c_docs.docs_moves`: the
@@ -404,7 +405,7 @@ class CFamily(Ecosystem):
         if plan.build == "meson" and (ctx.why.startswith("no test ran") or "swemint-meson-tests: no test to run" in out):
             moves += _meson_option_moves(ctx.tree, plan)
         if plan.build == "meson" and MESON_HELPER in plan.test_command and "--whole" not in plan.test_command and \
-                "the whole suite (" not in out:  # S35, as S32's move under CMake
+                "the whole suite (" not in out and not _NO_TARGET_COMPILES.search(out):  # S35, as S32's move under CMake
             moves += _whole_suite_moves(plan, ctx.why, out, helper=MESON_HELPER)
         if plan.build == "cmake" and ctx.why.startswith("tests the test_patch adds never ran") and \
                 HELPER in plan.test_command and "--rediscover" not in plan.test_command:
@@ -414,7 +415,7 @@ class CFamily(Ecosystem):
                               evidence=f"{ctx.why}: the touched targets built again from clean, so what their "
                                        "build registers is listed after the test_patch"))
         if plan.build == "cmake" and HELPER in plan.test_command and "--whole" not in plan.test_command and \
-                not re.search(r"no CTest tests are defined|the whole suite \(", out):
+                not re.search(r"no CTest tests are defined|the whole suite \(", out) and not _NO_TARGET_COMPILES.search(out):
             moves += _whole_suite_moves(plan, ctx.why, out)
         if ctx.why.startswith("no test ran") and (plan.parser == "automake_log" or plan.build in ("make", "autotools")):
             moves += _units_moves(ctx.tree, plan, ctx.touched)
@@ -469,6 +470,12 @@ def _pg_regress_moves(ctx) -> list:
     runs = "; ".join(f"{s.evidence} ({' '.join(s.run)[:120]})" for s in suites)
     return [Move(kind="owner_build", serves="SQL regression suites run by pg_regress", key="pg_regress",
                  evidence=f"{ctx.why[:160]}; {runs}"[:600], request=PlanRequest(route="pg_regress"))]
+
+
+_NO_TARGET_COMPILES = re.compile(r"^swemint-(?:cmake|meson)-tests: .* compiled by no target of this (?:CMake|Meson) "
+                                 r"build \(after the test_patch\)", re.M)
+"""S38: the helper's line on touched compiled test sources no target compiles -- the whole suite
+cannot run their tests either, so no `whole_suite` move follows (the loop's other candidates may)."""
 
 
 _OWNERS_SAID = re.compile(r"swemint-cmake-tests: (no target owns the touched files[^\n]*|targets owning the touched "

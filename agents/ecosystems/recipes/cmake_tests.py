@@ -15,7 +15,18 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    ``gtest_discover_tests`` registers until the target is built); none of those either while
    CTest tests are defined -> the whole suite (class S32: a new test file no target owns at the
    base commit, a touched CMakeLists.txt or data file, tests run by scripts): every target is
-   built and every test runs;
+   built and every test runs. Except (class S38: a touched compiled test source that no target
+   of the build compiles, even after the test_patch and the re-configure -- a test file the
+   project's explicit source list does not name, built upstream by another build system): when
+   the touched files include compiled sources (`COMPILED_SUFFIXES`), no target of any type
+   lists one of them nor any other touched file, no other listed source ``#include``s one and
+   no CTest test's command names one or a folder holding it (`unbuilt_sources`), nothing is
+   built or run: a helper line names them ("... is compiled by no target of this CMake build
+   (after the test_patch): its tests cannot run here") and the collectors of their tests are
+   reported as not built (the file ``<path> [compiled by no target]``, then the GoogleTest ids
+   and Boost.Test units they declare: S34's section), so the before side is a side where those
+   tests fail, and a round whose after side has them too ends with no test reached; the exit
+   code is 2. A touched header, data file or CMake list alone keeps the rule above;
 3. build each picked target alone; a target that fails to build has its artifacts deleted, so a
    stale binary from an earlier build can never report results (the whole suite: one build of
    every target, keeping going past failures, then each executable target that failed is found
@@ -68,7 +79,10 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    binary's cases leaves the whole binaries (a helper line says which). An owner that failed to
    build reports the units its touched files declare (S34's section, `unbuilt_ids`).
 ``--build-only``: steps 1-3 only (the environment's setup builds what the test run will need,
-not every target of a large project: nlohmann/json has hundreds), exit 0.
+not every target of a large project: nlohmann/json has hundreds), exit 0; S38 applies there only
+when every such source exists on disk and no touched file is a CMake file (CMakeLists.txt,
+``*.cmake``): the setup runs before the test_patch, which may add a missing source to a glob's
+reach or a list, so until then the test targets are built as before.
 ``--only JSON`` (a targeted rerun: a JSON list of CTest test names): when every name is one of
 the tests step 4 would run, only those run (``ctest -R`` of the names, anchored and escaped);
 else the selection stays (a GoogleTest case inside a test binary is no CTest test: the caller
@@ -459,6 +473,74 @@ def owners(picked, touched, src, read=gtest_suites.suites):
     return out
 
 
+COMPILED_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".m", ".mm")
+"""Compiled sources (lower-cased name endings): C, C++, CUDA, Objective-C/C++; not headers."""
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".inc", ".ipp", ".tpp")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
+_CMAKE_FILE = re.compile(r"(?:^|/)CMakeLists\.txt$|\.cmake$", re.I)
+UNBUILT_SOURCE = "[compiled by no target]"
+"""The collector naming a touched source no target compiles (S38): ``<path> [compiled by no target]``."""
+
+
+def included_names(paths, src):
+    """The base names of the files that the ``#include`` lines of the files `paths` (relative to
+    `src`) name; unreadable files are skipped."""
+    names = set()
+    for p in paths:
+        try:
+            with open(os.path.join(src, p), encoding="utf-8", errors="replace") as f:
+                text = f.read(4 * 1024 * 1024)
+        except (IOError, OSError):
+            continue
+        names.update(os.path.basename(m.strip()) for m in _INCLUDE.findall(text))
+    return names
+
+
+def unbuilt_sources(every, touched, tests, src, build, build_only=False):
+    """The touched compiled sources no target of the build compiles (class S38), sorted; [] when
+    the rule does not apply: no touched compiled source (`COMPILED_SUFFIXES`); a target of any
+    type (`every`, codemodel entries) lists a touched file; a listed C/C++ source or header
+    ``#include``s a file named like one of them (a test file included by another); a CTest test's
+    command (`tests`) names one of them, or a folder holding one (other than the source and
+    build trees themselves: a test that builds a sub-project at test time). `build_only`: the
+    setup's build before the test_patch -- also [] when one of them is not on disk yet or a
+    touched file is a CMake file (the test_patch may still make it compiled)."""
+    sources = sorted(f for f in touched if f.lower().endswith(COMPILED_SUFFIXES))
+    if not sources:
+        return []
+    listed = set(norm(s, src) for t in every for s in t[2])
+    if touched & listed:
+        return []
+    if build_only and (any(_CMAKE_FILE.search(f) for f in touched)
+                       or not all(os.path.isfile(os.path.join(src, f)) for f in sources)):
+        return []
+    roots = set(os.path.realpath(r) for r in (src, build, "/"))
+    for _, cmd in tests:
+        for arg in cmd or []:
+            if not os.path.isabs(arg) or os.path.realpath(arg) in roots:
+                continue
+            rel = norm(os.path.realpath(arg), os.path.realpath(src))
+            if rel.startswith(".."):
+                continue
+            if any(f == rel or f.startswith(rel.rstrip("/") + "/") for f in sources):
+                return []
+    code = [p for p in listed if p.lower().endswith(COMPILED_SUFFIXES + HEADER_SUFFIXES)]
+    if set(os.path.basename(f) for f in sources) & included_names(code, src):
+        return []
+    return sources
+
+
+def unbuilt_source_ids(sources, src):
+    """The collectors of the tests of `sources` (S38): each file as ``<path> [compiled by no
+    target]`` (a collector no id lies under: the side reports it), then the GoogleTest ids and
+    Boost.Test units they declare (`unbuilt_ids`' readers), each once."""
+    out = ["%s %s" % (f, UNBUILT_SOURCE) for f in sources]
+    out += [c for f in sources for read in (gtest_suites.declared, boost_suites.declared)
+            for c in gtest_suites.file_suites(os.path.join(src, f), read)]
+    seen = set()
+    return [c for c in out if not (c in seen or seen.add(c))]
+
+
 UNBUILT_TAG = "unbuilt"
 UNBUILT_ANCHOR = "the tests of the targets that failed to build follow"
 """The helper line printed right before the ``<swemint-unbuilt>`` sections on the console: the
@@ -494,13 +576,15 @@ def unbuilt_section(name, ids):
     return ("<swemint-%s target=%s>\n%s</swemint-%s>\n" % (UNBUILT_TAG, quoteattr(name), body, UNBUILT_TAG)).encode("utf-8")
 
 
-def report_unbuilt(unbuilt, report):
+def report_unbuilt(unbuilt, report, quiet=False):
     """Add the sections of the `unbuilt` targets ([(name, collectors)]) to the ``--output-junit``
-    file `report` (after ctest's document), else print them after `UNBUILT_ANCHOR`."""
+    file `report` (after ctest's document), else print them after `UNBUILT_ANCHOR`. `quiet`: no
+    line per target (S38's sources, named by the caller)."""
     if not unbuilt:
         return
     for name, ids in unbuilt:
-        log("target %s failed to build: its %d test(s) are reported as not built" % (name, len(ids)))
+        if not quiet:
+            log("target %s failed to build: its %d test(s) are reported as not built" % (name, len(ids)))
     if not report:
         log(UNBUILT_ANCHOR)
     ctest_reruns.write_sections([unbuilt_section(n, i) for n, i in unbuilt], report)
@@ -534,10 +618,23 @@ def main(argv):
         sys.stdout.write("\n".join(configured.splitlines()[-60:]) + "\n")
         log("re-configure failed (the build below shows why)")
     touched = set(norm(f, src) for f in files)
-    targets = [t for t in codemodel(build) if t[1] == "EXECUTABLE"]
+    every = codemodel(build)
+    targets = [t for t in every if t[1] == "EXECUTABLE"]
     tests = ctest_tests(build)
     picked = [] if whole else [t for t in targets if touched & set(norm(s, src) for s in t[2])]
     owned = bool(picked)
+    lone = [] if whole or picked or not tests else unbuilt_sources(every, touched, tests, src, build, build_only)
+    if lone:  # S38: no build of this project compiles them: the whole suite cannot run their tests
+        log("%s %s compiled by no target of this CMake build (after the test_patch): its tests cannot run "
+            "here (nothing is built or run; their tests are reported as not built)"
+            % (" ".join(lone), "is" if len(lone) == 1 else "are"))
+        if build_only:
+            return 0
+        report = os.path.join(build, junit) if junit else None
+        if report and os.path.exists(report):
+            os.remove(report)  # no ctest ran: an older report is not this run's
+        report_unbuilt([(lone[0], unbuilt_source_ids(lone, src))], report, quiet=True)
+        return 2
     if whole:
         log("the whole suite (--whole): building every target, running every test")
     elif picked:

@@ -14,7 +14,14 @@ current folder (/testbed). Steps:
    that defines it (``defined_in``);
 3. pick the tests whose program (``cmd[0]``) is an owning target's output or which depend on
    one (``depends``); none -> every test (a touched header, data file or library source no test
-   program lists: the whole suite);
+   program lists: the whole suite). Except (class S38, as under CMake): the touched files
+   include compiled sources (`COMPILED_SUFFIXES`), no target lists or defines any touched file,
+   no listed source ``#include``s one and no test's command names one or a folder holding it
+   (`unbuilt_sources`): nothing is built or run, a helper line names them ("... is compiled by
+   no target of this Meson build (after the test_patch): its tests cannot run here") and one
+   ``swemint-meson-tests: not built: <path> [compiled by no target]`` line each (`NOT_BUILT`: a
+   collection error for the parser, so the side reports those tests as not built), printed and
+   written as ``meson-logs/testlog.json`` (no meson test runs), exit 2;
 4. build the picked tests' programs (the whole build for the whole suite) with ``ninja -k 0``,
    then, when ninja failed, ask it (``-n``) whether each program is up to date: one that is not failed to build,
    and its stale output from an earlier build is deleted, so it can never report results (class
@@ -30,7 +37,9 @@ In a test run every line of ninja's and meson's output is printed behind ``| `` 
 the helper's own lines start ``swemint-meson-tests: `` (newlines in them escaped): a row's stored
 command ``cat``s ``meson-logs/testlog.json`` after this console, and the parser reads the lines
 starting with ``{`` -- a test's own output (meson repeats a failing test's) can never start one.
-``--build-only``: steps 1-4, exit 0 (the environment's setup builds what the test run needs).
+``--build-only``: steps 1-4, exit 0 (the environment's setup builds what the test run needs);
+S38 applies there only when every such source exists and no meson.build / meson_options.txt /
+meson.options is touched (the setup runs before the test_patch).
 ``--whole``: the whole suite whatever owns the touched files. ``--only JSON`` (a targeted rerun: a
 JSON list of test ids as meson's log names them, `known_names`): only the picked tests with those
 ids run; none of them known -> the selection stays. Exit code: meson test's, 2 when nothing
@@ -46,6 +55,14 @@ import sys
 
 UNBUILT = "swemint-meson-tests: unbuilt"
 """The line a stub standing for a program that did not build prints (`envpool.testrun.polyglot.meson`)."""
+NOT_BUILT = "swemint-meson-tests: not built: "
+"""The line naming a collector of tests that cannot run (S38), read by `envpool.testrun.polyglot.meson`."""
+UNBUILT_SOURCE = "[compiled by no target]"
+COMPILED_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".m", ".mm")
+"""Compiled sources (lower-cased name endings): C, C++, CUDA, Objective-C/C++; not headers."""
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".inc", ".ipp", ".tpp")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
+_MESON_FILES = ("meson.build", "meson_options.txt", "meson.options")
 DEFAULT_TIMEOUT = 30.0
 """Seconds: meson's per-test timeout when test() does not give one."""
 
@@ -116,6 +133,41 @@ def owners(targets, touched):
     return out
 
 
+def unbuilt_sources(targets, tests, touched, src, build, build_only=False):
+    """The touched compiled sources (absolute paths) no target compiles (class S38), sorted; []
+    when the rule does not apply: none touched; a target lists or defines a touched file; a
+    listed C/C++ source or header ``#include``s a file named like one; a test's command names
+    one or a folder holding it (not the source or build tree itself). `build_only`: also [] when
+    one is not on disk yet or a Meson build file is touched (the test_patch may still list it)."""
+    sources = sorted(f for f in touched if f.lower().endswith(COMPILED_SUFFIXES))
+    if not sources or owners(targets, touched):
+        return []
+    if build_only and (any(os.path.basename(f) in _MESON_FILES for f in touched)
+                       or not all(os.path.isfile(f) for f in sources)):
+        return []
+    roots = set(os.path.realpath(r) for r in (src, build, "/"))
+    for test in tests:
+        for arg in test.get("cmd") or []:
+            if not isinstance(arg, str) or not os.path.isabs(arg) or os.path.realpath(arg) in roots:
+                continue
+            arg = os.path.realpath(arg)
+            if any(f == arg or f.startswith(arg.rstrip("/") + "/") for f in sources):
+                return []
+    names = set()
+    for t in targets:
+        for path in target_files(t):
+            if not path.lower().endswith(COMPILED_SUFFIXES + HEADER_SUFFIXES):
+                continue
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    names.update(os.path.basename(m.strip()) for m in _INCLUDE.findall(f.read(4 * 1024 * 1024)))
+            except (IOError, OSError):
+                continue
+    if set(os.path.basename(f) for f in sources) & names:
+        return []
+    return sources
+
+
 def pretty(test):
     """The name meson's console and log give a test (mtest's `get_pretty_suite`):
     ``[<suite>+<suite> - ]<project>:<name>``."""
@@ -184,6 +236,24 @@ def main(argv):
     targets, tests = introspect(build, "targets"), introspect(build, "tests")
     touched = [os.path.realpath(os.path.join(os.getcwd(), f)) for f in files]
     owning = [] if whole else owners(targets, touched)
+    lone = [] if whole or owning or not tests else \
+        unbuilt_sources(targets, tests, touched, os.getcwd(), build, "--build-only" in args)
+    if lone:  # S38: no build of this project compiles them: the whole suite cannot run their tests
+        rel = [os.path.relpath(f, os.getcwd()) for f in lone]
+        log("%s %s compiled by no target of this Meson build (after the test_patch): its tests cannot run "
+            "here (nothing is built or run; their tests are reported as not built)"
+            % (" ".join(rel), "is" if len(rel) == 1 else "are"))
+        if "--build-only" in args:
+            return 0
+        lines = ["%s%s %s\n" % (NOT_BUILT, f.replace("\n", "\\n"), UNBUILT_SOURCE) for f in rel]
+        sys.stdout.write("".join(lines))
+        sys.stdout.flush()
+        logs = os.path.join(build, "meson-logs")
+        if not os.path.isdir(logs):
+            os.makedirs(logs)
+        with open(os.path.join(logs, "testlog.json"), "w") as f:  # the report the plan reads: no meson run
+            f.write("".join(lines))
+        return 2
     ids = set(t.get("id") for t in owning)
     outs = set(os.path.realpath(f) for t in owning for f in t.get("filename") or [])
     picked = [i for i, t in enumerate(tests)

@@ -31,8 +31,11 @@ swemint's helper (``recipes/meson_tests.py``) puts in place of a program that di
 (`UNBUILT`; class S34 under Meson: the test_patch's test uses the fix's new API, and meson refuses
 to run a test whose program does not exist) is also a unit that failed to build: ``<id> [build
 failed]`` is a collection error (a label no id matches), its status meson's (the stub fails).
-Lines that are not such JSON objects (console output before a ``cat`` of the log: a row's
-stored command) are skipped; the helper prints ninja's and meson's output behind ``| `` and its
+A line ``swemint-meson-tests: not built: <path> [compiled by no target]`` (`NOT_BUILT`; class
+S38: a touched test source no target of the build compiles, so the helper ran nothing and wrote
+these lines, on its console and as the log) is a collection error ``<path> [compiled by no
+target]``: the side reports those tests as not built. Other lines that are not such JSON objects
+(console output before a ``cat`` of the log: a row's stored command) are skipped; the helper prints ninja's and meson's output behind ``| `` and its
 own lines behind ``swemint-meson-tests: ``, so no line the code under test prints (meson repeats a
 failing test's output) starts with ``{``. In the log itself a test's output is a JSON string
 inside its record: only meson's top-level records are read.
@@ -55,6 +58,8 @@ RESULTS = {"OK": TestStatus.PASSED, "FAIL": TestStatus.FAILED, "TIMEOUT": TestSt
 
 UNBUILT = "swemint-meson-tests: unbuilt"
 """The line the helper's stub for a program that did not build prints."""
+NOT_BUILT = "swemint-meson-tests: not built: "
+"""The line the helper prints (and writes as the log) for each touched source no target compiles (S38)."""
 
 
 @report_parser()
@@ -65,6 +70,9 @@ def parse_meson_testlog(text: str) -> Result:
     res = Result(source="json")
     for line in text.split("\n"):
         line = line.strip()
+        if line.startswith(NOT_BUILT):  # S38: only the helper starts a line so (meson's output is quoted)
+            res.unit_failed(line[len(NOT_BUILT):].strip())
+            continue
         if not line.startswith("{"):
             continue
         try:

@@ -130,14 +130,20 @@ def test_a_test_source_a_glob_picks_up_is_owned_after_the_reconfigure(tmp_path):
     assert "[       OK ] Calc.New" in run and "[       OK ] Calc.Old" in run
 
 
-def test_a_test_source_only_the_fix_lists_leaves_the_test_targets_not_zero(tmp_path):
-    """The test_patch adds tests/test_new.cc but the fix lists it (the before side): nothing owns
-    it even after the re-configure; the test targets are built and run (calc_test, known by its
-    placeholder), not 0 targets and a `calc_test_NOT_BUILT` that never runs."""
-    setup, run = _setup_then_test_run(tmp_path, LISTED, {"tests/test_new.cc": NEW})
-    assert "building the 1 test targets" in setup, setup
-    assert "building the 1 test targets" in run and "[       OK ] Calc.Old" in run, run
-    assert "NOT_BUILT" not in run.split("swemint-cmake-tests: $ ctest", 1)[1]
+def test_a_test_source_only_the_fix_lists_leaves_the_test_targets_not_zero_at_setup(tmp_path):
+    """The test_patch adds tests/test_new.cc but the fix lists it (the before side): at setup
+    (before the test_patch) the test targets are built (calc_test, known by its placeholder), not
+    0 targets. After the test_patch nothing compiles it on this side: S38, nothing runs and its
+    tests are reported as not built (`test_cfamily_unbuilt_source`; was every test target)."""
+    need("cmake", "ctest", "c++", "git")
+    src, build, patch = project(tmp_path, {"CMakeLists.txt": TOP, "calc.cc": CALC, "tests/CMakeLists.txt": LISTED,
+                                           "tests/test_old.cc": OLD}, {"tests/test_new.cc": NEW})
+    setup = helper(src, build, "--build-only", files=touched(patch))
+    assert setup.returncode == 0 and "building the 1 test targets" in setup.stdout, setup.stdout
+    apply(src, patch)
+    run = helper(src, build, "--verbose", files=touched(patch))
+    assert "tests/test_new.cc is compiled by no target of this CMake build" in run.stdout, run.stdout
+    assert "NOT_BUILT" not in run.stdout and "$ ctest" not in run.stdout
 
 
 SCRIPTED_TOP = ("cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\n"
