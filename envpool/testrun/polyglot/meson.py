@@ -34,10 +34,11 @@ failed]`` is a collection error (a label no id matches), its status meson's (the
 A line ``swemint-meson-tests: not built: <path> [compiled by no target]`` (`NOT_BUILT`; class
 S38: a touched test source no target of the build compiles, so the helper ran nothing and wrote
 these lines, on its console and as the log) is a collection error ``<path> [compiled by no
-target]``: the side reports those tests as not built. Other lines that are not such JSON objects
-(console output before a ``cat`` of the log: a row's stored command) are skipped; the helper prints ninja's and meson's output behind ``| `` and its
-own lines behind ``swemint-meson-tests: ``, so no line the code under test prints (meson repeats a
-failing test's output) starts with ``{``. In the log itself a test's output is a JSON string
+target]``: the side reports those tests as not built. Other lines that are not such JSON
+objects (console output before a ``cat`` of the log: a row's stored command) are skipped; the
+helper prints ninja's and meson's output behind ``| `` and its own lines behind
+``swemint-meson-tests: ``, so no line the code under test prints (meson repeats a failing test's
+output) starts with ``{`` or is such a line. In the log itself a test's output is a JSON string
 inside its record: only meson's top-level records are read.
 Anomalies: a line that starts like a test record (``{"name": ``) but is not JSON (the log was
 cut). Source: mesonbuild/mtest.py (`TestResult`, `JsonLogfileBuilder`,
