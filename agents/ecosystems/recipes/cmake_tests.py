@@ -19,9 +19,11 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    of the build compiles, even after the test_patch and the re-configure -- a test file the
    project's explicit source list does not name, built upstream by another build system): when
    the touched files include compiled sources (`COMPILED_SUFFIXES`), no target of any type
-   lists one of them nor any other touched file, no other listed source ``#include``s one and
-   no CTest test's command names one or a folder holding it (`unbuilt_sources`), nothing is
-   built or run: a helper line names them ("... is compiled by no target of this CMake build
+   lists one of them nor any other touched file, no other listed source ``#include``s one, no
+   CTest test's command or working directory names one or a folder holding it (nor runs a
+   script of such a folder) and no rule of the native build names one or such a folder (a
+   custom command calling its Makefile, an ExternalProject's source folder, a generated file's
+   DEPENDS: `build_rules_name`) -- `unbuilt_sources` --, nothing is built or run: a helper line names them ("... is compiled by no target of this CMake build
    (after the test_patch): its tests cannot run here") and the collectors of their tests are
    reported as not built (the file ``<path> [compiled by no target]``, then the GoogleTest ids
    and Boost.Test units they declare: S34's section), so the before side is a side where those
@@ -170,6 +172,20 @@ def ctest_tests(build):
         return []
     data = json.loads(raw.decode("utf-8", "replace"))
     return [(t.get("name"), t.get("command") or []) for t in data.get("tests", [])]
+
+
+def ctest_workdirs(build):
+    """The WORKING_DIRECTORY of each CTest test (``ctest --show-only=json-v1``), where one is set."""
+    try:
+        raw = subprocess.check_output(["ctest", "--show-only=json-v1"], cwd=build)
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    out = []
+    for t in json.loads(raw.decode("utf-8", "replace")).get("tests", []):
+        for p in t.get("properties", []):
+            if p.get("name") == "WORKING_DIRECTORY" and isinstance(p.get("value"), str):
+                out.append(p["value"])
+    return out
 
 
 def ctest_fixtures(build):
@@ -496,13 +512,18 @@ def included_names(paths, src):
     return names
 
 
-def unbuilt_sources(every, touched, tests, src, build, build_only=False):
+def unbuilt_sources(every, touched, tests, src, build, build_only=False, dirs=()):
     """The touched compiled sources no target of the build compiles (class S38), sorted; [] when
     the rule does not apply: no touched compiled source (`COMPILED_SUFFIXES`); a target of any
     type (`every`, codemodel entries) lists a touched file; a listed C/C++ source or header
     ``#include``s a file named like one of them (a test file included by another); a CTest test's
-    command (`tests`) names one of them, or a folder holding one (other than the source and
-    build trees themselves: a test that builds a sub-project at test time). `build_only`: the
+    command (`tests`) or working directory (`dirs`) names one of them, or a folder holding one
+    (other than the source and build trees themselves: a test that builds a sub-project at test
+    time, ``make -C <folder>``), also inside an argument (``sh -c "make -C <folder>"``,
+    ``-DDIR=<folder>``), or runs a script or program of the source tree that lies in such a
+    folder (a ``run_all.sh`` beside the sources building them); a rule of the native build
+    (`build_rules_name`: a custom command, ExternalProject's source folder, a generated file's
+    DEPENDS) names one of them or such a folder. `build_only`: the
     setup's build before the test_patch -- also [] when one of them is not on disk yet or a
     touched file is a CMake file (the test_patch may still make it compiled)."""
     sources = sorted(f for f in touched if f.lower().endswith(COMPILED_SUFFIXES))
@@ -515,19 +536,82 @@ def unbuilt_sources(every, touched, tests, src, build, build_only=False):
                        or not all(os.path.isfile(os.path.join(src, f)) for f in sources)):
         return []
     roots = set(os.path.realpath(r) for r in (src, build, "/"))
-    for _, cmd in tests:
-        for arg in cmd or []:
-            if not os.path.isabs(arg) or os.path.realpath(arg) in roots:
-                continue
-            rel = norm(os.path.realpath(arg), os.path.realpath(src))
-            if rel.startswith(".."):
-                continue
-            if any(f == rel or f.startswith(rel.rstrip("/") + "/") for f in sources):
-                return []
+    real_src, real_build = os.path.realpath(src), os.path.realpath(build)
+    named = [(i == 0, p) for _, cmd in tests for i, arg in enumerate(cmd or []) for p in abs_paths(arg)]
+    for path in [p for _, p in named] + [d for d in dirs if d and os.path.isabs(d)]:
+        if os.path.realpath(path) in roots:
+            continue
+        rel = norm(os.path.realpath(path), real_src)
+        if not rel.startswith("..") and any(f == rel or f.startswith(rel.rstrip("/") + "/") for f in sources):
+            return []
+    for program, path in named:  # a script or program of the source tree beside the sources
+        real = os.path.realpath(path)
+        if not os.path.isfile(real) or real.startswith(real_build + os.sep) or \
+                not (program or os.access(real, os.X_OK) or real.lower().endswith(_SCRIPT_SUFFIXES)):
+            continue
+        rel = os.path.dirname(norm(real, real_src))
+        if rel and not rel.startswith("..") and any(f.startswith(rel + "/") for f in sources):
+            return []
     code = [p for p in listed if p.lower().endswith(COMPILED_SUFFIXES + HEADER_SUFFIXES)]
     if set(os.path.basename(f) for f in sources) & included_names(code, src):
         return []
+    if build_rules_name(build, [os.path.join(real_src, f) for f in sources], real_src):
+        return []
     return sources
+
+
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".py", ".pl", ".rb", ".tcl", ".mk", "makefile")
+_ABS_PATH = re.compile(r"""(?:^|(?<=[\s"'=:;,(]))(/[^\s"';,:()]+)""")
+BUILD_RULE_FILES = ("build.ninja", "build.make")
+BUILD_RULE_LIMIT = 64 * 1024 * 1024
+"""Bytes of native build rules `build_rules_name` reads at most."""
+
+
+def abs_paths(arg):
+    """The absolute paths an argument of a test's command names: the argument itself, else those
+    inside it (``sh -c "make -C /x/tests"``, ``-DDIR=/x/tests``)."""
+    if not isinstance(arg, str):
+        return []
+    if os.path.isabs(arg):
+        return [arg]
+    return _ABS_PATH.findall(arg)
+
+
+def build_rules_name(build, files, src):
+    """Whether a rule of the native build under `build` (Ninja's ``build.ninja``, the Makefile
+    generator's ``build.make`` files) names one of `files` (absolute paths) or a folder holding one
+    below `src`, as a word: a custom command's DEPENDS or command (a Makefile CMake calls, ``make
+    -C <folder>``; ExternalProject's source folder; a generated file's inputs). Not CMake's own
+    dependency scanning (``cmake_depends`` lines name every folder that defines targets) nor an
+    include flag (``-I<folder>``)."""
+    words = set()
+    for f in files:
+        words.add(f)
+        d = os.path.dirname(f)
+        while d.startswith(src + os.sep):
+            words.add(d)
+            d = os.path.dirname(d)
+    if not words:
+        return False
+    pattern = re.compile(r"""(?:^|(?<=[\s"'=:;,(]))(?:%s)(?=$|[\s"';,:)])"""
+                         % "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.M)
+    left = BUILD_RULE_LIMIT
+    for root, _, names in os.walk(build):
+        for name in names:
+            if name not in BUILD_RULE_FILES or left <= 0:
+                continue
+            try:
+                with open(os.path.join(root, name), encoding="utf-8", errors="replace") as fh:
+                    text = fh.read(left)
+            except (IOError, OSError):
+                continue
+            left -= len(text)
+            for m in pattern.finditer(text):
+                start = text.rfind("\n", 0, m.start()) + 1
+                end = text.find("\n", m.end())
+                if "cmake_depends" not in text[start:end if end >= 0 else len(text)]:
+                    return True
+    return False
 
 
 def unbuilt_source_ids(sources, src):
@@ -623,7 +707,8 @@ def main(argv):
     tests = ctest_tests(build)
     picked = [] if whole else [t for t in targets if touched & set(norm(s, src) for s in t[2])]
     owned = bool(picked)
-    lone = [] if whole or picked or not tests else unbuilt_sources(every, touched, tests, src, build, build_only)
+    lone = [] if whole or picked or not tests else unbuilt_sources(every, touched, tests, src, build, build_only,
+                                                                     ctest_workdirs(build))
     if lone:  # S38: no build of this project compiles them: the whole suite cannot run their tests
         log("%s %s compiled by no target of this CMake build (after the test_patch): its tests cannot run "
             "here (nothing is built or run; their tests are reported as not built)"

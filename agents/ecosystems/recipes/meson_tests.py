@@ -16,8 +16,9 @@ current folder (/testbed). Steps:
    one (``depends``); none -> every test (a touched header, data file or library source no test
    program lists: the whole suite). Except (class S38, as under CMake): the touched files
    include compiled sources (`COMPILED_SUFFIXES`), no target lists or defines any touched file,
-   no listed source ``#include``s one and no test's command names one or a folder holding it
-   (`unbuilt_sources`): nothing is built or run, a helper line names them ("... is compiled by
+   no listed source ``#include``s one, no test's command or ``workdir`` names one or a folder
+   holding it (nor runs a script of such a folder) and no ``build.ninja`` rule names one or such
+   a folder (`unbuilt_sources`): nothing is built or run, a helper line names them ("... is compiled by
    no target of this Meson build (after the test_patch): its tests cannot run here") and one
    ``swemint-meson-tests: not built: <path> [compiled by no target]`` line each (`NOT_BUILT`: a
    collection error for the parser, so the side reports those tests as not built), printed and
@@ -136,9 +137,13 @@ def owners(targets, touched):
 def unbuilt_sources(targets, tests, touched, src, build, build_only=False):
     """The touched compiled sources (absolute paths) no target compiles (class S38), sorted; []
     when the rule does not apply: none touched; a target lists or defines a touched file; a
-    listed C/C++ source or header ``#include``s a file named like one; a test's command names
-    one or a folder holding it (not the source or build tree itself). `build_only`: also [] when
-    one is not on disk yet or a Meson build file is touched (the test_patch may still list it)."""
+    listed C/C++ source or header ``#include``s a file named like one; a test's command or
+    working directory (``workdir``) names one or a folder holding it (not the source or build tree
+    itself), also inside an argument (``sh -c "make -C <folder>"``), or runs a script or program
+    of the source tree lying in such a folder; a rule of ``build.ninja`` names one or such a
+    folder as a word (a custom target calling a Makefile; not an include flag). `build_only`:
+    also [] when one is not on disk yet or a Meson build file is touched (the test_patch may
+    still list it)."""
     sources = sorted(f for f in touched if f.lower().endswith(COMPILED_SUFFIXES))
     if not sources or owners(targets, touched):
         return []
@@ -146,13 +151,23 @@ def unbuilt_sources(targets, tests, touched, src, build, build_only=False):
                        or not all(os.path.isfile(f) for f in sources)):
         return []
     roots = set(os.path.realpath(r) for r in (src, build, "/"))
-    for test in tests:
-        for arg in test.get("cmd") or []:
-            if not isinstance(arg, str) or not os.path.isabs(arg) or os.path.realpath(arg) in roots:
-                continue
-            arg = os.path.realpath(arg)
-            if any(f == arg or f.startswith(arg.rstrip("/") + "/") for f in sources):
-                return []
+    real_src, real_build = os.path.realpath(src), os.path.realpath(build)
+    named = [(i == 0, p) for test in tests for i, arg in enumerate(test.get("cmd") or []) for p in abs_paths(arg)]
+    workdirs = [t.get("workdir") for t in tests if isinstance(t.get("workdir"), str) and os.path.isabs(t["workdir"])]
+    for arg in [p for _, p in named] + workdirs:
+        if os.path.realpath(arg) in roots:
+            continue
+        arg = os.path.realpath(arg)
+        if any(f == arg or f.startswith(arg.rstrip("/") + "/") for f in sources):
+            return []
+    for program, path in named:  # a script or program of the source tree beside the sources
+        real = os.path.realpath(path)
+        if not os.path.isfile(real) or real.startswith(real_build + os.sep) or \
+                not (program or os.access(real, os.X_OK) or real.lower().endswith(_SCRIPT_SUFFIXES)):
+            continue
+        folder = os.path.dirname(real)
+        if folder.startswith(real_src + os.sep) and any(f.startswith(folder + "/") for f in sources):
+            return []
     names = set()
     for t in targets:
         for path in target_files(t):
@@ -165,7 +180,48 @@ def unbuilt_sources(targets, tests, touched, src, build, build_only=False):
                 continue
     if set(os.path.basename(f) for f in sources) & names:
         return []
+    if build_rules_name(build, sources, real_src):
+        return []
     return sources
+
+
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".py", ".pl", ".rb", ".tcl", ".mk", "makefile")
+_ABS_PATH = re.compile(r"""(?:^|(?<=[\s"'=:;,(]))(/[^\s"';,:()]+)""")
+BUILD_RULE_LIMIT = 64 * 1024 * 1024
+"""Bytes of ``build.ninja`` `build_rules_name` reads at most."""
+
+
+def abs_paths(arg):
+    """The absolute paths an argument of a test's command names: the argument itself, else those
+    inside it (``sh -c "make -C /x/tests"``, ``-DDIR=/x/tests``)."""
+    if not isinstance(arg, str):
+        return []
+    if os.path.isabs(arg):
+        return [arg]
+    return _ABS_PATH.findall(arg)
+
+
+def build_rules_name(build, files, src):
+    """Whether ``build.ninja`` names one of `files` (absolute paths) or a folder holding one below
+    `src`, absolute or relative to `build`, as a word (a custom target's command or input: a
+    Makefile it calls, ``make -C <folder>``); not an include flag (``-I<folder>``)."""
+    words = set()
+    for f in files:
+        words.add(f)
+        d = os.path.dirname(f)
+        while d.startswith(src + os.sep):
+            words.add(d)
+            d = os.path.dirname(d)
+    words |= set(os.path.relpath(w, build) for w in list(words))
+    if not words:
+        return False
+    pattern = re.compile(r"""(?:^|(?<=[\s"'=:;,(]))(?:%s)(?=$|[\s"';,:)])"""
+                         % "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.M)
+    try:
+        with open(os.path.join(build, "build.ninja"), encoding="utf-8", errors="replace") as fh:
+            return bool(pattern.search(fh.read(BUILD_RULE_LIMIT)))
+    except (IOError, OSError):
+        return False
 
 
 def pretty(test):

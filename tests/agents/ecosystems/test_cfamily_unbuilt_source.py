@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agents.ecosystems import cfamily
 from agents.moves import candidates
 from agents.verification import aborted_before_scope, judge
@@ -233,3 +235,131 @@ def test_an_unbuilt_source_marker_names_no_test_id():
 
     assert "gtest_discover_tests" in GTEST_TAIL
     assert not in_failed_collector("Calc.New", ["tests/test_new.cc [compiled by no target]"])
+
+
+# --- review-s38: sources the CMake build does compile, though no codemodel target lists them ------
+
+_C_TOP = "cmake_minimum_required(VERSION 3.16)\nproject(p C)\nenable_testing()\nadd_library(calc calc.c)\n"
+_C_MAIN = "int main(void) { return 0; }\n"
+_C_CHECK = "check:\n\tfor f in t_*.c; do cc $$f -o t.out && ./t.out || exit 1; done\n"
+_C_BASE = {"calc.c": "int calc(int x) { return x + 1; }\n", "tests/t_old.c": _C_MAIN}
+BUILT_ELSEWHERE = {
+    # a custom target calls the folder's Makefile; ctest runs the script beside the sources
+    "make_target_and_script": {
+        "CMakeLists.txt": _C_TOP + "add_custom_target(progs ALL COMMAND make -C ${CMAKE_CURRENT_SOURCE_DIR}/tests)\n"
+                                   "add_test(NAME unit COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/run_all.sh)\n",
+        "tests/Makefile": "all: $(patsubst %.c,%,$(wildcard t_*.c))\n",
+        "tests/run_all.sh": "#!/bin/sh\ncd \"$(dirname \"$0\")\" && for t in t_*; do case $t in *.c) ;; *) ./$t || exit 1;; "
+                            "esac; done\n"},
+    "make_in_working_directory": {
+        "CMakeLists.txt": _C_TOP + "add_test(NAME unit COMMAND make check WORKING_DIRECTORY "
+                                   "${CMAKE_CURRENT_SOURCE_DIR}/tests)\n",
+        "tests/Makefile": _C_CHECK},
+    "make_inside_sh_c": {
+        "CMakeLists.txt": _C_TOP + "add_test(NAME unit COMMAND sh -c \"make -C ${CMAKE_CURRENT_SOURCE_DIR}/tests check\")\n",
+        "tests/Makefile": _C_CHECK},
+    "cmake_build_of_a_custom_target": {
+        "CMakeLists.txt": _C_TOP + "add_custom_target(check COMMAND make -C ${CMAKE_CURRENT_SOURCE_DIR}/tests check)\n"
+                                   "add_test(NAME unit COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target check)\n",
+        "tests/Makefile": _C_CHECK},
+    "external_project": {
+        "CMakeLists.txt": _C_TOP + "include(ExternalProject)\nExternalProject_Add(tp SOURCE_DIR "
+                                   "${CMAKE_CURRENT_SOURCE_DIR}/tests INSTALL_COMMAND \"\" BUILD_ALWAYS 1)\n"
+                                   "add_test(NAME t_old COMMAND ${CMAKE_BINARY_DIR}/tp-prefix/src/tp-build/t_old)\n",
+        "tests/CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(t C)\nfile(GLOB T t_*.c)\n"
+                                "foreach(f ${T})\nget_filename_component(n ${f} NAME_WE)\nadd_executable(${n} ${f})\n"
+                                "endforeach()\n"},
+}
+
+
+def _built_elsewhere(tmp_path, files):
+    need("cmake", "ctest", "cc", "make", "git")
+    src, build, patch = project(tmp_path, {**_C_BASE, **files}, {"tests/t_new.c": _C_MAIN})
+    for name in files:
+        if name.endswith(".sh"):
+            (src / name).chmod(0o755)
+    return src, build, patch
+
+
+
+@pytest.mark.parametrize("case", sorted(BUILT_ELSEWHERE))
+def test_a_new_source_the_cmake_build_compiles_outside_the_codemodel_is_no_s38(tmp_path, case):
+    """The new tests/t_new.c is listed by no codemodel target, yet the CMake build compiles it: a
+    Makefile a custom target or a CTest test calls (by folder, working directory, inside ``sh -c``,
+    through ``cmake --build --target``), an ExternalProject whose source folder holds it. The
+    whole suite runs it (as before S38), not "compiled by no target" and nothing."""
+    src, build, patch = _built_elsewhere(tmp_path, BUILT_ELSEWHERE[case])
+    apply(src, patch)
+    for name in BUILT_ELSEWHERE[case]:
+        if name.endswith(".sh"):
+            (src / name).chmod(0o755)
+    run = helper(src, build, "--verbose", files=touched(patch))
+    assert "compiled by no target" not in run.stdout, run.stdout
+    assert "the whole suite" in run.stdout and "100% tests passed" in run.stdout, run.stdout
+
+
+def test_a_source_a_custom_command_compiles_is_no_s38_at_setup_or_run(tmp_path):
+    """A touched tests/t_new.c compiled by ``add_custom_command(OUTPUT t_new.o ... DEPENDS
+    tests/t_new.c)`` into t_old: the setup builds t_old and the run runs it (was: nothing built at
+    setup, nothing run)."""
+    top = (_C_TOP + "add_custom_command(OUTPUT t_new.o COMMAND cc -c ${CMAKE_CURRENT_SOURCE_DIR}/tests/t_new.c "
+           "-o t_new.o DEPENDS tests/t_new.c)\nadd_executable(t_old tests/t_old.c t_new.o)\nadd_test(NAME t_old COMMAND t_old)\n")
+    need("cmake", "ctest", "cc", "git")
+    src, build, patch = project(tmp_path, {**_C_BASE, "CMakeLists.txt": top, "tests/t_new.c": "int x;\n"},
+                                {"tests/t_new.c": "int y;\n"})
+    setup = helper(src, build, "--build-only", files=touched(patch))
+    assert "compiled by no target" not in setup.stdout and "--target t_old" in setup.stdout, setup.stdout
+    apply(src, patch)
+    run = helper(src, build, "--verbose", files=touched(patch))
+    assert "compiled by no target" not in run.stdout and "100% tests passed" in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("generator", ["Unix Makefiles", "Ninja"])
+def test_an_unlisted_source_in_a_folder_of_targets_is_still_s38_under_either_generator(tmp_path, monkeypatch, generator):
+    """The native build's rules name the folder of a target's sources in CMake's own dependency
+    scanning (Makefiles: ``cmake_depends``) and include flags (``-I<folder>``): neither counts."""
+    need("cmake", "ctest", "c++", "git")
+    if generator == "Ninja":
+        need("ninja")
+    monkeypatch.setenv("CMAKE_GENERATOR", generator)
+    listed = LISTED.replace("add_executable", "include_directories(${CMAKE_CURRENT_SOURCE_DIR})\nadd_executable", 1)
+    src, build, patch = project(tmp_path, {**BASE, "tests/CMakeLists.txt": listed}, {"tests/test_new.cc": NEW})
+    apply(src, patch)
+    run = helper(src, build, "--verbose", files=touched(patch))
+    assert LINE in run.stdout and "$ ctest" not in run.stdout, run.stdout
+
+
+mt = _module("meson_tests")
+
+
+def test_meson_a_source_the_build_compiles_outside_the_introspection_is_no_s38(tmp_path):
+    """Meson's guards, on the helper's function: a test's working directory, a folder inside a
+    ``sh -c`` argument or a script beside the new source, and a ``build.ninja`` rule (a custom
+    target calling the folder's Makefile) keep today's whole suite; an include flag naming the
+    folder does not."""
+    src, build = tmp_path / "src", tmp_path / "build"
+    (src / "tests").mkdir(parents=True)
+    build.mkdir()
+    for name in ("t_old.c", "t_new.c"):
+        (src / "tests" / name).write_text("int main(void) { return 0; }\n")
+    (src / "tests" / "run_all.sh").write_text("#!/bin/sh\nmake -C \"$(dirname \"$0\")\" check\n")
+    new = str((src / "tests" / "t_new.c").resolve())
+    folder = str((src / "tests").resolve())
+    targets = [{"id": "t_old@exe", "name": "t_old", "filename": [str(build / "t_old")],
+                "defined_in": str(src / "tests/meson.build"), "target_sources": [{"sources": [str(src / "tests/t_old.c")]}]}]
+    plain = [{"name": "old", "cmd": [str(build / "t_old")]}]
+
+    def lone(tests):
+        return mt.unbuilt_sources(targets, tests, [new], str(src), str(build))
+
+    assert lone(plain) == [new]
+    assert lone(plain + [{"name": "u", "cmd": ["/usr/bin/make", "check"], "workdir": folder}]) == []
+    assert lone(plain + [{"name": "u", "cmd": ["/bin/sh", "-c", f"make -C {folder} check"]}]) == []
+    assert lone(plain + [{"name": "u", "cmd": ["/bin/sh", str(src / "tests" / "run_all.sh")]}]) == []
+    rel = os.path.relpath(folder, build)
+    (build / "build.ninja").write_text(f"build tests/t_old.p/t_old.c.o: c_COMPILER ../x.c\n ARGS = -I{rel} -I{folder}\n")
+    assert lone(plain) == [new]
+    (build / "build.ninja").write_text(f"build progs: CUSTOM_COMMAND\n COMMAND = make -C {folder}\n")
+    assert lone(plain) == []
+    (build / "build.ninja").write_text(f"build progs: CUSTOM_COMMAND\n COMMAND = make -C {rel}\n")
+    assert lone(plain) == []
