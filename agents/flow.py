@@ -308,11 +308,15 @@ class Loop(Planner):
             env, outcome = self.environment(source, env)
             record.source = env.source if env else "built"
             if env is None:
-                last_failure = outcome.reason or "setup failed"
+                d = outcome.diagnosis
+                bound = self.toolchain_bound(d.toolchain if d is not None and d.kind == "toolchain_too_old" else None)
+                last_failure = f"{bound}: {outcome.reason}" if bound else (outcome.reason or "setup failed")
                 last_timed_out = bool(getattr(outcome, "timed_out", False))
                 record.outcome, record.reason = "replan", outcome.reason[:300]
                 self._moved(record)
-                next_step = self.on_setup_failure(outcome)
+                if bound:  # the newest toolchain here already stands in for a newer one: no retry helps
+                    run.traj(StepRecord(agent="flow", rule="toolchain-bound", note=f"{bound}; {d.detail}"[:2000]))
+                next_step = None if bound else self.on_setup_failure(outcome)
                 if next_step and (eid := diagnosis_entry(outcome.diagnosis)):
                     self.uses.use(eid, "setup", next_step)
                 record.feedback = next_step or ""
@@ -340,6 +344,9 @@ class Loop(Planner):
                 action or ""
             self._record(record)
             if action is None:
+                att = verdict.attribution
+                if att.kind == "toolchain" and (bound := self.toolchain_bound(att.toolchain)):
+                    verdict = verdict.model_copy(update={"reason": f"{bound}: {verdict.reason}"})
                 self.finish(n, verdict, env)
                 return
             if action == "amend":
@@ -482,6 +489,10 @@ class Loop(Planner):
                     if pip_names:
                         self.shape("amend", att.detail, packages=list(pip_names), install="ci_pip")
                     return "amend", amended
+        if att.kind == "toolchain" and self.toolchain_bound(att.toolchain):
+            self.run.traj(StepRecord(agent="flow", rule="toolchain-bound",
+                                     note=f"{self.toolchain_bound(att.toolchain)}; {att.detail}"[:2000]))
+            return None, None  # final: the reason names the substitute (`_go`)
         if att.kind == "toolchain" and att.toolchain:
             self._evidence(att, [{"kind": "toolchain", "tool": self.plan.ecosystem, "version": att.toolchain}])
             if self.replan(self._toolchain_request(att.toolchain, att.detail), att.detail):

@@ -172,6 +172,15 @@ class Planner:
         return True
 
     # -- back to planning ---------------------------------------------------------------------
+    def toolchain_bound(self, constraint: str | None) -> str:
+        """The plan's toolchain-bound note (`Plan.state["toolchain_bound"]`, set by an ecosystem
+        whose toolchain is the newest installable one standing in for a newer request: a Rust
+        pin past Debian's newest) when a diagnosis or attribution asks for a newer toolchain
+        (`constraint` ``>=X`` / ``>X``): no plan on a newer one exists, so the loop ends there
+        with the note (naming the pin and the substitute) in the reason; "" otherwise."""
+        bound = (self.plan.state.get("toolchain_bound") or "") if self.plan is not None else ""
+        return bound if bound and (constraint or "").startswith(">") else ""
+
     def on_setup_failure(self, outcome) -> str | None:
         """The next step after Execution gave up: the same plan with the Debian packages a
         `missing_system` diagnosis needs installed first (Debian's file index answers its needs:

@@ -18,6 +18,14 @@ toolchain and the headers `*-sys` crates look for most often (`pkg-config`, `lib
 `make`). The choice is the oldest available version >= `requested` (the project's floor), or
 the newest stable-suite version when nothing is requested; a nightly request gets the newest
 stable with a substitution note (the caller sets ``RUSTC_BOOTSTRAP=1``).
+
+A floor newer than every version here by at most `PIN_SLACK` minor releases (a repository that
+pins its toolchain a release or two past Debian's newest: astral-sh/uv's `rust-toolchain.toml`
+channel 1.98.0 when sid has 1.97) gets the newest with a substitution note: a pin is usually
+the project's reproducibility choice and Rust is backward compatible across minor releases, so
+the newest installable Rust is the generic substitute; a build that really needs the pinned
+release fails for its version (the caller names the substitute in that failure). Further ahead
+(or a new major version) there is no plan.
 """
 
 from __future__ import annotations
@@ -31,8 +39,8 @@ from envpool.errors import EnvBuildError
 from envpool.images import ImageConfig, image_exists, try_pull
 from envpool.toolchains import ToolchainChoice, apt_script, layer_image, version_key
 
-__all__ = ["DEBIAN_RUST", "EXTRA_PACKAGES", "DebianRust", "available_versions", "ensure_image",
-           "pick_debian", "rust_script"]
+__all__ = ["DEBIAN_RUST", "EXTRA_PACKAGES", "PIN_SLACK", "DebianRust", "above_newest", "available_versions",
+           "ensure_image", "pick_debian", "rust_script"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +71,11 @@ EXTRA_PACKAGES = ("gcc", "libc6-dev", "make", "pkg-config", "libssl-dev", "pytho
 tools every environment image carries (installed once here, not at each instance's commit)."""
 """Installed beside rustc/cargo: a linker and what `*-sys` build scripts look for first."""
 
+PIN_SLACK = 3
+"""How many minor releases a requested Rust may be ahead of the newest installable one and still
+get it as a substitute (three releases: about 18 weeks of Rust's six-week cycle, more than
+Debian sid's usual lag behind a stable release); further ahead the request fails."""
+
 _official_failed: set[str] = set()
 
 
@@ -84,12 +97,26 @@ def _norm(requested: str | None) -> tuple[str | None, bool]:
     return ".".join(str(p) for p in version_key(r)[:3]), False
 
 
+def above_newest(requested: str | None) -> int:
+    """How many minor releases the version floor `requested` is ahead of the newest Rust
+    installable here (0 when it is not ahead, or not a version; a new major version counts as
+    far ahead)."""
+    floor, _ = _norm(requested)
+    if floor is None:
+        return 0
+    have, want = version_key(DEBIAN_RUST[-1].version)[:2], version_key(floor)[:2]
+    if want <= have:
+        return 0
+    return want[1] - have[1] if want[0] == have[0] else 10 ** 6
+
+
 def pick_debian(requested: str | None) -> tuple[DebianRust, list[str]]:
     """The Debian toolchain for `requested` and the substitutions made.
 
     `requested`: a version floor (`"1.70"`, `"1.70.0"`), `stable`/None (the newest in a stable
-    suite) or a nightly/beta channel (the newest, noted). Raises EnvBuildError when the floor is
-    newer than every Debian version.
+    suite) or a nightly/beta channel (the newest, noted). A floor at most `PIN_SLACK` minor
+    releases newer than every Debian version gets the newest, noted; raises EnvBuildError when
+    it is further ahead.
     """
     floor, nightly = _norm(requested)
     subs: list[str] = []
@@ -105,8 +132,16 @@ def pick_debian(requested: str | None) -> tuple[DebianRust, list[str]]:
             if version_key(d.version) != fk[:2]:
                 subs.append(f"rust {requested} requested, {d.version} provided (nearest newer in Debian {d.suite})")
             return d, subs
+    newest, ahead = DEBIAN_RUST[-1], above_newest(requested)
+    if ahead <= PIN_SLACK:
+        subs.append(f"rust {requested} requested, newer than any Rust installable here: {newest.version} provided "
+                    f"(the newest, Debian {newest.suite}; {ahead} minor release(s) behind, within {PIN_SLACK}: Rust "
+                    f"is backward compatible across minor releases, a build that needs {floor} fails as "
+                    "toolchain-bound)")
+        return newest, subs
     raise EnvBuildError(f"rust {requested} requested, but the newest Rust installable here is "
-                        f"{DEBIAN_RUST[-1].version} (Debian {DEBIAN_RUST[-1].suite}; rustup cannot download)")
+                        f"{newest.version} (Debian {newest.suite}; rustup cannot download; more than {PIN_SLACK} "
+                        "minor releases ahead, no substitute)")
 
 
 def extra_packages(warm: bool = True) -> tuple[str, ...]:

@@ -88,6 +88,14 @@ def test_declared_dependencies_of_every_manifest(tmp_path):
      "go", "go 1.15.15", "toolchain_too_old", ">=1.18"),
     ("package `foo v1.2.0` cannot be built because it requires rustc 1.70 or newer", "rust", "rust 1.63",
      "toolchain_too_old", ">=1.70"),
+    # cargo since 1.7x: the package list below the error line (a rust-version past the rustc)
+    ("error: rustc 1.97.0 is not supported by the following packages:\n  uv@0.9.0 requires rustc 1.98\n"
+     "  uv-cli@0.9.0 requires rustc 1.98\n", "rust", "rust 1.97", "toolchain_too_old", ">=1.98"),
+    ("error: failed to parse manifest\nCaused by:\n  feature `edition2024` is required", "rust", "rust 1.78",
+     "toolchain_too_old", ">1.78"),
+    # E0658: a feature a later release stabilised (the class of a pin past the newest rustc here)
+    ("   Compiling demo v0.1.0 (/testbed)\nerror[E0658]: use of unstable library feature `unsigned_is_multiple_of`\n"
+     " --> src/lib.rs:1:40", "rust", "rust 1.85", "toolchain_too_old", ">1.85"),
     # nushell's libmimalloc-sys on bullseye's gcc 10: a newer Rust image (newer suite, newer gcc)
     ("warning: libmimalloc-sys@0.1.37: c_src/mimalloc/include/mimalloc/prim.h:240:21: error: "
      "'__builtin_thread_pointer' is not supported on this target", "rust", "rust 1.78", "toolchain_too_old", ">1.78"),

@@ -57,7 +57,7 @@ from agents.ecosystems.rust.cargo_setup import (CRATE_NAME, CRATE_VERSION, MEMBE
                                                 _budgeted, _cd, _cd_root, _manifest_hunks, _proxy_target,
                                                 cargo_stubs, git_fixes, root_bins_build)
 from agents.ecosystems.rust.cargo_manifest import CargoProject, Package, _join, analyze, cargo_root
-from agents.ecosystems.rust.rust_versions import stable_rust_at, toolchain_request
+from agents.ecosystems.rust.rust_versions import above_installable, stable_rust_at, toolchain_request
 from agents.ecosystems.rust.cargo_tests import CargoCi, Gate, Selection, cargo_ci, features_for, file_gate, select_tests
 
 
@@ -129,6 +129,8 @@ class RustEcosystem(Ecosystem):
         ch = project.toolchain_channel
         if ch and version_key(ch) and version_key(ch)[:2] != version_key(choice.version)[:2]:
             subs.append(f"rust-toolchain pins {ch}; rust {choice.version} used ({reasons[0] if reasons else 'nearest'})")
+        bound, rv_flag, rv_subs = above_installable(project, request, reasons, choice.version)
+        subs += rv_subs
         if request and (request.startswith("nightly") or request.startswith("beta")):
             env["RUSTC_BOOTSTRAP"] = "1"
         fallback = (not project.has_lock and (choice.version == "latest"
@@ -170,16 +172,17 @@ class RustEcosystem(Ecosystem):
             reasons.append(f"{own} sets a cargo runner: its tests run without swemint's per-test limit")
         for sel in sels:
             flags = " ".join(sel.base_flags) or _proxy_target(project, sel.package, tree)
-            setup.append(cd + _budgeted(f"cargo test --no-run -p {shlex.quote(sel.package.name)}"
+            setup.append(cd + _budgeted(f"cargo test --no-run{rv_flag} -p {shlex.quote(sel.package.name)}"
                                         f"{feature_args[sel.package.name]} {flags}"))
         bins = root_bins_build(project, [s.package for s in sels])
+        bins = bins and bins + rv_flag
         if bins:
             setup.append(cd + _budgeted(bins))
             reasons.append("the root package's binaries are built for the tested members' tests (a member's "
                            "test support may exec target/debug/<bin>; cargo builds a package's bins only for "
                            "its own tests)")
         extra = "".join(f" {a}" for a in shell_args(req.test_args))
-        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast{extra} -p {shlex.quote(s.package.name)}"
+        runs = [f"CARGO_NET_OFFLINE=true cargo test --no-fail-fast{rv_flag}{extra} -p {shlex.quote(s.package.name)}"
                 f"{feature_args[s.package.name]} {' '.join(s.flags)} 2>&1" for s in sels]
         rebuild = f"CARGO_NET_OFFLINE=true {bins} 2>&1 | tail -n 3; " if bins else ""
         limit = cargo_limits.runner_prefix() if own is None else ""
@@ -187,7 +190,7 @@ class RustEcosystem(Ecosystem):
         # compile once (`build_command`): the same targets with --no-run (doc tests cannot be
         # compiled ahead; arguments after a `--` belong to the test binaries)
         bextra = "" if "--" in shell_args(req.test_args) else extra
-        builds = [f"CARGO_NET_OFFLINE=true cargo test --no-run{bextra} -p {shlex.quote(s.package.name)}"
+        builds = [f"CARGO_NET_OFFLINE=true cargo test --no-run{rv_flag}{bextra} -p {shlex.quote(s.package.name)}"
                   f"{feature_args[s.package.name]} {' '.join(f for f in s.flags if f != '--doc')} 2>&1"
                   for s in sels if [f for f in s.flags if f != "--doc"] or not s.flags]
         build_state = {"build_command": f"{cd}{rebuild}" + "; ".join(builds) + "; true",
@@ -195,6 +198,8 @@ class RustEcosystem(Ecosystem):
         # targeted reruns (`targeted_plan`): the same cargo runs, libtest's exact-name filters appended
         build_state["cargo_runs"] = {"prefix": f"{cd}{limit}{rebuild}", "runs": [r[: -len(" 2>&1")] for r in runs],
                                      "for": test_command}
+        if bound:  # a failure for the toolchain's version names the substitute (`agents.flow`): no retry helps
+            build_state["toolchain_bound"] = bound
         notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
                  f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
         return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,

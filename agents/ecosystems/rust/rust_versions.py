@@ -1,5 +1,6 @@
 """The Rust a cargo project needs (`toolchain_request`): the floors its files set and, with a
-Cargo.lock, the stable Rust of the commit's date."""
+Cargo.lock, the stable Rust of the commit's date; what a plan whose Rust is older than its
+request (a pin past the newest installable Rust) records and changes (`above_installable`)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,30 @@ def toolchain_request(project: CargoProject, when: date | datetime | None,
         return None, ["no Cargo.lock: dependencies resolve to the newest crates, newest toolchain"]
     return (floor[0], [floor[1]]) if floor else (None, [])
 
+
+def above_installable(project: CargoProject, request: str | None, reasons: list[str],
+                      version: str) -> tuple[str, str, list[str]]:
+    """(toolchain-bound note, extra cargo flag, substitutions) of a plan whose Rust `version` is
+    older than the `request` (`reasons[0]`: what asked for it), which happens only when the
+    request is newer than any Rust installable here (within `rust_image.PIN_SLACK`; the class:
+    a repository pinning a release past Debian's newest, astral-sh/uv's rust-toolchain.toml
+    channel 1.98.0 when sid has 1.97). A rust-toolchain pin needs no override: Debian's cargo
+    has no rustup and does not read the file. A workspace `rust-version` above `version` would
+    make cargo refuse the build ("rustc 1.97.0 is not supported by the following package"), so
+    the substituted build's cargo commands get ``--ignore-rust-version`` (which also ignores
+    the dependencies': a build that really needs the newer release then fails compiling, and
+    the note names the substitute). ("", "", []) otherwise."""
+    if not request or not version_key(request) or not version_key(version) or \
+            version_key(version)[:2] >= version_key(request)[:2]:
+        return "", "", []
+    why = reasons[0] if reasons else f"rust {request}"
+    bound = (f"toolchain-bound: {why} asks for rust {request}, newer than any Rust installable here; "
+             f"rust {version} (the newest) was substituted")
+    above = sorted((v for v in project.rust_versions if version_key(v)[:2] > version_key(version)[:2]),
+                   key=version_key)
+    if not above:
+        return bound, "", []
+    return bound, " --ignore-rust-version", [
+        f"cargo --ignore-rust-version (the substituted build only): the workspace's rust-version {above[-1]} is "
+        f"above rust {version}, the substitute; the dependencies' rust-version is ignored too (a build that needs "
+        f"rust {request} fails for its version: toolchain-bound)"]

@@ -95,6 +95,89 @@ def test_no_lockfile_gets_newest_toolchain_and_msrv_fallback(tmp_path, fake_imag
     assert plan.env["CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS"] == "fallback"
 
 
+def _ahead(n: int) -> str:
+    """The Rust version `n` minor releases past the newest installable here (`1.98.0` for 1 over 1.97)."""
+    major, minor = version_key(rt.DEBIAN_RUST[-1].version)[:2]
+    return f"{major}.{minor + n}.0"
+
+
+def test_a_floor_a_few_releases_past_the_newest_gets_the_newest_noted():
+    """The class: a repository pins its toolchain a release or two past the newest Rust installable
+    here (astral-sh/uv's rust-toolchain.toml channel 1.98.0 when Debian sid has 1.97). Within
+    PIN_SLACK minor releases the newest is the substitute, recorded; further ahead, or a new
+    major version, there is still no plan."""
+    newest = rt.DEBIAN_RUST[-1]
+    for n in range(1, rt.PIN_SLACK + 1):
+        pick, subs = rt.pick_debian(_ahead(n))
+        assert pick == newest and rt.above_newest(_ahead(n)) == n
+        assert f"rust {_ahead(n)} requested, newer than any Rust installable here: {newest.version} provided" \
+            in subs[0] and "toolchain-bound" in subs[0]
+    assert rt.above_newest(newest.version) == 0 and rt.above_newest("nightly") == 0
+    with pytest.raises(EnvBuildError, match=f"newest Rust installable here is {newest.version}.*no substitute"):
+        rt.pick_debian(_ahead(rt.PIN_SLACK + 1))
+    with pytest.raises(EnvBuildError, match="no substitute"):
+        rt.pick_debian("2.0")
+
+
+PINNED = {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "src/lib.rs": "pub fn f() {}\n",
+          "tests/basic.rs": "#[test]\nfn t() { demo::f(); }\n"}
+
+
+def test_a_pin_one_release_past_the_newest_plans_on_the_newest_with_a_substitution(tmp_path, fake_image):
+    """rust-toolchain.toml pins the release after the newest installable one: the plan is on the
+    newest (Debian's cargo has no rustup and ignores the file: no override), the row records the
+    substitution, and the plan's toolchain-bound note names the pin and the substitute (what a
+    failure for the version says, `agents.planner.Planner.toolchain_bound`). The workspace's own
+    rust-version is installable: cargo keeps checking it."""
+    newest = rt.DEBIAN_RUST[-1].version
+    files = {**PINNED, "rust-toolchain.toml": f'[toolchain]\nchannel = "{_ahead(1)}"\n',
+             "Cargo.toml": CRATE.replace('edition = "2021"\n', f'edition = "2021"\nrust-version = "{newest}"\n')}
+    tree = make_tree(tmp_path, files)
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree), ["tests/basic.rs"], None)
+    assert plan.toolchain == f"rust {newest}"
+    assert any(f"rust {_ahead(1)} requested, newer than any Rust installable here: {newest} provided" in s
+               for s in plan.substitutions)
+    assert any(f"rust-toolchain pins {_ahead(1)}; rust {newest} used" in s for s in plan.substitutions)
+    bound = plan.state["toolchain_bound"]
+    assert bound.startswith("toolchain-bound: rust-toolchain channel") and _ahead(1) in bound and \
+        f"rust {newest} (the newest) was substituted" in bound
+    assert "--ignore-rust-version" not in plan.test_command + " ".join(plan.setup_commands)
+
+
+def test_a_rust_version_past_the_newest_builds_the_substitute_ignoring_it(tmp_path, fake_image):
+    """The workspace's rust-version is the release after the newest installable one: cargo would
+    refuse the substitute ("rustc X is not supported by the following package"), so the
+    substituted build's cargo commands (setup compile, test runs, compile-once, targeted reruns)
+    pass --ignore-rust-version, and the substitution says so."""
+    newest = rt.DEBIAN_RUST[-1].version
+    files = {**PINNED, "Cargo.toml": CRATE.replace('edition = "2021"\n',
+                                                   f'edition = "2021"\nrust-version = "{_ahead(2)}"\n')}
+    tree = make_tree(tmp_path, files)
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree), ["tests/basic.rs"], None)
+    assert plan.toolchain == f"rust {newest}"
+    assert any(s.startswith("cargo --ignore-rust-version (the substituted build only): the workspace's "
+                            f"rust-version {_ahead(2)} is above rust {newest}") for s in plan.substitutions)
+    assert "rust-version" in plan.state["toolchain_bound"]
+    compiles = [c for c in plan.setup_commands if "cargo test --no-run" in c]
+    assert compiles and all("--ignore-rust-version" in c for c in compiles)
+    assert "cargo test --no-fail-fast --ignore-rust-version" in plan.test_command
+    assert "--ignore-rust-version" in rust.ECOSYSTEM.build_command(plan)
+    assert "--ignore-rust-version" in rust.ECOSYSTEM.targeted_plan(plan, ["t"]).test_command
+
+
+def test_an_installable_request_gets_no_toolchain_bound_note(tmp_path, fake_image):
+    tree = make_tree(tmp_path, {**PINNED, "rust-toolchain": "1.63\n"})
+    plan = rust.ECOSYSTEM.plan(tree, instance(tree), ["tests/basic.rs"], None)
+    assert "toolchain_bound" not in plan.state and "--ignore-rust-version" not in plan.test_command
+
+
+def test_a_pin_far_past_the_newest_is_still_no_plan(tmp_path, fake_image):
+    tree = make_tree(tmp_path, {**PINNED, "rust-toolchain.toml":
+                                f'[toolchain]\nchannel = "{_ahead(rt.PIN_SLACK + 1)}"\n'})
+    with pytest.raises(EnvBuildError, match="newest Rust installable here.*no substitute"):
+        rust.ECOSYSTEM.plan(tree, instance(tree), ["tests/basic.rs"], None)
+
+
 def test_nightly_channel_runs_stable_with_bootstrap(tmp_path, fake_image):
     tree = make_tree(tmp_path, {"Cargo.toml": CRATE, "Cargo.lock": LOCK_V3, "src/lib.rs": "",
                                 "rust-toolchain.toml": '[toolchain]\nchannel = "nightly-2022-03-01"\n'})
