@@ -77,7 +77,7 @@ from agents.ecosystems.cfamily.c_setup import (BUILD_DIR, HELPER, JOBS, JUNIT, _
                                                configure_command, install_helpers, source_fetch)
 from agents.ecosystems.cfamily.c_compilers import CXX_STD_GCC, SUITE_GCC, _gcc_major, era_gcc
 from agents.ecosystems.cfamily.c_builds import CBuild, C_SUFFIXES, _add, analyze, systems
-from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, _BOOST_DECL, _CASE_DECL, _GTEST_DECL,
+from agents.ecosystems.cfamily.c_moves import (CMAKE_FLAG, CONFIGURE_FLAG, GATE_LINE, _BOOST_DECL, _CASE_DECL, _GTEST_DECL,
                                                _ci_setup_moves, _cmake_option_moves, _configure_option_moves,
                                                _meson_option_moves, _units_moves)
 from agents.ecosystems.cfamily import pg_regress
@@ -377,7 +377,8 @@ class CFamily(Ecosystem):
     def next_moves(self, ctx) -> list:
         """Moves for a stalled C/C++ round (`agents.moves`): `test_option` (CMake: the OFF options
         the helper printed because no CTest test is defined -- those the configure output or the
-        CI's ``cmake -DX=ON`` names first, then those whose name or help says test/check;
+        CI's ``cmake -DX=ON`` names first, then those whose name or help says test/check; and
+        after S38 the OFF options the helper says gate the folder of a source no target compiles);
         autotools: the ``--enable-X`` / ``--with-X`` switches of configure.ac that say test/check),
         `rediscover` (a googletest test the test_patch adds never ran: the touched targets built
         again from clean, their discovery after the test_patch), `whole_suite` (S32: the helper's
@@ -398,7 +399,8 @@ class CFamily(Ecosystem):
         moves: list = []
         if ctx.why.startswith("setup failed"):  # S37 (a build failing only in its docs) before the CI's setup
             return docs_moves(ctx.tree, plan, out) + _ci_setup_moves(ctx.tree, plan)
-        if plan.build == "cmake" and re.search(r"no CTest tests are defined|building the 0 test targets", out):
+        if plan.build == "cmake" and (re.search(r"no CTest tests are defined|building the 0 test targets", out)
+                                      or GATE_LINE.search(out)):  # S38's file behind an OFF option
             moves += _cmake_option_moves(ctx.tree, plan, out)
         if plan.build == "autotools" and ctx.why.startswith("no test ran"):
             moves += _configure_option_moves(ctx.tree, plan)

@@ -34,6 +34,11 @@ _OPTION_LINE = re.compile(r"^swemint-cmake-tests: option ([A-Za-z_][A-Za-z0-9_]*
 _CONFIGURE_LINE = re.compile(r"^swemint-cmake-tests: configure says: (.*)$", re.M)
 
 
+GATE_LINE = re.compile(r"^swemint-cmake-tests: option ([A-Za-z_][A-Za-z0-9_]*)=OFF gates (\S+): (.*)$", re.M)
+"""The helper's line after S38's (a touched test source no target compiles): an OFF option whose
+``if`` guards the command adding the file's folder (`cmake_tests.folder_gates`)."""
+
+
 def _never(name: str) -> bool:
     up = name.upper()
     return any(up.endswith(sfx) for sfx in recipes()["test_options"]["never"])
@@ -54,10 +59,21 @@ def _ci_cmake_options(tree: GitTree) -> dict[str, str]:
 
 
 def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
-    """`test_option` moves of a CMake round that defined no test (`CFamily.next_moves`)."""
+    """`test_option` moves of a CMake round that defined no test (`CFamily.next_moves`), or whose
+    touched test sources no target compiles while an OFF option gates their folder (S38's
+    `GATE_LINE`s: one move with every such option, first -- nested guards need them all)."""
     from agents.ecosystems.move_types import Move
 
     setup = "\n".join(plan.setup_commands)
+    gated: list[tuple[str, str]] = []
+    for m in GATE_LINE.finditer(output):
+        if not _never(m.group(1)) and all(n != m.group(1) for n, _ in gated):
+            gated.append((m.group(1), f"{m.group(2)} is compiled by no target; {m.group(3).strip()[:240]}"))
+    gate_flags = [f"-D{n}=ON" for n, _ in gated if f"-D{n}=ON" not in setup]
+    gate_moves = [Move(kind="test_option", serves="tests behind a project option",
+                       evidence="; ".join(why for _, why in gated)[:600],
+                       request=PlanRequest(options={"cmake_flags": gate_flags}), key=" ".join(gate_flags))] \
+        if gate_flags else []
     off = {m.group(1): m.group(2) for m in _OPTION_LINE.finditer(output)}
     said = [line for line in _CONFIGURE_LINE.findall(output)]
     ci = _ci_cmake_options(tree)
@@ -78,7 +94,7 @@ def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
             moves.append(Move(kind="test_option", serves="tests behind a project option",
                               evidence="; ".join(why for _, why in group)[:600],
                               request=PlanRequest(options={"cmake_flags": flags}), key=" ".join(flags)))
-    return moves
+    return gate_moves + [m for m in moves if m.key not in {g.key for g in gate_moves}]
 
 
 HARDWARE_OPTION = re.compile(r"(?:^|_)(?:GPU|CUDA|CUVS|METAL|MPS|ROCM|HIP|SYCL|OPENCL|VULKAN|TPU|NPU)(?:_|$)", re.I)

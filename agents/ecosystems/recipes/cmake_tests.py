@@ -28,7 +28,9 @@ FILE...: repository-relative paths (the files the test patch touches). Steps:
    reported as not built (the file ``<path> [compiled by no target]``, then the GoogleTest ids
    and Boost.Test units they declare: S34's section), so the before side is a side where those
    tests fail, and a round whose after side has them too ends with no test reached; the exit
-   code is 2. A touched header, data file or CMake list alone keeps the rule above;
+   code is 2. When OFF options gate the file (the ``if`` around the ``add_subdirectory`` of its
+   folder or an ancestor, or around a glob or list naming it: `folder_gates`), a line per option
+   follows S38's ("option X=OFF gates <file>: <where>"), for the loop's `test_option` move. A touched header, data file or CMake list alone keeps the rule above;
 3. build each picked target alone; a target that fails to build has its artifacts deleted, so a
    stale binary from an earlier build can never report results (the whole suite: one build of
    every target, keeping going past failures, then each executable target that failed is found
@@ -96,6 +98,7 @@ Exit code: ctest's (of the last round), or 2 when nothing could be selected. Sta
 only (python3 >= 3.5).
 """
 
+import fnmatch
 import glob
 import json
 import os
@@ -403,6 +406,148 @@ def gating_options(build, configure_output):
         if (_TESTISH.search(name) or _TESTISH.search(helptext)) and len(lines) < 40:
             lines.append("option %s=OFF (%s)" % (name, helptext[:200]))
     return lines
+
+
+CMAKE_FILES_LIMIT = 2000
+"""CMake files of the source tree `folder_gates` reads at most (each up to 1 MiB)."""
+_CMAKE_COMMAND = re.compile(r"^[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(", re.M)
+_CMAKE_ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|([^\s()"]+)')
+_GLOB_CHARS = re.compile(r"[*?[]")
+_HERE_VARS = ("${CMAKE_CURRENT_SOURCE_DIR}", "${CMAKE_CURRENT_LIST_DIR}")
+_TOP_VARS = ("${CMAKE_SOURCE_DIR}", "${PROJECT_SOURCE_DIR}", "${CMAKE_HOME_DIRECTORY}")
+
+
+def cmake_files(src, build=None):
+    """The repository-relative paths of the source tree's CMake files (CMakeLists.txt,
+    ``*.cmake``), hidden folders and the build folder left out, at most `CMAKE_FILES_LIMIT`."""
+    out, skip = [], os.path.realpath(build) if build else None
+    for root, dirs, names in os.walk(src):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "CMakeFiles"
+                         and os.path.realpath(os.path.join(root, d)) != skip)
+        for name in sorted(names):
+            if _CMAKE_FILE.search(name) and len(out) < CMAKE_FILES_LIMIT:
+                out.append(norm(os.path.join(root, name), src))
+    return out
+
+
+def _uncommented(text):
+    """`text` with CMake's comments (``# ...`` and ``#[[ ... ]]``) blanked out, newlines kept."""
+    out, i, quoted = [], 0, False
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and quoted:
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c == "#" and not quoted:
+            m = re.match(r"#\[(=*)\[", text[i:])
+            end = text.find("]%s]" % m.group(1), i) if m else text.find("\n", i)
+            end = len(text) if end < 0 else end + (len(m.group(1)) + 2 if m else 0)
+            out.append(re.sub(r"[^\n]", " ", text[i:end]))
+            i = end
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def cmake_commands(text):
+    """[(line, command in lower case, [arguments])] of a CMake file: comments dropped, quoted
+    arguments unquoted, parentheses inside the arguments (an ``if`` condition's) dropped."""
+    text = _uncommented(text)
+    out, pos = [], 0
+    for m in _CMAKE_COMMAND.finditer(text):
+        if m.start() < pos:
+            continue
+        depth, i, quoted = 1, m.end(), False
+        while i < len(text) and depth:
+            c = text[i]
+            if c == "\\" and quoted:
+                i += 1
+            elif c == '"':
+                quoted = not quoted
+            elif not quoted and c in "()":
+                depth += 1 if c == "(" else -1
+            i += 1
+        args = [a if a else b for a, b in _CMAKE_ARG.findall(text[m.end():i - 1])]
+        out.append((text.count("\n", 0, m.start()) + 1, m.group(1).lower(), args))
+        pos = i
+    return out
+
+
+def _cmake_path(arg, here):
+    """The repository-relative path an argument names from a CMake file in folder `here` ("" the
+    top), or None (another variable, an absolute path, outside the tree)."""
+    for var in _HERE_VARS + _TOP_VARS:
+        if arg.startswith(var):
+            arg, here = "." + arg[len(var):], here if var in _HERE_VARS else ""
+    if "$" in arg or os.path.isabs(arg):
+        return None
+    path = os.path.normpath(os.path.join(here, arg))
+    return None if path.startswith("..") else ("" if path == "." else path)
+
+
+def _names_source(name, args, here, f):
+    """Whether command `name` (`args`, in a CMake file of folder `here`) adds `f` to the build:
+    ``add_subdirectory`` / ``subdirs`` of a folder holding it, a ``file(GLOB[_RECURSE] ...)``
+    pattern matching it, or any command naming the file itself."""
+    if name in ("add_subdirectory", "subdirs"):
+        folders = args[:1] if name == "add_subdirectory" else args
+        return any(p and f.startswith(p + "/") for p in (_cmake_path(a, here) for a in folders))
+    if name == "file" and args and args[0].upper() in ("GLOB", "GLOB_RECURSE"):
+        for a in args[1:]:
+            p = _cmake_path(a, here) if _GLOB_CHARS.search(a) else None
+            if p is None:
+                continue
+            folder, pattern = os.path.split(p)
+            inside = f.startswith(folder + "/") if args[0].upper() == "GLOB_RECURSE" else os.path.dirname(f) == folder
+            if inside and fnmatch.fnmatchcase(os.path.basename(f), pattern):
+                return True
+        return False
+    return any(_cmake_path(a, here) == f for a in args)
+
+
+def folder_gates(src, sources, off, build=None):
+    """[(option, source, where)]: the OFF options (`off`: names, `off_options`) in the condition
+    of an ``if``/``elseif`` branch of a CMake file of the source tree that holds the command
+    adding a source of `sources` to the build (S38's files: ``add_subdirectory`` of its folder or
+    an ancestor, a ``file(GLOB ...)`` finding it, a list naming it) -- the options that would
+    build it. `where`: ``<cmake file>:<line> if(<condition>) ... <command>(<args>)``. A name
+    after ``NOT`` and an ``else`` branch gate nothing here; each (option, source) once."""
+    off, out, seen = set(off), [], set()
+    if not off:
+        return out
+    for rel in cmake_files(src, build):
+        try:
+            with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as fh:
+                text = fh.read(1024 * 1024)
+        except (IOError, OSError):
+            continue
+        if not any(o in text for o in off):
+            continue
+        here, stack = os.path.dirname(rel), []
+        for line, name, args in cmake_commands(text):
+            if name == "if":
+                stack.append((line, args))
+            elif name in ("elseif", "else") and stack:
+                stack[-1] = (line, args if name == "elseif" else None)
+            elif name == "endif" and stack:
+                stack.pop()
+            elif stack:
+                for f in sources:
+                    if not _names_source(name, args, here, f):
+                        continue
+                    for at, cond in stack:
+                        names = [re.sub(r"^\$\{(\w+)\}$", r"\1", w) for i, w in enumerate(cond or [])
+                                 if i == 0 or cond[i - 1].upper() != "NOT"]
+                        for o in names:
+                            if o in off and (o, f) not in seen:
+                                seen.add((o, f))
+                                out.append((o, f, "%s:%d if(%s) ... %s(%s)" % (rel, at, " ".join(cond), name,
+                                                                               " ".join(args))))
+    return out
 
 
 def reconfigure(build):
@@ -713,6 +858,8 @@ def main(argv):
         log("%s %s compiled by no target of this CMake build (after the test_patch): its tests cannot run "
             "here (nothing is built or run; their tests are reported as not built)"
             % (" ".join(lone), "is" if len(lone) == 1 else "are"))
+        for name, f, where in folder_gates(src, lone, [n for n, _ in off_options(build)], build):
+            log("option %s=OFF gates %s: %s" % (name, f, where[:300]))
         if build_only:
             return 0
         report = os.path.join(build, junit) if junit else None
