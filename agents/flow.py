@@ -309,7 +309,8 @@ class Loop(Planner):
             record.source = env.source if env else "built"
             if env is None:
                 d = outcome.diagnosis
-                bound = self.toolchain_bound(d.toolchain if d is not None and d.kind == "toolchain_too_old" else None)
+                bound = self.toolchain_bound(d.toolchain, d.rule) if d is not None and d.kind == "toolchain_too_old" \
+                    else ""
                 last_failure = f"{bound}: {outcome.reason}" if bound else (outcome.reason or "setup failed")
                 last_timed_out = bool(getattr(outcome, "timed_out", False))
                 record.outcome, record.reason = "replan", outcome.reason[:300]
@@ -345,7 +346,7 @@ class Loop(Planner):
             self._record(record)
             if action is None:
                 att = verdict.attribution
-                if att.kind == "toolchain" and (bound := self.toolchain_bound(att.toolchain)):
+                if att.kind == "toolchain" and (bound := self.toolchain_bound(att.toolchain, att.rule)):
                     verdict = verdict.model_copy(update={"reason": f"{bound}: {verdict.reason}"})
                 self.finish(n, verdict, env)
                 return
@@ -489,9 +490,8 @@ class Loop(Planner):
                     if pip_names:
                         self.shape("amend", att.detail, packages=list(pip_names), install="ci_pip")
                     return "amend", amended
-        if att.kind == "toolchain" and self.toolchain_bound(att.toolchain):
-            self.run.traj(StepRecord(agent="flow", rule="toolchain-bound",
-                                     note=f"{self.toolchain_bound(att.toolchain)}; {att.detail}"[:2000]))
+        if att.kind == "toolchain" and (bound := self.toolchain_bound(att.toolchain, att.rule)):
+            self.run.traj(StepRecord(agent="flow", rule="toolchain-bound", note=f"{bound}; {att.detail}"[:2000]))
             return None, None  # final: the reason names the substitute (`_go`)
         if att.kind == "toolchain" and att.toolchain:
             self._evidence(att, [{"kind": "toolchain", "tool": self.plan.ecosystem, "version": att.toolchain}])

@@ -172,14 +172,20 @@ class Planner:
         return True
 
     # -- back to planning ---------------------------------------------------------------------
-    def toolchain_bound(self, constraint: str | None) -> str:
+    def toolchain_bound(self, constraint: str | None, rule: str = "") -> str:
         """The plan's toolchain-bound note (`Plan.state["toolchain_bound"]`, set by an ecosystem
         whose toolchain is the newest installable one standing in for a newer request: a Rust
-        pin past Debian's newest) when a diagnosis or attribution asks for a newer toolchain
-        (`constraint` ``>=X`` / ``>X``): no plan on a newer one exists, so the loop ends there
-        with the note (naming the pin and the substitute) in the reason; "" otherwise."""
-        bound = (self.plan.state.get("toolchain_bound") or "") if self.plan is not None else ""
-        return bound if bound and (constraint or "").startswith(">") else ""
+        pin past Debian's newest) when a diagnosis or attribution of one of the rules that name
+        the toolchain's own version (`Plan.state["toolchain_bound_rules"]`: Rust's
+        `rust-requires-newer`, `rust-unstable-feature`; not a -sys crate's gcc, the memory's or
+        the LLM's guess) asks for a newer toolchain (`constraint` ``>=X`` / ``>X``): no plan on a
+        newer one exists, so the loop ends there with the note (naming the pin and the
+        substitute) in the reason; "" otherwise."""
+        state = self.plan.state if self.plan is not None else {}
+        bound = state.get("toolchain_bound") or ""
+        if not bound or not (constraint or "").startswith(">") or rule not in state.get("toolchain_bound_rules", ()):
+            return ""
+        return bound
 
     def on_setup_failure(self, outcome) -> str | None:
         """The next step after Execution gave up: the same plan with the Debian packages a

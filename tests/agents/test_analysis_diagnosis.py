@@ -95,7 +95,8 @@ def test_declared_dependencies_of_every_manifest(tmp_path):
      "toolchain_too_old", ">1.78"),
     # E0658: a feature a later release stabilised (the class of a pin past the newest rustc here)
     ("   Compiling demo v0.1.0 (/testbed)\nerror[E0658]: use of unstable library feature `unsigned_is_multiple_of`\n"
-     " --> src/lib.rs:1:40", "rust", "rust 1.85", "toolchain_too_old", ">1.85"),
+     " --> src/lib.rs:1:40\n\nerror: could not compile `demo` (lib) due to 1 previous error\n", "rust", "rust 1.85",
+     "toolchain_too_old", ">1.85"),
     # nushell's libmimalloc-sys on bullseye's gcc 10: a newer Rust image (newer suite, newer gcc)
     ("warning: libmimalloc-sys@0.1.37: c_src/mimalloc/include/mimalloc/prim.h:240:21: error: "
      "'__builtin_thread_pointer' is not supported on this target", "rust", "rust 1.78", "toolchain_too_old", ">1.78"),
@@ -123,6 +124,40 @@ def test_skip_reasons_name_the_interpreter_they_need_and_nothing_else_does():
     assert diagnose("Skipped: requires python3.11", "python", "3.9") is None  # not a skip reason
     assert diagnose("Skipped: requires network", "python", "3.9", scope="skip") is None
     assert diagnose("error: file not found", "cfamily") is None
+
+
+TRYBUILD_MISMATCH = (
+    "     Running tests/compiletest.rs (target/debug/deps/compiletest-0123)\n\nrunning 1 test\n"
+    "test tests/ui/gated.rs ... mismatch\n\nEXPECTED:\n\u2508\u2508\u2508\n"
+    "error[E0658]: use of unstable library feature `demo_gate`\n --> tests/ui/gated.rs:3:5\n\u2508\u2508\u2508\n\n"
+    "ACTUAL OUTPUT:\n\u2508\u2508\u2508\nerror[E0658]: use of unstable library feature 'demo_gate'\n"
+    " --> tests/ui/gated.rs:3:5\n\u2508\u2508\u2508\n\ntest ui ... FAILED\n\nfailures:\n\n---- ui stdout ----\n"
+    "thread 'ui' panicked at 1 of 1 tests failed\n\nfailures:\n    ui\n\n"
+    "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.50s\n")
+"""A compile-fail (trybuild) test's report: the E0658 it prints is the test's expected or actual
+compiler output, not the build's."""
+
+
+def test_an_e0658_a_compile_fail_test_prints_is_no_toolchain_diagnosis():
+    """E0658 names the toolchain only where cargo itself failed to compile (its `could not compile`
+    follows before any test binary's report): a trybuild/compile-fail test prints the compiler's
+    E0658 as its expected or actual output, on any toolchain; a later crate's compile failure
+    in the same text does not make it the build's."""
+    assert diagnose(TRYBUILD_MISMATCH, "rust", "rust 1.85") is None
+    later = TRYBUILD_MISMATCH + ("   Compiling demo v0.1.0 (/testbed)\nerror[E0425]: cannot find function `new_api`\n"
+                                 "error: could not compile `demo` (test \"basic\") due to 1 previous error\n")
+    assert diagnose(later, "rust", "rust 1.85") is None
+    built = later + ("   Compiling demo v0.1.0 (/testbed)\nerror[E0658]: use of unstable library feature `x`\n"
+                     "error: could not compile `demo` (lib) due to 1 previous error\n")
+    d = diagnose(built, "rust", "rust 1.85")
+    assert d is not None and d.rule == "rust-unstable-feature" and d.detail.endswith("feature `x`")
+    verbose = ("   Compiling demo v0.1.0 (/testbed)\nerror[E0658]: use of unstable library feature `x`\n"
+               "     Running `rustc --crate-name other --edition=2021 src/lib.rs`\n"
+               "error: could not compile `demo` (lib) due to 1 previous error\n")  # cargo -v: a rustc run
+    assert diagnose(verbose, "rust", "rust 1.85").rule == "rust-unstable-feature"
+    doc = ("   Doc-tests demo\n\nrunning 1 test\ntest src/lib.rs - f (line 3) ... FAILED\n\n"
+           "---- src/lib.rs - f (line 3) stdout ----\nerror[E0658]: use of unstable library feature `x`\n")
+    assert diagnose(doc, "rust", "rust 1.85") is None
 
 
 def test_toolchain_constraints():

@@ -85,3 +85,54 @@ def test_a_build_that_fails_for_the_version_ends_at_once_naming_the_pin_and_the_
     flow = [s for s in steps(res) if s.agent == "flow"]
     assert [s.rule for s in flow] == ["toolchain-bound", "round#1"]
     assert res.rounds[0].feedback == ""
+
+
+def test_a_setup_failure_not_for_the_rust_version_is_no_toolchain_bound_ending(tmp_path, monkeypatch):
+    """A bound plan's build fails for the C compiler of a -sys crate (`rust-sys-c-compiler-too-old`,
+    a toolchain_too_old diagnosis of the gcc, not of rustc): not the version the pin asks for, so
+    the reason does not claim toolchain-bound and the loop's other moves stay open."""
+    gcc = ("   Compiling libmimalloc-sys v0.1.37\nwarning: libmimalloc-sys@0.1.37: c_src/prim.h:240:21: error: "
+           "'__builtin_thread_pointer' is not supported on this target\n"
+           "error: failed to run custom build command for `libmimalloc-sys v0.1.37`\n")
+    res = mint(tmp_path, monkeypatch, (101, gcc))
+    assert res.outcome == "env_failed" and not res.reason.startswith("toolchain-bound"), res.reason
+    assert "toolchain-bound" not in [s.rule for s in steps(res) if s.agent == "flow"]
+
+
+TRYBUILD = ("     Running tests/ui.rs (target/debug/deps/ui-0123)\n\nrunning 1 test\n"
+            "test tests/ui/gated.rs ... mismatch\n\nEXPECTED:\n\u2508\u2508\u2508\n"
+            "error[E0658]: use of unstable library feature `demo_gate`\n --> tests/ui/gated.rs:3:5\n\u2508\u2508\u2508\n\n"
+            "ACTUAL OUTPUT:\n\u2508\u2508\u2508\nerror[E0658]: use of unstable library feature 'demo_gate'\n"
+            " --> tests/ui/gated.rs:3:5\n\u2508\u2508\u2508\n\ntest ui ... FAILED\n\nfailures:\n    ui\n\n"
+            "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.50s\n\n")
+"""A trybuild compile-fail test whose expected stderr no longer matches: it prints E0658 as the
+test's own output, on both sides, whatever the toolchain."""
+
+
+def mint_passing_before(tmp_path, monkeypatch, files, created_at):
+    """The row on `files` where the touched test passes before the fix too (no FAIL_TO_PASS) and a
+    compile-fail test beside it prints E0658."""
+    force_ecosystem(monkeypatch, rust.ECOSYSTEM)
+    f = FakeSandboxFactory(run_id="t")
+    f.on(r"cargo test --no-run", (0, "    Finished `test` profile"))
+    f.on(r"cargo test --no-fail-fast", (101, libtest("ok") + TRYBUILD))
+    git_dir, sha = make_repo(tmp_path / "repo", files)
+    inst = make_instance(sha, "rust", created_at, instance_id="acme__calc-1", repo="acme/calc",
+                         patch=PATCH, test_patch=TEST_PATCH)
+    return mint_instance(inst, git_dir, MintConfig(workdir=tmp_path / "w", run_id="t", memory={"enabled": False}),
+                         factory=f)
+
+
+def test_an_e0658_a_compile_fail_test_prints_ends_no_bound_row_as_toolchain_bound(tmp_path, monkeypatch):
+    res = mint_passing_before(tmp_path, monkeypatch, FILES, "2026-08-21 15:12:44")
+    assert res.outcome == "no_fail_to_pass" and not res.reason.startswith("toolchain-bound"), res.reason
+    assert "toolchain-bound" not in [s.rule for s in steps(res) if s.agent == "flow"]
+
+
+def test_an_e0658_a_compile_fail_test_prints_moves_no_row_to_a_newer_rust(tmp_path, monkeypatch):
+    """No pin, a Cargo.lock of 2024 (the Rust of its date, older than the newest): the test's own
+    E0658 is no reason to plan on a newer Rust."""
+    files = {k: v for k, v in FILES.items() if k != "rust-toolchain.toml"}
+    res = mint_passing_before(tmp_path, monkeypatch, files, "2024-03-01 10:00:00")
+    assert res.outcome == "no_fail_to_pass", res.reason
+    assert len({r.toolchain for r in res.rounds}) == 1, [(r.toolchain, r.feedback) for r in res.rounds]

@@ -57,7 +57,7 @@ from agents.ecosystems.rust.cargo_setup import (CRATE_NAME, CRATE_VERSION, MEMBE
                                                 _budgeted, _cd, _cd_root, _manifest_hunks, _proxy_target,
                                                 cargo_stubs, git_fixes, root_bins_build)
 from agents.ecosystems.rust.cargo_manifest import CargoProject, Package, _join, analyze, cargo_root
-from agents.ecosystems.rust.rust_versions import above_installable, stable_rust_at, toolchain_request
+from agents.ecosystems.rust.rust_versions import VERSION_RULES, above_installable, stable_rust_at, toolchain_request
 from agents.ecosystems.rust.cargo_tests import CargoCi, Gate, Selection, cargo_ci, features_for, file_gate, select_tests
 
 
@@ -200,6 +200,7 @@ class RustEcosystem(Ecosystem):
                                      "for": test_command}
         if bound:  # a failure for the toolchain's version names the substitute (`agents.flow`): no retry helps
             build_state["toolchain_bound"] = bound
+            build_state["toolchain_bound_rules"] = list(VERSION_RULES)
         notes = [*reasons, MEMBERS_NOTE + ",".join(p.name for p in project.packages),
                  f"{ROOT_NOTE}/{project.root}", f"Cargo.lock: {'v' + str(project.lock_version) if project.lock_version else ('yes' if project.has_lock else 'no')}"]
         return PolyPlan(ecosystem=self.name, toolchain=f"rust {choice.version}", image=choice.image,

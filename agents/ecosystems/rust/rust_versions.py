@@ -11,6 +11,10 @@ from agents.ecosystems.rust.cargo_manifest import CargoProject
 
 
 RUST_1_56 = date(2021, 10, 21)
+VERSION_RULES = ("rust-requires-newer", "rust-unstable-feature")
+"""The diagnosis rules (`agents/ecosystems/recipes/diagnosis.yaml`) whose failure is the rustc's
+own version: only these end a plan on a substitute as toolchain-bound (a -sys crate's C compiler,
+`rust-sys-c-compiler-too-old`, is not the version the pin asks for)."""
 
 
 def stable_rust_at(when: date | datetime) -> str:

@@ -9,6 +9,7 @@ from datetime import date
 import pytest
 
 import envpool.toolchains.rust_image as rt
+from agents.diagnosis import load_rules
 from agents.ecosystems import rust
 from envpool.errors import EnvBuildError
 from envpool.testrun.registry import get_parser
@@ -142,6 +143,9 @@ def test_a_pin_one_release_past_the_newest_plans_on_the_newest_with_a_substituti
     assert bound.startswith("toolchain-bound: rust-toolchain channel") and _ahead(1) in bound and \
         f"rust {newest} (the newest) was substituted" in bound
     assert "--ignore-rust-version" not in plan.test_command + " ".join(plan.setup_commands)
+    # only the rules naming rustc's own version end the plan as toolchain-bound (and they exist)
+    assert plan.state["toolchain_bound_rules"] == ["rust-requires-newer", "rust-unstable-feature"]
+    assert set(plan.state["toolchain_bound_rules"]) <= {r.id for r in load_rules().rules}
 
 
 def test_a_rust_version_past_the_newest_builds_the_substitute_ignoring_it(tmp_path, fake_image):
