@@ -401,7 +401,7 @@ class CFamily(Ecosystem):
             return docs_moves(ctx.tree, plan, out) + _ci_setup_moves(ctx.tree, plan)
         if plan.build == "cmake" and (re.search(r"no CTest tests are defined|building the 0 test targets", out)
                                       or GATE_LINE.search(out)):  # S38's file behind an OFF option
-            moves += _cmake_option_moves(ctx.tree, plan, out)
+            moves += _cmake_option_moves(ctx.tree, plan, out, ctx.touched)
         if plan.build == "autotools" and ctx.why.startswith("no test ran"):
             moves += _configure_option_moves(ctx.tree, plan)
         if plan.build == "meson" and (ctx.why.startswith("no test ran") or "swemint-meson-tests: no test to run" in out):

@@ -58,17 +58,25 @@ def _ci_cmake_options(tree: GitTree) -> dict[str, str]:
     return out
 
 
-def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str) -> list:
+def _cmake_option_moves(tree: GitTree, plan: PolyPlan, output: str, touched: list[str] | None = None) -> list:
     """`test_option` moves of a CMake round that defined no test (`CFamily.next_moves`), or whose
     touched test sources no target compiles while an OFF option gates their folder (S38's
-    `GATE_LINE`s: one move with every such option, first -- nested guards need them all)."""
+    `GATE_LINE`s: one move with every such option, first -- nested guards need them all; only for
+    a file of `touched`, and no file whose gates include an option never switched on here: a
+    hardware backend, a lint/fuzz/coverage build, `_never`)."""
     from agents.ecosystems.move_types import Move
 
     setup = "\n".join(plan.setup_commands)
     gated: list[tuple[str, str]] = []
+    gates: dict[str, list[tuple[str, str]]] = {}
     for m in GATE_LINE.finditer(output):
-        if not _never(m.group(1)) and all(n != m.group(1) for n, _ in gated):
-            gated.append((m.group(1), f"{m.group(2)} is compiled by no target; {m.group(3).strip()[:240]}"))
+        gates.setdefault(m.group(2), []).append((m.group(1), m.group(3)))
+    for f, named in gates.items():  # a file's gates are nested guards: all needed, or the file is not built here
+        if f not in (touched or []) or any(_never(n) or HARDWARE_OPTION.search(n) or STRICT_OPTION.search(n) for n, _ in named):
+            continue
+        for n, where in named:
+            if all(n != g for g, _ in gated):
+                gated.append((n, f"{f} is compiled by no target; {where.strip()[:240]}"))
     gate_flags = [f"-D{n}=ON" for n, _ in gated if f"-D{n}=ON" not in setup]
     gate_moves = [Move(kind="test_option", serves="tests behind a project option",
                        evidence="; ".join(why for _, why in gated)[:600],

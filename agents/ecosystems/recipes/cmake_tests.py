@@ -427,54 +427,160 @@ def cmake_files(src, build=None):
         for name in sorted(names):
             if _CMAKE_FILE.search(name) and len(out) < CMAKE_FILES_LIMIT:
                 out.append(norm(os.path.join(root, name), src))
+        if len(out) >= CMAKE_FILES_LIMIT:  # the rest of the tree is not walked
+            break
     return out
 
 
-def _uncommented(text):
-    """`text` with CMake's comments (``# ...`` and ``#[[ ... ]]``) blanked out, newlines kept."""
-    out, i, quoted = [], 0, False
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and quoted:
-            out.append(text[i:i + 2])
-            i += 2
-            continue
-        if c == '"':
-            quoted = not quoted
-        elif c == "#" and not quoted:
-            m = re.match(r"#\[(=*)\[", text[i:])
-            end = text.find("]%s]" % m.group(1), i) if m else text.find("\n", i)
-            end = len(text) if end < 0 else end + (len(m.group(1)) + 2 if m else 0)
-            out.append(re.sub(r"[^\n]", " ", text[i:end]))
-            i = end
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+_CMAKE_TOP = re.compile(r"(\n)|(#)|([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(|[A-Za-z0-9_]+|[^\n#A-Za-z0-9_]+")
+_CMAKE_TOKEN = re.compile(r'([ \t\r]+)|(\n)|(#)|(\()|(\))|\[(=*)\[|"((?:[^"\\]|\\.)*)(?:"|\Z)|((?:[^\s()#"\\]|\\.)+)|(.)',
+                          re.S)
+_BRACKET_OPEN = re.compile(r"\[(=*)\[")
+_CONDITION_COMMANDS = ("if", "elseif", "while")
+
+
+def _comment_end(text, i):
+    """The end of the comment that starts at `text[i]` (``#``): a bracket comment ``#[=[ ... ]=]``
+    or the line's end."""
+    m = _BRACKET_OPEN.match(text, i + 1)
+    if m:
+        end = text.find("]%s]" % m.group(1), m.end())
+        return len(text) if end < 0 else end + len(m.group(1)) + 2
+    end = text.find("\n", i)
+    return len(text) if end < 0 else end
 
 
 def cmake_commands(text):
-    """[(line, command in lower case, [arguments])] of a CMake file: comments dropped, quoted
-    arguments unquoted, parentheses inside the arguments (an ``if`` condition's) dropped."""
-    text = _uncommented(text)
-    out, pos = [], 0
-    for m in _CMAKE_COMMAND.finditer(text):
-        if m.start() < pos:
+    """[(line, command in lower case, [arguments])] of a CMake file, read as CMake's own lexer
+    does: commands anywhere on a line (``if(X) ... endif()`` on one), line and bracket comments
+    (``#``, ``#[[ ... ]]``) dropped, quoted arguments (a ``)`` or ``#`` inside) and bracket
+    arguments (``[[ ... ]]``, a ``"`` or ``if(`` inside) unquoted; the parentheses of an
+    argument list are kept as ``(`` / ``)`` in a condition (``if``, ``elseif``, ``while``) and
+    dropped elsewhere."""
+    out, i, line, n = [], 0, 1, len(text)
+    while i < n:
+        m = _CMAKE_TOP.match(text, i)
+        if m.group(1):
+            line, i = line + 1, m.end()
             continue
-        depth, i, quoted = 1, m.end(), False
-        while i < len(text) and depth:
-            c = text[i]
-            if c == "\\" and quoted:
-                i += 1
-            elif c == '"':
-                quoted = not quoted
-            elif not quoted and c in "()":
-                depth += 1 if c == "(" else -1
-            i += 1
-        args = [a if a else b for a, b in _CMAKE_ARG.findall(text[m.end():i - 1])]
-        out.append((text.count("\n", 0, m.start()) + 1, m.group(1).lower(), args))
-        pos = i
+        if m.group(2):
+            end = _comment_end(text, i)
+            line, i = line + text.count("\n", i, end), end
+            continue
+        if not m.group(3):
+            i = m.end()
+            continue
+        name, at, i, depth, args = m.group(3).lower(), line, m.end(), 1, []
+        while i < n and depth:
+            t = _CMAKE_TOKEN.match(text, i)
+            if t.group(2):
+                line += 1
+            elif t.group(3):
+                end = _comment_end(text, i)
+                line, i = line + text.count("\n", i, end), end
+                continue
+            elif t.group(4) or t.group(5):
+                depth += 1 if t.group(4) else -1
+                if depth and name in _CONDITION_COMMANDS:
+                    args.append(t.group(0))
+            elif t.group(6) is not None:
+                close = "]%s]" % t.group(6)
+                end = text.find(close, t.end())
+                end = n if end < 0 else end
+                args.append(text[t.end():end])
+                line, i = line + text.count("\n", i, end), min(n, end + len(close))
+                continue
+            elif t.group(7) is not None:
+                args.append(t.group(7))
+                line += t.group(0).count("\n")
+            elif t.group(8):
+                args.append(t.group(8))
+                line += t.group(0).count("\n")
+            i = t.end()
+        out.append((at, name, args))
     return out
+
+
+_UNARY = frozenset(("EXISTS", "COMMAND", "DEFINED", "POLICY", "TARGET", "TEST", "IS_DIRECTORY", "IS_SYMLINK",
+                    "IS_ABSOLUTE", "IS_READABLE", "IS_WRITABLE", "IS_EXECUTABLE"))
+_BINARY = frozenset(("EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "STREQUAL", "STRLESS",
+                     "STRLESS_EQUAL", "STRGREATER", "STRGREATER_EQUAL", "VERSION_EQUAL", "VERSION_LESS",
+                     "VERSION_LESS_EQUAL", "VERSION_GREATER", "VERSION_GREATER_EQUAL", "PATH_EQUAL", "MATCHES",
+                     "IN_LIST", "IS_NEWER_THAN"))
+
+
+def condition_needs(cond, off):
+    """The OFF options (of `off`) an ``if`` condition needs ON to hold, as a list in the
+    condition's order ([] none): the condition read with CMake's precedence (parentheses, unary
+    and binary tests, ``NOT``, ``AND``, ``OR``); an option under ``NOT`` is never needed (on, it
+    makes the condition false), an operand of a test (``DEFINED X``, ``X STREQUAL ...``) is not
+    a switch; of ``OR``'s alternatives the one naming an option, those whose every option says
+    test/check first, then the fewest -- not all of them (``if(X_TESTS OR X_BENCHMARKS)`` needs
+    one). A condition it cannot read needs nothing."""
+    toks, pos = list(cond), [0]
+
+    def peek():
+        return toks[pos[0]].upper() if pos[0] < len(toks) else None
+
+    def take():
+        pos[0] += 1
+        return toks[pos[0] - 1]
+
+    def either():
+        alts = [a for a in both() if a]
+        while peek() == "OR":
+            take()
+            alts += [a for a in both() if a]
+        return alts or [()]
+
+    def both():
+        alts = negated()
+        while peek() == "AND":
+            take()
+            right = negated()
+            alts = [a + tuple(o for o in b if o not in a) for a in alts for b in right]
+        return alts
+
+    def negated():
+        if peek() == "NOT":
+            take()
+            negated()
+            return [()]
+        return primary()
+
+    def primary():
+        if peek() is None:
+            raise ValueError("condition ends early")
+        if peek() == "(":
+            take()
+            alts = either()
+            if peek() != ")":
+                raise ValueError("no closing parenthesis")
+            take()
+            return alts
+        if peek() in _UNARY:
+            take()
+            take()
+            return [()]
+        word = take()
+        if peek() in _BINARY:
+            take()
+            take()
+            return [()]
+        word = re.sub(r"^\$\{(\w+)\}$", r"\1", word)
+        return [(word,)] if word in off else [()]
+
+    try:
+        alts = either()
+    except (ValueError, IndexError):
+        return []
+    if pos[0] != len(toks):
+        return []
+    alts = [a for a in alts if a]
+    if not alts:
+        return []
+    best = min(alts, key=lambda a: (sum(1 for o in a if not _TESTISH.search(o)), len(a)))
+    return list(best)
 
 
 def _cmake_path(arg, here):
@@ -514,8 +620,9 @@ def folder_gates(src, sources, off, build=None):
     of an ``if``/``elseif`` branch of a CMake file of the source tree that holds the command
     adding a source of `sources` to the build (S38's files: ``add_subdirectory`` of its folder or
     an ancestor, a ``file(GLOB ...)`` finding it, a list naming it) -- the options that would
-    build it. `where`: ``<cmake file>:<line> if(<condition>) ... <command>(<args>)``. A name
-    after ``NOT`` and an ``else`` branch gate nothing here; each (option, source) once."""
+    build it. `where`: ``<cmake file>:<line> if(<condition>) ... <command>(<args>)``. Of a
+    condition, the options `condition_needs` ON (not one under ``NOT``, one alternative of an
+    ``OR``); an ``else`` branch gates nothing here; each (option, source) once."""
     off, out, seen = set(off), [], set()
     if not off:
         return out
@@ -540,10 +647,8 @@ def folder_gates(src, sources, off, build=None):
                     if not _names_source(name, args, here, f):
                         continue
                     for at, cond in stack:
-                        names = [re.sub(r"^\$\{(\w+)\}$", r"\1", w) for i, w in enumerate(cond or [])
-                                 if i == 0 or cond[i - 1].upper() != "NOT"]
-                        for o in names:
-                            if o in off and (o, f) not in seen:
+                        for o in condition_needs(cond or [], off):
+                            if (o, f) not in seen:
                                 seen.add((o, f))
                                 out.append((o, f, "%s:%d if(%s) ... %s(%s)" % (rel, at, " ".join(cond), name,
                                                                                " ".join(args))))

@@ -19,10 +19,15 @@ from agents.moves import candidates
 from tests.agents.ecosystems.conftest import make_tree
 from tests.agents.ecosystems.test_cfamily_gtest_suites import _module
 from tests.agents.ecosystems.test_cfamily_unbuilt_source import BASE, LINE
+from agents.moves import MoveContext
 from tests.agents.ecosystems.test_cfamily_unowned import (CALC, GTEST_TAIL, NEW, OLD, TOP, apply, cmake_plan, ctx,
                                                          helper, need, project, touched)
 
 WHY = "no test ran: the runner reached no test after the patch"
+
+
+def _ctx(tree, plan, output: str, touched=("contrib/tests/test_contrib.cc",)) -> MoveContext:
+    return MoveContext(tree=tree, instance=None, plan=plan, touched=list(touched), why=WHY, output=output)
 GATED_TOP = TOP + ('option(CALC_WITH_CONTRIB "Build the contrib module and its tests" OFF)\n'
                    'option(CALC_SHARED "Build a shared library" OFF)\n'
                    "if (CALC_WITH_CONTRIB)  # the contrib module\n  add_subdirectory(contrib)\nendif ()\n")
@@ -53,14 +58,14 @@ def test_a_touched_test_in_a_folder_behind_an_off_option_gets_the_test_option_mo
     assert gate in out, out
     assert "CALC_SHARED" not in out
     tree = make_tree(tmp_path / "tree", GATED)
-    moves = candidates(cfamily.ECOSYSTEM, ctx(tree, cmake_plan(), WHY, out), set())
+    moves = candidates(cfamily.ECOSYSTEM, _ctx(tree, cmake_plan(), out), set())
     assert [m.kind for m in moves] == ["test_option"]
     assert moves[0].request.options == {"cmake_flags": ["-DCALC_WITH_CONTRIB=ON"]}
     assert "contrib/tests/test_contrib.cc is compiled by no target" in moves[0].evidence
     assert "if(CALC_WITH_CONTRIB) ... add_subdirectory(contrib)" in moves[0].evidence
     # the option already on (the move's own plan): not offered again
     on = cmake_plan().model_copy(update={"setup_commands": ["cmake -S /testbed -B /opt/build -DCALC_WITH_CONTRIB=ON"]})
-    assert candidates(cfamily.ECOSYSTEM, ctx(tree, on, WHY, out), set()) == []
+    assert candidates(cfamily.ECOSYSTEM, _ctx(tree, on, out), set()) == []
     # the move's configure: the contrib target owns the file, the new test runs
     subprocess.run(["cmake", "-DCALC_WITH_CONTRIB=ON", str(build)], check=True, capture_output=True)
     again = helper(src, build, "--verbose", files=files)
@@ -116,3 +121,48 @@ def test_the_gates_of_a_folder_nested_globbed_listed_or_negated(tmp_path):
     assert _gates(tmp_path, files, ["deep/sub/d.cc"]) == [("OPT_C", "deep/sub/d.cc")]
     assert _gates(tmp_path, files, ["deep/sub/d.cc"], off=("OPT_A",)) == []
     assert _gates(tmp_path, files, ["unused/u.cc"]) == []
+
+
+def test_the_gates_read_as_cmake_reads_them(tmp_path):
+    """Review of S38-behind-an-option: the scanner read a command only at a line's start and
+    every word of a condition but the one after ``NOT``. So a one-line ``if(X) ... endif()``
+    left its ``if`` open and X "gated" every later ``add_subdirectory`` of the file; a ``"`` or
+    ``#`` inside a bracket argument (``[[ ... ]]``) shifted the quoting of the rest of the file
+    and lost the gate; ``if(X_TESTS OR X_BENCH)`` switched both on (one is enough, and the
+    benchmarks may need what is not installed); ``NOT (A AND B)`` turned B on; an operand of
+    ``STREQUAL`` / ``DEFINED`` counted as a switch."""
+    def one(cmake: str, off=("OPT_A", "OPT_B")):
+        return [o for o, _ in _gates(tmp_path / str(len(list(tmp_path.iterdir()))), {"CMakeLists.txt": cmake},
+                                     ["tests/t.cc"], off)]
+
+    assert one("if(OPT_A) add_definitions(-DA) endif()\nadd_subdirectory(tests)\n") == []
+    assert one("if(OPT_A)\n  message(STATUS a) endif()\nadd_subdirectory(tests)\n") == []
+    assert one('file(WRITE x.txt [[ say "hi ]])\nif(OPT_A)\n  add_subdirectory(tests)\nendif()\n') == ["OPT_A"]
+    assert one('set(S [=[ # ]=])\nif(OPT_A)\n  add_subdirectory(tests)\nendif()\n') == ["OPT_A"]
+    assert one("#[[\nif(OPT_A)\n]]\nadd_subdirectory(tests)\n") == []
+    assert one('if(OPT_A)\n  message("a ) b # c")\n  add_subdirectory(tests)\nendif()\n') == ["OPT_A"]
+    assert one("if(OPT_B_BENCH OR OPT_A_TESTS)\n  add_subdirectory(tests)\nendif()\n",
+               off=("OPT_B_BENCH", "OPT_A_TESTS")) == ["OPT_A_TESTS"]
+    assert one("if(NOT (OPT_A AND OPT_B))\n  add_subdirectory(tests)\nendif()\n") == []
+    assert one("if((WIN32 OR OPT_A) AND NOT OPT_B)\n  add_subdirectory(tests)\nendif()\n") == ["OPT_A"]
+    assert one("if(OPT_A\n   AND (OPT_B))\n  add_subdirectory(\n    tests)\nendif()\n") == ["OPT_A", "OPT_B"]
+    assert one("if(DEFINED OPT_A OR CMAKE_BUILD_TYPE STREQUAL OPT_B)\n  add_subdirectory(tests)\nendif()\n") == []
+    lines = ct.cmake_commands('set(A "x\ny")\n#[[\n]]\nset(B [[\n]])\nif(X) # c\n  foo(a\n b) endif()\n')
+    assert [(n, c) for n, c, _ in lines] == [(1, "set"), (5, "set"), (7, "if"), (8, "foo"), (9, "endif")]
+
+
+def test_no_gate_move_for_a_hardware_option_nor_a_forged_line(tmp_path):
+    """A touched file behind ``if(X_ENABLE_GPU)`` (nested in ``if(X_BUILD_TESTS)``) cannot be
+    built here: no move -- not -DX_ENABLE_GPU=ON (a configure that fails for want of CUDA), nor
+    -DX_BUILD_TESTS=ON alone (the file still not built). A gate line naming a file the
+    test_patch does not touch (a test or ``message()`` printing the helper's line) is no move."""
+    tree = make_tree(tmp_path / "tree", GATED)
+    s38 = ("swemint-cmake-tests: {} is compiled by no target of this CMake build (after the test_patch): its "
+           "tests cannot run here\n")
+    out = (s38.format("gpu/test/t.cc") + "swemint-cmake-tests: option X_ENABLE_GPU=OFF gates gpu/test/t.cc: CMakeLists.txt:3 if(X_ENABLE_GPU) ...\n"
+           "swemint-cmake-tests: option X_BUILD_TESTS=OFF gates gpu/test/t.cc: gpu/CMakeLists.txt:1 if(X_BUILD_TESTS) ...\n")
+    assert candidates(cfamily.ECOSYSTEM, _ctx(tree, cmake_plan(), out, touched=["gpu/test/t.cc"]), set()) == []
+    forged = s38.format(FILE) + "swemint-cmake-tests: option CMAKE_SKIP_RPATH=OFF gates other.cc: CMakeLists.txt:1 if(X) ...\n"
+    assert candidates(cfamily.ECOSYSTEM, _ctx(tree, cmake_plan(), forged), set()) == []
+    ours = forged.replace("other.cc", "contrib/tests/test_contrib.cc")
+    assert [m.key for m in candidates(cfamily.ECOSYSTEM, _ctx(tree, cmake_plan(), ours), set())] == ["-DCMAKE_SKIP_RPATH=ON"]
