@@ -124,7 +124,7 @@ def run_arms(a, jobs: dict[str, list[str]], out: Path, key: str) -> None:
         log.close()
         wall = round(time.monotonic() - t0, 1)
         passes = state.setdefault("passes", {}).setdefault(f"{key}:{arm}", [])
-        passes.append({"ended": _now(), "wall_s": wall, "rc": rc})
+        passes.append({"ended": _now(), "wall_s": wall, "rc": rc, "code": _head()})
         print(f"{_now()} {key}: {arm} finished (exit {rc}, {wall} s)", flush=True)
     _save_state(out, state)
 
@@ -251,24 +251,37 @@ def load_pairs(path: Path | None) -> list[dict]:
     return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
 
 
-def save_pairs(path: Path, report: dict, code: str) -> int:
+def _head() -> str:
+    """swemint's commit here (`git rev-parse --short HEAD`; "" outside a checkout)."""
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def save_pairs(path: Path, report: dict, code: str, codes: dict[str, str] | None = None,
+               keep: list[dict] | None = None) -> int:
     """Write every pair line of `report` (each slot count) to the JSONL `path`, sorted by slot
-    count and id, with `suffix`, `code` (the commit the pair ran at: a line kept from the ledger
-    keeps its own) and `recorded` (UTC date). Numbers, outcomes and list-equality counts only: no
-    test ids of the repositories (`unexplained` ids are dropped). Returns the lines written."""
+    count and id, with `suffix`, `code` (the commit the pair ran at: `codes[suffix]`, the commit
+    `run` recorded for the new arm's last pass of that suffix, else `code`; a line kept from the
+    ledger keeps its own) and `recorded` (UTC date). `keep`: the ledger's lines, written again
+    when the report has no pair of their (suffix, id) -- a report over a few ids (`--ids-file`)
+    never drops the rest of the ledger. Numbers, outcomes and list-equality counts only: no test
+    ids of the repositories (`unexplained` ids are dropped). Returns the lines written."""
     today = _now()[:10]
     lines = []
+    reported = {(suffix, x["instance_id"]) for suffix, p in report["pairs"].items() for x in p["instances"]}
+    lines += [x for x in keep or [] if (x.get("suffix"), x.get("instance_id")) not in reported]
     for suffix, p in sorted(report["pairs"].items()):
         for x in p["instances"]:
             lists = x.get("lists")
             x = {k: v for k, v in x.items() if k != "lists"} | {"suffix": suffix}
-            x.setdefault("code", code)
+            x.setdefault("code", (codes or {}).get(suffix) or code)
             x.setdefault("recorded", today)
             if lists:
                 x["lists"] = {k: {kk: vv for kk, vv in v.items() if kk != "unexplained"} | {
                     "unexplained": len(v["unexplained"]) if isinstance(v["unexplained"], list) else v["unexplained"]}
                     for k, v in lists.items()}
             lines.append(x)
+    lines.sort(key=lambda x: (str(x.get("suffix")), str(x.get("instance_id"))))
     Path(path).write_text("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
     return len(lines)
 
@@ -383,9 +396,10 @@ def cmd_report(a) -> int:
             "pass_wall_hours": round(wall_h, 3) if wall_h else None,
             "instances_per_wall_hour": round(len(costed) / wall_h, 2) if wall_h else None}
     if a.save_pairs:
-        code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True).stdout.strip()
-        print(f"{save_pairs(a.save_pairs, report, code)} pair lines -> {a.save_pairs}", file=sys.stderr)
+        codes = {k.rsplit(":", 1)[0]: v[-1]["code"] for k, v in state.get("passes", {}).items()
+                 if k.endswith(":new") and v and v[-1].get("code")}
+        n = save_pairs(a.save_pairs, report, _head(), codes, keep=ledger)
+        print(f"{n} pair lines -> {a.save_pairs}", file=sys.stderr)
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
     md = markdown(report)
     (out / "report.md").write_text(md)

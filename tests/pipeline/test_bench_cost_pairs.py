@@ -88,3 +88,23 @@ def test_a_reverify_folder_counts_only_the_rows_redone_after_its_copy(tmp_path):
     rep = _report(src, idf, out)
     assert [x["instance_id"] for x in rep["pairs"]["s1-reverify"]["instances"]] == ["p__a-3"]
     assert [x["instance_id"] for x in rep["pairs"]["s1"]["instances"]] == ["p__a-1"]
+
+
+def test_a_report_over_a_few_ids_keeps_the_ledgers_other_lines_and_the_runs_commit(tmp_path, monkeypatch):
+    """`report --ids-file <two ids> --pairs-ledger L --save-pairs L2` writes L's lines of other ids
+    again (it once wrote only the reported pairs: saving over the ledger lost the rest), and a pair
+    carries the commit `run` recorded for its pass, not the report's HEAD."""
+    src, idf = _instances(tmp_path, ["p__a-1", "g__b-2"])
+    one = tmp_path / "one"
+    _store(one / "today-s1", _row("p__a-1", "verified", 100.0))
+    _store(one / "new-s1", _row("p__a-1", "verified", 40.0))
+    (one / bench_cost.STATE).write_text(json.dumps({"passes": {
+        "s1:new": [{"ended": "x", "wall_s": 1.0, "rc": 0, "code": "abc1234"}]}}))
+    ledger = tmp_path / "pairs.jsonl"
+    other = {"instance_id": "z__z-9", "suffix": "s1", "code": "old0000", "cpu_today_s": 1.0, "cpu_new_s": 1.0}
+    ledger.write_text(json.dumps(other) + "\n")
+    out = tmp_path / "saved.jsonl"
+    _report(src, idf, one, "--pairs-ledger", str(ledger), "--save-pairs", str(out))
+    lines = {x["instance_id"]: x for x in map(json.loads, out.read_text().splitlines())}
+    assert set(lines) == {"p__a-1", "z__z-9"}
+    assert lines["p__a-1"]["code"] == "abc1234" and lines["z__z-9"]["code"] == "old0000"
