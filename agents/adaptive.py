@@ -20,6 +20,16 @@ PASS_TO_PASS test twice before and twice after (once before without `full_before
 probability p per run that makes it flagged flaky with probability 0.34 at p = 0.1 (0.26
 without, `fixed` 0.40: `scripts/flaky_sim.py`, docs/cost.md). When before#1 or after#1 cannot
 be graded (an anomaly, a timeout), the remaining runs are full, as `fixed`.
+So they are when before#1 or after#1 was *cut short* (`cut_short`), candidate or not: a unit of
+it stopped early (its test binary panicked, exited or was killed: Go's ``<pkg> [stopped early:
+panic]``, Catch2's ``[Catch2 run stopped early]``, `envpool.grading.STOPPED_EARLY`), or it lacks
+at least `TRUNCATED_SHARE` of the tests the other first run reported (not counting ids under one
+of its failed units, nor tests whose name the patch or the test_patch adds or removes). Such a
+run is still graded (a test its binary never reached is not observed there,
+`envpool.grading.observed`), but its absences decide nothing: prometheus-15142's after#1 reported
+84 of before#1's 1,599 tests, the gold FAIL_TO_PASS tests among the missing, and "no candidate"
+would have ended it as `no_fail_to_pass` after two runs; nor do targets drawn from it cover what
+it did not report.
 Targeting is skipped (full reruns) when the targets are more than `MAX_TARGETS` ids or at least
 `MAX_TARGET_SHARE` of the tests after#1 reported: a selection that large saves little and is a
 long command line.
@@ -27,13 +37,34 @@ long command line.
 
 from __future__ import annotations
 
-from envpool.grading import grade, passes_in
+from envpool.grading import grade, in_failed_collector, passes_in, stopped_units, test_name
 from envpool.testrun.status import TestRunReport
 
 MAX_TARGETS = 200
 """Ids a targeted rerun may name at most (else the rerun is full)."""
 MAX_TARGET_SHARE = 0.5
 """A targeted rerun is full instead when its targets are at least this share of after#1's tests."""
+TRUNCATED_SHARE = 0.1
+"""A first run lacking at least this share of the other first run's tests (unexplained) was cut short."""
+
+
+def cut_short(run: TestRunReport, other: TestRunReport, changed_names: set[str] = frozenset()) -> str | None:
+    """Why a first run (before#1 or after#1) must not decide at once, else None: a unit of it
+    stopped early (`envpool.grading.stopped_units`), or it lacks at least `TRUNCATED_SHARE` of
+    the ids `other` (the other side's first run) reported -- not counting ids under one of its
+    failed units (a collection error: a file that failed to load, ``<unit> [build failed]``)
+    nor ids whose `test_name` is in `changed_names` (the names the patch and the test_patch add
+    or remove: a test the fix deletes or renames is absent for a reason)."""
+    stopped = stopped_units(run.collection_errors)
+    if stopped:
+        return f"{len(stopped)} unit(s) stopped early: {', '.join(stopped[:3])}"
+    units = [c.rsplit(" [", 1)[0] for c in run.collection_errors if c.strip()]
+    missing = [t for t in other.statuses if t not in run.statuses and not in_failed_collector(t, run.collection_errors)
+               and not any(t.startswith(u + "::") for u in units) and test_name(t) not in changed_names]
+    if missing and len(missing) >= TRUNCATED_SHARE * len(other.statuses):
+        return (f"{len(run.statuses)} tests, lacking {len(missing)} of the other side's {len(other.statuses)} "
+                f"(e.g. {sorted(missing)[0]})")
+    return None
 
 
 def candidates(before: TestRunReport, after: TestRunReport,

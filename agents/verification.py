@@ -18,7 +18,12 @@ test_patch added it, or its file failed to load) -- unless the before runs stopp
 every before run of a runner other than pytest reports an aborted unit (a collection error,
 e.g. Redis' Tcl helper printing ``[exception]``, which ends the unit's remaining tests), a test
 absent before counts only when the test_patch's changed lines name it (`aborted_before_scope`);
-the others were cut off by the abort and are in neither list, as in gold.
+the others were cut off by the abort and are in neither list, as in gold. A unit that *stopped
+early* (`envpool.grading.STOPPED_EARLY`: a Go package whose test binary panicked or exited,
+``<pkg> [stopped early: panic]``; a Catch2 run that stopped) is such an abort, and on either side
+a test its binary never reached is not observed in that run (`envpool.grading.observed`): not a
+FAIL_TO_PASS, PASS_TO_PASS or flaky test by its absence. Under the adaptive policy such a first
+run never decides at once (`agents.adaptive.cut_short`).
 
 The fix may not touch what grades it, whatever route its tooling takes: a `verified` fix whose
 `patch` changes files that configure how the project is built or its tests run (the rule set's
@@ -541,7 +546,17 @@ class _Sides:
         b, a = self.run("before", None), self.run("after", None)
         if self.tampered is not None:
             return
+        short = None
         if b is not None and a is not None and trusted(b) and trusted(a):
+            names = touched_words(self.instance.patch) | touched_words(self.instance.test_patch)
+            short = next((f"{label} was cut short ({why})" for label, why in (
+                ("before#1", adaptive.cut_short(b.report, a.report, names)),
+                ("after#1", adaptive.cut_short(a.report, b.report, names))) if why), None)
+        if short is not None:  # graded, but its absences decide nothing: the rest in full, as `fixed`
+            self.traj(StepRecord(agent="verification", rule="adaptive:cut-short",
+                                 note=f"{short}: no decision after two runs, the remaining runs in full"[:2000]))
+            todo = adaptive.fixed(vc.before_runs - 1, vc.after_runs - 1)
+        elif b is not None and a is not None and trusted(b) and trusted(a):
             scope = self.plan.state.get("absent_scope")
             if scope is None and not is_pytest(self.plan.parser):
                 scope = aborted_before_scope(self.instance.test_patch, [b.report], [a.report])

@@ -80,6 +80,24 @@ def ava_prefixes(path: str) -> set[str]:
     return out
 
 
+STOPPED_EARLY = re.compile(r"^(?P<unit>\S.*?) \[(?:[\w.+-]+ run )?stopped early(?:: [^\]]*)?\]$")
+"""A collection-error label of a unit whose run stopped midway -- its test binary panicked,
+exited or was killed, so the tests after the stop were never reported: Go's
+``<pkg> [stopped early: panic]`` (`envpool.testrun.polyglot.golang`), a CTest test's
+``<ctest test> [Catch2 run stopped early]`` (`envpool.testrun.polyglot.catch2_xml`). Group
+``unit``: the prefix of the unit's ids (``<unit>::...``)."""
+
+
+def stopped_units(collection_errors: Iterable[str]) -> list[str]:
+    """The units of `collection_errors` that stopped early (`STOPPED_EARLY`), in order."""
+    return [m.group("unit") for c in collection_errors if (m := STOPPED_EARLY.match(c.strip()))]
+
+
+def in_stopped_unit(test_id: str, collection_errors: Iterable[str]) -> bool:
+    """Whether `test_id` belongs to a unit that stopped early (its id is ``<unit>::...``)."""
+    return any(test_id.startswith(u + "::") for u in stopped_units(collection_errors))
+
+
 def passes_in(run: TestRunReport, test_id: str) -> bool:
     """Whether `test_id` passed in `run`: status PASSED/XPASS and not under a collection error.
 
@@ -91,11 +109,13 @@ def passes_in(run: TestRunReport, test_id: str) -> bool:
 
 
 def observed(run: TestRunReport, test_id: str) -> bool:
-    """Whether `run` says anything about `test_id`: always for a run of the whole configuration;
+    """Whether `run` says anything about `test_id`: for a run of the whole configuration always,
+    but for an id it does not report in a unit that stopped early (`in_stopped_unit`: the binary
+    died before reaching it -- absent, not failing; a test reported before the stop is observed);
     for a targeted rerun (`selected` set) only when the id was targeted and the run reports it or
     it lies under one of the run's collection errors."""
     if run.selected is None:
-        return True
+        return test_id in run.statuses or not in_stopped_unit(test_id, run.collection_errors)
     if test_id not in run.selected:
         return False
     return test_id in run.statuses or in_failed_collector(test_id, run.collection_errors)
@@ -162,7 +182,8 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
     PASS_TO_PASS = passing in every before and every after run; `flaky` = ids whose outcome
     differs across the runs of one side (dropped from both lists). Ids come from the after
     runs' statuses (a test must have run after to be listed). A targeted rerun (`selected` set)
-    counts only for the ids it observed (`observed`). Never raises.
+    counts only for the ids it observed (`observed`), and so does a run whose unit stopped early
+    (a test its binary never reached is neither failing there nor flaky). Never raises.
     """
     candidates: set[str] = set()
     for run in after:

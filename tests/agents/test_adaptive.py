@@ -27,12 +27,22 @@ TEST_PATCH = "diff --git a/calc_test.go b/calc_test.go\n--- a/calc_test.go\n+++ 
 PKG = "example.com/calc"
 
 
-def _events(results: dict[str, str]) -> str:
-    lines = []
+def _events(results: dict[str, str], crash: str | None = None) -> str:
+    """`go test -json` events of one run of PKG, shaped as Go writes them: each test's run and
+    end, the binary's final ``PASS``/``FAIL`` line, the package's end. `crash`: the test whose
+    panic kills the binary -- it fails, the tests after it never run, no final line."""
+    lines, end = [], "fail" if "fail" in results.values() or crash else "pass"
     for test, action in results.items():
         lines.append({"Action": "run", "Package": PKG, "Test": test})
+        if test == crash:
+            lines.append({"Action": "output", "Package": PKG, "Test": test, "Output": "panic: boom [recovered]\n"})
+            lines.append({"Action": "fail", "Package": PKG, "Test": test, "Elapsed": 0.01})
+            break
         lines.append({"Action": action, "Package": PKG, "Test": test, "Elapsed": 0.01})
-    lines.append({"Action": "fail" if "fail" in results.values() else "pass", "Package": PKG, "Elapsed": 0.02})
+    else:
+        lines.append({"Action": "output", "Package": PKG, "Output": end.upper() + "\n"})
+    lines.append({"Action": "output", "Package": PKG, "Output": f"{'ok  ' if end == 'pass' else 'FAIL'}\t{PKG}\t0.02s\n"})
+    lines.append({"Action": end, "Package": PKG, "Elapsed": 0.02})
     return "\n".join(json.dumps(x) for x in lines) + "\n"
 
 
@@ -74,8 +84,10 @@ class World:
     """The fake engine: per side, the tests and how they end; `flips` overrides (side, run
     number) -> {test: action}; every test run and build is recorded with its sandbox."""
 
-    def __init__(self, before: dict[str, str], after: dict[str, str], flips=None, cpu: float = 2.0):
+    def __init__(self, before: dict[str, str], after: dict[str, str], flips=None, cpu: float = 2.0,
+                 crashes=None):
         self.before, self.after, self.flips = before, after, flips or {}
+        self.crashes = crashes or {}  # (side, run number) -> the test whose panic kills the binary
         self.runs: list[tuple[str, str, object]] = []  # (side, command, sandbox)
         self.builds: list[tuple[str, object]] = []
         self.factory = f = FakeSandboxFactory(run_id="t")
@@ -94,10 +106,12 @@ class World:
             sb.cpu_seconds = self.cpu
             results = dict(self.before if side == "before" else self.after)
             results.update(self.flips.get((side, n), {}))
+            results = {t: a for t, a in results.items() if a != "absent"}  # "absent": the run lacks it
             if "-run '^(" in cmd:
                 wanted = cmd.split("-run '^(", 1)[1].split(")$'", 1)[0].split("|")
                 results = {t: a for t, a in results.items() if t in wanted}
-            return (1 if "fail" in results.values() else 0, _events(results))
+            crash = self.crashes.get((side, n))
+            return (1 if "fail" in results.values() or crash else 0, _events(results, crash))
 
         def build(cmd, sb):
             self.builds.append((side_of(sb), sb))
@@ -323,3 +337,76 @@ def test_the_snapshot_build_goes_on_while_it_prints_as_a_setup_step_does(tmp_pat
         build = [c for c in sb.calls if (c.log_label or "") == f"{side}:build"]
         assert len(build) == 1 and build[0].progress is not None, side
         assert build[0].progress.ceiling >= build[0].timeout
+
+
+def _cut_short_world(**kw) -> World:
+    """prometheus-15142's shape: TestAdd fails before and passes after; the package's other tests
+    pass on both sides."""
+    tests = {"TestP0": "pass", "TestCrash": "pass", "TestAdd": "pass", **{f"TestP{i}": "pass" for i in range(1, 6)}}
+    return World({**tests, "TestAdd": "fail"}, tests, **kw)
+
+
+def test_an_after1_whose_binary_panicked_is_not_decided_at_once(tmp_path, instance, monkeypatch):
+    """after#1's test binary dies in TestCrash (a panic: Go fails the package, the tests after it
+    are never reported, no final PASS/FAIL line): TestAdd, the FAIL_TO_PASS test, is absent from
+    it, so after#1 shows no candidate. Before: `no_fail_to_pass` after two runs. Now the package
+    stopped early: the remaining runs go ahead in full, and the instance is verified -- the tests
+    after#1 never reached are neither failing nor flaky there."""
+    world = _cut_short_world(crashes={("after", 1): "TestCrash"})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    assert res.outcome == "verified", res.reason
+    assert [s for s, _, _ in world.runs] == ["before", "after", "before", "after", "after"]
+    assert all("-run" not in cmd for _, cmd, _ in world.runs)  # every rerun in full
+    assert res.FAIL_TO_PASS == [f"{PKG}::TestAdd"]
+    assert res.flaky_tests == [f"{PKG}::TestCrash"]  # it failed in after#1 and passed in the other two
+    assert len(res.PASS_TO_PASS) == 6  # TestP0..5, although after#1 did not reach TestP1..5
+    steps = [json.loads(line) for line in open(res.trajectory_path)]
+    cut = [s for s in steps if s["rule"] == "adaptive:cut-short"]
+    assert cut and "after#1 was cut short" in cut[0]["note"] and f"{PKG} [" not in cut[0]["note"]
+    assert not any(s["rule"] == "adaptive:decided" for s in steps)
+
+
+def test_an_after1_lacking_most_tests_without_a_mark_is_not_decided_at_once(tmp_path, instance, monkeypatch):
+    """after#1 ends normally but reports 2 of before#1's 8 tests (a report cut some other way, no
+    unit marked as stopped): clearly truncated relative to before#1, so no decision after two
+    runs either -- the remaining runs in full, graded as `fixed` grades them (an unmarked absence
+    is not passing: TestAdd is flaky, as under `fixed`, not silently `no_fail_to_pass` after two)."""
+    gone = {t: "absent" for t in ["TestAdd"] + [f"TestP{i}" for i in range(1, 6)]}
+    world = _cut_short_world(flips={("after", 1): gone})
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    assert [s for s, _, _ in world.runs] == ["before", "after", "before", "after", "after"]
+    assert all("-run" not in cmd for _, cmd, _ in world.runs)
+    assert f"{PKG}::TestAdd" in res.flaky_tests
+    fixed = _cut_short_world(flips={("after", 1): gone})
+    ref = _mint(tmp_path / "f", instance, monkeypatch, fixed, ToyEco(), compile_once=False, policy="fixed")
+    assert (res.outcome, res.FAIL_TO_PASS, res.PASS_TO_PASS, res.flaky_tests) == \
+        (ref.outcome, ref.FAIL_TO_PASS, ref.PASS_TO_PASS, ref.flaky_tests)
+
+
+def test_a_complete_after1_with_no_candidate_is_still_decided_at_once(tmp_path, instance, monkeypatch):
+    """The guard costs nothing where both first runs are whole: a failing test is no stop."""
+    tests = {"TestP0": "pass", "TestBad": "fail"}
+    world = World(tests, tests)
+    res = _mint(tmp_path, instance, monkeypatch, world, ToyEco(), compile_once=False)
+    assert res.outcome == "no_fail_to_pass" and [s for s, _, _ in world.runs] == ["before", "after"]
+
+
+def test_cut_short():
+    P = TestStatus.PASSED
+    other = TestRunReport(statuses={f"p::T{i}": P for i in range(20)} | {"q::TestGone": P}, tests_ran=True)
+    whole = TestRunReport(statuses=dict(other.statuses), tests_ran=True)
+    assert adaptive.cut_short(whole, other) is None
+    stopped = TestRunReport(statuses=dict(other.statuses), collection_errors=["p [stopped early: panic]"])
+    assert "stopped early: p" in adaptive.cut_short(stopped, other)
+    catch2 = TestRunReport(statuses={"u::a": P}, collection_errors=["u [Catch2 run stopped early]"])
+    assert adaptive.cut_short(catch2, other) is not None
+    one_less = TestRunReport(statuses={t: P for t in other.statuses if t != "q::TestGone"})
+    assert adaptive.cut_short(one_less, other) is None  # 1 of 21: under TRUNCATED_SHARE
+    half = TestRunReport(statuses={f"p::T{i}": P for i in range(10)})
+    assert "lacking 11 of the other side's 21" in adaptive.cut_short(half, other)
+    # a unit that failed to build, a file that failed to load, a test the patches remove: explained
+    assert adaptive.cut_short(TestRunReport(statuses={"q::TestGone": P}, collection_errors=["p [build failed]"]),
+                              other) is None
+    assert adaptive.cut_short(TestRunReport(statuses={"q::TestGone": P}, collection_errors=["p"]), other) is None
+    names = {f"T{i}" for i in range(10, 20)}
+    assert adaptive.cut_short(half, other, names) is None  # 1 of 21 unexplained

@@ -83,6 +83,37 @@ def test_test_absent_in_one_rerun_is_flaky():
     assert grade([run({"t::a": P})], after, None).flaky == ["t::b"]
 
 
+def test_a_test_its_binary_never_reached_is_not_observed_there():
+    """prometheus-15142's after#3: the package's test binary died midway (Go:
+    ``<pkg> [stopped early: panic]``), so 516 of its 1,599 tests were never reported. They were
+    flagged flaky (absent = not passing in one after run); a test its binary never reached says
+    nothing. The test that was running when it died did fail there; another unit's absent test
+    still counts; a unit without the mark still reads absence as not passing."""
+    before = [run({"p::TestOld": P, "p::TestNew": F, "p::TestCrash": P, "q::TestQ": P})] * 2
+    whole = run({"p::TestOld": P, "p::TestNew": P, "p::TestCrash": P, "q::TestQ": P})
+    died = run({"p::TestOld": P, "p::TestCrash": F, "q::TestQ": P}, ["p [stopped early: panic]"])
+    g = grade(before, [whole, whole, died], None)
+    assert g.FAIL_TO_PASS == ["p::TestNew"] and g.flaky == ["p::TestCrash"]
+    assert g.PASS_TO_PASS == ["p::TestOld", "q::TestQ"]
+    # another unit's absent test is still observed (not passing): flaky; so is one without the mark
+    other = run({"p::TestOld": P, "p::TestNew": P, "p::TestCrash": F}, ["p [stopped early: panic]"])
+    assert "q::TestQ" in grade(before, [whole, other], None).flaky
+    unmarked = run({"p::TestOld": P, "p::TestCrash": F})
+    assert "p::TestNew" in grade(before, [whole, unmarked], None).flaky
+    # Catch2's label is the same kind of stop
+    c = run({"u::a": P}, ["u [Catch2 run stopped early]"])
+    assert grade([run({"u::a": P, "u::b": P})], [run({"u::a": P, "u::b": P}), c], None).flaky == []
+
+
+def test_a_before_run_that_stopped_early_leaves_its_unreached_tests_to_the_other_before_run():
+    """A test before#1's binary never reached is graded by before#2 alone (it passed there:
+    PASS_TO_PASS, not flaky)."""
+    b1 = run({"p::TestA": F}, ["p [stopped early: panic]"])
+    b2 = run({"p::TestA": F, "p::TestB": P})
+    g = grade([b1, b2], [run({"p::TestA": P, "p::TestB": P})], None)
+    assert g.FAIL_TO_PASS == ["p::TestA"] and g.PASS_TO_PASS == ["p::TestB"] and g.flaky == []
+
+
 def test_failed_and_errored_across_reruns_is_not_flaky():
     g = grade([run({"t::a": F}), run({"t::a": E})], [run({"t::a": P})], None)
     assert g.FAIL_TO_PASS == ["t::a"] and g.flaky == []

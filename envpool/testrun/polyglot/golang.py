@@ -19,6 +19,19 @@ Status mapping:
 A package that fails to build is listed in `collection_errors` as ``<pkg> [build failed]``
 (a label that matches no test id, so it never hides tests of sub-packages in grading).
 
+A package whose test binary ended abnormally -- a test panicked (``panic:``, a nil dereference, a
+``fatal error:`` such as a concurrent map write), called ``os.Exit``, was killed (``signal:``),
+or the binary's own ``-timeout`` fired (``panic: test timed out``) -- fails as a package with
+the test that was running FAILED, and its remaining tests are never reported. The binary's
+final summary line (a bare ``PASS`` / ``FAIL``, printed by ``testing.M.Run`` when every test
+ended) is then missing: a package that ran tests and ends ``fail`` without it is a unit that
+*stopped early*, listed as ``<pkg> [stopped early: <cause>]`` (cause: ``test timed out``,
+``panic``, ``fatal error``, ``signal: <name>``, ``exit status <n>``, else ``no final PASS/FAIL
+line``; `envpool.grading.STOPPED_EARLY`). The run is still graded, but grading does not read
+the absence of that package's unreported tests as a result (`envpool.grading.observed`), and
+adaptive verification does not decide on such a run at once (`agents.adaptive.cut_short`).
+The known ids of a stopped package are *not* filled in (they did not fail: they did not run).
+
 Trust: `go test -json` (since Go 1.20 the test binary frames its own lines for test2json,
 golang/go CL 443596, so a test printing ``--- PASS: X`` cannot forge a result; the golden output
 shows it) is the source to use; the ``-v`` console is a fallback a test can forge. Sources:
@@ -36,6 +49,25 @@ from envpool.testrun.outcome import TestStatus
 
 _ACTIONS = {"pass": TestStatus.PASSED, "fail": TestStatus.FAILED, "skip": TestStatus.SKIPPED}
 _BUILD_FAILED = re.compile(r"^FAIL\s+(\S+)\s+\[(?:build|setup) failed\]", re.M)
+_CAUSES = ((re.compile(r"^panic: test timed out\b"), "test timed out"), (re.compile(r"^panic: "), "panic"),
+           (re.compile(r"^fatal error: "), "fatal error"), (re.compile(r"^signal: (\w+)"), "signal: {}"),
+           (re.compile(r"^exit status (\d+)"), "exit status {}"))
+NO_SUMMARY = "no final PASS/FAIL line"
+"""The cause of a stopped package whose output names none of `_CAUSES`."""
+
+
+def stopped_label(pkg: str, cause: str | None) -> str:
+    """The collection-error label of a package whose test binary stopped early (module doc)."""
+    return f"{pkg} [stopped early: {cause or NO_SUMMARY}]"
+
+
+def _cause(line: str) -> str | None:
+    """Why a test binary ended, from one line of its output (`_CAUSES`), else None."""
+    for pattern, label in _CAUSES:
+        m = pattern.match(line)
+        if m:
+            return label.format(*m.groups())
+    return None
 
 
 def go_test_id(package: str, test: str) -> str:
@@ -81,12 +113,17 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
     "Test": str?, "FailedBuild": str?}``; events without ``Test`` are package-level. Go >= 1.24
     also writes ``build-output``/``build-fail`` events and ``FailedBuild``; older Go only an
     ``output`` event ``FAIL\\t<pkg> [build failed]``: both mark the package as failed to build.
+    A package that ran tests and ends ``fail`` with no summary line (a bare ``PASS``/``FAIL``
+    package-level output) stopped early: ``<pkg> [stopped early: <cause>]`` (module doc).
     Anomaly: the stream ends while a package that started has no final action (run killed).
     """
     res = Result(source="json")
     started: dict[str, list[str]] = {}   # package -> tests with `run` and no end yet
     open_pkgs: list[str] = []
     failed_builds: list[str] = []
+    ran: set[str] = set()                # packages that reported a test event
+    summary: set[str] = set()            # packages whose binary printed its final PASS/FAIL
+    causes: dict[str, str] = {}          # package -> the first cause its output names
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -102,7 +139,11 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
             continue
         if action == "start" and pkg not in open_pkgs:
             open_pkgs.append(pkg)
+        out = ev.get("Output") if action == "output" else None
+        if isinstance(out, str) and pkg not in causes and (c := _cause(out)):
+            causes[pkg] = c
         if isinstance(test, str) and test:
+            ran.add(pkg)
             if action == "run":
                 started.setdefault(pkg, []).append(test)
             elif action in _ACTIONS:
@@ -110,10 +151,12 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
                 if test in started.get(pkg, []):
                     started[pkg].remove(test)
             continue
-        if action == "output" and isinstance(ev.get("Output"), str):
-            m = _BUILD_FAILED.match(ev["Output"])
+        if isinstance(out, str):
+            m = _BUILD_FAILED.match(out)
             if m and m.group(1) == pkg:
                 failed_builds.append(pkg)
+            if out.strip() in ("PASS", "FAIL"):
+                summary.add(pkg)
         if action in _ACTIONS:  # package end
             if pkg in open_pkgs:
                 open_pkgs.remove(pkg)
@@ -121,6 +164,8 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
                 failed_builds.append(pkg)
             for t in started.pop(pkg, []):  # still running when the binary died
                 res.add(go_test_id(pkg, t), TestStatus.FAILED)
+            if action == "fail" and pkg in ran and pkg not in summary and pkg not in failed_builds:
+                res.unit_failed(stopped_label(pkg, causes.get(pkg)))
     for pkg in dict.fromkeys(failed_builds):
         res.unit_failed(f"{pkg} [build failed]")
         res.fail_known(known_tests, TestStatus.FAILED, _belongs(pkg))
@@ -148,14 +193,21 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
     their package by the next package line (``ok  <pkg> 0.01s``, ``FAIL <pkg> 0.04s``,
     ``FAIL <pkg> [build failed]``, ``?   <pkg> [no test files]``): go prints each package's
     output as one block. A test with ``=== RUN`` and no result before its package's ``FAIL`` line
-    is FAILED (timeout, panic). Anomaly: an ``ok`` package line while a test of it is still
-    running (a test printing a fake package line).
+    is FAILED (timeout, panic). A ``FAIL`` package line after tests ran with no bare ``PASS`` /
+    ``FAIL`` summary line since the previous package line: the package stopped early
+    (``<pkg> [stopped early: <cause>]``, module doc). Anomaly: an ``ok`` package line while a test
+    of it is still running (a test printing a fake package line).
     """
     res = Result(source="log")
     runs: list[str] = []
     done: dict[str, TestStatus] = {}
     seen_pkgs: set[str] = set()
+    summary, cause = False, None
     for line in text.splitlines():
+        if line.strip() in ("PASS", "FAIL"):
+            summary = True
+            continue
+        cause = cause or _cause(line)
         m = _RUN.match(line)
         if m:
             runs.append(m.group(1))
@@ -180,7 +232,9 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
                                  "still running (output may be forged)")
         for t in runs:
             res.add(go_test_id(pkg, t), done.get(t, TestStatus.FAILED))
-        runs, done = [], {}
+        if word == "FAIL" and runs and not summary and not rest.startswith("["):
+            res.unit_failed(stopped_label(pkg, cause))
+        runs, done, summary, cause = [], {}, False, None
         if rest.startswith("["):
             res.unit_failed(f"{pkg} [build failed]")
             res.fail_known(known_tests, TestStatus.FAILED, _belongs(pkg))

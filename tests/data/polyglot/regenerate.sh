@@ -26,7 +26,7 @@ export GOTOOLCHAIN=local GOFLAGS=-mod=mod CI=true RUST_BACKTRACE=0 NO_COLOR=1
 
 # --- Go: parallel subtests with odd names, a package that fails to build, a timeout ----------
 mkdir -p "$W/go" && cd "$W/go"
-mkdir -p calc broken/inner notests slow
+mkdir -p calc broken/inner notests slow crash
 printf 'module example.com/poly\n\ngo 1.21\n' > go.mod
 printf 'package calc\n\nfunc Add(a, b int) int { return a + b }\n' > calc/calc.go
 cat > calc/calc_test.go <<'EOF'
@@ -122,9 +122,25 @@ func TestSlow(t *testing.T) {
 	time.Sleep(5 * time.Second)
 }
 EOF
+cat > crash/crash_test.go <<'EOF'
+package crash
+
+import "testing"
+
+func TestBefore(t *testing.T) {}
+
+func TestBoom(t *testing.T) {
+	t.Run("sub", func(t *testing.T) { panic("boom") })
+}
+
+func TestAfter(t *testing.T) {}
+EOF
 go test -json ./broken/... ./calc ./notests > "$OUT/go_test.json" 2>/dev/null || true
 go test -v ./broken/... ./calc ./notests > "$OUT/go_test_v.log" 2>&1 || true
 go test -json -timeout 1s ./slow > "$OUT/go_timeout.json" 2>/dev/null || true
+# a test panics: the binary dies, TestAfter never runs (no final PASS/FAIL line)
+go test -json ./crash > "$OUT/go_panic.json" 2>/dev/null || true
+go test -v ./crash > "$OUT/go_panic_v.log" 2>&1 || true
 go test -json -run '^TestParallel$/^case_\(a\.b\)_one$' ./calc > "$OUT/go_run_selected.json" || true
 # Go < 1.24 shape: no build-output/build-fail events, no FailedBuild field.
 python3 - "$OUT/go_test.json" "$OUT/go_test_build_failed_old.json" <<'EOF'

@@ -3,7 +3,7 @@
 The module has parallel subtests named ``case (a.b) one``, ``v1.2 x``, ``fails here`` and ``a/b``
 that log while running, duplicate subtest names, a skipped test, a test printing a fake
 ``--- PASS`` line and a fake package line, a package that fails to build next to a sub-package
-that builds, and (separately) a package killed by ``-timeout``.
+that builds, and (separately) a package killed by ``-timeout`` and one whose test panics.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from envpool.grading import passes_in
+from envpool.grading import observed, passes_in, stopped_units
 from envpool.testrun.polyglot.golang import (go_run_regex, parse_go_test_json, parse_go_test_v,
                                              quote_meta, split_go_id)
 from envpool.testrun.status import TestStatus
@@ -81,6 +81,56 @@ def test_build_failure_alone_is_not_tests_ran():
 def test_test_running_when_the_binary_timed_out_is_failed(golden):
     rep = parse_go_test_json(golden("go_timeout.json"))
     assert rep.statuses == {"example.com/poly/slow::TestQuick": P, "example.com/poly/slow::TestSlow": F}
+
+
+CRASH = "example.com/poly/crash::"
+
+
+@pytest.mark.parametrize("name,parser", [("go_panic.json", parse_go_test_json), ("go_panic_v.log", parse_go_test_v)])
+def test_a_panic_mid_package_is_a_package_that_stopped_early(golden, name, parser):
+    """TestBoom/sub panics: Go fails TestBoom and the package, TestAfter never runs, and the
+    binary's final PASS/FAIL line is missing. The parser says the package stopped early (a label
+    naming no test id); TestAfter, known from another run, stays absent (it did not fail: it did
+    not run), and the run is trusted -- grading reads it (`envpool.grading.observed`)."""
+    raw = golden(name)
+    rep = parser(raw, known_tests=[CRASH + "TestAfter"])
+    assert rep.collection_errors == ["example.com/poly/crash [stopped early: panic]"]
+    assert rep.statuses == {CRASH + "TestBefore": P, CRASH + "TestBoom": F, CRASH + "TestBoom/sub": F}
+    assert rep.tests_ran and parser.check(raw) == []
+    assert stopped_units(rep.collection_errors) == ["example.com/poly/crash"]
+    assert observed(rep, CRASH + "TestBefore") and not observed(rep, CRASH + "TestAfter")
+    assert passes_in(rep, CRASH + "TestBefore")  # the label hides no test that ran
+
+
+def test_the_binarys_own_timeout_stops_the_package_early(golden):
+    assert parse_go_test_json(golden("go_timeout.json")).collection_errors == [
+        "example.com/poly/slow [stopped early: test timed out]"]
+
+
+def test_failing_tests_that_end_normally_are_no_stop(golden):
+    """calc has failing tests but its binary ends with its FAIL line: not stopped early."""
+    assert parse_go_test_json(golden("go_test.json")).collection_errors == ["example.com/poly/broken [build failed]"]
+    raw = ('{"Action":"start","Package":"p"}\n{"Action":"run","Package":"p","Test":"TestA"}\n'
+           '{"Action":"fail","Package":"p","Test":"TestA"}\n{"Action":"output","Package":"p","Output":"FAIL\\n"}\n'
+           '{"Action":"output","Package":"p","Output":"FAIL\\tp\\t0.01s\\n"}\n{"Action":"fail","Package":"p"}\n')
+    assert parse_go_test_json(raw).collection_errors == []
+
+
+@pytest.mark.parametrize("lines,cause", [
+    (['{"Action":"output","Package":"p","Output":"exit status 2\\n"}'], "exit status 2"),
+    (['{"Action":"output","Package":"p","Test":"TestA","Output":"fatal error: concurrent map writes\\n"}'],
+     "fatal error"),
+    (['{"Action":"output","Package":"p","Output":"signal: killed\\n"}'], "signal: killed"),
+    ([], "no final PASS/FAIL line"),
+])
+def test_older_gos_package_level_causes(lines, cause):
+    """Go before 1.20 (no framing) prints the panic and ``exit status 2`` as package output; a
+    killed binary ``signal: killed``; with none of them the cause is the missing final line."""
+    raw = "\n".join(['{"Action":"run","Package":"p","Test":"TestA"}', *lines,
+                     '{"Action":"output","Package":"p","Output":"FAIL\\tp\\t0.01s\\n"}',
+                     '{"Action":"fail","Package":"p"}']) + "\n"
+    rep = parse_go_test_json(raw)
+    assert rep.collection_errors == [f"p [stopped early: {cause}]"] and rep.statuses == {"p::TestA": F}
 
 
 def test_go_json_stream_cut_short_is_an_anomaly(golden):
