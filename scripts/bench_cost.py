@@ -1,8 +1,9 @@
 r"""CPU-seconds per verified instance, today's policy against issue 26's, paired per instance.
 
     # both arms at once on this host (background-safe, resumable: a rerun skips what finished)
-    nohup .venv/bin/python scripts/bench_cost.py run -i ../shared/data/swebench_dev.jsonl \
-        -m /work/.mirror -o /work/runs/bench-cost > /work/runs/bench-cost.log 2>&1 &
+    mkdir -p /work/runs/bench-cost && nohup .venv/bin/python scripts/bench_cost.py run \
+        -i /work/shared/data/swebench_dev.jsonl -m /work/.mirror -o /work/runs/bench-cost \
+        > /work/runs/bench-cost/bench.log 2>&1 &
     # the same with 2 build slots per arm, then `--reverify` of each arm's verified rows (warm)
     .venv/bin/python scripts/bench_cost.py run ... --slots 2
     .venv/bin/python scripts/bench_cost.py run ... --reverify
@@ -11,8 +12,9 @@ r"""CPU-seconds per verified instance, today's policy against issue 26's, paired
     .venv/bin/python scripts/bench_cost.py report ... --save-pairs data/results/bench-cost-pairs.jsonl
     .venv/bin/python scripts/bench_cost.py run ... --pairs-ledger data/results/bench-cost-pairs.jsonl
     .venv/bin/python scripts/bench_cost.py report ... --pairs-ledger data/results/bench-cost-pairs.jsonl
-    # the tables (also OUT/report.json and OUT/report.md); works on partial runs
-    .venv/bin/python scripts/bench_cost.py report -i ../shared/data/swebench_dev.jsonl -o /work/runs/bench-cost
+    # the tables, printed and written to OUT/report.json and OUT/report.md (--write-to DIR: there
+    # instead, e.g. for a folder you may not write); works on partial runs
+    .venv/bin/python scripts/bench_cost.py report -i /work/shared/data/swebench_dev.jsonl -o /work/runs/bench-cost
 
 Arms (`ARMS`): `today` sets the policy before issue 26 through configuration
 (`mint.verify.policy=fixed`: 2 + 3 full runs; `mint.verify.compile_once=false`;
@@ -37,8 +39,17 @@ instances / verified, and the median of verified rows), wall seconds beside it, 
 verified instance, the ratio to the floor (dependency install + one before + one after run);
 the `no_fail_to_pass` rows' CPU new/today; and per instance the outcomes, CPU, wall and whether
 FAIL_TO_PASS / PASS_TO_PASS are equal, each difference explained by the flaky lists where they
-explain it (else `unexplained`). With several slot counts: instances and verified instances per
-CPU-hour and per wall-hour (the pass's own wall time).
+explain it (else `unexplained`). Throughput: per work directory (each slot count run, and each
+`-reverify` folder), instances and verified instances per CPU-hour and per wall-hour (the
+passes' own wall time, from OUT/bench_cost_state.json); the pairs ledger has no wall times of
+passes, so its pairs (of any suffix, `-reverify` too) are not in it. The per-arm tables and the
+throughput cover the work directories only; the paired tables cover the work directories and
+the pairs ledger (a work directory's pair replaces the ledger's line of the same id and suffix,
+and the report says which).
+
+`report` reads the ids from `--ids-file`, by default the one `run` recorded in
+OUT/bench_cost_state.json (`ids_file`), else `data/bench_cost_ids.txt`: pass the run's own when
+the state has none.
 """
 
 from __future__ import annotations
@@ -92,7 +103,7 @@ def _save_state(out: Path, state: dict) -> None:
 def bench_command(a, arm: str, workdir: Path, slots: int, ids_file: Path | None = None,
                   ids: list[str] | None = None, reverify: bool = False) -> list[str]:
     """The `swemint bench` command of one arm's pass."""
-    cmd = [str(ROOT / ".venv" / "bin" / "swemint"), "bench", "-i", str(a.instances), "-w", str(workdir),
+    cmd = [str(ROOT / ".venv" / "bin" / "swemint"), "bench", "-i", str(Path(a.instances).resolve()), "-w", str(workdir),
            "--workers", str(slots), "--no-ray", "--set",
            f"mint.run_id={getattr(a, 'run_prefix', None) or 'bench-cost'}-{workdir.name}"]
     for m in a.mirrors:
@@ -145,7 +156,10 @@ def copy_for_reverify(src: Path, dst: Path) -> None:
 def cmd_run(a) -> int:
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    ids_file = Path(a.ids_file).resolve()
+    ids_file = Path(a.ids_file or IDS).resolve()
+    state = _state(out)
+    state["ids_file"] = str(ids_file)  # the report's default --ids-file
+    _save_state(out, state)
     arms = a.arms.split(",")
     done = {x["instance_id"] for x in load_pairs(a.pairs_ledger) if x.get("suffix") == f"s{a.slots}"}
     if done and not a.reverify:  # a new machine: only the ids the ledger has no pair of
@@ -189,6 +203,15 @@ def _cpu(r) -> float | None:
     return r.cost.cpu_s if r.cost is not None else None
 
 
+def _image_cpu(r) -> float | None:
+    """CPU-seconds of the images the row built (`cost.image_cpu_s`), None when the row never
+    recorded it: no cost, or written before `result_schema` 3 (a row read back without the
+    field has it unset, whatever the default)."""
+    if r.cost is None or r.result_schema < 3 or "image_cpu_s" not in r.cost.model_fields_set:
+        return None
+    return r.cost.image_cpu_s
+
+
 def summarise(rows: list, lang_of: dict[str, str]) -> dict:
     """Per-language and overall figures of one arm's rows (see the module docstring)."""
     groups: dict[str, list] = {"all": rows}
@@ -201,6 +224,7 @@ def summarise(rows: list, lang_of: dict[str, str]) -> dict:
         cpu = sum(_cpu(r) for r in costed)
         wall = sum(r.timings.get("total", 0.0) for r in costed)
         floor = sum(r.cost.floor_cpu_s or 0.0 for r in ver)
+        images = [x for x in map(_image_cpu, costed) if x is not None]
         phases = {p: round(sum(r.cost.phase_cpu_s.get(p, 0.0) for r in costed) / len(ver), 1) if ver else None
                   for p in PHASES}
         phases["engine"] = round(sum(r.cost.engine_cpu_s for r in costed) / len(ver), 1) if ver else None
@@ -215,7 +239,7 @@ def summarise(rows: list, lang_of: dict[str, str]) -> dict:
             "cpu_per_verified_by_phase_s": phases,
             "ratio_to_floor": round(sum(_cpu(r) for r in ver) / floor, 2) if floor else None,
             "host_cpu_total_s": round(sum(r.cost.host_cpu_s or 0.0 for r in costed), 1),
-            "image_cpu_total_s": round(sum(r.cost.image_cpu_s for r in costed), 1),
+            "image_cpu_total_s": round(sum(images), 1) if images else None,  # None: no row recorded it
             "median_load_start": _med([r.cost.load_start[0] for r in costed if r.cost.load_start]),
         }
     return out
@@ -301,15 +325,17 @@ def by_language(both: list[dict]) -> dict:
     out = {}
     for lang, xs in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
         row: dict = {"paired": len(xs)}
+        per: dict[str, float | None] = {}
         for arm in ("today", "new"):
             ver = sum(x[arm] == "verified" for x in xs)
             cpu = sum(x[f"cpu_{arm}_s"] for x in xs)
+            per[arm] = cpu / ver if ver else None
             row[f"verified_{arm}"] = ver
             row[f"cpu_per_verified_{arm}_s"] = round(cpu / ver, 1) if ver else None
             keys = sorted({k for x in xs for k in (x.get(f"phase_cpu_{arm}_s") or {})})
             row[f"phase_per_verified_{arm}_s"] = {k: round(sum((x.get(f"phase_cpu_{arm}_s") or {}).get(k, 0.0)
                                                                for x in xs) / ver, 1) if ver else None for k in keys}
-        t, n = row["cpu_per_verified_today_s"], row["cpu_per_verified_new_s"]
+        t, n = per["today"], per["new"]  # unrounded: the headline's CPU new/today is from the same totals
         row["ratio_per_verified"] = round(n / t, 3) if t and n else None
         out[lang] = row
     return out
@@ -329,6 +355,9 @@ def pairs(today: dict, new: dict, ids: list[str], lang_of: dict[str, str]) -> li
                 "runs_new": len([r for r in (n.cost.runs if n.cost else []) if r.kind != "build"]),
                 "flaky_today": len(t.flaky_tests), "flaky_new": len(n.flaky_tests),
                 "phase_cpu_today_s": _phases(t), "phase_cpu_new_s": _phases(n)}
+        for arm, r in (("today", t), ("new", n)):
+            if (img := _image_cpu(r)) is not None:  # only when the row recorded it
+                line[f"image_cpu_{arm}_s"] = img
         if t.outcome == n.outcome == "verified":
             line["lists"] = explain(t, n)
         rows.append(line)
@@ -337,10 +366,16 @@ def pairs(today: dict, new: dict, ids: list[str], lang_of: dict[str, str]) -> li
 
 def cmd_report(a) -> int:
     out = Path(a.out).resolve()
-    ids = read_ids_file(Path(a.ids_file))
+    state = _state(out)
+    ids_file = Path(a.ids_file) if a.ids_file else Path(state["ids_file"]) if state.get("ids_file") else IDS
+    if not a.ids_file:
+        print(f"ids: {ids_file} ({'the run' if state.get('ids_file') else 'the default'}'s; --ids-file for others)",
+              file=sys.stderr)
+    ids = read_ids_file(ids_file)
     gold = {i.instance_id: i for i in load_and_select(Path(a.instances), ids=ids).instances}
     lang_of = {i: (g.language or "python") for i, g in gold.items()}
-    state = _state(out)
+    codes = {k.rsplit(":", 1)[0]: v[-1]["code"] for k, v in state.get("passes", {}).items()
+             if k.endswith(":new") and v and v[-1].get("code")}  # suffix -> the commit its last pass ran at
     ledger = load_pairs(a.pairs_ledger)
     report: dict = {"generated": _now(), "arms": {}, "pairs": {}, "scaling": {}}
     dirs = sorted(d for d in out.iterdir() if d.is_dir() and (d / "instances").is_dir()) if out.is_dir() else []
@@ -354,13 +389,17 @@ def cmd_report(a) -> int:
     for suffix in sorted(suffixes):
         t, n = arm_rows.get(f"today-{suffix}", {}), arm_rows.get(f"new-{suffix}", {})
         ps = pairs(t, n, ids, lang_of)
+        for p in ps:
+            if codes.get(suffix):
+                p["code"] = codes[suffix]
         here = {p["instance_id"] for p in ps}
+        replaced = [x["instance_id"] for x in ledger if x.get("suffix") == suffix and x["instance_id"] in here]
         ps += [x for x in ledger if x.get("suffix") == suffix and x["instance_id"] in ids and x["instance_id"] not in here]
         ps.sort(key=lambda x: ids.index(x["instance_id"]))
         both = [p for p in ps if p["cpu_today_s"] is not None and p["cpu_new_s"] is not None]
         nf = [p for p in both if p["today"] == "no_fail_to_pass"]
         ver = [p for p in both if p["today"] == p["new"] == "verified"]
-        sums = lambda ks, k: round(sum(p[k] for p in ks), 1)  # noqa: E731
+        sums = lambda ks, k: sum(p.get(k) or 0.0 for p in ks)  # noqa: E731  (unrounded; a missing wall: 0)
         tv, nv = sum(p["today"] == "verified" for p in both), sum(p["new"] == "verified" for p in both)
         report["pairs"][suffix] = {
             "paired": len(both), "verified_today": tv, "verified_new": nv,
@@ -375,8 +414,10 @@ def cmd_report(a) -> int:
             "wall_ratio_new_today": round(sums(both, "wall_new_s") / sums(both, "wall_today_s"), 3)
             if both and sums(both, "wall_today_s") else None,
             "outcome_changes": [p for p in both if p["today"] != p["new"]],
-            "list_differences": [p for p in ver if not all(v["equal"] for v in p["lists"].values())],
+            "list_differences": [p for p in ver if not all(v["equal"] for v in (p.get("lists") or {}).values())],
             "from_ledger": sum(1 for p in ps if p["instance_id"] not in here),
+            "ledger_replaced": sorted(replaced, key=ids.index),  # the work dirs' pairs of these ids won
+            "work_dirs": [d for d in (f"today-{suffix}", f"new-{suffix}") if d in arm_rows],
             "by_language": by_language(both),
             "instances": ps,
         }
@@ -396,81 +437,131 @@ def cmd_report(a) -> int:
             "pass_wall_hours": round(wall_h, 3) if wall_h else None,
             "instances_per_wall_hour": round(len(costed) / wall_h, 2) if wall_h else None}
     if a.save_pairs:
-        codes = {k.rsplit(":", 1)[0]: v[-1]["code"] for k, v in state.get("passes", {}).items()
-                 if k.endswith(":new") and v and v[-1].get("code")}
         n = save_pairs(a.save_pairs, report, _head(), codes, keep=ledger)
         print(f"{n} pair lines -> {a.save_pairs}", file=sys.stderr)
-    (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
     md = markdown(report)
-    (out / "report.md").write_text(md)
+    dest = Path(a.write_to).resolve() if a.write_to else out
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    (dest / "report.md").write_text(md)
     print(md)
+    print(f"report -> {dest / 'report.md'}, {dest / 'report.json'}", file=sys.stderr)
     return 0
+
+
+def _f(v) -> str:
+    """A table cell: "-" for a value not known (None), else the value."""
+    return "-" if v is None else str(v)
+
+
+def _lists_cell(ls: dict, key: str) -> str:
+    if not ls:
+        return "-"
+    v = ls[key]
+    return "=" if v["equal"] else f"≠ ({v['explained_by_flaky']} flaky, {_unexplained(v)} other)"
+
+
+LEGEND = """Legend. Units: CPU in CPU-seconds (the containers' cgroups, the engine during commits, the
+minting process; image builds are kept out and shown per arm as a total), wall in wall-clock
+seconds, CPU h / wall h in hours. "/ verified": the CPU (or wall) of all instances of the group
+divided by its verified instances. ratio to floor: CPU of the verified rows over their floor
+(dependency install + one before + one after run). Phases (CPU per verified instance):
+`analysis`, `reuse` (adapting a pooled environment), `setup` (dependency install and build),
+`before`, `after` (each side's first run), `reruns` (every later run), `other`; `engine` (the
+container engine during commits), `process` (the minting process's own). runs: test runs
+today/new (builds not counted). F2P / P2P: FAIL_TO_PASS / PASS_TO_PASS of a pair both arms
+verified, `=` equal, `≠ (n flaky, m other)` n differing ids the flaky lists explain and m they do
+not, `-` not both verified. code: the commit a pair ran at (a ledger line's `code`; a work
+directory's pair: the commit `run` recorded in bench_cost_state.json, else `here`, this
+checkout). `-`: not known or not recorded (image builds: rows before result_schema 3 and ledger
+lines do not record them)."""
 
 
 def markdown(report: dict) -> str:
     """The report's tables as Markdown."""
     lines = [f"# Cost benchmark ({report['generated']})", ""]
     for name, langs in report["arms"].items():
-        lines += [f"## {name}", "", "| language | n | verified | CPU s / verified | median CPU s (verified) | "
-                  "wall s / verified | ratio to floor | setup | before | after | reruns | engine | process | "
+        lines += [f"## {name}", "", f"The rows of the work directory `{name}` only (not the pairs ledger, which "
+                  "only the paired tables below add).", "",
+                  "| language | n | verified | CPU s / verified | median CPU s (verified) | "
+                  "wall s / verified | ratio to floor | setup | reuse | before | after | reruns | engine | process | "
                   "image builds s (total, not in CPU) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for lang, s in langs.items():
             ph = s["cpu_per_verified_by_phase_s"]
-            lines.append(f"| {lang} | {s['instances']} | {s['verified']} | {s['cpu_per_verified_s']} | "
-                         f"{s['median_cpu_verified_s']} | {s['wall_per_verified_s']} | {s['ratio_to_floor']} | "
-                         f"{ph['setup']} | {ph['before']} | {ph['after']} | {ph['reruns']} | {ph['engine']} | "
-                         f"{ph['process']} | {s.get('image_cpu_total_s', 0.0)} |")
+            lines.append("| " + " | ".join(_f(v) for v in (
+                lang, s["instances"], s["verified"], s["cpu_per_verified_s"], s["median_cpu_verified_s"],
+                s["wall_per_verified_s"], s["ratio_to_floor"], ph["setup"], ph.get("reuse"), ph["before"],
+                ph["after"], ph["reruns"], ph["engine"], ph["process"], s.get("image_cpu_total_s"))) + " |")
         lines.append("")
     for suffix, p in report["pairs"].items():
+        ledger_n = p.get("from_ledger", 0)
+        dirs = p.get("work_dirs") or []
+        replaced = p.get("ledger_replaced") or []
+        nf = p["no_fail_to_pass_cpu_ratio"]
         lines += [f"## today vs new ({suffix})", "",
+                  (f"Pairs of the work directories {' / '.join(f'`{d}`' for d in dirs)} "
+                   f"({len(p['instances']) - ledger_n}) and of the pairs ledger ({ledger_n})." if dirs else
+                   f"Pairs of the pairs ledger only ({ledger_n}; no work directory of {suffix} here)."), "",
                   f"paired {p['paired']}; verified today {p['verified_today']}, new {p['verified_new']}; CPU s per "
-                  f"verified today {p['cpu_per_verified_today_s']}, new {p['cpu_per_verified_new_s']}; CPU new/today "
-                  f"{p['cpu_ratio_new_today']} (verified pairs {p['cpu_ratio_verified_pairs']}, no_fail_to_pass "
-                  f"{p['no_fail_to_pass_cpu_ratio']}); wall new/today {p['wall_ratio_new_today']}; "
-                  f"{p.get('from_ledger', 0)} pair(s) from the pairs ledger", "",
+                  f"verified today {_f(p['cpu_per_verified_today_s'])}, new {_f(p['cpu_per_verified_new_s'])}; "
+                  f"CPU new/today {_f(p['cpu_ratio_new_today'])} (verified pairs "
+                  f"{_f(p['cpu_ratio_verified_pairs'])}, no_fail_to_pass "
+                  f"{'none on this list' if nf is None else nf}); wall new/today {_f(p['wall_ratio_new_today'])}; "
+                  f"{ledger_n} pair(s) from the pairs ledger; {len(replaced)} ledger line(s) replaced by the work "
+                  f"directories' pairs{(' (' + ', '.join(replaced) + ')') if replaced else ''}", "",
                   "| language | pairs | verified today/new | CPU s / verified today | new | new/today | "
                   "new by phase (s / verified) |", "|---|---|---|---|---|---|---|"]
         for lang, r in p.get("by_language", {}).items():
             ph = ", ".join(f"{k} {v}" for k, v in (r["phase_per_verified_new_s"] or {}).items() if v)
             lines.append(f"| {lang} | {r['paired']} | {r['verified_today']}/{r['verified_new']} | "
-                         f"{r['cpu_per_verified_today_s']} | {r['cpu_per_verified_new_s']} | {r['ratio_per_verified']} | "
-                         f"{ph} |")
+                         f"{_f(r['cpu_per_verified_today_s'])} | {_f(r['cpu_per_verified_new_s'])} | "
+                         f"{_f(r['ratio_per_verified'])} | {ph or '-'} |")
         lines += ["",
-                  "| instance | lang | today | new | CPU today | CPU new | wall today | wall new | runs | F2P | P2P |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| instance | lang | code | today | new | CPU today | CPU new | wall today | wall new | runs | F2P | "
+                  "P2P |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for x in p["instances"]:
             ls = x.get("lists") or {}
-            f2p = ("=" if ls["FAIL_TO_PASS"]["equal"] else f"≠ ({ls['FAIL_TO_PASS']['explained_by_flaky']} flaky, "
-                   f"{_unexplained(ls['FAIL_TO_PASS'])} other)") if ls else "-"
-            p2p = ("=" if ls["PASS_TO_PASS"]["equal"] else f"≠ ({ls['PASS_TO_PASS']['explained_by_flaky']} flaky, "
-                   f"{_unexplained(ls['PASS_TO_PASS'])} other)") if ls else "-"
-            lines.append(f"| {x['instance_id']} | {x['language']} | {x['today']} | {x['new']} | {x['cpu_today_s']} | "
-                         f"{x['cpu_new_s']} | {x['wall_today_s']} | {x['wall_new_s']} | {x['runs_today']}/"
-                         f"{x['runs_new']} | {f2p} | {p2p} |")
+            lines.append("| " + " | ".join(_f(v) for v in (
+                x["instance_id"], x["language"], x.get("code") or "here", x["today"], x["new"], x["cpu_today_s"],
+                x["cpu_new_s"], x["wall_today_s"], x["wall_new_s"])) +
+                f" | {_f(x['runs_today'])}/{_f(x['runs_new'])} | {_lists_cell(ls, 'FAIL_TO_PASS')} | "
+                f"{_lists_cell(ls, 'PASS_TO_PASS')} |")
         lines.append("")
     if report["scaling"]:
-        lines += ["## throughput", "", "| work dir | instances | verified | CPU h | inst / CPU h | verified / CPU h | "
+        lines += ["## throughput", "", "Per work directory only (each slot count and `-reverify` folder; the pairs "
+                  "ledger records no pass wall times, so its pairs are not here).", "",
+                  "| work dir | instances | verified | CPU h | inst / CPU h | verified / CPU h | "
                   "pass wall h | inst / wall h |", "|---|---|---|---|---|---|---|---|"]
         for name, s in report["scaling"].items():
-            lines.append(f"| {name} | {s['instances']} | {s['verified']} | {s['cpu_hours']} | "
-                         f"{s['instances_per_cpu_hour']} | {s['verified_per_cpu_hour']} | {s['pass_wall_hours']} | "
-                         f"{s['instances_per_wall_hour']} |")
+            lines.append("| " + " | ".join(_f(v) for v in (
+                name, s["instances"], s["verified"], s["cpu_hours"], s["instances_per_cpu_hour"],
+                s["verified_per_cpu_hour"], s["pass_wall_hours"], s["instances_per_wall_hour"])) + " |")
+        lines.append("")
+    lines.append(LEGEND)
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
+    helps = {"run": "run the arms at once (`bench_cost.py --help` describes them)",
+             "report": f"print the tables and write them to OUT/report.json and OUT/report.md (--write-to: "
+                       f"elsewhere); reads OUT's work dirs and OUT/{STATE}"}
     for name in ("run", "report"):
-        p = sub.add_parser(name)
+        p = sub.add_parser(name, help=helps[name], description=helps[name])
         p.add_argument("-i", "--instances", required=True, type=Path)
         p.add_argument("-o", "--out", required=True, type=Path, help="the benchmark's folder (one work dir per arm)")
-        p.add_argument("--ids-file", type=Path, default=IDS, help=f"ordered id list (default {IDS.relative_to(ROOT)})")
+        p.add_argument("--ids-file", type=Path, help=f"ordered id list (default {IDS.relative_to(ROOT)})" if name == "run"
+                       else "ordered id list; match the run's (default: the one `run` recorded in "
+                       f"OUT/{STATE}, else {IDS.relative_to(ROOT)})")
         p.add_argument("--pairs-ledger", type=Path, help="pair lines kept in git (report --save-pairs): run skips "
                        "the ids paired there, report adds them to the pairs of the work directories")
         if name == "report":
             p.add_argument("--save-pairs", type=Path, help="write every pair line (work dirs + ledger) to this JSONL")
+            p.add_argument("--write-to", type=Path, metavar="DIR",
+                           help="write report.json and report.md into DIR (default OUT: the report overwrites "
+                                "OUT/report.json and OUT/report.md; another DIR leaves OUT untouched)")
         if name == "run":
             p.add_argument("-m", "--mirrors", type=Path, action="append", required=True)
             p.add_argument("--arms", default="today,new", help="comma-separated arms of ARMS, run at the same time")
