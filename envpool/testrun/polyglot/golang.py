@@ -14,6 +14,7 @@ Status mapping:
 | `fail` / `--- FAIL:`                     | FAILED     |
 | `skip` / `--- SKIP:`                     | SKIPPED    |
 | `run` with no end, package ended (timeout, panic) | FAILED |
+| `pause` with no `cont`, package stopped early | (not reported) |
 | package `[build failed]` / `[setup failed]`: known ids of the package | FAILED |
 
 A package that fails to build is listed in `collection_errors` as ``<pkg> [build failed]``
@@ -24,13 +25,22 @@ A package whose test binary ended abnormally -- a test panicked (``panic:``, a n
 or the binary's own ``-timeout`` fired (``panic: test timed out``) -- fails as a package with
 the test that was running FAILED, and its remaining tests are never reported. The binary's
 final summary line (a bare ``PASS`` / ``FAIL``, printed by ``testing.M.Run`` when every test
-ended) is then missing: a package that ran tests and ends ``fail`` without it is a unit that
-*stopped early*, listed as ``<pkg> [stopped early: <cause>]`` (cause: ``test timed out``,
+ended) is then missing: a package that ends ``fail`` without it (and did not fail to build) is a
+unit that *stopped early*, listed as ``<pkg> [stopped early: <cause>]`` (cause: ``test timed out``,
 ``panic``, ``fatal error``, ``signal: <name>``, ``exit status <n>``, else ``no final PASS/FAIL
 line``; `envpool.grading.STOPPED_EARLY`). The run is still graded, but grading does not read
 the absence of that package's unreported tests as a result (`envpool.grading.observed`), and
 adaptive verification does not decide on such a run at once (`agents.adaptive.cut_short`).
-The known ids of a stopped package are *not* filled in (they did not fail: they did not run).
+The known ids of a stopped package are *not* filled in (they did not fail: they did not run),
+nor is a test that had paused (``t.Parallel``: top-level parallel tests wait for every sequential
+one, parallel subtests for their parent's body) and never continued when the binary died -- it
+never ran, and reporting it FAILED made a new test that panics before the fix turn the package's
+parallel tests into FAIL_TO_PASS. A package whose binary died before any test (an ``init``
+panic, a ``TestMain`` that exits before ``m.Run``) stopped early too: it ends ``fail`` with no
+test and no final line. The final line counts only after the package's last test event: a
+``PASS`` printed before ``m.Run`` (``TestMain``, ``init``: test2json has no framing yet then)
+or by a test (``-v``) does not make a binary that died later look complete, and in ``-v`` it is
+a bare line at column 0 (a ``t.Log`` continuation line is indented).
 
 Trust: `go test -json` (since Go 1.20 the test binary frames its own lines for test2json,
 golang/go CL 443596, so a test printing ``--- PASS: X`` cannot forge a result; the golden output
@@ -113,15 +123,17 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
     "Test": str?, "FailedBuild": str?}``; events without ``Test`` are package-level. Go >= 1.24
     also writes ``build-output``/``build-fail`` events and ``FailedBuild``; older Go only an
     ``output`` event ``FAIL\\t<pkg> [build failed]``: both mark the package as failed to build.
-    A package that ran tests and ends ``fail`` with no summary line (a bare ``PASS``/``FAIL``
-    package-level output) stopped early: ``<pkg> [stopped early: <cause>]`` (module doc).
+    A package that ends ``fail`` with no summary line (a bare ``PASS``/``FAIL`` package-level
+    output after its last test event) and did not fail to build stopped early:
+    ``<pkg> [stopped early: <cause>]``; its tests paused and not continued are not reported
+    (module doc).
     Anomaly: the stream ends while a package that started has no final action (run killed).
     """
     res = Result(source="json")
     started: dict[str, list[str]] = {}   # package -> tests with `run` and no end yet
     open_pkgs: list[str] = []
     failed_builds: list[str] = []
-    ran: set[str] = set()                # packages that reported a test event
+    paused: dict[str, set[str]] = {}     # package -> tests paused (t.Parallel) and not continued
     summary: set[str] = set()            # packages whose binary printed its final PASS/FAIL
     causes: dict[str, str] = {}          # package -> the first cause its output names
     for line in text.splitlines():
@@ -143,9 +155,13 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
         if isinstance(out, str) and pkg not in causes and (c := _cause(out)):
             causes[pkg] = c
         if isinstance(test, str) and test:
-            ran.add(pkg)
+            summary.discard(pkg)  # a final line before a test event was no final line (TestMain, init)
             if action == "run":
                 started.setdefault(pkg, []).append(test)
+            elif action == "pause":
+                paused.setdefault(pkg, set()).add(test)
+            elif action == "cont":
+                paused.get(pkg, set()).discard(test)
             elif action in _ACTIONS:
                 res.add(go_test_id(pkg, test), _ACTIONS[action])
                 if test in started.get(pkg, []):
@@ -162,9 +178,12 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
                 open_pkgs.remove(pkg)
             if ev.get("FailedBuild"):
                 failed_builds.append(pkg)
+            stopped = action == "fail" and pkg not in summary and pkg not in failed_builds
+            waiting = paused.pop(pkg, set())
             for t in started.pop(pkg, []):  # still running when the binary died
-                res.add(go_test_id(pkg, t), TestStatus.FAILED)
-            if action == "fail" and pkg in ran and pkg not in summary and pkg not in failed_builds:
+                if not (stopped and t in waiting):  # a paused test never ran: not reported
+                    res.add(go_test_id(pkg, t), TestStatus.FAILED)
+            if stopped:
                 res.unit_failed(stopped_label(pkg, causes.get(pkg)))
     for pkg in dict.fromkeys(failed_builds):
         res.unit_failed(f"{pkg} [build failed]")
@@ -176,6 +195,7 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
 
 
 _RUN = re.compile(r"^=== RUN\s+(\S+)\s*$")
+_PAUSE = re.compile(r"^=== (PAUSE|CONT)\s+(\S+)\s*$")
 _RESULT = re.compile(r"--- (PASS|FAIL|SKIP): (\S+) \((?:\d+(?:\.\d+)?s|unknown)\)")
 _PKG = re.compile(r"^(?:(ok|FAIL)\s+(\S+)\s+(\d+(?:\.\d+)?s|\(cached\)|\[(?:build|setup) failed\])"
                   r"(?:\s.*)?|(\?)\s+(\S+)\s+\[no test files\])$")
@@ -193,24 +213,32 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
     their package by the next package line (``ok  <pkg> 0.01s``, ``FAIL <pkg> 0.04s``,
     ``FAIL <pkg> [build failed]``, ``?   <pkg> [no test files]``): go prints each package's
     output as one block. A test with ``=== RUN`` and no result before its package's ``FAIL`` line
-    is FAILED (timeout, panic). A ``FAIL`` package line after tests ran with no bare ``PASS`` /
-    ``FAIL`` summary line since the previous package line: the package stopped early
-    (``<pkg> [stopped early: <cause>]``, module doc). Anomaly: an ``ok`` package line while a test
+    is FAILED (timeout, panic). A ``FAIL`` package line (not ``[build failed]``) with no bare
+    ``PASS`` / ``FAIL`` summary line at column 0 after the package's last ``=== RUN|PAUSE|CONT``
+    or result line: the package stopped early (``<pkg> [stopped early: <cause>]``; a test paused
+    with no ``=== CONT`` is then not reported, module doc). Anomaly: an ``ok`` package line while a test
     of it is still running (a test printing a fake package line).
     """
     res = Result(source="log")
     runs: list[str] = []
     done: dict[str, TestStatus] = {}
     seen_pkgs: set[str] = set()
+    paused: set[str] = set()
     summary, cause = False, None
     for line in text.splitlines():
-        if line.strip() in ("PASS", "FAIL"):
+        if line.rstrip() in ("PASS", "FAIL"):  # the binary's final line: at column 0
             summary = True
             continue
         cause = cause or _cause(line)
         m = _RUN.match(line)
         if m:
             runs.append(m.group(1))
+            summary = False
+            continue
+        m = _PAUSE.match(line)
+        if m:
+            (paused.add if m.group(1) == "PAUSE" else paused.discard)(m.group(2))
+            summary = False
             continue
         found = False
         for m in _RESULT.finditer(line):
@@ -218,6 +246,7 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
                 done[m.group(2)] = _WORDS[m.group(1)]
                 found = True
         if found:
+            summary = False
             continue
         m = _PKG.match(line)
         if not m:
@@ -230,11 +259,13 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
         if word == "ok" and running:
             res.anomalies.append(f"go test -v: package line 'ok {pkg}' while {running[0]} was "
                                  "still running (output may be forged)")
+        stopped = word == "FAIL" and not summary and not rest.startswith("[")
         for t in runs:
-            res.add(go_test_id(pkg, t), done.get(t, TestStatus.FAILED))
-        if word == "FAIL" and runs and not summary and not rest.startswith("["):
+            if t in done or not (stopped and t in paused):  # a paused test never ran: not reported
+                res.add(go_test_id(pkg, t), done.get(t, TestStatus.FAILED))
+        if stopped:
             res.unit_failed(stopped_label(pkg, cause))
-        runs, done, summary, cause = [], {}, False, None
+        runs, done, paused, summary, cause = [], {}, set(), False, None
         if rest.startswith("["):
             res.unit_failed(f"{pkg} [build failed]")
             res.fail_known(known_tests, TestStatus.FAILED, _belongs(pkg))

@@ -26,7 +26,7 @@ export GOTOOLCHAIN=local GOFLAGS=-mod=mod CI=true RUST_BACKTRACE=0 NO_COLOR=1
 
 # --- Go: parallel subtests with odd names, a package that fails to build, a timeout ----------
 mkdir -p "$W/go" && cd "$W/go"
-mkdir -p calc broken/inner notests slow crash
+mkdir -p calc broken/inner notests slow crash crashpar crashmain crashinit
 printf 'module example.com/poly\n\ngo 1.21\n' > go.mod
 printf 'package calc\n\nfunc Add(a, b int) int { return a + b }\n' > calc/calc.go
 cat > calc/calc_test.go <<'EOF'
@@ -135,12 +135,64 @@ func TestBoom(t *testing.T) {
 
 func TestAfter(t *testing.T) {}
 EOF
+# parallel tests paused (never continued) when a sequential test panics: they never ran
+cat > crashpar/crashpar_test.go <<'EOF'
+package crashpar
+
+import "testing"
+
+func TestPar(t *testing.T) { t.Parallel() }
+
+func TestSeq(t *testing.T) {
+	t.Run("sub", func(t *testing.T) { t.Parallel() })
+}
+
+func TestNew(t *testing.T) {
+	var m map[string]int
+	m["x"] = 1
+}
+
+func TestAfter(t *testing.T) {}
+EOF
+# TestMain prints a bare PASS before m.Run (test2json has no framing yet), then a test panics
+cat > crashmain/crashmain_test.go <<'EOF'
+package crashmain
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) { fmt.Println("PASS"); os.Exit(m.Run()) }
+
+func TestLogs(t *testing.T) { t.Log("result:\nPASS") }
+
+func TestBoom(t *testing.T) { panic("boom") }
+
+func TestAfter(t *testing.T) {}
+EOF
+# the binary dies before any test: a panic in a package-level initializer
+cat > crashinit/crashinit_test.go <<'EOF'
+package crashinit
+
+import "testing"
+
+var cases = build()
+
+func build() []int { var m map[int]int; m[1] = 1; return nil }
+
+func TestA(t *testing.T) {}
+EOF
 go test -json ./broken/... ./calc ./notests > "$OUT/go_test.json" 2>/dev/null || true
 go test -v ./broken/... ./calc ./notests > "$OUT/go_test_v.log" 2>&1 || true
 go test -json -timeout 1s ./slow > "$OUT/go_timeout.json" 2>/dev/null || true
 # a test panics: the binary dies, TestAfter never runs (no final PASS/FAIL line)
 go test -json ./crash > "$OUT/go_panic.json" 2>/dev/null || true
 go test -v ./crash > "$OUT/go_panic_v.log" 2>&1 || true
+# paused parallel tests, a PASS printed before m.Run / in a t.Log, an init panic (no test ran)
+go test -json ./crashpar ./crashmain ./crashinit > "$OUT/go_panic_more.json" 2>/dev/null || true
+go test -v ./crashpar ./crashmain ./crashinit > "$OUT/go_panic_more_v.log" 2>&1 || true
 go test -json -run '^TestParallel$/^case_\(a\.b\)_one$' ./calc > "$OUT/go_run_selected.json" || true
 # Go < 1.24 shape: no build-output/build-fail events, no FailedBuild field.
 python3 - "$OUT/go_test.json" "$OUT/go_test_build_failed_old.json" <<'EOF'

@@ -19,7 +19,7 @@ import pytest
 from envpool.grading import observed, passes_in, stopped_units
 from envpool.testrun.polyglot.golang import (go_run_regex, parse_go_test_json, parse_go_test_v,
                                              quote_meta, split_go_id)
-from envpool.testrun.status import TestStatus
+from envpool.testrun.status import TestRunReport, TestStatus
 
 P, F, S = TestStatus.PASSED, TestStatus.FAILED, TestStatus.SKIPPED
 CALC, BROKEN = "example.com/poly/calc::", "example.com/poly/broken::"
@@ -261,3 +261,65 @@ def test_run_regex_selects_exactly_one_subtest_with_a_real_go(tmp_path):
         assert run(go_run_regex(test_id)) == everything & prefixes, test_id
     assert run(go_run_regex("example.com/m::TestP/a/b")) == {
         "example.com/m::TestP", "example.com/m::TestP/a", "example.com/m::TestP/a/b"}
+
+
+MORE = "example.com/poly/"
+
+
+@pytest.mark.parametrize("name,parser", [("go_panic_more.json", parse_go_test_json),
+                                         ("go_panic_more_v.log", parse_go_test_v)])
+def test_a_parallel_test_paused_when_the_binary_died_never_ran(golden, name, parser):
+    """crashpar: TestPar called t.Parallel and waits for the sequential tests; TestNew panics, so
+    TestPar never continues. It did not run: not reported (was FAILED -- with a passing after run
+    it became FAIL_TO_PASS though the test_patch never named it). TestSeq/sub continued and
+    passed; TestNew, running, failed."""
+    rep = parser(golden(name))
+    par = {t.split("::", 1)[1]: s for t, s in rep.statuses.items() if t.startswith(MORE + "crashpar::")}
+    assert par == {"TestSeq": P, "TestSeq/sub": P, "TestNew": F}
+    assert MORE + "crashpar [stopped early: panic]" in rep.collection_errors
+    assert not observed(rep, MORE + "crashpar::TestPar") and not observed(rep, MORE + "crashpar::TestAfter")
+
+
+@pytest.mark.parametrize("name,parser", [("go_panic_more.json", parse_go_test_json),
+                                         ("go_panic_more_v.log", parse_go_test_v)])
+def test_a_pass_line_before_m_run_or_in_a_log_does_not_hide_a_stop(golden, name, parser):
+    """crashmain: TestMain prints a bare PASS before m.Run (test2json reads it as the final line:
+    no framing yet) and TestLogs logs ``result:\\nPASS`` (an indented ``PASS`` line in -v); then
+    TestBoom panics and TestAfter never runs. The package still stopped early."""
+    rep = parser(golden(name))
+    assert MORE + "crashmain [stopped early: panic]" in rep.collection_errors
+    assert not observed(rep, MORE + "crashmain::TestAfter")
+
+
+@pytest.mark.parametrize("name,parser", [("go_panic_more.json", parse_go_test_json),
+                                         ("go_panic_more_v.log", parse_go_test_v)])
+def test_a_binary_that_died_before_any_test_stopped_early(golden, name, parser):
+    """crashinit: a package-level initializer panics, no test runs: the package stopped early
+    (its tests were never reached, as under a ``TestMain`` that exits before ``m.Run``)."""
+    rep = parser(golden(name), known_tests=[MORE + "crashinit::TestA"])
+    assert MORE + "crashinit [stopped early: panic]" in rep.collection_errors
+    assert MORE + "crashinit::TestA" not in rep.statuses
+    assert not observed(rep, MORE + "crashinit::TestA")
+
+
+def test_a_new_test_panicking_before_the_fix_makes_no_paused_parallel_test_fail_to_pass(golden):
+    """Grading end to end: the test_patch adds TestNew, whose nil-map write panics before the fix;
+    after it every test passes. FAIL_TO_PASS is TestNew alone -- TestPar (paused) and TestAfter
+    (after the panic) were never reached before, and the test_patch does not name them."""
+    from agents.verification import aborted_before_scope, judge
+
+    patch = ("diff --git a/crashpar/crashpar_test.go b/crashpar/crashpar_test.go\n"
+             "--- a/crashpar/crashpar_test.go\n+++ b/crashpar/crashpar_test.go\n"
+             "@@ -7,2 +7,7 @@ func TestSeq(t *testing.T) {\n \n"
+             "+func TestNew(t *testing.T) {\n+\tvar m map[string]int\n+\tm[\"x\"] = 1\n+}\n+\n"
+             " func TestAfter(t *testing.T) {}\n")
+    pkg = MORE + "crashpar::"
+    before = [parse_go_test_json(golden("go_panic_more.json"))] * 2
+    after = [TestRunReport(
+        statuses={pkg + t: P for t in ("TestPar", "TestSeq", "TestSeq/sub", "TestNew", "TestAfter")},
+        tests_ran=True)] * 3
+    scope = aborted_before_scope(patch, before, after)
+    assert scope is not None and "TestNew" in scope and "TestPar" not in scope
+    outcome, _, g = judge(before, after, absent_scope=scope)
+    assert outcome == "verified" and g.FAIL_TO_PASS == [pkg + "TestNew"]
+    assert g.PASS_TO_PASS == [pkg + "TestSeq", pkg + "TestSeq/sub"] and g.flaky == []
