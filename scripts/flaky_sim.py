@@ -54,7 +54,7 @@ class FakeSides(_Sides):
     def __init__(self, verify: VerifyConfig, fails):
         self.config = SimpleNamespace(verify=verify)
         self.plan = SimpleNamespace(state={}, parser="pytest_channel")
-        self.instance = SimpleNamespace(test_patch="")
+        self.instance = SimpleNamespace(test_patch="", patch="")
         self.traj = lambda step: None
         self.runs = {"before": [], "after": []}
         self.tampered = None
