@@ -24,7 +24,9 @@ from envpool.quoting import shell_word
 
 MESON_HELPER = "/usr/local/libexec/swemint/meson_tests.py"
 """Where the setup installs ``recipes/meson_tests.py`` (beside the CMake helper)."""
-MESON_FILES = ("meson_tests.py",)
+MESON_FILES = ("meson_tests.py", "unbuilt_rules.py")
+"""`recipes/` files the Meson route installs beside each other in MESON_HELPER's folder
+(meson_tests.py imports unbuilt_rules.py, which cmake_tests.py imports too)."""
 MESON_FLAG = re.compile(r"-D[A-Za-z_][A-Za-z0-9_.:-]*=(?:true|false|enabled|disabled|auto)")
 """A ``-Dname=value`` of a boolean or feature option (the only values a move or the CI may pass)."""
 TESTLOG = "meson-logs/testlog.json"

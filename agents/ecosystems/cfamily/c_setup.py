@@ -19,10 +19,11 @@ HELPER = "/usr/local/libexec/swemint/cmake_tests.py"
 
 
 HELPER_FILES = ("cmake_tests.py", "doctest_runs.py", "catch2_runs.py", "boost_runs.py", "gtest_suites.py",
-                "boost_suites.py", "ctest_reruns.py")
+                "boost_suites.py", "ctest_reruns.py", "unbuilt_rules.py")
 """`recipes/` files installed beside each other in HELPER's folder (cmake_tests.py imports the
 runs modules, gtest_suites.py and boost_suites.py, which import ctest_reruns.py; boost_suites.py
-reads sources with gtest_suites.py's helpers)."""
+reads sources with gtest_suites.py's helpers; cmake_tests.py and meson_tests.py share
+unbuilt_rules.py)."""
 
 
 JUNIT = "/tmp/swemint-ctest.xml"

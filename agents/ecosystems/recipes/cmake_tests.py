@@ -118,6 +118,8 @@ import catch2_runs  # noqa: E402  (installed beside this file)
 import ctest_reruns  # noqa: E402  (installed beside this file)
 import doctest_runs  # noqa: E402  (installed beside this file)
 import gtest_suites  # noqa: E402  (installed beside this file)
+import unbuilt_rules  # noqa: E402  (installed beside this file)
+from unbuilt_rules import COMPILED_SUFFIXES, HEADER_SUFFIXES, UNBUILT_SOURCE, included_names  # noqa: E402
 
 ABORT_ROUNDS = 3
 _GT_RUN = re.compile(r"^(?:(\d+): )?\[ RUN +\] (\S+)")
@@ -167,24 +169,15 @@ def codemodel(build):
 
 
 def ctest_tests(build):
-    """[(name, command list)] from ``ctest --show-only=json-v1``."""
-    try:
-        raw = subprocess.check_output(["ctest", "--show-only=json-v1"], cwd=build)
-    except (OSError, subprocess.CalledProcessError) as e:
-        log("ctest --show-only failed: %s" % e)
-        return []
-    data = json.loads(raw.decode("utf-8", "replace"))
-    return [(t.get("name"), t.get("command") or []) for t in data.get("tests", [])]
+    """[(name, command list)] from ``ctest --show-only=json-v1`` (`ctest_reruns.show_only`)."""
+    return [(t.get("name"), t.get("command") or []) for t in ctest_reruns.show_only(build, quiet=False)]
 
 
 def ctest_workdirs(build):
-    """The WORKING_DIRECTORY of each CTest test (``ctest --show-only=json-v1``), where one is set."""
-    try:
-        raw = subprocess.check_output(["ctest", "--show-only=json-v1"], cwd=build)
-    except (OSError, subprocess.CalledProcessError):
-        return []
+    """The WORKING_DIRECTORY of each CTest test (``ctest --show-only=json-v1``:
+    `ctest_reruns.show_only`), where one is set."""
     out = []
-    for t in json.loads(raw.decode("utf-8", "replace")).get("tests", []):
+    for t in ctest_reruns.show_only(build):
         for p in t.get("properties", []):
             if p.get("name") == "WORKING_DIRECTORY" and isinstance(p.get("value"), str):
                 out.append(p["value"])
@@ -193,13 +186,10 @@ def ctest_workdirs(build):
 
 def ctest_fixtures(build):
     """{test name: (fixtures it requires, fixtures it sets up)} from ``ctest --show-only=json-v1``
-    (the FIXTURES_REQUIRED / FIXTURES_SETUP properties); {} when ctest cannot list them."""
-    try:
-        raw = subprocess.check_output(["ctest", "--show-only=json-v1"], cwd=build)
-    except (OSError, subprocess.CalledProcessError):
-        return {}
+    (the FIXTURES_REQUIRED / FIXTURES_SETUP properties; `ctest_reruns.show_only`); {} when ctest
+    cannot list them."""
     out = {}
-    for t in json.loads(raw.decode("utf-8", "replace")).get("tests", []):
+    for t in ctest_reruns.show_only(build):
         props = {p.get("name"): p.get("value") for p in t.get("properties", [])}
         def names(v):
             return set(v if isinstance(v, list) else ([v] if v else []))
@@ -739,27 +729,7 @@ def owners(picked, touched, src, read=gtest_suites.suites):
     return out
 
 
-COMPILED_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".m", ".mm")
-"""Compiled sources (lower-cased name endings): C, C++, CUDA, Objective-C/C++; not headers."""
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".inc", ".ipp", ".tpp")
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
 _CMAKE_FILE = re.compile(r"(?:^|/)CMakeLists\.txt$|\.cmake$", re.I)
-UNBUILT_SOURCE = "[compiled by no target]"
-"""The collector naming a touched source no target compiles (S38): ``<path> [compiled by no target]``."""
-
-
-def included_names(paths, src):
-    """The base names of the files that the ``#include`` lines of the files `paths` (relative to
-    `src`) name; unreadable files are skipped."""
-    names = set()
-    for p in paths:
-        try:
-            with open(os.path.join(src, p), encoding="utf-8", errors="replace") as f:
-                text = f.read(4 * 1024 * 1024)
-        except (IOError, OSError):
-            continue
-        names.update(os.path.basename(m.strip()) for m in _INCLUDE.findall(text))
-    return names
 
 
 def unbuilt_sources(every, touched, tests, src, build, build_only=False, dirs=()):
@@ -787,18 +757,14 @@ def unbuilt_sources(every, touched, tests, src, build, build_only=False, dirs=()
         return []
     roots = set(os.path.realpath(r) for r in (src, build, "/"))
     real_src, real_build = os.path.realpath(src), os.path.realpath(build)
-    named = [(i == 0, p) for _, cmd in tests for i, arg in enumerate(cmd or []) for p in abs_paths(arg)]
+    named = unbuilt_rules.command_paths(cmd for _, cmd in tests)
     for path in [p for _, p in named] + [d for d in dirs if d and os.path.isabs(d)]:
         if os.path.realpath(path) in roots:
             continue
         rel = norm(os.path.realpath(path), real_src)
         if not rel.startswith("..") and any(f == rel or f.startswith(rel.rstrip("/") + "/") for f in sources):
             return []
-    for program, path in named:  # a script or program of the source tree beside the sources
-        real = os.path.realpath(path)
-        if not os.path.isfile(real) or real.startswith(real_build + os.sep) or \
-                not (program or os.access(real, os.X_OK) or real.lower().endswith(_SCRIPT_SUFFIXES)):
-            continue
+    for real in unbuilt_rules.run_files(named, real_build):  # a script or program of the source tree beside the sources
         rel = os.path.dirname(norm(real, real_src))
         if rel and not rel.startswith("..") and any(f.startswith(rel + "/") for f in sources):
             return []
@@ -810,58 +776,26 @@ def unbuilt_sources(every, touched, tests, src, build, build_only=False, dirs=()
     return sources
 
 
-_SCRIPT_SUFFIXES = (".sh", ".bash", ".py", ".pl", ".rb", ".tcl", ".mk", "makefile")
-_ABS_PATH = re.compile(r"""(?:^|(?<=[\s"'=:;,(]))(/[^\s"';,:()]+)""")
 BUILD_RULE_FILES = ("build.ninja", "build.make")
-BUILD_RULE_LIMIT = 64 * 1024 * 1024
-"""Bytes of native build rules `build_rules_name` reads at most."""
 
 
-def abs_paths(arg):
-    """The absolute paths an argument of a test's command names: the argument itself, else those
-    inside it (``sh -c "make -C /x/tests"``, ``-DDIR=/x/tests``)."""
-    if not isinstance(arg, str):
-        return []
-    if os.path.isabs(arg):
-        return [arg]
-    return _ABS_PATH.findall(arg)
+def rule_files(build):
+    """The native build's rule files under `build` (`BUILD_RULE_FILES`: Ninja's ``build.ninja``,
+    the Makefile generator's ``build.make`` files), in ``os.walk`` order."""
+    for root, _, names in os.walk(build):
+        for name in names:
+            if name in BUILD_RULE_FILES:
+                yield os.path.join(root, name)
 
 
 def build_rules_name(build, files, src):
-    """Whether a rule of the native build under `build` (Ninja's ``build.ninja``, the Makefile
-    generator's ``build.make`` files) names one of `files` (absolute paths) or a folder holding one
-    below `src`, as a word: a custom command's DEPENDS or command (a Makefile CMake calls, ``make
-    -C <folder>``; ExternalProject's source folder; a generated file's inputs). Not CMake's own
-    dependency scanning (``cmake_depends`` lines name every folder that defines targets) nor an
-    include flag (``-I<folder>``)."""
-    words = set()
-    for f in files:
-        words.add(f)
-        d = os.path.dirname(f)
-        while d.startswith(src + os.sep):
-            words.add(d)
-            d = os.path.dirname(d)
-    if not words:
-        return False
-    pattern = re.compile(r"""(?:^|(?<=[\s"'=:;,(]))(?:%s)(?=$|[\s"';,:)])"""
-                         % "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.M)
-    left = BUILD_RULE_LIMIT
-    for root, _, names in os.walk(build):
-        for name in names:
-            if name not in BUILD_RULE_FILES or left <= 0:
-                continue
-            try:
-                with open(os.path.join(root, name), encoding="utf-8", errors="replace") as fh:
-                    text = fh.read(left)
-            except (IOError, OSError):
-                continue
-            left -= len(text)
-            for m in pattern.finditer(text):
-                start = text.rfind("\n", 0, m.start()) + 1
-                end = text.find("\n", m.end())
-                if "cmake_depends" not in text[start:end if end >= 0 else len(text)]:
-                    return True
-    return False
+    """Whether a rule of the native build under `build` (`rule_files`) names one of `files`
+    (absolute paths) or a folder holding one below `src`, as a word: a custom command's DEPENDS or
+    command (a Makefile CMake calls, ``make -C <folder>``; ExternalProject's source folder; a
+    generated file's inputs). Not CMake's own dependency scanning (``cmake_depends`` lines name
+    every folder that defines targets) nor an include flag (``-I<folder>``)
+    (`unbuilt_rules.build_rules_name`)."""
+    return unbuilt_rules.build_rules_name(build, files, src, rule_files(build), ignore="cmake_depends")
 
 
 def unbuilt_source_ids(sources, src):

@@ -55,15 +55,23 @@ def answer(exe, args, cwd, env, seconds=30):
         return None
 
 
-def ctest_specs(build, names):
-    """[(name, command, working directory, environment, timeout or None)] of the CTest tests
-    `names` (None: all) from ``ctest --show-only=json-v1``."""
+def show_only(build, quiet=True):
+    """The tests ``ctest --show-only=json-v1`` lists in `build` (its ``tests`` entries: name,
+    command, properties); [] when ctest cannot list them (logged unless `quiet`)."""
     try:
         raw = subprocess.check_output(["ctest", "--show-only=json-v1"], cwd=build)
-    except (OSError, subprocess.CalledProcessError):
+    except (OSError, subprocess.CalledProcessError) as e:
+        if not quiet:
+            log("ctest --show-only failed: %s" % e)
         return []
+    return json.loads(raw.decode("utf-8", "replace")).get("tests", [])
+
+
+def ctest_specs(build, names):
+    """[(name, command, working directory, environment, timeout or None)] of the CTest tests
+    `names` (None: all) from ``ctest --show-only=json-v1`` (`show_only`)."""
     out = []
-    for t in json.loads(raw.decode("utf-8", "replace")).get("tests", []):
+    for t in show_only(build):
         props = {p.get("name"): p.get("value") for p in t.get("properties", [])}
         if names is not None and t.get("name") not in names or not t.get("command") or props.get("DISABLED"):
             continue

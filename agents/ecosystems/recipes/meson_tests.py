@@ -44,7 +44,8 @@ meson.options is touched (the setup runs before the test_patch).
 ``--whole``: the whole suite whatever owns the touched files. ``--only JSON`` (a targeted rerun: a
 JSON list of test ids as meson's log names them, `known_names`): only the picked tests with those
 ids run; none of them known -> the selection stays. Exit code: meson test's, 2 when nothing
-could be selected. Standard library only (python3 >= 3.5).
+could be selected. Standard library only (python3 >= 3.5), with ``unbuilt_rules.py`` (what the S38
+checks share with ``cmake_tests.py``) installed beside it (``c_meson.MESON_FILES``).
 """
 
 import json
@@ -54,15 +55,14 @@ import shlex
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unbuilt_rules  # noqa: E402  (installed beside this file)
+from unbuilt_rules import COMPILED_SUFFIXES, HEADER_SUFFIXES, UNBUILT_SOURCE, included_names  # noqa: E402
+
 UNBUILT = "swemint-meson-tests: unbuilt"
 """The line a stub standing for a program that did not build prints (`envpool.testrun.polyglot.meson`)."""
 NOT_BUILT = "swemint-meson-tests: not built: "
 """The line naming a collector of tests that cannot run (S38), read by `envpool.testrun.polyglot.meson`."""
-UNBUILT_SOURCE = "[compiled by no target]"
-COMPILED_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".m", ".mm")
-"""Compiled sources (lower-cased name endings): C, C++, CUDA, Objective-C/C++; not headers."""
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".inc", ".ipp", ".tpp")
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
 _MESON_FILES = ("meson.build", "meson_options.txt", "meson.options")
 DEFAULT_TIMEOUT = 30.0
 """Seconds: meson's per-test timeout when test() does not give one."""
@@ -152,7 +152,7 @@ def unbuilt_sources(targets, tests, touched, src, build, build_only=False):
         return []
     roots = set(os.path.realpath(r) for r in (src, build, "/"))
     real_src, real_build = os.path.realpath(src), os.path.realpath(build)
-    named = [(i == 0, p) for test in tests for i, arg in enumerate(test.get("cmd") or []) for p in abs_paths(arg)]
+    named = unbuilt_rules.command_paths(test.get("cmd") for test in tests)
     workdirs = [t.get("workdir") for t in tests if isinstance(t.get("workdir"), str) and os.path.isabs(t["workdir"])]
     for arg in [p for _, p in named] + workdirs:
         if os.path.realpath(arg) in roots:
@@ -160,68 +160,24 @@ def unbuilt_sources(targets, tests, touched, src, build, build_only=False):
         arg = os.path.realpath(arg)
         if any(f == arg or f.startswith(arg.rstrip("/") + "/") for f in sources):
             return []
-    for program, path in named:  # a script or program of the source tree beside the sources
-        real = os.path.realpath(path)
-        if not os.path.isfile(real) or real.startswith(real_build + os.sep) or \
-                not (program or os.access(real, os.X_OK) or real.lower().endswith(_SCRIPT_SUFFIXES)):
-            continue
+    for real in unbuilt_rules.run_files(named, real_build):  # a script or program of the source tree beside the sources
         folder = os.path.dirname(real)
         if folder.startswith(real_src + os.sep) and any(f.startswith(folder + "/") for f in sources):
             return []
-    names = set()
-    for t in targets:
-        for path in target_files(t):
-            if not path.lower().endswith(COMPILED_SUFFIXES + HEADER_SUFFIXES):
-                continue
-            try:
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    names.update(os.path.basename(m.strip()) for m in _INCLUDE.findall(f.read(4 * 1024 * 1024)))
-            except (IOError, OSError):
-                continue
-    if set(os.path.basename(f) for f in sources) & names:
+    code = [p for t in targets for p in target_files(t) if p.lower().endswith(COMPILED_SUFFIXES + HEADER_SUFFIXES)]
+    if set(os.path.basename(f) for f in sources) & included_names(code, src):
         return []
     if build_rules_name(build, sources, real_src):
         return []
     return sources
 
 
-_SCRIPT_SUFFIXES = (".sh", ".bash", ".py", ".pl", ".rb", ".tcl", ".mk", "makefile")
-_ABS_PATH = re.compile(r"""(?:^|(?<=[\s"'=:;,(]))(/[^\s"';,:()]+)""")
-BUILD_RULE_LIMIT = 64 * 1024 * 1024
-"""Bytes of ``build.ninja`` `build_rules_name` reads at most."""
-
-
-def abs_paths(arg):
-    """The absolute paths an argument of a test's command names: the argument itself, else those
-    inside it (``sh -c "make -C /x/tests"``, ``-DDIR=/x/tests``)."""
-    if not isinstance(arg, str):
-        return []
-    if os.path.isabs(arg):
-        return [arg]
-    return _ABS_PATH.findall(arg)
-
-
 def build_rules_name(build, files, src):
     """Whether ``build.ninja`` names one of `files` (absolute paths) or a folder holding one below
     `src`, absolute or relative to `build`, as a word (a custom target's command or input: a
-    Makefile it calls, ``make -C <folder>``); not an include flag (``-I<folder>``)."""
-    words = set()
-    for f in files:
-        words.add(f)
-        d = os.path.dirname(f)
-        while d.startswith(src + os.sep):
-            words.add(d)
-            d = os.path.dirname(d)
-    words |= set(os.path.relpath(w, build) for w in list(words))
-    if not words:
-        return False
-    pattern = re.compile(r"""(?:^|(?<=[\s"'=:;,(]))(?:%s)(?=$|[\s"';,:)])"""
-                         % "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.M)
-    try:
-        with open(os.path.join(build, "build.ninja"), encoding="utf-8", errors="replace") as fh:
-            return bool(pattern.search(fh.read(BUILD_RULE_LIMIT)))
-    except (IOError, OSError):
-        return False
+    Makefile it calls, ``make -C <folder>``); not an include flag (``-I<folder>``)
+    (`unbuilt_rules.build_rules_name`)."""
+    return unbuilt_rules.build_rules_name(build, files, src, [os.path.join(build, "build.ninja")], relative=True)
 
 
 def pretty(test):

@@ -206,7 +206,7 @@ def test_helper_is_installed_verbatim(tmp_path, images):
     assert written == {n: (cfamily.RECIPES / n).read_bytes() for n in ("cmake_tests.py", "doctest_runs.py",
                                                                        "catch2_runs.py", "boost_runs.py",
                                                                        "gtest_suites.py", "boost_suites.py",
-                                                                       "ctest_reruns.py")}
+                                                                       "ctest_reruns.py", "unbuilt_rules.py")}
     assert all(f"/usr/local/libexec/swemint/{n}" in cmd for n in written)  # beside each other: they import one another
 
 

@@ -149,6 +149,7 @@ def test_meson_plan(tmp_path, images):
     assert "zlib1g-dev" in plan.setup_commands[0]
     assert "meson ninja-build pkg-config python3-pip" in setup and "'meson>=1.3.0'" in setup
     assert "mkdir -p /usr/local/libexec/swemint && echo " in setup and "meson_tests.py" in setup
+    assert "> /usr/local/libexec/swemint/unbuilt_rules.py" in setup  # meson_tests.py imports it from its folder
     assert "rm -rf /opt/build && meson setup /opt/build /testbed -Dwerror=false -Dtests=true -Dunit_tests=enabled" \
         in setup
     assert plan.setup_commands[-1].startswith(f"python3 {c_meson.MESON_HELPER} /opt/build --build-only --jobs 2 -- "
