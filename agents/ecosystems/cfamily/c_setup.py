@@ -5,6 +5,7 @@ reports live."""
 from __future__ import annotations
 
 import base64
+import gzip
 import shlex
 from pathlib import Path
 from agents.ecosystems.cfamily.cfamily_recipe import RECIPES
@@ -83,15 +84,28 @@ def source_fetch(path: str, package: str) -> str:
     return SOURCE_FETCH.format(package=package, path=path)
 
 
+ARG_LIMIT = 131072
+"""Bytes one argument of a command may hold on Linux (MAX_ARG_STRLEN): a setup step is one
+`sh -c` argument (a Dockerfile RUN line too), so the helpers' command must stay below it."""
+
+
 def install_helpers(names: tuple[str, ...] = HELPER_FILES) -> str:
     """The setup command writing the `recipes/` files `names` (default `HELPER_FILES`; the
-    Meson route's: `c_meson.MESON_FILES`) verbatim (base64) into HELPER's folder."""
+    Meson route's: `c_meson.MESON_FILES`) verbatim into HELPER's folder, each gzip-compressed and
+    base64-encoded (`echo <b64> | base64 -d | gzip -dc > <file>`; gzip is in every Debian base).
+    Plain base64 of the helpers passed MAX_ARG_STRLEN once they reached ~100 KB (`exec
+    /usr/bin/timeout: argument list too long`). Raises ValueError if the command would still
+    exceed `ARG_LIMIT`."""
     folder = Path(HELPER).parent
     parts = [f"mkdir -p {folder}"]
     for name in names:
-        data = base64.b64encode((RECIPES / name).read_bytes()).decode()
-        parts.append(f"echo {data} | base64 -d > {folder / name}")
-    return " && ".join(parts + ([f"chmod +x {HELPER}"] if names == HELPER_FILES else []))
+        data = base64.b64encode(gzip.compress((RECIPES / name).read_bytes(), mtime=0)).decode()
+        parts.append(f"echo {data} | base64 -d | gzip -dc > {folder / name}")
+    cmd = " && ".join(parts + ([f"chmod +x {HELPER}"] if names == HELPER_FILES else []))
+    if len(cmd.encode()) >= ARG_LIMIT - 4096:  # room for the step's own wrapping
+        raise ValueError(f"the C-family helpers' install command is {len(cmd)} bytes, over the "
+                         f"{ARG_LIMIT}-byte argument limit: split it")
+    return cmd
 
 
 def _q(s: str) -> str:

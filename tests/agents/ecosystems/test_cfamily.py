@@ -197,17 +197,19 @@ def test_a_targeted_ctest_rerun_names_its_ctest_tests_and_gtest_cases(tmp_path, 
 
 def test_helper_is_installed_verbatim(tmp_path, images):
     import base64
+    import gzip
     import re
     tree = make_tree(tmp_path, {"CMakeLists.txt": CMAKE_TOP})
     plan = ECOSYSTEM.plan(tree, instance(tree), ["test/x.cc"], ImageConfig())
     cmd = next(c for c in plan.setup_commands if cfamily.HELPER in c)
-    written = {m.group(2).rsplit("/", 1)[-1]: base64.b64decode(m.group(1))
-               for m in re.finditer(r"echo (\S+) \| base64 -d > (\S+)", cmd)}
+    written = {m.group(2).rsplit("/", 1)[-1]: gzip.decompress(base64.b64decode(m.group(1)))
+               for m in re.finditer(r"echo (\S+) \| base64 -d \| gzip -dc > (\S+)", cmd)}
     assert written == {n: (cfamily.RECIPES / n).read_bytes() for n in ("cmake_tests.py", "doctest_runs.py",
                                                                        "catch2_runs.py", "boost_runs.py",
                                                                        "gtest_suites.py", "boost_suites.py",
                                                                        "ctest_reruns.py", "unbuilt_rules.py")}
     assert all(f"/usr/local/libexec/swemint/{n}" in cmd for n in written)  # beside each other: they import one another
+    assert len(cmd.encode()) < 131072 - 4096  # one sh -c argument: under MAX_ARG_STRLEN (plain base64 was not)
 
 
 def test_era_and_standard_choose_gcc(tmp_path, images):
