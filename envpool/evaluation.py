@@ -153,6 +153,9 @@ def run_report(sb, command: str, parser: str, *, report_path: str | None = None,
     opts = dict(parser_options or {})
     if known_tests and isinstance(p, ReportParser):
         opts["known_tests"] = sorted(known_tests)
+    limit = run_limit(env)
+    if limit is not None and isinstance(p, ReportParser):
+        opts.setdefault("per_test_timeout", limit)
     rep = p(raw, **opts)
     checks = p.check(raw, **opts) if isinstance(p, ReportParser) else []
     rep = rep.model_copy(update={"exit_code": r.exit_code, "timed_out": r.timed_out, "duration": r.duration})
@@ -163,6 +166,18 @@ def run_report(sb, command: str, parser: str, *, report_path: str | None = None,
     if found:
         rep = rep.model_copy(update={"tests_ran": False})
     return ReportRun(rep, found, r.output)
+
+
+def run_limit(env: dict[str, str] | None) -> float | None:
+    """The per-test limit (seconds) a run's environment gives its runners
+    (`envpool.testrun.limits.PER_TEST_ENV`), else None (the parsers' default applies)."""
+    from envpool.testrun.limits import PER_TEST_ENV
+
+    try:
+        value = float((env or {})[PER_TEST_ENV])
+    except (KeyError, ValueError):
+        return None
+    return value if value > 0 else None
 
 
 def read_slim(sb, report_path: str, parser: str) -> bytes | None:

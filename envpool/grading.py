@@ -183,7 +183,11 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
     differs across the runs of one side (dropped from both lists). Ids come from the after
     runs' statuses (a test must have run after to be listed). A targeted rerun (`selected` set)
     counts only for the ids it observed (`observed`), and so does a run whose unit stopped early
-    (a test its binary never reached is neither failing there nor flaky). Never raises.
+    (a test its binary never reached is neither failing there nor flaky); a test that no before
+    run observed (each stopped early before a verdict on it: never reached, or cut by the Go
+    binary's own ``-timeout`` while it had run less than the per-test limit) is in neither list --
+    its absence there is no failure (prometheus-15142: such a test was a wrong FAIL_TO_PASS).
+    Never raises.
     """
     candidates: set[str] = set()
     for run in after:
@@ -198,6 +202,8 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
             flaky.append(test_id)
             continue
         if not post or not post[0]:
+            continue
+        if before and not pre:  # every before run stopped before a verdict on it: nothing learnt
             continue
         if pre and pre[0]:
             p2p.append(test_id)

@@ -248,3 +248,17 @@ def test_test_name_of_a_go_subtest_holding_a_double_colon_is_its_top_level_test(
     assert test_name("tests/t.py::TestA::test_b") == "test_b"
     assert test_name("tests/t.py::TestA") == "TestA"
     assert test_name("spdlog-utests::to_file_1") == "to_file_1"
+
+
+def test_a_test_no_before_run_observed_is_in_neither_list():
+    """prometheus-15142: before#1's package ran out of its binary's -timeout while TestOOO had run
+    3 s (no verdict: not reported), before#2's binary panicked before reaching it; it passed
+    after. Nothing was learnt before: not FAIL_TO_PASS. With no before run at all, absence still
+    reads as not passing; a test one before run observed failing is FAIL_TO_PASS."""
+    b1 = run({"p::TestA": P}, ["p [stopped early: test timed out]"])
+    b2 = run({"p::TestA": P, "p::TestGold": F}, ["p [stopped early: panic]"])
+    after = run({"p::TestA": P, "p::TestGold": P, "p::TestOOO": P})
+    g = grade([b1, b2], [after, after], None)
+    assert g.FAIL_TO_PASS == ["p::TestGold"] and g.PASS_TO_PASS == ["p::TestA"] and g.flaky == []
+    assert "p::TestOOO" in grade([], [after], None).FAIL_TO_PASS
+    assert "p::TestOOO" in grade([b1, run({"p::TestA": P, "p::TestOOO": F})], [after], None).FAIL_TO_PASS

@@ -114,8 +114,9 @@ class Result:
 Core = Callable[..., Result]
 
 
-COMMON_OPTIONS = frozenset({"known_tests", "root"})
-"""Options every parser accepts; those a parser has no use for are ignored."""
+COMMON_OPTIONS = frozenset({"known_tests", "root", "per_test_timeout"})
+"""Options every parser accepts; those a parser has no use for are ignored. ``per_test_timeout``:
+the run's per-test limit in seconds (`envpool.testrun.limits`; Go reads it, `golang` module doc)."""
 
 
 class ReportParser:

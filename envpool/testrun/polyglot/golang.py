@@ -13,7 +13,9 @@ Status mapping:
 | `pass` / `--- PASS:`                     | PASSED     |
 | `fail` / `--- FAIL:`                     | FAILED     |
 | `skip` / `--- SKIP:`                     | SKIPPED    |
-| `run` with no end, package ended (timeout, panic) | FAILED |
+| `run` with no end, package ended (panic, exit, signal) | FAILED |
+| `run` with no end, binary's `-timeout` fired, listed running >= per-test limit | FAILED |
+| `run` with no end, binary's `-timeout` fired, listed running < limit or not listed | (not reported) |
 | `pause` with no `cont`, package stopped early | (not reported) |
 | package `[build failed]` / `[setup failed]`: known ids of the package | FAILED |
 
@@ -42,6 +44,19 @@ test and no final line. The final line counts only after the package's last test
 or by a test (``-v``) does not make a binary that died later look complete, and in ``-v`` it is
 a bare line at column 0 (a ``t.Log`` continuation line is indented).
 
+The binary's ``-timeout`` is a limit for the whole binary (swemint passes four times the per-test
+limit, `envpool.testrun.limits`): on a loaded host a large package can run out of it while a
+test that had run a few seconds is in progress. Go then prints ``panic: test timed out after
+<d>`` and ``running tests:`` with one line per test still running, ``<name> (<duration>)``
+(`testing.runningList`, rounded to the second). Such a test counts as FAILED only when its listed
+running time is at least the per-test limit (option ``per_test_timeout``, seconds; the run's
+``SWEMINT_TEST_TIMEOUT``, passed by `envpool.evaluation.run_report`; `DEFAULT_PER_TEST` = 120 s,
+the default of `envpool.testrun.limits`, when not given): that is a hang, the classic deadlock
+FAIL_TO_PASS. A test that had run less, or is not listed (Go before 1.21 printed no list), is
+not reported: the package ran out of time, there is no verdict on it (prometheus-15142: a test
+running 3 s when before#1's package clock ran out became a wrong FAIL_TO_PASS). The package is
+still ``<pkg> [stopped early: test timed out]``.
+
 Trust: `go test -json` (since Go 1.20 the test binary frames its own lines for test2json,
 golang/go CL 443596, so a test printing ``--- PASS: X`` cannot forge a result; the golden output
 shows it) is the source to use; the ``-v`` console is a fallback a test can forge. Sources:
@@ -62,6 +77,14 @@ _BUILD_FAILED = re.compile(r"^FAIL\s+(\S+)\s+\[(?:build|setup) failed\]", re.M)
 _CAUSES = ((re.compile(r"^panic: test timed out\b"), "test timed out"), (re.compile(r"^panic: "), "panic"),
            (re.compile(r"^fatal error: "), "fatal error"), (re.compile(r"^signal: (\w+)"), "signal: {}"),
            (re.compile(r"^exit status (\d+)"), "exit status {}"))
+TIMED_OUT = "test timed out"
+_RUNNING_HEAD = re.compile(r"^\s*running tests:\s*$")
+_RUNNING = re.compile(r"^\s+(\S+) \(([0-9.hmsuµμn]+)\)\s*$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|μs|ns)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
+DEFAULT_PER_TEST = 120
+"""Seconds: the per-test limit when the parser is not told the run's (``per_test_timeout``);
+equal to `envpool.testrun.limits.DEFAULT_PER_TEST` (this module stays stdlib only)."""
 NO_SUMMARY = "no final PASS/FAIL line"
 """The cause of a stopped package whose output names none of `_CAUSES`."""
 
@@ -69,6 +92,48 @@ NO_SUMMARY = "no final PASS/FAIL line"
 def stopped_label(pkg: str, cause: str | None) -> str:
     """The collection-error label of a package whose test binary stopped early (module doc)."""
     return f"{pkg} [stopped early: {cause or NO_SUMMARY}]"
+
+
+def go_duration(text: str) -> float | None:
+    """Seconds of a Go `time.Duration` string (``3s``, ``2m10s``, ``1h0m5.5s``, ``750ms``), else None."""
+    pos, total = 0, 0.0
+    for m in _DURATION_PART.finditer(text):
+        if m.start() != pos:
+            return None
+        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        pos = m.end()
+    return total if pos == len(text) and pos else None
+
+
+class _Running:
+    """The ``running tests:`` block after ``panic: test timed out`` (module doc): test -> seconds."""
+
+    def __init__(self) -> None:
+        self.timed_out, self.in_block = False, False
+        self.listed: dict[str, float] = {}
+
+    def feed(self, line: str) -> None:
+        line = line.rstrip("\n")
+        if not self.timed_out:
+            self.timed_out = line.startswith("panic: test timed out")
+            return
+        if _RUNNING_HEAD.match(line):
+            self.in_block = True
+        elif self.in_block:
+            m = _RUNNING.match(line)
+            secs = go_duration(m.group(2)) if m else None
+            if m is None or secs is None:
+                self.in_block = False
+            else:
+                self.listed[m.group(1)] = secs
+
+    def hung(self, test: str, limit: float) -> bool:
+        """Whether `test`, running when the binary's -timeout fired, had run the per-test limit."""
+        return self.listed.get(test, -1.0) >= limit
+
+
+def _limit(per_test_timeout: float | None) -> float:
+    return float(per_test_timeout) if per_test_timeout is not None else float(DEFAULT_PER_TEST)
 
 
 def _cause(line: str) -> str | None:
@@ -116,7 +181,8 @@ def _belongs(pkg: str):
 
 
 @report_parser()
-def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> Result:
+def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None,
+                       per_test_timeout: float | None = None) -> Result:
     """Parse `go test -json` output (one JSON event per line; other lines are skipped).
 
     Shape: ``{"Action": "run"|"pass"|"fail"|"skip"|"output"|"start"|..., "Package": str,
@@ -126,9 +192,12 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
     A package that ends ``fail`` with no summary line (a bare ``PASS``/``FAIL`` package-level
     output after its last test event) and did not fail to build stopped early:
     ``<pkg> [stopped early: <cause>]``; its tests paused and not continued are not reported
-    (module doc).
+    (module doc). When the binary's ``-timeout`` fired, a test still running is FAILED only if
+    the ``running tests:`` block lists it at ``per_test_timeout`` seconds or more (module doc).
     Anomaly: the stream ends while a package that started has no final action (run killed).
     """
+    limit = _limit(per_test_timeout)
+    running: dict[str, _Running] = {}    # package -> its `running tests:` block
     res = Result(source="json")
     started: dict[str, list[str]] = {}   # package -> tests with `run` and no end yet
     open_pkgs: list[str] = []
@@ -154,6 +223,8 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
         out = ev.get("Output") if action == "output" else None
         if isinstance(out, str) and pkg not in causes and (c := _cause(out)):
             causes[pkg] = c
+        if isinstance(out, str):
+            running.setdefault(pkg, _Running()).feed(out)
         if isinstance(test, str) and test:
             summary.discard(pkg)  # a final line before a test event was no final line (TestMain, init)
             if action == "run":
@@ -180,9 +251,14 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None) -> R
                 failed_builds.append(pkg)
             stopped = action == "fail" and pkg not in summary and pkg not in failed_builds
             waiting = paused.pop(pkg, set())
+            block = running.pop(pkg, _Running())
+            timed_out = stopped and causes.get(pkg) == TIMED_OUT
             for t in started.pop(pkg, []):  # still running when the binary died
-                if not (stopped and t in waiting):  # a paused test never ran: not reported
-                    res.add(go_test_id(pkg, t), TestStatus.FAILED)
+                if stopped and t in waiting:  # a paused test never ran: not reported
+                    continue
+                if timed_out and not block.hung(t, limit):  # the package ran out of time: no verdict
+                    continue
+                res.add(go_test_id(pkg, t), TestStatus.FAILED)
             if stopped:
                 res.unit_failed(stopped_label(pkg, causes.get(pkg)))
     for pkg in dict.fromkeys(failed_builds):
@@ -203,7 +279,8 @@ _WORDS = {"PASS": TestStatus.PASSED, "FAIL": TestStatus.FAILED, "SKIP": TestStat
 
 
 @report_parser()
-def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Result:
+def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None,
+                    per_test_timeout: float | None = None) -> Result:
     """Parse `go test -v ./...` console output (the fallback when `-json` is not available).
 
     Results are ``--- PASS|FAIL|SKIP: <name> (<secs>s)`` lines, found anywhere in a line (a test
@@ -216,7 +293,9 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
     is FAILED (timeout, panic). A ``FAIL`` package line (not ``[build failed]``) with no bare
     ``PASS`` / ``FAIL`` summary line at column 0 after the package's last ``=== RUN|PAUSE|CONT``
     or result line: the package stopped early (``<pkg> [stopped early: <cause>]``; a test paused
-    with no ``=== CONT`` is then not reported, module doc). Anomaly: an ``ok`` package line while a test
+    with no ``=== CONT`` is then not reported, module doc). When the binary's ``-timeout`` fired,
+    a test still running is FAILED only if ``running tests:`` lists it at ``per_test_timeout``
+    seconds or more (module doc). Anomaly: an ``ok`` package line while a test
     of it is still running (a test printing a fake package line).
     """
     res = Result(source="log")
@@ -225,7 +304,9 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
     seen_pkgs: set[str] = set()
     paused: set[str] = set()
     summary, cause = False, None
+    limit, block = _limit(per_test_timeout), _Running()
     for line in text.splitlines():
+        block.feed(line)
         if line.rstrip() in ("PASS", "FAIL"):  # the binary's final line: at column 0
             summary = True
             continue
@@ -260,12 +341,19 @@ def parse_go_test_v(text: str, known_tests: Iterable[str] | None = None) -> Resu
             res.anomalies.append(f"go test -v: package line 'ok {pkg}' while {running[0]} was "
                                  "still running (output may be forged)")
         stopped = word == "FAIL" and not summary and not rest.startswith("[")
+        timed_out = stopped and cause == TIMED_OUT
         for t in runs:
-            if t in done or not (stopped and t in paused):  # a paused test never ran: not reported
-                res.add(go_test_id(pkg, t), done.get(t, TestStatus.FAILED))
+            if t in done:
+                res.add(go_test_id(pkg, t), done[t])
+            elif stopped and t in paused:  # a paused test never ran: not reported
+                continue
+            elif timed_out and not block.hung(t, limit):  # the package ran out of time: no verdict
+                continue
+            else:
+                res.add(go_test_id(pkg, t), TestStatus.FAILED)
         if stopped:
             res.unit_failed(stopped_label(pkg, cause))
-        runs, done, paused, summary, cause = [], {}, set(), False, None
+        runs, done, paused, summary, cause, block = [], {}, set(), False, None, _Running()
         if rest.startswith("["):
             res.unit_failed(f"{pkg} [build failed]")
             res.fail_known(known_tests, TestStatus.FAILED, _belongs(pkg))

@@ -79,8 +79,12 @@ def test_build_failure_alone_is_not_tests_ran():
 
 
 def test_test_running_when_the_binary_timed_out_is_failed(golden):
-    rep = parse_go_test_json(golden("go_timeout.json"))
+    """The golden ran with -timeout=1s: TestSlow, listed running 1s, had run a per-test limit of
+    1 s (FAILED); at the default limit (120 s) it is no verdict (not reported)."""
+    rep = parse_go_test_json(golden("go_timeout.json"), per_test_timeout=1)
     assert rep.statuses == {"example.com/poly/slow::TestQuick": P, "example.com/poly/slow::TestSlow": F}
+    rep = parse_go_test_json(golden("go_timeout.json"))
+    assert rep.statuses == {"example.com/poly/slow::TestQuick": P}
 
 
 CRASH = "example.com/poly/crash::"
@@ -188,8 +192,13 @@ def test_go_v_result_glued_after_test_output_counts_and_unstarted_names_do_not()
 
 
 def test_go_v_running_test_without_result_before_fail_line_is_failed():
-    log = "=== RUN   TestHang\npanic: test timed out after 1s\nFAIL\texample.com/m\t1.01s\n"
+    log = "=== RUN   TestHang\npanic: deadlock\nFAIL\texample.com/m\t1.01s\n"
     assert parse_go_test_v(log).statuses == {"example.com/m::TestHang": F}
+    # the binary's -timeout: FAILED only when `running tests:` lists it at the per-test limit
+    log = "=== RUN   TestHang\npanic: test timed out after 1s\nFAIL\texample.com/m\t1.01s\n"
+    assert parse_go_test_v(log).statuses == {}
+    listed = log.replace("1s\n", "1s\n\trunning tests:\n\t\tTestHang (1s)\n\n", 1)
+    assert parse_go_test_v(listed, per_test_timeout=1).statuses == {"example.com/m::TestHang": F}
 
 
 # -- -run patterns -----------------------------------------------------------------------------
@@ -323,3 +332,136 @@ def test_a_new_test_panicking_before_the_fix_makes_no_paused_parallel_test_fail_
     outcome, _, g = judge(before, after, absent_scope=scope)
     assert outcome == "verified" and g.FAIL_TO_PASS == [pkg + "TestNew"]
     assert g.PASS_TO_PASS == [pkg + "TestSeq", pkg + "TestSeq/sub"] and g.flaky == []
+
+
+# -- the binary's -timeout fired (a limit for the whole binary) ----------------------------------
+
+TSDB = "example.com/poly/tsdb"
+
+
+def _timeout_json(duration: str) -> str:
+    """`go test -json` (Go >= 1.21 shape, as go_timeout.json) of a package whose binary's
+    -timeout (8m0s) fired while TestOOO had run `duration`; TestQuick passed; TestLater paused."""
+    def ev(action: str, test: str | None = None, output: str | None = None) -> str:
+        e = {"Action": action, "Package": TSDB}
+        if test:
+            e["Test"] = test
+        if output is not None:
+            e["Output"] = output
+        return json.dumps(e)
+    lines = [ev("start"), ev("run", "TestQuick"), ev("output", "TestQuick", "=== RUN   TestQuick\n"),
+             ev("output", "TestQuick", "--- PASS: TestQuick (0.00s)\n"), ev("pass", "TestQuick"),
+             ev("run", "TestLater"), ev("output", "TestLater", "=== RUN   TestLater\n"),
+             ev("output", "TestLater", "=== PAUSE TestLater\n"), ev("pause", "TestLater"),
+             ev("run", "TestOOO"), ev("output", "TestOOO", "=== RUN   TestOOO\n"),
+             ev("output", "TestOOO", "panic: test timed out after 8m0s\n"),
+             ev("output", "TestOOO", "\trunning tests:\n"),
+             ev("output", "TestOOO", f"\t\tTestOOO ({duration})\n"),
+             ev("output", "TestOOO", "\n"),
+             ev("output", "TestOOO", "goroutine 17 [running]:\n"),
+             ev("output", "TestOOO", "testing.(*M).startAlarm.func1()\n"),
+             ev("output", "TestOOO", "\t/usr/local/go/src/testing/testing.go:2802 +0x354\n"),
+             ev("output", None, f"FAIL\t{TSDB}\t480.012s\n"), ev("fail")]
+    return "\n".join(lines) + "\n"
+
+
+def _timeout_v(duration: str) -> str:
+    """The same run as `_timeout_json`, in `go test -v` console form."""
+    return textwrap.dedent(f"""\
+        === RUN   TestQuick
+        --- PASS: TestQuick (0.00s)
+        === RUN   TestLater
+        === PAUSE TestLater
+        === RUN   TestOOO
+        panic: test timed out after 8m0s
+        \trunning tests:
+        \t\tTestOOO ({duration})
+
+        goroutine 17 [running]:
+        testing.(*M).startAlarm.func1()
+        \t/usr/local/go/src/testing/testing.go:2802 +0x354
+        FAIL\t{TSDB}\t480.012s
+        FAIL
+        """)
+
+
+TIMEOUT_STREAMS = pytest.mark.parametrize("stream,parser", [(_timeout_json, parse_go_test_json),
+                                                            (_timeout_v, parse_go_test_v)])
+
+
+@TIMEOUT_STREAMS
+def test_a_test_running_3s_when_the_binarys_timeout_fired_is_not_observed(stream, parser):
+    """prometheus-15142: ./tsdb's binary ran out of its 8m0s -timeout on a loaded host while
+    TestOOONativeHistogramFlag had run 3 s. That is no verdict on the test (the package ran out of
+    time): not FAILED, not observed; the package still stopped early."""
+    rep = parser(stream("3s"), known_tests=[f"{TSDB}::TestOOO"])
+    assert rep.statuses == {f"{TSDB}::TestQuick": P}
+    assert rep.collection_errors == [f"{TSDB} [stopped early: test timed out]"]
+    assert rep.tests_ran and parser.check(stream("3s")) == []
+    assert not observed(rep, f"{TSDB}::TestOOO") and observed(rep, f"{TSDB}::TestQuick")
+
+
+@TIMEOUT_STREAMS
+@pytest.mark.parametrize("duration", ["2m10s", "2m0s", "1h0m1s"])
+def test_a_test_running_the_per_test_limit_when_the_binarys_timeout_fired_failed(stream, parser, duration):
+    """A test listed running >= the per-test limit (120 s by default) hung: FAILED (a deadlock
+    fixed by the patch is the classic FAIL_TO_PASS). The paused test still never ran."""
+    rep = parser(stream(duration))
+    assert rep.statuses == {f"{TSDB}::TestQuick": P, f"{TSDB}::TestOOO": F}
+    assert rep.collection_errors == [f"{TSDB} [stopped early: test timed out]"]
+
+
+@TIMEOUT_STREAMS
+def test_the_per_test_limit_is_the_runs(stream, parser):
+    """`per_test_timeout` (the run's SWEMINT_TEST_TIMEOUT) sets the line; the default is limits'."""
+    assert parser(stream("3s"), per_test_timeout=3).statuses[f"{TSDB}::TestOOO"] is F
+    assert f"{TSDB}::TestOOO" not in parser(stream("2m10s"), per_test_timeout=600).statuses
+    from envpool.testrun import limits
+    from envpool.testrun.polyglot import golang
+    assert golang.DEFAULT_PER_TEST == limits.DEFAULT_PER_TEST
+
+
+def test_a_timeout_without_a_running_list_gives_no_verdict():
+    """Go before 1.21 printed no ``running tests:`` block: no duration, no verdict."""
+    raw = "\n".join(ln for ln in _timeout_json("2m10s").splitlines() if "TestOOO (" not in ln)
+    assert parse_go_test_json(raw).statuses == {f"{TSDB}::TestQuick": P}
+
+
+def test_run_report_passes_the_runs_per_test_limit():
+    from envpool.evaluation import run_report
+    from envpool.fake import FakeSandbox
+    from envpool.sandbox import SandboxSpec
+
+    sb = FakeSandbox(SandboxSpec(image="img", run_id="t"))
+    sb.files["/tmp/go.json"] = _timeout_json("3s").encode()
+    got = run_report(sb, "go test -json ./...", "go_test_json", report_path="/tmp/go.json",
+                     env={"SWEMINT_TEST_TIMEOUT": "2"})
+    assert got.report.statuses[f"{TSDB}::TestOOO"] is F
+    got = run_report(sb, "go test -json ./...", "go_test_json", report_path="/tmp/go.json",
+                     env={"SWEMINT_TEST_TIMEOUT": "120"})
+    assert f"{TSDB}::TestOOO" not in got.report.statuses
+
+
+@TIMEOUT_STREAMS
+def test_a_test_the_binarys_timeout_cut_at_3s_cannot_become_fail_to_pass(stream, parser):
+    """prometheus-15142's row: before#1's tsdb binary timed out while TestOOO had run 3 s,
+    before#2's panicked before reaching it, the after runs passed it. It was FAIL_TO_PASS (the
+    gold is another test); now neither before run observed it, so it is no FAIL_TO_PASS. A
+    test that hung (130 s) before and passes after still is."""
+    from envpool.grading import grade
+
+    panicked = parse_go_test_json("\n".join([
+        json.dumps({"Action": "run", "Package": TSDB, "Test": "TestQuick"}),
+        json.dumps({"Action": "pass", "Package": TSDB, "Test": "TestQuick"}),
+        json.dumps({"Action": "run", "Package": TSDB, "Test": "TestGold"}),
+        json.dumps({"Action": "output", "Package": TSDB, "Test": "TestGold", "Output": "panic: boom\n"}),
+        json.dumps({"Action": "fail", "Package": TSDB, "Test": "TestGold"}),
+        json.dumps({"Action": "output", "Package": TSDB, "Output": f"FAIL\t{TSDB}\t1.0s\n"}),
+        json.dumps({"Action": "fail", "Package": TSDB})]) + "\n")
+    after = TestRunReport(statuses={f"{TSDB}::{t}": P for t in ("TestQuick", "TestLater", "TestOOO", "TestGold")},
+                          tests_ran=True, source="json")
+    g = grade([parser(stream("3s")), panicked], [after, after, after], None)
+    assert f"{TSDB}::TestOOO" not in g.FAIL_TO_PASS and f"{TSDB}::TestOOO" not in g.flaky
+    assert g.FAIL_TO_PASS == [f"{TSDB}::TestGold"]
+    g = grade([parser(stream("2m10s")), panicked], [after, after, after], None)
+    assert f"{TSDB}::TestOOO" in g.FAIL_TO_PASS
