@@ -98,6 +98,17 @@ def in_stopped_unit(test_id: str, collection_errors: Iterable[str]) -> bool:
     return any(test_id.startswith(u + "::") for u in stopped_units(collection_errors))
 
 
+def unloaded_units(run: TestRunReport) -> list[str]:
+    """The units of a full run (`selected` unset) that stopped early before reporting any test of
+    theirs: the binary died loading (a Go package's ``init`` or ``TestMain`` panicked or hung) --
+    like a file that failed to load, its tests are not passing there (`grade`), unlike a unit
+    that stopped midway (a test it never reached is not observed)."""
+    if run.selected is not None:
+        return []
+    return [u for u in stopped_units(run.collection_errors)
+            if not any(t.startswith(u + "::") for t in run.statuses)]
+
+
 def passes_in(run: TestRunReport, test_id: str) -> bool:
     """Whether `test_id` passed in `run`: status PASSED/XPASS and not under a collection error.
 
@@ -186,8 +197,10 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
     (a test its binary never reached is neither failing there nor flaky); a test that no before
     run observed (each stopped early before a verdict on it: never reached, or cut by the Go
     binary's own ``-timeout`` while it had run less than the per-test limit) is in neither list --
-    its absence there is no failure (prometheus-15142: such a test was a wrong FAIL_TO_PASS).
-    Never raises.
+    its absence there is no failure (prometheus-15142: such a test was a wrong FAIL_TO_PASS),
+    unless a before run's unit holding it stopped before reporting any test (`unloaded_units`:
+    its binary died loading, as a file that failed to load or a unit that did not build; then
+    `absent_scope` applies as to any absent test). Never raises.
     """
     candidates: set[str] = set()
     for run in after:
@@ -195,6 +208,7 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
     if expected_tests is not None:
         candidates = {t for t in candidates if _expected(t, expected_tests)}
     f2p, p2p, flaky = [], [], []
+    unloaded = [u for r in before for u in unloaded_units(r)]
     for test_id in sorted(candidates):
         pre = [passes_in(r, test_id) for r in before if observed(r, test_id)]
         post = [passes_in(r, test_id) for r in after if observed(r, test_id)]
@@ -203,8 +217,8 @@ def grade(before: list[TestRunReport], after: list[TestRunReport],
             continue
         if not post or not post[0]:
             continue
-        if before and not pre:  # every before run stopped before a verdict on it: nothing learnt
-            continue
+        if before and not pre and not any(test_id.startswith(u + "::") for u in unloaded):
+            continue  # every before run stopped before a verdict on it: nothing learnt
         if pre and pre[0]:
             p2p.append(test_id)
         elif absent_scope is not None and test_name(test_id) not in absent_scope and not any(

@@ -262,3 +262,16 @@ def test_a_test_no_before_run_observed_is_in_neither_list():
     assert g.FAIL_TO_PASS == ["p::TestGold"] and g.PASS_TO_PASS == ["p::TestA"] and g.flaky == []
     assert "p::TestOOO" in grade([], [after], None).FAIL_TO_PASS
     assert "p::TestOOO" in grade([b1, run({"p::TestA": P, "p::TestOOO": F})], [after], None).FAIL_TO_PASS
+
+
+def test_a_test_whose_unit_died_loading_in_every_before_run_is_still_fail_to_pass():
+    """A Go package whose test binary panics in ``init`` before (the test_patch's new file calls
+    the unfixed API at package level) reports no test at all: its tests did not load -- as a
+    ``[build failed]`` package or a file that failed to collect, the new test is FAIL_TO_PASS
+    (the `absent_scope` rule applies), unlike a test a binary stopped midway never reached."""
+    b = run({}, ["p [stopped early: panic]"])
+    after = run({"p::TestOld": P, "p::TestNew": P})
+    assert grade([b, b], [after, after], None, {"TestNew"}).FAIL_TO_PASS == ["p::TestNew"]
+    assert grade([b], [after], None).FAIL_TO_PASS == ["p::TestNew", "p::TestOld"]
+    midway = run({"p::TestOld": P}, ["p [stopped early: panic]"])
+    assert grade([midway], [after], None, {"TestNew"}).FAIL_TO_PASS == []

@@ -52,7 +52,10 @@ test that had run a few seconds is in progress. Go then prints ``panic: test tim
 running time is at least the per-test limit (option ``per_test_timeout``, seconds; the run's
 ``SWEMINT_TEST_TIMEOUT``, passed by `envpool.evaluation.run_report`; `DEFAULT_PER_TEST` = 120 s,
 the default of `envpool.testrun.limits`, when not given): that is a hang, the classic deadlock
-FAIL_TO_PASS. A test that had run less, or is not listed (Go before 1.21 printed no list), is
+FAIL_TO_PASS. Go before 1.21 printed no list (swemint installs 1.15 and 1.19 for old go.mod
+lines): then ``-json`` measures the same time from the events' ``Time`` (the test's last
+``run``/``cont`` to the ``panic: test timed out`` output); ``-v`` has no times. A test that had
+run less, or whose time is unknown, is
 not reported: the package ran out of time, there is no verdict on it (prometheus-15142: a test
 running 3 s when before#1's package clock ran out became a wrong FAIL_TO_PASS). The package is
 still ``<pkg> [stopped early: test timed out]``.
@@ -67,6 +70,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from collections.abc import Iterable
 
 from envpool.testrun.polyglot.common import Result, report_parser
@@ -130,6 +134,22 @@ class _Running:
     def hung(self, test: str, limit: float) -> bool:
         """Whether `test`, running when the binary's -timeout fired, had run the per-test limit."""
         return self.listed.get(test, -1.0) >= limit
+
+
+_EVENT_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+
+
+def event_time(value) -> float | None:
+    """Seconds since the epoch of a `go test -json` event's ``Time`` (RFC 3339, nanoseconds), else None."""
+    m = _EVENT_TIME.match(value) if isinstance(value, str) else None
+    if m is None:
+        return None
+    frac = (m.group(2) or "")[:6].ljust(6, "0")
+    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+    try:
+        return datetime.fromisoformat(f"{m.group(1)}.{frac}{tz}").timestamp()
+    except ValueError:
+        return None
 
 
 def _limit(per_test_timeout: float | None) -> float:
@@ -205,6 +225,8 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None,
     paused: dict[str, set[str]] = {}     # package -> tests paused (t.Parallel) and not continued
     summary: set[str] = set()            # packages whose binary printed its final PASS/FAIL
     causes: dict[str, str] = {}          # package -> the first cause its output names
+    begun: dict[tuple[str, str], float] = {}  # (package, test) -> Time of its last run/cont event
+    fired: dict[str, float] = {}         # package -> Time of its `panic: test timed out` output
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -225,8 +247,12 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None,
             causes[pkg] = c
         if isinstance(out, str):
             running.setdefault(pkg, _Running()).feed(out)
+            if pkg not in fired and out.startswith("panic: test timed out") and (at := event_time(ev.get("Time"))):
+                fired[pkg] = at
         if isinstance(test, str) and test:
             summary.discard(pkg)  # a final line before a test event was no final line (TestMain, init)
+            if action in ("run", "cont") and (at := event_time(ev.get("Time"))):
+                begun[(pkg, test)] = at
             if action == "run":
                 started.setdefault(pkg, []).append(test)
             elif action == "pause":
@@ -256,8 +282,9 @@ def parse_go_test_json(text: str, known_tests: Iterable[str] | None = None,
             for t in started.pop(pkg, []):  # still running when the binary died
                 if stopped and t in waiting:  # a paused test never ran: not reported
                     continue
-                if timed_out and not block.hung(t, limit):  # the package ran out of time: no verdict
-                    continue
+                if timed_out and not (block.hung(t, limit) if block.listed else  # Go < 1.21: no list
+                                      fired.get(pkg, 0.0) - begun.get((pkg, t), float("inf")) >= limit):
+                    continue  # the package ran out of time: no verdict
                 res.add(go_test_id(pkg, t), TestStatus.FAILED)
             if stopped:
                 res.unit_failed(stopped_label(pkg, causes.get(pkg)))

@@ -465,3 +465,30 @@ def test_a_test_the_binarys_timeout_cut_at_3s_cannot_become_fail_to_pass(stream,
     assert g.FAIL_TO_PASS == [f"{TSDB}::TestGold"]
     g = grade([parser(stream("2m10s")), panicked], [after, after, after], None)
     assert f"{TSDB}::TestOOO" in g.FAIL_TO_PASS
+
+
+def _timed_json(run_at: float, fired_at: float) -> str:
+    """Go < 1.21 `go test -json` (no ``running tests:`` list) with event times: TestQuick passed,
+    TestHang ran from `run_at` s until the binary's -timeout fired at `fired_at` s."""
+    def ev(at: float, action: str, test: str | None = None, output: str | None = None) -> str:
+        e = {"Time": f"2026-11-29T20:{int(at // 60):02d}:{at % 60:012.9f}Z", "Action": action, "Package": TSDB}
+        if test:
+            e["Test"] = test
+        if output is not None:
+            e["Output"] = output
+        return json.dumps(e)
+    lines = [ev(0, "start"), ev(0, "run", "TestQuick"), ev(0.5, "pass", "TestQuick"),
+             ev(run_at, "run", "TestHang"), ev(run_at, "output", "TestHang", "=== RUN   TestHang\n"),
+             ev(fired_at, "output", "TestHang", "panic: test timed out after 8m0s\n"),
+             ev(fired_at, "output", "TestHang", "\n"), ev(fired_at, "output", "TestHang", "goroutine 17 [running]:\n"),
+             ev(fired_at, "output", None, f"FAIL\t{TSDB}\t480.012s\n"), ev(fired_at, "fail")]
+    return "\n".join(lines) + "\n"
+
+
+def test_go_before_1_21_a_test_hung_past_the_limit_by_the_event_times_failed():
+    """Go 1.19 (swemint's pick for `go 1.16`..`go 1.19` modules) prints no ``running tests:``
+    list: a deadlock test hung 479 s when the binary's -timeout fired is the classic FAIL_TO_PASS;
+    the -json events' Time says so. One that had run 10 s is no verdict."""
+    assert parse_go_test_json(_timed_json(1, 480)).statuses == {f"{TSDB}::TestQuick": P, f"{TSDB}::TestHang": F}
+    assert parse_go_test_json(_timed_json(470, 480)).statuses == {f"{TSDB}::TestQuick": P}
+    assert parse_go_test_json(_timed_json(1, 480), per_test_timeout=600).statuses == {f"{TSDB}::TestQuick": P}
