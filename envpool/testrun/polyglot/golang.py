@@ -52,7 +52,8 @@ test that had run a few seconds is in progress. Go then prints ``panic: test tim
 running time is at least the per-test limit (option ``per_test_timeout``, seconds; the run's
 ``SWEMINT_TEST_TIMEOUT``, passed by `envpool.evaluation.run_report`; `DEFAULT_PER_TEST` = 120 s,
 the default of `envpool.testrun.limits`, when not given): that is a hang, the classic deadlock
-FAIL_TO_PASS. Go before 1.21 printed no list (swemint installs 1.15 and 1.19 for old go.mod
+FAIL_TO_PASS. A parent listed with subtests counts so only when one of them had too (a table
+test whose current subtest is young was making progress). Go before 1.21 printed no list (swemint installs 1.15 and 1.19 for old go.mod
 lines): then ``-json`` measures the same time from the events' ``Time`` (the test's last
 ``run``/``cont`` to the ``panic: test timed out`` output); ``-v`` has no times. A test that had
 run less, or whose time is unknown, is
@@ -132,8 +133,13 @@ class _Running:
                 self.listed[m.group(1)] = secs
 
     def hung(self, test: str, limit: float) -> bool:
-        """Whether `test`, running when the binary's -timeout fired, had run the per-test limit."""
-        return self.listed.get(test, -1.0) >= limit
+        """Whether `test`, running when the binary's -timeout fired, had run the per-test limit --
+        and, when subtests of it are listed, one of them had too (a parent whose running subtest
+        started less than the limit ago was making progress: the package ran out of time)."""
+        if self.listed.get(test, -1.0) < limit:
+            return False
+        kids = [secs for name, secs in self.listed.items() if name.startswith(test + "/")]
+        return not kids or max(kids) >= limit
 
 
 _EVENT_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")

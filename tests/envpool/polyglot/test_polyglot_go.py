@@ -492,3 +492,17 @@ def test_go_before_1_21_a_test_hung_past_the_limit_by_the_event_times_failed():
     assert parse_go_test_json(_timed_json(1, 480)).statuses == {f"{TSDB}::TestQuick": P, f"{TSDB}::TestHang": F}
     assert parse_go_test_json(_timed_json(470, 480)).statuses == {f"{TSDB}::TestQuick": P}
     assert parse_go_test_json(_timed_json(1, 480), per_test_timeout=600).statuses == {f"{TSDB}::TestQuick": P}
+
+
+def test_a_parent_test_whose_running_subtest_is_young_is_no_verdict():
+    """A table test running 7 minutes through quick subtests when the binary's -timeout fired,
+    its current subtest 3 s in: the package ran out of time (a wrong FAIL_TO_PASS otherwise, as
+    prometheus-15142's top-level test). A subtest listed past the limit hung: both FAILED."""
+    def log(sub: str) -> str:
+        return ("=== RUN   TestTable\n=== RUN   TestTable/case_(9)\n"
+                "panic: test timed out after 8m0s\n\trunning tests:\n"
+                f"\t\tTestTable (7m0s)\n\t\tTestTable/case_(9) ({sub})\n\n"
+                "goroutine 1 [running]:\nFAIL\texample.com/m\t480.0s\n")
+    assert parse_go_test_v(log("3s")).statuses == {}
+    assert parse_go_test_v(log("6m50s")).statuses == {"example.com/m::TestTable": F,
+                                                      "example.com/m::TestTable/case_(9)": F}
