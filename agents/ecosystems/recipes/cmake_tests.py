@@ -168,16 +168,18 @@ def codemodel(build):
     return out
 
 
-def ctest_tests(build):
-    """[(name, command list)] from ``ctest --show-only=json-v1`` (`ctest_reruns.show_only`)."""
-    return [(t.get("name"), t.get("command") or []) for t in ctest_reruns.show_only(build, quiet=False)]
+def ctest_tests(build, shown=None):
+    """[(name, command list)] from ``ctest --show-only=json-v1`` (`ctest_reruns.show_only`;
+    `shown`: its answer already read)."""
+    shown = ctest_reruns.show_only(build, quiet=False) if shown is None else shown
+    return [(t.get("name"), t.get("command") or []) for t in shown]
 
 
-def ctest_workdirs(build):
-    """The WORKING_DIRECTORY of each CTest test (``ctest --show-only=json-v1``:
-    `ctest_reruns.show_only`), where one is set."""
+def ctest_workdirs(shown):
+    """The WORKING_DIRECTORY of each CTest test of `shown` (``ctest --show-only=json-v1``'s
+    tests: `ctest_reruns.show_only`), where one is set."""
     out = []
-    for t in ctest_reruns.show_only(build):
+    for t in shown:
         for p in t.get("properties", []):
             if p.get("name") == "WORKING_DIRECTORY" and isinstance(p.get("value"), str):
                 out.append(p["value"])
@@ -888,11 +890,12 @@ def main(argv):
     touched = set(norm(f, src) for f in files)
     every = codemodel(build)
     targets = [t for t in every if t[1] == "EXECUTABLE"]
-    tests = ctest_tests(build)
+    shown = ctest_reruns.show_only(build, quiet=False)  # one listing for the tests and S38's working directories
+    tests = ctest_tests(build, shown)
     picked = [] if whole else [t for t in targets if touched & set(norm(s, src) for s in t[2])]
     owned = bool(picked)
     lone = [] if whole or picked or not tests else unbuilt_sources(every, touched, tests, src, build, build_only,
-                                                                     ctest_workdirs(build))
+                                                                     ctest_workdirs(shown))
     if lone:  # S38: no build of this project compiles them: the whole suite cannot run their tests
         log("%s %s compiled by no target of this CMake build (after the test_patch): its tests cannot run "
             "here (nothing is built or run; their tests are reported as not built)"
